@@ -1,0 +1,40 @@
+"""Exceptions gemmlab raises for bad input. Each names the problem it found."""
+
+
+class GemmlabError(Exception):
+    """Base class of every error gemmlab raises on purpose."""
+
+
+class ShapeError(GemmlabError, ValueError):
+    """Operand shapes that do not form a matrix product, or dimensions out of range."""
+
+
+class DTypeError(GemmlabError, TypeError):
+    """An operand dtype the chosen kernel or precision does not take."""
+
+
+class LayoutError(GemmlabError, ValueError):
+    """An operand memory layout (strides, contiguity) the kernel cannot read."""
+
+
+class SizeLimitError(GemmlabError, ValueError):
+    """A problem past a kernel's index range or the device's memory."""
+
+
+class NoGPUError(GemmlabError, RuntimeError):
+    """A GPU kernel was asked for on a machine without a usable CUDA GPU."""
+
+
+class UnknownKernelError(GemmlabError, KeyError):
+    """No registered kernel matches the name or pattern."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; keep it readable
+        return str(self.args[0]) if self.args else ""
+
+
+class InvalidConfigError(GemmlabError, ValueError):
+    """Tile parameters that break a constraint, rejected before anything compiles."""
+
+
+class CompileError(GemmlabError, RuntimeError):
+    """NVRTC rejected a kernel's source; the message carries the compiler log."""

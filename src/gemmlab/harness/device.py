@@ -1,0 +1,114 @@
+"""GPU detection and properties, and the CPU-only fallback (numba's CUDA simulator).
+
+Detection never raises: on a machine without a driver or GPU every query answers "no GPU" with the reason,
+which the CLI prints so the user knows what was not run.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+
+from gemmlab.errors import NoGPUError
+
+
+@dataclass(frozen=True)
+class GPUInfo:
+    name: str
+    sm_count: int
+    cc: tuple[int, int]
+    l2_bytes: int
+    smem_per_block_optin: int
+    max_sm_clock_mhz: float
+    total_mem_bytes: int
+    driver: str
+    runtime: str
+
+    @property
+    def arch(self) -> str:
+        major, minor = self.cc
+        # wgmma and setmaxnreg exist only on the "a" variant of sm_90
+        return f"sm_{major}{minor}a" if (major, minor) == (9, 0) else f"sm_{major}{minor}"
+
+
+@lru_cache(maxsize=1)
+def probe() -> tuple[GPUInfo | None, str]:
+    """(info, "") when a CUDA GPU is usable, else (None, why not)."""
+    try:
+        import cupy
+        from cupy.cuda import runtime
+    except Exception as exc:  # pragma: no cover - cupy is a dependency
+        return None, f"CuPy is not importable ({exc})"
+    try:
+        count = runtime.getDeviceCount()
+    except Exception as exc:
+        return None, f"no CUDA driver or GPU ({type(exc).__name__}: {exc})"
+    if count < 1:
+        return None, "the CUDA driver reports no GPU"
+    try:
+        props = runtime.getDeviceProperties(0)
+        name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+        driver = runtime.driverGetVersion()
+        rt = runtime.runtimeGetVersion()
+        cupy.cuda.Device(0).use()
+        info = GPUInfo(
+            name=name,
+            sm_count=int(props["multiProcessorCount"]),
+            cc=(int(props["major"]), int(props["minor"])),
+            l2_bytes=int(props["l2CacheSize"]),
+            smem_per_block_optin=int(props.get("sharedMemPerBlockOptin", props["sharedMemPerBlock"])),
+            max_sm_clock_mhz=_max_sm_clock(props),
+            total_mem_bytes=int(props["totalGlobalMem"]),
+            driver=f"{driver // 1000}.{driver % 1000 // 10}",
+            runtime=f"{rt // 1000}.{rt % 1000 // 10}",
+        )
+    except Exception as exc:
+        return None, f"the GPU could not be queried ({type(exc).__name__}: {exc})"
+    return info, ""
+
+
+def _max_sm_clock(props) -> float:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+        return float(pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM))
+    except Exception:
+        return float(props.get("clockRate", 0)) / 1000.0
+
+
+def gpu() -> GPUInfo | None:
+    return probe()[0]
+
+
+def require_gpu(what: str) -> GPUInfo:
+    info, why = probe()
+    if info is None:
+        raise NoGPUError(f"{what} needs a CUDA GPU, and this machine has none usable: {why}")
+    return info
+
+
+def configure_numba() -> str:
+    """Choose how numba kernels run: on the GPU, or under the CUDA simulator when there is none.
+
+    NUMBA_ENABLE_CUDASIM is read once, when numba.cuda is first imported, so this runs before any numba
+    kernel module loads. Returns "gpu" or "simulator".
+    """
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+        return "simulator"
+    if "numba.cuda" in sys.modules:
+        from numba import config
+
+        return "simulator" if config.ENABLE_CUDASIM else "gpu"
+    if gpu() is None:
+        os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+        return "simulator"
+    return "gpu"
+
+
+def numba_mode() -> str:
+    from numba import config
+
+    return "simulator" if config.ENABLE_CUDASIM else "gpu"

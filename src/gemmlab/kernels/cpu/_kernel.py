@@ -1,0 +1,19 @@
+"""CpuKernel: a kernel that runs on the host, on NumPy arrays."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from gemmlab.kernels.spec import CPU, KernelSpec
+from gemmlab.problem import Problem
+
+
+@dataclass(frozen=True, kw_only=True)
+class CpuKernel(KernelSpec):
+    function: Callable | None = None  # function(A, B, C) -> None, writing C in place
+    backend: str = "cpu"
+    device: str = CPU
+    int32_indices: bool = False
+
+    def build(self, problem: Problem):
+        return self.function

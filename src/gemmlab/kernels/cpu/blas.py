@@ -1,0 +1,21 @@
+"""The CPU peer: NumPy's matmul, which calls the BLAS NumPy was built with (OpenBLAS in the wheels).
+
+Blocked for the cache hierarchy and vectorized, it shows what a CPU can do; V0 against it is the CPU's own
+gap between a textbook loop and a tuned library.
+"""
+import numpy as np
+
+from gemmlab.kernels.cpu._kernel import CpuKernel
+from gemmlab.kernels.spec import compulsory_traffic
+
+
+def blas(A, B, C):
+    np.matmul(A, B, out=C)
+
+
+SPECS = [
+    CpuKernel(
+        name="cpu/blas", level=None, precision="fp32", title="NumPy matmul (host BLAS), the CPU peer",
+        function=blas, traffic_model=compulsory_traffic, max_flops=2e12, doc=__doc__,
+    )
+]

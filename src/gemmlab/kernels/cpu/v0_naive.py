@@ -1,0 +1,35 @@
+"""V0: the seeds' CPU triple loop, compiled by numba's JIT.
+
+Loop order i, j, k with a float32 accumulator, exactly as the seeds' `multi_cpu`: the inner loop walks B down
+a column (stride N), so it misses cache on every step once a column of B outgrows L1. O(MNK) time; it is the
+baseline every GPU level is measured against, not a reference (the reference is float64).
+"""
+import numpy as np
+from numba import njit
+
+from gemmlab.kernels.cpu._kernel import CpuKernel
+from gemmlab.kernels.spec import naive_traffic
+
+
+@njit(cache=True, nogil=True)
+def _triple_loop(A, B, C):
+    M, K = A.shape
+    N = B.shape[1]
+    for i in range(M):
+        for j in range(N):
+            acc = np.float32(0.0)
+            for k in range(K):
+                acc += A[i, k] * B[k, j]
+            C[i, j] = acc
+
+
+def v0_naive(A, B, C):
+    _triple_loop(A, B, C)
+
+
+SPECS = [
+    CpuKernel(
+        name="cpu/v0_naive", level=0, precision="fp32", title="CPU triple loop (numba JIT), float32 accumulate",
+        function=v0_naive, traffic_model=naive_traffic, max_flops=4e9, doc=__doc__,
+    )
+]

@@ -1,0 +1,33 @@
+"""V1 naive in Python (numba-cuda): the seeds' one-thread-per-element kernel, line for line.
+
+Same algorithm and model as cuda/v1_naive (8MNK bytes of global loads, 0.25 FLOP/byte). Written the
+plain numba way (2D arrays, cuda.grid), so its generated code carries numba's costs: 64-bit index math and
+array-shape loads around each access. Those are what the faster numba levels remove.
+"""
+from numba import cuda, float32
+
+from gemmlab.kernels.cuda._kernel import Geometry, ceil_div
+from gemmlab.kernels.numba._kernel import NumbaKernel
+from gemmlab.kernels.spec import naive_traffic
+
+BX, BY = 32, 32
+
+
+@cuda.jit
+def v1_naive(C, A, B, M, N, K):
+    col, row = cuda.grid(2)
+    if row < M and col < N:
+        acc = float32(0.0)
+        for k in range(K):
+            acc += A[row, k] * B[k, col]
+        C[row, col] = acc
+
+
+SPECS = [
+    NumbaKernel(
+        name="numba/v1_naive", level=1, precision="fp32", title="naive: one thread per C element",
+        kernel=v1_naive, params={"BX": BX, "BY": BY},
+        geometry=lambda pr, p: Geometry((ceil_div(pr.n, p["BX"]), ceil_div(pr.m, p["BY"]), 1), (p["BX"], p["BY"], 1)),
+        traffic_model=naive_traffic, doc=__doc__,
+    )
+]

@@ -1,0 +1,43 @@
+"""cuBLAS through CuPy, the peer every GPU kernel is measured against at its own precision.
+
+- fp32: cupy.matmul with CuPy's TF32 switch off, so cuBLAS runs FP32 FFMA kernels (SGEMM).
+- tf32: CUPY_TF32=1 semantics (compute type CUBLAS_COMPUTE_32F_FAST_TF32), FP32 in and out.
+- bf16: BF16 inputs, FP32 output, FP32 accumulation (cublasGemmEx with CUBLAS_COMPUTE_32F).
+
+CuPy decides TF32 through its ``_tf32`` flag read at call time; the peer sets it around each call so the two
+FP32-input peers never leak into each other.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gemmlab.kernels.spec import GPU, KernelSpec, compulsory_traffic
+from gemmlab.problem import Problem
+
+
+@dataclass(frozen=True, kw_only=True)
+class CublasPeer(KernelSpec):
+    backend: str = "peer"
+    device: str = GPU
+    int32_indices: bool = False
+
+    def build(self, problem: Problem):
+        from gemmlab.harness.device import require_gpu
+
+        require_gpu(self.name)
+        from gemmlab.kernels.peers._cublas import gemm
+
+        def run(a, b, c):
+            gemm(a, b, c, self.precision)
+
+        return run
+
+
+SPECS = [
+    CublasPeer(name="peers/cublas_fp32", level=None, precision="fp32", title="cuBLAS SGEMM (TF32 off)",
+               traffic_model=compulsory_traffic, doc=__doc__),
+    CublasPeer(name="peers/cublas_tf32", level=None, precision="tf32", title="cuBLAS with TF32 tensor cores",
+               traffic_model=compulsory_traffic, doc=__doc__),
+    CublasPeer(name="peers/cublas_bf16", level=None, precision="bf16", title="cuBLAS BF16 in, FP32 accumulate",
+               traffic_model=compulsory_traffic, doc=__doc__),
+]

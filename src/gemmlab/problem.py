@@ -1,0 +1,145 @@
+"""The matrix-multiplication problem C = A @ B and the seeds' analytic model of it.
+
+A is M×K, B is K×N, C is M×N, all row-major. FLOPs = 2MNK (K multiplies and K-1 adds per element, rounded
+to 2K as in the seeds); compulsory bytes = each input read once plus the output written once, 4(MK+KN+MN)
+in FP32; intensity = FLOPs / compulsory bytes = MNK / (2(MK+KN+MN)) in FP32, N/6 when M=N=K.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from gemmlab.errors import ShapeError
+
+
+@dataclass(frozen=True)
+class Precision:
+    """Input, multiply and output types of one precision, and the error a correct kernel stays under."""
+
+    name: str
+    input_dtype: str  # numpy dtype name of A and B
+    output_dtype: str  # numpy dtype name of C
+    multiply: str  # what the hardware multiplies in
+    rel_tolerance: float  # relative Frobenius error against float64 at K=4096
+    description: str
+
+    @property
+    def input_bytes(self) -> int:
+        return np.dtype(_np_dtype(self.input_dtype)).itemsize
+
+    @property
+    def output_bytes(self) -> int:
+        return np.dtype(_np_dtype(self.output_dtype)).itemsize
+
+
+def _np_dtype(name: str):
+    if name == "bfloat16":
+        import ml_dtypes
+
+        return ml_dtypes.bfloat16
+    return np.dtype(name)
+
+
+# FP32 rounding error of a K-term dot product grows like sqrt(K)·2^-24 with random signs; 1e-5 leaves
+# room for K up to ~10^5. TF32 keeps 10 mantissa bits (2^-11 per product), BF16 7 bits (2^-8).
+PRECISIONS: dict[str, Precision] = {
+    "fp32": Precision("fp32", "float32", "float32", "fp32 FFMA", 1e-5, "FP32 in, FP32 multiply and accumulate"),
+    "tf32": Precision("tf32", "float32", "float32", "tf32 tensor core", 2e-3,
+                      "FP32 in and out, TF32 multiply (10-bit mantissa), FP32 accumulate"),
+    "bf16": Precision("bf16", "bfloat16", "float32", "bf16 tensor core", 1e-2,
+                      "BF16 in, FP32 accumulate and out"),
+}
+
+
+def get_precision(name: str) -> Precision:
+    try:
+        return PRECISIONS[name]
+    except KeyError:
+        raise ShapeError(f"unknown precision {name!r}; known: {', '.join(PRECISIONS)}") from None
+
+
+SEED_SHAPE = (2048, 3072, 4096)  # M, N, K of the seeds' harness
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One matrix product C[M,N] = A[M,K] @ B[K,N], row-major, at one precision."""
+
+    m: int
+    n: int
+    k: int
+    precision: str = "fp32"
+
+    def __post_init__(self):
+        for dim in ("m", "n", "k"):
+            value = getattr(self, dim)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise ShapeError(f"{dim.upper()} must be an integer, got {value!r}")
+            if value < 1:
+                raise ShapeError(f"{dim.upper()}={value}: every dimension must be at least 1")
+            object.__setattr__(self, dim, int(value))
+        get_precision(self.precision)
+
+    @property
+    def prec(self) -> Precision:
+        return PRECISIONS[self.precision]
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return (self.m, self.n, self.k)
+
+    def label(self) -> str:
+        return f"{self.m}x{self.n}x{self.k}"
+
+    def flops(self) -> int:
+        return 2 * self.m * self.n * self.k
+
+    def compulsory_bytes(self) -> int:
+        p = self.prec
+        return p.input_bytes * (self.m * self.k + self.k * self.n) + p.output_bytes * self.m * self.n
+
+    def intensity(self) -> float:
+        """FLOP per compulsory byte: the best intensity any kernel can reach on this problem."""
+        return self.flops() / self.compulsory_bytes()
+
+    def with_precision(self, precision: str) -> "Problem":
+        return Problem(self.m, self.n, self.k, precision)
+
+    def make_inputs(self, seed: int = 0, xp=np):
+        """A and B drawn from N(0,1) with a seeded generator, in the precision's input dtype.
+
+        xp is numpy or cupy; cupy draws on the GPU, so large inputs never cross PCIe.
+        """
+        rng = xp.random.default_rng(seed)
+        a = rng.standard_normal((self.m, self.k), dtype=xp.float32)
+        b = rng.standard_normal((self.k, self.n), dtype=xp.float32)
+        dtype = _np_dtype(self.prec.input_dtype)
+        if a.dtype != dtype:
+            a, b = a.astype(dtype), b.astype(dtype)
+        return a, b
+
+    def output_dtype(self):
+        return _np_dtype(self.prec.output_dtype)
+
+    def input_dtype(self):
+        return _np_dtype(self.prec.input_dtype)
+
+
+_SHAPE_RE = re.compile(r"^\s*(\d+)\s*(?:[x×*,]\s*(\d+)\s*[x×*,]\s*(\d+))?\s*$")
+
+
+def parse_shape(text: str) -> tuple[int, int, int]:
+    """'4096' -> (4096, 4096, 4096); '2048x3072x4096' -> (M, N, K) = (2048, 3072, 4096)."""
+    match = _SHAPE_RE.match(str(text))
+    if not match:
+        raise ShapeError(f"cannot read shape {text!r}: write one size (4096) or MxNxK (2048x3072x4096)")
+    if match.group(2) is None:
+        size = int(match.group(1))
+        dims = (size, size, size)
+    else:
+        dims = tuple(int(g) for g in match.groups())
+    if min(dims) < 1:
+        raise ShapeError(f"shape {text!r}: every dimension must be at least 1")
+    return dims
