@@ -1,0 +1,5 @@
+import sys
+
+from gemmlab.cli import main
+
+sys.exit(main())

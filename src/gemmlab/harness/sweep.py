@@ -1,0 +1,108 @@
+"""`gemmlab verify`: every selected kernel over a sweep of ragged shapes, pass or fail per kernel and shape.
+
+On a GPU every kernel runs every shape of the sweep. Without one, numba kernels run under the CUDA simulator at
+the shapes it can finish (small ones), CUDA C kernels are compile-checked, and the rest are reported not run.
+``--sanitize`` reruns the sweep's ragged shapes of each CUDA kernel under compute-sanitizer (memcheck and
+racecheck) in a child process and reports its error count.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+from rich.table import Table
+
+from gemmlab.errors import NoGPUError
+from gemmlab.harness import device
+from gemmlab.harness.verify import SIMULATOR_SHAPES, check, compile_check, sweep_shapes, where_runs
+from gemmlab.kernels.registry import list_kernels, select
+from gemmlab.problem import Problem
+
+SIM_MAX_FLOPS = 2 * 70 * 45 * 31  # the simulator's budget per shape: a few seconds each
+SANITIZE_SHAPES = ((33, 17, 65), (127, 129, 255), (257, 31, 1000))
+
+
+def run_verify(args, console) -> int:
+    specs = select(args.kernels) if args.kernels else list_kernels()
+    rows, failures = [], 0
+    gpu = device.gpu()
+    for spec in specs:
+        try:
+            where = where_runs(spec)
+        except NoGPUError as exc:
+            if hasattr(spec, "compile"):
+                rep = compile_check(spec)
+                rows.append((spec.name, "sm_90a", "compiled", f"{rep.registers} regs, {rep.spills} spill bytes; "
+                                                              f"not run: {exc}".split(";")[0] + "; not run (no GPU)"))
+            else:
+                rows.append((spec.name, "—", "not run", str(exc)))
+            continue
+        if where == "simulator":
+            shapes = SIMULATOR_SHAPES
+        else:
+            shapes = sweep_shapes(args.full, args.sample, args.seed, max_flops=None if where == "gpu" else 2e9)
+        for i, shape in enumerate(shapes):
+            problem = Problem(*shape, spec.precision)
+            result = check(spec, problem, seed=args.seed + i)
+            if result.status == "skipped":
+                rows.append((spec.name, problem.label(), "skipped", result.reason))
+                continue
+            if not result.passed:
+                failures += 1
+            detail = (f"rel err {result.error.rel_err:.1e} (tol {result.error.tolerance:.0e}), {where}"
+                      if result.error else result.reason)
+            rows.append((spec.name, problem.label(), result.status, detail))
+        if args.sanitize and spec.backend in ("cuda", "numba") and gpu:
+            for tool in ("memcheck", "racecheck"):
+                ok, detail = sanitize(spec.name, tool)
+                failures += not ok
+                rows.append((spec.name, "sanitize", f"{tool} {'clean' if ok else 'ERRORS'}", detail))
+    if args.sanitize and not gpu:
+        rows.append(("(all)", "sanitize", "not run", "compute-sanitizer needs a GPU"))
+    table = Table(title="gemmlab verify", header_style="bold", title_justify="left")
+    for col in ("kernel", "shape", "result", "detail"):
+        table.add_column(col)
+    for name, shape, status, detail in rows:
+        style = {"passed": "green", "FAILED": "bold red", "error": "red"}.get(status.split()[0], "")
+        table.add_row(name, shape, f"[{style}]{status}[/]" if style else status, detail)
+    console.print(table)
+    passed = sum(1 for r in rows if r[2] == "passed")
+    console.print(f"{passed} passed, {failures} failed")
+    if getattr(args, "json", None):
+        with open(args.json, "w") as fh:
+            json.dump([dict(zip(("kernel", "shape", "result", "detail"), r)) for r in rows], fh, indent=1)
+    return 1 if failures else 0
+
+
+def sanitize(kernel: str, tool: str) -> tuple[bool, str]:
+    """Run the kernel at ragged shapes under compute-sanitizer in a child process."""
+    exe = shutil.which("compute-sanitizer")
+    if not exe:
+        return False, "compute-sanitizer is not on PATH"
+    cmd = [exe, "--tool", tool, "--error-exitcode", "3", sys.executable, "-m", "gemmlab.harness.sweep", kernel]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=dict(os.environ))
+    summary = [line for line in proc.stdout.splitlines() if "ERROR SUMMARY" in line or "RACECHECK SUMMARY" in line]
+    ok = proc.returncode == 0
+    detail = summary[-1].strip("= ").strip() if summary else (proc.stderr.strip().splitlines() or ["?"])[-1]
+    return ok, detail
+
+
+def _sanitize_target(kernel: str) -> int:
+    """Child of ``sanitize``: one launch per ragged shape, plain CuPy, checked afterwards."""
+    from gemmlab.kernels.registry import get_kernel
+
+    spec = get_kernel(kernel)
+    bad = 0
+    for i, shape in enumerate(SANITIZE_SHAPES):
+        problem = Problem(*shape, spec.precision)
+        if spec.is_valid(problem):
+            continue
+        bad += not check(spec, problem, seed=i).passed
+    return 4 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(_sanitize_target(sys.argv[1]))

@@ -1,0 +1,90 @@
+import numpy as np
+import pytest
+from numba import cuda, float32
+
+from gemmlab.harness.reference import compare, reference, tolerance_for
+from gemmlab.harness.verify import SPECIAL_SHAPES, SWEEP_DIMS, check, sweep_shapes
+from gemmlab.kernels.cpu._kernel import CpuKernel
+from gemmlab.kernels.cuda._kernel import Geometry, ceil_div
+from gemmlab.kernels.numba._kernel import NumbaKernel
+from gemmlab.problem import Problem
+
+
+def test_compare_rejects_nan_even_when_norms_look_fine():
+    ref = np.ones((4, 4))
+    c = np.ones((4, 4), np.float32)
+    assert compare(c, ref, 1e-5).passed
+    c[2, 3] = np.nan
+    report = compare(c, ref, 1e-5)
+    assert not report.passed and report.nonfinite == 1
+
+
+def test_compare_measures_relative_frobenius_and_max_abs():
+    ref = np.full((10, 10), 2.0)
+    c = ref.astype(np.float32).copy()
+    c[0, 0] += 0.2
+    r = compare(c, ref, 1e-5)
+    assert r.rel_err == pytest.approx(0.2 / 20.0, rel=1e-5)
+    assert r.max_abs_err == pytest.approx(0.2, rel=1e-5)
+    assert not r.passed
+
+
+def test_tolerance_grows_with_k_beyond_4096():
+    assert tolerance_for(Problem(8, 8, 4096)) == 1e-5
+    assert tolerance_for(Problem(8, 8, 16384)) == pytest.approx(2e-5)
+    assert tolerance_for(Problem(8, 8, 64, "bf16")) == 1e-2
+
+
+def _unwritten_corner(A, B, C):
+    np.matmul(A, B, out=C)
+    C[-1, -1] = np.nan  # what NaN poisoning exists to catch: an element nobody wrote
+
+
+def test_an_unwritten_element_fails_verification():
+    spec = CpuKernel(name="cpu/test_skips_corner", level=None, precision="fp32", title="", function=_unwritten_corner)
+    result = check(spec, Problem(5, 7, 3), seed=1)
+    assert result.status == "FAILED" and result.error.nonfinite == 1
+
+
+@cuda.jit
+def _seed_v2_with_its_store_bug(C, A, B, M, N, K):
+    # the seeds' V2 store guard, `row < M || col < N`, on 2-D arrays: writes out of bounds on ragged shapes
+    As = cuda.shared.array((8, 8), float32)
+    Bs = cuda.shared.array((8, 8), float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    col = cuda.blockIdx.x * 8 + tx
+    row = cuda.blockIdx.y * 8 + ty
+    acc = float32(0.0)
+    for k0 in range(0, K, 8):
+        As[ty, tx] = A[row, k0 + tx] if row < M and k0 + tx < K else float32(0.0)
+        Bs[ty, tx] = B[k0 + ty, col] if col < N and k0 + ty < K else float32(0.0)
+        cuda.syncthreads()
+        for k in range(8):
+            acc += As[ty, k] * Bs[k, tx]
+        cuda.syncthreads()
+    if row < M or col < N:
+        C[row, col] = acc
+
+
+def test_the_seeds_v2_store_bug_is_caught_on_a_ragged_shape():
+    spec = NumbaKernel(name="numba/test_seed_v2_bug", level=None, precision="fp32", title="",
+                       kernel=_seed_v2_with_its_store_bug,
+                       geometry=lambda pr, p: Geometry((ceil_div(pr.n, 8), ceil_div(pr.m, 8), 1), (8, 8, 1)))
+    assert check(spec, Problem(16, 16, 8), seed=0).passed  # multiples of the tile hide it
+    result = check(spec, Problem(9, 10, 8), seed=0)
+    assert not result.passed  # the simulator raises on the out-of-bounds store
+
+
+def test_sweep_covers_the_listed_dimensions_and_special_shapes():
+    full = sweep_shapes(full=True)
+    assert len(full) == len(SWEEP_DIMS) ** 3 + len(set(SPECIAL_SHAPES) - {s for s in full if s in SPECIAL_SHAPES})
+    sample = sweep_shapes(full=False, sample=24, seed=3)
+    assert set(SPECIAL_SHAPES) <= set(sample)
+    assert sweep_shapes(full=False, sample=24, seed=3) == sample  # seeded
+    assert all(2 * m * n * k <= 1e6 for m, n, k in sweep_shapes(max_flops=1e6))
+    assert any(1 in s for s in sample) and any(4097 in s for s in sample)
+
+
+def test_reference_is_float64():
+    a, b = Problem(3, 4, 5).make_inputs(0)
+    assert reference(a, b).dtype == np.float64

@@ -1,0 +1,39 @@
+import pytest
+
+from gemmlab.errors import UnknownKernelError
+from gemmlab.kernels.registry import get_kernel, list_kernels, select
+
+
+def test_every_seed_level_is_registered_in_each_backend():
+    names = {s.name for s in list_kernels()}
+    assert {"cpu/v0_naive", "cpu/blas", "cuda/v1_naive", "cuda/v2_smem", "numba/v1_naive", "numba/v2_smem",
+            "peers/cublas_fp32", "peers/cublas_tf32", "peers/cublas_bf16"} <= names
+
+
+def test_globs_and_unions():
+    assert {s.name for s in list_kernels("*/v2_*")} >= {"cuda/v2_smem", "numba/v2_smem"}
+    assert all(s.backend == "cuda" for s in list_kernels("cuda/*"))
+    union = {s.name for s in list_kernels("cpu/*,peers/cublas_fp32")}
+    assert "cpu/v0_naive" in union and "peers/cublas_fp32" in union and "cuda/v1_naive" not in union
+
+
+def test_unknown_names_are_clear_errors():
+    with pytest.raises(UnknownKernelError, match="no kernel named 'cuda/v99'"):
+        get_kernel("cuda/v99")
+    with pytest.raises(UnknownKernelError, match="no kernel matches"):
+        select("nothing/*")
+
+
+def test_same_level_means_same_algorithm_across_backends():
+    from gemmlab.problem import Problem
+
+    p = Problem(100, 70, 50)
+    for a, b in (("cuda/v1_naive", "numba/v1_naive"), ("cuda/v2_smem", "numba/v2_smem")):
+        assert get_kernel(a).traffic(p) == get_kernel(b).traffic(p)
+
+
+def test_every_kernel_documents_itself():
+    for spec in list_kernels():
+        assert spec.title, spec.name
+        assert len(spec.doc.strip().splitlines()) >= 2, f"{spec.name} needs a module docstring on what changed and why"
+        assert spec.name.startswith({"peer": "peers"}.get(spec.backend, spec.backend) + "/")

@@ -1,0 +1,69 @@
+"""The CLI as a user runs it on this CPU-only machine."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from gemmlab.harness import device
+
+pytestmark = pytest.mark.skipif(device.gpu() is not None, reason="checks the CPU-only behaviour")
+
+
+def gemmlab(*args, timeout=600):
+    env = dict(os.environ, COLUMNS="200")
+    return subprocess.run([sys.executable, "-m", "gemmlab.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+def test_bench_cpu_only_end_to_end(tmp_path):
+    out = tmp_path / "bench.json"
+    proc = gemmlab("bench", "--shape", "64x48x80", "--kernels", "cpu/*,cuda/v1_*,numba/v1_*", "--repeat", "20",
+                   "--json", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    text = proc.stdout
+    assert "No CUDA GPU" in text and "not timed" in text  # says plainly what it could not do
+    assert "64×48×80 (M×N×K), fp32" in text
+    for name in ("cpu/v0_naive", "cpu/blas", "cuda/v1_naive", "numba/v1_naive"):
+        assert name in text
+    data = json.loads(out.read_text())
+    assert data["env"]["mode"] == "cpu-only" and data["env"]["gpu"] is None
+    assert data["env"]["git_sha"] and data["env"]["libraries"]["numpy"]
+    recs = {r["kernel"]: r for r in data["records"]}
+    v0, blas = recs["cpu/v0_naive"], recs["cpu/blas"]
+    for r in (v0, blas):
+        assert r["status"] == "ok" and r["verified"] and r["samples"] >= 20
+        assert (r["m"], r["n"], r["k"]) == (64, 48, 80)
+        assert r["tflops"] == pytest.approx(2 * 64 * 48 * 80 / (r["median_ms"] * 1e-3) / 1e12)
+        assert r["rel_err"] < 1e-5
+    assert v0["peer_ratio"] == pytest.approx(blas["median_ms"] / v0["median_ms"])
+    assert recs["cuda/v1_naive"]["status"] == "compiled" and recs["cuda/v1_naive"]["spills"] == 0
+    assert recs["numba/v1_naive"]["status"] == "simulated" and recs["numba/v1_naive"]["verified"]
+    assert recs["cuda/v1_naive"]["model"]["modeled_intensity"] == pytest.approx(0.25, rel=1e-3)
+    assert recs["cuda/v1_naive"]["model"]["bound"] == "memory"
+
+
+def test_verify_reports_pass_per_shape():
+    proc = gemmlab("verify", "--kernels", "cpu/blas,cuda/v2_smem", "--sample", "4")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "passed" in proc.stdout and "4097" in proc.stdout and "compiled" in proc.stdout
+    assert " 0 failed" in proc.stdout
+
+
+def test_roofline_prints_the_seed_numbers():
+    proc = gemmlab("roofline", "--gpu", "a100", "--shape", "4096", "--kernels", "cuda/*")
+    assert proc.returncode == 0, proc.stderr
+    assert "A100 ridge 12.5" in proc.stdout and "0.25 FLOP/byte" in proc.stdout and "682.7" in proc.stdout
+
+
+def test_bad_arguments_are_one_line_errors():
+    proc = gemmlab("bench", "--shape", "12x", "--kernels", "cpu/blas")
+    assert proc.returncode == 2 and "cannot read shape" in proc.stdout
+    proc = gemmlab("bench", "--kernels", "cuda/nope*")
+    assert proc.returncode == 2 and "no kernel matches" in proc.stdout
+
+
+def test_list():
+    proc = gemmlab("list")
+    assert proc.returncode == 0 and "cuda/v2_smem" in proc.stdout and "peers/cublas_bf16" in proc.stdout
