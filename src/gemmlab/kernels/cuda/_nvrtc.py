@@ -32,6 +32,7 @@ class PtxasReport:
     stack_bytes: int
     smem_bytes: int  # static shared memory
     barriers: int
+    source: str = "ptxas -v"
 
     @property
     def spills(self) -> int:
@@ -42,8 +43,9 @@ _FUNC_RE = re.compile(r"Function properties for (\S+)\s*\n\s*ptxas\s+\.\s+(\d+) 
 _USED_RE = re.compile(r"Compiling entry function '(\S+)'.*?Used (\d+) registers(?:, used (\d+) barriers)?(?:, (\d+) bytes smem)?", re.S)
 
 
-def parse_ptxas(log: str, entry: str) -> PtxasReport:
-    """Pull one entry's registers, spills, stack and static shared memory out of a ``ptxas -v`` log."""
+def parse_ptxas(log: str, entry: str) -> PtxasReport | None:
+    """Pull one entry's registers, spills, stack and static shared memory out of a ``ptxas -v`` log
+    (None when the log has no report for it)."""
     stack = stores = loads = 0
     for match in _FUNC_RE.finditer(log):
         if match.group(1) == entry:
@@ -59,8 +61,23 @@ def parse_ptxas(log: str, entry: str) -> PtxasReport:
         barriers = int(bar.group(1)) if bar else 0
         smem = int(sm.group(1)) if sm else 0
     if regs is None:
-        raise CompileError(f"no ptxas report for entry {entry!r} in the compile log:\n{log}")
+        return None
     return PtxasReport(regs, stores, loads, stack, smem, barriers)
+
+
+def report_from_cubin(cubin: bytes, entry: str) -> PtxasReport:
+    """The same resources read back from the loaded cubin through the driver, for NVRTC builds whose log
+    carries no ptxas report (seen with NVRTC 13.0). Local memory holds both stack and spills; the driver
+    does not separate them, so all of it is counted as spill."""
+    try:
+        kernel = _load(cubin, entry)
+        attrs = kernel.attributes
+    except Exception as exc:
+        raise CompileError(f"NVRTC gave no ptxas report for {entry!r} and the cubin could not be loaded to read "
+                           f"its resources ({type(exc).__name__}: {exc})") from None
+    local = int(attrs.local_size_bytes)
+    return PtxasReport(int(attrs.num_regs), local, local, local, int(attrs.shared_size_bytes), 0,
+                       source="driver attributes")
 
 
 @dataclass(frozen=True)
@@ -119,8 +136,8 @@ def _compile_cached(source: str, entry: str, defines: tuple[tuple[str, str], ...
         raise CompileError(f"NVRTC could not compile {source} ({entry}, {arch}, {dict(defines)}):\n"
                            f"{exc}\n{log.getvalue()}") from None
     text_log = log.getvalue().replace("\x00", "")
-    report = parse_ptxas(text_log, entry)
     cubin = bytes(obj.code)
+    report = parse_ptxas(text_log, entry) or report_from_cubin(cubin, entry)
     try:
         cache.mkdir(parents=True, exist_ok=True)
         cubin_path.write_bytes(cubin)

@@ -1,0 +1,355 @@
+"""Hardware counters for one call of one kernel, through Nsight Compute.
+
+``profile_kernel`` runs ``ncu`` around a child process (``python -m gemmlab._profile_target``) that builds the
+kernel, warms it up and makes one call inside an NVTX range; ncu profiles only the launches inside that range,
+so CuPy's random-number kernels and the warm-ups stay out. ``--clock-control none`` leaves the clocks as the
+timing harness finds them (ncu would otherwise lock them to base). ncu's default cache control flushes L2 before
+each replay pass, so the DRAM bytes are those of a cold-L2 launch: the same condition as the cold-L2 timing.
+
+The numbers that matter against the seeds' model are the DRAM bytes: the model counts every global load a
+thread issues (8MNK bytes for the naive kernel); L1 and L2 absorb most of them, and the difference is what the
+report shows. Where ncu is missing or cannot read counters (no permission, a sandbox without the profiler
+library), the result says ``unavailable: why`` and nothing raises.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Iterable
+
+from gemmlab.problem import Problem
+
+# metric -> the key it gets in the profile dict; how rows of one call combine: sum over launches, or the
+# launch-time-weighted mean for ratios and per-thread properties
+METRICS: dict[str, tuple[str, str]] = {
+    "dram__bytes_read.sum": ("dram_read_bytes", "sum"),
+    "dram__bytes_write.sum": ("dram_write_bytes", "sum"),
+    "lts__t_bytes.sum": ("l2_bytes", "sum"),
+    "l1tex__t_bytes.sum": ("l1_bytes", "sum"),
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum": ("smem_bank_conflicts_ld", "sum"),
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum": ("smem_bank_conflicts_st", "sum"),
+    "sm__warps_active.avg.pct_of_peak_sustained_active": ("achieved_occupancy_pct", "mean"),
+    "launch__registers_per_thread": ("registers_per_thread", "max"),
+    "launch__shared_mem_per_block_static": ("smem_static_bytes", "max"),
+    "launch__shared_mem_per_block_dynamic": ("smem_dynamic_bytes", "max"),
+    "launch__grid_size": ("grid_size", "sum"),
+    "launch__block_size": ("block_size", "max"),
+    "gpu__time_duration.sum": ("duration_ns", "sum"),
+    "sm__cycles_elapsed.avg.per_second": ("sm_clock_hz", "mean"),
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed": ("dram_throughput_pct", "mean"),
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed": ("sm_throughput_pct", "mean"),
+    "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum": ("ffma_thread_inst", "sum"),
+}
+
+_TARGET = "gemmlab._profile_target"
+_NVTX_RANGE = "gemmlab_profile"
+
+
+def unavailable(reason: str) -> dict[str, Any]:
+    return {"status": "unavailable", "reason": f"unavailable: {reason}"}
+
+
+def find_ncu() -> str | None:
+    """ncu on PATH, else the usual install places (CUDA toolkit, standalone Nsight Compute)."""
+    found = shutil.which("ncu")
+    if found:
+        return found
+    candidates = [Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "bin" / "ncu"]
+    for root in (Path("/opt/nvidia/nsight-compute"), Path("/usr/local/NVIDIA-Nsight-Compute")):
+        if root.is_dir():
+            candidates += sorted(root.glob("*/ncu"), reverse=True) + [root / "ncu"]
+    for cand in candidates:
+        if cand.is_file() and os.access(cand, os.X_OK):
+            return str(cand)
+    return None
+
+
+def ncu_command(ncu: str, kernel: str, problem: Problem, *, metrics: Iterable[str] = METRICS,
+                launch_skip: int = 0, launch_count: int | None = None, warmup: int = 2, seed: int = 0,
+                python: str | None = None) -> list[str]:
+    """The ncu command line that profiles one call of ``kernel`` on ``problem``.
+
+    ``launch_count=None`` profiles every launch inside the NVTX range of the one profiled call (a library call
+    may launch several kernels); ``launch_skip`` skips launches inside that range.
+    """
+    cmd = [ncu, "--clock-control", "none", "--target-processes", "all",
+           "--nvtx", "--nvtx-include", f"{_NVTX_RANGE}/",
+           "--launch-skip", str(launch_skip)]
+    if launch_count is not None:
+        cmd += ["--launch-count", str(launch_count)]
+    cmd += ["--csv", "--page", "raw", "--print-units", "base", "--metrics", ",".join(metrics),
+            python or sys.executable, "-m", _TARGET, kernel, str(problem.m), str(problem.n), str(problem.k),
+            "--seed", str(seed), "--warmup", str(warmup)]
+    return cmd
+
+
+def profile_kernel(kernel: str, problem: Problem, *, launch_skip: int = 0, launch_count: int | None = None,
+                   warmup: int = 2, seed: int = 0, timeout_s: float = 300.0, csv_path: str | os.PathLike | None = None,
+                   ncu: str | None = None) -> dict[str, Any]:
+    """Profile one call of ``kernel`` (a registry name) on ``problem`` with ncu.
+
+    Returns ``summarize(parse_ncu_csv(csv))`` plus the command, or ``{"status": "unavailable", "reason":
+    "unavailable: ..."}``. ``csv_path`` keeps ncu's raw CSV beside the results, so every counter can be traced.
+    """
+    ncu = ncu or find_ncu()
+    if ncu is None:
+        return unavailable("Nsight Compute (ncu) is not on PATH or in /usr/local/cuda/bin")
+    cmd = ncu_command(ncu, kernel, problem, launch_skip=launch_skip, launch_count=launch_count,
+                      warmup=warmup, seed=seed)
+    env = dict(os.environ)
+    src = str(Path(__file__).resolve().parents[2])  # the child imports this same gemmlab
+    env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
+    except subprocess.TimeoutExpired:
+        return unavailable(f"ncu did not finish within {timeout_s:.0f} s") | {"command": _shell(cmd)}
+    except OSError as exc:
+        return unavailable(f"ncu could not start ({exc})")
+    out = proc.stdout or ""
+    if csv_path is not None:
+        Path(csv_path).write_text(out)
+    result = result_from_output(out, proc.stderr or "", proc.returncode)
+    result["command"] = _shell(cmd)
+    result["problem"] = {"m": problem.m, "n": problem.n, "k": problem.k, "precision": problem.precision}
+    result["kernel"] = kernel
+    return result
+
+
+def result_from_output(stdout: str, stderr: str, returncode: int) -> dict[str, Any]:
+    """Turn one ncu run's output into the profile dict, or an 'unavailable' one that says why."""
+    problem = ncu_error(stdout + "\n" + stderr)
+    try:
+        rows = parse_ncu_csv(stdout)
+    except ValueError:
+        rows = []
+    if not rows:
+        target = _target_failure(stdout)
+        if target:
+            return unavailable(f"the kernel did not run: {target}")
+        if problem:
+            return unavailable(problem)
+        if returncode != 0:
+            tail = (stderr or stdout).strip().splitlines()[-3:]
+            return unavailable(f"ncu exited with status {returncode}: {' | '.join(tail) or 'no output'}")
+        return unavailable("ncu profiled no kernel launch (was the NVTX range seen?)")
+    result = summarize(rows)
+    if problem:
+        result["warning"] = problem
+    return result
+
+
+def _target_failure(stdout: str) -> str | None:
+    """The reason the profile target printed when it refused to run (an invalid problem, say)."""
+    import json
+
+    for line in stdout.splitlines():
+        if line.startswith('{"ok": false'):
+            try:
+                return str(json.loads(line).get("reason"))
+            except ValueError:
+                return line
+    return None
+
+
+_ERROR_HINTS = (
+    (re.compile(r"ERR_NVGPUCTRPERM"), "no permission to read GPU performance counters (ERR_NVGPUCTRPERM; "
+                                      "run as root or set NVreg_RestrictProfilingToAdminUsers=0)"),
+    (re.compile(r"Failed to initialize the profiler[^\n]*"), None),
+    (re.compile(r"==ERROR==[^\n]*"), None),
+    (re.compile(r"No kernels were profiled[^\n]*"), None),
+)
+
+
+def ncu_error(text: str) -> str | None:
+    """The first line of ncu's output that says why counters could not be read, if any."""
+    for pattern, message in _ERROR_HINTS:
+        match = pattern.search(text)
+        if match:
+            return message or match.group(0).replace("==ERROR==", "").replace("==WARNING==", "").strip()
+    return None
+
+
+def parse_ncu_csv(text: str) -> list[dict[str, Any]]:
+    """Rows of ``ncu --csv --page raw`` output, one dict per profiled launch.
+
+    The CSV starts at the header line whose first field is "ID"; ncu's own messages (``==PROF==`` lines) and
+    the target's stdout may come before it. With ``--print-units`` a second row holds the units and an empty
+    ID; it is skipped. Numbers lose their thousands separators and become floats; other fields stay strings.
+    """
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
+    if start is None:
+        raise ValueError("no ncu CSV header (a line starting with \"ID\") in the text")
+    reader = csv.reader(io.StringIO("\n".join(lines[start:])))
+    header = next(reader)
+    rows: list[dict[str, Any]] = []
+    for fields in reader:
+        if not fields or len(fields) != len(header) or fields[0].startswith("=="):
+            continue
+        if not fields[0].strip():  # the units row
+            continue
+        rows.append({name: _number(value) for name, value in zip(header, fields)})
+    return rows
+
+
+def _number(value: str) -> Any:
+    text = value.strip()
+    if not text:
+        return text
+    plain = text.replace(",", "")
+    try:
+        return int(plain) if re.fullmatch(r"[+-]?\d+", plain) else float(plain)
+    except ValueError:
+        return text
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Combine the launches of one call into the counters the report uses.
+
+    Byte counts, conflicts, durations and instruction counts add up over launches; occupancy and throughput
+    percentages are weighted by each launch's duration; registers and shared memory are the largest of any launch.
+    """
+    durations = [float(r.get("gpu__time_duration.sum") or 0.0) for r in rows]
+    total_time = sum(durations)
+    out: dict[str, Any] = {"status": "ok", "launches": len(rows),
+                           "kernel_names": [str(r.get("Kernel Name", "?")) for r in rows]}
+    if rows and "Device" in rows[0]:
+        out["device"] = str(rows[0]["Device"])
+    raw: dict[str, float] = {}
+    for metric, (key, how) in METRICS.items():
+        values = [r.get(metric) for r in rows]
+        pairs = [(float(v), d) for v, d in zip(values, durations) if isinstance(v, (int, float))]
+        if not pairs:
+            continue
+        if how == "sum":
+            value = sum(v for v, _ in pairs)
+        elif how == "max":
+            value = max(v for v, _ in pairs)
+        else:
+            weight = sum(d for _, d in pairs)
+            value = sum(v * d for v, d in pairs) / weight if weight > 0 else sum(v for v, _ in pairs) / len(pairs)
+        raw[metric] = value
+        out[key] = value
+    out["metrics"] = raw
+    if "dram_read_bytes" in out or "dram_write_bytes" in out:
+        out["dram_bytes"] = out.get("dram_read_bytes", 0.0) + out.get("dram_write_bytes", 0.0)
+    if total_time > 0:
+        out["duration_ms"] = total_time / 1e6
+    return out
+
+
+def measured_intensity(flops: float, profile: dict[str, Any] | None) -> float | None:
+    """FLOPs over the DRAM bytes ncu measured, or None where there is no usable profile."""
+    if not profile or profile.get("status") != "ok":
+        return None
+    dram = profile.get("dram_bytes")
+    if dram is None:
+        dram = (profile.get("dram_read_bytes") or 0.0) + (profile.get("dram_write_bytes") or 0.0)
+    return flops / dram if dram else None
+
+
+def _shell(cmd: list[str]) -> str:
+    import shlex
+
+    return " ".join(shlex.quote(part) for part in cmd)
+
+
+def merge_profile(results_path: str | os.PathLike, profile: dict[str, Any]) -> bool:
+    """Store ``profile`` in the record of the same kernel and shape in a results JSON.
+
+    Returns True when such a record exists; otherwise the profile is kept under ``results["profiles"]`` (the
+    report still shows it) and False is returned.
+    """
+    import json
+
+    path = Path(results_path)
+    results = json.loads(path.read_text())
+    problem = profile.get("problem") or {}
+    key = (profile.get("kernel"), problem.get("m"), problem.get("n"), problem.get("k"))
+    found = False
+    for rec in results.get("records", []):
+        if (rec.get("kernel"), rec.get("m"), rec.get("n"), rec.get("k")) == key:
+            rec["profile"] = profile
+            found = True
+    if not found:
+        others = [p for p in results.get("profiles", []) if (p.get("kernel"), (p.get("problem") or {}).get("m"),
+                  (p.get("problem") or {}).get("n"), (p.get("problem") or {}).get("k")) != key]
+        results["profiles"] = others + [profile]
+    path.write_text(json.dumps(results, indent=1, default=float))
+    return found
+
+
+def profile_command(args, console) -> int:
+    """``gemmlab profile KERNEL [--shape MxNxK] [--json RESULTS]``: counters beside the kernel's model.
+
+    With --json the raw ncu CSV is kept beside the JSON (``<stem>.ncu/``) and the counters are merged into the
+    record of the same kernel and shape. A machine without usable counters prints why and exits 0: profiling
+    is an addition to a run, never a reason for it to fail.
+    """
+    from rich.table import Table
+
+    from gemmlab.kernels.registry import get_kernel
+    from gemmlab.problem import parse_shape
+
+    spec = get_kernel(args.kernel)
+    problem = Problem(*parse_shape(args.shape), spec.precision)
+    reason = spec.is_valid(problem)
+    if reason:
+        console.print(f"[bold red]error:[/] {reason}")
+        return 2
+    csv_path = None
+    json_path = getattr(args, "json", None)
+    if json_path:
+        folder = Path(json_path).with_suffix("").with_name(Path(json_path).stem + ".ncu")
+        folder.mkdir(parents=True, exist_ok=True)
+        csv_path = folder / f"{spec.name.replace('/', '_')}_{problem.label()}.csv"
+    result = profile_kernel(spec.name, problem, csv_path=csv_path)
+    result.setdefault("kernel", spec.name)
+    result.setdefault("problem", {"m": problem.m, "n": problem.n, "k": problem.k, "precision": problem.precision})
+    result["gemmlab_command"] = f"gemmlab profile {spec.name} --shape {problem.label()}" + (
+        f" --json {json_path}" if json_path else "")
+    if csv_path is not None and result.get("status") == "ok":
+        result["csv"] = str(csv_path)
+
+    if result.get("status") != "ok":
+        console.print(f"[yellow]{spec.name} {problem.label()}: {result['reason']}[/]")
+    else:
+        traffic = spec.traffic(problem)
+        flops = problem.flops()
+        table = Table(title=f"{spec.name} at {problem.label()} {problem.precision}: model against ncu "
+                            f"({result['launches']} launch{'es' if result['launches'] != 1 else ''}: "
+                            f"{', '.join(result['kernel_names'])[:80]})")
+        table.add_column("quantity")
+        table.add_column("model", justify="right")
+        table.add_column("measured", justify="right")
+        gb = lambda v: "—" if v is None else f"{v / 1e9:,.3f} GB"  # noqa: E731
+        table.add_row("global / DRAM read", gb(traffic.global_read), gb(result.get("dram_read_bytes")))
+        table.add_row("global / DRAM write", gb(traffic.global_write), gb(result.get("dram_write_bytes")))
+        table.add_row("L2 bytes", "", gb(result.get("l2_bytes")))
+        table.add_row("L1 bytes", "", gb(result.get("l1_bytes")))
+        table.add_row("intensity FLOP/byte", f"{traffic.intensity(problem):,.2f}",
+                      f"{measured_intensity(flops, result):,.2f}" if measured_intensity(flops, result) else "—")
+        if result.get("dram_read_bytes"):
+            table.add_row("model / DRAM read", "", f"{traffic.global_read / result['dram_read_bytes']:,.1f}×")
+        for label, key, fmt in (("shared-memory bank conflicts (ld)", "smem_bank_conflicts_ld", "{:,.0f}"),
+                                ("shared-memory bank conflicts (st)", "smem_bank_conflicts_st", "{:,.0f}"),
+                                ("achieved occupancy", "achieved_occupancy_pct", "{:.1f}%"),
+                                ("registers per thread", "registers_per_thread", "{:.0f}"),
+                                ("duration (one cold-L2 launch)", "duration_ms", "{:.3f} ms"),
+                                ("SM clock", "sm_clock_hz", "{:.0f} Hz")):
+            if result.get(key) is not None:
+                table.add_row(label, "", fmt.format(result[key]))
+        console.print(table)
+        if result.get("warning"):
+            console.print(f"[yellow]ncu: {result['warning']}[/]")
+    if json_path:
+        found = merge_profile(json_path, result)
+        console.print(f"{'merged into the record in' if found else 'no record of this kernel and shape; kept under profiles in'} "
+                      f"{json_path}")
+    return 0

@@ -1,0 +1,145 @@
+"""Triton's tiled, autotuned matmul: a second peer, compiled from Python like the numba kernels but tuned by search.
+
+The kernel is the one in Triton's matrix-multiplication tutorial: each program computes a BLOCK_M×BLOCK_N tile
+of C, walking K in BLOCK_K steps with ``tl.dot``, and programs are ordered in groups of GROUP_M tile rows so
+neighbouring programs share panels of A and B in L2. Triton picks the software pipeline depth and the
+instructions (FFMA for FP32 IEEE, wgmma for BF16 on Hopper); ``triton.autotune`` times a few tile shapes per
+(M, N, K) on first use and keeps the fastest.
+
+- fp32: ``input_precision="ieee"``, so the product is a true FP32 FFMA matmul and its peer is cuBLAS FP32.
+- bf16: BF16 operands, FP32 accumulation and FP32 output, like the cuBLAS BF16 peer.
+
+Masks on every load and store make any M, N, K valid. Registered only where Triton and PyTorch import (Triton
+launches on PyTorch's current stream; the launcher wraps CuPy's current stream so the harness's events see it).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gemmlab.kernels.spec import GPU, KernelSpec, tiled_traffic
+from gemmlab.problem import Problem
+
+try:
+    import torch
+    import triton
+    import triton.language as tl
+except Exception:  # Triton is optional: no peer, no import error
+    triton = None
+
+
+def _configs(fp32: bool):
+    # FP32 IEEE runs on the FMA pipe: tiles stay at 128 and BK small so the accumulators and the staged tiles
+    # fit in registers and shared memory. BF16 runs on tensor cores: the tutorial's Hopper tiles, BK=64.
+    if fp32:
+        shapes = [(128, 128, 32, 8, 3), (128, 64, 32, 4, 4), (64, 128, 32, 4, 4), (128, 128, 16, 8, 4)]
+    else:
+        shapes = [(128, 256, 64, 8, 3), (128, 128, 64, 8, 4), (128, 128, 64, 4, 4), (64, 128, 64, 4, 4)]
+    return [triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8}, num_warps=w, num_stages=s)
+            for bm, bn, bk, w, s in shapes]
+
+
+if triton is not None:
+
+    def _matmul_body(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                     IEEE: tl.constexpr):
+        pid = tl.program_id(axis=0)
+        num_pid_m = tl.cdiv(M, BLOCK_M)
+        num_pid_n = tl.cdiv(N, BLOCK_N)
+        num_pid_in_group = GROUP_M * num_pid_n
+        group_id = pid // num_pid_in_group
+        first_pid_m = group_id * GROUP_M
+        group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+        pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+        pid_n = (pid % num_pid_in_group) // group_size_m
+
+        # rows and columns past the edge wrap to valid addresses; their results are masked at the store
+        offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
+        offs_bn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+        offs_k = tl.arange(0, BLOCK_K)
+        a_ptrs = a_ptr + offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak
+        b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for kk in range(0, tl.cdiv(K, BLOCK_K)):
+            k_left = K - kk * BLOCK_K
+            a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
+            b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
+            if IEEE:
+                acc = tl.dot(a, b, acc, input_precision="ieee")
+            else:
+                acc = tl.dot(a, b, acc)
+            a_ptrs += BLOCK_K * stride_ak
+            b_ptrs += BLOCK_K * stride_bk
+
+        offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        c_ptrs = c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn
+        tl.store(c_ptrs, acc, mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
+
+    # one autotuned kernel per precision, so each keeps its own tuning cache and config list
+    _KERNELS = {
+        "fp32": triton.autotune(configs=_configs(True), key=["M", "N", "K"])(triton.jit(_matmul_body)),
+        "bf16": triton.autotune(configs=_configs(False), key=["M", "N", "K"])(triton.jit(_matmul_body)),
+    }
+
+
+def _as_torch(array):
+    """A zero-copy torch view of a CuPy array. CuPy's DLPack has no bfloat16, so BF16 travels as uint16 bits."""
+    if array.dtype.name == "bfloat16":
+        import cupy
+
+        return torch.from_dlpack(array.view(cupy.uint16)).view(torch.bfloat16)
+    return torch.from_dlpack(array)
+
+
+_streams: dict[int, object] = {}
+
+
+def _torch_stream():
+    """PyTorch's handle on CuPy's current stream, so Triton launches where the harness records its events."""
+    import cupy
+
+    ptr = cupy.cuda.get_current_stream().ptr
+    stream = _streams.get(ptr)
+    if stream is None:
+        stream = torch.cuda.default_stream() if ptr == 0 else torch.cuda.ExternalStream(ptr)
+        _streams[ptr] = stream
+    return stream
+
+
+@dataclass(frozen=True, kw_only=True)
+class TritonPeer(KernelSpec):
+    backend: str = "peer"
+    device: str = GPU
+
+    def build(self, problem: Problem):
+        from gemmlab.harness.device import require_gpu
+
+        require_gpu(self.name)
+        kernel = _KERNELS[self.precision]
+        ieee = self.precision == "fp32"
+        m, n, k = problem.shape
+
+        def grid(meta):
+            return (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)
+
+        def run(a, b, c):
+            ta, tb, tc = _as_torch(a), _as_torch(b), _as_torch(c)
+            with torch.cuda.stream(_torch_stream()):
+                kernel[grid](ta, tb, tc, m, n, k, ta.stride(0), ta.stride(1), tb.stride(0), tb.stride(1),
+                             tc.stride(0), tc.stride(1), IEEE=ieee)
+
+        return run
+
+
+def _traffic(problem: Problem):
+    # the autotuner's choice is unknown before the run; the model assumes the 128×128 tile most configs use
+    return tiled_traffic(problem, 128, 128)
+
+
+SPECS = [] if triton is None else [
+    TritonPeer(name="peers/triton_fp32", level=None, precision="fp32", title="Triton tiled matmul, FP32 IEEE (FFMA)",
+               traffic_model=_traffic, doc=__doc__),
+    TritonPeer(name="peers/triton_bf16", level=None, precision="bf16", title="Triton tiled matmul, BF16 in, FP32 out",
+               traffic_model=_traffic, doc=__doc__),
+]

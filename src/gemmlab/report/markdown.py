@@ -1,0 +1,273 @@
+"""The Markdown report: provenance, roofs, one table per shape and precision, the seeds' table, model vs counters.
+
+Every number comes from the results JSON named at the top, and the top names the gemmlab command that wrote it
+(``env.command``) and, per profiled kernel, the ``gemmlab profile`` command. Ratios are recomputed here from
+the medians, only against the peer of the same precision timed in the same run.
+"""
+from __future__ import annotations
+
+import os
+
+from gemmlab.report import data as D
+
+_STATUS_MARK = {"ok": "ok", "failed": "**FAILED**", "error": "error", "skipped": "skipped",
+                "compiled": "compiled", "simulated": "simulated"}
+
+
+def _table(header: list[str], rows: list[list[str]], align: str | None = None) -> list[str]:
+    align = align or "l" + "r" * (len(header) - 1)
+    marks = {"l": ":---", "r": "---:", "c": ":---:"}
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join(marks[a] for a in align) + "|"]
+    out += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    return out
+
+
+def _ms(rec: dict) -> str:
+    if not rec.get("median_ms"):
+        return "—"
+    text = D.fmt(rec["median_ms"])
+    if rec.get("iqr_ms") is not None:
+        text += f" ± {D.fmt(rec['iqr_ms'], 2)}"
+    return text
+
+
+def _ratio(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}×"
+
+
+def _pct(value) -> str:
+    return "—" if value is None else f"{float(value):.1f}%"
+
+
+def provenance(results: dict, source: str, link: str | None = None, out_dir: str = "<dir>") -> list[str]:
+    env = results.get("env") or {}
+    gpu = env.get("gpu") or {}
+    lines = []
+    command = env.get("command")
+    shown = f"[`{source}`]({link})" if link else f"`{source}`"
+    lines.append(f"Source: {shown}, written by `{command}`." if command else
+                 f"Source: {shown} (the JSON does not name the command that wrote it; `gemmlab bench --json` does).")
+    lines.append(f"Re-render: `gemmlab report {source} --out {out_dir}`. Profiled counters were added by the "
+                 "`gemmlab profile` commands listed under *Model against counters*.")
+    lines.append("")
+    facts = [
+        ("GPU", f"{gpu.get('name', 'none')}" + (f", {gpu['sm_count']} SMs" if gpu.get("sm_count") else "")
+         + (f", L2 {gpu['l2_bytes'] / 2**20:.0f} MiB" if gpu.get("l2_bytes") else "")
+         + (f", max SM clock {gpu['max_sm_clock_mhz']:.0f} MHz" if gpu.get("max_sm_clock_mhz") else "")),
+        ("mode", env.get("mode")),
+        ("driver / CUDA", f"{env.get('driver') or '—'} / {env.get('cuda') or env.get('cuda_runtime') or '—'}"),
+        ("git", env.get("git_sha")),
+        ("time", env.get("time")),
+        ("host", env.get("host")),
+        ("libraries", ", ".join(f"{k} {v}" for k, v in sorted((env.get("libraries") or {}).items()))),
+    ]
+    opts = env.get("options")
+    if isinstance(opts, dict) and opts:
+        facts.append(("timing", ", ".join(f"{k}={v}" for k, v in opts.items())))
+    lines += _table(["", ""], [[k, str(v) if v not in (None, "") else "—"] for k, v in facts], "ll")
+    return lines
+
+
+def roofs_section(results: dict, precs: list[str]) -> list[str]:
+    lines = ["## Roofs", ""]
+    rows = []
+    for p in precs:
+        r = D.roofs(results, p)
+        rows.append([D.PRECISION_LABEL.get(p, p), D.fmt(r.peak_tflops), D.fmt(r.dram_gbs, 4), D.fmt(r.ridge),
+                     D.fmt(r.measured_tflops), D.fmt(r.measured_bw_gbs, 4), D.fmt(r.measured_ridge)])
+    lines += _table(["precision", "peak TFLOPS (datasheet)", "DRAM GB/s (datasheet)", "ridge FLOP/B",
+                     "measured TFLOPS (cuBLAS FP32)", "measured copy GB/s", "measured ridge FLOP/B"], rows)
+    lines += ["", "Ridge point = peak / bandwidth: below it a kernel is memory-bound (the seeds' A100 example: "
+                  "19.5 TFLOPS / 1555 GB/s ≈ 12.5 FLOP/byte). Each precision has its own compute roof; the measured "
+                  "compute ceiling is cuBLAS SGEMM and applies to FP32 only.", ""]
+    return lines
+
+
+def kernel_table(group: list[dict], records: list[dict], roofs: D.Roofs) -> list[str]:
+    header = ["kernel", "level", "status", "time ms (median ± IQR)", "TFLOPS", "% of peak", "× peer", "× prev",
+              "modeled intensity", "bound", "modeled bytes", "DRAM bytes (ncu)", "rel err"]
+    rows = []
+    for rec in group:
+        peer = D.peer_record(rec, records)
+        if rec.get("kernel") == rec.get("peer"):
+            ratio = "peer"
+        else:
+            ratio = _ratio(D.peer_ratio(rec, records))
+            if peer is not None and ratio != "—":
+                ratio += f" {peer['kernel'].split('/')[-1]}"
+        st = D.status(rec)
+        mark = _STATUS_MARK.get(st, st or "—")
+        if st in ("failed", "error", "skipped") and rec.get("reason"):
+            mark += f": {rec['reason']}"
+        model = rec.get("model") or {}
+        pct = rec.get("pct_peak")
+        if pct is None and D.tflops(rec) and roofs.peak_tflops and D.is_gpu(rec) and D.is_timed(rec):
+            pct = 100 * D.tflops(rec) / roofs.peak_tflops
+        rows.append([
+            f"`{rec['kernel']}`", str(rec["level"]) if rec.get("level") is not None else "—", mark, _ms(rec),
+            D.fmt(D.tflops(rec)) if D.is_timed(rec) else "—", _pct(pct) if D.is_timed(rec) else "—", ratio,
+            _ratio(rec.get("speedup_prev")) if D.is_timed(rec) else "—",
+            D.fmt(D.modeled_intensity(rec)), str(model.get("bound") or "—"), D.fmt_bytes(D.modeled_bytes(rec)),
+            D.fmt_bytes(D.dram_bytes(rec)), D.fmt(rec.get("rel_err"), 2),
+        ])
+    return _table(header, rows, "lrlrrrrrrlrrr")
+
+
+def seeds_table(group: list[dict], roofs: D.Roofs) -> list[str]:
+    """The seeds' table, regenerated: version, time, GFLOPS, bandwidth utilization (plus the measured one)."""
+    rows = []
+    for rec in group:
+        if not D.is_timed(rec) or not D.is_gpu(rec):
+            continue
+        util = rec.get("bw_util_model")
+        if util is None and D.modeled_bytes(rec) and roofs.bw_for_util:
+            util = 100 * D.modeled_bytes(rec) / (rec["median_ms"] * 1e-3) / (roofs.bw_for_util * 1e9)
+        rows.append([rec["kernel"], f"{rec['median_ms']:.3f} ms", f"{D.tflops(rec) * 1e3:,.0f}", _pct(util),
+                     _pct(D.dram_util_measured(rec, roofs.bw_for_util))])
+    if not rows:
+        return []
+    return _table(["实现版本 version", "耗时 time", "GFLOPS", "带宽利用率 bandwidth utilization (model)",
+                   "DRAM utilization (ncu)"], rows, "lrrrr")
+
+
+def traffic_section(records: list[dict], roofs_by_prec: dict) -> list[str]:
+    prof = [r for r in records if D.profile_of(r)]
+    lines = ["## Model against counters", ""]
+    if not prof:
+        return lines + ["No record in this JSON was profiled; `gemmlab profile KERNEL --shape MxNxK --json "
+                        "RESULTS.json` adds Nsight Compute counters to it.", ""]
+    rows, unavailable, commands, notes = [], [], [], []
+    for rec in sorted(prof, key=lambda r: (D.PRECISION_ORDER.get(r.get("precision"), 9), D.shape_of(r),
+                                            D.sort_key(r))):
+        p = D.profile_of(rec)
+        if not D.profiled(rec):
+            unavailable.append(f"- `{rec['kernel']}` at {D.shape_label(D.shape_of(rec))}: "
+                               f"{p.get('reason', 'unavailable')}")
+            continue
+        model_read = (rec.get("model") or {}).get("modeled_read_bytes")
+        dram_read = D.dram_read_bytes(rec)
+        absorbed = model_read / dram_read if model_read and dram_read else None
+        conflicts = sum(v for v in (p.get("smem_bank_conflicts_ld"), p.get("smem_bank_conflicts_st")) if v)
+        rows.append([
+            f"`{rec['kernel']}`", D.shape_label(D.shape_of(rec)), D.fmt_bytes(model_read), D.fmt_bytes(dram_read),
+            D.fmt_bytes(D.dram_write_bytes(rec)), D.fmt_bytes(D.l2_bytes(rec)),
+            "—" if absorbed is None else f"{D.fmt(absorbed)}×",
+            D.fmt(D.modeled_intensity(rec)), D.fmt(D.measured_intensity(rec)),
+            _pct(D.dram_util_measured(rec, roofs_by_prec[rec["precision"]].bw_for_util)),
+            f"{conflicts:,.0f}", _pct(p.get("achieved_occupancy_pct")),
+            "—" if p.get("registers_per_thread") is None else f"{p['registers_per_thread']:.0f}",
+        ])
+        if absorbed and absorbed > 1.5 and model_read:
+            notes.append(f"- `{rec['kernel']}` at {D.shape_label(D.shape_of(rec))}: the model counts "
+                         f"{D.fmt_bytes(model_read)} of global loads, DRAM served {D.fmt_bytes(dram_read)}: "
+                         f"L1 and L2 absorbed {100 * (1 - dram_read / model_read):.1f}% of them "
+                         f"({absorbed:.0f}× fewer bytes than modeled).")
+        elif absorbed and absorbed < 0.9:
+            notes.append(f"- `{rec['kernel']}` at {D.shape_label(D.shape_of(rec))}: DRAM read "
+                         f"{D.fmt_bytes(dram_read)}, more than the {D.fmt_bytes(model_read)} the model counts: "
+                         "the same tiles came from DRAM more than once (the operands exceed L2, or the model "
+                         "counts too little).")
+        if p.get("gemmlab_command") or p.get("command"):
+            cmd = p.get("gemmlab_command") or p.get("command")
+            commands.append(f"- `{rec['kernel']}` {D.shape_label(D.shape_of(rec))}: `{cmd}`"
+                            + (f" (raw ncu CSV: `{p['csv']}`)" if p.get("csv") else ""))
+    if rows:
+        lines += _table(["kernel", "shape", "modeled global reads", "DRAM read (ncu)", "DRAM write (ncu)",
+                         "L2 bytes (ncu)", "model / DRAM read", "modeled FLOP/B", "measured FLOP/B",
+                         "DRAM util", "smem bank conflicts", "occupancy", "regs/thread"], rows,
+                        "llrrrrrrrrrrr")
+        lines += ["", "Measured intensity = FLOPs / DRAM bytes (read + write) of one cold-L2 launch under "
+                      "`ncu --clock-control none`; DRAM util = those bytes over the benchmark's median time."]
+    if notes:
+        lines += [""] + notes
+    if unavailable:
+        lines += ["", "Counters unavailable:"] + unavailable
+    if commands:
+        lines += ["", "Commands that produced the counters:"] + commands
+    return lines + [""]
+
+
+def render_markdown(results: dict, source: str, figures: dict | None = None, link: str | None = None,
+                    out_dir: str = "<dir>") -> str:
+    """The whole report. ``source`` is the JSON path as given on the command line, ``link`` the same file relative
+    to the report; ``figures`` maps ("roofline", precision, shape) / ("ladder", shape) to relative paths."""
+    figures = figures or {}
+    records = D.attach_profiles(results)
+    env = results.get("env") or {}
+    gpu_name = (env.get("gpu") or {}).get("name") or D.device_spec(results).get("name") or "no GPU"
+    precs = D.precisions(records)
+    lines = [f"# gemmlab report: {gpu_name}", ""]
+    lines += provenance(results, source, link, out_dir) + [""]
+    if results.get("notes"):
+        lines += [f"> {note}" for note in results["notes"]] + [""]
+    lines += roofs_section(results, precs)
+    roofs_by_prec = {p: D.roofs(results, p) for p in precs}
+
+    for shape in D.shapes(records):
+        lines += [f"## {D.shape_label(shape)} (M×N×K)", ""]
+        flops = 2 * shape[0] * shape[1] * shape[2]
+        lines += [f"FLOPs 2MNK = {flops:.4g}. " + " ".join(
+            f"{D.PRECISION_LABEL.get(p, p)}: compulsory bytes {D.fmt_bytes(g[0]['model'].get('compulsory_bytes'))}, "
+            f"intensity {D.fmt(g[0]['model'].get('intensity'))} FLOP/B."
+            for p in precs for g in [D.group(records, p, shape)] if g and g[0].get("model")), ""]
+        if ("ladder", shape) in figures:
+            lines += [f"![ladder {D.shape_label(shape)}]({figures[('ladder', shape)]})", ""]
+        for p in precs:
+            group = D.group(records, p, shape)
+            if not group:
+                continue
+            roofs = roofs_by_prec[p]
+            present = {r["kernel"] for r in group}
+            peer_names = sorted({r["peer"] for r in group if r.get("peer") in present and r["peer"] != r["kernel"]})
+            lines += [f"### {D.PRECISION_LABEL.get(p, p)}", ""]
+            lines += kernel_table(group, records, roofs)
+            lines += ["", f"× peer: {', '.join(f'`{n}`' for n in peer_names) or 'no peer'} time / kernel time at "
+                          f"{D.PRECISION_LABEL.get(p, p)}, both in this run (above 1: faster than the peer). "
+                          "× prev: speedup over the previous level of the same backend. % of peak: against "
+                          f"{D.fmt(roofs.peak_tflops)} TFLOPS {D.PRECISION_LABEL.get(p, p)} (datasheet).", ""]
+            seeds = seeds_table(group, roofs)
+            if seeds:
+                lines += ["The seeds' table, regenerated:", ""] + seeds
+                basis = ("measured copy" if roofs.measured_bw_gbs else "datasheet") + \
+                    f" {D.fmt(roofs.bw_for_util, 4)} GB/s"
+                lines += ["", f"Bandwidth utilization (model) = the bytes the kernel's traffic model counts / time / "
+                              f"{basis}, as the seeds compute it: past 100% means caches served re-reads the "
+                              "model counts. DRAM utilization uses the bytes ncu measured instead.", ""]
+            if ("roofline", p, shape) in figures:
+                lines += [f"![roofline {p} {D.shape_label(shape)}]({figures[('roofline', p, shape)]})", ""]
+
+    lines += traffic_section(records, roofs_by_prec)
+
+    noise = results.get("noise") or []
+    if noise:
+        lines += ["## Noise", ""]
+        lines += _table(["kernel timed twice", "shape", "first ms", "second ms", "difference"],
+                        [[f"`{n['kernel']}`", D.shape_label((n["m"], n["n"], n["k"])), D.fmt(n.get("first_ms")),
+                          D.fmt(n.get("second_ms")), _pct(n.get("diff_pct"))] for n in noise], "llrrr")
+        lines += ["", "A difference between two kernels smaller than this is noise.", ""]
+    throttled = [r for r in records if isinstance(r.get("clock"), dict) and r["clock"].get("throttled")]
+    clocked = [r for r in records if isinstance(r.get("clock"), dict) and r["clock"].get("median_mhz")]
+    if clocked:
+        lines += ["## Clocks", ""]
+        lines += [f"SM clock sampled during timing: median of medians "
+                  f"{sorted(r['clock']['median_mhz'] for r in clocked)[len(clocked) // 2]:.0f} MHz over "
+                  f"{len(clocked)} timed kernels."]
+        if throttled:
+            lines += ["Throttled while timed (median clock below the set fraction of the maximum): "
+                      + ", ".join(f"`{r['kernel']}` {D.shape_label(D.shape_of(r))} "
+                                  f"({r['clock']['median_mhz']:.0f} MHz)" for r in throttled) + "."]
+        else:
+            lines += ["No kernel was timed below the throttle threshold."]
+        lines += [""]
+    bad = [r for r in records if D.status(r) in ("failed", "error")]
+    if bad:
+        lines += ["## Failures", ""] + [f"- `{r['kernel']}` at {D.shape_label(D.shape_of(r))}: {r.get('status')} "
+                                        f"— {r.get('reason') or 'no reason recorded'}" for r in bad] + [""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def relpath(path: str, start: str) -> str:
+    try:
+        return os.path.relpath(path, start)
+    except ValueError:  # another drive on Windows
+        return str(path)

@@ -1,0 +1,244 @@
+"""The report rendered from the committed sample JSON: figures hold the expected points, tables the expected
+rows and ratios, and no kernel is ever compared with a peer of another precision."""
+import copy
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gemmlab.report import data as D
+from gemmlab.report import markdown, plots, render_report
+
+SAMPLE = Path(__file__).parent / "data" / "sample_results.json"
+S4 = (4096, 4096, 4096)
+SEED = (2048, 3072, 4096)
+
+
+@pytest.fixture(scope="module")
+def results():
+    return D.load_results(SAMPLE)
+
+
+def _rec(results, kernel, shape=S4):
+    return next(r for r in results["records"] if r["kernel"] == kernel and D.shape_of(r) == shape)
+
+
+def _by_gid(ax, gid):
+    return [a for a in list(ax.lines) + list(ax.collections) + list(ax.patches) if a.get_gid() == gid]
+
+
+# -- the whole report ------------------------------------------------------------------------------------------
+def test_render_report_writes_every_file(tmp_path):
+    paths = render_report(SAMPLE, tmp_path)
+    names = sorted(p.name for p in paths)
+    assert names == sorted([
+        "report.md", "ladder_4096x4096x4096.png", "ladder_2048x3072x4096.png",
+        "roofline_fp32_4096x4096x4096.png", "roofline_tf32_4096x4096x4096.png", "roofline_bf16_4096x4096x4096.png",
+        "roofline_fp32_2048x3072x4096.png"])
+    for p in paths:
+        assert p.exists() and p.stat().st_size > 0
+        if p.suffix == ".png":
+            assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    text = (tmp_path / "report.md").read_text()
+    for p in paths:
+        if p.suffix == ".png":
+            assert f"]({p.name})" in text  # every figure is linked from the report
+
+
+def test_report_names_the_commands(tmp_path):
+    render_report(SAMPLE, tmp_path)
+    text = (tmp_path / "report.md").read_text()
+    assert "written by `gemmlab bench --shape 4096 --shape 2048x3072x4096 --json results/h200/results.json`" in text
+    assert f"gemmlab report {SAMPLE} --out {tmp_path}" in text
+    assert "`gemmlab profile cuda/v1_naive --shape 4096x4096x4096 --json results/h200/results.json`" in text
+
+
+# -- tables ----------------------------------------------------------------------------------------------------
+def _rows(text: str, after: str, first_cell: str) -> list[list[str]]:
+    """Cells of the rows starting with ``first_cell`` in the first table after the heading ``after``."""
+    body = text[text.index(after):]
+    out = []
+    for line in body.splitlines():
+        if line.startswith("| "):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            if cells[0] == first_cell:
+                out.append(cells)
+    return out
+
+
+def test_kernel_table_rows_and_ratios(results):
+    text = markdown.render_markdown(results, "sample_results.json")
+    section = text[text.index("## 4096x4096x4096"):]
+    fp32 = section[section.index("### FP32"):section.index("### TF32")]
+    table = [line for line in fp32.splitlines() if line.startswith("| `")]
+    kernels = [line.split("|")[1].strip().strip("`") for line in table]
+    assert kernels == ["cpu/v0_naive", "numba/v1_naive", "numba/v2_smem", "cuda/v1_naive", "cuda/v2_smem",
+                       "cuda/v4_2d_blocktile", "cuda/v6_bank_conflict_free", "peers/cublas_fp32",
+                       "peers/triton_fp32"]
+    rows = {line.split("|")[1].strip().strip("`"): [c.strip() for c in line.strip().strip("|").split("|")]
+            for line in table}
+    # ratio = cuBLAS FP32 time / kernel time: 2.684 / 4.628
+    assert rows["cuda/v4_2d_blocktile"][6] == f"{2.684 / 4.628:.2f}× cublas_fp32" == "0.58× cublas_fp32"
+    assert rows["peers/triton_fp32"][6] == "0.85× cublas_fp32"
+    assert rows["peers/cublas_fp32"][6] == "peer"
+    assert rows["cuda/v2_smem"][7] == f"{22.18 / 15.61:.2f}×"  # speedup over cuda/v1_naive
+    assert rows["cuda/v1_naive"][4] == "6.20" and rows["cuda/v1_naive"][8] == "0.250"  # seeds: 0.25 FLOP/byte
+    assert rows["cuda/v1_naive"][10] == "550 GB" and rows["cuda/v1_naive"][11] == "4.33 GB"  # 8MNK vs ncu
+    assert rows["cuda/v6_bank_conflict_free"][2].startswith("**FAILED**")
+    assert rows["cuda/v6_bank_conflict_free"][3] == "—" and rows["cuda/v6_bank_conflict_free"][6] == "—"
+    assert rows["cpu/v0_naive"][2].startswith("skipped")
+
+    bf16 = section[section.index("### BF16"):section.index("## Model against counters")]
+    assert f"{0.1901 / 0.2863:.2f}× cublas_bf16" in bf16
+
+
+def test_seeds_table(results):
+    text = markdown.render_markdown(results, "sample_results.json")
+    section = text[text.index("## 4096x4096x4096"):]
+    seeds = section[section.index("The seeds' table"):]
+    assert "| 实现版本 version | 耗时 time | GFLOPS | 带宽利用率 bandwidth utilization (model) |" in seeds
+    row = _rows(seeds, "The seeds' table", "cuda/v1_naive")[0]
+    bw = results["env"]["ceilings"]["copy_bw_gbs"]
+    assert row[1] == "22.180 ms"
+    assert row[2] == f"{2 * 4096**3 / 22.18e-3 / 1e9:,.0f}"
+    # the seeds' bandwidth utilization: modeled bytes (8MNK + 4MN) / time / bandwidth
+    assert row[3] == f"{100 * (8 * 4096**3 + 4 * 4096**2) / 22.18e-3 / (bw * 1e9):.1f}%"
+    dram = _rec(results, "cuda/v1_naive")["profile"]["dram_bytes"]
+    assert row[4] == f"{100 * dram / 22.18e-3 / (bw * 1e9):.1f}%"
+    # a failed kernel has no time, so no row
+    assert not _rows(seeds, "The seeds' table", "cuda/v6_bank_conflict_free")
+
+
+def test_traffic_table(results):
+    text = markdown.render_markdown(results, "sample_results.json")
+    rows = {r[0]: r for r in [row for k in ("`cuda/v1_naive`", "`cuda/v2_smem`", "`peers/cublas_fp32`")
+                              for row in _rows(text, "## Model against counters", k)]}
+    naive = rows["`cuda/v1_naive`"]
+    assert naive[2] == "550 GB" and naive[3] == "4.26 GB"
+    assert naive[6] == "129×"  # 8MNK modeled / DRAM read
+    assert naive[7] == "0.250" and naive[8] == f"{2 * 4096**3 / 4_333_509_120:#.3g}"
+    assert rows["`cuda/v2_smem`"][10] == f"{751_725 + 19_392_584:,}"
+    assert "absorbed 99.2%" in text
+
+
+# -- precision discipline --------------------------------------------------------------------------------------
+def test_no_ratio_against_another_precision(results):
+    bad = copy.deepcopy(results)
+    rec = _rec(bad, "cuda/v4_2d_blocktile")
+    rec["peer"] = "peers/cublas_tf32"  # a tensor-core peer for an FP32 kernel
+    rec["peer_ratio"] = 0.3776 / rec["median_ms"]
+    records = D.attach_profiles(bad)
+    assert D.peer_ratio(_rec({"records": records}, "cuda/v4_2d_blocktile"), records) is None
+    text = markdown.render_markdown(bad, "x.json")
+    row = [line for line in text.splitlines() if line.startswith("| `cuda/v4_2d_blocktile`")][0]
+    assert row.split("|")[7].strip() == "—"
+    fig = plots.ladder_figure(bad, S4)
+    bottom = fig.axes[1]
+    labels = [t.get_text() for t in bottom.get_xticklabels()]
+    bars = _by_gid(bottom, "ratio")
+    assert len(bars) == len(labels)
+    heights = [p.get_height() for p in bars]
+    visible = [p.get_visible() for p in bars]
+    i = labels.index("cuda/v4_2d_blocktile")
+    assert heights[i] == 0.0 and not visible[i]
+
+
+def test_peer_missing_from_run_gives_no_ratio(results):
+    only = copy.deepcopy(results)
+    only["records"] = [r for r in only["records"] if r["kernel"] != "peers/cublas_bf16"]
+    records = D.attach_profiles(only)
+    assert D.peer_ratio(_rec({"records": records}, "cuda/tc2_wgmma_tma"), records) is None
+
+
+# -- figures ---------------------------------------------------------------------------------------------------
+def test_roofline_fp32_points(results):
+    fig = plots.roofline_figure(results, "fp32", S4)
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    spec = results["env"]["device_spec"]
+    ridge = spec["fp32_tflops"] * 1e12 / (spec["dram_gbs"] * 1e9)
+    (ridge_line,) = _by_gid(ax, "ridge")
+    assert ridge_line.get_xdata()[0] == pytest.approx(ridge) == pytest.approx(13.94, rel=1e-3)
+    assert ridge_line.get_ydata()[0] == pytest.approx(66.9)
+    (mem,) = _by_gid(ax, "memory_roof")
+    x, y = mem.get_xdata(), mem.get_ydata()
+    assert y[0] == pytest.approx(spec["dram_gbs"] * 1e9 * x[0] / 1e12)  # slope = bandwidth
+    assert x[-1] == pytest.approx(ridge) and y[-1] == pytest.approx(66.9)
+    (comp,) = _by_gid(ax, "compute_roof")
+    assert set(comp.get_ydata()) == {66.9}
+    assert _by_gid(ax, "measured_compute_roof")[0].get_ydata()[0] == pytest.approx(51.1)
+
+    (modeled,) = _by_gid(ax, "modeled")
+    points = {tuple(np.round(p, 6)) for p in modeled.get_offsets()}
+    timed = [r for r in results["records"] if r["precision"] == "fp32" and D.shape_of(r) == S4
+             and r["status"] == "ok" and r["backend"] != "cpu"]
+    assert len(modeled.get_offsets()) == len(timed) == 7  # every timed GPU kernel; not the failed or CPU one
+    naive = _rec(results, "cuda/v1_naive")
+    # 2MNK / (8MNK + 4MN): the seeds' 0.25 FLOP/byte, with C's write
+    x_naive = naive["model"]["modeled_intensity"]
+    assert x_naive == pytest.approx(0.25, rel=1e-3)
+    assert (round(x_naive, 6), round(naive["tflops"], 6)) in points
+
+    (measured,) = _by_gid(ax, "measured")
+    offsets = measured.get_offsets()
+    assert len(offsets) == 3  # the three profiled kernels
+    xs = sorted(float(o[0]) for o in offsets)
+    expected = sorted(2 * 4096**3 / _rec(results, k)["profile"]["dram_bytes"]
+                      for k in ("cuda/v1_naive", "cuda/v2_smem", "peers/cublas_fp32"))
+    assert xs == pytest.approx(expected)
+    labels = {t.get_text() for t in ax.texts}
+    assert {"cuda/v1_naive", "peers/cublas_fp32", "peers/triton_fp32"} <= labels
+
+
+def test_roofline_bf16_has_its_own_roof(results):
+    ax = plots.roofline_figure(results, "bf16", S4).axes[0]
+    (comp,) = _by_gid(ax, "compute_roof")
+    assert set(comp.get_ydata()) == {989.4}
+    assert not _by_gid(ax, "measured_compute_roof")  # cuBLAS SGEMM is no roof for BF16
+    (modeled,) = _by_gid(ax, "modeled")
+    ys = sorted(float(o[1]) for o in modeled.get_offsets())
+    assert ys == pytest.approx(sorted(_rec(results, k)["tflops"] for k in
+                                      ("cuda/tc2_wgmma_tma", "peers/cublas_bf16", "peers/triton_bf16")))
+
+
+def test_ladder_bars(results):
+    fig = plots.ladder_figure(results, S4)
+    top, bottom = fig.axes[:2]
+    labels = [t.get_text() for t in bottom.get_xticklabels()]
+    assert labels[:5] == ["numba/v1_naive", "numba/v2_smem", "cuda/v1_naive", "cuda/v2_smem", "cuda/v4_2d_blocktile"]
+    assert "cuda/v6_bank_conflict_free" not in labels and "cpu/v0_naive" not in labels
+    heights = dict(zip(labels, (p.get_height() for p in _by_gid(top, "tflops"))))
+    assert heights["peers/cublas_fp32"] == pytest.approx(2 * 4096**3 / 2.684e-3 / 1e12)
+    assert heights["peers/cublas_bf16"] == pytest.approx(_rec(results, "peers/cublas_bf16")["tflops"])
+    ratios = dict(zip(labels, (p.get_height() for p in _by_gid(bottom, "ratio"))))
+    assert ratios["cuda/v4_2d_blocktile"] == pytest.approx(2.684 / 4.628)
+    assert ratios["peers/triton_bf16"] == pytest.approx(0.1901 / 0.3450)
+    assert ratios["peers/cublas_tf32"] == 1.0  # the peer is its own reference
+    assert top.get_yscale() == "log"
+
+
+def test_cpu_only_results_render(tmp_path):
+    """A run without a GPU (compiled and simulated records, no times) still renders tables, and no figure."""
+    results = D.load_results(SAMPLE)
+    for rec in results["records"]:
+        rec.update(status="compiled" if rec["backend"] == "cuda" else "simulated", median_ms=None, tflops=None,
+                   gflops=None, peer_ratio=None, speedup_prev=None, profile=None)
+    results["env"].update(mode="cpu-only", gpu=None)
+    results["env"].pop("ceilings")
+    path = tmp_path / "cpu.json"
+    path.write_text(json.dumps(results))
+    paths = render_report(path, tmp_path / "out")
+    assert [p.name for p in paths] == ["report.md"]
+    text = paths[0].read_text()
+    assert "| `cuda/v2_smem` | 2 | compiled |" in text
+    assert "No record in this JSON was profiled" in text
+
+
+def test_fmt():
+    assert D.fmt(None) == "—"
+    assert D.fmt(0.25) == "0.250" and D.fmt(6.2) == "6.20" and D.fmt(51.2) == "51.2" and D.fmt(683.0) == "683"
+    assert D.fmt(1024.0) == "1,024"
+    assert D.fmt_bytes(550e9) == "550 GB" and D.fmt_bytes(4.26e9) == "4.26 GB"
+    assert not math.isnan(D.roofs({"env": {}}, "fp32").ridge or 0.0)
