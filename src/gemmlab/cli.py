@@ -136,6 +136,14 @@ def cmd_roofline(args) -> int:
 def cmd_report(args) -> int:
     from gemmlab.report import render_report
 
+    if args.summary:
+        from gemmlab.report.data import load_results
+        from gemmlab.report.markdown import summary_markdown
+
+        print(summary_markdown(load_results(args.results)))
+        return 0
+    if not args.out:
+        raise GemmlabError("gemmlab report needs --out DIR (or --summary to print the ladder table)")
     for path in render_report(args.results, args.out):
         console.print(f"wrote {path}")
     return 0
@@ -196,7 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("report", help="Markdown and PNG report from a saved results JSON")
     s.add_argument("results")
-    s.add_argument("--out", required=True)
+    s.add_argument("--out", help="directory for report.md and the PNG figures")
+    s.add_argument("--summary", action="store_true", help="print the compact ladder table (Markdown) instead")
     s.set_defaults(func=cmd_report)
 
     s = sub.add_parser("profile", help="Nsight Compute counters for one kernel launch, beside its model")

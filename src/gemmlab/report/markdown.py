@@ -271,3 +271,33 @@ def relpath(path: str, start: str) -> str:
         return os.path.relpath(path, start)
     except ValueError:  # another drive on Windows
         return str(path)
+
+
+def summary_markdown(results: dict) -> str:
+    """The README's ladder: one row per kernel, one column per shape, TFLOPS and × peer of the same precision.
+
+    Only verified, timed records appear; a kernel that failed or was skipped at a shape shows its status."""
+    records = D.attach_profiles(results)
+    shapes = D.shapes(records)
+    lines: list[str] = []
+    for precision in D.precisions(records):
+        mine = sorted({r["kernel"]: r for r in records if r.get("precision") == precision and D.is_gpu(r)}.values(),
+                      key=D.sort_key)
+        if not mine:
+            continue
+        header = ["kernel", "what it does"] + [f"{D.shape_label(s)} TFLOPS (× peer)" for s in shapes]
+        rows = []
+        for first in mine:
+            row = [f"`{first['kernel']}`", first.get("title", "")]
+            for shape in shapes:
+                rec = next((r for r in records if r["kernel"] == first["kernel"] and D.shape_of(r) == shape), None)
+                if rec is None:
+                    row.append("")
+                elif D.is_timed(rec):
+                    ratio = D.peer_ratio(rec, records)
+                    row.append(f"{D.tflops(rec):.1f}" + (f" ({ratio:.2f}×)" if ratio is not None else ""))
+                else:
+                    row.append(D.status(rec) or "—")
+            rows.append(row)
+        lines += [f"**{D.PRECISION_LABEL.get(precision, precision)}**", ""] + _table(header, rows, "ll" + "r" * len(shapes)) + [""]
+    return "\n".join(lines)
