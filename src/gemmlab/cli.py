@@ -156,9 +156,22 @@ def cmd_profile(args) -> int:
 
 
 def cmd_tune(args) -> int:
-    from gemmlab.tune import tune_command
+    from gemmlab.problem import SEED_SHAPE
+    from gemmlab.tune import TUNABLE, cache_path, tune
 
-    return tune_command(args, console)
+    results = tune(_shapes(args.shape) or [SEED_SHAPE], args.kernels or TUNABLE,
+                   log=lambda line: console.print(line, highlight=False))
+    t = Table(title="gemmlab tune", header_style="bold", title_justify="left")
+    for col in ("shape", "best parameters", "ms", "TFLOPS", "candidates run", "dropped"):
+        t.add_column(col)
+    for r in results:
+        ran = sum("ms" in trial for trial in r.trials)
+        t.add_row("x".join(map(str, r.shape)), " ".join(f"{k}={v}" for k, v in (r.best or {}).items()) or "none ran",
+                  f"{r.ms:.3f}" if r.ms else "—", f"{r.tflops:.1f}" if r.tflops else "—", str(ran),
+                  str(len(r.trials) - ran))
+    console.print(t)
+    console.print(f"cached in {cache_path()}; cuda/v9_autotuned reads it when it builds")
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -216,8 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("tune", help="search tile parameters per shape on this GPU (cached)")
     s.add_argument("--shape", action="append")
-    s.add_argument("--kernels", default=None)
-    s.add_argument("--force", action="store_true", help="ignore the cache")
+    s.add_argument("--kernels", default=None, help="tunable kernels (default: all of them)")
     s.set_defaults(func=cmd_tune)
     return p
 

@@ -88,3 +88,25 @@ def test_sweep_covers_the_listed_dimensions_and_special_shapes():
 def test_reference_is_float64():
     a, b = Problem(3, 4, 5).make_inputs(0)
     assert reference(a, b).dtype == np.float64
+
+
+def test_sanitizer_errors_are_attributed_to_the_kernel_they_happened_in():
+    from gemmlab.harness.sweep import sanitizer_rows
+    from gemmlab.kernels.registry import get_kernel
+
+    specs = [get_kernel("cuda/v1_naive"), get_kernel("cuda/v2_smem")]
+    log = """========= COMPUTE-SANITIZER
+========= Invalid __global__ write of size 4 bytes
+=========     at v2_smem+0x1b0
+=========     by thread (0,9,0) in block (0,3,0)
+=========     Address 0x7f0 is out of bounds
+=========
+========= ERROR SUMMARY: 1 error
+"""
+    rows = {name: (ok, detail) for name, ok, detail in sanitizer_rows(specs, log, 3)}
+    assert rows["cuda/v1_naive"][0] is True
+    assert rows["cuda/v2_smem"][0] is False and "1 error" in rows["cuda/v2_smem"][1]
+    clean = sanitizer_rows(specs, "========= ERROR SUMMARY: 0 errors\n", 0)
+    assert all(ok for _, ok, _ in clean)
+    crashed = sanitizer_rows(specs, "Traceback ...\nImportError: boom\n", 1)
+    assert not any(ok for _, ok, _ in crashed) and "boom" in crashed[0][2]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -21,7 +22,6 @@ from gemmlab.harness.verify import SIMULATOR_SHAPES, check, compile_check, sweep
 from gemmlab.kernels.registry import list_kernels, select
 from gemmlab.problem import Problem
 
-SIM_MAX_FLOPS = 2 * 70 * 45 * 31  # the simulator's budget per shape: a few seconds each
 SANITIZE_SHAPES = ((33, 17, 65), (127, 129, 255), (257, 31, 1000))
 
 
@@ -35,8 +35,8 @@ def run_verify(args, console) -> int:
         except NoGPUError as exc:
             if hasattr(spec, "compile"):
                 rep = compile_check(spec)
-                rows.append((spec.name, "sm_90a", "compiled", f"{rep.registers} regs, {rep.spills} spill bytes; "
-                                                              f"not run: {exc}".split(";")[0] + "; not run (no GPU)"))
+                rows.append((spec.name, "sm_90a", "compiled",
+                             f"{rep.registers} regs, {rep.spills} spill bytes; not run (no GPU)"))
             else:
                 rows.append((spec.name, "—", "not run", str(exc)))
             continue
@@ -55,13 +55,14 @@ def run_verify(args, console) -> int:
             detail = (f"rel err {result.error.rel_err:.1e} (tol {result.error.tolerance:.0e}), {where}"
                       if result.error else result.reason)
             rows.append((spec.name, problem.label(), result.status, detail))
-        if args.sanitize and spec.backend in ("cuda", "numba") and gpu:
-            for tool in ("memcheck", "racecheck"):
-                ok, detail = sanitize(spec.name, tool)
-                failures += not ok
-                rows.append((spec.name, "sanitize", f"{tool} {'clean' if ok else 'ERRORS'}", detail))
     if args.sanitize and not gpu:
         rows.append(("(all)", "sanitize", "not run", "compute-sanitizer needs a GPU"))
+    elif args.sanitize:
+        targets = [s for s in specs if s.backend in ("cuda", "numba")]
+        for tool in ("memcheck", "racecheck"):
+            for name, ok, detail in sanitize(targets, tool):
+                failures += not ok
+                rows.append((name, "sanitize", f"{tool} {'clean' if ok else 'ERRORS'}", detail))
     table = Table(title="gemmlab verify", header_style="bold", title_justify="left")
     for col in ("kernel", "shape", "result", "detail"):
         table.add_column(col)
@@ -77,32 +78,55 @@ def run_verify(args, console) -> int:
     return 1 if failures else 0
 
 
-def sanitize(kernel: str, tool: str) -> tuple[bool, str]:
-    """Run the kernel at ragged shapes under compute-sanitizer in a child process."""
+def sanitize(specs, tool: str) -> list[tuple[str, bool, str]]:
+    """Run every kernel at SANITIZE_SHAPES under one compute-sanitizer process per tool.
+
+    One process for all kernels keeps the cost to two sanitizer start-ups; each error line names the kernel
+    entry it happened in, which attributes it to a spec ("at v2_smem+0x1a0")."""
     exe = shutil.which("compute-sanitizer")
     if not exe:
-        return False, "compute-sanitizer is not on PATH"
-    cmd = [exe, "--tool", tool, "--error-exitcode", "3", sys.executable, "-m", "gemmlab.harness.sweep", kernel]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=dict(os.environ))
-    summary = [line for line in proc.stdout.splitlines() if "ERROR SUMMARY" in line or "RACECHECK SUMMARY" in line]
-    ok = proc.returncode == 0
-    detail = summary[-1].strip("= ").strip() if summary else (proc.stderr.strip().splitlines() or ["?"])[-1]
-    return ok, detail
+        return [(s.name, False, "compute-sanitizer is not on PATH") for s in specs]
+    cmd = [exe, "--tool", tool, "--error-exitcode", "3", sys.executable, "-m", "gemmlab.harness.sweep",
+           *(s.name for s in specs)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200, env=dict(os.environ))
+    return sanitizer_rows(specs, proc.stdout + proc.stderr, proc.returncode)
 
 
-def _sanitize_target(kernel: str) -> int:
-    """Child of ``sanitize``: one launch per ragged shape, plain CuPy, checked afterwards."""
+def sanitizer_rows(specs, log: str, returncode: int) -> list[tuple[str, bool, str]]:
+    """(kernel, clean, detail) per spec from one compute-sanitizer log."""
+    summary = [line.strip("= ").strip() for line in log.splitlines() if "SUMMARY" in line]
+    faulty = set(re.findall(r"\bat (?:void )?(\w+)(?:<[^>]*>)?(?:\(.*?\))?\+0x", log))
+    failed_checks = set(re.findall(r"^FAILED (\S+)", log, flags=re.M))
+    rows = []
+    for s in specs:
+        entry = getattr(s, "entry", None)
+        bad = s.name in failed_checks or (entry in faulty if entry else bool(faulty))
+        if returncode not in (0, 3, 4) and not summary:
+            rows.append((s.name, False, f"sanitizer exited {returncode}: {(log.strip().splitlines() or ['?'])[-1]}"))
+            continue
+        detail = "; ".join(summary[-1:]) if summary else "no summary"
+        if bad:
+            detail = f"errors in this kernel ({detail})"
+        rows.append((s.name, not bad, detail))
+    return rows
+
+
+def _sanitize_target(kernels: list[str]) -> int:
+    """Child of ``sanitize``: one launch per kernel and ragged shape, verified afterwards."""
     from gemmlab.kernels.registry import get_kernel
 
-    spec = get_kernel(kernel)
     bad = 0
-    for i, shape in enumerate(SANITIZE_SHAPES):
-        problem = Problem(*shape, spec.precision)
-        if spec.is_valid(problem):
-            continue
-        bad += not check(spec, problem, seed=i).passed
+    for kernel in kernels:
+        spec = get_kernel(kernel)
+        for i, shape in enumerate(SANITIZE_SHAPES):
+            problem = Problem(*shape, spec.precision)
+            if spec.is_valid(problem):
+                continue
+            if not check(spec, problem, seed=i).passed:
+                print(f"FAILED {kernel} {problem.label()}", flush=True)
+                bad += 1
     return 4 if bad else 0
 
 
 if __name__ == "__main__":
-    sys.exit(_sanitize_target(sys.argv[1]))
+    sys.exit(_sanitize_target(sys.argv[1:]))
