@@ -67,3 +67,13 @@ def test_bad_arguments_are_one_line_errors():
 def test_list():
     proc = gemmlab("list")
     assert proc.returncode == 0 and "cuda/v2_smem" in proc.stdout and "peers/cublas_bf16" in proc.stdout
+
+
+def test_bench_append_merges_runs_and_keeps_every_command(tmp_path):
+    out = tmp_path / "r.json"
+    for shape in ("16x8x4", "9x7x5"):
+        proc = gemmlab("bench", "--shape", shape, "--kernels", "cpu/blas", "--json", str(out), "--append")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = json.loads(out.read_text())
+    assert [(r["m"], r["n"], r["k"]) for r in data["records"]] == [(16, 8, 4), (9, 7, 5)]
+    assert len(data["env"]["commands"]) == 2 and "9x7x5" in data["env"]["commands"][1]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -52,11 +53,28 @@ def cmd_bench(args) -> int:
     if args.json:
         path = Path(args.json)
         path.parent.mkdir(parents=True, exist_ok=True)
-        results["env"]["command"] = "gemmlab " + " ".join(sys.argv[1:])
+        results["env"]["command"] = "gemmlab " + " ".join(shlex.quote(a) for a in args.argv)
+        if args.append and path.exists():
+            results = _merge(json.loads(path.read_text()), results)
         path.write_text(json.dumps(results, indent=1, default=float))
         console.print(f"wrote {path}")
     failed = [r for r in results["records"] if r["status"] == "FAILED"]
     return 1 if failed else 0
+
+
+def _merge(old: dict, new: dict) -> dict:
+    """--append: add a run's records to a results file written by an earlier run on the same GPU."""
+    old_gpu, new_gpu = (old.get("env") or {}).get("gpu"), new["env"].get("gpu")
+    if (old_gpu or {}).get("name") != (new_gpu or {}).get("name"):
+        raise GemmlabError(f"--append: the file holds results from {(old_gpu or {}).get('name', 'no GPU')}, this "
+                           f"run is on {(new_gpu or {}).get('name', 'no GPU')}; write a new file instead")
+    merged = dict(old)
+    merged["records"] = old["records"] + new["records"]
+    merged["noise"] = old.get("noise", []) + new.get("noise", [])
+    merged["notes"] = old.get("notes", []) + [n for n in new.get("notes", []) if n not in old.get("notes", [])]
+    commands = old["env"].get("commands") or [old["env"].get("command")]
+    merged["env"] = {**old["env"], "commands": [c for c in commands if c] + [new["env"]["command"]]}
+    return merged
 
 
 def _print_results(results: dict) -> None:
@@ -193,6 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
     l2.add_argument("--cold", action="store_true", default=True, help="rotate inputs larger than 2×L2 (default)")
     l2.add_argument("--warm", action="store_true", help="reuse one input set (L2-warm)")
     s.add_argument("--json", help="write all records and the environment here")
+    s.add_argument("--append", action="store_true", help="add to the --json file of an earlier run on this GPU")
     s.add_argument("--seed", type=int, default=2026)
     s.add_argument("--gpu", default="h200", help="roofline device when no GPU is present (a100, h100, h200)")
     s.add_argument("--pause", type=float, default=0.3, help="seconds idle between kernels")
@@ -235,7 +254,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
+    args.argv = argv
     try:
         return args.func(args)
     except GemmlabError as exc:

@@ -43,9 +43,9 @@ def provenance(results: dict, source: str, link: str | None = None, out_dir: str
     env = results.get("env") or {}
     gpu = env.get("gpu") or {}
     lines = []
-    command = env.get("command")
+    commands = env.get("commands") or ([env["command"]] if env.get("command") else [])
     shown = f"[`{source}`]({link})" if link else f"`{source}`"
-    lines.append(f"Source: {shown}, written by `{command}`." if command else
+    lines.append(f"Source: {shown}, written by " + " then ".join(f"`{c}`" for c in commands) + "." if commands else
                  f"Source: {shown} (the JSON does not name the command that wrote it; `gemmlab bench --json` does).")
     lines.append(f"Re-render: `gemmlab report {source} --out {out_dir}`. Profiled counters were added by the "
                  "`gemmlab profile` commands listed under *Model against counters*.")
