@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Reproduces everything under results/h200/ on an H200 (or writes the same files for another GPU into $1).
+# Every number in the README and the reports comes from one of these gemmlab commands.
+set -uo pipefail
+OUT=${1:-results/h200}
+mkdir -p "$OUT"
+g() { python3 -m gemmlab "$@"; }
+FP32='cpu/blas,numba/*,cuda/v*,peers/cublas_fp32,peers/triton_fp32'
+FAST='cuda/v[3-9]*,cuda/v1[0-9]*,numba/v[3-9]*,numba/v1[0-9]*,peers/cublas_fp32,peers/triton_fp32'
+TC='cuda/tc*,peers/cublas_tf32,peers/cublas_bf16,peers/triton_bf16'
+R="--repeat 30 --max-seconds 1.5 --pause 0.1"
+rm -f "$OUT"/fp32.json "$OUT"/tensor_cores.json
+g bench --shape 2048x3072x4096 --shape 4096 --kernels "$FP32" $R --json "$OUT/fp32.json"
+g bench --shape 8192 --kernels "$FAST" $R --no-ceilings --json "$OUT/fp32.json" --append
+g bench --shape 4096 --shape 8192 --shape 2048x3072x4096 --kernels "$TC" $R --no-ceilings --json "$OUT/tensor_cores.json"
+for k in cuda/v1_naive cuda/v2_smem cuda/v5_vectorized cuda/v6_bank_conflict_free cuda/v10_register_prefetch \
+         numba/v1_naive peers/cublas_fp32; do
+  g profile "$k" --shape 4096 --json "$OUT/fp32.json"
+done
+g verify --kernels 'cuda/*' --sample 6 --sanitize --json "$OUT/verify.json"
+g report "$OUT/fp32.json" --out "$OUT/fp32"
+g report "$OUT/tensor_cores.json" --out "$OUT/tensor_cores"

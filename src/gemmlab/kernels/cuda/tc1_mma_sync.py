@@ -1,0 +1,79 @@
+"""tc1: tensor cores through warp-level mma.sync, the Ampere recipe, on Hopper.
+
+What changed against the FP32 ladder: the inner product moves from FFMA to the tensor cores. Each warp owns a
+64×32 tile and issues mma.sync m16n8k16 (bf16) or m16n8k8 (tf32, FP32 inputs with the low 13 mantissa bits
+ignored) with FP32 accumulators; a 3-stage cp.async ring keeps global loads in flight; bf16 fragments come
+from shared memory by ldmatrix, B's through ldmatrix.trans because B is N-major. Why: one mma.sync does 4096
+(bf16) multiply-adds where an FFMA does 1. Predicted gain: a few times cuBLAS FP32, well short of cuBLAS at the
+same precision, because Hopper's mma.sync runs at about half of its wgmma rate and ldmatrix plus cp.async
+address arithmetic cost issue slots (tc2 removes both).
+
+Any M, N, K: edge chunks are zero-filled by cp.async; when a row stride is not a multiple of 16 bytes (bf16:
+K or N not a multiple of 8; tf32: of 4) the kernel stages tiles element by element (flag ALIGNED, slower).
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from gemmlab.kernels.cuda._kernel import CudaKernel, Geometry, ceil_div
+from gemmlab.kernels.spec import tiled_traffic
+
+PARAMS = {"BM": 128, "BN": 128, "BK": 32, "STAGES": 3}
+ELEM = {"bf16": 2, "tf32": 4}
+
+
+def smem_bytes(p: dict, precision: str) -> int:
+    a_ld = p["BK"] + (8 if precision == "bf16" else 4)
+    b_ld = p["BN"] + 8
+    return p["STAGES"] * (p["BM"] * a_ld + p["BK"] * b_ld) * ELEM[precision]
+
+
+def _constraints(precision):
+    def check(p):
+        e = []
+        if (p["BM"], p["BN"]) != (128, 128):
+            e.append("the 2x4 warp grid with 64x32 warp tiles fixes BM = BN = 128")
+        if p["BK"] % 16 or not 16 <= p["BK"] <= 64:
+            e.append(f"BK={p['BK']} must be 16, 32, 48 or 64 (whole k16 mma steps)")
+        if p["STAGES"] < 2:
+            e.append(f"STAGES={p['STAGES']}: the cp.async ring needs at least 2")
+        if smem_bytes(p, precision) > 227 * 1024:
+            e.append(f"{smem_bytes(p, precision)} bytes of shared memory, past 227 KiB")
+        return e
+
+    return check
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Tc1(CudaKernel):
+    def defines(self):
+        d = dict(self.params)
+        d["TC_BF16"] = 1 if self.precision == "bf16" else 0
+        return d
+
+    def kernel_args(self, problem, a, b, c):
+        m, n, k = problem.shape
+        vec = 16 // ELEM[self.precision]
+        aligned = k % vec == 0 and n % vec == 0 and a.data.ptr % 16 == 0 and b.data.ptr % 16 == 0
+        return (c.data.ptr, a.data.ptr, b.data.ptr, np.int32(m), np.int32(n), np.int32(k), np.int32(aligned))
+
+
+
+def _geometry(precision):
+    def geo(problem, p):
+        return Geometry(grid=(ceil_div(problem.n, p["BN"]), ceil_div(problem.m, p["BM"]), 1), block=(256, 1, 1),
+                        smem=smem_bytes(p, precision))
+
+    return geo
+
+
+SPECS = [
+    _Tc1(
+        name=f"cuda/tc1_mma_sync_{prec}", level=1, precision=prec,
+        title=f"{prec} mma.sync tensor cores, ldmatrix, 3-stage cp.async, 128x128 tile",
+        source="tc1_mma_sync.cu", entry="tc1_mma_sync", params=dict(PARAMS),
+        geometry=_geometry(prec), constraints=_constraints(prec),
+        traffic_model=lambda pr: tiled_traffic(pr, 128, 128), doc=__doc__,
+    )
+    for prec in ("bf16", "tf32")
+]

@@ -1,0 +1,123 @@
+// tc4: tc3's producer/consumer warpgroups in a persistent grid (one CTA per SM) that walks the output tiles in
+// grouped order, in clusters of CM CTAs stacked along M that share each B tile: CTA `rank` loads every CM-th B
+// box once and TMA multicasts it to the whole cluster, so B crosses L2->SM once per cluster instead of once per
+// CTA. The ring's phases run on across tiles, so the producer prefetches the next tile's k-tiles while the
+// consumers store the last one.
+#ifndef BM
+#define BM 128
+#endif
+#ifndef BN
+#define BN 256
+#endif
+#ifndef STAGES
+#define STAGES 4
+#endif
+#ifndef CM
+#define CM 2
+#endif
+#ifndef GROUP_M
+#define GROUP_M 8
+#endif
+#ifndef PRODUCER_REGS
+#define PRODUCER_REGS 40
+#endif
+#ifndef CONSUMER_REGS
+#define CONSUMER_REGS 232
+#endif
+#include "tc_common.cuh"
+
+#define CW (BM / 64)
+
+// Tile t of the cluster-tile grid (tiles_m rows of CM*BM, tiles_n columns of BN) in grouped order: GROUP_M
+// cluster-rows at a time, column by column, so the CTAs working at one moment share A rows and B columns in L2.
+__device__ __forceinline__ void schedule(int t, int tiles_m, int tiles_n, int &tm, int &tn) {
+  const int group = GROUP_M * tiles_n;
+  const int first = (t / group) * GROUP_M;
+  const int rows = min(tiles_m - first, GROUP_M);
+  const int r = t % group;
+  tm = first + r % rows;
+  tn = r / rows;
+}
+
+extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
+    tc4_persistent(float *C, const TmaMap *maps, int M, int N, int K) {
+  extern __shared__ unsigned char smem_raw[];
+  unsigned char *smem = aligned_smem(smem_raw);
+  u64 *full = reinterpret_cast<u64 *>(smem + STAGES * STAGE_BYTES);
+  u64 *empty = full + STAGES;
+  const TmaMap *mapA = maps, *mapB = maps + 1;
+  const int tid = threadIdx.x, wg = tid / 128;
+  const u32 rank = CM > 1 ? cluster_rank() : 0;
+  const int cluster = blockIdx.x / CM, clusters = gridDim.x / CM;
+  const int tiles_m = (M + CM * BM - 1) / (CM * BM), tiles_n = (N + BN - 1) / BN;
+  const int tiles = tiles_m * tiles_n;
+  const int KT = (K + BK - 1) / BK;
+
+  if (tid == 0) {
+    tma_prefetch_map(mapA);
+    tma_prefetch_map(mapB);
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(&full[s], 1);
+      mbar_init(&empty[s], CW * 4 * CM);  // every consumer warp of every CTA that reads the multicast B
+    }
+    fence_barrier_init();
+  }
+  if (CM > 1) cluster_sync();  // the peers' barriers exist before anyone multicasts into them
+  else __syncthreads();
+
+  if (wg == 0) {
+    setmaxnreg_dec<PRODUCER_REGS>();
+    if (tid == 0) {
+      int it = 0;
+      for (int t = cluster; t < tiles; t += clusters) {
+        int tm, tn;
+        schedule(t, tiles_m, tiles_n, tm, tn);
+        const int m0 = (tm * CM + rank) * BM, n0 = tn * BN;
+        for (int kt = 0; kt < KT; ++kt, ++it) {
+          const int s = it % STAGES;
+          if (it >= STAGES) mbar_wait(&empty[s], (it / STAGES - 1) & 1);
+          load_stage<CM>(smem + s * STAGE_BYTES, mapA, mapB, &full[s], m0, n0, kt * BK, rank);
+        }
+      }
+    }
+  } else {
+    setmaxnreg_inc<CONSUMER_REGS>();
+    const int cw = wg - 1;
+    int it = 0;
+    float d[BN / 2];
+    for (int t = cluster; t < tiles; t += clusters) {
+      int tm, tn;
+      schedule(t, tiles_m, tiles_n, tm, tn);
+      const int m0 = (tm * CM + rank) * BM, n0 = tn * BN;
+      for (int kt = 0; kt < KT; ++kt, ++it) {
+        const int s = it % STAGES;
+        mbar_wait(&full[s], (it / STAGES) & 1);
+        const u32 a = smem_u32(smem + s * STAGE_BYTES) + cw * 64 * 128;
+        const u32 b = smem_u32(smem + s * STAGE_BYTES + A_TILE_BYTES);
+        wgmma_fence();
+        wgmma_ktile<BN>(d, a, b, kt > 0);
+        wgmma_commit();
+        wgmma_wait<1>();
+        if (kt > 0 && tid % 32 == 0) {
+          const int ps = (it - 1) % STAGES;
+          if (CM > 1)
+            for (u32 r = 0; r < CM; ++r) mbar_arrive_cluster(&empty[ps], r);
+          else
+            mbar_arrive(&empty[ps]);
+        }
+      }
+      wgmma_wait<0>();
+      if (tid % 32 == 0) {  // release the tile's last slot
+        const int ps = (it - 1) % STAGES;
+        if (CM > 1)
+          for (u32 r = 0; r < CM; ++r) mbar_arrive_cluster(&empty[ps], r);
+        else
+          mbar_arrive(&empty[ps]);
+      }
+      fence_acc(d);
+      if (m0 < M) store_acc<BN>(C, d, m0 + cw * 64, n0, M, N);
+    }
+  }
+  __syncwarp();
+  if (CM > 1) cluster_sync();  // no CTA leaves while a peer may still arrive on its barriers or multicast into it
+}

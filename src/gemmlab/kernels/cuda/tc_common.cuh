@@ -1,0 +1,247 @@
+// Hopper primitives shared by the tc2..tc4 levels: mbarriers, TMA (cp.async.bulk.tensor), wgmma shared-memory
+// descriptors, cluster helpers and the guarded FP32 epilogue. All sm_90a PTX through inline asm, so the levels
+// need no CUDA headers under NVRTC.
+#pragma once
+#include "tc_wgmma.cuh"
+
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+// The driver's CUtensorMap: 128 opaque bytes, 64-byte aligned. The host encodes it (cuTensorMapEncodeTiled)
+// and copies it to global memory; TMA reads it from there.
+struct __align__(64) TmaMap {
+  u64 opaque[16];
+};
+
+__device__ __forceinline__ u32 smem_u32(const void *p) { return (u32)__cvta_generic_to_shared(p); }
+
+// ---- mbarriers ------------------------------------------------------------------------------------------------
+__device__ __forceinline__ void mbar_init(u64 *bar, u32 count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void fence_barrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(u64 *bar, u32 bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(u64 *bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(bar)) : "memory");
+}
+// Arrive on the barrier at the same shared-memory offset in CTA `rank` of this cluster (rank may be our own).
+// Default (.release.cta) semantics: the arrival only says the slot's wgmma reads are done, which wgmma.wait
+// already guarantees, so it needs no cluster-wide release fence.
+__device__ __forceinline__ void mbar_arrive_cluster(u64 *bar, u32 rank) {
+  asm volatile(
+      "{\n.reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}" ::"r"(smem_u32(bar)),
+      "r"(rank)
+      : "memory");
+}
+__device__ __forceinline__ u32 mbar_try_wait(u32 addr, u32 parity) {
+  u32 ok;
+  asm volatile(
+      "{\n.reg .pred p;\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      "selp.u32 %0, 1, 0, p;\n}"
+      : "=r"(ok)
+      : "r"(addr), "r"(parity)
+      : "memory");
+  return ok;
+}
+// Wait until the barrier's phase with this parity has completed. A wait that spins far past any real
+// latency (about 2^31 polls, each of which already blocks for a while in hardware) traps instead of hanging
+// the GPU, so a protocol bug surfaces as a launch error.
+__device__ __forceinline__ void mbar_wait(u64 *bar, u32 parity) {
+  u32 addr = smem_u32(bar);
+  u32 spins = 0;
+  while (!mbar_try_wait(addr, parity)) {
+    if (++spins == 0x80000000u) __trap();
+  }
+}
+
+// ---- TMA ------------------------------------------------------------------------------------------------------
+__device__ __forceinline__ void tma_prefetch_map(const TmaMap *map) {
+  asm volatile("prefetch.tensormap [%0];" ::"l"(map) : "memory");
+}
+// Copy the box at element coordinates (c0 = innermost, c1) into shared memory; completion is counted on `bar`
+// in bytes (out-of-bounds parts of the box are zero-filled and still counted).
+__device__ __forceinline__ void tma_load_2d(void *dst, const TmaMap *map, u64 *bar, int c0, int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];" ::
+          "r"(smem_u32(dst)),
+      "l"(map), "r"(smem_u32(bar)), "r"(c0), "r"(c1)
+      : "memory");
+}
+// The same box written to the same offset of every CTA in `mask`, each CTA's barrier at `bar`'s offset counting it.
+__device__ __forceinline__ void tma_load_2d_multicast(void *dst, const TmaMap *map, u64 *bar, int c0, int c1,
+                                                      unsigned short mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(smem_u32(dst)),
+      "l"(map), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "h"(mask)
+      : "memory");
+}
+
+// ---- clusters -------------------------------------------------------------------------------------------------
+__device__ __forceinline__ u32 cluster_rank() {
+  u32 r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
+// ---- wgmma ----------------------------------------------------------------------------------------------------
+// Shared-memory matrix descriptor, 128-byte swizzle: start address, leading and stride byte offsets in 16-byte
+// units (bits 0-13, 16-29, 32-45), swizzle mode 1 = 128B in bits 62-63. Tiles are 1024-byte aligned, so the
+// base-offset field (bits 49-51) stays 0.
+//   K-major tile (rows of 128 bytes along K): LBO unused (1), SBO = 1024 (next group of 8 rows).
+//   MN-major tile (64-element chunks along MN, each BK rows of 128 bytes): LBO = the chunk stride (next 64 MN
+//   elements), SBO = 1024 (next 8 K rows).
+__device__ __forceinline__ u64 wgmma_desc(u32 addr, u32 lbo, u32 sbo) {
+  return (u64)((addr & 0x3FFFF) >> 4) | ((u64)(lbo >> 4) << 16) | ((u64)(sbo >> 4) << 32) | (1ull << 62);
+}
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+}
+// Keeps the compiler from reading or moving accumulator registers across a wgmma wait.
+template <int R>
+__device__ __forceinline__ void fence_acc(float (&d)[R]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+template <int REGS>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(REGS));
+}
+template <int REGS>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(REGS));
+}
+
+// ---- epilogue -------------------------------------------------------------------------------------------------
+// Store one warpgroup's m64nN FP32 accumulator fragment to row-major C at (row0, col0). Fragment layout: thread
+// t of the warpgroup holds, for each 8-column group j, C[row][8j + 2(t%4) + {0,1}] and the same 8 rows lower,
+// row = 16(t/32) + (t%32)/4. Full tiles with an even N store float2; edges check every element.
+template <int TN>
+__device__ __forceinline__ void store_acc(float *C, const float (&d)[TN / 2], int row0, int col0, int M, int N) {
+  const int t = threadIdx.x % 128;
+  const int r = row0 + 16 * (t / 32) + (t % 32) / 4;
+  const int c = col0 + 2 * (t % 4);
+  const bool full = row0 + 64 <= M && col0 + TN <= N && (N % 2) == 0;
+  if (full) {
+    float *p0 = C + (long long)r * N + c;
+    float *p1 = p0 + 8LL * N;
+#pragma unroll
+    for (int j = 0; j < TN / 8; ++j) {
+      *reinterpret_cast<float2 *>(p0 + 8 * j) = make_float2(d[4 * j], d[4 * j + 1]);
+      *reinterpret_cast<float2 *>(p1 + 8 * j) = make_float2(d[4 * j + 2], d[4 * j + 3]);
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < TN / 8; ++j) {
+      const int cc = c + 8 * j;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int rr = r + 8 * h;
+        if (rr < M) {
+          if (cc < N) C[(long long)rr * N + cc] = d[4 * j + 2 * h];
+          if (cc + 1 < N) C[(long long)rr * N + cc + 1] = d[4 * j + 2 * h + 1];
+        }
+      }
+    }
+  }
+}
+
+// ---- operand types --------------------------------------------------------------------------------------------
+// TC_BF16=1: bf16 A (M×K, K-major) and B (K×N, N-major, read through wgmma's transpose bit).
+// TC_BF16=0: tf32 from fp32 A (M×K, K-major) and Bᵀ (N×K, K-major, written by the transpose pre-pass), because
+// tf32 wgmma takes K-major operands only. Either way one shared-memory row is 128 bytes of K (A, tf32 Bᵀ) or of
+// N (bf16 B), which is the 128-byte swizzle atom, and one k-tile is BK = 128 / ELEM_BYTES elements deep.
+#ifndef TC_BF16
+#define TC_BF16 1
+#endif
+#if TC_BF16
+#define ELEM_BYTES 2
+#define WGMMA_K 16
+#else
+#define ELEM_BYTES 4
+#define WGMMA_K 8
+#endif
+#define BK (128 / ELEM_BYTES)
+#define KSTEPS (BK / WGMMA_K)  // wgmma instructions per k-tile: 4 for both types
+#define A_TILE_BYTES (BM * 128)
+#define B_BOX_BYTES (64 * 128)  // B moves in boxes of 64 N: 64 (N) x BK rows for bf16, 64 rows x BK (K) for tf32
+#define B_TILE_BYTES (BN * 128)
+#define STAGE_BYTES (A_TILE_BYTES + B_TILE_BYTES)
+#ifndef B_MN_LBO
+#define B_MN_LBO (BK * 128)  // N-major B: from one 64-column box to the next
+#endif
+#ifndef B_MN_SBO
+#define B_MN_SBO 1024  // N-major B: from one group of 8 K rows to the next
+#endif
+
+template <int N>
+__device__ __forceinline__ void wgmma_tile(float (&d)[N / 2], u64 da, u64 db, int scale_d) {
+#if TC_BF16
+  if constexpr (N == 64) wgmma_bf16_n64(d, da, db, scale_d);
+  else if constexpr (N == 128) wgmma_bf16_n128(d, da, db, scale_d);
+  else wgmma_bf16_n256(d, da, db, scale_d);
+#else
+  if constexpr (N == 64) wgmma_tf32_n64(d, da, db, scale_d);
+  else if constexpr (N == 128) wgmma_tf32_n128(d, da, db, scale_d);
+  else wgmma_tf32_n256(d, da, db, scale_d);
+#endif
+}
+
+// One k-tile of wgmma for a warpgroup's 64 rows: KSTEPS instructions of k = WGMMA_K. Inside the 128-byte swizzle
+// atom a K step is a plain start-address offset (32 bytes for either type on K-major tiles; 16 rows of 128 bytes
+// on the bf16 N-major B tile).
+template <int N>
+__device__ __forceinline__ void wgmma_ktile(float (&d)[N / 2], u32 a_tile, u32 b_tile, int accumulate) {
+#pragma unroll
+  for (int kk = 0; kk < KSTEPS; ++kk) {
+    const u64 da = wgmma_desc(a_tile + 32 * kk, 16, 1024);
+#if TC_BF16
+    const u64 db = wgmma_desc(b_tile + kk * WGMMA_K * 128, B_MN_LBO, B_MN_SBO);
+#else
+    const u64 db = wgmma_desc(b_tile + 32 * kk, 16, 1024);
+#endif
+    wgmma_tile<N>(d, da, db, (accumulate || kk > 0) ? 1 : 0);
+  }
+}
+
+// Issue the TMA copies of one k-tile (A: one BM x BK box; B: BN/64 boxes) into a stage and count them on `bar`.
+// With a cluster of NCTA CTAs along M sharing the B tile, CTA `rank` loads every NCTA-th B box and multicasts it.
+template <int NCTA>
+__device__ __forceinline__ void load_stage(unsigned char *stage, const TmaMap *mapA, const TmaMap *mapB, u64 *bar,
+                                           int m0, int n0, int k0, u32 rank) {
+  mbar_expect_tx(bar, STAGE_BYTES);
+  tma_load_2d(stage, mapA, bar, k0, m0);
+  unsigned char *b = stage + A_TILE_BYTES;
+#pragma unroll
+  for (int j = 0; j < BN / 64; ++j) {
+    if (NCTA > 1 && (u32)(j % NCTA) != rank) continue;
+#if TC_BF16
+    const int c0 = n0 + 64 * j, c1 = k0;
+#else
+    const int c0 = k0, c1 = n0 + 64 * j;
+#endif
+    if (NCTA > 1)
+      tma_load_2d_multicast(b + j * B_BOX_BYTES, mapB, bar, c0, c1, (unsigned short)((1u << NCTA) - 1));
+    else
+      tma_load_2d(b + j * B_BOX_BYTES, mapB, bar, c0, c1);
+  }
+}
+
+// Dynamic shared memory rounded up to the 1024-byte alignment the 128-byte swizzle needs.
+__device__ __forceinline__ unsigned char *aligned_smem(unsigned char *raw) {
+  const u32 pad = (1024u - (smem_u32(raw) & 1023u)) & 1023u;
+  return raw + pad;
+}

@@ -1,0 +1,233 @@
+"""Host side shared by the wgmma levels (tc2..tc4): parameters and their constraints, launch geometry, the
+operand staging each precision needs before TMA can read it, tensor maps, the tile order and the traffic model.
+
+Operand staging, decided per problem before anything launches:
+- BF16: A (M×K) is K-major and B (K×N) N-major as given; wgmma reads B through its transpose bit. TMA needs
+  16-byte row strides, so K % 8 (A) or N % 8 (B) sends that operand through a padded copy first (a slower but
+  correct path; the kernel's tensor map still has the true width, so the padding is never read).
+- TF32: tf32 wgmma reads K-major operands only, so B goes through a transpose pre-pass into Bᵀ (N×K, row stride
+  K rounded up to 4). The pre-pass moves 8·K·N bytes; measured on the H200 at about 2.6 TB/s, 0.051 ms for a
+  4096² B (13% of cuBLAS TF32's time at 4096³) and 0.17 ms for 8192² (5% at 8192³).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gemmlab.kernels.cuda._kernel import CudaKernel, Geometry, ceil_div
+from gemmlab.kernels.cuda._tma import TiledMap, MapTable
+from gemmlab.kernels.spec import INT32_MAX, Traffic
+from gemmlab.problem import Problem
+
+SPECS: list = []  # helpers only; the levels register themselves
+
+SMEM_LIMIT = 227 * 1024  # opt-in dynamic shared memory per block on sm_90
+BARRIER_BYTES = 16  # full + empty mbarrier per stage
+ALIGN_SLACK = 1024  # the kernel rounds its dynamic shared memory up to the 1024-byte swizzle alignment
+
+
+def bk(precision: str) -> int:
+    """K elements per k-tile: one 128-byte swizzle row."""
+    return 64 if precision == "bf16" else 32
+
+
+def stage_bytes(bm: int, bn: int) -> int:
+    return (bm + bn) * 128
+
+
+def smem_bytes(p: dict) -> int:
+    return p["STAGES"] * (stage_bytes(p["BM"], p["BN"]) + BARRIER_BYTES) + ALIGN_SLACK
+
+
+def wgmma_desc(addr: int, lbo: int, sbo: int) -> int:
+    """The 64-bit wgmma shared-memory descriptor (128-byte swizzle), as the kernels' wgmma_desc builds it."""
+    return ((addr & 0x3FFFF) >> 4) | ((lbo >> 4) << 16) | ((sbo >> 4) << 32) | (1 << 62)
+
+
+def tile_order(tiles_m: int, tiles_n: int, group_m: int) -> list[tuple[int, int]]:
+    """The (row, column) of each cluster tile in the order tc4's scheduler hands them out (grouped order)."""
+    order = []
+    for t in range(tiles_m * tiles_n):
+        group = group_m * tiles_n
+        first = (t // group) * group_m
+        rows = min(tiles_m - first, group_m)
+        r = t % group
+        order.append((first + r % rows, r // rows))
+    return order
+
+
+def wgmma_constraints(p: dict, specialized: bool) -> list[str]:
+    e = []
+    bm, bn, stages = p["BM"], p["BN"], p["STAGES"]
+    if bm not in (64, 128, 192, 256):
+        e.append(f"BM={bm}: each consumer warpgroup owns 64 rows, so BM must be 64, 128, 192 or 256")
+    if bn not in (64, 128, 256):
+        e.append(f"BN={bn}: wgmma shapes used here are n64, n128 and n256")
+    if stages < 2:
+        e.append(f"STAGES={stages}: the ring needs at least 2 slots to overlap loads with math")
+    if smem_bytes(p) > SMEM_LIMIT:
+        e.append(f"{stages} stages of {bm}x{bn} tiles need {smem_bytes(p)} bytes of shared memory, "
+                 f"past the {SMEM_LIMIT}-byte limit")
+    warpgroups = bm // 64 + (1 if specialized else 0)
+    if warpgroups * 128 > 1024:
+        e.append(f"BM={bm} needs {warpgroups * 128} threads, past 1024")
+    if specialized:
+        consumer, producer = p.get("CONSUMER_REGS", 232), p.get("PRODUCER_REGS", 40)
+        if consumer % 8 or producer % 8 or not (24 <= producer <= consumer <= 256):
+            e.append("setmaxnreg counts must be multiples of 8 in 24..256, producer <= consumer")
+        if consumer * 128 * (bm // 64) + producer * 128 > 65536:
+            e.append(f"{bm // 64} consumer warpgroups at {consumer} registers and a producer at {producer} "
+                     f"exceed the 65536-register file")
+        if bn // 2 + 40 > consumer:
+            e.append(f"BN={bn} needs {bn // 2} accumulator registers per thread, too many for {consumer}")
+    cm = p.get("CM", 1)
+    if cm not in (1, 2):
+        e.append(f"CM={cm}: clusters of 1 or 2 CTAs along M")
+    elif (bn // 64) % cm:
+        e.append(f"CM={cm} must divide the {bn // 64} B boxes of a tile (BN={bn})")
+    if p.get("GROUP_M", 1) < 1:
+        e.append("GROUP_M must be at least 1")
+    return e
+
+
+def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1):
+    """A read once per BN-column tile, B once per cluster of CM·BM rows (multicast), C written once; TF32 adds
+    the transpose pre-pass (B read and Bᵀ written)."""
+
+    def model(problem: Problem) -> Traffic:
+        m, n, k = problem.shape
+        e = problem.prec.input_bytes
+        read = e * (m * k * ceil_div(n, bn) + k * n * ceil_div(m, bm * cm))
+        write = 4 * m * n
+        basis = f"A once per {bn}-column tile, B once per {bm * cm}-row {'cluster' if cm > 1 else 'tile'}"
+        if precision == "tf32":
+            read += 4 * k * n
+            write += 4 * k * n
+            basis += ", plus the Bᵀ pre-pass (read B, write Bᵀ)"
+        return Traffic(read, write, basis)
+
+    return model
+
+
+@dataclass(frozen=True, kw_only=True)
+class WgmmaKernel(CudaKernel):
+    """A TMA + wgmma level. ``kind`` picks the launch shape: plain (tc2), specialized (tc3), persistent (tc4)."""
+
+    kind: str = "plain"
+    int32_indices: bool = False  # C offsets are 64-bit; M, N, K themselves must fit an int (checked below)
+
+    def defines(self) -> dict:
+        d = dict(self.params)
+        d["TC_BF16"] = 1 if self.precision == "bf16" else 0
+        return d
+
+    def is_valid(self, problem: Problem) -> str | None:
+        why = super().is_valid(problem)
+        if why:
+            return why
+        if max(problem.shape) > INT32_MAX // 2:
+            return f"{problem.label()}: a dimension past 2^30 does not fit the kernel's int coordinates"
+        if self.kind != "persistent" and ceil_div(problem.m, self.params["BM"]) > 65535:
+            return f"M={problem.m} needs more than 65535 row blocks in gridDim.y"
+        return None
+
+    def launch_geometry(self, problem: Problem, sm_count: int = 132, max_clusters: int | None = None) -> Geometry:
+        """Blocks, threads and shared memory of one launch. The persistent grid has one CTA per SM, or, with
+        clusters, as many clusters as can be resident at once (``max_clusters``, from the occupancy query): a
+        GPC with an odd number of free SMs cannot host a 2-CTA cluster on its last SM, and a cluster that is not
+        resident would run after the others, doubling the time."""
+        p = dict(self.params)
+        bm, bn = p["BM"], p["BN"]
+        threads = (bm // 64 + (0 if self.kind == "plain" else 1)) * 128
+        smem = smem_bytes(p)
+        if self.kind == "persistent":
+            cm = p.get("CM", 1)
+            tiles = ceil_div(problem.m, bm * cm) * ceil_div(problem.n, bn)
+            resident = sm_count // cm if max_clusters is None else min(max_clusters, sm_count // cm)
+            clusters = max(1, min(tiles, resident))
+            return Geometry(grid=(clusters * cm, 1, 1), block=(threads, 1, 1), smem=smem)
+        return Geometry(grid=(ceil_div(problem.n, bn), ceil_div(problem.m, bm), 1), block=(threads, 1, 1),
+                        smem=smem)
+
+    def cluster(self) -> tuple[int, int, int] | None:
+        cm = self.params.get("CM", 1)
+        return (cm, 1, 1) if self.kind == "persistent" and cm > 1 else None
+
+    @staticmethod
+    def max_active_clusters(kernel, geo: Geometry, cluster) -> int | None:
+        """How many clusters of this kernel fit on the GPU at once (None when the driver cannot say)."""
+        try:
+            from cuda.core import LaunchConfig
+
+            from gemmlab.kernels.cuda._nvrtc import _as_core_stream
+            import cupy
+
+            config = LaunchConfig(grid=(max(1, geo.grid[0] // cluster[0]), 1, 1), cluster=cluster, block=geo.block,
+                                  shmem_size=geo.smem)
+            count = kernel.occupancy.max_active_clusters(config, stream=_as_core_stream(cupy.cuda.get_current_stream()))
+            return int(count) if count and count > 0 else None
+        except Exception:
+            return None
+
+    def operand_maps(self, problem: Problem, lda: int, ldb: int) -> tuple[TiledMap, TiledMap]:
+        """Tensor maps of the operands the kernel reads: A (M×K, row stride lda) and B (K×N, N-major, row stride
+        ldb) for BF16, or Bᵀ (N×K, K-major, row stride ldb) for TF32."""
+        m, n, k = problem.shape
+        bm, kt = self.params["BM"], bk(self.precision)
+        if self.precision == "bf16":
+            return (TiledMap("bf16", m, k, lda, bm, kt), TiledMap("bf16", k, n, ldb, kt, 64))
+        return (TiledMap("fp32", m, k, lda, bm, kt), TiledMap("fp32", n, k, ldb, 64, kt))
+
+    def build(self, problem: Problem):
+        import cupy
+
+        from gemmlab.harness.device import require_gpu
+        from gemmlab.kernels.cuda._nvrtc import compile_cuda, launch, load_kernel
+
+        info = require_gpu(self.name)
+        cluster = self.cluster()
+        geo = self.launch_geometry(problem, info.sm_count)
+        kernel = load_kernel(self.compile(info.arch), geo.smem)
+        if cluster:
+            geo = self.launch_geometry(problem, info.sm_count, self.max_active_clusters(kernel, geo, cluster))
+        # geo.grid counts blocks; with a cluster, cuda.core's LaunchConfig counts the grid in clusters
+        grid = tuple(g // c for g, c in zip(geo.grid, cluster)) if cluster else geo.grid
+        m, n, k = problem.shape
+        bf16 = self.precision == "bf16"
+        align = 8 if bf16 else 4  # elements per 16 bytes
+        kp, np_ = ceil_div(k, align) * align, ceil_div(n, align) * align
+        pad_a = k != kp
+        pad_b = bf16 and n != np_
+        scratch: dict = {}
+        if not bf16:
+            transpose = load_kernel(compile_cuda("tc_transpose.cu", "tc_transpose", {"TILE_T": 32}, info.arch))
+        table = MapTable()
+
+        def buffer(name, shape, dtype):
+            if name not in scratch:
+                scratch[name] = cupy.empty(shape, dtype=dtype)
+            return scratch[name]
+
+        bits = np.uint16 if bf16 else np.uint32  # copies move raw bits, whatever CuPy knows of bfloat16
+
+        def run(a, b, c):
+            A, lda = a, k
+            if pad_a or a.data.ptr % 16:
+                A, lda = buffer("a", (m, kp), bits), kp
+                A[:, :k] = a.view(bits)
+            if bf16:
+                B, ldb = b, n
+                if pad_b or b.data.ptr % 16:
+                    B, ldb = buffer("b", (k, np_), bits), np_
+                    B[:, :n] = b.view(bits)
+            else:
+                B, ldb = buffer("bt", (n, kp), np.float32), kp
+                launch(transpose, (ceil_div(n, 32), ceil_div(k, 32), 1), (32, 8, 1),
+                       (b.data.ptr, B.data.ptr, np.int32(k), np.int32(n), np.int32(ldb)))
+            map_a, map_b = self.operand_maps(problem, lda, ldb)
+            maps = table.device_maps([(map_a, A.data.ptr), (map_b, B.data.ptr)])
+            launch(kernel, grid, geo.block, (c.data.ptr, maps, np.int32(m), np.int32(n), np.int32(k)),
+                   geo.smem, cluster=cluster)
+
+        return run
