@@ -14,9 +14,10 @@ g bench --shape 2048x3072x4096 --shape 4096 --kernels "$FP32" $R --json "$OUT/fp
 g bench --shape 8192 --kernels "$FAST" $R --no-ceilings --json "$OUT/fp32.json" --append
 g bench --shape 4096 --shape 8192 --shape 2048x3072x4096 --kernels "$TC" $R --no-ceilings --json "$OUT/tensor_cores.json"
 for k in cuda/v1_naive cuda/v2_smem cuda/v5_vectorized cuda/v6_bank_conflict_free cuda/v10_register_prefetch \
-         numba/v1_naive peers/cublas_fp32; do
+         peers/cublas_fp32; do
   g profile "$k" --shape 4096 --json "$OUT/fp32.json"
 done
 g verify --kernels 'cuda/*' --sample 6 --sanitize --json "$OUT/verify.json"
-g report "$OUT/fp32.json" --out "$OUT/fp32"
-g report "$OUT/tensor_cores.json" --out "$OUT/tensor_cores"
+# The reports are rendered from the JSON alone, on any machine:
+#   gemmlab report results/h200/fp32.json --out results/h200/fp32
+#   gemmlab report results/h200/tensor_cores.json --out results/h200/tensor_cores

@@ -1,11 +1,15 @@
-"""Autotuning of the cp.async SGEMM family (v9): a measured search over tile parameters per shape.
+"""Autotuning of the FP32 SGEMM families: a measured search over tile parameters per shape.
 
-For each shape every candidate configuration of the v8 kernel source that passes its constraints is compiled
+Two families are tunable: ``cuda/v9_autotuned`` (the v8 cp.async source) and ``cuda/v10_register_prefetch``.
+For each shape every candidate configuration of the kernel source that passes its constraints is compiled
 (configurations whose ptxas report shows spills are dropped before they run), verified once against a float64
 reference on that shape and timed (median of ``repeats`` launches after ``warmup``). The fastest verified one is
-written to a JSON cache keyed by GPU name and shape, which ``cuda/v9_autotuned`` reads when it builds.
+written to a JSON cache keyed by GPU name and shape, which ``cuda/v9_autotuned`` reads when it builds. v10 keeps
+its own cache file (its parameters are not v8's); v10's spec does not read it: a winner found there is meant to
+be copied into the level's PARAMS after it is confirmed.
 
-Cache file: ``$GEMMLAB_CACHE/tune.json`` (default ``~/.cache/gemmlab/tune.json``)::
+Cache files: ``$GEMMLAB_CACHE/tune.json`` for v9 and ``$GEMMLAB_CACHE/tune-v10_register_prefetch.json`` for v10
+(default ``$GEMMLAB_CACHE`` is ``~/.cache/gemmlab``)::
 
     {"NVIDIA H200": {"4096x4096x4096": {"params": {...}, "ms": 2.9, "tflops": 47.1, "candidates": 12}}}
 """
@@ -20,7 +24,7 @@ from typing import Callable, Iterable, Sequence
 from gemmlab.errors import GemmlabError, InvalidConfigError, UnknownKernelError
 from gemmlab.problem import Problem
 
-TUNABLE = ("cuda/v9_autotuned",)
+TUNABLE = ("cuda/v9_autotuned", "cuda/v10_register_prefetch")
 
 _BASE = {"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "RM": 2, "RN": 2, "STAGES": 3, "GROUP_M": 1,
          "MIN_BLOCKS": 1}
@@ -55,9 +59,41 @@ SEARCH_SPACE: tuple[dict, ...] = (
 )
 
 
+# v10 (register prefetch, two shared stages): numba's tiling, V9's winning 16×8 tile at BK 16 and 8, its 8×16
+# mirrors, 8×16 lanes in 128-thread blocks two per SM, and 8×8 lanes with 32×64 warps (BK 8 two blocks per SM,
+# BK 16 one), the smaller tiles for shapes with few 256×128 tiles. All compile without spills on sm_90a.
+_V10 = {"BM": 256, "BN": 128, "BK": 16, "WM": 64, "WN": 64, "RM": 4, "RN": 2, "GROUP_M": 1, "MIN_BLOCKS": 1}
+_V10_8x8 = {"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "RM": 2, "RN": 2, "GROUP_M": 1, "MIN_BLOCKS": 1}
+V10_SEARCH_SPACE: tuple[dict, ...] = (
+    dict(_V10),
+    {**_V10, "BK": 8},
+    {**_V10, "BM": 128, "BN": 256, "RM": 2, "RN": 4, "BK": 8},
+    {**_V10, "BM": 128, "BN": 256, "RM": 2, "RN": 4},
+    {**_V10, "BM": 128, "RM": 2, "RN": 4, "BK": 8, "MIN_BLOCKS": 2},
+    dict(_V10_8x8),  # numba's v10_register_prefetch; 127 registers, so two blocks per SM without the bound
+    {**_V10_8x8, "WM": 32, "WN": 64, "MIN_BLOCKS": 2},
+    {**_V10_8x8, "WM": 32, "WN": 64, "BK": 16},
+)
+
+# kernel -> (module with make_spec and constraints, default search space, cache file name, level)
+_FAMILIES = {
+    "cuda/v9_autotuned": ("gemmlab.kernels.cuda.v8_cp_async", SEARCH_SPACE, "tune.json", 9),
+    "cuda/v10_register_prefetch": ("gemmlab.kernels.cuda.v10_register_prefetch", V10_SEARCH_SPACE,
+                                   "tune-v10_register_prefetch.json", 10),
+}
+
+
+def _family(kernel: str):
+    import importlib
+
+    module, space, filename, _ = _FAMILIES[kernel]
+    return importlib.import_module(module), space, filename
+
+
 @dataclass
 class TuneResult:
     shape: tuple[int, int, int]
+    kernel: str
     best: dict | None  # the fastest verified configuration, None if none ran
     ms: float | None
     tflops: float | None
@@ -67,9 +103,9 @@ class TuneResult:
         return asdict(self)
 
 
-def cache_path() -> Path:
+def cache_path(kernel: str = "cuda/v9_autotuned") -> Path:
     root = Path(os.environ.get("GEMMLAB_CACHE", Path.home() / ".cache" / "gemmlab"))
-    return root / "tune.json"
+    return root / _FAMILIES[kernel][2]
 
 
 def load_cache(path: Path | None = None) -> dict:
@@ -114,14 +150,13 @@ def nearest(entries: dict, problem: Problem) -> dict | None:
     return best
 
 
-def candidates(problem: Problem, space: Iterable[dict] = SEARCH_SPACE) -> list[dict]:
-    """Configurations of the search space that pass the v8 constraints (every one is correct for any shape;
-    block tiles far larger than the problem are skipped as pointless)."""
-    from gemmlab.kernels.cuda.v8_cp_async import constraints
-
+def candidates(problem: Problem, space: Iterable[dict] | None = None, kernel: str = "cuda/v9_autotuned") -> list[dict]:
+    """Configurations of the search space (default: the kernel's) that pass the kernel's constraints (every one
+    is correct for any shape; block tiles far larger than the problem are skipped as pointless)."""
+    module, default_space, _ = _family(kernel)
     out = []
-    for p in space:
-        if constraints(p):
+    for p in default_space if space is None else space:
+        if module.constraints(p):
             continue
         if p["BM"] > 2 * problem.m and p["BM"] > 64 or p["BN"] > 2 * problem.n and p["BN"] > 64:
             continue
@@ -135,14 +170,14 @@ def tune(shapes: Sequence, kernels: str | Sequence[str] = TUNABLE, *, configs: I
     """Search the tile parameters of the tunable kernels for each shape on the present GPU and cache the best.
 
     shapes: (M, N, K) tuples, Problems or strings ("4096", "2048x3072x4096"). kernels: names or globs of tunable
-    kernels (only ``cuda/v9_autotuned`` today). configs: the candidates (default ``SEARCH_SPACE``). Returns one
-    TuneResult per shape and kernel, with every trial's time or the reason it was dropped.
+    kernels (``cuda/v9_autotuned``, ``cuda/v10_register_prefetch``). configs: the candidates (default: each kernel's
+    own space, ``SEARCH_SPACE`` or ``V10_SEARCH_SPACE``). Returns one TuneResult per shape and kernel, with every
+    trial's time or the reason it was dropped.
     """
     import cupy
     import numpy as np
 
     from gemmlab.harness.device import require_gpu
-    from gemmlab.kernels.cuda.v8_cp_async import make_spec
     from gemmlab.problem import parse_shape
 
     names = [kernels] if isinstance(kernels, str) else list(kernels)
@@ -152,9 +187,8 @@ def tune(shapes: Sequence, kernels: str | Sequence[str] = TUNABLE, *, configs: I
     if not chosen:
         raise UnknownKernelError(f"no tunable kernel matches {names}; tunable: {', '.join(TUNABLE)}")
     info = require_gpu("gemmlab tune")
-    path = cache or cache_path()
     say = log or (lambda s: None)
-    space = list(configs) if configs is not None else list(SEARCH_SPACE)
+    space = list(configs) if configs is not None else None
     results = []
     stream = cupy.cuda.get_current_stream()  # launches go to the current stream; time them there
     for shape in shapes:
@@ -167,49 +201,67 @@ def tune(shapes: Sequence, kernels: str | Sequence[str] = TUNABLE, *, configs: I
         ref = a.astype(cupy.float64) @ b.astype(cupy.float64)
         ref_norm = float(cupy.linalg.norm(ref))
         c = cupy.empty((problem.m, problem.n), cupy.float32)
-        trials = []
-        for p in candidates(problem, space):
-            trial = {"params": p}
-            trials.append(trial)
-            try:
-                spec = make_spec("cuda/v9_autotuned", 9, "candidate", p, "")
-                report = spec.compile(info.arch).report
-                if report.spills:
-                    trial["dropped"] = f"{report.spills} bytes of spills at {report.registers} registers"
-                    continue
-                run = spec.build(problem)
-                c.fill(np.nan)
-                run(a, b, c)
-                stream.synchronize()
-                err = float(cupy.linalg.norm(c.astype(cupy.float64) - ref)) / ref_norm
-                if not err < problem.prec.rel_tolerance:
-                    trial["dropped"] = f"wrong result: relative error {err:.2e}"
-                    continue
-                for _ in range(warmup):
-                    run(a, b, c)
-                events = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(repeats)]
-                for e0, e1 in events:
-                    e0.record(stream)
-                    run(a, b, c)
-                    e1.record(stream)
-                stream.synchronize()
-                ms = float(np.median([cupy.cuda.get_elapsed_time(e0, e1) for e0, e1 in events]))
-                trial.update(ms=ms, tflops=problem.flops() / ms / 1e9, registers=report.registers)
-                say(f"{problem.label():>16} {_short(p):48} {ms:8.3f} ms {trial['tflops']:6.1f} TFLOPS")
-            except (GemmlabError, InvalidConfigError) as exc:
-                trial["dropped"] = str(exc).splitlines()[0]
-        timed = [t for t in trials if "ms" in t]
-        best = min(timed, key=lambda t: t["ms"]) if timed else None
-        result = TuneResult(problem.shape, best and best["params"], best and best["ms"], best and best["tflops"],
-                            trials)
-        if best:
-            _store(info.name, problem.label(), {"params": best["params"], "ms": best["ms"],
-                                                "tflops": best["tflops"], "candidates": len(timed)}, path)
-            say(f"{problem.label():>16} best {_short(best['params'])} {best['ms']:.3f} ms")
-        results.append(result)
+        for kernel in chosen:
+            results.append(_tune_one(kernel, problem, space, a, b, c, ref, ref_norm, info, stream, repeats, warmup,
+                                     _cache_for(kernel, cache), say))
     return results
 
 
+def _cache_for(kernel: str, cache: Path | None) -> Path:
+    """The cache file of one family; an explicit ``cache`` names v9's file, and v10's lies beside it."""
+    if cache is None:
+        return cache_path(kernel)
+    return cache if kernel == "cuda/v9_autotuned" else Path(cache).with_name(_FAMILIES[kernel][2])
+
+
+def _tune_one(kernel, problem, space, a, b, c, ref, ref_norm, info, stream, repeats, warmup, path, say):
+    """Time every candidate of one kernel family on one shape; cache and return the fastest verified."""
+    import cupy
+    import numpy as np
+
+    module, level = _family(kernel)[0], _FAMILIES[kernel][3]
+    trials = []
+    for p in candidates(problem, space, kernel):
+        trial = {"params": p}
+        trials.append(trial)
+        try:
+            spec = module.make_spec(kernel, level, "candidate", p, "")
+            report = spec.compile(info.arch).report
+            if report.spills:
+                trial["dropped"] = f"{report.spills} bytes of spills at {report.registers} registers"
+                continue
+            run = spec.build(problem)
+            c.fill(np.nan)
+            run(a, b, c)
+            stream.synchronize()
+            err = float(cupy.linalg.norm(c.astype(cupy.float64) - ref)) / ref_norm
+            if not err < problem.prec.rel_tolerance:
+                trial["dropped"] = f"wrong result: relative error {err:.2e}"
+                continue
+            for _ in range(warmup):
+                run(a, b, c)
+            events = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(repeats)]
+            for e0, e1 in events:
+                e0.record(stream)
+                run(a, b, c)
+                e1.record(stream)
+            stream.synchronize()
+            ms = float(np.median([cupy.cuda.get_elapsed_time(e0, e1) for e0, e1 in events]))
+            trial.update(ms=ms, tflops=problem.flops() / ms / 1e9, registers=report.registers)
+            say(f"{problem.label():>16} {_short(p):48} {ms:8.3f} ms {trial['tflops']:6.1f} TFLOPS")
+        except (GemmlabError, InvalidConfigError) as exc:
+            trial["dropped"] = str(exc).splitlines()[0]
+    timed = [t for t in trials if "ms" in t]
+    best = min(timed, key=lambda t: t["ms"]) if timed else None
+    result = TuneResult(problem.shape, kernel, best and best["params"], best and best["ms"],
+                        best and best["tflops"], trials)
+    if best:
+        _store(info.name, problem.label(), {"params": best["params"], "ms": best["ms"],
+                                            "tflops": best["tflops"], "candidates": len(timed)}, path)
+        say(f"{problem.label():>16} {kernel} best {_short(best['params'])} {best['ms']:.3f} ms")
+    return result
+
+
 def _short(p: dict) -> str:
-    return (f"{p['BM']}x{p['BN']}x{p['BK']} w{p['WM']}x{p['WN']} t{4 * p['RM']}x{4 * p['RN']} s{p['STAGES']} "
+    return (f"{p['BM']}x{p['BN']}x{p['BK']} w{p['WM']}x{p['WN']} t{4 * p['RM']}x{4 * p['RN']} s{p.get('STAGES', 2)} "
             f"g{p['GROUP_M']} b{p['MIN_BLOCKS']}")

@@ -1,7 +1,13 @@
 """The FP32 CUDA ladder (v3 and up) without a GPU: compiles for sm_90a with no spills and bounded registers,
-launch geometry covers ragged shapes, invalid tile combinations are rejected before compiling, traffic models."""
+launch geometry covers ragged shapes, invalid tile combinations are rejected before compiling, traffic models.
+v10's kernel source is also compiled for the host with g++ and run on the CPU (one std::thread per CUDA thread,
+a std::barrier for __syncthreads), so its index math and edge guards are checked against float64 here."""
+import ctypes
 import importlib
+import shutil
+import subprocess
 
+import numpy as np
 import pytest
 
 from gemmlab.errors import InvalidConfigError
@@ -16,6 +22,7 @@ LEVELS = {  # module: (level, most registers ptxas may assign, threads per block
     "v7_warptile": (7, 128, 256),
     "v8_cp_async": (8, 176, 256),
     "v9_autotuned": (9, 176, 256),
+    "v10_register_prefetch": (10, 255, 256),
 }
 
 
@@ -50,9 +57,9 @@ def test_grid_covers_ragged_shapes(module, shape):
     p = spec.params
     tiles_m, tiles_n = -(-problem.m // p["BM"]), -(-problem.n // p["BN"])
     assert geo.threads == threads
-    if "STAGES" in p:  # v8, v9: a 1D grid of tiles and a dynamic shared ring
+    if "STAGES" in p or "GROUP_M" in p:  # v8 to v10: a 1D grid of tiles and a dynamic shared ring
         assert geo.grid == (tiles_m * tiles_n, 1, 1)
-        assert geo.smem == 4 * p["STAGES"] * p["BK"] * (p["BM"] + 4 + p["BN"])
+        assert geo.smem == 4 * p.get("STAGES", 2) * p["BK"] * (p["BM"] + 4 + p["BN"])
     else:
         assert geo.grid == (tiles_n, tiles_m, 1)
 
@@ -94,6 +101,13 @@ def test_tune_search_space_is_valid():
     ("v8_cp_async", {"KUNROLL": 3}, "must divide BK"),
     ("v8_cp_async", {"MIN_BLOCKS": 9}, "registers a thread"),
     ("v8_cp_async", {"GROUP_M": None}, "missing parameters GROUP_M"),
+    ("v10_register_prefetch", {"BK": 6}, "multiple of 4"),
+    ("v10_register_prefetch", {"RN": 4}, "lanes, not 32"),
+    ("v10_register_prefetch", {"BK": 4}, "split the B tile's quads evenly"),
+    ("v10_register_prefetch", {"BK": 128}, "per-block limit"),
+    ("v10_register_prefetch", {"MIN_BLOCKS": 5}, "exceed an SM's shared memory"),
+    ("v10_register_prefetch", {"MIN_BLOCKS": 9, "BK": 8}, "registers a thread"),
+    ("v10_register_prefetch", {"MIN_BLOCKS": None}, "missing parameters MIN_BLOCKS"),
 ])
 def test_invalid_configs_rejected_before_compiling(module, params, reason):
     spec = spec_of(module)
@@ -105,7 +119,7 @@ def test_invalid_configs_rejected_before_compiling(module, params, reason):
 
 
 @pytest.mark.parametrize("module, bm, bn", [("v3_1d_blocktile", 64, 64), ("v4_2d_blocktile", 128, 128),
-                                            ("v8_cp_async", 128, 128)])
+                                            ("v8_cp_async", 128, 128), ("v10_register_prefetch", 256, 128)])
 def test_traffic_model(module, bm, bn):
     spec = spec_of(module)
     problem = Problem(4096, 4096, 4096)
@@ -135,3 +149,158 @@ def test_tuned_table_configs_compile_without_spills():
         for label, entry in entries.items():
             report = make_spec("cuda/v9_autotuned", 9, label, entry["params"], "").compile("sm_90a").report
             assert report.spills == 0 and report.registers <= 255, (gpu, label, report)
+
+
+# ---- v10 register prefetch ----------------------------------------------------------------------------------
+def test_v10_default_is_one_block_of_256_threads_per_sm():
+    from gemmlab.kernels.cuda._sgemm import SM_REGISTERS
+    from gemmlab.kernels.cuda.v10_register_prefetch import quads_per_thread, smem_bytes, threads
+
+    spec = spec_of("v10_register_prefetch")
+    p = dict(spec.params)
+    report = spec.compile("sm_90a").report
+    assert threads(p) == 256 and quads_per_thread(p) == (4, 2)
+    assert smem_bytes(p) == 2 * 16 * (256 + 4 + 128) * 4  # over 48 KiB: dynamic, opted in at load
+    assert report.smem_bytes == 0 and report.barriers == 1, report  # all of it dynamic, one barrier
+    assert report.registers * threads(p) <= SM_REGISTERS, report
+
+
+def test_v10_numba_tiling_fits_two_blocks_per_sm():
+    """numba's v10_register_prefetch tiling in CUDA C: no spills, at most 128 registers (two 256-thread blocks)."""
+    from gemmlab.kernels.cuda.v10_register_prefetch import NUMBA_V8, make_spec, threads
+
+    assert threads(NUMBA_V8) == 256
+    report = make_spec("cuda/v10_register_prefetch", 10, "numba", NUMBA_V8, "").compile("sm_90a").report
+    assert report.spills == 0 and report.stack_bytes == 0 and report.registers <= 128, report
+
+
+def test_v10_search_space_is_valid_and_compiles_without_spills():
+    from gemmlab import tune
+    from gemmlab.kernels.cuda.v10_register_prefetch import NUMBA_V8, PARAMS, constraints, make_spec
+
+    space = tune.V10_SEARCH_SPACE
+    assert all(constraints(p) == [] for p in space)
+    assert len({tuple(sorted(p.items())) for p in space}) == len(space)
+    assert PARAMS in space and NUMBA_V8 in space
+    assert tune.candidates(Problem(4096, 4096, 4096), kernel="cuda/v10_register_prefetch") == list(space)
+    for p in space:
+        report = make_spec("cuda/v10_register_prefetch", 10, "candidate", p, "").compile("sm_90a").report
+        assert report.spills == 0 and report.stack_bytes == 0, (p, report)
+        assert report.registers * 32 * (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * p["MIN_BLOCKS"] <= 65536
+
+
+def test_v10_tunes_into_its_own_cache(tmp_path, monkeypatch):
+    from gemmlab import tune
+
+    monkeypatch.setenv("GEMMLAB_CACHE", str(tmp_path))
+    assert "cuda/v10_register_prefetch" in tune.TUNABLE and "cuda/v9_autotuned" in tune.TUNABLE
+    v9, v10 = tune.cache_path("cuda/v9_autotuned"), tune.cache_path("cuda/v10_register_prefetch")
+    assert v9 == tune.cache_path() and v9 != v10 and v9.parent == v10.parent
+    tune._store("Some GPU", "100x200x300", {"params": dict(tune.V10_SEARCH_SPACE[0]), "ms": 1.0}, v10)
+    assert tune.lookup("Some GPU", Problem(100, 200, 300)) is None  # v9 never sees v10's parameters
+    assert tune._cache_for("cuda/v10_register_prefetch", tmp_path / "x.json").name == v10.name
+
+
+# The CUDA source compiled for the host: every CUDA thread of a block is a std::thread, __syncthreads is a
+# std::barrier, __shared__ memory is one static array, and blocks run one after another.
+_HOST_SHIM = r"""
+#include <algorithm>
+#include <barrier>
+#include <cmath>
+#include <thread>
+#include <vector>
+struct Dim3 { unsigned x, y, z; };
+thread_local Dim3 threadIdx, blockIdx;
+static std::barrier<> *g_bar;
+struct float4 { float x, y, z, w; };
+inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
+inline float __ldg(const float *p) { return *p; }
+inline float4 __ldg(const float4 *p) { return *p; }
+inline void __syncthreads() { g_bar->arrive_and_wait(); }
+inline unsigned long long __cvta_generic_to_shared(const void *p) { return (unsigned long long)p; }
+using std::min;
+alignas(16) float4 smem[227 * 1024 / 16];
+#define __device__
+#define __global__
+#define __forceinline__ inline
+#define __shared__
+#define __align__(n) __attribute__((aligned(n)))
+#define __launch_bounds__(...)
+#include "kernel.inc"
+extern "C" void run(float *C, const float *A, const float *B, int M, int N, int K, int threads, int blocks) {
+  std::barrier<> bar(threads);
+  g_bar = &bar;
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([=, &bar] {
+      threadIdx = {unsigned(t), 0, 0};
+      for (int b = 0; b < blocks; ++b) {
+        blockIdx = {unsigned(b), 0, 0};
+        v10_register_prefetch(C, A, B, M, N, K);
+        bar.arrive_and_wait();  // the next block reuses the shared array
+      }
+    });
+  for (auto &th : pool) th.join();
+}
+"""
+
+
+def _host_build(tmp_path, params):
+    from gemmlab.kernels.cuda._nvrtc import _read_source
+
+    (tmp_path / "kernel.inc").write_text(_read_source("v10_register_prefetch.cu"))
+    (tmp_path / "run.cpp").write_text(_HOST_SHIM)
+    lib = tmp_path / "v10.so"
+    defines = [f"-D{k}={v}" for k, v in params.items()]
+    subprocess.run(["g++", "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", *defines, str(tmp_path / "run.cpp"),
+                    "-o", str(lib)], check=True, capture_output=True, text=True)
+    return ctypes.CDLL(str(lib))
+
+
+def _host_matrix(rng, rows, cols, offset):
+    """N(0,1) float32 rows×cols whose data starts `offset` floats past a 16-byte boundary, NaN all around
+    (a load that strays outside the matrix poisons the result)."""
+    raw = np.full(rows * cols + 16, np.nan, np.float32)
+    start = (-raw.ctypes.data // 4) % 4 + 4 + offset
+    view = raw[start:start + rows * cols].reshape(rows, cols)
+    view[...] = rng.standard_normal((rows, cols), dtype=np.float32)
+    return raw, view
+
+
+V10_HOST_CONFIGS = {
+    "default": None,  # the spec's PARAMS
+    "numba_v8": "NUMBA_V8",
+    "8x16_lanes_128_threads_grouped": {"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 64, "RM": 2, "RN": 4,
+                                       "GROUP_M": 2, "MIN_BLOCKS": 2},
+}
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ (C++20) to run the kernel source on the CPU")
+@pytest.mark.parametrize("config", V10_HOST_CONFIGS)
+def test_v10_kernel_source_on_cpu(tmp_path, config):
+    from gemmlab.kernels.cuda import v10_register_prefetch as v10
+
+    chosen = V10_HOST_CONFIGS[config]
+    p = dict(v10.PARAMS) if chosen is None else getattr(v10, chosen) if isinstance(chosen, str) else chosen
+    assert v10.constraints(p) == []
+    lib = _host_build(tmp_path, p)
+    rng = np.random.default_rng(10)
+    # ragged in every dimension, K below one tile, K%4 and N%4 != 0, several tiles with grouped order, exact tiles
+    shapes = [(1, 1, 1), (33, 17, 65), (127, 129, 255), (5, 300, 13), (257, 260, 32), (300, 388, 20),
+              (p["BM"], p["BN"], 2 * p["BK"])]
+    for m, n, k in shapes:
+        for offset in (0, 1):  # 16-byte aligned operands (the 128-bit path where K, N allow) and misaligned ones
+            _, a = _host_matrix(rng, m, k, offset)
+            _, b = _host_matrix(rng, k, n, offset)
+            c_raw, c = _host_matrix(rng, m, n, offset)
+            c[...] = np.nan
+            geo = v10.geometry(Problem(m, n, k), p)
+            ptr = lambda x: ctypes.c_void_p(x.ctypes.data)  # noqa: E731
+            lib.run(ptr(c), ptr(a), ptr(b), m, n, k, geo.threads, geo.grid[0])
+            ref = a.astype(np.float64) @ b.astype(np.float64)
+            err = np.linalg.norm(c - ref) / np.linalg.norm(ref)
+            assert err < 1e-5, (config, (m, n, k), offset, err)
+            inside = np.zeros(c_raw.shape, bool)
+            start = (c.ctypes.data - c_raw.ctypes.data) // 4
+            inside[start:start + m * n] = True
+            assert np.isnan(c_raw[~inside]).all(), "a store landed outside C"

@@ -251,4 +251,66 @@ __device__ __forceinline__ void tile_coords(int tiles_m, int tiles_n, int &tm, i
   tm = first_m + in_group % rows, tn = in_group / rows;
 }
 
+// ---- Register prefetch (v10): global -> registers -> shared, two shared stages ---------------------------
+// One thread's share of a k tile: the BM×BK tile of A and the BK×BN tile of B cut into quads (4 floats along
+// a row), handed out so that consecutive threads take consecutive quads of a row (a warp's loads cover whole
+// 32-byte sectors). load() issues the loads of the tile whose first k is k0 into registers and does not wait
+// for them; store() puts them into a shared stage: A transposed (As[k*LDA + m], four 4-byte stores per quad),
+// B as it is (Bs[k*BN + n], one 16-byte store). Between the two the thread computes on the other stage, so
+// the global latency hides behind the FFMAs. Quads outside A or B are zeros (load_quad's guards), so a tile
+// past K loads nothing and stores zeros. kVec: every row start of A and B is 16-byte aligned, so a quad is
+// one 128-bit read-only load; otherwise four guarded 4-byte loads.
+template <int kBM, int kBN, int kBK, int kLDA, int kThreads, bool kVec>
+struct RegisterTileLoader {
+  static constexpr int kQuadsA = kBM * kBK / 4 / kThreads;  // quads of A per thread and tile
+  static constexpr int kQuadsB = kBK * kBN / 4 / kThreads;  // quads of B per thread and tile
+  static_assert(kBK % 4 == 0 && kBN % 4 == 0, "quads run along k in A and along n in B");
+  static_assert(kQuadsA * 4 * kThreads == kBM * kBK && kQuadsB * 4 * kThreads == kBK * kBN,
+                "the A and B tiles' quads must split evenly over the threads");
+
+  const float *A, *B;
+  int M, N, K, m0, n0;
+  // Element offsets of each quad's row start in A and of its (row, n0) in B, computed once. 32-bit unsigned:
+  // offsets that are read are below 2^31 (the spec rejects larger operands); those of rows past the edge may
+  // wrap, harmlessly, since their loads are guarded off. Half the registers of 64-bit row pointers.
+  unsigned a_off[kQuadsA], b_off[kQuadsB];
+  float4 a[kQuadsA], b[kQuadsB];
+
+  // Quad i of this thread: row m, first column kq of the A tile; row k, first column nq of the B tile.
+  __device__ __forceinline__ static int a_row(int i) { return (threadIdx.x + i * kThreads) / (kBK / 4); }
+  __device__ __forceinline__ static int a_col(int i) { return ((threadIdx.x + i * kThreads) % (kBK / 4)) * 4; }
+  __device__ __forceinline__ static int b_row(int i) { return (threadIdx.x + i * kThreads) / (kBN / 4); }
+  __device__ __forceinline__ static int b_col(int i) { return ((threadIdx.x + i * kThreads) % (kBN / 4)) * 4; }
+
+  __device__ __forceinline__ RegisterTileLoader(const float *A_, const float *B_, int M_, int N_, int K_, int m0_,
+                                                int n0_)
+      : A(A_), B(B_), M(M_), N(N_), K(K_), m0(m0_), n0(n0_) {
+#pragma unroll
+    for (int i = 0; i < kQuadsA; ++i) a_off[i] = unsigned(m0 + a_row(i)) * unsigned(K);
+#pragma unroll
+    for (int i = 0; i < kQuadsB; ++i) b_off[i] = unsigned(b_row(i)) * unsigned(N) + unsigned(n0);
+  }
+
+  __device__ __forceinline__ void load(int k0) {
+#pragma unroll
+    for (int i = 0; i < kQuadsA; ++i) a[i] = load_quad(A + a_off[i], k0 + a_col(i), K, m0 + a_row(i) < M, kVec);
+#pragma unroll
+    for (int i = 0; i < kQuadsB; ++i)
+      b[i] = load_quad(B + (b_off[i] + unsigned(k0) * unsigned(N)), b_col(i), N - n0, k0 + b_row(i) < K, kVec);
+  }
+
+  __device__ __forceinline__ void store(float *As, float *Bs) const {
+#pragma unroll
+    for (int i = 0; i < kQuadsA; ++i) {
+      float *dst = As + a_col(i) * kLDA + a_row(i);
+      dst[0 * kLDA] = a[i].x;
+      dst[1 * kLDA] = a[i].y;
+      dst[2 * kLDA] = a[i].z;
+      dst[3 * kLDA] = a[i].w;
+    }
+#pragma unroll
+    for (int i = 0; i < kQuadsB; ++i) *reinterpret_cast<float4 *>(Bs + b_row(i) * kBN + b_col(i)) = b[i];
+  }
+};
+
 }  // namespace sgemm

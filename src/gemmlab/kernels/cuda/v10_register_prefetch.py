@@ -1,0 +1,97 @@
+"""V10 register prefetch: the numba ladder's v10 in CUDA C++, then a larger thread tile.
+
+What changed against V9 (and V8): the tiles no longer flow global → shared by cp.async. Each iteration first
+issues the loads of tile t+1 into registers (LDG.128 on the read-only path: one instruction per quad of A and
+of B), then runs tile t's FFMAs from one of two shared stages, then stores the registers into the other stage
+(A transposed by four STS.32 into the BM+4-padded tile, B by one STS.128) and meets one barrier per tile. V8's
+A path moves A in 4-byte cp.async copies (four LDGSTS per quad, each its own L1 transaction); here a quad of A
+is one 128-bit load. Against numba's v10_register_prefetch (same algorithm: 128×128×8, 64×32 warps, 8×8 per lane,
+two blocks per SM) the default tile is V9's winner, 256×128×16 with 64×64 warp tiles and 16×8 per lane at one
+256-thread block per SM: 6 LDS.128 per 128 FFMA instead of 4 per 64, half the barriers per FFMA, and 25% less
+L2 → SM traffic per output. Rows that are not 16-byte aligned (K or N % 4 != 0, or an offset pointer) take
+the same template with four guarded 4-byte loads per quad, chosen by one uniform branch per launch; edge tiles
+are zero-filled by the loads' guards and C's stores are guarded (store_tile), so any M, N, K >= 1 is valid.
+Why: the numba kernel reached 0.87× cuBLAS with exactly this staging while V8/V9's cp.async ring stopped at
+0.74-0.83×; the ptxas loop of the 128×128×8 configuration is 583 instructions for 512 FFMA (87.8%), the
+256×128×16 one 2249 for 2048 (91.1%), and on Hopper every non-FFMA instruction costs an FFMA issue slot.
+Predicted gain: 1.05-1.15× V9 at 4096³ and 8192³ (about 0.9× cuBLAS FP32, at or above numba's v8); at
+2048×3072×4096 the 192 tiles fill 1.45 waves of 132 SMs, so there the smaller tiles `gemmlab tune` tries win.
+"""
+from gemmlab.kernels.cuda._kernel import CudaKernel, Geometry, ceil_div
+from gemmlab.kernels.cuda._sgemm import DYNAMIC_SMEM_LIMIT, SM_REGISTERS, SM_SMEM, divides, thread_errors, traffic_of
+
+# Every parameter the kernel source reads; a config must name them all.
+PARAM_NAMES = ("BM", "BN", "BK", "WM", "WN", "RM", "RN", "GROUP_M", "MIN_BLOCKS")
+STAGES = 2  # registers hold one tile in flight, so a deeper shared ring would buy nothing
+
+
+def threads(p) -> int:
+    return (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32
+
+
+def smem_bytes(p) -> int:
+    return 4 * STAGES * p["BK"] * (p["BM"] + 4 + p["BN"])
+
+
+def geometry(problem, p):
+    tiles = ceil_div(problem.m, p["BM"]) * ceil_div(problem.n, p["BN"])
+    return Geometry(grid=(tiles, 1, 1), block=(threads(p), 1, 1), smem=smem_bytes(p))
+
+
+def quads_per_thread(p) -> tuple[int, int]:
+    """(A, B) quads each thread loads per k tile (RegisterTileLoader::kQuadsA, kQuadsB)."""
+    t = threads(p)
+    return p["BM"] * p["BK"] // 4 // t, p["BK"] * p["BN"] // 4 // t
+
+
+def constraints(p) -> list[str]:
+    missing = [name for name in PARAM_NAMES if name not in p]
+    if missing:
+        return [f"missing parameters {', '.join(missing)}"]
+    errors = []
+    divides(errors, p["WM"], p["BM"], "WM must divide BM")
+    divides(errors, p["WN"], p["BN"], "WN must divide BN")
+    divides(errors, 4 * p["RM"], p["WM"], "a lane's 4·RM rows must divide WM")
+    divides(errors, 4 * p["RN"], p["WN"], "a lane's 4·RN columns must divide WN")
+    divides(errors, 4, p["BK"], "BK must be a multiple of 4 (A is loaded in quads along k)")
+    divides(errors, 4, p["BM"], "BM must be a multiple of 4 (rows of the transposed A tile are read as quads)")
+    divides(errors, 4, p["BN"], "BN must be a multiple of 4 (B is loaded in quads along n)")
+    if p["GROUP_M"] < 1:
+        errors.append(f"GROUP_M={p['GROUP_M']} must be at least 1")
+    if p["MIN_BLOCKS"] < 1:
+        errors.append(f"MIN_BLOCKS={p['MIN_BLOCKS']} must be at least 1")
+    if errors:
+        return errors
+    lanes = (p["WM"] // (4 * p["RM"])) * (p["WN"] // (4 * p["RN"]))
+    if lanes != 32:
+        errors.append(f"a {p['WM']}×{p['WN']} warp tile with {4 * p['RM']}×{4 * p['RN']} per lane needs {lanes} "
+                      "lanes, not 32")
+    t = threads(p)
+    errors += thread_errors(t)
+    if errors:
+        return errors
+    divides(errors, t, p["BM"] * p["BK"] // 4, "threads must split the A tile's quads evenly")
+    divides(errors, t, p["BK"] * p["BN"] // 4, "threads must split the B tile's quads evenly")
+    smem = smem_bytes(p)
+    if smem > DYNAMIC_SMEM_LIMIT:
+        errors.append(f"two stages need {smem} bytes of shared memory, past the {DYNAMIC_SMEM_LIMIT}-byte "
+                      "per-block limit")
+    elif p["MIN_BLOCKS"] * smem > SM_SMEM:
+        errors.append(f"MIN_BLOCKS={p['MIN_BLOCKS']} blocks of {smem} bytes exceed an SM's shared memory")
+    if p["MIN_BLOCKS"] * t * 32 > SM_REGISTERS:
+        errors.append(f"MIN_BLOCKS={p['MIN_BLOCKS']} blocks of {t} threads leave under 32 registers a thread")
+    return errors
+
+
+def make_spec(name: str, level: int, title: str, params: dict, doc: str, cls=CudaKernel, **extra):
+    return cls(name=name, level=level, precision="fp32", title=title, source="v10_register_prefetch.cu",
+               entry="v10_register_prefetch", params=params, geometry=geometry, constraints=constraints,
+               traffic_model=traffic_of(params), doc=doc, **extra)
+
+
+# numba's v10_register_prefetch tiling. Under __launch_bounds__(256, 2) ptxas spills 4 bytes (the 4-byte path's
+# hoisted column guards); unbounded it takes 127 registers, so two blocks are resident per SM all the same.
+NUMBA_V8 = {"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "RM": 2, "RN": 2, "GROUP_M": 1, "MIN_BLOCKS": 1}
+PARAMS = {"BM": 256, "BN": 128, "BK": 16, "WM": 64, "WN": 64, "RM": 4, "RN": 2, "GROUP_M": 1, "MIN_BLOCKS": 1}
+SPECS = [make_spec("cuda/v10_register_prefetch", 10, "register prefetch into two shared stages, 16×8 per lane",
+                   PARAMS, __doc__)]
