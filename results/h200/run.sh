@@ -13,10 +13,9 @@ rm -f "$OUT"/fp32.json "$OUT"/tensor_cores.json
 g bench --shape 2048x3072x4096 --shape 4096 --kernels "$FP32" $R --json "$OUT/fp32.json"
 g bench --shape 8192 --kernels "$FAST" $R --no-ceilings --json "$OUT/fp32.json" --append
 g bench --shape 4096 --shape 8192 --shape 2048x3072x4096 --kernels "$TC" $R --no-ceilings --json "$OUT/tensor_cores.json"
-for k in cuda/v1_naive cuda/v2_smem cuda/v5_vectorized cuda/v6_bank_conflict_free cuda/v10_register_prefetch \
-         peers/cublas_fp32; do
-  g profile "$k" --shape 4096 --json "$OUT/fp32.json"
-done
+# Nsight Compute counters for every GPU kernel at 4096³, one ncu process per results file
+g profile 'numba/*,cuda/v*,peers/cublas_fp32,peers/triton_fp32' --shape 4096 --json "$OUT/fp32.json"
+g profile "$TC" --shape 4096 --json "$OUT/tensor_cores.json"
 g verify --kernels 'cuda/*' --sample 6 --sanitize --json "$OUT/verify.json"
 # The reports are rendered from the JSON alone, on any machine:
 #   gemmlab report results/h200/fp32.json --out results/h200/fp32

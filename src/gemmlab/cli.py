@@ -240,8 +240,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--summary", action="store_true", help="print the compact ladder table (Markdown) instead")
     s.set_defaults(func=cmd_report)
 
-    s = sub.add_parser("profile", help="Nsight Compute counters for one kernel launch, beside its model")
-    s.add_argument("kernel")
+    s = sub.add_parser("profile", help="Nsight Compute counters for one call of each kernel, beside its model")
+    s.add_argument("kernel", help="a kernel name or glob(s), e.g. 'cuda/v*,peers/cublas_fp32': one ncu process for all")
     s.add_argument("--shape", default="2048x3072x4096")
     s.add_argument("--json", help="merge the counters into this results JSON")
     s.set_defaults(func=cmd_profile)

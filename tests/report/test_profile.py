@@ -95,7 +95,35 @@ def test_command_profiles_only_the_nvtx_range():
     assert "--launch-skip 0 --launch-count 1" in text and "--csv --page raw" in text
     assert "dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum" in text
     i = cmd.index("gemmlab._profile_target")
-    assert cmd[i - 2:i + 5] == ["python3", "-m", "gemmlab._profile_target", "cuda/v2_smem", "2048", "3072", "4096"]
+    assert cmd[i - 2:i + 4] == ["python3", "-m", "gemmlab._profile_target", "--shape", "2048x3072x4096", "--seed"]
+    assert cmd[-1] == "cuda/v2_smem"
+    many = P.ncu_command("ncu", ["cuda/v1_naive", "peers/cublas_fp32"], Problem(64, 64, 64), python="python3")
+    assert many[-2:] == ["cuda/v1_naive", "peers/cublas_fp32"] and "--launch-count" not in many
+
+
+def _with_markers(groups):
+    """ncu CSV text for several kernel calls, each preceded by the target's marker launch."""
+    lines = SAMPLE.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith('"ID"'))
+    header, units, row = lines[start], lines[start + 1], lines[start + 2]
+    marker = row.replace('"v2_smem"', '"gemmlab_profile_marker"')
+    body = []
+    for count in groups:
+        body.append(marker)
+        body += [row] * count
+    summary = '{"ok": true, "kernels": ["cuda/v2_smem", "cuda/v6_bank_conflict_free"], "skipped": {"cpu/x": "no"}}'
+    return "\n".join([header, units, *body, summary]) + "\n"
+
+
+def test_markers_split_one_ncu_run_into_kernels():
+    rows = P.parse_ncu_csv(_with_markers([1, 2]))
+    groups = P.split_by_marker(rows)
+    assert [len(g) for g in groups] == [1, 2]
+    assert P.split_by_marker(P.parse_ncu_csv(SAMPLE)) == [P.parse_ncu_csv(SAMPLE)]  # no markers: one group
+    out = P.results_from_output(_with_markers([1, 2]), "", 0, ["cuda/v2_smem", "cuda/v6_bank_conflict_free", "cpu/x"])
+    assert out["cuda/v2_smem"]["launches"] == 1 and out["cuda/v2_smem"]["dram_read_bytes"] == 8_399_594_240
+    assert out["cuda/v6_bank_conflict_free"]["launches"] == 2
+    assert out["cpu/x"]["status"] == "unavailable" and "did not run: no" in out["cpu/x"]["reason"]
 
 @pytest.mark.skipif(os.name != "posix", reason="fake ncu is a shell script")
 def test_profile_kernel_through_a_fake_ncu(tmp_path):
@@ -109,7 +137,8 @@ def test_profile_kernel_through_a_fake_ncu(tmp_path):
     result = P.profile_kernel("cuda/v2_smem", Problem(N, N, N), ncu=str(fake), csv_path=kept)
     assert result["status"] == "ok" and result["dram_read_bytes"] == 8_399_594_240
     assert result["kernel"] == "cuda/v2_smem" and result["problem"]["m"] == N
-    assert result["command"].startswith(str(fake)) and "gemmlab._profile_target cuda/v2_smem 4096" in result["command"]
+    assert result["command"].startswith(str(fake)) and result["command"].endswith(" cuda/v2_smem")
+    assert "gemmlab._profile_target --shape 4096x4096x4096" in result["command"]
     assert kept.read_text() == SAMPLE
 
 

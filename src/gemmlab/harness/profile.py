@@ -1,8 +1,9 @@
-"""Hardware counters for one call of one kernel, through Nsight Compute.
+"""Hardware counters for one call of each of several kernels, through one Nsight Compute process.
 
-``profile_kernel`` runs ``ncu`` around a child process (``python -m gemmlab._profile_target``) that builds the
-kernel, warms it up and makes one call inside an NVTX range; ncu profiles only the launches inside that range,
-so CuPy's random-number kernels and the warm-ups stay out. ``--clock-control none`` leaves the clocks as the
+``profile_kernels`` runs ``ncu`` around a child process (``python -m gemmlab._profile_target``) that builds each
+kernel, warms it up and makes one call inside an NVTX range, after a one-thread marker launch; ncu profiles only
+the launches inside the range, so CuPy's random-number kernels and the warm-ups stay out, and the markers split
+the profiled launches into one group per kernel. ``--clock-control none`` leaves the clocks as the
 timing harness finds them (ncu would otherwise lock them to base). ncu's default cache control flushes L2 before
 each replay pass, so the DRAM bytes are those of a cold-L2 launch: the same condition as the cold-L2 timing.
 
@@ -49,6 +50,7 @@ METRICS: dict[str, tuple[str, str]] = {
 
 _TARGET = "gemmlab._profile_target"
 _NVTX_RANGE = "gemmlab_profile"
+_MARKER = "gemmlab_profile_marker"
 
 
 def unavailable(reason: str) -> dict[str, Any]:
@@ -70,37 +72,46 @@ def find_ncu() -> str | None:
     return None
 
 
-def ncu_command(ncu: str, kernel: str, problem: Problem, *, metrics: Iterable[str] = METRICS,
+def ncu_command(ncu: str, kernels: str | list[str], problem: Problem, *, metrics: Iterable[str] = METRICS,
                 launch_skip: int = 0, launch_count: int | None = None, warmup: int = 2, seed: int = 0,
                 python: str | None = None) -> list[str]:
-    """The ncu command line that profiles one call of ``kernel`` on ``problem``.
+    """The ncu command line that profiles one call of each kernel on ``problem``.
 
-    ``launch_count=None`` profiles every launch inside the NVTX range of the one profiled call (a library call
-    may launch several kernels); ``launch_skip`` skips launches inside that range.
+    ``launch_count=None`` profiles every launch inside the NVTX ranges (a call may launch several kernels);
+    ``launch_skip`` skips launches inside them.
     """
+    names = [kernels] if isinstance(kernels, str) else list(kernels)
     cmd = [ncu, "--clock-control", "none", "--target-processes", "all",
            "--nvtx", "--nvtx-include", f"{_NVTX_RANGE}/",
            "--launch-skip", str(launch_skip)]
     if launch_count is not None:
         cmd += ["--launch-count", str(launch_count)]
     cmd += ["--csv", "--page", "raw", "--print-units", "base", "--metrics", ",".join(metrics),
-            python or sys.executable, "-m", _TARGET, kernel, str(problem.m), str(problem.n), str(problem.k),
-            "--seed", str(seed), "--warmup", str(warmup)]
+            python or sys.executable, "-m", _TARGET, "--shape", problem.label(), "--seed", str(seed),
+            "--warmup", str(warmup), *names]
     return cmd
 
 
-def profile_kernel(kernel: str, problem: Problem, *, launch_skip: int = 0, launch_count: int | None = None,
-                   warmup: int = 2, seed: int = 0, timeout_s: float = 300.0, csv_path: str | os.PathLike | None = None,
-                   ncu: str | None = None) -> dict[str, Any]:
-    """Profile one call of ``kernel`` (a registry name) on ``problem`` with ncu.
+def profile_kernel(kernel: str, problem: Problem, **options) -> dict[str, Any]:
+    """Profile one call of ``kernel`` (a registry name) on ``problem``; see ``profile_kernels``."""
+    return profile_kernels([kernel], problem, **options)[kernel]
 
-    Returns ``summarize(parse_ncu_csv(csv))`` plus the command, or ``{"status": "unavailable", "reason":
-    "unavailable: ..."}``. ``csv_path`` keeps ncu's raw CSV beside the results, so every counter can be traced.
+
+def profile_kernels(kernels: list[str], problem: Problem, *, launch_skip: int = 0, launch_count: int | None = None,
+                    warmup: int = 2, seed: int = 0, timeout_s: float = 900.0,
+                    csv_path: str | os.PathLike | None = None, ncu: str | None = None) -> dict[str, dict[str, Any]]:
+    """Profile one call of each kernel on ``problem`` with one ncu process.
+
+    Returns ``{kernel: summarize(its rows) + command}`` or, for a kernel without counters,
+    ``{"status": "unavailable", "reason": "unavailable: ..."}``. ``csv_path`` keeps ncu's raw CSV.
     """
+    def everyone(result: dict) -> dict[str, dict[str, Any]]:
+        return {k: dict(result) for k in kernels}
+
     ncu = ncu or find_ncu()
     if ncu is None:
-        return unavailable("Nsight Compute (ncu) is not on PATH or in /usr/local/cuda/bin")
-    cmd = ncu_command(ncu, kernel, problem, launch_skip=launch_skip, launch_count=launch_count,
+        return everyone(unavailable("Nsight Compute (ncu) is not on PATH or in /usr/local/cuda/bin"))
+    cmd = ncu_command(ncu, kernels, problem, launch_skip=launch_skip, launch_count=launch_count,
                       warmup=warmup, seed=seed)
     env = dict(os.environ)
     src = str(Path(__file__).resolve().parents[2])  # the child imports this same gemmlab
@@ -108,16 +119,63 @@ def profile_kernel(kernel: str, problem: Problem, *, launch_skip: int = 0, launc
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
     except subprocess.TimeoutExpired:
-        return unavailable(f"ncu did not finish within {timeout_s:.0f} s") | {"command": _shell(cmd)}
+        return everyone(unavailable(f"ncu did not finish within {timeout_s:.0f} s") | {"command": _shell(cmd)})
     except OSError as exc:
-        return unavailable(f"ncu could not start ({exc})")
+        return everyone(unavailable(f"ncu could not start ({exc})"))
     out = proc.stdout or ""
     if csv_path is not None:
         Path(csv_path).write_text(out)
-    result = result_from_output(out, proc.stderr or "", proc.returncode)
-    result["command"] = _shell(cmd)
-    result["problem"] = {"m": problem.m, "n": problem.n, "k": problem.k, "precision": problem.precision}
-    result["kernel"] = kernel
+    results = results_from_output(out, proc.stderr or "", proc.returncode, kernels)
+    for kernel, result in results.items():
+        result["command"] = _shell(cmd)
+        result["problem"] = {"m": problem.m, "n": problem.n, "k": problem.k, "precision": problem.precision}
+        result["kernel"] = kernel
+    return results
+
+
+def split_by_marker(rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The profiled launches, one group per kernel call: each group starts at a marker launch (dropped).
+    Output without markers (one kernel profiled on its own) is one group."""
+    if not any(_MARKER in str(r.get("Kernel Name", "")) for r in rows):
+        return [rows]
+    groups: list[list[dict[str, Any]]] = []
+    for row in rows:
+        if _MARKER in str(row.get("Kernel Name", "")):
+            groups.append([])
+        elif groups:
+            groups[-1].append(row)
+    return groups
+
+
+def results_from_output(stdout: str, stderr: str, returncode: int, kernels: list[str]) -> dict[str, dict[str, Any]]:
+    """One ncu run's output as a profile dict per kernel, or an 'unavailable' one that says why."""
+    import json
+
+    summary = next((json.loads(line) for line in reversed(stdout.splitlines()) if line.startswith('{"ok"')), {})
+    order = summary.get("kernels", kernels if len(kernels) == 1 else [])
+    skipped = summary.get("skipped", {})
+    try:
+        groups = split_by_marker(parse_ncu_csv(stdout))
+    except ValueError:
+        groups = []
+    results: dict[str, dict[str, Any]] = {}
+    for kernel in kernels:
+        if kernel in skipped:
+            results[kernel] = unavailable(f"the kernel did not run: {skipped[kernel]}")
+        elif kernel in order and order.index(kernel) < len(groups) and groups[order.index(kernel)]:
+            results[kernel] = result_from_rows(groups[order.index(kernel)], stdout + "\n" + stderr)
+        else:
+            results[kernel] = result_from_output(stdout if len(kernels) == 1 else "", stderr, returncode)
+            if results[kernel]["status"] == "ok":  # rows without a group of its own cannot be attributed
+                results[kernel] = unavailable("ncu profiled no launch of this kernel")
+    return results
+
+
+def result_from_rows(rows: list[dict[str, Any]], text: str) -> dict[str, Any]:
+    result = summarize(rows)
+    problem = ncu_error(text)
+    if problem:
+        result["warning"] = problem
     return result
 
 
@@ -138,10 +196,7 @@ def result_from_output(stdout: str, stderr: str, returncode: int) -> dict[str, A
             tail = (stderr or stdout).strip().splitlines()[-3:]
             return unavailable(f"ncu exited with status {returncode}: {' | '.join(tail) or 'no output'}")
         return unavailable("ncu profiled no kernel launch (was the NVTX range seen?)")
-    result = summarize(rows)
-    if problem:
-        result["warning"] = problem
-    return result
+    return result_from_rows(rows, stdout + "\n" + stderr)
 
 
 def _target_failure(stdout: str) -> str | None:
@@ -286,34 +341,51 @@ def merge_profile(results_path: str | os.PathLike, profile: dict[str, Any]) -> b
 
 
 def profile_command(args, console) -> int:
-    """``gemmlab profile KERNEL [--shape MxNxK] [--json RESULTS]``: counters beside the kernel's model.
+    """``gemmlab profile KERNELS [--shape MxNxK] [--json RESULTS]``: counters beside each kernel's model.
 
-    With --json the raw ncu CSV is kept beside the JSON (``<stem>.ncu/``) and the counters are merged into the
-    record of the same kernel and shape. A machine without usable counters prints why and exits 0: profiling
-    is an addition to a run, never a reason for it to fail.
+    KERNELS is a name or glob(s); all of them are profiled by one ncu process. With --json the raw ncu CSV is
+    kept beside the JSON (``<stem>.ncu/``) and each kernel's counters are merged into its record of the same
+    shape. A machine without usable counters prints why and exits 0: profiling is an addition to a run, never
+    a reason for it to fail.
     """
-    from rich.table import Table
+    import shlex
+    import zlib
 
-    from gemmlab.kernels.registry import get_kernel
+    from gemmlab.kernels.registry import select
     from gemmlab.problem import parse_shape
 
-    spec = get_kernel(args.kernel)
-    problem = Problem(*parse_shape(args.shape), spec.precision)
-    reason = spec.is_valid(problem)
-    if reason:
-        console.print(f"[bold red]error:[/] {reason}")
+    dims = parse_shape(args.shape)
+    specs = []
+    for spec in select(args.kernel):
+        reason = spec.is_valid(Problem(*dims, spec.precision))
+        if reason:
+            console.print(f"[yellow]{spec.name}: not profiled: {reason}[/]")
+        else:
+            specs.append(spec)
+    if not specs:
         return 2
+    label = Problem(*dims).label()
     csv_path = None
     json_path = getattr(args, "json", None)
     if json_path:
         folder = Path(json_path).with_suffix("").with_name(Path(json_path).stem + ".ncu")
         folder.mkdir(parents=True, exist_ok=True)
-        csv_path = folder / f"{spec.name.replace('/', '_')}_{problem.label()}.csv"
-    result = profile_kernel(spec.name, problem, csv_path=csv_path)
-    result.setdefault("kernel", spec.name)
-    result.setdefault("problem", {"m": problem.m, "n": problem.n, "k": problem.k, "precision": problem.precision})
-    result["gemmlab_command"] = f"gemmlab profile {spec.name} --shape {problem.label()}" + (
-        f" --json {json_path}" if json_path else "")
+        names = ",".join(s.name for s in specs)
+        stem = specs[0].name.replace("/", "_") if len(specs) == 1 else f"{len(specs)}_kernels_{zlib.crc32(names.encode()):08x}"
+        csv_path = folder / f"{stem}_{label}.csv"
+    results = profile_kernels([s.name for s in specs], Problem(*dims, specs[0].precision), csv_path=csv_path)
+    command = f"gemmlab profile {shlex.quote(args.kernel)} --shape {label}" + (f" --json {json_path}" if json_path else "")
+    for spec in specs:
+        _report_one(spec, Problem(*dims, spec.precision), results[spec.name], command, csv_path, json_path, console)
+    return 0
+
+
+def _report_one(spec, problem: Problem, result: dict, command: str, csv_path, json_path, console) -> None:
+    from rich.table import Table
+
+    result["problem"] = {"m": problem.m, "n": problem.n, "k": problem.k, "precision": problem.precision}
+    result["kernel"] = spec.name
+    result["gemmlab_command"] = command
     if csv_path is not None and result.get("status") == "ok":
         result["csv"] = str(csv_path)
 
@@ -348,8 +420,7 @@ def profile_command(args, console) -> int:
         console.print(table)
         if result.get("warning"):
             console.print(f"[yellow]ncu: {result['warning']}[/]")
-    if json_path:
+    if json_path and result.get("status") == "ok":  # an unavailable rerun never replaces counters already kept
         found = merge_profile(json_path, result)
         console.print(f"{'merged into the record in' if found else 'no record of this kernel and shape; kept under profiles in'} "
                       f"{json_path}")
-    return 0
