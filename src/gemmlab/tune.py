@@ -174,14 +174,15 @@ def tune(shapes: Sequence, kernels: str | Sequence[str] = TUNABLE, *, configs: I
     own space, ``SEARCH_SPACE`` or ``V10_SEARCH_SPACE``). Returns one TuneResult per shape and kernel, with every
     trial's time or the reason it was dropped.
     """
+    import fnmatch
+
     import cupy
-    import numpy as np
 
     from gemmlab.harness.device import require_gpu
+    from gemmlab.harness.reference import reference
     from gemmlab.problem import parse_shape
 
     names = [kernels] if isinstance(kernels, str) else list(kernels)
-    import fnmatch
 
     chosen = [t for t in TUNABLE if any(fnmatch.fnmatchcase(t, pat) for pat in names)]
     if not chosen:
@@ -190,7 +191,6 @@ def tune(shapes: Sequence, kernels: str | Sequence[str] = TUNABLE, *, configs: I
     say = log or (lambda s: None)
     space = list(configs) if configs is not None else None
     results = []
-    stream = cupy.cuda.get_current_stream()  # launches go to the current stream; time them there
     for shape in shapes:
         if isinstance(shape, Problem):
             problem = shape
@@ -198,11 +198,9 @@ def tune(shapes: Sequence, kernels: str | Sequence[str] = TUNABLE, *, configs: I
             dims = parse_shape(shape) if isinstance(shape, str) else tuple(shape)
             problem = Problem(*dims, "fp32")
         a, b = problem.make_inputs(seed, cupy)
-        ref = a.astype(cupy.float64) @ b.astype(cupy.float64)
-        ref_norm = float(cupy.linalg.norm(ref))
-        c = cupy.empty((problem.m, problem.n), cupy.float32)
+        inputs = (a, b, reference(a, b))
         for kernel in chosen:
-            results.append(_tune_one(kernel, problem, space, a, b, c, ref, ref_norm, info, stream, repeats, warmup,
+            results.append(_tune_one(kernel, problem, space, inputs, info, repeats, warmup,
                                      _cache_for(kernel, cache), say))
     return results
 
@@ -214,12 +212,18 @@ def _cache_for(kernel: str, cache: Path | None) -> Path:
     return cache if kernel == "cuda/v9_autotuned" else Path(cache).with_name(_FAMILIES[kernel][2])
 
 
-def _tune_one(kernel, problem, space, a, b, c, ref, ref_norm, info, stream, repeats, warmup, path, say):
-    """Time every candidate of one kernel family on one shape; cache and return the fastest verified."""
+def _tune_one(kernel, problem, space, inputs, info, repeats, warmup, path, say):
+    """Time every candidate of one kernel family on one shape with the harness (verified first, then event-timed
+    on one warm input set, as a search compares candidates, not cold-L2 absolutes); cache the fastest."""
     import cupy
-    import numpy as np
+
+    from gemmlab.harness.timing import TimingOptions, time_gpu
+    from gemmlab.harness.verify import check
 
     module, level = _family(kernel)[0], _FAMILIES[kernel][3]
+    a, b, ref = inputs
+    c = cupy.empty((problem.m, problem.n), cupy.float32)
+    opts = TimingOptions(repeat=repeats, min_repeat=repeats, max_seconds=0.0, min_warmup=warmup, cold_l2=False)
     trials = []
     for p in candidates(problem, space, kernel):
         trial = {"params": p}
@@ -231,22 +235,11 @@ def _tune_one(kernel, problem, space, a, b, c, ref, ref_norm, info, stream, repe
                 trial["dropped"] = f"{report.spills} bytes of spills at {report.registers} registers"
                 continue
             run = spec.build(problem)
-            c.fill(np.nan)
-            run(a, b, c)
-            stream.synchronize()
-            err = float(cupy.linalg.norm(c.astype(cupy.float64) - ref)) / ref_norm
-            if not err < problem.prec.rel_tolerance:
-                trial["dropped"] = f"wrong result: relative error {err:.2e}"
+            result = check(spec, problem, launch=run, inputs=(a, b), ref=ref)
+            if not result.passed:
+                trial["dropped"] = f"wrong result: {result.status} {result.reason or result.error}"
                 continue
-            for _ in range(warmup):
-                run(a, b, c)
-            events = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(repeats)]
-            for e0, e1 in events:
-                e0.record(stream)
-                run(a, b, c)
-                e1.record(stream)
-            stream.synchronize()
-            ms = float(np.median([cupy.cuda.get_elapsed_time(e0, e1) for e0, e1 in events]))
+            ms = time_gpu(run, [(a, b, c)], opts, info.max_sm_clock_mhz).median_ms
             trial.update(ms=ms, tflops=problem.flops() / ms / 1e9, registers=report.registers)
             say(f"{problem.label():>16} {_short(p):48} {ms:8.3f} ms {trial['tflops']:6.1f} TFLOPS")
         except (GemmlabError, InvalidConfigError) as exc:

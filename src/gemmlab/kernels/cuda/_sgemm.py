@@ -72,3 +72,47 @@ def staged_quads_errors(p: dict, threads: int) -> list[str]:
     if smem > STATIC_SMEM_LIMIT:
         errors.append(f"the A and B tiles need {smem} bytes of static shared memory, past 48 KiB")
     return errors
+
+
+def warptile_threads(p) -> int:
+    """Threads of the warp-tiled levels (v7 and up): one warp per WM×WN warp tile of the BM×BN block tile."""
+    return (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32
+
+
+def warptile_errors(p: dict, names: tuple[str, ...]) -> list[str]:
+    """v8 and up: every parameter present, warp tiles dividing the block tile, 4·RM×4·RN per lane over 32 lanes,
+    quads along BM and BN, a legal block size."""
+    missing = [name for name in names if name not in p]
+    if missing:
+        return [f"missing parameters {', '.join(missing)}"]
+    errors = []
+    divides(errors, p["WM"], p["BM"], "WM must divide BM")
+    divides(errors, p["WN"], p["BN"], "WN must divide BN")
+    divides(errors, 4 * p["RM"], p["WM"], "a lane's 4·RM rows must divide WM")
+    divides(errors, 4 * p["RN"], p["WN"], "a lane's 4·RN columns must divide WN")
+    divides(errors, 4, p["BM"], "BM must be a multiple of 4 (rows of the transposed A tile are read as quads)")
+    divides(errors, 4, p["BN"], "BN must be a multiple of 4 (B is loaded in quads)")
+    for name in ("GROUP_M", "MIN_BLOCKS"):
+        if p[name] < 1:
+            errors.append(f"{name}={p[name]} must be at least 1")
+    if errors:
+        return errors
+    lanes = (p["WM"] // (4 * p["RM"])) * (p["WN"] // (4 * p["RN"]))
+    if lanes != 32:
+        errors.append(f"a {p['WM']}×{p['WN']} warp tile with {4 * p['RM']}×{4 * p['RN']} per lane needs {lanes} "
+                      "lanes, not 32")
+    return errors + thread_errors(warptile_threads(p))
+
+
+def residency_errors(p: dict, smem: int, what: str) -> list[str]:
+    """Shared memory within the per-block limit, and MIN_BLOCKS blocks fitting an SM's shared memory and
+    registers (the __launch_bounds__ minimum would otherwise force spills)."""
+    errors = []
+    if smem > DYNAMIC_SMEM_LIMIT:
+        errors.append(f"{what} need {smem} bytes of shared memory, past the {DYNAMIC_SMEM_LIMIT}-byte per-block limit")
+    elif p["MIN_BLOCKS"] * smem > SM_SMEM:
+        errors.append(f"MIN_BLOCKS={p['MIN_BLOCKS']} blocks of {smem} bytes exceed an SM's shared memory")
+    t = warptile_threads(p)
+    if p["MIN_BLOCKS"] * t * 32 > SM_REGISTERS:
+        errors.append(f"MIN_BLOCKS={p['MIN_BLOCKS']} blocks of {t} threads leave under 32 registers a thread")
+    return errors

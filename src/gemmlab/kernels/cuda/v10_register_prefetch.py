@@ -18,15 +18,14 @@ Predicted gain: 1.05-1.15× V9 at 4096³ and 8192³ (about 0.9× cuBLAS FP32, at
 2048×3072×4096 the 192 tiles fill 1.45 waves of 132 SMs, so there the smaller tiles `gemmlab tune` tries win.
 """
 from gemmlab.kernels.cuda._kernel import CudaKernel, Geometry, ceil_div
-from gemmlab.kernels.cuda._sgemm import DYNAMIC_SMEM_LIMIT, SM_REGISTERS, SM_SMEM, divides, thread_errors, traffic_of
+from gemmlab.kernels.cuda._sgemm import divides, residency_errors, traffic_of, warptile_errors, warptile_threads
 
 # Every parameter the kernel source reads; a config must name them all.
 PARAM_NAMES = ("BM", "BN", "BK", "WM", "WN", "RM", "RN", "GROUP_M", "MIN_BLOCKS")
 STAGES = 2  # registers hold one tile in flight, so a deeper shared ring would buy nothing
 
 
-def threads(p) -> int:
-    return (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32
+threads = warptile_threads
 
 
 def smem_bytes(p) -> int:
@@ -45,42 +44,16 @@ def quads_per_thread(p) -> tuple[int, int]:
 
 
 def constraints(p) -> list[str]:
-    missing = [name for name in PARAM_NAMES if name not in p]
-    if missing:
-        return [f"missing parameters {', '.join(missing)}"]
-    errors = []
-    divides(errors, p["WM"], p["BM"], "WM must divide BM")
-    divides(errors, p["WN"], p["BN"], "WN must divide BN")
-    divides(errors, 4 * p["RM"], p["WM"], "a lane's 4·RM rows must divide WM")
-    divides(errors, 4 * p["RN"], p["WN"], "a lane's 4·RN columns must divide WN")
+    errors = warptile_errors(p, PARAM_NAMES)
+    if errors:
+        return errors
     divides(errors, 4, p["BK"], "BK must be a multiple of 4 (A is loaded in quads along k)")
-    divides(errors, 4, p["BM"], "BM must be a multiple of 4 (rows of the transposed A tile are read as quads)")
-    divides(errors, 4, p["BN"], "BN must be a multiple of 4 (B is loaded in quads along n)")
-    if p["GROUP_M"] < 1:
-        errors.append(f"GROUP_M={p['GROUP_M']} must be at least 1")
-    if p["MIN_BLOCKS"] < 1:
-        errors.append(f"MIN_BLOCKS={p['MIN_BLOCKS']} must be at least 1")
     if errors:
         return errors
-    lanes = (p["WM"] // (4 * p["RM"])) * (p["WN"] // (4 * p["RN"]))
-    if lanes != 32:
-        errors.append(f"a {p['WM']}×{p['WN']} warp tile with {4 * p['RM']}×{4 * p['RN']} per lane needs {lanes} "
-                      "lanes, not 32")
     t = threads(p)
-    errors += thread_errors(t)
-    if errors:
-        return errors
     divides(errors, t, p["BM"] * p["BK"] // 4, "threads must split the A tile's quads evenly")
     divides(errors, t, p["BK"] * p["BN"] // 4, "threads must split the B tile's quads evenly")
-    smem = smem_bytes(p)
-    if smem > DYNAMIC_SMEM_LIMIT:
-        errors.append(f"two stages need {smem} bytes of shared memory, past the {DYNAMIC_SMEM_LIMIT}-byte "
-                      "per-block limit")
-    elif p["MIN_BLOCKS"] * smem > SM_SMEM:
-        errors.append(f"MIN_BLOCKS={p['MIN_BLOCKS']} blocks of {smem} bytes exceed an SM's shared memory")
-    if p["MIN_BLOCKS"] * t * 32 > SM_REGISTERS:
-        errors.append(f"MIN_BLOCKS={p['MIN_BLOCKS']} blocks of {t} threads leave under 32 registers a thread")
-    return errors
+    return errors + residency_errors(p, smem_bytes(p), "two stages")
 
 
 def make_spec(name: str, level: int, title: str, params: dict, doc: str, cls=CudaKernel, **extra):

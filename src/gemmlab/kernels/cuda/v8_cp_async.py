@@ -13,14 +13,13 @@ there is little other work to hide it; the pipeline keeps STAGES - 1 tiles in fl
 Predicted gain: 1.2-1.4× V7, toward 0.8× cuBLAS FP32.
 """
 from gemmlab.kernels.cuda._kernel import CudaKernel, Geometry, ceil_div
-from gemmlab.kernels.cuda._sgemm import DYNAMIC_SMEM_LIMIT, SM_REGISTERS, SM_SMEM, divides, thread_errors, traffic_of
+from gemmlab.kernels.cuda._sgemm import divides, residency_errors, traffic_of, warptile_errors, warptile_threads
 
 # Every parameter the kernel source reads; a config must name them all.
 PARAM_NAMES = ("BM", "BN", "BK", "WM", "WN", "RM", "RN", "STAGES", "GROUP_M", "MIN_BLOCKS", "KUNROLL")
 
 
-def threads(p) -> int:
-    return (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32
+threads = warptile_threads
 
 
 def smem_bytes(p) -> int:
@@ -33,48 +32,22 @@ def geometry(problem, p):
 
 
 def constraints(p) -> list[str]:
-    missing = [name for name in PARAM_NAMES if name not in p]
-    if missing:
-        return [f"missing parameters {', '.join(missing)}"]
-    errors = []
-    divides(errors, p["WM"], p["BM"], "WM must divide BM")
-    divides(errors, p["WN"], p["BN"], "WN must divide BN")
-    divides(errors, 4 * p["RM"], p["WM"], "a lane's 4·RM rows must divide WM")
-    divides(errors, 4 * p["RN"], p["WN"], "a lane's 4·RN columns must divide WN")
+    errors = warptile_errors(p, PARAM_NAMES)
+    if errors:
+        return errors
     divides(errors, 8, p["BK"], "BK must be a multiple of 8 (A is copied 8 k at a time)")
-    divides(errors, 4, p["BM"], "BM must be a multiple of 4 (rows of the transposed A tile are read as quads)")
-    divides(errors, 4, p["BN"], "BN must be a multiple of 4 (B is copied in quads)")
     if p["STAGES"] < 2:
         errors.append(f"STAGES={p['STAGES']}: a pipeline needs at least 2 stages")
-    if p["GROUP_M"] < 1:
-        errors.append(f"GROUP_M={p['GROUP_M']} must be at least 1")
     if not 1 <= p["KUNROLL"] <= p["BK"] or p["BK"] % p["KUNROLL"]:
         errors.append(f"KUNROLL={p['KUNROLL']} must divide BK={p['BK']}")
-    if p["MIN_BLOCKS"] < 1:
-        errors.append(f"MIN_BLOCKS={p['MIN_BLOCKS']} must be at least 1")
     if errors:
         return errors
-    lanes = (p["WM"] // (4 * p["RM"])) * (p["WN"] // (4 * p["RN"]))
-    if lanes != 32:
-        errors.append(f"a {p['WM']}×{p['WN']} warp tile with {4 * p['RM']}×{4 * p['RN']} per lane needs {lanes} "
-                      "lanes, not 32")
     t = threads(p)
-    errors += thread_errors(t)
-    if errors:
-        return errors
     divides(errors, t // 8, p["BM"], "a pass of A copies covers threads/8 rows, which must divide BM")
     divides(errors, p["BN"] // 4, t, "the B tile's quads per row must divide the thread count")
     if not errors:
         divides(errors, t // (p["BN"] // 4), p["BK"], "rows of B per copy pass must divide BK")
-    smem = smem_bytes(p)
-    if smem > DYNAMIC_SMEM_LIMIT:
-        errors.append(f"{p['STAGES']} stages need {smem} bytes of shared memory, past the {DYNAMIC_SMEM_LIMIT}-byte "
-                      "per-block limit")
-    elif p["MIN_BLOCKS"] * smem > SM_SMEM:
-        errors.append(f"MIN_BLOCKS={p['MIN_BLOCKS']} blocks of {smem} bytes exceed an SM's shared memory")
-    if p["MIN_BLOCKS"] * t * 32 > SM_REGISTERS:
-        errors.append(f"MIN_BLOCKS={p['MIN_BLOCKS']} blocks of {t} threads leave under 32 registers a thread")
-    return errors
+    return errors + residency_errors(p, smem_bytes(p), f"{p['STAGES']} stages")
 
 
 def make_spec(name: str, level: int, title: str, params: dict, doc: str, cls=CudaKernel, **extra):
