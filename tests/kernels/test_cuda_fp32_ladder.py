@@ -304,3 +304,16 @@ def test_v10_kernel_source_on_cpu(tmp_path, config):
             start = (c.ctypes.data - c_raw.ctypes.data) // 4
             inside[start:start + m * n] = True
             assert np.isnan(c_raw[~inside]).all(), "a store landed outside C"
+
+
+def test_autotuned_records_the_parameters_it_runs_with():
+    """v9 resolves its tile per shape: the spec the bench records and compiles is the tuned one, not v8's fallback."""
+    from gemmlab.kernels.cuda.v9_autotuned import TUNED
+    from gemmlab.kernels.registry import get_kernel
+
+    spec = get_kernel("cuda/v9_autotuned")
+    problem = Problem(4096, 4096, 4096)
+    concrete = spec.concrete(problem, "NVIDIA H200")
+    assert dict(concrete.params) == TUNED["NVIDIA H200"]["4096x4096x4096"]["params"]
+    assert dict(concrete.params) != dict(spec.params)
+    assert get_kernel("cuda/v8_cp_async").for_problem(problem) is get_kernel("cuda/v8_cp_async")

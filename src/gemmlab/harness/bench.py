@@ -60,7 +60,7 @@ def _record(spec: KernelSpec, problem: Problem, dev: DeviceSpec, bw_gbs: float |
     km = model(spec, problem, dev, bw_gbs)
     return {
         "kernel": spec.name, "backend": spec.backend, "level": spec.level, "precision": spec.precision,
-        "title": spec.title, "params": dict(spec.params), "m": problem.m, "n": problem.n, "k": problem.k,
+        "title": spec.title, "params": dict(spec.for_problem(problem).params), "m": problem.m, "n": problem.n, "k": problem.k,
         "status": None, "reason": "", "median_ms": None, "iqr_ms": None, "min_ms": None, "samples": 0,
         "tflops": None, "gflops": None, "rel_err": None, "max_abs_err": None, "tolerance": tolerance_for(problem),
         "verified": False, "peer": PEERS.get(spec.precision) if spec.device != CPU else "cpu/blas",
@@ -224,7 +224,7 @@ def _bench_one(spec, problem, rec, sets, opts, dev, bw, info):
         rec["status"], rec["reason"] = "error", str(exc)
         return
     if hasattr(spec, "compile"):
-        rep = spec.compile(info.arch).report
+        rep = spec.for_problem(problem).compile(info.arch).report
         rec.update(registers=rep.registers, spills=rep.spills, smem_static=rep.smem_bytes)
     seed = kernel_seed(opts.seed, spec.name, problem.shape)
     if spec.device == CPU:

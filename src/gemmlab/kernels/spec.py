@@ -117,6 +117,10 @@ class KernelSpec:
     def traffic(self, problem: Problem) -> Traffic:
         return self.traffic_model(problem)
 
+    def for_problem(self, problem: Problem) -> "KernelSpec":
+        """The spec that actually runs ``problem``: itself, except for kernels that pick parameters per shape."""
+        return self
+
     # -- running ------------------------------------------------------------------------------------
     def build(self, problem: Problem) -> Callable[..., None]:
         """Compile (if needed) and return ``launch(A, B, C)`` for arrays already on the kernel's device.

@@ -54,6 +54,9 @@ class AutotunedKernel(CudaKernel):
         """The plain V8-source spec this problem runs with."""
         return make_spec(self.name, self.level, self.title, self.params_for(problem, gpu_name), self.doc)
 
+    def for_problem(self, problem: Problem) -> CudaKernel:
+        return self.concrete(problem)
+
     def traffic(self, problem: Problem) -> Traffic:
         return self.concrete(problem).traffic(problem)
 
