@@ -40,7 +40,8 @@ def test_bench_cpu_only_end_to_end(tmp_path):
     assert v0["peer_ratio"] == pytest.approx(blas["median_ms"] / v0["median_ms"])
     assert recs["cuda/v1_naive"]["status"] == "compiled" and recs["cuda/v1_naive"]["spills"] == 0
     assert recs["numba/v1_naive"]["status"] == "simulated" and recs["numba/v1_naive"]["verified"]
-    assert recs["cuda/v1_naive"]["model"]["modeled_intensity"] == pytest.approx(0.25, rel=1e-3)
+    assert (recs["cuda/v1_naive"]["m"], recs["cuda/v1_naive"]["k"]) == (64, 80)  # modeled at the asked shape
+    assert recs["cuda/v1_naive"]["model"]["modeled_intensity"] == pytest.approx(2 * 80 / (8 * 80 + 4))
     assert recs["cuda/v1_naive"]["model"]["bound"] == "memory"
 
 

@@ -257,11 +257,11 @@ def _noise(peer_rec, problem, sets, opts, info, results):
 
 
 def _run_cpu_only(specs, opts, dev, results, progress):
-    shapes = opts.shapes or [CPU_SHAPE]
-    gpu_shape = SEED_SHAPE
-    task = progress.add_task("bench", total=len(specs) * len(shapes)) if progress else None
+    cpu_shapes = opts.shapes or [CPU_SHAPE]
+    gpu_shapes = opts.shapes or [SEED_SHAPE]  # where GPU kernels are compiled or simulated and modeled
+    task = progress.add_task("bench", total=len(specs) * len(cpu_shapes)) if progress else None
     for spec in specs:
-        for shape in shapes if spec.device == CPU else [gpu_shape]:
+        for shape in cpu_shapes if spec.device == CPU else gpu_shapes:
             problem = Problem(*shape, spec.precision)
             if progress:
                 progress.update(task, description=f"{spec.name} {problem.label()}")
