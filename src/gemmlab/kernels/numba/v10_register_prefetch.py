@@ -11,8 +11,8 @@ registers instead of cp.async; cuda/v10_register_prefetch is its CUDA C twin. In
 is 512 FFMA in 609 SASS instructions with no spills, while the cp.async ring needs 4-byte copies to transpose A
 (4 LDGSTS with their 64-bit address selects per thread per tile) and 12 bytes of spills at 128 registers.
 
-Predicted gain: about 10% over v7. Measured (H200, 4096³): 44.8 TFLOPS against v7's 33.9, 1.32×, and 0.87×
-cuBLAS FP32 (0.89× at 2048×3072×4096); v8_cp_async reached 34.1.
+Predicted gain: about 10% over v7. Measured (results/h200/fp32.json, 4096³, cold L2): 44.7 TFLOPS against v7's
+34.8, 1.28×, and 0.87× cuBLAS FP32 (0.89× at 2048×3072×4096); v8_cp_async reached 34.1.
 """
 from gemmlab.kernels.numba._codegen import Tiling, level
 

@@ -13,8 +13,8 @@ shared loads itself and issues them as LDS.128; the main loop is 512 FFMA in 693
 Global accesses stay 4 bytes wide, as in the CUDA C twin.
 
 Predicted gain: parity with the CUDA C twin of this level (29.7 TFLOPS measured for the same algorithm), about
-1.5× v3. Measured (H200, 4096³): 28.4 TFLOPS, 1.65× v3, 0.55× cuBLAS FP32; the CUDA C twin 20.8. The same
-template with numba array indexing instead of the intrinsics: 12.3 TFLOPS (1016 bytes of spills at 128 registers).
+1.5× v3. Measured (results/h200/fp32.json, 4096³, cold L2): 28.4 TFLOPS, 1.66× v3, 0.56× cuBLAS FP32; the CUDA C
+twin 20.5. The same template with numba array indexing instead of the intrinsics spills 1016 bytes at 128 registers.
 """
 from gemmlab.kernels.numba._codegen import Tiling, level
 

@@ -11,8 +11,8 @@ same template with 4-byte global accesses.
 Why: v4's main loop spent most of its 181 non-FFMA instructions on the 8 scalar global loads' 64-bit address and guard
 arithmetic; with two vector loads the loop is 512 FFMA in 596 instructions (86%).
 
-Predicted gain: 10-20% over v4 (the instruction count of the loop falls 14%). Measured (H200, 4096³): 32.7 TFLOPS, 1.15× v4, 0.64× cuBLAS FP32;
-the CUDA C twin 31.6.
+Predicted gain: 10-20% over v4 (the instruction count of the loop falls 14%). Measured (results/h200/fp32.json, 4096³, cold L2): 33.4 TFLOPS,
+1.17× v4, 0.65× cuBLAS FP32; the CUDA C twin 31.5.
 """
 from gemmlab.kernels.numba._codegen import Tiling, level
 

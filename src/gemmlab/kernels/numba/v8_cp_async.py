@@ -14,10 +14,10 @@ numba intrinsics that emit the PTX instruction as inline assembly (``cp.async.ca
 Why: in v7 every warp of a block waits for global memory once per k tile, and with two blocks per SM there is
 little other work to hide it; the ring keeps two tiles in flight.
 
-Predicted gain: 1.1-1.3× v7. Measured (H200, 4096³): 34.1 TFLOPS, 1.01× v7, 0.66× cuBLAS FP32 (0.70× at
-2048×3072×4096); the CUDA C twin 38.2. The 4-byte A copies cost 4 LDGSTS per thread per tile with 64-bit
+Predicted gain: 1.1-1.3× v7. Measured (results/h200/fp32.json, 4096³, cold L2): 34.1 TFLOPS, 0.98× v7,
+0.67× cuBLAS FP32 (0.70× at 2048×3072×4096); the CUDA C twin 38.1. The 4-byte A copies cost 4 LDGSTS per thread per tile with 64-bit
 address selects around each (the loop is 512 FFMA in 675 instructions) and 12 bytes spill at 128 registers;
-v10_register_prefetch, the register route, reached 44.8.
+v10_register_prefetch, the register route, reached 44.7.
 """
 from gemmlab.kernels.numba._codegen import Tiling, level
 
