@@ -1,14 +1,13 @@
 """The FP32 CUDA ladder (v3 and up) without a GPU: compiles for sm_90a with no spills and bounded registers,
 launch geometry covers ragged shapes, invalid tile combinations are rejected before compiling, traffic models.
-v10's kernel source is also compiled for the host with g++ and run on the CPU (one std::thread per CUDA thread,
-a std::barrier for __syncthreads), so its index math and edge guards are checked against float64 here."""
-import ctypes
+v10's kernel source also runs on the CPU in more tile configurations than the ladder-wide host test
+(test_cuda_host.py) uses, through hostsim (g++, one std::thread per CUDA thread, a std::barrier for
+__syncthreads), so its index math, grouped block order and edge guards are checked against float64 here."""
 import importlib
-import shutil
-import subprocess
 
-import numpy as np
+import hostsim
 import pytest
+from hostsim import host_builds  # noqa: F401  (the session's host libraries, a pytest fixture)
 
 from gemmlab.errors import InvalidConfigError
 from gemmlab.kernels.cuda._kernel import CudaKernel
@@ -201,72 +200,6 @@ def test_v10_tunes_into_its_own_cache(tmp_path, monkeypatch):
     assert tune._cache_for("cuda/v10_register_prefetch", tmp_path / "x.json").name == v10.name
 
 
-# The CUDA source compiled for the host: every CUDA thread of a block is a std::thread, __syncthreads is a
-# std::barrier, __shared__ memory is one static array, and blocks run one after another.
-_HOST_SHIM = r"""
-#include <algorithm>
-#include <barrier>
-#include <cmath>
-#include <thread>
-#include <vector>
-struct Dim3 { unsigned x, y, z; };
-thread_local Dim3 threadIdx, blockIdx;
-static std::barrier<> *g_bar;
-struct float4 { float x, y, z, w; };
-inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
-inline float __ldg(const float *p) { return *p; }
-inline float4 __ldg(const float4 *p) { return *p; }
-inline void __syncthreads() { g_bar->arrive_and_wait(); }
-inline unsigned long long __cvta_generic_to_shared(const void *p) { return (unsigned long long)p; }
-using std::min;
-alignas(16) float4 smem[227 * 1024 / 16];
-#define __device__
-#define __global__
-#define __forceinline__ inline
-#define __shared__
-#define __align__(n) __attribute__((aligned(n)))
-#define __launch_bounds__(...)
-#include "kernel.inc"
-extern "C" void run(float *C, const float *A, const float *B, int M, int N, int K, int threads, int blocks) {
-  std::barrier<> bar(threads);
-  g_bar = &bar;
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t)
-    pool.emplace_back([=, &bar] {
-      threadIdx = {unsigned(t), 0, 0};
-      for (int b = 0; b < blocks; ++b) {
-        blockIdx = {unsigned(b), 0, 0};
-        v10_register_prefetch(C, A, B, M, N, K);
-        bar.arrive_and_wait();  // the next block reuses the shared array
-      }
-    });
-  for (auto &th : pool) th.join();
-}
-"""
-
-
-def _host_build(tmp_path, params):
-    from gemmlab.kernels.cuda._nvrtc import _read_source
-
-    (tmp_path / "kernel.inc").write_text(_read_source("v10_register_prefetch.cu"))
-    (tmp_path / "run.cpp").write_text(_HOST_SHIM)
-    lib = tmp_path / "v10.so"
-    defines = [f"-D{k}={v}" for k, v in params.items()]
-    subprocess.run(["g++", "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", *defines, str(tmp_path / "run.cpp"),
-                    "-o", str(lib)], check=True, capture_output=True, text=True)
-    return ctypes.CDLL(str(lib))
-
-
-def _host_matrix(rng, rows, cols, offset):
-    """N(0,1) float32 rows×cols whose data starts `offset` floats past a 16-byte boundary, NaN all around
-    (a load that strays outside the matrix poisons the result)."""
-    raw = np.full(rows * cols + 16, np.nan, np.float32)
-    start = (-raw.ctypes.data // 4) % 4 + 4 + offset
-    view = raw[start:start + rows * cols].reshape(rows, cols)
-    view[...] = rng.standard_normal((rows, cols), dtype=np.float32)
-    return raw, view
-
-
 V10_HOST_CONFIGS = {
     "default": None,  # the spec's PARAMS
     "numba_v8": "NUMBA_V8",
@@ -275,35 +208,22 @@ V10_HOST_CONFIGS = {
 }
 
 
-@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ (C++20) to run the kernel source on the CPU")
+@pytest.mark.skipif(not hostsim.HAVE_GXX, reason="needs g++ (C++20) to run the kernel source on the CPU")
+@pytest.mark.usefixtures("host_builds")
 @pytest.mark.parametrize("config", V10_HOST_CONFIGS)
-def test_v10_kernel_source_on_cpu(tmp_path, config):
+def test_v10_kernel_source_on_cpu(config):
     from gemmlab.kernels.cuda import v10_register_prefetch as v10
 
     chosen = V10_HOST_CONFIGS[config]
     p = dict(v10.PARAMS) if chosen is None else getattr(v10, chosen) if isinstance(chosen, str) else chosen
     assert v10.constraints(p) == []
-    lib = _host_build(tmp_path, p)
-    rng = np.random.default_rng(10)
+    spec = v10.make_spec("cuda/v10_register_prefetch", 10, config, p, "")
     # ragged in every dimension, K below one tile, K%4 and N%4 != 0, several tiles with grouped order, exact tiles
     shapes = [(1, 1, 1), (33, 17, 65), (127, 129, 255), (5, 300, 13), (257, 260, 32), (300, 388, 20),
               (p["BM"], p["BN"], 2 * p["BK"])]
-    for m, n, k in shapes:
+    for shape in shapes:
         for offset in (0, 1):  # 16-byte aligned operands (the 128-bit path where K, N allow) and misaligned ones
-            _, a = _host_matrix(rng, m, k, offset)
-            _, b = _host_matrix(rng, k, n, offset)
-            c_raw, c = _host_matrix(rng, m, n, offset)
-            c[...] = np.nan
-            geo = v10.geometry(Problem(m, n, k), p)
-            ptr = lambda x: ctypes.c_void_p(x.ctypes.data)  # noqa: E731
-            lib.run(ptr(c), ptr(a), ptr(b), m, n, k, geo.threads, geo.grid[0])
-            ref = a.astype(np.float64) @ b.astype(np.float64)
-            err = np.linalg.norm(c - ref) / np.linalg.norm(ref)
-            assert err < 1e-5, (config, (m, n, k), offset, err)
-            inside = np.zeros(c_raw.shape, bool)
-            start = (c.ctypes.data - c_raw.ctypes.data) // 4
-            inside[start:start + m * n] = True
-            assert np.isnan(c_raw[~inside]).all(), "a store landed outside C"
+            hostsim.check_gemm_on_host(spec, Problem(*shape), offset, seed=10)
 
 
 def test_autotuned_records_the_parameters_it_runs_with():
