@@ -219,6 +219,7 @@ def run_on_host(spec, problem, A: np.ndarray, B: np.ndarray, C: np.ndarray, *, s
     `source_text` replaces the source file's text (a deliberately broken variant, say)."""
     if _builds is None:
         raise RuntimeError("hostsim.use_build_dir() was not called: no directory for the host builds")
+    spec = spec.for_problem(problem)  # a per-shape kernel's defines and geometry must come from one choice
     m, n, k = problem.shape
     for x, shape in ((A, (m, k)), (B, (k, n)), (C, (m, n))):
         assert x.dtype == np.float32 and x.flags.c_contiguous and x.shape == shape, (x.dtype, x.shape, shape)

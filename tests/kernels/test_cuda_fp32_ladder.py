@@ -200,6 +200,21 @@ def test_v10_tunes_into_its_own_cache(tmp_path, monkeypatch):
     assert tune._cache_for("cuda/v10_register_prefetch", tmp_path / "x.json").name == v10.name
 
 
+def test_v10_runs_its_tuned_parameters_and_defaults_without_a_cache(tmp_path, monkeypatch):
+    from gemmlab import tune
+
+    monkeypatch.setenv("GEMMLAB_CACHE", str(tmp_path))
+    spec = spec_of("v10_register_prefetch")
+    problem = Problem(2048, 3072, 4096)
+    assert spec.params_for(problem, "Some GPU") == dict(spec.params)  # nothing tuned: the measured default
+    small = dict(tune.V10_SEARCH_SPACE[5])  # numba's 128×128×8 tiling
+    tune._store("Some GPU", problem.label(), {"params": small, "ms": 1.0}, tune.cache_path("cuda/v10_register_prefetch"))
+    concrete = spec.concrete(problem, "Some GPU")
+    assert dict(concrete.params) == small and concrete.source == "v10_register_prefetch.cu"
+    assert concrete.launch_geometry(problem).grid[0] == (2048 // 128) * (3072 // 128)
+    assert spec_of("v9_autotuned").params_for(problem, "Some GPU") == dict(spec_of("v9_autotuned").params)
+
+
 V10_HOST_CONFIGS = {
     "default": None,  # the spec's PARAMS
     "numba_v8": "NUMBA_V8",

@@ -5,8 +5,12 @@ device helpers in sgemm_common.cuh, phrased as the reason a configuration is rej
 """
 from __future__ import annotations
 
-from gemmlab.kernels.cuda._kernel import Geometry, ceil_div
-from gemmlab.kernels.spec import tiled_traffic
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+from gemmlab.kernels.cuda._kernel import CudaKernel, Geometry, ceil_div
+from gemmlab.kernels.spec import Traffic, tiled_traffic
+from gemmlab.problem import Problem
 
 STATIC_SMEM_LIMIT = 48 * 1024  # a block's static __shared__ arrays
 DYNAMIC_SMEM_LIMIT = 227 * 1024  # sm_90 opt-in maximum per block
@@ -116,3 +120,41 @@ def residency_errors(p: dict, smem: int, what: str) -> list[str]:
     if p["MIN_BLOCKS"] * t * 32 > SM_REGISTERS:
         errors.append(f"MIN_BLOCKS={p['MIN_BLOCKS']} blocks of {t} threads leave under 32 registers a thread")
     return errors
+
+
+@dataclass(frozen=True, kw_only=True)
+class AutotunedKernel(CudaKernel):
+    """A CudaKernel whose tile parameters are chosen per problem: the ``gemmlab tune`` cache of ``family`` for
+    this GPU (the shape, else the nearest cached shape), then the ``tuned`` table measured when the level was
+    written, then ``params`` (the fallback). ``make`` builds the plain spec of the chosen parameters."""
+
+    family: str = ""
+    tuned: Mapping[str, Mapping[str, dict]] = field(default_factory=dict)
+    make: Callable[..., CudaKernel] | None = None
+
+    def params_for(self, problem: Problem, gpu_name: str | None = None) -> dict:
+        from gemmlab import tune
+
+        if gpu_name is None:
+            from gemmlab.harness.device import gpu
+
+            info = gpu()
+            gpu_name = info.name if info else ""
+        return (tune.lookup(gpu_name, problem, tune.cache_path(self.family))
+                or tune.nearest(self.tuned.get(gpu_name, {}), problem) or dict(self.params))
+
+    def concrete(self, problem: Problem, gpu_name: str | None = None) -> CudaKernel:
+        """The plain spec this problem runs with."""
+        return self.make(self.name, self.level, self.title, self.params_for(problem, gpu_name), self.doc)
+
+    def for_problem(self, problem: Problem) -> CudaKernel:
+        return self.concrete(problem)
+
+    def traffic(self, problem: Problem) -> Traffic:
+        return self.concrete(problem).traffic(problem)
+
+    def launch_geometry(self, problem: Problem):
+        return self.concrete(problem).launch_geometry(problem)
+
+    def build(self, problem: Problem):
+        return self.concrete(problem).build(problem)

@@ -14,11 +14,12 @@ are zero-filled by the loads' guards and C's stores are guarded (store_tile), so
 Why: the numba kernel reached 0.87× cuBLAS with exactly this staging while V8/V9's cp.async ring stopped at
 0.74-0.83×; the ptxas loop of the 128×128×8 configuration is 583 instructions for 512 FFMA (87.8%), the
 256×128×16 one 2249 for 2048 (91.1%), and on Hopper every non-FFMA instruction costs an FFMA issue slot.
-Predicted gain: 1.05-1.15× V9 at 4096³ and 8192³ (about 0.9× cuBLAS FP32, at or above numba's v8); at
+Predicted gain: 1.05-1.15× V9 at 4096³ and 8192³ (about 0.9× cuBLAS FP32, at or above numba's v10); at
 2048×3072×4096 the 192 tiles fill 1.45 waves of 132 SMs, so there the smaller tiles `gemmlab tune` tries win.
 """
 from gemmlab.kernels.cuda._kernel import CudaKernel, Geometry, ceil_div
-from gemmlab.kernels.cuda._sgemm import divides, residency_errors, traffic_of, warptile_errors, warptile_threads
+from gemmlab.kernels.cuda._sgemm import (AutotunedKernel, divides, residency_errors, traffic_of, warptile_errors,
+                                        warptile_threads)
 
 # Every parameter the kernel source reads; a config must name them all.
 PARAM_NAMES = ("BM", "BN", "BK", "WM", "WN", "RM", "RN", "GROUP_M", "MIN_BLOCKS")
@@ -66,5 +67,6 @@ def make_spec(name: str, level: int, title: str, params: dict, doc: str, cls=Cud
 # hoisted column guards); unbounded it takes 127 registers, so two blocks are resident per SM all the same.
 NUMBA_V8 = {"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "RM": 2, "RN": 2, "GROUP_M": 1, "MIN_BLOCKS": 1}
 PARAMS = {"BM": 256, "BN": 128, "BK": 16, "WM": 64, "WN": 64, "RM": 4, "RN": 2, "GROUP_M": 1, "MIN_BLOCKS": 1}
+# PARAMS runs unless `gemmlab tune --kernels cuda/v10_register_prefetch` has cached a choice for this GPU
 SPECS = [make_spec("cuda/v10_register_prefetch", 10, "register prefetch into two shared stages, 16×8 per lane",
-                   PARAMS, __doc__)]
+                   PARAMS, __doc__, cls=AutotunedKernel, family="cuda/v10_register_prefetch", make=make_spec)]

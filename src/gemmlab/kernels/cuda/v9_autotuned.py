@@ -13,13 +13,9 @@ Predicted gain: 1.1-1.2× V8 at the three bar shapes, toward 0.9× cuBLAS FP32.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from gemmlab.kernels.cuda._kernel import CudaKernel
+from gemmlab.kernels.cuda._sgemm import AutotunedKernel
 from gemmlab.kernels.cuda.v8_cp_async import PARAMS as V8_PARAMS
 from gemmlab.kernels.cuda.v8_cp_async import make_spec
-from gemmlab.kernels.spec import Traffic
-from gemmlab.problem import Problem
 
 # Winners of `gemmlab tune` measured on the named GPU, used when the local cache has nothing.
 _T16x8 = {"BM": 256, "BN": 128, "BK": 16, "WM": 64, "WN": 64, "RM": 4, "RN": 2, "STAGES": 3, "GROUP_M": 1,
@@ -35,37 +31,5 @@ TUNED: dict[str, dict[str, dict]] = {
 }
 
 
-@dataclass(frozen=True, kw_only=True)
-class AutotunedKernel(CudaKernel):
-    """A CudaKernel whose params are looked up per problem; ``params`` holds the fallback configuration."""
-
-    def params_for(self, problem: Problem, gpu_name: str | None = None) -> dict:
-        from gemmlab import tune
-
-        if gpu_name is None:
-            from gemmlab.harness.device import gpu
-
-            info = gpu()
-            gpu_name = info.name if info else ""
-        return (tune.lookup(gpu_name, problem) or tune.nearest(TUNED.get(gpu_name, {}), problem)
-                or dict(self.params))
-
-    def concrete(self, problem: Problem, gpu_name: str | None = None) -> CudaKernel:
-        """The plain V8-source spec this problem runs with."""
-        return make_spec(self.name, self.level, self.title, self.params_for(problem, gpu_name), self.doc)
-
-    def for_problem(self, problem: Problem) -> CudaKernel:
-        return self.concrete(problem)
-
-    def traffic(self, problem: Problem) -> Traffic:
-        return self.concrete(problem).traffic(problem)
-
-    def launch_geometry(self, problem: Problem):
-        return self.concrete(problem).launch_geometry(problem)
-
-    def build(self, problem: Problem):
-        return self.concrete(problem).build(problem)
-
-
 SPECS = [make_spec("cuda/v9_autotuned", 9, "v8 with tile parameters tuned per shape", dict(V8_PARAMS), __doc__,
-                   cls=AutotunedKernel)]
+                   cls=AutotunedKernel, family="cuda/v9_autotuned", tuned=TUNED, make=make_spec)]
