@@ -188,7 +188,8 @@ def cmd_tune(args) -> int:
                   f"{r.ms:.3f}" if r.ms else "—", f"{r.tflops:.1f}" if r.tflops else "—", str(ran),
                   str(len(r.trials) - ran))
     console.print(t)
-    console.print(f"cached in {cache_path()}; cuda/v9_autotuned reads it when it builds")
+    for kernel in sorted({r.kernel for r in results}):
+        console.print(f"{kernel}: cached in {cache_path(kernel)}, read when the kernel builds on this GPU")
     return 0
 
 

@@ -4,9 +4,8 @@ Two families are tunable: ``cuda/v9_autotuned`` (the v8 cp.async source) and ``c
 For each shape every candidate configuration of the kernel source that passes its constraints is compiled
 (configurations whose ptxas report shows spills are dropped before they run), verified once against a float64
 reference on that shape and timed (median of ``repeats`` launches after ``warmup``). The fastest verified one is
-written to a JSON cache keyed by GPU name and shape, which ``cuda/v9_autotuned`` reads when it builds. v10 keeps
-its own cache file (its parameters are not v8's); v10's spec does not read it: a winner found there is meant to
-be copied into the level's PARAMS after it is confirmed.
+written to a JSON cache keyed by GPU name and shape, one file per family (their parameters differ), which the
+kernel reads when it builds for that GPU (the shape, else the nearest cached shape; see ``AutotunedKernel``).
 
 Cache files: ``$GEMMLAB_CACHE/tune.json`` for v9 and ``$GEMMLAB_CACHE/tune-v10_register_prefetch.json`` for v10
 (default ``$GEMMLAB_CACHE`` is ``~/.cache/gemmlab``)::
