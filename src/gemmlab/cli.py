@@ -38,7 +38,6 @@ def cmd_list(args) -> int:
 def cmd_bench(args) -> int:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from gemmlab.console import bench_tables, reasons
     from gemmlab.harness.bench import BenchOptions, run_bench
     from gemmlab.harness.timing import TimingOptions
 

@@ -132,7 +132,6 @@ def test_traffic_model(module, bm, bn):
 
 
 def test_v9_traffic_follows_tuned_tile(tmp_path, monkeypatch):
-    from gemmlab import tune
 
     monkeypatch.setenv("GEMMLAB_CACHE", str(tmp_path))
     spec = spec_of("v9_autotuned")

@@ -111,10 +111,9 @@ def measure_ceilings(copy_bytes: int = 1 << 30, gemm_size: int = 8192) -> dict:
             times.append(cupy.cuda.get_elapsed_time(e0, e1))
         return sorted(times)[len(times) // 2]
 
-    src = cupy.empty(copy_bytes // 4, cupy.float32)
-    dst = cupy.empty_like(src)
-    copy_ms = median_ms(lambda: dst.__setitem__(Ellipsis, src), 20)
-    del src, dst
+    buffers = [cupy.empty(copy_bytes // 4, cupy.float32) for _ in range(2)]
+    copy_ms = median_ms(lambda: cupy.copyto(buffers[1], buffers[0]), 20)
+    buffers.clear()
     p = Problem(gemm_size, gemm_size, gemm_size)
     a, b = p.make_inputs(0, cupy)
     c = cupy.empty((gemm_size, gemm_size), cupy.float32)
