@@ -422,22 +422,17 @@ def gemm_source(name: str, t: Tiling, simulated: bool = SIMULATED, access: str =
 
     def emit_global_loads(depth: int, k0: str):
         """Registers x{q}_{e} / y{q}_{e} get the A / B tile at k offset ``k0`` (zeros outside the matrix)."""
-        for q in range(a_loads):
-            if t.VEC == 4:
-                s(depth, f"if ar{q} < M and {k0} + ac{q} < K:")
-                s(depth + 1, f"x{q}_0, x{q}_1, x{q}_2, x{q}_3 = {x.ld4('g', 'A', f'ag{q} + {k0}')}")
-                s(depth, "else:")
-                s(depth + 1, f"x{q}_0 = x{q}_1 = x{q}_2 = x{q}_3 = float32(0.0)")
-            else:
-                s(depth, f"x{q}_0 = {x.ld('g', 'A', f'ag{q} + {k0}')} if ar{q} < M and {k0} + ac{q} < K else float32(0.0)")
-        for q in range(b_loads):
-            if t.VEC == 4:
-                s(depth, f"if {k0} + br{q} < K and bc{q} < N:")
-                s(depth + 1, f"y{q}_0, y{q}_1, y{q}_2, y{q}_3 = {x.ld4('g', 'B', f'bg{q} + {k0} * N')}")
-                s(depth, "else:")
-                s(depth + 1, f"y{q}_0 = y{q}_1 = y{q}_2 = y{q}_3 = float32(0.0)")
-            else:
-                s(depth, f"y{q}_0 = {x.ld('g', 'B', f'bg{q} + {k0} * N')} if {k0} + br{q} < K and bc{q} < N else float32(0.0)")
+        for reg, mat, loads, offset, guard in (
+                ("x", "A", a_loads, lambda q: f"ag{q} + {k0}", lambda q: f"ar{q} < M and {k0} + ac{q} < K"),
+                ("y", "B", b_loads, lambda q: f"bg{q} + {k0} * N", lambda q: f"{k0} + br{q} < K and bc{q} < N")):
+            for q in range(loads):
+                if t.VEC == 4:
+                    s(depth, f"if {guard(q)}:")
+                    s(depth + 1, f"{reg}{q}_0, {reg}{q}_1, {reg}{q}_2, {reg}{q}_3 = {x.ld4('g', mat, offset(q))}")
+                    s(depth, "else:")
+                    s(depth + 1, f"{reg}{q}_0 = {reg}{q}_1 = {reg}{q}_2 = {reg}{q}_3 = float32(0.0)")
+                else:
+                    s(depth, f"{reg}{q}_0 = {x.ld('g', mat, offset(q))} if {guard(q)} else float32(0.0)")
 
     def emit_smem_stores(depth: int, a_off: str, b_off: str):
         for q in range(a_loads):
