@@ -60,7 +60,10 @@ SEARCH_SPACE: tuple[dict, ...] = (
 
 # v10 (register prefetch, two shared stages): numba's tiling, V9's winning 16×8 tile at BK 16 and 8, its 8×16
 # mirrors, 8×16 lanes in 128-thread blocks two per SM, and 8×8 lanes with 32×64 warps (BK 8 two blocks per SM,
-# BK 16 one), the smaller tiles for shapes with few 256×128 tiles. All compile without spills on sm_90a.
+# BK 16 one), the smaller tiles for shapes with few 256×128 tiles. Then the tiles sized for waves of 132 SMs at
+# one block per SM: 192×128 (12×8 per lane: 2048×3072 is 11×24 = 264 tiles, two full waves) and 128×192 (8×12:
+# 16×16 = 256 tiles); 128×256 in 512 threads of 8×8 (16 warps to hide latency instead of 8); grouped order for
+# the 256×128 tile. All compile without spills on sm_90a.
 _V10 = {"BM": 256, "BN": 128, "BK": 16, "WM": 64, "WN": 64, "RM": 4, "RN": 2, "GROUP_M": 1, "MIN_BLOCKS": 1}
 _V10_8x8 = {"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "RM": 2, "RN": 2, "GROUP_M": 1, "MIN_BLOCKS": 1}
 V10_SEARCH_SPACE: tuple[dict, ...] = (
@@ -72,6 +75,10 @@ V10_SEARCH_SPACE: tuple[dict, ...] = (
     dict(_V10_8x8),  # numba's v10_register_prefetch; 127 registers, so two blocks per SM without the bound
     {**_V10_8x8, "WM": 32, "WN": 64, "MIN_BLOCKS": 2},
     {**_V10_8x8, "WM": 32, "WN": 64, "BK": 16},
+    {**_V10, "BM": 192, "WM": 48, "RM": 3},
+    {**_V10, "BM": 128, "BN": 192, "WM": 32, "WN": 96, "RM": 2, "RN": 3},
+    {**_V10, "BM": 128, "BN": 256, "WM": 32, "WN": 64, "RM": 2, "RN": 2},
+    {**_V10, "GROUP_M": 8},
 )
 
 # kernel -> (module with make_spec and constraints, default search space, cache file name, level)

@@ -101,8 +101,8 @@ def test_tune_search_space_is_valid():
     ("v8_cp_async", {"MIN_BLOCKS": 9}, "registers a thread"),
     ("v8_cp_async", {"GROUP_M": None}, "missing parameters GROUP_M"),
     ("v10_register_prefetch", {"BK": 6}, "multiple of 4"),
-    ("v10_register_prefetch", {"RN": 4}, "lanes, not 32"),
-    ("v10_register_prefetch", {"BK": 4}, "split the B tile's quads evenly"),
+    ("v10_register_prefetch", {"RN": 2}, "lanes, not 32"),
+    ("v10_register_prefetch", {"BM": 256, "RM": 4, "RN": 2, "BK": 4}, "split the B tile's quads evenly"),
     ("v10_register_prefetch", {"BK": 128}, "per-block limit"),
     ("v10_register_prefetch", {"MIN_BLOCKS": 5}, "exceed an SM's shared memory"),
     ("v10_register_prefetch", {"MIN_BLOCKS": 9, "BK": 8}, "registers a thread"),
@@ -118,7 +118,7 @@ def test_invalid_configs_rejected_before_compiling(module, params, reason):
 
 
 @pytest.mark.parametrize("module, bm, bn", [("v3_1d_blocktile", 64, 64), ("v4_2d_blocktile", 128, 128),
-                                            ("v8_cp_async", 128, 128), ("v10_register_prefetch", 256, 128)])
+                                            ("v8_cp_async", 128, 128), ("v10_register_prefetch", 128, 256)])
 def test_traffic_model(module, bm, bn):
     spec = spec_of(module)
     problem = Problem(4096, 4096, 4096)
@@ -139,14 +139,28 @@ def test_v9_traffic_follows_tuned_tile(tmp_path, monkeypatch):
     assert spec.traffic(problem) == spec_of("v8_cp_async").traffic(problem)  # no GPU: the fallback tile
 
 
-def test_tuned_table_configs_compile_without_spills():
-    from gemmlab.kernels.cuda.v8_cp_async import make_spec
-    from gemmlab.kernels.cuda.v9_autotuned import TUNED
+@pytest.mark.parametrize("module, level", [("v9_autotuned", 9), ("v10_register_prefetch", 10)])
+def test_tuned_table_configs_compile_without_spills(module, level):
+    import importlib
 
-    for gpu, entries in TUNED.items():
+    tuned = importlib.import_module(f"gemmlab.kernels.cuda.{module}")
+    maker = importlib.import_module(tuned.make_spec.__module__)
+    for gpu, entries in tuned.TUNED.items():
         for label, entry in entries.items():
-            report = make_spec("cuda/v9_autotuned", 9, label, entry["params"], "").compile("sm_90a").report
+            assert maker.constraints(entry["params"]) == [], (gpu, label)
+            report = tuned.make_spec(f"cuda/{module}", level, label, entry["params"], "").compile("sm_90a").report
             assert report.spills == 0 and report.registers <= 255, (gpu, label, report)
+
+
+def test_v10_h200_table_fills_the_waves_of_the_seed_shape():
+    """On the H200 (132 SMs) the seed shape gets the 128×192 tile: 256 blocks, 1.94 waves at one block per SM,
+    where the large shapes' 128×256 tile would make 192 (1.45 waves)."""
+    spec = spec_of("v10_register_prefetch")
+    seed, big = Problem(2048, 3072, 4096), Problem(4096, 4096, 4096)
+    small_tile = spec.concrete(seed, "NVIDIA H200")
+    assert (small_tile.params["BM"], small_tile.params["BN"]) == (128, 192)
+    assert small_tile.launch_geometry(seed).grid[0] == 16 * 16
+    assert dict(spec.concrete(big, "NVIDIA H200").params) == dict(spec.params)
 
 
 # ---- v10 register prefetch ----------------------------------------------------------------------------------
@@ -157,8 +171,8 @@ def test_v10_default_is_one_block_of_256_threads_per_sm():
     spec = spec_of("v10_register_prefetch")
     p = dict(spec.params)
     report = spec.compile("sm_90a").report
-    assert threads(p) == 256 and quads_per_thread(p) == (4, 2)
-    assert smem_bytes(p) == 2 * 16 * (256 + 4 + 128) * 4  # over 48 KiB: dynamic, opted in at load
+    assert threads(p) == 256 and quads_per_thread(p) == (2, 4)
+    assert smem_bytes(p) == 2 * 16 * (128 + 4 + 256) * 4  # over 48 KiB: dynamic, opted in at load
     assert report.smem_bytes == 0 and report.barriers == 1, report  # all of it dynamic, one barrier
     assert report.registers * threads(p) <= SM_REGISTERS, report
 
@@ -219,6 +233,10 @@ V10_HOST_CONFIGS = {
     "numba_v8": "NUMBA_V8",
     "8x16_lanes_128_threads_grouped": {"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 64, "RM": 2, "RN": 4,
                                        "GROUP_M": 2, "MIN_BLOCKS": 2},
+    "8x12_lanes_128x192": {"BM": 128, "BN": 192, "BK": 16, "WM": 32, "WN": 96, "RM": 2, "RN": 3, "GROUP_M": 1,
+                           "MIN_BLOCKS": 1},
+    "12x8_lanes_192x128": {"BM": 192, "BN": 128, "BK": 16, "WM": 48, "WN": 64, "RM": 3, "RN": 2, "GROUP_M": 1,
+                           "MIN_BLOCKS": 1},
 }
 
 

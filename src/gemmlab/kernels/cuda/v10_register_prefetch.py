@@ -6,9 +6,9 @@ of B), then runs tile t's FFMAs from one of two shared stages, then stores the r
 (A transposed by four STS.32 into the BM+4-padded tile, B by one STS.128) and meets one barrier per tile. V8's
 A path moves A in 4-byte cp.async copies (four LDGSTS per quad, each its own L1 transaction); here a quad of A
 is one 128-bit load. Against numba's v10_register_prefetch (same algorithm: 128×128×8, 64×32 warps, 8×8 per lane,
-two blocks per SM) the default tile is V9's winner, 256×128×16 with 64×64 warp tiles and 16×8 per lane at one
-256-thread block per SM: 6 LDS.128 per 128 FFMA instead of 4 per 64, half the barriers per FFMA, and 25% less
-L2 → SM traffic per output. Rows that are not 16-byte aligned (K or N % 4 != 0, or an offset pointer) take
+two blocks per SM) the tile it was written for is V9's winner, 256×128×16 with 64×64 warp tiles and 16×8 per
+lane at one 256-thread block per SM: 6 LDS.128 per 128 FFMA instead of 4 per 64, half the barriers per FFMA,
+and 25% less L2 → SM traffic per output. Rows that are not 16-byte aligned (K or N % 4 != 0, or an offset pointer) take
 the same template with four guarded 4-byte loads per quad, chosen by one uniform branch per launch; edge tiles
 are zero-filled by the loads' guards and C's stores are guarded (store_tile), so any M, N, K >= 1 is valid.
 Why: the numba kernel reached 0.87× cuBLAS with exactly this staging while V8/V9's cp.async ring stopped at
@@ -16,6 +16,14 @@ Why: the numba kernel reached 0.87× cuBLAS with exactly this staging while V8/V
 256×128×16 one 2249 for 2048 (91.1%), and on Hopper every non-FFMA instruction costs an FFMA issue slot.
 Predicted gain: 1.05-1.15× V9 at 4096³ and 8192³ (about 0.9× cuBLAS FP32, at or above numba's v10); at
 2048×3072×4096 the 192 tiles fill 1.45 waves of 132 SMs, so there the smaller tiles `gemmlab tune` tries win.
+
+The tile is chosen per shape like V9's (``gemmlab tune --kernels cuda/v10_register_prefetch``, cached per GPU;
+TUNED below holds the H200 winners for when there is no cache). On the H200 the 8×16 mirror of V9's tile,
+128×256×16 with 64×64 warp tiles, wins at 4096³ and 8192³. The FFMA and LDS.128 counts are the same; the
+staging is cheaper: a thread moves 2 quads of the (half as tall) A tile and 4 of B per k tile, 8 STS.32 + 4
+STS.128, where 256×128 takes 4 and 2, 16 STS.32 + 2 STS.128.
+At 2048×3072×4096 the tile that fills the waves wins: 128×192 with 8×12 per lane makes 16 × 16 = 256 blocks,
+1.94 waves of 132 SMs at one block per SM, where 256×128 or 128×256 makes 192 (1.45 waves, the second half empty).
 """
 from gemmlab.kernels.cuda._kernel import CudaKernel, Geometry, ceil_div
 from gemmlab.kernels.cuda._sgemm import (AutotunedKernel, divides, residency_errors, traffic_of, warptile_errors,
@@ -66,7 +74,18 @@ def make_spec(name: str, level: int, title: str, params: dict, doc: str, cls=Cud
 # numba's v10_register_prefetch tiling. Under __launch_bounds__(256, 2) ptxas spills 4 bytes (the 4-byte path's
 # hoisted column guards); unbounded it takes 127 registers, so two blocks are resident per SM all the same.
 NUMBA_V8 = {"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "RM": 2, "RN": 2, "GROUP_M": 1, "MIN_BLOCKS": 1}
-PARAMS = {"BM": 256, "BN": 128, "BK": 16, "WM": 64, "WN": 64, "RM": 4, "RN": 2, "GROUP_M": 1, "MIN_BLOCKS": 1}
-# PARAMS runs unless `gemmlab tune --kernels cuda/v10_register_prefetch` has cached a choice for this GPU
-SPECS = [make_spec("cuda/v10_register_prefetch", 10, "register prefetch into two shared stages, 16×8 per lane",
-                   PARAMS, __doc__, cls=AutotunedKernel, family="cuda/v10_register_prefetch", make=make_spec)]
+# The fallback for a GPU with neither a tune cache nor a TUNED entry: the H200's large-shape winner.
+PARAMS = {"BM": 128, "BN": 256, "BK": 16, "WM": 64, "WN": 64, "RM": 2, "RN": 4, "GROUP_M": 1, "MIN_BLOCKS": 1}
+_T8x12 = {"BM": 128, "BN": 192, "BK": 16, "WM": 32, "WN": 96, "RM": 2, "RN": 3, "GROUP_M": 1, "MIN_BLOCKS": 1}
+# Winners of `gemmlab tune --kernels cuda/v10_register_prefetch` (12 candidates per shape, warm L2), used when
+# the local cache has nothing.
+TUNED: dict[str, dict[str, dict]] = {
+    "NVIDIA H200": {  # 2026-11-30
+        "4096x4096x4096": {"params": PARAMS, "ms": 2.921},
+        "2048x3072x4096": {"params": _T8x12, "ms": 1.147},
+        "8192x8192x8192": {"params": PARAMS, "ms": 23.263},
+    },
+}
+SPECS = [make_spec("cuda/v10_register_prefetch", 10, "register prefetch into two shared stages, tile tuned per shape",
+                   PARAMS, __doc__, cls=AutotunedKernel, family="cuda/v10_register_prefetch", tuned=TUNED,
+                   make=make_spec)]
