@@ -96,7 +96,8 @@ def _print_results(results: dict) -> None:
     for n in results.get("noise", []):
         console.print(f"noise: {n['kernel']} at {n['m']}x{n['n']}x{n['k']} timed twice: {n['first_ms']:.4f} vs "
                       f"{n['second_ms']:.4f} ms ({n['diff_pct']:.2f}%); smaller gaps between kernels are noise")
-    console.print("columns: × peer = peer time / kernel time (same precision, same run); × prev = speedup over the "
+    console.print("columns: × peer = peer time / kernel time (same precision, same run, launches of the two "
+                  "interleaved); × prev = speedup over the "
                   "previous level of the same backend; model I = FLOP per modeled global byte; BW util = modeled "
                   "global bytes/s over DRAM bandwidth (>100%: caches absorbed re-reads)", style="dim")
 

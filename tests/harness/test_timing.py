@@ -41,3 +41,64 @@ def test_clock_sampler_flags_throttled_runs():
     assert sampler.summary()["throttled"] is False and sampler.summary()["min_mhz"] == 1700.0
     sampler.samples = [1500.0] * 10
     assert sampler.summary()["throttled"] is True
+
+
+class _FakeGpu:
+    """A stand-in for cupy.cuda on one stream: launches advance a clock, events read it."""
+
+    def __init__(self):
+        self.now = 0.0
+        gpu = self
+
+        class Event:
+            def record(self, stream=None):
+                self.t = gpu.now
+
+            def synchronize(self):
+                pass
+
+        class Stream:
+            def synchronize(self):
+                pass
+
+        self.cuda = type("cuda", (), {"Event": Event, "get_current_stream": staticmethod(lambda: Stream()),
+                                      "get_elapsed_time": staticmethod(lambda e0, e1: e1.t - e0.t)})
+
+    def launch(self, ms, log):
+        def run(a, b, c):
+            log.append(a)
+            self.now += ms
+        return run
+
+
+def test_interleaved_timing_alternates_launches_and_keeps_rotating_sets(monkeypatch):
+    import sys
+
+    from gemmlab.harness.timing import time_interleaved
+
+    gpu = _FakeGpu()
+    monkeypatch.setitem(sys.modules, "cupy", gpu)
+    kernel_sets, peer_sets = [], []
+    sets = [(i, None, None) for i in range(3)]
+    opts = TimingOptions(repeat=10, min_repeat=10, max_seconds=0.0, warmup_seconds=0.0, min_warmup=2)
+    mine, peer = time_interleaved([gpu.launch(2.0, kernel_sets), gpu.launch(0.5, peer_sets)], sets, opts,
+                                  set_bytes=100, l2_bytes=100)
+    assert mine.samples_ms == [2.0] * 10 and peer.samples_ms == [0.5] * 10  # each event pair holds one launch
+    timed_k, timed_p = kernel_sets[-10:], peer_sets[-10:]
+    assert len(kernel_sets) == len(peer_sets) == 2 + 1 + 10  # warm-up rounds, the probe round, the timed rounds
+    # round j: the kernel reads set (2j + 1) % 3 and the peer set (2j + 2) % 3, so neither reads the set it just had
+    assert timed_k == [(2 * j + 1) % 3 for j in range(10)] and timed_p == [(2 * j + 2) % 3 for j in range(10)]
+    assert mine.l2_mode.startswith("cold (rotating 3 input sets")
+
+
+def test_single_launch_timing_is_the_interleaved_timing_of_one(monkeypatch):
+    import sys
+
+    from gemmlab.harness.timing import time_gpu
+
+    gpu = _FakeGpu()
+    monkeypatch.setitem(sys.modules, "cupy", gpu)
+    used = []
+    opts = TimingOptions(repeat=5, min_repeat=5, max_seconds=0.0, warmup_seconds=0.0, min_warmup=1)
+    t = time_gpu(gpu.launch(1.5, used), [(0, None, None), (1, None, None)], opts)
+    assert t.samples_ms == [1.5] * 5 and used[-5:] == [1, 0, 1, 0, 1]

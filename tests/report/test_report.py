@@ -145,6 +145,23 @@ def test_no_ratio_against_another_precision(results):
     assert heights[i] == 0.0 and not visible[i]
 
 
+def test_ratio_comes_from_the_interleaved_timing_when_the_run_made_one(results):
+    from gemmlab.harness.bench import _link_ratios
+
+    paired = copy.deepcopy(results)
+    rec = _rec(paired, "cuda/v4_2d_blocktile")
+    peer = _rec(paired, "peers/cublas_fp32")
+    assert D.peer_ratio(rec, paired["records"]) == pytest.approx(peer["median_ms"] / rec["median_ms"])
+    # the two sampled through one interval: a hotter (slower) GPU taxed both, and the ratio is theirs
+    rec["interleaved"] = {"kernel_ms": 2.0 * rec["median_ms"], "peer_ms": 1.5 * rec["median_ms"], "rounds": 20}
+    assert D.peer_ratio(rec, paired["records"]) == pytest.approx(0.75)
+    _link_ratios(paired["records"])
+    assert rec["peer_ratio"] == pytest.approx(0.75)
+    row = [line for line in markdown.render_markdown(paired, "x.json").splitlines()
+           if line.startswith("| `cuda/v4_2d_blocktile`") and "0.75" in line]
+    assert row
+
+
 def test_peer_missing_from_run_gives_no_ratio(results):
     only = copy.deepcopy(results)
     only["records"] = [r for r in only["records"] if r["kernel"] != "peers/cublas_bf16"]

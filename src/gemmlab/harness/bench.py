@@ -16,7 +16,7 @@ from gemmlab.analysis.roofline import DeviceSpec, device_spec, measure_ceilings,
 from gemmlab.errors import CompileError, GemmlabError, SizeLimitError
 from gemmlab.harness import device, env
 from gemmlab.harness.reference import tolerance_for
-from gemmlab.harness.timing import TimingOptions, rotation_sets, time_cpu, time_gpu
+from gemmlab.harness.timing import TimingOptions, rotation_sets, time_cpu, time_gpu, time_interleaved
 from gemmlab.harness.verify import SIMULATOR_SHAPES, check
 from gemmlab.kernels.registry import list_kernels
 from gemmlab.kernels.spec import CPU, KernelSpec
@@ -97,15 +97,18 @@ def _verify_fill(rec: dict, result) -> bool:
 
 
 def _link_ratios(records: list[dict]) -> None:
-    """peer_ratio = peer time / kernel time at the same precision and shape; speedup over the previous level
-    of the same backend and precision present in the run."""
+    """peer_ratio = peer time / kernel time at the same precision and shape, from the interleaved timing of the
+    two where the run made one, else from their own medians; speedup over the previous level of the same
+    backend and precision present in the run."""
     by_key = {(r["kernel"], r["m"], r["n"], r["k"]): r for r in records}
     for r in records:
         if r["median_ms"] is None:
             continue
         peer = by_key.get((r["peer"], r["m"], r["n"], r["k"]))
         if peer and peer["median_ms"] and peer is not r:
-            r["peer_ratio"] = peer["median_ms"] / r["median_ms"]
+            paired = r.get("interleaved")
+            r["peer_ratio"] = (paired["peer_ms"] / paired["kernel_ms"] if paired
+                               else peer["median_ms"] / r["median_ms"])
         if r["level"] is None:
             continue
         below = [q for q in records if q["backend"] == r["backend"] and q["precision"] == r["precision"]
@@ -189,7 +192,7 @@ def _run_gpu(specs, shapes, opts, dev, bw, info, results, progress):
                 mine = _order(specs, precision)
                 n_sets = _check_memory(problem, rotation_sets(_set_bytes(problem), info.l2_bytes,
                                                                 opts.timing.cold_l2, opts.timing.max_sets))
-                sets = None
+                sets, peer_launch = None, None
                 for spec in mine:
                     if progress:
                         progress.update(task, description=f"{spec.name} {problem.label()}")
@@ -198,7 +201,9 @@ def _run_gpu(specs, shapes, opts, dev, bw, info, results, progress):
                     try:
                         if sets is None and spec.device != CPU and not spec.is_valid(problem):
                             sets = _gpu_sets(problem, n_sets, opts.seed)
-                        _bench_one(spec, problem, rec, sets, opts, dev, bw, info)
+                        launch = _bench_one(spec, problem, rec, sets, opts, dev, bw, info, peer_launch)
+                        if spec.name == PEERS[precision]:
+                            peer_launch = launch
                     except GemmlabError as exc:
                         rec["status"], rec["reason"] = "error", str(exc)
                     if progress:
@@ -213,16 +218,18 @@ def _run_gpu(specs, shapes, opts, dev, bw, info, results, progress):
     _link_ratios(results["records"])
 
 
-def _bench_one(spec, problem, rec, sets, opts, dev, bw, info):
+def _bench_one(spec, problem, rec, sets, opts, dev, bw, info, peer_launch=None):
+    """Verify and time one kernel into ``rec``; return its launch if it was timed on the GPU. With the peer's
+    launch, the kernel is also timed interleaved with it (rec["interleaved"]), which gives the ratio."""
     reason = spec.is_valid(problem)
     if reason:
         rec["status"], rec["reason"] = "skipped", reason
-        return
+        return None
     try:
         launch = spec.build(problem)
     except CompileError as exc:
         rec["status"], rec["reason"] = "error", str(exc)
-        return
+        return None
     if hasattr(spec, "compile"):
         rep = spec.for_problem(problem).compile(info.arch).report
         rec.update(registers=rep.registers, spills=rep.spills, smem_static=rep.smem_bytes)
@@ -236,12 +243,18 @@ def _bench_one(spec, problem, rec, sets, opts, dev, bw, info):
             c = np.empty((problem.m, problem.n), problem.output_dtype())
             _fill_timing(rec, time_cpu(launch, a, b, c, opts.timing), problem, dev, bw)
             rec["status"] = "ok"
-        return
+        return None
     result = check(spec, problem, seed=seed, launch=launch)
-    if _verify_fill(rec, result):
-        timing = time_gpu(launch, sets, opts.timing, info.max_sm_clock_mhz, _set_bytes(problem), info.l2_bytes)
-        _fill_timing(rec, timing, problem, dev, bw)
-        rec["status"] = "ok"
+    if not _verify_fill(rec, result):
+        return None
+    timing_args = (sets, opts.timing, info.max_sm_clock_mhz, _set_bytes(problem), info.l2_bytes)
+    _fill_timing(rec, time_gpu(launch, *timing_args), problem, dev, bw)
+    rec["status"] = "ok"
+    if peer_launch is not None:
+        mine, peer = time_interleaved([launch, peer_launch], *timing_args)
+        rec["interleaved"] = {"kernel_ms": mine.median_ms, "peer_ms": peer.median_ms,
+                              "rounds": len(mine.samples_ms), "clock": mine.clock}
+    return launch
 
 
 def _noise(peer_rec, problem, sets, opts, info, results):

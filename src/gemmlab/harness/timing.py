@@ -115,39 +115,49 @@ class ClockSampler:
 def time_gpu(launch, sets, opts: TimingOptions, max_clock_mhz: float = 0.0, set_bytes: int = 0,
              l2_bytes: int = 0) -> Timing:
     """Time ``launch(a, b, c)`` over the rotating ``sets`` of (a, b, c) CuPy arrays on the current stream."""
+    return time_interleaved([launch], sets, opts, max_clock_mhz, set_bytes, l2_bytes)[0]
+
+
+def time_interleaved(launches, sets, opts: TimingOptions, max_clock_mhz: float = 0.0, set_bytes: int = 0,
+                     l2_bytes: int = 0) -> list[Timing]:
+    """Time several launches round-robin (one launch of each per round, each in its own event pair) over the
+    rotating ``sets``; one Timing per launch. With two launches, a kernel and its peer, both are sampled through
+    the same interval, so drift in clocks (the power limit pulls them down as the GPU heats) or in the machine
+    taxes both alike and their ratio is free of it."""
     import cupy
 
     stream = cupy.cuda.get_current_stream()
-    n = len(sets)
+    n, k = len(sets), len(launches)
     # Warm-up: until both a launch count and a time floor are reached, which also settles clocks and caches.
     t0, i = time.perf_counter(), 0
     while i < opts.min_warmup or time.perf_counter() - t0 < opts.warmup_seconds:
-        launch(*sets[i % n])
+        for launch in launches:
+            launch(*sets[i % n])
         i += 1
         if i % 8 == 0:
             stream.synchronize()
         if i >= 1000:
             break
     stream.synchronize()
-    # One probe launch sizes the run to the time budget.
+    # One probe round sizes the run to the time budget.
     start, stop = cupy.cuda.Event(), cupy.cuda.Event()
     start.record(stream)
-    launch(*sets[0])
+    for launch in launches:
+        launch(*sets[0])
     stop.record(stream)
     stop.synchronize()
     one = cupy.cuda.get_elapsed_time(start, stop) / 1e3
     repeat = max(opts.min_repeat, min(opts.repeat, int(opts.max_seconds / max(one, 1e-6))))
-    events = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(repeat)]
+    events = [[(cupy.cuda.Event(), cupy.cuda.Event()) for _ in launches] for _ in range(repeat)]
     with ClockSampler(max_clock_mhz) as clocks:
-        for j, (e0, e1) in enumerate(events):
-            args = sets[(j + 1) % n]
-            e0.record(stream)
-            launch(*args)
-            e1.record(stream)
+        for j, pairs in enumerate(events):
+            for i, (launch, (e0, e1)) in enumerate(zip(launches, pairs)):
+                e0.record(stream)
+                launch(*sets[(j * k + i + 1) % n])  # the rotation runs on across launches: every one finds cold data
+                e1.record(stream)
             if j % 16 == 15:
-                e1.synchronize()  # keep the queue short so the clock samples overlap the launches
+                pairs[-1][1].synchronize()  # keep the queue short so the clock samples overlap the launches
         stream.synchronize()
-    samples = [cupy.cuda.get_elapsed_time(e0, e1) for e0, e1 in events]
     total = n * set_bytes
     if n == 1:
         mode = "warm (one input set reused)"
@@ -155,7 +165,8 @@ def time_gpu(launch, sets, opts: TimingOptions, max_clock_mhz: float = 0.0, set_
         mode = f"cold (rotating {n} input sets, {total / 2**20:.0f} MiB > 2×L2)"
     else:
         mode = f"cold-ish (rotating {n} sets, {total / 2**20:.1f} MiB, under 2×L2: problem too small)"
-    return Timing(samples, mode, clocks.summary())
+    clock = clocks.summary()
+    return [Timing([cupy.cuda.get_elapsed_time(*pairs[i]) for pairs in events], mode, clock) for i in range(k)]
 
 
 def time_cpu(launch, a, b, c, opts: TimingOptions) -> Timing:

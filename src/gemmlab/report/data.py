@@ -92,10 +92,15 @@ def peer_record(rec: dict, records: Iterable[dict]) -> dict | None:
 
 
 def peer_ratio(rec: dict, records: list[dict]) -> float | None:
-    """Peer time / kernel time (above 1: faster than the peer), only against a timed peer of the same precision."""
+    """Peer time / kernel time (above 1: faster than the peer), only against a timed peer of the same precision:
+    from the two's interleaved timing where the run made one (both sampled through the same interval, so clock
+    drift cancels), else from their own medians."""
     peer = peer_record(rec, records)
     if peer is None or not is_timed(peer) or not is_timed(rec):
         return None
+    paired = rec.get("interleaved")
+    if paired and paired.get("kernel_ms") and paired.get("peer_ms"):
+        return paired["peer_ms"] / paired["kernel_ms"]
     return peer["median_ms"] / rec["median_ms"]
 
 

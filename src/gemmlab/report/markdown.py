@@ -1,8 +1,9 @@
 """The Markdown report: provenance, roofs, one table per shape and precision, the seeds' table, model vs counters.
 
 Every number comes from the results JSON named at the top, and the top names the gemmlab command that wrote it
-(``env.command``) and, per profiled kernel, the ``gemmlab profile`` command. Ratios are recomputed here from
-the medians, only against the peer of the same precision timed in the same run.
+(``env.command``) and, per profiled kernel, the ``gemmlab profile`` command. Ratios are recomputed here (from the
+interleaved timing of kernel and peer where the run made one, else from the medians), only against the peer of
+the same precision timed in the same run.
 """
 from __future__ import annotations
 
@@ -222,7 +223,9 @@ def render_markdown(results: dict, source: str, figures: dict | None = None, lin
             lines += [f"### {D.PRECISION_LABEL.get(p, p)}", ""]
             lines += kernel_table(group, records, roofs)
             lines += ["", f"× peer: {', '.join(f'`{n}`' for n in peer_names) or 'no peer'} time / kernel time at "
-                          f"{D.PRECISION_LABEL.get(p, p)}, both in this run (above 1: faster than the peer). "
+                          f"{D.PRECISION_LABEL.get(p, p)}, both in this run (above 1: faster than the peer), "
+                          + ("from launches of the two interleaved one by one. "
+                             if any(r.get("interleaved") for r in group) else "from their own medians. ") +
                           "× prev: speedup over the previous level of the same backend. % of peak: against "
                           f"{D.fmt(roofs.peak_tflops)} TFLOPS {D.PRECISION_LABEL.get(p, p)} (datasheet).", ""]
             seeds = seeds_table(group, roofs)
