@@ -269,3 +269,39 @@ def test_autotuned_records_the_parameters_it_runs_with():
     assert dict(concrete.params) == TUNED["NVIDIA H200"]["4096x4096x4096"]["params"]
     assert dict(concrete.params) != dict(spec.params)
     assert get_kernel("cuda/v8_cp_async").for_problem(problem) is get_kernel("cuda/v8_cp_async")
+
+
+def test_v10_configurations_cover_every_tile_it_can_pick(tmp_path, monkeypatch):
+    from gemmlab import tune
+    from gemmlab.kernels.cuda.v10_register_prefetch import TUNED
+
+    monkeypatch.setenv("GEMMLAB_CACHE", str(tmp_path))
+    spec = spec_of("v10_register_prefetch")
+    h200 = [dict(c.params) for c in spec.configurations("NVIDIA H200")]
+    assert len(h200) == 2 and dict(spec.params) in h200  # two shapes share the fallback tile
+    assert {(p["BM"], p["BN"]) for p in h200} == {(e["params"]["BM"], e["params"]["BN"])
+                                                  for e in TUNED["NVIDIA H200"].values()}
+    assert [dict(c.params) for c in spec.configurations("Some GPU")] == [dict(spec.params)]
+    cached = dict(tune.V10_SEARCH_SPACE[5])
+    tune._store("Some GPU", "100x200x300", {"params": cached, "ms": 1.0}, tune.cache_path(spec.family))
+    assert [dict(c.params) for c in spec.configurations("Some GPU")] == [cached, dict(spec.params)]
+
+
+def test_sanitizer_child_runs_each_configuration_of_a_tuned_kernel(monkeypatch):
+    """compute-sanitizer must see every compiled variant: the child checks each configuration at each shape."""
+    from types import SimpleNamespace
+
+    from gemmlab.harness import device, sweep
+
+    monkeypatch.setattr(device, "gpu", lambda: SimpleNamespace(name="NVIDIA H200"))
+    seen = []
+
+    def fake_check(spec, problem, seed):
+        seen.append(((spec.params["BM"], spec.params["BN"]), problem.shape))
+        return SimpleNamespace(passed=True)
+
+    monkeypatch.setattr(sweep, "check", fake_check)
+    assert sweep._sanitize_target(["cuda/v10_register_prefetch", "cuda/v8_cp_async"]) == 0
+    tiles = [tile for tile, _ in seen]
+    assert tiles.count((128, 256)) == tiles.count((128, 192)) == len(sweep.SANITIZE_SHAPES)
+    assert tiles.count((128, 128)) == len(sweep.SANITIZE_SHAPES)  # v8: one plain configuration

@@ -112,19 +112,21 @@ def sanitizer_rows(specs, log: str, returncode: int) -> list[tuple[str, bool, st
 
 
 def _sanitize_target(kernels: list[str]) -> int:
-    """Child of ``sanitize``: one launch per kernel and ragged shape, verified afterwards."""
+    """Child of ``sanitize``: one launch per kernel and ragged shape, verified afterwards. A kernel tuned per shape
+    runs every configuration it can pick on this GPU, since each is its own compiled code."""
     from gemmlab.kernels.registry import get_kernel
 
     bad = 0
     for kernel in kernels:
         spec = get_kernel(kernel)
-        for i, shape in enumerate(SANITIZE_SHAPES):
-            problem = Problem(*shape, spec.precision)
-            if spec.is_valid(problem):
-                continue
-            if not check(spec, problem, seed=i).passed:
-                print(f"FAILED {kernel} {problem.label()}", flush=True)
-                bad += 1
+        for variant in spec.configurations() if hasattr(spec, "configurations") else [spec]:
+            for i, shape in enumerate(SANITIZE_SHAPES):
+                problem = Problem(*shape, spec.precision)
+                if variant.is_valid(problem):
+                    continue
+                if not check(variant, problem, seed=i).passed:
+                    print(f"FAILED {kernel} {dict(variant.params)} {problem.label()}", flush=True)
+                    bad += 1
     return 4 if bad else 0
 
 

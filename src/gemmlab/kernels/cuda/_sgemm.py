@@ -135,13 +135,23 @@ class AutotunedKernel(CudaKernel):
     def params_for(self, problem: Problem, gpu_name: str | None = None) -> dict:
         from gemmlab import tune
 
-        if gpu_name is None:
-            from gemmlab.harness.device import gpu
-
-            info = gpu()
-            gpu_name = info.name if info else ""
+        gpu_name = _gpu_name(gpu_name)
         return (tune.lookup(gpu_name, problem, tune.cache_path(self.family))
                 or tune.nearest(self.tuned.get(gpu_name, {}), problem) or dict(self.params))
+
+    def configurations(self, gpu_name: str | None = None) -> list[CudaKernel]:
+        """Every distinct plain spec this kernel can run on this GPU (the cached choices, the built-in ones, the
+        fallback), for checks that must cover each, such as the sanitizer's."""
+        from gemmlab import tune
+
+        gpu_name = _gpu_name(gpu_name)
+        entries = [*tune.load_cache(tune.cache_path(self.family)).get(gpu_name, {}).values(),
+                   *self.tuned.get(gpu_name, {}).values(), {"params": self.params}]
+        distinct = []
+        for entry in entries:
+            if dict(entry["params"]) not in distinct:
+                distinct.append(dict(entry["params"]))
+        return [self.make(self.name, self.level, self.title, p, self.doc) for p in distinct]
 
     def concrete(self, problem: Problem, gpu_name: str | None = None) -> CudaKernel:
         """The plain spec this problem runs with."""
@@ -158,3 +168,13 @@ class AutotunedKernel(CudaKernel):
 
     def build(self, problem: Problem):
         return self.concrete(problem).build(problem)
+
+
+def _gpu_name(name: str | None) -> str:
+    """The given GPU name, else the present GPU's, else "" (no GPU: only the fallback parameters apply)."""
+    if name is not None:
+        return name
+    from gemmlab.harness.device import gpu
+
+    info = gpu()
+    return info.name if info else ""
