@@ -27,8 +27,9 @@ def test_every_level_and_precision_registered():
     for level in ("tc1_mma_sync", "tc2_wgmma_tma", "tc3_warp_specialized", "tc4_persistent"):
         for prec in ("bf16", "tf32"):
             assert f"cuda/{level}_{prec}" in names
+    assert "cuda/tc5_swap_ab_tf32" in names  # TF32 only: BF16 wgmma reads N-major B as it is
     for s in TC:
-        assert s.level in (1, 2, 3, 4) and s.precision in ("bf16", "tf32")
+        assert s.level in (1, 2, 3, 4, 5) and s.precision in ("bf16", "tf32")
         assert s.doc and "changed" in s.doc
 
 
@@ -67,13 +68,19 @@ def test_tensor_core_instructions_in_ptx(spec):
         assert "wgmma" not in ptx
     else:
         typ = "bf16" if spec.precision == "bf16" else "tf32"
-        n = spec.params["BN"]
-        assert f"wgmma.mma_async.sync.aligned.m64n{n}k" in ptx and f".f32.{typ}.{typ}" in ptx
+        assert f"wgmma.mma_async.sync.aligned.m64n{_wgmma_n(spec)}k" in ptx and f".f32.{typ}.{typ}" in ptx
         assert "cp.async.bulk.tensor.2d" in ptx and "mbarrier.try_wait" in ptx
     if spec.level >= 3:
         assert "setmaxnreg.inc" in ptx and "setmaxnreg.dec" in ptx
-    if spec.level == 4 and spec.params["CM"] > 1:
+    if spec.level >= 4 and spec.params.get("CM", 1) * spec.params.get("CN", 1) > 1:
         assert "multicast::cluster" in ptx and "mapa" in ptx
+    if getattr(spec, "swap_ab", False):  # B's fragments come from registers: no descriptor for wgmma's A
+        assert "ld.shared.v2" in ptx and "}, {%r" in ptx
+
+
+def _wgmma_n(spec) -> int:
+    """The wgmma N of a level: BN, or BM where the kernel computes Cᵀ (swap_ab)."""
+    return spec.params["BM"] if getattr(spec, "swap_ab", False) else spec.params["BN"]
 
 
 def _cuda_tool(name: str) -> str | None:
@@ -102,7 +109,7 @@ def test_hgmma_in_sass(spec, tmp_path):
     env = dict(os.environ, PATH=os.path.dirname(NVDISASM) + os.pathsep + os.environ.get("PATH", ""))
     sass = subprocess.run([CUOBJDUMP, "-sass", str(cubin)], capture_output=True, text=True, env=env).stdout
     typ = "BF16" if spec.precision == "bf16" else "TF32"
-    assert f"HGMMA.64x{spec.params['BN']}x{16 if typ == 'BF16' else 8}.F32.{typ}" in sass
+    assert f"HGMMA.64x{_wgmma_n(spec)}x{16 if typ == 'BF16' else 8}.F32.{typ}" in sass
     assert "UTMALDG" in sass and "LDL" not in sass and "STL" not in sass
 
 
@@ -177,10 +184,12 @@ def test_tile_order_is_a_grouped_permutation():
 
 
 def test_tile_order_matches_device_scheduler():
-    text = (SOURCE_DIR / "tc4_persistent.cu").read_text()
-    for line in ("const int group = GROUP_M * tiles_n;", "const int first = (t / group) * GROUP_M;",
-                 "const int rows = min(tiles_m - first, GROUP_M);", "tm = first + r % rows;", "tn = r / rows;"):
+    text = (SOURCE_DIR / "tc_common.cuh").read_text()
+    for line in ("const int group = group_m * tiles_n;", "const int first = (t / group) * group_m;",
+                 "const int rows = min(tiles_m - first, group_m);", "tm = first + r % rows;", "tn = r / rows;"):
         assert line in text
+    for level in ("tc4_persistent.cu", "tc5_swap_ab.cu"):
+        assert "schedule(tile, tiles_m, tiles_n, GROUP_M, tm, tn);" in (SOURCE_DIR / level).read_text()
 
 
 @pytest.mark.parametrize("shape", [(4096, 4096, 4096), (8192, 8192, 8192), (33, 17, 65), (1, 1, 1)])
@@ -189,15 +198,15 @@ def test_launch_geometry(shape):
         p = Problem(*shape, spec.precision)
         geo = spec.launch_geometry(p) if spec.level < 4 else spec.launch_geometry(p, sm_count=132)
         bm, bn = spec.params["BM"], spec.params["BN"]
-        if spec.level == 4:
-            cm = spec.params["CM"]
-            tiles = -(-p.m // (bm * cm)) * -(-p.n // bn)
-            assert geo.grid == (min(tiles, 132 // cm) * cm, 1, 1)
-            assert geo.grid[0] % cm == 0
-            assert spec.cluster() == ((cm, 1, 1) if cm > 1 else None)
+        if spec.level >= 4:
+            cm, cn = spec.params.get("CM", 1), spec.params.get("CN", 1)
+            tiles = -(-p.m // (bm * cm)) * -(-p.n // (bn * cn))
+            assert geo.grid == (min(tiles, 132 // (cm * cn)) * cm * cn, 1, 1)
+            assert spec.cluster() == ((cm * cn, 1, 1) if cm * cn > 1 else None)
         else:
             assert geo.grid == (-(-p.n // bn), -(-p.m // bm), 1)
-        threads = {1: 256, 2: bm // 64 * 128}.get(spec.level, (bm // 64 + 1) * 128)
+        consumers = (bn if spec.level == 5 else bm) // 64  # tc5's warpgroups split the tile's N
+        threads = {1: 256, 2: consumers * 128}.get(spec.level, (consumers + 1) * 128)
         assert geo.threads == threads
         assert geo.smem <= 227 * 1024
 
@@ -249,3 +258,88 @@ def test_persistent_grid_fits_resident_clusters():
     assert spec.launch_geometry(p, sm_count=132, max_clusters=60).grid == (120, 1, 1)
     small = Problem(256, 256, 64, spec.precision)  # one cluster tile
     assert spec.launch_geometry(small, sm_count=132, max_clusters=60).grid == (2, 1, 1)
+
+
+# ---- tc5: Cᵀ = Bᵀ·Aᵀ with B's fragments from registers ------------------------------------------------------
+TC5 = next(s for s in TC if s.level == 5)
+
+
+def _frag_col(cw: int, w: int, g: int) -> int:
+    """tc5's frag_col: the tile column of fragment row g (row g + 8 is the next column) of warp w, warpgroup cw."""
+    return 64 * cw + 32 * (w // 2) + 8 * (w % 2) + 2 * (g % 2) + 16 * ((g // 2) % 2) + 4 * (g // 4)
+
+
+def _b_offset(k: int, c: int) -> int:
+    """tc5's b_offset without the A tile: byte offset of B (K row k, tile column c) in 128B-swizzled 32-column
+    boxes of BK = 32 rows (TMA's 128-byte swizzle: 16-byte chunk j of row k lands at chunk j ^ (k % 8))."""
+    cc = c % 32
+    return (c // 32) * 32 * 128 + k * 128 + ((((cc >> 2) ^ (k & 7)) << 4) | ((cc & 3) * 4))
+
+
+def test_tc5_fragment_map_matches_device():
+    text = (SOURCE_DIR / "tc5_swap_ab.cu").read_text()
+    assert "return 64 * cw + 32 * (w / 2) + 8 * (w % 2) + 2 * (g % 2) + 16 * ((g / 2) % 2) + 4 * (g / 4);" in text
+    assert "k * 128 + ((((cc >> 2) ^ (k & 7)) << 4) | ((cc & 3) * 4))" in text
+
+
+def test_tc5_fragment_columns_cover_the_tile_once():
+    cols = sorted(_frag_col(cw, w, g) + e for cw in range(2) for w in range(4) for g in range(8) for e in (0, 1))
+    assert cols == list(range(TC5.params["BN"]))
+
+
+def test_tc5_fragment_loads_are_bank_conflict_free():
+    """Each half-warp's ld.shared.v2 (lanes 0-15, 16-31) touches each of the 32 banks once, for every k8 step."""
+    for cw in range(2):
+        for w in range(4):
+            for k in range(32):
+                if k % 8 >= 4:
+                    continue  # thread t reads rows 8s + t and 8s + t + 4: k is the first of the pair
+                for half in (0, 1):
+                    banks = []
+                    for lane in range(16 * half, 16 * half + 16):
+                        g, t = lane // 4, lane % 4
+                        for row in (k - k % 8 + t, k - k % 8 + t + 4):
+                            off = _b_offset(row, _frag_col(cw, w, g))
+                            assert off % 8 == 0  # 8-byte aligned: columns c, c + 1 in one ld.shared.v2
+                        off = _b_offset(k - k % 8 + t + (k % 8 // 4) * 4, _frag_col(cw, w, g))
+                        banks += [off // 4 % 32, off // 4 % 32 + 1]
+                    assert sorted(banks) == list(range(32)), (cw, w, k, half)
+
+
+def test_tc5_stores_fill_whole_sectors():
+    """One float2 store instruction of a warp (fixed j, v) writes 4 C rows x 16 columns: 8 whole 32-byte sectors."""
+    n = 4096
+    for w in range(4):
+        sectors, written = set(), 0
+        for lane in range(32):
+            g, t = lane // 4, lane % 4
+            addr = ((2 * t) * n + _frag_col(0, w, g)) * 4
+            sectors |= {addr // 32, (addr + 7) // 32}
+            written += 8
+        assert len(sectors) * 32 == written == 256
+
+
+def test_tc5_operands_as_given_no_prepass():
+    p = Problem(1000, 520, 200, "tf32")
+    a, b = TC5.operand_maps(p, lda=200, ldb=520)
+    assert (a.rows, a.cols, a.box_rows, a.box_cols) == (1000, 200, 256, 32)  # A: M rows of K, all BM rows
+    assert (b.rows, b.cols, b.box_rows, b.box_cols) == (200, 520, 32, 32)  # B: K rows of N, 32-column boxes
+    assert a.box_bytes + TC5.params["BN"] // 32 * b.box_bytes == tc_common.stage_bytes(256, 128)
+    import dataclasses
+
+    cn2 = dataclasses.replace(TC5, params={**TC5.params, "CN": 2})
+    a2, _ = cn2.operand_maps(p, lda=200, ldb=520)
+    assert a2.box_rows == 128  # each CTA of the cluster loads and multicasts half of A's rows
+    assert cn2.cluster() == (2, 1, 1)
+    t = TC5.traffic(Problem(4096, 4096, 4096, "tf32"))
+    assert "pre-pass" not in t.basis and t.global_write == 4 * 4096 * 4096
+    assert t.global_read == 4 * (4096 * 4096 * 32 + 4096 * 4096 * 16)  # A per 128 columns, B per 256 rows
+
+
+def test_tc5_invalid_configurations_refused():
+    import dataclasses
+
+    for bad in ({"CN": 3}, {"CM": 2}, {"BM": 192}, {"BN": 96}, {"STAGES": 5}):
+        with pytest.raises(InvalidConfigError):
+            dataclasses.replace(TC5, params={**TC5.params, **bad})
+    dataclasses.replace(TC5, params={**TC5.params, "BM": 128, "STAGES": 7})  # 32 KB stages: 7 fit

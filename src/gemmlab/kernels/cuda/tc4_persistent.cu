@@ -28,17 +28,6 @@
 
 #define CW (BM / 64)
 
-// Tile t of the cluster-tile grid (tiles_m rows of CM*BM, tiles_n columns of BN) in grouped order: GROUP_M
-// cluster-rows at a time, column by column, so the CTAs working at one moment share A rows and B columns in L2.
-__device__ __forceinline__ void schedule(int t, int tiles_m, int tiles_n, int &tm, int &tn) {
-  const int group = GROUP_M * tiles_n;
-  const int first = (t / group) * GROUP_M;
-  const int rows = min(tiles_m - first, GROUP_M);
-  const int r = t % group;
-  tm = first + r % rows;
-  tn = r / rows;
-}
-
 extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
     tc4_persistent(float *C, const TmaMap *maps, int M, int N, int K) {
   extern __shared__ unsigned char smem_raw[];
@@ -69,9 +58,9 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
     setmaxnreg_dec<PRODUCER_REGS>();
     if (tid == 0) {
       int it = 0;
-      for (int t = cluster; t < tiles; t += clusters) {
+      for (int tile = cluster; tile < tiles; tile += clusters) {
         int tm, tn;
-        schedule(t, tiles_m, tiles_n, tm, tn);
+        schedule(tile, tiles_m, tiles_n, GROUP_M, tm, tn);
         const int m0 = (tm * CM + rank) * BM, n0 = tn * BN;
         for (int kt = 0; kt < KT; ++kt, ++it) {
           const int s = it % STAGES;
@@ -85,9 +74,9 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
     const int cw = wg - 1;
     int it = 0;
     float d[BN / 2];
-    for (int t = cluster; t < tiles; t += clusters) {
+    for (int tile = cluster; tile < tiles; tile += clusters) {
       int tm, tn;
-      schedule(t, tiles_m, tiles_n, tm, tn);
+      schedule(tile, tiles_m, tiles_n, GROUP_M, tm, tn);
       const int m0 = (tm * CM + rank) * BM, n0 = tn * BN;
       for (int kt = 0; kt < KT; ++kt, ++it) {
         const int s = it % STAGES;
@@ -98,22 +87,10 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
         wgmma_ktile<BN>(d, a, b, kt > 0);
         wgmma_commit();
         wgmma_wait<1>();
-        if (kt > 0 && tid % 32 == 0) {
-          const int ps = (it - 1) % STAGES;
-          if (CM > 1)
-            for (u32 r = 0; r < CM; ++r) mbar_arrive_cluster(&empty[ps], r);
-          else
-            mbar_arrive(&empty[ps]);
-        }
+        if (kt > 0 && tid % 32 == 0) release_slot<CM>(&empty[(it - 1) % STAGES]);
       }
       wgmma_wait<0>();
-      if (tid % 32 == 0) {  // release the tile's last slot
-        const int ps = (it - 1) % STAGES;
-        if (CM > 1)
-          for (u32 r = 0; r < CM; ++r) mbar_arrive_cluster(&empty[ps], r);
-        else
-          mbar_arrive(&empty[ps]);
-      }
+      if (tid % 32 == 0) release_slot<CM>(&empty[(it - 1) % STAGES]);  // the tile's last slot
       fence_acc(d);
       if (m0 < M) store_acc<BN>(C, d, m0 + cw * 64, n0, M, N);
     }

@@ -240,6 +240,28 @@ __device__ __forceinline__ void load_stage(unsigned char *stage, const TmaMap *m
   }
 }
 
+// Tile t of a grid of tiles_m x tiles_n cluster tiles in grouped order: GROUP_M cluster-rows at a time, column
+// by column, so the CTAs working at one moment share A rows and B columns in L2 (tc4, tc5).
+__device__ __forceinline__ void schedule(int t, int tiles_m, int tiles_n, int group_m, int &tm, int &tn) {
+  const int group = group_m * tiles_n;
+  const int first = (t / group) * group_m;
+  const int rows = min(tiles_m - first, group_m);
+  const int r = t % group;
+  tm = first + r % rows;
+  tn = r / rows;
+}
+
+// A consumer warp's release of ring slot `s` (its wgmma reads are done): on its own CTA's `empty` barrier, or,
+// when NCTA CTAs of a cluster share the slot's multicast operand, on every one of theirs, since each producer
+// must know that all readers of the bytes it multicast are done before it overwrites them.
+template <int NCTA>
+__device__ __forceinline__ void release_slot(u64 *empty) {
+  if (NCTA > 1)
+    for (u32 r = 0; r < NCTA; ++r) mbar_arrive_cluster(empty, r);
+  else
+    mbar_arrive(empty);
+}
+
 // Dynamic shared memory rounded up to the 1024-byte alignment the 128-byte swizzle needs.
 __device__ __forceinline__ unsigned char *aligned_smem(unsigned char *raw) {
   const u32 pad = (1024u - (smem_u32(raw) & 1023u)) & 1023u;

@@ -1,13 +1,15 @@
-"""Host side shared by the wgmma levels (tc2..tc4): parameters and their constraints, launch geometry, the
+"""Host side shared by the wgmma levels (tc2..tc5): parameters and their constraints, launch geometry, the
 operand staging each precision needs before TMA can read it, tensor maps, the tile order and the traffic model.
 
 Operand staging, decided per problem before anything launches:
 - BF16: A (M×K) is K-major and B (K×N) N-major as given; wgmma reads B through its transpose bit. TMA needs
   16-byte row strides, so K % 8 (A) or N % 8 (B) sends that operand through a padded copy first (a slower but
   correct path; the kernel's tensor map still has the true width, so the padding is never read).
-- TF32: tf32 wgmma reads K-major operands only, so B goes through a transpose pre-pass into Bᵀ (N×K, row stride
-  K rounded up to 4). The pre-pass moves 8·K·N bytes and is the second launch (tc_transpose) in the
-  profiles of results/h200/tensor_cores.json.
+- TF32, tc2-tc4: tf32 wgmma reads K-major shared-memory operands only, so B goes through a transpose pre-pass
+  into Bᵀ (N×K, row stride K rounded up to 4). The pre-pass moves 8·K·N bytes and is the second launch
+  (tc_transpose) in the profiles of results/h200/tensor_cores.json.
+- TF32, tc5 (``swap_ab``): the kernel computes Cᵀ = Bᵀ·Aᵀ with B as wgmma's register operand, so A and B are
+  read as given, padded like BF16's when K % 4 (A) or N % 4 (B).
 """
 from __future__ import annotations
 
@@ -57,51 +59,63 @@ def tile_order(tiles_m: int, tiles_n: int, group_m: int) -> list[tuple[int, int]
     return order
 
 
-def wgmma_constraints(p: dict, specialized: bool) -> list[str]:
+def wgmma_constraints(p: dict, specialized: bool, swap_ab: bool = False) -> list[str]:
+    """The parameter errors of a wgmma level. With ``swap_ab`` (tc5) the wgmma tile is Cᵀ: the consumer
+    warpgroups split BN (64 C columns each) and BM is the wgmma N; otherwise they split BM and BN is the N."""
     e = []
     bm, bn, stages = p["BM"], p["BN"], p["STAGES"]
-    if bm not in (64, 128, 192, 256):
-        e.append(f"BM={bm}: each consumer warpgroup owns 64 rows, so BM must be 64, 128, 192 or 256")
-    if bn not in (64, 128, 256):
-        e.append(f"BN={bn}: wgmma shapes used here are n64, n128 and n256")
+    split, wide = ("BN", "BM") if swap_ab else ("BM", "BN")  # names of the split side and of the wgmma N
+    split_v, wide_v = p[split], p[wide]
+    if split_v not in (64, 128, 192, 256):
+        e.append(f"{split}={split_v}: each consumer warpgroup owns 64 of them, so {split} must be 64, 128, 192 or 256")
+    if wide_v not in (64, 128, 256):
+        e.append(f"{wide}={wide_v}: wgmma shapes used here are n64, n128 and n256")
     if stages < 2:
         e.append(f"STAGES={stages}: the ring needs at least 2 slots to overlap loads with math")
     if smem_bytes(p) > SMEM_LIMIT:
         e.append(f"{stages} stages of {bm}x{bn} tiles need {smem_bytes(p)} bytes of shared memory, "
                  f"past the {SMEM_LIMIT}-byte limit")
-    warpgroups = bm // 64 + (1 if specialized else 0)
+    warpgroups = split_v // 64 + (1 if specialized else 0)
     if warpgroups * 128 > 1024:
-        e.append(f"BM={bm} needs {warpgroups * 128} threads, past 1024")
+        e.append(f"{split}={split_v} needs {warpgroups * 128} threads, past 1024")
     if specialized:
         consumer, producer = p.get("CONSUMER_REGS", 232), p.get("PRODUCER_REGS", 40)
         if consumer % 8 or producer % 8 or not (24 <= producer <= consumer <= 256):
             e.append("setmaxnreg counts must be multiples of 8 in 24..256, producer <= consumer")
-        if consumer * 128 * (bm // 64) + producer * 128 > 65536:
-            e.append(f"{bm // 64} consumer warpgroups at {consumer} registers and a producer at {producer} "
+        if consumer * 128 * (split_v // 64) + producer * 128 > 65536:
+            e.append(f"{split_v // 64} consumer warpgroups at {consumer} registers and a producer at {producer} "
                      f"exceed the 65536-register file")
-        if bn // 2 + 40 > consumer:
-            e.append(f"BN={bn} needs {bn // 2} accumulator registers per thread, too many for {consumer}")
-    cm = p.get("CM", 1)
-    if cm not in (1, 2):
-        e.append(f"CM={cm}: clusters of 1 or 2 CTAs along M")
-    elif (bn // 64) % cm:
-        e.append(f"CM={cm} must divide the {bn // 64} B boxes of a tile (BN={bn})")
+        if wide_v // 2 + 40 > consumer:
+            e.append(f"{wide}={wide_v} needs {wide_v // 2} accumulator registers per thread, too many for {consumer}")
+    if swap_ab:  # the CN CTAs of a cluster sit side by side along N and split the A tile's rows
+        if p.get("CM", 1) != 1:
+            e.append("tc5 clusters run along N (CN), not M")
+        if p.get("CN", 1) not in (1, 2):
+            e.append(f"CN={p.get('CN')}: clusters of 1 or 2 CTAs along N")
+    else:  # the CM CTAs of a cluster sit one above the other along M and split the B tile's 64-column boxes
+        cm = p.get("CM", 1)
+        if cm not in (1, 2):
+            e.append(f"CM={cm}: clusters of 1 or 2 CTAs along M")
+        elif (p["BN"] // 64) % cm:
+            e.append(f"CM={cm} must divide the {p['BN'] // 64} B boxes of a tile (BN={p['BN']})")
     if p.get("GROUP_M", 1) < 1:
         e.append("GROUP_M must be at least 1")
     return e
 
 
-def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1):
-    """A read once per BN-column tile, B once per cluster of CM·BM rows (multicast), C written once; TF32 adds
-    the transpose pre-pass (B read and Bᵀ written)."""
+def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, prepass: bool | None = None):
+    """A read once per cluster of CN·BN columns, B once per cluster of CM·BM rows (multicast shares an operand
+    within a cluster), C written once; the TF32 transpose pre-pass (tc2-tc4: B read and Bᵀ written) on top."""
+    prepass = precision == "tf32" if prepass is None else prepass
 
     def model(problem: Problem) -> Traffic:
         m, n, k = problem.shape
         e = problem.prec.input_bytes
-        read = e * (m * k * ceil_div(n, bn) + k * n * ceil_div(m, bm * cm))
+        read = e * (m * k * ceil_div(n, bn * cn) + k * n * ceil_div(m, bm * cm))
         write = 4 * m * n
-        basis = f"A once per {bn}-column tile, B once per {bm * cm}-row {'cluster' if cm > 1 else 'tile'}"
-        if precision == "tf32":
+        basis = (f"A once per {bn * cn}-column {'cluster' if cn > 1 else 'tile'}, "
+                 f"B once per {bm * cm}-row {'cluster' if cm > 1 else 'tile'}")
+        if prepass:
             read += 4 * k * n
             write += 4 * k * n
             basis += ", plus the Bᵀ pre-pass (read B, write Bᵀ)"
@@ -112,9 +126,11 @@ def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1):
 
 @dataclass(frozen=True, kw_only=True)
 class WgmmaKernel(CudaKernel):
-    """A TMA + wgmma level. ``kind`` picks the launch shape: plain (tc2), specialized (tc3), persistent (tc4)."""
+    """A TMA + wgmma level. ``kind`` picks the launch shape: plain (tc2), specialized (tc3), persistent (tc4,
+    tc5). ``swap_ab`` (tc5, TF32): the kernel computes Cᵀ = Bᵀ·Aᵀ from A and B as given, no pre-pass."""
 
     kind: str = "plain"
+    swap_ab: bool = False
     int32_indices: bool = False  # C offsets are 64-bit; M, N, K themselves must fit an int (checked below)
 
     def defines(self) -> dict:
@@ -139,20 +155,22 @@ class WgmmaKernel(CudaKernel):
         resident would run after the others, doubling the time."""
         p = dict(self.params)
         bm, bn = p["BM"], p["BN"]
-        threads = (bm // 64 + (0 if self.kind == "plain" else 1)) * 128
+        consumers = (bn if self.swap_ab else bm) // 64
+        threads = (consumers + (0 if self.kind == "plain" else 1)) * 128
         smem = smem_bytes(p)
         if self.kind == "persistent":
-            cm = p.get("CM", 1)
-            tiles = ceil_div(problem.m, bm * cm) * ceil_div(problem.n, bn)
-            resident = sm_count // cm if max_clusters is None else min(max_clusters, sm_count // cm)
+            cm, cn = p.get("CM", 1), p.get("CN", 1)
+            size = cm * cn
+            tiles = ceil_div(problem.m, bm * cm) * ceil_div(problem.n, bn * cn)
+            resident = sm_count // size if max_clusters is None else min(max_clusters, sm_count // size)
             clusters = max(1, min(tiles, resident))
-            return Geometry(grid=(clusters * cm, 1, 1), block=(threads, 1, 1), smem=smem)
+            return Geometry(grid=(clusters * size, 1, 1), block=(threads, 1, 1), smem=smem)
         return Geometry(grid=(ceil_div(problem.n, bn), ceil_div(problem.m, bm), 1), block=(threads, 1, 1),
                         smem=smem)
 
     def cluster(self) -> tuple[int, int, int] | None:
-        cm = self.params.get("CM", 1)
-        return (cm, 1, 1) if self.kind == "persistent" and cm > 1 else None
+        size = self.params.get("CM", 1) * self.params.get("CN", 1)
+        return (size, 1, 1) if self.kind == "persistent" and size > 1 else None
 
     @staticmethod
     def max_active_clusters(kernel, geo: Geometry, cluster) -> int | None:
@@ -172,11 +190,14 @@ class WgmmaKernel(CudaKernel):
 
     def operand_maps(self, problem: Problem, lda: int, ldb: int) -> tuple[TiledMap, TiledMap]:
         """Tensor maps of the operands the kernel reads: A (M×K, row stride lda) and B (K×N, N-major, row stride
-        ldb) for BF16, or Bᵀ (N×K, K-major, row stride ldb) for TF32."""
+        ldb) for BF16 and swap_ab TF32, or Bᵀ (N×K, K-major, row stride ldb) for the other TF32 levels."""
         m, n, k = problem.shape
         bm, kt = self.params["BM"], bk(self.precision)
         if self.precision == "bf16":
             return (TiledMap("bf16", m, k, lda, bm, kt), TiledMap("bf16", k, n, ldb, kt, 64))
+        if self.swap_ab:  # each CTA of a cluster loads BM/CN rows of A; B in 32-column boxes (128-byte rows)
+            return (TiledMap("fp32", m, k, lda, bm // self.params.get("CN", 1), kt),
+                    TiledMap("fp32", k, n, ldb, kt, 32))
         return (TiledMap("fp32", m, k, lda, bm, kt), TiledMap("fp32", n, k, ldb, 64, kt))
 
     def build(self, problem: Problem):
@@ -198,9 +219,10 @@ class WgmmaKernel(CudaKernel):
         align = 8 if bf16 else 4  # elements per 16 bytes
         kp, np_ = ceil_div(k, align) * align, ceil_div(n, align) * align
         pad_a = k != kp
-        pad_b = bf16 and n != np_
+        b_as_given = bf16 or self.swap_ab  # else TF32 reads Bᵀ, written by the pre-pass
+        pad_b = b_as_given and n != np_
         scratch: dict = {}
-        if not bf16:
+        if not b_as_given:
             transpose = load_kernel(compile_cuda("tc_transpose.cu", "tc_transpose", {"TILE_T": 32}, info.arch))
         table = MapTable()
 
@@ -216,7 +238,7 @@ class WgmmaKernel(CudaKernel):
             if pad_a or a.data.ptr % 16:
                 A, lda = buffer("a", (m, kp), bits), kp
                 A[:, :k] = a.view(bits)
-            if bf16:
+            if b_as_given:
                 B, ldb = b, n
                 if pad_b or b.data.ptr % 16:
                     B, ldb = buffer("b", (k, np_), bits), np_

@@ -1,0 +1,34 @@
+"""tc5 (TF32): swap A and B, B from registers, no transpose pre-pass.
+
+What changed against tc4: tf32 wgmma reads shared-memory operands K-major only, and tc4 TF32 paid for that with
+a pre-pass writing Bᵀ (8·K·N bytes moved, about 35-40 µs of its 0.43 ms at 4096³). tc5 computes Cᵀ = Bᵀ·Aᵀ
+instead: A, K-major as given, is wgmma's shared-memory operand (its N = BM = 256 rows of C), and B, N-major as
+given, is wgmma's register operand, which has no layout rule on shared memory: each consumer thread loads its
+m64k8 fragment from the TMA tile with two ld.shared.v2 per k8 step. The column order of the fragment rows is
+chosen so that these loads are bank-conflict-free on the 128B-swizzled box and the epilogue stores float2
+pairs that fill whole 32-byte sectors of C (see tc5_swap_ab.cu). Tile 256 (M) × 128 (N): the same m64n256
+wgmma and 48 KB stage as tc4, 4 stages, grouped persistent order. A wgmma may read its register operand until
+it completes, so each consumer retires its previous k-tile (wait_group 0) before loading the next fragments; the
+other consumer warpgroup's queued wgmmas cover the gap.
+Why: one launch instead of two, and 8·K·N fewer bytes. Predicted gain: the pre-pass's 8-9% of tc4 TF32's time,
+to about 0.97-1.0× cuBLAS TF32 at 4096³ and 8192³.
+Measured (H200, cold L2, median of 30 launches interleaved with cuBLAS TF32, three runs; not yet in
+results/): 0.994-0.998× cuBLAS TF32 at 4096³ (0.342-0.344 ms; tc4 TF32 0.880× in the first run), 1.010-1.012×
+at 8192³, 0.870-0.877× at 2048×3072×4096, where 192 tiles of 256×128 fill 1.45 waves of 132 SMs. Clusters of 2
+along N multicasting A (CN=2) and GROUP_M=16 were within 0.5% of this; a 128×128 tile (BM=128) gained 2% at
+2048×3072×4096 and lost 20% at 4096³ and 8192³. So CN=1, BM=256.
+"""
+from gemmlab.kernels.cuda.tc_common import WgmmaKernel, wgmma_constraints, wgmma_traffic
+
+PARAMS = {"BM": 256, "BN": 128, "STAGES": 4, "CN": 1, "GROUP_M": 8, "PRODUCER_REGS": 40, "CONSUMER_REGS": 232}
+
+SPECS = [
+    WgmmaKernel(
+        name="cuda/tc5_swap_ab_tf32", level=5, precision="tf32", kind="persistent", swap_ab=True,
+        title="tf32 Cᵀ = Bᵀ·Aᵀ: B fragments from registers (ld.shared), A from shared memory, no pre-pass",
+        source="tc5_swap_ab.cu", entry="tc5_swap_ab", params=dict(PARAMS),
+        constraints=lambda p: wgmma_constraints(p, specialized=True, swap_ab=True),
+        traffic_model=wgmma_traffic("tf32", PARAMS["BM"], PARAMS["BN"], cn=PARAMS["CN"], prepass=False),
+        doc=__doc__,
+    )
+]
