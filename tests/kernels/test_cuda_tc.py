@@ -230,6 +230,33 @@ def test_invalid_configurations_refused_before_compiling():
         dataclasses.replace(tc1, params={**tc1.params, "BM": 64})
 
 
+def test_launch_register_pool():
+    """__launch_bounds__(threads, 1) caps each thread at 65536 / threads rounded down to 8 (255 at most)."""
+    assert tc_common.launch_registers(384) == 384 * 168
+    assert tc_common.launch_registers(640) == 640 * 96
+    assert tc_common.launch_registers(256) == 65536 and tc_common.launch_registers(128) == 128 * 256
+
+
+def test_setmaxnreg_counts_fit_the_launch_pool():
+    """setmaxnreg moves registers between a block's warps and never adds any: a 256x128 tc4 tile (4 consumer
+    warpgroups, 640 threads, 96 registers each at launch) with consumers at 112 would leave setmaxnreg.inc
+    waiting forever (it hung on the H200), so it is refused; 104 fits and compiles with the pool ptxas gives."""
+    import dataclasses
+
+    spec = next(s for s in WGMMA if s.level == 4 and s.precision == "bf16")
+    wide = {"BM": 256, "BN": 128, "PRODUCER_REGS": 40}
+    with pytest.raises(InvalidConfigError, match="at launch"):
+        dataclasses.replace(spec, params={**spec.params, **wide, "CONSUMER_REGS": 112})
+    ok = dataclasses.replace(spec, params={**spec.params, **wide, "CONSUMER_REGS": 104})
+    report = ok.compile("sm_90a").report
+    assert report.spills == 0 and report.registers * 640 == tc_common.launch_registers(640)
+    for s in WGMMA:  # every specialized level's counts fill at most the pool ptxas assigned
+        if s.level >= 3:
+            threads = s.launch_geometry(Problem(4096, 4096, 4096, s.precision)).block[0]
+            used = s.params["PRODUCER_REGS"] * 128 + s.params["CONSUMER_REGS"] * (threads - 128)
+            assert used <= s.compile("sm_90a").report.registers * threads == tc_common.launch_registers(threads)
+
+
 def test_validity_any_shape():
     for spec in TC:
         for shape in [(1, 1, 1), (33, 17, 65), (4097, 4095, 4099), (8192, 8192, 8192)]:

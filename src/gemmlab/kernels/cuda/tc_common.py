@@ -42,6 +42,13 @@ def smem_bytes(p: dict) -> int:
     return p["STAGES"] * (stage_bytes(p["BM"], p["BN"]) + BARRIER_BYTES) + ALIGN_SLACK
 
 
+def launch_registers(threads: int) -> int:
+    """Registers a block of ``threads`` holds from launch to exit under __launch_bounds__(threads, 1): ptxas caps
+    each thread at 65536 / threads rounded down to the allocation unit of 8 (255 at most, allocated as 256), and
+    setmaxnreg only moves registers between the block's warps, so the warpgroups' counts must fit this pool."""
+    return threads * min(256, 65536 // threads // 8 * 8)
+
+
 def wgmma_desc(addr: int, lbo: int, sbo: int) -> int:
     """The 64-bit wgmma shared-memory descriptor (128-byte swizzle), as the kernels' wgmma_desc builds it."""
     return ((addr & 0x3FFFF) >> 4) | ((lbo >> 4) << 16) | ((sbo >> 4) << 32) | (1 << 62)
@@ -82,9 +89,10 @@ def wgmma_constraints(p: dict, specialized: bool, swap_ab: bool = False) -> list
         consumer, producer = p.get("CONSUMER_REGS", 232), p.get("PRODUCER_REGS", 40)
         if consumer % 8 or producer % 8 or not (24 <= producer <= consumer <= 256):
             e.append("setmaxnreg counts must be multiples of 8 in 24..256, producer <= consumer")
-        if consumer * 128 * (split_v // 64) + producer * 128 > 65536:
+        pool = launch_registers(warpgroups * 128)
+        if consumer * 128 * (split_v // 64) + producer * 128 > pool:
             e.append(f"{split_v // 64} consumer warpgroups at {consumer} registers and a producer at {producer} "
-                     f"exceed the 65536-register file")
+                     f"exceed the {pool} registers the block holds at launch (setmaxnreg.inc would wait forever)")
         if wide_v // 2 + 40 > consumer:
             e.append(f"{wide}={wide_v} needs {wide_v // 2} accumulator registers per thread, too many for {consumer}")
     if swap_ab:  # the CN CTAs of a cluster sit side by side along N and split the A tile's rows
