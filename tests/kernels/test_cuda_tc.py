@@ -28,8 +28,9 @@ def test_every_level_and_precision_registered():
         for prec in ("bf16", "tf32"):
             assert f"cuda/{level}_{prec}" in names
     assert "cuda/tc5_swap_ab_tf32" in names  # TF32 only: BF16 wgmma reads N-major B as it is
+    assert {"cuda/tc6_stream_k_bf16", "cuda/tc6_stream_k_tf32"} <= names
     for s in TC:
-        assert s.level in (1, 2, 3, 4, 5) and s.precision in ("bf16", "tf32")
+        assert s.level in (1, 2, 3, 4, 5, 6) and s.precision in ("bf16", "tf32")
         assert s.doc and "changed" in s.doc
 
 
@@ -189,7 +190,7 @@ def test_tile_order_matches_device_scheduler():
                  "const int rows = min(tiles_m - first, group_m);", "tm = first + r % rows;", "tn = r / rows;"):
         assert line in text
     for level in ("tc4_persistent.cu", "tc5_swap_ab.cu"):
-        assert "schedule(tile, tiles_m, tiles_n, GROUP_M, tm, tn);" in (SOURCE_DIR / level).read_text()
+        assert "schedule(u.tile, tiles_m, tiles_n, GROUP_M, tm, tn);" in (SOURCE_DIR / level).read_text()
 
 
 @pytest.mark.parametrize("shape", [(4096, 4096, 4096), (8192, 8192, 8192), (33, 17, 65), (1, 1, 1)])
@@ -201,11 +202,15 @@ def test_launch_geometry(shape):
         if spec.level >= 4:
             cm, cn = spec.params.get("CM", 1), spec.params.get("CN", 1)
             tiles = -(-p.m // (bm * cm)) * -(-p.n // (bn * cn))
-            assert geo.grid == (min(tiles, 132 // (cm * cn)) * cm * cn, 1, 1)
+            if spec.params.get("STREAM_K"):
+                kt = -(-p.k // tc_common.bk(spec.precision))
+                assert geo.grid == (tc_common.stream_k_grid(tiles, kt, 132), 1, 1) and geo.grid[0] <= 132
+            else:
+                assert geo.grid == (min(tiles, 132 // (cm * cn)) * cm * cn, 1, 1)
             assert spec.cluster() == ((cm * cn, 1, 1) if cm * cn > 1 else None)
         else:
             assert geo.grid == (-(-p.n // bn), -(-p.m // bm), 1)
-        consumers = (bn if spec.level == 5 else bm) // 64  # tc5's warpgroups split the tile's N
+        consumers = (bn if getattr(spec, "swap_ab", False) else bm) // 64  # tc5's warpgroups split the tile's N
         threads = {1: 256, 2: consumers * 128}.get(spec.level, (consumers + 1) * 128)
         assert geo.threads == threads
         assert geo.smem <= 227 * 1024
@@ -370,3 +375,217 @@ def test_tc5_invalid_configurations_refused():
         with pytest.raises(InvalidConfigError):
             dataclasses.replace(TC5, params={**TC5.params, **bad})
     dataclasses.replace(TC5, params={**TC5.params, "BM": 128, "STAGES": 7})  # 32 KB stages: 7 fit
+
+
+# ---- tc6: stream-K tail ----------------------------------------------------------------------------------------
+TC6 = [s for s in TC if s.level == 6]
+SK_CASES = [(t, g, kt) for t in (1, 2, 5, 25, 131, 132, 133, 192, 263, 264, 265, 512, 2048)
+            for g in (1, 3, 7, 68, 132) for kt in (1, 2, 3, 11, 64, 128)]
+
+
+FILLS = [(0, 100), (tc_common.SK_FILL, tc_common.SK_SKIP_FILL), (100, 100), (30, 60)]
+
+
+def _sk_check(tiles: int, grid: int, kt: int, fill: int = tc_common.SK_FILL,
+              skip: int = tc_common.SK_SKIP_FILL) -> None:
+    """The properties the kernel's fixup relies on, for one (T, G, KT) and region rule."""
+    units = tc_common.stream_k_units(tiles, grid, kt, fill, skip)
+    dp = tc_common.stream_k_dp_tiles(tiles, grid, fill, skip)
+    waves, rest = divmod(tiles, grid)
+    if rest == 0 or (waves and rest * 100 >= skip * grid):
+        assert dp == tiles  # whole waves, or a last wave nearly full: no stream-K
+    elif waves == 0 or rest * 100 >= fill * grid:
+        assert dp == waves * grid  # the partial wave alone is the stream-K region
+    else:
+        assert dp == (waves - 1) * grid  # a thin partial wave joins the last full one
+    assert tiles - dp < 2 * grid
+    seen = {}
+    for c, us in enumerate(units):
+        assert [t for t, _, _ in us if t < dp] == list(range(c, dp, grid))  # data-parallel tiles first, whole
+        assert all(kb == 0 and ke == kt for t, kb, ke in us if t < dp)
+        assert sum(kb > 0 for _, kb, _ in us) <= 1  # at most one partial per CTA: a workspace slot each
+        tail = [u for u in us if u[0] >= dp]
+        assert all(kb == 0 for _, kb, _ in tail[1:])  # ... and only the first stream-K unit can start mid-tile
+        assert all(ke == kt for _, _, ke in us[:-1])  # only the last unit can stop mid-tile
+        for t, kb, ke in us:
+            assert 0 <= kb < ke <= kt
+            for k in range(kb, ke):
+                assert (t, k) not in seen  # every (tile, k) iteration exactly once
+                seen[(t, k)] = c
+    assert len(seen) == tiles * kt
+    sk = [sum(ke - kb for t, kb, ke in us if t >= dp) for us in units]
+    assert max(sk) - min(sk) <= 1  # balanced stream-K ranges
+    for t in range(tiles):
+        owners = [(c, i) for c, us in enumerate(units) for i, u in enumerate(us) if u[0] == t and u[1] == 0]
+        assert len(owners) == 1  # one owner per tile: the unit holding k = 0
+        c, i = owners[0]
+        holders = sorted({seen[(t, k)] for k in range(kt)})
+        assert holders[0] == c  # the owner's CTA runs the tile's first iterations; the peers come after it
+        if len(holders) > 1:
+            assert i == len(units[c]) - 1  # a split tile's owner unit is the last its CTA runs
+            for p in holders[1:]:
+                first = next(u for u in units[p] if u[0] >= dp)
+                assert first[0] == t and first[1] > 0  # each peer's partial is its first stream-K unit
+
+
+@pytest.mark.parametrize("fills", FILLS)
+def test_stream_k_partition(fills):
+    for case in SK_CASES:
+        _sk_check(*case, *fills)
+
+
+def test_stream_k_partition_dense_small():
+    for tiles in range(1, 40):
+        for grid in range(1, 20):
+            for kt in range(1, 9):
+                for fills in FILLS:
+                    _sk_check(tiles, grid, kt, *fills)
+
+
+def test_stream_k_split_of_the_seed_shapes():
+    # 2048x3072x4096 BF16: 192 tiles for 132 SMs, 64 k-tiles each: no data-parallel wave, all stream-K
+    assert tc_common.stream_k_dp_tiles(192, 132) == 0
+    units = tc_common.stream_k_units(192, 132, 64)
+    assert {sum(ke - kb for _, kb, ke in us) for us in units} == {93, 94}  # 12288 iterations / 132
+    # 4096³: 512 tiles = 3.88 waves, the last 88% full: all data-parallel (stream-K measured slower there);
+    # 8192³: 2048 tiles, 15 whole waves and 68 tiles (52%) of stream-K
+    assert tc_common.stream_k_dp_tiles(512, 132) == 512 and tc_common.stream_k_dp_tiles(2048, 132) == 1980
+    assert tc_common.stream_k_dp_tiles(512, 132, fill=50, skip=100) == 396  # the variants measured
+    assert tc_common.stream_k_dp_tiles(512, 132, fill=100, skip=100) == 264  # the two-wave region of the first design
+    assert tc_common.stream_k_dp_tiles(264, 132) == 264  # whole waves: no stream-K at all
+    assert tc_common.stream_k_partials(264, 132, 64) == 0
+    # fewer tiles than SMs: the grid grows until each CTA holds about SK_MIN_KTILES k-tiles, at most one per SM
+    assert tc_common.stream_k_grid(25, 11, 132) == 25 * 11 // tc_common.SK_MIN_KTILES
+    assert tc_common.stream_k_grid(1, 1, 132) == 1 and tc_common.stream_k_grid(600, 64, 132) == 132
+    assert tc_common.stream_k_grid(3, 2, 132) == 3
+
+
+def _sk_text() -> str:
+    text = (SOURCE_DIR / "tc_common.cuh").read_text()
+    begin, end = "// begin stream-K arithmetic", "// end stream-K arithmetic"
+    return text[text.index(begin):text.index(end)]
+
+
+def test_stream_k_device_arithmetic_matches_model_text():
+    text = _sk_text()
+    for line in ("const int waves = tiles / grid, rest = tiles % grid;",
+                 "if (rest == 0 || (waves > 0 && rest * 100 >= SK_SKIP_FILL * grid)) return tiles;",
+                 "if (waves == 0 || rest * 100 >= SK_FILL * grid) return waves * grid;",
+                 "return (waves - 1) * grid;", "return (long long)c * q + (c * r) / grid;", "tile = dp_tiles + (int)(i / KT);",
+                 "kb = (int)(i % KT);", "ke = left < (long long)(KT - kb) ? kb + (int)left : KT;"):
+        assert line in text
+    for level in ("tc4_persistent.cu", "tc5_swap_ab.cu"):
+        src = (SOURCE_DIR / level).read_text()
+        assert src.count("for (Walk u(cluster, clusters, tiles, KT); u.valid(); u.next())") == 2  # producer, consumers
+        assert "for (int kt = u.kb; kt < u.ke; ++kt, ++it)" in src and "sk_fixup<" in src
+
+
+GXX = shutil.which("g++") or shutil.which("clang++")
+
+
+@pytest.mark.skipif(GXX is None, reason="no host C++ compiler to run the device arithmetic with")
+def test_stream_k_device_arithmetic_runs_like_the_model(tmp_path):
+    """Compile the device walk (SkWalk, plain C++) on the host and compare its units and each split tile's peers
+    with the Python model on many (T, G, KT)."""
+    main = r"""
+#include <cstdio>
+int main() {
+  int T, G, KT;
+  while (scanf("%d %d %d", &T, &G, &KT) == 3) {
+    for (int c = 0; c < G; ++c) {
+      printf("C");
+      for (SkWalk u(c, G, T, KT); u.valid(); u.next()) {
+        printf(" %d,%d,%d", u.tile, u.kb, u.ke);
+        if (u.owner_of_split()) {
+          printf(":");
+          for (int p = u.first_peer(); p >= 0; p = u.next_peer(p)) printf("%d;", p);
+        }
+      }
+      printf("\n");
+    }
+  }
+}
+"""
+    src = tmp_path / "walk.cpp"
+    src.write_text("#define __host__\n#define __device__\n#define __forceinline__ inline\n" + _sk_text() + main)
+    for fill, skip in FILLS:
+        exe = tmp_path / f"walk{fill}_{skip}"
+        subprocess.run([GXX, "-O1", "-std=c++17", f"-DSK_FILL={fill}", f"-DSK_SKIP_FILL={skip}", "-o", str(exe),
+                        str(src)], check=True)
+        _compare_walk(exe, fill, skip)
+
+
+def _compare_walk(exe, fill: int, skip: int) -> None:
+    cases = SK_CASES + [(t, g, kt) for t in range(1, 12) for g in range(1, 9) for kt in range(1, 6)]
+    out = subprocess.run([str(exe)], input="\n".join(f"{t} {g} {k}" for t, g, k in cases), capture_output=True,
+                         text=True, check=True).stdout.splitlines()
+    row = 0
+    for t, g, kt in cases:
+        units = tc_common.stream_k_units(t, g, kt, fill, skip)
+        holders = {}
+        for c, us in enumerate(units):
+            for tile, kb, ke in us:
+                holders.setdefault(tile, []).append(c)
+        for c, us in enumerate(units):
+            want = []
+            for tile, kb, ke in us:
+                w = f"{tile},{kb},{ke}"
+                if kb == 0 and ke < kt:
+                    w += ":" + "".join(f"{p};" for p in holders[tile][1:])
+                want.append(w)
+            assert out[row] == " ".join(["C"] + want), (t, g, kt, c, fill, skip)
+            row += 1
+    assert row == len(out)
+
+
+@pytest.mark.parametrize("spec", TC6, ids=lambda s: s.name)
+def test_tc6_is_its_base_level_with_stream_k(spec):
+    base = next(s for s in TC if s.level == (4 if spec.precision == "bf16" else 5) and s.precision == spec.precision)
+    assert spec.source == base.source and spec.entry == base.entry
+    sk = {"STREAM_K": 1, "SK_FILL": tc_common.SK_FILL, "SK_SKIP_FILL": tc_common.SK_SKIP_FILL}
+    assert spec.params in ({**base.params, "CM": 1, **sk}, {**base.params, **sk})
+    assert spec.params.get("CM", 1) * spec.params.get("CN", 1) == 1
+    assert "STREAM_K" not in base.params  # tc4, tc5 compile with the .cu default, STREAM_K=0
+    assert "red.release.gpu" in _ptx(spec) and "ld.acquire.gpu" in _ptx(spec)
+    assert "red.release.gpu" not in _ptx(base)
+    assert spec.compile("sm_90a").report.barriers == 2  # bar 0 (__syncthreads) and the consumers' named bar 1
+    # where no tile is split (whole waves, or a last wave at least SK_SKIP_FILL % full), tc6 launches the base
+    # level's kernel: the same binary
+    plain = spec.without_stream_k()
+    assert plain.params == base.params and plain.compile("sm_90a").cubin == base.compile("sm_90a").cubin
+    assert spec.stream_k_tiles(Problem(4096, 4096, 4096, spec.precision)) == 0  # 116 of 132: 88% full
+    assert spec.stream_k_tiles(Problem(8192, 8192, 8192, spec.precision)) == 68
+    assert spec.stream_k_tiles(Problem(2048, 3072, 4096, spec.precision)) == 192
+
+
+def test_tc6_refuses_clusters_and_bad_values():
+    import dataclasses
+
+    bf16, tf32 = (next(s for s in TC6 if s.precision == p) for p in ("bf16", "tf32"))
+    with pytest.raises(InvalidConfigError, match="clusters off"):
+        dataclasses.replace(bf16, params={**bf16.params, "CM": 2})
+    with pytest.raises(InvalidConfigError, match="clusters off"):
+        dataclasses.replace(tf32, params={**tf32.params, "CN": 2})
+    with pytest.raises(InvalidConfigError, match="STREAM_K=2"):
+        dataclasses.replace(bf16, params={**bf16.params, "STREAM_K": 2})
+    for bad in ({"SK_FILL": 101}, {"SK_FILL": 80, "SK_SKIP_FILL": 70}, {"SK_SKIP_FILL": 120}):
+        with pytest.raises(InvalidConfigError, match="SK_FILL"):
+            dataclasses.replace(bf16, params={**bf16.params, **bad})
+    tc4 = next(s for s in TC if s.level == 4 and s.precision == "tf32" and s.params["CM"] == 2)
+    with pytest.raises(InvalidConfigError, match="clusters off"):
+        dataclasses.replace(tc4, params={**tc4.params, "STREAM_K": 1})
+
+
+def test_tc6_traffic_counts_the_partials():
+    for spec in TC6:
+        base = next(s for s in TC if s.level == (4 if spec.precision == "bf16" else 5) and s.precision == spec.precision)
+        p = Problem(2048, 3072, 4096, spec.precision)
+        t6, tb = spec.traffic(p), base.traffic(p)
+        bm, bn = spec.params["BM"], spec.params["BN"]
+        tiles, kt = -(-2048 // bm) * -(-3072 // bn), -(-4096 // tc_common.bk(spec.precision))
+        partials = tc_common.stream_k_partials(tiles, 132, kt)
+        assert 0 < partials <= 132
+        assert t6.global_read - tb.global_read == t6.global_write - tb.global_write == 4 * bm * bn * partials
+        assert "stream-K" in t6.basis
+        whole = Problem(bm * 132, bn, 64, spec.precision)  # 132 tiles: one whole wave, no partials
+        assert spec.traffic(whole).global_read == base.traffic(whole).global_read

@@ -3,6 +3,8 @@
 // box once and TMA multicasts it to the whole cluster, so B crosses L2->SM once per cluster instead of once per
 // CTA. The ring's phases run on across tiles, so the producer prefetches the next tile's k-tiles while the
 // consumers store the last one.
+// STREAM_K=1 (tc6, clusters off): the walk ends in a stream-K tail (SkWalk, sk_fixup in tc_common.cuh) and the
+// kernel takes two more arguments, the partials' workspace and one flag per tile.
 #ifndef BM
 #define BM 128
 #endif
@@ -29,7 +31,7 @@
 #define CW (BM / 64)
 
 extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
-    tc4_persistent(float *C, const TmaMap *maps, int M, int N, int K) {
+    tc4_persistent(float *C, const TmaMap *maps, int M, int N, int K SK_ARGS) {
   extern __shared__ unsigned char smem_raw[];
   unsigned char *smem = aligned_smem(smem_raw);
   u64 *full = reinterpret_cast<u64 *>(smem + STAGES * STAGE_BYTES);
@@ -58,11 +60,11 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
     setmaxnreg_dec<PRODUCER_REGS>();
     if (tid == 0) {
       int it = 0;
-      for (int tile = cluster; tile < tiles; tile += clusters) {
+      for (Walk u(cluster, clusters, tiles, KT); u.valid(); u.next()) {
         int tm, tn;
-        schedule(tile, tiles_m, tiles_n, GROUP_M, tm, tn);
+        schedule(u.tile, tiles_m, tiles_n, GROUP_M, tm, tn);
         const int m0 = (tm * CM + rank) * BM, n0 = tn * BN;
-        for (int kt = 0; kt < KT; ++kt, ++it) {
+        for (int kt = u.kb; kt < u.ke; ++kt, ++it) {
           const int s = it % STAGES;
           if (it >= STAGES) mbar_wait(&empty[s], (it / STAGES - 1) & 1);
           load_stage<CM>(smem + s * STAGE_BYTES, mapA, mapB, &full[s], m0, n0, kt * BK, rank);
@@ -74,24 +76,27 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
     const int cw = wg - 1;
     int it = 0;
     float d[BN / 2];
-    for (int tile = cluster; tile < tiles; tile += clusters) {
+    for (Walk u(cluster, clusters, tiles, KT); u.valid(); u.next()) {
       int tm, tn;
-      schedule(tile, tiles_m, tiles_n, GROUP_M, tm, tn);
+      schedule(u.tile, tiles_m, tiles_n, GROUP_M, tm, tn);
       const int m0 = (tm * CM + rank) * BM, n0 = tn * BN;
-      for (int kt = 0; kt < KT; ++kt, ++it) {
+      for (int kt = u.kb; kt < u.ke; ++kt, ++it) {
         const int s = it % STAGES;
         mbar_wait(&full[s], (it / STAGES) & 1);
         const u32 a = smem_u32(smem + s * STAGE_BYTES) + cw * 64 * 128;
         const u32 b = smem_u32(smem + s * STAGE_BYTES + A_TILE_BYTES);
         wgmma_fence();
-        wgmma_ktile<BN>(d, a, b, kt > 0);
+        wgmma_ktile<BN>(d, a, b, kt > u.kb);  // a unit starts from zero (scale-d = 0)
         wgmma_commit();
         wgmma_wait<1>();
-        if (kt > 0 && tid % 32 == 0) release_slot<CM>(&empty[(it - 1) % STAGES]);
+        if (kt > u.kb && tid % 32 == 0) release_slot<CM>(&empty[(it - 1) % STAGES]);
       }
       wgmma_wait<0>();
       if (tid % 32 == 0) release_slot<CM>(&empty[(it - 1) % STAGES]);  // the tile's last slot
       fence_acc(d);
+#if STREAM_K
+      if (!sk_fixup<BN / 2, CW * 128>(u, d, sk_ws, sk_flags, tid - 128)) continue;
+#endif
       if (m0 < M) store_acc<BN>(C, d, m0 + cw * 64, n0, M, N);
     }
   }

@@ -14,6 +14,8 @@
 //   - the 8 g of a warp cover two whole 32-byte sectors of a C row, so the stores are sector-complete.
 // With CN=2, clusters of 2 CTAs side by side along N need the same A tile: CTA `rank` loads half of its rows
 // and multicasts them, so A crosses L2->SM once per cluster (measured within noise of CN=1, the default).
+// STREAM_K=1 (tc6, clusters off): the walk ends in a stream-K tail (SkWalk, sk_fixup in tc_common.cuh) and the
+// kernel takes two more arguments, the partials' workspace and one flag per tile.
 #ifndef BM
 #define BM 256
 #endif
@@ -110,7 +112,7 @@ __device__ __forceinline__ void store_acc_t(float *C, const float (&d)[BM / 2], 
 }
 
 extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
-    tc5_swap_ab(float *C, const TmaMap *maps, int M, int N, int K) {
+    tc5_swap_ab(float *C, const TmaMap *maps, int M, int N, int K SK_ARGS) {
   extern __shared__ unsigned char smem_raw[];
   unsigned char *smem = aligned_smem(smem_raw);
   u64 *full = reinterpret_cast<u64 *>(smem + STAGES * STAGE_BYTES);
@@ -139,11 +141,11 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
     setmaxnreg_dec<PRODUCER_REGS>();
     if (tid == 0) {
       int it = 0;
-      for (int tile = cluster; tile < tiles; tile += clusters) {
+      for (Walk u(cluster, clusters, tiles, KT); u.valid(); u.next()) {
         int tm, tn;
-        schedule(tile, tiles_m, tiles_n, GROUP_M, tm, tn);
+        schedule(u.tile, tiles_m, tiles_n, GROUP_M, tm, tn);
         const int m0 = tm * BM, n0 = (tn * CN + rank) * BN;
-        for (int kt = 0; kt < KT; ++kt, ++it) {
+        for (int kt = u.kb; kt < u.ke; ++kt, ++it) {
           const int s = it % STAGES;
           if (it >= STAGES) mbar_wait(&empty[s], (it / STAGES - 1) & 1);
           load_stage_swap(smem + s * STAGE_BYTES, mapA, mapB, &full[s], m0, n0, kt * BK, rank);
@@ -159,11 +161,11 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
     const u32 lo = b_offset(t, col), hi = b_offset(t + 4, col);
     int it = 0;
     float d[BM / 2];
-    for (int tile = cluster; tile < tiles; tile += clusters) {
+    for (Walk u(cluster, clusters, tiles, KT); u.valid(); u.next()) {
       int tm, tn;
-      schedule(tile, tiles_m, tiles_n, GROUP_M, tm, tn);
+      schedule(u.tile, tiles_m, tiles_n, GROUP_M, tm, tn);
       const int m0 = tm * BM, n0 = (tn * CN + rank) * BN;
-      for (int kt = 0; kt < KT; ++kt, ++it) {
+      for (int kt = u.kb; kt < u.ke; ++kt, ++it) {
         const int s = it % STAGES;
         mbar_wait(&full[s], (it / STAGES) & 1);  // while the previous k-tile's wgmmas run
         // A wgmma reads its register operand until it completes (PTX: the fragment must not change before a
@@ -171,7 +173,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
         // the previous k-tile before loading. The other consumer warpgroup's queued wgmmas keep the tensor
         // cores busy through this warpgroup's few-dozen-cycle gap.
         wgmma_wait<0>();
-        if (kt > 0 && tid % 32 == 0) release_slot<CN>(&empty[(it - 1) % STAGES]);
+        if (kt > u.kb && tid % 32 == 0) release_slot<CN>(&empty[(it - 1) % STAGES]);
         const unsigned char *stage = smem + s * STAGE_BYTES;
         u32 a[KSTEPS][4];
 #pragma unroll
@@ -187,12 +189,15 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < KSTEPS; ++kk)
-          wgmma_rs<BM>(d, a[kk], wgmma_desc(at + 32 * kk, 16, 1024), (kt > 0 || kk > 0) ? 1 : 0);
+          wgmma_rs<BM>(d, a[kk], wgmma_desc(at + 32 * kk, 16, 1024), (kt > u.kb || kk > 0) ? 1 : 0);
         wgmma_commit();
       }
       wgmma_wait<0>();
       if (tid % 32 == 0) release_slot<CN>(&empty[(it - 1) % STAGES]);  // the tile's last slot
       fence_acc(d);
+#if STREAM_K
+      if (!sk_fixup<BM / 2, CW * 128>(u, d, sk_ws, sk_flags, tid - 128)) continue;
+#endif
       if (n0 < N) store_acc_t(C, d, m0, n0 + 64 * cw, n0 + col, t, M, N);
     }
   }

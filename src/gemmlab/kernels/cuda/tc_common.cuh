@@ -267,3 +267,181 @@ __device__ __forceinline__ unsigned char *aligned_smem(unsigned char *raw) {
   const u32 pad = (1024u - (smem_u32(raw) & 1023u)) & 1023u;
   return raw + pad;
 }
+
+// ---- work walk: data-parallel tiles, then (STREAM_K=1, tc6) a stream-K tail ---------------------------------
+// Both walks hand out units (tile, k-tiles [kb, ke)); `tile` is an index into schedule()'s order. The producer
+// and the consumers of a CTA construct the same walk and so see the same units.
+#ifndef STREAM_K
+#define STREAM_K 0
+#endif
+
+// tc4/tc5: CTA (cluster) `first` takes tiles first, first + step, ... whole.
+struct DpWalk {
+  int tile, kb, ke, step, tiles;
+  __device__ __forceinline__ DpWalk(int first, int step_, int tiles_, int KT)
+      : tile(first), kb(0), ke(KT), step(step_), tiles(tiles_) {}
+  __device__ __forceinline__ bool valid() const { return tile < tiles; }
+  __device__ __forceinline__ void next() { tile += step; }
+};
+
+// begin stream-K arithmetic (plain C++: the tests compile this block on the host against the Python model)
+// Grid G, T tiles of KT k-tiles, R = T % G tiles in the last, partial wave. All tiles are data-parallel (CTA c
+// takes c, c + G, ... whole) when R = 0 or R fills at least SK_SKIP_FILL % of a wave: then stream-K would save
+// less than the fixup costs. Else the stream-K region is the last R tiles when they fill at least SK_FILL % of a
+// wave (or make the only wave), and the last G + R tiles when fewer, so that every CTA's range holds at least a
+// tile and the CTAs that finish a tile's k-range for its owner run their share first. The region's S·KT (tile,
+// k-tile) iterations, in schedule order, split evenly into G contiguous ranges, CTA c taking
+// [sk_begin(c), sk_begin(c + 1)) after its whole tiles.
+#ifndef SK_FILL
+#define SK_FILL 50
+#endif
+#ifndef SK_SKIP_FILL
+#define SK_SKIP_FILL 70
+#endif
+__host__ __device__ __forceinline__ int sk_dp_tiles(int tiles, int grid) {
+  const int waves = tiles / grid, rest = tiles % grid;
+  if (rest == 0 || (waves > 0 && rest * 100 >= SK_SKIP_FILL * grid)) return tiles;
+  if (waves == 0 || rest * 100 >= SK_FILL * grid) return waves * grid;
+  return (waves - 1) * grid;
+}
+// The first iteration of CTA c's range, floor(c · iters / G), without the 64-bit product overflowing and with one
+// 32-bit division: iters = q·G + r, so it is c·q + floor(c·r / G), and c·r < G² fits an int.
+__host__ __device__ __forceinline__ long long sk_begin(int c, int grid, long long q, int r) {
+  return (long long)c * q + (c * r) / grid;
+}
+struct SkWalk {
+  int tile, kb, ke;  // the current unit
+  int cta, grid, tiles, KT, dp_tiles;
+  bool dp;
+  int r;                // the stream-K region's iterations are q·G + r
+  long long q, i, end;  // this CTA's next iteration and its range's end
+  __host__ __device__ __forceinline__ SkWalk(int cta_, int grid_, int tiles_, int KT_)
+      : tile(cta_), kb(0), ke(KT_), cta(cta_), grid(grid_), tiles(tiles_), KT(KT_) {
+    dp_tiles = sk_dp_tiles(tiles, grid);
+    const long long iters = (long long)(tiles - dp_tiles) * KT;
+    q = iters / grid;
+    r = (int)(iters % grid);
+    i = sk_begin(cta, grid, q, r);
+    end = sk_begin(cta + 1, grid, q, r);
+    dp = tile < dp_tiles;
+    if (!dp) load();
+  }
+  __host__ __device__ __forceinline__ bool valid() const { return tile < tiles; }
+  __host__ __device__ __forceinline__ void next() {
+    if (dp) {
+      tile += grid;
+      if (tile < dp_tiles) return;
+      dp = false;
+    } else {
+      i += ke - kb;
+    }
+    load();
+  }
+  // A range cuts into units at tile boundaries: only the first can start mid-tile, only the last end mid-tile.
+  __host__ __device__ __forceinline__ void load() {
+    if (i >= end) {
+      tile = tiles;
+      return;
+    }
+    tile = dp_tiles + (int)(i / KT);
+    kb = (int)(i % KT);
+    const long long left = end - i;
+    ke = left < (long long)(KT - kb) ? kb + (int)left : KT;
+  }
+  // A unit that starts mid-tile leaves a partial for the tile's owner; one that starts at k = 0 and stops short of
+  // KT is the owner of a split tile and adds the partials of the CTAs after it (the last unit of its range).
+  __host__ __device__ __forceinline__ bool partial() const { return kb > 0; }
+  __host__ __device__ __forceinline__ bool owner_of_split() const { return kb == 0 && ke < KT; }
+  // The CTAs after this one that hold the rest of the current tile, in k order: c = first_peer(), next_peer(c)
+  // while c >= 0. CTAs with empty ranges (fewer iterations than CTAs) are skipped.
+  __host__ __device__ __forceinline__ int next_peer(int c) const {
+    const long long tile_end = (long long)(tile - dp_tiles + 1) * KT;
+    for (++c; c < grid; ++c) {
+      const long long b = sk_begin(c, grid, q, r);
+      if (b >= tile_end) return -1;
+      if (sk_begin(c + 1, grid, q, r) > b) return c;
+    }
+    return -1;
+  }
+  __host__ __device__ __forceinline__ int first_peer() const { return next_peer(cta); }
+};
+// end stream-K arithmetic
+
+#if STREAM_K
+typedef SkWalk Walk;
+#else
+typedef DpWalk Walk;
+#endif
+
+// ---- stream-K fixup -------------------------------------------------------------------------------------------
+// The CT consumer threads (ct = 0..CT-1) of a CTA hold a tile's accumulator as R registers each. A partial goes to
+// the writing CTA's workspace slot in fragment order, register quad j of thread ct at float4 j·CT + ct, so every
+// warp store is 512 contiguous bytes. L2 only (st/ld .cg): the reader runs on another SM.
+__device__ __forceinline__ void consumer_bar(int threads) {
+  asm volatile("bar.sync 1, %0;" ::"r"(threads) : "memory");
+}
+template <int R, int CT>
+__device__ __forceinline__ void sk_store_partial(float *slot, const float (&d)[R], int ct) {
+  float4 *p = reinterpret_cast<float4 *>(slot) + ct;
+#pragma unroll
+  for (int j = 0; j < R / 4; ++j) __stcg(p + j * CT, make_float4(d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]));
+}
+template <int R, int CT>
+__device__ __forceinline__ void sk_add_partial(float (&d)[R], const float *slot, int ct) {
+  const float4 *p = reinterpret_cast<const float4 *>(slot) + ct;
+#pragma unroll
+  for (int j = 0; j < R / 4; ++j) {
+    const float4 v = __ldcg(p + j * CT);
+    d[4 * j] += v.x;
+    d[4 * j + 1] += v.y;
+    d[4 * j + 2] += v.z;
+    d[4 * j + 3] += v.w;
+  }
+}
+// After the partial's stores: every thread fences them at gpu scope, the consumers meet, one thread counts the
+// partial on the tile's flag with release semantics.
+template <int CT>
+__device__ __forceinline__ void sk_signal(u32 *flag, int ct) {
+  __threadfence();
+  consumer_bar(CT);
+  if (ct == 0) asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(flag) : "memory");
+}
+// The owner: one thread waits (acquire) until `count` partials are counted, resets the flag for the next launch
+// (no one else touches it in this one), and the consumers meet. Like mbar_wait, a wait far past any real one
+// traps instead of hanging the GPU: 2^26 polls of an L2 round trip each (about a minute; a real wait is a few
+// partials' time, microseconds).
+template <int CT>
+__device__ __forceinline__ void sk_wait(u32 *flag, u32 count, int ct) {
+  if (ct == 0) {
+    u32 spins = 0, v;
+    while (true) {
+      asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(flag) : "memory");
+      if (v >= count) break;
+      if (++spins == (1u << 26)) __trap();
+    }
+    *flag = 0;
+  }
+  consumer_bar(CT);
+}
+// A consumer's end of a unit under STREAM_K: returns whether d now holds the whole tile (store C), after writing a
+// partial (no) or adding the peers' partials in k order (owner of a split tile; bitwise reproducible).
+template <int R, int CT>
+__device__ __forceinline__ bool sk_fixup(const SkWalk &u, float (&d)[R], float *ws, u32 *flags, int ct) {
+  if (u.partial()) {
+    sk_store_partial<R, CT>(ws + (long long)u.cta * (R * CT), d, ct);
+    sk_signal<CT>(flags + u.tile, ct);
+    return false;
+  }
+  if (u.owner_of_split()) {
+    u32 count = 0;
+    for (int c = u.first_peer(); c >= 0; c = u.next_peer(c)) ++count;
+    sk_wait<CT>(flags + u.tile, count, ct);
+    for (int c = u.first_peer(); c >= 0; c = u.next_peer(c)) sk_add_partial<R, CT>(d, ws + (long long)c * (R * CT), ct);
+  }
+  return true;
+}
+#if STREAM_K
+#define SK_ARGS , float *sk_ws, u32 *sk_flags
+#else
+#define SK_ARGS
+#endif

@@ -10,6 +10,10 @@ Operand staging, decided per problem before anything launches:
   (tc_transpose) in the profiles of results/h200/tensor_cores.json.
 - TF32, tc5 (``swap_ab``): the kernel computes Cᵀ = Bᵀ·Aᵀ with B as wgmma's register operand, so A and B are
   read as given, padded like BF16's when K % 4 (A) or N % 4 (B).
+
+Stream-K (``STREAM_K=1``, tc6): the persistent walk ends in a stream-K tail; ``stream_k_units`` is the Python
+model of the device walk (SkWalk in tc_common.cuh), ``stream_k_grid`` picks its grid, and each build allocates the
+partials' workspace and the per-tile flags that the kernel takes as two more arguments.
 """
 from __future__ import annotations
 
@@ -66,6 +70,62 @@ def tile_order(tiles_m: int, tiles_n: int, group_m: int) -> list[tuple[int, int]
     return order
 
 
+# ---- stream-K (tc6) --------------------------------------------------------------------------------------------
+SK_MIN_KTILES = 4  # with fewer tiles than SMs, stream-K spreads K over at most tiles·KT / SK_MIN_KTILES CTAs
+
+
+def stream_k_grid(tiles: int, kt: int, sm_count: int) -> int:
+    """CTAs of a stream-K launch: one per SM when the tiles fill them; with fewer tiles than SMs, enough CTAs that
+    each takes at least SK_MIN_KTILES k-tiles (a deeper split costs more in fixup than it saves), at least one per
+    tile."""
+    if tiles >= sm_count:
+        return sm_count
+    return max(tiles, min(sm_count, tiles * kt // SK_MIN_KTILES))
+
+
+SK_FILL = 50  # the last partial wave alone is the stream-K region when it fills at least this % of the grid
+SK_SKIP_FILL = 70  # ... and no stream-K at all when it fills at least this % (measured on the H200, see tc6)
+
+
+def stream_k_dp_tiles(tiles: int, grid: int, fill: int = SK_FILL, skip: int = SK_SKIP_FILL) -> int:
+    """Tiles processed whole (data-parallel), before the stream-K region: all when the waves are full or the last
+    one fills at least ``skip`` % of the grid (the fixup would cost more than the little idle time it saves); else
+    all but the last partial wave when that fills at least ``fill`` % of the grid (or is the only wave), and all but
+    the last full and partial waves when it fills less, so that every CTA's stream-K range holds at least a tile
+    (the CTAs that finish a split tile then run their share before its owner needs it)."""
+    waves, rest = divmod(tiles, grid)
+    if rest == 0 or (waves > 0 and rest * 100 >= skip * grid):
+        return tiles
+    if waves == 0 or rest * 100 >= fill * grid:
+        return waves * grid
+    return (waves - 1) * grid
+
+
+def stream_k_units(tiles: int, grid: int, kt: int, fill: int = SK_FILL,
+                   skip: int = SK_SKIP_FILL) -> list[list[tuple[int, int, int]]]:
+    """The units (tile, kb, ke: k-tiles [kb, ke) of the tile-th tile in schedule order) of each CTA, in the order
+    it runs them: its data-parallel tiles c, c + G, ..., then its contiguous share
+    [c·S·KT/G, (c+1)·S·KT/G) of the stream-K region's S·KT iterations, cut at tile boundaries."""
+    dp = stream_k_dp_tiles(tiles, grid, fill, skip)
+    iters = (tiles - dp) * kt
+    out = []
+    for c in range(grid):
+        units = [(t, 0, kt) for t in range(c, dp, grid)]
+        i, end = c * iters // grid, (c + 1) * iters // grid
+        while i < end:
+            t, kb = dp + i // kt, i % kt
+            ke = min(kt, kb + end - i)
+            units.append((t, kb, ke))
+            i += ke - kb
+        out.append(units)
+    return out
+
+
+def stream_k_partials(tiles: int, grid: int, kt: int, fill: int = SK_FILL, skip: int = SK_SKIP_FILL) -> int:
+    """Partial accumulators written (and read back by the owners) in one launch: the units that start mid-tile."""
+    return sum(kb > 0 for units in stream_k_units(tiles, grid, kt, fill, skip) for _, kb, _ in units)
+
+
 def wgmma_constraints(p: dict, specialized: bool, swap_ab: bool = False) -> list[str]:
     """The parameter errors of a wgmma level. With ``swap_ab`` (tc5) the wgmma tile is Cᵀ: the consumer
     warpgroups split BN (64 C columns each) and BM is the wgmma N; otherwise they split BM and BN is the N."""
@@ -108,12 +168,26 @@ def wgmma_constraints(p: dict, specialized: bool, swap_ab: bool = False) -> list
             e.append(f"CM={cm} must divide the {p['BN'] // 64} B boxes of a tile (BN={p['BN']})")
     if p.get("GROUP_M", 1) < 1:
         e.append("GROUP_M must be at least 1")
+    if p.get("STREAM_K", 0) not in (0, 1):
+        e.append(f"STREAM_K={p.get('STREAM_K')}: 0 (whole tiles) or 1 (stream-K tail)")
+    elif p.get("STREAM_K", 0) and p.get("CM", 1) * p.get("CN", 1) != 1:
+        e.append("STREAM_K=1 needs clusters off (CM=1, CN=1): the CTAs of a cluster share multicast k-tiles, so "
+                 "they would all have to walk the same units, which the per-CTA stream-K ranges do not")
+    if not 0 <= p.get("SK_FILL", SK_FILL) <= p.get("SK_SKIP_FILL", SK_SKIP_FILL) <= 100:
+        e.append(f"SK_FILL={p.get('SK_FILL', SK_FILL)}, SK_SKIP_FILL={p.get('SK_SKIP_FILL', SK_SKIP_FILL)}: "
+                 "percentages of the grid, 0 <= SK_FILL <= SK_SKIP_FILL <= 100")
+    if p.get("STREAM_K", 0) and not specialized:
+        e.append("STREAM_K=1 is an option of the persistent walk (tc4, tc5 sources)")
     return e
 
 
-def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, prepass: bool | None = None):
+def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, prepass: bool | None = None,
+                  stream_k: bool = False, sk_fill: int = SK_FILL, sk_skip: int = SK_SKIP_FILL,
+                  sm_count: int = 132):
     """A read once per cluster of CN·BN columns, B once per cluster of CM·BM rows (multicast shares an operand
-    within a cluster), C written once; the TF32 transpose pre-pass (tc2-tc4: B read and Bᵀ written) on top."""
+    within a cluster), C written once; the TF32 transpose pre-pass (tc2-tc4: B read and Bᵀ written) on top. With
+    ``stream_k``, each partial accumulator (4·BM·BN bytes) is written once and read once by its tile's owner, for
+    the grid that a GPU of ``sm_count`` SMs gets."""
     prepass = precision == "tf32" if prepass is None else prepass
 
     def model(problem: Problem) -> Traffic:
@@ -127,6 +201,12 @@ def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, pr
             read += 4 * k * n
             write += 4 * k * n
             basis += ", plus the Bᵀ pre-pass (read B, write Bᵀ)"
+        if stream_k:
+            tiles, kt = ceil_div(m, bm) * ceil_div(n, bn), ceil_div(k, bk(precision))
+            partials = stream_k_partials(tiles, stream_k_grid(tiles, kt, sm_count), kt, sk_fill, sk_skip)
+            read += 4 * bm * bn * partials
+            write += 4 * bm * bn * partials
+            basis += f", plus {partials} stream-K partials written and read back ({sm_count} SMs)"
         return Traffic(read, write, basis)
 
     return model
@@ -170,6 +250,9 @@ class WgmmaKernel(CudaKernel):
             cm, cn = p.get("CM", 1), p.get("CN", 1)
             size = cm * cn
             tiles = ceil_div(problem.m, bm * cm) * ceil_div(problem.n, bn * cn)
+            if p.get("STREAM_K", 0):  # clusters off (constraints)
+                grid = stream_k_grid(tiles, ceil_div(problem.k, bk(self.precision)), sm_count)
+                return Geometry(grid=(grid, 1, 1), block=(threads, 1, 1), smem=smem)
             resident = sm_count // size if max_clusters is None else min(max_clusters, sm_count // size)
             clusters = max(1, min(tiles, resident))
             return Geometry(grid=(clusters * size, 1, 1), block=(threads, 1, 1), smem=smem)
@@ -196,6 +279,43 @@ class WgmmaKernel(CudaKernel):
         except Exception:
             return None
 
+    def stream_k_tiles(self, problem: Problem, sm_count: int = 132) -> int:
+        """How many tiles of ``problem`` the stream-K walk splits (0: whole waves, or a last wave nearly full)."""
+        p = self.params
+        tiles = ceil_div(problem.m, p["BM"]) * ceil_div(problem.n, p["BN"])
+        grid = stream_k_grid(tiles, ceil_div(problem.k, bk(self.precision)), sm_count)
+        return tiles - stream_k_dp_tiles(tiles, grid, p.get("SK_FILL", SK_FILL), p.get("SK_SKIP_FILL", SK_SKIP_FILL))
+
+    def without_stream_k(self) -> "WgmmaKernel":
+        """This spec with STREAM_K=0: the base level's kernel (its binary: the SK_* defines are read only under
+        STREAM_K=1)."""
+        import dataclasses
+
+        params = {k: v for k, v in self.params.items() if k not in ("STREAM_K", "SK_FILL", "SK_SKIP_FILL")}
+        return dataclasses.replace(self, params=params)
+
+    def _stream_k_buffers(self, kernel, geo: Geometry, problem: Problem, sm_count: int) -> tuple[tuple, tuple]:
+        """The stream-K kernel's two extra arguments: a workspace of one BM×BN FP32 partial per CTA and one u32
+        flag per tile, zeroed here once (each owner resets its tile's flag for the next launch), allocated on the
+        current (launch) stream; and the arrays, for the launcher to keep alive. An owner spins until its peers'
+        partials are counted, which cannot deadlock only if every CTA of the grid is resident at once: checked
+        here against the occupancy query."""
+        import cupy
+
+        grid, per_sm = geo.grid[0], 1
+        try:
+            per_sm = int(kernel.occupancy.max_active_blocks_per_multiprocessor(geo.threads, geo.smem))
+        except Exception:
+            pass  # the driver cannot say: one CTA per SM, as the launch bound and the shared memory make it
+        if per_sm < 1 or grid > per_sm * sm_count:
+            raise RuntimeError(f"{self.name}: a stream-K grid of {grid} CTAs is not co-resident "
+                               f"({per_sm} per SM x {sm_count} SMs); its fixup could deadlock")
+        p = self.params
+        tiles = ceil_div(problem.m, p["BM"]) * ceil_div(problem.n, p["BN"])
+        ws = cupy.empty(grid * p["BM"] * p["BN"], dtype=np.float32)
+        flags = cupy.zeros(tiles, dtype=np.uint32)
+        return (ws.data.ptr, flags.data.ptr), (ws, flags)
+
     def operand_maps(self, problem: Problem, lda: int, ldb: int) -> tuple[TiledMap, TiledMap]:
         """Tensor maps of the operands the kernel reads: A (M×K, row stride lda) and B (K×N, N-major, row stride
         ldb) for BF16 and swap_ab TF32, or Bᵀ (N×K, K-major, row stride ldb) for the other TF32 levels."""
@@ -215,6 +335,8 @@ class WgmmaKernel(CudaKernel):
         from gemmlab.kernels.cuda._nvrtc import compile_cuda, launch, load_kernel
 
         info = require_gpu(self.name)
+        if self.params.get("STREAM_K", 0) and not self.stream_k_tiles(problem, info.sm_count):
+            return self.without_stream_k().build(problem)  # the same launch as the base level's, same binary
         cluster = self.cluster()
         geo = self.launch_geometry(problem, info.sm_count)
         kernel = load_kernel(self.compile(info.arch), geo.smem)
@@ -240,6 +362,9 @@ class WgmmaKernel(CudaKernel):
             return scratch[name]
 
         bits = np.uint16 if bf16 else np.uint32  # copies move raw bits, whatever CuPy knows of bfloat16
+        sk_args, sk_buffers = (self._stream_k_buffers(kernel, geo, problem, info.sm_count)
+                               if self.params.get("STREAM_K", 0) else ((), ()))
+        scratch["stream_k"] = sk_buffers  # alive as long as the launcher
 
         def run(a, b, c):
             A, lda = a, k
@@ -257,7 +382,7 @@ class WgmmaKernel(CudaKernel):
                        (b.data.ptr, B.data.ptr, np.int32(k), np.int32(n), np.int32(ldb)))
             map_a, map_b = self.operand_maps(problem, lda, ldb)
             maps = table.device_maps([(map_a, A.data.ptr), (map_b, B.data.ptr)])
-            launch(kernel, grid, geo.block, (c.data.ptr, maps, np.int32(m), np.int32(n), np.int32(k)),
+            launch(kernel, grid, geo.block, (c.data.ptr, maps, np.int32(m), np.int32(n), np.int32(k)) + sk_args,
                    geo.smem, cluster=cluster)
 
         return run

@@ -1,0 +1,55 @@
+"""tc6: a stream-K tail (data-parallel waves + stream-K hybrid, deterministic fixup), BF16 on tc4, TF32 on tc5.
+
+What changed against tc4 (BF16) and tc5 (TF32): the same kernels, compiled with STREAM_K=1 (clusters off). The
+persistent grid of G CTAs still takes whole tiles c, c + G, ..., but the T tiles' last partial wave of R = T % G
+tiles no longer leaves G - R SMs idle: those tiles (when R >= SK_FILL = 50% of G; else the last G + R tiles, so that
+every CTA's share holds at least one tile) form the stream-K region, whose (tile, k-tile) iterations, in schedule
+order, are cut into G contiguous, equal ranges, one per CTA after its whole tiles. A range cuts into units (tile,
+k-tiles [kb, ke)); producer and consumers walk the same units, and a unit starts its accumulator from zero. The
+unit holding k = 0 of a split tile owns it and is the last unit of its CTA; the CTAs holding the rest of the tile
+write their FP32 accumulator to their workspace slot (fragment order, float4, coalesced), fence, and count it on
+the tile's flag (release). The owner waits on the flag (acquire, guarded against hangs like the mbarrier waits),
+adds the partials in k order, so results are bitwise the same run to run, stores C and resets the flag for the
+next launch. Every CTA is resident at once (one per SM, checked against the occupancy query), so the spin cannot
+deadlock. With fewer tiles than SMs the grid grows to one CTA per 4 k-tiles of work (SK_MIN_KTILES), at most one
+per SM, so small problems split K too. When no tile would be split (whole waves, or a last wave at least
+SK_SKIP_FILL = 70% full, where the fixup costs more than the idle SMs: measured at 4096³ below) tc6 launches the
+base level's kernel, the same binary.
+Why: a persistent grid pays for its last partial wave in full. 2048x3072x4096 has 192 tiles for 132 SMs: every
+CTA's makespan is 2 tiles for 1.45 tiles of work (tc4 BF16 0.76x, tc5 TF32 0.88x cuBLAS); 8192³ (2048 tiles, 15.5
+waves) loses about 3% to the same tail.
+Predicted gain (before measuring): at 2048x3072x4096 the makespan falls from 2 to 1.45 tiles plus one 128 KB
+partial written and read per split tile, up to 25-30% faster; at 4096³ and 8192³ 1-2.5% (3% of tail, less the
+fixup traffic and the owners' waits).
+Measured (H200, cold L2, median of 40 launches interleaved with cuBLAS and the base level in one run; ratio =
+cuBLAS ms / kernel ms; .devrun/tc6/sk_times_call2.json, not yet in results/):
+  2048x3072x4096  BF16 0.0938 ms, 0.885x (tc4 0.1081 ms, 0.768x)   TF32 0.1580 ms, 1.035x (tc5 0.1838 ms, 0.890x)
+  8192³           BF16 1.6493 ms, 1.036x (tc4 1.6784 ms, 1.018x)   TF32 3.2647 ms, 1.014x (tc5 3.2852 ms, 1.008x)
+  4096³, stream-K over the last 116 tiles: BF16 0.948x (tc4 0.986x), TF32 0.958x (tc5 1.032x); over the last 248
+  (the first design): 0.942x and 0.810x. So about 13-14% at the seed shape, half the prediction (the owners' fixup
+  and the stream-K CTAs reading A and B at different k, out of the lockstep that lets data-parallel tiles share
+  L2), 0.6-1.8% at 8192³, and a loss where the last wave is nearly full: 4096³ now runs tc4's / tc5's kernel.
+"""
+from gemmlab.kernels.cuda import tc4_persistent, tc5_swap_ab
+from gemmlab.kernels.cuda.tc_common import SK_FILL, SK_SKIP_FILL, WgmmaKernel, wgmma_constraints, wgmma_traffic
+
+SK = {"STREAM_K": 1, "SK_FILL": SK_FILL, "SK_SKIP_FILL": SK_SKIP_FILL}
+BF16 = {**tc4_persistent.BASE, "CM": 1, **SK}
+TF32 = {**tc5_swap_ab.PARAMS, "CN": 1, **SK}
+
+SPECS = [
+    WgmmaKernel(
+        name="cuda/tc6_stream_k_bf16", level=6, precision="bf16", kind="persistent",
+        title="bf16 tc4 (persistent wgmma m64n256, clusters off) with a stream-K tail, deterministic fixup",
+        source="tc4_persistent.cu", entry="tc4_persistent", params=dict(BF16),
+        constraints=lambda p: wgmma_constraints(p, specialized=True),
+        traffic_model=wgmma_traffic("bf16", BF16["BM"], BF16["BN"], stream_k=True), doc=__doc__,
+    ),
+    WgmmaKernel(
+        name="cuda/tc6_stream_k_tf32", level=6, precision="tf32", kind="persistent", swap_ab=True,
+        title="tf32 tc5 (Cᵀ = Bᵀ·Aᵀ, B fragments from registers) with a stream-K tail, deterministic fixup",
+        source="tc5_swap_ab.cu", entry="tc5_swap_ab", params=dict(TF32),
+        constraints=lambda p: wgmma_constraints(p, specialized=True, swap_ab=True),
+        traffic_model=wgmma_traffic("tf32", TF32["BM"], TF32["BN"], prepass=False, stream_k=True), doc=__doc__,
+    ),
+]
