@@ -78,17 +78,27 @@ def test_interleaved_timing_alternates_launches_and_keeps_rotating_sets(monkeypa
 
     gpu = _FakeGpu()
     monkeypatch.setitem(sys.modules, "cupy", gpu)
-    kernel_sets, peer_sets = [], []
+    kernel_sets, peer_sets, order = [], [], []
     sets = [(i, None, None) for i in range(3)]
     opts = TimingOptions(repeat=10, min_repeat=10, max_seconds=0.0, warmup_seconds=0.0, min_warmup=2)
-    mine, peer = time_interleaved([gpu.launch(2.0, kernel_sets), gpu.launch(0.5, peer_sets)], sets, opts,
-                                  set_bytes=100, l2_bytes=100)
+
+    def clean():  # takes GPU time, as the real one does, but outside every event pair
+        order.append("clean")
+        gpu.now += 7.0
+
+    def logged(ms, log, name):
+        run = gpu.launch(ms, log)
+        return lambda a, b, c: (order.append(name), run(a, b, c))
+
+    mine, peer = time_interleaved([logged(2.0, kernel_sets, "k"), logged(0.5, peer_sets, "p")], sets, opts,
+                                  set_bytes=100, l2_bytes=100, clean=clean)
     assert mine.samples_ms == [2.0] * 10 and peer.samples_ms == [0.5] * 10  # each event pair holds one launch
+    assert order[-40:] == ["clean", "k", "clean", "p"] * 10  # every timed launch starts from a cleaned L2
     timed_k, timed_p = kernel_sets[-10:], peer_sets[-10:]
     assert len(kernel_sets) == len(peer_sets) == 2 + 1 + 10  # warm-up rounds, the probe round, the timed rounds
     # round j: the kernel reads set (2j + 1) % 3 and the peer set (2j + 2) % 3, so neither reads the set it just had
     assert timed_k == [(2 * j + 1) % 3 for j in range(10)] and timed_p == [(2 * j + 2) % 3 for j in range(10)]
-    assert mine.l2_mode.startswith("cold (rotating 3 input sets")
+    assert mine.l2_mode.startswith("cold (rotating 3 input sets") and mine.l2_mode.endswith("cleaned before each launch")
 
 
 def test_single_launch_timing_is_the_interleaved_timing_of_one(monkeypatch):

@@ -112,6 +112,17 @@ class ClockSampler:
                 "n": len(self.samples)}
 
 
+def l2_cleaner(l2_bytes: int):
+    """A callable that evicts the whole L2 by reading a buffer twice its size. Lines the previous launch left dirty
+    (its C, a split-K workspace) are written back then, outside any timed interval, so no launch pays for its
+    predecessor's writes: without it, a kernel that leaves more dirty data hands part of its cost to whichever
+    launch comes next (its peer, when the two are interleaved)."""
+    import cupy
+
+    scratch = cupy.zeros(max(1, 2 * l2_bytes // 4), cupy.float32)
+    return lambda: scratch.sum()
+
+
 def time_gpu(launch, sets, opts: TimingOptions, max_clock_mhz: float = 0.0, set_bytes: int = 0,
              l2_bytes: int = 0) -> Timing:
     """Time ``launch(a, b, c)`` over the rotating ``sets`` of (a, b, c) CuPy arrays on the current stream."""
@@ -119,15 +130,18 @@ def time_gpu(launch, sets, opts: TimingOptions, max_clock_mhz: float = 0.0, set_
 
 
 def time_interleaved(launches, sets, opts: TimingOptions, max_clock_mhz: float = 0.0, set_bytes: int = 0,
-                     l2_bytes: int = 0) -> list[Timing]:
+                     l2_bytes: int = 0, clean=None) -> list[Timing]:
     """Time several launches round-robin (one launch of each per round, each in its own event pair) over the
     rotating ``sets``; one Timing per launch. With two launches, a kernel and its peer, both are sampled through
     the same interval, so drift in clocks (the power limit pulls them down as the GPU heats) or in the machine
-    taxes both alike and their ratio is free of it."""
+    taxes both alike and their ratio is free of it. In cold-L2 mode with the L2 size known, ``clean`` (default:
+    ``l2_cleaner``) runs before every timed launch, outside its events."""
     import cupy
 
     stream = cupy.cuda.get_current_stream()
     n, k = len(sets), len(launches)
+    if clean is None and opts.cold_l2 and l2_bytes:
+        clean = l2_cleaner(l2_bytes)
     # Warm-up: until both a launch count and a time floor are reached, which also settles clocks and caches.
     t0, i = time.perf_counter(), 0
     while i < opts.min_warmup or time.perf_counter() - t0 < opts.warmup_seconds:
@@ -152,6 +166,8 @@ def time_interleaved(launches, sets, opts: TimingOptions, max_clock_mhz: float =
     with ClockSampler(max_clock_mhz) as clocks:
         for j, pairs in enumerate(events):
             for i, (launch, (e0, e1)) in enumerate(zip(launches, pairs)):
+                if clean:
+                    clean()
                 e0.record(stream)
                 launch(*sets[(j * k + i + 1) % n])  # the rotation runs on across launches: every one finds cold data
                 e1.record(stream)
@@ -165,6 +181,8 @@ def time_interleaved(launches, sets, opts: TimingOptions, max_clock_mhz: float =
         mode = f"cold (rotating {n} input sets, {total / 2**20:.0f} MiB > 2×L2)"
     else:
         mode = f"cold-ish (rotating {n} sets, {total / 2**20:.1f} MiB, under 2×L2: problem too small)"
+    if clean:
+        mode += ", L2 cleaned before each launch"
     clock = clocks.summary()
     return [Timing([cupy.cuda.get_elapsed_time(*pairs[i]) for pairs in events], mode, clock) for i in range(k)]
 
