@@ -155,10 +155,13 @@ def test_ratio_comes_from_the_interleaved_timing_when_the_run_made_one(results):
     # the two sampled through one interval: a hotter (slower) GPU taxed both, and the ratio is theirs
     rec["interleaved"] = {"kernel_ms": 2.0 * rec["median_ms"], "peer_ms": 1.5 * rec["median_ms"], "rounds": 20}
     assert D.peer_ratio(rec, paired["records"]) == pytest.approx(0.75)
+    own = peer["median_ms"] / rec["median_ms"]
+    assert D.peer_ratio_own_medians(rec, paired["records"]) == pytest.approx(own)
+    assert D.peer_ratio_own_medians(_rec(paired, "cuda/v2_smem"), paired["records"]) is None  # not interleaved
     _link_ratios(paired["records"])
     assert rec["peer_ratio"] == pytest.approx(0.75)
     row = [line for line in markdown.render_markdown(paired, "x.json").splitlines()
-           if line.startswith("| `cuda/v4_2d_blocktile`") and "0.75" in line]
+           if line.startswith("| `cuda/v4_2d_blocktile`") and f"0.75× ({own:.2f}×)" in line]
     assert row
 
 

@@ -91,6 +91,16 @@ def peer_record(rec: dict, records: Iterable[dict]) -> dict | None:
     return None
 
 
+def peer_ratio_own_medians(rec: dict, records: list[dict]) -> float | None:
+    """Peer median / kernel median, each from its own timing, where the record also has an interleaved timing
+    (otherwise peer_ratio already is this). Interleaving cancels drift, but at sub-millisecond launches each one
+    starts in the power state its predecessor left: the two ratios bracket the comparison."""
+    peer = peer_record(rec, records)
+    if peer is None or not is_timed(peer) or not is_timed(rec) or not rec.get("interleaved"):
+        return None
+    return peer["median_ms"] / rec["median_ms"]
+
+
 def peer_ratio(rec: dict, records: list[dict]) -> float | None:
     """Peer time / kernel time (above 1: faster than the peer), only against a timed peer of the same precision:
     from the two's interleaved timing where the run made one (both sampled through the same interval, so clock

@@ -94,6 +94,9 @@ def kernel_table(group: list[dict], records: list[dict], roofs: D.Roofs) -> list
             ratio = "peer"
         else:
             ratio = _ratio(D.peer_ratio(rec, records))
+            own = D.peer_ratio_own_medians(rec, records)
+            if own is not None:
+                ratio += f" ({_ratio(own)})"
             if peer is not None and ratio != "—":
                 ratio += f" {peer['kernel'].split('/')[-1]}"
         st = D.status(rec)
@@ -224,7 +227,9 @@ def render_markdown(results: dict, source: str, figures: dict | None = None, lin
             lines += kernel_table(group, records, roofs)
             lines += ["", f"× peer: {', '.join(f'`{n}`' for n in peer_names) or 'no peer'} time / kernel time at "
                           f"{D.PRECISION_LABEL.get(p, p)}, both in this run (above 1: faster than the peer), "
-                          + ("from launches of the two interleaved one by one. "
+                          + ("from launches of the two interleaved one by one; in brackets from their own "
+                             "medians, each timed alone (interleaving cancels drift, but each short launch starts in "
+                             "the power state its predecessor left, so the two bracket the comparison). "
                              if any(r.get("interleaved") for r in group) else "from their own medians. ") +
                           "× prev: speedup over the previous level of the same backend. % of peak: against "
                           f"{D.fmt(roofs.peak_tflops)} TFLOPS {D.PRECISION_LABEL.get(p, p)} (datasheet).", ""]
