@@ -163,6 +163,7 @@ def test_ratio_comes_from_the_interleaved_timing_when_the_run_made_one(results):
     row = [line for line in markdown.render_markdown(paired, "x.json").splitlines()
            if line.startswith("| `cuda/v4_2d_blocktile`") and f"0.75× ({own:.2f}×)" in line]
     assert row
+    assert f"(0.75× / {own:.2f}×)" in markdown.summary_markdown(paired)  # the README ladder shows both
 
 
 def test_peer_missing_from_run_gives_no_ratio(results):

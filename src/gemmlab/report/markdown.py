@@ -282,7 +282,8 @@ def relpath(path: str, start: str) -> str:
 
 
 def summary_markdown(results: dict) -> str:
-    """The README's ladder: one row per kernel, one column per shape, TFLOPS and × peer of the same precision.
+    """The README's ladder: one row per kernel, one column per shape, TFLOPS and × peer of the same precision
+    (interleaved / own medians, where the run timed both).
 
     Only verified, timed records appear; a kernel that failed or was skipped at a shape shows its status."""
     records = D.attach_profiles(results)
@@ -302,8 +303,11 @@ def summary_markdown(results: dict) -> str:
                 if rec is None:
                     row.append("")
                 elif D.is_timed(rec):
-                    ratio = D.peer_ratio(rec, records)
-                    row.append(f"{D.tflops(rec):.1f}" + (f" ({ratio:.2f}×)" if ratio is not None else ""))
+                    ratio, own = D.peer_ratio(rec, records), D.peer_ratio_own_medians(rec, records)
+                    cell = f"{D.tflops(rec):.1f}"
+                    if ratio is not None:
+                        cell += f" ({ratio:.2f}×" + (f" / {own:.2f}×)" if own is not None else ")")
+                    row.append(cell)
                 else:
                     row.append(D.status(rec) or "—")
             rows.append(row)
