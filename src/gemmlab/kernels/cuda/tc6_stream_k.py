@@ -21,14 +21,14 @@ waves) loses about 3% to the same tail.
 Predicted gain (before measuring): at 2048x3072x4096 the makespan falls from 2 to 1.45 tiles plus one 128 KB
 partial written and read per split tile, up to 25-30% faster; at 4096³ and 8192³ 1-2.5% (3% of tail, less the
 fixup traffic and the owners' waits).
-Measured (H200, cold L2, median of 40 launches interleaved with cuBLAS and the base level in one run; ratio =
-cuBLAS ms / kernel ms; .devrun/tc6/sk_times_call2.json, not yet in results/):
-  2048x3072x4096  BF16 0.0938 ms, 0.885x (tc4 0.1081 ms, 0.768x)   TF32 0.1580 ms, 1.035x (tc5 0.1838 ms, 0.890x)
-  8192³           BF16 1.6493 ms, 1.036x (tc4 1.6784 ms, 1.018x)   TF32 3.2647 ms, 1.014x (tc5 3.2852 ms, 1.008x)
-  4096³, stream-K over the last 116 tiles: BF16 0.948x (tc4 0.986x), TF32 0.958x (tc5 1.032x); over the last 248
-  (the first design): 0.942x and 0.810x. So about 13-14% at the seed shape, half the prediction (the owners' fixup
-  and the stream-K CTAs reading A and B at different k, out of the lockstep that lets data-parallel tiles share
-  L2), 0.6-1.8% at 8192³, and a loss where the last wave is nearly full: 4096³ now runs tc4's / tc5's kernel.
+Measured: results/h200/tensor_cores.json (cold L2, cleaned before each launch; ratio to cuBLAS from interleaved
+launches / from the two's own medians): 2048x3072x4096 BF16 0.89x / 0.90x (tc4 0.76x / 0.87x), TF32 1.06x / 0.95x
+(tc5 0.88x / 0.91x); 8192³ BF16 1.04x / 1.02x (tc4 1.02x / 1.00x), TF32 1.02x / 0.94x (tc5 1.01x / 0.96x);
+4096³ runs the base kernels (BF16 0.98x, TF32 1.03x). Before the skip rule, in a comparison outside results/
+(.devrun/tc6), stream-K over 4096³'s last 116 tiles measured BF16 0.948x against tc4's 0.986x and TF32 0.958x against
+tc5's 1.032x; over its last 248 tiles (the first design) 0.942x and 0.810x. The seed shape gains 1-14% depending on
+the ratio, well under the prediction: the owners' fixup, and stream-K CTAs reading A and B at different k, out of
+the lockstep that lets data-parallel tiles share L2.
 """
 from gemmlab.kernels.cuda import tc4_persistent, tc5_swap_ab
 from gemmlab.kernels.cuda.tc_common import SK_FILL, SK_SKIP_FILL, WgmmaKernel, wgmma_constraints, wgmma_traffic
