@@ -474,9 +474,12 @@ def test_stream_k_device_arithmetic_matches_model_text():
                  "return (waves - 1) * grid;", "return (long long)c * q + (c * r) / grid;", "tile = dp_tiles + (int)(i / KT);",
                  "kb = (int)(i % KT);", "ke = left < (long long)(KT - kb) ? kb + (int)left : KT;"):
         assert line in text
+    common = (SOURCE_DIR / "tc_common.cuh").read_text()
+    assert "for (Walk u(cta, ctas, tiles, KT); u.valid(); u.next())" in common  # the producer's walk (produce_ring)
     for level in ("tc4_persistent.cu", "tc5_swap_ab.cu"):
         src = (SOURCE_DIR / level).read_text()
-        assert src.count("for (Walk u(cluster, clusters, tiles, KT); u.valid(); u.next())") == 2  # producer, consumers
+        assert "produce_ring<STAGES>(" in src and "cluster, clusters, tiles, KT," in src  # the same walk for both
+        assert src.count("for (Walk u(cluster, clusters, tiles, KT); u.valid(); u.next())") == 1  # the consumers'
         assert "for (int kt = u.kb; kt < u.ke; ++kt, ++it)" in src and "sk_fixup<" in src
 
 

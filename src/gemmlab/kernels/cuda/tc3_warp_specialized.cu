@@ -32,16 +32,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
   const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
   const int KT = (K + BK - 1) / BK;
 
-  if (tid == 0) {
-    tma_prefetch_map(mapA);
-    tma_prefetch_map(mapB);
-    for (int s = 0; s < STAGES; ++s) {
-      mbar_init(&full[s], 1);
-      mbar_init(&empty[s], CW * 4);  // one arrival per consumer warp
-    }
-    fence_barrier_init();
-  }
-  __syncthreads();
+  ring_init<STAGES, 1>(full, empty, CW * 4, mapA, mapB);  // one arrival per consumer warp
 
   if (wg == 0) {
     setmaxnreg_dec<PRODUCER_REGS>();

@@ -125,33 +125,19 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
   const int tiles = tiles_m * tiles_n;
   const int KT = (K + BK - 1) / BK;
 
-  if (tid == 0) {
-    tma_prefetch_map(mapA);
-    tma_prefetch_map(mapB);
-    for (int s = 0; s < STAGES; ++s) {
-      mbar_init(&full[s], 1);
-      mbar_init(&empty[s], CW * 4 * CN);  // every consumer warp of every CTA that reads the multicast A
-    }
-    fence_barrier_init();
-  }
-  if (CN > 1) cluster_sync();  // the peers' barriers exist before anyone multicasts into them
-  else __syncthreads();
+  ring_init<STAGES, CN>(full, empty, CW * 4 * CN, mapA, mapB);  // every consumer warp of every CTA that reads the multicast A
 
   if (wg == 0) {
     setmaxnreg_dec<PRODUCER_REGS>();
-    if (tid == 0) {
-      int it = 0;
-      for (Walk u(cluster, clusters, tiles, KT); u.valid(); u.next()) {
-        int tm, tn;
-        schedule(u.tile, tiles_m, tiles_n, GROUP_M, tm, tn);
-        const int m0 = tm * BM, n0 = (tn * CN + rank) * BN;
-        for (int kt = u.kb; kt < u.ke; ++kt, ++it) {
-          const int s = it % STAGES;
-          if (it >= STAGES) mbar_wait(&empty[s], (it / STAGES - 1) & 1);
-          load_stage_swap(smem + s * STAGE_BYTES, mapA, mapB, &full[s], m0, n0, kt * BK, rank);
-        }
-      }
-    }
+    if (tid == 0)
+      produce_ring<STAGES>(
+          smem, full, empty, cluster, clusters, tiles, KT,
+          [&](int tile) {
+            int tm, tn;
+            schedule(tile, tiles_m, tiles_n, GROUP_M, tm, tn);
+            return make_int2(tm * BM, (tn * CN + rank) * BN);
+          },
+          [&](unsigned char *stage, u64 *bar, int m0, int n0, int k0) { load_stage_swap(stage, mapA, mapB, bar, m0, n0, k0, rank); });
   } else {
     setmaxnreg_inc<CONSUMER_REGS>();
     const int cw = wg - 1, w = (tid / 32) % 4, g = (tid % 32) / 4, t = tid % 4;

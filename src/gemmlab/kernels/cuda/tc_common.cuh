@@ -262,6 +262,26 @@ __device__ __forceinline__ void release_slot(u64 *empty) {
     mbar_arrive(empty);
 }
 
+// The warp-specialized levels' start (tc3..tc6): thread 0 prefetches the two tensor maps and sets up the ring,
+// `full[s]` completing on the producer's one arrival plus the TMA bytes, `empty[s]` on `readers` consumer-warp
+// arrivals. Then the block, or with NCTA > 1 the whole cluster, meets, so no barrier is signalled (by a peer's
+// multicast or remote arrival, too) before it exists.
+template <int kStages, int NCTA>
+__device__ __forceinline__ void ring_init(u64 *full, u64 *empty, u32 readers, const TmaMap *mapA,
+                                          const TmaMap *mapB) {
+  if (threadIdx.x == 0) {
+    tma_prefetch_map(mapA);
+    tma_prefetch_map(mapB);
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(&full[s], 1);
+      mbar_init(&empty[s], readers);
+    }
+    fence_barrier_init();
+  }
+  if (NCTA > 1) cluster_sync();
+  else __syncthreads();
+}
+
 // Dynamic shared memory rounded up to the 1024-byte alignment the 128-byte swizzle needs.
 __device__ __forceinline__ unsigned char *aligned_smem(unsigned char *raw) {
   const u32 pad = (1024u - (smem_u32(raw) & 1023u)) & 1023u;
@@ -372,6 +392,24 @@ typedef SkWalk Walk;
 #else
 typedef DpWalk Walk;
 #endif
+
+// The producer thread's loop (tc4..tc6): for every unit of this CTA's walk, the tile's origin (origin(tile) ->
+// int2 {m0, n0}), then for each of its k-tiles, in order, wait until the ring slot is free (its readers' arrivals
+// on `empty`, from the second lap on) and issue the k-tile's TMA copies into it through
+// load(stage, full barrier, m0, n0, k0). The consumers walk the same units and slots.
+template <int kStages, class Origin, class Load>
+__device__ __forceinline__ void produce_ring(unsigned char *smem, u64 *full, u64 *empty, int cta, int ctas, int tiles,
+                                             int KT, Origin origin, Load load) {
+  int it = 0;
+  for (Walk u(cta, ctas, tiles, KT); u.valid(); u.next()) {
+    const int2 o = origin(u.tile);
+    for (int kt = u.kb; kt < u.ke; ++kt, ++it) {
+      const int s = it % kStages;
+      if (it >= kStages) mbar_wait(&empty[s], (it / kStages - 1) & 1);
+      load(smem + s * STAGE_BYTES, &full[s], o.x, o.y, kt * BK);
+    }
+  }
+}
 
 // ---- stream-K fixup -------------------------------------------------------------------------------------------
 // The CT consumer threads (ct = 0..CT-1) of a CTA hold a tile's accumulator as R registers each. A partial goes to
