@@ -13,7 +13,7 @@ other consumer warpgroup's queued wgmmas cover the gap.
 Why: one launch instead of two, and 8·K·N fewer bytes. Predicted gain: the pre-pass's 8-9% of tc4 TF32's time,
 to about 0.97-1.0× cuBLAS TF32 at 4096³ and 8192³.
 Measured (results/h200/tensor_cores.json; cold L2, ratios from launches interleaved with cuBLAS TF32): 1.03×
-cuBLAS TF32 at 4096³ (338.8 TFLOPS; tc4 TF32 0.91×), 1.01× at 8192³ (tc4 0.96×), 0.88× at 2048×3072×4096, where
+cuBLAS TF32 at 4096³ (334.4 TFLOPS; tc4 TF32 0.91×), 1.01× at 8192³ (tc4 0.96×), 0.88× at 2048×3072×4096, where
 192 tiles of 256×128 fill 1.45 waves of 132 SMs. In comparisons outside results/, clusters of 2 along N
 multicasting A (CN=2) and GROUP_M=16 were within 0.5% of this, and a 128×128 tile (BM=128) gained 2% at
 2048×3072×4096 and lost 20% at 4096³ and 8192³. So CN=1, BM=256.

@@ -27,7 +27,7 @@ launches / from the two's own medians): 2048x3072x4096 BF16 0.89x / 0.90x (tc4 0
 4096³ runs the base kernels (BF16 0.98x, TF32 1.03x). Before the skip rule, in a comparison outside results/
 (.devrun/tc6), stream-K over 4096³'s last 116 tiles measured BF16 0.948x against tc4's 0.986x and TF32 0.958x against
 tc5's 1.032x; over its last 248 tiles (the first design) 0.942x and 0.810x. At the seed shape tc6's own median is
-3.5% (BF16) and 3.8% (TF32) under tc4's and tc5's, far under the prediction (the owners' fixup, and stream-K CTAs
+3.4% (BF16) and 3.8% (TF32) under tc4's and tc5's, far under the prediction (the owners' fixup, and stream-K CTAs
 reading A and B at different k, out of the lockstep that lets data-parallel tiles share L2); its interleaved ratios
 gain 17-20%, because cuBLAS launched right after tc6 ran slower (TF32 0.181 ms against 0.165 ms after tc5): tc6
 keeps every SM busy to the end, and the next launch starts at the clock that left. Read the gain as that range.
