@@ -7,18 +7,6 @@
 #ifndef TC_BF16
 #define TC_BF16 1
 #endif
-#ifndef BM
-#define BM 128
-#endif
-#ifndef BN
-#define BN 128
-#endif
-#ifndef BK
-#define BK 32
-#endif
-#ifndef STAGES
-#define STAGES 3
-#endif
 #define WARPS_M 2
 #define WARPS_N 4
 #define WM (BM / WARPS_M)  // 64

@@ -2,15 +2,6 @@
 // tiles guarded by mbarriers. Two warpgroups each own 64 rows of the BM x BN tile; thread 0 issues every copy.
 // No specialization yet: after each k-tile all warpgroups drain their wgmma (wait 0) and meet at __syncthreads
 // before the slot is refilled, so the tensor cores idle once per k-tile.
-#ifndef BM
-#define BM 128
-#endif
-#ifndef BN
-#define BN 128
-#endif
-#ifndef STAGES
-#define STAGES 4
-#endif
 #include "tc_common.cuh"
 
 extern "C" __global__ void __launch_bounds__(BM / 64 * 128, 1)

@@ -2,21 +2,6 @@
 // its threads streams k-tiles by TMA into the ring, waiting on each slot's `empty` barrier. Warpgroups 1..CW
 // are consumers: they take the registers (setmaxnreg.inc), wait on `full`, issue wgmma, keep one wgmma group in
 // flight (wait 1) and release the previous slot, so the tensor cores never wait for a block-wide barrier.
-#ifndef BM
-#define BM 128
-#endif
-#ifndef BN
-#define BN 256
-#endif
-#ifndef STAGES
-#define STAGES 4
-#endif
-#ifndef PRODUCER_REGS
-#define PRODUCER_REGS 40
-#endif
-#ifndef CONSUMER_REGS
-#define CONSUMER_REGS 232
-#endif
 #include "tc_common.cuh"
 
 #define CW (BM / 64)  // consumer warpgroups

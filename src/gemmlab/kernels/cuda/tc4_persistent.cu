@@ -5,27 +5,6 @@
 // consumers store the last one.
 // STREAM_K=1 (tc6, clusters off): the walk ends in a stream-K tail (SkWalk, sk_fixup in tc_common.cuh) and the
 // kernel takes two more arguments, the partials' workspace and one flag per tile.
-#ifndef BM
-#define BM 128
-#endif
-#ifndef BN
-#define BN 256
-#endif
-#ifndef STAGES
-#define STAGES 4
-#endif
-#ifndef CM
-#define CM 2
-#endif
-#ifndef GROUP_M
-#define GROUP_M 8
-#endif
-#ifndef PRODUCER_REGS
-#define PRODUCER_REGS 40
-#endif
-#ifndef CONSUMER_REGS
-#define CONSUMER_REGS 232
-#endif
 #include "tc_common.cuh"
 
 #define CW (BM / 64)

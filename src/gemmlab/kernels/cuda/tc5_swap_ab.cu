@@ -16,27 +16,6 @@
 // and multicasts them, so A crosses L2->SM once per cluster (measured within noise of CN=1, the default).
 // STREAM_K=1 (tc6, clusters off): the walk ends in a stream-K tail (SkWalk, sk_fixup in tc_common.cuh) and the
 // kernel takes two more arguments, the partials' workspace and one flag per tile.
-#ifndef BM
-#define BM 256
-#endif
-#ifndef BN
-#define BN 128
-#endif
-#ifndef STAGES
-#define STAGES 4
-#endif
-#ifndef CN
-#define CN 1
-#endif
-#ifndef GROUP_M
-#define GROUP_M 8
-#endif
-#ifndef PRODUCER_REGS
-#define PRODUCER_REGS 40
-#endif
-#ifndef CONSUMER_REGS
-#define CONSUMER_REGS 232
-#endif
 #define TC_BF16 0
 #include "tc_common.cuh"
 
