@@ -444,24 +444,23 @@ def gemm_source(name: str, t: Tiling, simulated: bool = SIMULATED, access: str =
             else:
                 s(depth, x.st('s', 'Bs', f"bw{q} + {b_off}0", f"y{q}_0"))
 
+    def emit_fragment(depth: int, reg: str, arr: str, off: str, row: int, iters: int, sub: int, width: int):
+        """One k step's registers reg0.. of A (or B): `iters` sub-tiles `sub` apart in shared row `row`, `width`
+        values each, read as quads (SVEC) or one by one."""
+        for i in range(iters):
+            base = row + i * sub
+            for r in range(0, width, 4 if t.SVEC else 1):
+                n = i * width + r
+                at = f"{reg}_rd + {off}{base + r}"
+                if t.SVEC:
+                    s(depth, f"{reg}{n}, {reg}{n + 1}, {reg}{n + 2}, {reg}{n + 3} = {x.ld4('s', arr, at)}")
+                else:
+                    s(depth, f"{reg}{n} = {x.ld('s', arr, at)}")
+
     def emit_compute(depth: int, a_off: str, b_off: str):
         for kk in range(BK):
-            for i in range(t.WMITER):
-                base = kk * BMP + i * t.wsubm
-                for r in range(0, t.TM, 4 if t.SVEC else 1):
-                    reg = i * t.TM + r
-                    if t.SVEC:
-                        s(depth, f"a{reg}, a{reg + 1}, a{reg + 2}, a{reg + 3} = {x.ld4('s', 'As', f'a_rd + {a_off}{base + r}')}")
-                    else:
-                        s(depth, f"a{reg} = {x.ld('s', 'As', f'a_rd + {a_off}{base + r}')}")
-            for j in range(t.WNITER):
-                base = kk * BN + j * t.wsubn
-                for c in range(0, t.TN, 4 if t.SVEC else 1):
-                    reg = j * t.TN + c
-                    if t.SVEC:
-                        s(depth, f"b{reg}, b{reg + 1}, b{reg + 2}, b{reg + 3} = {x.ld4('s', 'Bs', f'b_rd + {b_off}{base + c}')}")
-                    else:
-                        s(depth, f"b{reg} = {x.ld('s', 'Bs', f'b_rd + {b_off}{base + c}')}")
+            emit_fragment(depth, "a", "As", a_off, kk * BMP, t.WMITER, t.wsubm, t.TM)
+            emit_fragment(depth, "b", "Bs", b_off, kk * BN, t.WNITER, t.wsubn, t.TN)
             for i, r in rows:
                 for j, c in cols:
                     m, n = i * t.TM + r, j * t.TN + c
