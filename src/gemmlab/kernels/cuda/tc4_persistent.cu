@@ -23,7 +23,8 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
   const int tiles = tiles_m * tiles_n;
   const int KT = (K + BK - 1) / BK;
 
-  ring_init<STAGES, CM>(full, empty, CW * 4 * CM, mapA, mapB);  // every consumer warp of every CTA that reads the multicast B
+  // every consumer warp of every CTA that reads the multicast B arrives on `empty`
+  ring_init<STAGES, CM>(full, empty, CW * 4 * CM, mapA, mapB);
 
   if (wg == 0) {
     setmaxnreg_dec<PRODUCER_REGS>();
@@ -35,7 +36,9 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
             schedule(tile, tiles_m, tiles_n, GROUP_M, tm, tn);
             return make_int2((tm * CM + rank) * BM, tn * BN);
           },
-          [&](unsigned char *stage, u64 *bar, int m0, int n0, int k0) { load_stage<CM>(stage, mapA, mapB, bar, m0, n0, k0, rank); });
+          [&](unsigned char *stage, u64 *bar, int m0, int n0, int k0) {
+            load_stage<CM>(stage, mapA, mapB, bar, m0, n0, k0, rank);
+          });
   } else {
     setmaxnreg_inc<CONSUMER_REGS>();
     const int cw = wg - 1;
