@@ -174,6 +174,24 @@ def test_wgmma_descriptor_fields():
 def test_device_descriptor_matches_host():
     text = (SOURCE_DIR / "tc_common.cuh").read_text()
     assert "((addr & 0x3FFFF) >> 4) | ((u64)(lbo >> 4) << 16) | ((u64)(sbo >> 4) << 32) | (1ull << 62)" in text
+    # the mainloop's split form: low word (address, LBO) plus 16-byte steps, high word (SBO, swizzle)
+    assert "return ((addr & 0x3FFFF) >> 4) | ((lbo >> 4) << 16); }" in text
+    assert "return ((u64)((sbo >> 4) | (1u << 30)) << 32) | lo; }" in text
+
+
+@pytest.mark.parametrize("lbo", [16, 8192])
+def test_split_descriptor_steps_equal_whole_descriptors(lbo):
+    """desc_of(desc_lo(addr, lbo) + off / 16, sbo) == wgmma_desc(addr + off, lbo, sbo) for every tile start the
+    kernels use (1024-byte aligned, in the 18-bit window, with a cluster rank above it) and every K step."""
+    def split(addr, off, sbo):
+        lo = (((addr & 0x3FFFF) >> 4) | ((lbo >> 4) << 16)) + off // 16
+        return (((sbo >> 4) | (1 << 30)) << 32) | lo
+
+    for rank in (0, 1):
+        for addr in range(0, 227 * 1024 - 48 * 1024, 1024):
+            for off in (0, 32, 64, 96, 2048, 4096, 6144):
+                a = (rank << 24) | addr
+                assert split(a, off, 1024) == tc_common.wgmma_desc(addr + off, lbo, 1024)
 
 
 # ---- tile order and geometry -------------------------------------------------------------------------------
@@ -218,7 +236,89 @@ def test_launch_geometry(shape):
 
 def test_shared_memory_budget():
     spec = next(s for s in WGMMA if s.level == 4)
-    assert tc_common.smem_bytes(dict(spec.params)) == 4 * (384 * 128 + 16) + 1024
+    ring = 4 * (384 * 128 + 16)  # 4 stages of a 128-row A and a 256-column B tile, 128 bytes deep, + barriers
+    staging = 2 * 2 * 64 * 128  # EPI_TMA: two 64x32 FP32 boxes per consumer warpgroup
+    assert tc_common.smem_bytes(dict(spec.params)) == ring + staging + 1024 <= tc_common.SMEM_LIMIT
+    assert tc_common.smem_bytes({**spec.params, "EPI_TMA": 0}) == ring + 1024
+
+
+# ---- tc4's epilogue through shared memory and TMA (EPI_TMA=1) ------------------------------------------------
+def test_c_map_boxes_are_the_staging_boxes():
+    spec = next(s for s in WGMMA if s.level == 4 and s.precision == "bf16")
+    m = spec.c_map(Problem(300, 520, 200, "bf16"))
+    assert (m.rows, m.cols, m.row_stride, m.box_rows, m.box_cols) == (300, 520, 520, 64, 32)
+    assert m.box_bytes == tc_common.C_BOX_BYTES and not m.errors()
+
+
+def test_c_by_tma_only_where_tma_can_address_c():
+    assert tc_common.c_tma_ok(520, 0x7F0000000000)
+    assert not tc_common.c_tma_ok(17, 0x7F0000000000)  # 68-byte rows: the kernel stores from registers
+    assert not tc_common.c_tma_ok(130, 0x7F0000000000)
+    assert not tc_common.c_tma_ok(520, 0x7F0000000008)  # a C view that is not 16-byte aligned
+    assert TiledMap("fp32", 33, 17, 17, 64, 32).errors()  # TMA itself refuses that stride
+
+
+def test_epilogue_option_refused_where_it_does_not_exist():
+    import dataclasses
+
+    tc4 = next(s for s in WGMMA if s.level == 4 and s.precision == "bf16")
+    with pytest.raises(InvalidConfigError, match="EPI_TMA=2"):
+        dataclasses.replace(tc4, params={**tc4.params, "EPI_TMA": 2})
+    tc5 = next(s for s in WGMMA if s.level == 5)
+    with pytest.raises(InvalidConfigError, match="EPI_TMA=1 is an option of the tc4_persistent.cu source"):
+        dataclasses.replace(tc5, params={**tc5.params, "EPI_TMA": 1})
+
+
+def _staging_text() -> str:
+    text = (SOURCE_DIR / "tc_common.cuh").read_text()
+    begin, end = "// begin staging arithmetic", "// end staging arithmetic"
+    return text[text.index(begin):text.index(end)]
+
+
+@pytest.mark.skipif(shutil.which("g++") is None and shutil.which("clang++") is None,
+                    reason="no host C++ compiler to run the device arithmetic with")
+def test_staging_offsets_follow_the_tma_swizzle(tmp_path):
+    """Compile the device's staging arithmetic on the host: every (thread, jj, row half) lands where TMA's 128-byte
+    swizzle puts that element, the 128 threads fill a 64x32 FP32 box exactly once, and each warp's float2 store
+    takes two shared-memory wavefronts (every bank twice), the fewest 256 bytes can."""
+    main = r"""
+#include <cstdio>
+int main() {
+  for (unsigned t = 0; t < 128; ++t)
+    for (int jj = 0; jj < 4; ++jj) printf("%u %d %u\n", t, jj, c_stage_offset(c_stage_lane(t), jj));
+}
+"""
+    src = tmp_path / "stage.cpp"
+    src.write_text("#define __host__\n#define __device__\n#define __forceinline__ inline\n" + _staging_text() + main)
+    exe = tmp_path / "stage"
+    subprocess.run([shutil.which("g++") or shutil.which("clang++"), "-O1", "-o", str(exe), str(src)], check=True)
+    offsets = {}
+    for line in subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines():
+        t, jj, off = map(int, line.split())
+        offsets[t, jj] = off
+    covered = []
+    for (t, jj), off in offsets.items():
+        row, q = 16 * (t // 32) + (t % 32) // 4, t % 4
+        for h in (0, 1):
+            r, col = row + 8 * h, 8 * jj + 2 * q
+            want = r * 128 + ((((4 * col) // 16) ^ (r % 8)) * 16) + (4 * col) % 16  # TMA's 128B swizzle
+            assert off + 1024 * h == want, (t, jj, h)
+            covered += [(r, col), (r, col + 1)]
+    assert sorted(covered) == [(r, c) for r in range(64) for c in range(32)]
+    for warp in range(4):
+        for jj in range(4):
+            for h in (0, 1):
+                banks = [((offsets[t, jj] + 1024 * h) // 4 + e) % 32 for t in range(32 * warp, 32 * warp + 32)
+                         for e in (0, 1)]
+                assert sorted(banks) == sorted(list(range(32)) * 2), (warp, jj, h)
+
+
+def test_epilogue_staging_sits_between_ring_and_barriers():
+    text = (SOURCE_DIR / "tc4_persistent.cu").read_text()
+    assert "u64 *full = reinterpret_cast<u64 *>(smem + STAGES * STAGE_BYTES + EPI_BYTES);" in text
+    assert "#define EPI_BYTES (CW * 2 * C_BOX_BYTES)" in text
+    assert "smem + STAGES * STAGE_BYTES + cw * 2 * C_BOX_BYTES" in text  # each warpgroup's two boxes
+    assert "tma_store_wait_all();" in text  # no CTA exits while a store still reads its shared memory
 
 
 # ---- constraints -------------------------------------------------------------------------------------------
@@ -249,7 +349,7 @@ def test_setmaxnreg_counts_fit_the_launch_pool():
     import dataclasses
 
     spec = next(s for s in WGMMA if s.level == 4 and s.precision == "bf16")
-    wide = {"BM": 256, "BN": 128, "PRODUCER_REGS": 40}
+    wide = {"BM": 256, "BN": 128, "PRODUCER_REGS": 40, "EPI_TMA": 0}  # 4 warpgroups: no room for staging
     with pytest.raises(InvalidConfigError, match="at launch"):
         dataclasses.replace(spec, params={**spec.params, **wide, "CONSUMER_REGS": 112})
     ok = dataclasses.replace(spec, params={**spec.params, **wide, "CONSUMER_REGS": 104})
@@ -551,7 +651,9 @@ def test_tc6_is_its_base_level_with_stream_k(spec):
     assert "STREAM_K" not in base.params  # tc4, tc5 compile with the .cu default, STREAM_K=0
     assert "red.release.gpu" in _ptx(spec) and "ld.acquire.gpu" in _ptx(spec)
     assert "red.release.gpu" not in _ptx(base)
-    assert spec.compile("sm_90a").report.barriers == 2  # bar 0 (__syncthreads) and the consumers' named bar 1
+    # bar 0 (__syncthreads), the consumers' bar 1 and, under EPI_TMA, each warpgroup's epilogue bar 2 + cw: a
+    # barrier id held in a register makes ptxas reserve all 16 (harmless at one CTA per SM)
+    assert spec.compile("sm_90a").report.barriers == (16 if spec.params.get("EPI_TMA") else 2)
     # where no tile is split (whole waves, or a last wave at least SK_SKIP_FILL % full), tc6 launches the base
     # level's kernel: the same binary
     plain = spec.without_stream_k()

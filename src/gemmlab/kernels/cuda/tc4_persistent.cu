@@ -5,15 +5,24 @@
 // consumers store the last one.
 // STREAM_K=1 (tc6, clusters off): the walk ends in a stream-K tail (SkWalk, sk_fixup in tc_common.cuh) and the
 // kernel takes two more arguments, the partials' workspace and one flag per tile.
+// EPI_TMA=1: the consumers store C through shared-memory staging boxes and TMA (store_acc_tma) whenever the host
+// says C's layout allows it (c_tma, the kernel's sixth argument; maps[2] is then C's tensor map), else directly.
 #include "tc_common.cuh"
 
 #define CW (BM / 64)
+#if EPI_TMA
+#define EPI_BYTES (CW * 2 * C_BOX_BYTES)  // two staging boxes per consumer warpgroup, after the ring
+#define EPI_ARGS , int c_tma
+#else
+#define EPI_BYTES 0
+#define EPI_ARGS
+#endif
 
 extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
-    tc4_persistent(float *C, const TmaMap *maps, int M, int N, int K SK_ARGS) {
+    tc4_persistent(float *C, const TmaMap *maps, int M, int N, int K EPI_ARGS SK_ARGS) {
   extern __shared__ unsigned char smem_raw[];
   unsigned char *smem = aligned_smem(smem_raw);
-  u64 *full = reinterpret_cast<u64 *>(smem + STAGES * STAGE_BYTES);
+  u64 *full = reinterpret_cast<u64 *>(smem + STAGES * STAGE_BYTES + EPI_BYTES);
   u64 *empty = full + STAGES;
   const TmaMap *mapA = maps, *mapB = maps + 1;
   const int tid = threadIdx.x, wg = tid / 128;
@@ -42,14 +51,17 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
   } else {
     setmaxnreg_inc<CONSUMER_REGS>();
     const int cw = wg - 1;
-    int it = 0;
+    u32 it = 0;  // ring position; unsigned, so % and / by STAGES (a power of two here) are a mask and a shift
+#if EPI_TMA
+    u32 boxes = 0;  // C boxes this warpgroup has stored through its staging boxes
+#endif
     float d[BN / 2];
     for (Walk u(cluster, clusters, tiles, KT); u.valid(); u.next()) {
       int tm, tn;
       schedule(u.tile, tiles_m, tiles_n, GROUP_M, tm, tn);
       const int m0 = (tm * CM + rank) * BM, n0 = tn * BN;
       for (int kt = u.kb; kt < u.ke; ++kt, ++it) {
-        const int s = it % STAGES;
+        const u32 s = it % STAGES;
         mbar_wait(&full[s], (it / STAGES) & 1);
         const u32 a = smem_u32(smem + s * STAGE_BYTES) + cw * 64 * 128;
         const u32 b = smem_u32(smem + s * STAGE_BYTES + A_TILE_BYTES);
@@ -65,9 +77,20 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
 #if STREAM_K
       if (!sk_fixup<BN / 2, CW * 128>(u, d, sk_ws, sk_flags, tid - 128)) continue;
 #endif
+#if EPI_TMA
+      if (c_tma) {
+        if (m0 + cw * 64 < M)
+          store_acc_tma<BN>(maps + 2, d, smem + STAGES * STAGE_BYTES + cw * 2 * C_BOX_BYTES, m0 + cw * 64, n0, N,
+                            2 + cw, boxes);
+        continue;
+      }
+#endif
       if (m0 < M) store_acc<BN>(C, d, m0 + cw * 64, n0, M, N);
     }
   }
+#if EPI_TMA
+  tma_store_wait_all();  // the CTA's shared memory outlives its TMA stores (a no-op for threads that issued none)
+#endif
   __syncwarp();
   if (CM > 1) cluster_sync();  // no CTA leaves while a peer may still arrive on its barriers or multicast into it
 }

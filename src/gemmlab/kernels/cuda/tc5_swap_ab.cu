@@ -127,14 +127,14 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
     // K rows t and t+4 of each k8 step: the swizzle term (k & 7) is the same for every step, so a step is a
     // plain 8-row (1024-byte) offset from these two.
     const u32 lo = b_offset(t, col), hi = b_offset(t + 4, col);
-    int it = 0;
+    u32 it = 0;  // ring position (unsigned: % and / by STAGES are a mask and a shift)
     float d[BM / 2];
     for (Walk u(cluster, clusters, tiles, KT); u.valid(); u.next()) {
       int tm, tn;
       schedule(u.tile, tiles_m, tiles_n, GROUP_M, tm, tn);
       const int m0 = tm * BM, n0 = (tn * CN + rank) * BN;
       for (int kt = u.kb; kt < u.ke; ++kt, ++it) {
-        const int s = it % STAGES;
+        const u32 s = it % STAGES;
         mbar_wait(&full[s], (it / STAGES) & 1);  // while the previous k-tile's wgmmas run
         // A wgmma reads its register operand until it completes (PTX: the fragment must not change before a
         // wait_group covers it), and the compiler would put the next fragments in the same registers: so retire

@@ -159,6 +159,81 @@ __device__ __forceinline__ void store_acc(float *C, const float (&d)[TN / 2], in
   }
 }
 
+// The same fragment through shared memory and TMA stores (tc4 with EPI_TMA=1), for a C whose row stride TMA can
+// take (N % 4 == 0, 16-byte aligned base). C moves in boxes of 64 rows x 32 columns (one 128-byte swizzle row of
+// FP32 per tile row), alternating between the warpgroup's two 8 KB staging boxes `stage`: the warpgroup writes
+// one while the TMA unit reads the other out, so the warpgroup is back at its wgmma as soon as its last box is
+// in shared memory, and C reaches L2 in whole lines. Stored directly, each warp's float2 store touches 8 rows'
+// lines; through the 128-byte swizzle the same store takes two shared-memory wavefronts, the fewest 256 bytes can.
+// TMA clips the box at M and N. Thread 0 of the warpgroup (`t` = 0) issues the stores and alone tracks their bulk
+// groups. The warpgroup meets once per box, on named barrier `bar_id`: box b is written and fenced for the async
+// proxy, and thread 0 has seen box b - 1's store finish reading the staging box that box b + 1 is written to.
+// `boxes` counts the warpgroup's boxes across tiles, so the staging boxes alternate even where a tile at the N
+// edge stores an odd number of them.
+#define C_BOX_COLS (128 / 4)
+#define C_BOX_BYTES (64 * 128)
+__device__ __forceinline__ void named_bar(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void tma_store_2d(const TmaMap *map, u32 src, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(map), "r"(src),
+               "r"(c0), "r"(c1)
+               : "memory");
+}
+__device__ __forceinline__ void tma_store_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+// Wait until at most N of this thread's committed store groups are still reading shared memory.
+template <int N>
+__device__ __forceinline__ void tma_store_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
+}
+// ... and until they are complete (before the CTA exits and its shared memory goes away).
+__device__ __forceinline__ void tma_store_wait_all() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
+__device__ __forceinline__ void st_shared_f2(u32 addr, float x, float y) {
+  asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(addr), "f"(x), "f"(y) : "memory");
+}
+// begin staging arithmetic (plain C++: the tests compile it on the host)
+// Byte offset in a staging box (64 rows of 128 bytes, 1024-byte aligned, laid out as TMA's 128-byte swizzle
+// expects: 16-byte unit u of row r sits at unit u ^ (r % 8)) of the float2 that thread t of a warpgroup holds
+// at fragment row r = 16(t / 32) + (t % 32) / 4, box columns 8jj + 2(t % 4) and +1. Those are bytes 32jj + 8(t % 4)
+// of the row, so only bits 5-6 of the offset depend on jj: c_stage_lane(t) once, then XOR jj into them. Row r + 8
+// has the same swizzle, 1024 bytes on.
+__host__ __device__ __forceinline__ unsigned c_stage_lane(unsigned t) {
+  const unsigned row = 16 * (t / 32) + (t % 32) / 4, q = t % 4;
+  return row * 128 + ((((q / 2) ^ row) & 1) << 4) + ((row & 6) << 4) + 8 * (q % 2);
+}
+__host__ __device__ __forceinline__ unsigned c_stage_offset(unsigned lane, int jj) { return lane ^ (jj << 5); }
+// end staging arithmetic
+
+template <int TN>
+__device__ __forceinline__ void store_acc_tma(const TmaMap *mapC, const float (&d)[TN / 2], unsigned char *stage,
+                                              int row0, int col0, int N, int bar_id, u32 &boxes) {
+  // %tid.x through asm volatile: the address is computed here, per epilogue, not hoisted out of the tile loop
+  // into a register that would stay live across the mainloop.
+  u32 tid;
+  asm volatile("mov.u32 %0, %%tid.x;" : "=r"(tid));
+  const u32 t = tid % 128, lane = c_stage_lane(t), base = smem_u32(stage);
+#pragma unroll
+  for (int b = 0; b < TN / C_BOX_COLS; ++b) {
+    if (col0 + C_BOX_COLS * b >= N) break;  // the same for the whole warpgroup
+    const u32 box = base + (boxes++ % 2) * C_BOX_BYTES;
+#pragma unroll
+    for (int jj = 0; jj < C_BOX_COLS / 8; ++jj) {
+      const int j = b * (C_BOX_COLS / 8) + jj;
+      const u32 at = box + c_stage_offset(lane, jj);
+      st_shared_f2(at, d[4 * j], d[4 * j + 1]);
+      st_shared_f2(at + 8 * 128, d[4 * j + 2], d[4 * j + 3]);
+    }
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // generic-proxy writes, seen by TMA
+    // Box b - 1's store had the writing of box b to read the other staging box, the one box b + 1 goes to.
+    if (t == 0) tma_store_wait_read<0>();
+    named_bar(bar_id, 128);
+    if (t == 0) {
+      tma_store_2d(mapC, box, col0 + C_BOX_COLS * b, row0);
+      tma_store_commit();
+    }
+  }
+}
+
 // ---- operand types --------------------------------------------------------------------------------------------
 // TC_BF16=1: bf16 A (M×K, K-major) and B (K×N, N-major, read through wgmma's transpose bit).
 // TC_BF16=0: tf32 from fp32 A (M×K, K-major) and Bᵀ (N×K, K-major, written by the transpose pre-pass), because
@@ -200,18 +275,33 @@ __device__ __forceinline__ void wgmma_tile(float (&d)[N / 2], u64 da, u64 db, in
 #endif
 }
 
+// A descriptor split in two words, so the mainloop does 32-bit adds: the low word holds the start address >> 4
+// (bits 0-13; the address within the CTA's 18-bit shared window: in a cluster launch the bits above carry the
+// CTA's rank) and LBO >> 4 (bits 16-29); the high word SBO >> 4 and the 128-byte swizzle mode (bit 62 of the
+// descriptor). Offsets inside a tile are multiples of 16 bytes that stay in the window, so moving the start
+// address by `off` bytes adds off >> 4 to the low word without a carry out of bit 13:
+// desc_of(desc_lo(addr, lbo) + off / 16, sbo) == wgmma_desc(addr + off, lbo, sbo).
+__device__ __forceinline__ u32 desc_lo(u32 addr, u32 lbo) { return ((addr & 0x3FFFF) >> 4) | ((lbo >> 4) << 16); }
+__device__ __forceinline__ u64 desc_of(u32 lo, u32 sbo) { return ((u64)((sbo >> 4) | (1u << 30)) << 32) | lo; }
+
 // One k-tile of wgmma for a warpgroup's 64 rows: KSTEPS instructions of k = WGMMA_K. Inside the 128-byte swizzle
 // atom a K step is a plain start-address offset (32 bytes for either type on K-major tiles; 16 rows of 128 bytes
 // on the bf16 N-major B tile).
 template <int N>
 __device__ __forceinline__ void wgmma_ktile(float (&d)[N / 2], u32 a_tile, u32 b_tile, int accumulate) {
+  const u32 a_lo = desc_lo(a_tile, 16);
+#if TC_BF16
+  const u32 b_lo = desc_lo(b_tile, B_MN_LBO);
+#else
+  const u32 b_lo = desc_lo(b_tile, 16);
+#endif
 #pragma unroll
   for (int kk = 0; kk < KSTEPS; ++kk) {
-    const u64 da = wgmma_desc(a_tile + 32 * kk, 16, 1024);
+    const u64 da = desc_of(a_lo + 32 * kk / 16, 1024);
 #if TC_BF16
-    const u64 db = wgmma_desc(b_tile + kk * WGMMA_K * 128, B_MN_LBO, B_MN_SBO);
+    const u64 db = desc_of(b_lo + kk * WGMMA_K * 128 / 16, B_MN_SBO);
 #else
-    const u64 db = wgmma_desc(b_tile + 32 * kk, 16, 1024);
+    const u64 db = desc_of(b_lo + 32 * kk / 16, 1024);
 #endif
     wgmma_tile<N>(d, da, db, (accumulate || kk > 0) ? 1 : 0);
   }
@@ -400,12 +490,12 @@ typedef DpWalk Walk;
 template <int kStages, class Origin, class Load>
 __device__ __forceinline__ void produce_ring(unsigned char *smem, u64 *full, u64 *empty, int cta, int ctas, int tiles,
                                              int KT, Origin origin, Load load) {
-  int it = 0;
+  u32 it = 0;  // ring position (unsigned: % and / by kStages are a mask and a shift)
   for (Walk u(cta, ctas, tiles, KT); u.valid(); u.next()) {
     const int2 o = origin(u.tile);
     for (int kt = u.kb; kt < u.ke; ++kt, ++it) {
-      const int s = it % kStages;
-      if (it >= kStages) mbar_wait(&empty[s], (it / kStages - 1) & 1);
+      const u32 s = it % kStages;
+      if (it >= (u32)kStages) mbar_wait(&empty[s], (it / kStages - 1) & 1);
       load(smem + s * STAGE_BYTES, &full[s], o.x, o.y, kt * BK);
     }
   }
@@ -415,9 +505,7 @@ __device__ __forceinline__ void produce_ring(unsigned char *smem, u64 *full, u64
 // The CT consumer threads (ct = 0..CT-1) of a CTA hold a tile's accumulator as R registers each. A partial goes to
 // the writing CTA's workspace slot in fragment order, register quad j of thread ct at float4 j·CT + ct, so every
 // warp store is 512 contiguous bytes. L2 only (st/ld .cg): the reader runs on another SM.
-__device__ __forceinline__ void consumer_bar(int threads) {
-  asm volatile("bar.sync 1, %0;" ::"r"(threads) : "memory");
-}
+__device__ __forceinline__ void consumer_bar(int threads) { named_bar(1, threads); }
 template <int R, int CT>
 __device__ __forceinline__ void sk_store_partial(float *slot, const float (&d)[R], int ct) {
   float4 *p = reinterpret_cast<float4 *>(slot) + ct;

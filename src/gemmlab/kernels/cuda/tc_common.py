@@ -42,8 +42,21 @@ def stage_bytes(bm: int, bn: int) -> int:
     return (bm + bn) * 128
 
 
+C_BOX_BYTES = 64 * 128  # one TMA box of C: 64 rows of 32 FP32 (tc4's EPI_TMA epilogue)
+
+
+def epilogue_bytes(p: dict) -> int:
+    """Shared memory of the EPI_TMA epilogue: two staging boxes of C per consumer warpgroup."""
+    return (p["BM"] // 64) * 2 * C_BOX_BYTES if p.get("EPI_TMA", 0) else 0
+
+
 def smem_bytes(p: dict) -> int:
-    return p["STAGES"] * (stage_bytes(p["BM"], p["BN"]) + BARRIER_BYTES) + ALIGN_SLACK
+    return p["STAGES"] * (stage_bytes(p["BM"], p["BN"]) + BARRIER_BYTES) + epilogue_bytes(p) + ALIGN_SLACK
+
+
+def c_tma_ok(n: int, ptr: int) -> bool:
+    """Whether TMA can store into a row-major FP32 C with N columns at ``ptr``: 16-byte aligned rows and base."""
+    return (4 * n) % 16 == 0 and ptr % 16 == 0
 
 
 def launch_registers(threads: int) -> int:
@@ -176,6 +189,10 @@ def wgmma_constraints(p: dict, specialized: bool, swap_ab: bool = False) -> list
     if not 0 <= p.get("SK_FILL", SK_FILL) <= p.get("SK_SKIP_FILL", SK_SKIP_FILL) <= 100:
         e.append(f"SK_FILL={p.get('SK_FILL', SK_FILL)}, SK_SKIP_FILL={p.get('SK_SKIP_FILL', SK_SKIP_FILL)}: "
                  "percentages of the grid, 0 <= SK_FILL <= SK_SKIP_FILL <= 100")
+    if p.get("EPI_TMA", 0) not in (0, 1):
+        e.append(f"EPI_TMA={p.get('EPI_TMA')}: 0 (C stored from registers) or 1 (through shared memory and TMA)")
+    elif p.get("EPI_TMA", 0) and (swap_ab or not specialized):
+        e.append("EPI_TMA=1 is an option of the tc4_persistent.cu source (tc4, tc6 BF16)")
     if p.get("STREAM_K", 0) and not specialized:
         e.append("STREAM_K=1 is an option of the persistent walk (tc4, tc5 sources)")
     return e
@@ -328,6 +345,11 @@ class WgmmaKernel(CudaKernel):
                     TiledMap("fp32", k, n, ldb, kt, 32))
         return (TiledMap("fp32", m, k, lda, bm, kt), TiledMap("fp32", n, k, ldb, 64, kt))
 
+    @staticmethod
+    def c_map(problem: Problem) -> TiledMap:
+        """C's tensor map for the EPI_TMA epilogue: FP32 M×N, stored in boxes of 64 rows × 32 columns."""
+        return TiledMap("fp32", problem.m, problem.n, problem.n, 64, 32)
+
     def build(self, problem: Problem):
         import cupy
 
@@ -365,6 +387,7 @@ class WgmmaKernel(CudaKernel):
         sk_args, sk_buffers = (self._stream_k_buffers(kernel, geo, problem, info.sm_count)
                                if self.params.get("STREAM_K", 0) else ((), ()))
         scratch["stream_k"] = sk_buffers  # alive as long as the launcher
+        epi_tma = bool(self.params.get("EPI_TMA", 0))
 
         def run(a, b, c):
             A, lda = a, k
@@ -381,8 +404,16 @@ class WgmmaKernel(CudaKernel):
                 launch(transpose, (ceil_div(n, 32), ceil_div(k, 32), 1), (32, 8, 1),
                        (b.data.ptr, B.data.ptr, np.int32(k), np.int32(n), np.int32(ldb)))
             map_a, map_b = self.operand_maps(problem, lda, ldb)
-            maps = table.device_maps([(map_a, A.data.ptr), (map_b, B.data.ptr)])
-            launch(kernel, grid, geo.block, (c.data.ptr, maps, np.int32(m), np.int32(n), np.int32(k)) + sk_args,
-                   geo.smem, cluster=cluster)
+            pairs = [(map_a, A.data.ptr), (map_b, B.data.ptr)]
+            epi_args = ()
+            if epi_tma:
+                c_tma = c_tma_ok(n, c.data.ptr)
+                if c_tma:
+                    pairs.append((self.c_map(problem), c.data.ptr))
+                epi_args = (np.int32(c_tma),)
+            maps = table.device_maps(pairs)
+            launch(kernel, grid, geo.block,
+                   (c.data.ptr, maps, np.int32(m), np.int32(n), np.int32(k)) + epi_args + sk_args, geo.smem,
+                   cluster=cluster)
 
         return run
