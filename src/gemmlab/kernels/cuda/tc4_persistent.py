@@ -1,33 +1,43 @@
-"""tc4: persistent grid, tile scheduler, clusters with TMA multicast.
+"""tc4: persistent grid, tile scheduler, clusters with TMA multicast, epilogue through shared memory and TMA.
 
 What changed against tc3: one CTA per SM loops over the output tiles in grouped order (GROUP_M cluster-rows at
 a time, column by column, so the tiles in flight share A rows and B columns in L2), and the mbarrier ring runs
 on across tiles: the producer loads the next tile's k-tiles while the consumers store the last one, and no
-launch tail is paid per tile. With CM=2, CTAs come in clusters of 2 stacked along M that need the same B tile;
-each loads half of B's boxes and multicasts them to both (consumers release a slot on both CTAs' `empty`
-barriers), so B crosses L2->SM once per cluster. The grid is as many clusters as the occupancy query says fit
-at once, never a partial second wave. Why: tc3 pays a launch tail and an un-overlapped epilogue per tile and
-reads every B tile once per CTA. Predicted gain: 5-10% over tc3, to about 1.0× cuBLAS at the same precision.
+launch tail is paid per tile. CTAs come in clusters of CM=2 stacked along M that need the same B tile; each loads
+half of B's boxes and multicasts them to both (consumers release a slot on both CTAs' `empty` barriers), so B
+crosses L2->SM once per cluster: a third less L2->SM traffic per k-tile. The grid is as many clusters as the
+occupancy query says fit at once, never a partial second wave. The consumers store C through shared memory
+(EPI_TMA=1): each warpgroup writes its accumulator box by box (64 rows x 32 FP32, 128-byte swizzled, two 8 KB
+staging boxes in turn) and one thread hands each box to a TMA store, so C leaves in whole lines while the
+warpgroup goes back to wgmma; where TMA cannot address C (N % 4, an unaligned view) they store from registers.
+Why: tc3 pays a launch tail and an un-overlapped epilogue per tile, reads every B tile once per CTA, and its
+float2 stores touch 8 rows' lines per warp instruction. Predicted gain: 5-10% over tc3, to about 1.0x cuBLAS.
 
-The cluster size is set per precision (CLUSTER): BF16 runs CM=1 and TF32 CM=2, the faster setting of each in a
-comparison outside results/h200. Measured (results/h200/tensor_cores.json, cold L2, ratios to cuBLAS at the same
-precision from interleaved launches): BF16 0.98× at 4096³ and 1.02× at 8192³; TF32 0.91× and 0.96×, its Bᵀ pre-pass
-included. A sweep of GROUP_M (4, 16), CM=2, 3 stages and a 256×128 tile, outside results/, stayed within the
-spread of these defaults or below.
+Why these settings, measured on the H200 outside results/ (cold L2, BF16 at 4096³ unless said):
+- EPI_TMA: 0.1828-0.1831 ms against 0.1864-0.1870 ms storing from registers (2%, both interleaved with cuBLAS,
+  two rounds each); 2% at 2048x3072x4096 too, 1% on TF32.
+- CM=2: interleaved with cuBLAS, CM=1 and CM=2 measure alike (0.99x); timed alone in rotating blocks on a GPU
+  held at its power limit, CM=2 ran at 0.2018 ms (1650 MHz) against 0.2055 ms (1620 MHz) for CM=1, cuBLAS
+  0.1973 ms (1710 MHz, 656 W against 687-689 W for both). At the power limit, moving fewer bytes buys clock.
+- A sweep of GROUP_M (4, 16), 3 stages and a 256x128 tile stayed within the spread or below; staggering the two
+  consumer warpgroups by 1-2 k-tiles (so one's epilogue overlaps the other's wgmma) and a grid of whole waves
+  (128 CTAs at 4096³) measured within the spread.
+Measured in results/h200/tensor_cores.json: see docs/tensor_cores.md.
 """
 from gemmlab.kernels.cuda.tc_common import WgmmaKernel, wgmma_constraints, wgmma_traffic
 
 BASE = {"BM": 128, "BN": 256, "STAGES": 4, "GROUP_M": 8, "PRODUCER_REGS": 40, "CONSUMER_REGS": 232, "EPI_TMA": 1}
-CLUSTER = {"bf16": 1, "tf32": 2}  # chosen by measurement, see above
+CM = 2
+BF16 = TF32 = {**BASE, "CM": CM}
 
 SPECS = [
     WgmmaKernel(
         name=f"cuda/tc4_persistent_{prec}", level=4, precision=prec, kind="persistent",
-        title=f"{prec} persistent warp-specialized wgmma m64n256, grouped tile order"
-              + (", 2-CTA clusters with B multicast" if CLUSTER[prec] > 1 else ", clusters off (CM=1 measured faster)"),
-        source="tc4_persistent.cu", entry="tc4_persistent", params={**BASE, "CM": CLUSTER[prec]},
+        title=f"{prec} persistent warp-specialized wgmma m64n256, grouped tile order, 2-CTA clusters with B "
+              "multicast, TMA-store epilogue",
+        source="tc4_persistent.cu", entry="tc4_persistent", params=dict(params),
         constraints=lambda p: wgmma_constraints(p, specialized=True),
-        traffic_model=wgmma_traffic(prec, BASE["BM"], BASE["BN"], CLUSTER[prec]), doc=__doc__,
+        traffic_model=wgmma_traffic(prec, BASE["BM"], BASE["BN"], CM), doc=__doc__,
     )
-    for prec in ("bf16", "tf32")
+    for prec, params in (("bf16", BF16), ("tf32", TF32))
 ]

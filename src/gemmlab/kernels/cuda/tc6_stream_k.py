@@ -43,15 +43,17 @@ SPECS = [
     WgmmaKernel(
         name="cuda/tc6_stream_k_bf16", level=6, precision="bf16", kind="persistent",
         title="bf16 tc4 (persistent wgmma m64n256, clusters off) with a stream-K tail, deterministic fixup",
-        source="tc4_persistent.cu", entry="tc4_persistent", params=dict(BF16),
+        source="tc4_persistent.cu", entry="tc4_persistent", params=dict(BF16), whole_tiles=dict(tc4_persistent.BF16),
         constraints=lambda p: wgmma_constraints(p, specialized=True),
-        traffic_model=wgmma_traffic("bf16", BF16["BM"], BF16["BN"], stream_k=True), doc=__doc__,
+        traffic_model=wgmma_traffic("bf16", BF16["BM"], BF16["BN"], stream_k=True,
+                                    whole=tc4_persistent.SPECS[0].traffic_model), doc=__doc__,
     ),
     WgmmaKernel(
         name="cuda/tc6_stream_k_tf32", level=6, precision="tf32", kind="persistent", swap_ab=True,
         title="tf32 tc5 (Cᵀ = Bᵀ·Aᵀ, B fragments from registers) with a stream-K tail, deterministic fixup",
-        source="tc5_swap_ab.cu", entry="tc5_swap_ab", params=dict(TF32),
+        source="tc5_swap_ab.cu", entry="tc5_swap_ab", params=dict(TF32), whole_tiles=dict(tc5_swap_ab.PARAMS),
         constraints=lambda p: wgmma_constraints(p, specialized=True, swap_ab=True),
-        traffic_model=wgmma_traffic("tf32", TF32["BM"], TF32["BN"], prepass=False, stream_k=True), doc=__doc__,
+        traffic_model=wgmma_traffic("tf32", TF32["BM"], TF32["BN"], prepass=False, stream_k=True,
+                                    whole=tc5_swap_ab.SPECS[0].traffic_model), doc=__doc__,
     ),
 ]

@@ -200,15 +200,19 @@ def wgmma_constraints(p: dict, specialized: bool, swap_ab: bool = False) -> list
 
 def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, prepass: bool | None = None,
                   stream_k: bool = False, sk_fill: int = SK_FILL, sk_skip: int = SK_SKIP_FILL,
-                  sm_count: int = 132):
+                  sm_count: int = 132, whole=None):
     """A read once per cluster of CN·BN columns, B once per cluster of CM·BM rows (multicast shares an operand
     within a cluster), C written once; the TF32 transpose pre-pass (tc2-tc4: B read and Bᵀ written) on top. With
     ``stream_k``, each partial accumulator (4·BM·BN bytes) is written once and read once by its tile's owner, for
-    the grid that a GPU of ``sm_count`` SMs gets."""
+    the grid that a GPU of ``sm_count`` SMs gets; where no tile is split, ``whole`` (the base level's model)."""
     prepass = precision == "tf32" if prepass is None else prepass
 
     def model(problem: Problem) -> Traffic:
         m, n, k = problem.shape
+        if stream_k and whole is not None:
+            tiles, kt = ceil_div(m, bm) * ceil_div(n, bn), ceil_div(k, bk(precision))
+            if stream_k_dp_tiles(tiles, stream_k_grid(tiles, kt, sm_count), sk_fill, sk_skip) == tiles:
+                return whole(problem)
         e = problem.prec.input_bytes
         read = e * (m * k * ceil_div(n, bn * cn) + k * n * ceil_div(m, bm * cm))
         write = 4 * m * n
@@ -237,6 +241,8 @@ class WgmmaKernel(CudaKernel):
     kind: str = "plain"
     swap_ab: bool = False
     int32_indices: bool = False  # C offsets are 64-bit; M, N, K themselves must fit an int (checked below)
+    # STREAM_K=1 (tc6): what runs where no tile is split, the base level's parameters, its clusters included
+    whole_tiles: dict | None = None
 
     def defines(self) -> dict:
         d = dict(self.params)
@@ -304,12 +310,13 @@ class WgmmaKernel(CudaKernel):
         return tiles - stream_k_dp_tiles(tiles, grid, p.get("SK_FILL", SK_FILL), p.get("SK_SKIP_FILL", SK_SKIP_FILL))
 
     def without_stream_k(self) -> "WgmmaKernel":
-        """This spec with STREAM_K=0: the base level's kernel (its binary: the SK_* defines are read only under
-        STREAM_K=1)."""
+        """The kernel launched where no tile is split: the base level's (``whole_tiles``), the same binary; else
+        this spec with STREAM_K=0 (the SK_* defines are read only under STREAM_K=1)."""
         import dataclasses
 
-        params = {k: v for k, v in self.params.items() if k not in ("STREAM_K", "SK_FILL", "SK_SKIP_FILL")}
-        return dataclasses.replace(self, params=params)
+        params = self.whole_tiles or {k: v for k, v in self.params.items()
+                                      if k not in ("STREAM_K", "SK_FILL", "SK_SKIP_FILL")}
+        return dataclasses.replace(self, params=dict(params), whole_tiles=None)
 
     def _stream_k_buffers(self, kernel, geo: Geometry, problem: Problem, sm_count: int) -> tuple[tuple, tuple]:
         """The stream-K kernel's two extra arguments: a workspace of one BM×BN FP32 partial per CTA and one u32
