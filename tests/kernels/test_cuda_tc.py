@@ -208,7 +208,7 @@ def test_tile_order_matches_device_scheduler():
                  "const int rows = min(tiles_m - first, group_m);", "tm = first + r % rows;", "tn = r / rows;"):
         assert line in text
     for level in ("tc4_persistent.cu", "tc5_swap_ab.cu"):
-        assert "schedule(u.tile, tiles_m, tiles_n, GROUP_M, tm, tn);" in (SOURCE_DIR / level).read_text()
+        assert "schedule(u.tile, grid.tiles_m, grid.tiles_n, GROUP_M, tm, tn);" in (SOURCE_DIR / level).read_text()
 
 
 @pytest.mark.parametrize("shape", [(4096, 4096, 4096), (8192, 8192, 8192), (33, 17, 65), (1, 1, 1)])
@@ -578,8 +578,8 @@ def test_stream_k_device_arithmetic_matches_model_text():
     assert "for (Walk u(cta, ctas, tiles, KT); u.valid(); u.next())" in common  # the producer's walk (produce_ring)
     for level in ("tc4_persistent.cu", "tc5_swap_ab.cu"):
         src = (SOURCE_DIR / level).read_text()
-        assert "produce_ring<STAGES>(" in src and "cluster, clusters, tiles, KT," in src  # the same walk for both
-        assert src.count("for (Walk u(cluster, clusters, tiles, KT); u.valid(); u.next())") == 1  # the consumers'
+        assert "produce_ring<STAGES>(" in src and "grid.cluster, grid.clusters, grid.tiles, grid.KT," in src  # both
+        assert src.count("for (Walk u(grid.cluster, grid.clusters, grid.tiles, grid.KT); u.valid(); u.next())") == 1
         assert "for (int kt = u.kb; kt < u.ke; ++kt, ++it)" in src and "sk_fixup<" in src
 
 

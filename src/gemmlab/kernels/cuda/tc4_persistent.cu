@@ -26,11 +26,8 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
   u64 *empty = full + STAGES;
   const TmaMap *mapA = maps, *mapB = maps + 1;
   const int tid = threadIdx.x, wg = tid / 128;
-  const u32 rank = CM > 1 ? cluster_rank() : 0;
-  const int cluster = blockIdx.x / CM, clusters = gridDim.x / CM;
-  const int tiles_m = (M + CM * BM - 1) / (CM * BM), tiles_n = (N + BN - 1) / BN;
-  const int tiles = tiles_m * tiles_n;
-  const int KT = (K + BK - 1) / BK;
+  const PersistentGrid<CM, CM * BM, BN> grid(M, N, K);
+  const u32 rank = grid.rank;
 
   // every consumer warp of every CTA that reads the multicast B arrives on `empty`
   ring_init<STAGES, CM>(full, empty, CW * 4 * CM, mapA, mapB);
@@ -39,10 +36,10 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
     setmaxnreg_dec<PRODUCER_REGS>();
     if (tid == 0)
       produce_ring<STAGES>(
-          smem, full, empty, cluster, clusters, tiles, KT,
+          smem, full, empty, grid.cluster, grid.clusters, grid.tiles, grid.KT,
           [&](int tile) {
             int tm, tn;
-            schedule(tile, tiles_m, tiles_n, GROUP_M, tm, tn);
+            schedule(tile, grid.tiles_m, grid.tiles_n, GROUP_M, tm, tn);
             return make_int2((tm * CM + rank) * BM, tn * BN);
           },
           [&](unsigned char *stage, u64 *bar, int m0, int n0, int k0) {
@@ -56,9 +53,9 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
     u32 boxes = 0;  // C boxes this warpgroup has stored through its staging boxes
 #endif
     float d[BN / 2];
-    for (Walk u(cluster, clusters, tiles, KT); u.valid(); u.next()) {
+    for (Walk u(grid.cluster, grid.clusters, grid.tiles, grid.KT); u.valid(); u.next()) {
       int tm, tn;
-      schedule(u.tile, tiles_m, tiles_n, GROUP_M, tm, tn);
+      schedule(u.tile, grid.tiles_m, grid.tiles_n, GROUP_M, tm, tn);
       const int m0 = (tm * CM + rank) * BM, n0 = tn * BN;
       for (int kt = u.kb; kt < u.ke; ++kt, ++it) {
         const u32 s = it % STAGES;

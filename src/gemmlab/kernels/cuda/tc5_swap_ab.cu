@@ -98,11 +98,8 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
   u64 *empty = full + STAGES;
   const TmaMap *mapA = maps, *mapB = maps + 1;
   const int tid = threadIdx.x, wg = tid / 128;
-  const u32 rank = CN > 1 ? cluster_rank() : 0;
-  const int cluster = blockIdx.x / CN, clusters = gridDim.x / CN;
-  const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + CN * BN - 1) / (CN * BN);
-  const int tiles = tiles_m * tiles_n;
-  const int KT = (K + BK - 1) / BK;
+  const PersistentGrid<CN, BM, CN * BN> grid(M, N, K);
+  const u32 rank = grid.rank;
 
   // every consumer warp of every CTA that reads the multicast A arrives on `empty`
   ring_init<STAGES, CN>(full, empty, CW * 4 * CN, mapA, mapB);
@@ -111,10 +108,10 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
     setmaxnreg_dec<PRODUCER_REGS>();
     if (tid == 0)
       produce_ring<STAGES>(
-          smem, full, empty, cluster, clusters, tiles, KT,
+          smem, full, empty, grid.cluster, grid.clusters, grid.tiles, grid.KT,
           [&](int tile) {
             int tm, tn;
-            schedule(tile, tiles_m, tiles_n, GROUP_M, tm, tn);
+            schedule(tile, grid.tiles_m, grid.tiles_n, GROUP_M, tm, tn);
             return make_int2(tm * BM, (tn * CN + rank) * BN);
           },
           [&](unsigned char *stage, u64 *bar, int m0, int n0, int k0) {
@@ -129,9 +126,9 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
     const u32 lo = b_offset(t, col), hi = b_offset(t + 4, col);
     u32 it = 0;  // ring position (unsigned: % and / by STAGES are a mask and a shift)
     float d[BM / 2];
-    for (Walk u(cluster, clusters, tiles, KT); u.valid(); u.next()) {
+    for (Walk u(grid.cluster, grid.clusters, grid.tiles, grid.KT); u.valid(); u.next()) {
       int tm, tn;
-      schedule(u.tile, tiles_m, tiles_n, GROUP_M, tm, tn);
+      schedule(u.tile, grid.tiles_m, grid.tiles_n, GROUP_M, tm, tn);
       const int m0 = tm * BM, n0 = (tn * CN + rank) * BN;
       for (int kt = u.kb; kt < u.ke; ++kt, ++it) {
         const u32 s = it % STAGES;

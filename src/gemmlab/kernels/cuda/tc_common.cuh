@@ -341,6 +341,22 @@ __device__ __forceinline__ void schedule(int t, int tiles_m, int tiles_n, int gr
   tn = r / rows;
 }
 
+// The persistent levels' grid (tc4..tc6): clusters of NCTA CTAs (1: clusters off), each cluster taking output
+// tiles of TILE_M x TILE_N elements (tc4 stacks its CTAs along M, tc5 along N), K in k-tiles of BK.
+template <int NCTA, int TILE_M, int TILE_N>
+struct PersistentGrid {
+  u32 rank;  // this CTA's place in its cluster
+  int cluster, clusters, tiles_m, tiles_n, tiles, KT;
+  __device__ __forceinline__ PersistentGrid(int M, int N, int K)
+      : rank(NCTA > 1 ? cluster_rank() : 0),
+        cluster(blockIdx.x / NCTA),
+        clusters(gridDim.x / NCTA),
+        tiles_m((M + TILE_M - 1) / TILE_M),
+        tiles_n((N + TILE_N - 1) / TILE_N),
+        tiles(tiles_m * tiles_n),
+        KT((K + BK - 1) / BK) {}
+};
+
 // A consumer warp's release of ring slot `s` (its wgmma reads are done): on its own CTA's `empty` barrier, or,
 // when NCTA CTAs of a cluster share the slot's multicast operand, on every one of theirs, since each producer
 // must know that all readers of the bytes it multicast are done before it overwrites them.
