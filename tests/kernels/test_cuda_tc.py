@@ -251,10 +251,12 @@ def test_c_map_boxes_are_the_staging_boxes():
 
 
 def test_c_by_tma_only_where_tma_can_address_c():
-    assert tc_common.c_tma_ok(520, 0x7F0000000000)
-    assert not tc_common.c_tma_ok(17, 0x7F0000000000)  # 68-byte rows: the kernel stores from registers
-    assert not tc_common.c_tma_ok(130, 0x7F0000000000)
-    assert not tc_common.c_tma_ok(520, 0x7F0000000008)  # a C view that is not 16-byte aligned
+    spec = next(s for s in WGMMA if s.level == 4 and s.precision == "bf16")
+    n520, n17, n130 = (Problem(300, n, 200, "bf16") for n in (520, 17, 130))
+    assert spec.c_by_tma(n520, 0x7F0000000000)
+    assert not spec.c_by_tma(n17, 0x7F0000000000)  # 68-byte rows: the kernel stores from registers
+    assert not spec.c_by_tma(n130, 0x7F0000000000)
+    assert not spec.c_by_tma(n520, 0x7F0000000008)  # a C view that is not 16-byte aligned
     assert TiledMap("fp32", 33, 17, 17, 64, 32).errors()  # TMA itself refuses that stride
 
 

@@ -54,10 +54,6 @@ def smem_bytes(p: dict) -> int:
     return p["STAGES"] * (stage_bytes(p["BM"], p["BN"]) + BARRIER_BYTES) + epilogue_bytes(p) + ALIGN_SLACK
 
 
-def c_tma_ok(n: int, ptr: int) -> bool:
-    """Whether TMA can store into a row-major FP32 C with N columns at ``ptr``: 16-byte aligned rows and base."""
-    return (4 * n) % 16 == 0 and ptr % 16 == 0
-
 
 def launch_registers(threads: int) -> int:
     """Registers a block of ``threads`` holds from launch to exit under __launch_bounds__(threads, 1): ptxas caps
@@ -357,6 +353,10 @@ class WgmmaKernel(CudaKernel):
         """C's tensor map for the EPI_TMA epilogue: FP32 M×N, stored in boxes of 64 rows × 32 columns."""
         return TiledMap("fp32", problem.m, problem.n, problem.n, 64, 32)
 
+    def c_by_tma(self, problem: Problem, ptr: int) -> bool:
+        """Whether TMA can store into C at ``ptr``: a 16-byte aligned base and whatever else C's map needs."""
+        return ptr % 16 == 0 and not self.c_map(problem).errors()
+
     def build(self, problem: Problem):
         import cupy
 
@@ -414,7 +414,7 @@ class WgmmaKernel(CudaKernel):
             pairs = [(map_a, A.data.ptr), (map_b, B.data.ptr)]
             epi_args = ()
             if epi_tma:
-                c_tma = c_tma_ok(n, c.data.ptr)
+                c_tma = self.c_by_tma(problem, c.data.ptr)
                 if c_tma:
                     pairs.append((self.c_map(problem), c.data.ptr))
                 epi_args = (np.int32(c_tma),)
