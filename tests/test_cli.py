@@ -78,3 +78,10 @@ def test_bench_append_merges_runs_and_keeps_every_command(tmp_path):
     data = json.loads(out.read_text())
     assert [(r["m"], r["n"], r["k"]) for r in data["records"]] == [(16, 8, 4), (9, 7, 5)]
     assert len(data["env"]["commands"]) == 2 and "9x7x5" in data["env"]["commands"][1]
+
+
+def test_timeline_names_what_it_cannot_do():
+    proc = gemmlab("timeline", "--kernels", "cuda/tc5_swap_ab_tf32")
+    assert proc.returncode == 2 and "has none" in proc.stdout
+    proc = gemmlab("timeline", "--shape", "4096")
+    assert proc.returncode == 2 and "needs a CUDA GPU" in proc.stdout

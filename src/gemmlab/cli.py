@@ -1,4 +1,4 @@
-"""gemmlab command line: list | bench | verify | roofline | report | profile | tune."""
+"""gemmlab command line: list | bench | verify | roofline | report | profile | timeline | tune."""
 from __future__ import annotations
 
 import argparse
@@ -173,6 +173,38 @@ def cmd_profile(args) -> int:
     return profile_command(args, console)
 
 
+def cmd_timeline(args) -> int:
+    from gemmlab.harness import timeline
+    from gemmlab.harness.device import gpu
+    from gemmlab.harness.env import collect
+    from gemmlab.kernels.registry import list_kernels
+    from gemmlab.problem import Problem
+
+    specs = list_kernels(args.kernels)
+    if not specs:
+        raise GemmlabError(f"no kernel matches {args.kernels!r}")
+    for spec in specs:
+        timeline.instrumented(spec)  # every kernel named has stamps, before any GPU work
+    records = [timeline.record(spec, Problem(*shape, spec.precision), launches=args.launches)
+               for shape in _shapes(args.shape or ["4096"]) for spec in specs]
+    results = {"env": {**collect(gpu(), "gpu"), "command": "gemmlab " + " ".join(shlex.quote(a) for a in args.argv)},
+               "records": records}
+    t = Table(title="gemmlab timeline: where each consumer warpgroup's cycles go", header_style="bold",
+              title_justify="left")
+    for col in timeline.COLUMNS:
+        t.add_column(col)
+    for row in timeline.table_rows(records):
+        t.add_row(*row)
+    console.print(t)
+    if args.json:
+        path = Path(args.json)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(results, indent=1, default=float))
+        path.with_suffix(".md").write_text(timeline.markdown(results))
+        console.print(f"wrote {path} and {path.with_suffix('.md')}")
+    return 0
+
+
 def cmd_tune(args) -> int:
     from gemmlab.problem import SEED_SHAPE
     from gemmlab.tune import TUNABLE, cache_path, tune
@@ -246,6 +278,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--shape", default="2048x3072x4096")
     s.add_argument("--json", help="merge the counters into this results JSON")
     s.set_defaults(func=cmd_profile)
+
+    s = sub.add_parser("timeline", help="where a tc4 kernel's cycles go: clock stamps from inside the kernel")
+    s.add_argument("--kernels", default="cuda/tc4_persistent_*", help="glob(s) of tc4_persistent.cu kernels")
+    s.add_argument("--shape", action="append", help="4096 or MxNxK; repeatable (default 4096)")
+    s.add_argument("--launches", type=int, default=10, help="launches summarized (after 3 warm-ups)")
+    s.add_argument("--json", help="write the stamps' summary here, and a Markdown table beside it (.md)")
+    s.set_defaults(func=cmd_timeline)
 
     s = sub.add_parser("tune", help="search tile parameters per shape on this GPU (cached)")
     s.add_argument("--shape", action="append")

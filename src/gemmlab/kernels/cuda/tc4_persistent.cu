@@ -7,6 +7,8 @@
 // kernel takes two more arguments, the partials' workspace and one flag per tile.
 // EPI_TMA=1: the consumers store C through shared-memory staging boxes and TMA (store_acc_tma) whenever the host
 // says C's layout allows it (c_tma, the kernel's sixth argument; maps[2] is then C's tensor map), else directly.
+// TIMELINE=1 (gemmlab timeline; whole tiles only): the kernel takes one more argument, a buffer of TL_SLOTS clock
+// readings per consumer warpgroup (Timeline below), and stamps where each warpgroup's cycles go.
 #include "tc_common.cuh"
 
 #define CW (BM / 64)
@@ -18,8 +20,37 @@
 #define EPI_ARGS
 #endif
 
+#if TIMELINE
+// Warpgroup `cw` of block b owns row b * CW + cw of TL_SLOTS readings: [0] %globaltimer (ns) and [1] clock64 at
+// the start; for its units i < TL_UNITS, [2 + 3i] clock64 once the unit's first k-tile has landed, [3 + 3i] after
+// its last wgmma retires, [4 + 3i] after its epilogue; [TL_SLOTS - 2] clock64 and [TL_SLOTS - 1] %globaltimer at
+// the end. Thread 0 of the warpgroup writes; the order of the stamps is the order of the warpgroup's work.
+#define TL_SLOTS 64
+#define TL_UNITS ((TL_SLOTS - 4) / 3)
+#define TL_ARGS , unsigned long long *tl
+struct Timeline {
+  unsigned long long *row;
+  bool writer;
+  __device__ __forceinline__ Timeline(unsigned long long *tl, int cw)
+      : row(tl + ((size_t)blockIdx.x * CW + cw) * TL_SLOTS), writer(threadIdx.x % 128 == 0) {}
+  __device__ __forceinline__ void clock(int slot) {
+    if (writer) row[slot] = clock64();
+  }
+  __device__ __forceinline__ void unit(int i, int stamp) {
+    if (i < TL_UNITS) clock(2 + 3 * i + stamp);
+  }
+  __device__ __forceinline__ void ns(int slot) {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    if (writer) row[slot] = t;
+  }
+};
+#else
+#define TL_ARGS
+#endif
+
 extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
-    tc4_persistent(float *C, const TmaMap *maps, int M, int N, int K EPI_ARGS SK_ARGS) {
+    tc4_persistent(float *C, const TmaMap *maps, int M, int N, int K EPI_ARGS SK_ARGS TL_ARGS) {
   extern __shared__ unsigned char smem_raw[];
   unsigned char *smem = aligned_smem(smem_raw);
   u64 *full = reinterpret_cast<u64 *>(smem + STAGES * STAGE_BYTES + EPI_BYTES);
@@ -53,10 +84,20 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
     u32 boxes = 0;  // C boxes this warpgroup has stored through its staging boxes
 #endif
     float d[BN / 2];
+#if TIMELINE
+    Timeline tlog(tl, cw);
+    tlog.ns(0);
+    tlog.clock(1);
+    int unit = 0;
+#endif
     for (Walk u(grid.cluster, grid.clusters, grid.tiles, grid.KT); u.valid(); u.next()) {
       int tm, tn;
       schedule(u.tile, grid.tiles_m, grid.tiles_n, GROUP_M, tm, tn);
       const int m0 = (tm * CM + rank) * BM, n0 = tn * BN;
+#if TIMELINE
+      mbar_wait(&full[it % STAGES], (it / STAGES) & 1);  // the loop's first wait, early: it returns at once again
+      tlog.unit(unit, 0);
+#endif
       for (int kt = u.kb; kt < u.ke; ++kt, ++it) {
         const u32 s = it % STAGES;
         mbar_wait(&full[s], (it / STAGES) & 1);
@@ -71,6 +112,9 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
       wgmma_wait<0>();
       if (tid % 32 == 0) release_slot<CM>(&empty[(it - 1) % STAGES]);  // the tile's last slot
       fence_acc(d);
+#if TIMELINE
+      tlog.unit(unit, 1);
+#endif
 #if STREAM_K
       if (!sk_fixup<BN / 2, CW * 128>(u, d, sk_ws, sk_flags, tid - 128)) continue;
 #endif
@@ -79,11 +123,17 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
         if (m0 + cw * 64 < M)
           store_acc_tma<BN>(maps + 2, d, smem + STAGES * STAGE_BYTES + cw * 2 * C_BOX_BYTES, m0 + cw * 64, n0, N,
                             2 + cw, boxes);
-        continue;
-      }
+      } else
 #endif
       if (m0 < M) store_acc<BN>(C, d, m0 + cw * 64, n0, M, N);
+#if TIMELINE
+      tlog.unit(unit++, 2);
+#endif
     }
+#if TIMELINE
+    tlog.clock(TL_SLOTS - 2);
+    tlog.ns(TL_SLOTS - 1);
+#endif
   }
 #if EPI_TMA
   tma_store_wait_all();  // the CTA's shared memory outlives its TMA stores (a no-op for threads that issued none)

@@ -42,6 +42,7 @@ def stage_bytes(bm: int, bn: int) -> int:
     return (bm + bn) * 128
 
 
+TL_SLOTS = 64  # readings per consumer warpgroup with TIMELINE=1 (tc4_persistent.cu's Timeline, harness/timeline.py)
 C_BOX_BYTES = 64 * 128  # one TMA box of C: 64 rows of 32 FP32 (tc4's EPI_TMA epilogue)
 
 
@@ -191,6 +192,10 @@ def wgmma_constraints(p: dict, specialized: bool, swap_ab: bool = False) -> list
         e.append("EPI_TMA=1 is an option of the tc4_persistent.cu source (tc4, tc6 BF16)")
     if p.get("STREAM_K", 0) and not specialized:
         e.append("STREAM_K=1 is an option of the persistent walk (tc4, tc5 sources)")
+    if p.get("TIMELINE", 0) not in (0, 1):
+        e.append(f"TIMELINE={p.get('TIMELINE')}: 0 or 1 (stamp each warpgroup's cycles for gemmlab timeline)")
+    elif p.get("TIMELINE", 0) and (swap_ab or not specialized or p.get("STREAM_K", 0)):
+        e.append("TIMELINE=1 is an option of the tc4_persistent.cu source walking whole tiles (tc4, not tc6)")
     return e
 
 
@@ -395,6 +400,10 @@ class WgmmaKernel(CudaKernel):
                                if self.params.get("STREAM_K", 0) else ((), ()))
         scratch["stream_k"] = sk_buffers  # alive as long as the launcher
         epi_tma = bool(self.params.get("EPI_TMA", 0))
+        timeline_args = ()
+        if self.params.get("TIMELINE", 0):  # gemmlab timeline reads run.timeline after a launch
+            scratch["timeline"] = cupy.zeros((geo.grid[0], geo.threads // 128 - 1, TL_SLOTS), np.uint64)
+            timeline_args = (scratch["timeline"].data.ptr,)
 
         def run(a, b, c):
             A, lda = a, k
@@ -420,7 +429,8 @@ class WgmmaKernel(CudaKernel):
                 epi_args = (np.int32(c_tma),)
             maps = table.device_maps(pairs)
             launch(kernel, grid, geo.block,
-                   (c.data.ptr, maps, np.int32(m), np.int32(n), np.int32(k)) + epi_args + sk_args, geo.smem,
-                   cluster=cluster)
+                   (c.data.ptr, maps, np.int32(m), np.int32(n), np.int32(k)) + epi_args + sk_args + timeline_args,
+                   geo.smem, cluster=cluster)
 
+        run.timeline = scratch.get("timeline")
         return run
