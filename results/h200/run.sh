@@ -17,6 +17,8 @@ g bench --shape 4096 --shape 8192 --shape 2048x3072x4096 --kernels "$TC" $R --no
 g profile 'numba/*,cuda/v*,peers/cublas_fp32,peers/triton_fp32' --shape 4096 --json "$OUT/fp32.json"
 g profile "$TC" --shape 4096 --json "$OUT/tensor_cores.json"
 g verify --kernels 'cuda/*' --sample 6 --sanitize --json "$OUT/verify.json"
+# Where tc4's cycles go, from clock stamps inside the kernel (rendered beside it: timeline.md)
+g timeline --shape 4096 --shape 8192 --shape 2048x3072x4096 --json "$OUT/timeline.json"
 # The reports are rendered from the JSON alone, on any machine:
 #   gemmlab report results/h200/fp32.json --out results/h200/fp32
 #   gemmlab report results/h200/tensor_cores.json --out results/h200/tensor_cores

@@ -216,6 +216,8 @@ def test_launch_geometry(shape):
     for spec in TC:
         p = Problem(*shape, spec.precision)
         geo = spec.launch_geometry(p) if spec.level < 4 else spec.launch_geometry(p, sm_count=132)
+        if spec.level >= 4:  # the launch of the spec that runs the problem (tc6 splitting nothing runs tc4's)
+            spec = spec.for_problem(p, 132)
         bm, bn = spec.params["BM"], spec.params["BN"]
         if spec.level >= 4:
             cm, cn = spec.params.get("CM", 1), spec.params.get("CN", 1)
@@ -351,7 +353,7 @@ def test_setmaxnreg_counts_fit_the_launch_pool():
     import dataclasses
 
     spec = next(s for s in WGMMA if s.level == 4 and s.precision == "bf16")
-    wide = {"BM": 256, "BN": 128, "PRODUCER_REGS": 40, "EPI_TMA": 0}  # 4 warpgroups: no room for staging
+    wide = {"BM": 256, "BN": 128, "PRODUCER_REGS": 40, "EPI_TMA": 0, "NARROW_BN": 0}  # 4 warpgroups, no staging
     with pytest.raises(InvalidConfigError, match="at launch"):
         dataclasses.replace(spec, params={**spec.params, **wide, "CONSUMER_REGS": 112})
     ok = dataclasses.replace(spec, params={**spec.params, **wide, "CONSUMER_REGS": 104})
@@ -648,7 +650,8 @@ def test_tc6_is_its_base_level_with_stream_k(spec):
     base = next(s for s in TC if s.level == (4 if spec.precision == "bf16" else 5) and s.precision == spec.precision)
     assert spec.source == base.source and spec.entry == base.entry
     sk = {"STREAM_K": 1, "SK_FILL": tc_common.SK_FILL, "SK_SKIP_FILL": tc_common.SK_SKIP_FILL}
-    assert spec.params in ({**base.params, "CM": 1, **sk}, {**base.params, **sk})
+    own = {k: v for k, v in base.params.items() if k != "NARROW_BN"}  # narrower tiles are the base level's choice
+    assert spec.params in ({**own, "CM": 1, **sk}, {**own, **sk})
     assert spec.params.get("CM", 1) * spec.params.get("CN", 1) == 1
     assert "STREAM_K" not in base.params  # tc4, tc5 compile with the .cu default, STREAM_K=0
     assert "red.release.gpu" in _ptx(spec) and "ld.acquire.gpu" in _ptx(spec)
@@ -662,7 +665,11 @@ def test_tc6_is_its_base_level_with_stream_k(spec):
     assert plain.params == base.params and plain.compile("sm_90a").cubin == base.compile("sm_90a").cubin
     assert spec.stream_k_tiles(Problem(4096, 4096, 4096, spec.precision)) == 0  # 116 of 132: 88% full
     assert spec.stream_k_tiles(Problem(8192, 8192, 8192, spec.precision)) == 68
-    assert spec.stream_k_tiles(Problem(2048, 3072, 4096, spec.precision)) == 192
+    # BF16: tc4's 192-wide tiles fill the seed shape's last wave (128 cluster tiles for 66 clusters), so tc6 runs them
+    seed = Problem(2048, 3072, 4096, spec.precision)
+    assert spec.stream_k_tiles(seed) == (0 if spec.precision == "bf16" else 192)
+    if spec.precision == "bf16":
+        assert spec.for_problem(seed).params == {**base.params, "BN": 192, "NARROW_BN": 0}
 
 
 def test_tc6_refuses_clusters_and_bad_values():
@@ -686,11 +693,12 @@ def test_tc6_refuses_clusters_and_bad_values():
 def test_tc6_traffic_counts_the_partials():
     for spec in TC6:
         base = next(s for s in TC if s.level == (4 if spec.precision == "bf16" else 5) and s.precision == spec.precision)
-        p = Problem(2048, 3072, 4096, spec.precision)
+        m, n, k = (2048, 3072, 4096) if spec.precision == "tf32" else (2048, 2048, 4096)  # BF16: tc4 keeps 256
+        p = Problem(m, n, k, spec.precision)
         bm, bn = spec.params["BM"], spec.params["BN"]
         # the split walk runs with clusters off: its reads and writes are those of unclustered tiles plus partials
         t6, tb = spec.traffic(p), tc_common.wgmma_traffic(spec.precision, bm, bn, prepass=False)(p)
-        tiles, kt = -(-2048 // bm) * -(-3072 // bn), -(-4096 // tc_common.bk(spec.precision))
+        tiles, kt = -(-m // bm) * -(-n // bn), -(-k // tc_common.bk(spec.precision))
         partials = tc_common.stream_k_partials(tiles, 132, kt)
         assert 0 < partials <= 132
         assert t6.global_read - tb.global_read == t6.global_write - tb.global_write == 4 * bm * bn * partials
@@ -713,3 +721,48 @@ def test_timeline_build_compiles_without_spills(prec):
 
 def test_timeline_slots_agree_with_the_kernel():
     assert f"#define TL_SLOTS {tc_common.TL_SLOTS}\n" in _read_source("tc4_persistent.cu")
+
+
+# ---- tc4's narrower tile where it fills the last wave (NARROW_BN) ------------------------------------------------
+TC4 = [s for s in WGMMA if s.level == 4]
+
+
+def test_narrow_tiles_only_where_they_fill_the_last_wave():
+    p = dict(TC4[0].params)
+    assert p["BN"] == 256 and p["NARROW_BN"] == 192 and p["CM"] == 2
+    # seed shape: 96 cluster tiles for 66 clusters take 2 rounds of 256 columns; 192-wide, 128 tiles take 2 of 192
+    assert tc_common.narrow_pays(2048, 3072, p)
+    assert not tc_common.narrow_pays(4096, 4096, p)  # 4 rounds of 256 against 6 of 192
+    assert not tc_common.narrow_pays(8192, 8192, p)  # 16 x 256 = 4096 against 21 x 192 = 4032: within NARROW_COST
+    assert not tc_common.narrow_pays(300, 520, p)  # one wave either way: the wide tile as before
+    assert not tc_common.narrow_pays(2048, 3072, p, sm_count=264)  # a GPU twice as wide holds every tile at once
+    assert not tc_common.narrow_pays(2048, 3072, {**p, "NARROW_BN": 0})
+    assert not tc_common.narrow_pays(2048, 3072, {**p, "STREAM_K": 1})
+
+
+@pytest.mark.parametrize("spec", TC4, ids=lambda s: s.name)
+def test_narrow_tile_is_a_pinned_configuration(spec):
+    seed, big = Problem(2048, 3072, 4096, spec.precision), Problem(4096, 4096, 4096, spec.precision)
+    narrow = spec.for_problem(seed)
+    assert narrow.params == {**spec.params, "BN": 192, "NARROW_BN": 0} and spec.for_problem(big) is spec
+    assert narrow.for_problem(seed) is narrow  # pinned: no second choice
+    assert spec.launch_geometry(seed) == narrow.launch_geometry(seed)
+    assert spec.traffic(seed) == narrow.traffic(seed) and "192-column" in spec.traffic(seed).basis
+    assert "NARROW_BN" not in spec.defines()  # a host-side choice: the wide binary is the one measured before
+    wide_cfg, narrow_cfg = spec.configurations()
+    assert wide_cfg.params == {**spec.params, "NARROW_BN": 0} and narrow_cfg.params == narrow.params
+    report = narrow_cfg.compile("sm_90a").report
+    assert report.spills == 0 and report.stack_bytes == 0 and report.registers <= 168, report
+    assert "m64n192k" in _ptx(narrow_cfg) and "m64n192k" not in _ptx(wide_cfg)
+
+
+def test_narrow_tile_refused_where_it_cannot_work():
+    import dataclasses
+
+    bf16 = TC4[0] if TC4[0].precision == "bf16" else TC4[1]
+    for bad, why in (({"NARROW_BN": 256}, "below BN=256"), ({"NARROW_BN": 160}, "a wgmma N"),
+                     ({"NARROW_BN": 64}, "a B box per CTA")):  # CM=2: each CTA multicasts at least one B box
+        with pytest.raises(InvalidConfigError, match=why):
+            dataclasses.replace(bf16, params={**bf16.params, **bad})
+    with pytest.raises(InvalidConfigError, match="NARROW_BN"):
+        dataclasses.replace(TC5, params={**TC5.params, "NARROW_BN": 64})

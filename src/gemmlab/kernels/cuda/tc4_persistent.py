@@ -10,6 +10,9 @@ occupancy query says fit at once, never a partial second wave. The consumers sto
 (EPI_TMA=1): each warpgroup writes its accumulator box by box (64 rows x 32 FP32, 128-byte swizzled, two 8 KB
 staging boxes in turn) and one thread hands each box to a TMA store, so C leaves in whole lines while the
 warpgroup goes back to wgmma; where TMA cannot address C (N % 4, an unaligned view) they store from registers.
+The tile is 128x256, or 128x192 (NARROW_BN, wgmma n192) where the 256-wide tiles would take more rounds of the
+grid than their work needs and the narrower ones fill the last round better (narrow_pays in tc_common.py; the
+choice is made per problem on the host, and each width is its own binary).
 Why: tc3 pays a launch tail and an un-overlapped epilogue per tile, reads every B tile once per CTA, and its
 float2 stores touch 8 rows' lines per warp instruction. Predicted gain: 5-10% over tc3, to about 1.0x cuBLAS.
 
@@ -22,11 +25,26 @@ Why these settings, measured on the H200 outside results/ (cold L2, BF16 at 4096
 - A sweep of GROUP_M (4, 16), 3 stages and a 256x128 tile stayed within the spread or below; staggering the two
   consumer warpgroups by 1-2 k-tiles (so one's epilogue overlaps the other's wgmma) and a grid of whole waves
   (128 CTAs at 4096³) measured within the spread.
+- NARROW_BN=192 at 2048x3072x4096, where 96 cluster tiles take 2 rounds of the 66 clusters and 128 narrower ones
+  also 2 (three quarters as long): BF16 0.0847-0.0872 ms, 1.00x / 0.99x cuBLAS interleaved, against 0.1013-0.1018
+  ms (0.78x) 256 wide; TF32 0.1857-0.1879 ms (0.91x) against 0.2161-0.2165 ms (0.75x). Where the rounds do not
+  drop, n192 costs more per column: 8192³ BF16 1.68-1.72 ms against 1.62 ms (the model's 21 x 192 against
+  16 x 256 columns, 2% fewer, is inside NARROW_COST = 1.1), 4096³ 0.241-0.261 ms against 0.190-0.217 ms.
+- `gemmlab timeline` (results/h200/timeline.json) shows where the cycles go: the mainloop runs one k-tile per
+  1,024 cycles, the tensor cores' own rate, and each 128x256 tile then spends about 5,500 cycles in its epilogue
+  and 450 more before the next tile's first k-tile (8-9% of a 4096³ tile). Tried against that, outside
+  results/, all within the spread at 4096³ and 8192³ (the GPU runs at its power limit, so fewer cycles at the
+  same energy buy little): each warp storing its own 16-row boxes with no warpgroup barrier (epilogue 4,900
+  cycles instead of 5,600, time unchanged); the two warpgroups' epilogues in turn; the warpgroup index made
+  warp-uniform and the loop's descriptors precomputed (mainloop SASS from 81 to 62 instructions per k-tile,
+  mostly on the uniform datapath; power unchanged at 687 W). Clusters of 4 fit 30 at once on the H200
+  (120 SMs), too few.
 Measured in results/h200/tensor_cores.json: see docs/tensor_cores.md.
 """
 from gemmlab.kernels.cuda.tc_common import WgmmaKernel, wgmma_constraints, wgmma_traffic
 
-BASE = {"BM": 128, "BN": 256, "STAGES": 4, "GROUP_M": 8, "PRODUCER_REGS": 40, "CONSUMER_REGS": 232, "EPI_TMA": 1}
+BASE = {"BM": 128, "BN": 256, "STAGES": 4, "GROUP_M": 8, "PRODUCER_REGS": 40, "CONSUMER_REGS": 232, "EPI_TMA": 1,
+        "NARROW_BN": 192}
 CM = 2
 BF16 = TF32 = {**BASE, "CM": CM}
 
@@ -37,7 +55,7 @@ SPECS = [
               "multicast, TMA-store epilogue",
         source="tc4_persistent.cu", entry="tc4_persistent", params=dict(params),
         constraints=lambda p: wgmma_constraints(p, specialized=True),
-        traffic_model=wgmma_traffic(prec, BASE["BM"], BASE["BN"], CM), doc=__doc__,
+        traffic_model=wgmma_traffic(prec, BASE["BM"], BASE["BN"], CM, narrow=params), doc=__doc__,
     )
     for prec, params in (("bf16", BF16), ("tf32", TF32))
 ]

@@ -14,7 +14,8 @@ next launch. Every CTA is resident at once (one per SM, checked against the occu
 deadlock. With fewer tiles than SMs the grid grows to one CTA per 4 k-tiles of work (SK_MIN_KTILES), at most one
 per SM, so small problems split K too. When no tile would be split (whole waves, or a last wave at least
 SK_SKIP_FILL = 70% full, where the fixup costs more than the idle SMs: measured at 4096³ below) tc6 launches the
-base level's kernel with the base level's parameters (`whole_tiles`, clusters included), the same binary.
+base level's kernel with the base level's parameters (`whole_tiles`, clusters included), the same binary; so
+it does where the base level's narrower tiles already fill the last wave (tc4's NARROW_BN: BF16 at 2048x3072x4096).
 Why: a persistent grid pays for its last partial wave in full. 2048x3072x4096 has 192 tiles for 132 SMs: every
 CTA's makespan is 2 tiles for 1.45 tiles of work (tc4 BF16 0.76x, tc5 TF32 0.88x cuBLAS); 8192³ (2048 tiles, 15.5
 waves) loses about 3% to the same tail.
@@ -37,7 +38,7 @@ from gemmlab.kernels.cuda import tc4_persistent, tc5_swap_ab
 from gemmlab.kernels.cuda.tc_common import SK_FILL, SK_SKIP_FILL, WgmmaKernel, wgmma_constraints, wgmma_traffic
 
 SK = {"STREAM_K": 1, "SK_FILL": SK_FILL, "SK_SKIP_FILL": SK_SKIP_FILL}
-BF16 = {**tc4_persistent.BASE, "CM": 1, **SK}
+BF16 = {**{k: v for k, v in tc4_persistent.BASE.items() if k != "NARROW_BN"}, "CM": 1, **SK}
 TF32 = {**tc5_swap_ab.PARAMS, "CN": 1, **SK}
 
 SPECS = [
@@ -47,7 +48,8 @@ SPECS = [
         source="tc4_persistent.cu", entry="tc4_persistent", params=dict(BF16), whole_tiles=dict(tc4_persistent.BF16),
         constraints=lambda p: wgmma_constraints(p, specialized=True),
         traffic_model=wgmma_traffic("bf16", BF16["BM"], BF16["BN"], stream_k=True,
-                                    whole=tc4_persistent.SPECS[0].traffic_model), doc=__doc__,
+                                    whole=tc4_persistent.SPECS[0].traffic_model, narrow=tc4_persistent.BF16),
+        doc=__doc__,
     ),
     WgmmaKernel(
         name="cuda/tc6_stream_k_tf32", level=6, precision="tf32", kind="persistent", swap_ab=True,

@@ -267,10 +267,12 @@ __device__ __forceinline__ void wgmma_tile(float (&d)[N / 2], u64 da, u64 db, in
 #if TC_BF16
   if constexpr (N == 64) wgmma_bf16_n64(d, da, db, scale_d);
   else if constexpr (N == 128) wgmma_bf16_n128(d, da, db, scale_d);
+  else if constexpr (N == 192) wgmma_bf16_n192(d, da, db, scale_d);
   else wgmma_bf16_n256(d, da, db, scale_d);
 #else
   if constexpr (N == 64) wgmma_tf32_n64(d, da, db, scale_d);
   else if constexpr (N == 128) wgmma_tf32_n128(d, da, db, scale_d);
+  else if constexpr (N == 192) wgmma_tf32_n192(d, da, db, scale_d);
   else wgmma_tf32_n256(d, da, db, scale_d);
 #endif
 }

@@ -95,6 +95,9 @@ def stream_k_grid(tiles: int, kt: int, sm_count: int) -> int:
 
 SK_FILL = 50  # the last partial wave alone is the stream-K region when it fills at least this % of the grid
 SK_SKIP_FILL = 70  # ... and no stream-K at all when it fills at least this % (measured on the H200, see tc6)
+# A NARROW_BN-wide (n192) tile's cost per output column against the BN-wide (n256) one's: the narrower wgmma
+# reads more shared memory per multiply-add, and the per-tile costs weigh more (measured on the H200, see tc4)
+NARROW_COST = 1.1
 
 
 def stream_k_dp_tiles(tiles: int, grid: int, fill: int = SK_FILL, skip: int = SK_SKIP_FILL) -> int:
@@ -136,6 +139,27 @@ def stream_k_partials(tiles: int, grid: int, kt: int, fill: int = SK_FILL, skip:
     return sum(kb > 0 for units in stream_k_units(tiles, grid, kt, fill, skip) for _, kb, _ in units)
 
 
+def narrow_pays(m: int, n: int, p: dict, sm_count: int = 132) -> bool:
+    """Whether whole tiles NARROW_BN wide finish an M×N problem sooner than BN-wide ones. Only for problems of more
+    BN-wide (cluster) tiles than resident clusters: the busiest cluster runs ceil(tiles / clusters) tiles, so a
+    partial last wave costs a whole tile; narrower tiles can fill it better. The busiest cluster's columns,
+    ceil(tiles / clusters) · width, are compared with the narrow ones weighted by NARROW_COST."""
+    narrow = p.get("NARROW_BN", 0)
+    if not narrow or p.get("STREAM_K", 0):
+        return False
+    cm, cn = p.get("CM", 1), p.get("CN", 1)
+    clusters = max(1, sm_count // (cm * cn))
+    rows = ceil_div(m, p["BM"] * cm)
+
+    def tiles(width: int) -> int:
+        return rows * ceil_div(n, width * cn)
+
+    def busiest(width: int) -> int:
+        return ceil_div(tiles(width), clusters) * width
+
+    return tiles(p["BN"]) > clusters and busiest(narrow) * NARROW_COST < busiest(p["BN"])
+
+
 def wgmma_constraints(p: dict, specialized: bool, swap_ab: bool = False) -> list[str]:
     """The parameter errors of a wgmma level. With ``swap_ab`` (tc5) the wgmma tile is Cᵀ: the consumer
     warpgroups split BN (64 C columns each) and BM is the wgmma N; otherwise they split BM and BN is the N."""
@@ -145,8 +169,8 @@ def wgmma_constraints(p: dict, specialized: bool, swap_ab: bool = False) -> list
     split_v, wide_v = p[split], p[wide]
     if split_v not in (64, 128, 192, 256):
         e.append(f"{split}={split_v}: each consumer warpgroup owns 64 of them, so {split} must be 64, 128, 192 or 256")
-    if wide_v not in (64, 128, 256):
-        e.append(f"{wide}={wide_v}: wgmma shapes used here are n64, n128 and n256")
+    if wide_v not in (64, 128, 192, 256) or (swap_ab and wide_v == 192):
+        e.append(f"{wide}={wide_v}: wgmma shapes used here are n64, n128, n192 (not tc5) and n256")
     if stages < 2:
         e.append(f"STAGES={stages}: the ring needs at least 2 slots to overlap loads with math")
     if smem_bytes(p) > SMEM_LIMIT:
@@ -174,8 +198,9 @@ def wgmma_constraints(p: dict, specialized: bool, swap_ab: bool = False) -> list
         cm = p.get("CM", 1)
         if cm not in (1, 2):
             e.append(f"CM={cm}: clusters of 1 or 2 CTAs along M")
-        elif (p["BN"] // 64) % cm:
-            e.append(f"CM={cm} must divide the {p['BN'] // 64} B boxes of a tile (BN={p['BN']})")
+        elif p["BN"] // 64 < cm:
+            e.append(f"CM={cm}: each CTA of the cluster loads at least one of the {p['BN'] // 64} B boxes "
+                     f"(BN={p['BN']})")
     if p.get("GROUP_M", 1) < 1:
         e.append("GROUP_M must be at least 1")
     if p.get("STREAM_K", 0) not in (0, 1):
@@ -192,6 +217,11 @@ def wgmma_constraints(p: dict, specialized: bool, swap_ab: bool = False) -> list
         e.append("EPI_TMA=1 is an option of the tc4_persistent.cu source (tc4, tc6 BF16)")
     if p.get("STREAM_K", 0) and not specialized:
         e.append("STREAM_K=1 is an option of the persistent walk (tc4, tc5 sources)")
+    narrow = p.get("NARROW_BN", 0)
+    if narrow and (swap_ab or narrow not in (64, 128, 192, 256) or narrow >= p["BN"]
+                   or narrow // 64 < p.get("CM", 1)):
+        e.append(f"NARROW_BN={narrow}: a wgmma N (64, 128, 192) below BN={p['BN']} with a B box per CTA of the "
+                 "cluster, on the tc4_persistent.cu source")
     if p.get("TIMELINE", 0) not in (0, 1):
         e.append(f"TIMELINE={p.get('TIMELINE')}: 0 or 1 (stamp each warpgroup's cycles for gemmlab timeline)")
     elif p.get("TIMELINE", 0) and (swap_ab or not specialized or p.get("STREAM_K", 0)):
@@ -201,23 +231,30 @@ def wgmma_constraints(p: dict, specialized: bool, swap_ab: bool = False) -> list
 
 def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, prepass: bool | None = None,
                   stream_k: bool = False, sk_fill: int = SK_FILL, sk_skip: int = SK_SKIP_FILL,
-                  sm_count: int = 132, whole=None):
+                  sm_count: int = 132, whole=None, narrow: dict | None = None):
     """A read once per cluster of CN·BN columns, B once per cluster of CM·BM rows (multicast shares an operand
     within a cluster), C written once; the TF32 transpose pre-pass (tc2-tc4: B read and Bᵀ written) on top. With
     ``stream_k``, each partial accumulator (4·BM·BN bytes) is written once and read once by its tile's owner, for
-    the grid that a GPU of ``sm_count`` SMs gets; where no tile is split, ``whole`` (the base level's model)."""
+    the grid that a GPU of ``sm_count`` SMs gets; where no tile is split, ``whole`` (the base level's model).
+    ``narrow``: the whole-tile parameters whose NARROW_BN choice (narrow_pays) the launch follows: the tiles are
+    NARROW_BN wide there, and a stream-K level runs the base level (``whole``)."""
     prepass = precision == "tf32" if prepass is None else prepass
 
     def model(problem: Problem) -> Traffic:
         m, n, k = problem.shape
+        bn_ = bn
+        if narrow is not None and narrow_pays(m, n, narrow, sm_count):
+            if whole is not None:
+                return whole(problem)
+            bn_ = narrow["NARROW_BN"]
         if stream_k and whole is not None:
             tiles, kt = ceil_div(m, bm) * ceil_div(n, bn), ceil_div(k, bk(precision))
             if stream_k_dp_tiles(tiles, stream_k_grid(tiles, kt, sm_count), sk_fill, sk_skip) == tiles:
                 return whole(problem)
         e = problem.prec.input_bytes
-        read = e * (m * k * ceil_div(n, bn * cn) + k * n * ceil_div(m, bm * cm))
+        read = e * (m * k * ceil_div(n, bn_ * cn) + k * n * ceil_div(m, bm * cm))
         write = 4 * m * n
-        basis = (f"A once per {bn * cn}-column {'cluster' if cn > 1 else 'tile'}, "
+        basis = (f"A once per {bn_ * cn}-column {'cluster' if cn > 1 else 'tile'}, "
                  f"B once per {bm * cm}-row {'cluster' if cm > 1 else 'tile'}")
         if prepass:
             read += 4 * k * n
@@ -246,7 +283,7 @@ class WgmmaKernel(CudaKernel):
     whole_tiles: dict | None = None
 
     def defines(self) -> dict:
-        d = dict(self.params)
+        d = {k: v for k, v in self.params.items() if k != "NARROW_BN"}  # a host-side choice (for_problem)
         d["TC_BF16"] = 1 if self.precision == "bf16" else 0
         return d
 
@@ -265,6 +302,9 @@ class WgmmaKernel(CudaKernel):
         clusters, as many clusters as can be resident at once (``max_clusters``, from the occupancy query): a
         GPC with an odd number of free SMs cannot host a 2-CTA cluster on its last SM, and a cluster that is not
         resident would run after the others, doubling the time."""
+        runs = self.for_problem(problem, sm_count)
+        if runs is not self:
+            return runs.launch_geometry(problem, sm_count, max_clusters)
         p = dict(self.params)
         bm, bn = p["BM"], p["BN"]
         consumers = (bn if self.swap_ab else bm) // 64
@@ -303,8 +343,33 @@ class WgmmaKernel(CudaKernel):
         except Exception:
             return None
 
+    def for_problem(self, problem: Problem, sm_count: int = 132) -> "WgmmaKernel":
+        """The spec that runs ``problem``: with NARROW_BN, NARROW_BN-wide tiles where they fill the last wave
+        better (narrow_pays); with STREAM_K, the base level where no tile is split; else this one."""
+        import dataclasses
+
+        p = self.params
+        if p.get("STREAM_K", 0):
+            return self if self.stream_k_tiles(problem, sm_count) else self.without_stream_k().for_problem(problem,
+                                                                                                          sm_count)
+        if narrow_pays(problem.m, problem.n, p, sm_count):
+            return dataclasses.replace(self, params={**p, "BN": p["NARROW_BN"], "NARROW_BN": 0})
+        return self
+
+    def configurations(self) -> list["WgmmaKernel"]:
+        """Every binary this spec can launch, each pinned (gemmlab verify --sanitize runs them all)."""
+        import dataclasses
+
+        if not self.params.get("NARROW_BN", 0):
+            return [self]
+        p = {**self.params, "NARROW_BN": 0}
+        return [dataclasses.replace(self, params=p), dataclasses.replace(self, params={**p, "BN": self.params["NARROW_BN"]})]
+
     def stream_k_tiles(self, problem: Problem, sm_count: int = 132) -> int:
-        """How many tiles of ``problem`` the stream-K walk splits (0: whole waves, or a last wave nearly full)."""
+        """How many tiles of ``problem`` the stream-K walk splits (0: whole waves, a last wave nearly full, or a
+        base level whose narrower tiles fill it)."""
+        if narrow_pays(problem.m, problem.n, self.without_stream_k().params, sm_count):
+            return 0
         p = self.params
         tiles = ceil_div(problem.m, p["BM"]) * ceil_div(problem.n, p["BN"])
         grid = stream_k_grid(tiles, ceil_div(problem.k, bk(self.precision)), sm_count)
@@ -369,8 +434,9 @@ class WgmmaKernel(CudaKernel):
         from gemmlab.kernels.cuda._nvrtc import compile_cuda, launch, load_kernel
 
         info = require_gpu(self.name)
-        if self.params.get("STREAM_K", 0) and not self.stream_k_tiles(problem, info.sm_count):
-            return self.without_stream_k().build(problem)  # the same launch as the base level's, same binary
+        runs = self.for_problem(problem, info.sm_count)
+        if runs is not self:  # narrower tiles, or the base level's launch where stream-K splits nothing
+            return runs.build(problem)
         cluster = self.cluster()
         geo = self.launch_geometry(problem, info.sm_count)
         kernel = load_kernel(self.compile(info.arch), geo.smem)
