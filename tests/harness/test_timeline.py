@@ -9,6 +9,7 @@ from gemmlab.errors import GemmlabError
 from gemmlab.harness import timeline
 from gemmlab.kernels.cuda.tc_common import TL_SLOTS
 from gemmlab.kernels.registry import get_kernel, list_kernels
+from gemmlab.problem import Problem
 
 KT = 4
 
@@ -70,6 +71,13 @@ def test_tensor_cores_own_cycles_per_k_tile():
     # 128x256 tiles: 64 (BF16) or 32 (TF32) deep, at 2048 or 1024 multiply-adds per SM per clock
     for spec in list_kernels("cuda/tc4_persistent_*"):
         assert timeline.ideal_ktile_cycles(spec, spec.precision) == 1024
+
+
+def test_plan_follows_the_tile_tc4_picks():
+    spec = get_kernel("cuda/tc4_persistent_bf16")
+    seed, big = (timeline.plan(spec, Problem(*shape, "bf16")) for shape in ((2048, 3072, 4096), (4096,) * 3))
+    assert seed[0].params["BN"] == 192 and seed[0].params["TIMELINE"] == 1 and seed[1] == 768
+    assert big[0].params["BN"] == 256 and big[1] == 1024
 
 
 def test_only_tc4_has_stamps():

@@ -102,6 +102,13 @@ def instrumented(spec):
     return dataclasses.replace(spec, params={**spec.params, "TIMELINE": 1})  # its constraints check the rest
 
 
+def plan(spec, problem: Problem, sm_count: int = 132):
+    """The stamped build of the configuration that runs ``problem`` (tc4's tile width is chosen per problem), and
+    the tensor cores' own cycles per k-tile of its tile."""
+    runs = spec.for_problem(problem, sm_count)
+    return instrumented(runs), ideal_ktile_cycles(runs, problem.precision)
+
+
 def record(spec, problem: Problem, launches: int = 10, warmup: int = 3, seed: int = 0) -> dict:
     """Build ``spec`` with its stamps on, check its C once, and summarize ``launches`` launches (each after an L2
     clean, as the timing harness does). The launch with the median span stands for the run."""
@@ -112,7 +119,7 @@ def record(spec, problem: Problem, launches: int = 10, warmup: int = 3, seed: in
     from gemmlab.harness.timing import l2_cleaner
 
     info = require_gpu(f"gemmlab timeline {spec.name}")
-    t = instrumented(spec)
+    t, ideal = plan(spec, problem, info.sm_count)
     why = t.is_valid(problem)
     if why:
         raise GemmlabError(f"{spec.name}: {why}")
@@ -121,7 +128,6 @@ def record(spec, problem: Problem, launches: int = 10, warmup: int = 3, seed: in
     run = t.build(problem)
     clean = l2_cleaner(info.l2_bytes)
     kt = -(-problem.k // bk(problem.precision))
-    ideal = ideal_ktile_cycles(spec, problem.precision)
     runs = []
     for i in range(warmup + launches):
         clean()
@@ -136,7 +142,7 @@ def record(spec, problem: Problem, launches: int = 10, warmup: int = 3, seed: in
     median = runs[int(np.argsort(spans)[len(spans) // 2])]
     return {"kernel": spec.name, "problem": {"m": problem.m, "n": problem.n, "k": problem.k,
                                              "precision": problem.precision},
-            "params": dict(spec.params), "rel_err": err.rel_err, "launches": len(runs),
+            "params": {k: v for k, v in t.params.items() if k != "TIMELINE"}, "rel_err": err.rel_err, "launches": len(runs),
             "span_ns_all": spans, "summary": median}
 
 
