@@ -23,14 +23,15 @@ Predicted gain (before measuring): at 2048x3072x4096 the makespan falls from 2 t
 partial written and read per split tile, up to 25-30% faster; at 4096³ and 8192³ 1-2.5% (3% of tail, less the
 fixup traffic and the owners' waits).
 Measured: results/h200/tensor_cores.json (cold L2, cleaned before each launch; ratio to cuBLAS from interleaved
-launches / from the two's own medians): 2048x3072x4096 TF32 1.05x / 0.94x (tc5 0.89x / 0.89x), BF16 0.89x / 0.82x
-(tc4 0.77x / 0.84x); 8192³ TF32 1.02x / 0.95x (tc5 1.01x / 0.95x), BF16 1.04x / 1.01x (tc4 1.02x / 1.02x); 4096³
-runs the base kernels (BF16 0.99x, TF32 1.03x interleaved). By own medians TF32 gains 5.3% at the seed shape and
-BF16 loses 2%, far under the prediction: the owners' fixup, stream-K CTAs reading A and B at different k, out of
-the lockstep that lets data-parallel tiles share L2, and for BF16 the clusters that tc4 keeps and the split walk
-gives up. The interleaved ratios gain 15-18%, because cuBLAS launched right after tc6 ran slower (TF32 0.179 ms
-against 0.164 ms after tc5): tc6 keeps every SM busy to the end, and the next launch starts at the clock that
-left. Read the gain as that range. Outside results/, before the skip rule, stream-K over 4096³'s last 116 tiles
+launches / from the two's own medians): 2048x3072x4096 TF32 1.05x / 0.94x (tc5 0.88x / 0.90x); 8192³ TF32 1.01x /
+0.95x (tc5 1.01x / 0.96x), BF16 1.04x / 0.99x (tc4 1.02x / 1.00x); 4096³ runs the base kernels (BF16 0.99x, TF32
+1.02x interleaved), and so does BF16 at the seed shape, where tc4's 128x192 tiles fill the last wave (0.99x /
+1.00x; with stream-K over 256-wide tiles it was 0.89x / 0.82x, git 2d5e773). By own medians TF32 gains 4% at the
+seed shape, far under the prediction: the owners' fixup, stream-K CTAs reading A and B at different k, out of the
+lockstep that lets data-parallel tiles share L2, and for BF16 the clusters that tc4 keeps and the split walk gives
+up. The interleaved ratios gain more, because cuBLAS launched right after tc6 runs slower than after tc5: tc6
+keeps every SM busy to the end, and the next launch starts at the clock that left. Read the gain as that range.
+Outside results/, before the skip rule, stream-K over 4096³'s last 116 tiles
 measured BF16 0.948x against tc4's 0.986x and TF32 0.958x against tc5's 1.032x (over its last 248 tiles, the
 first design, 0.942x and 0.810x); forced again with tc4's TMA-store epilogue, BF16 0.946x against 0.991x.
 """
