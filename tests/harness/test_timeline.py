@@ -55,7 +55,7 @@ def test_summary_splits_each_warpgroups_cycles():
     assert s["finish_ns"]["first"] == 100 + round((120 + 4200 + 600 + 25) / 1.5)
 
 
-def test_stamps_that_cannot_be_refused():
+def test_bad_stamps_are_refused():
     raw = _launch()
     raw[0, 0, 3] = raw[0, 0, 2] - 1  # mainloop ends before it starts
     with pytest.raises(GemmlabError, match="out of order"):

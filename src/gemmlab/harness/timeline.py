@@ -12,7 +12,7 @@ one time axis. ``summarize`` turns one launch's stamps into a cycle budget:
 - gap: one unit's epilogue to the next unit's first k-tile (tile scheduling, the wait on the ring);
 - tail: the last epilogue to the warpgroup's end.
 
-Counters (Nsight Compute) say how much of each unit was busy over the whole launch; the stamps say when, per
+Counters (Nsight Compute) say how busy each part of the SM was over the whole launch; the stamps say when, per
 warpgroup, which is what splits a gap to cuBLAS into mainloop rate, per-tile overhead and launch edges.
 The instrumented binary is a different build; ``record`` checks its C against the float64 reference.
 """
@@ -140,10 +140,10 @@ def record(spec, problem: Problem, launches: int = 10, warmup: int = 3, seed: in
         raise GemmlabError(f"{spec.name} with TIMELINE=1 computed a wrong C at {problem.label()}: {err}")
     spans = [r["span_ns"] for r in runs]
     median = runs[int(np.argsort(spans)[len(spans) // 2])]
-    return {"kernel": spec.name, "problem": {"m": problem.m, "n": problem.n, "k": problem.k,
-                                             "precision": problem.precision},
-            "params": {k: v for k, v in t.params.items() if k != "TIMELINE"}, "rel_err": err.rel_err, "launches": len(runs),
-            "span_ns_all": spans, "summary": median}
+    return {"kernel": spec.name,
+            "problem": {"m": problem.m, "n": problem.n, "k": problem.k, "precision": problem.precision},
+            "params": {k: v for k, v in t.params.items() if k != "TIMELINE"}, "rel_err": err.rel_err,
+            "launches": len(runs), "span_ns_all": spans, "summary": median}
 
 
 COLUMNS = ("kernel", "shape", "units per warpgroup", "cycles per k-tile (tensor cores' own)", "mainloop share",

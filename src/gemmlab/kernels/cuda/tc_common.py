@@ -350,8 +350,9 @@ class WgmmaKernel(CudaKernel):
 
         p = self.params
         if p.get("STREAM_K", 0):
-            return self if self.stream_k_tiles(problem, sm_count) else self.without_stream_k().for_problem(problem,
-                                                                                                          sm_count)
+            if self.stream_k_tiles(problem, sm_count):
+                return self
+            return self.without_stream_k().for_problem(problem, sm_count)
         if narrow_pays(problem.m, problem.n, p, sm_count):
             return dataclasses.replace(self, params={**p, "BN": p["NARROW_BN"], "NARROW_BN": 0})
         return self
@@ -362,8 +363,9 @@ class WgmmaKernel(CudaKernel):
 
         if not self.params.get("NARROW_BN", 0):
             return [self]
-        p = {**self.params, "NARROW_BN": 0}
-        return [dataclasses.replace(self, params=p), dataclasses.replace(self, params={**p, "BN": self.params["NARROW_BN"]})]
+        wide = {**self.params, "NARROW_BN": 0}
+        narrow = {**wide, "BN": self.params["NARROW_BN"]}
+        return [dataclasses.replace(self, params=wide), dataclasses.replace(self, params=narrow)]
 
     def stream_k_tiles(self, problem: Problem, sm_count: int = 132) -> int:
         """How many tiles of ``problem`` the stream-K walk splits (0: whole waves, a last wave nearly full, or a
