@@ -63,6 +63,8 @@ def test_bad_arguments_are_one_line_errors():
     assert proc.returncode == 2 and "cannot read shape" in proc.stdout
     proc = gemmlab("bench", "--kernels", "cuda/nope*")
     assert proc.returncode == 2 and "no kernel matches" in proc.stdout
+    proc = gemmlab("bench", "--kernels", "cpu/blas", "--blocks", "-1")
+    assert proc.returncode == 2 and "--blocks -1" in proc.stdout
 
 
 def test_list():

@@ -39,12 +39,16 @@ def cmd_bench(args) -> int:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from gemmlab.harness.bench import BenchOptions, run_bench
-    from gemmlab.harness.timing import TimingOptions
+    from gemmlab.harness.timing import BlockOptions, TimingOptions
 
     timing = TimingOptions(repeat=args.repeat, min_repeat=min(20, args.repeat), cold_l2=not args.warm,
                            max_seconds=args.max_seconds)
+    if args.blocks < 0 or args.block_seconds <= 0:
+        raise GemmlabError(f"--blocks {args.blocks} --block-seconds {args.block_seconds}: rounds must be 0 or more "
+                           "and a block must last a positive time")
+    blocks = BlockOptions(args.blocks, args.block_seconds) if args.blocks else None
     opts = BenchOptions(shapes=_shapes(args.shape), kernels=args.kernels, timing=timing, seed=args.seed,
-                        gpu=args.gpu, pause_s=args.pause, ceilings=not args.no_ceilings)
+                        gpu=args.gpu, pause_s=args.pause, ceilings=not args.no_ceilings, blocks=blocks)
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TimeElapsedColumn(), console=console, transient=True) as progress:
         results = run_bench(opts, progress)
@@ -248,6 +252,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=2026)
     s.add_argument("--gpu", default="h200", help="roofline device when no GPU is present (a100, h100, h200)")
     s.add_argument("--pause", type=float, default=0.3, help="seconds idle between kernels")
+    s.add_argument("--blocks", type=int, default=0, metavar="ROUNDS",
+                   help="also time each GPU kernel and its peer alone, in blocks alternated over ROUNDS rounds, each "
+                        "long enough for clock and power to settle: a third ratio, from steady states")
+    s.add_argument("--block-seconds", type=float, default=0.5, help="timed launches per block (with --blocks)")
     s.add_argument("--no-ceilings", action="store_true", help="skip measuring copy bandwidth and cuBLAS FP32 8192³")
     s.set_defaults(func=cmd_bench)
 

@@ -34,10 +34,13 @@ def bench_tables(results: dict) -> list[Table]:
         for r in recs:
             mod = r.get("model") or {}
             style = STATUS_STYLE.get(r["status"], "")
+            ratio = _f(r.get("peer_ratio"), ".2f")
+            if r.get("blocks"):  # the steady-state ratio from alternating blocks (bench --blocks)
+                ratio += f" (blocks {r['blocks']['ratio']:.2f})"
             t.add_row(
                 r["kernel"], f"[{style}]{r['status']}[/]" if style else str(r["status"]),
                 _f(r.get("median_ms"), ".3f"), _rate(r), _f(r.get("pct_peak"), ".1f"),
-                _f(r.get("peer_ratio"), ".2f"), _f(r.get("speedup_prev"), ".2f"), _f(r.get("rel_err"), ".1e"),
+                ratio, _f(r.get("speedup_prev"), ".2f"), _f(r.get("rel_err"), ".1e"),
                 _f(mod.get("modeled_intensity"), ".2f"), mod.get("bound", "—"), _f(r.get("bw_util_model"), ".0f", "—"),
             )
         tables.append(t)

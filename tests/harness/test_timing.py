@@ -112,3 +112,54 @@ def test_single_launch_timing_is_the_interleaved_timing_of_one(monkeypatch):
     opts = TimingOptions(repeat=5, min_repeat=5, max_seconds=0.0, warmup_seconds=0.0, min_warmup=1)
     t = time_gpu(gpu.launch(1.5, used), [(0, None, None), (1, None, None)], opts)
     assert t.samples_ms == [1.5] * 5 and used[-5:] == [1, 0, 1, 0, 1]
+
+
+def test_clock_sampler_reports_board_power_when_sampled():
+    sampler = ClockSampler(1980.0)
+    sampler.samples = [1700.0] * 3
+    assert "median_w" not in sampler.summary()  # a board that does not report power
+    sampler.watts = [650.0, 700.0, 690.0]
+    assert sampler.summary()["median_w"] == 690.0
+
+
+def test_blocks_alternate_launches_and_summarize_block_medians(monkeypatch):
+    import sys
+
+    from gemmlab.harness import timing
+
+    gpu = _FakeGpu()
+    monkeypatch.setitem(sys.modules, "cupy", gpu)
+    order, speeds = [], {"k": [2.0, 2.2, 1.8, 2.0], "p": [1.0, 1.0, 1.1, 0.9]}
+
+    def settling(name):  # each block of a launch runs at its own (drifting) speed
+        def run(a, b, c):
+            order.append(name)
+            gpu.now += speeds[name][sum(1 for x in blocks if x == name) - 1]
+        return run
+
+    blocks = []
+    real = timing.time_interleaved
+
+    def one_block(launches, *args, **kwargs):
+        blocks.append("k" if launches[0] is kernel else "p")
+        return real(launches, *args, **kwargs)
+
+    kernel, peer = settling("k"), settling("p")
+    monkeypatch.setattr(timing, "time_interleaved", one_block)
+    opts = TimingOptions(repeat=5, min_repeat=5, max_seconds=0.0, warmup_seconds=0.0, min_warmup=1)
+    mine, theirs = timing.time_blocks([kernel, peer], [(0, None, None), (1, None, None)], opts,
+                                      timing.BlockOptions(rounds=4, seconds=0.0))
+    assert blocks == ["k", "p", "p", "k", "k", "p", "p", "k"]  # the order reversed every other round
+    assert mine["blocks_ms"] == pytest.approx([2.0, 2.2, 1.8, 2.0]) and mine["median_ms"] == pytest.approx(2.0)
+    assert theirs["median_ms"] == pytest.approx(1.0) and theirs["spread_pct"] == pytest.approx(100 * (1.1 / 0.9 - 1))
+    assert mine["samples"] == 4 * 5 and mine["watts"] is None  # no NVML here
+
+
+def test_block_summary_is_the_median_of_block_medians():
+    from gemmlab.harness.timing import block_summary
+
+    rows = [{"median_ms": m, "samples": 10, "mhz": f, "watts": w}
+            for m, f, w in ((0.20, 1650, 690), (0.21, 1620, 700), (0.19, 1700, 680))]
+    s = block_summary(rows)
+    assert s["median_ms"] == 0.20 and s["mhz"] == 1650 and s["watts"] == 690 and s["samples"] == 30
+    assert s["blocks_ms"] == [0.20, 0.21, 0.19] and s["spread_pct"] == pytest.approx(100 * (0.21 / 0.19 - 1))

@@ -164,6 +164,12 @@ def test_ratio_comes_from_the_interleaved_timing_when_the_run_made_one(results):
            if line.startswith("| `cuda/v4_2d_blocktile`") and f"0.75× ({own:.2f}×)" in line]
     assert row
     assert f"(0.75× / {own:.2f}×)" in markdown.summary_markdown(paired)  # the README ladder shows both
+    # bench --blocks adds the steady-state ratio from alternating blocks, third
+    rec["blocks"] = {"kernel": {"median_ms": 1.0}, "peer": {"median_ms": 0.8}, "ratio": 0.8, "rounds": 4}
+    assert D.peer_ratio_blocks(rec) == 0.8 and D.peer_ratio_blocks(peer) is None
+    assert f"(0.75× / {own:.2f}× / 0.80×)" in markdown.summary_markdown(paired)
+    text = markdown.render_markdown(paired, "x.json")
+    assert f"0.75× ({own:.2f}×; blocks 0.80×)" in text and "Blocks: from the medians of blocks" in text
 
 
 def test_peer_missing_from_run_gives_no_ratio(results):

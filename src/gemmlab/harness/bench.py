@@ -16,7 +16,8 @@ from gemmlab.analysis.roofline import DeviceSpec, device_spec, measure_ceilings,
 from gemmlab.errors import CompileError, GemmlabError, SizeLimitError
 from gemmlab.harness import device, env
 from gemmlab.harness.reference import tolerance_for
-from gemmlab.harness.timing import TimingOptions, rotation_sets, time_cpu, time_gpu, time_interleaved
+from gemmlab.harness.timing import (BlockOptions, TimingOptions, rotation_sets, time_blocks, time_cpu, time_gpu,
+                                    time_interleaved)
 from gemmlab.harness.verify import SIMULATOR_SHAPES, check
 from gemmlab.kernels.registry import list_kernels
 from gemmlab.kernels.spec import CPU, KernelSpec
@@ -36,6 +37,7 @@ class BenchOptions:
     pause_s: float = 0.3  # idle between kernels so one kernel's heat does not tax the next
     ceilings: bool = True
     sim_shapes: tuple = SIMULATOR_SHAPES[:3]
+    blocks: BlockOptions | None = None  # also time each GPU kernel and its peer in alternating blocks
 
 
 def kernel_seed(base: int, name: str, shape) -> int:
@@ -157,7 +159,8 @@ def run_bench(opts: BenchOptions, progress=None) -> dict:
     results = {"env": env.collect(info, mode), "records": [], "notes": [], "noise": []}
     results["env"]["device_spec"] = dev.as_dict()
     results["env"]["options"] = {"repeat": opts.timing.repeat, "min_repeat": opts.timing.min_repeat,
-                                 "cold_l2": opts.timing.cold_l2, "seed": opts.seed, "kernels": opts.kernels}
+                                 "cold_l2": opts.timing.cold_l2, "seed": opts.seed, "kernels": opts.kernels,
+                                 "blocks": opts.blocks.__dict__ if opts.blocks else None}
     if info is None:
         results["notes"].append(f"No CUDA GPU ({why}): GPU kernels were not timed. CUDA C kernels were compiled "
                                 f"for sm_90a, numba kernels verified under the CUDA simulator at small shapes, "
@@ -254,6 +257,10 @@ def _bench_one(spec, problem, rec, sets, opts, dev, bw, info, peer_launch=None):
         mine, peer = time_interleaved([launch, peer_launch], *timing_args)
         rec["interleaved"] = {"kernel_ms": mine.median_ms, "peer_ms": peer.median_ms,
                               "rounds": len(mine.samples_ms), "clock": mine.clock}
+        if opts.blocks:
+            mine, peer = time_blocks([launch, peer_launch], sets, opts.timing, opts.blocks, *timing_args[2:])
+            rec["blocks"] = {"kernel": mine, "peer": peer, "ratio": peer["median_ms"] / mine["median_ms"],
+                             "rounds": opts.blocks.rounds, "seconds": opts.blocks.seconds}
     return launch
 
 

@@ -67,11 +67,12 @@ def rotation_sets(set_bytes: int, l2_bytes: int, cold: bool, max_sets: int) -> i
 
 
 class ClockSampler:
-    """Samples the SM clock through NVML on a background thread while kernels run."""
+    """Samples the SM clock and the board power through NVML on a background thread while kernels run."""
 
     def __init__(self, max_mhz: float, period_s: float = 0.01):
         self.max_mhz, self.period_s = max_mhz, period_s
         self.samples: list[float] = []
+        self.watts: list[float] = []
         self._stop = threading.Event()
         self._thread = None
         self._handle = None
@@ -90,6 +91,10 @@ class ClockSampler:
                 self.samples.append(float(self._nvml.nvmlDeviceGetClockInfo(self._handle, self._nvml.NVML_CLOCK_SM)))
             except Exception:
                 return
+            try:
+                self.watts.append(self._nvml.nvmlDeviceGetPowerUsage(self._handle) / 1000)
+            except Exception:
+                pass  # some boards do not report power; the clock is still worth having
             time.sleep(self.period_s)
 
     def __enter__(self):
@@ -107,9 +112,12 @@ class ClockSampler:
         if not self.samples:
             return {"available": False}
         median = statistics.median(self.samples)
-        return {"available": True, "median_mhz": median, "min_mhz": min(self.samples), "max_mhz": self.max_mhz,
-                "throttled": bool(self.max_mhz and median < THROTTLE_FRACTION * self.max_mhz),
-                "n": len(self.samples)}
+        out = {"available": True, "median_mhz": median, "min_mhz": min(self.samples), "max_mhz": self.max_mhz,
+               "throttled": bool(self.max_mhz and median < THROTTLE_FRACTION * self.max_mhz),
+               "n": len(self.samples)}
+        if self.watts:
+            out["median_w"] = statistics.median(self.watts)
+        return out
 
 
 def l2_cleaner(l2_bytes: int):
@@ -185,6 +193,44 @@ def time_interleaved(launches, sets, opts: TimingOptions, max_clock_mhz: float =
         mode += ", L2 cleaned before each launch"
     clock = clocks.summary()
     return [Timing([cupy.cuda.get_elapsed_time(*pairs[i]) for pairs in events], mode, clock) for i in range(k)]
+
+
+@dataclass(frozen=True)
+class BlockOptions:
+    rounds: int = 4  # blocks of each launch; the order of the launches is reversed every other round
+    seconds: float = 0.5  # timed launches per block, after a warm-up of its own
+
+
+def time_blocks(launches, sets, opts: TimingOptions, blocks: BlockOptions, max_clock_mhz: float = 0.0,
+                set_bytes: int = 0, l2_bytes: int = 0) -> list[dict]:
+    """Time each launch alone, in blocks of back-to-back launches long enough for the clock and the board power to
+    settle where the launch itself puts them, the launches' blocks alternated over ``blocks.rounds`` rounds; one
+    ``block_summary`` per launch. Interleaving launch by launch (time_interleaved) hands each short launch the power
+    state its predecessor left; timed alone once, a launch inherits whatever ran before. Here each block reaches
+    its own steady state, and alternating the blocks spreads drift over all of them."""
+    import dataclasses
+
+    block = dataclasses.replace(opts, repeat=max(opts.repeat, 20_000), max_seconds=blocks.seconds)
+    clean = l2_cleaner(l2_bytes) if opts.cold_l2 and l2_bytes else None
+    rows: list[list[dict]] = [[] for _ in launches]
+    for r in range(blocks.rounds):
+        order = range(len(launches)) if r % 2 == 0 else reversed(range(len(launches)))
+        for i in order:
+            t = time_interleaved([launches[i]], sets, block, max_clock_mhz, set_bytes, l2_bytes, clean=clean)[0]
+            rows[i].append({"median_ms": t.median_ms, "samples": len(t.samples_ms),
+                            "mhz": t.clock.get("median_mhz"), "watts": t.clock.get("median_w")})
+    return [block_summary(r) for r in rows]
+
+
+def block_summary(rows: list[dict]) -> dict:
+    """A launch's blocks: the median of the block medians, with each block's median, clock and power."""
+    def med(key):
+        vals = [r[key] for r in rows if r.get(key) is not None]
+        return statistics.median(vals) if vals else None
+
+    return {"median_ms": med("median_ms"), "blocks_ms": [r["median_ms"] for r in rows],
+            "spread_pct": 100 * (max(r["median_ms"] for r in rows) / min(r["median_ms"] for r in rows) - 1),
+            "mhz": med("mhz"), "watts": med("watts"), "samples": sum(r["samples"] for r in rows)}
 
 
 def time_cpu(launch, a, b, c, opts: TimingOptions) -> Timing:

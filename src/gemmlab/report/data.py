@@ -101,6 +101,13 @@ def peer_ratio_own_medians(rec: dict, records: list[dict]) -> float | None:
     return peer["median_ms"] / rec["median_ms"]
 
 
+def peer_ratio_blocks(rec: dict) -> float | None:
+    """Peer / kernel median of block medians, where the run timed the two in alternating blocks (bench --blocks):
+    each block settles at the clock and power its own launches set, so this ratio compares steady states."""
+    blocks = rec.get("blocks")
+    return blocks["ratio"] if blocks and blocks.get("ratio") else None
+
+
 def peer_ratio(rec: dict, records: list[dict]) -> float | None:
     """Peer time / kernel time (above 1: faster than the peer), only against a timed peer of the same precision:
     from the two's interleaved timing where the run made one (both sampled through the same interval, so clock

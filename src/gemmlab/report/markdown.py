@@ -94,9 +94,9 @@ def kernel_table(group: list[dict], records: list[dict], roofs: D.Roofs) -> list
             ratio = "peer"
         else:
             ratio = _ratio(D.peer_ratio(rec, records))
-            own = D.peer_ratio_own_medians(rec, records)
+            own, blocks = D.peer_ratio_own_medians(rec, records), D.peer_ratio_blocks(rec)
             if own is not None:
-                ratio += f" ({_ratio(own)})"
+                ratio += f" ({_ratio(own)}" + (f"; blocks {_ratio(blocks)})" if blocks is not None else ")")
             if peer is not None and ratio != "—":
                 ratio += f" {peer['kernel'].split('/')[-1]}"
         st = D.status(rec)
@@ -230,7 +230,10 @@ def render_markdown(results: dict, source: str, figures: dict | None = None, lin
                           + ("from launches of the two interleaved one by one; in brackets from their own "
                              "medians, each timed alone (interleaving cancels drift, but each short launch starts in "
                              "the power state its predecessor left, so the two bracket the comparison). "
-                             if any(r.get("interleaved") for r in group) else "from their own medians. ") +
+                             if any(r.get("interleaved") for r in group) else "from their own medians. ")
+                          + ("Blocks: from the medians of blocks of launches of each alone, alternated, each long "
+                             "enough to settle at its own clock and power. "
+                             if any(r.get("blocks") for r in group) else "") +
                           "× prev: speedup over the previous level of the same backend. % of peak: against "
                           f"{D.fmt(roofs.peak_tflops)} TFLOPS {D.PRECISION_LABEL.get(p, p)} (datasheet).", ""]
             seeds = seeds_table(group, roofs)
@@ -283,7 +286,7 @@ def relpath(path: str, start: str) -> str:
 
 def summary_markdown(results: dict) -> str:
     """The README's ladder: one row per kernel, one column per shape, TFLOPS and × peer of the same precision
-    (interleaved / own medians, where the run timed both).
+    (interleaved / own medians, where the run timed both; / blocks, where it also timed alternating blocks).
 
     Only verified, timed records appear; a kernel that failed or was skipped at a shape shows its status."""
     records = D.attach_profiles(results)
@@ -304,9 +307,11 @@ def summary_markdown(results: dict) -> str:
                     row.append("")
                 elif D.is_timed(rec):
                     ratio, own = D.peer_ratio(rec, records), D.peer_ratio_own_medians(rec, records)
+                    blocks = D.peer_ratio_blocks(rec)
                     cell = f"{D.tflops(rec):.1f}"
                     if ratio is not None:
-                        cell += f" ({ratio:.2f}×" + (f" / {own:.2f}×)" if own is not None else ")")
+                        cell += (f" ({ratio:.2f}×" + (f" / {own:.2f}×" if own is not None else "")
+                                 + (f" / {blocks:.2f}×" if blocks is not None else "") + ")")
                     row.append(cell)
                 else:
                     row.append(D.status(rec) or "—")
