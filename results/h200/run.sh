@@ -9,10 +9,14 @@ FP32='cpu/blas,numba/*,cuda/v*,peers/cublas_fp32,peers/triton_fp32'
 FAST='cuda/v[3-9]*,cuda/v1[0-9]*,numba/v[3-9]*,numba/v1[0-9]*,peers/cublas_fp32,peers/triton_fp32'
 TC='cuda/tc*,peers/cublas_tf32,peers/cublas_bf16,peers/triton_bf16'
 R="--repeat 30 --max-seconds 1.5 --pause 0.1"
-rm -f "$OUT"/fp32.json "$OUT"/tensor_cores.json
+rm -f "$OUT"/fp32.json "$OUT"/tensor_cores.json "$OUT"/blocks.json
 g bench --shape 2048x3072x4096 --shape 4096 --kernels "$FP32" $R --json "$OUT/fp32.json"
 g bench --shape 8192 --kernels "$FAST" $R --no-ceilings --json "$OUT/fp32.json" --append
 g bench --shape 4096 --shape 8192 --shape 2048x3072x4096 --kernels "$TC" $R --no-ceilings --json "$OUT/tensor_cores.json"
+# The top tensor-core levels again, with a third ratio from alternating blocks that settle at their own power
+g bench --shape 4096 --shape 8192 --shape 2048x3072x4096 \
+  --kernels 'cuda/tc4_persistent_bf16,cuda/tc6_stream_k_bf16,cuda/tc5_swap_ab_tf32,cuda/tc6_stream_k_tf32,peers/cublas_tf32,peers/cublas_bf16' \
+  $R --no-ceilings --blocks 4 --block-seconds 0.4 --json "$OUT/blocks.json"
 # Nsight Compute counters for every GPU kernel at 4096³, one ncu process per results file
 g profile 'numba/*,cuda/v*,peers/cublas_fp32,peers/triton_fp32' --shape 4096 --json "$OUT/fp32.json"
 g profile "$TC" --shape 4096 --json "$OUT/tensor_cores.json"
@@ -22,3 +26,4 @@ g timeline --shape 4096 --shape 8192 --shape 2048x3072x4096 --json "$OUT/timelin
 # The reports are rendered from the JSON alone, on any machine:
 #   gemmlab report results/h200/fp32.json --out results/h200/fp32
 #   gemmlab report results/h200/tensor_cores.json --out results/h200/tensor_cores
+#   gemmlab report results/h200/blocks.json --out results/h200/blocks
