@@ -31,7 +31,7 @@ Why these settings, measured on the H200 outside results/ (cold L2, BF16 at 4096
   drop, n192 costs more per column: 8192³ BF16 1.68-1.72 ms against 1.62 ms (the model's 21 x 192 against
   16 x 256 columns, 2% fewer, is inside NARROW_COST = 1.1), 4096³ 0.241-0.261 ms against 0.190-0.217 ms.
 - `gemmlab timeline` (results/h200/timeline.json) shows where the cycles go: the mainloop runs one k-tile per
-  1,024 cycles, the tensor cores' own rate, and each 128x256 tile then spends about 5,500 cycles in its epilogue
+  1,024 cycles, the tensor cores' own rate, and each 128x256 tile then spends 4,900-5,500 cycles in its epilogue
   and 450 more before the next tile's first k-tile (8-9% of a 4096³ tile). Tried against that, outside
   results/, all within the spread at 4096³ and 8192³ (the GPU runs at its power limit, so fewer cycles at the
   same energy buy little): each warp storing its own 16-row boxes with no warpgroup barrier (epilogue 4,900
