@@ -195,18 +195,37 @@ def test_split_descriptor_steps_equal_whole_descriptors(lbo):
 
 
 # ---- tile order and geometry -------------------------------------------------------------------------------
-def test_tile_order_is_a_grouped_permutation():
+def test_tile_order_is_a_grouped_snake():
     order = tc_common.tile_order(5, 3, 2)
     assert sorted(order) == [(m, n) for m in range(5) for n in range(3)]
     assert order[:6] == [(0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (1, 2)]  # a group of 2 rows, column by column
-    assert order[-3:] == [(4, 0), (4, 1), (4, 2)]  # the last, short group
+    assert order[6:12] == [(2, 2), (3, 2), (2, 1), (3, 1), (2, 0), (3, 0)]  # the next group right to left
+    assert order[-3:] == [(4, 0), (4, 1), (4, 2)]  # the last, short group, left to right again
 
 
-def test_tile_order_matches_device_scheduler():
+def _host_block(name: str) -> str:
     text = (SOURCE_DIR / "tc_common.cuh").read_text()
-    for line in ("const int group = group_m * tiles_n;", "const int first = (t / group) * group_m;",
-                 "const int rows = min(tiles_m - first, group_m);", "tm = first + r % rows;", "tn = r / rows;"):
-        assert line in text
+    begin, end = f"// begin {name} arithmetic", f"// end {name} arithmetic"
+    return text[text.index(begin):text.index(end)]
+
+
+@pytest.mark.skipif(shutil.which("g++") is None and shutil.which("clang++") is None,
+                    reason="no host C++ compiler to run the device arithmetic with")
+def test_tile_order_matches_device_scheduler(tmp_path):
+    """schedule() compiled on the host hands out the tiles in tile_order's order, SNAKE on (the default)."""
+    cases = [(5, 3, 2), (16, 16, 8), (32, 32, 8), (8, 16, 8), (7, 1, 8), (1, 9, 8), (33, 5, 4)]
+    main = "int main() {\n" + "".join(
+        f"  for (int t = 0; t < {m * n}; ++t) {{ int tm, tn; schedule(t, {m}, {n}, {g}, tm, tn); "
+        f'printf("%d %d\\n", tm, tn); }}\n' for m, n, g in cases) + "}\n"
+    src = tmp_path / "schedule.cpp"
+    src.write_text("#include <cstdio>\n#include <algorithm>\nusing std::min;\n#define SNAKE 1\n#define __host__\n"
+                   "#define __device__\n#define __forceinline__ inline\n" + _host_block("schedule") + main)
+    exe = tmp_path / "schedule"
+    subprocess.run([shutil.which("g++") or shutil.which("clang++"), "-O1", "-o", str(exe), str(src)], check=True)
+    got = [tuple(map(int, line.split()))
+           for line in subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()]
+    want = [tile for m, n, g in cases for tile in tc_common.tile_order(m, n, g)]
+    assert got == want
     for level in ("tc4_persistent.cu", "tc5_swap_ab.cu"):
         assert "schedule(u.tile, grid.tiles_m, grid.tiles_n, GROUP_M, tm, tn);" in (SOURCE_DIR / level).read_text()
 
@@ -273,48 +292,44 @@ def test_epilogue_option_refused_where_it_does_not_exist():
         dataclasses.replace(tc5, params={**tc5.params, "EPI_TMA": 1})
 
 
-def _staging_text() -> str:
-    text = (SOURCE_DIR / "tc_common.cuh").read_text()
-    begin, end = "// begin staging arithmetic", "// end staging arithmetic"
-    return text[text.index(begin):text.index(end)]
-
-
 @pytest.mark.skipif(shutil.which("g++") is None and shutil.which("clang++") is None,
                     reason="no host C++ compiler to run the device arithmetic with")
 def test_staging_offsets_follow_the_tma_swizzle(tmp_path):
-    """Compile the device's staging arithmetic on the host: every (thread, jj, row half) lands where TMA's 128-byte
-    swizzle puts that element, the 128 threads fill a 64x32 FP32 box exactly once, and each warp's float2 store
-    takes two shared-memory wavefronts (every bank twice), the fewest 256 bytes can."""
+    """Compile the device's staging arithmetic on the host: every (thread, step, row half) lands where TMA's
+    128-byte swizzle puts the element that thread holds, the 128 threads fill a 64x32 FP32 box exactly once, and
+    each half-warp's float2 store (shared memory serves 8-byte stores half a warp at a time) hits each of the 32
+    banks once: one wavefront, the fewest 128 bytes can."""
     main = r"""
 #include <cstdio>
 int main() {
   for (unsigned t = 0; t < 128; ++t)
-    for (int jj = 0; jj < 4; ++jj) printf("%u %d %u\n", t, jj, c_stage_offset(c_stage_lane(t), jj));
+    for (int s = 0; s < 4; ++s)
+      printf("%u %d %u %u\n", t, s, c_stage_group(t, s), c_stage_offset(c_stage_lane(t), s));
 }
 """
     src = tmp_path / "stage.cpp"
-    src.write_text("#define __host__\n#define __device__\n#define __forceinline__ inline\n" + _staging_text() + main)
+    src.write_text("#define __host__\n#define __device__\n#define __forceinline__ inline\n" + _host_block("staging") + main)
     exe = tmp_path / "stage"
     subprocess.run([shutil.which("g++") or shutil.which("clang++"), "-O1", "-o", str(exe), str(src)], check=True)
     offsets = {}
     for line in subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines():
-        t, jj, off = map(int, line.split())
-        offsets[t, jj] = off
+        t, s, group, off = map(int, line.split())
+        offsets[t, s] = group, off
     covered = []
-    for (t, jj), off in offsets.items():
+    for (t, s), (group, off) in offsets.items():
         row, q = 16 * (t // 32) + (t % 32) // 4, t % 4
         for h in (0, 1):
-            r, col = row + 8 * h, 8 * jj + 2 * q
+            r, col = row + 8 * h, 8 * group + 2 * q
             want = r * 128 + ((((4 * col) // 16) ^ (r % 8)) * 16) + (4 * col) % 16  # TMA's 128B swizzle
-            assert off + 1024 * h == want, (t, jj, h)
+            assert off + 1024 * h == want, (t, s, h)
             covered += [(r, col), (r, col + 1)]
     assert sorted(covered) == [(r, c) for r in range(64) for c in range(32)]
-    for warp in range(4):
-        for jj in range(4):
+    for half in range(8):
+        for s in range(4):
             for h in (0, 1):
-                banks = [((offsets[t, jj] + 1024 * h) // 4 + e) % 32 for t in range(32 * warp, 32 * warp + 32)
+                banks = [((offsets[t, s][1] + 1024 * h) // 4 + e) % 32 for t in range(16 * half, 16 * half + 16)
                          for e in (0, 1)]
-                assert sorted(banks) == sorted(list(range(32)) * 2), (warp, jj, h)
+                assert sorted(banks) == list(range(32)), (half, s, h)
 
 
 def test_epilogue_staging_sits_between_ring_and_barriers():
@@ -564,14 +579,8 @@ def test_stream_k_split_of_the_seed_shapes():
     assert tc_common.stream_k_grid(3, 2, 132) == 3
 
 
-def _sk_text() -> str:
-    text = (SOURCE_DIR / "tc_common.cuh").read_text()
-    begin, end = "// begin stream-K arithmetic", "// end stream-K arithmetic"
-    return text[text.index(begin):text.index(end)]
-
-
 def test_stream_k_device_arithmetic_matches_model_text():
-    text = _sk_text()
+    text = _host_block("stream-K")
     for line in ("const int waves = tiles / grid, rest = tiles % grid;",
                  "if (rest == 0 || (waves > 0 && rest * 100 >= SK_SKIP_FILL * grid)) return tiles;",
                  "if (waves == 0 || rest * 100 >= SK_FILL * grid) return waves * grid;",
@@ -579,7 +588,7 @@ def test_stream_k_device_arithmetic_matches_model_text():
                  "kb = (int)(i % KT);", "ke = left < (long long)(KT - kb) ? kb + (int)left : KT;"):
         assert line in text
     common = (SOURCE_DIR / "tc_common.cuh").read_text()
-    assert "for (Walk u(cta, ctas, tiles, KT); u.valid(); u.next())" in common  # the producer's walk (produce_ring)
+    assert "for (Walk u(cta, ctas, tiles, KT); u.valid(); u.next(), ++unit)" in common  # the producer's (produce_ring)
     for level in ("tc4_persistent.cu", "tc5_swap_ab.cu"):
         src = (SOURCE_DIR / level).read_text()
         assert "produce_ring<STAGES>(" in src and "grid.cluster, grid.clusters, grid.tiles, grid.KT," in src  # both
@@ -614,7 +623,7 @@ int main() {
 }
 """
     src = tmp_path / "walk.cpp"
-    src.write_text("#define __host__\n#define __device__\n#define __forceinline__ inline\n" + _sk_text() + main)
+    src.write_text("#define __host__\n#define __device__\n#define __forceinline__ inline\n" + _host_block("stream-K") + main)
     for fill, skip in FILLS:
         exe = tmp_path / f"walk{fill}_{skip}"
         subprocess.run([GXX, "-O1", "-std=c++17", f"-DSK_FILL={fill}", f"-DSK_SKIP_FILL={skip}", "-o", str(exe),

@@ -164,7 +164,11 @@ __device__ __forceinline__ void store_acc(float *C, const float (&d)[TN / 2], in
 // FP32 per tile row), alternating between the warpgroup's two 8 KB staging boxes `stage`: the warpgroup writes
 // one while the TMA unit reads the other out, so the warpgroup is back at its wgmma as soon as its last box is
 // in shared memory, and C reaches L2 in whole lines. Stored directly, each warp's float2 store touches 8 rows'
-// lines; through the 128-byte swizzle the same store takes two shared-memory wavefronts, the fewest 256 bytes can.
+// lines. Shared memory serves a warp's 8-byte stores one half-warp (4 rows x 4 threads) at a time, and the
+// 128-byte swizzle XORs those 4 rows into the low two bits of the 16-byte unit only: storing one 8-column group
+// across the warp puts each half-warp on 4 units twice, two wavefronts per half. So threads 2-3 of each quad store
+// the group two over (step s: group s ^ 2, unit bit 2 flipped): each half-warp fills all 8 units once, one
+// wavefront, the fewest 128 bytes can, for one FSEL per value.
 // TMA clips the box at M and N. Thread 0 of the warpgroup (`t` = 0) issues the stores and alone tracks their bulk
 // groups. The warpgroup meets once per box, on named barrier `bar_id`: box b is written and fenced for the async
 // proxy, and thread 0 has seen box b - 1's store finish reading the staging box that box b + 1 is written to.
@@ -192,16 +196,17 @@ __device__ __forceinline__ void st_shared_f2(u32 addr, float x, float y) {
   asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(addr), "f"(x), "f"(y) : "memory");
 }
 // begin staging arithmetic (plain C++: the tests compile it on the host)
-// Byte offset in a staging box (64 rows of 128 bytes, 1024-byte aligned, laid out as TMA's 128-byte swizzle
-// expects: 16-byte unit u of row r sits at unit u ^ (r % 8)) of the float2 that thread t of a warpgroup holds
-// at fragment row r = 16(t / 32) + (t % 32) / 4, box columns 8jj + 2(t % 4) and +1. Those are bytes 32jj + 8(t % 4)
-// of the row, so only bits 5-6 of the offset depend on jj: c_stage_lane(t) once, then XOR jj into them. Row r + 8
-// has the same swizzle, 1024 bytes on.
+// At step s of a box, thread t of a warpgroup stores its float2 of 8-column group c_stage_group(t, s): fragment row
+// r = 16(t / 32) + (t % 32) / 4, box columns 8g + 2q and +1 (q = t % 4), bytes 32g + 8q of the row, 16-byte unit
+// 2s ^ 5h with h = q / 2. In a staging box (64 rows of 128 bytes, 1024-byte aligned, laid out as TMA's 128-byte
+// swizzle expects: unit u of row r sits at unit u ^ (r % 8)) only bits 5-6 of the offset depend on s:
+// c_stage_lane(t) once, then XOR s into them. Row r + 8 has the same swizzle, 1024 bytes on.
+__host__ __device__ __forceinline__ unsigned c_stage_group(unsigned t, int s) { return s ^ (t % 4 / 2 * 2); }
 __host__ __device__ __forceinline__ unsigned c_stage_lane(unsigned t) {
   const unsigned row = 16 * (t / 32) + (t % 32) / 4, q = t % 4;
-  return row * 128 + ((((q / 2) ^ row) & 1) << 4) + ((row & 6) << 4) + 8 * (q % 2);
+  return row * 128 + (((5 * (q / 2)) ^ (row % 8)) << 4) + 8 * (q % 2);
 }
-__host__ __device__ __forceinline__ unsigned c_stage_offset(unsigned lane, int jj) { return lane ^ (jj << 5); }
+__host__ __device__ __forceinline__ unsigned c_stage_offset(unsigned lane, int s) { return lane ^ (s << 5); }
 // end staging arithmetic
 
 template <int TN>
@@ -212,16 +217,17 @@ __device__ __forceinline__ void store_acc_tma(const TmaMap *mapC, const float (&
   u32 tid;
   asm volatile("mov.u32 %0, %%tid.x;" : "=r"(tid));
   const u32 t = tid % 128, lane = c_stage_lane(t), base = smem_u32(stage);
+  const bool swapped = c_stage_group(t, 0) != 0;
 #pragma unroll
   for (int b = 0; b < TN / C_BOX_COLS; ++b) {
     if (col0 + C_BOX_COLS * b >= N) break;  // the same for the whole warpgroup
     const u32 box = base + (boxes++ % 2) * C_BOX_BYTES;
 #pragma unroll
-    for (int jj = 0; jj < C_BOX_COLS / 8; ++jj) {
-      const int j = b * (C_BOX_COLS / 8) + jj;
-      const u32 at = box + c_stage_offset(lane, jj);
-      st_shared_f2(at, d[4 * j], d[4 * j + 1]);
-      st_shared_f2(at + 8 * 128, d[4 * j + 2], d[4 * j + 3]);
+    for (int s = 0; s < C_BOX_COLS / 8; ++s) {
+      const int j = b * (C_BOX_COLS / 8) + s, jx = b * (C_BOX_COLS / 8) + (s ^ 2);  // c_stage_group's two cases
+      const u32 at = box + c_stage_offset(lane, s);
+      st_shared_f2(at, swapped ? d[4 * jx] : d[4 * j], swapped ? d[4 * jx + 1] : d[4 * j + 1]);
+      st_shared_f2(at + 8 * 128, swapped ? d[4 * jx + 2] : d[4 * j + 2], swapped ? d[4 * jx + 3] : d[4 * j + 3]);
     }
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // generic-proxy writes, seen by TMA
     // Box b - 1's store had the writing of box b to read the other staging box, the one box b + 1 goes to.
@@ -333,15 +339,23 @@ __device__ __forceinline__ void load_stage(unsigned char *stage, const TmaMap *m
 }
 
 // Tile t of a grid of tiles_m x tiles_n cluster tiles in grouped order: GROUP_M cluster-rows at a time, column
-// by column, so the CTAs working at one moment share A rows and B columns in L2 (tc4, tc5).
-__device__ __forceinline__ void schedule(int t, int tiles_m, int tiles_n, int group_m, int &tm, int &tn) {
+// by column, so the CTAs working at one moment share A rows and B columns in L2 (tc4, tc5). SNAKE=1: odd groups
+// walk their columns right to left, so the tiles after a group's last ones need the B columns just read (and
+// produce_ring's k order alternates to match).
+#ifndef SNAKE
+#define SNAKE 1
+#endif
+// begin schedule arithmetic (plain C++: the tests compile it on the host against tile_order in tc_common.py)
+__host__ __device__ __forceinline__ void schedule(int t, int tiles_m, int tiles_n, int group_m, int &tm, int &tn) {
   const int group = group_m * tiles_n;
   const int first = (t / group) * group_m;
   const int rows = min(tiles_m - first, group_m);
   const int r = t % group;
   tm = first + r % rows;
   tn = r / rows;
+  if (SNAKE && (t / group) % 2) tn = tiles_n - 1 - tn;
 }
+// end schedule arithmetic
 
 // The persistent levels' grid (tc4..tc6): clusters of NCTA CTAs (1: clusters off), each cluster taking output
 // tiles of TILE_M x TILE_N elements (tc4 stacks its CTAs along M, tc5 along N), K in k-tiles of BK.
@@ -502,19 +516,25 @@ typedef DpWalk Walk;
 #endif
 
 // The producer thread's loop (tc4..tc6): for every unit of this CTA's walk, the tile's origin (origin(tile) ->
-// int2 {m0, n0}), then for each of its k-tiles, in order, wait until the ring slot is free (its readers' arrivals
-// on `empty`, from the second lap on) and issue the k-tile's TMA copies into it through
-// load(stage, full barrier, m0, n0, k0). The consumers walk the same units and slots.
+// int2 {m0, n0}), then for each of its k-tiles, wait until the ring slot is free (its readers' arrivals on
+// `empty`, from the second lap of the ring on) and issue the k-tile's TMA copies into it through
+// load(stage, full barrier, m0, n0, k0). The consumers walk the same units and slots; they only add, so the
+// order of a unit's k-tiles is the producer's choice. SNAKE=1: every other unit runs its k-tiles last to first.
+// All CTAs start their n-th unit at about the same time, so a unit begins with the k-tiles the whole grid read
+// last, which are still in L2: the next unit of the same grouped rows (or, after schedule()'s turn at a group's
+// end, of the same columns) rereads them from L2 rather than DRAM.
 template <int kStages, class Origin, class Load>
 __device__ __forceinline__ void produce_ring(unsigned char *smem, u64 *full, u64 *empty, int cta, int ctas, int tiles,
                                              int KT, Origin origin, Load load) {
   u32 it = 0;  // ring position (unsigned: % and / by kStages are a mask and a shift)
-  for (Walk u(cta, ctas, tiles, KT); u.valid(); u.next()) {
+  u32 unit = 0;
+  for (Walk u(cta, ctas, tiles, KT); u.valid(); u.next(), ++unit) {
     const int2 o = origin(u.tile);
+    const bool down = SNAKE && unit % 2;
     for (int kt = u.kb; kt < u.ke; ++kt, ++it) {
       const u32 s = it % kStages;
       if (it >= (u32)kStages) mbar_wait(&empty[s], (it / kStages - 1) & 1);
-      load(smem + s * STAGE_BYTES, &full[s], o.x, o.y, kt * BK);
+      load(smem + s * STAGE_BYTES, &full[s], o.x, o.y, (down ? u.kb + u.ke - 1 - kt : kt) * BK);
     }
   }
 }

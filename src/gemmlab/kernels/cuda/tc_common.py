@@ -69,14 +69,16 @@ def wgmma_desc(addr: int, lbo: int, sbo: int) -> int:
 
 
 def tile_order(tiles_m: int, tiles_n: int, group_m: int) -> list[tuple[int, int]]:
-    """The (row, column) of each cluster tile in the order tc4's scheduler hands them out (grouped order)."""
+    """The (row, column) of each cluster tile in the order tc4's scheduler hands them out: grouped order, odd
+    groups walking their columns right to left (SNAKE)."""
     order = []
     for t in range(tiles_m * tiles_n):
         group = group_m * tiles_n
         first = (t // group) * group_m
         rows = min(tiles_m - first, group_m)
         r = t % group
-        order.append((first + r % rows, r // rows))
+        tn = r // rows
+        order.append((first + r % rows, tiles_n - 1 - tn if (t // group) % 2 else tn))
     return order
 
 
