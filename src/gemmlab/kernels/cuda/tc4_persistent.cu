@@ -1,5 +1,5 @@
 // tc4: tc3's producer/consumer warpgroups in a persistent grid (one CTA per SM) that walks the output tiles in
-// grouped order, in clusters of CM CTAs stacked along M that share each B tile: CTA `rank` loads every CM-th B
+// grouped snake order (schedule, produce_ring), in clusters of CM CTAs stacked along M that share each B tile: CTA `rank` loads every CM-th B
 // box once and TMA multicasts it to the whole cluster, so B crosses L2->SM once per cluster instead of once per
 // CTA. The ring's phases run on across tiles, so the producer prefetches the next tile's k-tiles while the
 // consumers store the last one.

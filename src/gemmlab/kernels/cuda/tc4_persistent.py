@@ -1,15 +1,17 @@
 """tc4: persistent grid, tile scheduler, clusters with TMA multicast, epilogue through shared memory and TMA.
 
-What changed against tc3: one CTA per SM loops over the output tiles in grouped order (GROUP_M cluster-rows at
-a time, column by column, so the tiles in flight share A rows and B columns in L2), and the mbarrier ring runs
-on across tiles: the producer loads the next tile's k-tiles while the consumers store the last one, and no
-launch tail is paid per tile. CTAs come in clusters of CM=2 stacked along M that need the same B tile; each loads
-half of B's boxes and multicasts them to both (consumers release a slot on both CTAs' `empty` barriers), so B
-crosses L2->SM once per cluster: a third less L2->SM traffic per k-tile. The grid is as many clusters as the
-occupancy query says fit at once, never a partial second wave. The consumers store C through shared memory
-(EPI_TMA=1): each warpgroup writes its accumulator box by box (64 rows x 32 FP32, 128-byte swizzled, two 8 KB
-staging boxes in turn) and one thread hands each box to a TMA store, so C leaves in whole lines while the
-warpgroup goes back to wgmma; where TMA cannot address C (N % 4, an unaligned view) they store from registers.
+What changed against tc3: one CTA per SM loops over the output tiles in grouped order (GROUP_M cluster-rows at a
+time, column by column, so the tiles in flight share A rows and B columns in L2; every other group right to left
+and every other tile's k-tiles last to first, so each round of tiles starts on what the last one read, still in
+L2), and the mbarrier ring runs on across tiles: the producer loads the next tile's k-tiles while the consumers
+store the last one, and no launch tail is paid per tile. CTAs come in clusters of CM=2 stacked along M that need
+the same B tile; each loads half of B's boxes and multicasts them to both (consumers release a slot on both CTAs'
+`empty` barriers), so B crosses L2->SM once per cluster: a third less L2->SM traffic per k-tile. The grid is as
+many clusters as the occupancy query says fit at once, never a partial second wave. The consumers store C through
+shared memory (EPI_TMA=1): each warpgroup writes its accumulator box by box (64 rows x 32 FP32, 128-byte swizzled,
+two 8 KB staging boxes in turn, each half-warp's float2 stores on all 32 banks) and one thread hands each box to a
+TMA store, so C leaves in whole lines while the warpgroup goes back to wgmma; where TMA cannot address C (N % 4, an
+unaligned view) they store from registers.
 The tile is 128x256, or 128x192 (NARROW_BN, wgmma n192) where the 256-wide tiles would take more rounds of the
 grid than their work needs and the narrower ones fill the last round better (narrow_pays in tc_common.py; the
 choice is made per problem on the host, and each width is its own binary).
@@ -22,7 +24,13 @@ Why these settings, measured on the H200 outside results/ (cold L2, BF16 at 4096
 - CM=2: interleaved with cuBLAS, CM=1 and CM=2 measure alike (0.99x); timed alone in rotating blocks on a GPU
   held at its power limit, CM=2 ran at 0.2018 ms (1650 MHz) against 0.2055 ms (1620 MHz) for CM=1, cuBLAS
   0.1973 ms (1710 MHz, 656 W against 687-689 W for both). At the power limit, moving fewer bytes buys clock.
-- A sweep of GROUP_M (4, 16), 3 stages and a 256x128 tile stayed within the spread or below; staggering the two
+- SNAKE=1 (the snake order): DRAM reads 0.126 GB against 0.149 GB at 4096³ (Nsight Compute, base clock); timed
+  alone in alternating blocks, 1.6442 ms against 1.6743 ms at 8192³ (1.8%), within the spread at 4096³. The TMA
+  maps' L2 promotion of 128 bytes (was 256) cut the sectors crossing between the L2 partitions from 6.86 M to
+  4.93 M, DRAM unchanged, time within the spread. The conflict-free staging stores (0.73 M shared-store wavefronts
+  against 1.29 M) left the epilogue's cycles and the time where they were.
+- A sweep of GROUP_M (4, 16), 3 stages and a 256x128 tile stayed within the spread or below (GROUP_M again with the
+  snake order: 0.5-2.5% slower than 8); staggering the two
   consumer warpgroups by 1-2 k-tiles (so one's epilogue overlaps the other's wgmma) and a grid of whole waves
   (128 CTAs at 4096³) measured within the spread.
 - NARROW_BN=192 at 2048x3072x4096, where 96 cluster tiles take 2 rounds of the 66 clusters and 128 narrower ones
