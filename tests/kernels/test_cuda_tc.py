@@ -212,13 +212,13 @@ def _host_block(name: str) -> str:
 @pytest.mark.skipif(shutil.which("g++") is None and shutil.which("clang++") is None,
                     reason="no host C++ compiler to run the device arithmetic with")
 def test_tile_order_matches_device_scheduler(tmp_path):
-    """schedule() compiled on the host hands out the tiles in tile_order's order, SNAKE on (the default)."""
+    """schedule() compiled on the host hands out the tiles in tile_order's order."""
     cases = [(5, 3, 2), (16, 16, 8), (32, 32, 8), (8, 16, 8), (7, 1, 8), (1, 9, 8), (33, 5, 4)]
     main = "int main() {\n" + "".join(
         f"  for (int t = 0; t < {m * n}; ++t) {{ int tm, tn; schedule(t, {m}, {n}, {g}, tm, tn); "
         f'printf("%d %d\\n", tm, tn); }}\n' for m, n, g in cases) + "}\n"
     src = tmp_path / "schedule.cpp"
-    src.write_text("#include <cstdio>\n#include <algorithm>\nusing std::min;\n#define SNAKE 1\n#define __host__\n"
+    src.write_text("#include <cstdio>\n#include <algorithm>\nusing std::min;\n#define __host__\n"
                    "#define __device__\n#define __forceinline__ inline\n" + _host_block("schedule") + main)
     exe = tmp_path / "schedule"
     subprocess.run([shutil.which("g++") or shutil.which("clang++"), "-O1", "-o", str(exe), str(src)], check=True)

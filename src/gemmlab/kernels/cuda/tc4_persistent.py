@@ -24,7 +24,7 @@ Why these settings, measured on the H200 outside results/ (cold L2, BF16 at 4096
 - CM=2: interleaved with cuBLAS, CM=1 and CM=2 measure alike (0.99x); timed alone in rotating blocks on a GPU
   held at its power limit, CM=2 ran at 0.2018 ms (1650 MHz) against 0.2055 ms (1620 MHz) for CM=1, cuBLAS
   0.1973 ms (1710 MHz, 656 W against 687-689 W for both). At the power limit, moving fewer bytes buys clock.
-- SNAKE=1 (the snake order): DRAM reads 0.126 GB against 0.149 GB at 4096³ (Nsight Compute, base clock); timed
+- The snake order: DRAM reads 0.126 GB against 0.149 GB at 4096³ (Nsight Compute, base clock); timed
   alone in alternating blocks, 1.6442 ms against 1.6743 ms at 8192³ (1.8%), within the spread at 4096³. The TMA
   maps' L2 promotion of 128 bytes (was 256) cut the sectors crossing between the L2 partitions from 6.86 M to
   4.93 M, DRAM unchanged, time within the spread. The conflict-free staging stores (0.73 M shared-store wavefronts

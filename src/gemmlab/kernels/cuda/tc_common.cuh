@@ -339,12 +339,9 @@ __device__ __forceinline__ void load_stage(unsigned char *stage, const TmaMap *m
 }
 
 // Tile t of a grid of tiles_m x tiles_n cluster tiles in grouped order: GROUP_M cluster-rows at a time, column
-// by column, so the CTAs working at one moment share A rows and B columns in L2 (tc4, tc5). SNAKE=1: odd groups
-// walk their columns right to left, so the tiles after a group's last ones need the B columns just read (and
-// produce_ring's k order alternates to match).
-#ifndef SNAKE
-#define SNAKE 1
-#endif
+// by column, so the CTAs working at one moment share A rows and B columns in L2 (tc4, tc5). Odd groups walk their
+// columns right to left, so the tiles after a group's last ones need the B columns just read (and produce_ring's
+// k order alternates to match).
 // begin schedule arithmetic (plain C++: the tests compile it on the host against tile_order in tc_common.py)
 __host__ __device__ __forceinline__ void schedule(int t, int tiles_m, int tiles_n, int group_m, int &tm, int &tn) {
   const int group = group_m * tiles_n;
@@ -353,7 +350,7 @@ __host__ __device__ __forceinline__ void schedule(int t, int tiles_m, int tiles_
   const int r = t % group;
   tm = first + r % rows;
   tn = r / rows;
-  if (SNAKE && (t / group) % 2) tn = tiles_n - 1 - tn;
+  if ((t / group) % 2) tn = tiles_n - 1 - tn;
 }
 // end schedule arithmetic
 
@@ -519,7 +516,7 @@ typedef DpWalk Walk;
 // int2 {m0, n0}), then for each of its k-tiles, wait until the ring slot is free (its readers' arrivals on
 // `empty`, from the second lap of the ring on) and issue the k-tile's TMA copies into it through
 // load(stage, full barrier, m0, n0, k0). The consumers walk the same units and slots; they only add, so the
-// order of a unit's k-tiles is the producer's choice. SNAKE=1: every other unit runs its k-tiles last to first.
+// order of a unit's k-tiles is the producer's choice: every other unit runs its k-tiles last to first.
 // All CTAs start their n-th unit at about the same time, so a unit begins with the k-tiles the whole grid read
 // last, which are still in L2: the next unit of the same grouped rows (or, after schedule()'s turn at a group's
 // end, of the same columns) rereads them from L2 rather than DRAM.
@@ -530,7 +527,7 @@ __device__ __forceinline__ void produce_ring(unsigned char *smem, u64 *full, u64
   u32 unit = 0;
   for (Walk u(cta, ctas, tiles, KT); u.valid(); u.next(), ++unit) {
     const int2 o = origin(u.tile);
-    const bool down = SNAKE && unit % 2;
+    const bool down = unit % 2;
     for (int kt = u.kb; kt < u.ke; ++kt, ++it) {
       const u32 s = it % kStages;
       if (it >= (u32)kStages) mbar_wait(&empty[s], (it / kStages - 1) & 1);

@@ -70,7 +70,7 @@ def wgmma_desc(addr: int, lbo: int, sbo: int) -> int:
 
 def tile_order(tiles_m: int, tiles_n: int, group_m: int) -> list[tuple[int, int]]:
     """The (row, column) of each cluster tile in the order tc4's scheduler hands them out: grouped order, odd
-    groups walking their columns right to left (SNAKE)."""
+    groups walking their columns right to left (the snake order)."""
     order = []
     for t in range(tiles_m * tiles_n):
         group = group_m * tiles_n
