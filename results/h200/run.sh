@@ -16,13 +16,14 @@ g bench --shape 4096 --shape 8192 --shape 2048x3072x4096 --kernels "$TC" $R --no
 # The top tensor-core levels again, with a third ratio from alternating blocks that settle at their own power
 g bench --shape 4096 --shape 8192 --shape 2048x3072x4096 \
   --kernels 'cuda/tc4_persistent_bf16,cuda/tc6_stream_k_bf16,cuda/tc5_swap_ab_tf32,cuda/tc6_stream_k_tf32,peers/cublas_tf32,peers/cublas_bf16' \
-  $R --no-ceilings --blocks 4 --block-seconds 0.4 --json "$OUT/blocks.json"
+  $R --no-ceilings --blocks 10 --block-seconds 0.4 --json "$OUT/blocks.json"
 # Nsight Compute counters for every GPU kernel at 4096³, one ncu process per results file
 g profile 'numba/*,cuda/v*,peers/cublas_fp32,peers/triton_fp32' --shape 4096 --json "$OUT/fp32.json"
 g profile "$TC" --shape 4096 --json "$OUT/tensor_cores.json"
 g verify --kernels 'cuda/*' --sample 6 --sanitize --json "$OUT/verify.json"
-# Where tc4's cycles go, from clock stamps inside the kernel (rendered beside it: timeline.md)
-g timeline --shape 4096 --shape 8192 --shape 2048x3072x4096 --json "$OUT/timeline.json"
+# Where tc4's cycles go, from clock stamps inside the kernel (rendered beside it: timeline.md); 256x256x4096 is
+# one cluster alone on the GPU, the epilogue without other SMs storing
+g timeline --shape 4096 --shape 8192 --shape 2048x3072x4096 --shape 256x256x4096 --json "$OUT/timeline.json"
 # The reports are rendered from the JSON alone, on any machine:
 #   gemmlab report results/h200/fp32.json --out results/h200/fp32
 #   gemmlab report results/h200/tensor_cores.json --out results/h200/tensor_cores

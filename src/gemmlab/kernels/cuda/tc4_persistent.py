@@ -39,14 +39,20 @@ Why these settings, measured on the H200 outside results/ (cold L2, BF16 at 4096
   drop, n192 costs more per column: 8192³ BF16 1.68-1.72 ms against 1.62 ms (the model's 21 x 192 against
   16 x 256 columns, 2% fewer, is inside NARROW_COST = 1.1), 4096³ 0.241-0.261 ms against 0.190-0.217 ms.
 - `gemmlab timeline` (results/h200/timeline.json) shows where the cycles go: the mainloop runs one k-tile per
-  1,024 cycles, the tensor cores' own rate, and each 128x256 tile then spends 4,900-5,500 cycles in its epilogue
-  and 450 more before the next tile's first k-tile (8-9% of a 4096³ tile). Tried against that, outside
-  results/, all within the spread at 4096³ and 8192³ (the GPU runs at its power limit, so fewer cycles at the
-  same energy buy little): each warp storing its own 16-row boxes with no warpgroup barrier (epilogue 4,900
-  cycles instead of 5,600, time unchanged); the two warpgroups' epilogues in turn; the warpgroup index made
-  warp-uniform and the loop's descriptors precomputed (mainloop SASS from 81 to 62 instructions per k-tile,
-  mostly on the uniform datapath; power unchanged at 687 W). Clusters of 4 fit 30 at once on the H200
-  (120 SMs), too few.
+  1,024 cycles, the tensor cores' own rate, and each 128x256 tile then spends 4,600-5,200 cycles in its epilogue
+  and 460 more before the next tile's first k-tile (8-9% of a 4096³ tile). One cluster alone on the GPU
+  (256x256x4096) takes 4,499 for it: the epilogue is the SM's rate of storing 128 KB of FP32, not contention
+  in L2. Tried against that, outside results/, all within the spread at 4096³ and 8192³ or worse (the GPU runs
+  at its power limit, so fewer cycles at the same energy buy little): each warp storing its own 16-row boxes
+  with no warpgroup barrier (epilogue 4,900 cycles instead of 5,600, time unchanged); the two warpgroups'
+  epilogues in turn; the warpgroup index made warp-uniform and the loop's descriptors precomputed (mainloop SASS
+  from 81 to 62 instructions per k-tile, mostly on the uniform datapath; power unchanged at 687 W); the tile's
+  last two ring slots kept as staging until their stores were read, so no store waits on another (epilogue
+  4,141 cycles instead of 4,467, the next tile's k-tiles 1,041 cycles instead of 1,024, time unchanged); an
+  asynchronous epilogue in which a producer-warpgroup thread issues the stores of a tile staged whole and gives
+  the slots back (epilogue 2,032 cycles, but the next tile's k-tiles 1,134, since the stores drain through the TMA
+  unit and shared memory the loads need: 0.95x cuBLAS against 0.99x); C from registers (EPI_TMA=0: 3,890 cycles
+  alone, 6,262 with every SM storing). Clusters of 4 fit 30 at once on the H200 (120 SMs), too few.
 Measured in results/h200/tensor_cores.json: see docs/tensor_cores.md.
 """
 from gemmlab.kernels.cuda.tc_common import WgmmaKernel, wgmma_constraints, wgmma_traffic
