@@ -39,7 +39,7 @@ Why these settings, measured on the H200 outside results/ (cold L2, BF16 at 4096
   drop, n192 costs more per column: 8192³ BF16 1.68-1.72 ms against 1.62 ms (the model's 21 x 192 against
   16 x 256 columns, 2% fewer, is inside NARROW_COST = 1.1), 4096³ 0.241-0.261 ms against 0.190-0.217 ms.
 - `gemmlab timeline` (results/h200/timeline.json) shows where the cycles go: the mainloop runs one k-tile per
-  1,024 cycles, the tensor cores' own rate, and each 128x256 tile then spends 4,600-5,200 cycles in its epilogue
+  1,024 cycles, the tensor cores' own rate, and each 128x256 tile then spends 4,500-5,200 cycles in its epilogue
   and 460 more before the next tile's first k-tile (8-9% of a 4096³ tile). One cluster alone on the GPU
   (256x256x4096) takes 4,499 for it: the epilogue is the SM's rate of storing 128 KB of FP32, not contention
   in L2. Tried against that, outside results/, all within the spread at 4096³ and 8192³ or worse (the GPU runs
