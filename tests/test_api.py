@@ -4,7 +4,7 @@ import pytest
 
 import gemmlab
 from gemmlab.errors import DTypeError, NoGPUError, ShapeError, SizeLimitError, UnknownKernelError
-from gemmlab.harness import device
+from gemmlab import device
 
 rng = np.random.default_rng(5)
 A = rng.standard_normal((33, 65), dtype=np.float32)

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from gemmlab.harness import device
+from gemmlab import device
 
 pytestmark = pytest.mark.skipif(device.gpu() is not None, reason="checks the CPU-only behaviour")
 

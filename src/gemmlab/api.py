@@ -108,7 +108,7 @@ def matmul(A, B, kernel: str = DEFAULT_KERNEL, out=None):
         spec.build(problem)(a, b, c)
         return _wrap_result(c, kind_a, A, out)
 
-    from gemmlab.harness.device import require_gpu
+    from gemmlab.device import require_gpu
 
     require_gpu(spec.name)
     import cupy

@@ -114,7 +114,7 @@ def cmd_verify(args) -> int:
 
 def cmd_roofline(args) -> int:
     from gemmlab.analysis.roofline import DEVICES, device_spec, measure_ceilings, model, seed_examples
-    from gemmlab.harness import device
+    from gemmlab import device
     from gemmlab.kernels.registry import list_kernels, select
     from gemmlab.problem import SEED_SHAPE, Problem
 
@@ -179,7 +179,7 @@ def cmd_profile(args) -> int:
 
 def cmd_timeline(args) -> int:
     from gemmlab.harness import timeline
-    from gemmlab.harness.device import gpu
+    from gemmlab.device import gpu
     from gemmlab.harness.env import collect
     from gemmlab.kernels.registry import list_kernels
     from gemmlab.problem import Problem

@@ -24,6 +24,7 @@ class Precision:
     multiply: str  # what the hardware multiplies in
     rel_tolerance: float  # relative Frobenius error against float64 at K=4096
     description: str
+    order: int  # where tables and listings put it
 
     @property
     def input_bytes(self) -> int:
@@ -45,11 +46,11 @@ def _np_dtype(name: str):
 # FP32 rounding error of a K-term dot product grows like sqrt(K)·2^-24 with random signs; 1e-5 leaves
 # room for K up to ~10^5. TF32 keeps 10 mantissa bits (2^-11 per product), BF16 7 bits (2^-8).
 PRECISIONS: dict[str, Precision] = {
-    "fp32": Precision("fp32", "float32", "float32", "fp32 FFMA", 1e-5, "FP32 in, FP32 multiply and accumulate"),
+    "fp32": Precision("fp32", "float32", "float32", "fp32 FFMA", 1e-5, "FP32 in, FP32 multiply and accumulate", 0),
     "tf32": Precision("tf32", "float32", "float32", "tf32 tensor core", 2e-3,
-                      "FP32 in and out, TF32 multiply (10-bit mantissa), FP32 accumulate"),
+                      "FP32 in and out, TF32 multiply (10-bit mantissa), FP32 accumulate", 1),
     "bf16": Precision("bf16", "bfloat16", "float32", "bf16 tensor core", 1e-2,
-                      "BF16 in, FP32 accumulate and out"),
+                      "BF16 in, FP32 accumulate and out", 2),
 }
 
 

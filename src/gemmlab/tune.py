@@ -14,13 +14,12 @@ Cache files: ``$GEMMLAB_CACHE/tune.json`` for v9 and ``$GEMMLAB_CACHE/tune-v10_r
 """
 from __future__ import annotations
 
-import json
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from gemmlab.errors import GemmlabError, InvalidConfigError, UnknownKernelError
+from gemmlab.kernels import tuned
 from gemmlab.problem import Problem
 
 TUNABLE = ("cuda/v9_autotuned", "cuda/v10_register_prefetch")
@@ -83,9 +82,9 @@ V10_SEARCH_SPACE: tuple[dict, ...] = (
 
 # kernel -> (module with make_spec and constraints, default search space, cache file name, level)
 _FAMILIES = {
-    "cuda/v9_autotuned": ("gemmlab.kernels.cuda.v8_cp_async", SEARCH_SPACE, "tune.json", 9),
+    "cuda/v9_autotuned": ("gemmlab.kernels.cuda.v8_cp_async", SEARCH_SPACE, tuned.CACHE_FILES["cuda/v9_autotuned"], 9),
     "cuda/v10_register_prefetch": ("gemmlab.kernels.cuda.v10_register_prefetch", V10_SEARCH_SPACE,
-                                   "tune-v10_register_prefetch.json", 10),
+                                   tuned.CACHE_FILES["cuda/v10_register_prefetch"], 10),
 }
 
 
@@ -110,50 +109,10 @@ class TuneResult:
 
 
 def cache_path(kernel: str = "cuda/v9_autotuned") -> Path:
-    root = Path(os.environ.get("GEMMLAB_CACHE", Path.home() / ".cache" / "gemmlab"))
-    return root / _FAMILIES[kernel][2]
+    return tuned.cache_path(kernel)
 
 
-def load_cache(path: Path | None = None) -> dict:
-    path = path or cache_path()
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-
-
-def _store(gpu_name: str, label: str, entry: dict, path: Path) -> None:
-    data = load_cache(path)
-    data.setdefault(gpu_name, {})[label] = entry
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
-        tmp.replace(path)
-    except OSError:
-        pass  # a read-only cache only costs a re-tune
-
-
-def lookup(gpu_name: str, problem: Problem, path: Path | None = None) -> dict | None:
-    """The cached configuration for this GPU and shape, else the one tuned for the nearest cached shape."""
-    entries = load_cache(path).get(gpu_name, {})
-    return nearest(entries, problem)
-
-
-def nearest(entries: dict, problem: Problem) -> dict | None:
-    """Params of the entry whose shape is closest to ``problem`` in log space (exact match first)."""
-    import math
-
-    best, best_d = None, math.inf
-    for label, entry in entries.items():
-        try:
-            m, n, k = (int(x) for x in label.split("x"))
-        except ValueError:
-            continue
-        d = sum(abs(math.log(a / b)) for a, b in zip((m, n, k), problem.shape))
-        if d < best_d:
-            best, best_d = entry.get("params"), d
-    return best
+load_cache, lookup, nearest, _store = tuned.load_cache, tuned.lookup, tuned.nearest, tuned.store
 
 
 def candidates(problem: Problem, space: Iterable[dict] | None = None, kernel: str = "cuda/v9_autotuned") -> list[dict]:
@@ -184,7 +143,7 @@ def tune(shapes: Sequence, kernels: str | Sequence[str] = TUNABLE, *, configs: I
 
     import cupy
 
-    from gemmlab.harness.device import require_gpu
+    from gemmlab.device import require_gpu
     from gemmlab.harness.reference import reference
     from gemmlab.problem import parse_shape
 

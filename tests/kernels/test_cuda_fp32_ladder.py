@@ -291,7 +291,8 @@ def test_sanitizer_child_runs_each_configuration_of_a_tuned_kernel(monkeypatch):
     """compute-sanitizer must see every compiled variant: the child checks each configuration at each shape."""
     from types import SimpleNamespace
 
-    from gemmlab.harness import device, sweep
+    from gemmlab import device
+    from gemmlab.harness import sweep
 
     monkeypatch.setattr(device, "gpu", lambda: SimpleNamespace(name="NVIDIA H200"))
     seen = []

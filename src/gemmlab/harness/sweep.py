@@ -17,7 +17,7 @@ import sys
 from rich.table import Table
 
 from gemmlab.errors import NoGPUError
-from gemmlab.harness import device
+from gemmlab import device
 from gemmlab.harness.verify import SIMULATOR_SHAPES, check, compile_check, sweep_shapes, where_runs
 from gemmlab.kernels.registry import list_kernels, select
 from gemmlab.problem import Problem

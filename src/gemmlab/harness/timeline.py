@@ -114,7 +114,7 @@ def record(spec, problem: Problem, launches: int = 10, warmup: int = 3, seed: in
     clean, as the timing harness does). The launch with the median span stands for the run."""
     import cupy
 
-    from gemmlab.harness.device import require_gpu
+    from gemmlab.device import require_gpu
     from gemmlab.harness.reference import compare, reference, tolerance_for
     from gemmlab.harness.timing import l2_cleaner
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gemmlab.errors import GemmlabError, NoGPUError
-from gemmlab.harness import device
+from gemmlab import device
 from gemmlab.harness.reference import ErrorReport, array_module, compare, reference, tolerance_for
 from gemmlab.kernels.spec import CPU, KernelSpec
 from gemmlab.problem import Problem

@@ -1,4 +1,9 @@
-"""Kernel discovery: every module under kernels/<backend>/ exports ``SPECS``; lookup by name or glob."""
+"""Kernel discovery: every module under kernels/<backend>/ exports ``SPECS``; lookup by name or glob.
+
+A backend's modules are imported the first time a kernel of that backend is asked for, so ``get_kernel("cpu/blas")``
+never imports numba's CUDA target, and the numba backend makes its simulator decision (kernels/numba/__init__.py)
+only when its kernels are wanted.
+"""
 from __future__ import annotations
 
 import fnmatch
@@ -13,25 +18,28 @@ BACKENDS = ("cpu", "numba", "cuda", "peers")
 _ORDER = {"cpu": 0, "numba": 1, "cuda": 2, "peer": 3}
 
 
+@lru_cache(maxsize=None)
+def _backend(backend: str) -> tuple[KernelSpec, ...]:
+    package = importlib.import_module(f"gemmlab.kernels.{backend}")
+    specs: list[KernelSpec] = []
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        specs.extend(getattr(module, "SPECS", ()))
+    return tuple(specs)
+
+
 @lru_cache(maxsize=1)
 def _all() -> tuple[KernelSpec, ...]:
-    from gemmlab.harness.device import configure_numba
+    from gemmlab.problem import get_precision
 
-    configure_numba()  # the simulator switch must be set before any numba kernel module imports numba
-    specs: list[KernelSpec] = []
-    for backend in BACKENDS:
-        package = importlib.import_module(f"gemmlab.kernels.{backend}")
-        for info in pkgutil.iter_modules(package.__path__):
-            if info.name.startswith("_"):
-                continue
-            module = importlib.import_module(f"{package.__name__}.{info.name}")
-            specs.extend(getattr(module, "SPECS", ()))
+    specs = [s for backend in BACKENDS for s in _backend(backend)]
     names = [s.name for s in specs]
     dupes = {n for n in names if names.count(n) > 1}
     if dupes:
         raise RuntimeError(f"kernel names registered twice: {sorted(dupes)}")
-    precision_order = {"fp32": 0, "tf32": 1, "bf16": 2}
-    return tuple(sorted(specs, key=lambda s: (precision_order.get(s.precision, 9), _ORDER[s.backend],
+    return tuple(sorted(specs, key=lambda s: (get_precision(s.precision).order, _ORDER[s.backend],
                                               s.level if s.level is not None else 99, s.name)))
 
 
@@ -46,10 +54,14 @@ def list_kernels(pattern: str | None = None) -> list[KernelSpec]:
 
 
 def get_kernel(name: str) -> KernelSpec:
-    for spec in _all():
+    if not isinstance(name, str):
+        raise UnknownKernelError(f"a kernel is named by a string such as 'cuda/v2_smem' (or 'auto'), got "
+                                 f"{type(name).__name__} {name!r}")
+    backend = name.split("/", 1)[0]
+    for spec in _backend(backend) if backend in BACKENDS else _all():
         if spec.name == name:
             return spec
-    close = [s.name for s in _all() if name.split("/")[-1] in s.name]
+    close = [s.name for s in _all() if name.split("/")[-1] and name.split("/")[-1] in s.name]
     hint = f"; did you mean {', '.join(close[:4])}?" if close else "; `gemmlab list` shows them all"
     raise UnknownKernelError(f"no kernel named {name!r}{hint}")
 

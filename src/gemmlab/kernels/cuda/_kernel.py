@@ -12,26 +12,9 @@ from typing import Callable
 import numpy as np
 
 from gemmlab.kernels.cuda._nvrtc import DEFAULT_ARCH, Compiled, compile_cuda, launch, load_kernel
+from gemmlab.kernels.geometry import Geometry
 from gemmlab.kernels.spec import GPU, KernelSpec
 from gemmlab.problem import Problem
-
-Dim3 = tuple[int, int, int]
-
-
-@dataclass(frozen=True)
-class Geometry:
-    grid: Dim3
-    block: Dim3
-    smem: int = 0  # dynamic shared memory, bytes
-
-    @property
-    def threads(self) -> int:
-        return self.block[0] * self.block[1] * self.block[2]
-
-
-def ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
-
 
 @dataclass(frozen=True, kw_only=True)
 class CudaKernel(KernelSpec):
@@ -60,7 +43,7 @@ class CudaKernel(KernelSpec):
         return (c.data.ptr, a.data.ptr, b.data.ptr, np.int32(m), np.int32(n), np.int32(k))
 
     def build(self, problem: Problem):
-        from gemmlab.harness.device import require_gpu
+        from gemmlab.device import require_gpu
 
         info = require_gpu(self.name)
         compiled = self.compile(info.arch)

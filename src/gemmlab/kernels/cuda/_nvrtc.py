@@ -9,13 +9,13 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Mapping
 
+from gemmlab.cache import cache_root
 from gemmlab.errors import CompileError
 
 SOURCE_DIR = Path(__file__).parent
@@ -100,8 +100,7 @@ def _nvrtc_version() -> str:
 
 
 def _cache_dir() -> Path:
-    root = Path(os.environ.get("GEMMLAB_CACHE", Path.home() / ".cache" / "gemmlab"))
-    return root / "cubin"
+    return cache_root() / "cubin"
 
 
 def _read_source(source: str) -> str:

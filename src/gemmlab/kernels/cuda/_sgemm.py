@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
-from gemmlab.kernels.cuda._kernel import CudaKernel, Geometry, ceil_div
+from gemmlab.kernels.cuda._kernel import CudaKernel
+from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.spec import Traffic, tiled_traffic
 from gemmlab.problem import Problem
 
@@ -133,19 +134,19 @@ class AutotunedKernel(CudaKernel):
     make: Callable[..., CudaKernel] | None = None
 
     def params_for(self, problem: Problem, gpu_name: str | None = None) -> dict:
-        from gemmlab import tune
+        from gemmlab.kernels import tuned
 
         gpu_name = _gpu_name(gpu_name)
-        return (tune.lookup(gpu_name, problem, tune.cache_path(self.family))
-                or tune.nearest(self.tuned.get(gpu_name, {}), problem) or dict(self.params))
+        return (tuned.lookup(gpu_name, problem, tuned.cache_path(self.family))
+                or tuned.nearest(self.tuned.get(gpu_name, {}), problem) or dict(self.params))
 
     def configurations(self, gpu_name: str | None = None) -> list[CudaKernel]:
         """Every distinct plain spec this kernel can run on this GPU (the cached choices, the built-in ones, the
         fallback), for checks that must cover each, such as the sanitizer's."""
-        from gemmlab import tune
+        from gemmlab.kernels import tuned
 
         gpu_name = _gpu_name(gpu_name)
-        entries = [*tune.load_cache(tune.cache_path(self.family)).get(gpu_name, {}).values(),
+        entries = [*tuned.load_cache(tuned.cache_path(self.family)).get(gpu_name, {}).values(),
                    *self.tuned.get(gpu_name, {}).values(), {"params": self.params}]
         distinct = []
         for entry in entries:
@@ -174,7 +175,7 @@ def _gpu_name(name: str | None) -> str:
     """The given GPU name, else the present GPU's, else "" (no GPU: only the fallback parameters apply)."""
     if name is not None:
         return name
-    from gemmlab.harness.device import gpu
+    from gemmlab.device import gpu
 
     info = gpu()
     return info.name if info else ""

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gemmlab.kernels.cuda._kernel import CudaKernel, Geometry, ceil_div
+from gemmlab.kernels.cuda._kernel import CudaKernel
+from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.spec import tiled_traffic
 
 PARAMS = {"BM": 128, "BN": 128, "BK": 32, "STAGES": 3}

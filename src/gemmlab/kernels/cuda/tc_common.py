@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gemmlab.kernels.cuda._kernel import CudaKernel, Geometry, ceil_div
+from gemmlab.kernels.cuda._kernel import CudaKernel
+from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.cuda._tma import TiledMap, MapTable
 from gemmlab.kernels.spec import INT32_MAX, Traffic
 from gemmlab.problem import Problem
@@ -434,7 +435,7 @@ class WgmmaKernel(CudaKernel):
     def build(self, problem: Problem):
         import cupy
 
-        from gemmlab.harness.device import require_gpu
+        from gemmlab.device import require_gpu
         from gemmlab.kernels.cuda._nvrtc import compile_cuda, launch, load_kernel
 
         info = require_gpu(self.name)

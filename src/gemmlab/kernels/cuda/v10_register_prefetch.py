@@ -25,7 +25,8 @@ STS.128, where 256×128 takes 4 and 2, 16 STS.32 + 2 STS.128.
 At 2048×3072×4096 the tile that fills the waves wins: 128×192 with 8×12 per lane makes 16 × 16 = 256 blocks,
 1.94 waves of 132 SMs at one block per SM, where 256×128 or 128×256 makes 192 (1.45 waves, the second half empty).
 """
-from gemmlab.kernels.cuda._kernel import CudaKernel, Geometry, ceil_div
+from gemmlab.kernels.cuda._kernel import CudaKernel
+from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.cuda._sgemm import (AutotunedKernel, divides, residency_errors, traffic_of, warptile_errors,
                                         warptile_threads)
 

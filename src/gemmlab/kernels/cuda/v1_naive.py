@@ -6,7 +6,8 @@ left of the ridge point, so the model predicts a memory-bound kernel. L1 and L2 
 (warps of a block share rows of A and columns of B), which is why it runs faster than 0.25 × DRAM bandwidth;
 `gemmlab profile` shows by how much. Block 32×32 = 1024 threads, as in the seeds.
 """
-from gemmlab.kernels.cuda._kernel import CudaKernel, Geometry, ceil_div
+from gemmlab.kernels.cuda._kernel import CudaKernel
+from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.spec import naive_traffic
 
 

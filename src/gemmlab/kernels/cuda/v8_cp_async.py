@@ -12,7 +12,8 @@ Why: in V7 every warp of a block waits for global memory once per k tile, and wi
 there is little other work to hide it; the pipeline keeps STAGES - 1 tiles in flight.
 Predicted gain: 1.2-1.4× V7, toward 0.8× cuBLAS FP32.
 """
-from gemmlab.kernels.cuda._kernel import CudaKernel, Geometry, ceil_div
+from gemmlab.kernels.cuda._kernel import CudaKernel
+from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.cuda._sgemm import divides, residency_errors, traffic_of, warptile_errors, warptile_threads
 
 # Every parameter the kernel source reads; a config must name them all.

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 from numba import config, cuda, float32
 
-from gemmlab.kernels.cuda._kernel import Geometry, ceil_div
+from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.numba._kernel import NumbaKernel
 from gemmlab.kernels.spec import tiled_traffic
 from gemmlab.problem import Problem
@@ -589,7 +589,7 @@ class GeneratedKernel(NumbaKernel):
         return self.kernel
 
     def build(self, problem: Problem):
-        from gemmlab.harness.device import numba_mode
+        from gemmlab.device import numba_mode
 
         geo = self.launch_geometry(problem)
         m, n, k = (np.int32(d) for d in problem.shape)

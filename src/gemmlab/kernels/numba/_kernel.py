@@ -11,7 +11,7 @@ from typing import Callable
 
 import numpy as np
 
-from gemmlab.kernels.cuda._kernel import Geometry
+from gemmlab.kernels.geometry import Geometry
 from gemmlab.kernels.spec import GPU, KernelSpec
 from gemmlab.problem import Problem
 
@@ -33,7 +33,7 @@ class NumbaKernel(KernelSpec):
     def build(self, problem: Problem):
         from numba import cuda
 
-        from gemmlab.harness.device import numba_mode
+        from gemmlab.device import numba_mode
 
         geo = self.launch_geometry(problem)
         m, n, k = (np.int32(d) for d in problem.shape)

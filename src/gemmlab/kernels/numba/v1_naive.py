@@ -6,7 +6,7 @@ array-shape loads around each access. Those are what the faster numba levels rem
 """
 from numba import cuda, float32
 
-from gemmlab.kernels.cuda._kernel import Geometry, ceil_div
+from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.numba._kernel import NumbaKernel
 from gemmlab.kernels.spec import naive_traffic
 

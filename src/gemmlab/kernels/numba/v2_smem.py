@@ -6,7 +6,7 @@ only where both row < M and col < N.
 """
 from numba import cuda, float32
 
-from gemmlab.kernels.cuda._kernel import Geometry, ceil_div
+from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.numba._kernel import NumbaKernel
 from gemmlab.kernels.spec import tiled_traffic
 

@@ -22,7 +22,7 @@ class CublasPeer(KernelSpec):
     int32_indices: bool = False
 
     def build(self, problem: Problem):
-        from gemmlab.harness.device import require_gpu
+        from gemmlab.device import require_gpu
 
         require_gpu(self.name)
         from gemmlab.kernels.peers._cublas import gemm

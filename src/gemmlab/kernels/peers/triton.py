@@ -113,7 +113,7 @@ class TritonPeer(KernelSpec):
     device: str = GPU
 
     def build(self, problem: Problem):
-        from gemmlab.harness.device import require_gpu
+        from gemmlab.device import require_gpu
 
         require_gpu(self.name)
         kernel = _KERNELS[self.precision]
