@@ -36,6 +36,8 @@ def cmd_list(args) -> int:
 
 
 def cmd_bench(args) -> int:
+    if args.api:
+        return cmd_bench_api(args)
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from gemmlab.harness.bench import BenchOptions, run_bench
@@ -63,6 +65,23 @@ def cmd_bench(args) -> int:
         console.print(f"wrote {path}")
     failed = [r for r in results["records"] if r["status"] == "FAILED"]
     return 1 if failed else 0
+
+
+def cmd_bench_api(args) -> int:
+    from gemmlab.harness import api_bench
+
+    opts = api_bench.ApiBenchOptions(seed=args.seed)
+    if args.shape:
+        opts.shapes = tuple(_shapes(args.shape))
+    results = api_bench.run_api_bench(opts, say=lambda line: console.print(line, highlight=False))
+    if args.json:
+        path = Path(args.json)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        results["env"]["command"] = "gemmlab " + " ".join(shlex.quote(a) for a in args.argv)
+        path.write_text(json.dumps(results, indent=1, default=float))
+        path.with_suffix(".md").write_text(api_bench.markdown(results))
+        console.print(f"wrote {path} and {path.with_suffix('.md')}")
+    return 0 if all(r["verified"] for r in results["records"]) else 1
 
 
 def _merge(old: dict, new: dict) -> dict:
@@ -257,6 +276,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "long enough for clock and power to settle: a third ratio, from steady states")
     s.add_argument("--block-seconds", type=float, default=0.5, help="timed launches per block (with --blocks)")
     s.add_argument("--no-ceilings", action="store_true", help="skip measuring copy bandwidth and cuBLAS FP32 8192³")
+    s.add_argument("--api", action="store_true", help="time gemmlab.matmul (kernel='auto') against torch on the same "
+                                                      "CUDA tensors, host overhead included (needs torch with CUDA)")
     s.set_defaults(func=cmd_bench)
 
     s = sub.add_parser("verify", help="check kernels over a sweep of ragged shapes")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -34,9 +35,9 @@ class GPUInfo:
 
 @lru_cache(maxsize=1)
 def probe() -> tuple[GPUInfo | None, str]:
-    """(info, "") when a CUDA GPU is usable, else (None, why not)."""
+    """(info of GPU 0, "") when a CUDA GPU is usable, else (None, why not)."""
     try:
-        import cupy
+        import cupy  # noqa: F401
         from cupy.cuda import runtime
     except Exception as exc:  # pragma: no cover - cupy is a dependency
         return None, f"CuPy is not importable ({exc})"
@@ -47,33 +48,60 @@ def probe() -> tuple[GPUInfo | None, str]:
     if count < 1:
         return None, "the CUDA driver reports no GPU"
     try:
-        props = runtime.getDeviceProperties(0)
-        name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
-        driver = runtime.driverGetVersion()
-        rt = runtime.runtimeGetVersion()
-        cupy.cuda.Device(0).use()
-        info = GPUInfo(
-            name=name,
-            sm_count=int(props["multiProcessorCount"]),
-            cc=(int(props["major"]), int(props["minor"])),
-            l2_bytes=int(props["l2CacheSize"]),
-            smem_per_block_optin=int(props.get("sharedMemPerBlockOptin", props["sharedMemPerBlock"])),
-            max_sm_clock_mhz=_max_sm_clock(props),
-            total_mem_bytes=int(props["totalGlobalMem"]),
-            driver=f"{driver // 1000}.{driver % 1000 // 10}",
-            runtime=f"{rt // 1000}.{rt % 1000 // 10}",
-        )
+        return gpu_info(0), ""
     except Exception as exc:
         return None, f"the GPU could not be queried ({type(exc).__name__}: {exc})"
-    return info, ""
 
 
-def _max_sm_clock(props) -> float:
+@lru_cache(maxsize=None)
+def gpu_info(index: int) -> GPUInfo:
+    """The properties of CUDA device ``index`` (raises if there is no such device)."""
+    import cupy
+    from cupy.cuda import runtime
+
+    props = runtime.getDeviceProperties(index)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+    driver = runtime.driverGetVersion()
+    rt = runtime.runtimeGetVersion()
+    if index == 0:
+        cupy.cuda.Device(0).use()
+    return GPUInfo(
+        name=name,
+        sm_count=int(props["multiProcessorCount"]),
+        cc=(int(props["major"]), int(props["minor"])),
+        l2_bytes=int(props["l2CacheSize"]),
+        smem_per_block_optin=int(props.get("sharedMemPerBlockOptin", props["sharedMemPerBlock"])),
+        max_sm_clock_mhz=_max_sm_clock(props, index),
+        total_mem_bytes=int(props["totalGlobalMem"]),
+        driver=f"{driver // 1000}.{driver % 1000 // 10}",
+        runtime=f"{rt // 1000}.{rt % 1000 // 10}",
+    )
+
+
+@contextmanager
+def using(index: int):
+    """Device ``index`` current for CuPy, the runtime and the driver on this thread (its primary context) while a
+    plan for it is made; the caller's current device (which torch reads too) is restored after."""
+    import cupy
+    from cuda.core import Device
+
+    before = cupy.cuda.runtime.getDevice()
+    cupy.cuda.Device(index).use()
+    Device(index).set_current()
+    try:
+        yield
+    finally:
+        if before != index:
+            cupy.cuda.Device(before).use()
+            Device(before).set_current()
+
+
+def _max_sm_clock(props, index: int = 0) -> float:
     try:
         import pynvml
 
         pynvml.nvmlInit()
-        handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
         return float(pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM))
     except Exception:
         return float(props.get("clockRate", 0)) / 1000.0

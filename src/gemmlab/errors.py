@@ -5,6 +5,10 @@ class GemmlabError(Exception):
     """Base class of every error gemmlab raises on purpose."""
 
 
+class OperandTypeError(GemmlabError, TypeError):
+    """An operand that is not an array gemmlab takes (NumPy, CuPy, PyTorch, or the CUDA array interface)."""
+
+
 class ShapeError(GemmlabError, ValueError):
     """Operand shapes that do not form a matrix product, or dimensions out of range."""
 
@@ -38,3 +42,18 @@ class InvalidConfigError(GemmlabError, ValueError):
 
 class CompileError(GemmlabError, RuntimeError):
     """NVRTC rejected a kernel's source; the message carries the compiler log."""
+
+
+class Refusal(str):
+    """Why a kernel cannot take a problem (what KernelSpec.is_valid returns), with the error class that tells a
+    caller: a str, so it prints and compares as its text."""
+
+    error: type = GemmlabError
+
+    def __new__(cls, text: str, error: type = GemmlabError):
+        obj = super().__new__(cls, text)
+        obj.error = error
+        return obj
+
+    def exception(self) -> GemmlabError:
+        return self.error(str(self))

@@ -20,5 +20,8 @@ def test_v0_accumulates_in_float32_like_the_seed():
 
 
 def test_v0_refuses_problems_that_would_take_minutes():
+    from gemmlab.errors import SizeLimitError
+
     reason = get_kernel("cpu/v0_naive").is_valid(Problem(4096, 4096, 4096))
-    assert reason and "GFLOP" in reason and "--shape" in reason
+    assert reason and "GFLOP" in reason and reason.error is SizeLimitError
+    assert get_kernel("cpu/v0_naive").is_valid(Problem(1024, 1024, 1024)) is None

@@ -125,16 +125,16 @@ def record(spec, problem: Problem, launches: int = 10, warmup: int = 3, seed: in
         raise GemmlabError(f"{spec.name}: {why}")
     a, b = problem.make_inputs(seed, cupy)
     c = cupy.full((problem.m, problem.n), np.nan, np.float32)
-    run = t.build(problem)
+    stamped = t.plan(problem)
     clean = l2_cleaner(info.l2_bytes)
     kt = -(-problem.k // bk(problem.precision))
     runs = []
     for i in range(warmup + launches):
         clean()
-        run(a, b, c)
+        stamped.run(a, b, c)
         cupy.cuda.get_current_stream().synchronize()
         if i >= warmup:
-            runs.append(summarize(run.timeline.get(), kt, ideal))
+            runs.append(summarize(stamped.timeline.get(), kt, ideal))
     err = compare(c, reference(a, b), tolerance_for(problem))
     if not err.passed:
         raise GemmlabError(f"{spec.name} with TIMELINE=1 computed a wrong C at {problem.label()}: {err}")

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from gemmlab.errors import DTypeError, Refusal, SizeLimitError
+from gemmlab.kernels.plan import ROW_MAJOR, Layout, Plan
 from gemmlab.problem import Problem
 
 INT32_MAX = 2**31 - 1
@@ -99,19 +101,26 @@ class KernelSpec:
         """Why these parameters cannot make a correct kernel (checked before anything compiles)."""
         return None
 
-    def is_valid(self, problem: Problem) -> str | None:
-        """None when this kernel can compute ``problem``; otherwise the reason it cannot."""
+    def is_valid(self, problem: Problem) -> Refusal | None:
+        """None when this kernel can compute ``problem``; otherwise the reason it cannot (a Refusal: its text, and
+        the error class that tells a caller)."""
         if problem.precision != self.precision:
-            return f"{self.name} computes {self.precision}, the problem asks for {problem.precision}"
+            return Refusal(f"{self.name} computes {self.precision}, the problem asks for {problem.precision}",
+                           DTypeError)
         if self.int32_indices:
             m, n, k = problem.shape
             worst = max(m * k, k * n, m * n)
             if worst > INT32_MAX:
-                return (f"{problem.label()} has {worst} elements in one operand, past this kernel's 32-bit "
-                        f"index range ({INT32_MAX})")
+                return Refusal(f"{problem.label()} has {worst} elements in one operand, past this kernel's 32-bit "
+                               f"index range ({INT32_MAX})", SizeLimitError)
         if self.max_flops is not None and problem.flops() > self.max_flops:
-            return (f"{problem.flops() / 1e9:.1f} GFLOP is past this kernel's limit of {self.max_flops / 1e9:.1f} "
-                    f"GFLOP (it would run for minutes); pick a smaller --shape")
+            return Refusal(f"{problem.flops() / 1e9:.1f} GFLOP is past this kernel's limit of "
+                           f"{self.max_flops / 1e9:.1f} GFLOP (it would run for minutes); a smaller problem or "
+                           "another kernel", SizeLimitError)
+        return None
+
+    def unsupported(self, gpu) -> str | None:
+        """Why this kernel cannot run on ``gpu`` (a gemmlab.device.GPUInfo), or None."""
         return None
 
     def traffic(self, problem: Problem) -> Traffic:
@@ -122,13 +131,25 @@ class KernelSpec:
         return self
 
     # -- running ------------------------------------------------------------------------------------
-    def build(self, problem: Problem) -> Callable[..., None]:
-        """Compile (if needed) and return ``launch(A, B, C)`` for arrays already on the kernel's device.
+    def plan(self, problem: Problem, layout: Layout = ROW_MAJOR) -> Plan:
+        """Resolve this kernel for ``problem`` once: compile, load, lay out parameters, allocate workspaces.
 
-        A is M×K, B is K×N, C is M×N, all C-contiguous, in the precision's dtypes. ``launch`` only enqueues
-        work (GPU kernels run on the current CuPy stream); the harness synchronizes and times.
+        ``layout`` must be one of ``self.layouts``. The plan's ``launch`` is the hot path; see kernels/plan.py.
         """
         raise NotImplementedError
+
+    def build(self, problem: Problem) -> Callable[..., None]:
+        """``run(A, B, C)`` for arrays already on the kernel's device (the harness's call): a plan's ``run``.
+
+        A is M×K, B is K×N, C is M×N, all C-contiguous, in the precision's dtypes. ``run`` only enqueues work
+        (GPU kernels run on the current CuPy stream); the harness synchronizes and times.
+        """
+        return self.plan(problem).run
+
+    @property
+    def layouts(self) -> frozenset:
+        """Operand layouts the kernel reads in place (kernels/plan.py); gemmlab.matmul copies any other."""
+        return frozenset({ROW_MAJOR})
 
     @property
     def simulable(self) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from gemmlab.kernels.plan import ROW_MAJOR, HostPlan
 from gemmlab.kernels.spec import CPU, KernelSpec
 from gemmlab.problem import Problem
 
@@ -15,5 +16,6 @@ class CpuKernel(KernelSpec):
     device: str = CPU
     int32_indices: bool = False
 
-    def build(self, problem: Problem):
-        return self.function
+    def plan(self, problem: Problem, layout=ROW_MAJOR) -> HostPlan:
+        return HostPlan(self, problem, layout, on_gpu=False, function=self.function,
+                        steps=[f"{self.name} on the host, NumPy arrays in place"])

@@ -1,7 +1,8 @@
-"""CudaKernel: the spec of a CUDA C++ kernel compiled by NVRTC and launched on CuPy arrays.
+"""CudaKernel: the spec of a CUDA C++ kernel compiled by NVRTC and launched through the driver.
 
 A level's .py file declares its source, entry point, tile parameters (passed to NVRTC as -D defines),
-the constraints between them and its launch geometry; this class compiles, loads and launches it.
+the constraints between them and its launch geometry; this class compiles and loads it into a plan whose launch
+writes three pointers into a prepared parameter buffer and calls cuLaunchKernel (gemmlab.driver).
 The kernel signature is the seeds': ``kernel(float *C, const float *A, const float *B, int M, int N, int K)``.
 """
 from __future__ import annotations
@@ -9,12 +10,28 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-import numpy as np
-
-from gemmlab.kernels.cuda._nvrtc import DEFAULT_ARCH, Compiled, compile_cuda, launch, load_kernel
+from gemmlab import driver
+from gemmlab.kernels.cuda._gpu import GPU, Resources
+from gemmlab.kernels.cuda._nvrtc import DEFAULT_ARCH, Compiled, compile_cuda
 from gemmlab.kernels.geometry import Geometry
+from gemmlab.kernels.plan import ROW_MAJOR, Layout, Plan
 from gemmlab.kernels.spec import GPU, KernelSpec
 from gemmlab.problem import Problem
+
+SEED_SIGNATURE = (("C", "ptr"), ("A", "ptr"), ("B", "ptr"), ("M", "i32"), ("N", "i32"), ("K", "i32"))
+
+
+@dataclass
+class CudaPlan(Plan):
+    """One launch of one kernel; ``fill`` writes the per-call values (the spec's, so levels can add their own)."""
+
+    main: driver.Launch | None = None
+    fill: Callable | None = None
+
+    def launch(self, a, b, c, stream: int = 0) -> None:
+        self.fill(self.main.params, a, b, c)
+        self.main.launch(stream)
+
 
 @dataclass(frozen=True, kw_only=True)
 class CudaKernel(KernelSpec):
@@ -24,6 +41,7 @@ class CudaKernel(KernelSpec):
     constraints: Callable[[dict], list[str]] = field(default=lambda params: [])
     backend: str = "cuda"
     device: str = GPU
+    signature: tuple = SEED_SIGNATURE  # the kernel's parameters, in order (gemmlab.driver.Params)
 
     def config_error(self) -> str | None:
         broken = self.constraints(dict(self.params))
@@ -38,19 +56,28 @@ class CudaKernel(KernelSpec):
     def launch_geometry(self, problem: Problem) -> Geometry:
         return self.geometry(problem, dict(self.params))
 
-    def kernel_args(self, problem: Problem, a, b, c) -> tuple:
+    def fixed_args(self, problem: Problem) -> dict:
+        """Parameter values set once per plan."""
         m, n, k = problem.shape
-        return (c.data.ptr, a.data.ptr, b.data.ptr, np.int32(m), np.int32(n), np.int32(k))
+        return {"M": m, "N": n, "K": k}
 
-    def build(self, problem: Problem):
+    def fill(self, params, a: int, b: int, c: int) -> None:
+        """Per-call parameter values: the operands' addresses."""
+        params.C, params.A, params.B = c, a, b
+
+    def plan(self, problem: Problem, layout: Layout = ROW_MAJOR) -> CudaPlan:
         from gemmlab.device import require_gpu
 
-        info = require_gpu(self.name)
-        compiled = self.compile(info.arch)
+        return self.make_plan(problem, layout, require_gpu(self.name))
+
+    def make_plan(self, problem: Problem, layout: Layout, info, gpu: Resources = GPU) -> CudaPlan:
+        """The plan on the GPU ``info`` describes, its loads and allocations through ``gpu``."""
         geo = self.launch_geometry(problem)
-        kernel = load_kernel(compiled, geo.smem)
-
-        def run(a, b, c):
-            launch(kernel, geo.grid, geo.block, self.kernel_args(problem, a, b, c), geo.smem)
-
-        return run
+        kernel = gpu.kernel(self.compile(info.arch), geo.smem)
+        params = driver.Params(self.signature)
+        for name, value in self.fixed_args(problem).items():
+            setattr(params, name, value)
+        main = driver.Launch(int(kernel.handle), geo.grid, geo.block, geo.smem, params)
+        return CudaPlan(self, problem, layout, steps=[f"{self.entry}: grid {geo.grid}, block {geo.block}, "
+                                                      f"{geo.smem} B dynamic shared memory"],
+                        main=main, fill=self.fill)

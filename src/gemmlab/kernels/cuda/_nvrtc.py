@@ -155,9 +155,11 @@ def compile_cuda(source: str, entry: str, defines: Mapping[str, object] | None =
 
 @lru_cache(maxsize=None)
 def _load(cubin: bytes, entry: str):
+    """The kernel of a loaded cubin: a library kernel (CUkernel), usable in every device's context."""
+    import cupy
     from cuda.core import Device, ObjectCode
 
-    Device(0).set_current()
+    Device(cupy.cuda.runtime.getDevice()).set_current()
     return ObjectCode.from_cubin(cubin).get_kernel(entry)
 
 

@@ -10,6 +10,7 @@ from typing import Callable, Mapping
 
 from gemmlab.kernels.cuda._kernel import CudaKernel
 from gemmlab.kernels.geometry import Geometry, ceil_div
+from gemmlab.kernels.plan import ROW_MAJOR
 from gemmlab.kernels.spec import Traffic, tiled_traffic
 from gemmlab.problem import Problem
 
@@ -167,8 +168,8 @@ class AutotunedKernel(CudaKernel):
     def launch_geometry(self, problem: Problem):
         return self.concrete(problem).launch_geometry(problem)
 
-    def build(self, problem: Problem):
-        return self.concrete(problem).build(problem)
+    def plan(self, problem: Problem, layout=ROW_MAJOR):
+        return self.concrete(problem).plan(problem, layout)
 
 
 def _gpu_name(name: str | None) -> str:

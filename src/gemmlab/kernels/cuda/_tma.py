@@ -9,9 +9,8 @@ L2 promotion is 128 bytes, one box row: promoting to 256 bytes fetches the neigh
 on the H200 that moved 39% more sectors between the two L2 partitions in tc4 BF16 at 4096³ (6.86 M against 4.93 M
 in Nsight Compute at base clock, measured outside results/) for the same DRAM traffic.
 
-cuda.core's launch takes no raw 128-byte struct as a kernel argument, so the encoded maps go to global memory
-(encoded once per operand address and shape, then reused) and the kernel gets their address; TMA reads a map
-from global memory as well as from a __grid_constant__ parameter, and prefetch.tensormap warms it.
+The maps are encoded into the kernel's argument struct (tc_args.cuh) by gemmlab.driver, once per plan; a launch
+on a new address replaces the address in place.
 """
 from __future__ import annotations
 
@@ -19,14 +18,14 @@ from dataclasses import dataclass
 
 MAP_BYTES = 128
 SWIZZLE_BYTES = 128
-ELEMENT_BYTES = {"bf16": 2, "fp32": 4}
+ELEMENT_BYTES = {"fp8": 1, "bf16": 2, "fp32": 4}
 
 
 @dataclass(frozen=True)
 class TiledMap:
     """One 2-D tiled tensor map: a rows×cols matrix with a row stride, read in boxes of box_rows×box_cols."""
 
-    dtype: str  # "bf16" | "fp32"
+    dtype: str  # "fp8" | "bf16" | "fp32"
     rows: int
     cols: int
     row_stride: int  # elements between the starts of consecutive rows (>= cols)
@@ -75,52 +74,3 @@ class TiledMap:
             "element_strides": [1, 1],
             "swizzle": SWIZZLE_BYTES,
         }
-
-
-def encode(m: TiledMap, ptr: int) -> bytes:
-    """The 128-byte CUtensorMap for matrix ``m`` at device address ``ptr`` (needs the CUDA driver)."""
-    from cuda.bindings import driver
-
-    args = m.encode_args(ptr)
-    dtypes = {"bf16": driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-              "fp32": driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT32}
-    u64, u32 = driver.cuuint64_t, driver.cuuint32_t  # the bindings take no plain ints for these lists
-    err, tmap = driver.cuTensorMapEncodeTiled(
-        dtypes[m.dtype], 2, args["address"], [u64(x) for x in args["global_dim"]],
-        [u64(x) for x in args["global_strides"]], [u32(x) for x in args["box_dim"]],
-        [u32(x) for x in args["element_strides"]], driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-        driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
-        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
-    if err != driver.CUresult.CUDA_SUCCESS:
-        raise RuntimeError(f"cuTensorMapEncodeTiled failed ({err}) for {m} at {ptr:#x}")
-    words = [int(w) for w in tmap.opaque]
-    return b"".join(w.to_bytes(8, "little") for w in words)
-
-
-class MapTable:
-    """Device copies of encoded tensor maps, one contiguous array per set of (map, address) pairs.
-
-    Keyed on everything a map encodes, so a hit is always a correct map; a launch on arrays seen before costs
-    no encode and no copy.
-    """
-
-    def __init__(self, capacity: int = 64):
-        self._cache: dict[tuple, object] = {}
-        self._capacity = capacity
-
-    def device_maps(self, pairs: list[tuple[TiledMap, int]]) -> int:
-        """Device address of the maps for ``pairs``, in order, each 128 bytes (64-byte aligned)."""
-        key = tuple(pairs)
-        hit = self._cache.get(key)
-        if hit is None:
-            import cupy
-            import numpy as np
-
-            blob = b"".join(encode(m, ptr) for m, ptr in pairs)
-            hit = cupy.asarray(np.frombuffer(blob, dtype=np.uint8))
-            cupy.cuda.get_current_stream().synchronize()
-            if len(self._cache) >= self._capacity:
-                self._cache.pop(next(iter(self._cache)))
-            self._cache[key] = hit
-        return hit.data.ptr

@@ -13,9 +13,7 @@ K or N not a multiple of 8; tf32: of 4) the kernel stages tiles element by eleme
 """
 from dataclasses import dataclass
 
-import numpy as np
-
-from gemmlab.kernels.cuda._kernel import CudaKernel
+from gemmlab.kernels.cuda._kernel import SEED_SIGNATURE, CudaKernel
 from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.spec import tiled_traffic
 
@@ -47,17 +45,23 @@ def _constraints(precision):
 
 @dataclass(frozen=True, kw_only=True)
 class _Tc1(CudaKernel):
+    signature: tuple = SEED_SIGNATURE + (("aligned", "i32"),)
+
     def defines(self):
         d = dict(self.params)
         d["TC_BF16"] = 1 if self.precision == "bf16" else 0
         return d
 
-    def kernel_args(self, problem, a, b, c):
-        m, n, k = problem.shape
-        vec = 16 // ELEM[self.precision]
-        aligned = k % vec == 0 and n % vec == 0 and a.data.ptr % 16 == 0 and b.data.ptr % 16 == 0
-        return (c.data.ptr, a.data.ptr, b.data.ptr, np.int32(m), np.int32(n), np.int32(k), np.int32(aligned))
+    def unsupported(self, gpu):
+        if tuple(gpu.cc) < (8, 0):
+            return f"{self.name} uses bf16/tf32 mma.sync and cp.async (sm_80 and later); {gpu.name} is older"
+        return None
 
+    def fill(self, params, a, b, c):
+        # 16-byte rows and bases take cp.async's 16-byte copies; else the element-by-element staging path
+        vec = 16 // ELEM[self.precision]
+        params.C, params.A, params.B = c, a, b
+        params.aligned = int(params.K % vec == 0 and params.N % vec == 0 and (a | b) % 16 == 0)
 
 
 def _geometry(precision):

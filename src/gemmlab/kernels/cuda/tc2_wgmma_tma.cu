@@ -5,11 +5,13 @@
 #include "tc_common.cuh"
 
 extern "C" __global__ void __launch_bounds__(BM / 64 * 128, 1)
-    tc2_wgmma_tma(float *C, const TmaMap *maps, int M, int N, int K) {
+    tc2_wgmma_tma(const __grid_constant__ TcArgs args) {
   extern __shared__ unsigned char smem_raw[];
   unsigned char *smem = aligned_smem(smem_raw);
   u64 *full = reinterpret_cast<u64 *>(smem + STAGES * STAGE_BYTES);
-  const TmaMap *mapA = maps, *mapB = maps + 1;
+  const TmaMap *mapA = &args.a, *mapB = &args.b;
+  float *C = args.C;
+  const int M = args.M, N = args.N, K = args.K;
   const int tid = threadIdx.x, wg = tid / 128;
   const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
   const int KT = (K + BK - 1) / BK;

@@ -7,12 +7,14 @@
 #define CW (BM / 64)  // consumer warpgroups
 
 extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
-    tc3_warp_specialized(float *C, const TmaMap *maps, int M, int N, int K) {
+    tc3_warp_specialized(const __grid_constant__ TcArgs args) {
   extern __shared__ unsigned char smem_raw[];
   unsigned char *smem = aligned_smem(smem_raw);
   u64 *full = reinterpret_cast<u64 *>(smem + STAGES * STAGE_BYTES);
   u64 *empty = full + STAGES;
-  const TmaMap *mapA = maps, *mapB = maps + 1;
+  const TmaMap *mapA = &args.a, *mapB = &args.b;
+  float *C = args.C;
+  const int M = args.M, N = args.N, K = args.K;
   const int tid = threadIdx.x, wg = tid / 128;
   const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
   const int KT = (K + BK - 1) / BK;

@@ -3,21 +3,19 @@
 // box once and TMA multicasts it to the whole cluster, so B crosses L2->SM once per cluster instead of once per
 // CTA. The ring's phases run on across tiles, so the producer prefetches the next tile's k-tiles while the
 // consumers store the last one.
-// STREAM_K=1 (tc6, clusters off): the walk ends in a stream-K tail (SkWalk, sk_fixup in tc_common.cuh) and the
-// kernel takes two more arguments, the partials' workspace and one flag per tile.
+// STREAM_K=1 (tc6, clusters off): the walk ends in a stream-K tail (SkWalk, sk_fixup in tc_common.cuh), with the
+// partials' workspace and one flag per tile in args.sk_ws and args.sk_flags.
 // EPI_TMA=1: the consumers store C through shared-memory staging boxes and TMA (store_acc_tma) whenever the host
-// says C's layout allows it (c_tma, the kernel's sixth argument; maps[2] is then C's tensor map), else directly.
-// TIMELINE=1 (gemmlab timeline; whole tiles only): the kernel takes one more argument, a buffer of TL_SLOTS clock
-// readings per consumer warpgroup (Timeline below), and stamps where each warpgroup's cycles go.
+// says C's layout allows it (args.c_tma; args.c is then C's tensor map), else directly.
+// TIMELINE=1 (gemmlab timeline; whole tiles only): args.timeline holds TL_SLOTS clock readings per consumer
+// warpgroup (Timeline below), stamped where each warpgroup's cycles go.
 #include "tc_common.cuh"
 
 #define CW (BM / 64)
 #if EPI_TMA
 #define EPI_BYTES (CW * 2 * C_BOX_BYTES)  // two staging boxes per consumer warpgroup, after the ring
-#define EPI_ARGS , int c_tma
 #else
 #define EPI_BYTES 0
-#define EPI_ARGS
 #endif
 
 #if TIMELINE
@@ -27,7 +25,6 @@
 // the end. Thread 0 of the warpgroup writes; the order of the stamps is the order of the warpgroup's work.
 #define TL_SLOTS 64
 #define TL_UNITS ((TL_SLOTS - 4) / 3)
-#define TL_ARGS , unsigned long long *tl
 struct Timeline {
   unsigned long long *row;
   bool writer;
@@ -45,17 +42,17 @@ struct Timeline {
     if (writer) row[slot] = t;
   }
 };
-#else
-#define TL_ARGS
 #endif
 
 extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
-    tc4_persistent(float *C, const TmaMap *maps, int M, int N, int K EPI_ARGS SK_ARGS TL_ARGS) {
+    tc4_persistent(const __grid_constant__ TcArgs args) {
   extern __shared__ unsigned char smem_raw[];
   unsigned char *smem = aligned_smem(smem_raw);
   u64 *full = reinterpret_cast<u64 *>(smem + STAGES * STAGE_BYTES + EPI_BYTES);
   u64 *empty = full + STAGES;
-  const TmaMap *mapA = maps, *mapB = maps + 1;
+  const TmaMap *mapA = &args.a, *mapB = &args.b;
+  float *C = args.C;
+  const int M = args.M, N = args.N, K = args.K;
   const int tid = threadIdx.x, wg = tid / 128;
   const PersistentGrid<CM, CM * BM, BN> grid(M, N, K);
   const u32 rank = grid.rank;
@@ -85,7 +82,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
 #endif
     float d[BN / 2];
 #if TIMELINE
-    Timeline tlog(tl, cw);
+    Timeline tlog(args.timeline, cw);
     tlog.ns(0);
     tlog.clock(1);
     int unit = 0;
@@ -116,12 +113,12 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
       tlog.unit(unit, 1);
 #endif
 #if STREAM_K
-      if (!sk_fixup<BN / 2, CW * 128>(u, d, sk_ws, sk_flags, tid - 128)) continue;
+      if (!sk_fixup<BN / 2, CW * 128>(u, d, args.sk_ws, args.sk_flags, tid - 128)) continue;
 #endif
 #if EPI_TMA
-      if (c_tma) {
+      if (args.c_tma) {
         if (m0 + cw * 64 < M)
-          store_acc_tma<BN>(maps + 2, d, smem + STAGES * STAGE_BYTES + cw * 2 * C_BOX_BYTES, m0 + cw * 64, n0, N,
+          store_acc_tma<BN>(&args.c, d, smem + STAGES * STAGE_BYTES + cw * 2 * C_BOX_BYTES, m0 + cw * 64, n0, N,
                             2 + cw, boxes);
       } else
 #endif

@@ -91,12 +91,14 @@ __device__ __forceinline__ void store_acc_t(float *C, const float (&d)[BM / 2], 
 }
 
 extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
-    tc5_swap_ab(float *C, const TmaMap *maps, int M, int N, int K SK_ARGS) {
+    tc5_swap_ab(const __grid_constant__ TcArgs args) {
   extern __shared__ unsigned char smem_raw[];
   unsigned char *smem = aligned_smem(smem_raw);
   u64 *full = reinterpret_cast<u64 *>(smem + STAGES * STAGE_BYTES);
   u64 *empty = full + STAGES;
-  const TmaMap *mapA = maps, *mapB = maps + 1;
+  const TmaMap *mapA = &args.a, *mapB = &args.b;
+  float *C = args.C;
+  const int M = args.M, N = args.N, K = args.K;
   const int tid = threadIdx.x, wg = tid / 128;
   const PersistentGrid<CN, BM, CN * BN> grid(M, N, K);
   const u32 rank = grid.rank;
@@ -161,7 +163,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
       if (tid % 32 == 0) release_slot<CN>(&empty[(it - 1) % STAGES]);  // the tile's last slot
       fence_acc(d);
 #if STREAM_K
-      if (!sk_fixup<BM / 2, CW * 128>(u, d, sk_ws, sk_flags, tid - 128)) continue;
+      if (!sk_fixup<BM / 2, CW * 128>(u, d, args.sk_ws, args.sk_flags, tid - 128)) continue;
 #endif
       if (n0 < N) store_acc_t(C, d, m0, n0 + 64 * cw, n0 + col, t, M, N);
     }

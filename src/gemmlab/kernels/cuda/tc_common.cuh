@@ -2,16 +2,11 @@
 // descriptors, cluster helpers and the guarded FP32 epilogue. All sm_90a PTX through inline asm, so the levels
 // need no CUDA headers under NVRTC.
 #pragma once
+#include "tc_args.cuh"
 #include "tc_wgmma.cuh"
 
 typedef unsigned int u32;
 typedef unsigned long long u64;
-
-// The driver's CUtensorMap: 128 opaque bytes, 64-byte aligned. The host encodes it (cuTensorMapEncodeTiled)
-// and copies it to global memory; TMA reads it from there.
-struct __align__(64) TmaMap {
-  u64 opaque[16];
-};
 
 __device__ __forceinline__ u32 smem_u32(const void *p) { return (u32)__cvta_generic_to_shared(p); }
 
@@ -241,12 +236,18 @@ __device__ __forceinline__ void store_acc_tma(const TmaMap *mapC, const float (&
 }
 
 // ---- operand types --------------------------------------------------------------------------------------------
-// TC_BF16=1: bf16 A (M×K, K-major) and B (K×N, N-major, read through wgmma's transpose bit).
-// TC_BF16=0: tf32 from fp32 A (M×K, K-major) and Bᵀ (N×K, K-major, written by the transpose pre-pass), because
-// tf32 wgmma takes K-major operands only. Either way one shared-memory row is 128 bytes of K (A, tf32 Bᵀ) or of
-// N (bf16 B), which is the 128-byte swizzle atom, and one k-tile is BK = 128 / ELEM_BYTES elements deep.
+// TC_BF16=1: bf16 A (M×K, K-major) and B (K×N, N-major, read through wgmma's transpose bit; K-major with B_KMAJOR).
+// TC_BF16=0: tf32 from fp32 A (M×K, K-major) and Bᵀ (N×K, K-major: written by the transpose pre-pass, or handed
+// over as such), because tf32 wgmma takes K-major operands only. Either way one shared-memory row is 128 bytes of K
+// (A, K-major B) or of N (N-major B), the 128-byte swizzle atom, and one k-tile is BK = 128 / ELEM_BYTES deep.
 #ifndef TC_BF16
 #define TC_BF16 1
+#endif
+// B_KMAJOR=1: B is K-major in global and shared memory (the TF32 levels' Bᵀ; for BF16, a B handed over as the
+// transpose of an N×K row-major matrix, as x @ w.T hands its w over), read in 64-row boxes of 128 bytes of K like
+// A, and by bf16 wgmma without its transpose bit (BF16_TNSP_B in tc_wgmma.cuh).
+#ifndef B_KMAJOR
+#define B_KMAJOR (!TC_BF16)
 #endif
 #if TC_BF16
 #define ELEM_BYTES 2
@@ -258,7 +259,7 @@ __device__ __forceinline__ void store_acc_tma(const TmaMap *mapC, const float (&
 #define BK (128 / ELEM_BYTES)
 #define KSTEPS (BK / WGMMA_K)  // wgmma instructions per k-tile: 4 for both types
 #define A_TILE_BYTES (BM * 128)
-#define B_BOX_BYTES (64 * 128)  // B moves in boxes of 64 N: 64 (N) x BK rows for bf16, 64 rows x BK (K) for tf32
+#define B_BOX_BYTES (64 * 128)  // B moves in boxes of 64 N: 64 (N) x BK rows N-major, 64 rows x BK (K) K-major
 #define B_TILE_BYTES (BN * 128)
 #define STAGE_BYTES (A_TILE_BYTES + B_TILE_BYTES)
 #ifndef B_MN_LBO
@@ -298,7 +299,7 @@ __device__ __forceinline__ u64 desc_of(u32 lo, u32 sbo) { return ((u64)((sbo >> 
 template <int N>
 __device__ __forceinline__ void wgmma_ktile(float (&d)[N / 2], u32 a_tile, u32 b_tile, int accumulate) {
   const u32 a_lo = desc_lo(a_tile, 16);
-#if TC_BF16
+#if !B_KMAJOR
   const u32 b_lo = desc_lo(b_tile, B_MN_LBO);
 #else
   const u32 b_lo = desc_lo(b_tile, 16);
@@ -306,7 +307,7 @@ __device__ __forceinline__ void wgmma_ktile(float (&d)[N / 2], u32 a_tile, u32 b
 #pragma unroll
   for (int kk = 0; kk < KSTEPS; ++kk) {
     const u64 da = desc_of(a_lo + 32 * kk / 16, 1024);
-#if TC_BF16
+#if !B_KMAJOR
     const u64 db = desc_of(b_lo + kk * WGMMA_K * 128 / 16, B_MN_SBO);
 #else
     const u64 db = desc_of(b_lo + 32 * kk / 16, 1024);
@@ -326,7 +327,7 @@ __device__ __forceinline__ void load_stage(unsigned char *stage, const TmaMap *m
 #pragma unroll
   for (int j = 0; j < BN / 64; ++j) {
     if (NCTA > 1 && (u32)(j % NCTA) != rank) continue;
-#if TC_BF16
+#if !B_KMAJOR
     const int c0 = n0 + 64 * j, c1 = k0;
 #else
     const int c0 = k0, c1 = n0 + 64 * j;
@@ -601,8 +602,3 @@ __device__ __forceinline__ bool sk_fixup(const SkWalk &u, float (&d)[R], float *
   }
   return true;
 }
-#if STREAM_K
-#define SK_ARGS , float *sk_ws, u32 *sk_flags
-#else
-#define SK_ARGS
-#endif

@@ -1,29 +1,31 @@
-"""Host side shared by the wgmma levels (tc2..tc5): parameters and their constraints, launch geometry, the
-operand staging each precision needs before TMA can read it, tensor maps, the tile order and the traffic model.
+"""Host side shared by the wgmma levels (tc2..tc6), free of the GPU: parameters and their constraints, launch
+geometry, tensor-map shapes, the tile order, the stream-K partition and the traffic model. The plan that launches
+them (workspaces, tensor maps in the argument struct, pre-passes) is in _tc_plan.py.
 
-Operand staging, decided per problem before anything launches:
-- BF16: A (M×K) is K-major and B (K×N) N-major as given; wgmma reads B through its transpose bit. TMA needs
-  16-byte row strides, so K % 8 (A) or N % 8 (B) sends that operand through a padded copy first (a slower but
-  correct path; the kernel's tensor map still has the true width, so the padding is never read).
-- TF32, tc2-tc4: tf32 wgmma reads K-major shared-memory operands only, so B goes through a transpose pre-pass
-  into Bᵀ (N×K, row stride K rounded up to 4). The pre-pass moves 8·K·N bytes and is the second launch
-  (tc_transpose) in the profiles of results/h200/tensor_cores.json.
+Operand staging, decided per problem and layout before anything launches:
+- BF16: A (M×K) is K-major and B (K×N) N-major as given; wgmma reads B through its transpose bit. A B handed over
+  as the transpose of an N×K matrix (``x @ w.T``) is read K-major in place (B_KMAJOR=1). TMA needs 16-byte row
+  strides, so K % 8 (A) or N % 8 (B) sends that operand through a padded copy first (a slower but correct path;
+  the kernel's tensor map still has the true width, so the padding is never read).
+- TF32, tc2-tc4: tf32 wgmma reads K-major shared-memory operands only, so a row-major B goes through a transpose
+  pre-pass into Bᵀ (N×K, row stride K rounded up to 4); the pre-pass moves 8·K·N bytes and is the second launch
+  (tc_transpose) in the profiles of results/h200/tensor_cores.json. A B handed over as Bᵀ is read in place.
 - TF32, tc5 (``swap_ab``): the kernel computes Cᵀ = Bᵀ·Aᵀ with B as wgmma's register operand, so A and B are
   read as given, padded like BF16's when K % 4 (A) or N % 4 (B).
 
 Stream-K (``STREAM_K=1``, tc6): the persistent walk ends in a stream-K tail; ``stream_k_units`` is the Python
-model of the device walk (SkWalk in tc_common.cuh), ``stream_k_grid`` picks its grid, and each build allocates the
-partials' workspace and the per-tile flags that the kernel takes as two more arguments.
+model of the device walk (SkWalk in tc_common.cuh), ``stream_k_grid`` picks its grid, and each plan allocates the
+partials' workspace and the per-tile flags that the kernel finds in its argument struct.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
+from gemmlab.errors import LayoutError, Refusal, SizeLimitError
 from gemmlab.kernels.cuda._kernel import CudaKernel
+from gemmlab.kernels.cuda._tma import TiledMap
 from gemmlab.kernels.geometry import Geometry, ceil_div
-from gemmlab.kernels.cuda._tma import TiledMap, MapTable
+from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout
 from gemmlab.kernels.spec import INT32_MAX, Traffic
 from gemmlab.problem import Problem
 
@@ -285,19 +287,33 @@ class WgmmaKernel(CudaKernel):
     # STREAM_K=1 (tc6): what runs where no tile is split, the base level's parameters, its clusters included
     whole_tiles: dict | None = None
 
+    @property
+    def layouts(self) -> frozenset:
+        """Row-major operands; and B as the transpose of an N×K matrix wherever B is a shared-memory operand
+        (wgmma reads it K-major: TF32 then needs no pre-pass), so not in tc5's swap, whose B goes through
+        registers from an N-major tile."""
+        return frozenset({ROW_MAJOR} if self.swap_ab else {ROW_MAJOR, Layout(b=COL)})
+
     def defines(self) -> dict:
         d = {k: v for k, v in self.params.items() if k != "NARROW_BN"}  # a host-side choice (for_problem)
         d["TC_BF16"] = 1 if self.precision == "bf16" else 0
         return d
+
+    def unsupported(self, gpu) -> str | None:
+        if tuple(gpu.cc) != (9, 0):
+            return (f"{self.name} uses wgmma, TMA and setmaxnreg, which exist on sm_90a (Hopper) only; "
+                    f"{gpu.name} is sm_{gpu.cc[0]}{gpu.cc[1]}")
+        return None
 
     def is_valid(self, problem: Problem) -> str | None:
         why = super().is_valid(problem)
         if why:
             return why
         if max(problem.shape) > INT32_MAX // 2:
-            return f"{problem.label()}: a dimension past 2^30 does not fit the kernel's int coordinates"
+            return Refusal(f"{problem.label()}: a dimension past 2^30 does not fit the kernel's int coordinates",
+                           SizeLimitError)
         if self.kind != "persistent" and ceil_div(problem.m, self.params["BM"]) > 65535:
-            return f"M={problem.m} needs more than 65535 row blocks in gridDim.y"
+            return Refusal(f"M={problem.m} needs more than 65535 row blocks in gridDim.y", SizeLimitError)
         return None
 
     def launch_geometry(self, problem: Problem, sm_count: int = 132, max_clusters: int | None = None) -> Geometry:
@@ -329,22 +345,6 @@ class WgmmaKernel(CudaKernel):
     def cluster(self) -> tuple[int, int, int] | None:
         size = self.params.get("CM", 1) * self.params.get("CN", 1)
         return (size, 1, 1) if self.kind == "persistent" and size > 1 else None
-
-    @staticmethod
-    def max_active_clusters(kernel, geo: Geometry, cluster) -> int | None:
-        """How many clusters of this kernel fit on the GPU at once (None when the driver cannot say)."""
-        try:
-            from cuda.core import LaunchConfig
-
-            from gemmlab.kernels.cuda._nvrtc import _as_core_stream
-            import cupy
-
-            config = LaunchConfig(grid=(max(1, geo.grid[0] // cluster[0]), 1, 1), cluster=cluster, block=geo.block,
-                                  shmem_size=geo.smem)
-            count = kernel.occupancy.max_active_clusters(config, stream=_as_core_stream(cupy.cuda.get_current_stream()))
-            return int(count) if count and count > 0 else None
-        except Exception:
-            return None
 
     def for_problem(self, problem: Problem, sm_count: int = 132) -> "WgmmaKernel":
         """The spec that runs ``problem``: with NARROW_BN, NARROW_BN-wide tiles where they fill the last wave
@@ -389,39 +389,19 @@ class WgmmaKernel(CudaKernel):
                                       if k not in ("STREAM_K", "SK_FILL", "SK_SKIP_FILL")}
         return dataclasses.replace(self, params=dict(params), whole_tiles=None)
 
-    def _stream_k_buffers(self, kernel, geo: Geometry, problem: Problem, sm_count: int) -> tuple[tuple, tuple]:
-        """The stream-K kernel's two extra arguments: a workspace of one BM×BN FP32 partial per CTA and one u32
-        flag per tile, zeroed here once (each owner resets its tile's flag for the next launch), allocated on the
-        current (launch) stream; and the arrays, for the launcher to keep alive. An owner spins until its peers'
-        partials are counted, which cannot deadlock only if every CTA of the grid is resident at once: checked
-        here against the occupancy query."""
-        import cupy
-
-        grid, per_sm = geo.grid[0], 1
-        try:
-            per_sm = int(kernel.occupancy.max_active_blocks_per_multiprocessor(geo.threads, geo.smem))
-        except Exception:
-            pass  # the driver cannot say: one CTA per SM, as the launch bound and the shared memory make it
-        if per_sm < 1 or grid > per_sm * sm_count:
-            raise RuntimeError(f"{self.name}: a stream-K grid of {grid} CTAs is not co-resident "
-                               f"({per_sm} per SM x {sm_count} SMs); its fixup could deadlock")
-        p = self.params
-        tiles = ceil_div(problem.m, p["BM"]) * ceil_div(problem.n, p["BN"])
-        ws = cupy.empty(grid * p["BM"] * p["BN"], dtype=np.float32)
-        flags = cupy.zeros(tiles, dtype=np.uint32)
-        return (ws.data.ptr, flags.data.ptr), (ws, flags)
-
-    def operand_maps(self, problem: Problem, lda: int, ldb: int) -> tuple[TiledMap, TiledMap]:
-        """Tensor maps of the operands the kernel reads: A (M×K, row stride lda) and B (K×N, N-major, row stride
-        ldb) for BF16 and swap_ab TF32, or Bᵀ (N×K, K-major, row stride ldb) for the other TF32 levels."""
+    def operand_maps(self, problem: Problem, lda: int, ldb: int, b_kmajor: bool = False) -> tuple[TiledMap, TiledMap]:
+        """Tensor maps of the operands the kernel reads: A (M×K, row stride lda), and B (K×N, N-major, row stride
+        ldb) for BF16 and swap_ab TF32, or K-major (N×K, row stride ldb: Bᵀ) with ``b_kmajor`` and for the other
+        TF32 levels, whose pre-pass writes Bᵀ."""
         m, n, k = problem.shape
         bm, kt = self.params["BM"], bk(self.precision)
-        if self.precision == "bf16":
-            return (TiledMap("bf16", m, k, lda, bm, kt), TiledMap("bf16", k, n, ldb, kt, 64))
+        dtype = "bf16" if self.precision == "bf16" else "fp32"
         if self.swap_ab:  # each CTA of a cluster loads BM/CN rows of A; B in 32-column boxes (128-byte rows)
-            return (TiledMap("fp32", m, k, lda, bm // self.params.get("CN", 1), kt),
-                    TiledMap("fp32", k, n, ldb, kt, 32))
-        return (TiledMap("fp32", m, k, lda, bm, kt), TiledMap("fp32", n, k, ldb, 64, kt))
+            return (TiledMap(dtype, m, k, lda, bm // self.params.get("CN", 1), kt), TiledMap(dtype, k, n, ldb, kt, 32))
+        a = TiledMap(dtype, m, k, lda, bm, kt)
+        if b_kmajor or self.precision == "tf32":
+            return a, TiledMap(dtype, n, k, ldb, 64, kt)
+        return a, TiledMap(dtype, k, n, ldb, kt, 64)
 
     @staticmethod
     def c_map(problem: Problem) -> TiledMap:
@@ -432,76 +412,11 @@ class WgmmaKernel(CudaKernel):
         """Whether TMA can store into C at ``ptr``: a 16-byte aligned base and whatever else C's map needs."""
         return ptr % 16 == 0 and not self.c_map(problem).errors()
 
-    def build(self, problem: Problem):
-        import cupy
+    def make_plan(self, problem: Problem, layout: Layout, info, gpu=None):
+        from gemmlab.kernels.cuda import _tc_plan
 
-        from gemmlab.device import require_gpu
-        from gemmlab.kernels.cuda._nvrtc import compile_cuda, launch, load_kernel
-
-        info = require_gpu(self.name)
-        runs = self.for_problem(problem, info.sm_count)
-        if runs is not self:  # narrower tiles, or the base level's launch where stream-K splits nothing
-            return runs.build(problem)
-        cluster = self.cluster()
-        geo = self.launch_geometry(problem, info.sm_count)
-        kernel = load_kernel(self.compile(info.arch), geo.smem)
-        if cluster:
-            geo = self.launch_geometry(problem, info.sm_count, self.max_active_clusters(kernel, geo, cluster))
-        # geo.grid counts blocks; with a cluster, cuda.core's LaunchConfig counts the grid in clusters
-        grid = tuple(g // c for g, c in zip(geo.grid, cluster)) if cluster else geo.grid
-        m, n, k = problem.shape
-        bf16 = self.precision == "bf16"
-        align = 8 if bf16 else 4  # elements per 16 bytes
-        kp, np_ = ceil_div(k, align) * align, ceil_div(n, align) * align
-        pad_a = k != kp
-        b_as_given = bf16 or self.swap_ab  # else TF32 reads Bᵀ, written by the pre-pass
-        pad_b = b_as_given and n != np_
-        scratch: dict = {}
-        if not b_as_given:
-            transpose = load_kernel(compile_cuda("tc_transpose.cu", "tc_transpose", {"TILE_T": 32}, info.arch))
-        table = MapTable()
-
-        def buffer(name, shape, dtype):
-            if name not in scratch:
-                scratch[name] = cupy.empty(shape, dtype=dtype)
-            return scratch[name]
-
-        bits = np.uint16 if bf16 else np.uint32  # copies move raw bits, whatever CuPy knows of bfloat16
-        sk_args, sk_buffers = (self._stream_k_buffers(kernel, geo, problem, info.sm_count)
-                               if self.params.get("STREAM_K", 0) else ((), ()))
-        scratch["stream_k"] = sk_buffers  # alive as long as the launcher
-        epi_tma = bool(self.params.get("EPI_TMA", 0))
-        timeline_args = ()
-        if self.params.get("TIMELINE", 0):  # gemmlab timeline reads run.timeline after a launch
-            scratch["timeline"] = cupy.zeros((geo.grid[0], geo.threads // 128 - 1, TL_SLOTS), np.uint64)
-            timeline_args = (scratch["timeline"].data.ptr,)
-
-        def run(a, b, c):
-            A, lda = a, k
-            if pad_a or a.data.ptr % 16:
-                A, lda = buffer("a", (m, kp), bits), kp
-                A[:, :k] = a.view(bits)
-            if b_as_given:
-                B, ldb = b, n
-                if pad_b or b.data.ptr % 16:
-                    B, ldb = buffer("b", (k, np_), bits), np_
-                    B[:, :n] = b.view(bits)
-            else:
-                B, ldb = buffer("bt", (n, kp), np.float32), kp
-                launch(transpose, (ceil_div(n, 32), ceil_div(k, 32), 1), (32, 8, 1),
-                       (b.data.ptr, B.data.ptr, np.int32(k), np.int32(n), np.int32(ldb)))
-            map_a, map_b = self.operand_maps(problem, lda, ldb)
-            pairs = [(map_a, A.data.ptr), (map_b, B.data.ptr)]
-            epi_args = ()
-            if epi_tma:
-                c_tma = self.c_by_tma(problem, c.data.ptr)
-                if c_tma:
-                    pairs.append((self.c_map(problem), c.data.ptr))
-                epi_args = (np.int32(c_tma),)
-            maps = table.device_maps(pairs)
-            launch(kernel, grid, geo.block,
-                   (c.data.ptr, maps, np.int32(m), np.int32(n), np.int32(k)) + epi_args + sk_args + timeline_args,
-                   geo.smem, cluster=cluster)
-
-        run.timeline = scratch.get("timeline")
-        return run
+        if layout not in self.layouts:
+            raise LayoutError(f"{self.name} reads {', '.join(sorted(x.label() for x in self.layouts))} in place, "
+                              f"not {layout.label()}")
+        return _tc_plan.make_plan(self.for_problem(problem, info.sm_count), problem, layout, info,
+                                  gpu or _tc_plan.GPU)

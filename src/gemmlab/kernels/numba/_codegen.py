@@ -30,7 +30,8 @@ import numpy as np
 from numba import config, cuda, float32
 
 from gemmlab.kernels.geometry import Geometry, ceil_div
-from gemmlab.kernels.numba._kernel import NumbaKernel
+from gemmlab.kernels.numba._kernel import NumbaKernel, numba_plan
+from gemmlab.kernels.plan import ROW_MAJOR
 from gemmlab.kernels.spec import tiled_traffic
 from gemmlab.problem import Problem
 
@@ -588,24 +589,8 @@ class GeneratedKernel(NumbaKernel):
             return self.scalar
         return self.kernel
 
-    def build(self, problem: Problem):
-        from gemmlab.device import numba_mode
-
-        geo = self.launch_geometry(problem)
-        m, n, k = (np.int32(d) for d in problem.shape)
-        simulated = numba_mode() == "simulator"
-
-        def run(a, b, c):
-            if simulated:
-                self.variant(problem)[geo.grid, geo.block, 0, geo.smem](c, a, b, m, n, k)
-                return
-            import cupy
-
-            aligned = all(x.data.ptr % 16 == 0 for x in (a, b, c))
-            stream = cuda.external_stream(cupy.cuda.get_current_stream().ptr)
-            self.variant(problem, aligned)[geo.grid, geo.block, stream, geo.smem](c, a, b, m, n, k)
-
-        return run
+    def plan(self, problem: Problem, layout=ROW_MAJOR):
+        return numba_plan(self, problem, layout, lambda aligned: self.variant(problem, aligned))
 
 
 def tiled_geometry(problem: Problem, params: dict) -> Geometry:

@@ -1,8 +1,10 @@
 """NumbaKernel: the spec of a Python kernel written with numba-cuda.
 
-On a GPU the harness hands it CuPy arrays (numba reads them through the CUDA array interface, no copy) and
-it runs on CuPy's current stream. Without a GPU it runs under numba's CUDA simulator on NumPy arrays, which
-executes the same Python code thread by thread: slow, so only small shapes, but the real kernel logic.
+On a GPU a plan launches the compiled kernel on device arrays made from the operands' addresses (numba reads
+them through the CUDA array interface, no copy) on the caller's stream; numba's own launch path costs tens of
+microseconds a call, which the plan cannot remove. Without a GPU the plan runs under numba's CUDA simulator on
+NumPy arrays, which executes the same Python code thread by thread: slow, so only small shapes, but the real
+kernel logic.
 """
 from __future__ import annotations
 
@@ -12,8 +14,42 @@ from typing import Callable
 import numpy as np
 
 from gemmlab.kernels.geometry import Geometry
+from gemmlab.kernels.plan import ROW_MAJOR, Plan
 from gemmlab.kernels.spec import GPU, KernelSpec
 from gemmlab.problem import Problem
+
+
+@dataclass
+class NumbaPlan(Plan):
+    choose: Callable | None = None  # aligned -> the @cuda.jit kernel to launch
+    geo: Geometry | None = None
+
+    def launch(self, a, b, c, stream: int = 0) -> None:
+        from numba import cuda
+
+        m, n, k = (np.int32(d) for d in self.problem.shape)
+        g = self.geo
+        if not self.on_gpu:  # the simulator, on NumPy arrays
+            self.choose(True)[g.grid, g.block, 0, g.smem](c, a, b, m, n, k)
+            return
+        dtype = np.dtype(self.problem.output_dtype())
+
+        def view(ptr, shape):
+            return cuda.from_cuda_array_interface({"shape": shape, "strides": None, "typestr": dtype.str,
+                                                   "data": (ptr, False), "version": 3}, owner=None, sync=False)
+
+        kernel = self.choose((a | b | c) % 16 == 0)
+        kernel[g.grid, g.block, cuda.external_stream(stream) if stream else cuda.default_stream(), g.smem](
+            view(c, (self.problem.m, self.problem.n)), view(a, (self.problem.m, self.problem.k)),
+            view(b, (self.problem.k, self.problem.n)), m, n, k)
+
+
+def numba_plan(spec: KernelSpec, problem: Problem, layout, choose: Callable) -> NumbaPlan:
+    from gemmlab.device import numba_mode
+
+    geo = spec.launch_geometry(problem)
+    return NumbaPlan(spec, problem, layout, on_gpu=numba_mode() == "gpu", choose=choose, geo=geo,
+                     steps=[f"numba launch: grid {geo.grid}, block {geo.block}"])
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,22 +66,5 @@ class NumbaKernel(KernelSpec):
     def launch_geometry(self, problem: Problem) -> Geometry:
         return self.geometry(problem, dict(self.params))
 
-    def build(self, problem: Problem):
-        from numba import cuda
-
-        from gemmlab.device import numba_mode
-
-        geo = self.launch_geometry(problem)
-        m, n, k = (np.int32(d) for d in problem.shape)
-        simulated = numba_mode() == "simulator"
-
-        def run(a, b, c):
-            if simulated:
-                self.kernel[geo.grid, geo.block, 0, geo.smem](c, a, b, m, n, k)
-                return
-            import cupy
-
-            stream = cuda.external_stream(cupy.cuda.get_current_stream().ptr)
-            self.kernel[geo.grid, geo.block, stream, geo.smem](c, a, b, m, n, k)
-
-        return run
+    def plan(self, problem: Problem, layout=ROW_MAJOR) -> NumbaPlan:
+        return numba_plan(self, problem, layout, lambda aligned: self.kernel)

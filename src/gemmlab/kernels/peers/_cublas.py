@@ -24,16 +24,23 @@ _ZERO = np.zeros(1, np.float32)
 
 
 def gemm(a, b, c, precision: str) -> None:
+    """C = A·B on CuPy arrays, on CuPy's current stream."""
+    import cupy
+
+    m, k = a.shape
+    gemm_ptr(a.data.ptr, b.data.ptr, c.data.ptr, m, b.shape[1], k, precision, cupy.cuda.get_current_stream().ptr)
+
+
+def gemm_ptr(a: int, b: int, c: int, m: int, n: int, k: int, precision: str, stream: int) -> None:
+    """C = A·B on row-major device buffers, on ``stream``, through CuPy's cuBLAS handle of the current device."""
     import cupy
     from cupy_backends.cuda.libs import cublas
 
     in_type, out_type, compute = _TYPES[precision]
-    m, k = a.shape
-    n = b.shape[1]
     handle = cupy.cuda.device.get_cublas_handle()
-    cublas.setStream(handle, cupy.cuda.get_current_stream().ptr)
+    cublas.setStream(handle, stream)
     cublas.gemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k,
-                  _ONE.ctypes.data, b.data.ptr, in_type, n,
-                  a.data.ptr, in_type, k,
-                  _ZERO.ctypes.data, c.data.ptr, out_type, n,
+                  _ONE.ctypes.data, b, in_type, n,
+                  a, in_type, k,
+                  _ZERO.ctypes.data, c, out_type, n,
                   compute, CUBLAS_GEMM_DEFAULT)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gemmlab.kernels.plan import ROW_MAJOR, Plan
 from gemmlab.kernels.spec import GPU, KernelSpec, compulsory_traffic
 from gemmlab.problem import Problem
 
@@ -21,16 +22,19 @@ class CublasPeer(KernelSpec):
     device: str = GPU
     int32_indices: bool = False
 
-    def build(self, problem: Problem):
+    def plan(self, problem: Problem, layout=ROW_MAJOR) -> "CublasPlan":
         from gemmlab.device import require_gpu
 
         require_gpu(self.name)
-        from gemmlab.kernels.peers._cublas import gemm
+        return CublasPlan(self, problem, layout, steps=["cublasGemmEx, row-major as the column-major Cᵀ = Bᵀ·Aᵀ"])
 
-        def run(a, b, c):
-            gemm(a, b, c, self.precision)
 
-        return run
+@dataclass
+class CublasPlan(Plan):
+    def launch(self, a, b, c, stream: int = 0) -> None:
+        from gemmlab.kernels.peers._cublas import gemm_ptr
+
+        gemm_ptr(a, b, c, *self.problem.shape, self.spec.precision, stream)
 
 
 SPECS = [

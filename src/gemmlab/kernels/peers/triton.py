@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gemmlab.kernels.plan import ROW_MAJOR, Plan
 from gemmlab.kernels.spec import GPU, KernelSpec, tiled_traffic
 from gemmlab.problem import Problem
 
@@ -83,23 +84,21 @@ if triton is not None:
     }
 
 
-def _as_torch(array):
-    """A zero-copy torch view of a CuPy array. CuPy's DLPack has no bfloat16, so BF16 travels as uint16 bits."""
-    if array.dtype.name == "bfloat16":
-        import cupy
+class _Pointer:
+    """What Triton's launcher reads of a tensor argument: its address and element type."""
 
-        return torch.from_dlpack(array.view(cupy.uint16)).view(torch.bfloat16)
-    return torch.from_dlpack(array)
+    def __init__(self, ptr: int, dtype):
+        self.ptr, self.dtype = ptr, dtype
+
+    def data_ptr(self) -> int:
+        return self.ptr
 
 
 _streams: dict[int, object] = {}
 
 
-def _torch_stream():
-    """PyTorch's handle on CuPy's current stream, so Triton launches where the harness records its events."""
-    import cupy
-
-    ptr = cupy.cuda.get_current_stream().ptr
+def _torch_stream(ptr: int):
+    """PyTorch's handle on a CUstream, so Triton launches where the caller's events are."""
     stream = _streams.get(ptr)
     if stream is None:
         stream = torch.cuda.default_stream() if ptr == 0 else torch.cuda.ExternalStream(ptr)
@@ -107,29 +106,30 @@ def _torch_stream():
     return stream
 
 
+@dataclass
+class TritonPlan(Plan):
+    def launch(self, a, b, c, stream: int = 0) -> None:
+        m, n, k = self.problem.shape
+        dtype = torch.bfloat16 if self.spec.precision == "bf16" else torch.float32
+
+        def grid(meta):
+            return (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)
+
+        with torch.cuda.stream(_torch_stream(stream)):
+            _KERNELS[self.spec.precision][grid](_Pointer(a, dtype), _Pointer(b, dtype), _Pointer(c, torch.float32),
+                                                m, n, k, k, 1, n, 1, n, 1, IEEE=self.spec.precision == "fp32")
+
+
 @dataclass(frozen=True, kw_only=True)
 class TritonPeer(KernelSpec):
     backend: str = "peer"
     device: str = GPU
 
-    def build(self, problem: Problem):
+    def plan(self, problem: Problem, layout=ROW_MAJOR) -> TritonPlan:
         from gemmlab.device import require_gpu
 
         require_gpu(self.name)
-        kernel = _KERNELS[self.precision]
-        ieee = self.precision == "fp32"
-        m, n, k = problem.shape
-
-        def grid(meta):
-            return (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)
-
-        def run(a, b, c):
-            ta, tb, tc = _as_torch(a), _as_torch(b), _as_torch(c)
-            with torch.cuda.stream(_torch_stream()):
-                kernel[grid](ta, tb, tc, m, n, k, ta.stride(0), ta.stride(1), tb.stride(0), tb.stride(1),
-                             tc.stride(0), tc.stride(1), IEEE=ieee)
-
-        return run
+        return TritonPlan(self, problem, layout, steps=["Triton's autotuned tiled matmul (tutorial kernel)"])
 
 
 def _traffic(problem: Problem):

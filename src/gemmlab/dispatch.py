@@ -1,0 +1,143 @@
+"""kernel="auto": which kernel runs a problem, from what was measured on this GPU.
+
+The dispatch table holds, per GPU, precision and measured shape, gemmlab's own kernels that verified there, fastest
+first (peers are never picked: gemmlab.matmul runs gemmlab's kernels). ``gemmlab bench`` writes the table of the
+GPU it ran on into ``$GEMMLAB_CACHE/dispatch.json`` from its records; the H200's, from the runs committed under
+results/h200/, ships with gemmlab (data/dispatch-h200.json) as the default. For a problem, the entry of the
+nearest measured shape (in log space over M, N and K) is read in order, and the first kernel that takes the problem
+and reads the operands' layout in place wins; if none reads the layout in place, the first that takes the problem,
+after a copy. Without an entry for this GPU, each precision's default level runs.
+
+Host arrays (NumPy, CPU tensors) run on the host (cpu/blas), as torch runs CPU tensors on the CPU.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from gemmlab.cache import cache_root, read_json, write_json
+from gemmlab.kernels.plan import Layout, target_layout
+from gemmlab.problem import Problem
+
+SHIPPED = Path(__file__).parent / "data" / "dispatch-h200.json"
+DEFAULTS = {"fp32": "cuda/v10_register_prefetch", "tf32": "cuda/tc6_stream_k_tf32",
+            "bf16": "cuda/tc4_persistent_bf16"}
+HOST_DEFAULT = "cpu/blas"
+
+
+def local_path() -> Path:
+    return cache_root() / "dispatch.json"
+
+
+@dataclass(frozen=True)
+class Choice:
+    spec: object
+    why: str
+    copies: tuple[str, ...] = ()  # operands gemmlab.matmul copies into row-major order first
+
+
+def table_from_results(results: dict) -> dict:
+    """{gpu: {precision: {"MxNxK": [{"kernel", "ms"}, ...fastest first]}}} from a results JSON's verified records
+    of gemmlab's GPU kernels."""
+    gpu = ((results.get("env") or {}).get("gpu") or {}).get("name")
+    table: dict = {}
+    if not gpu:
+        return table
+    for r in results.get("records", []):
+        if r.get("backend") in ("peer", "cpu") or not r.get("verified") or not r.get("median_ms"):
+            continue
+        label = f"{r['m']}x{r['n']}x{r['k']}"
+        rows = table.setdefault(gpu, {}).setdefault(r["precision"], {}).setdefault(label, [])
+        rows.append({"kernel": r["kernel"], "ms": r["median_ms"]})
+    for shapes in table.get(gpu, {}).values():
+        for label, rows in shapes.items():
+            best: dict = {}
+            for row in rows:  # a kernel timed twice (two runs merged) keeps its faster median
+                if row["kernel"] not in best or row["ms"] < best[row["kernel"]]["ms"]:
+                    best[row["kernel"]] = row
+            shapes[label] = sorted(best.values(), key=lambda row: row["ms"])
+    return table
+
+
+def merge(old: dict, new: dict) -> dict:
+    """``new``'s shapes replace ``old``'s, GPU by GPU and precision by precision."""
+    out = {gpu: {p: dict(shapes) for p, shapes in precs.items()} for gpu, precs in old.items()}
+    for gpu, precs in new.items():
+        for p, shapes in precs.items():
+            out.setdefault(gpu, {}).setdefault(p, {}).update(shapes)
+    return out
+
+
+def record(results: dict) -> Path | None:
+    """Add a run's measurements to this machine's dispatch table; the path written, None if nothing was."""
+    new = table_from_results(results)
+    if not new:
+        return None
+    path = local_path()
+    if not write_json(path, merge(read_json(path), new)):
+        return None
+    load_table.cache_clear()
+    return path
+
+
+@lru_cache(maxsize=1)
+def load_table() -> dict:
+    """The shipped table with this machine's measurements on top (read once per process)."""
+    return merge(read_json(SHIPPED), read_json(local_path()))
+
+
+def _nearest(shapes: dict, problem: Problem) -> tuple[str, list] | None:
+    best, best_d = None, math.inf
+    for label, rows in shapes.items():
+        try:
+            dims = tuple(int(x) for x in label.split("x"))
+        except ValueError:
+            continue
+        d = sum(abs(math.log(a / b)) for a, b in zip(dims, problem.shape))
+        if d < best_d:
+            best, best_d = (label, rows), d
+    return best
+
+
+def choose(problem: Problem, layout: Layout, gpu) -> Choice:
+    """The kernel gemmlab.matmul runs for ``problem`` on ``gpu`` (a GPUInfo), and why."""
+    from gemmlab.errors import UnknownKernelError
+    from gemmlab.kernels.registry import get_kernel
+
+    def usable(name: str):
+        try:
+            spec = get_kernel(name)
+        except UnknownKernelError:
+            return None  # a table from another version of gemmlab
+        return None if spec.is_valid(problem) or spec.unsupported(gpu) else spec
+
+    entry = _nearest(load_table().get(gpu.name, {}).get(problem.precision, {}), problem)
+    if entry:
+        label, rows = entry
+        specs = [s for s in (usable(row["kernel"]) for row in rows) if s is not None]
+        for spec in specs:
+            if layout in spec.layouts:
+                rank = next(i for i, row in enumerate(rows) if row["kernel"] == spec.name)
+                return Choice(spec, f"dispatch table for {gpu.name}: #{rank + 1} of the {len(rows)} kernels "
+                                    f"measured at {label} ({rows[rank]['ms']:.4g} ms there) that takes "
+                                    f"{problem.label()} with {layout.label()} in place")
+        if specs:
+            return Choice(specs[0], f"dispatch table for {gpu.name}: fastest at {label} that takes "
+                                    f"{problem.label()}; no measured kernel reads {layout.label()} in place",
+                          copies=_copies(layout, specs[0]))
+    spec = usable(DEFAULTS[problem.precision])
+    if spec is None:
+        from gemmlab.errors import NoGPUError
+
+        raise NoGPUError(f"no gemmlab kernel for {problem.precision} runs {problem.label()} on {gpu.name}")
+    why = f"no dispatch table entry for {problem.precision} on {gpu.name}: the default {problem.precision} level"
+    if layout in spec.layouts:
+        return Choice(spec, why)
+    return Choice(spec, why, copies=_copies(layout, spec))
+
+
+def _copies(layout: Layout, spec) -> tuple[str, ...]:
+    runs = target_layout(layout, spec.layouts)
+    return tuple(name for name, given, used in (("A", layout.a, runs.a), ("B", layout.b, runs.b)) if given != used)

@@ -1,0 +1,263 @@
+"""The CUDA driver calls on gemmlab's hot path, through ctypes: prepared launches, tensor maps, pitched copies.
+
+A ``Launch`` holds everything a kernel launch needs but the values that change per call: the function, its
+geometry (a cluster shape goes through cuLaunchKernelEx) and one buffer laid out like the kernel's parameter list,
+with the void* array the driver reads it through. A call writes the few values that changed (pointers, a flag) into
+that buffer and launches: no argument packing, no Python objects made per call. A tensor map is a parameter too (a
+__grid_constant__ struct member), so a new operand address is one cuTensorMapReplaceAddress on the map in place.
+
+cuda.core and cuda.bindings stay on the cold path (compiling, loading, occupancy queries): cuda.core's launch
+packs its arguments anew on every call and takes no 128-byte struct by value.
+
+libcuda.so.1 is loaded on first use; ``use_library`` points gemmlab at another library with the same entry points
+(the tests load a stub that records what it is given).
+"""
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+from typing import Sequence
+
+from gemmlab.errors import GemmlabError
+
+CUDA_SUCCESS = 0
+CUDA_ERROR_INVALID_CONTEXT = 201
+CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4
+CU_MEMORYTYPE_DEVICE = 2
+# cuTensorMapEncodeTiled's enums (cuda.h)
+TMA_DTYPES = {"fp8": 0, "bf16": 9, "fp32": 7}  # FP8 moves as UINT8: TMA only copies it
+TMA_SWIZZLE_128B = 3
+TMA_L2_PROMOTION_128B = 2
+MAP_BYTES = 128
+
+
+class DriverError(GemmlabError, RuntimeError):
+    """A CUDA driver call failed; the message carries the driver's own name for the error."""
+
+
+class _LaunchAttribute(ctypes.Structure):
+    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", ctypes.c_uint32 * 16)]
+
+
+class _LaunchConfig(ctypes.Structure):
+    _fields_ = [("gridDimX", ctypes.c_uint), ("gridDimY", ctypes.c_uint), ("gridDimZ", ctypes.c_uint),
+                ("blockDimX", ctypes.c_uint), ("blockDimY", ctypes.c_uint), ("blockDimZ", ctypes.c_uint),
+                ("sharedMemBytes", ctypes.c_uint), ("hStream", ctypes.c_void_p),
+                ("attrs", ctypes.POINTER(_LaunchAttribute)), ("numAttrs", ctypes.c_uint)]
+
+
+class _Memcpy2D(ctypes.Structure):
+    _fields_ = [("srcXInBytes", ctypes.c_size_t), ("srcY", ctypes.c_size_t), ("srcMemoryType", ctypes.c_int),
+                ("srcHost", ctypes.c_void_p), ("srcDevice", ctypes.c_uint64), ("srcArray", ctypes.c_void_p),
+                ("srcPitch", ctypes.c_size_t), ("dstXInBytes", ctypes.c_size_t), ("dstY", ctypes.c_size_t),
+                ("dstMemoryType", ctypes.c_int), ("dstHost", ctypes.c_void_p), ("dstDevice", ctypes.c_uint64),
+                ("dstArray", ctypes.c_void_p), ("dstPitch", ctypes.c_size_t), ("WidthInBytes", ctypes.c_size_t),
+                ("Height", ctypes.c_size_t)]
+
+
+_lib = None
+_path = "libcuda.so.1"
+_u, _p, _sz = ctypes.c_uint, ctypes.c_void_p, ctypes.c_size_t
+_SIGNATURES = {
+    "cuLaunchKernel": (_p, _u, _u, _u, _u, _u, _u, _u, _p, _p, _p),
+    "cuLaunchKernelEx": (ctypes.POINTER(_LaunchConfig), _p, _p, _p),
+    "cuTensorMapEncodeTiled": (_p, ctypes.c_int, ctypes.c_uint32, _p, ctypes.POINTER(ctypes.c_uint64),
+                               ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint32),
+                               ctypes.POINTER(ctypes.c_uint32), ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                               ctypes.c_int),
+    "cuTensorMapReplaceAddress": (_p, _p),
+    "cuMemcpy2DAsync_v2": (ctypes.POINTER(_Memcpy2D), _p),
+    "cuCtxGetCurrent": (ctypes.POINTER(_p),),
+    "cuCtxPushCurrent_v2": (_p,),
+    "cuCtxPopCurrent_v2": (ctypes.POINTER(_p),),
+    "cuGetErrorName": (ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)),
+}
+
+
+def use_library(path: str) -> None:
+    """Load the driver entry points from ``path`` instead of libcuda.so.1 (from the next call on)."""
+    global _lib, _path
+    _lib, _path = None, path
+
+
+def lib():
+    global _lib
+    if _lib is None:
+        try:
+            handle = ctypes.CDLL(_path)
+        except OSError as exc:
+            raise DriverError(f"cannot load the CUDA driver library {_path} ({exc})") from None
+        for name, args in _SIGNATURES.items():
+            fn = getattr(handle, name)
+            fn.argtypes, fn.restype = args, ctypes.c_int
+        _lib = handle
+    return _lib
+
+
+def check(err: int, what: str) -> None:
+    if err != CUDA_SUCCESS:
+        name = ctypes.c_char_p()
+        lib().cuGetErrorName(err, ctypes.byref(name))
+        raise DriverError(f"{what} failed: {(name.value or b'CUDA error').decode()} ({err})")
+
+
+def current_context() -> int:
+    ctx = ctypes.c_void_p()
+    check(lib().cuCtxGetCurrent(ctypes.byref(ctx)), "cuCtxGetCurrent")
+    return ctx.value or 0
+
+
+# ---- kernel parameters -------------------------------------------------------------------------------------------
+_SCALARS = {"ptr": (8, ctypes.c_uint64), "i32": (4, ctypes.c_int32), "u32": (4, ctypes.c_uint32),
+            "f32": (4, ctypes.c_float)}
+MAP = "map"  # a CUtensorMap: 128 bytes, 64-byte aligned
+
+
+@dataclass(frozen=True)
+class Struct:
+    """A struct passed by value as one kernel parameter, its fields (name, kind) in declaration order."""
+
+    fields: tuple[tuple[str, str], ...]
+
+    def layout(self) -> tuple[dict[str, int], int, int]:
+        """(field offsets, size, alignment) by the C rules: each field at a multiple of its alignment, the size
+        a multiple of the largest."""
+        offsets, at, align = {}, 0, 1
+        for name, kind in self.fields:
+            size, a = _size_align(kind)
+            at = -(-at // a) * a
+            offsets[name] = at
+            at += size
+            align = max(align, a)
+        return offsets, -(-at // align) * align, align
+
+
+def _size_align(kind) -> tuple[int, int]:
+    if kind == MAP:
+        return MAP_BYTES, 64
+    if isinstance(kind, Struct):
+        _, size, align = kind.layout()
+        return size, align
+    return _SCALARS[kind][0], _SCALARS[kind][0]
+
+
+class Params:
+    """One kernel's parameter list in host memory: each parameter at its own aligned place in one buffer, the
+    void* array pointing at them, and a writable view per scalar (``params.C = ptr``). Field names of a struct
+    parameter are addressed directly; names must be unique across the list."""
+
+    def __init__(self, signature: Sequence[tuple[str, object]]):
+        places, at = [], 0
+        for name, kind in signature:
+            size, align = _size_align(kind)
+            at = -(-at // align) * align
+            places.append((name, kind, at))
+            at += size
+        self._buf = ctypes.create_string_buffer(at + 64)
+        base = -(-ctypes.addressof(self._buf) // 64) * 64
+        self.array = (ctypes.c_void_p * len(places))(*[base + off for _, _, off in places])
+        self.address = ctypes.addressof(self.array)
+        self._fields: dict[str, tuple[str, int]] = {}
+        for name, kind, off in places:
+            if isinstance(kind, Struct):
+                offsets, _, _ = kind.layout()
+                for fname, fkind in kind.fields:
+                    self._add(fname, fkind, base + off + offsets[fname])
+            else:
+                self._add(name, kind, base + off)
+
+    def _add(self, name: str, kind, addr: int) -> None:
+        if name in self._fields:
+            raise ValueError(f"kernel parameter {name!r} named twice")
+        self._fields[name] = (kind, addr)
+        if kind != MAP:
+            object.__setattr__(self, "_v_" + name, _SCALARS[kind][1].from_address(addr))
+
+    def __setattr__(self, name, value):
+        view = self.__dict__.get("_v_" + name)
+        if view is None:
+            object.__setattr__(self, name, value)
+        else:
+            view.value = value
+
+    def __getattr__(self, name):
+        view = self.__dict__.get("_v_" + name)
+        if view is None:
+            raise AttributeError(name)
+        return view.value
+
+    def map_address(self, name: str) -> int:
+        kind, addr = self._fields[name]
+        if kind != MAP:
+            raise ValueError(f"{name!r} is not a tensor map")
+        return addr
+
+    def raw(self, name: str) -> bytes:
+        kind, addr = self._fields[name]
+        return ctypes.string_at(addr, _size_align(kind)[0])
+
+
+# ---- tensor maps -------------------------------------------------------------------------------------------------
+def encode_tiled(dest: int, dtype: str, global_dim: Sequence[int], global_strides: Sequence[int],
+                 box_dim: Sequence[int], address: int) -> None:
+    """Encode a 2-D tiled tensor map (128-byte swizzle, 128-byte L2 promotion, zero fill) at host address ``dest``:
+    dimensions and box innermost first, the row stride in bytes (kernels/cuda/_tma.py's TiledMap.encode_args)."""
+    dims = (ctypes.c_uint64 * 2)(*global_dim)
+    strides = (ctypes.c_uint64 * 1)(*global_strides)
+    box = (ctypes.c_uint32 * 2)(*box_dim)
+    elem = (ctypes.c_uint32 * 2)(1, 1)
+    check(lib().cuTensorMapEncodeTiled(dest, TMA_DTYPES[dtype], 2, address, dims, strides, box, elem, 0,
+                                       TMA_SWIZZLE_128B, TMA_L2_PROMOTION_128B, 0),
+          f"cuTensorMapEncodeTiled({dtype}, dims {tuple(global_dim)}, strides {tuple(global_strides)} B, "
+          f"box {tuple(box_dim)})")
+
+
+def replace_address(dest: int, ptr: int) -> None:
+    check(lib().cuTensorMapReplaceAddress(dest, ptr), "cuTensorMapReplaceAddress")
+
+
+# ---- launches ----------------------------------------------------------------------------------------------------
+class Launch:
+    """One prepared kernel launch. ``params`` is written by the owner between calls; ``launch(stream)`` enqueues."""
+
+    def __init__(self, function: int, grid: Sequence[int], block: Sequence[int], smem: int, params: Params,
+                 cluster: Sequence[int] | None = None, context: int | None = None):
+        self.function, self.params = function, params
+        self.grid, self.block, self.smem = tuple(grid), tuple(block), smem
+        self.cluster = tuple(cluster) if cluster else None
+        self.context = current_context() if context is None else context
+        self._config = None
+        if self.cluster:
+            self._attr = _LaunchAttribute(id=CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
+            self._attr.value[:3] = self.cluster
+            self._config = _LaunchConfig(*self.grid, *self.block, smem, None, ctypes.pointer(self._attr), 1)
+
+    def launch(self, stream: int) -> None:
+        lib_ = _lib or lib()
+        pushed = False
+        ctx = ctypes.c_void_p()
+        lib_.cuCtxGetCurrent(ctypes.byref(ctx))
+        if (ctx.value or 0) != self.context:  # another device's context is current: launch on ours
+            check(lib_.cuCtxPushCurrent_v2(self.context), "cuCtxPushCurrent")
+            pushed = True
+        try:
+            if self._config is None:
+                err = lib_.cuLaunchKernel(self.function, *self.grid, *self.block, self.smem, stream,
+                                          self.params.address, None)
+            else:
+                self._config.hStream = stream
+                err = lib_.cuLaunchKernelEx(self._config, self.function, self.params.address, None)
+        finally:
+            if pushed:
+                lib_.cuCtxPopCurrent_v2(ctypes.byref(ctx))
+        if err:
+            check(err, f"cuLaunchKernel(grid {self.grid}, block {self.block}, {self.smem} B shared"
+                       f"{', cluster ' + str(self.cluster) if self.cluster else ''})")
+
+
+def copy_2d(dst: int, dst_pitch: int, src: int, src_pitch: int, width_bytes: int, rows: int, stream: int) -> None:
+    """Enqueue a device-to-device copy of ``rows`` rows of ``width_bytes`` between pitched buffers."""
+    desc = _Memcpy2D(srcMemoryType=CU_MEMORYTYPE_DEVICE, srcDevice=src, srcPitch=src_pitch,
+                     dstMemoryType=CU_MEMORYTYPE_DEVICE, dstDevice=dst, dstPitch=dst_pitch,
+                     WidthInBytes=width_bytes, Height=rows)
+    check(lib().cuMemcpy2DAsync_v2(ctypes.byref(desc), stream), "cuMemcpy2DAsync")

@@ -1,0 +1,24 @@
+// The one parameter of every wgmma level (tc2..tc6), passed by value as a __grid_constant__ struct: the tensor maps
+// live in the kernel's parameter space, where TMA reads them, and the host changes an operand's address by
+// cuTensorMapReplaceAddress on its copy of the struct before the launch, instead of encoding maps and copying them
+// to global memory. The host mirrors this layout field for field (TC_ARGS in tc_common.py; the tests compile this
+// header with g++ and compare the offsets).
+#pragma once
+#ifndef __CUDACC__
+#define __align__(n) alignas(n)
+#endif
+
+// The driver's CUtensorMap: 128 opaque bytes, 64-byte aligned, encoded by the host (cuTensorMapEncodeTiled).
+struct __align__(64) TmaMap {
+  unsigned long long opaque[16];
+};
+
+struct TcArgs {
+  TmaMap a, b, c;                // A, B (or Bᵀ), and C for the TMA-store epilogue (EPI_TMA builds, c_tma = 1)
+  float *C;                      // row-major M x N
+  int M, N, K;
+  int c_tma;                     // 1: store C through map c
+  float *sk_ws;                  // STREAM_K: one BM x BN FP32 partial per CTA
+  unsigned *sk_flags;            // STREAM_K: one arrival count per tile
+  unsigned long long *timeline;  // TIMELINE: the clock stamps gemmlab timeline reads
+};

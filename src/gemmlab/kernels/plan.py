@@ -1,0 +1,84 @@
+"""Plans: a kernel resolved once for one problem and operand layout, then launched many times.
+
+A plan holds everything its launches need except the operands' addresses and the stream: the compiled kernel
+and its geometry, the parameter buffer, tensor maps, workspaces, the pre-passes a layout needs. ``launch`` is the
+hot path gemmlab.matmul calls; the harness times the same plans through ``run`` (CuPy arrays on CuPy's current
+stream), so what the benchmarks measure is what a caller gets.
+
+Layouts: an operand is ROW (row-major as the problem names it: A is M×K with rows of K, B is K×N with rows of N)
+or COL (the transpose of a row-major matrix: A stored as K×M, B stored as N×K; what ``x @ w.T`` hands over).
+A kernel declares the layouts it reads in place; gemmlab.matmul copies any other into a row-major buffer.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gemmlab.problem import Problem
+
+ROW, COL = "row", "col"
+
+
+@dataclass(frozen=True)
+class Layout:
+    a: str = ROW
+    b: str = ROW
+
+    def label(self) -> str:
+        name = {ROW: "row-major", COL: "column-major"}
+        return f"A {name[self.a]}, B {name[self.b]}"
+
+
+ROW_MAJOR = Layout()
+
+
+def target_layout(layout: Layout, accepted) -> Layout:
+    """The layout a kernel that reads ``accepted`` layouts in place runs an operand pair given in ``layout`` with:
+    each operand as given where the kernel takes it, else copied into row-major order (the fewest copies)."""
+    options = [Layout(a, b) for a in dict.fromkeys((layout.a, ROW)) for b in dict.fromkeys((layout.b, ROW))]
+    return next(o for o in options if o in accepted)
+
+
+@dataclass
+class Plan:
+    """A prepared kernel. Subclasses implement ``launch``.
+
+    ``launch(a, b, c, stream)``: for a GPU plan, a, b and c are device addresses (ints) of operands in the plan's
+    layout and ``stream`` a CUstream handle (0: the legacy default stream); for a CPU plan, NumPy arrays.
+    """
+
+    spec: object  # the KernelSpec that runs (the configuration chosen for the problem)
+    problem: Problem
+    layout: Layout = ROW_MAJOR
+    on_gpu: bool = True
+    steps: list[str] = field(default_factory=list)  # what a launch does, in order, for explain()
+
+    def launch(self, a, b, c, stream: int = 0) -> None:
+        raise NotImplementedError
+
+    def run(self, a, b, c) -> None:
+        """The harness's call: arrays of the plan's device (CuPy on the GPU), on CuPy's current stream."""
+        if not self.on_gpu:
+            self.launch(a, b, c)
+            return
+        import cupy
+
+        self.launch(a.data.ptr, b.data.ptr, c.data.ptr, cupy.cuda.get_current_stream().ptr)
+
+    def explain(self) -> str:
+        lines = [f"{self.spec.name} for {self.problem.label()} {self.problem.precision} ({self.layout.label()})",
+                 f"  {self.spec.title}"]
+        params = dict(getattr(self.spec, "params", {}) or {})
+        if params:
+            lines.append("  parameters: " + ", ".join(f"{k}={v}" for k, v in params.items()))
+        lines += [f"  - {s}" for s in self.steps]
+        return "\n".join(lines)
+
+
+@dataclass
+class HostPlan(Plan):
+    """A CPU kernel: ``launch`` calls it on NumPy arrays."""
+
+    function: object = None
+
+    def launch(self, a, b, c, stream: int = 0) -> None:
+        self.function(a, b, c)

@@ -1,0 +1,123 @@
+"""gemmlab in PyTorch: the direct call path for tensors, and the ``gemmlab::mm`` operator for autograd and
+torch.compile.
+
+``gemmlab.matmul`` on tensors that need no gradient, outside torch.compile, takes the direct path: the plan is found
+by the tensors' shapes, dtypes, strides and device, the output comes from torch's caching allocator, the operands'
+``data_ptr()`` and torch's current stream go straight to the launch. Where autograd records the call (an operand
+requires grad) or torch.compile traces it, it goes through ``torch.ops.gemmlab.mm``, a torch.library custom op: a
+fake implementation gives torch.compile the output's shape and dtype without running anything, so a model that calls
+it compiles with fullgraph=True; its backward pass is two more gemmlab GEMMs, dA = dC·Bᵀ and dB = Aᵀ·dC (Bᵀ is read
+in place by the BF16 and TF32 tensor-core levels; Aᵀ is copied into row-major order).
+
+The BF16 levels compute in BF16 and return FP32: their backward pass rounds dC to BF16 for its GEMMs, as mixed
+precision training does, and returns gradients in the operands' dtypes.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from gemmlab import api
+from gemmlab.errors import GemmlabError, LayoutError, SizeLimitError
+
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
+def _stream(index: int) -> int:
+    if _raw_stream is not None:
+        return _raw_stream(index)
+    return torch.cuda.current_stream(index).cuda_stream
+
+
+def matmul(A, B, kernel, precision, out):
+    if torch.compiler.is_compiling() or (torch.is_grad_enabled() and (A.requires_grad or getattr(B, "requires_grad",
+                                                                                                  False))):
+        if out is not None:
+            raise GemmlabError("out= is written outside autograd and torch.compile; call without out=, or under "
+                               "torch.no_grad()")
+        return torch.ops.gemmlab.mm(A, B, kernel, precision)
+    return direct(A, B, kernel, precision, out)
+
+
+def direct(A, B, kernel, precision, out):
+    """One call on tensors outside autograd: a cached plan, launched on torch's current stream."""
+    if not isinstance(B, torch.Tensor):
+        raise LayoutError(f"A is a torch tensor and B a {type(B).__name__}: pass two tensors on one device")
+    if out is not None and not isinstance(out, torch.Tensor):
+        raise LayoutError(f"out is a {type(out).__name__}; the operands are torch tensors")
+    key = (kernel, precision, A.dtype, B.dtype, A.shape, B.shape, A.stride(), B.stride(), A.device, B.device,
+           None if out is None else (out.dtype, out.shape, out.stride(), out.device, out.requires_grad))
+    prepared = api._plans.get(key)
+    if prepared is None:
+        prepared = _prepare(key, A, B, kernel, precision, out)
+    if prepared.plan.on_gpu and not prepared.host_copy:
+        if prepared.copy_a:
+            A = A.contiguous()
+        if prepared.copy_b:
+            B = B.contiguous()
+        if out is None:
+            try:
+                c = torch.empty(prepared.out_shape, dtype=torch.float32, device=A.device)
+            except torch.OutOfMemoryError:
+                raise SizeLimitError(api._gpu_memory_message(prepared.out_shape)) from None
+        else:
+            c = out
+            c_bytes = 4 * prepared.out_shape[0] * prepared.out_shape[1]
+            cp = c.data_ptr()
+            if api._overlaps(cp, c_bytes, A.data_ptr(), prepared.span_a) or \
+                    api._overlaps(cp, c_bytes, B.data_ptr(), prepared.span_b):
+                raise LayoutError("out overlaps A or B; gemmlab writes C while it reads them")
+        stream = _stream(A.device.index)
+        prepared.for_stream(stream).launch(A.data_ptr(), B.data_ptr(), c.data_ptr(), stream)
+        return c
+    return _host(prepared, A, B, out)
+
+
+def _prepare(key, A, B, kernel, precision, out) -> api.Prepared:
+    fa, fb = api._facts(A, "A"), api._facts(B, "B")
+    if fa.device != fb.device:
+        raise LayoutError(api._devices_differ(fa, fb))
+    prepared = api._prepare(fa, fb, kernel, precision, fa.device)
+    if out is not None:
+        api._check_out(out, "torch", prepared.out_shape, fa.device)
+    return api._remember(key, prepared)
+
+
+def _host(prepared: api.Prepared, A, B, out):
+    """CPU tensors: NumPy views for a host kernel; a GPU kernel named for them copies to the GPU and back."""
+    a, b = A.detach().numpy(), B.detach().numpy()
+    result = api._host_launch(prepared, a, b, None if out is None else out.detach().numpy())
+    return out if out is not None else torch.from_numpy(result)
+
+
+@torch.library.custom_op("gemmlab::mm", mutates_args=())
+def mm(a: torch.Tensor, b: torch.Tensor, kernel: str = "auto", precision: Optional[str] = None) -> torch.Tensor:
+    """C = A @ B with gemmlab (FP32 out); the operator behind gemmlab.matmul under autograd and torch.compile."""
+    return direct(a, b, kernel, precision, None)
+
+
+@mm.register_fake
+def _mm_fake(a, b, kernel="auto", precision=None):
+    torch._check(a.dim() == 2 and b.dim() == 2, lambda: "gemmlab::mm takes two 2-D matrices")
+    torch._check(a.shape[1] == b.shape[0], lambda: f"inner dimensions differ: {tuple(a.shape)} @ {tuple(b.shape)}")
+    return a.new_empty((a.shape[0], b.shape[1]), dtype=torch.float32)
+
+
+def _setup_context(ctx, inputs, output):
+    a, b, kernel, precision = inputs
+    ctx.save_for_backward(a, b)
+    ctx.kernel, ctx.precision = kernel, precision
+
+
+def _backward(ctx, grad):
+    a, b = ctx.saved_tensors
+    grad_a = grad_b = None
+    if ctx.needs_input_grad[0]:  # dA = dC · Bᵀ
+        grad_a = mm(grad.to(b.dtype), b.t(), ctx.kernel, ctx.precision).to(a.dtype)
+    if ctx.needs_input_grad[1]:  # dB = Aᵀ · dC
+        grad_b = mm(a.t(), grad.to(a.dtype), ctx.kernel, ctx.precision).to(b.dtype)
+    return grad_a, grad_b, None, None
+
+
+mm.register_autograd(_backward, setup_context=_setup_context)

@@ -1,0 +1,277 @@
+"""Plans on the host: what a plan hands the CUDA driver, checked against a stub libcuda that records each call.
+
+The plans are made with a host stand-in for the GPU (loads return fake handles, workspaces are NumPy memory), so
+everything but the kernel itself runs here: the parameter buffer, the TcArgs struct against the C++ layout, tensor
+maps and their in-place address updates, staging copies, pre-passes, cluster launches, the context guard.
+"""
+import ctypes
+import subprocess
+import textwrap
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from gemmlab import driver
+from gemmlab.device import GPUInfo
+from gemmlab.kernels.cuda import _tc_plan
+from gemmlab.kernels.cuda._gpu import Resources
+from gemmlab.kernels.cuda._nvrtc import SOURCE_DIR, compile_cuda
+from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout
+from gemmlab.kernels.registry import get_kernel
+from gemmlab.problem import Problem
+
+H200 = GPUInfo("NVIDIA H200", 132, (9, 0), 60 * 2**20, 232448, 1980.0, 141 * 2**30, "13.0", "13.0")
+
+
+@pytest.fixture(scope="module")
+def stub(tmp_path_factory):
+    out = tmp_path_factory.mktemp("stub") / "libcuda_stub.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-o", str(out), str(Path(__file__).with_name("libcuda_stub.c"))],
+                   check=True)
+    lib = ctypes.CDLL(str(out))
+    lib.stub_signature.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(ctypes.c_size_t)]
+    lib.stub_set_context.argtypes = [ctypes.c_void_p]
+    driver.use_library(str(out))
+    yield lib
+    driver.use_library("libcuda.so.1")
+
+
+class HostGPU(Resources):
+    """Loads hand out distinct fake handles; workspaces are NumPy arrays at real host addresses."""
+
+    def __init__(self, stub):
+        self.stub, self.loaded, self.synced = stub, [], 0
+
+    def kernel(self, compiled, smem):
+        handle = 0xC0DE00 + len(self.loaded)
+        self.loaded.append((compiled, smem, handle))
+        return SimpleNamespace(handle=handle)
+
+    def buffer(self, nbytes, zero=False):
+        return np.full(max(1, nbytes), 0 if zero else 0xAB, np.uint8)
+
+    @staticmethod
+    def address(buffer):
+        return buffer.ctypes.data
+
+    def synchronize(self):
+        self.synced += 1
+
+    def clusters(self, kernel, geo, cluster):
+        return 66
+
+    def blocks_per_sm(self, kernel, geo):
+        return 1
+
+
+def signature(stub, handle, sizes):
+    stub.stub_signature(handle, len(sizes), (ctypes.c_size_t * len(sizes))(*sizes))
+
+
+def launch_record(stub, i):
+    geometry = (ctypes.c_uint * 10)()
+    f_stream = (ctypes.c_uint64 * 2)()
+    params = (ctypes.c_ubyte * 1024)()
+    length = ctypes.c_size_t()
+    stub.stub_launch(i, geometry, f_stream, params, ctypes.byref(length))
+    return SimpleNamespace(grid=tuple(geometry[0:3]), block=tuple(geometry[3:6]), smem=geometry[6],
+                           cluster=tuple(geometry[7:10]), f=f_stream[0], stream=f_stream[1],
+                           params=bytes(params[:length.value]))
+
+
+def copy_record(stub, i):
+    words = (ctypes.c_uint64 * 7)()
+    stub.stub_copy(i, words)
+    return dict(zip(("dst", "dst_pitch", "src", "src_pitch", "width", "height", "stream"), words))
+
+
+OFFSETS, SIZE, _ = _tc_plan.TC_ARGS.layout()
+
+
+def tc_args(raw: bytes) -> dict:
+    """TcArgs decoded: the three stub-encoded maps as words, then the scalars."""
+    out = {name: np.frombuffer(raw, np.uint64, 16, OFFSETS[name]) for name in ("a", "b", "c")}
+    for name, fmt in (("C", "Q"), ("M", "i"), ("N", "i"), ("K", "i"), ("c_tma", "i"), ("sk_ws", "Q"),
+                      ("sk_flags", "Q"), ("timeline", "Q")):
+        out[name] = np.frombuffer(raw, np.dtype(fmt).newbyteorder("<"), 1, OFFSETS[name])[0]
+    return out
+
+
+def test_tc_args_layout_matches_the_compiled_struct(tmp_path):
+    """The host's TcArgs offsets are the C++ compiler's for tc_args.cuh (the same rules NVCC follows)."""
+    fields = [name for name, _ in _tc_plan.TC_ARGS.fields]
+    prints = "\n".join(f'  printf("{f} %zu\\n", offsetof(TcArgs, {f}));' for f in fields)
+    src = tmp_path / "layout.cpp"
+    src.write_text(textwrap.dedent(f"""\
+        #include <cstddef>
+        #include <cstdio>
+        #include "tc_args.cuh"
+        int main() {{
+        {prints}
+          printf("sizeof %zu\\n", sizeof(TcArgs));
+        }}
+        """))
+    exe = tmp_path / "layout"
+    subprocess.run(["g++", "-std=c++17", f"-I{SOURCE_DIR}", "-o", str(exe), str(src)], check=True)
+    printed = dict(line.split() for line in subprocess.run([str(exe)], capture_output=True, text=True,
+                                                             check=True).stdout.splitlines())
+    assert {f: int(printed[f]) for f in fields} == OFFSETS
+    assert int(printed["sizeof"]) == SIZE
+
+
+def test_params_pack_scalars_structs_and_maps():
+    inner = driver.Struct((("m", driver.MAP), ("x", "i32"), ("p", "ptr")))
+    params = driver.Params((("first", "i32"), ("s", inner), ("last", "f32")))
+    params.first, params.x, params.p, params.last = 7, -3, 0xDEADBEEF, 1.5
+    assert params.first == 7 and params.x == -3 and params.p == 0xDEADBEEF and params.last == 1.5
+    places = [params.array[i] for i in range(3)]
+    assert places[0] % 4 == 0 and places[1] % 64 == 0 and places[2] == places[1] + inner.layout()[1]
+    assert params.map_address("m") == places[1]
+    assert ctypes.c_int32.from_address(places[1] + 128).value == -3
+    with pytest.raises(ValueError, match="not a tensor map"):
+        params.map_address("x")
+
+
+def make(stub, name, shape, layout=ROW_MAJOR, precision=None):
+    spec = get_kernel(name)
+    gpu = HostGPU(stub)
+    plan = spec.make_plan(Problem(*shape, precision or spec.precision), layout, H200, gpu)
+    for compiled, smem, handle in gpu.loaded:
+        sizes = [SIZE] if compiled.entry != "tc_transpose" and "tc" in compiled.entry else [8, 8, 4, 4, 4]
+        if compiled.entry.startswith("v"):
+            sizes = [8, 8, 8, 4, 4, 4]
+        signature(stub, handle, sizes)
+    return plan, gpu
+
+
+def test_tc4_bf16_cluster_launch_and_maps_follow_the_operands(stub):
+    stub.stub_reset()
+    plan, gpu = make(stub, "cuda/tc4_persistent_bf16", (4096, 4096, 4096))
+    a, b, c = 0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000
+    plan.launch(a, b, c, stream=0x5EED)
+    rec = launch_record(stub, 0)
+    assert rec.cluster == (2, 1, 1) and rec.grid == (132, 1, 1) and rec.block == (384, 1, 1)
+    assert rec.stream == 0x5EED and rec.smem == plan.main.smem
+    args = tc_args(rec.params)
+    assert (args["M"], args["N"], args["K"], args["C"], args["c_tma"]) == (4096, 4096, 4096, c, 1)
+    # A: K-major 128 rows x 64 k per box; B: N-major 64 k x 64 n; C: 64 rows x 32 columns of FP32
+    assert list(args["a"][[1, 2, 3, 4, 5, 6, 7]]) == [9, a, 4096, 4096, 8192, 64, 128]
+    assert list(args["b"][[1, 2, 3, 4, 5, 6, 7]]) == [9, b, 4096, 4096, 8192, 64, 64]
+    assert list(args["c"][[1, 2, 3, 4, 5, 6, 7]]) == [7, c, 4096, 4096, 16384, 32, 64]
+    assert all(args[m][8] == driver.TMA_SWIZZLE_128B and args[m][9] == driver.TMA_L2_PROMOTION_128B for m in "abc")
+    replaced = stub.stub_replaced()
+    plan.launch(a, b, c, stream=0x5EED)
+    assert stub.stub_replaced() == replaced  # same addresses: no map touched
+    plan.launch(a + 4096, b, c + 4096, stream=0x5EED)
+    assert stub.stub_replaced() == replaced + 2
+    args = tc_args(launch_record(stub, 2).params)
+    assert args["a"][2] == a + 4096 and args["b"][2] == b and args["c"][2] == c + 4096 and args["C"] == c + 4096
+    assert stub.stub_copies() == 0 and gpu.synced == 0
+
+
+def test_b_given_as_the_transpose_of_w_is_read_in_place(stub):
+    """x @ w.T: B arrives as the N×K row-major w; BF16 builds with B_KMAJOR and maps w directly, no copy."""
+    stub.stub_reset()
+    spec = get_kernel("cuda/tc4_persistent_bf16")
+    plan, gpu = make(stub, spec.name, (1024, 2048, 512), Layout(b=COL))
+    pinned = spec.for_problem(plan.problem, 132)
+    assert gpu.loaded[0][0] is compile_cuda(pinned.source, pinned.entry, {**pinned.defines(), "B_KMAJOR": 1},
+                                            "sm_90a")
+    w = 0x7300_0000_0000
+    plan.launch(0x7000_0000_0000, w, 0x7200_0000_0000)
+    b = tc_args(launch_record(stub, 0).params)["b"]
+    assert list(b[[2, 3, 4, 5, 6, 7]]) == [w, 512, 2048, 1024, 64, 64]  # N×K rows of K, boxes of 64 k x 64 n
+    assert stub.stub_copies() == 0
+
+
+def test_tf32_row_major_b_goes_through_the_transpose_pre_pass(stub):
+    stub.stub_reset()
+    plan, gpu = make(stub, "cuda/tc4_persistent_tf32", (512, 300, 130))
+    b = 0x7100_0000_0000
+    plan.launch(0x7000_0000_0000, b, 0x7200_0000_0000, stream=9)
+    assert stub.stub_launches() == 2
+    transpose, main = launch_record(stub, 0), launch_record(stub, 1)
+    assert transpose.stream == main.stream == 9
+    src, bt_ptr, kk, nn, ldt = np.frombuffer(transpose.params[:16], np.uint64).tolist() + \
+        np.frombuffer(transpose.params[16:], np.int32).tolist()
+    assert src == b and (kk, nn, ldt) == (130, 300, 132) and transpose.grid == (10, 5, 1)
+    args = tc_args(main.params)
+    assert args["b"][2] == bt_ptr != b and list(args["b"][[3, 4, 5]]) == [130, 300, 132 * 4]
+    assert args["c_tma"] == 1  # N = 300: 1200-byte rows, a multiple of 16
+
+
+def test_rows_tma_cannot_stride_are_staged_and_an_offset_view_once(stub):
+    stub.stub_reset()
+    plan, gpu = make(stub, "cuda/tc4_persistent_bf16", (257, 136, 100))  # K=100: 200-byte rows of A
+    a, b, c = 0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0008
+    plan.launch(a, b, c)
+    copy = copy_record(stub, 0)
+    assert stub.stub_copies() == 1
+    assert (copy["src"], copy["src_pitch"], copy["width"], copy["height"], copy["dst_pitch"]) == (a, 200, 200, 257, 208)
+    args = tc_args(launch_record(stub, 0).params)
+    assert args["a"][2] == copy["dst"] and args["a"][5] == 208
+    assert args["c_tma"] == 0  # C at an address off 16 bytes: stored from registers
+    plan.launch(a, b + 2, c + 8)  # B at an offset view: copied for this call only
+    assert stub.stub_copies() == 3
+    assert tc_args(launch_record(stub, 1).params)["c_tma"] == 1
+    plan.launch(a, b, c + 8)
+    assert stub.stub_copies() == 4 and tc_args(launch_record(stub, 2).params)["b"][2] == b
+
+
+def test_stream_k_plan_zeroes_its_flags_once(stub):
+    stub.stub_reset()
+    plan, gpu = make(stub, "cuda/tc6_stream_k_tf32", (2048, 3072, 4096))
+    assert gpu.synced == 1
+    plan.launch(0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000)
+    args = tc_args(launch_record(stub, 0).params)
+    ws, flags = plan.buffers[-2:]
+    assert args["sk_ws"] == ws.ctypes.data and args["sk_flags"] == flags.ctypes.data and not flags.any()
+    assert launch_record(stub, 0).cluster == (0, 0, 0)
+
+
+def test_seed_kernel_plan_writes_pointers_and_shape(stub):
+    stub.stub_reset()
+    plan, _ = make(stub, "cuda/v2_smem", (33, 17, 65))
+    plan.launch(0xA0, 0xB0, 0xC0, stream=3)
+    rec = launch_record(stub, 0)
+    c, a, b = np.frombuffer(rec.params[:24], np.uint64)
+    assert (c, a, b) == (0xC0, 0xA0, 0xB0) and tuple(np.frombuffer(rec.params[24:], np.int32)) == (33, 17, 65)
+    assert rec.grid == (1, 2, 1) and rec.block == (32, 32, 1) and rec.stream == 3
+
+
+def test_launch_runs_in_its_own_devices_context(stub):
+    stub.stub_reset()
+    plan, _ = make(stub, "cuda/v2_smem", (64, 64, 64))
+    plan.launch(0xA0, 0xB0, 0xC0)
+    assert stub.stub_pushed() == 0
+    stub.stub_set_context(0x2000)  # another device's context is current on this thread
+    plan.launch(0xA0, 0xB0, 0xC0)
+    assert stub.stub_pushed() == 1
+
+
+def test_a_failed_launch_names_the_driver_error(stub):
+    stub.stub_reset()
+    plan, _ = make(stub, "cuda/v2_smem", (64, 64, 64))
+    stub.stub_fail_next(700)
+    with pytest.raises(driver.DriverError, match=r"grid \(2, 2, 1\).*CUDA_ERROR_STUB \(700\)"):
+        plan.launch(0xA0, 0xB0, 0xC0)
+
+
+def test_launches_compile_nothing_and_read_no_file(stub, monkeypatch):
+    stub.stub_reset()
+    plan, _ = make(stub, "cuda/tc4_persistent_bf16", (1024, 1024, 1024))
+    import builtins
+
+    from gemmlab.kernels.cuda import _nvrtc
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the hot path touched a file or the compiler")
+
+    monkeypatch.setattr(builtins, "open", refuse)
+    monkeypatch.setattr(_nvrtc, "_compile_cached", refuse)
+    monkeypatch.setattr(Path, "read_text", refuse)
+    for i in range(3):
+        plan.launch(0x7000_0000_0000 + 256 * i, 0x7100_0000_0000, 0x7200_0000_0000)
+    assert stub.stub_launches() == 3

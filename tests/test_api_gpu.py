@@ -1,0 +1,177 @@
+"""gemmlab.matmul on a GPU (skipped without one; run with GEMMLAB_TEST_GPU=1): the default kernel per dtype, ragged
+shapes, x @ w.T read in place, offset views, out=, CuPy on its own stream, two streams at once, CUDA graph capture
+and replay, torch.compile and autograd on CUDA. Every product is checked against float64."""
+import numpy as np
+import pytest
+
+from gemmlab import device
+
+pytestmark = pytest.mark.skipif(device.gpu() is None, reason="needs a CUDA GPU")
+torch = pytest.importorskip("torch")
+
+import gemmlab  # noqa: E402
+from gemmlab import api  # noqa: E402
+from gemmlab.errors import LayoutError  # noqa: E402
+from gemmlab.harness.reference import tolerance_for  # noqa: E402
+from gemmlab.problem import Problem  # noqa: E402
+
+SHAPES = [(1, 1, 1), (17, 33, 65), (127, 257, 129), (1000, 1, 4097), (257, 1000, 31), (2047, 3071, 4097),
+          (4096, 4096, 4096)]
+DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16}
+
+
+def rel_err(c, a, b):
+    ref = a.double() @ b.double()
+    return float(torch.linalg.norm(c.double() - ref) / torch.linalg.norm(ref).clamp_min(1e-30))
+
+
+def operands(m, n, k, precision, seed=0, b_transposed=False):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    a = torch.randn(m, k, device="cuda", generator=g).to(DTYPES[precision])
+    if b_transposed:
+        return a, torch.randn(n, k, device="cuda", generator=g).to(DTYPES[precision]).t()
+    return a, torch.randn(k, n, device="cuda", generator=g).to(DTYPES[precision])
+
+
+@pytest.mark.parametrize("precision", ["fp32", "tf32", "bf16"])
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("b_transposed", [False, True])
+def test_auto_is_right_on_ragged_shapes(precision, shape, b_transposed):
+    m, n, k = shape
+    a, b = operands(m, n, k, precision, seed=m + n + k, b_transposed=b_transposed)
+    c = gemmlab.matmul(a, b, precision=precision)
+    torch.cuda.synchronize()
+    assert c.dtype == torch.float32 and c.shape == (m, n) and c.is_cuda
+    assert bool(torch.isfinite(c).all())
+    assert rel_err(c, a, b) <= tolerance_for(Problem(m, n, k, precision))
+
+
+@pytest.mark.parametrize("precision,kernel", [("bf16", "cuda/tc4_persistent_bf16"), ("tf32", "cuda/tc4_persistent_tf32"),
+                                              ("bf16", "cuda/tc6_stream_k_bf16"), ("bf16", "cuda/tc3_warp_specialized_bf16"),
+                                              ("bf16", "cuda/tc2_wgmma_tma_bf16")])
+@pytest.mark.parametrize("shape", [(129, 200, 72), (2047, 3071, 4097), (300, 520, 100)])
+def test_transposed_b_is_read_in_place(precision, kernel, shape):
+    m, n, k = shape
+    a, b = operands(m, n, k, precision, seed=3, b_transposed=True)
+    prepared = gemmlab.plan(a, b, kernel=kernel)
+    assert not prepared.copy_b and not prepared.copy_a
+    c = gemmlab.matmul(a, b, kernel=kernel)
+    assert rel_err(c, a, b) <= tolerance_for(Problem(m, n, k, precision))
+
+
+def test_fp32_transposed_b_is_copied_and_says_so():
+    a, b = operands(300, 200, 100, "fp32", b_transposed=True)
+    prepared = gemmlab.plan(a, b)
+    assert prepared.copy_b and "copied" in prepared.explain()
+    assert rel_err(gemmlab.matmul(a, b), a, b) <= 1e-5
+
+
+@pytest.mark.parametrize("kernel", ["cuda/tc4_persistent_bf16", "cuda/tc5_swap_ab_tf32", "cuda/v10_register_prefetch",
+                                    "cuda/tc1_mma_sync_bf16"])
+def test_offset_views_off_16_bytes(kernel):
+    precision = gemmlab.get_kernel(kernel).precision
+    m, n, k = 300, 264, 136
+    dtype = DTYPES[precision]
+    a_base = torch.randn(m * k + 1, device="cuda").to(dtype)
+    b_base = torch.randn(k * n + 1, device="cuda").to(dtype)
+    a, b = a_base[1:].view(m, k), b_base[1:].view(k, n)
+    c = gemmlab.matmul(a, b, kernel=kernel)
+    assert rel_err(c, a, b) <= tolerance_for(Problem(m, n, k, precision))
+    a2, b2 = operands(m, n, k, precision, seed=9)  # the same plan, aligned operands again
+    assert rel_err(gemmlab.matmul(a2, b2, kernel=kernel), a2, b2) <= tolerance_for(Problem(m, n, k, precision))
+
+
+def test_out_is_written_in_place_and_overlap_refused():
+    a, b = operands(256, 256, 256, "bf16")
+    out = torch.full((256, 256), float("nan"), device="cuda")
+    assert gemmlab.matmul(a, b, out=out) is out
+    assert rel_err(out, a, b) <= 1e-2
+    sq = torch.randn(256, 256, device="cuda")
+    with pytest.raises(LayoutError, match="overlaps"):
+        gemmlab.matmul(sq, sq, out=sq)
+    with pytest.raises(LayoutError, match="float32"):
+        gemmlab.matmul(a, b, out=torch.empty(256, 256, device="cuda", dtype=torch.bfloat16))
+
+
+def test_cupy_arrays_on_their_own_stream():
+    cupy = pytest.importorskip("cupy")
+    a = cupy.random.standard_normal((1000, 700), dtype=cupy.float32)
+    b = cupy.random.standard_normal((700, 900), dtype=cupy.float32)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        c = gemmlab.matmul(a, b, precision="tf32")
+        out = cupy.empty((1000, 900), cupy.float32)
+        gemmlab.matmul(a, b, out=out)
+    stream.synchronize()
+    ref = a.astype(cupy.float64) @ b.astype(cupy.float64)
+    assert isinstance(c, cupy.ndarray)
+    assert float(cupy.linalg.norm(c - ref) / cupy.linalg.norm(ref)) <= 2e-3
+    assert float(cupy.linalg.norm(out - ref) / cupy.linalg.norm(ref)) <= 1e-5
+
+
+def test_two_streams_at_once_with_stream_k_workspaces():
+    """tc6 keeps a workspace and flags per plan: plans are per stream, so two streams never share them."""
+    a, b = operands(2048, 3072, 4096, "tf32")
+    s1, s2 = torch.cuda.Stream(), torch.cuda.Stream()
+    torch.cuda.synchronize()
+    outs = []
+    for s in (s1, s2, s1, s2):
+        with torch.cuda.stream(s):
+            outs.append(gemmlab.matmul(a, b, kernel="cuda/tc6_stream_k_tf32"))
+    torch.cuda.synchronize()
+    for c in outs:
+        assert rel_err(c, a, b) <= 2e-3
+    assert torch.equal(outs[0], outs[1])  # the deterministic fixup: bitwise the same
+
+
+def test_cuda_graph_capture_and_replay():
+    a, b = operands(1024, 1024, 1024, "bf16")
+    gemmlab.matmul(a, b)  # the plan exists before capture (capture allows no compilation or allocation of ours)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        c = gemmlab.matmul(a, b)
+    for seed in (1, 2):
+        a2, b2 = operands(1024, 1024, 1024, "bf16", seed=seed)
+        a.copy_(a2)
+        b.copy_(b2)
+        graph.replay()
+        torch.cuda.synchronize()
+        assert rel_err(c, a2, b2) <= 1e-2
+
+
+def test_torch_compile_and_autograd_on_cuda():
+    torch._dynamo.reset()
+    w = torch.randn(512, 256, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    x = torch.randn(384, 256, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    f = torch.compile(lambda x, w: gemmlab.matmul(x, w.t()).relu(), fullgraph=True, backend="eager")
+    y = f(x, w)
+    ref_x, ref_w = x.detach().float().requires_grad_(), w.detach().float().requires_grad_()
+    ref = (ref_x @ ref_w.t()).relu()
+    assert float((y - ref).norm() / ref.norm()) <= 1e-2
+    grad = torch.randn_like(y)
+    y.backward(grad)
+    ref.backward(grad)
+    for got, want in ((x.grad, ref_x.grad), (w.grad, ref_w.grad)):
+        assert got.dtype == torch.bfloat16
+        assert float((got.float() - want).norm() / want.norm()) <= 2e-2
+
+
+def test_the_hot_path_prepares_nothing_the_second_time(monkeypatch):
+    a, b = operands(512, 512, 512, "bf16")
+    gemmlab.matmul(a, b)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("prepared a plan on the hot path")
+
+    monkeypatch.setattr(api, "_prepare", refuse)
+    a2, b2 = operands(512, 512, 512, "bf16", seed=4)
+    assert rel_err(gemmlab.matmul(a2, b2), a2, b2) <= 1e-2
+
+
+def test_host_arrays_with_a_named_gpu_kernel_go_there_and_back():
+    a = np.random.default_rng(0).standard_normal((100, 80), dtype=np.float32)
+    b = np.random.default_rng(1).standard_normal((80, 60), dtype=np.float32)
+    c = gemmlab.matmul(a, b, kernel="cuda/v2_smem")
+    assert isinstance(c, np.ndarray)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)

@@ -1,0 +1,89 @@
+"""gemmlab in PyTorch on the host: tensors in and out, the gemmlab::mm custom op, autograd against torch's own
+gradients, torch.compile(fullgraph=True), and the errors a tensor caller meets."""
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import gemmlab  # noqa: E402
+from gemmlab.errors import DTypeError, GemmlabError, LayoutError  # noqa: E402
+
+gen = torch.Generator().manual_seed(7)
+A = torch.randn(37, 29, generator=gen)
+B = torch.randn(29, 23, generator=gen)
+
+
+@pytest.mark.parametrize("kernel", ["auto", "cpu/blas", "cpu/v0_naive"])
+def test_cpu_tensors_round_trip(kernel):
+    c = gemmlab.matmul(A, B, kernel=kernel)
+    assert isinstance(c, torch.Tensor) and c.dtype == torch.float32 and c.shape == (37, 23)
+    torch.testing.assert_close(c, A @ B, rtol=1e-4, atol=1e-4)
+
+
+def test_out_tensor_is_written_in_place_and_checked():
+    out = torch.empty(37, 23)
+    assert gemmlab.matmul(A, B, out=out) is out
+    torch.testing.assert_close(out, A @ B, rtol=1e-5, atol=1e-5)
+    with pytest.raises(LayoutError, match="float32"):
+        gemmlab.matmul(A, B, out=torch.empty(37, 23, dtype=torch.float64))
+    with pytest.raises(LayoutError, match="torch tensors"):
+        gemmlab.matmul(A, B, out=np.empty((37, 23), np.float32))
+
+
+def test_tensor_errors():
+    with pytest.raises(LayoutError, match="pass two tensors"):
+        gemmlab.matmul(A, B.numpy())
+    with pytest.raises(DTypeError, match="bfloat16"):
+        gemmlab.matmul(A.bfloat16(), B)
+    with pytest.raises(DTypeError, match="bf16 needs CUDA operands"):
+        gemmlab.matmul(A.bfloat16(), B.bfloat16())
+
+
+def test_custom_op_is_registered_with_a_fake():
+    c = torch.ops.gemmlab.mm(A, B, "cpu/blas", None)
+    torch.testing.assert_close(c, A @ B, rtol=1e-5, atol=1e-5)
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        fa, fb = torch.empty(5, 7), torch.empty(7, 3)
+        fake = torch.ops.gemmlab.mm(fa, fb, "auto", None)
+    assert fake.shape == (5, 3) and fake.dtype == torch.float32
+
+
+@pytest.mark.parametrize("kernel", ["auto", "cpu/v0_naive"])
+def test_autograd_matches_torch(kernel):
+    a, b = A.clone().requires_grad_(), B.clone().requires_grad_()
+    weight = torch.randn(37, 23, generator=gen)
+    (gemmlab.matmul(a, b, kernel=kernel) * weight).sum().backward()
+    ra, rb = A.clone().requires_grad_(), B.clone().requires_grad_()
+    ((ra @ rb) * weight).sum().backward()
+    torch.testing.assert_close(a.grad, ra.grad, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(b.grad, rb.grad, rtol=1e-4, atol=1e-4)
+
+
+def test_out_refused_under_autograd():
+    with pytest.raises(GemmlabError, match="outside autograd"):
+        gemmlab.matmul(A.clone().requires_grad_(), B, out=torch.empty(37, 23))
+
+
+def test_torch_compile_fullgraph_traces_through_gemmlab():
+    torch._dynamo.reset()
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.randn(23, 29, generator=gen))
+
+        def forward(self, x):
+            return torch.relu(gemmlab.matmul(x, self.w.t()))  # nn.Linear's x @ w.T
+
+    model = Model()
+    compiled = torch.compile(model, fullgraph=True, backend="eager")
+    x = torch.randn(37, 29, generator=gen, requires_grad=True)
+    y = compiled(x)
+    torch.testing.assert_close(y, torch.relu(x @ model.w.t()), rtol=1e-4, atol=1e-4)
+    y.sum().backward()
+    ref_x = x.detach().clone().requires_grad_()
+    torch.relu(ref_x @ model.w.t()).sum().backward()
+    torch.testing.assert_close(x.grad, ref_x.grad, rtol=1e-4, atol=1e-4)
+    assert model.w.grad is not None and model.w.grad.shape == (23, 29)
