@@ -35,6 +35,7 @@ class Prepared:
 
     plan: Plan
     why: str
+    device: int | None = None  # the CUDA device the plan runs on
     copy_a: bool = False  # A copied into row-major order before each launch
     copy_b: bool = False
     host_copy: bool = False  # host operands run on a GPU kernel: copied there and back
@@ -42,14 +43,35 @@ class Prepared:
     span_a: int = 0  # bytes each operand covers, to refuse an out= that overlaps it
     span_b: int = 0
     by_stream: dict = field(default_factory=dict)  # plans with workspaces: one per stream
+    torch_template: object = None  # an empty FP32 tensor on the plan's device: outputs are its new_empty
+
+    @property
+    def on_device(self) -> bool:
+        """The plan runs on the operands' GPU in place (not on the host, not through a host copy)."""
+        return self.plan.on_gpu and not self.host_copy
+
+    @property
+    def shared(self) -> bool:
+        """The plan holds no workspace, so one plan serves every stream."""
+        return not getattr(self.plan, "buffers", None)
+
+    @property
+    def c_bytes(self) -> int:
+        return 4 * self.out_shape[0] * self.out_shape[1]
 
     def for_stream(self, stream: int) -> Plan:
-        if not getattr(self.plan, "buffers", None):
+        if self.shared:
             return self.plan
         plan = self.by_stream.get(stream)
         if plan is None:
-            plan = self.by_stream[stream] = self.plan if not self.by_stream else self.plan.spec.plan(
-                self.plan.problem, self.plan.layout)
+            if not self.by_stream:
+                plan = self.plan
+            else:  # a second stream: workspaces of its own
+                from gemmlab import device
+
+                with device.using(self.device):
+                    plan = self.plan.spec.plan(self.plan.problem, self.plan.layout)
+            self.by_stream[stream] = plan
         return plan
 
     def explain(self) -> str:
@@ -223,7 +245,7 @@ def _prepare(fa: _Facts, fb: _Facts, kernel, precision, device: int | None) -> P
     with dev.using(device):
         plan = spec.plan(problem, runs)
     elem = problem.prec.input_bytes
-    return Prepared(plan, why, copy_a=runs.a != given.a, copy_b=runs.b != given.b, host_copy=host_copy,
+    return Prepared(plan, why, device, copy_a=runs.a != given.a, copy_b=runs.b != given.b, host_copy=host_copy,
                     out_shape=(problem.m, problem.n), span_a=problem.m * problem.k * elem,
                     span_b=problem.k * problem.n * elem)
 
@@ -267,12 +289,24 @@ def matmul(A, B, kernel: str = AUTO, *, precision: str | None = None, out=None):
     kernel's index range, or memory), NoGPUError (a GPU kernel without a usable GPU), UnknownKernelError,
     OperandTypeError (not an array); all derive from gemmlab.errors.GemmlabError.
     """
+    if _torch_op is not None and isinstance(A, _torch_op.torch.Tensor):
+        return _torch_op.matmul(A, B, kernel, precision, out)
     torch = _torch()
     if torch is not None and isinstance(A, torch.Tensor):
-        from gemmlab import torch_op
-
-        return torch_op.matmul(A, B, kernel, precision, out)
+        return _load_torch_op().matmul(A, B, kernel, precision, out)
     return _array_matmul(A, B, kernel, precision, out)
+
+
+_torch_op = None
+
+
+def _load_torch_op():
+    """gemmlab.torch_op, imported the first time a tensor arrives (it registers gemmlab::mm with torch)."""
+    global _torch_op
+    from gemmlab import torch_op
+
+    _torch_op = torch_op
+    return torch_op
 
 
 def plan(A, B, kernel: str = AUTO, *, precision: str | None = None) -> Prepared:
@@ -314,7 +348,7 @@ def _out_key(out):
         return None
     if _kind(out) == "torch":
         return ("torch", tuple(out.shape), str(out.dtype), out.stride(), str(out.device))
-    return (_kind(out), tuple(out.shape), str(out.dtype), out.strides, out.flags.writeable,
+    return (_kind(out), tuple(out.shape), str(out.dtype), out.strides, getattr(out.flags, "writeable", True),
             getattr(getattr(out, "device", None), "id", None))
 
 
@@ -381,11 +415,16 @@ def _cupy_launch(prepared: Prepared, A, B, out):
         cp = c.data.ptr
     else:
         c, cp = out, out.data.ptr
-        c_bytes = 4 * prepared.out_shape[0] * prepared.out_shape[1]
-        if _overlaps(cp, c_bytes, A.data.ptr, prepared.span_a) or _overlaps(cp, c_bytes, B.data.ptr, prepared.span_b):
+        if _overlaps(cp, prepared.c_bytes, A.data.ptr, prepared.span_a) or \
+                _overlaps(cp, prepared.c_bytes, B.data.ptr, prepared.span_b):
             raise LayoutError("out overlaps A or B; gemmlab writes C while it reads them")
     stream = cupy.cuda.get_current_stream().ptr
-    prepared.for_stream(stream).launch(A.data.ptr, B.data.ptr, cp, stream)
+    plan = prepared.for_stream(stream)
+    if cupy.cuda.runtime.getDevice() == prepared.device:
+        plan.launch(A.data.ptr, B.data.ptr, cp, stream)
+    else:  # the arrays' device is not the current one: launch in its context
+        with cupy.cuda.Device(prepared.device):
+            plan.launch(A.data.ptr, B.data.ptr, cp, stream)
     return c
 
 

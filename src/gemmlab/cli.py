@@ -248,6 +248,28 @@ def cmd_tune(args) -> int:
     return 0
 
 
+def cmd_dispatch(args) -> int:
+    """What kernel='auto' runs for a shape, precision and layout on this GPU (or the H200's table without one)."""
+    from gemmlab import dispatch
+    from gemmlab.device import GPUInfo, gpu
+    from gemmlab.kernels.plan import COL, ROW, Layout
+    from gemmlab.problem import Problem
+
+    info = gpu()
+    if info is None:
+        info = GPUInfo("NVIDIA H200", 132, (9, 0), 60 * 2**20, 232448, 1980.0, 141 * 2**30, "", "")
+        console.print("no CUDA GPU here: what gemmlab.matmul would run on an NVIDIA H200 (the shipped table)",
+                      highlight=False)
+    layout = Layout(b=COL if args.b_transposed else ROW)
+    for shape in _shapes(args.shape) or [(4096, 4096, 4096)]:
+        for precision in args.precision or ["fp32", "tf32", "bf16"]:
+            choice = dispatch.choose(Problem(*shape, precision), layout, info)
+            copies = f"; {', '.join(choice.copies)} copied into row-major order first" if choice.copies else ""
+            console.print(f"{'x'.join(map(str, shape))} {precision}: {choice.spec.name} ({choice.why}{copies})",
+                          highlight=False)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="gemmlab", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -314,6 +336,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--launches", type=int, default=10, help="launches summarized (after 3 warm-ups)")
     s.add_argument("--json", help="write the stamps' summary here, and a Markdown table beside it (.md)")
     s.set_defaults(func=cmd_timeline)
+
+    s = sub.add_parser("dispatch", help="which kernel gemmlab.matmul's kernel='auto' runs, and why")
+    s.add_argument("--shape", action="append", help="4096 or MxNxK; repeatable (default 4096)")
+    s.add_argument("--precision", action="append", choices=["fp32", "tf32", "bf16"])
+    s.add_argument("--b-transposed", action="store_true", help="B handed over as the transpose of an N×K matrix "
+                                                                "(x @ w.T)")
+    s.set_defaults(func=cmd_dispatch)
 
     s = sub.add_parser("tune", help="search tile parameters per shape on this GPU (cached)")
     s.add_argument("--shape", action="append")

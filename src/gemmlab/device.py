@@ -48,7 +48,9 @@ def probe() -> tuple[GPUInfo | None, str]:
     if count < 1:
         return None, "the CUDA driver reports no GPU"
     try:
-        return gpu_info(0), ""
+        info = gpu_info(0)
+        cupy.cuda.Device(0).use()
+        return info, ""
     except Exception as exc:
         return None, f"the GPU could not be queried ({type(exc).__name__}: {exc})"
 
@@ -56,15 +58,12 @@ def probe() -> tuple[GPUInfo | None, str]:
 @lru_cache(maxsize=None)
 def gpu_info(index: int) -> GPUInfo:
     """The properties of CUDA device ``index`` (raises if there is no such device)."""
-    import cupy
     from cupy.cuda import runtime
 
     props = runtime.getDeviceProperties(index)
     name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
     driver = runtime.driverGetVersion()
     rt = runtime.runtimeGetVersion()
-    if index == 0:
-        cupy.cuda.Device(0).use()
     return GPUInfo(
         name=name,
         sm_count=int(props["multiProcessorCount"]),

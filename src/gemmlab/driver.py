@@ -59,7 +59,6 @@ _lib = None
 _path = "libcuda.so.1"
 _u, _p, _sz = ctypes.c_uint, ctypes.c_void_p, ctypes.c_size_t
 _SIGNATURES = {
-    "cuLaunchKernel": (_p, _u, _u, _u, _u, _u, _u, _u, _p, _p, _p),
     "cuLaunchKernelEx": (ctypes.POINTER(_LaunchConfig), _p, _p, _p),
     "cuTensorMapEncodeTiled": (_p, ctypes.c_int, ctypes.c_uint32, _p, ctypes.POINTER(ctypes.c_uint64),
                                ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint32),
@@ -68,16 +67,15 @@ _SIGNATURES = {
     "cuTensorMapReplaceAddress": (_p, _p),
     "cuMemcpy2DAsync_v2": (ctypes.POINTER(_Memcpy2D), _p),
     "cuCtxGetCurrent": (ctypes.POINTER(_p),),
-    "cuCtxPushCurrent_v2": (_p,),
-    "cuCtxPopCurrent_v2": (ctypes.POINTER(_p),),
+    "cuCtxSetCurrent": (_p,),
     "cuGetErrorName": (ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)),
 }
 
 
 def use_library(path: str) -> None:
     """Load the driver entry points from ``path`` instead of libcuda.so.1 (from the next call on)."""
-    global _lib, _path
-    _lib, _path = None, path
+    global _lib, _path, _launch_ex, _address_offset
+    _lib, _path, _launch_ex, _address_offset = None, path, None, _UNPROBED
 
 
 def lib():
@@ -186,6 +184,10 @@ class Params:
             raise AttributeError(name)
         return view.value
 
+    def views(self, *names: str) -> tuple:
+        """The ctypes views of scalar parameters, for owners that write them on every launch."""
+        return tuple(self.__dict__["_v_" + name] for name in names)
+
     def map_address(self, name: str) -> int:
         kind, addr = self._fields[name]
         if kind != MAP:
@@ -216,9 +218,51 @@ def replace_address(dest: int, ptr: int) -> None:
     check(lib().cuTensorMapReplaceAddress(dest, ptr), "cuTensorMapReplaceAddress")
 
 
+_UNPROBED = -1
+_address_offset = _UNPROBED
+
+
+def address_offset() -> int | None:
+    """Where an encoded tensor map keeps its global address, if this driver keeps it as a plain 64-bit word: the
+    byte offset, found once per process by encoding one map at two addresses and comparing; else None. The map's
+    layout is the driver's own, so nothing is assumed: where the probe finds no such word, addresses change through
+    cuTensorMapReplaceAddress (a driver call) instead of an 8-byte store."""
+    global _address_offset
+    if _address_offset == _UNPROBED:
+        maps = []
+        for address in (0x7F12_3456_7000, 0x7E65_4321_0C00):
+            buf = ctypes.create_string_buffer(MAP_BYTES + 64)
+            dest = -(-ctypes.addressof(buf) // 64) * 64
+            encode_tiled(dest, "fp32", (64, 64), (256,), (32, 64), address)
+            words = [int.from_bytes(ctypes.string_at(dest + 8 * i, 8), "little") for i in range(MAP_BYTES // 8)]
+            maps.append((words, address))
+        (w0, a0), (w1, a1) = maps
+        differ = [i for i in range(len(w0)) if w0[i] != w1[i]]
+        _address_offset = 8 * differ[0] if differ and len(differ) == 1 and (w0[differ[0]], w1[differ[0]]) == (a0, a1) \
+            else None
+    return _address_offset
+
+
 # ---- launches ----------------------------------------------------------------------------------------------------
+_launch_ex = None
+
+
+def _launch_ex_fn():
+    """cuLaunchKernelEx as a bare function pointer: four pointer arguments, the cheapest call ctypes makes (every
+    launch goes through it, clustered or not, since cuLaunchKernel's eleven arguments cost twice the time)."""
+    global _launch_ex
+    if _launch_ex is None:
+        addr = ctypes.cast(lib().cuLaunchKernelEx, ctypes.c_void_p).value
+        _launch_ex = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                      ctypes.c_void_p)(addr)
+    return _launch_ex
+
+
 class Launch:
-    """One prepared kernel launch. ``params`` is written by the owner between calls; ``launch(stream)`` enqueues."""
+    """One prepared kernel launch. ``params`` is written by the owner between calls; ``launch(stream)`` enqueues it
+    in the current context: the caller makes the plan's device current (gemmlab.matmul compares it with the
+    runtime's current device, which costs less than asking the driver), and a thread with no context current at all
+    gets the plan's own and the launch again."""
 
     def __init__(self, function: int, grid: Sequence[int], block: Sequence[int], smem: int, params: Params,
                  cluster: Sequence[int] | None = None, context: int | None = None):
@@ -226,32 +270,21 @@ class Launch:
         self.grid, self.block, self.smem = tuple(grid), tuple(block), smem
         self.cluster = tuple(cluster) if cluster else None
         self.context = current_context() if context is None else context
-        self._config = None
+        self._attr = _LaunchAttribute(id=CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
         if self.cluster:
-            self._attr = _LaunchAttribute(id=CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
             self._attr.value[:3] = self.cluster
-            self._config = _LaunchConfig(*self.grid, *self.block, smem, None, ctypes.pointer(self._attr), 1)
+        self._config = _LaunchConfig(*self.grid, *self.block, smem, None, ctypes.pointer(self._attr),
+                                     1 if self.cluster else 0)
+        self._config_address = ctypes.addressof(self._config)
 
     def launch(self, stream: int) -> None:
-        lib_ = _lib or lib()
-        pushed = False
-        ctx = ctypes.c_void_p()
-        lib_.cuCtxGetCurrent(ctypes.byref(ctx))
-        if (ctx.value or 0) != self.context:  # another device's context is current: launch on ours
-            check(lib_.cuCtxPushCurrent_v2(self.context), "cuCtxPushCurrent")
-            pushed = True
-        try:
-            if self._config is None:
-                err = lib_.cuLaunchKernel(self.function, *self.grid, *self.block, self.smem, stream,
-                                          self.params.address, None)
-            else:
-                self._config.hStream = stream
-                err = lib_.cuLaunchKernelEx(self._config, self.function, self.params.address, None)
-        finally:
-            if pushed:
-                lib_.cuCtxPopCurrent_v2(ctypes.byref(ctx))
+        self._config.hStream = stream
+        err = (_launch_ex or _launch_ex_fn())(self._config_address, self.function, self.params.address, None)
+        if err == CUDA_ERROR_INVALID_CONTEXT:
+            check(lib().cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
+            err = _launch_ex(self._config_address, self.function, self.params.address, None)
         if err:
-            check(err, f"cuLaunchKernel(grid {self.grid}, block {self.block}, {self.smem} B shared"
+            check(err, f"cuLaunchKernelEx(grid {self.grid}, block {self.block}, {self.smem} B shared"
                        f"{', cluster ' + str(self.cluster) if self.cluster else ''})")
 
 

@@ -22,6 +22,7 @@ from gemmlab import api
 from gemmlab.errors import GemmlabError, LayoutError, SizeLimitError
 
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+_current_device = getattr(torch._C, "_cuda_getDevice", None)
 
 
 def _stream(index: int) -> int:
@@ -51,27 +52,32 @@ def direct(A, B, kernel, precision, out):
     prepared = api._plans.get(key)
     if prepared is None:
         prepared = _prepare(key, A, B, kernel, precision, out)
-    if prepared.plan.on_gpu and not prepared.host_copy:
-        if prepared.copy_a:
-            A = A.contiguous()
-        if prepared.copy_b:
-            B = B.contiguous()
-        if out is None:
-            try:
-                c = torch.empty(prepared.out_shape, dtype=torch.float32, device=A.device)
-            except torch.OutOfMemoryError:
-                raise SizeLimitError(api._gpu_memory_message(prepared.out_shape)) from None
-        else:
-            c = out
-            c_bytes = 4 * prepared.out_shape[0] * prepared.out_shape[1]
-            cp = c.data_ptr()
-            if api._overlaps(cp, c_bytes, A.data_ptr(), prepared.span_a) or \
-                    api._overlaps(cp, c_bytes, B.data_ptr(), prepared.span_b):
-                raise LayoutError("out overlaps A or B; gemmlab writes C while it reads them")
-        stream = _stream(A.device.index)
-        prepared.for_stream(stream).launch(A.data_ptr(), B.data_ptr(), c.data_ptr(), stream)
-        return c
-    return _host(prepared, A, B, out)
+    if not prepared.on_device:
+        return _host(prepared, A, B, out)
+    if prepared.copy_a:
+        A = A.contiguous()
+    if prepared.copy_b:
+        B = B.contiguous()
+    if out is None:
+        try:
+            c = prepared.torch_template.new_empty(prepared.out_shape)
+        except torch.OutOfMemoryError:
+            raise SizeLimitError(api._gpu_memory_message(prepared.out_shape)) from None
+    else:
+        c = out
+        cp = c.data_ptr()
+        if api._overlaps(cp, prepared.c_bytes, A.data_ptr(), prepared.span_a) or \
+                api._overlaps(cp, prepared.c_bytes, B.data_ptr(), prepared.span_b):
+            raise LayoutError("out overlaps A or B; gemmlab writes C while it reads them")
+    index = prepared.device
+    stream = _stream(index)
+    plan = prepared.plan if prepared.shared else prepared.for_stream(stream)
+    if _current_device() == index:
+        plan.launch(A.data_ptr(), B.data_ptr(), c.data_ptr(), stream)
+    else:  # the tensors' device is not the current one: launch in its context
+        with torch.cuda.device(index):
+            plan.launch(A.data_ptr(), B.data_ptr(), c.data_ptr(), stream)
+    return c
 
 
 def _prepare(key, A, B, kernel, precision, out) -> api.Prepared:
@@ -81,6 +87,7 @@ def _prepare(key, A, B, kernel, precision, out) -> api.Prepared:
     prepared = api._prepare(fa, fb, kernel, precision, fa.device)
     if out is not None:
         api._check_out(out, "torch", prepared.out_shape, fa.device)
+    prepared.torch_template = torch.empty(0, dtype=torch.float32, device=A.device)
     return api._remember(key, prepared)
 
 

@@ -19,14 +19,19 @@ struct Launch {
   unsigned char params[MAXB];
 };
 static struct Launch launches[MAXL];
-static int n_launches, n_replaced, n_pushed, fail_next;
+static int n_launches, n_replaced, n_set_context, fail_next, opaque_maps, n_encoded;
 static uintptr_t ctx_current = 0x1000;
 
 struct Copy { uint64_t dst, dst_pitch, src, src_pitch, width, height; uintptr_t stream; };
 static struct Copy copies[MAXL];
 static int n_copies;
 
-void stub_reset(void) { n_sigs = n_launches = n_replaced = n_pushed = n_copies = fail_next = 0; ctx_current = 0x1000; }
+void stub_reset(void) {
+  n_sigs = n_launches = n_replaced = n_set_context = n_copies = fail_next = 0;
+  ctx_current = 0x1000;
+}
+/* opaque_maps = 1: encoded maps hide their address (mixed with a count of encodes), as a driver may */
+void stub_opaque_maps(int on) { opaque_maps = on; }
 void stub_signature(uintptr_t f, int n, const size_t *sizes) {
   sigs[n_sigs].f = f;
   sigs[n_sigs].n = n;
@@ -37,7 +42,8 @@ void stub_set_context(uintptr_t ctx) { ctx_current = ctx; }
 void stub_fail_next(int err) { fail_next = err; }
 int stub_launches(void) { return n_launches; }
 int stub_replaced(void) { return n_replaced; }
-int stub_pushed(void) { return n_pushed; }
+int stub_set_context_calls(void) { return n_set_context; }
+uintptr_t stub_context(void) { return ctx_current; }
 int stub_copies(void) { return n_copies; }
 void stub_launch(int i, unsigned *geometry, uintptr_t *f_stream, unsigned char *params, size_t *len) {
   memcpy(geometry, launches[i].grid, 3 * sizeof(unsigned));
@@ -92,12 +98,15 @@ CUresult cuTensorMapEncodeTiled(void *map, int dtype, unsigned rank, void *addr,
   uint64_t *w = (uint64_t *)map;
   if ((uintptr_t)addr % 16) return 1;
   memset(map, 0, 128);
+  n_encoded++;
   w[0] = 0x50414d; w[1] = dtype; w[2] = (uintptr_t)addr; w[3] = dims[0]; w[4] = dims[1]; w[5] = strides[0];
+  if (opaque_maps) { w[2] ^= (uint64_t)n_encoded << 40; w[11] = n_encoded; }
   w[6] = box[0]; w[7] = box[1]; w[8] = swizzle; w[9] = l2; w[10] = rank;
   return 0;
 }
 CUresult cuTensorMapReplaceAddress(void *map, void *addr) {
   ((uint64_t *)map)[2] = (uintptr_t)addr;
+  if (opaque_maps) ((uint64_t *)map)[11] = 0;
   n_replaced++;
   return 0;
 }
@@ -112,7 +121,5 @@ CUresult cuMemcpy2DAsync_v2(const struct M2D *d, uintptr_t stream) {
 }
 
 CUresult cuCtxGetCurrent(uintptr_t *ctx) { *ctx = ctx_current; return 0; }
-static uintptr_t ctx_stack[8];
-CUresult cuCtxPushCurrent_v2(uintptr_t ctx) { ctx_stack[n_pushed++ % 8] = ctx_current; ctx_current = ctx; return 0; }
-CUresult cuCtxPopCurrent_v2(uintptr_t *ctx) { *ctx = ctx_current; ctx_current = ctx_stack[(n_pushed - 1) % 8]; return 0; }
+CUresult cuCtxSetCurrent(uintptr_t ctx) { ctx_current = ctx; n_set_context++; return 0; }
 CUresult cuGetErrorName(int err, const char **name) { *name = "CUDA_ERROR_STUB"; return 0; }

@@ -33,6 +33,7 @@ def stub(tmp_path_factory):
     lib = ctypes.CDLL(str(out))
     lib.stub_signature.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(ctypes.c_size_t)]
     lib.stub_set_context.argtypes = [ctypes.c_void_p]
+    lib.stub_context.restype = ctypes.c_uint64
     driver.use_library(str(out))
     yield lib
     driver.use_library("libcuda.so.1")
@@ -134,15 +135,22 @@ def test_params_pack_scalars_structs_and_maps():
         params.map_address("x")
 
 
+def SIGNATURE_SIZES(entry: str) -> list[int]:
+    """Bytes of each parameter of a kernel entry: the wgmma levels' one TcArgs, the transpose's five, the seeds'
+    six, tc1's seven."""
+    if entry == "tc_transpose":
+        return [8, 8, 4, 4, 4]
+    if entry == "tc1_mma_sync":
+        return [8, 8, 8, 4, 4, 4, 4]
+    return [SIZE] if entry.startswith("tc") else [8, 8, 8, 4, 4, 4]
+
+
 def make(stub, name, shape, layout=ROW_MAJOR, precision=None):
     spec = get_kernel(name)
     gpu = HostGPU(stub)
     plan = spec.make_plan(Problem(*shape, precision or spec.precision), layout, H200, gpu)
     for compiled, smem, handle in gpu.loaded:
-        sizes = [SIZE] if compiled.entry != "tc_transpose" and "tc" in compiled.entry else [8, 8, 4, 4, 4]
-        if compiled.entry.startswith("v"):
-            sizes = [8, 8, 8, 4, 4, 4]
-        signature(stub, handle, sizes)
+        signature(stub, handle, SIGNATURE_SIZES(compiled.entry))
     return plan, gpu
 
 
@@ -161,14 +169,31 @@ def test_tc4_bf16_cluster_launch_and_maps_follow_the_operands(stub):
     assert list(args["b"][[1, 2, 3, 4, 5, 6, 7]]) == [9, b, 4096, 4096, 8192, 64, 64]
     assert list(args["c"][[1, 2, 3, 4, 5, 6, 7]]) == [7, c, 4096, 4096, 16384, 32, 64]
     assert all(args[m][8] == driver.TMA_SWIZZLE_128B and args[m][9] == driver.TMA_L2_PROMOTION_128B for m in "abc")
-    replaced = stub.stub_replaced()
-    plan.launch(a, b, c, stream=0x5EED)
-    assert stub.stub_replaced() == replaced  # same addresses: no map touched
     plan.launch(a + 4096, b, c + 4096, stream=0x5EED)
-    assert stub.stub_replaced() == replaced + 2
-    args = tc_args(launch_record(stub, 2).params)
+    args = tc_args(launch_record(stub, 1).params)
     assert args["a"][2] == a + 4096 and args["b"][2] == b and args["c"][2] == c + 4096 and args["C"] == c + 4096
     assert stub.stub_copies() == 0 and gpu.synced == 0
+    assert stub.stub_replaced() == 0  # this driver keeps the address as a plain word: 8-byte stores
+
+
+def test_maps_that_hide_their_address_change_through_the_driver(stub):
+    stub.stub_reset()
+    stub.stub_opaque_maps(1)
+    driver.use_library(driver._path)  # probe the maps of this "driver" anew
+    try:
+        assert driver.address_offset() is None
+        plan, _ = make(stub, "cuda/tc4_persistent_bf16", (4096, 4096, 4096))
+        a, b, c = 0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000
+        plan.launch(a, b, c)
+        assert stub.stub_replaced() == 3
+        plan.launch(a, b, c)
+        assert stub.stub_replaced() == 3  # same addresses: no map touched
+        plan.launch(a + 4096, b, c)
+        assert stub.stub_replaced() == 4
+        assert tc_args(launch_record(stub, 2).params)["a"][2] == a + 4096
+    finally:
+        stub.stub_opaque_maps(0)
+        driver.use_library(driver._path)
 
 
 def test_b_given_as_the_transpose_of_w_is_read_in_place(stub):
@@ -241,21 +266,23 @@ def test_seed_kernel_plan_writes_pointers_and_shape(stub):
     assert rec.grid == (1, 2, 1) and rec.block == (32, 32, 1) and rec.stream == 3
 
 
-def test_launch_runs_in_its_own_devices_context(stub):
+def test_a_thread_without_a_context_gets_the_plans_own(stub):
     stub.stub_reset()
     plan, _ = make(stub, "cuda/v2_smem", (64, 64, 64))
+    assert plan.main.context == 0x1000  # made where the stub's context was current
     plan.launch(0xA0, 0xB0, 0xC0)
-    assert stub.stub_pushed() == 0
-    stub.stub_set_context(0x2000)  # another device's context is current on this thread
+    assert stub.stub_set_context_calls() == 0
+    stub.stub_set_context(0)
+    stub.stub_fail_next(driver.CUDA_ERROR_INVALID_CONTEXT)
     plan.launch(0xA0, 0xB0, 0xC0)
-    assert stub.stub_pushed() == 1
+    assert stub.stub_set_context_calls() == 1 and stub.stub_context() == 0x1000 and stub.stub_launches() == 2
 
 
 def test_a_failed_launch_names_the_driver_error(stub):
     stub.stub_reset()
     plan, _ = make(stub, "cuda/v2_smem", (64, 64, 64))
     stub.stub_fail_next(700)
-    with pytest.raises(driver.DriverError, match=r"grid \(2, 2, 1\).*CUDA_ERROR_STUB \(700\)"):
+    with pytest.raises(driver.DriverError, match=r"cuLaunchKernelEx\(grid \(2, 2, 1\).*CUDA_ERROR_STUB \(700\)"):
         plan.launch(0xA0, 0xB0, 0xC0)
 
 
@@ -275,3 +302,23 @@ def test_launches_compile_nothing_and_read_no_file(stub, monkeypatch):
     for i in range(3):
         plan.launch(0x7000_0000_0000 + 256 * i, 0x7100_0000_0000, 0x7200_0000_0000)
     assert stub.stub_launches() == 3
+
+
+@pytest.mark.parametrize("name", ["cuda/v2_smem", "cuda/v10_register_prefetch", "cuda/tc1_mma_sync_bf16",
+                                  "cuda/tc4_persistent_bf16", "cuda/tc4_persistent_tf32"])
+def test_the_public_plan_path_runs_on_the_default_resources(stub, monkeypatch, name):
+    """spec.plan() as gemmlab.matmul and the harness call it: the default Resources object, every level kind."""
+    from gemmlab.kernels.cuda import _gpu
+
+    stub.stub_reset()
+    host = HostGPU(stub)
+    for method in ("kernel", "buffer", "address", "synchronize", "clusters", "blocks_per_sm"):
+        monkeypatch.setattr(_gpu.RESOURCES, method, getattr(host, method))
+    monkeypatch.setattr("gemmlab.device.require_gpu", lambda what: H200)
+    spec = get_kernel(name)
+    plan = spec.plan(Problem(300, 200, 100, spec.precision))
+    for compiled, smem, handle in host.loaded:
+        signature(stub, handle, SIGNATURE_SIZES(compiled.entry))
+    plan.launch(0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000, stream=5)
+    main = launch_record(stub, stub.stub_launches() - 1)
+    assert main.stream == 5 and main.f == plan.main.function

@@ -174,6 +174,11 @@ def run_bench(opts: BenchOptions, progress=None) -> dict:
         bw = results["env"]["ceilings"]["copy_bw_gbs"]
     shapes = opts.shapes or [SEED_SHAPE]
     _run_gpu(specs, shapes, opts, dev, bw, info, results, progress)
+    from gemmlab import dispatch
+
+    written = dispatch.record(results)  # kernel="auto" on this GPU now picks from what this run measured
+    if written:
+        results["notes"].append(f"dispatch table for {info.name} updated from this run's verified records: {written}")
     return results
 
 

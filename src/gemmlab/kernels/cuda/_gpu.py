@@ -53,4 +53,4 @@ class Resources:
             return 1
 
 
-GPU = Resources()
+RESOURCES = Resources()

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from gemmlab import driver
-from gemmlab.kernels.cuda._gpu import GPU, Resources
+from gemmlab.kernels.cuda._gpu import RESOURCES, Resources
 from gemmlab.kernels.cuda._nvrtc import DEFAULT_ARCH, Compiled, compile_cuda
 from gemmlab.kernels.geometry import Geometry
 from gemmlab.kernels.plan import ROW_MAJOR, Layout, Plan
@@ -23,13 +23,19 @@ SEED_SIGNATURE = (("C", "ptr"), ("A", "ptr"), ("B", "ptr"), ("M", "i32"), ("N", 
 
 @dataclass
 class CudaPlan(Plan):
-    """One launch of one kernel; ``fill`` writes the per-call values (the spec's, so levels can add their own)."""
+    """One launch of one kernel: the operands' addresses written into its parameters, then ``fill`` (a level's own
+    per-call values, if it has any)."""
 
     main: driver.Launch | None = None
     fill: Callable | None = None
 
+    def __post_init__(self):
+        self._c, self._a, self._b = self.main.params.views("C", "A", "B")
+
     def launch(self, a, b, c, stream: int = 0) -> None:
-        self.fill(self.main.params, a, b, c)
+        self._c.value, self._a.value, self._b.value = c, a, b
+        if self.fill is not None:
+            self.fill(self.main.params, a, b, c)
         self.main.launch(stream)
 
 
@@ -61,16 +67,14 @@ class CudaKernel(KernelSpec):
         m, n, k = problem.shape
         return {"M": m, "N": n, "K": k}
 
-    def fill(self, params, a: int, b: int, c: int) -> None:
-        """Per-call parameter values: the operands' addresses."""
-        params.C, params.A, params.B = c, a, b
+    fill = None  # (params, a, b, c) -> None: per-call values beyond the operands' addresses, if a level has any
 
     def plan(self, problem: Problem, layout: Layout = ROW_MAJOR) -> CudaPlan:
         from gemmlab.device import require_gpu
 
         return self.make_plan(problem, layout, require_gpu(self.name))
 
-    def make_plan(self, problem: Problem, layout: Layout, info, gpu: Resources = GPU) -> CudaPlan:
+    def make_plan(self, problem: Problem, layout: Layout, info, gpu: Resources = RESOURCES) -> CudaPlan:
         """The plan on the GPU ``info`` describes, its loads and allocations through ``gpu``."""
         geo = self.launch_geometry(problem)
         kernel = gpu.kernel(self.compile(info.arch), geo.smem)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gemmlab import driver
-from gemmlab.kernels.cuda._gpu import GPU, Resources
+from gemmlab.kernels.cuda._gpu import RESOURCES, Resources
 from gemmlab.kernels.cuda._nvrtc import compile_cuda
 from gemmlab.kernels.cuda._tma import TiledMap
 from gemmlab.kernels.geometry import Geometry, ceil_div
@@ -29,6 +29,22 @@ TC_ARGS = driver.Struct((("a", driver.MAP), ("b", driver.MAP), ("c", driver.MAP)
                          ("timeline", "ptr")))
 TRANSPOSE_SIGNATURE = (("B", "ptr"), ("BT", "ptr"), ("K", "i32"), ("N", "i32"), ("LDT", "i32"))
 _PLACEHOLDER = 1 << 20  # a 16-byte aligned address to encode maps with before a launch supplies the real one
+
+
+class _MapAddress:
+    """Sets the global address of one tensor map inside the argument struct: an 8-byte store where the driver keeps
+    the address as a plain word (driver.address_offset), else cuTensorMapReplaceAddress."""
+
+    def __init__(self, map_address: int):
+        offset = driver.address_offset()
+        self.map_address = map_address
+        self.view = None if offset is None else driver.ctypes.c_uint64.from_address(map_address + offset)
+
+    def set(self, ptr: int) -> None:
+        if self.view is not None:
+            self.view.value = ptr
+        else:
+            driver.replace_address(self.map_address, ptr)
 
 
 @dataclass
@@ -44,34 +60,35 @@ class _Operand:
     padded: int  # elements of a workspace row: cols rounded up to 16 bytes
     elem: int
     map_for: object  # row pitch in elements -> the operand's TiledMap
-    gpu: Resources = GPU
+    gpu: Resources = RESOURCES
     direct: bytes | None = None
     staged: bytes | None = None
     workspace: object = None
+    address: _MapAddress | None = None
     mode: str | None = None  # what TcArgs' map holds now: "direct" or "staged"
-    current: int | None = None
+    current: int | None = None  # the address the direct map holds (None when staged: every call copies)
 
     def stage(self) -> None:
         self.workspace = self.gpu.buffer(self.rows * self.padded * self.elem)
         self.staged = _encoded(self.map_for(self.padded), self.gpu.address(self.workspace))
 
     def bind(self, params: driver.Params, ptr: int, stream: int) -> None:
-        dest = params.map_address(self.slot)
-        if self.direct is not None and ptr % 16 == 0:
+        if ptr == self.current:
+            return
+        if self.direct is not None and not ptr & 15:
             if self.mode != "direct":
-                driver.ctypes.memmove(dest, self.direct, driver.MAP_BYTES)
-                self.mode, self.current = "direct", None
-            if ptr != self.current:
-                driver.replace_address(dest, ptr)
-                self.current = ptr
+                driver.ctypes.memmove(self.address.map_address, self.direct, driver.MAP_BYTES)
+                self.mode = "direct"
+            self.address.set(ptr)
+            self.current = ptr
             return
         if self.workspace is None:
             self.stage()
         width = self.cols * self.elem
         driver.copy_2d(self.gpu.address(self.workspace), self.padded * self.elem, ptr, width, width, self.rows, stream)
         if self.mode != "staged":
-            driver.ctypes.memmove(dest, self.staged, driver.MAP_BYTES)
-            self.mode = "staged"
+            driver.ctypes.memmove(self.address.map_address, self.staged, driver.MAP_BYTES)
+            self.mode, self.current = "staged", None
 
 
 @dataclass
@@ -81,9 +98,14 @@ class TcPlan(Plan):
     transpose: driver.Launch | None = None  # TF32 tc2..tc4 with a row-major B: Bᵀ before the kernel
     epi_tma: bool = False  # the binary can store C through TMA
     c_rows_ok: bool = False  # C's row pitch suits TMA (N % 4 == 0)
+    c_address: _MapAddress | None = None
     c_current: int | None = None
+    c_tma: int = -1  # the flag TcArgs holds now
     buffers: list = field(default_factory=list)  # workspaces, kept alive with the plan
-    timeline: object = None  # TIMELINE builds: the stamps (a CuPy array)
+    timeline: object = None  # TIMELINE builds: the stamps
+
+    def __post_init__(self):
+        self._c, = self.main.params.views("C")
 
     def launch(self, a, b, c, stream: int = 0) -> None:
         p = self.main.params
@@ -93,12 +115,13 @@ class TcPlan(Plan):
             self.transpose.launch(stream)
         else:
             self.operands[1].bind(p, b, stream)
-        p.C = c
+        self._c.value = c
         if self.epi_tma:
-            tma = self.c_rows_ok and c % 16 == 0
-            p.c_tma = int(tma)
+            tma = int(self.c_rows_ok and not c & 15)
+            if tma != self.c_tma:
+                p.c_tma = self.c_tma = tma
             if tma and c != self.c_current:
-                driver.replace_address(p.map_address("c"), c)
+                self.c_address.set(c)
                 self.c_current = c
         self.main.launch(stream)
 
@@ -125,7 +148,7 @@ def _stream_k_workspace(spec, kernel, geo: Geometry, problem, sm_count: int, gpu
     return gpu.buffer(4 * grid * p["BM"] * p["BN"]), gpu.buffer(4 * tiles, zero=True)
 
 
-def make_plan(spec, problem, layout, info, gpu: Resources = GPU) -> TcPlan:
+def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan:
     """The plan of ``spec`` (already the configuration that runs ``problem``) on the GPU described by ``info``."""
     from gemmlab.kernels.cuda.tc_common import TL_SLOTS, bk
 
@@ -147,7 +170,8 @@ def make_plan(spec, problem, layout, info, gpu: Resources = GPU) -> TcPlan:
 
     def operand(slot: str, rows: int, cols: int, map_for) -> _Operand:
         """An operand stored rows×cols row-major, whose ``map_for(pitch)`` TMA reads."""
-        op = _Operand(slot, rows, cols, ceil_div(cols, align) * align, elem, map_for, gpu)
+        op = _Operand(slot, rows, cols, ceil_div(cols, align) * align, elem, map_for, gpu,
+                      address=_MapAddress(params.map_address(slot)))
         if op.padded == cols:
             op.direct = _encoded(map_for(cols), _PLACEHOLDER)
         else:
@@ -189,9 +213,11 @@ def make_plan(spec, problem, layout, info, gpu: Resources = GPU) -> TcPlan:
         zeroed = True
     epi_tma = bool(spec.params.get("EPI_TMA", 0))
     c_rows_ok = epi_tma and not spec.c_map(problem).errors()
+    c_address = None
     if c_rows_ok:
         driver.ctypes.memmove(params.map_address("c"), _encoded(spec.c_map(problem), _PLACEHOLDER),
                               driver.MAP_BYTES)
+        c_address = _MapAddress(params.map_address("c"))
     if zeroed:
         gpu.synchronize()  # the zeroing ran on CuPy's stream: done before any caller's launch
     main = driver.Launch(int(kernel.handle), geo.grid, geo.block, geo.smem, params, cluster=cluster)
@@ -200,4 +226,4 @@ def make_plan(spec, problem, layout, info, gpu: Resources = GPU) -> TcPlan:
                  f"{ceil_div(k, bk(spec.precision))} k-tiles of {bk(spec.precision)}"
                  f"{', C through TMA stores where it is 16-byte aligned' if c_rows_ok else ''}")
     return TcPlan(spec, problem, layout, steps=steps, main=main, operands=ops, transpose=transpose,
-                  epi_tma=epi_tma, c_rows_ok=c_rows_ok, buffers=buffers, timeline=timeline)
+                  epi_tma=epi_tma, c_rows_ok=c_rows_ok, c_address=c_address, buffers=buffers, timeline=timeline)

@@ -60,7 +60,6 @@ class _Tc1(CudaKernel):
     def fill(self, params, a, b, c):
         # 16-byte rows and bases take cp.async's 16-byte copies; else the element-by-element staging path
         vec = 16 // ELEM[self.precision]
-        params.C, params.A, params.B = c, a, b
         params.aligned = int(params.K % vec == 0 and params.N % vec == 0 and (a | b) % 16 == 0)
 
 

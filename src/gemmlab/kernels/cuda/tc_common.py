@@ -419,4 +419,4 @@ class WgmmaKernel(CudaKernel):
             raise LayoutError(f"{self.name} reads {', '.join(sorted(x.label() for x in self.layouts))} in place, "
                               f"not {layout.label()}")
         return _tc_plan.make_plan(self.for_problem(problem, info.sm_count), problem, layout, info,
-                                  gpu or _tc_plan.GPU)
+                                  gpu or _tc_plan.RESOURCES)
