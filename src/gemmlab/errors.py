@@ -38,3 +38,8 @@ class InvalidConfigError(GemmlabError, ValueError):
 
 class CompileError(GemmlabError, RuntimeError):
     """NVRTC rejected a kernel's source; the message carries the compiler log."""
+
+
+class DistributedError(GemmlabError, RuntimeError):
+    """A distributed GEMM that cannot go on: a rank's bad input or failure, ranks that disagree, a rank that never
+    joined. Raised on every rank of the group with the same message, so no rank is left waiting."""
