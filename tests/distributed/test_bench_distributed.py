@@ -59,7 +59,7 @@ def test_bench_under_torchrun(tmp_path):
     if torchrun is None:
         pytest.skip("torchrun is not on PATH")
     out = tmp_path / "distributed.json"
-    proc = subprocess.run([torchrun, "--nproc-per-node", "2", "-m", "gemmlab", "bench", "--distributed",
+    proc = subprocess.run([torchrun, "--standalone", "--nproc-per-node", "2", "-m", "gemmlab", "bench", "--distributed",
                            "--ops", "all-gather", "--scaling", "weak", "--gpus", "2", "--shape", "16", *ARGS,
                            "--json", str(out)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -1,7 +1,7 @@
 """``gemmlab bench --distributed``: weak and strong scaling of the distributed GEMMs, and how much communication
 they hide, against their peers in the same run. Run under torchrun, one process per GPU:
 
-    torchrun --nproc-per-node 8 -m gemmlab bench --distributed --json results/h200x8/distributed.json
+    torchrun --standalone --nproc-per-node 8 -m gemmlab bench --distributed --json results/h200x8/distributed.json
 
 For each GPU count (default 1, 2, 4, ... up to the ranks present; count P runs on ranks 0..P−1 while the others
 wait) and each op: every rank makes the same seeded global A and B, takes its shards, and the op's output on
@@ -122,7 +122,7 @@ class Options:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="gemmlab bench --distributed", description=(
         "Weak and strong scaling of gemmlab's distributed GEMMs and the share of communication they hide, against "
-        "their peers in the same run. Run it on every rank: torchrun --nproc-per-node N -m gemmlab bench "
+        "their peers in the same run. Run it on every rank: torchrun --standalone --nproc-per-node N -m gemmlab bench "
         "--distributed ..."))
     p.add_argument("--ops", default=",".join(OPS), help=f"comma-separated, from {', '.join(OPS)}")
     p.add_argument("--shape", help="per-rank M×N×K for weak scaling (default 8192 on GPUs, 128 on CPUs)")
@@ -198,19 +198,21 @@ def _time(fn, group, device, opt: Options) -> dict:
     return Timing(slowest, "warm").summary()
 
 
-def _as_array(t):
-    """A float64 NumPy (CPU) or CuPy (GPU) view, for the harness's compare."""
-    t = t.detach().double()
-    if t.is_cuda:
-        import cupy
+def _compare(c, ref, tol: float):
+    """The harness's compare on float64 copies: NumPy on the CPU, CuPy on the tensors' own GPU (whatever device
+    CuPy was last pointed at: gemmlab's device probe points it at GPU 0)."""
+    c, ref = c.detach().double(), ref.detach().double()
+    if not c.is_cuda:
+        return compare(c.numpy(), ref.numpy(), tol)
+    import cupy
 
-        return cupy.from_dlpack(t)
-    return t.numpy()
+    with cupy.cuda.Device(c.device.index):
+        return compare(cupy.from_dlpack(c), cupy.from_dlpack(ref), tol)
 
 
 def _verify(c, ref, tol: float, group) -> tuple[bool, float]:
     """(every rank passed, largest relative error) against the float64 reference of each rank's output."""
-    report = compare(_as_array(c), _as_array(ref), tol)
+    report = _compare(c, ref, tol)
     rows = gather_rows([float(report.passed), report.rel_err], group, torch.float64)
     return all(r[0] == 1.0 for r in rows), max(r[1] for r in rows)
 
