@@ -38,6 +38,10 @@ def cmd_list(args) -> int:
 def cmd_bench(args) -> int:
     if args.api:
         return cmd_bench_api(args)
+    if args.distributed is not None:  # under torchrun, every rank; its options are its own
+        from gemmlab.distributed.bench import main as distributed_main
+
+        return distributed_main(args.distributed)
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from gemmlab.harness.bench import BenchOptions, run_bench
@@ -300,6 +304,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--no-ceilings", action="store_true", help="skip measuring copy bandwidth and cuBLAS FP32 8192³")
     s.add_argument("--api", action="store_true", help="time gemmlab.matmul (kernel='auto') against torch on the same "
                                                       "CUDA tensors, host overhead included (needs torch with CUDA)")
+    s.add_argument("--distributed", nargs=argparse.REMAINDER, metavar="...",
+                   help="under torchrun: scaling of the distributed GEMMs; everything after it is its options "
+                        "(gemmlab bench --distributed --help)")
     s.set_defaults(func=cmd_bench)
 
     s = sub.add_parser("verify", help="check kernels over a sweep of ragged shapes")

@@ -57,3 +57,8 @@ class Refusal(str):
 
     def exception(self) -> GemmlabError:
         return self.error(str(self))
+
+
+class DistributedError(GemmlabError, RuntimeError):
+    """A distributed GEMM that cannot go on: a rank's bad input or failure, ranks that disagree, a rank that never
+    joined. Raised on every rank of the group with the same message, so no rank is left waiting."""

@@ -200,16 +200,18 @@ def launch(kernel, grid: tuple[int, ...], block: tuple[int, ...], args: tuple, s
 
 
 @lru_cache(maxsize=64)
-def _wrap_stream(ptr: int):
+def _wrap_stream(ptr: int, device: int):
     from cuda.core import Device
 
     class _Handle:
         def __cuda_stream__(self):
             return (0, ptr)
 
-    return Device(0).create_stream(_Handle())
+    return Device(device).create_stream(_Handle())
 
 
 def _as_core_stream(stream):
     """cuda.core wants a Stream; CuPy streams speak the __cuda_stream__ protocol, the null stream does not."""
-    return _wrap_stream(int(stream.ptr))
+    import cupy
+
+    return _wrap_stream(int(stream.ptr), cupy.cuda.runtime.getDevice())

@@ -1,0 +1,25 @@
+"""Tensor-parallel GEMM past one GPU: torch.distributed (NCCL on GPUs, gloo on CPUs), gemmlab's kernels locally.
+
+One process per GPU, started by torchrun; every op is called on every rank of a group with that rank's shards:
+
+    >>> from gemmlab import distributed as gd
+    >>> gd.init()                                      # the torchrun job, with a timeout
+    >>> C = gd.all_gather_matmul(A_rows, B)            # A sharded by rows, gathered while it multiplies
+    >>> C_rows = gd.matmul_reduce_scatter(A_k, B_k)    # K split; partial products reduced by rows as they finish
+    >>> C_ij = gd.summa(A_ij, B_ij)                    # q×q grid of blocks, for large square problems
+
+The local GEMM is ``gemmlab.matmul`` on torch tensors (``kernel=`` picks one; None leaves it to gemmlab), on
+the caller's stream. Importing this package turns NVLink multicast off for this process and its children
+(``runtime.MULTICAST_OFF``). docs/distributed.md explains the overlap and how to measure it.
+"""
+from gemmlab.distributed.runtime import disable_multicast
+
+disable_multicast()  # before anything below can create a process group or symmetric memory
+
+from gemmlab.distributed.all_gather import all_gather_matmul  # noqa: E402
+from gemmlab.distributed.partition import bounds, split  # noqa: E402
+from gemmlab.distributed.reduce_scatter import matmul_reduce_scatter  # noqa: E402
+from gemmlab.distributed.runtime import MULTICAST_OFF, init  # noqa: E402
+from gemmlab.distributed.summa import summa  # noqa: E402
+
+__all__ = ["init", "all_gather_matmul", "matmul_reduce_scatter", "summa", "split", "bounds", "MULTICAST_OFF"]

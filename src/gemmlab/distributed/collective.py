@@ -1,0 +1,243 @@
+"""What every distributed GEMM shares: agreeing before communicating, and failing on every rank at once.
+
+A rank that raises on its own leaves the others blocked in a collective it will never join. So each op goes
+through the same three steps:
+
+1. **Agree.** Every rank checks its own operands (2-D torch tensors, one dtype and device, ``out`` as the op
+   needs) and then all ranks exchange a fixed row of ten integers (op, dtype, device, shapes, chunks) plus an
+   error flag: one all-gather of CPU tensors on the group's gloo backend (``runtime.init`` gives the group one),
+   so agreeing never waits for the GPU. A flagged rank's message is
+   gathered next and every rank raises ``DistributedError`` with it. The op's consistency check then runs on
+   the same rows on every rank (K equal across shards, ...), so every rank reaches the same verdict and raises
+   the same error without another message.
+2. **Run.** Only agreed sizes decide what is sent, so all ranks issue the same collectives in the same order.
+   A local GEMM that raises is caught; that rank skips its remaining GEMMs but keeps taking part in every
+   collective, so nobody waits on it.
+3. **Finish.** A second exchange of the error flags; any failure is raised on every rank.
+
+A rank that never arrives (dead, or calling something else) is caught by the process group's timeout
+(``runtime.init``): the waiting ranks raise ``DistributedError`` saying so. Not covered by the agreement, and so
+ended only by that timeout: a rank that dies, or fails to allocate its buffers, between the two exchanges; on
+NCCL, the watchdog then ends every rank's process.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+import gemmlab
+from gemmlab.distributed.runtime import control_device
+from gemmlab.distributed.scaling import OPS
+from gemmlab.errors import DistributedError, DTypeError
+from gemmlab.problem import PRECISIONS
+
+DTYPES = ("float32", "bfloat16", "float16", "float64")  # dtype codes in the exchanged row; others are -1
+DEVICES = ("cpu", "cuda")
+MESSAGE_BYTES = 512  # a failing rank's message, UTF-8, cut to this length
+NO_OUT = (-1, -1)
+# torch 2.13 renamed all_gather_into_tensor (and deprecated the old name); earlier versions have only the old one
+all_gather_flat = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+FACT_COUNT = 10  # integers per rank in the exchanged row, the same in both exchanges of a call
+
+
+def output_dtype(dtype: torch.dtype) -> torch.dtype:
+    """C's dtype for operands of ``dtype``: gemmlab's precision table (FP32 and BF16 in, FP32 out)."""
+    name = str(dtype).removeprefix("torch.")
+    outs = {p.output_dtype for p in PRECISIONS.values() if p.input_dtype == name}
+    if len(outs) != 1:
+        takes = sorted({p.input_dtype for p in PRECISIONS.values()})
+        raise DTypeError(f"gemmlab's kernels take {', '.join(takes)} operands, got {name}")
+    return getattr(torch, outs.pop())
+
+
+def local_matmul(a, b, out, kernel: str | None) -> None:
+    """The one call into gemmlab's GEMM: ``kernel`` None leaves the choice to gemmlab.matmul's default."""
+    if kernel is None:
+        gemmlab.matmul(a, b, out=out)
+    else:
+        gemmlab.matmul(a, b, kernel=kernel, out=out)
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What one rank brought to the call, as every rank sees it after the exchange."""
+
+    op: int
+    dtype: int
+    device: int
+    a: tuple[int, int]
+    b: tuple[int, int]
+    out: tuple[int, int]  # NO_OUT when the op allocates C
+    chunks: int
+
+    def row(self) -> list[int]:
+        return [self.op, self.dtype, self.device, *self.a, *self.b, *self.out, self.chunks]
+
+    @classmethod
+    def from_row(cls, row: list[int]) -> "Facts":
+        op, dtype, device, a0, a1, b0, b1, o0, o1, chunks = row
+        return cls(op, dtype, device, (a0, a1), (b0, b1), (o0, o1), chunks)
+
+
+def _code(value: str, table: tuple[str, ...]) -> int:
+    return table.index(value) if value in table else -1
+
+
+def local_facts(op: str, a, b, out, chunks: int, inner: bool) -> tuple[Facts, str | None]:
+    """This rank's row and, if its own operands are unusable, why. ``inner``: A's columns must equal B's rows
+    on this rank (true unless A and B are blocks of different grid positions, as in SUMMA)."""
+    facts = Facts(OPS.index(op), _code(str(getattr(a, "dtype", "")).removeprefix("torch."), DTYPES),
+                  _code(getattr(getattr(a, "device", None), "type", ""), DEVICES), _shape(a), _shape(b),
+                  _shape(out) if out is not None else NO_OUT, chunks if isinstance(chunks, int) else -1)
+    return facts, _local_reason(a, b, out, chunks, inner)
+
+
+def _shape(x) -> tuple[int, int]:
+    return tuple(x.shape) if isinstance(x, torch.Tensor) and x.ndim == 2 else (0, 0)
+
+
+def _local_reason(a, b, out, chunks, inner: bool) -> str | None:
+    for name, x in (("A", a), ("B", b)):
+        if not isinstance(x, torch.Tensor):
+            return f"{name} must be a torch tensor (torch.distributed sends tensors), got {type(x).__name__}"
+        if x.ndim != 2:
+            return f"{name} must be a 2-D matrix, got {x.ndim}-D with shape {tuple(x.shape)}"
+    if a.dtype != b.dtype:
+        return f"A is {a.dtype} but B is {b.dtype}; both operands must have one dtype"
+    if a.device != b.device:
+        return f"A is on {a.device} but B on {b.device}; both operands must be on one device"
+    if inner and a.shape[1] != b.shape[0]:
+        return (f"inner dimensions differ: A is {a.shape[0]}×{a.shape[1]} but B is {b.shape[0]}×{b.shape[1]}; "
+                "A's columns must equal B's rows")
+    if not isinstance(chunks, int) or chunks < 1:
+        return f"chunks must be an integer of at least 1, got {chunks!r}"
+    try:
+        want = output_dtype(a.dtype)
+    except DTypeError as exc:
+        return str(exc)
+    if out is not None:
+        if not isinstance(out, torch.Tensor) or out.ndim != 2:
+            return "out must be a 2-D torch tensor"
+        if out.dtype != want or out.device != a.device or not out.is_contiguous():
+            return (f"out must be a contiguous {want} tensor on {a.device}, got {out.dtype} on {out.device}"
+                    f"{'' if out.is_contiguous() else ', not contiguous'}")
+    return None
+
+
+def gather_rows(values: list, group, dtype=torch.int64) -> list[list]:
+    """Every rank's equally long list of numbers, by rank, through the group's control device (gloo's CPU)."""
+    device = control_device(group)
+    mine = torch.tensor(values, dtype=dtype, device=device)
+    table = torch.empty(group.size() * mine.numel(), dtype=dtype, device=device)  # flat: gloo takes no other shape
+    all_gather_flat(table, mine, group=group)
+    return table.view(group.size(), -1).tolist()
+
+
+def exchange(group, op: str, row: list[int], reason: str | None) -> list[list[int]]:
+    """Every rank's ``row``, once all ranks have said whether they can go on; raises on every rank otherwise."""
+    with _translated(group, op, "while the ranks agreed on the call (a rank failed before calling "
+                                f"{op}, called something else, or did not arrive within the group's timeout)"):
+        rows = gather_rows([int(reason is not None), *row], group)
+        flags = [r[0] for r in rows]
+        if not any(flags):
+            return [r[1:] for r in rows]
+        encoded = (reason or "").encode()[:MESSAGE_BYTES]
+        texts = gather_rows(list(encoded) + [0] * (MESSAGE_BYTES - len(encoded)), group, torch.uint8)
+    messages = [bytes(t).rstrip(b"\0").decode(errors="replace") for t in texts]
+    ranks = group.size()
+    failed = "; ".join(f"rank {r}: {messages[r]}" for r in range(ranks) if flags[r])
+    raise DistributedError(f"{op} failed on {sum(flags)} of {ranks} ranks: {failed} "
+                           f"(raised on every rank; this is rank {group.rank()})")
+
+
+@contextmanager
+def _translated(group, op: str, when: str):
+    """torch.distributed's own errors (timeouts, lost peers) as DistributedError naming the op and the rank."""
+    try:
+        yield
+    except DistributedError:
+        raise
+    except RuntimeError as exc:
+        raise DistributedError(f"{op}: rank {group.rank()} of {group.size()}: communication failed {when}: "
+                               f"{exc}") from exc
+
+
+def disagreement(values: list, what: str) -> str | None:
+    """None when every rank has the same value, else which ranks hold which: 'K differs: 29 on ranks 0, 1; ...'."""
+    holders: dict = {}
+    for rank, value in enumerate(values):
+        holders.setdefault(value, []).append(rank)
+    if len(holders) == 1:
+        return None
+    return f"{what} differs: " + "; ".join(
+        f"{value} on rank{'s' if len(r) > 1 else ''} {', '.join(map(str, r))}" for value, r in holders.items())
+
+
+def common_check(facts: list[Facts]) -> str | None:
+    """What every op needs the ranks to share: the op itself, the dtype, the device type, the chunk count."""
+    return (disagreement([OPS[f.op] for f in facts], "the op called")
+            or disagreement([DTYPES[f.dtype] if f.dtype >= 0 else "other" for f in facts], "the operand dtype")
+            or disagreement([DEVICES[f.device] if f.device >= 0 else "other" for f in facts], "the device type")
+            or disagreement([f.chunks for f in facts], "chunks"))
+
+
+class Plan:
+    """One call of a distributed op once the ranks agree: its pieces, its buffers, this rank's failure if any.
+
+    Subclasses set ``op``, check the agreed facts in ``check(facts)``, build their pieces and buffers, and
+    write ``schedule(communicate, compute)``. The bench calls ``execute`` with one of the two switched off to
+    time communication alone and computation alone on the same schedule; callers use ``run()``.
+    """
+
+    op = ""
+    inner = True  # A's columns equal B's rows on every rank
+
+    def __init__(self, a, b, out, chunks: int, group, kernel: str | None):
+        self.group = group if group is not None else dist.group.WORLD
+        self.rank, self.ranks = self.group.rank(), self.group.size()
+        self.kernel, self.chunks = kernel, chunks
+        self.failure: str | None = None
+        facts, reason = local_facts(self.op, a, b, out, chunks, self.inner)
+        self.facts = [Facts.from_row(r) for r in exchange(self.group, self.op, facts.row(), reason)]
+        reason = common_check(self.facts) or type(self).check(self.facts)
+        if reason:
+            raise DistributedError(f"{self.op}: {reason} (raised on every rank; this is rank {self.rank})")
+        self.out_dtype = output_dtype(a.dtype)
+
+    @staticmethod
+    def check(facts: list[Facts]) -> str | None:
+        """Why the agreed facts (by rank) make no product: the same answer on every rank; None if they do."""
+        raise NotImplementedError
+
+    def schedule(self, communicate: bool, compute: bool):
+        """Issue the op's collectives and GEMMs in its order; returns this rank's C."""
+        raise NotImplementedError
+
+    def execute(self, communicate: bool = True, compute: bool = True):
+        """The schedule without the agreements; a group of one rank has nothing to send."""
+        return self.schedule(communicate and self.ranks > 1, compute)
+
+    def run(self):
+        """execute, then the second agreement: a failure on any rank raises on all of them."""
+        with self.talking():
+            result = self.execute()
+        exchange(self.group, self.op, [OPS.index(self.op)] + [0] * (FACT_COUNT - 1), self.failure)
+        return result
+
+    def talking(self):
+        return _translated(self.group, self.op, "while sending the operands' pieces")
+
+    def gemm(self, a, b, out) -> None:
+        """out = a @ b through gemmlab.matmul, once this rank has not failed; a failure is kept for finish."""
+        if self.failure is not None or out.numel() == 0:
+            return
+        if a.shape[1] == 0:  # a rank holding no K columns contributes zeros; matmul refuses a zero dimension
+            out.zero_()
+            return
+        try:
+            local_matmul(a, b, out, self.kernel)
+        except Exception as exc:  # noqa: BLE001 - any failure must reach every rank, not end this one alone
+            self.failure = f"{type(exc).__name__} in the local GEMM ({a.shape[0]}×{b.shape[1]}×{a.shape[1]}): {exc}"

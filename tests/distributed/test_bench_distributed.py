@@ -1,0 +1,68 @@
+"""`gemmlab bench --distributed` end to end on 2 CPU processes (gloo, cpu/blas), through the command line; and
+once through torchrun itself, as the docs tell a user to run it."""
+import json
+import shutil
+import subprocess
+
+import pytest
+
+import workers
+from gemmlab.distributed.scaling import efficiency, hidden_fraction, tflops
+from ranks import run_ranks
+
+ARGS = ["--kernel", "cpu/blas", "--repeat", "3", "--warmup", "1", "--timeout", "30"]
+
+
+def test_bench_records_scaling_and_hidden_communication(tmp_path):
+    out = tmp_path / "cpux2" / "distributed.json"
+    argv = ["bench", "--distributed", "--shape", "24x20x28", "--strong-shape", "37x29x23", *ARGS, "--json", str(out)]
+    assert run_ranks(workers.cli, 2, argv, deadline_s=60) == [0, 0]
+    results = json.loads(out.read_text())
+    env = results["env"]
+    assert env["distributed"]["ranks"] == 2 and "gloo" in env["distributed"]["backend"]
+    assert env["distributed"]["multicast"] == {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+                                               "NVSHMEM_DISABLE_NVLS": "1"}
+    assert env["git_sha"] and env["command"].startswith("gemmlab bench --distributed --shape 24x20x28")
+    records = {(r["op"], r["scaling"], r["gpus"]): r for r in results["records"]}
+    assert set(records) == {(op, s, g) for s in ("weak", "strong") for g in (1, 2)
+                            for op in ("all_gather_matmul", "matmul_reduce_scatter", "summa")} | {
+        ("gemm", "weak", 1), ("gemm", "strong", 1)}
+    assert (records[("gemm", "weak", 1)]["m"], records[("gemm", "weak", 1)]["k"]) == (24, 28)
+    # weak scaling on 2 ranks: each rank's GEMM stays 24×20×28
+    assert (records[("all_gather_matmul", "weak", 2)]["n"], records[("matmul_reduce_scatter", "weak", 2)]["k"]) == (40, 56)
+    for (op, scaling, gpus), r in records.items():
+        if op == "summa" and gpus == 2:
+            assert r["status"] == "skipped" and "square number of ranks" in r["reason"]
+            continue
+        assert r["status"] == "ok" and r["verified"] and r["rel_err"] < 1e-5, r
+        assert r["tflops"] == pytest.approx(tflops(r["m"], r["n"], r["k"], r["ms"]))
+        if op == "gemm":
+            continue
+        one = records[("gemm", scaling, 1)]["ms"]
+        assert r["one_gpu_ms"] == one
+        assert r["efficiency"] == pytest.approx(efficiency(one, r["ms"], gpus, scaling))
+        assert r["comm_ms"] > 0 and r["compute_ms"] > 0 and r["peer_ms"] > 0
+        assert r["peer"] in ("all_gather_then_mm", "mm_then_reduce_scatter", "gather_blocks_then_mm")
+        ragged = any(d % gpus for d in (r["m"], r["n"], r["k"]))
+        assert r["fused_peer_ms"] is None and ("PyTorch has no fused op" if op == "summa" else "ragged shards"
+                                               if ragged else "needs CUDA tensors") in r["fused_peer"]
+        if gpus == 1:
+            assert r["hidden_fraction"] is None  # one rank sends nothing
+        else:
+            assert r["hidden_fraction"] == pytest.approx(hidden_fraction(r["comm_ms"], r["compute_ms"], r["ms"]))
+    assert records[("matmul_reduce_scatter", "weak", 2)]["chunks"] == 4  # 8 pieces over 2 ranks
+    assert out.with_name("distributed.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_bench_under_torchrun(tmp_path):
+    torchrun = shutil.which("torchrun")
+    if torchrun is None:
+        pytest.skip("torchrun is not on PATH")
+    out = tmp_path / "distributed.json"
+    proc = subprocess.run([torchrun, "--standalone", "--nproc-per-node", "2", "-m", "gemmlab", "bench", "--distributed",
+                           "--ops", "all-gather", "--scaling", "weak", "--gpus", "2", "--shape", "16", *ARGS,
+                           "--json", str(out)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "all_gather_matmul" in proc.stdout and f"wrote {out}" in proc.stdout
+    records = json.loads(out.read_text())["records"]
+    assert [(r["op"], r["gpus"], r["status"]) for r in records] == [("gemm", 1, "ok"), ("all_gather_matmul", 2, "ok")]

@@ -1,0 +1,111 @@
+"""The three distributed GEMMs on 2 and 4 CPU processes (gloo, cpu/blas), against float64 NumPy, on ragged shapes;
+and failures: every rank raises the same clear error, nothing hangs, and the group still works afterwards."""
+import numpy as np
+import pytest
+
+import workers
+from gemmlab.distributed.partition import bounds, grid_coords
+from ranks import run_ranks
+
+FP32_TOLERANCE = 1e-5  # gemmlab's FP32 bar, relative Frobenius error against float64
+
+
+def rel_err(c, ref) -> float:
+    return float(np.linalg.norm(c - ref) / np.linalg.norm(ref))
+
+
+def reference(m, n, k):
+    A, B = workers.matrices(m, n, k)
+    return A.astype(np.float64) @ B.astype(np.float64)
+
+
+@pytest.mark.parametrize("world, m, n, k, chunks, shard_b", [
+    (2, 37, 23, 29, 1, False),  # B replicated: every rank gets all of C
+    (4, 37, 23, 29, 3, True),  # B sharded by columns (23 over 4: 6, 6, 6, 5), 37 rows: 10, 9, 9, 9 in 3 pieces each
+    (4, 3, 5, 7, 2, False),  # fewer rows than ranks: rank 3 holds none
+])
+def test_all_gather_matmul(world, m, n, k, chunks, shard_b):
+    outs = run_ranks(workers.all_gather, world, m, n, k, chunks, shard_b)
+    ref = reference(m, n, k)
+    for rank, c in enumerate(outs):
+        want = ref[:, slice(*bounds(n, world, rank))] if shard_b else ref
+        assert c.dtype == np.float32 and c.shape == want.shape
+        assert rel_err(c, want) < FP32_TOLERANCE
+
+
+def test_all_gather_matmul_writes_into_out():
+    outs = run_ranks(workers.all_gather, 2, 19, 6, 11, 2, False, True)
+    for c in outs:
+        assert not np.isnan(c).any() and rel_err(c, reference(19, 6, 11)) < FP32_TOLERANCE
+
+
+@pytest.mark.parametrize("world, m, n, k, chunks", [
+    (2, 37, 23, 29, None),  # default: 4 pieces per rank's rows
+    (4, 37, 23, 29, 2),  # K 29 over 4 ranks: 8, 7, 7, 7; rows 10, 9, 9, 9
+    (4, 9, 4, 3, 1),  # K=3 over 4 ranks: rank 3 holds no K and contributes zeros
+])
+def test_matmul_reduce_scatter(world, m, n, k, chunks):
+    outs = run_ranks(workers.reduce_scatter, world, m, n, k, chunks)
+    ref = reference(m, n, k)
+    for rank, c in enumerate(outs):
+        want = ref[slice(*bounds(m, world, rank))]
+        assert c.dtype == np.float32 and c.shape == want.shape
+        assert rel_err(c, want) < FP32_TOLERANCE
+    assert np.concatenate(outs).shape == ref.shape
+
+
+@pytest.mark.parametrize("m, n, k", [(37, 23, 29), (2, 3, 1)])  # ragged blocks; K=1: one K block is empty
+def test_summa_on_a_2x2_grid(m, n, k):
+    outs = run_ranks(workers.summa, 4, m, n, k)
+    ref = reference(m, n, k)
+    for rank, (status, c) in enumerate(outs):
+        i, j = grid_coords(rank, 2)
+        want = ref[slice(*bounds(m, 2, i)), slice(*bounds(n, 2, j))]
+        assert status == "ok" and c.shape == want.shape
+        assert rel_err(c, want) < FP32_TOLERANCE
+
+
+def test_summa_refuses_a_rank_count_that_is_not_a_square():
+    outs = run_ranks(workers.summa, 2, 8, 8, 8)
+    for status, message in outs:
+        assert status == "DistributedError"
+        assert "square number of ranks" in message and "2 ranks" in message
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_a_failing_rank_fails_every_rank_and_the_group_goes_on(world):
+    outs = run_ranks(workers.failures, world, deadline_s=30)
+    last = world - 1
+    for rank, got in enumerate(outs):
+        mine = f"this is rank {rank})"
+        status, message = got["bad_shape"]
+        assert status == "DistributedError" and "rank 1: inner dimensions differ" in message and mine in message
+        status, message = got["dtype_differs"]
+        assert status == "DistributedError" and "dtype differs: bfloat16 on rank 0" in message
+        status, message = got["gemm_raises"]  # raised inside rank `last`'s GEMM, after the agreement
+        assert status == "DistributedError" and f"rank {last}: NoGPUError in the local GEMM" in message
+        assert "cuda/v1_naive needs a CUDA GPU" in message and f"failed on 1 of {world} ranks" in message
+        status, message = got["other_op"]
+        assert status == "DistributedError" and "the op called differs" in message
+        assert f"matmul_reduce_scatter on rank {last}" in message
+        status, c = got["after"]
+        assert status == "ok" and rel_err(c, reference(37, 23, 29)) < FP32_TOLERANCE
+
+
+def test_a_rank_that_never_calls_ends_in_a_timeout_error_not_a_hang():
+    timeout_s = 1.5
+    (status, message), waited = run_ranks(workers.late_rank, 2, timeout_s, deadline_s=30)[0]
+    assert status == "DistributedError"
+    assert "did not arrive within the group's timeout" in message and "rank 0 of 2" in message
+    assert timeout_s <= waited < timeout_s + 10
+
+
+
+def test_the_non_overlapped_peers_agree_on_ragged_shards():
+    m, n, k = 37, 23, 29
+    ref = reference(m, n, k)
+    for rank, (gathered, scattered, block) in enumerate(run_ranks(workers.peers, 4, m, n, k)):
+        i, j = grid_coords(rank, 2)
+        assert rel_err(gathered, ref) < FP32_TOLERANCE
+        assert rel_err(scattered, ref[slice(*bounds(m, 4, rank))]) < FP32_TOLERANCE
+        assert rel_err(block, ref[slice(*bounds(m, 2, i)), slice(*bounds(n, 2, j))]) < FP32_TOLERANCE

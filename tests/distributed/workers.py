@@ -1,0 +1,125 @@
+"""What each rank runs in the distributed tests: seeded NumPy inputs, this rank's shards, one gemmlab call.
+
+Every rank draws the same global A and B (NumPy, float32) and cuts its own shards the way a caller would, so
+the test process can rebuild the whole product from the ranks' answers and compare it with float64 NumPy.
+"""
+from __future__ import annotations
+
+import datetime
+import math
+import time
+
+import numpy as np
+import torch
+
+import gemmlab.distributed as gd
+from gemmlab.distributed.partition import bounds, grid_coords
+from gemmlab.errors import DistributedError
+
+KERNEL = "cpu/blas"
+
+
+def matrices(m: int, n: int, k: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32)
+
+
+def rows(x, parts: int, index: int):
+    return x[slice(*bounds(x.shape[0], parts, index))]
+
+
+def cols(x, parts: int, index: int):
+    return x[:, slice(*bounds(x.shape[1], parts, index))]
+
+
+def tensor(x) -> torch.Tensor:
+    return torch.from_numpy(np.ascontiguousarray(x))
+
+
+def outcome(call) -> tuple[str, object]:
+    """("ok", result) or ("DistributedError", its message); any other exception fails the rank."""
+    try:
+        result = call()
+    except DistributedError as exc:
+        return "DistributedError", str(exc)
+    return "ok", result.numpy() if isinstance(result, torch.Tensor) else result
+
+
+def all_gather(rank, world, m, n, k, chunks, shard_b, give_out=False):
+    A, B = matrices(m, n, k)
+    b = cols(B, world, rank) if shard_b else B
+    out = torch.full((m, b.shape[1]), float("nan")) if give_out else None
+    c = gd.all_gather_matmul(tensor(rows(A, world, rank)), tensor(b), chunks=chunks, kernel=KERNEL, out=out)
+    assert out is None or c is out
+    return c.numpy()
+
+
+def reduce_scatter(rank, world, m, n, k, chunks):
+    A, B = matrices(m, n, k)
+    return gd.matmul_reduce_scatter(tensor(cols(A, world, rank)), tensor(rows(B, world, rank)), chunks=chunks,
+                                    kernel=KERNEL).numpy()
+
+
+def summa(rank, world, m, n, k):
+    A, B = matrices(m, n, k)
+    q = math.isqrt(world)
+    if q * q == world:
+        i, j = grid_coords(rank, q)
+        A, B = cols(rows(A, q, i), q, j), cols(rows(B, q, i), q, j)
+    return outcome(lambda: gd.summa(tensor(A), tensor(B), kernel=KERNEL))
+
+
+def failures(rank, world):
+    """Four calls that must fail on every rank, then a correct one on the same group."""
+    A, B = matrices(37, 23, 29)
+    a, b = tensor(rows(A, world, rank)), tensor(B)
+    a_k, b_k = tensor(cols(A, world, rank)), tensor(rows(B, world, rank))
+    last = world - 1
+    return {
+        "bad_shape": outcome(lambda: gd.all_gather_matmul(a[:, :-1].contiguous() if rank == 1 else a, b,
+                                                          kernel=KERNEL)),
+        "dtype_differs": outcome(lambda: gd.all_gather_matmul(a.bfloat16() if rank == 0 else a,
+                                                              b.bfloat16() if rank == 0 else b, kernel=KERNEL)),
+        "gemm_raises": outcome(lambda: gd.matmul_reduce_scatter(a_k, b_k,
+                                                                kernel="cuda/v1_naive" if rank == last else KERNEL)),
+        "other_op": outcome(lambda: gd.matmul_reduce_scatter(a_k, b_k, kernel=KERNEL) if rank == last else
+                            gd.all_gather_matmul(a, b, kernel=KERNEL)),
+        "after": outcome(lambda: gd.all_gather_matmul(a, b, kernel=KERNEL)),
+    }
+
+
+def late_rank(rank, world, timeout_s):
+    """Rank 0 calls the op on a group with a short timeout; the others never do (they wait elsewhere)."""
+    import torch.distributed as dist
+
+    group = dist.new_group(list(range(world)), timeout=datetime.timedelta(seconds=timeout_s))
+    result = None
+    if rank == 0:
+        A, B = matrices(8, 8, 8)
+        start = time.monotonic()
+        result = outcome(lambda: gd.all_gather_matmul(tensor(rows(A, world, 0)), tensor(B), group=group,
+                                                      kernel=KERNEL)), time.monotonic() - start
+    dist.barrier()  # the default group, with the long timeout: the others wait here for rank 0
+    return result
+
+
+def cli(rank, world, argv):
+    """gemmlab's command line on every rank, as torchrun would start it."""
+    from gemmlab.cli import main
+
+    return main(argv)
+
+
+def peers(rank, world, m, n, k):
+    """The non-overlapped peers on ragged shards: all-gather then mm, mm then reduce-scatter, blocks then mm."""
+    from gemmlab.distributed import peers as p
+    import torch.distributed as dist
+
+    A, B = matrices(m, n, k)
+    group = dist.group.WORLD
+    q = math.isqrt(world)
+    i, j = grid_coords(rank, q)
+    return (p.all_gather_then_mm(tensor(rows(A, world, rank)), tensor(B), group).numpy(),
+            p.mm_then_reduce_scatter(tensor(cols(A, world, rank)), tensor(rows(B, world, rank)), group).numpy(),
+            p.gather_blocks_then_mm(tensor(cols(rows(A, q, i), q, j)), tensor(cols(rows(B, q, i), q, j)),
+                                    group).numpy())
