@@ -9,6 +9,7 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from gemmlab.errors import GemmlabError
 
@@ -38,10 +39,12 @@ def cmd_list(args) -> int:
 def cmd_bench(args) -> int:
     if args.api:
         return cmd_bench_api(args)
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from gemmlab.harness.bench import BenchOptions, run_bench
+    from gemmlab import device
+    from gemmlab.analysis.roofline import device_spec
+    from gemmlab.console import BenchPrinter
+    from gemmlab.harness import bench, env
     from gemmlab.harness.timing import BlockOptions, TimingOptions
+    from gemmlab.kernels.registry import select
 
     timing = TimingOptions(repeat=args.repeat, min_repeat=min(20, args.repeat), cold_l2=not args.warm,
                            max_seconds=args.max_seconds)
@@ -49,12 +52,32 @@ def cmd_bench(args) -> int:
         raise GemmlabError(f"--blocks {args.blocks} --block-seconds {args.block_seconds}: rounds must be 0 or more "
                            "and a block must last a positive time")
     blocks = BlockOptions(args.blocks, args.block_seconds) if args.blocks else None
-    opts = BenchOptions(shapes=_shapes(args.shape), kernels=args.kernels, timing=timing, seed=args.seed,
-                        gpu=args.gpu, pause_s=args.pause, ceilings=not args.no_ceilings, blocks=blocks)
-    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TimeElapsedColumn(), console=console, transient=True) as progress:
-        results = run_bench(opts, progress)
-    _print_results(results)
+    opts = bench.BenchOptions(shapes=_shapes(args.shape), kernels=args.kernels, timing=timing, seed=args.seed,
+                              gpu=args.gpu, pause_s=args.pause, ceilings=not args.no_ceilings, blocks=blocks)
+    device.configure_numba()  # before any kernel module imports numba: it reads the simulator switch once
+    specs = select(args.kernels) if args.kernels else None  # all kernels need no check (nor the import, yet)
+    info, why = device.probe()
+    dev = device_spec(info.name if info else args.gpu)
+    console.print(Text.assemble(("gemmlab bench", "bold"), f"{' on ' + info.name if info else ''} (git "
+                                f"{env.git_sha()[:12]}): {bench.plan(opts, info, why, dev, specs)}"))
+    with BenchPrinter(console) as printer:
+        results = bench.run_bench(opts, printer)
+    for n in results.get("noise", []):
+        console.print(f"noise: {n['kernel']} at {n['m']}x{n['n']}x{n['k']} timed twice: {n['first_ms']:.4f} vs "
+                      f"{n['second_ms']:.4f} ms ({n['diff_pct']:.2f}%); smaller gaps between kernels are noise")
+    if info is not None:
+        ceil = results["env"].get("ceilings")
+        if ceil:
+            console.print(f"measured ceilings: copy {ceil['copy_bw_gbs']:.0f} GB/s, cuBLAS FP32 "
+                          f"{ceil['cublas_fp32_tflops']:.1f} TFLOPS at {ceil['cublas_fp32_shape']}³ (datasheet: "
+                          f"{dev.dram_gbs:.0f} GB/s, {dev.tflops['fp32']} TFLOPS FP32)")
+        console.print("columns: × peer = peer time / kernel time (same precision, same run, launches of the two "
+                      "interleaved); × prev = speedup over the previous level of the same backend; model I = FLOP "
+                      "per modeled global byte; BW util = modeled global bytes/s over DRAM bandwidth (>100%: caches "
+                      "absorbed re-reads)", style="dim", highlight=False)
+    else:
+        console.print("columns: × blas = cpu/blas time / kernel time; model I = FLOP per modeled global byte; "
+                      "roofline TFLOPS = min(peak, bandwidth × model I)", style="dim", highlight=False)
     if args.json:
         path = Path(args.json)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -99,36 +122,19 @@ def _merge(old: dict, new: dict) -> dict:
     return merged
 
 
-def _print_results(results: dict) -> None:
-    from gemmlab.console import bench_tables, reasons
-
-    e = results["env"]
-    gpu = e["gpu"]["name"] if e.get("gpu") else "no GPU"
-    console.print(f"[bold]gemmlab bench[/] on {gpu}, git {e['git_sha'][:12]}, {e['time']}")
-    ceil = e.get("ceilings")
-    if ceil:
-        console.print(f"measured ceilings: copy {ceil['copy_bw_gbs']:.0f} GB/s, cuBLAS FP32 {ceil['cublas_fp32_tflops']:.1f} "
-                      f"TFLOPS at {ceil['cublas_fp32_shape']}³ (datasheet: {e['device_spec']['dram_gbs']:.0f} GB/s, "
-                      f"{e['device_spec']['fp32_tflops']} TFLOPS FP32)")
-    for note in results.get("notes", []):
-        console.print(f"[yellow]note:[/] {note}")
-    for t in bench_tables(results):
-        console.print(t)
-    for line in reasons(results):
-        console.print(f"  {line}", highlight=False)
-    for n in results.get("noise", []):
-        console.print(f"noise: {n['kernel']} at {n['m']}x{n['n']}x{n['k']} timed twice: {n['first_ms']:.4f} vs "
-                      f"{n['second_ms']:.4f} ms ({n['diff_pct']:.2f}%); smaller gaps between kernels are noise")
-    console.print("columns: × peer = peer time / kernel time (same precision, same run, launches of the two "
-                  "interleaved); × prev = speedup over the "
-                  "previous level of the same backend; model I = FLOP per modeled global byte; BW util = modeled "
-                  "global bytes/s over DRAM bandwidth (>100%: caches absorbed re-reads)", style="dim")
-
-
 def cmd_verify(args) -> int:
+    from gemmlab import device
     from gemmlab.harness.sweep import run_verify
 
-    return run_verify(args, console)
+    device.configure_numba()  # before any kernel module imports numba: it reads the simulator switch once
+    results, failures = run_verify(args, console)
+    if args.json:
+        results["env"]["command"] = "gemmlab " + " ".join(shlex.quote(a) for a in args.argv)
+        path = Path(args.json)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(results, indent=1, default=float))
+        console.print(f"wrote {path}")
+    return 1 if failures else 0
 
 
 def cmd_roofline(args) -> int:

@@ -323,6 +323,23 @@ def test_verify_json_of_bare_rows_renders_per_kernel_and_per_check(tmp_path):
     assert row == "| `cuda/tc4_persistent_bf16` | 2047x3071x4097 | passed | 4.4e-06 | 1e-02 | gpu |  |"
 
 
+def test_verify_json_with_env_names_where_it_ran(tmp_path):
+    from gemmlab.harness.sweep import _row
+
+    results = {"env": {"mode": "cpu-only", "gpu": None, "command": "gemmlab verify --kernels cpu/blas",
+                       "git_sha": "abc123", "time": "2026-12-01T00:00:00+00:00", "host": "box"},
+               "records": [_row("cpu/blas", "33x17x65", "passed", "cpu", "rel err 1.0e-07 (tol 1e-05), cpu", 1e-7, 1e-5),
+                           _row("cuda/v2_smem", "sm_90a", "compiled", "nvrtc", "32 regs, 0 spill bytes; not run")]}
+    path = tmp_path / "verify.json"
+    path.write_text(json.dumps(results))
+    text = render_report(path, tmp_path / "out")[0].read_text()
+    assert text.startswith("# gemmlab verify: no GPU\n")
+    assert "written by `gemmlab verify --kernels cpu/blas`" in text and "git abc123" in text
+    assert "1 checks: 1 passed" in text  # the compiled kernel is no check
+    rows = _verify_rows(text[text.index("## Per kernel"):text.index("## Every check")])
+    assert rows["cuda/v2_smem"][1:8] == ["0", "0", "0", "compiled", "—", "nvrtc", "—"]
+
+
 def test_cpu_only_report_is_not_headed_with_a_gpu(results):
     cpu = copy.deepcopy(results)
     cpu["env"].update(mode="cpu-only", gpu=None)
