@@ -269,3 +269,80 @@ def test_fmt():
     assert D.fmt(1024.0) == "1,024"
     assert D.fmt_bytes(550e9) == "550 GB" and D.fmt_bytes(4.26e9) == "4.26 GB"
     assert not math.isnan(D.roofs({"env": {}}, "fp32").ridge or 0.0)
+
+
+# -- the other JSONs gemmlab writes ------------------------------------------------------------------------------
+TIMELINE = Path(__file__).parent / "data" / "sample_timeline.json"
+VERIFY_ROWS = Path(__file__).parent / "data" / "sample_verify_rows.json"  # verify --json before it kept the env
+
+
+def test_timeline_json_renders_its_own_table(tmp_path):
+    from gemmlab.harness import timeline
+    from gemmlab.report import summary
+
+    kind, results = D.load(TIMELINE)
+    assert kind == "timeline"
+    paths = render_report(TIMELINE, tmp_path / "out")
+    assert [p.name for p in paths] == ["report.md"]  # no bench figures for a timeline
+    text = paths[0].read_text()
+    assert text == timeline.markdown(results)  # the same table timeline --json writes beside the JSON
+    assert text.startswith("# gemmlab timeline: NVIDIA H200")
+    table = summary(TIMELINE).splitlines()
+    assert table[0] == "| " + " | ".join(timeline.COLUMNS) + " |"
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in table[2:]]
+    assert [(r[0], r[1]) for r in rows] == [("cuda/tc4_persistent_tf32", "4096x4096x4096"),
+                                            ("cuda/tc4_persistent_bf16", "4096x4096x4096"),
+                                            ("cuda/tc4_persistent_tf32", "256x256x4096")]
+    epilogue = results["records"][0]["summary"]["epilogue_cycles"]["median"]
+    assert rows[0][5] == f"{epilogue:,.0f}"
+
+
+def _verify_rows(text: str) -> dict:
+    return {cells[0].strip("`"): cells for cells in
+            ([c.strip() for c in line.strip("|").split("|")] for line in text.splitlines() if line.startswith("| `"))}
+
+
+def test_verify_json_of_bare_rows_renders_per_kernel_and_per_check(tmp_path):
+    from gemmlab.report import summary
+
+    kind, _ = D.load(VERIFY_ROWS)
+    assert kind == "verify"
+    per_kernel = _verify_rows(summary(VERIFY_ROWS))
+    # kernel: passed, failed, skipped, worst rel err (at), tolerance, ran on, memcheck, racecheck
+    assert per_kernel["cuda/v1_naive"][1:] == ["3", "0", "0", "1.1e-06 at 33x31x4097", "1e-05", "gpu", "clean",
+                                               "clean"]
+    assert per_kernel["cuda/v2_smem"][1:4] == ["1", "1", "0"] and per_kernel["cuda/v2_smem"][7] == "ERRORS"
+    assert per_kernel["cuda/v2_smem"][4] == "3.0e-02 at 33x17x65"
+    paths = render_report(VERIFY_ROWS, tmp_path / "out")
+    assert [p.name for p in paths] == ["report.md"]
+    text = paths[0].read_text()
+    assert text.startswith("# gemmlab verify: GPU not recorded\n")
+    assert "8 checks: 7 passed, 1 failed, 0 skipped." in text
+    every = text[text.index("## Every check"):]
+    row = next(line for line in every.splitlines() if line.startswith("| `cuda/tc4_persistent_bf16` | 2047x3071x4097"))
+    assert row == "| `cuda/tc4_persistent_bf16` | 2047x3071x4097 | passed | 4.4e-06 | 1e-02 | gpu |  |"
+
+
+def test_verify_json_with_env_names_where_it_ran(tmp_path):
+    from gemmlab.harness.sweep import _row
+
+    results = {"env": {"mode": "cpu-only", "gpu": None, "command": "gemmlab verify --kernels cpu/blas",
+                       "git_sha": "abc123", "time": "2026-12-01T00:00:00+00:00", "host": "box"},
+               "records": [_row("cpu/blas", "33x17x65", "passed", "cpu", "rel err 1.0e-07 (tol 1e-05), cpu", 1e-7, 1e-5),
+                           _row("cuda/v2_smem", "sm_90a", "compiled", "nvrtc", "32 regs, 0 spill bytes; not run")]}
+    path = tmp_path / "verify.json"
+    path.write_text(json.dumps(results))
+    text = render_report(path, tmp_path / "out")[0].read_text()
+    assert text.startswith("# gemmlab verify: no GPU\n")
+    assert "written by `gemmlab verify --kernels cpu/blas`" in text and "git abc123" in text
+    assert "1 checks: 1 passed" in text  # the compiled kernel is no check
+    rows = _verify_rows(text[text.index("## Per kernel"):text.index("## Every check")])
+    assert rows["cuda/v2_smem"][1:8] == ["0", "0", "0", "compiled", "—", "nvrtc", "—"]
+
+
+def test_cpu_only_report_is_not_headed_with_a_gpu(results):
+    cpu = copy.deepcopy(results)
+    cpu["env"].update(mode="cpu-only", gpu=None)
+    assert markdown.render_markdown(cpu, "x.json").startswith(
+        "# gemmlab report: no GPU (the roofline model is for the NVIDIA H200)\n")
+    assert markdown.render_markdown(results, "x.json").startswith("# gemmlab report: NVIDIA H200\n")

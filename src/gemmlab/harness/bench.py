@@ -3,13 +3,19 @@
 With a GPU: each kernel is verified on fresh inputs (own seed, NaN-poisoned C, float64 reference), then timed
 with events over rotating input sets; cuBLAS at the kernel's precision is timed in the same run and every ratio
 is against it. A kernel that fails verification is reported FAILED and not timed. Without a GPU: CPU kernels are
-timed at a CPU-sized shape, numba kernels verified under the CUDA simulator at small ragged shapes, CUDA C
-kernels compiled for sm_90a (ptxas report), and every kernel's roofline model computed for the named GPU.
+timed at a CPU-sized shape, CUDA C kernels compiled for sm_90a (ptxas report), numba kernels verified under the
+CUDA simulator at small ragged shapes, and every GPU kernel's roofline model computed for the named GPU.
+
+``run_bench`` tells a ``Listener`` what starts and hands it each table as soon as its records are complete, so the
+CLI prints while the run goes on.
 """
 from __future__ import annotations
 
+import os
 import time
 import zlib
+from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from gemmlab.analysis.roofline import DeviceSpec, device_spec, measure_ceilings, model
@@ -25,6 +31,7 @@ from gemmlab.kernels.spec import CPU, KernelSpec
 from gemmlab.problem import SEED_SHAPE, Problem
 
 CPU_SHAPE = (256, 384, 512)  # the seed shape divided by 8: V0 runs it in well under a second
+ARCH = "sm_90a"  # what CUDA C kernels are compiled for without a GPU to ask
 PEERS = {"fp32": "peers/cublas_fp32", "tf32": "peers/cublas_tf32", "bf16": "peers/cublas_bf16"}
 
 
@@ -39,6 +46,53 @@ class BenchOptions:
     ceilings: bool = True
     sim_shapes: tuple = SIMULATOR_SHAPES[:3]
     blocks: BlockOptions | None = None  # also time each GPU kernel and its peer in alternating blocks
+
+
+class Listener:
+    """What run_bench says as it works; the CLI prints it as it comes, tests record it. These defaults say nothing."""
+
+    def step(self, label: str, done: int, total: int) -> None:
+        """``label`` (a kernel and what it runs at) starts; ``done`` of ``total`` steps are finished."""
+
+    def table(self, kind: str, title: str, records: list[dict]) -> None:
+        """The finished records of one table. ``kind``: "timed" (a GPU run: one table per shape and precision)
+        or, without a GPU, "cpu" (timed on the host), "compiled" (NVRTC's report), "simulator" or "model"."""
+
+
+def shapes_text(shapes) -> str:
+    return ", ".join("×".join(map(str, s)) for s in shapes)
+
+
+def _kind(spec: KernelSpec) -> str:
+    """What a machine without a GPU does with ``spec``: time it on the host, compile it, run it on the simulator, or
+    nothing ("gpu": a peer)."""
+    if spec.device == CPU:
+        return "cpu"
+    if spec.simulable:
+        return "simulator"
+    return "compiled" if hasattr(spec, "compile") else "gpu"
+
+
+def plan(opts: BenchOptions, info, why: str, dev: DeviceSpec, specs: list[KernelSpec] | None = None) -> str:
+    """What this run does on this machine, said before it starts and kept in the results' notes. ``specs``: the
+    kernels selected, where known; without them every kind of kernel is named."""
+    t = opts.timing
+    if info is not None:
+        return (f"every kernel verified, then timed at {shapes_text(opts.shapes or [SEED_SHAPE])} (up to {t.repeat} "
+                f"launches or {t.max_seconds:g} s each, {'cold' if t.cold_l2 else 'warm'} L2), against cuBLAS at its "
+                "precision in the same run")
+    kinds = {_kind(s) for s in specs} if specs is not None else {"cpu", "compiled", "simulator", "gpu"}
+    does = []
+    if "cpu" in kinds:
+        does.append(f"times the CPU kernels at {shapes_text(opts.shapes or [CPU_SHAPE])}")
+    if "compiled" in kinds:
+        does.append(f"compiles the CUDA C kernels for {ARCH} (registers, spills, shared memory)")
+    if "simulator" in kinds:
+        does.append(f"runs the numba kernels on the CUDA simulator at {shapes_text(opts.sim_shapes)}")
+    if kinds - {"cpu"}:
+        does.append(f"models the GPU kernels on the {dev.name} roofline at {shapes_text(opts.shapes or [SEED_SHAPE])}")
+    text = f"No CUDA GPU: {why}. GPU kernels are not timed; this run " + ", ".join(does)
+    return text + ("; the peers need a GPU." if "gpu" in kinds else ".")
 
 
 def kernel_seed(base: int, name: str, shape) -> int:
@@ -152,7 +206,8 @@ def _check_memory(problem: Problem, n_sets: int) -> int:
     return max(1, min(n_sets, int(budget // per_set)))
 
 
-def run_bench(opts: BenchOptions, progress=None) -> dict:
+def run_bench(opts: BenchOptions, listener: Listener | None = None) -> dict:
+    listener = listener or Listener()
     info, why = device.probe()
     specs = _selected(opts)
     mode = "gpu" if info else "cpu-only"
@@ -163,23 +218,51 @@ def run_bench(opts: BenchOptions, progress=None) -> dict:
                                  "cold_l2": opts.timing.cold_l2, "seed": opts.seed, "kernels": opts.kernels,
                                  "blocks": opts.blocks.__dict__ if opts.blocks else None}
     if info is None:
-        results["notes"].append(f"No CUDA GPU ({why}): GPU kernels were not timed. CUDA C kernels were compiled "
-                                f"for sm_90a, numba kernels verified under the CUDA simulator at small shapes, "
-                                f"peers not run; the roofline model is for {dev.name}.")
-        _run_cpu_only(specs, opts, dev, results, progress)
+        results["notes"].append(plan(opts, info, why, dev, specs))
+        _run_cpu_only(specs, opts, dev, results, listener)
         return results
     bw = None
     if opts.ceilings:
+        listener.step("measuring the roofs: copy bandwidth, cuBLAS FP32 at 8192³", 0, 0)
         results["env"]["ceilings"] = measure_ceilings()
         bw = results["env"]["ceilings"]["copy_bw_gbs"]
     shapes = opts.shapes or [SEED_SHAPE]
-    _run_gpu(specs, shapes, opts, dev, bw, info, results, progress)
+    _run_gpu(specs, shapes, opts, dev, bw, info, results, _GpuProgress(listener, results, specs))
     from gemmlab import dispatch
 
     written = dispatch.record(results)  # kernel="auto" on this GPU now picks from what this run measured
     if written:
         results["notes"].append(f"dispatch table for {info.name} updated from this run's verified records: {written}")
     return results
+
+
+def _group_key(rec: dict) -> tuple:
+    return rec["m"], rec["n"], rec["k"], rec["precision"]
+
+
+class _GpuProgress:
+    """The progress calls _run_gpu makes (rich's add_task, update, advance) passed on to a Listener: each kernel a
+    step, and each shape and precision's table as soon as its last record is in, its ratios linked."""
+
+    def __init__(self, listener: Listener, results: dict, specs: list[KernelSpec]):
+        self.listener, self.records = listener, results["records"]
+        self.group_size = Counter(s.precision for s in specs)  # _run_gpu runs every selected kernel per group
+        self.done = self.total = 0
+
+    def add_task(self, description: str, total: int) -> int:
+        self.total = total
+        return 0
+
+    def update(self, task: int, description: str) -> None:
+        self.listener.step(description, self.done, self.total)
+
+    def advance(self, task: int) -> None:
+        self.done += 1
+        key = _group_key(self.records[-1])
+        group = [r for r in self.records if _group_key(r) == key]
+        if len(group) == self.group_size[key[3]]:
+            _link_ratios(self.records)
+            self.listener.table("timed", f"{key[0]}×{key[1]}×{key[2]} (M×N×K), {key[3]}", group)
 
 
 def _order(specs, precision):
@@ -282,51 +365,131 @@ def _noise(peer_rec, problem, sets, opts, info, results):
                              "diff_pct": 100 * abs(second - first) / first})
 
 
-def _run_cpu_only(specs, opts, dev, results, progress):
+def _run_cpu_only(specs, opts, dev, results, listener):
+    """CPU kernels timed, CUDA C kernels compiled, numba kernels simulated, every GPU kernel modeled: a table
+    each, handed to the listener as soon as it is done."""
     cpu_shapes = opts.shapes or [CPU_SHAPE]
-    gpu_shapes = opts.shapes or [SEED_SHAPE]  # where GPU kernels are compiled or simulated and modeled
-    task = progress.add_task("bench", total=len(specs) * len(cpu_shapes)) if progress else None
-    for spec in specs:
-        for shape in cpu_shapes if spec.device == CPU else gpu_shapes:
-            problem = Problem(*shape, spec.precision)
-            if progress:
-                progress.update(task, description=f"{spec.name} {problem.label()}")
-            rec = _record(spec, problem, dev, None)
-            results["records"].append(rec)
-            try:
-                _cpu_only_one(spec, problem, rec, opts, dev)
-            except GemmlabError as exc:
-                rec["status"], rec["reason"] = "error", str(exc)
-            if progress:
-                progress.advance(task)
-    _link_ratios(results["records"])
+    gpu_shapes = opts.shapes or [SEED_SHAPE]  # where GPU kernels are configured, compiled and modeled
+    of = {kind: [s for s in specs if _kind(s) == kind] for kind in ("cpu", "compiled", "simulator", "gpu")}
+    total = len(of["cpu"]) * len(cpu_shapes) + len(of["compiled"]) * len(gpu_shapes) + len(of["simulator"])
+    done = 0
+
+    def step(label):
+        nonlocal done
+        listener.step(label, done, total)
+        done += 1
+
+    def new(spec, shape):
+        problem = Problem(*shape, spec.precision)
+        rec = _record(spec, problem, dev, None)
+        results["records"].append(rec)
+        return rec, problem
+
+    for shape in cpu_shapes:
+        recs = []
+        for spec in of["cpu"]:
+            step(f"{spec.name} at {shapes_text([shape])}: verify, then time on this host")
+            rec, problem = new(spec, shape)
+            with _reported(rec):
+                _time_on_host(spec, problem, rec, opts, dev)
+            recs.append(rec)
+        _link_ratios(recs)
+        if recs:
+            listener.table("cpu", f"CPU kernels at {shapes_text([shape])} (M×N×K), timed on this host", recs)
+    for shape in gpu_shapes:
+        recs = []
+        for spec in of["compiled"]:
+            step(f"{spec.name}: compile for {ARCH}, configured for {shapes_text([shape])}")
+            rec, problem = new(spec, shape)
+            with _reported(rec):
+                _compile(spec, problem, rec)
+            recs.append(rec)
+        if recs:
+            listener.table("compiled", f"CUDA C kernels compiled for {ARCH} by NVRTC, configured for "
+                                       f"{shapes_text([shape])} (not run: no GPU)", recs)
+    simulated = []
+    for spec in of["simulator"]:
+        step(f"{spec.name}: CUDA simulator at {shapes_text(opts.sim_shapes)}")
+        runs = {}
+        with _reported(runs):
+            runs.update(_simulate(spec, opts))
+        recs = [new(spec, shape)[0] for shape in gpu_shapes]  # the same runs stand beside each shape's model
+        for rec in recs:
+            rec.update(runs)
+        simulated.append(recs[0])
+    if simulated:
+        listener.table("simulator", f"numba kernels on the CUDA simulator at {shapes_text(opts.sim_shapes)} "
+                                    "(M×N×K; verified, not timed)", simulated)
+    for spec in of["gpu"]:
+        for shape in gpu_shapes:
+            new(spec, shape)[0].update(status="skipped", reason="needs a GPU")
+    order = {s.name: i for i, s in enumerate(specs)}
+    for shape in gpu_shapes:
+        modeled = [r for r in results["records"] if r["backend"] != CPU and (r["m"], r["n"], r["k"]) == shape]
+        if modeled:
+            listener.table("model", f"roofline model on the {dev.name} at {shapes_text([shape])} (M×N×K): "
+                                    "predicted, not measured", sorted(modeled, key=lambda r: order[r["kernel"]]))
 
 
-def _cpu_only_one(spec, problem, rec, opts, dev):
-    if spec.device == CPU:
-        _bench_one(spec, problem, rec, None, opts, dev, None, None)
+@contextmanager
+def _reported(rec: dict):
+    """A GemmlabError while filling ``rec`` becomes its status and reason; the run goes on."""
+    try:
+        yield
+    except GemmlabError as exc:
+        rec["status"], rec["reason"] = "error", str(exc)
+
+
+def _host_memory_reason(problem: Problem) -> str:
+    """Why ``problem`` cannot run on this host, or "": its operands in float32 and in float64 for the reference
+    must fit in physical memory (past it an allocation may still succeed, and the process die when it is filled)."""
+    elements = problem.m * problem.k + problem.k * problem.n + problem.m * problem.n
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # no sysconf (Windows): let the allocation say
+        return ""
+    need = 12 * elements
+    if need <= memory:
+        return ""
+    return (f"{problem.label()} needs about {need / 2**30:.0f} GiB of host memory (operands in float32 and float64), "
+            f"this machine has {memory / 2**30:.0f} GiB")
+
+
+def _time_on_host(spec, problem, rec, opts, dev):
+    reason = _host_memory_reason(problem)
+    if reason:
+        rec["status"], rec["reason"] = "skipped", reason
         return
-    if spec.simulable:
-        worst = None
-        for shape in opts.sim_shapes:
-            small = Problem(*shape, spec.precision)
-            result = check(spec, small, seed=kernel_seed(opts.seed, spec.name, shape))
-            if not result.passed:
-                rec["status"] = "FAILED"
-                rec["reason"] = f"simulator {small.label()}: {result.status} {result.reason}".strip()
-                return
-            worst = max(worst or 0.0, result.error.rel_err)
-        rec.update(status="simulated", verified=True, rel_err=worst,
-                   reason="verified under the CUDA simulator at " + ", ".join("x".join(map(str, s)) for s in opts.sim_shapes)
-                   + "; not timed (no GPU)")
+    _bench_one(spec, problem, rec, None, opts, dev, None, None)
+
+
+def _compile(spec, problem, rec):
+    """NVRTC's report of the configuration that would run ``problem``; shared memory counts the static and the
+    dynamic part (the launch geometry's)."""
+    runs = spec.for_problem(problem)
+    try:
+        rep = runs.compile(ARCH).report
+    except CompileError as exc:
+        rec["status"], rec["reason"] = "error", str(exc)
         return
-    if hasattr(spec, "compile"):
-        try:
-            rep = spec.compile("sm_90a").report
-        except CompileError as exc:
-            rec["status"], rec["reason"] = "error", str(exc)
-            return
-        rec.update(status="compiled", registers=rep.registers, spills=rep.spills, smem_static=rep.smem_bytes,
-                   reason=f"compiled for sm_90a: {rep.registers} registers, {rep.spills} spill bytes; not run (no GPU)")
-        return
-    rec["status"], rec["reason"] = "skipped", "needs a GPU"
+    smem = rep.smem_bytes + runs.launch_geometry(problem).smem
+    rec.update(status="compiled", registers=rep.registers, spills=rep.spills, smem_static=rep.smem_bytes,
+               smem_bytes=smem, reason=f"compiled for {ARCH}: {rep.registers} registers, {rep.spills} spill bytes, "
+                                       f"{smem / 1024:.1f} KiB shared memory; not run (no GPU)")
+
+
+def _simulate(spec, opts) -> dict:
+    """Verify a numba kernel under the CUDA simulator at each of opts.sim_shapes (stopping at the first failure);
+    the fields its records get. The error is kept apart from rel_err, which is the error at the record's shape."""
+    runs = []
+    for shape in opts.sim_shapes:
+        small = Problem(*shape, spec.precision)
+        result = check(spec, small, seed=kernel_seed(opts.seed, spec.name, shape))
+        runs.append({"shape": small.label(), "status": result.status,
+                     "rel_err": result.error.rel_err if result.error else None,
+                     "tolerance": result.error.tolerance if result.error else None})
+        if not result.passed:
+            reason = f"simulator {small.label()}: {result.status} {result.reason}".strip()
+            return {"status": "FAILED", "reason": reason, "simulator": runs}
+    return {"status": "simulated", "verified": True, "simulator": runs,
+            "reason": f"verified under the CUDA simulator at {shapes_text(opts.sim_shapes)}; not timed (no GPU)"}

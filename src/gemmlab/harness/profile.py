@@ -123,7 +123,8 @@ def profile_kernels(kernels: list[str], problem: Problem, *, launch_skip: int = 
     except OSError as exc:
         return everyone(unavailable(f"ncu could not start ({exc})"))
     out = proc.stdout or ""
-    if csv_path is not None:
+    if csv_path is not None:  # the folder only now, when ncu ran and there is a CSV to keep in it
+        Path(csv_path).parent.mkdir(parents=True, exist_ok=True)
         Path(csv_path).write_text(out)
     results = results_from_output(out, proc.stderr or "", proc.returncode, kernels)
     for kernel, result in results.items():
@@ -340,36 +341,48 @@ def merge_profile(results_path: str | os.PathLike, profile: dict[str, Any]) -> b
     return found
 
 
-def profile_command(args, console) -> int:
+def profile_command(args, console, json_path: Path | None = None) -> int:
     """``gemmlab profile KERNELS [--shape MxNxK] [--json RESULTS]``: counters beside each kernel's model.
 
-    KERNELS is a name or glob(s); all of them are profiled by one ncu process. With --json the raw ncu CSV is
-    kept beside the JSON (``<stem>.ncu/``) and each kernel's counters are merged into its record of the same
-    shape. A machine without usable counters prints why and exits 0: profiling is an addition to a run, never
-    a reason for it to fail.
+    KERNELS is a name or glob(s); all of them are profiled by one ncu process. With --json (a results JSON that
+    gemmlab bench wrote) the raw ncu CSV is kept beside it (``<stem>.ncu/``) and each kernel's counters are merged
+    into its record of the same shape. Everything that can be refused is refused before ncu starts: CPU kernels,
+    kernels that do not take the shape, a --json that is not a results file, a machine without a GPU. Where the GPU
+    is there but ncu or its counters are not, the result says why and the command exits 0: profiling is an
+    addition to a run, never a reason for it to fail.
     """
     import shlex
     import zlib
 
+    from gemmlab.device import require_gpu
+    from gemmlab.errors import GemmlabError, ResultsFileError
     from gemmlab.kernels.registry import select
-    from gemmlab.problem import parse_shape
+    from gemmlab.report.data import load_results
 
-    dims = parse_shape(args.shape)
-    specs = []
+    dims = args.shape
+    specs, refused = [], []
     for spec in select(args.kernel):
-        reason = spec.is_valid(Problem(*dims, spec.precision))
+        reason = ("runs on the CPU; Nsight Compute counts GPU kernels" if spec.device == "cpu"
+                  else spec.is_valid(Problem(*dims, spec.precision)))
         if reason:
-            console.print(f"[yellow]{spec.name}: not profiled: {reason}[/]")
+            refused.append(f"{spec.name}: {reason}")
         else:
             specs.append(spec)
     if not specs:
-        return 2
+        raise GemmlabError("nothing to profile: " + "; ".join(refused))
+    if json_path:
+        try:
+            load_results(json_path)  # the counters are merged into its records
+        except ResultsFileError as exc:
+            raise ResultsFileError(f"--json: {exc}; profile adds counters to the results of a gemmlab bench "
+                                   "run") from None
+    require_gpu("gemmlab profile")
+    for line in refused:
+        console.print(f"not profiled: {line}", style="yellow", markup=False, highlight=False)
     label = Problem(*dims).label()
     csv_path = None
-    json_path = getattr(args, "json", None)
     if json_path:
-        folder = Path(json_path).with_suffix("").with_name(Path(json_path).stem + ".ncu")
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = json_path.with_name(json_path.stem + ".ncu")
         names = ",".join(s.name for s in specs)
         stem = specs[0].name.replace("/", "_") if len(specs) == 1 else f"{len(specs)}_kernels_{zlib.crc32(names.encode()):08x}"
         csv_path = folder / f"{stem}_{label}.csv"

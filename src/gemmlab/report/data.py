@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterable
+
+from gemmlab.errors import ResultsFileError
 
 PRECISION_ORDER = {"fp32": 0, "tf32": 1, "bf16": 2}
 PRECISION_LABEL = {"fp32": "FP32", "tf32": "TF32", "bf16": "BF16"}
@@ -19,12 +23,48 @@ _BACKEND_ORDER = {"cpu": 0, "numba": 1, "cuda": 2, "peer": 3}
 Shape = tuple[int, int, int]
 
 
+# The fields every record of each kind of results JSON has: what tells the kinds apart, and what rendering needs.
+RECORD_FIELDS = {"bench": ("kernel", "precision", "m", "n", "k", "status"),
+                 "timeline": ("kernel", "problem", "summary"),
+                 "verify": ("kernel", "shape", "result")}
+
+
+def load(path: str | os.PathLike) -> tuple[str, dict]:
+    """(kind, results) of a JSON that gemmlab wrote: "bench", "timeline" or "verify" (their --json); anything else
+    is refused with a ResultsFileError naming why."""
+    try:
+        text = Path(path).read_text()
+    except FileNotFoundError:
+        raise ResultsFileError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ResultsFileError(f"{path}: is a directory, not a results JSON") from None
+    except UnicodeDecodeError:
+        raise ResultsFileError(f"{path}: not text, so not a results JSON") from None
+    except OSError as exc:
+        raise ResultsFileError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    try:
+        results = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ResultsFileError(f"{path}: not JSON ({exc.msg}, line {exc.lineno})") from None
+    if isinstance(results, list):  # verify --json wrote its rows bare before it kept the environment beside them
+        results = {"env": {}, "records": results}
+    records = results.get("records") if isinstance(results, dict) else None
+    if not isinstance(records, list) or not isinstance(results.get("env", {}), dict):
+        raise ResultsFileError(f"{path}: not a results JSON that gemmlab writes (bench, verify or timeline --json)")
+    if not records:
+        raise ResultsFileError(f"{path}: holds no records")
+    for kind, fields in RECORD_FIELDS.items():
+        if all(isinstance(r, dict) and all(f in r for f in fields) for r in records):
+            results.setdefault("env", {})
+            return kind, results
+    raise ResultsFileError(f"{path}: its records are not those of gemmlab bench, verify or timeline --json")
+
+
 def load_results(path: str | os.PathLike) -> dict:
-    with open(path) as f:
-        results = json.load(f)
-    if not isinstance(results, dict) or "records" not in results:
-        raise ValueError(f"{path}: not a gemmlab results JSON (no 'records')")
-    results.setdefault("env", {})
+    """A results JSON that gemmlab bench wrote."""
+    kind, results = load(path)
+    if kind != "bench":
+        raise ResultsFileError(f"{path}: holds {kind} results, not those of gemmlab bench")
     return results
 
 
@@ -301,3 +341,22 @@ def fmt_bytes(value: float | None) -> str:
         if abs(value) >= scale:
             return f"{fmt(value / scale)} {unit}"
     return f"{value:.0f} B"
+
+
+# -- verify results -------------------------------------------------------------------------------------------
+_CHECK_DETAIL = re.compile(r"rel err (\S+) \(tol (\S+)\), (\w+)$")
+
+
+def verify_records(results: dict) -> list[dict]:
+    """Verify records with rel_err, tolerance and where filled in: files written before verify kept those fields
+    have them only in the detail text ("rel err 2.0e-07 (tol 1e-05), gpu")."""
+    out = []
+    for rec in results.get("records", []):
+        rec = dict(rec)
+        match = _CHECK_DETAIL.match(str(rec.get("detail") or ""))
+        if match and rec.get("rel_err") is None:
+            rec.update(rel_err=float(match[1]), tolerance=float(match[2]), where=match[3])
+        if rec.get("where") is None and rec["shape"] == "sanitize":
+            rec["where"] = "compute-sanitizer"
+        out.append(rec)
+    return out
