@@ -113,7 +113,8 @@ def cmd_verify(args) -> int:
 
 
 def cmd_roofline(args) -> int:
-    from gemmlab.analysis.roofline import DEVICES, device_spec, measure_ceilings, model, seed_examples
+    from gemmlab.analysis.roofline import DEVICES, device_spec, model, seed_examples
+    from gemmlab.harness.ceilings import measure_ceilings
     from gemmlab import device
     from gemmlab.kernels.registry import list_kernels, select
     from gemmlab.problem import SEED_SHAPE, Problem

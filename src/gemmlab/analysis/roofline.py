@@ -2,8 +2,8 @@
 
 Attainable performance at intensity I is min(P_peak, BW × I); the ridge point I = P_peak / BW separates
 memory-bound from compute-bound. The seeds' worked example: A100, 1555 GB/s and 19.5 TFLOPS FP32, ridge ≈ 12.5
-FLOP/byte. Peaks here are the datasheets' dense numbers; ``measure_ceilings`` adds what the present GPU actually
-reaches (device-to-device copy bandwidth, cuBLAS FP32 at 8192³), which are the honest roofs.
+FLOP/byte. Peaks here are the datasheets' dense numbers; ``gemmlab.harness.ceilings.measure_ceilings`` measures what the
+present GPU actually reaches, which are the honest roofs.
 
 Each precision has its own compute roof. An FP32 kernel is never placed under a tensor-core roof: the seeds'
 cuBLAS line (4096³ in 0.8 ms, ≈172 TFLOPS) is a tensor-core (TF32) result, nine times the A100's FP32 peak.
@@ -89,37 +89,6 @@ def model(spec, problem: Problem, device: DeviceSpec, bw_gbs: float | None = Non
         modeled_read_bytes=traffic.global_read, modeled_write_bytes=traffic.global_write,
         modeled_intensity=intensity, bound="memory" if intensity < ridge else "compute",
         predicted_tflops=device.attainable_tflops(intensity, problem.precision, bw_gbs), basis=traffic.basis)
-
-
-def measure_ceilings(copy_bytes: int = 1 << 30, gemm_size: int = 8192) -> dict:
-    """What the present GPU reaches: device-to-device copy bandwidth (bytes read + written over time) and
-    cuBLAS FP32 TFLOPS at gemm_size³. Medians of several event-timed runs."""
-    import cupy
-
-    from gemmlab.kernels.peers._cublas import gemm
-
-    def median_ms(fn, reps):
-        fn()
-        cupy.cuda.get_current_stream().synchronize()
-        times = []
-        for _ in range(reps):
-            e0, e1 = cupy.cuda.Event(), cupy.cuda.Event()
-            e0.record()
-            fn()
-            e1.record()
-            e1.synchronize()
-            times.append(cupy.cuda.get_elapsed_time(e0, e1))
-        return sorted(times)[len(times) // 2]
-
-    buffers = [cupy.empty(copy_bytes // 4, cupy.float32) for _ in range(2)]
-    copy_ms = median_ms(lambda: cupy.copyto(buffers[1], buffers[0]), 20)
-    buffers.clear()
-    p = Problem(gemm_size, gemm_size, gemm_size)
-    a, b = p.make_inputs(0, cupy)
-    c = cupy.empty((gemm_size, gemm_size), cupy.float32)
-    gemm_ms = median_ms(lambda: gemm(a, b, c, "fp32"), 10)
-    return {"copy_bw_gbs": 2 * copy_bytes / (copy_ms * 1e-3) / 1e9, "copy_bytes": copy_bytes,
-            "cublas_fp32_tflops": p.flops() / (gemm_ms * 1e-3) / 1e12, "cublas_fp32_shape": gemm_size}
 
 
 def seed_examples() -> dict:

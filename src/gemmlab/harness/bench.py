@@ -12,10 +12,11 @@ import time
 import zlib
 from dataclasses import dataclass, field
 
-from gemmlab.analysis.roofline import DeviceSpec, device_spec, measure_ceilings, model
+from gemmlab.analysis.roofline import DeviceSpec, device_spec, model
 from gemmlab.errors import CompileError, GemmlabError, SizeLimitError
 from gemmlab import device
 from gemmlab.harness import env
+from gemmlab.harness.ceilings import measure_ceilings
 from gemmlab.harness.reference import tolerance_for
 from gemmlab.harness.timing import (BlockOptions, TimingOptions, rotation_sets, time_blocks, time_cpu, time_gpu,
                                     time_interleaved)
