@@ -42,7 +42,7 @@ def test_bench_cpu_only_end_to_end(tmp_path):
     assert recs["numba/v1_naive"]["status"] == "simulated" and recs["numba/v1_naive"]["verified"]
     assert (recs["cuda/v1_naive"]["m"], recs["cuda/v1_naive"]["k"]) == (64, 80)  # modeled at the asked shape
     assert recs["cuda/v1_naive"]["model"]["modeled_intensity"] == pytest.approx(2 * 80 / (8 * 80 + 4))
-    assert recs["cuda/v1_naive"]["model"]["bound"] == "memory"
+    assert recs["cuda/v1_naive"]["model"]["seed_bound"] == "memory"  # the seeds' view; the levels are beneath it
 
 
 def test_verify_reports_pass_per_shape():

@@ -6,7 +6,7 @@ Bandwidths through DRAM and L2 are bytes per second over event-timed launches; s
 per SM and clock, from clock64 around each probe's loop, so they hold at any clock the SMs run at. Each probe
 runs in a few configurations and keeps the best: a roof is what the hardware can do, and a probe that falls short
 of it would let a kernel pass its roof. ``gemmlab roofline --measure --json FILE`` writes them; the last
-measurement of each GPU is also kept in gemmlab's cache.
+measurement of each GPU is also kept in gemmlab's cache, where the benchmark's records take their roofs from.
 """
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from gemmlab.cache import cache_root, write_json
+from gemmlab.analysis.ceilings import LEVEL_KEYS, Ceilings, with_measured
+from gemmlab.cache import cache_root, read_json, write_json
 from gemmlab.problem import Problem
 
 L2_BUFFERS_MB = (8, 16, 24)  # well inside the half of the L2 that lines every SM reads stay in
@@ -25,6 +26,7 @@ BULK = ((16384, 8), (32768, 6))  # (bytes per copy, ring slots)
 SMEM_UNROLL = (4, 8)
 FFMA_CHAINS = 16
 TC_TILE = {"BM": 128, "BN": 256}  # tc4's tile: two consumer warpgroups of wgmma m64n256
+LEVEL_KEYS_BY_NAME = {key: level for level, key in LEVEL_KEYS.items()}
 MAGIC = 0x9E3779B9  # a value the probes' running sums never take: their stores never happen
 
 
@@ -193,3 +195,15 @@ def measure_ceilings(copy_bytes: int = 1 << 30, gemm_size: int = 8192) -> dict:
 
 def stored_path(gpu_name: str) -> Path:
     return cache_root() / "ceilings" / (re.sub(r"[^A-Za-z0-9]+", "_", gpu_name).strip("_") + ".json")
+
+
+def stored_ceilings(base: Ceilings) -> Ceilings:
+    """``base`` with the figures of this GPU's last stored measurement in place of those ``base`` did not measure
+    itself (a copy bandwidth measured in the same run stays)."""
+    stored = read_json(stored_path(base.gpu))
+    if not stored:
+        return base
+    own = {level for level, source in base.source.items() if source == "measured"}
+    keep = {k: v for k, v in stored.items() if LEVEL_KEYS_BY_NAME.get(k) not in own}
+    origin = f"{stored_path(base.gpu)} ({stored.get('time', 'undated')})"
+    return with_measured(base, keep, origin if base.origin == "datasheet" else f"{base.origin}; {origin}")
