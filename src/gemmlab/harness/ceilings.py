@@ -109,12 +109,16 @@ def l2_bandwidth(sm_count: int) -> dict:
     return {"l2_gbs": best["gbs"], "l2_best": best, "l2_trials": trials}
 
 
+ALONE_SMEM = 120 * 1024  # more than half an SM's shared memory: no two CTAs of a probe share an SM
+
+
 def _per_clock(source: str, entry: str, defines: dict, block: int, smem: int, args, work_per_cta: float,
                sm_count: int) -> float:
     """Work per SM and clock of a probe run with one CTA per SM: the median CTA's work over its clock64 span."""
     import cupy
 
     cycles = cupy.zeros(sm_count, cupy.int64)
+    smem = max(smem, ALONE_SMEM)
     k = _kernel(source, entry, defines, smem)
     for _ in range(3):  # the first launch warms the clocks; the last is read
         _launch(k, (sm_count, 1, 1), (block, 1, 1), args + (cycles.data.ptr,), smem)
