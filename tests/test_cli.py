@@ -51,7 +51,7 @@ def test_bench_cpu_only_end_to_end(tmp_path):
     assert all(r["status"] == "passed" and r["rel_err"] < 1e-5 for r in sim["simulator"])
     assert (naive["m"], naive["k"]) == (64, 80)  # modeled at the asked shape
     assert naive["model"]["modeled_intensity"] == pytest.approx(2 * 80 / (8 * 80 + 4))
-    assert naive["model"]["bound"] == "memory"
+    assert naive["model"]["seed_bound"] == "memory"  # the seeds' view; the levels are beneath it
 
     # its report is not headed with a GPU it did not run on, and the summary keeps the CPU rows it timed
     proc = gemmlab("report", str(out), "--out", str(tmp_path / "report"))

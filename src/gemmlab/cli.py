@@ -225,23 +225,81 @@ def cmd_verify(args) -> int:
 
 
 def cmd_roofline(args) -> int:
-    from gemmlab.analysis.roofline import DEVICES, device_spec, measure_ceilings, model, seed_examples
+    from gemmlab.analysis import remodel
+    from gemmlab.analysis.ceilings import load as load_ceilings, with_measured
+    from gemmlab.analysis.roofline import DEVICES, ceilings_for, device_spec, model, seed_examples
     from gemmlab import device
+    from gemmlab.harness.ceilings import stored_ceilings
     from gemmlab.problem import SEED_SHAPE, Problem
+    from gemmlab.report.data import load_results
 
-    # CPU kernels have no place under a GPU roofline
-    specs = [s for s in _specs(args.kernels) if s.device != "cpu"]
-    if not specs:
-        raise UnknownKernelError(f"no GPU kernel matches {args.kernels!r}; the roofline models GPU kernels only")
+    def roofs_of(dev, results=None):
+        """The datasheet of ``dev``, what a results file measured in its own run, then --ceilings on top."""
+        base = ceilings_for(dev)
+        measured = ((results or {}).get("env") or {}).get("ceilings") or {}
+        if measured:  # older runs measured the copy alone, as copy_bw_gbs
+            base = with_measured(base, {**measured, "dram_gbs": measured.get("dram_gbs") or measured.get("copy_bw_gbs")},
+                                 "the run's own measurement (env.ceilings)")
+        return load_ceilings(args.ceilings, base) if args.ceilings else base
+
+    if args.measure:
+        from gemmlab.harness.ceilings import measure_ceilings
+
+        json_path = _output(args.json, "--json") if args.json else None
+        info = device.require_gpu("gemmlab roofline --measure")
+        measured = measure_ceilings()
+        measured["command"] = _command(args)
+        if json_path:
+            _write(json_path, json.dumps(measured, indent=1, default=float))
+            console.print(f"wrote {json_path}")
+        roofs = load_ceilings(args.json, ceilings_for(device_spec(info.name))) if args.json else \
+            stored_ceilings(ceilings_for(device_spec(info.name)))
+        console.print(f"measured: {roofs.describe()}", highlight=False)
+        console.print(f"(reference: cuBLAS FP32 {measured['cublas_fp32_tflops']:.1f} TFLOPS at "
+                      f"{measured['cublas_fp32_shape']}³; SM clock {measured['clock'].get('median_mhz', 0):.0f} MHz)",
+                      highlight=False)
+        return 0
+    if args.remodel:
+        for name in args.remodel:
+            path = Path(name)
+            results = load_results(path)
+            gpu = ((results.get("env") or {}).get("gpu") or {}).get("name") or "h200"
+            roofs = roofs_of(device_spec(gpu), results)
+            command = _command(args)
+            out, skipped = remodel.remodel_results(results, roofs, command)
+            path.write_text(json.dumps(out, indent=1, default=float))
+            console.print(f"{path}: {len(out['records']) - len(skipped)} records remodeled under {roofs.describe()}",
+                          highlight=False)
+            for line in skipped:
+                console.print(f"  [yellow]kept the old model:[/] {line}", highlight=False)
+        return 0
+    if args.check:
+        above, reasons = 0, {}
+        t = Table(title="verified GPU records against their own roofline", header_style="bold", title_justify="left")
+        for col in ("file", "kernel", "shape", "MHz", "measured TFLOPS", "predicted TFLOPS", "bound",
+                    "time / predicted"):
+            t.add_column(col, justify="right" if "TFLOPS" in col or col in ("MHz", "time / predicted") else "left")
+        for name in args.check:
+            for row in remodel.check_records(load_results(name)):
+                above += row.above
+                named = row.ratio > remodel.RATIO_NAMED and row.unmodeled
+                if named:
+                    reasons[row.kernel] = row.unmodeled
+                t.add_row(Path(name).name, row.kernel, row.shape, f"{row.clock_mhz or 0:.0f}",
+                          f"{row.measured_tflops:.1f}", f"{row.predicted_tflops:.1f}", row.bound,
+                          "[bold red]ABOVE[/]" if row.above else f"{row.ratio:.2f}" + (" *" if named else ""))
+        console.print(t)
+        for kernel, reason in reasons.items():
+            console.print(f"* {kernel}: {reason}", highlight=False)
+        console.print(f"{above} record(s) above their own ceiling", highlight=False)
+        return 1 if above else 0
+
     info = device.gpu()
     dev = device_spec(args.gpu or (info.name if info else "h200"))
-    bw = None
-    if args.measure:
-        ceilings = measure_ceilings() if device.require_gpu("roofline --measure") else None
-        bw = ceilings["copy_bw_gbs"]
-        console.print(f"measured on {info.name}: copy {bw:.0f} GB/s, cuBLAS FP32 {ceilings['cublas_fp32_tflops']:.1f} "
-                      f"TFLOPS at {ceilings['cublas_fp32_shape']}³")
-    t = Table(title="devices (dense datasheet peaks)", header_style="bold", title_justify="left")
+    roofs = roofs_of(dev)
+    if not args.ceilings and info is not None and not args.gpu:
+        roofs = stored_ceilings(roofs)
+    t = Table(title="devices (dense datasheet peaks: the seeds' roofs)", header_style="bold", title_justify="left")
     for col in ("device", "DRAM GB/s", "FP32", "TF32", "BF16", "ridge FP32", "ridge TF32", "ridge BF16"):
         t.add_column(col, justify="left" if col == "device" else "right")
     for d in DEVICES.values():
@@ -252,19 +310,28 @@ def cmd_roofline(args) -> int:
     console.print(f"the seeds' numbers: A100 ridge {ex['a100_ridge']:.1f} FLOP/byte; naive kernel intensity "
                   f"{ex['naive_intensity']:.2f} FLOP/byte at any size; 4096³ best intensity {ex['square_intensity_4096']:.1f} "
                   f"(= N/6); naive re-reads at 4096³: {ex['naive_redundancy_4096']:.0f}× the compulsory input bytes")
+    # CPU kernels have no place under a GPU roofline
+    specs = [s for s in _specs(args.kernels) if s.device != "cpu"]
+    if not specs:
+        raise UnknownKernelError(f"no GPU kernel matches {args.kernels!r}; the roofline models GPU kernels only")
+    console.print(f"roofs of the hierarchy: {roofs.describe()}", highlight=False)
     for shape in args.shape or [SEED_SHAPE]:
-        t = Table(title=f"{dev.name}, {shape[0]}×{shape[1]}×{shape[2]} (M×N×K)", header_style="bold", title_justify="left")
-        for col in ("kernel", "precision", "GFLOP", "compulsory MB", "best I", "modeled MB read", "model I",
-                    "ridge", "bound", "roofline TFLOPS"):
-            t.add_column(col, justify="left" if col in ("kernel", "bound", "precision") else "right")
+        t = Table(title=f"{dev.name}, {shape[0]}×{shape[1]}×{shape[2]} (M×N×K): the seeds' cache-free view, then "
+                        "the hierarchy beneath it", header_style="bold", title_justify="left")
+        for col in ("kernel", "GFLOP", "best I", "seeds: global MB", "I", "ridge", "bound", "TFLOPS",
+                    "DRAM MB", "L2 MB", "smem/L1 MB", "bound ", "TFLOPS "):
+            t.add_column(col, justify="left" if col.strip() in ("kernel", "bound") else "right")
         for s in specs:
-            pr = Problem(*shape, s.precision)
-            km = model(s, pr, dev, bw)
-            ridge = dev.peak_tflops(s.precision) * 1e3 / (bw or dev.dram_gbs)
-            t.add_row(s.name, s.precision, f"{km.flops / 1e9:.1f}", f"{km.compulsory_bytes / 1e6:.1f}", f"{km.intensity:.1f}",
-                      f"{km.modeled_read_bytes / 1e6:.0f}", f"{km.modeled_intensity:.2f}", f"{ridge:.1f}", km.bound,
-                      f"{km.predicted_tflops:.1f}")
+            km = model(s, Problem(*shape, s.precision), roofs)
+            t.add_row(s.name, f"{km.flops / 1e9:.1f}", f"{km.intensity:.1f}",
+                      f"{(km.modeled_read_bytes + km.modeled_write_bytes) / 1e6:,.0f}", f"{km.modeled_intensity:.2f}",
+                      f"{km.seed_ridge:.1f}", km.seed_bound, f"{km.seed_predicted_tflops:.1f}",
+                      f"{km.dram_bytes / 1e6:,.0f}", f"{km.l2_bytes / 1e6:,.0f}", f"{km.smem_bytes / 1e6:,.0f}",
+                      km.bound, f"{km.predicted_tflops:.1f}")
         console.print(t)
+    console.print("seeds: every global load counted as DRAM traffic (I = FLOP per such byte, against the datasheet "
+                  "ridge); hierarchy: each level's modeled bytes against its own roof, the arithmetic at the maximum "
+                  "clock, the largest time binds", style="dim")
     return 0
 
 
@@ -407,11 +474,18 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", help="write the results here")
     s.set_defaults(func=cmd_verify)
 
-    s = sub.add_parser("roofline", help="the seeds' analysis: intensity, ridge point, bound per kernel")
+    s = sub.add_parser("roofline", help="the seeds' analysis and the cache-aware roofline beneath it, per kernel")
     s.add_argument("--gpu", type=_gpu, default=None, help="a100, h100, h200 (default: the present GPU, else h200)")
     s.add_argument("--shape", action="append", type=_shape, help=shape_help)
     s.add_argument("--kernels")
-    s.add_argument("--measure", action="store_true", help="measure copy bandwidth and cuBLAS FP32 on this GPU")
+    s.add_argument("--measure", action="store_true",
+                   help="measure this GPU's roofs (DRAM, L2, shared memory, each precision's FLOPs per clock)")
+    s.add_argument("--json", help="with --measure: write the ceilings here")
+    s.add_argument("--ceilings", help="a ceilings JSON (from --measure --json) whose roofs replace the datasheet's")
+    s.add_argument("--remodel", nargs="+", metavar="RESULTS", help="recompute the model of every record in these "
+                   "results files (measured fields untouched) and write them back")
+    s.add_argument("--check", nargs="+", metavar="RESULTS", help="each verified GPU record against its own predicted "
+                   "TFLOPS; exit 1 if any is above")
     s.set_defaults(func=cmd_roofline)
 
     s = sub.add_parser("report", help="Markdown and PNG report from a saved results JSON")

@@ -18,10 +18,11 @@ from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from gemmlab.analysis.roofline import DeviceSpec, device_spec, measure_ceilings, model
+from gemmlab.analysis.roofline import DeviceSpec, at_clock, ceilings_for, device_spec, model
 from gemmlab.errors import CompileError, GemmlabError, SizeLimitError
 from gemmlab import device
 from gemmlab.harness import env
+from gemmlab.harness.ceilings import measure_ceilings, stored_ceilings
 from gemmlab.harness.reference import tolerance_for
 from gemmlab.harness.timing import (BlockOptions, TimingOptions, rotation_sets, time_blocks, time_cpu, time_gpu,
                                     time_interleaved)
@@ -114,7 +115,9 @@ def _selected(opts: BenchOptions) -> list[KernelSpec]:
 
 
 def _record(spec: KernelSpec, problem: Problem, dev: DeviceSpec, bw_gbs: float | None) -> dict:
-    km = model(spec, problem, dev, bw_gbs)
+    # the roofs: this GPU's last measured ceilings where `gemmlab roofline --measure` stored some, with the copy
+    # bandwidth this run measured; the clock is the maximum until the timing says which one the run held
+    km = model(spec, problem, stored_ceilings(ceilings_for(dev, bw_gbs)))
     return {
         "kernel": spec.name, "backend": spec.backend, "level": spec.level, "precision": spec.precision,
         "title": spec.title, "params": dict(spec.for_problem(problem).params), "m": problem.m, "n": problem.n, "k": problem.k,
@@ -128,6 +131,9 @@ def _record(spec: KernelSpec, problem: Problem, dev: DeviceSpec, bw_gbs: float |
 
 def _fill_timing(rec: dict, timing, problem: Problem, dev: DeviceSpec, bw_gbs: float | None) -> None:
     rec.update(timing.summary())
+    clock = (rec.get("clock") or {}).get("median_mhz")
+    if clock:
+        rec["model"] = at_clock(rec["model"], clock)
     seconds = rec["median_ms"] / 1e3
     rec["tflops"] = problem.flops() / seconds / 1e12
     rec["gflops"] = rec["tflops"] * 1e3

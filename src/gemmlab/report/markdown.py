@@ -191,6 +191,40 @@ def traffic_section(records: list[dict], roofs_by_prec: dict) -> list[str]:
     return lines + [""]
 
 
+def hierarchy_section(records: list[dict]) -> list[str]:
+    """The cache-aware roofline against Nsight Compute: for each profiled record, the DRAM and L2 bytes the model
+    counts beside ncu's dram__bytes and lts__t_bytes, and the predicted time beside the measured one, with the
+    level that binds and, past 1.5×, what the model says it leaves out."""
+    lines = ["## The roofline's levels against counters", ""]
+    modeled = [r for r in records if "levels" in (r.get("model") or {})]
+    if not modeled:
+        return lines + ["These records carry only the seeds' model; `gemmlab roofline --remodel RESULTS.json "
+                        "--ceilings CEILINGS.json` adds the levels beneath it.", ""]
+    rows = []
+    for rec in sorted((r for r in modeled if D.profiled(r)),
+                      key=lambda r: (D.PRECISION_ORDER.get(r.get("precision"), 9), D.shape_of(r), D.sort_key(r))):
+        m = rec["model"]
+        dram, l2 = D.dram_bytes(rec), D.l2_bytes(rec)
+        ratio = rec["median_ms"] / m["predicted_ms"] if rec.get("median_ms") and m.get("predicted_ms") else None
+        rows.append([f"`{rec['kernel']}`", D.shape_label(D.shape_of(rec)), D.fmt_bytes(m["dram_bytes"]),
+                     D.fmt_bytes(dram), _ratio(m["dram_bytes"] / dram if dram else None), D.fmt_bytes(m["l2_bytes"]),
+                     D.fmt_bytes(l2), _ratio(m["l2_bytes"] / l2 if l2 else None), D.fmt(m["predicted_ms"]),
+                     D.fmt(rec.get("median_ms")), _ratio(ratio), str(m.get("bound")),
+                     m.get("unmodeled", "") if ratio and ratio > 1.5 else ""])
+    if not rows:
+        return lines + ["No record with the levels was profiled; `gemmlab profile KERNEL --json RESULTS.json` adds "
+                        "Nsight Compute's counters.", ""]
+    lines += _table(["kernel", "shape", "DRAM model", "DRAM (ncu)", "model / ncu", "L2 model", "L2 (ncu lts)",
+                     "model / ncu", "predicted ms", "measured ms", "measured / predicted", "bound",
+                     "what the model leaves out"], rows, "llrrrrrrrrrll")
+    roofs = next(r["model"] for r in modeled)
+    lines += ["", f"DRAM model: what the L2 cannot keep of the tile re-reads, one wave of tiles at a time in the "
+                  f"kernel's own order; L2 model: the tile re-reads between the SMs and L2 (dram__bytes, lts__t_bytes "
+                  f"from one cold-L2 launch under ncu). Predicted: the largest of the levels' times, the arithmetic at "
+                  f"the clock the timing held. Roofs: {roofs.get('ceilings')}.", ""]
+    return lines
+
+
 def render_markdown(results: dict, source: str, figures: dict | None = None, link: str | None = None,
                     out_dir: str = "<dir>") -> str:
     """The whole report. ``source`` is the JSON path as given on the command line, ``link`` the same file relative
@@ -250,6 +284,7 @@ def render_markdown(results: dict, source: str, figures: dict | None = None, lin
                 lines += [f"![roofline {p} {D.shape_label(shape)}]({figures[('roofline', p, shape)]})", ""]
 
     lines += traffic_section(records, roofs_by_prec)
+    lines += hierarchy_section(records)
 
     noise = results.get("noise") or []
     if noise:

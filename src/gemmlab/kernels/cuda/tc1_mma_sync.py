@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from gemmlab.kernels.cuda._kernel import SEED_SIGNATURE, CudaKernel
 from gemmlab.kernels.geometry import Geometry, ceil_div
-from gemmlab.kernels.spec import tiled_traffic
+from gemmlab.kernels.spec import SM_COUNT, tiled_traffic
 
 PARAMS = {"BM": 128, "BN": 128, "BK": 32, "STAGES": 3}
 ELEM = {"bf16": 2, "tf32": 4}
@@ -77,7 +77,9 @@ SPECS = [
         title=f"{prec} mma.sync tensor cores, ldmatrix, 3-stage cp.async, 128x128 tile",
         source="tc1_mma_sync.cu", entry="tc1_mma_sync", params=dict(PARAMS),
         geometry=_geometry(prec), constraints=_constraints(prec),
-        traffic_model=lambda pr: tiled_traffic(pr, 128, 128), doc=__doc__,
+        traffic_model=lambda pr, sm_count=SM_COUNT: tiled_traffic(pr, 128, 128, warp=(64, 32)),
+        doc=__doc__, unmodeled="a pipeline the model leaves out: warp-level mma.sync fed by ldmatrix, slower on "
+                               "Hopper than the wgmma rate the compute roof is, its address arithmetic in the warps",
     )
     for prec in ("bf16", "tf32")
 ]

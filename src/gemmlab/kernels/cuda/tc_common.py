@@ -19,6 +19,7 @@ partials' workspace and the per-tile flags that the kernel finds in its argument
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from gemmlab.errors import LayoutError, Refusal, SizeLimitError
@@ -26,7 +27,7 @@ from gemmlab.kernels.cuda._kernel import CudaKernel
 from gemmlab.kernels.cuda._tma import TiledMap
 from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout
-from gemmlab.kernels.spec import INT32_MAX, Traffic
+from gemmlab.kernels.spec import INT32_MAX, SM_COUNT, Traffic, tile_walk, tiled_traffic
 from gemmlab.problem import Problem
 
 SPECS: list = []  # helpers only; the levels register themselves
@@ -74,15 +75,7 @@ def wgmma_desc(addr: int, lbo: int, sbo: int) -> int:
 def tile_order(tiles_m: int, tiles_n: int, group_m: int) -> list[tuple[int, int]]:
     """The (row, column) of each cluster tile in the order tc4's scheduler hands them out: grouped order, odd
     groups walking their columns right to left (the snake order)."""
-    order = []
-    for t in range(tiles_m * tiles_n):
-        group = group_m * tiles_n
-        first = (t // group) * group_m
-        rows = min(tiles_m - first, group_m)
-        r = t % group
-        tn = r // rows
-        order.append((first + r % rows, tiles_n - 1 - tn if (t // group) % 2 else tn))
-    return order
+    return tile_walk(tiles_m, tiles_n, group_m, snake=True)
 
 
 # ---- stream-K (tc6) --------------------------------------------------------------------------------------------
@@ -235,43 +228,60 @@ def wgmma_constraints(p: dict, specialized: bool, swap_ab: bool = False) -> list
 
 
 def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, prepass: bool | None = None,
-                  stream_k: bool = False, sk_fill: int = SK_FILL, sk_skip: int = SK_SKIP_FILL,
-                  sm_count: int = 132, whole=None, narrow: dict | None = None):
+                  stream_k: bool = False, sk_fill: int = SK_FILL, sk_skip: int = SK_SKIP_FILL, whole=None,
+                  narrow: dict | None = None, persistent: bool = False, group_m: int = 1, swap_ab: bool = False,
+                  epi_tma: bool = False):
     """A read once per cluster of CN·BN columns, B once per cluster of CM·BM rows (multicast shares an operand
     within a cluster), C written once; the TF32 transpose pre-pass (tc2-tc4: B read and Bᵀ written) on top. With
     ``stream_k``, each partial accumulator (4·BM·BN bytes) is written once and read once by its tile's owner, for
     the grid that a GPU of ``sm_count`` SMs gets; where no tile is split, ``whole`` (the base level's model).
     ``narrow``: the whole-tile parameters whose NARROW_BN choice (narrow_pays) the launch follows: the tiles are
-    NARROW_BN wide there, and a stream-K level runs the base level (``whole``)."""
+    NARROW_BN wide there, and a stream-K level runs the base level (``whole``).
+
+    Beneath the L2 traffic: each consumer warpgroup's wgmma reads its 64 rows of A and the tile's BN columns of B
+    from shared memory per k (with ``swap_ab``, all BM rows of A and its 64 columns of B), after TMA wrote each
+    CTA's A and B tiles there, and ``epi_tma`` stages C there once more on its way out. A ``persistent`` grid
+    walks its (cluster) tiles ``group_m`` rows at a time in the snake order, one wave per resident cluster; the
+    other levels launch a 2-D grid, row-major, as many CTAs at a time as the SMs hold."""
     prepass = precision == "tf32" if prepass is None else prepass
 
-    def model(problem: Problem) -> Traffic:
+    def model(problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
         m, n, k = problem.shape
         bn_ = bn
         if narrow is not None and narrow_pays(m, n, narrow, sm_count):
             if whole is not None:
-                return whole(problem)
+                return whole(problem, sm_count)
             bn_ = narrow["NARROW_BN"]
-        if stream_k and whole is not None:
-            tiles, kt = ceil_div(m, bm) * ceil_div(n, bn), ceil_div(k, bk(precision))
-            if stream_k_dp_tiles(tiles, stream_k_grid(tiles, kt, sm_count), sk_fill, sk_skip) == tiles:
-                return whole(problem)
-        e = problem.prec.input_bytes
-        read = e * (m * k * ceil_div(n, bn_ * cn) + k * n * ceil_div(m, bm * cm))
-        write = 4 * m * n
+        tiles, kt = ceil_div(m, bm) * ceil_div(n, bn), ceil_div(k, bk(precision))
+        grid = stream_k_grid(tiles, kt, sm_count) if stream_k else 0
+        if stream_k and whole is not None and stream_k_dp_tiles(tiles, grid, sk_fill, sk_skip) == tiles:
+            return whole(problem, sm_count)
+        wave = None  # a 2-D grid: as many CTAs at once as the SMs hold
+        if stream_k:
+            wave = grid
+        elif persistent:  # one wave of resident clusters, never more than the tiles
+            wave = max(1, min(ceil_div(m, bm * cm) * ceil_div(n, bn_ * cn), sm_count // (cm * cn)))
+        warp = (bm, 64) if swap_ab else (64, bn_)
+        t = tiled_traffic(problem, bm, bn_, warp=warp, group_m=group_m if wave else 1, snake=bool(wave),
+                          wave=wave, cluster=(cm, cn))
+        read, write, smem, walk = t.global_read, t.global_write, t.smem, t.walk
         basis = (f"A once per {bn_ * cn}-column {'cluster' if cn > 1 else 'tile'}, "
                  f"B once per {bm * cm}-row {'cluster' if cm > 1 else 'tile'}")
+        if epi_tma:
+            smem += 2 * 4 * walk.tiles_m * bm * cm * walk.tiles_n * bn_ * cn
+        extra = 0.0
         if prepass:
             read += 4 * k * n
             write += 4 * k * n
+            extra = 8 * k * n
             basis += ", plus the Bᵀ pre-pass (read B, write Bᵀ)"
         if stream_k:
-            tiles, kt = ceil_div(m, bm) * ceil_div(n, bn), ceil_div(k, bk(precision))
-            partials = stream_k_partials(tiles, stream_k_grid(tiles, kt, sm_count), kt, sk_fill, sk_skip)
+            partials = stream_k_partials(tiles, grid, kt, sk_fill, sk_skip)
             read += 4 * bm * bn * partials
             write += 4 * bm * bn * partials
+            walk = dataclasses.replace(walk, split_tail=tiles - stream_k_dp_tiles(tiles, grid, sk_fill, sk_skip))
             basis += f", plus {partials} stream-K partials written and read back ({sm_count} SMs)"
-        return Traffic(read, write, basis)
+        return Traffic(read, write, basis, l2_read=read, l2_write=write, smem=smem, walk=walk, prepass=extra)
 
     return model
 

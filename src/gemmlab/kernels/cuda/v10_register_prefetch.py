@@ -89,4 +89,5 @@ TUNED: dict[str, dict[str, dict]] = {
 }
 SPECS = [make_spec("cuda/v10_register_prefetch", 10, "register prefetch into two shared stages, tile tuned per shape",
                    PARAMS, __doc__, cls=AutotunedKernel, family="cuda/v10_register_prefetch", tuned=TUNED,
-                   make=make_spec)]
+                   make=make_spec, unmodeled="issue slots: every non-FFMA instruction of the loop (shared loads, "
+                                            "staging stores, address arithmetic) takes an FFMA issue slot")]

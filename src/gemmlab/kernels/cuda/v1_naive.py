@@ -27,5 +27,6 @@ SPECS = [
         name="cuda/v1_naive", level=1, precision="fp32", title="naive: one thread per C element",
         source="v1_naive.cu", entry="v1_naive", params={"BX": 32, "BY": 32},
         geometry=_geometry, constraints=_constraints, traffic_model=naive_traffic, doc=__doc__,
+        unmodeled="latency: each FFMA waits on its own two loads, with no other work in the thread to overlap them",
     )
 ]

@@ -9,7 +9,7 @@ Predicted gain: about 2.5× V2's time (V2 reaches about 6 TFLOPS at 4096³ here,
 Ragged shapes: tiles past an edge are staged as zeros and stores are guarded.
 """
 from gemmlab.kernels.cuda._kernel import CudaKernel
-from gemmlab.kernels.cuda._sgemm import block_tile_grid, scalar_staging_errors, traffic_of
+from gemmlab.kernels.cuda._sgemm import block_tile_grid, scalar_staging_errors, thread_tile_warp, traffic_of
 
 
 def _threads(p):
@@ -25,6 +25,8 @@ SPECS = [
     CudaKernel(
         name="cuda/v3_1d_blocktile", level=3, precision="fp32", title="1D block tiling: 8 outputs per thread",
         source="v3_1d_blocktile.cu", entry="v3_1d_blocktile", params=PARAMS,
-        geometry=block_tile_grid(_threads), constraints=_constraints, traffic_model=traffic_of(PARAMS), doc=__doc__,
+        geometry=block_tile_grid(_threads), constraints=_constraints,
+        traffic_model=traffic_of(PARAMS, warp=thread_tile_warp(PARAMS, PARAMS["TM"], 1)), doc=__doc__,
+        unmodeled="issue slots: nine shared loads for every eight FFMA",
     )
 ]

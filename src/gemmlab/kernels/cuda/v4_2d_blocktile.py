@@ -9,7 +9,7 @@ The loads are still scalar and A is stored row-major, so a thread's 8 reads of A
 shared loads down a column: that is V5's target.
 """
 from gemmlab.kernels.cuda._kernel import CudaKernel
-from gemmlab.kernels.cuda._sgemm import block_tile_grid, scalar_staging_errors, traffic_of
+from gemmlab.kernels.cuda._sgemm import block_tile_grid, scalar_staging_errors, thread_tile_warp, traffic_of
 
 
 def _threads(p):
@@ -25,6 +25,9 @@ SPECS = [
     CudaKernel(
         name="cuda/v4_2d_blocktile", level=4, precision="fp32", title="2D block tiling: 8×8 register tile",
         source="v4_2d_blocktile.cu", entry="v4_2d_blocktile", params=PARAMS,
-        geometry=block_tile_grid(_threads), constraints=_constraints, traffic_model=traffic_of(PARAMS), doc=__doc__,
+        geometry=block_tile_grid(_threads), constraints=_constraints,
+        traffic_model=traffic_of(PARAMS, warp=thread_tile_warp(PARAMS, PARAMS["TM"], PARAMS["TN"])), doc=__doc__,
+        unmodeled="issue slots and occupancy: 16 scalar shared loads per 64 FFMA take FFMA issue slots, and its "
+                  "registers leave one CTA of 8 warps per SM to hide shared and global latency",
     )
 ]

@@ -11,7 +11,7 @@ Predicted gain: 1.2-1.4× V4. The transposing stores conflict 2-way in shared me
 of B read by neighbouring lanes are 32 bytes apart (2-way conflicts too): V6 removes both.
 """
 from gemmlab.kernels.cuda._kernel import CudaKernel
-from gemmlab.kernels.cuda._sgemm import block_tile_grid, divides, staged_quads_errors, traffic_of
+from gemmlab.kernels.cuda._sgemm import block_tile_grid, divides, staged_quads_errors, thread_tile_warp, traffic_of
 
 
 def _threads(p):
@@ -30,6 +30,9 @@ SPECS = [
     CudaKernel(
         name="cuda/v5_vectorized", level=5, precision="fp32", title="128-bit loads, A transposed in shared memory",
         source="v5_vectorized.cu", entry="v5_vectorized", params=PARAMS,
-        geometry=block_tile_grid(_threads), constraints=_constraints, traffic_model=traffic_of(PARAMS), doc=__doc__,
+        geometry=block_tile_grid(_threads), constraints=_constraints,
+        traffic_model=traffic_of(PARAMS, warp=thread_tile_warp(PARAMS, 8, 8)), doc=__doc__,
+        unmodeled="bank conflicts and latency: 2-way conflicts on the transposing stores and on half of B's loads "
+                  "(V6's target); every warp waits on each k tile's global loads (load, barrier, compute, barrier)",
     )
 ]

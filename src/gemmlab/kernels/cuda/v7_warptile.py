@@ -36,5 +36,7 @@ SPECS = [
         name="cuda/v7_warptile", level=7, precision="fp32", title="warp tiling: 64×32 warp tiles, 8×8 per lane",
         source="v7_warptile.cu", entry="v7_warptile", params=PARAMS,
         geometry=block_tile_grid(_threads), constraints=_constraints, traffic_model=traffic_of(PARAMS), doc=__doc__,
+        unmodeled="latency: every warp waits on each k tile's global loads (load, barrier, compute, barrier), with "
+                  "two CTAs per SM to cover them (V8's target)",
     )
 ]

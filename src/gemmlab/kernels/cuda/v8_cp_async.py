@@ -59,4 +59,6 @@ def make_spec(name: str, level: int, title: str, params: dict, doc: str, cls=Cud
 
 PARAMS = {"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "RM": 2, "RN": 2, "STAGES": 3, "GROUP_M": 1,
           "MIN_BLOCKS": 1, "KUNROLL": 8}
-SPECS = [make_spec("cuda/v8_cp_async", 8, "cp.async ring of 3 shared stages", PARAMS, __doc__)]
+SPECS = [make_spec("cuda/v8_cp_async", 8, "cp.async ring of 3 shared stages", PARAMS, __doc__,
+                   unmodeled="issue slots and occupancy: A arrives by 4-byte cp.async, four LDGSTS per quad, and "
+                             "its registers leave one CTA of 8 warps per SM")]

@@ -32,4 +32,5 @@ TUNED: dict[str, dict[str, dict]] = {
 
 
 SPECS = [make_spec("cuda/v9_autotuned", 9, "v8 with tile parameters tuned per shape", dict(V8_PARAMS), __doc__,
-                   cls=AutotunedKernel, family="cuda/v9_autotuned", tuned=TUNED, make=make_spec)]
+                   cls=AutotunedKernel, family="cuda/v9_autotuned", tuned=TUNED, make=make_spec,
+                   unmodeled="issue slots: V8's A path, four 4-byte LDGSTS per quad of A, at the tuned tile")]

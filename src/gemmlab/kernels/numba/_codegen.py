@@ -32,7 +32,7 @@ from numba import config, cuda, float32
 from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.numba._kernel import NumbaKernel, numba_plan
 from gemmlab.kernels.plan import ROW_MAJOR
-from gemmlab.kernels.spec import tiled_traffic
+from gemmlab.kernels.spec import SM_COUNT, tiled_traffic
 from gemmlab.problem import Problem
 
 SIMULATED = bool(config.ENABLE_CUDASIM)
@@ -598,9 +598,10 @@ def tiled_geometry(problem: Problem, params: dict) -> Geometry:
     return Geometry((ceil_div(problem.n, params["BN"]), ceil_div(problem.m, params["BM"]), 1), (threads, 1, 1))
 
 
-def level(name: str, level: int, title: str, tiling: Tiling, doc: str, **jit_options) -> GeneratedKernel:
+def level(name: str, level: int, title: str, tiling: Tiling, doc: str, unmodeled: str = "",
+          **jit_options) -> GeneratedKernel:
     """The spec of one generated level: the kernel at ``tiling`` and, when it uses 16-byte global accesses,
-    its 4-byte twin for unaligned problems."""
+    its 4-byte twin for unaligned problems. ``unmodeled``: see KernelSpec."""
     errors = tiling.errors()
     if errors:
         from gemmlab.errors import InvalidConfigError
@@ -615,8 +616,9 @@ def level(name: str, level: int, title: str, tiling: Tiling, doc: str, **jit_opt
     params = {f: getattr(tiling, f) for f in tiling.__dataclass_fields__}
     return GeneratedKernel(
         name=f"numba/{name}", level=level, precision="fp32", title=title, kernel=kernel, scalar=scalar,
-        tiling=tiling, source=src, jit_options=jit_options, params=params, geometry=tiled_geometry,
-        traffic_model=lambda pr: tiled_traffic(pr, tiling.BM, tiling.BN), doc=doc,
+        tiling=tiling, source=src, jit_options=jit_options, params=params, geometry=tiled_geometry, unmodeled=unmodeled,
+        traffic_model=lambda pr, sm_count=SM_COUNT: tiled_traffic(pr, tiling.BM, tiling.BN,
+                                                                  warp=(tiling.WM, tiling.WN)), doc=doc,
     )
 
 

@@ -29,5 +29,7 @@ SPECS = [
         kernel=v1_naive, params={"BX": BX, "BY": BY},
         geometry=lambda pr, p: Geometry((ceil_div(pr.n, p["BX"]), ceil_div(pr.m, p["BY"]), 1), (p["BX"], p["BY"], 1)),
         traffic_model=naive_traffic, doc=__doc__,
+        unmodeled="issue slots: numba's array indexing puts 64-bit index arithmetic, wraparound selects and shape "
+                  "loads around each of the two loads per FFMA",
     )
 ]

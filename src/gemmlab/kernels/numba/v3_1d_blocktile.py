@@ -18,4 +18,5 @@ from gemmlab.kernels.numba._codegen import Tiling, level
 # 64×64 block tile, BK=8; a warp is one row of 32 threads (WM=TM=8 rows, WN=32 columns), 16 warps.
 TILING = Tiling(BM=64, BN=64, BK=8, WM=8, WN=32, WMITER=1, WNITER=1, TM=8, TN=1)
 
-SPECS = [level("v3_1d_blocktile", 3, "1D block tiling: 64×64×8 tile, 8 results per thread", TILING, __doc__)]
+SPECS = [level("v3_1d_blocktile", 3, "1D block tiling: 64×64×8 tile, 8 results per thread", TILING, __doc__,
+               unmodeled="issue slots: nine shared loads for every eight FFMA")]

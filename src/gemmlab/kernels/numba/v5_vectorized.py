@@ -19,4 +19,6 @@ from gemmlab.kernels.numba._codegen import Tiling, level
 TILING = Tiling(BM=128, BN=128, BK=8, WM=16, WN=128, WMITER=1, WNITER=1, TM=8, TN=8, VEC=4, SVEC=True, APAD=0)
 
 SPECS = [level("v5_vectorized", 5, "v4 with 16-byte global and shared accesses", TILING, __doc__,
-               launch_bounds=(256, 2))]
+               launch_bounds=(256, 2),
+               unmodeled="bank conflicts and latency: no padding, so B's reads and A's transposing stores "
+                         "conflict (v7's target), and each k tile's global loads are waited for")]

@@ -17,4 +17,6 @@ from gemmlab.kernels.numba._codegen import Tiling, level
 TILING = Tiling(BM=128, BN=128, BK=8, WM=64, WN=32, WMITER=2, WNITER=2, TM=4, TN=4, VEC=4, SVEC=True, APAD=4)
 
 SPECS = [level("v7_warptile", 7, "warp tiling: 64×32 warp tiles, 2×2 sub-tiles of 4×4 per lane", TILING,
-               __doc__, launch_bounds=(256, 2))]
+               __doc__, launch_bounds=(256, 2),
+               unmodeled="latency: each k tile's global loads are waited for before its FFMAs (load, barrier, compute, "
+                         "barrier)")]

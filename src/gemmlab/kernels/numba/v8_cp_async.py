@@ -25,4 +25,6 @@ TILING = Tiling(BM=128, BN=128, BK=8, WM=64, WN=32, WMITER=2, WNITER=2, TM=4, TN
                 STAGES=3, ASYNC=True)
 
 SPECS = [level("v8_cp_async", 8, "v7 with a 3-stage cp.async ring: two k tiles in flight, one barrier per tile",
-               TILING, __doc__, launch_bounds=(256, 2))]
+               TILING, __doc__, launch_bounds=(256, 2),
+               unmodeled="issue slots: A arrives by 4-byte cp.async with 64-bit address selects, 512 FFMA among 675 "
+                         "instructions, and 12 bytes spill")]
