@@ -191,7 +191,7 @@ def cmd_bench_api(args, json_path: Path | None) -> int:
 def _earlier_run(path: Path) -> dict:
     """--append's file, read before the run: it must be a gemmlab bench results JSON."""
     from gemmlab.errors import ResultsFileError
-    from gemmlab.report.data import load_results
+    from gemmlab.results import load_results
 
     try:
         return load_results(path)
@@ -231,7 +231,7 @@ def cmd_roofline(args) -> int:
     from gemmlab import device
     from gemmlab.harness.ceilings import stored_ceilings
     from gemmlab.problem import SEED_SHAPE, Problem
-    from gemmlab.report.data import load_results
+    from gemmlab.results import load_results
 
     def roofs_of(dev, results=None):
         """The datasheet of ``dev``, what a results file measured in its own run, then --ceilings on top."""
@@ -294,6 +294,10 @@ def cmd_roofline(args) -> int:
         console.print(f"{above} record(s) above their own ceiling", highlight=False)
         return 1 if above else 0
 
+    # CPU kernels have no place under a GPU roofline
+    specs = [s for s in _specs(args.kernels) if s.device != "cpu"]
+    if not specs:
+        raise UnknownKernelError(f"no GPU kernel matches {args.kernels!r}; the roofline models GPU kernels only")
     info = device.gpu()
     dev = device_spec(args.gpu or (info.name if info else "h200"))
     roofs = roofs_of(dev)
@@ -310,10 +314,6 @@ def cmd_roofline(args) -> int:
     console.print(f"the seeds' numbers: A100 ridge {ex['a100_ridge']:.1f} FLOP/byte; naive kernel intensity "
                   f"{ex['naive_intensity']:.2f} FLOP/byte at any size; 4096³ best intensity {ex['square_intensity_4096']:.1f} "
                   f"(= N/6); naive re-reads at 4096³: {ex['naive_redundancy_4096']:.0f}× the compulsory input bytes")
-    # CPU kernels have no place under a GPU roofline
-    specs = [s for s in _specs(args.kernels) if s.device != "cpu"]
-    if not specs:
-        raise UnknownKernelError(f"no GPU kernel matches {args.kernels!r}; the roofline models GPU kernels only")
     console.print(f"roofs of the hierarchy: {roofs.describe()}", highlight=False)
     for shape in args.shape or [SEED_SHAPE]:
         t = Table(title=f"{dev.name}, {shape[0]}×{shape[1]}×{shape[2]} (M×N×K): the seeds' cache-free view, then "
@@ -362,8 +362,8 @@ def cmd_timeline(args) -> int:
 
     json_path = _output(args.json, "--json") if args.json else None
     specs = _specs(args.kernels)
-    for spec in specs:
-        timeline.instrumented(spec)  # every kernel named has stamps, before any GPU work
+    for spec in specs:  # every kernel named has stamps, before any GPU work
+        timeline.stamped(spec, Problem(*(args.shape or [(4096, 4096, 4096)])[0], spec.precision))
     records = [timeline.record(spec, Problem(*shape, spec.precision), launches=args.launches)
                for shape in args.shape or [(4096, 4096, 4096)] for spec in specs]
     results = {"env": {**collect(gpu(), "gpu"), "command": _command(args)}, "records": records}

@@ -18,7 +18,7 @@ from typing import Optional
 
 import torch
 
-from gemmlab import api
+from gemmlab import call
 from gemmlab.errors import GemmlabError, LayoutError, SizeLimitError
 
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
@@ -49,7 +49,7 @@ def direct(A, B, kernel, precision, out):
         raise LayoutError(f"out is a {type(out).__name__}; the operands are torch tensors")
     key = (kernel, precision, A.dtype, B.dtype, A.shape, B.shape, A.stride(), B.stride(), A.device, B.device,
            None if out is None else (out.dtype, out.shape, out.stride(), out.device, out.requires_grad))
-    prepared = api._plans.get(key)
+    prepared = call.plans.get(key)
     if prepared is None:
         prepared = _prepare(key, A, B, kernel, precision, out)
     if not prepared.on_device:
@@ -62,12 +62,12 @@ def direct(A, B, kernel, precision, out):
         try:
             c = prepared.torch_template.new_empty(prepared.out_shape)
         except torch.OutOfMemoryError:
-            raise SizeLimitError(api._gpu_memory_message(prepared.out_shape)) from None
+            raise SizeLimitError(call.gpu_memory_message(prepared.out_shape)) from None
     else:
         c = out
         cp = c.data_ptr()
-        if api._overlaps(cp, prepared.c_bytes, A.data_ptr(), prepared.span_a) or \
-                api._overlaps(cp, prepared.c_bytes, B.data_ptr(), prepared.span_b):
+        if call.overlaps(cp, prepared.c_bytes, A.data_ptr(), prepared.span_a) or \
+                call.overlaps(cp, prepared.c_bytes, B.data_ptr(), prepared.span_b):
             raise LayoutError("out overlaps A or B; gemmlab writes C while it reads them")
     index = prepared.device
     stream = _stream(index)
@@ -80,21 +80,21 @@ def direct(A, B, kernel, precision, out):
     return c
 
 
-def _prepare(key, A, B, kernel, precision, out) -> api.Prepared:
-    fa, fb = api._facts(A, "A"), api._facts(B, "B")
+def _prepare(key, A, B, kernel, precision, out) -> call.Prepared:
+    fa, fb = call.facts(A, "A"), call.facts(B, "B")
     if fa.device != fb.device:
-        raise LayoutError(api._devices_differ(fa, fb))
-    prepared = api._prepare(fa, fb, kernel, precision, fa.device)
+        raise LayoutError(call.devices_differ(fa, fb))
+    prepared = call.prepare(fa, fb, kernel, precision, fa.device)
     if out is not None:
-        api._check_out(out, "torch", prepared.out_shape, fa.device)
+        call.check_out(out, "torch", prepared.out_shape, fa.device)
     prepared.torch_template = torch.empty(0, dtype=torch.float32, device=A.device)
-    return api._remember(key, prepared)
+    return call.remember(key, prepared)
 
 
-def _host(prepared: api.Prepared, A, B, out):
+def _host(prepared: call.Prepared, A, B, out):
     """CPU tensors: NumPy views for a host kernel; a GPU kernel named for them copies to the GPU and back."""
     a, b = A.detach().numpy(), B.detach().numpy()
-    result = api._host_launch(prepared, a, b, None if out is None else out.detach().numpy())
+    result = call.host_launch(prepared, a, b, None if out is None else out.detach().numpy())
     return out if out is not None else torch.from_numpy(result)
 
 

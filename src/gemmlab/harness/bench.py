@@ -71,7 +71,7 @@ def _kind(spec: KernelSpec) -> str:
         return "cpu"
     if spec.simulable:
         return "simulator"
-    return "compiled" if hasattr(spec, "compile") else "gpu"
+    return "compiled" if spec.compiles else "gpu"
 
 
 def plan(opts: BenchOptions, info, why: str, dev: DeviceSpec, specs: list[KernelSpec] | None = None) -> str:
@@ -328,7 +328,7 @@ def _bench_one(spec, problem, rec, sets, opts, dev, bw, info, peer_launch=None):
     except CompileError as exc:
         rec["status"], rec["reason"] = "error", str(exc)
         return None
-    if hasattr(spec, "compile"):
+    if spec.compiles:
         rep = spec.for_problem(problem).compile(info.arch).report
         rec.update(registers=rep.registers, spills=rep.spills, smem_static=rep.smem_bytes)
     seed = kernel_seed(opts.seed, spec.name, problem.shape)

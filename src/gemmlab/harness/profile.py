@@ -357,7 +357,7 @@ def profile_command(args, console, json_path: Path | None = None) -> int:
     from gemmlab.device import require_gpu
     from gemmlab.errors import GemmlabError, ResultsFileError
     from gemmlab.kernels.registry import select
-    from gemmlab.report.data import load_results
+    from gemmlab.results import load_results
 
     dims = args.shape
     specs, refused = [], []

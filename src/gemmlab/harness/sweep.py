@@ -53,7 +53,7 @@ def run_verify(args, console) -> tuple[dict, int]:
     with Steps(console) as steps:
         for spec, where, shapes, why in plan:
             if where is None:
-                compiles = hasattr(spec, "compile")
+                compiles = spec.compiles
                 steps.step(f"{spec.name}: {'compile for sm_90a' if compiles else 'needs a GPU'} (none here)", done,
                            total)
                 done += 1
@@ -129,7 +129,7 @@ def sanitizer_rows(specs, log: str, returncode: int) -> list[tuple[str, bool, st
     failed_checks = set(re.findall(r"^FAILED (\S+)", log, flags=re.M))
     rows = []
     for s in specs:
-        entry = getattr(s, "entry", None)
+        entry = s.entry if s.compiles else None
         bad = s.name in failed_checks or (entry in faulty if entry else bool(faulty))
         if returncode not in (0, 3, 4) and not summary:
             rows.append((s.name, False, f"sanitizer exited {returncode}: {(log.strip().splitlines() or ['?'])[-1]}"))
@@ -149,7 +149,7 @@ def _sanitize_target(kernels: list[str]) -> int:
     bad = 0
     for kernel in kernels:
         spec = get_kernel(kernel)
-        for variant in spec.configurations() if hasattr(spec, "configurations") else [spec]:
+        for variant in spec.configurations():
             for i, shape in enumerate(SANITIZE_SHAPES):
                 problem = Problem(*shape, spec.precision)
                 if variant.is_valid(problem):

@@ -18,18 +18,10 @@ The instrumented binary is a different build; ``record`` checks its C against th
 """
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 from gemmlab.errors import GemmlabError
-from gemmlab.kernels.cuda.tc_common import TL_SLOTS, bk
 from gemmlab.problem import Problem
-
-TL_UNITS = (TL_SLOTS - 4) // 3  # units a warpgroup can stamp, 3 readings each after the 4 of its start and end
-# Dense tensor-core multiply-adds per SM per clock on Hopper: the datasheet's 989.4 BF16 TFLOPS (494.7 TF32) for
-# 132 SMs at 1830 MHz is 4096 (2048) FLOP per SM per clock.
-FMA_PER_SM_CLOCK = {"bf16": 2048, "tf32": 1024}
 
 
 def _stats(values) -> dict:
@@ -41,9 +33,13 @@ def _stats(values) -> dict:
 
 
 def summarize(raw, k_tiles: int, ideal_ktile_cycles: float | None = None) -> dict:
-    """The cycle budget of one launch from its stamps, ``raw`` of shape (blocks, warpgroups, TL_SLOTS).
+    """The cycle budget of one launch from its stamps, ``raw`` of shape (blocks, warpgroups, slots): per warpgroup,
+    4 readings for its start and end and 3 for each unit it ran.
     ``k_tiles``: k-tiles per unit (whole tiles: ceil(K / BK))."""
-    rows = np.asarray(raw, dtype=np.int64).reshape(-1, TL_SLOTS)
+    raw = np.asarray(raw, dtype=np.int64)
+    TL_SLOTS = raw.shape[-1]
+    TL_UNITS = (TL_SLOTS - 4) // 3
+    rows = raw.reshape(-1, TL_SLOTS)
     rows = rows[rows[:, 1] != 0]
     if not len(rows):
         raise GemmlabError("timeline: no warpgroup wrote its stamps (was the kernel built with TIMELINE=1?)")
@@ -89,24 +85,13 @@ def summarize(raw, k_tiles: int, ideal_ktile_cycles: float | None = None) -> dic
     }
 
 
-def ideal_ktile_cycles(spec, precision: str) -> float:
-    p = spec.params
-    return p["BM"] * p["BN"] * bk(precision) / FMA_PER_SM_CLOCK[precision]
-
-
-def instrumented(spec):
-    """The spec built with TIMELINE=1, or a clear error for a kernel that has no stamps."""
-    if getattr(spec, "source", None) != "tc4_persistent.cu":
-        raise GemmlabError(f"{spec.name}: gemmlab timeline reads the stamps of tc4_persistent.cu kernels (tc4); "
-                           "this one has none")
-    return dataclasses.replace(spec, params={**spec.params, "TIMELINE": 1})  # its constraints check the rest
-
-
-def plan(spec, problem: Problem, sm_count: int = 132):
-    """The stamped build of the configuration that runs ``problem`` (tc4's tile width is chosen per problem), and
-    the tensor cores' own cycles per k-tile of its tile."""
-    runs = spec.for_problem(problem, sm_count)
-    return instrumented(runs), ideal_ktile_cycles(runs, problem.precision)
+def stamped(spec, problem: Problem, sm_count: int = 132):
+    """The stamped build of the configuration that runs ``problem``, or a clear error for a kernel without stamps."""
+    build = spec.instrumented(problem, sm_count)
+    if build is None:
+        raise GemmlabError(f"{spec.name}: gemmlab timeline reads the stamps of tc4_persistent.cu kernels walking whole "
+                           "tiles (tc4); this one has none")
+    return build
 
 
 def record(spec, problem: Problem, launches: int = 10, warmup: int = 3, seed: int = 0) -> dict:
@@ -119,22 +104,23 @@ def record(spec, problem: Problem, launches: int = 10, warmup: int = 3, seed: in
     from gemmlab.harness.timing import l2_cleaner
 
     info = require_gpu(f"gemmlab timeline {spec.name}")
-    t, ideal = plan(spec, problem, info.sm_count)
+    build = stamped(spec, problem, info.sm_count)
+    t, ideal = build.spec, build.ideal_ktile_cycles
     why = t.is_valid(problem)
     if why:
         raise GemmlabError(f"{spec.name}: {why}")
     a, b = problem.make_inputs(seed, cupy)
     c = cupy.full((problem.m, problem.n), np.nan, np.float32)
-    stamped = t.plan(problem)
+    run = t.plan(problem)
     clean = l2_cleaner(info.l2_bytes)
-    kt = -(-problem.k // bk(problem.precision))
+    kt = -(-problem.k // build.k_tile)
     runs = []
     for i in range(warmup + launches):
         clean()
-        stamped.run(a, b, c)
+        run.run(a, b, c)
         cupy.cuda.get_current_stream().synchronize()
         if i >= warmup:
-            runs.append(summarize(stamped.timeline.get(), kt, ideal))
+            runs.append(summarize(run.timeline.get(), kt, ideal))
     err = compare(c, reference(a, b), tolerance_for(problem))
     if not err.passed:
         raise GemmlabError(f"{spec.name} with TIMELINE=1 computed a wrong C at {problem.label()}: {err}")

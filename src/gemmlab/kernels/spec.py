@@ -7,7 +7,7 @@ launcher. Kernels never time or verify themselves: the harness does both.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, ClassVar, Mapping
 
 from gemmlab.errors import DTypeError, Refusal, SizeLimitError
 from gemmlab.kernels.geometry import ceil_div
@@ -173,6 +173,15 @@ def compulsory_traffic(problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
     return Traffic(p.input_bytes * (m * k + k * n), p.output_bytes * m * n, "each input read once, C written once")
 
 
+@dataclass(frozen=True)
+class Instrumented:
+    """A build with clock stamps: the spec that runs it, and what its mainloop would take at the tensor cores' rate."""
+
+    spec: "KernelSpec"
+    k_tile: int  # K elements per k-tile: the unit its mainloop stamps
+    ideal_ktile_cycles: float
+
+
 @dataclass(frozen=True, kw_only=True)
 class KernelSpec:
     """Base of every kernel. Subclasses fill ``build``; most only pass arguments."""
@@ -220,6 +229,23 @@ class KernelSpec:
             return Refusal(f"{problem.flops() / 1e9:.1f} GFLOP is past this kernel's limit of "
                            f"{self.max_flops / 1e9:.1f} GFLOP (it would run for minutes); a smaller problem or "
                            "another kernel", SizeLimitError)
+        return None
+
+    # -- capabilities the harness asks for (never by probing for attributes) -------------------------------
+    #: CUDA C++ that gemmlab compiles with NVRTC: compile(arch) returns its cubin and ptxas report
+    compiles: ClassVar[bool] = False
+
+    def compile(self, arch: str = "sm_90a"):
+        raise NotImplementedError(f"{self.name} is not compiled by gemmlab (it runs {self.backend} code)")
+
+    def configurations(self) -> list["KernelSpec"]:
+        """Every distinct binary this kernel can launch, each pinned (checks that must cover all of them, such as
+        the sanitizer's, run each)."""
+        return [self]
+
+    def instrumented(self, problem: Problem, sm_count: int = 132):
+        """The build that stamps where its cycles go (gemmlab timeline) for ``problem``, with the tensor cores'
+        own cycles per k-tile of its tile: an ``Instrumented``, or None for a kernel without stamps."""
         return None
 
     def unsupported(self, gpu) -> str | None:

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import ClassVar
 
 from gemmlab.errors import LayoutError, Refusal, SizeLimitError
 from gemmlab.kernels.cuda._kernel import CudaKernel
 from gemmlab.kernels.cuda._tma import TiledMap
 from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout
-from gemmlab.kernels.spec import INT32_MAX, SM_COUNT, Traffic, tile_walk, tiled_traffic
+from gemmlab.kernels.spec import INT32_MAX, SM_COUNT, Instrumented, Traffic, tile_walk, tiled_traffic
 from gemmlab.problem import Problem
 
 SPECS: list = []  # helpers only; the levels register themselves
@@ -47,6 +48,9 @@ def stage_bytes(bm: int, bn: int) -> int:
 
 
 TL_SLOTS = 64  # readings per consumer warpgroup with TIMELINE=1 (tc4_persistent.cu's Timeline, harness/timeline.py)
+# Dense tensor-core multiply-adds per SM per clock on Hopper: the datasheet's 989.4 BF16 TFLOPS (494.7 TF32) for
+# 132 SMs at 1830 MHz is 4096 (2048) FLOP per SM per clock.
+TENSOR_FMA_PER_SM_CLOCK = {"bf16": 2048, "tf32": 1024}
 C_BOX_BYTES = 64 * 128  # one TMA box of C: 64 rows of 32 FP32 (tc4's EPI_TMA epilogue)
 
 
@@ -296,6 +300,12 @@ class WgmmaKernel(CudaKernel):
     int32_indices: bool = False  # C offsets are 64-bit; M, N, K themselves must fit an int (checked below)
     # STREAM_K=1 (tc6): what runs where no tile is split, the base level's parameters, its clusters included
     whole_tiles: dict | None = None
+    TIMELINE_SLOTS: ClassVar[int] = TL_SLOTS
+
+    @property
+    def k_tile(self) -> int:
+        """K elements per k-tile: one 128-byte swizzle row of the operands."""
+        return bk(self.precision)
 
     @property
     def layouts(self) -> frozenset:
@@ -369,6 +379,18 @@ class WgmmaKernel(CudaKernel):
         if narrow_pays(problem.m, problem.n, p, sm_count):
             return dataclasses.replace(self, params={**p, "BN": p["NARROW_BN"], "NARROW_BN": 0})
         return self
+
+    def instrumented(self, problem: Problem, sm_count: int = 132) -> Instrumented | None:
+        """tc4_persistent.cu walking whole tiles stamps its cycles with TIMELINE=1 (the configuration that runs
+        ``problem``: tc4's tile width is chosen per problem)."""
+        runs = self.for_problem(problem, sm_count)
+        if runs.source != "tc4_persistent.cu" or runs.params.get("STREAM_K", 0):
+            return None
+        import dataclasses
+
+        p = runs.params
+        ideal = p["BM"] * p["BN"] * bk(self.precision) / TENSOR_FMA_PER_SM_CLOCK[self.precision]
+        return Instrumented(dataclasses.replace(runs, params={**p, "TIMELINE": 1}), bk(self.precision), ideal)
 
     def configurations(self) -> list["WgmmaKernel"]:
         """Every binary this spec can launch, each pinned (gemmlab verify --sanitize runs them all)."""
