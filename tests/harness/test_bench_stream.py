@@ -11,6 +11,7 @@ import pytest
 from gemmlab import device
 from gemmlab.analysis.roofline import device_spec
 from gemmlab.harness import bench
+from gemmlab.harness.record import Status
 from gemmlab.harness.timing import TimingOptions
 from gemmlab.kernels.registry import list_kernels
 from gemmlab.problem import Problem
@@ -27,7 +28,7 @@ class Recorder(bench.Listener):
         self.events.append(("step", label, done, total))
 
     def table(self, kind, title, records):
-        self.events.append(("table", kind, title, [r["kernel"] for r in records]))
+        self.events.append(("table", kind, title, [r["kernel"] for r in records], records))
 
 
 def _index(events, predicate):
@@ -64,9 +65,9 @@ def test_gpu_run_hands_over_each_shape_and_precision_as_its_last_record_is_in():
     """_run_gpu reports through rich's add_task/update/advance; the adapter turns them into steps and a table
     per shape and precision, its ratios linked, at the advance that completes it (driven here as _run_gpu does)."""
     specs = list_kernels("cuda/v1_naive,cuda/v2_smem,peers/cublas_fp32,cuda/tc1_mma_sync_tf32,peers/cublas_tf32")
-    results = {"records": []}
+    records = []
     rec = Recorder()
-    progress = bench._GpuProgress(rec, results, specs)
+    progress = bench._GpuProgress(rec, records, specs)
     task = progress.add_task("bench", total=2 * len(specs))
     dev = device_spec("h200")
     for shape in ((64, 64, 64), (128, 64, 32)):
@@ -74,8 +75,8 @@ def test_gpu_run_hands_over_each_shape_and_precision_as_its_last_record_is_in():
             for spec in bench._order(specs, precision):
                 progress.update(task, description=f"{spec.name} {shape}")
                 r = bench._record(spec, Problem(*shape, precision), dev, None)
-                r.update(status="ok", median_ms=1.0 if spec.backend == "peer" else 2.0)
-                results["records"].append(r)
+                r.update({"status": Status.OK, "median_ms": 1.0 if spec.backend == "peer" else 2.0})
+                records.append(r)
                 progress.advance(task)
     tables = [e for e in rec.events if e[0] == "table"]
     assert [e[2] for e in tables] == ["64×64×64 (M×N×K), fp32", "64×64×64 (M×N×K), tf32",
@@ -84,7 +85,8 @@ def test_gpu_run_hands_over_each_shape_and_precision_as_its_last_record_is_in():
     # each table comes right after its group's last record, before the next group's first step
     first_tf32 = _index(rec.events, lambda e: e[0] == "step" and e[1].startswith("peers/cublas_tf32"))
     assert rec.events[first_tf32 - 1][:2] == ("table", "timed")
-    assert results["records"][1]["peer_ratio"] == pytest.approx(0.5)  # linked before the table was handed over
+    assert records[1].peer_ratio == pytest.approx(0.5)  # linked before the table was handed over
+    assert tables[0][4][1]["peer_ratio"] == pytest.approx(0.5) and tables[0][4][1]["status"] == "ok"
 
 
 @cpu_only
@@ -126,3 +128,20 @@ def test_piped_bench_prints_its_plan_at_once_and_its_tables_while_it_runs():
     assert "[1/2] cpu/blas at 24×16×40: verify, then time on this host" in text
     assert "[2/2] numba/v1_naive: CUDA simulator at 1×1×1, 33×17×65, 70×45×31" in rest  # a plain line, no bar
     assert "numba kernels on the CUDA simulator" in rest
+
+
+def test_a_record_is_its_json_and_back():
+    """The typed record serializes to the JSON the reports read, its optional fields only where a run set them,
+    and fields a later command added (profile counters) survive a round trip."""
+    import json
+
+    from gemmlab.harness.record import BenchRecord
+
+    saved = json.loads((ROOT / "results" / "h200" / "tensor_cores.json").read_text())["records"]
+    for data in saved:
+        assert BenchRecord.from_json(data).to_json() == data
+    rec = bench._record(list_kernels("cuda/v2_smem")[0], Problem(64, 64, 64), device_spec("h200"), None)
+    out = rec.to_json()
+    assert out["status"] is None and "interleaved" not in out and "registers" not in out
+    rec.fail(Status.FAILED, "rel err 1e-1 > tolerance 1e-5")
+    assert rec.to_json()["status"] == "FAILED" and json.loads(json.dumps(rec.to_json()))["status"] == "FAILED"

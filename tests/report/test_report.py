@@ -146,6 +146,7 @@ def test_no_ratio_against_another_precision(results):
 
 def test_ratio_comes_from_the_interleaved_timing_when_the_run_made_one(results):
     from gemmlab.harness.bench import _link_ratios
+    from gemmlab.harness.record import BenchRecord
 
     paired = copy.deepcopy(results)
     rec = _rec(paired, "cuda/v4_2d_blocktile")
@@ -157,8 +158,11 @@ def test_ratio_comes_from_the_interleaved_timing_when_the_run_made_one(results):
     own = peer["median_ms"] / rec["median_ms"]
     assert D.peer_ratio_own_medians(rec, paired["records"]) == pytest.approx(own)
     assert D.peer_ratio_own_medians(_rec(paired, "cuda/v2_smem"), paired["records"]) is None  # not interleaved
-    _link_ratios(paired["records"])
-    assert rec["peer_ratio"] == pytest.approx(0.75)
+    typed = [BenchRecord.from_json(r) for r in paired["records"]]
+    _link_ratios(typed)
+    assert typed[paired["records"].index(rec)].peer_ratio == pytest.approx(0.75)
+    paired["records"] = [r.to_json() for r in typed]
+    rec = _rec(paired, "cuda/v4_2d_blocktile")
     row = [line for line in markdown.render_markdown(paired, "x.json").splitlines()
            if line.startswith("| `cuda/v4_2d_blocktile`") and f"0.75× ({own:.2f}×)" in line]
     assert row

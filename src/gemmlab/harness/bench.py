@@ -23,6 +23,7 @@ from gemmlab.errors import CompileError, GemmlabError, SizeLimitError
 from gemmlab import device
 from gemmlab.harness import env
 from gemmlab.harness.ceilings import measure_ceilings, stored_ceilings
+from gemmlab.harness.record import BenchRecord, Status
 from gemmlab.harness.reference import tolerance_for
 from gemmlab.harness.timing import (BlockOptions, TimingOptions, rotation_sets, time_blocks, time_cpu, time_gpu,
                                     time_interleaved)
@@ -114,73 +115,65 @@ def _selected(opts: BenchOptions) -> list[KernelSpec]:
     return specs
 
 
-def _record(spec: KernelSpec, problem: Problem, dev: DeviceSpec, bw_gbs: float | None) -> dict:
+def _record(spec: KernelSpec, problem: Problem, dev: DeviceSpec, bw_gbs: float | None) -> BenchRecord:
     # the roofs: this GPU's last measured ceilings where `gemmlab roofline --measure` stored some, with the copy
     # bandwidth this run measured; the clock is the maximum until the timing says which one the run held
     km = model(spec, problem, stored_ceilings(ceilings_for(dev, bw_gbs)))
-    return {
-        "kernel": spec.name, "backend": spec.backend, "level": spec.level, "precision": spec.precision,
-        "title": spec.title, "params": dict(spec.for_problem(problem).params), "m": problem.m, "n": problem.n, "k": problem.k,
-        "status": None, "reason": "", "median_ms": None, "iqr_ms": None, "min_ms": None, "samples": 0,
-        "tflops": None, "gflops": None, "rel_err": None, "max_abs_err": None, "tolerance": tolerance_for(problem),
-        "verified": False, "peer": PEERS.get(spec.precision) if spec.device != CPU else "cpu/blas",
-        "peer_ratio": None, "speedup_prev": None, "pct_peak": None, "model": km.as_dict(), "bw_util_model": None,
-        "bw_util_compulsory": None, "clock": None, "l2_mode": None,
-    }
+    return BenchRecord(spec.name, spec.backend, spec.level, spec.precision, spec.title,
+                       dict(spec.for_problem(problem).params), problem.m, problem.n, problem.k,
+                       tolerance=tolerance_for(problem), model=km.as_dict(),
+                       peer=PEERS.get(spec.precision) if spec.device != CPU else "cpu/blas")
 
 
-def _fill_timing(rec: dict, timing, problem: Problem, dev: DeviceSpec, bw_gbs: float | None) -> None:
+def _fill_timing(rec: BenchRecord, timing, problem: Problem, dev: DeviceSpec, bw_gbs: float | None) -> None:
     rec.update(timing.summary())
-    clock = (rec.get("clock") or {}).get("median_mhz")
+    clock = (rec.clock or {}).get("median_mhz")
     if clock:
-        rec["model"] = at_clock(rec["model"], clock)
-    seconds = rec["median_ms"] / 1e3
-    rec["tflops"] = problem.flops() / seconds / 1e12
-    rec["gflops"] = rec["tflops"] * 1e3
+        rec.model = at_clock(rec.model, clock)
+    seconds = rec.median_ms / 1e3
+    rec.tflops = problem.flops() / seconds / 1e12
+    rec.gflops = rec.tflops * 1e3
     bw = (bw_gbs or dev.dram_gbs) * 1e9
-    if rec["backend"] != "cpu":
-        rec["pct_peak"] = 100 * rec["tflops"] / dev.peak_tflops(problem.precision)
+    if rec.backend != "cpu":
+        rec.pct_peak = 100 * rec.tflops / dev.peak_tflops(problem.precision)
         # The seeds' "bandwidth utilization": modeled global bytes per second over DRAM bandwidth. Past 100%
         # means caches served the re-reads the model counts (the naive kernel's case).
-        rec["bw_util_model"] = 100 * (rec["model"]["modeled_read_bytes"] + rec["model"]["modeled_write_bytes"]) / seconds / bw
-        rec["bw_util_compulsory"] = 100 * problem.compulsory_bytes() / seconds / bw
+        rec.bw_util_model = 100 * (rec.model["modeled_read_bytes"] + rec.model["modeled_write_bytes"]) / seconds / bw
+        rec.bw_util_compulsory = 100 * problem.compulsory_bytes() / seconds / bw
 
 
-def _verify_fill(rec: dict, result) -> bool:
+def _verify_fill(rec: BenchRecord, result) -> bool:
     if result.error is None:
-        rec["status"], rec["reason"] = "error", result.reason
+        rec.fail(Status.ERROR, result.reason)
         return False
     e = result.error
-    rec.update(rel_err=e.rel_err, max_abs_err=e.max_abs_err, tolerance=e.tolerance, verified=e.passed)
+    rec.update({"rel_err": e.rel_err, "max_abs_err": e.max_abs_err, "tolerance": e.tolerance, "verified": e.passed})
     if not e.passed:
-        rec["status"] = "FAILED"
-        rec["reason"] = (f"{e.nonfinite} non-finite outputs" if e.nonfinite else
-                         f"rel err {e.rel_err:.2e} > tolerance {e.tolerance:.1e}")
+        rec.fail(Status.FAILED, f"{e.nonfinite} non-finite outputs" if e.nonfinite else
+                 f"rel err {e.rel_err:.2e} > tolerance {e.tolerance:.1e}")
     return e.passed
 
 
-def _link_ratios(records: list[dict]) -> None:
+def _link_ratios(records: list[BenchRecord]) -> None:
     """peer_ratio = peer time / kernel time at the same precision and shape, from the interleaved timing of the
     two where the run made one, else from their own medians; speedup over the previous level of the same
     backend and precision present in the run."""
-    by_key = {(r["kernel"], r["m"], r["n"], r["k"]): r for r in records}
+    by_key = {(r.kernel, r.shape): r for r in records}
     for r in records:
-        if r["median_ms"] is None:
+        if r.median_ms is None:
             continue
-        peer = by_key.get((r["peer"], r["m"], r["n"], r["k"]))
-        if peer and peer["median_ms"] and peer is not r:
-            paired = r.get("interleaved")
-            r["peer_ratio"] = (paired["peer_ms"] / paired["kernel_ms"] if paired
-                               else peer["median_ms"] / r["median_ms"])
-        if r["level"] is None:
+        peer = by_key.get((r.peer, r.shape))
+        if peer and peer.median_ms and peer is not r:
+            paired = r.interleaved
+            r.peer_ratio = paired["peer_ms"] / paired["kernel_ms"] if paired else peer.median_ms / r.median_ms
+        if r.level is None:
             continue
-        below = [q for q in records if q["backend"] == r["backend"] and q["precision"] == r["precision"]
-                 and (q["m"], q["n"], q["k"]) == (r["m"], r["n"], r["k"]) and q["level"] is not None
-                 and q["level"] < r["level"] and q["median_ms"]]
+        below = [q for q in records if q.backend == r.backend and q.precision == r.precision
+                 and q.shape == r.shape and q.level is not None and q.level < r.level and q.median_ms]
         if below:
-            prev = max(below, key=lambda q: (q["level"], -q["median_ms"]))
-            r["speedup_prev"] = prev["median_ms"] / r["median_ms"]
-            r["prev_kernel"] = prev["kernel"]
+            prev = max(below, key=lambda q: (q.level, -q.median_ms))
+            r.speedup_prev = prev.median_ms / r.median_ms
+            r.prev_kernel = prev.kernel
 
 
 def _gpu_sets(problem: Problem, n_sets: int, seed: int):
@@ -214,6 +207,7 @@ def _check_memory(problem: Problem, n_sets: int) -> int:
 
 def run_bench(opts: BenchOptions, listener: Listener | None = None) -> dict:
     listener = listener or Listener()
+    records: list[BenchRecord] = []  # typed while the run fills them; the results hold their JSON
     info, why = device.probe()
     specs = _selected(opts)
     mode = "gpu" if info else "cpu-only"
@@ -225,7 +219,8 @@ def run_bench(opts: BenchOptions, listener: Listener | None = None) -> dict:
                                  "blocks": opts.blocks.__dict__ if opts.blocks else None}
     if info is None:
         results["notes"].append(plan(opts, info, why, dev, specs))
-        _run_cpu_only(specs, opts, dev, results, listener)
+        _run_cpu_only(specs, opts, dev, records, listener)
+        results["records"] = [r.to_json() for r in records]
         return results
     bw = None
     if opts.ceilings:
@@ -233,7 +228,8 @@ def run_bench(opts: BenchOptions, listener: Listener | None = None) -> dict:
         results["env"]["ceilings"] = measure_ceilings()
         bw = results["env"]["ceilings"]["copy_bw_gbs"]
     shapes = opts.shapes or [SEED_SHAPE]
-    _run_gpu(specs, shapes, opts, dev, bw, info, results, _GpuProgress(listener, results, specs))
+    _run_gpu(specs, shapes, opts, dev, bw, info, records, results, _GpuProgress(listener, records, specs))
+    results["records"] = [r.to_json() for r in records]
     from gemmlab import dispatch
 
     written = dispatch.record(results)  # kernel="auto" on this GPU now picks from what this run measured
@@ -242,16 +238,16 @@ def run_bench(opts: BenchOptions, listener: Listener | None = None) -> dict:
     return results
 
 
-def _group_key(rec: dict) -> tuple:
-    return rec["m"], rec["n"], rec["k"], rec["precision"]
+def _group_key(rec: BenchRecord) -> tuple:
+    return rec.m, rec.n, rec.k, rec.precision
 
 
 class _GpuProgress:
     """The progress calls _run_gpu makes (rich's add_task, update, advance) passed on to a Listener: each kernel a
     step, and each shape and precision's table as soon as its last record is in, its ratios linked."""
 
-    def __init__(self, listener: Listener, results: dict, specs: list[KernelSpec]):
-        self.listener, self.records = listener, results["records"]
+    def __init__(self, listener: Listener, records: list[BenchRecord], specs: list[KernelSpec]):
+        self.listener, self.records = listener, records
         self.group_size = Counter(s.precision for s in specs)  # _run_gpu runs every selected kernel per group
         self.done = self.total = 0
 
@@ -268,7 +264,7 @@ class _GpuProgress:
         group = [r for r in self.records if _group_key(r) == key]
         if len(group) == self.group_size[key[3]]:
             _link_ratios(self.records)
-            self.listener.table("timed", f"{key[0]}×{key[1]}×{key[2]} (M×N×K), {key[3]}", group)
+            self.listener.table("timed", f"{key[0]}×{key[1]}×{key[2]} (M×N×K), {key[3]}", [r.to_json() for r in group])
 
 
 def _order(specs, precision):
@@ -277,7 +273,7 @@ def _order(specs, precision):
     return sorted(mine, key=lambda s: (s.backend != "peer", s.device == CPU))
 
 
-def _run_gpu(specs, shapes, opts, dev, bw, info, results, progress):
+def _run_gpu(specs, shapes, opts, dev, bw, info, records, results, progress):
     import cupy
 
     stream = cupy.cuda.Stream(non_blocking=True)
@@ -295,7 +291,7 @@ def _run_gpu(specs, shapes, opts, dev, bw, info, results, progress):
                     if progress:
                         progress.update(task, description=f"{spec.name} {problem.label()}")
                     rec = _record(spec, problem, dev, bw)
-                    results["records"].append(rec)
+                    records.append(rec)
                     try:
                         if sets is None and spec.device != CPU and not spec.is_valid(problem):
                             sets = _gpu_sets(problem, n_sets, opts.seed)
@@ -303,34 +299,34 @@ def _run_gpu(specs, shapes, opts, dev, bw, info, results, progress):
                         if spec.name == PEERS[precision]:
                             peer_launch = launch
                     except GemmlabError as exc:
-                        rec["status"], rec["reason"] = "error", str(exc)
+                        rec.fail(Status.ERROR, str(exc))
                     if progress:
                         progress.advance(task)
                     time.sleep(opts.pause_s)
-                peer = next((r for r in results["records"] if r["kernel"] == PEERS[precision]
-                             and (r["m"], r["n"], r["k"]) == shape and r["median_ms"]), None)
+                peer = next((r for r in records if r.kernel == PEERS[precision] and r.shape == tuple(shape)
+                             and r.median_ms), None)
                 if peer and sets:
                     _noise(peer, problem, sets, opts, info, results)
                 del sets
                 cupy.get_default_memory_pool().free_all_blocks()
-    _link_ratios(results["records"])
+    _link_ratios(records)
 
 
 def _bench_one(spec, problem, rec, sets, opts, dev, bw, info, peer_launch=None):
     """Verify and time one kernel into ``rec``; return its launch if it was timed on the GPU. With the peer's
-    launch, the kernel is also timed interleaved with it (rec["interleaved"]), which gives the ratio."""
+    launch, the kernel is also timed interleaved with it (rec.interleaved), which gives the ratio."""
     reason = spec.is_valid(problem)
     if reason:
-        rec["status"], rec["reason"] = "skipped", reason
+        rec.fail(Status.SKIPPED, reason)
         return None
     try:
         launch = spec.build(problem)
     except CompileError as exc:
-        rec["status"], rec["reason"] = "error", str(exc)
+        rec.fail(Status.ERROR, str(exc))
         return None
     if spec.compiles:
         rep = spec.for_problem(problem).compile(info.arch).report
-        rec.update(registers=rep.registers, spills=rep.spills, smem_static=rep.smem_bytes)
+        rec.registers, rec.spills, rec.smem_static = rep.registers, rep.spills, rep.smem_bytes
     seed = kernel_seed(opts.seed, spec.name, problem.shape)
     if spec.device == CPU:
         import numpy as np
@@ -340,22 +336,22 @@ def _bench_one(spec, problem, rec, sets, opts, dev, bw, info, peer_launch=None):
         if _verify_fill(rec, result):
             c = np.empty((problem.m, problem.n), problem.output_dtype())
             _fill_timing(rec, time_cpu(launch, a, b, c, opts.timing), problem, dev, bw)
-            rec["status"] = "ok"
+            rec.status = Status.OK
         return None
     result = check(spec, problem, seed=seed, launch=launch)
     if not _verify_fill(rec, result):
         return None
     timing_args = (sets, opts.timing, info.max_sm_clock_mhz, _set_bytes(problem), info.l2_bytes)
     _fill_timing(rec, time_gpu(launch, *timing_args), problem, dev, bw)
-    rec["status"] = "ok"
+    rec.status = Status.OK
     if peer_launch is not None:
         mine, peer = time_interleaved([launch, peer_launch], *timing_args)
-        rec["interleaved"] = {"kernel_ms": mine.median_ms, "peer_ms": peer.median_ms,
-                              "rounds": len(mine.samples_ms), "clock": mine.clock}
+        rec.interleaved = {"kernel_ms": mine.median_ms, "peer_ms": peer.median_ms,
+                           "rounds": len(mine.samples_ms), "clock": mine.clock}
         if opts.blocks:
             mine, peer = time_blocks([launch, peer_launch], sets, opts.timing, opts.blocks, *timing_args[2:])
-            rec["blocks"] = {"kernel": mine, "peer": peer, "ratio": peer["median_ms"] / mine["median_ms"],
-                             "rounds": opts.blocks.rounds, "seconds": opts.blocks.seconds}
+            rec.blocks = {"kernel": mine, "peer": peer, "ratio": peer["median_ms"] / mine["median_ms"],
+                          "rounds": opts.blocks.rounds, "seconds": opts.blocks.seconds}
     return launch
 
 
@@ -363,15 +359,15 @@ def _noise(peer_rec, problem, sets, opts, info, results):
     """Time the peer a second time: the difference between its two medians is this run's noise floor."""
     from gemmlab.kernels.registry import get_kernel
 
-    launch = get_kernel(peer_rec["kernel"]).build(problem)
+    launch = get_kernel(peer_rec.kernel).build(problem)
     again = time_gpu(launch, sets, opts.timing, info.max_sm_clock_mhz, _set_bytes(problem), info.l2_bytes)
-    first, second = peer_rec["median_ms"], again.median_ms
-    results["noise"].append({"kernel": peer_rec["kernel"], "m": problem.m, "n": problem.n, "k": problem.k,
+    first, second = peer_rec.median_ms, again.median_ms
+    results["noise"].append({"kernel": peer_rec.kernel, "m": problem.m, "n": problem.n, "k": problem.k,
                              "first_ms": first, "second_ms": second,
                              "diff_pct": 100 * abs(second - first) / first})
 
 
-def _run_cpu_only(specs, opts, dev, results, listener):
+def _run_cpu_only(specs, opts, dev, records, listener):
     """CPU kernels timed, CUDA C kernels compiled, numba kernels simulated, every GPU kernel modeled: a table
     each, handed to the listener as soon as it is done."""
     cpu_shapes = opts.shapes or [CPU_SHAPE]
@@ -388,7 +384,7 @@ def _run_cpu_only(specs, opts, dev, results, listener):
     def new(spec, shape):
         problem = Problem(*shape, spec.precision)
         rec = _record(spec, problem, dev, None)
-        results["records"].append(rec)
+        records.append(rec)
         return rec, problem
 
     for shape in cpu_shapes:
@@ -401,7 +397,8 @@ def _run_cpu_only(specs, opts, dev, results, listener):
             recs.append(rec)
         _link_ratios(recs)
         if recs:
-            listener.table("cpu", f"CPU kernels at {shapes_text([shape])} (M×N×K), timed on this host", recs)
+            listener.table("cpu", f"CPU kernels at {shapes_text([shape])} (M×N×K), timed on this host",
+                           [r.to_json() for r in recs])
     for shape in gpu_shapes:
         recs = []
         for spec in of["compiled"]:
@@ -412,38 +409,40 @@ def _run_cpu_only(specs, opts, dev, results, listener):
             recs.append(rec)
         if recs:
             listener.table("compiled", f"CUDA C kernels compiled for {ARCH} by NVRTC, configured for "
-                                       f"{shapes_text([shape])} (not run: no GPU)", recs)
+                                       f"{shapes_text([shape])} (not run: no GPU)", [r.to_json() for r in recs])
     simulated = []
     for spec in of["simulator"]:
         step(f"{spec.name}: CUDA simulator at {shapes_text(opts.sim_shapes)}")
-        runs = {}
-        with _reported(runs):
-            runs.update(_simulate(spec, opts))
         recs = [new(spec, shape)[0] for shape in gpu_shapes]  # the same runs stand beside each shape's model
+        try:
+            runs = _simulate(spec, opts)
+        except GemmlabError as exc:
+            runs = {"status": Status.ERROR, "reason": str(exc)}
         for rec in recs:
             rec.update(runs)
         simulated.append(recs[0])
     if simulated:
         listener.table("simulator", f"numba kernels on the CUDA simulator at {shapes_text(opts.sim_shapes)} "
-                                    "(M×N×K; verified, not timed)", simulated)
+                                    "(M×N×K; verified, not timed)", [r.to_json() for r in simulated])
     for spec in of["gpu"]:
         for shape in gpu_shapes:
-            new(spec, shape)[0].update(status="skipped", reason="needs a GPU")
+            new(spec, shape)[0].fail(Status.SKIPPED, "needs a GPU")
     order = {s.name: i for i, s in enumerate(specs)}
     for shape in gpu_shapes:
-        modeled = [r for r in results["records"] if r["backend"] != CPU and (r["m"], r["n"], r["k"]) == shape]
+        modeled = [r for r in records if r.backend != CPU and r.shape == tuple(shape)]
         if modeled:
             listener.table("model", f"roofline model on the {dev.name} at {shapes_text([shape])} (M×N×K): "
-                                    "predicted, not measured", sorted(modeled, key=lambda r: order[r["kernel"]]))
+                                    "predicted, not measured",
+                           [r.to_json() for r in sorted(modeled, key=lambda r: order[r.kernel])])
 
 
 @contextmanager
-def _reported(rec: dict):
+def _reported(rec: BenchRecord):
     """A GemmlabError while filling ``rec`` becomes its status and reason; the run goes on."""
     try:
         yield
     except GemmlabError as exc:
-        rec["status"], rec["reason"] = "error", str(exc)
+        rec.fail(Status.ERROR, str(exc))
 
 
 def _host_memory_reason(problem: Problem) -> str:
@@ -464,7 +463,7 @@ def _host_memory_reason(problem: Problem) -> str:
 def _time_on_host(spec, problem, rec, opts, dev):
     reason = _host_memory_reason(problem)
     if reason:
-        rec["status"], rec["reason"] = "skipped", reason
+        rec.fail(Status.SKIPPED, reason)
         return
     _bench_one(spec, problem, rec, None, opts, dev, None, None)
 
@@ -476,12 +475,12 @@ def _compile(spec, problem, rec):
     try:
         rep = runs.compile(ARCH).report
     except CompileError as exc:
-        rec["status"], rec["reason"] = "error", str(exc)
+        rec.fail(Status.ERROR, str(exc))
         return
     smem = rep.smem_bytes + runs.launch_geometry(problem).smem
-    rec.update(status="compiled", registers=rep.registers, spills=rep.spills, smem_static=rep.smem_bytes,
-               smem_bytes=smem, reason=f"compiled for {ARCH}: {rep.registers} registers, {rep.spills} spill bytes, "
-                                       f"{smem / 1024:.1f} KiB shared memory; not run (no GPU)")
+    rec.registers, rec.spills, rec.smem_static, rec.smem_bytes = rep.registers, rep.spills, rep.smem_bytes, smem
+    rec.fail(Status.COMPILED, f"compiled for {ARCH}: {rep.registers} registers, {rep.spills} spill bytes, "
+                              f"{smem / 1024:.1f} KiB shared memory; not run (no GPU)")
 
 
 def _simulate(spec, opts) -> dict:
@@ -496,6 +495,6 @@ def _simulate(spec, opts) -> dict:
                      "tolerance": result.error.tolerance if result.error else None})
         if not result.passed:
             reason = f"simulator {small.label()}: {result.status} {result.reason}".strip()
-            return {"status": "FAILED", "reason": reason, "simulator": runs}
-    return {"status": "simulated", "verified": True, "simulator": runs,
+            return {"status": Status.FAILED, "reason": reason, "simulator": runs}
+    return {"status": Status.SIMULATED, "verified": True, "simulator": runs,
             "reason": f"verified under the CUDA simulator at {shapes_text(opts.sim_shapes)}; not timed (no GPU)"}
