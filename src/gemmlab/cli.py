@@ -212,11 +212,17 @@ def _merge(old: dict, new: dict) -> dict:
 
 def cmd_verify(args) -> int:
     from gemmlab import device
-    from gemmlab.harness.sweep import run_verify
+    from gemmlab.console import Steps, verify_table
+    from gemmlab.harness.sweep import VerifyOptions, run_verify
 
     json_path = _output(args.json, "--json") if args.json else None
     device.configure_numba()  # before any kernel module imports numba: it reads the simulator switch once
-    results, failures = run_verify(args, console)
+    opts = VerifyOptions(args.kernels, args.full, args.sample, args.seed, args.sanitize)
+    with Steps(console) as steps:
+        results, failures = run_verify(opts, steps)
+    console.print(verify_table(results["records"]))
+    passed = sum(1 for r in results["records"] if r["result"] == "passed")
+    console.print(f"{passed} passed, {failures} failed")
     if json_path:
         results["env"]["command"] = _command(args)
         _write(json_path, json.dumps(results, indent=1, default=float))
@@ -348,32 +354,35 @@ def cmd_report(args) -> int:
 
 
 def cmd_profile(args) -> int:
-    from gemmlab.harness.profile import profile_command
+    from gemmlab.console import profile_table
+    from gemmlab.harness.profile import ProfileOptions, run_profile
 
     json_path = _output(args.json, "--json") if args.json else None
-    return profile_command(args, console, json_path)
+    rows, refused = run_profile(ProfileOptions(args.kernel, args.shape, json_path))
+    for line in refused:
+        console.print(f"not profiled: {line}", style="yellow", markup=False, highlight=False)
+    for row in rows:
+        if row.result.get("status") != "ok":
+            console.print(f"[yellow]{row.spec.name} {row.problem.label()}: {row.result['reason']}[/]")
+            continue
+        console.print(profile_table(row.spec, row.problem, row.result))
+        if row.result.get("warning"):
+            console.print(f"[yellow]ncu: {row.result['warning']}[/]")
+        if row.merged is not None:
+            console.print(f"{'merged into the record in' if row.merged else 'no record of this kernel and shape; kept under profiles in'} "
+                          f"{json_path}")
+    return 0
 
 
 def cmd_timeline(args) -> int:
+    from gemmlab.console import timeline_table
     from gemmlab.harness import timeline
-    from gemmlab.device import gpu
-    from gemmlab.harness.env import collect
-    from gemmlab.problem import Problem
 
     json_path = _output(args.json, "--json") if args.json else None
-    specs = _specs(args.kernels)
-    for spec in specs:  # every kernel named has stamps, before any GPU work
-        timeline.stamped(spec, Problem(*(args.shape or [(4096, 4096, 4096)])[0], spec.precision))
-    records = [timeline.record(spec, Problem(*shape, spec.precision), launches=args.launches)
-               for shape in args.shape or [(4096, 4096, 4096)] for spec in specs]
-    results = {"env": {**collect(gpu(), "gpu"), "command": _command(args)}, "records": records}
-    t = Table(title="gemmlab timeline: where each consumer warpgroup's cycles go", header_style="bold",
-              title_justify="left")
-    for col in timeline.COLUMNS:
-        t.add_column(col)
-    for row in timeline.table_rows(records):
-        t.add_row(*row)
-    console.print(t)
+    opts = timeline.TimelineOptions(args.kernels, tuple(args.shape or [(4096, 4096, 4096)]), args.launches,
+                                    _command(args))
+    results = timeline.run_timeline(opts)
+    console.print(timeline_table(results["records"]))
     if json_path:
         _write(json_path, json.dumps(results, indent=1, default=float))
         _write(json_path.with_suffix(".md"), timeline.markdown(results))

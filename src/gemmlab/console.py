@@ -102,6 +102,64 @@ BENCH_TABLES = {"timed": timed_table, "cpu": cpu_table, "compiled": compiled_tab
                 "model": model_table}
 
 
+def verify_table(records: list[dict]) -> Table:
+    """gemmlab verify's records: kernel, shape, result (coloured by outcome), detail."""
+    table = Table(title="gemmlab verify", header_style="bold", title_justify="left")
+    for col in ("kernel", "shape", "result", "detail"):
+        table.add_column(col)
+    for r in records:
+        style = {"passed": "green", "FAILED": "bold red", "error": "red"}.get(r["result"].split()[0], "")
+        table.add_row(r["kernel"], r["shape"], f"[{style}]{r['result']}[/]" if style else r["result"], r["detail"])
+    return table
+
+
+def profile_table(spec, problem, result: dict) -> Table:
+    """gemmlab profile's counters for one kernel beside its traffic model."""
+    from gemmlab.harness.profile import measured_intensity
+
+    traffic = spec.traffic(problem)
+    table = Table(title=f"{spec.name} at {problem.label()} {problem.precision}: model against ncu "
+                        f"({result['launches']} launch{'es' if result['launches'] != 1 else ''}: "
+                        f"{', '.join(result['kernel_names'])[:80]})")
+    table.add_column("quantity")
+    table.add_column("model", justify="right")
+    table.add_column("measured", justify="right")
+
+    def gb(v):
+        return "—" if v is None else f"{v / 1e9:,.3f} GB"
+
+    intensity = measured_intensity(problem.flops(), result)
+    table.add_row("global / DRAM read", gb(traffic.global_read), gb(result.get("dram_read_bytes")))
+    table.add_row("global / DRAM write", gb(traffic.global_write), gb(result.get("dram_write_bytes")))
+    table.add_row("L2 bytes", "", gb(result.get("l2_bytes")))
+    table.add_row("L1 bytes", "", gb(result.get("l1_bytes")))
+    table.add_row("intensity FLOP/byte", f"{traffic.intensity(problem):,.2f}", f"{intensity:,.2f}" if intensity else "—")
+    if result.get("dram_read_bytes"):
+        table.add_row("model / DRAM read", "", f"{traffic.global_read / result['dram_read_bytes']:,.1f}×")
+    for label, key, fmt in (("shared-memory bank conflicts (ld)", "smem_bank_conflicts_ld", "{:,.0f}"),
+                            ("shared-memory bank conflicts (st)", "smem_bank_conflicts_st", "{:,.0f}"),
+                            ("achieved occupancy", "achieved_occupancy_pct", "{:.1f}%"),
+                            ("registers per thread", "registers_per_thread", "{:.0f}"),
+                            ("duration (one cold-L2 launch)", "duration_ms", "{:.3f} ms"),
+                            ("SM clock", "sm_clock_hz", "{:.0f} Hz")):
+        if result.get(key) is not None:
+            table.add_row(label, "", fmt.format(result[key]))
+    return table
+
+
+def timeline_table(records: list[dict]) -> Table:
+    """gemmlab timeline's summaries: where each consumer warpgroup's cycles go."""
+    from gemmlab.harness import timeline
+
+    t = Table(title="gemmlab timeline: where each consumer warpgroup's cycles go", header_style="bold",
+              title_justify="left")
+    for col in timeline.COLUMNS:
+        t.add_column(col)
+    for row in timeline.table_rows(records):
+        t.add_row(*row)
+    return t
+
+
 def reasons(records: list[dict]) -> list[str]:
     """Why a row failed, erred or was skipped: the one thing a table cell cannot hold."""
     return [f"{r['kernel']} {r['m']}x{r['n']}x{r['k']}: {r['status']}: {r['reason'].splitlines()[0]}"

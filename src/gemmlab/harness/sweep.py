@@ -13,9 +13,8 @@ import shutil
 import subprocess
 import sys
 
-from rich.table import Table
+from dataclasses import dataclass
 
-from gemmlab.console import Steps
 from gemmlab.errors import GemmlabError, NoGPUError
 from gemmlab import device
 from gemmlab.harness import env
@@ -28,14 +27,31 @@ from gemmlab.problem import Problem
 SANITIZE_SHAPES = ((33, 17, 65), (127, 129, 255), (257, 31, 1000), (300, 520, 200))
 
 
-def run_verify(args, console) -> tuple[dict, int]:
-    """Check every selected kernel over the sweep, with progress as it goes, and print the table. Returns the
-    results ({"env", "records"}: one record per kernel and shape, or per sanitizer tool) and the failure count."""
+@dataclass(frozen=True)
+class VerifyOptions:
+    kernels: str | None = None  # glob(s); None: every kernel
+    full: bool = False  # every combination of the sweep's dimensions, not a sample
+    sample: int = 24  # combinations drawn without ``full``
+    seed: int = 0
+    sanitize: bool = False  # also compute-sanitizer memcheck and racecheck
+
+
+class Progress:
+    """What run_verify says as it works (the CLI's Steps prints it); these defaults say nothing."""
+
+    def step(self, label: str, done: int, total: int, *, log: bool = True) -> None:
+        """``label`` starts; ``done`` of ``total`` steps are finished; ``log``: worth a line when piped."""
+
+
+def run_verify(opts: VerifyOptions, progress: Progress | None = None) -> tuple[dict, int]:
+    """Check every selected kernel over the sweep, telling ``progress`` as it goes. Returns the results ({"env",
+    "records"}: one record per kernel and shape, or per sanitizer tool) and the failure count."""
+    steps = progress or Progress()
     combos = len(SWEEP_DIMS) ** 3
-    if not args.full and args.sample > combos:
-        raise GemmlabError(f"--sample {args.sample}: the sweep has {combos} combinations of its "
+    if not opts.full and opts.sample > combos:
+        raise GemmlabError(f"--sample {opts.sample}: the sweep has {combos} combinations of its "
                            f"{len(SWEEP_DIMS)} dimensions; ask for at most {combos}, or --full")
-    specs = select(args.kernels) if args.kernels else list_kernels()
+    specs = select(opts.kernels) if opts.kernels else list_kernels()
     gpu = device.gpu()
     plan = []  # (spec, where it runs or None, shapes, why not)
     for spec in specs:
@@ -45,59 +61,49 @@ def run_verify(args, console) -> tuple[dict, int]:
             plan.append((spec, None, [], exc))
             continue
         shapes = SIMULATOR_SHAPES if where == "simulator" else sweep_shapes(
-            args.full, args.sample, args.seed, max_flops=None if where == "gpu" else 2e9)
+            opts.full, opts.sample, opts.seed, max_flops=None if where == "gpu" else 2e9)
         plan.append((spec, where, shapes, None))
-    total = sum(max(1, len(shapes)) for _, _, shapes, _ in plan) + (2 if args.sanitize and gpu else 0)
+    total = sum(max(1, len(shapes)) for _, _, shapes, _ in plan) + (2 if opts.sanitize and gpu else 0)
     done = 0
     records, failures = [], 0
-    with Steps(console) as steps:
-        for spec, where, shapes, why in plan:
-            if where is None:
-                compiles = spec.compiles
-                steps.step(f"{spec.name}: {'compile for sm_90a' if compiles else 'needs a GPU'} (none here)", done,
-                           total)
-                done += 1
-                if compiles:
-                    rep = compile_check(spec)
-                    records.append(_row(spec.name, "sm_90a", "compiled", "nvrtc",
-                                        f"{rep.registers} regs, {rep.spills} spill bytes; not run (no GPU)"))
-                else:
-                    records.append(_row(spec.name, "—", "not run", "—", str(why)))
+    for spec, where, shapes, why in plan:
+        if where is None:
+            compiles = spec.compiles
+            steps.step(f"{spec.name}: {'compile for sm_90a' if compiles else 'needs a GPU'} (none here)", done,
+                       total)
+            done += 1
+            if compiles:
+                rep = compile_check(spec)
+                records.append(_row(spec.name, "sm_90a", "compiled", "nvrtc",
+                                    f"{rep.registers} regs, {rep.spills} spill bytes; not run (no GPU)"))
+            else:
+                records.append(_row(spec.name, "—", "not run", "—", str(why)))
+            continue
+        steps.step(f"{spec.name}: {len(shapes)} shapes on the {where}", done, total)
+        for i, shape in enumerate(shapes):
+            problem = Problem(*shape, spec.precision)
+            steps.step(f"{spec.name} {problem.label()} on the {where}", done, total, log=False)
+            done += 1
+            result = check(spec, problem, seed=opts.seed + i)
+            if result.status == "skipped":
+                records.append(_row(spec.name, problem.label(), "skipped", where, result.reason))
                 continue
-            steps.step(f"{spec.name}: {len(shapes)} shapes on the {where}", done, total)
-            for i, shape in enumerate(shapes):
-                problem = Problem(*shape, spec.precision)
-                steps.step(f"{spec.name} {problem.label()} on the {where}", done, total, log=False)
-                done += 1
-                result = check(spec, problem, seed=args.seed + i)
-                if result.status == "skipped":
-                    records.append(_row(spec.name, problem.label(), "skipped", where, result.reason))
-                    continue
-                failures += not result.passed
-                e = result.error
-                records.append(_row(spec.name, problem.label(), result.status, where,
-                                    f"rel err {e.rel_err:.1e} (tol {e.tolerance:.0e}), {where}" if e else result.reason,
-                                    e.rel_err if e else None, e.tolerance if e else None))
-        if args.sanitize and not gpu:
-            records.append(_row("(all)", "sanitize", "not run", "—", "compute-sanitizer needs a GPU"))
-        elif args.sanitize:
-            targets = [s for s in specs if s.backend in ("cuda", "numba")]
-            for tool in ("memcheck", "racecheck"):
-                steps.step(f"compute-sanitizer {tool}: {len(targets)} kernels in one process", done, total)
-                done += 1
-                for name, ok, detail in sanitize(targets, tool):
-                    failures += not ok
-                    records.append(_row(name, "sanitize", f"{tool} {'clean' if ok else 'ERRORS'}",
-                                        "compute-sanitizer", detail))
-    table = Table(title="gemmlab verify", header_style="bold", title_justify="left")
-    for col in ("kernel", "shape", "result", "detail"):
-        table.add_column(col)
-    for r in records:
-        style = {"passed": "green", "FAILED": "bold red", "error": "red"}.get(r["result"].split()[0], "")
-        table.add_row(r["kernel"], r["shape"], f"[{style}]{r['result']}[/]" if style else r["result"], r["detail"])
-    console.print(table)
-    passed = sum(1 for r in records if r["result"] == "passed")
-    console.print(f"{passed} passed, {failures} failed")
+            failures += not result.passed
+            e = result.error
+            records.append(_row(spec.name, problem.label(), result.status, where,
+                                f"rel err {e.rel_err:.1e} (tol {e.tolerance:.0e}), {where}" if e else result.reason,
+                                e.rel_err if e else None, e.tolerance if e else None))
+    if opts.sanitize and not gpu:
+        records.append(_row("(all)", "sanitize", "not run", "—", "compute-sanitizer needs a GPU"))
+    elif opts.sanitize:
+        targets = [s for s in specs if s.backend in ("cuda", "numba")]
+        for tool in ("memcheck", "racecheck"):
+            steps.step(f"compute-sanitizer {tool}: {len(targets)} kernels in one process", done, total)
+            done += 1
+            for name, ok, detail in sanitize(targets, tool):
+                failures += not ok
+                records.append(_row(name, "sanitize", f"{tool} {'clean' if ok else 'ERRORS'}",
+                                    "compute-sanitizer", detail))
     return {"env": env.collect(gpu, "gpu" if gpu else "cpu-only"), "records": records}, failures
 
 

@@ -18,6 +18,8 @@ The instrumented binary is a different build; ``record`` checks its C against th
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from gemmlab.errors import GemmlabError
@@ -83,6 +85,29 @@ def summarize(raw, k_tiles: int, ideal_ktile_cycles: float | None = None) -> dic
         "span_ns": int(ns1.max() - ns0.min()),
         "finish_ns": {"first": int(finish.min()), "median": float(np.median(finish)), "last": int(finish.max())},
     }
+
+
+@dataclass(frozen=True)
+class TimelineOptions:
+    kernels: str  # glob(s) of kernels with stamps (tc4_persistent.cu)
+    shapes: tuple  # (M, N, K) each
+    launches: int = 10  # summarized, after 3 warm-ups
+    command: str = "gemmlab timeline"
+
+
+def run_timeline(opts: TimelineOptions) -> dict:
+    """Every kernel named at every shape: {"env", "records"}, one stamped summary each. Every kernel is checked for
+    stamps before any GPU work."""
+    from gemmlab.device import gpu
+    from gemmlab.harness.env import collect
+    from gemmlab.kernels.registry import select
+
+    specs = select(opts.kernels)
+    for spec in specs:
+        stamped(spec, Problem(*opts.shapes[0], spec.precision))
+    records = [record(spec, Problem(*shape, spec.precision), launches=opts.launches)
+               for shape in opts.shapes for spec in specs]
+    return {"env": {**collect(gpu(), "gpu"), "command": opts.command}, "records": records}
 
 
 def stamped(spec, problem: Problem, sm_count: int = 132):
