@@ -29,7 +29,7 @@ LINEAR_SHAPE = (4096, 4096, 4096)  # x @ w.T: B handed over as the transpose of 
 class ApiBenchOptions:
     shapes: tuple = SHAPES
     precisions: tuple = PRECISIONS
-    rounds: int = 30  # timed calls per side
+    rounds: int = 100  # timed calls per side (cut back to max_seconds, never below min_rounds)
     max_seconds: float = 2.0  # per case, before rounds are cut back (never below min_rounds)
     min_rounds: int = 10
     overhead_calls: int = 300
