@@ -8,6 +8,8 @@ FFMA still needs two shared-memory loads, so shared-memory bandwidth, not DRAM, 
 
 The seeds' version stores when `row < M || col < N` and so writes past the end of C when M or N is not a
 multiple of 32; this one stores only when both hold, and stages zeros for out-of-range elements.
+
+Measured: docs/fp32_ladder.md (timings, counters), docs/seeds.md; results/h200/fp32.json.
 """
 from gemmlab.kernels.cuda._kernel import CudaKernel
 from gemmlab.kernels.geometry import Geometry, ceil_div

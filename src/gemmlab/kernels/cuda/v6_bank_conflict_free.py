@@ -8,10 +8,10 @@ What changed against V5 (same tiles, same loads, a different layout):
   contiguous 8×8 block. Neighbouring lanes then read adjacent 16-byte quads of B (a quarter-warp reads 128
   contiguous bytes, one pass of the 32 banks) instead of quads 32 bytes apart (two passes).
 Why: a 2-way conflict doubles the shared-memory cycles of those accesses; V5 has them on both the staging
-stores and on half of the compute loop's loads. `ncu --metrics
-l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum`
-counts them for V5 and V6.
+stores and on half of the compute loop's loads.
 Predicted gain: 1.05-1.15× V5.
+
+Measured: docs/fp32_ladder.md (with V5's and V6's bank-conflict counters), results/h200/fp32.json.
 """
 from gemmlab.kernels.cuda._kernel import CudaKernel
 from gemmlab.kernels.cuda._sgemm import block_tile_grid, thread_tile_warp, traffic_of

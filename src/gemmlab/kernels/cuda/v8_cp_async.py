@@ -11,6 +11,8 @@ The grid is 1D; GROUP_M > 1 walks GROUP_M block rows column by column (L2 reuse 
 Why: in V7 every warp of a block waits for global memory once per k tile, and with one or two blocks per SM
 there is little other work to hide it; the pipeline keeps STAGES - 1 tiles in flight.
 Predicted gain: 1.2-1.4× V7, toward 0.8× cuBLAS FP32.
+
+Measured: docs/fp32_ladder.md, results/h200/fp32.json.
 """
 from gemmlab.kernels.cuda._kernel import CudaKernel
 from gemmlab.kernels.geometry import Geometry, ceil_div
