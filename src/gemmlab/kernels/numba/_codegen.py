@@ -14,8 +14,11 @@ go to local memory; and Python has no float4. This module removes those costs at
   wraparound, no shape loads, and the ``.v4`` forms are single 16-byte instructions (``ld.global.nc.v4.f32``,
   ``ld.shared.v4.f32``) that numba's indexing cannot express. Shared accesses are cast to the shared address
   space so they compile to ``ld.shared``/``st.shared`` with immediate offsets instead of generic loads.
-* **Variants per problem.** 16-byte global accesses need K % 4 == 0 and N % 4 == 0; for other shapes the same
-  template is emitted with 4-byte global accesses (``build`` picks), so every M, N, K >= 1 stays valid.
+  ``cp4/cp16/cp_commit/cp_waitN`` emit cp.async as inline PTX, which numba lacks. ``gemm_source(...,
+  access="index")`` writes the same template with numba array indexing, as a baseline.
+* **Variants per problem.** 16-byte global accesses need K % 4 == 0, N % 4 == 0 and 16-byte aligned operands;
+  otherwise the same template, emitted with 4-byte global accesses, runs instead (``GeneratedKernel.variant``
+  picks per launch), so every M, N, K >= 1 stays valid.
 
 Under numba's CUDA simulator (CI without a GPU) the same generated source runs with the intrinsics replaced by
 plain Python element accesses on flattened NumPy views, so the tests execute the real kernel text.
