@@ -3,13 +3,16 @@
 What changed against the FP32 ladder: the inner product moves from FFMA to the tensor cores. Each warp owns a
 64×32 tile and issues mma.sync m16n8k16 (bf16) or m16n8k8 (tf32, FP32 inputs with the low 13 mantissa bits
 ignored) with FP32 accumulators; a 3-stage cp.async ring keeps global loads in flight; bf16 fragments come
-from shared memory by ldmatrix, B's through ldmatrix.trans because B is N-major. Why: one mma.sync does 4096
-(bf16) multiply-adds where an FFMA does 1. Predicted gain: a few times cuBLAS FP32, well short of cuBLAS at the
+from shared memory by ldmatrix, B's through ldmatrix.trans because B is N-major. Why: one bf16 mma.sync does
+2048 multiply-adds where an FFMA does 1. Predicted gain: a few times cuBLAS FP32, well short of cuBLAS at the
 same precision, because Hopper's mma.sync runs at about half of its wgmma rate and ldmatrix plus cp.async
 address arithmetic cost issue slots (tc2 removes both).
 
-Any M, N, K: edge chunks are zero-filled by cp.async; when a row stride is not a multiple of 16 bytes (bf16:
-K or N not a multiple of 8; tf32: of 4) the kernel stages tiles element by element (flag ALIGNED, slower).
+Any M, N, K: edge chunks are zero-filled by cp.async; when a row stride or a base pointer is not a multiple of 16
+bytes (bf16: K or N not a multiple of 8; tf32: of 4) the kernel stages tiles element by element (the ``aligned``
+kernel argument, set per launch; slower). tf32 loads B directly, with no transpose pre-pass.
+
+Measured: docs/tensor_cores.md, results/h200/tensor_cores.json.
 """
 from dataclasses import dataclass
 
