@@ -1,11 +1,11 @@
-"""cuBLAS through CuPy, the peer every GPU kernel is measured against at its own precision.
+"""cuBLAS, the peer every GPU kernel is measured against at its own precision: one cublasGemmEx call on CuPy's
+handle and the caller's stream (peers/_cublas.py), the compute type pinned per precision.
 
-- fp32: cupy.matmul with CuPy's TF32 switch off, so cuBLAS runs FP32 FFMA kernels (SGEMM).
-- tf32: CUPY_TF32=1 semantics (compute type CUBLAS_COMPUTE_32F_FAST_TF32), FP32 in and out.
-- bf16: BF16 inputs, FP32 output, FP32 accumulation (cublasGemmEx with CUBLAS_COMPUTE_32F).
+- fp32: FP32 in and out, CUBLAS_COMPUTE_32F_PEDANTIC, so no tensor cores: cuBLAS runs FP32 FFMA kernels (SGEMM).
+- tf32: FP32 in and out, CUBLAS_COMPUTE_32F_FAST_TF32 (TF32 tensor cores).
+- bf16: BF16 inputs, FP32 output, FP32 accumulation (CUBLAS_COMPUTE_32F).
 
-CuPy decides TF32 through its ``_tf32`` flag read at call time; the peer sets it around each call so the two
-FP32-input peers never leak into each other.
+Measured: results/h200/fp32.json, results/h200/tensor_cores.json (docs/fp32_ladder.md, docs/tensor_cores.md).
 """
 from __future__ import annotations
 

@@ -2,15 +2,18 @@
 
 The kernel is the one in Triton's matrix-multiplication tutorial: each program computes a BLOCK_M×BLOCK_N tile
 of C, walking K in BLOCK_K steps with ``tl.dot``, and programs are ordered in groups of GROUP_M tile rows so
-neighbouring programs share panels of A and B in L2. Triton picks the software pipeline depth and the
-instructions (FFMA for FP32 IEEE, wgmma for BF16 on Hopper); ``triton.autotune`` times a few tile shapes per
+neighbouring programs share panels of A and B in L2. Triton picks the instructions (FFMA for FP32 IEEE, wgmma
+for BF16 on Hopper); ``triton.autotune`` times the (tile, warps, stages) configurations in ``_SHAPES`` per
 (M, N, K) on first use and keeps the fastest.
 
 - fp32: ``input_precision="ieee"``, so the product is a true FP32 FFMA matmul and its peer is cuBLAS FP32.
 - bf16: BF16 operands, FP32 accumulation and FP32 output, like the cuBLAS BF16 peer.
 
-Masks on every load and store make any M, N, K valid. Registered only where Triton and PyTorch import (Triton
-launches on PyTorch's current stream; the launcher wraps CuPy's current stream so the harness's events see it).
+Any M, N, K is valid: K is masked on every load, rows and columns past the edge read wrapped addresses, and
+stores are masked. Registered only where Triton and PyTorch import (Triton launches on a PyTorch stream; the
+launcher wraps the caller's stream so the harness's events see it).
+
+Measured: results/h200/fp32.json, results/h200/tensor_cores.json (docs/fp32_ladder.md, docs/tensor_cores.md).
 """
 from __future__ import annotations
 
