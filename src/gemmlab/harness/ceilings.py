@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import statistics
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -23,11 +24,45 @@ from gemmlab.problem import Problem
 L2_BUFFERS_MB = (8, 16, 24)  # well inside the half of the L2 that lines every SM reads stay in
 LDG_UNROLL = (4, 8)  # loads in flight per thread
 BULK = ((16384, 8), (32768, 6))  # (bytes per copy, ring slots)
+LAUNCH_BYTES = 512 << 20  # what one timed launch of an L2 probe moves, about
 SMEM_UNROLL = (4, 8)
-FFMA_CHAINS = 16
+FFMA_CHAINS, FFMA_REPEAT = 16, 32  # 512 FFMA per loop iteration against its 3 instructions of loop control
 TC_TILE = {"BM": 128, "BN": 256}  # tc4's tile: two consumer warpgroups of wgmma m64n256
+WGMMA_BK = {"bf16": 64, "tf32": 32}  # one 128-byte swizzle row of K
 LEVEL_KEYS_BY_NAME = {key: level for level, key in LEVEL_KEYS.items()}
 MAGIC = 0x9E3779B9  # a value the probes' running sums never take: their stores never happen
+
+
+@dataclass(frozen=True)
+class ClockProbe:
+    """A probe timed by clock64 around its loop, one CTA per SM: ``figure`` is what it measures ("smem" or a
+    precision), ``scalars`` the arguments it takes between the iteration count and its sink and cycle pointers, and
+    ``work_per_iter`` the bytes (shared memory) or FLOPs one CTA's loop does per iteration, which the SASS test
+    holds against the loop ptxas made."""
+
+    figure: str
+    source: str
+    entry: str
+    defines: dict
+    threads: int
+    smem: int
+    scalars: tuple
+    work_per_iter: float
+
+
+def clock_probes() -> list[ClockProbe]:
+    """Shared-memory loads with UNROLL in flight, FFMA chains, and tc4's wgmma k-tile for each precision."""
+    probes = [ClockProbe("smem", "probe_smem.cu", "probe_smem", {"UNROLL": u}, 1024, 1024 * 16 * u,
+                         (np.uint32(MAGIC),), 1024 * 16 * u) for u in SMEM_UNROLL]
+    probes.append(ClockProbe("fp32", "probe_ffma.cu", "probe_ffma", {"CHAINS": FFMA_CHAINS, "REPEAT": FFMA_REPEAT},
+                             1024, 0, (np.float32(1.0), np.float32(0.0), np.float32(-1.0)),
+                             2.0 * 1024 * FFMA_CHAINS * FFMA_REPEAT))
+    bm, bn = TC_TILE["BM"], TC_TILE["BN"]
+    for precision, bk in WGMMA_BK.items():
+        probes.append(ClockProbe(precision, "probe_wgmma.cu", "probe_wgmma",
+                                 {**TC_TILE, "TC_BF16": int(precision == "bf16")}, bm // 64 * 128,
+                                 (bm + bn) * 128 + 1024, (np.float32(-1.0),), 2.0 * bm * bn * bk))
+    return probes
 
 
 def probe_builds() -> list[tuple[str, str, dict]]:
@@ -35,9 +70,7 @@ def probe_builds() -> list[tuple[str, str, dict]]:
     builds = [("probe_l2_ldg.cu", "probe_l2_ldg", {"UNROLL": u}) for u in LDG_UNROLL]
     # tc_common.cuh's tile macros are unused by the bulk-copy probe but must be defined
     builds += [("probe_l2_bulk.cu", "probe_l2_bulk", {"CHUNK": c, "STAGES": n, **TC_TILE}) for c, n in BULK]
-    builds += [("probe_smem.cu", "probe_smem", {"UNROLL": u}) for u in SMEM_UNROLL]
-    builds += [("probe_ffma.cu", "probe_ffma", {"CHAINS": FFMA_CHAINS})]
-    builds += [("probe_wgmma.cu", "probe_wgmma", {**TC_TILE, "TC_BF16": int(p == "bf16")}) for p in ("bf16", "tf32")]
+    builds += [(p.source, p.entry, p.defines) for p in clock_probes()]
     return builds
 
 
@@ -91,7 +124,7 @@ def l2_bandwidth(sm_count: int) -> dict:
     for mb in L2_BUFFERS_MB:
         nbytes = mb << 20
         buf = cupy.arange(nbytes // 4, dtype=cupy.uint32)
-        passes = max(4, (512 << 20) // nbytes)  # about half a GB per launch
+        passes = max(4, LAUNCH_BYTES // nbytes)
         for unroll in LDG_UNROLL:
             k = _kernel("probe_l2_ldg.cu", "probe_l2_ldg", {"UNROLL": unroll})
             args = (buf.data.ptr, np.uint64(nbytes // 16), np.int32(passes), np.uint32(MAGIC), sink.data.ptr)
@@ -112,51 +145,32 @@ def l2_bandwidth(sm_count: int) -> dict:
 ALONE_SMEM = 120 * 1024  # more than half an SM's shared memory: no two CTAs of a probe share an SM
 
 
-def _per_clock(source: str, entry: str, defines: dict, block: int, smem: int, args, work_per_cta: float,
-               sm_count: int) -> float:
-    """Work per SM and clock of a probe run with one CTA per SM: the median CTA's work over its clock64 span."""
+def per_clock(probe: ClockProbe, iters: int, sm_count: int) -> float:
+    """Work per SM and clock of ``probe`` run with one CTA per SM: the median CTA's work over its clock64 span."""
     import cupy
 
     cycles = cupy.zeros(sm_count, cupy.int64)
-    smem = max(smem, ALONE_SMEM)
-    k = _kernel(source, entry, defines, smem)
+    sink = cupy.zeros(sm_count * probe.threads, cupy.uint32)
+    smem = max(probe.smem, ALONE_SMEM)
+    k = _kernel(probe.source, probe.entry, probe.defines, smem)
+    args = (np.int32(iters), *probe.scalars, sink.data.ptr, cycles.data.ptr)
     for _ in range(3):  # the first launch warms the clocks; the last is read
-        _launch(k, (sm_count, 1, 1), (block, 1, 1), args + (cycles.data.ptr,), smem)
+        _launch(k, (sm_count, 1, 1), (probe.threads, 1, 1), args, smem)
     cupy.cuda.get_current_stream().synchronize()
-    return work_per_cta / float(np.median(cycles.get()))
+    return probe.work_per_iter * iters / float(np.median(cycles.get()))
 
 
-def smem_bandwidth(sm_count: int, iters: int = 4096) -> dict:
-    """Bytes per clock one SM reads from shared memory (probe_smem), the best over loads in flight."""
-    import cupy
-
-    sink = cupy.zeros(sm_count * 1024, cupy.uint32)
-    trials = {}
-    for unroll in SMEM_UNROLL:
-        smem = 1024 * unroll * 16
-        trials[unroll] = _per_clock("probe_smem.cu", "probe_smem", {"UNROLL": unroll}, 1024, smem,
-                                    (np.int32(iters), np.uint32(MAGIC), sink.data.ptr), 1024 * 16 * unroll * iters,
-                                    sm_count)
-    return {"smem_bytes_per_clk": max(trials.values()), "smem_trials": trials}
-
-
-def flop_rates(sm_count: int, iters: int = 4096) -> dict:
-    """Dense FLOPs per SM and clock: FFMA chains (FP32, probe_ffma) and tc4's wgmma mainloop (TF32, BF16,
-    probe_wgmma)."""
-    import cupy
-
-    sink = cupy.zeros(sm_count * 1024, cupy.float32)
-    rates = {"fp32": _per_clock("probe_ffma.cu", "probe_ffma", {"CHAINS": FFMA_CHAINS}, 1024, 0,
-                                (np.int32(iters), np.float32(1.0), np.float32(0.0), np.float32(-1.0), sink.data.ptr),
-                                2.0 * 1024 * FFMA_CHAINS * 4 * iters, sm_count)}
-    bk = {"bf16": 64, "tf32": 32}  # one 128-byte swizzle row of K
-    stage = (TC_TILE["BM"] + TC_TILE["BN"]) * 128 + 1024
-    for precision, k in bk.items():
-        defines = {**TC_TILE, "TC_BF16": int(precision == "bf16")}
-        rates[precision] = _per_clock("probe_wgmma.cu", "probe_wgmma", defines, TC_TILE["BM"] // 64 * 128, stage,
-                                      (np.int32(iters), np.float32(-1.0), sink.data.ptr),
-                                      2.0 * TC_TILE["BM"] * TC_TILE["BN"] * k * iters, sm_count)
-    return {"flop_per_clk": rates}
+def clock_rates(sm_count: int, iters: int = 4096) -> dict:
+    """Bytes per clock one SM reads from shared memory (probe_smem, the best over loads in flight) and dense FLOPs
+    per SM and clock: FFMA chains (FP32, probe_ffma) and tc4's wgmma mainloop (TF32, BF16, probe_wgmma)."""
+    smem, flops = {}, {}
+    for probe in clock_probes():
+        rate = per_clock(probe, iters, sm_count)
+        if probe.figure == "smem":
+            smem[probe.defines["UNROLL"]] = rate
+        else:
+            flops[probe.figure] = rate
+    return {"smem_bytes_per_clk": max(smem.values()), "smem_trials": smem, "flop_per_clk": flops}
 
 
 def cublas_reference(gemm_size: int = 8192) -> dict:
@@ -188,8 +202,7 @@ def measure_ceilings(copy_bytes: int = 1 << 30, gemm_size: int = 8192) -> dict:
         copy = copy_bandwidth(copy_bytes)
         out.update(copy, copy_bw_gbs=copy["dram_gbs"])  # copy_bw_gbs: the key older results carry
         out.update(l2_bandwidth(info.sm_count))
-        out.update(smem_bandwidth(info.sm_count))
-        out.update(flop_rates(info.sm_count))
+        out.update(clock_rates(info.sm_count))
         out.update(cublas_reference(gemm_size))
     out["clock"] = clock.summary()
     cupy.get_default_memory_pool().free_all_blocks()
