@@ -3,14 +3,18 @@
 stored ceilings are found again."""
 import json
 import re
+import shutil
+import subprocess
 
 import pytest
 import sass
 
 from gemmlab.analysis.roofline import DEVICES, ceilings_for
 from gemmlab.harness import ceilings
-from gemmlab.kernels.cuda._nvrtc import compile_cuda
+from gemmlab.kernels.cuda._nvrtc import SOURCE_DIR, compile_cuda
+from gemmlab.kernels.cuda._tma import TiledMap
 
+GXX = shutil.which("g++") or shutil.which("clang++")
 needs_sass = pytest.mark.skipif(not sass.AVAILABLE, reason="no cuobjdump and nvdisasm to disassemble with")
 
 
@@ -79,6 +83,41 @@ def test_bulk_probe_issues_one_copy_per_chunk(chunk, stages, tmp_path):
     instrs = _listing("probe_l2_bulk.cu", "probe_l2_bulk", {"CHUNK": chunk, "STAGES": stages, **ceilings.TC_TILE},
                       tmp_path)
     assert [i.op for i in instrs if i.op.startswith("UBLKCP")] == ["UBLKCP.S.G"]
+
+
+@needs_sass
+@pytest.mark.parametrize("source, entry, defines", ceilings.tma_builds(), ids=lambda v: str(v))
+def test_tma_probe_copies_the_stage_it_counts(source, entry, defines, tmp_path):
+    """Per k-tile the producer issues one A box and BN/64 boxes of Bᵀ, whose bytes by the maps the host encodes are
+    the stage it counts; each CTA walks as many units."""
+    bm, bn = defines["BM"], defines["BN"]
+    instrs = _listing(source, entry, defines, tmp_path)
+    assert [i.op for i in instrs if i.op.startswith("UTMALDG")] == ["UTMALDG.2D"] * (1 + bn // 64)
+    for own in (False, True):
+        walk = ceilings.tma_walk(132, bm, bn, 16 << 20, own)
+        a = TiledMap("fp32", walk["m"], walk["k"], walk["k"], bm, 32)
+        b = TiledMap("fp32", walk["n"], walk["k"], walk["k"], 64, 32)
+        assert not a.errors() and not b.errors()
+        assert a.box_bytes + bn // 64 * b.box_bytes == walk["stage"]
+        assert walk["units"] % 132 == 0 and walk["moved"] == walk["units"] * walk["KT"] * walk["stage"]
+        assert (walk["m"] + walk["n"]) * walk["k"] * 4 <= 16 << 20  # what stays in L2
+
+
+@pytest.mark.skipif(GXX is None, reason="no host C++ compiler")
+def test_tma_probe_args_match_the_kernels_struct(tmp_path):
+    """TMA_ARGS lays ProbeTmaArgs out as the C++ compiler does."""
+    text = (SOURCE_DIR / "probe_l2_tma.cu").read_text()
+    struct = text[text.index("// begin args struct"):text.index("// end args struct")]
+    offsets, size, _ = ceilings.TMA_ARGS.layout()
+    fields = [name for name, _ in ceilings.TMA_ARGS.fields]
+    src = tmp_path / "args.cpp"
+    src.write_text(f'#include <cstddef>\n#include <cstdio>\n#include "{SOURCE_DIR / "tc_args.cuh"}"\n{struct}'
+                   "int main() {\n" + "".join(f'  printf("%zu\\n", offsetof(ProbeTmaArgs, {f}));\n' for f in fields)
+                   + '  printf("%zu\\n", sizeof(ProbeTmaArgs));\n}\n')
+    exe = tmp_path / "args"
+    subprocess.run([GXX, "-o", str(exe), str(src)], check=True)
+    got = [int(x) for x in subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split()]
+    assert got == [offsets[f] for f in fields] + [size]
 
 
 def test_stored_ceilings_fill_what_the_run_did_not_measure(tmp_path, monkeypatch):

@@ -5,8 +5,10 @@ plus cuBLAS FP32 at 8192³ for reference (a result, not a roof).
 Bandwidths through DRAM and L2 are bytes per second over event-timed launches; shared memory and arithmetic are
 per SM and clock, from clock64 around each probe's loop, so they hold at any clock the SMs run at. Each probe
 runs in a few configurations and keeps the best: a roof is what the hardware can do, and a probe that falls short
-of it would let a kernel pass its roof. ``gemmlab roofline --measure --json FILE`` writes them; the last
-measurement of each GPU is also kept in gemmlab's cache, where the benchmark's records take their roofs from.
+of it would let a kernel pass its roof. L2 -> SM is probed three ways, 16-byte loads past L1, 1-D bulk copies and
+the wgmma levels' own TMA tensor loads, since the kernels it roofs move their bytes by the last two.
+``gemmlab roofline --measure --json FILE`` writes them; the last measurement of each GPU is also kept in gemmlab's
+cache, where the benchmark's records take their roofs from.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gemmlab import driver
 from gemmlab.analysis.ceilings import LEVEL_KEYS, Ceilings, with_measured
 from gemmlab.cache import cache_root, read_json, write_json
 from gemmlab.problem import Problem
@@ -24,6 +27,13 @@ from gemmlab.problem import Problem
 L2_BUFFERS_MB = (8, 16, 24)  # well inside the half of the L2 that lines every SM reads stay in
 LDG_UNROLL = (4, 8)  # loads in flight per thread
 BULK = ((16384, 8), (32768, 6))  # (bytes per copy, ring slots)
+# TMA tensor loads: tc4's tile (128x256) and tc5's (256x128), the levels' ring of 4 stages and grouped order
+TMA_TILES = ((128, 256), (256, 128))
+TMA_RING = {"STAGES": 4, "GROUP_M": 8}
+TMA_THREADS = 128 + 8 * 32  # a producer warpgroup and 8 consumer warps (probe_l2_tma.cu)
+TMA_SQUARE = 2048  # M = N of the walk whose panels the CTAs share: 128 tiles, about one per SM, as in a wave
+TMA_ARGS = driver.Struct((("a", driver.MAP), ("b", driver.MAP), ("tiles_m", "i32"), ("tiles_n", "i32"),
+                          ("KT", "i32"), ("units", "i32"), ("own", "i32")))  # probe_l2_tma.cu's ProbeTmaArgs
 LAUNCH_BYTES = 512 << 20  # what one timed launch of an L2 probe moves, about
 SMEM_UNROLL = (4, 8)
 FFMA_CHAINS, FFMA_REPEAT = 16, 32  # 512 FFMA per loop iteration against its 3 instructions of loop control
@@ -65,17 +75,23 @@ def clock_probes() -> list[ClockProbe]:
     return probes
 
 
+def tma_builds() -> list[tuple[str, str, dict]]:
+    return [("probe_l2_tma.cu", "probe_l2_tma", {"BM": bm, "BN": bn, **TMA_RING}) for bm, bn in TMA_TILES]
+
+
 def probe_builds() -> list[tuple[str, str, dict]]:
     """(source, entry, defines) of every probe binary the measurement launches."""
     builds = [("probe_l2_ldg.cu", "probe_l2_ldg", {"UNROLL": u}) for u in LDG_UNROLL]
     # tc_common.cuh's tile macros are unused by the bulk-copy probe but must be defined
     builds += [("probe_l2_bulk.cu", "probe_l2_bulk", {"CHUNK": c, "STAGES": n, **TC_TILE}) for c, n in BULK]
+    builds += tma_builds()
     builds += [(p.source, p.entry, p.defines) for p in clock_probes()]
     return builds
 
 
 def _launch(kernel, grid, block, args, smem: int = 0) -> None:
-    """Every probe launch goes through here (one place to change the launch path)."""
+    """The launch of every probe whose arguments are scalars and pointers; the TMA probe's tensor maps go by value
+    through gemmlab.driver, as the wgmma levels' do."""
     from gemmlab.kernels.cuda._nvrtc import launch
 
     launch(kernel, grid, block, args, smem)
@@ -114,9 +130,49 @@ def copy_bandwidth(copy_bytes: int = 1 << 30) -> dict:
     return {"dram_gbs": 2 * copy_bytes / (ms * 1e-3) / 1e9, "copy_bytes": copy_bytes, "copy_ms": ms}
 
 
+def tma_walk(sm_count: int, bm: int, bn: int, nbytes: int, own: bool) -> dict:
+    """The shapes probe_l2_tma walks over about ``nbytes`` of operands: A (m x k) and Bᵀ (n x k), fp32, K-major;
+    with ``own``, one tile row of each per CTA. ``units`` is whole rounds of the grid, about LAUNCH_BYTES in all,
+    and ``moved`` the bytes they copy into shared memory: every k-tile of a unit brings one stage."""
+    stage = (bm + bn) * 128
+    if own:
+        m, n = sm_count * bm, sm_count * bn
+    else:
+        m = n = TMA_SQUARE
+    kt = max(1, nbytes // ((m + n) * 128))
+    rounds = max(1, -(-LAUNCH_BYTES // (sm_count * kt * stage)))
+    return {"m": m, "n": n, "k": 32 * kt, "KT": kt, "tiles_m": m // bm, "tiles_n": n // bn,
+            "units": sm_count * rounds, "stage": stage, "moved": sm_count * rounds * kt * stage}
+
+
+def _tma_trial(sm_count: int, bm: int, bn: int, nbytes: int, own: bool) -> dict:
+    import cupy
+
+    from gemmlab.kernels.cuda._tma import TiledMap
+
+    w = tma_walk(sm_count, bm, bn, nbytes, own)
+    m, n, k = w["m"], w["n"], w["k"]
+    buf = cupy.empty((m + n) * k, cupy.float32)  # A, then Bᵀ
+    params = driver.Params((("args", TMA_ARGS),))
+    for name, rows, box, base in (("a", m, bm, buf.data.ptr), ("b", n, 64, buf.data.ptr + 4 * m * k)):
+        enc = TiledMap("fp32", rows, k, k, box, 32).encode_args(base)
+        driver.encode_tiled(params.map_address(name), enc["dtype"], enc["global_dim"], enc["global_strides"],
+                            enc["box_dim"], base)
+    params.tiles_m, params.tiles_n, params.KT, params.units, params.own = (w["tiles_m"], w["tiles_n"], w["KT"],
+                                                                           w["units"], int(own))
+    # the ring, a full and an empty mbarrier per stage, and the 1024 bytes the swizzle's alignment may take
+    smem = TMA_RING["STAGES"] * (w["stage"] + 2 * 8) + 1024
+    kernel = _kernel("probe_l2_tma.cu", "probe_l2_tma", {"BM": bm, "BN": bn, **TMA_RING}, smem)
+    launch = driver.Launch(int(kernel.handle), (sm_count, 1, 1), (TMA_THREADS, 1, 1), smem, params)
+    ms = _median_ms(lambda: launch.launch(cupy.cuda.get_current_stream().ptr), 10)
+    return {"probe": "cp.async.bulk.tensor.2d", "tile": f"{bm}x{bn}", "walk": "own rows" if own else "shared panels",
+            "buffer_mb": round(buf.nbytes / 2**20, 1), "gbs": w["moved"] / (ms * 1e-3) / 1e9}
+
+
 def l2_bandwidth(sm_count: int) -> dict:
-    """L2 -> SM read bandwidth: 16-byte loads past L1 (probe_l2_ldg) and bulk copies into shared memory
-    (probe_l2_bulk), each over buffers that stay in L2; the best of every configuration."""
+    """L2 -> SM read bandwidth: 16-byte loads past L1 (probe_l2_ldg), bulk copies into shared memory
+    (probe_l2_bulk) and TMA tensor loads in the wgmma levels' ring (probe_l2_tma), each over buffers that stay in
+    L2; the best of every configuration."""
     import cupy
 
     trials = []
@@ -138,6 +194,9 @@ def l2_bandwidth(sm_count: int) -> dict:
             ms = _median_ms(lambda: _launch(k, (sm_count, 1, 1), (32, 1, 1), args, smem), 10)
             trials.append({"probe": "cp.async.bulk", "buffer_mb": mb, "chunk": chunk, "stages": stages,
                            "gbs": passes * nbytes / (ms * 1e-3) / 1e9})
+        for bm, bn in TMA_TILES:
+            for own in (False, True):
+                trials.append(_tma_trial(sm_count, bm, bn, nbytes, own))
     best = max(trials, key=lambda t: t["gbs"])
     return {"l2_gbs": best["gbs"], "l2_best": best, "l2_trials": trials}
 
