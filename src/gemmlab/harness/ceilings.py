@@ -145,7 +145,9 @@ def tma_walk(sm_count: int, bm: int, bn: int, nbytes: int, own: bool) -> dict:
             "units": sm_count * rounds, "stage": stage, "moved": sm_count * rounds * kt * stage}
 
 
-def _tma_trial(sm_count: int, bm: int, bn: int, nbytes: int, own: bool) -> dict:
+def tma_launch(sm_count: int, bm: int, bn: int, nbytes: int, own: bool):
+    """probe_l2_tma ready to launch over a walk of ``tma_walk``: (the driver.Launch, the walk, the operands' buffer,
+    which must outlive the launches)."""
     import cupy
 
     from gemmlab.kernels.cuda._tma import TiledMap
@@ -163,7 +165,13 @@ def _tma_trial(sm_count: int, bm: int, bn: int, nbytes: int, own: bool) -> dict:
     # the ring, a full and an empty mbarrier per stage, and the 1024 bytes the swizzle's alignment may take
     smem = TMA_RING["STAGES"] * (w["stage"] + 2 * 8) + 1024
     kernel = _kernel("probe_l2_tma.cu", "probe_l2_tma", {"BM": bm, "BN": bn, **TMA_RING}, smem)
-    launch = driver.Launch(int(kernel.handle), (sm_count, 1, 1), (TMA_THREADS, 1, 1), smem, params)
+    return driver.Launch(int(kernel.handle), (sm_count, 1, 1), (TMA_THREADS, 1, 1), smem, params), w, buf
+
+
+def _tma_trial(sm_count: int, bm: int, bn: int, nbytes: int, own: bool) -> dict:
+    import cupy
+
+    launch, w, buf = tma_launch(sm_count, bm, bn, nbytes, own)
     ms = _median_ms(lambda: launch.launch(cupy.cuda.get_current_stream().ptr), 10)
     return {"probe": "cp.async.bulk.tensor.2d", "tile": f"{bm}x{bn}", "walk": "own rows" if own else "shared panels",
             "buffer_mb": round(buf.nbytes / 2**20, 1), "gbs": w["moved"] / (ms * 1e-3) / 1e9}
