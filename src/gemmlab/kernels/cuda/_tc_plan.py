@@ -154,6 +154,9 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
     defines = spec.defines()
     if b_kmajor and spec.precision == "bf16":
         defines["B_KMAJOR"] = 1
+    rounds_smem = spec.params.get("TF32_ROUND", 0) == 2  # TF32 operands rounded to nearest in shared memory
+    if b_kmajor and rounds_smem:  # no pre-pass rounds this B: the producer's pass rounds its tiles too
+        defines["ROUND_B_SMEM"] = 1
     geo = spec.launch_geometry(problem, info.sm_count)
     kernel = gpu.kernel(compile_cuda(spec.source, spec.entry, defines, info.arch), geo.smem)
     cluster = spec.cluster()
@@ -191,11 +194,13 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
         buffers.append(bt)
         driver.ctypes.memmove(params.map_address("b"), _encoded(spec.operand_maps(problem, k, kp, False)[1],
                                                                  gpu.address(bt)), driver.MAP_BYTES)
-        tk = gpu.kernel(compile_cuda("tc_transpose.cu", "tc_transpose", {"TILE_T": 32}, info.arch), 0)
+        tk = gpu.kernel(compile_cuda("tc_transpose.cu", "tc_transpose",
+                                     {"TILE_T": 32, **({"ROUND": 1} if rounds_smem else {})}, info.arch), 0)
         tp = driver.Params(TRANSPOSE_SIGNATURE)
         tp.BT, tp.K, tp.N, tp.LDT = gpu.address(bt), k, n, kp
         transpose = driver.Launch(int(tk.handle), (ceil_div(n, 32), ceil_div(k, 32), 1), (32, 8, 1), 0, tp)
-        steps.append(f"transpose pre-pass: B ({k}x{n}) into Bᵀ ({n}x{kp}); tf32 wgmma reads K-major operands only")
+        steps.append(f"transpose pre-pass: B ({k}x{n}) into Bᵀ ({n}x{kp}){', rounded to TF32' if rounds_smem else ''}; "
+                     "tf32 wgmma reads K-major operands only")
     zeroed = False
     if spec.params.get("STREAM_K", 0):
         ws, flags = _stream_k_workspace(spec, kernel, geo, problem, info.sm_count, gpu)

@@ -59,8 +59,18 @@ def epilogue_bytes(p: dict) -> int:
     return (p["BM"] // 64) * 2 * C_BOX_BYTES if p.get("EPI_TMA", 0) else 0
 
 
+def pass_bytes(p: dict) -> int:
+    """Shared memory of the producer warps' pass over landed k-tiles (tc_round.cuh): a `ready` barrier per ring
+    slot where they round A in place (TF32_ROUND=2), and for the 3xTF32 source (tc7, the one with a PROMOTE
+    interval) also the small part of each slot's A tile, BM rows of 128 bytes, after the ring."""
+    if "PROMOTE" in p:
+        return p["STAGES"] * (p["BM"] * 128 + 8)
+    return 8 * p["STAGES"] if p.get("TF32_ROUND", 0) == 2 else 0
+
+
 def smem_bytes(p: dict) -> int:
-    return p["STAGES"] * (stage_bytes(p["BM"], p["BN"]) + BARRIER_BYTES) + epilogue_bytes(p) + ALIGN_SLACK
+    return (p["STAGES"] * (stage_bytes(p["BM"], p["BN"]) + BARRIER_BYTES) + epilogue_bytes(p) + pass_bytes(p)
+            + ALIGN_SLACK)
 
 
 
@@ -224,6 +234,15 @@ def wgmma_constraints(p: dict, specialized: bool, swap_ab: bool = False) -> list
                    or narrow // 64 < p.get("CM", 1)):
         e.append(f"NARROW_BN={narrow}: a wgmma N (64, 128, 192) below BN={p['BN']} with a B box per CTA of the "
                  "cluster, on the tc4_persistent.cu source")
+    rnd = p.get("TF32_ROUND", 0)
+    if rnd not in (0, 1, 2):
+        e.append(f"TF32_ROUND={rnd}: 0 (truncated by the tensor cores), 1 (register operands rounded) or 2 (all)")
+    elif rnd == 1 and not swap_ab:
+        e.append("TF32_ROUND=1 rounds the operand that passes through registers, which only tc5's swap has")
+    elif rnd == 2 and not specialized:
+        e.append("TF32_ROUND=2 needs the producer warpgroup, whose idle warps round the shared-memory tiles")
+    if p.get("ROUND_B_SMEM", 0) and (rnd != 2 or swap_ab):
+        e.append("ROUND_B_SMEM=1 (the plan's choice for a K-major B in tc4) needs TF32_ROUND=2")
     if p.get("TIMELINE", 0) not in (0, 1):
         e.append(f"TIMELINE={p.get('TIMELINE')}: 0 or 1 (stamp each warpgroup's cycles for gemmlab timeline)")
     elif p.get("TIMELINE", 0) and (swap_ab or not specialized or p.get("STREAM_K", 0)):
@@ -318,6 +337,12 @@ class WgmmaKernel(CudaKernel):
         d = {k: v for k, v in self.params.items() if k != "NARROW_BN"}  # a host-side choice (for_problem)
         d["TC_BF16"] = 1 if self.precision == "bf16" else 0
         return d
+
+    def config_error(self) -> str | None:
+        why = super().config_error()
+        if not why and self.precision != "tf32" and self.params.get("TF32_ROUND", 0):
+            return f"TF32_ROUND={self.params['TF32_ROUND']}: rounding to TF32 is an option of the TF32 levels"
+        return why
 
     def unsupported(self, gpu) -> str | None:
         if tuple(gpu.cc) != (9, 0):
