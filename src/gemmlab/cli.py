@@ -1,4 +1,4 @@
-"""gemmlab command line: list | bench | verify | roofline | report | profile | timeline | tune."""
+"""gemmlab command line: list | bench | verify | roofline | report | profile | timeline | accuracy | tune."""
 from __future__ import annotations
 
 import argparse
@@ -410,6 +410,33 @@ def cmd_tune(args) -> int:
     return 0
 
 
+def cmd_accuracy(args) -> int:
+    """Error against float64 of each way of computing an FP32-input product, against K and the inputs' scale."""
+    from gemmlab.report import accuracy as report
+
+    if args.render:
+        for path in report.render(args.render):
+            console.print(f"wrote {path}")
+        return 0
+    from gemmlab.harness.accuracy import DEFAULT_KS, AccuracyOptions, measure
+
+    ks = tuple(int(k) for k in args.k) if args.k else DEFAULT_KS
+    if min(ks + (args.mn, args.scale_k)) < 1:
+        raise GemmlabError(f"gemmlab accuracy: --mn {args.mn}, --k {ks}, --scale-k {args.scale_k}: sizes must be "
+                           "at least 1")
+    opts = AccuracyOptions(mn=args.mn, ks=ks, scale_k=args.scale_k, seed=args.seed,
+                           **({"distributions": tuple(args.dist)} if args.dist else {}),
+                           **({"series": tuple(args.series)} if args.series else {}))
+    results = measure(opts, say=lambda line: console.print(line, highlight=False))
+    results["env"]["command"] = "gemmlab " + " ".join(shlex.quote(a) for a in args.argv)
+    path = Path(args.json or "accuracy.json")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=1))
+    for written in [path, *report.render(path)]:
+        console.print(f"wrote {written}")
+    return 0
+
+
 def cmd_dispatch(args) -> int:
     """What kernel='auto' runs for a shape, precision and layout on this GPU (or the H200's table without one)."""
     from gemmlab import dispatch
@@ -516,6 +543,19 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--launches", type=count, default=10, help="launches summarized (after 3 warm-ups)")
     s.add_argument("--json", help="write the stamps' summary here, and a Markdown table beside it (.md)")
     s.set_defaults(func=cmd_timeline)
+
+    s = sub.add_parser("accuracy", help="error against float64 of FP32, TF32 and 3xTF32 products, against K and "
+                                        "the inputs' scale")
+    s.add_argument("--mn", type=int, default=2048, help="M = N of every product (default 2048)")
+    s.add_argument("--k", action="append", help="K of the K sweep; repeatable (default 256 1024 4096 16384 65536)")
+    s.add_argument("--scale-k", type=int, default=4096, help="K of the sweep over input distributions")
+    s.add_argument("--dist", action="append", help="input distributions (default: all: normal, uniform, "
+                                                   "normal_x1e3, mixed)")
+    s.add_argument("--series", action="append", help="ways to compute (default: all)")
+    s.add_argument("--seed", type=int, default=2026)
+    s.add_argument("--json", help="write the results here (default accuracy.json), with .md and .png beside it")
+    s.add_argument("--render", metavar="JSON", help="only render a saved results JSON (no GPU needed)")
+    s.set_defaults(func=cmd_accuracy)
 
     s = sub.add_parser("dispatch", help="which kernel gemmlab.matmul's kernel='auto' runs, and why")
     s.add_argument("--shape", action="append", help="4096 or MxNxK; repeatable (default 4096)")
