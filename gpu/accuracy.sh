@@ -2,7 +2,8 @@
 # Issue 19 on the H200: TF32 rounded to nearest (tc4-tc6, TF32_ROUND) and the FP32-accurate tc7_3xtf32.
 # Run from the repository root with PYTHONPATH=src; writes everything under $OUT, prints a short table last.
 #   1. verify: tc4/tc5/tc6 TF32 and tc7 over the ragged sweep (NaN-poisoned C), then compute-sanitizer memcheck and
-#      racecheck (the producer warps' pass and its `ready` barriers are new)
+#      racecheck of tc7, tc5 and tc4 TF32 at gemmlab's sanitize shapes (the producer warps' pass and its `ready`
+#      barriers are new; tc6 runs tc5's code)
 #   2. candidates: every build that decides the design, checked on ragged shapes, its error on the same inputs
 #      (4096³ and 4097x3001x2049) and its time interleaved with its cuBLAS peer at the three shapes:
 #      TF32: tc5 truncated / B rounded in registers / A rounded by the producer's pass, tc4 truncated / rounded,
@@ -10,34 +11,29 @@
 #      FP32: tc7 promoted every 1, 2, 4 k-tiles, tc7 never promoted, the naive split (3 cuBLAS TF32 products)
 #   3. bench: the shipped levels against their peers at 4096³, 8192³, 2048x3072x4096 (FP32 and TF32 tables)
 #   4. the accuracy study at a reduced size (M = N = 1024), rendered to .md and .png
+# Every step has a time limit (a hung kernel costs its step, not the run); rc 124 in the log means it ran out.
 set -uo pipefail
 OUT=${OUT:-/tmp/gemmlab-accuracy}
 mkdir -p "$OUT"
 export GEMMLAB_CACHE=${GEMMLAB_CACHE:-/tmp/gemmlab-cache}  # compiled cubins stay off $OUT
 T0=$(date +%s)
 step() { echo "== $* ($(( $(date +%s) - T0 )) s)"; }
-g() { python3 -m gemmlab "$@"; }
 LEVELS='cuda/tc7_3xtf32,cuda/tc5_swap_ab_tf32,cuda/tc6_stream_k_tf32,cuda/tc4_persistent_tf32'
 
 step "1. verify the shipped builds over ragged shapes"
-g verify --kernels "$LEVELS" --sample 12 --json "$OUT/verify.json" > "$OUT/verify.txt" 2>&1
-echo "verify rc=$? ($(tail -1 "$OUT/verify.txt"))"
-step "1b. compute-sanitizer memcheck + racecheck"
-timeout 150 python3 - "$OUT" > "$OUT/sanitize.txt" 2>&1 <<'PY'
-import json, sys
-from gemmlab.harness.sweep import sanitize
-from gemmlab.kernels.registry import get_kernel
-specs = [get_kernel(n) for n in ("cuda/tc7_3xtf32", "cuda/tc5_swap_ab_tf32", "cuda/tc6_stream_k_tf32",
-                                 "cuda/tc4_persistent_tf32")]
-rows = [(tool, *r) for tool in ("memcheck", "racecheck") for r in sanitize(specs, tool)]
-for r in rows:
-    print(*r)
-json.dump(rows, open(f"{sys.argv[1]}/sanitize.json", "w"), indent=1)
-PY
-echo "sanitize rc=$?"; cat "$OUT/sanitize.txt" | tail -8
+timeout 90 python3 -m gemmlab verify --kernels "$LEVELS" --sample 12 --json "$OUT/verify.json" > "$OUT/verify.txt" 2>&1
+echo "verify rc=$? ($(tail -1 "$OUT/verify.txt"))"; grep -E "FAILED|│ error" "$OUT/verify.txt" | head -5
+step "1b. compute-sanitizer memcheck + racecheck (the pass and its barriers: tc7, tc5, tc4 TF32)"
+SAN='cuda/tc7_3xtf32 cuda/tc5_swap_ab_tf32 cuda/tc4_persistent_tf32'
+for tool in memcheck racecheck; do
+  timeout --kill-after=10 60 compute-sanitizer --tool $tool --error-exitcode 3 --report-api-errors no \
+    python3 -m gemmlab.harness.sweep $SAN > "$OUT/sanitize_$tool.txt" 2>&1
+  echo "$tool rc=$? (0 clean, 3 sanitizer errors, 4 wrong results, 124 timed out): $(grep -h 'SUMMARY' "$OUT/sanitize_$tool.txt" | tail -1)"
+  grep -h '^FAILED' "$OUT/sanitize_$tool.txt" | head -5
+done
 
 step "2. candidates: correctness, errors on the same inputs, interleaved times"
-python3 - "$OUT" <<'PY' 2>&1 | tee "$OUT/candidates.txt"
+timeout 150 python3 - "$OUT" <<'PY' 2>&1 | tee "$OUT/candidates.txt"
 import dataclasses, json, sys
 import cupy
 from gemmlab import device
@@ -63,6 +59,8 @@ TF32 = {"tc5 truncated (ROUND=0)": var("cuda/tc5_swap_ab_tf32", TF32_ROUND=0),
 FP32 = {"tc7 PROMOTE=1": get_kernel("cuda/tc7_3xtf32"), "tc7 PROMOTE=2": var("cuda/tc7_3xtf32", PROMOTE=2),
         "tc7 PROMOTE=4": var("cuda/tc7_3xtf32", PROMOTE=4), "tc7 PROMOTE=0 (none)": var("cuda/tc7_3xtf32", PROMOTE=0)}
 res = {"env": {"gpu": info.name, "registers": {}}, "verify": [], "errors": [], "timing": []}
+def save():  # after every part, so a step cut short by its time limit keeps what it measured
+    json.dump(res, open(f"{out}/candidates.json", "w"), indent=1, default=float)
 for name, s in {**TF32, **FP32}.items():
     rep = s.compile(info.arch).report
     res["env"]["registers"][name] = {"registers": rep.registers, "spills": rep.spills}
@@ -77,6 +75,7 @@ for shape in ((4097, 3001, 2049), (1023, 1025, 1027), (16384, 64, 4096), (2047, 
         if not r.passed:
             print(f"VERIFY {r.status}: {name} {shape} {r.reason or r.error}")
 print(f"verify: {sum(v['status'] == 'passed' for v in res['verify'])}/{len(res['verify'])} passed")
+save()
 
 # 2b. errors of every way on the same inputs
 for shape in ((4096, 4096, 4096), (4097, 3001, 2049)):
@@ -94,6 +93,7 @@ for shape in ((4096, 4096, 4096), (4097, 3001, 2049)):
     for name, s in {**TF32, **FP32}.items():
         row[name] = err(run_once(s, Problem(*shape, s.precision), a, b))
     res["errors"].append(row)
+    save()
     print(f"errors at {shape}: " + ", ".join(f"{k} {v:.3e}" for k, v in row.items() if k != "shape"))
     del a, b, ref
     cupy.get_default_memory_pool().free_all_blocks()
@@ -122,19 +122,19 @@ for shape in ((4096, 4096, 4096), (8192, 8192, 8192), (2048, 3072, 4096)):
                                   "iqr_ms": t.iqr_ms, "x_peer": peer_ms / t.median_ms,
                                   "tflops": problem.flops() / t.median_ms / 1e9, "mhz": t.clock.get("median_mhz")})
             print(f"time {shape} {prec:4s} {n:32s} {t.median_ms:8.4f} ms  {peer_ms / t.median_ms:5.3f}x peer")
+        save()
         del sets
         cupy.get_default_memory_pool().free_all_blocks()
-json.dump(res, open(f"{out}/candidates.json", "w"), indent=1, default=float)
 PY
 echo "candidates rc=${PIPESTATUS[0]}"
 
 step "3. bench against cuBLAS at the three shapes"
-g bench --shape 4096 --shape 8192 --shape 2048x3072x4096 --kernels "$LEVELS" --repeat 30 --max-seconds 1.5 \
+timeout 150 python3 -m gemmlab bench --shape 4096 --shape 8192 --shape 2048x3072x4096 --kernels "$LEVELS" --repeat 20 --max-seconds 1 \
   --pause 0.1 --no-ceilings --json "$OUT/bench.json" > "$OUT/bench.txt" 2>&1
 echo "bench rc=$?"
 
 step "4. the accuracy study, reduced: M = N = 1024, K up to 65536"
-g accuracy --mn 1024 --json "$OUT/accuracy.json" > "$OUT/accuracy.txt" 2>&1
+timeout 60 python3 -m gemmlab accuracy --mn 1024 --json "$OUT/accuracy.json" > "$OUT/accuracy.txt" 2>&1
 echo "accuracy rc=$?"
 
 step "summary"

@@ -80,3 +80,52 @@ def test_command_needs_a_gpu_and_renders_without_one(tmp_path):
     proc = gemmlab("accuracy", "--render", str(path))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (tmp_path / "saved.md").exists() and (tmp_path / "saved.png").exists()
+
+
+class HostCupy:
+    """The few CuPy calls gemmlab.harness.accuracy makes, on NumPy: the study's bookkeeping runs on this machine."""
+
+    float32, float64 = np.float32, np.float64
+    random, linalg = np.random, np.linalg
+    matmul, abs, full, empty, isfinite, count_nonzero = (np.matmul, np.abs, np.full, np.empty, np.isfinite,
+                                                         np.count_nonzero)
+
+    class cuda:
+        @staticmethod
+        def get_current_stream():
+            return type("Stream", (), {"synchronize": lambda self: None})()
+
+    @staticmethod
+    def get_default_memory_pool():
+        return type("Pool", (), {"free_all_blocks": lambda self: None})()
+
+
+def test_measure_records_every_series_at_every_point(monkeypatch):
+    """measure() with the GPU and the products replaced by NumPy stand-ins (exact TF32 arithmetic): one record
+    per series and point, errors against the float64 product, NaN reported as non-finite."""
+    from gemmlab import numerics as nm
+
+    monkeypatch.setitem(sys.modules, "cupy", HostCupy)
+    monkeypatch.setattr(device, "require_gpu", lambda what: None)
+
+    def compute(series, specs, a, b):
+        if series == "tf32_truncated":
+            return (nm.tf32_trunc(a).astype(np.float64) @ nm.tf32_trunc(b).astype(np.float64)).astype(np.float32)
+        if series == "tc7_unpromoted":
+            return np.full((a.shape[0], b.shape[1]), np.nan, np.float32)
+        return (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32)
+
+    monkeypatch.setattr(study, "_compute", compute)
+    monkeypatch.setattr(study, "_kernel_series", lambda: {})
+    opts = study.AccuracyOptions(mn=16, ks=(8, 64), scale_k=32)
+    res = study.measure(opts, say=lambda line: None)
+    recs = res["records"]
+    assert len(recs) == len(study.SERIES) * (2 + len(study.DISTRIBUTIONS))
+    by = {(r["sweep"], r["series"], r["dist"], r["k"]): r for r in recs}
+    assert by[("k", "cublas_fp32", "normal", 64)]["rel_err"] < 1e-6
+    assert by[("k", "tf32_truncated", "normal", 64)]["rel_err"] > 1e-4
+    nan = by[("scale", "tc7_unpromoted", "mixed", 32)]
+    assert nan["rel_err"] is None and nan["nonfinite"] == 16 * 16
+    assert "non-finite" in report.markdown(res)
+    with pytest.raises(study.GemmlabError, match="unknown series"):
+        study.measure(study.AccuracyOptions(series=("nope",)), say=lambda line: None)
