@@ -68,18 +68,24 @@ def test_inputs_are_float32_and_seeded():
 
 
 @pytest.mark.skipif(device.gpu() is not None, reason="checks the CPU-only behaviour")
-def test_command_needs_a_gpu_and_renders_without_one(tmp_path):
+def test_command_needs_a_gpu_and_its_json_renders_without_one(tmp_path):
     def gemmlab(*args):
         return subprocess.run([sys.executable, "-m", "gemmlab.cli", *args], capture_output=True, text=True,
                               timeout=300, env=dict(os.environ, COLUMNS="200"))
 
     proc = gemmlab("accuracy", "--mn", "64", "--json", str(tmp_path / "a.json"))
-    assert proc.returncode == 2 and "gemmlab accuracy needs a CUDA GPU" in proc.stdout
+    assert proc.returncode == 2 and "gemmlab accuracy needs a CUDA GPU" in proc.stdout + proc.stderr
     path = tmp_path / "saved.json"
     path.write_text(json.dumps(synthetic()))
-    proc = gemmlab("accuracy", "--render", str(path))
+    proc = gemmlab("report", str(path), "--out", str(tmp_path / "report"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert (tmp_path / "saved.md").exists() and (tmp_path / "saved.png").exists()
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert "## Against K" in md and "](accuracy.png)" in md
+    assert (tmp_path / "report" / "accuracy.png").read_bytes()[:4] == b"\x89PNG"
+    proc = gemmlab("report", str(path), "--summary")
+    assert proc.returncode == 0 and "## Against the inputs (K = 4096)" in proc.stdout
+    proc = gemmlab("accuracy", "--mn", "0")
+    assert proc.returncode == 2 and "--mn" in (proc.stdout + proc.stderr)
 
 
 class HostCupy:

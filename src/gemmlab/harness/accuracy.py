@@ -13,7 +13,8 @@ The ways (series), each run on the same seeded inputs:
 Two sweeps, M = N = ``mn``: K over ``ks`` with N(0,1) inputs, and each input distribution of DISTRIBUTIONS at
 K = ``scale_k``. Errors against cuBLAS DGEMM of the same inputs: the relative Frobenius error ‖C − C64‖/‖C64‖ and
 the largest |C − C64| over the largest |C64|. A NaN or Inf in C is recorded as such (rel_err None, nonfinite > 0).
-The JSON is rendered by gemmlab.report.accuracy (a Markdown table and a figure beside it).
+The JSON is rendered by gemmlab.report.accuracy: the command writes its tables (.md) and figure (.png) beside it,
+and `gemmlab report accuracy.json --out DIR` renders it anywhere.
 """
 from __future__ import annotations
 

@@ -79,7 +79,9 @@ SPECS = [
         source="tc4_persistent.cu", entry="tc4_persistent", params=dict(params),
         constraints=lambda p: wgmma_constraints(p, specialized=True),
         traffic_model=wgmma_traffic(prec, BASE["BM"], BASE["BN"], CM, narrow=params, persistent=True,
-                                    group_m=BASE["GROUP_M"], epi_tma=True), doc=__doc__, unmodeled=EPILOGUE,
+                                    group_m=BASE["GROUP_M"], epi_tma=True,
+                                    a_pass=2 if params.get("TF32_ROUND") else 0),  # the rounding pass over A
+        doc=__doc__, unmodeled=EPILOGUE,
     )
     for prec, params in (("bf16", BF16), ("tf32", TF32))
 ]

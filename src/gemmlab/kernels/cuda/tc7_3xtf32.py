@@ -56,6 +56,7 @@ SPECS = [
         title="fp32 on tf32 tensor cores: 3xTF32 splits (B in registers, A's small part by the producer), "
               "promoted to FP32 every 32 of K",
         source="tc7_3xtf32.cu", entry="tc7_3xtf32", params=dict(PARAMS), constraints=constraints,
-        traffic_model=wgmma_traffic("fp32", PARAMS["BM"], PARAMS["BN"], prepass=False), doc=__doc__,
+        traffic_model=wgmma_traffic("fp32", PARAMS["BM"], PARAMS["BN"], prepass=False, persistent=True,
+                                    group_m=PARAMS["GROUP_M"], swap_ab=True, a_reads=3, a_pass=2), doc=__doc__,
     )
 ]

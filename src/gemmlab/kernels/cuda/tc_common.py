@@ -253,7 +253,7 @@ def wgmma_constraints(p: dict, specialized: bool, swap_ab: bool = False) -> list
 def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, prepass: bool | None = None,
                   stream_k: bool = False, sk_fill: int = SK_FILL, sk_skip: int = SK_SKIP_FILL, whole=None,
                   narrow: dict | None = None, persistent: bool = False, group_m: int = 1, swap_ab: bool = False,
-                  epi_tma: bool = False):
+                  epi_tma: bool = False, a_reads: int = 1, a_pass: int = 0):
     """A read once per cluster of CN·BN columns, B once per cluster of CM·BM rows (multicast shares an operand
     within a cluster), C written once; the TF32 transpose pre-pass (tc2-tc4: B read and Bᵀ written) on top. With
     ``stream_k``, each partial accumulator (4·BM·BN bytes) is written once and read once by its tile's owner, for
@@ -263,7 +263,10 @@ def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, pr
 
     Beneath the L2 traffic: each consumer warpgroup's wgmma reads its 64 rows of A and the tile's BN columns of B
     from shared memory per k (with ``swap_ab``, all BM rows of A and its 64 columns of B), after TMA wrote each
-    CTA's A and B tiles there, and ``epi_tma`` stages C there once more on its way out. A ``persistent`` grid
+    CTA's A and B tiles there, and ``epi_tma`` stages C there once more on its way out; ``a_reads``: how many times
+    each warpgroup's wgmmas read its A (tc7's three products read A's big part twice and its small part once),
+    ``a_pass``: A-tile-sized accesses per k-tile of the producer warps' pass (tc_round.cuh: a read and a write, 2,
+    where they round A in place or write its small part). A ``persistent`` grid
     walks its (cluster) tiles ``group_m`` rows at a time in the snake order, one wave per resident cluster; the
     other levels launch a 2-D grid, row-major, as many CTAs at a time as the SMs hold."""
     prepass = precision == "tf32" if prepass is None else prepass
@@ -292,6 +295,9 @@ def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, pr
                  f"B once per {bm * cm}-row {'cluster' if cm > 1 else 'tile'}")
         if epi_tma:
             smem += 2 * 4 * walk.tiles_m * bm * cm * walk.tiles_n * bn_ * cn
+        if a_reads > 1 or a_pass:  # per output element and k: A's share of a warp's reads is 1 / WN, a tile's 1 / BN
+            area = walk.tiles_m * bm * cm * walk.tiles_n * bn_ * cn * k
+            smem += problem.prec.input_bytes * area * ((a_reads - 1) / warp[1] + a_pass / bn_)
         extra = 0.0
         if prepass:
             read += 4 * k * n
