@@ -6,8 +6,8 @@
 #      barriers are new; tc6 runs tc5's code)
 #   2. candidates: every build that decides the design, checked on ragged shapes, its error on the same inputs
 #      (4096³ and 4097x3001x2049) and its time interleaved with its cuBLAS peer at the three shapes:
-#      TF32: tc5 truncated / B rounded in registers / A rounded by the producer's pass, tc4 truncated / rounded,
-#      and a rounding copy of A (the pre-pass alternative: its time plus tc5's registers-only time);
+#      TF32: tc5 truncated / B rounded in registers / A rounded by the producer's pass / A rounded by a pre-pass,
+#      tc4 truncated / rounded;
 #      FP32: tc7 promoted every 1, 2, 4 k-tiles, tc7 never promoted, the naive split (3 cuBLAS TF32 products)
 #   3. bench: the shipped levels against their peers at 4096³, 8192³, 2048x3072x4096 (FP32 and TF32 tables)
 #   4. the accuracy study at a reduced size (M = N = 1024), rendered to .md and .png
@@ -53,6 +53,7 @@ def var(name, **p):
 TF32 = {"tc5 truncated (ROUND=0)": var("cuda/tc5_swap_ab_tf32", TF32_ROUND=0),
         "tc5 B rounded (ROUND=1)": var("cuda/tc5_swap_ab_tf32", TF32_ROUND=1),
         "tc5 rounded (ROUND=2)": get_kernel("cuda/tc5_swap_ab_tf32"),
+        "tc5 A by pre-pass (ROUND=3)": var("cuda/tc5_swap_ab_tf32", TF32_ROUND=3),
         "tc6 rounded": get_kernel("cuda/tc6_stream_k_tf32"),
         "tc4 truncated (ROUND=0)": var("cuda/tc4_persistent_tf32", TF32_ROUND=0),
         "tc4 rounded (ROUND=2)": get_kernel("cuda/tc4_persistent_tf32")}
@@ -99,9 +100,6 @@ for shape in ((4096, 4096, 4096), (4097, 3001, 2049)):
     cupy.get_default_memory_pool().free_all_blocks()
 
 # 2c. interleaved times: each group with its peer in the same interval
-round_copy = cupy.ElementwiseKernel("uint32 x", "uint32 y",
-                                    "y = ((x & 0x7F800000u) != 0x7F800000u ? x + 0x1000u : x) & 0xFFFFE000u",
-                                    "tf32_round_copy")
 opts = TimingOptions(repeat=30, min_repeat=20, max_seconds=1.5)
 for shape in ((4096, 4096, 4096), (8192, 8192, 8192), (2048, 3072, 4096)):
     for prec, group in (("tf32", TF32), ("fp32", FP32)):
@@ -111,10 +109,6 @@ for shape in ((4096, 4096, 4096), (8192, 8192, 8192), (2048, 3072, 4096)):
         names = [n for n in group if not n.startswith("tc6") and "none" not in n]
         launches = [group[n].build(problem) for n in names] + [get_kernel(f"peers/cublas_{prec}").build(problem)]
         names.append(f"peers/cublas_{prec}")
-        if prec == "tf32":
-            ws = cupy.empty((shape[0], shape[2]), cupy.float32)
-            launches.append(lambda a, b, c: round_copy(a.view(cupy.uint32), ws.view(cupy.uint32)))
-            names.append("rounding copy of A (pre-pass)")
         ts = time_interleaved(launches, sets, opts, info.max_sm_clock_mhz, sb, info.l2_bytes)
         peer_ms = ts[names.index(f"peers/cublas_{prec}")].median_ms
         for n, t in zip(names, ts):

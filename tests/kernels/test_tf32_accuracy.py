@@ -211,8 +211,9 @@ def test_tc7_issues_three_tf32_products_per_k8_step(promote, tmp_path):
 
 # ---- constraints and layout ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("spec,bad,why", [
-    (TC5, {"TF32_ROUND": 3}, "TF32_ROUND=3"),
     (TC4, {"TF32_ROUND": 1}, "only tc5's swap"),
+    (TC4, {"TF32_ROUND": 3}, "only tc5's swap"),
+    (TC5, {"TF32_ROUND": 4}, "TF32_ROUND=4"),
     (TC4, {"ROUND_B_SMEM": 1, "TF32_ROUND": 0}, "needs TF32_ROUND=2"),
     (get_kernel("cuda/tc2_wgmma_tma_tf32"), {"TF32_ROUND": 2}, "producer warpgroup"),
     (get_kernel("cuda/tc4_persistent_bf16"), {"TF32_ROUND": 2}, "TF32 levels"),
@@ -245,12 +246,44 @@ def test_tc7_is_an_fp32_kernel():
 
 
 # ---- plans against the stub libcuda ----------------------------------------------------------------------------
+ROUND_COPY_SIZES = [8, 8, 4, 4, 4, 4, 4]  # tc_round_copy(src, dst, rows, cols, ld_src, ld_dst, vec)
+
+
 def make(stub, spec, shape, layout=Layout()):
     gpu = HostGPU(stub)
     plan = spec.make_plan(Problem(*shape, spec.precision), layout, H200, gpu)
     for compiled, smem, handle in gpu.loaded:
-        signature(stub, handle, SIGNATURE_SIZES(compiled.entry))
+        sizes = ROUND_COPY_SIZES if compiled.entry == "tc_round_copy" else SIGNATURE_SIZES(compiled.entry)
+        signature(stub, handle, sizes)
     return plan, gpu
+
+
+def test_pre_pass_rounding_plan_rounds_a_into_its_workspace_every_call(stub):
+    """TF32_ROUND=3: a launch rounds A into a workspace pitched to 16 bytes, which A's map holds from the start; the
+    kernel rounds B in registers. K = 130: 520-byte rows of A, a 528-byte workspace pitch."""
+    stub.stub_reset()
+    spec = with_params(TC5, TF32_ROUND=3)
+    plan, gpu = make(stub, spec, (300, 200, 130))
+    a, b, c = 0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000
+    for call, src in enumerate((a, a + 4)):  # an A off 16 bytes is read element by element
+        plan.launch(src, b, c, stream=3)
+        copy, main = launch_record(stub, 2 * call), launch_record(stub, 2 * call + 1)
+        assert copy.stream == main.stream == 3 and copy.block == (256, 1, 1) and copy.grid == (1, 300, 1)
+        s, d = np.frombuffer(copy.params[:16], np.uint64)
+        rows, cols, ld_src, ld_dst, vec = np.frombuffer(copy.params[16:36], np.int32)
+        assert (s, rows, cols, ld_src, ld_dst, vec) == (src, 300, 130, 130, 132, 0)  # 520-byte rows: not float4
+        assert tc_args(main.params)["a"][2] == d and tc_args(main.params)["a"][5] == 132 * 4
+    assert stub.stub_copies() == 0
+    assert spec.compile("sm_90a").cubin == with_params(TC5, TF32_ROUND=1).compile("sm_90a").cubin
+    report = compile_cuda("tc_round_copy.cu", "tc_round_copy", {"THREADS": 256}, "sm_90a").report
+    assert report.spills == 0 and report.stack_bytes == 0
+
+
+def test_pre_pass_rounding_reads_whole_chunks_where_a_is_aligned(stub):
+    stub.stub_reset()
+    plan, _ = make(stub, with_params(TC5, TF32_ROUND=3), (64, 64, 128))
+    plan.launch(0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000)
+    assert np.frombuffer(launch_record(stub, 0).params[16:36], np.int32)[-1] == 1
 
 
 def test_tc7_plan_is_one_launch_of_the_swapped_maps(stub):
@@ -294,3 +327,21 @@ def test_truncating_tc4_plan_keeps_the_plain_pre_pass(stub):
     _, gpu = make(stub, with_params(TC4, TF32_ROUND=0), (512, 300, 130))
     transpose = next(c for c, _, _ in gpu.loaded if c.entry == "tc_transpose")
     assert transpose is compile_cuda("tc_transpose.cu", "tc_transpose", {"TILE_T": 32}, "sm_90a")
+
+
+def test_tc7_is_modeled_on_the_tensor_cores_it_runs_on():
+    """Its compute roof is a third of TF32's (three TF32 products per FP32 one), not FFMA's; its shared memory
+    counts the three reads of A and the pass; the rounded tc5 counts its pass over A."""
+    from gemmlab.analysis.roofline import DEVICES, model
+
+    fp32 = model(get_kernel("cuda/v10_register_prefetch"), Problem(4096, 4096, 4096, "fp32"), DEVICES["h200"])
+    tc7 = model(TC7, Problem(4096, 4096, 4096, "fp32"), DEVICES["h200"])
+    tf32 = model(with_params(TC5, TF32_ROUND=0), Problem(4096, 4096, 4096, "tf32"), DEVICES["h200"])
+    assert tc7.levels["compute"]["flop_per_clk"] == pytest.approx(tf32.levels["compute"]["flop_per_clk"] / 3)
+    assert tc7.levels["compute"]["flop_per_clk"] > 2 * fp32.levels["compute"]["flop_per_clk"]
+    assert TC7.peak_share() == ("tf32", 3) and TC5.peak_share() == ("tf32", 1)
+    # per output element and k, 4 bytes x (3 reads of A by a warpgroup / 64 + B / 128 + TMA's A and B / 128 each
+    # + the pass's read and write of A / 128)
+    assert tc7.smem_bytes == pytest.approx(4 * 4096**3 * (3 / 64 + 3 / 128 + 2 / 128))
+    tc5 = TC5.traffic(Problem(4096, 4096, 4096, "tf32")).smem  # BM = 256: B's fragments and TMA's A over 256
+    assert tc5 == pytest.approx(4 * 4096**3 * (1 / 64 + 1 / 256 + 1 / 256 + 1 / 128 + 2 / 128))

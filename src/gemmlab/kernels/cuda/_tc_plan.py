@@ -28,6 +28,8 @@ TC_ARGS = driver.Struct((("a", driver.MAP), ("b", driver.MAP), ("c", driver.MAP)
                          ("N", "i32"), ("K", "i32"), ("c_tma", "i32"), ("sk_ws", "ptr"), ("sk_flags", "ptr"),
                          ("timeline", "ptr")))
 TRANSPOSE_SIGNATURE = (("B", "ptr"), ("BT", "ptr"), ("K", "i32"), ("N", "i32"), ("LDT", "i32"))
+ROUND_COPY_SIGNATURE = (("src", "ptr"), ("dst", "ptr"), ("rows", "i32"), ("cols", "i32"), ("ld_src", "i32"),
+                        ("ld_dst", "i32"), ("vec", "i32"))
 _PLACEHOLDER = 1 << 20  # a 16-byte aligned address to encode maps with before a launch supplies the real one
 
 
@@ -89,6 +91,19 @@ class _Operand:
         if self.mode != "staged":
             driver.ctypes.memmove(self.address.map_address, self.staged, driver.MAP_BYTES)
             self.mode, self.current = "staged", None
+
+
+@dataclass
+class _RoundedOperand:
+    """A (TF32_ROUND=3): rounded to TF32 into a workspace by a launch of its own before the kernel, every call; the
+    kernel's map holds the workspace, set once."""
+
+    copy: driver.Launch
+
+    def bind(self, params: driver.Params, ptr: int, stream: int) -> None:
+        p = self.copy.params
+        p.src, p.vec = ptr, int(not ptr & 15 and p.ld_src % 4 == 0)
+        self.copy.launch(stream)
 
 
 @dataclass
@@ -182,7 +197,21 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
                          "rows are not a multiple of the 16 bytes TMA strides by")
         return op
 
-    ops = [operand("a", m, k, lambda ld: spec.operand_maps(problem, ld, n, b_kmajor)[0])]
+    if spec.params.get("TF32_ROUND", 0) == 3:  # A rounded by a pre-pass into a pitched workspace
+        kp = ceil_div(k, align) * align
+        ws = gpu.buffer(m * kp * 4)
+        buffers.append(ws)
+        driver.ctypes.memmove(params.map_address("a"), _encoded(spec.operand_maps(problem, kp, n)[0], gpu.address(ws)),
+                              driver.MAP_BYTES)
+        threads = 256
+        rk = gpu.kernel(compile_cuda("tc_round_copy.cu", "tc_round_copy", {"THREADS": threads}, info.arch), 0)
+        rp = driver.Params(ROUND_COPY_SIGNATURE)
+        rp.dst, rp.rows, rp.cols, rp.ld_src, rp.ld_dst = gpu.address(ws), m, k, k, kp
+        grid = (ceil_div(k, 4 * threads), min(m, 65535), 1)
+        ops = [_RoundedOperand(driver.Launch(int(rk.handle), grid, (threads, 1, 1), 0, rp))]
+        steps.append(f"rounding pre-pass: A ({m}x{k}) rounded to TF32 into a {m}x{kp} workspace")
+    else:
+        ops = [operand("a", m, k, lambda ld: spec.operand_maps(problem, ld, n, b_kmajor)[0])]
     transpose = None
     if b_kmajor:  # B handed over as the N×K row-major Bᵀ: the layout K-major wgmma reads
         ops.append(operand("b", n, k, lambda ld: spec.operand_maps(problem, k, ld, True)[1]))

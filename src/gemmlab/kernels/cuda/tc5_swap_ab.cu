@@ -5,7 +5,7 @@
 // kernel takes two more arguments, the partials' workspace and one flag per tile.
 // TF32_ROUND (tc_round.cuh): 0 leaves both operands to the tensor cores' truncation; 1 rounds B's fragments to
 // nearest in registers; 2 also has producer warps 1-3 round each landed A tile in place, the consumers waiting
-// on its `ready` barrier.
+// on its `ready` barrier; 3 is 1 here, A being rounded before the kernel by the plan's pre-pass.
 #define TC_BF16 0
 #include "tc_common.cuh"
 #include "tc_round.cuh"

@@ -23,11 +23,12 @@ TF32 rounded to nearest (TF32_ROUND=2, tc_round.cuh): the tensor cores truncate 
 measured 7.7e-4 relative error against cuBLAS TF32's 2.9e-4 (rounding). B's fragments are rounded in registers
 (cvt.rna, 16 values per thread per k-tile); A, wgmma's shared-memory operand, is rounded in place by producer
 warps 1-3 once each k-tile lands, and the consumers wait on its `ready` barrier. Predicted: error 2.9-3.0e-4 (the
-NumPy model of rounded operands gives 2.98e-4 at K=512); cost: the pass reads and writes A's 32 KB per k-tile on
-top of about 128 KB of shared-memory traffic (TMA's 48 KB, the wgmmas' 64 KB, the fragments' 16 KB), which at the
-SM's 128 bytes per cycle bounds a k-tile at 1,536 cycles against about 1,380 now: 5-15% slower if shared memory is
-the limit, about 1% if it is not. TF32_ROUND=1 rounds B alone (error about 4.6e-4, the cost of a few ALU
-operations); TF32_ROUND=0 is the measured binary above.
+NumPy model of rounded operands gives 3.0e-4); cost: the pass reads and writes A's 32 KB per k-tile, and the
+roofline model (128 bytes of shared memory per clock per SM) moves tc5 from its L2 roof (0.324 ms at 4096³ and
+1980 MHz) to its shared-memory roof (0.385 ms): 19% slower at 4096³, 20% at 8192³, 9% at 2048×3072×4096.
+TF32_ROUND=3 rounds A before the kernel instead (tc_round_copy.cu, 8·M·K bytes through DRAM, a workspace of M×K
+floats): by the same model 28 µs at 4096³ (9%), 112 µs at 8192³ (4%), 14 µs at 2048×3072×4096 (10%). TF32_ROUND=1
+rounds B alone (error about 4.7e-4, a few ALU operations); TF32_ROUND=0 is the measured binary above.
 """
 from gemmlab.kernels.cuda.tc_common import WgmmaKernel, wgmma_constraints, wgmma_traffic
 

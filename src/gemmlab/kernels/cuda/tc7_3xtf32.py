@@ -23,8 +23,10 @@ The choices:
   a promotion is 64 FADDs per thread and no wait.
 - 3xTF32 over BF16 splits: FP32 needs three BF16 parts per operand and six products at twice the rate, the same
   tensor-core time, with a third part of A to make in shared memory and twice the wgmmas to issue.
-Predicted (before measuring): about 1.2 ms at 4096³ and 9.5 ms at 8192³ (3x tc5's time, +0-10% for the 128-wide
-tile and the shared-memory pass): 2.1-2.3x cuBLAS FP32. Error at K=4096 about 4e-7 (tensor-core truncation within
+Predicted (before measuring): gemmlab's roofline model puts it at its compute roof, a third of TF32's rate
+(0.794 ms at 4096³ and 1980 MHz; shared memory at 89% of that, L2 at 54%), against 2.05 ms for cuBLAS SGEMM; at
+the 75-80% of their roofs that tc5 and cuBLAS FP32 reach, 1.0-1.2 ms at 4096³ and 8-9.5 ms at 8192³:
+2.2-2.7x cuBLAS FP32. Error at K=4096 about 4e-7 (tensor-core truncation within
 a run of 32 about 2.6e-7, the FP32 adds of 128 promotions about 2e-7, the split about 1.5e-7), a third of SGEMM's,
 growing like sqrt(K) more slowly than SGEMM's at long K. Without promotion (PROMOTE=0) about 1e-5, the naive
 split's.
@@ -55,7 +57,7 @@ SPECS = [
         name="cuda/tc7_3xtf32", level=11, precision="fp32", kind="persistent", swap_ab=True,
         title="fp32 on tf32 tensor cores: 3xTF32 splits (B in registers, A's small part by the producer), "
               "promoted to FP32 every 32 of K",
-        source="tc7_3xtf32.cu", entry="tc7_3xtf32", params=dict(PARAMS), constraints=constraints,
+        source="tc7_3xtf32.cu", entry="tc7_3xtf32", params=dict(PARAMS), constraints=constraints, math=("tf32", 3),
         traffic_model=wgmma_traffic("fp32", PARAMS["BM"], PARAMS["BN"], prepass=False, persistent=True,
                                     group_m=PARAMS["GROUP_M"], swap_ab=True, a_reads=3, a_pass=2), doc=__doc__,
     )

@@ -235,10 +235,11 @@ def wgmma_constraints(p: dict, specialized: bool, swap_ab: bool = False) -> list
         e.append(f"NARROW_BN={narrow}: a wgmma N (64, 128, 192) below BN={p['BN']} with a B box per CTA of the "
                  "cluster, on the tc4_persistent.cu source")
     rnd = p.get("TF32_ROUND", 0)
-    if rnd not in (0, 1, 2):
-        e.append(f"TF32_ROUND={rnd}: 0 (truncated by the tensor cores), 1 (register operands rounded) or 2 (all)")
-    elif rnd == 1 and not swap_ab:
-        e.append("TF32_ROUND=1 rounds the operand that passes through registers, which only tc5's swap has")
+    if rnd not in (0, 1, 2, 3):
+        e.append(f"TF32_ROUND={rnd}: 0 (truncated by the tensor cores), 1 (register operands rounded), 2 (and the "
+                 "shared-memory ones, by the producer's pass) or 3 (and A, by a pre-pass)")
+    elif rnd in (1, 3) and not swap_ab:
+        e.append(f"TF32_ROUND={rnd} rounds the operand that passes through registers, which only tc5's swap has")
     elif rnd == 2 and not specialized:
         e.append("TF32_ROUND=2 needs the producer warpgroup, whose idle warps round the shared-memory tiles")
     if p.get("ROUND_B_SMEM", 0) and (rnd != 2 or swap_ab):

@@ -12,7 +12,9 @@
 #include "tc_tf32.cuh"
 
 #ifndef TF32_ROUND
-#define TF32_ROUND 0  // 0: operands truncated by the tensor cores; 1: register operands rounded; 2: all rounded
+// 0: operands truncated by the tensor cores; 1: register operands rounded; 2: and the shared-memory ones, by the
+// pass below; 3 (tc5): as 1 in the kernel, A rounded before it by the plan's pre-pass (tc_round_copy.cu)
+#define TF32_ROUND 0
 #endif
 
 // ---- the producer warps' pass over landed k-tiles ----------------------------------------------------------------
