@@ -21,12 +21,12 @@ step() { echo "== $* ($(( $(date +%s) - T0 )) s)"; }
 LEVELS='cuda/tc7_3xtf32,cuda/tc5_swap_ab_tf32,cuda/tc6_stream_k_tf32,cuda/tc4_persistent_tf32'
 
 step "1. verify the shipped builds over ragged shapes"
-timeout 90 python3 -m gemmlab verify --kernels "$LEVELS" --sample 12 --json "$OUT/verify.json" > "$OUT/verify.txt" 2>&1
+timeout 90 python3 -m gemmlab verify --kernels "$LEVELS" --sample 8 --json "$OUT/verify.json" > "$OUT/verify.txt" 2>&1
 echo "verify rc=$? ($(tail -1 "$OUT/verify.txt"))"; grep -E "FAILED|│ error" "$OUT/verify.txt" | head -5
 step "1b. compute-sanitizer memcheck + racecheck (the pass and its barriers: tc7, tc5, tc4 TF32)"
 SAN='cuda/tc7_3xtf32 cuda/tc5_swap_ab_tf32 cuda/tc4_persistent_tf32'
 for tool in memcheck racecheck; do
-  timeout --kill-after=10 60 compute-sanitizer --tool $tool --error-exitcode 3 --report-api-errors no \
+  timeout --kill-after=10 45 compute-sanitizer --tool $tool --error-exitcode 3 --report-api-errors no \
     python3 -m gemmlab.harness.sweep $SAN > "$OUT/sanitize_$tool.txt" 2>&1
   echo "$tool rc=$? (0 clean, 3 sanitizer errors, 4 wrong results, 124 timed out): $(grep -h 'SUMMARY' "$OUT/sanitize_$tool.txt" | tail -1)"
   grep -h '^FAILED' "$OUT/sanitize_$tool.txt" | head -5
@@ -123,7 +123,7 @@ PY
 echo "candidates rc=${PIPESTATUS[0]}"
 
 step "3. bench against cuBLAS at the three shapes"
-timeout 150 python3 -m gemmlab bench --shape 4096 --shape 8192 --shape 2048x3072x4096 --kernels "$LEVELS" --repeat 20 --max-seconds 1 \
+timeout 150 python3 -m gemmlab bench --shape 4096 --shape 8192 --shape 2048x3072x4096 --kernels "$LEVELS" --repeat 20 --max-seconds 0.8 \
   --pause 0.1 --no-ceilings --json "$OUT/bench.json" > "$OUT/bench.txt" 2>&1
 echo "bench rc=$?"
 
