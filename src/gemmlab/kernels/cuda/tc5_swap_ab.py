@@ -19,8 +19,8 @@ cuBLAS TF32 at 4096³ (334.4 TFLOPS; tc4 TF32 0.91×), 1.01× at 8192³ (tc4 0.9
 multicasting A (CN=2) and GROUP_M=16 were within 0.5% of this, and a 128×128 tile (BM=128) gained 2% at
 2048×3072×4096 and lost 20% at 4096³ and 8192³. So CN=1, BM=256.
 
-TF32 rounded to nearest (TF32_ROUND=2, tc_round.cuh): the tensor cores truncate FP32 operands to TF32, which
-measured 7.7e-4 relative error against cuBLAS TF32's 2.9e-4 (rounding). B's fragments are rounded in registers
+TF32 rounded to nearest (TF32_ROUND=2, tc_round.cuh): the tensor cores truncate FP32 operands to TF32, which errs
+2.6 times as much as cuBLAS TF32's rounding (measured: docs/accuracy.md). B's fragments are rounded in registers
 (cvt.rna, 16 values per thread per k-tile); A, wgmma's shared-memory operand, is rounded in place by producer
 warps 1-3 once each k-tile lands, and the consumers wait on its `ready` barrier. Predicted: error 2.9-3.0e-4 (the
 NumPy model of rounded operands gives 3.0e-4); cost: the pass reads and writes A's 32 KB per k-tile, and the

@@ -7,16 +7,17 @@ operand is split into a big and a small TF32 part and the tensor cores add three
 producer warps 1-3 beside each landed tile in shared memory (A's big part is the tile itself, which the tensor
 cores read truncated). Every k-tile (PROMOTE = 1: 32 of K) the wgmma accumulator restarts from zero and its
 partial is added into a second FP32 register set on the CUDA cores.
-Why: cuBLAS SGEMM tops out near 51 TFLOPS on the H200 while TF32 runs at 350. Three TF32 products cost a third
-of that rate, and the split itself carries 22 bits of each operand; but the tensor cores' FP32 accumulation drops
-bits at every instruction, and over all of K that sets the error: three cuBLAS TF32 products of split operands
-measured 9.6e-6 at 4096³, 8.4x SGEMM's 1.15e-6 (docs/accuracy.md). Promoted every run of 32, the tensor cores'
-error depends on the run, not on K.
+Why: FP32 on the CUDA cores peaks at 67 TFLOPS on the H200, TF32 on the tensor cores at 495 (datasheet). Three
+TF32 products cost a third of that rate, and the split itself carries 22 bits of each operand; but the tensor
+cores' FP32 accumulation drops bits at every instruction, and over all of K that sets the error: three cuBLAS TF32
+products of split operands err several times more than SGEMM (measured: docs/accuracy.md). Promoted every run of
+32, the tensor cores' error depends on the run, not on K.
 The choices:
 - where A's small part is made: in the kernel, by the producer warps, from the tile TMA landed: a shared-memory
   read and write of 16 KB per k-tile beside TMA's 32 KB and the wgmmas' 96 KB, about 115 of the 128 bytes per
   cycle an SM's shared memory serves at the tensor cores' full rate. A pre-pass writing A's parts to global memory
-  would read 4MK and write 8MK bytes (about 45 µs at 4096³, 3-4% of the kernel) and load A twice per tile.
+  would read 4MK and write 8MK bytes (about 47 µs at 4096³ at 4.3 TB/s, 4-5% of the predicted kernel) and load
+  A twice per tile.
 - the tile: 128×128, two consumer warpgroups of m64n128k8: two accumulator sets are 128 registers per thread, plus
   32 for the split fragments; m64n256 (256 registers of accumulators) does not fit.
 - promotion every k-tile: the consumers retire their wgmmas before each k-tile anyway (the register operand), so
@@ -25,11 +26,10 @@ The choices:
   tensor-core time, with a third part of A to make in shared memory and twice the wgmmas to issue.
 Predicted (before measuring): gemmlab's roofline model puts it at its compute roof, a third of TF32's rate
 (0.794 ms at 4096³ and 1980 MHz; shared memory at 89% of that, L2 at 54%), against 2.05 ms for cuBLAS SGEMM; at
-the 75-80% of their roofs that tc5 and cuBLAS FP32 reach, 1.0-1.2 ms at 4096³ and 8-9.5 ms at 8192³:
-2.2-2.7x cuBLAS FP32. Error at K=4096 about 4e-7 (tensor-core truncation within
-a run of 32 about 2.6e-7, the FP32 adds of 128 promotions about 2e-7, the split about 1.5e-7), a third of SGEMM's,
-growing like sqrt(K) more slowly than SGEMM's at long K. Without promotion (PROMOTE=0) about 1e-5, the naive
-split's.
+the share of their roofs that tc5 and SGEMM reach (docs/accuracy.md), 1.0-1.2 ms at 4096³ and 8-9.5 ms at 8192³:
+2.2-2.7x cuBLAS FP32. Error at K=4096 about 4e-7 (tensor-core truncation within a run of 32 about 2.6e-7, the
+FP32 adds of 128 promotions about 2e-7, the split about 1.5e-7), a third of SGEMM's by the same error model, and
+growing more slowly than SGEMM's with K. Without promotion (PROMOTE=0) about 1e-5, the naive split's.
 """
 from gemmlab.kernels.cuda.tc_common import WgmmaKernel, wgmma_constraints, wgmma_traffic
 
