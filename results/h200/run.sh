@@ -5,9 +5,9 @@ set -uo pipefail
 OUT=${1:-results/h200}
 mkdir -p "$OUT"
 g() { python3 -m gemmlab "$@"; }
-FP32='cpu/blas,numba/*,cuda/v*,peers/cublas_fp32,peers/triton_fp32'
-FAST='cuda/v[3-9]*,cuda/v1[0-9]*,numba/v[3-9]*,numba/v1[0-9]*,peers/cublas_fp32,peers/triton_fp32'
-TC='cuda/tc*,peers/cublas_tf32,peers/cublas_bf16,peers/triton_bf16'
+FP32='cpu/blas,numba/*,cuda/v*,cuda/tc7*,peers/cublas_fp32,peers/triton_fp32'
+FAST='cuda/v[3-9]*,cuda/v1[0-9]*,cuda/tc7*,numba/v[3-9]*,numba/v1[0-9]*,peers/cublas_fp32,peers/triton_fp32'
+TC='cuda/tc[1-6]*,peers/cublas_tf32,peers/cublas_bf16,peers/triton_bf16'
 R="--repeat 30 --max-seconds 1.5 --pause 0.1"
 rm -f "$OUT"/fp32.json "$OUT"/tensor_cores.json "$OUT"/blocks.json
 g bench --shape 2048x3072x4096 --shape 4096 --kernels "$FP32" $R --json "$OUT/fp32.json"
@@ -24,6 +24,8 @@ g verify --kernels 'cuda/*' --sample 6 --sanitize --json "$OUT/verify.json"
 # Where tc4's cycles go, from clock stamps inside the kernel (rendered beside it: timeline.md); 256x256x4096 is
 # one cluster alone on the GPU, the epilogue without other SMs storing
 g timeline --shape 4096 --shape 8192 --shape 2048x3072x4096 --shape 256x256x4096 --json "$OUT/timeline.json"
+# Error against float64 of FP32, TF32 and 3xTF32 products against K and input scale (accuracy.md, .png beside it)
+g accuracy --json "$OUT/accuracy.json"
 # The reports are rendered from the JSON alone, on any machine:
 #   gemmlab report results/h200/fp32.json --out results/h200/fp32
 #   gemmlab report results/h200/tensor_cores.json --out results/h200/tensor_cores

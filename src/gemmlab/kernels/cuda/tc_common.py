@@ -59,8 +59,18 @@ def epilogue_bytes(p: dict) -> int:
     return (p["BM"] // 64) * 2 * C_BOX_BYTES if p.get("EPI_TMA", 0) else 0
 
 
+def pass_bytes(p: dict) -> int:
+    """Shared memory of the producer warps' pass over landed k-tiles (tc_round.cuh): a `ready` barrier per ring
+    slot where they round A in place (TF32_ROUND=2), and for the 3xTF32 source (tc7, the one with a PROMOTE
+    interval) also the small part of each slot's A tile, BM rows of 128 bytes, after the ring."""
+    if "PROMOTE" in p:
+        return p["STAGES"] * (p["BM"] * 128 + 8)
+    return 8 * p["STAGES"] if p.get("TF32_ROUND", 0) == 2 else 0
+
+
 def smem_bytes(p: dict) -> int:
-    return p["STAGES"] * (stage_bytes(p["BM"], p["BN"]) + BARRIER_BYTES) + epilogue_bytes(p) + ALIGN_SLACK
+    return (p["STAGES"] * (stage_bytes(p["BM"], p["BN"]) + BARRIER_BYTES) + epilogue_bytes(p) + pass_bytes(p)
+            + ALIGN_SLACK)
 
 
 
@@ -224,6 +234,16 @@ def wgmma_constraints(p: dict, specialized: bool, swap_ab: bool = False) -> list
                    or narrow // 64 < p.get("CM", 1)):
         e.append(f"NARROW_BN={narrow}: a wgmma N (64, 128, 192) below BN={p['BN']} with a B box per CTA of the "
                  "cluster, on the tc4_persistent.cu source")
+    rnd = p.get("TF32_ROUND", 0)
+    if rnd not in (0, 1, 2, 3):
+        e.append(f"TF32_ROUND={rnd}: 0 (truncated by the tensor cores), 1 (register operands rounded), 2 (and the "
+                 "shared-memory ones, by the producer's pass) or 3 (and A, by a pre-pass)")
+    elif rnd in (1, 3) and not swap_ab:
+        e.append(f"TF32_ROUND={rnd} rounds the operand that passes through registers, which only tc5's swap has")
+    elif rnd == 2 and not specialized:
+        e.append("TF32_ROUND=2 needs the producer warpgroup, whose idle warps round the shared-memory tiles")
+    if p.get("ROUND_B_SMEM", 0) and (rnd != 2 or swap_ab):
+        e.append("ROUND_B_SMEM=1 (the plan's choice for a K-major B in tc4) needs TF32_ROUND=2")
     if p.get("TIMELINE", 0) not in (0, 1):
         e.append(f"TIMELINE={p.get('TIMELINE')}: 0 or 1 (stamp each warpgroup's cycles for gemmlab timeline)")
     elif p.get("TIMELINE", 0) and (swap_ab or not specialized or p.get("STREAM_K", 0)):
@@ -234,7 +254,7 @@ def wgmma_constraints(p: dict, specialized: bool, swap_ab: bool = False) -> list
 def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, prepass: bool | None = None,
                   stream_k: bool = False, sk_fill: int = SK_FILL, sk_skip: int = SK_SKIP_FILL, whole=None,
                   narrow: dict | None = None, persistent: bool = False, group_m: int = 1, swap_ab: bool = False,
-                  epi_tma: bool = False):
+                  epi_tma: bool = False, a_reads: int = 1, a_pass: int = 0):
     """A read once per cluster of CN·BN columns, B once per cluster of CM·BM rows (multicast shares an operand
     within a cluster), C written once; the TF32 transpose pre-pass (tc2-tc4: B read and Bᵀ written) on top. With
     ``stream_k``, each partial accumulator (4·BM·BN bytes) is written once and read once by its tile's owner, for
@@ -244,7 +264,10 @@ def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, pr
 
     Beneath the L2 traffic: each consumer warpgroup's wgmma reads its 64 rows of A and the tile's BN columns of B
     from shared memory per k (with ``swap_ab``, all BM rows of A and its 64 columns of B), after TMA wrote each
-    CTA's A and B tiles there, and ``epi_tma`` stages C there once more on its way out. A ``persistent`` grid
+    CTA's A and B tiles there, and ``epi_tma`` stages C there once more on its way out; ``a_reads``: how many times
+    each warpgroup's wgmmas read its A (tc7's three products read A's big part twice and its small part once),
+    ``a_pass``: A-tile-sized accesses per k-tile of the producer warps' pass (tc_round.cuh: a read and a write, 2,
+    where they round A in place or write its small part). A ``persistent`` grid
     walks its (cluster) tiles ``group_m`` rows at a time in the snake order, one wave per resident cluster; the
     other levels launch a 2-D grid, row-major, as many CTAs at a time as the SMs hold."""
     prepass = precision == "tf32" if prepass is None else prepass
@@ -273,6 +296,9 @@ def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, pr
                  f"B once per {bm * cm}-row {'cluster' if cm > 1 else 'tile'}")
         if epi_tma:
             smem += 2 * 4 * walk.tiles_m * bm * cm * walk.tiles_n * bn_ * cn
+        if a_reads > 1 or a_pass:  # per output element and k: A's share of a warp's reads is 1 / WN, a tile's 1 / BN
+            area = walk.tiles_m * bm * cm * walk.tiles_n * bn_ * cn * k
+            smem += problem.prec.input_bytes * area * ((a_reads - 1) / warp[1] + a_pass / bn_)
         extra = 0.0
         if prepass:
             read += 4 * k * n
@@ -318,6 +344,12 @@ class WgmmaKernel(CudaKernel):
         d = {k: v for k, v in self.params.items() if k != "NARROW_BN"}  # a host-side choice (for_problem)
         d["TC_BF16"] = 1 if self.precision == "bf16" else 0
         return d
+
+    def config_error(self) -> str | None:
+        why = super().config_error()
+        if not why and self.precision != "tf32" and self.params.get("TF32_ROUND", 0):
+            return f"TF32_ROUND={self.params['TF32_ROUND']}: rounding to TF32 is an option of the TF32 levels"
+        return why
 
     def unsupported(self, gpu) -> str | None:
         if tuple(gpu.cc) != (9, 0):
