@@ -97,3 +97,16 @@ def test_timeline_names_what_it_cannot_do():
     assert proc.returncode == 2 and "has none" in proc.stderr
     proc = gemmlab("timeline", "--shape", "4096")
     assert proc.returncode == 2 and "needs a CUDA GPU" in proc.stderr
+
+
+def test_dispatch_says_what_auto_runs_without_a_gpu():
+    from gemmlab.cli import main
+
+    import contextlib
+    import io
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        code = main(["dispatch", "--shape", "4096", "--precision", "bf16", "--b-transposed"])
+    out = buf.getvalue()
+    assert code == 0 and "cuda/tc4_persistent_bf16" in out and "column-major in place" in out

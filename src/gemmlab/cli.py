@@ -440,7 +440,7 @@ def cmd_dispatch(args) -> int:
         console.print("no CUDA GPU here: what gemmlab.matmul would run on an NVIDIA H200 (the shipped table)",
                       highlight=False)
     layout = Layout(b=COL if args.b_transposed else ROW)
-    for shape in _shapes(args.shape) or [(4096, 4096, 4096)]:
+    for shape in args.shape or [(4096, 4096, 4096)]:
         for precision in args.precision or ["fp32", "tf32", "bf16"]:
             choice = dispatch.choose(Problem(*shape, precision), layout, info)
             copies = f"; {', '.join(choice.copies)} copied into row-major order first" if choice.copies else ""
@@ -550,7 +550,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_accuracy)
 
     s = sub.add_parser("dispatch", help="which kernel gemmlab.matmul's kernel='auto' runs, and why")
-    s.add_argument("--shape", action="append", help="4096 or MxNxK; repeatable (default 4096)")
+    s.add_argument("--shape", action="append", type=_shape, help="4096 or MxNxK; repeatable (default 4096)")
     s.add_argument("--precision", action="append", choices=["fp32", "tf32", "bf16"])
     s.add_argument("--b-transposed", action="store_true", help="B handed over as the transpose of an N×K matrix "
                                                                 "(x @ w.T)")
