@@ -54,13 +54,29 @@ Why these settings, measured on the H200 outside results/ (cold L2, BF16 at 4096
   unit and shared memory the loads need: 0.95x cuBLAS against 0.99x); C from registers (EPI_TMA=0: 3,890 cycles
   alone, 6,262 with every SM storing). Clusters of 4 fit 30 at once on the H200 (120 SMs), too few.
 Measured in results/h200/tensor_cores.json: see docs/tensor_cores.md.
+
+FP8 (``cuda/tc4_persistent_fp8``, precision fp8: the same source with TC_FP8=1, what changed against tc4 BF16):
+e4m3 operands (e5m2 for either, A_E5M2 / B_E5M2), both K-major (B handed over N×K, as cuBLASLt takes it), wgmma
+m64n256k32 (QGMMA): a k-tile is 128 of K in the same 128-byte rows, so the 48 KB stages, the ring, the clusters and
+the tile order are tc4's as they are, and the tensor cores' doubled rate runs a k-tile in the cycles BF16 took for
+64 of K. The consumers multiply by the two per-tensor FP32 scales (device addresses per call: a host float would
+need the caller's tensor read back) and store BF16 C (OUT_BF16=1; FP32 with 0) through the same staging boxes,
+now 64 BF16 columns each. Accumulation is the tensor cores' own (about 14 bits kept, truncating), as cuBLASLt's
+fast-accumulation mode, its peer; the block-scaled level (tc7) promotes into FP32.
+Why: the mainloop halves in cycles while the epilogue does not, so at 4096³ tc4's 4,500-5,200-cycle FP32 epilogue
+would grow from 8-9% of a tile to about 15%; BF16 C halves its bytes and its shared-memory wavefronts.
+Predicted (before measuring): a k-tile at 1,024 cycles as in BF16 (the tensor cores' FP8 rate), the epilogue near
+2,500 cycles, about 8% of a 4096³ tile: 1.7-1.8x tc4 BF16's time per GEMM, 1.05-1.15x cuBLASLt's fast-accumulation
+FP8 at 4096³ and 8192³ where the GPU is not held at its power limit, level with it where it is (FP8 wgmma draws
+more power per cycle, so the clock falls further).
 """
-from gemmlab.kernels.cuda.tc_common import WgmmaKernel, wgmma_constraints, wgmma_traffic
+from gemmlab.kernels.cuda.tc_common import WgmmaKernel, fp8_constraints, wgmma_constraints, wgmma_traffic
 
 BASE = {"BM": 128, "BN": 256, "STAGES": 4, "GROUP_M": 8, "PRODUCER_REGS": 40, "CONSUMER_REGS": 232, "EPI_TMA": 1,
         "NARROW_BN": 192}
 CM = 2
 BF16 = TF32 = {**BASE, "CM": CM}
+FP8 = {**BF16, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
 
 SPECS = [
     WgmmaKernel(
@@ -72,4 +88,12 @@ SPECS = [
         traffic_model=wgmma_traffic(prec, BASE["BM"], BASE["BN"], CM, narrow=params), doc=__doc__,
     )
     for prec, params in (("bf16", BF16), ("tf32", TF32))
+] + [
+    WgmmaKernel(
+        name="cuda/tc4_persistent_fp8", level=4, precision="fp8", kind="persistent",
+        title="fp8 e4m3 tc4: wgmma m64n256k32 (QGMMA), per-tensor FP32 scales and BF16 C in the TMA-store epilogue",
+        source="tc4_persistent.cu", entry="tc4_persistent", params=dict(FP8),
+        constraints=lambda p: wgmma_constraints(p, specialized=True) + fp8_constraints(p, block_scaled=False),
+        traffic_model=wgmma_traffic("fp8", BASE["BM"], BASE["BN"], CM, narrow=FP8), doc=__doc__,
+    )
 ]
