@@ -42,10 +42,10 @@ class DeviceSpec:
 DEVICES: dict[str, DeviceSpec] = {
     "a100": DeviceSpec("a100", "NVIDIA A100 (the seeds' example)", 1555.0,
                        {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0}, "40 GB HBM2, the seeds' numbers"),
-    "h100": DeviceSpec("h100", "NVIDIA H100 SXM", 3350.0, {"fp32": 66.9, "tf32": 494.7, "bf16": 989.4},
-                       "80 GB HBM3"),
-    "h200": DeviceSpec("h200", "NVIDIA H200", 4800.0, {"fp32": 66.9, "tf32": 494.7, "bf16": 989.4},
-                       "141 GB HBM3e; same SMs as H100 SXM"),
+    "h100": DeviceSpec("h100", "NVIDIA H100 SXM", 3350.0, {"fp32": 66.9, "tf32": 494.7, "bf16": 989.4,
+                                                           "fp8": 1979.0, "fp8_block": 1979.0}, "80 GB HBM3"),
+    "h200": DeviceSpec("h200", "NVIDIA H200", 4800.0, {"fp32": 66.9, "tf32": 494.7, "bf16": 989.4, "fp8": 1979.0,
+                                                       "fp8_block": 1979.0}, "141 GB HBM3e; same SMs as H100 SXM"),
 }
 
 

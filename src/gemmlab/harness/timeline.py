@@ -1,8 +1,8 @@
 """Where a persistent kernel's cycles go, read from inside the kernel.
 
-tc4 built with TIMELINE=1 has each consumer warpgroup stamp clock64 as it works (the layout is in
-tc4_persistent.cu): at its start, when each unit's first k-tile has landed, when the unit's last wgmma retires,
-when its epilogue has handed C on, and at its end; %globaltimer at the start and the end puts all warpgroups on
+tc4 (and tc7) built with TIMELINE=1 has each consumer warpgroup stamp clock64 as it works (the layout is
+Timeline's in tc_common.cuh): at its start, when each unit's first k-tile has landed, when the unit's last wgmma
+retires, when its epilogue has handed C on, and at its end; %globaltimer at the start and the end puts all warpgroups on
 one time axis. ``summarize`` turns one launch's stamps into a cycle budget:
 
 - prologue: start to the first k-tile landing (barrier setup, cluster sync, the first TMA loads from DRAM);
@@ -27,9 +27,10 @@ from gemmlab.kernels.cuda.tc_common import TL_SLOTS, bk
 from gemmlab.problem import Problem
 
 TL_UNITS = (TL_SLOTS - 4) // 3  # units a warpgroup can stamp, 3 readings each after the 4 of its start and end
-# Dense tensor-core multiply-adds per SM per clock on Hopper: the datasheet's 989.4 BF16 TFLOPS (494.7 TF32) for
-# 132 SMs at 1830 MHz is 4096 (2048) FLOP per SM per clock.
-FMA_PER_SM_CLOCK = {"bf16": 2048, "tf32": 1024}
+# Dense tensor-core multiply-adds per SM per clock on Hopper: the datasheet's 989.4 BF16 TFLOPS (494.7 TF32, 1979
+# FP8) for 132 SMs at 1830 MHz is 4096 (2048, 8192) FLOP per SM per clock.
+FMA_PER_SM_CLOCK = {"bf16": 2048, "tf32": 1024, "fp8": 4096, "fp8_block": 4096}
+TIMELINE_SOURCES = ("tc4_persistent.cu", "tc7_block_scaled_fp8.cu")  # the kernels that have the stamps
 
 
 def _stats(values) -> dict:
@@ -96,9 +97,9 @@ def ideal_ktile_cycles(spec, precision: str) -> float:
 
 def instrumented(spec):
     """The spec built with TIMELINE=1, or a clear error for a kernel that has no stamps."""
-    if getattr(spec, "source", None) != "tc4_persistent.cu":
-        raise GemmlabError(f"{spec.name}: gemmlab timeline reads the stamps of tc4_persistent.cu kernels (tc4); "
-                           "this one has none")
+    if getattr(spec, "source", None) not in TIMELINE_SOURCES:
+        raise GemmlabError(f"{spec.name}: gemmlab timeline reads the stamps of {' and '.join(TIMELINE_SOURCES)} "
+                           "kernels (tc4, tc7); this one has none")
     return dataclasses.replace(spec, params={**spec.params, "TIMELINE": 1})  # its constraints check the rest
 
 
@@ -123,9 +124,9 @@ def record(spec, problem: Problem, launches: int = 10, warmup: int = 3, seed: in
     why = t.is_valid(problem)
     if why:
         raise GemmlabError(f"{spec.name}: {why}")
-    a, b = problem.make_inputs(seed, cupy)
-    c = cupy.full((problem.m, problem.n), np.nan, np.float32)
-    stamped = t.plan(problem)
+    a, b = t.make_inputs(problem, seed, cupy)
+    c = cupy.full((problem.m, problem.n), np.nan, t.output_dtype(problem))
+    stamped = t.plan(problem, t.natural_layout(problem))
     clean = l2_cleaner(info.l2_bytes)
     kt = -(-problem.k // bk(problem.precision))
     runs = []
@@ -135,7 +136,7 @@ def record(spec, problem: Problem, launches: int = 10, warmup: int = 3, seed: in
         cupy.cuda.get_current_stream().synchronize()
         if i >= warmup:
             runs.append(summarize(stamped.timeline.get(), kt, ideal))
-    err = compare(c, reference(a, b), tolerance_for(problem))
+    err = compare(c, reference(a, b), tolerance_for(problem), problem.prec.recipe_tolerance)
     if not err.passed:
         raise GemmlabError(f"{spec.name} with TIMELINE=1 computed a wrong C at {problem.label()}: {err}")
     spans = [r["span_ns"] for r in runs]
