@@ -160,8 +160,9 @@ def cmd_roofline(args) -> int:
     console.print(f"the seeds' numbers: A100 ridge {ex['a100_ridge']:.1f} FLOP/byte; naive kernel intensity "
                   f"{ex['naive_intensity']:.2f} FLOP/byte at any size; 4096³ best intensity {ex['square_intensity_4096']:.1f} "
                   f"(= N/6); naive re-reads at 4096³: {ex['naive_redundancy_4096']:.0f}× the compulsory input bytes")
-    # CPU kernels have no place under a GPU roofline
-    specs = [s for s in (select(args.kernels) if args.kernels else list_kernels()) if s.device != "cpu"]
+    # CPU kernels have no place under a GPU roofline, nor kernels of a precision the device has no units for
+    specs = [s for s in (select(args.kernels) if args.kernels else list_kernels()) if s.device != "cpu"
+             and s.precision in dev.tflops]
     for shape in _shapes(args.shape) or [SEED_SHAPE]:
         t = Table(title=f"{dev.name}, {shape[0]}×{shape[1]}×{shape[2]} (M×N×K)", header_style="bold", title_justify="left")
         for col in ("kernel", "precision", "GFLOP", "compulsory MB", "best I", "modeled MB read", "model I",
@@ -267,7 +268,11 @@ def cmd_dispatch(args) -> int:
     layout = Layout(b=COL if args.b_transposed else ROW)
     for shape in _shapes(args.shape) or [(4096, 4096, 4096)]:
         for precision in args.precision or ["fp32", "tf32", "bf16"]:
-            choice = dispatch.choose(Problem(*shape, precision), layout, info)
+            try:
+                choice = dispatch.choose(Problem(*shape, precision), layout, info)
+            except GemmlabError as exc:
+                console.print(f"{'x'.join(map(str, shape))} {precision}: {exc}", highlight=False)
+                continue
             copies = f"; {', '.join(choice.copies)} copied into row-major order first" if choice.copies else ""
             console.print(f"{'x'.join(map(str, shape))} {precision}: {choice.spec.name} ({choice.why}{copies})",
                           highlight=False)
@@ -338,7 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_profile)
 
     s = sub.add_parser("timeline", help="where a tc4 kernel's cycles go: clock stamps from inside the kernel")
-    s.add_argument("--kernels", default="cuda/tc4_persistent_*", help="glob(s) of tc4_persistent.cu kernels")
+    s.add_argument("--kernels", default="cuda/tc4_persistent_*", help="glob(s) of tc4 and tc7 kernels")
     s.add_argument("--shape", action="append", help="4096 or MxNxK; repeatable (default 4096)")
     s.add_argument("--launches", type=int, default=10, help="launches summarized (after 3 warm-ups)")
     s.add_argument("--json", help="write the stamps' summary here, and a Markdown table beside it (.md)")
@@ -346,7 +351,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("dispatch", help="which kernel gemmlab.matmul's kernel='auto' runs, and why")
     s.add_argument("--shape", action="append", help="4096 or MxNxK; repeatable (default 4096)")
-    s.add_argument("--precision", action="append", choices=["fp32", "tf32", "bf16"])
+    s.add_argument("--precision", action="append", choices=["fp32", "tf32", "bf16", "fp8", "fp8_block"])
     s.add_argument("--b-transposed", action="store_true", help="B handed over as the transpose of an N×K matrix "
                                                                 "(x @ w.T)")
     s.set_defaults(func=cmd_dispatch)

@@ -23,7 +23,8 @@ from gemmlab.problem import Problem
 
 SHIPPED = Path(__file__).parent / "data" / "dispatch-h200.json"
 DEFAULTS = {"fp32": "cuda/v10_register_prefetch", "tf32": "cuda/tc6_stream_k_tf32",
-            "bf16": "cuda/tc4_persistent_bf16"}
+            "bf16": "cuda/tc4_persistent_bf16", "fp8": "cuda/tc4_persistent_fp8",
+            "fp8_block": "cuda/tc7_block_scaled_fp8"}
 HOST_DEFAULT = "cpu/blas"
 
 
@@ -140,4 +141,9 @@ def choose(problem: Problem, layout: Layout, gpu) -> Choice:
 
 def _copies(layout: Layout, spec) -> tuple[str, ...]:
     runs = target_layout(layout, spec.layouts)
+    if runs is None:
+        from gemmlab.errors import LayoutError
+
+        raise LayoutError(spec.layout_refusal(layout) if hasattr(spec, "layout_refusal") else
+                          f"{spec.name} does not read {layout.label()}")
     return tuple(name for name, given, used in (("A", layout.a, runs.a), ("B", layout.b, runs.b)) if given != used)
