@@ -7,7 +7,7 @@ mkdir -p "$OUT"
 g() { python3 -m gemmlab "$@"; }
 FP32='cpu/blas,numba/*,cuda/v*,peers/cublas_fp32,peers/triton_fp32'
 FAST='cuda/v[3-9]*,cuda/v1[0-9]*,numba/v[3-9]*,numba/v1[0-9]*,peers/cublas_fp32,peers/triton_fp32'
-TC='cuda/tc*,peers/cublas_tf32,peers/cublas_bf16,peers/triton_bf16'
+TC='cuda/tc*,peers/cublas_tf32,peers/cublas_bf16,peers/triton_bf16,peers/cublaslt_fp8*'  # FP8 included
 R="--repeat 30 --max-seconds 1.5 --pause 0.1"
 rm -f "$OUT"/fp32.json "$OUT"/tensor_cores.json "$OUT"/blocks.json
 g bench --shape 2048x3072x4096 --shape 4096 --kernels "$FP32" $R --json "$OUT/fp32.json"

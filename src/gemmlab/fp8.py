@@ -83,7 +83,7 @@ def decode_table(fmt: str) -> np.ndarray:
 def from_bits(q, fmt: str = E4M3):
     """float64 values of FP8 bits (a lookup, exact)."""
     xp = _xp(q)
-    return xp.asarray(decode_table(fmt))[q]
+    return xp.take(xp.asarray(decode_table(fmt)), q)
 
 
 def _scale(amax, fmt: str, xp):

@@ -16,7 +16,7 @@ fill shared memory beside the staging boxes.
 Predicted gain (before measuring): the promotion's FFMA and each warpgroup's wait per k-tile hide under the other
 warpgroup's wgmma, but the 128-wide tile reads more shared memory per multiply-add than tc4's 256-wide one (A is
 read again for every 128 columns, and both warpgroups read B): about 160 bytes per clock at the FP8 rate against
-128, the rate tc4 already runs at. So 0.80-0.90x tc4_persistent_fp8's time per GEMM, and 0.85-1.0x torch's
+128, the rate tc4 already runs at. So 0.80-0.90x tc4_persistent_fp8's TFLOPS, and 0.85-1.0x torch's
 blockwise scaled matmul (cuBLASLt), which pays the same promotion.
 """
 from gemmlab.kernels.cuda.tc_common import WgmmaKernel, fp8_constraints, wgmma_constraints, wgmma_traffic

@@ -257,7 +257,7 @@ def wgmma_constraints(p: dict, specialized: bool, swap_ab: bool = False) -> list
     if p.get("TIMELINE", 0) not in (0, 1):
         e.append(f"TIMELINE={p.get('TIMELINE')}: 0 or 1 (stamp each warpgroup's cycles for gemmlab timeline)")
     elif p.get("TIMELINE", 0) and (swap_ab or not specialized or p.get("STREAM_K", 0)):
-        e.append("TIMELINE=1 is an option of the tc4_persistent.cu source walking whole tiles (tc4, not tc6)")
+        e.append("TIMELINE=1 is an option of the tc4 and tc7 sources walking whole tiles (tc4, tc7, not tc6)")
     return e
 
 
