@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The FP8 levels on the H200 (issue 17): compile, verify, time against cuBLASLt, compare parameters, stamp.
 # Run from the repository root with PYTHONPATH at src. Everything big goes under $OUT; the last lines are a table.
-#   1 compile    every configuration of both levels: registers, spills, shared memory
+#   1 compile    every configuration of the FP8 levels: registers, spills, shared memory
 #   2 checks     gemmlab.matmul on torch FP8 tensors (quantized by torch, not gemmlab) at ragged M and N (1, 17,
 #                127, 4097) and K off the tile, both recipes, e5m2 operands, FP32 C, NaN-poisoned out=, scale
 #                layouts, against the float64 product of the dequantized operands and beside torch._scaled_mm on
 #                the same inputs; NumPy and CuPy operands; gemmlab's GPU rounding against ml_dtypes'
 #   3 verify     gemmlab verify over the ragged sweep
-#   4 bench      gemmlab bench at 4096³, 8192³, 2048x3072x4096: both levels, their peers, tc4 BF16 and cuBLAS BF16
+#   4 bench      gemmlab bench at 4096³, 8192³, 2048x3072x4096: the FP8 levels (tc4 per tensor, tc7 block-scaled and
+#                per tensor promoted), their peers, tc4 BF16 and cuBLAS BF16
 #   5 variants   tile width, clusters, stages, output type, epilogue: each verified, then timed interleaved with
 #                its peer
 #   6 timeline   gemmlab timeline: cycles per k-tile against the tensor cores' own, the epilogue, the gaps
@@ -20,7 +21,7 @@ mkdir -p "$OUT"
 : > "$OUT/steps.txt"
 BUDGET_S=${BUDGET_S:-330}
 START=$(date +%s)
-LEVELS='cuda/tc4_persistent_fp8,cuda/tc7_block_scaled_fp8'
+LEVELS='cuda/tc4_persistent_fp8,cuda/tc7_block_scaled_fp8,cuda/tc7_promoted_fp8'
 PEERS='peers/cublaslt_fp8,peers/cublaslt_fp8_promoted,peers/cublaslt_fp8_block'
 
 step() {  # step NAME SECONDS COMMAND...: run with a time limit, log under $OUT, never stop the script
@@ -49,7 +50,7 @@ EOF
 step compile 90 python3 - <<'EOF'
 from gemmlab.kernels.registry import get_kernel
 from gemmlab.kernels.cuda import tc_common
-for name in ("cuda/tc4_persistent_fp8", "cuda/tc7_block_scaled_fp8"):
+for name in ("cuda/tc4_persistent_fp8", "cuda/tc7_block_scaled_fp8", "cuda/tc7_promoted_fp8"):
     for spec in get_kernel(name).configurations(formats=True):
         r = spec.compile("sm_90a").report
         p = spec.params
@@ -89,7 +90,8 @@ def rel(c, ref):
         return float("nan")
     return float((c - ref).norm() / ref.norm())
 
-def case(m, n, k, recipe="tensor", fa="e4m3", fb="e4m3", out_dtype=torch.bfloat16, poison=True, scale_layout="torch"):
+def case(m, n, k, recipe="tensor", fa="e4m3", fb="e4m3", out_dtype=torch.bfloat16, poison=True, scale_layout="torch",
+         kernel="auto"):
     a = torch.randn(m, k, device=dev)
     w = torch.randn(n, k, device=dev)
     if recipe == "tensor":
@@ -107,10 +109,10 @@ def case(m, n, k, recipe="tensor", fa="e4m3", fb="e4m3", out_dtype=torch.bfloat1
         sb = sb_blk.t()  # (KB, NB) as the transpose of (NB, KB)
         kw = dict(scale_a=sa, scale_b=sb)
     c = torch.full((m, n), float("nan"), device=dev, dtype=out_dtype) if poison else None
-    got = gemmlab.matmul(a8, w8.t(), out=c, out_dtype=out_dtype, **kw)
+    got = gemmlab.matmul(a8, w8.t(), kernel, out=c, out_dtype=out_dtype, **kw)
     torch.cuda.synchronize()
     row = {"shape": f"{m}x{n}x{k}", "recipe": recipe, "A": fa, "B": fb, "out": str(out_dtype).split(".")[-1],
-           "kernel": gemmlab.plan(a8, w8.t(), out_dtype=out_dtype, **kw).plan.spec.name,
+           "kernel": gemmlab.plan(a8, w8.t(), kernel, out_dtype=out_dtype, **kw).plan.spec.name,
            "rel_err": rel(got, ref), "poisoned_out": poison}
     if recipe == "block" and m * n >= 4096:  # DeepGEMM's measure against the unquantized product, bound 1e-3
         x, y = got.double(), a.double() @ w.double().t()
@@ -134,6 +136,12 @@ for recipe in ("tensor", "block"):
         except Exception as exc:
             out.append({"shape": f"{m}x{n}x{k}", "recipe": recipe, "error": f"{type(exc).__name__}: {exc}"})
             print(out[-1]); traceback.print_exc()
+for m, n, k in ((17, 127, 200), (4097, 1000, 1000), (2048, 3072, 4096), (4096, 4096, 16384)):
+    try:  # per-tensor scales with FP32 accumulation (tc7's promotion) beside tc4's and cuBLASLt's errors
+        case(m, n, k, kernel="cuda/tc7_promoted_fp8")
+    except Exception as exc:
+        out.append({"shape": f"{m}x{n}x{k}", "kernel": "cuda/tc7_promoted_fp8", "error": f"{type(exc).__name__}: {exc}"})
+        print(out[-1]); traceback.print_exc()
 for kw in (dict(fa="e5m2"), dict(fb="e5m2"), dict(fa="e5m2", fb="e5m2"), dict(out_dtype=torch.float32),
            dict(recipe="block", out_dtype=torch.float32), dict(recipe="block", scale_layout="row-major"),
            dict(poison=False)):
@@ -244,7 +252,7 @@ EOF
 step timeline 45 python3 -m gemmlab timeline --kernels "$LEVELS,cuda/tc4_persistent_bf16" --shape 4096 \
   --shape 2048x3072x4096 --shape 256x256x4096 --json "$OUT/timeline.json"
 
-step profile 70 python3 -m gemmlab profile "$LEVELS,peers/cublaslt_fp8,peers/cublaslt_fp8_block" --shape 4096 \
+step profile 70 python3 -m gemmlab profile "$LEVELS,$PEERS" --shape 4096 \
   --json "$OUT/fp8.json"
 
 step sanitize 100 python3 -m gemmlab verify --kernels "$LEVELS" --sample 0 --sanitize --json "$OUT/sanitize.json"

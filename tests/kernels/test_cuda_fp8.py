@@ -1,4 +1,4 @@
-"""The FP8 levels (tc4_persistent_fp8, tc7_block_scaled_fp8) without a GPU: every configuration they can launch
+"""The FP8 levels (tc4_persistent_fp8, tc7_block_scaled_fp8, tc7_promoted_fp8) without a GPU: every configuration they can launch
 compiles for sm_90a with QGMMA of its formats in the SASS and nothing spilled; the BF16 epilogue's staging
 arithmetic against TMA's swizzle and the banks; tensor maps of the K-major operands; constraints; formats and
 output types; the traffic model; the FP8 peers' host side."""
@@ -22,7 +22,8 @@ from gemmlab.problem import Problem
 
 TC4 = get_kernel("cuda/tc4_persistent_fp8")
 TC7 = get_kernel("cuda/tc7_block_scaled_fp8")
-LEVELS = [TC4, TC7]
+TC7P = get_kernel("cuda/tc7_promoted_fp8")  # tc7's kernel with per-tensor scales
+LEVELS = [TC4, TC7, TC7P]
 CONFIGS = [c for s in LEVELS for c in s.configurations(formats=True)]
 SHORT = {fp8.E4M3: "E4M3", fp8.E5M2: "E5M2"}
 
@@ -34,6 +35,7 @@ def _cfg_id(spec) -> str:
 
 def test_levels_registered_with_their_precisions_and_peers():
     assert (TC4.precision, TC4.level, TC7.precision, TC7.level) == ("fp8", 4, "fp8_block", 7)
+    assert (TC7P.precision, TC7P.source, TC7P.params["PER_TENSOR"]) == ("fp8", TC7.source, 1)
     for spec in LEVELS:
         assert "changed" in spec.doc and "Predicted" in spec.doc
     names = {s.name for s in list_kernels("peers/*")}
@@ -47,6 +49,7 @@ def test_levels_registered_with_their_precisions_and_peers():
 def test_every_configuration_is_counted():
     # tc4: two tile widths x four format pairs x two output types; tc7: one width
     assert len(TC4.configurations(formats=True)) == 16 and len(TC7.configurations(formats=True)) == 8
+    assert len(TC7P.configurations(formats=True)) == 8
     # what differs in memory (sanitize runs these): widths x output types, the formats as the level has them
     assert [(c.params["BN"], c.params["OUT_BF16"]) for c in TC4.configurations()] == [(256, 1), (256, 0), (192, 1),
                                                                                        (192, 0)]
@@ -107,8 +110,10 @@ def test_qgmma_of_the_formats_in_sass(spec, tmp_path):
 def test_tc7_promotes_every_k_tile_and_tc4_scales_once(tmp_path):
     """tc7's k-tile: wgmma from zero, a wait, 64 FFMA per thread into the FP32 accumulators (BN/2); tc4 multiplies
     its 128 accumulators by one scale in the epilogue and has no promotion."""
-    tc7, tc4 = _sass(TC7, tmp_path), _sass(TC4, tmp_path)
-    assert tc7.count(" FFMA ") >= TC7.params["BN"] // 2 and "WARPGROUP.DEPBAR.LE gsb0, 0x0" in tc7
+    for spec in (TC7, TC7P):
+        tc7 = _sass(spec, tmp_path)
+        assert tc7.count(" FFMA ") >= spec.params["BN"] // 2 and "WARPGROUP.DEPBAR.LE gsb0, 0x0" in tc7
+    tc4 = _sass(TC4, tmp_path)
     assert tc4.count(" FMUL ") >= TC4.params["BN"] // 2 and " FFMA " not in tc4
 
 
@@ -218,7 +223,8 @@ def test_constraints_refuse_what_cannot_work_with_the_reason():
                              (TC4, {"A_E5M2": 2}, "A_E5M2=2: 0 or 1"),
                              (TC7, {"OUT_BF16": 3}, "OUT_BF16=3"),
                              (TC7, {"STAGES": 7}, "shared memory"),
-                             (TC7, {"STREAM_K": 1, "CM": 1}, "no stream-K")):
+                             (TC7, {"STREAM_K": 1, "CM": 1}, "no stream-K"),
+                             (TC4, {"PER_TENSOR": 1}, "tc7's source")):
         with pytest.raises(InvalidConfigError, match=match):
             dataclasses.replace(spec, params={**spec.params, **bad})
     dataclasses.replace(TC7, params={**TC7.params, "BN": 192, "STAGES": 4})  # a 192-wide tile straddles two blocks
@@ -232,6 +238,7 @@ def test_traffic_counts_one_byte_operands_bf16_c_and_the_block_scales():
     t7 = TC7.traffic(Problem(4096, 4096, 4096, "fp8_block"))
     scales = 4 * 32 * (4096 * 32 + 32 * 32)  # A's rows' scales per 128-column tile, one B scale per tile
     assert t7.global_read == 4096 * 4096 * 32 + 4096 * 4096 * 16 + scales and "scales" in t7.basis
+    assert TC7P.traffic(p).global_read == 4096 * 4096 * 32 + 4096 * 4096 * 16  # one scale per operand
 
 
 def test_launch_geometry_and_timeline_rate():
@@ -243,7 +250,7 @@ def test_launch_geometry_and_timeline_rate():
         assert geo.grid == (132, 1, 1) and geo.block == (384, 1, 1) and spec.cluster() == (2, 1, 1)
         assert timeline.instrumented(spec).params["TIMELINE"] == 1
     assert timeline.ideal_ktile_cycles(TC4, "fp8") == 1024  # 128x256x128 at 4096 FMA per SM per clock
-    assert timeline.ideal_ktile_cycles(TC7, "fp8_block") == 512
+    assert timeline.ideal_ktile_cycles(TC7, "fp8_block") == timeline.ideal_ktile_cycles(TC7P, "fp8") == 512
     assert TC4.for_problem(Problem(2048, 3072, 4096, "fp8")).params["BN"] == 192  # tc4's narrower last wave
 
 
@@ -253,7 +260,7 @@ def test_dispatch_defaults_and_the_row_major_b_refusal():
     from gemmlab.errors import LayoutError
 
     h200 = GPUInfo("NVIDIA H200", 132, (9, 0), 60 * 2**20, 232448, 1980.0, 141 * 2**30, "", "")
-    assert dispatch.choose(Problem(4096, 4096, 4096, "fp8"), Layout(b=COL), h200).spec is TC4
+    assert dispatch.choose(Problem(4096, 4096, 4096, "fp8"), Layout(b=COL), h200).spec is TC4  # not TC7P
     assert dispatch.choose(Problem(300, 17, 1000, "fp8_block"), Layout(b=COL), h200).spec is TC7
     with pytest.raises(LayoutError, match="K-major"):
         dispatch.choose(Problem(64, 64, 64, "fp8"), ROW_MAJOR, h200)

@@ -417,3 +417,23 @@ def test_tc7_plan_and_fp32_output_variant(stub):
     plan.launch(0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000, 3, 0x7400_0000_0000, 0x7500_0000_0000)
     c = tc_args(launch_record(stub, 0).params)["c"]
     assert list(c[[1, 5, 6, 7]]) == [driver.TMA_DTYPES["fp32"], 520 * 4, 32, 64]
+
+
+def test_fp8_launches_compile_nothing_and_read_no_file(stub, monkeypatch):
+    stub.stub_reset()
+    plan, _ = make(stub, "cuda/tc7_block_scaled_fp8", (1024, 1024, 1024), FP8_COL)
+    import builtins
+
+    from gemmlab.kernels.cuda import _nvrtc
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the hot path touched a file or the compiler")
+
+    monkeypatch.setattr(builtins, "open", refuse)
+    monkeypatch.setattr(_nvrtc, "_compile_cached", refuse)
+    monkeypatch.setattr(Path, "read_text", refuse)
+    for i in range(3):
+        plan.launch(0x7000_0000_0000 + 256 * i, 0x7100_0000_0000, 0x7200_0000_0000, 0, 0x7300_0000_0000 + 16 * i,
+                    0x7400_0000_0000)
+    assert stub.stub_launches() == 3
+    assert tc_args(launch_record(stub, 2).params)["scale_a"] == 0x7300_0000_0000 + 32

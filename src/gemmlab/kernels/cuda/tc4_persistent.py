@@ -62,7 +62,7 @@ the tile order are tc4's as they are, and the tensor cores' doubled rate runs a 
 64 of K. The consumers multiply by the two per-tensor FP32 scales (device addresses per call: a host float would
 need the caller's tensor read back) and store BF16 C (OUT_BF16=1; FP32 with 0) through the same staging boxes,
 now 64 BF16 columns each. Accumulation is the tensor cores' own (about 14 bits kept, truncating), as cuBLASLt's
-fast-accumulation mode, its peer; the block-scaled level (tc7) promotes into FP32.
+fast-accumulation mode, its peer; tc7 promotes into FP32 (tc7_promoted_fp8 at per-tensor scales).
 Why: the mainloop halves in cycles while the epilogue does not, so at 4096³ tc4's 4,500-5,200-cycle FP32 epilogue
 would grow from 8-9% of a tile to about 15%; BF16 C halves its bytes and its shared-memory wavefronts.
 Predicted (before measuring): a k-tile at 1,024 cycles as in BF16 (the tensor cores' FP8 rate), the epilogue near
@@ -93,7 +93,7 @@ SPECS = [
         name="cuda/tc4_persistent_fp8", level=4, precision="fp8", kind="persistent",
         title="fp8 e4m3 tc4: wgmma m64n256k32 (QGMMA), per-tensor FP32 scales and BF16 C in the TMA-store epilogue",
         source="tc4_persistent.cu", entry="tc4_persistent", params=dict(FP8),
-        constraints=lambda p: wgmma_constraints(p, specialized=True) + fp8_constraints(p, block_scaled=False),
+        constraints=lambda p: wgmma_constraints(p, specialized=True) + fp8_constraints(p, promoted=False),
         traffic_model=wgmma_traffic("fp8", BASE["BM"], BASE["BN"], CM, narrow=FP8), doc=__doc__,
     )
 ]

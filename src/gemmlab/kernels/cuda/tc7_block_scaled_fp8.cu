@@ -9,8 +9,14 @@
 // tile straddles two B blocks at a 64-column boundary, and each 8-column group takes the scale of its side. Each
 // thread loads the next k-tile's scales while the current k-tile's wgmma runs. The k order is the producer's (every
 // other unit last to first), so the consumers mirror it to pick the scales.
+// PER_TENSOR=1 (tc7_promoted_fp8, precision fp8): one scale per operand, the same loop with the scales' strides at
+// zero: tensor scaling with FP32 accumulation, as cuBLASLt's default promotes.
 // TIMELINE=1: the stamps of tc4 (Timeline in tc_common.cuh).
 #include "tc_common.cuh"
+
+#ifndef PER_TENSOR
+#define PER_TENSOR 0
+#endif
 
 #define CW (BM / 64)
 #define STRADDLE (128 % BN != 0)  // a tile's columns cover two 128-wide blocks of B's scales (BN = 192)
@@ -75,14 +81,16 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
       const int m0 = (tm * CM + rank) * BM, n0 = tn * BN;
       const bool down = unit % 2;  // produce_ring's k order
       // Rows past M read the last row's scale: TMA filled their A with zeros, and their C is never stored.
-      const float *sa0 = args.scale_a + min(m0 + row, M - 1), *sa1 = args.scale_a + min(m0 + row + 8, M - 1);
+      const float *sa0 = args.scale_a + (PER_TENSOR ? 0 : min(m0 + row, M - 1));
+      const float *sa1 = args.scale_a + (PER_TENSOR ? 0 : min(m0 + row + 8, M - 1));
       // B's scale blocks under the tile: columns below `lo_cols` in block n0 / 128, the rest in the next
       const int nb = n0 / 128, lo_cols = 128 - n0 % 128;
-      const float *sb = args.scale_b + (long long)nb * KB;
-      const float *sb_hi = args.scale_b + (long long)min(nb + 1, (N - 1) / 128) * KB;
+      const float *sb = args.scale_b + (PER_TENSOR ? 0 : (long long)nb * KB);
+      const float *sb_hi = args.scale_b + (PER_TENSOR ? 0 : (long long)min(nb + 1, (N - 1) / 128) * KB);
+      const long long sa_k = PER_TENSOR ? 0 : M, sb_k = PER_TENSOR ? 0 : 1;  // from one k-block to the next
       int kb = down ? u.ke - 1 : u.kb;
-      float a0 = ldg_f32(sa0 + (long long)kb * M), a1 = ldg_f32(sa1 + (long long)kb * M), b0 = ldg_f32(sb + kb);
-      float b1 = STRADDLE ? ldg_f32(sb_hi + kb) : 0.f;
+      float a0 = ldg_f32(sa0 + kb * sa_k), a1 = ldg_f32(sa1 + kb * sa_k), b0 = ldg_f32(sb + kb * sb_k);
+      float b1 = STRADDLE ? ldg_f32(sb_hi + kb * sb_k) : 0.f;
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
 #if TIMELINE
@@ -100,10 +108,10 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
         float na0 = 0.f, na1 = 0.f, nb0 = 0.f, nb1 = 0.f;  // the next k-tile's scales, on their way during the wgmma
         if (kt + 1 < u.ke) {
           kb += down ? -1 : 1;
-          na0 = ldg_f32(sa0 + (long long)kb * M);
-          na1 = ldg_f32(sa1 + (long long)kb * M);
-          nb0 = ldg_f32(sb + kb);
-          if (STRADDLE) nb1 = ldg_f32(sb_hi + kb);
+          na0 = ldg_f32(sa0 + kb * sa_k);
+          na1 = ldg_f32(sa1 + kb * sa_k);
+          nb0 = ldg_f32(sb + kb * sb_k);
+          if (STRADDLE) nb1 = ldg_f32(sb_hi + kb * sb_k);
         }
         wgmma_wait<0>();
         fence_acc(part);

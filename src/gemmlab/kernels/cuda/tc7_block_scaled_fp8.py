@@ -18,11 +18,19 @@ warpgroup's wgmma, but the 128-wide tile reads more shared memory per multiply-a
 read again for every 128 columns, and both warpgroups read B): about 160 bytes per clock at the FP8 rate against
 128, the rate tc4 already runs at. So 0.80-0.90x tc4_persistent_fp8's TFLOPS, and 0.85-1.0x torch's
 blockwise scaled matmul (cuBLASLt), which pays the same promotion.
+
+``cuda/tc7_promoted_fp8`` (precision fp8): the same kernel with PER_TENSOR=1, one scale per operand read through
+zero strides, so per-tensor FP8 gets FP32 accumulation, as cuBLASLt's default (``use_fast_accum=False``) does, where
+tc4_persistent_fp8 keeps the tensor cores' own. Why: that accumulation errs in proportion to K (a NumPy model of a
+14-bit truncating accumulator: 3.7e-3 at K=4096 against BF16 rounding's 1.7e-3), so against a promoting peer tc4 may
+miss the bar of twice its error at long K. Predicted: tc7's speed, below tc4_persistent_fp8's, with an error at
+BF16 rounding's whatever K.
 """
 from gemmlab.kernels.cuda.tc_common import WgmmaKernel, fp8_constraints, wgmma_constraints, wgmma_traffic
 
 PARAMS = {"BM": 128, "BN": 128, "STAGES": 6, "GROUP_M": 8, "PRODUCER_REGS": 40, "CONSUMER_REGS": 232, "EPI_TMA": 1,
           "CM": 2, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
+PER_TENSOR = {**PARAMS, "PER_TENSOR": 1}
 
 SPECS = [
     WgmmaKernel(
@@ -30,8 +38,15 @@ SPECS = [
         title="fp8 e4m3 with FP32 scales per 1x128 of A and 128x128 of B, wgmma m64n128k32 promoted into FP32 every "
               "128 of K, tc4's persistent clustered skeleton, BF16 C",
         source="tc7_block_scaled_fp8.cu", entry="tc7_block_scaled_fp8", params=dict(PARAMS),
-        constraints=lambda p: wgmma_constraints(p, specialized=True) + fp8_constraints(p, block_scaled=True),
+        constraints=lambda p: wgmma_constraints(p, specialized=True) + fp8_constraints(p, promoted=True),
         traffic_model=wgmma_traffic("fp8_block", PARAMS["BM"], PARAMS["BN"], PARAMS["CM"], block_scales=True),
         doc=__doc__,
-    )
+    ),
+    WgmmaKernel(
+        name="cuda/tc7_promoted_fp8", level=7, precision="fp8", kind="persistent",
+        title="fp8 e4m3, per-tensor scales, tc7's promotion into FP32 every 128 of K (FP32 accumulation), BF16 C",
+        source="tc7_block_scaled_fp8.cu", entry="tc7_block_scaled_fp8", params=dict(PER_TENSOR),
+        constraints=lambda p: wgmma_constraints(p, specialized=True) + fp8_constraints(p, promoted=True),
+        traffic_model=wgmma_traffic("fp8", PARAMS["BM"], PARAMS["BN"], PARAMS["CM"]), doc=__doc__,
+    ),
 ]

@@ -50,21 +50,25 @@ def is_fp8(precision: str) -> bool:
     return get_precision(precision).scaling is not None
 
 
-FP8_OPTIONS = ("A_E5M2", "B_E5M2", "OUT_BF16")  # the FP8 levels' operand formats and output type, 0 or 1 each
+# the FP8 levels' operand formats and output type, and tc7's per-tensor scales, 0 or 1 each
+FP8_OPTIONS = ("A_E5M2", "B_E5M2", "OUT_BF16", "PER_TENSOR")
 
 
-def fp8_constraints(p: dict, block_scaled: bool) -> list[str]:
-    """The parameter errors of an FP8 level beyond wgmma_constraints."""
+def fp8_constraints(p: dict, promoted: bool) -> list[str]:
+    """The parameter errors of an FP8 level beyond wgmma_constraints (``promoted``: tc7's source, which promotes
+    every k-tile into a second accumulator set)."""
     e = [f"{name}={p.get(name)}: 0 or 1" for name in FP8_OPTIONS if p.get(name, 0) not in (0, 1)]
-    widths = (128, 192) if block_scaled else (128, 192, 256)
+    if p.get("PER_TENSOR", 0) and not promoted:
+        e.append("PER_TENSOR=1 is an option of tc7's source (its scales through zero strides)")
+    widths = (128, 192) if promoted else (128, 192, 256)
     for name in ("BN", "NARROW_BN"):
         if p.get(name, 0) and p[name] not in widths:
             e.append(f"{name}={p[name]}: " + ("two accumulator sets of BN/2 registers must fit beside each other in "
                                               "a consumer thread's 232, and a tile may straddle at most two 128-wide "
-                                              "blocks of B's scales: 128 or 192" if block_scaled else
+                                              "blocks of B's scales: 128 or 192" if promoted else
                                               "the fp8 wgmma shapes here are n128, n192 and n256"))
-    if block_scaled and p.get("STREAM_K", 0):
-        e.append("STREAM_K=1: the block-scaled walk has no stream-K fixup")
+    if promoted and p.get("STREAM_K", 0):
+        e.append("STREAM_K=1: tc7's walk has no stream-K fixup")
     return e
 
 
