@@ -63,8 +63,8 @@ the tile order are tc4's as they are, and the tensor cores' doubled rate runs a 
 need the caller's tensor read back) and store BF16 C (OUT_BF16=1; FP32 with 0) through the same staging boxes,
 now 64 BF16 columns each. Accumulation is the tensor cores' own (about 14 bits kept, truncating), as cuBLASLt's
 fast-accumulation mode, its peer; tc7 promotes into FP32 (tc7_promoted_fp8 at per-tensor scales).
-Why: the mainloop halves in cycles while the epilogue does not, so at 4096³ tc4's 4,500-5,200-cycle FP32 epilogue
-would grow from 8-9% of a tile to about 15%; BF16 C halves its bytes and its shared-memory wavefronts.
+Why: the mainloop halves in cycles while the epilogue does not, so the epilogue's share of a tile would double;
+BF16 C halves its bytes and its shared-memory wavefronts.
 Predicted (before measuring): a k-tile at 1,024 cycles as in BF16 (the tensor cores' FP8 rate), the epilogue near
 2,500 cycles, about 8% of a 4096³ tile: 1.7-1.8x tc4 BF16's TFLOPS, 1.05-1.15x cuBLASLt's fast-accumulation
 FP8 at 4096³ and 8192³ where the GPU is not held at its power limit, level with it where it is (FP8 wgmma draws

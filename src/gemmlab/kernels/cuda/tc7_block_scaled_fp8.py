@@ -21,10 +21,9 @@ blockwise scaled matmul (cuBLASLt), which pays the same promotion.
 
 ``cuda/tc7_promoted_fp8`` (precision fp8): the same kernel with PER_TENSOR=1, one scale per operand read through
 zero strides, so per-tensor FP8 gets FP32 accumulation, as cuBLASLt's default (``use_fast_accum=False``) does, where
-tc4_persistent_fp8 keeps the tensor cores' own. Why: that accumulation errs in proportion to K (a NumPy model of a
-14-bit truncating accumulator: 3.7e-3 at K=4096 against BF16 rounding's 1.7e-3), so against a promoting peer tc4 may
-miss the bar of twice its error at long K. Predicted: tc7's speed, below tc4_persistent_fp8's, with an error at
-BF16 rounding's whatever K.
+tc4_persistent_fp8 keeps the tensor cores' own. Why: that accumulation errs in proportion to K (a model of it in
+docs/tensor_cores.md), so against a promoting peer tc4 may miss the bar of twice its error at long K. Predicted:
+tc7's speed, below tc4_persistent_fp8's, with an error at BF16 rounding's whatever K.
 """
 from gemmlab.kernels.cuda.tc_common import WgmmaKernel, fp8_constraints, wgmma_constraints, wgmma_traffic
 
