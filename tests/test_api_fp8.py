@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import gemmlab
-from gemmlab import api, fp8
+from gemmlab import call, fp8
 from gemmlab.device import GPUInfo
 from gemmlab.errors import DTypeError, GemmlabError, NoGPUError, ShapeError
 from gemmlab.kernels.plan import COL
@@ -19,19 +19,19 @@ W8 = rng.standard_normal((N, K)).astype(np.float32).astype(ml_dtypes.float8_e4m3
 ONE = np.ones(1, np.float32)
 
 
-def _gpu_facts(x) -> api._Facts:
+def _gpu_facts(x) -> call.Facts:
     """The facts of a host array as if it lived on cuda:0 (the resolution is host logic)."""
-    f = api._facts(x, "X")
-    return api._Facts("cupy", f.shape, f.dtype, f.layout, 0)
+    f = call.facts(x, "X")
+    return call.Facts("cupy", f.shape, f.dtype, f.layout, 0)
 
 
 def _gpu_scale(s):
-    f = api._scale_facts(s, "s")
-    return None if f is None else api._Facts("cupy", f.shape, f.dtype, f.layout, 0)
+    f = call.scale_facts(s, "s")
+    return None if f is None else call.Facts("cupy", f.shape, f.dtype, f.layout, 0)
 
 
 def _resolve(a, b, sa=None, sb=None, kernel="auto", precision=None, out=None):
-    return api._resolve(_gpu_facts(a), _gpu_facts(b), kernel, precision, True, H200, (_gpu_scale(sa), _gpu_scale(sb)),
+    return call._resolve(_gpu_facts(a), _gpu_facts(b), kernel, precision, True, H200, (_gpu_scale(sa), _gpu_scale(sb)),
                         out)
 
 
@@ -77,9 +77,9 @@ def test_bad_fp8_calls_are_refused_with_the_reason(call, error, match):
 def test_scales_with_other_operands_are_refused():
     a = np.ones((4, 4), np.float32)
     with pytest.raises(DTypeError, match="scale FP8 operands"):
-        api._resolve(_gpu_facts(a), _gpu_facts(a), "auto", None, True, H200, (_gpu_scale(ONE), None), None)
+        call._resolve(_gpu_facts(a), _gpu_facts(a), "auto", None, True, H200, (_gpu_scale(ONE), None), None)
     with pytest.raises(DTypeError, match="writes float32"):
-        api._resolve(_gpu_facts(a), _gpu_facts(a), "auto", None, True, H200, (None, None), "bfloat16")
+        call._resolve(_gpu_facts(a), _gpu_facts(a), "auto", None, True, H200, (None, None), "bfloat16")
 
 
 def test_host_fp8_arrays_need_a_gpu_kernel_named():
@@ -97,8 +97,8 @@ def test_torch_fp8_tensors_outside_autograd_only():
     b = torch.from_numpy(W8.view(np.uint8)).view(torch.float8_e4m3fn).t()
     with pytest.raises(DTypeError, match="needs CUDA operands"):
         gemmlab.matmul(a, b, scale_a=torch.ones(1), scale_b=torch.ones(1))
-    fa = api._facts(a, "A")
-    assert fa.dtype == "float8_e4m3fn" and api._facts(b, "B").layout == COL
+    fa = call.facts(a, "A")
+    assert fa.dtype == "float8_e4m3fn" and call.facts(b, "B").layout == COL
     with pytest.raises(GemmlabError, match="outside autograd"):
         gemmlab.matmul(torch.ones(2, 2, requires_grad=True), torch.ones(2, 2), scale_a=torch.ones(1))
 

@@ -10,7 +10,7 @@ pytestmark = pytest.mark.skipif(device.gpu() is None, reason="needs a CUDA GPU")
 torch = pytest.importorskip("torch")
 
 import gemmlab  # noqa: E402
-from gemmlab import api  # noqa: E402
+from gemmlab import call  # noqa: E402
 from gemmlab.errors import LayoutError  # noqa: E402
 from gemmlab.harness.reference import tolerance_for  # noqa: E402
 from gemmlab.problem import Problem  # noqa: E402
@@ -164,7 +164,7 @@ def test_the_hot_path_prepares_nothing_the_second_time(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("prepared a plan on the hot path")
 
-    monkeypatch.setattr(api, "_prepare", refuse)
+    monkeypatch.setattr(call, "prepare", refuse)
     a2, b2 = operands(512, 512, 512, "bf16", seed=4)
     assert rel_err(gemmlab.matmul(a2, b2), a2, b2) <= 1e-2
 

@@ -5,6 +5,7 @@ which the CLI prints so the user knows what was not run.
 """
 from __future__ import annotations
 
+import ctypes
 import os
 import sys
 from contextlib import contextmanager
@@ -44,9 +45,9 @@ def probe() -> tuple[GPUInfo | None, str]:
     try:
         count = runtime.getDeviceCount()
     except Exception as exc:
-        return None, f"no CUDA driver or GPU ({type(exc).__name__}: {exc})"
+        return None, _no_gpu_reason(exc)
     if count < 1:
-        return None, "the CUDA driver reports no GPU"
+        return None, _no_gpu_reason(None)
     try:
         info = gpu_info(0)
         cupy.cuda.Device(0).use()
@@ -72,8 +73,8 @@ def gpu_info(index: int) -> GPUInfo:
         smem_per_block_optin=int(props.get("sharedMemPerBlockOptin", props["sharedMemPerBlock"])),
         max_sm_clock_mhz=_max_sm_clock(props, index),
         total_mem_bytes=int(props["totalGlobalMem"]),
-        driver=f"{driver // 1000}.{driver % 1000 // 10}",
-        runtime=f"{rt // 1000}.{rt % 1000 // 10}",
+        driver=_cuda_version(driver),
+        runtime=_cuda_version(rt),
     )
 
 
@@ -93,6 +94,44 @@ def using(index: int):
         if before != index:
             cupy.cuda.Device(before).use()
             Device(before).set_current()
+
+
+# The library the CUDA runtime loads to reach the driver; without it there is no driver at all.
+DRIVER_LIBRARY = "nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1"
+
+
+def _cuda_version(v: int) -> str:
+    return f"{v // 1000}.{v % 1000 // 10}"
+
+
+def _driver_loads() -> bool:
+    try:
+        ctypes.CDLL(DRIVER_LIBRARY)
+    except OSError:
+        return False
+    return True
+
+
+def _no_gpu_reason(exc: Exception | None) -> str:
+    """Why CUDA has no GPU to offer: no driver installed, a driver older than the runtime, or a driver that sees no
+    GPU. The runtime's own message says "driver version is insufficient" in the first case too."""
+    if not _driver_loads():
+        return f"no CUDA driver installed ({DRIVER_LIBRARY} not found)"
+    status = getattr(exc, "status", None)
+    if status == 35:  # cudaErrorInsufficientDriver, with a driver present
+        try:
+            from cupy.cuda import runtime
+
+            versions = (f" (the driver supports CUDA {_cuda_version(runtime.driverGetVersion())}, the runtime is "
+                        f"CUDA {_cuda_version(runtime.runtimeGetVersion())})")
+        except Exception:
+            versions = ""
+        return "the CUDA driver is too old for this CUDA runtime" + versions
+    if exc is None or status == 100:  # no device; cudaErrorNoDevice
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        return "a CUDA driver is installed but it sees no GPU" + (
+            f" (CUDA_VISIBLE_DEVICES={visible!r})" if visible is not None else "")
+    return f"CUDA did not start ({type(exc).__name__}: {exc})"
 
 
 def _max_sm_clock(props, index: int = 0) -> float:
@@ -120,8 +159,10 @@ def require_gpu(what: str) -> GPUInfo:
 def configure_numba() -> str:
     """Choose how numba kernels run: on the GPU, or under the CUDA simulator when there is none.
 
-    NUMBA_ENABLE_CUDASIM is read once, when numba.cuda is first imported, so this runs before any numba
-    kernel module loads. Returns "gpu" or "simulator".
+    numba reads NUMBA_ENABLE_CUDASIM into numba.config when numba is imported, and numba.cuda decides from
+    numba.config when it is imported, so this runs before any numba kernel module loads; where numba itself is
+    already imported (the CPU levels use its JIT), the switch is set in numba.config too. Returns "gpu" or
+    "simulator".
     """
     # small verification grids trip numba's occupancy warning on every launch; the harness reports what matters
     os.environ.setdefault("NUMBA_DISABLE_PERFORMANCE_WARNINGS", "1")
@@ -133,6 +174,8 @@ def configure_numba() -> str:
         return "simulator" if config.ENABLE_CUDASIM else "gpu"
     if gpu() is None:
         os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+        if "numba" in sys.modules:
+            sys.modules["numba"].config.ENABLE_CUDASIM = 1
         return "simulator"
     return "gpu"
 

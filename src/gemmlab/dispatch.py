@@ -22,9 +22,10 @@ from gemmlab.kernels.plan import Layout, target_layout
 from gemmlab.problem import Problem
 
 SHIPPED = Path(__file__).parent / "data" / "dispatch-h200.json"
-DEFAULTS = {"fp32": "cuda/v10_register_prefetch", "tf32": "cuda/tc6_stream_k_tf32",
-            "bf16": "cuda/tc4_persistent_bf16", "fp8": "cuda/tc4_persistent_fp8",
-            "fp8_block": "cuda/tc7_block_scaled_fp8"}
+# Without a measured entry: each precision's levels in the order they are tried, the first one this GPU runs
+DEFAULTS = {"fp32": ("cuda/v10_register_prefetch",), "tf32": ("cuda/tc6_stream_k_tf32", "cuda/tc1_mma_sync_tf32"),
+            "bf16": ("cuda/tc4_persistent_bf16", "cuda/tc1_mma_sync_bf16"), "fp8": ("cuda/tc4_persistent_fp8",),
+            "fp8_block": ("cuda/tc7_block_scaled_fp8",)}
 HOST_DEFAULT = "cpu/blas"
 
 
@@ -107,12 +108,18 @@ def choose(problem: Problem, layout: Layout, gpu) -> Choice:
     from gemmlab.errors import UnknownKernelError
     from gemmlab.kernels.registry import get_kernel
 
+    refusals: list = []
+
     def usable(name: str):
         try:
             spec = get_kernel(name)
         except UnknownKernelError:
             return None  # a table from another version of gemmlab
-        return None if spec.is_valid(problem) or spec.unsupported(gpu) else spec
+        why = spec.is_valid(problem) or spec.unsupported(gpu)
+        if why:
+            refusals.append(why)
+            return None
+        return spec
 
     entry = _nearest(load_table().get(gpu.name, {}).get(problem.precision, {}), problem)
     if entry:
@@ -128,12 +135,15 @@ def choose(problem: Problem, layout: Layout, gpu) -> Choice:
             return Choice(specs[0], f"dispatch table for {gpu.name}: fastest at {label} that takes "
                                     f"{problem.label()}; no measured kernel reads {layout.label()} in place",
                           copies=_copies(layout, specs[0]))
-    spec = usable(DEFAULTS[problem.precision])
+    spec = next((s for s in map(usable, DEFAULTS[problem.precision]) if s is not None), None)
     if spec is None:
         from gemmlab.errors import NoGPUError
 
-        raise NoGPUError(f"no gemmlab kernel for {problem.precision} runs {problem.label()} on {gpu.name}")
-    why = f"no dispatch table entry for {problem.precision} on {gpu.name}: the default {problem.precision} level"
+        error = getattr(refusals[0], "error", NoGPUError) if refusals else NoGPUError
+        raise error(f"no gemmlab {problem.precision} kernel runs {problem.label()} on {gpu.name}: "
+                    f"{refusals[0] if refusals else 'none is registered'}")
+    why = (f"no dispatch table entry for {problem.precision} on {gpu.name}: {spec.name}, the first of the "
+           f"{problem.precision} defaults ({', '.join(DEFAULTS[problem.precision])}) that runs there")
     if layout in spec.layouts:
         return Choice(spec, why)
     return Choice(spec, why, copies=_copies(layout, spec))
@@ -144,6 +154,5 @@ def _copies(layout: Layout, spec) -> tuple[str, ...]:
     if runs is None:
         from gemmlab.errors import LayoutError
 
-        raise LayoutError(spec.layout_refusal(layout) if hasattr(spec, "layout_refusal") else
-                          f"{spec.name} does not read {layout.label()}")
+        raise LayoutError(spec.layout_refusal(layout))
     return tuple(name for name, given, used in (("A", layout.a, runs.a), ("B", layout.b, runs.b)) if given != used)

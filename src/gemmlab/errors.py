@@ -44,6 +44,14 @@ class CompileError(GemmlabError, RuntimeError):
     """NVRTC rejected a kernel's source; the message carries the compiler log."""
 
 
+class ResultsFileError(GemmlabError, ValueError):
+    """A file given to read as gemmlab results that is missing, unreadable, or not JSON gemmlab writes."""
+
+
+class OutputPathError(GemmlabError, OSError):
+    """An output path (--json, --out) that cannot be written; found before any work starts."""
+
+
 class Refusal(str):
     """Why a kernel cannot take a problem (what KernelSpec.is_valid returns), with the error class that tells a
     caller: a str, so it prints and compares as its text."""

@@ -22,7 +22,7 @@ from typing import Optional
 import numpy as np
 import torch
 
-from gemmlab import api
+from gemmlab import call
 from gemmlab.errors import GemmlabError, LayoutError, SizeLimitError
 
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
@@ -66,7 +66,7 @@ def direct(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
     key = (kernel, precision, A.dtype, B.dtype, A.shape, B.shape, A.stride(), B.stride(), A.device, B.device,
            None if out is None else (out.dtype, out.shape, out.stride(), out.device, out.requires_grad),
            _scale_key(scale_a), _scale_key(scale_b), out_dtype)
-    prepared = api._plans.get(key)
+    prepared = call.plans.get(key)
     if prepared is None:
         prepared = _prepare(key, A, B, kernel, precision, out, scale_a, scale_b, out_dtype)
     if not prepared.on_device:
@@ -79,12 +79,12 @@ def direct(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
         try:
             c = prepared.torch_template.new_empty(prepared.out_shape)
         except torch.OutOfMemoryError:
-            raise SizeLimitError(api._gpu_memory_message(prepared.out_shape, prepared.out_dtype)) from None
+            raise SizeLimitError(call.gpu_memory_message(prepared.out_shape, prepared.out_dtype)) from None
     else:
         c = out
         cp = c.data_ptr()
-        if api._overlaps(cp, prepared.c_bytes, A.data_ptr(), prepared.span_a) or \
-                api._overlaps(cp, prepared.c_bytes, B.data_ptr(), prepared.span_b):
+        if call.overlaps(cp, prepared.c_bytes, A.data_ptr(), prepared.span_a) or \
+                call.overlaps(cp, prepared.c_bytes, B.data_ptr(), prepared.span_b):
             raise LayoutError("out overlaps A or B; gemmlab writes C while it reads them")
     index = prepared.device
     stream = _stream(index)
@@ -103,26 +103,26 @@ def direct(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
     return c
 
 
-def _prepare(key, A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None) -> api.Prepared:
-    fa, fb = api._facts(A, "A"), api._facts(B, "B")
+def _prepare(key, A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None) -> call.Prepared:
+    fa, fb = call.facts(A, "A"), call.facts(B, "B")
     if fa.device != fb.device:
-        raise LayoutError(api._devices_differ(fa, fb))
-    scales = (api._scale_facts(scale_a, "scale_a"), api._scale_facts(scale_b, "scale_b"))
-    prepared = api._prepare(fa, fb, kernel, precision, fa.device, scales, api._out_dtype_name(out_dtype))
+        raise LayoutError(call.devices_differ(fa, fb))
+    scales = (call.scale_facts(scale_a, "scale_a"), call.scale_facts(scale_b, "scale_b"))
+    prepared = call.prepare(fa, fb, kernel, precision, fa.device, scales, call.out_dtype_name(out_dtype))
     if out is not None:
-        api._check_out(out, "torch", prepared.out_shape, fa.device, prepared.out_dtype)
+        call.check_out(out, "torch", prepared.out_shape, fa.device, prepared.out_dtype)
     prepared.torch_template = torch.empty(0, dtype=getattr(torch, prepared.out_dtype), device=A.device)
     if prepared.scaled and A.is_cuda and (scale_a is None or scale_b is None):
         prepared.ones = torch.ones(1, dtype=torch.float32, device=A.device)
-    return api._remember(key, prepared)
+    return call.remember(key, prepared)
 
 
-def _host(prepared: api.Prepared, A, B, out, scales=(None, None)):
+def _host(prepared: call.Prepared, A, B, out, scales=(None, None)):
     """CPU tensors: NumPy views for a host kernel; a GPU kernel named for them copies to the GPU and back (FP8
     through their bytes: NumPy has no float8 of torch's)."""
     a, b = (_numpy(x) for x in (A, B))
     host_scales = tuple(None if s is None else s.detach().numpy() for s in scales)
-    result = api._host_launch(prepared, a, b, None if out is None else _numpy(out), host_scales)
+    result = call.host_launch(prepared, a, b, None if out is None else _numpy(out), host_scales)
     return out if out is not None else _from_numpy(result)
 
 

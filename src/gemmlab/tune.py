@@ -151,7 +151,7 @@ def tune(shapes: Sequence, kernels: str | Sequence[str] = TUNABLE, *, configs: I
 
     chosen = [t for t in TUNABLE if any(fnmatch.fnmatchcase(t, pat) for pat in names)]
     if not chosen:
-        raise UnknownKernelError(f"no tunable kernel matches {names}; tunable: {', '.join(TUNABLE)}")
+        raise UnknownKernelError(f"no tunable kernel matches {','.join(names)!r}; tunable: {', '.join(TUNABLE)}")
     info = require_gpu("gemmlab tune")
     say = log or (lambda s: None)
     space = list(configs) if configs is not None else None

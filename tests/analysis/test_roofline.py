@@ -1,10 +1,14 @@
+"""The seeds' analysis and the hierarchy beneath it, against numbers worked out by hand."""
 import pytest
 
-from gemmlab.analysis.roofline import DEVICES, device_spec, model, seed_examples
+from gemmlab.analysis.roofline import DEVICES, at_clock, ceilings_for, device_spec, model, seed_examples
 from gemmlab.errors import GemmlabError
 from gemmlab.kernels.registry import get_kernel
 from gemmlab.kernels.spec import naive_traffic, tiled_traffic
 from gemmlab.problem import Problem
+
+H200 = DEVICES["h200"]
+MiB = 2**20
 
 
 def test_seed_worked_numbers():
@@ -15,6 +19,41 @@ def test_seed_worked_numbers():
     assert ex["naive_redundancy_4096"] == pytest.approx(4096)  # read N times more than needed
     # the seeds' tiled formula 2·T·T·T / ((T·T + T·T)·4) at T=32
     assert ex["tile32_intensity"] == pytest.approx(2 * 32**3 / ((32 * 32 + 32 * 32) * 4))
+
+
+def test_seed_view_at_1024_cubed():
+    """The seeds' chapter at 1024³ on their A100: 2.15 GFLOP, 12.6 MB compulsory, N/6 best, the naive kernel's
+    8MNK bytes at 0.25 FLOP/byte, far left of the 12.5 ridge, so bound by 1555 GB/s × 0.25."""
+    p = Problem(1024, 1024, 1024)
+    assert p.flops() == 2 * 1024**3
+    assert p.compulsory_bytes() == 4 * 3 * 1024**2
+    assert p.intensity() == pytest.approx(1024 / 6)
+    naive = model(get_kernel("cuda/v1_naive"), p, DEVICES["a100"])
+    assert naive.modeled_read_bytes == 8 * 1024**3 and naive.modeled_write_bytes == 4 * 1024**2
+    assert naive.modeled_intensity == pytest.approx(2 * 1024**3 / (8 * 1024**3 + 4 * 1024**2))
+    assert naive.seed_ridge == pytest.approx(19.5e12 / 1555e9)
+    assert naive.seed_bound == "memory"
+    assert naive.seed_predicted_tflops == pytest.approx(1555e9 * naive.modeled_intensity / 1e12)
+    tiled = model(get_kernel("cuda/v2_smem"), p, DEVICES["a100"])
+    # 32×32 tiles: A read 32 times, B 32 times: 8 FLOP/byte before C's write
+    assert tiled.modeled_read_bytes == 4 * (1024 * 1024 * 32 * 2)
+
+
+def test_naive_kernel_through_l1_and_l2():
+    """One thread per output: 2MNK loads (8MNK bytes) in the seeds' view; a 32-thread warp asks L1 for one sector
+    of A and four of B per k (5MNK bytes); L2 sees each 32×32 block's rows and columns once, MNK/4 bytes."""
+    p = Problem(1024, 1024, 1024)
+    t = naive_traffic(p)
+    assert t.global_read == 8 * 1024**3
+    assert t.l1 == 5 * 1024**3
+    assert t.l2 == 1024**3 / 4 + 4 * 1024**2
+    # 264 blocks at once (2 of 1024 threads per SM): each wave holds 9 rows of A and all of B, 5.2 MB, which
+    # half the L2 keeps, so the next wave finds them: A, B read once, C written once
+    km = model(get_kernel("cuda/v1_naive"), p, H200, resources={"registers": 32})
+    assert km.wave == 264
+    assert km.dram_bytes == 3 * 4 * 1024**2
+    assert km.bound == "l1"  # 5 GB of L1 requests at 33.5 TB/s: longer than L2, DRAM or the FFMAs
+    assert km.levels["l1"]["bytes"] == 5 * 1024**3
 
 
 def test_naive_traffic_is_8mnk_bytes():
@@ -32,22 +71,107 @@ def test_tiled_traffic_divides_reads_by_tile_and_handles_ragged_tiles():
     assert t.global_write == 4 * 100 * 70
 
 
-def test_h200_ridges_and_bounds():
-    h200 = DEVICES["h200"]
-    assert h200.ridge("fp32") == pytest.approx(66.9e12 / 4.8e12)
-    assert h200.ridge("bf16") == pytest.approx(989.4e12 / 4.8e12)
+def test_shared_memory_bytes_of_a_warp_tile():
+    """Each warp reads WM + WN values per k, and the staging stores wrote each loaded byte once: v2's warps are one
+    row of 32 threads, 1 + 32 values per k for 32 FFMA, 4MNK·(1 + 1/32) bytes, plus 4MNK·(2/32) staged."""
+    p = Problem(1024, 1024, 1024)
+    t = get_kernel("cuda/v2_smem").traffic(p)
+    assert t.smem == pytest.approx(4 * 1024**3 * (1 + 1 / 32 + 2 / 32))
+    v4 = get_kernel("cuda/v4_2d_blocktile").traffic(p)
+    # 16 threads of 8 columns along a row: a warp covers 16 rows × 128 columns
+    assert v4.smem == pytest.approx(4 * 1024**3 * (1 / 16 + 1 / 128 + 2 / 128))
+
+
+def test_cluster_multicast_halves_one_operand_at_l2_not_in_shared_memory():
+    """tc4's 2-CTA clusters share B: at 4096³ BF16, A is read once per 256 columns (16 times), B once per 256 rows
+    (16 times, against 32 without the cluster); each CTA still receives its whole B tile in shared memory."""
+    p = Problem(4096, 4096, 4096, "bf16")
+    clustered = tiled_traffic(p, 128, 256, warp=(64, 256), cluster=(2, 1))
+    alone = tiled_traffic(p, 128, 256, warp=(64, 256))
+    n2 = 4096 * 4096
+    assert clustered.l2 == 2 * (n2 * 16 + n2 * 16) + 4 * n2
+    assert alone.l2 == 2 * (n2 * 16 + n2 * 32) + 4 * n2
+    assert clustered.smem == alone.smem
+    tc4 = get_kernel("cuda/tc4_persistent_bf16").traffic(p)
+    assert tc4.l2 == clustered.l2
+    assert (tc4.walk.tiles_m, tc4.walk.tiles_n, tc4.walk.wave, tc4.walk.sms_per_tile) == (16, 16, 66, 2)
+
+
+def test_snake_order_with_a_wave_larger_than_the_l2_keeps_what_the_last_wave_read_last():
+    """tc4 BF16 at 4096³: 256 cluster tiles of 256×256, panels of 2 MiB, 66 clusters. Waves (GROUP_M=8, odd
+    groups right to left): 8 A + 9 B panels (34 MiB), 12 + 8 (40), 8 + 9 (34), 8 + 8 (32). Each walks K the other
+    way from the last, so of the panels two waves share (18, 24, 18 MiB) the next finds the part read last, the
+    30 MiB of L2 over the bytes between the two reads: 30/(34+40-18), 30/(40+34-24), 30/(34+32-18)."""
+    km = model(get_kernel("cuda/tc4_persistent_bf16"), Problem(4096, 4096, 4096, "bf16"), H200)
+    reads = 140 - 18 * 30 / 56 - 24 * 30 / 50 - 18 * 30 / 48
+    assert km.wave == 66
+    assert km.dram_bytes == pytest.approx(reads * MiB + 4 * 4096 * 4096)
+
+
+def test_stream_k_partials_and_its_balanced_tail():
+    """tc6 TF32 at 2048×3072×4096: 192 tiles of 256×128 for 132 CTAs, a last wave of 60 (under SK_FILL): all 192
+    tiles form the stream-K region, spread evenly, so the busiest SM does 192/132 tiles' FLOPs where tc5 does 2;
+    each partial adds 4·256·128 bytes written and read back through L2, none to DRAM."""
+    from gemmlab.kernels.cuda import tc_common
+
+    p = Problem(2048, 3072, 4096, "tf32")
+    tc5, tc6 = get_kernel("cuda/tc5_swap_ab_tf32"), get_kernel("cuda/tc6_stream_k_tf32")
+    t5, t6 = tc5.traffic(p), tc6.traffic(p)
+    partials = tc_common.stream_k_partials(192, 132, 128)
+    assert t6.walk.split_tail == 192
+    assert t6.l2 - t5.l2 == 2 * 4 * 256 * 128 * partials
+    m5, m6 = model(tc5, p, H200), model(tc6, p, H200)
+    tile = 2 * 256 * 128 * 4096
+    assert m5.levels["compute"]["per_sm_flops"] == 2 * tile
+    assert m6.levels["compute"]["per_sm_flops"] == pytest.approx(192 * tile / 132)
+    assert m6.dram_bytes - m6.levels["dram"]["bytes"] == 0  # no pre-pass
+
+
+def test_tf32_prepass_is_a_launch_of_its_own():
+    """tc2-tc4 TF32 read B and write Bᵀ first: 8·K·N bytes through DRAM, in a launch that does not overlap the
+    kernel, so its time adds to the kernel's largest level."""
+    p = Problem(4096, 4096, 4096, "tf32")
+    km = model(get_kernel("cuda/tc4_persistent_tf32"), p, H200)
+    pre = km.levels["prepass"]
+    assert pre["bytes"] == 8 * 4096 * 4096
+    kernel = max(v["ms"] for k, v in km.levels.items() if k != "prepass")
+    assert km.predicted_ms == pytest.approx(kernel + pre["bytes"] / 4.8e12 * 1e3)
+    assert km.dram_bytes == km.levels["dram"]["bytes"] + pre["bytes"]
+
+
+def test_compute_roof_follows_the_clock_and_whole_tiles():
+    """v10 at 4096³: 512 tiles of 128×256 on 132 SMs, so the busiest SM runs 4 of them (not 3.88); the FFMA roof
+    is 256 FLOP per SM and clock: 4·2·128·256·4096 / (256 · 1980 MHz) at full clock, 1.32× that at 1500 MHz."""
     p = Problem(4096, 4096, 4096)
-    naive = model(get_kernel("cuda/v1_naive"), p, h200)
-    assert naive.bound == "memory"
-    assert naive.predicted_tflops == pytest.approx(4.8e12 * naive.modeled_intensity / 1e12)
-    peer = model(get_kernel("peers/cublas_fp32"), p, h200)
-    assert peer.bound == "compute" and peer.predicted_tflops == 66.9
+    km = model(get_kernel("cuda/v10_register_prefetch"), p, H200)
+    ms = 4 * 2 * 128 * 256 * 4096 / (256 * 1980e6) * 1e3
+    assert km.bound == "compute" and km.predicted_ms == pytest.approx(ms)
+    slow = at_clock(km.as_dict(), 1500.0)
+    assert slow["predicted_ms"] == pytest.approx(ms * 1980 / 1500)
+    assert slow["levels"]["l2"]["ms"] == km.levels["l2"]["ms"]  # bandwidths do not follow the SM clock
+    assert slow["levels"]["compute"]["tflops"] == pytest.approx(132 * 256 * 1500e6 / 1e12)
+
+
+def test_measured_copy_bandwidth_replaces_the_datasheet():
+    roofs = ceilings_for(H200, dram_gbs=4000.0)
+    assert roofs.dram_gbs == 4000.0 and roofs.source["dram"] == "measured" and roofs.source["l2"] == "assumed"
+    km = model(get_kernel("cuda/v1_naive"), Problem(4096, 4096, 4096), roofs)
+    assert km.seed_predicted_tflops == pytest.approx(4000e9 * km.modeled_intensity / 1e12)
+
+
+def test_h200_ridges_and_compute_roofs():
+    assert H200.ridge("fp32") == pytest.approx(66.9e12 / 4.8e12)
+    assert H200.ridge("bf16") == pytest.approx(989.4e12 / 4.8e12)
+    roofs = ceilings_for(H200)
+    assert roofs.compute_tflops("fp32") == pytest.approx(66.9, abs=0.05)  # 132 SMs · 256 · 1980 MHz
+    assert roofs.compute_tflops("bf16", 1830) == pytest.approx(989.4, abs=0.1)  # where the datasheet quotes it
+    peer = model(get_kernel("peers/cublas_fp32"), Problem(4096, 4096, 4096), H200)
+    assert peer.bound == "compute" and peer.seed_predicted_tflops == 66.9
 
 
 def test_tensor_core_roofs_are_per_precision():
-    h200 = DEVICES["h200"]
-    assert h200.attainable_tflops(1e6, "fp32") == 66.9
-    assert h200.attainable_tflops(1e6, "bf16") == 989.4
+    assert H200.attainable_tflops(1e6, "fp32") == 66.9
+    assert H200.attainable_tflops(1e6, "bf16") == 989.4
     # the seeds' cuBLAS line: 4096^3 in 0.8 ms is beyond any FP32 peak listed
     seed_cublas = Problem(4096, 4096, 4096).flops() / 0.8e-3 / 1e12
     assert seed_cublas > max(d.peak_tflops("fp32") for d in DEVICES.values())

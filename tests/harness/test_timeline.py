@@ -62,31 +62,38 @@ def test_bad_stamps_are_refused():
         timeline.summarize(raw, KT)
     with pytest.raises(GemmlabError, match="TIMELINE=1"):
         timeline.summarize(np.zeros((2, 2, TL_SLOTS), np.uint64), KT)
-    full = _row(1000, 100, [10] * timeline.TL_UNITS, [1] * timeline.TL_UNITS, [1] * timeline.TL_UNITS, 5)
+    units = (TL_SLOTS - 4) // 3
+    full = _row(1000, 100, [10] * units, [1] * units, [1] * units, 5)
     with pytest.raises(GemmlabError, match="past the stamps"):
         timeline.summarize(full[None, None], KT)
 
 
 def test_tensor_cores_own_cycles_per_k_tile():
-    # 128x256 tiles: 64 (BF16) or 32 (TF32) deep, at 2048 or 1024 multiply-adds per SM per clock
+    # 128x256 tiles: 64 (BF16), 32 (TF32) or 128 (FP8) deep, at 2048, 1024 or 4096 multiply-adds per SM per clock
     for spec in list_kernels("cuda/tc4_persistent_*"):
-        assert timeline.ideal_ktile_cycles(spec, spec.precision) == 1024
+        build = spec.instrumented(Problem(4096, 4096, 4096, spec.precision))
+        assert build.ideal_ktile_cycles == 1024 and build.k_tile == {"bf16": 64, "tf32": 32, "fp8": 128}[spec.precision]
 
 
-def test_plan_follows_the_tile_tc4_picks():
+def test_the_stamped_build_follows_the_tile_tc4_picks():
     spec = get_kernel("cuda/tc4_persistent_bf16")
-    seed, big = (timeline.plan(spec, Problem(*shape, "bf16")) for shape in ((2048, 3072, 4096), (4096,) * 3))
-    assert seed[0].params["BN"] == 192 and seed[0].params["TIMELINE"] == 1 and seed[1] == 768
-    assert big[0].params["BN"] == 256 and big[1] == 1024
+    seed, big = (spec.instrumented(Problem(*shape, "bf16")) for shape in ((2048, 3072, 4096), (4096,) * 3))
+    assert seed.spec.params["BN"] == 192 and seed.spec.params["TIMELINE"] == 1 and seed.ideal_ktile_cycles == 768
+    assert big.spec.params["BN"] == 256 and big.ideal_ktile_cycles == 1024
 
 
-def test_only_tc4_has_stamps():
+def test_only_tc4_walking_whole_tiles_has_stamps():
+    square = Problem(4096, 4096, 4096, "bf16")
     for name in ("cuda/tc5_swap_ab_tf32", "cuda/tc3_warp_specialized_bf16", "cuda/v10_register_prefetch"):
+        spec = get_kernel(name)
+        assert spec.instrumented(Problem(4096, 4096, 4096, spec.precision)) is None
         with pytest.raises(GemmlabError, match="has none"):
-            timeline.instrumented(get_kernel(name))
-    with pytest.raises(GemmlabError, match="not tc6"):  # tc6 shares tc4's source, but splits tiles
-        timeline.instrumented(get_kernel("cuda/tc6_stream_k_bf16"))
-    t = timeline.instrumented(get_kernel("cuda/tc4_persistent_bf16"))
+            timeline.stamped(spec, Problem(4096, 4096, 4096, spec.precision))
+    tc6 = get_kernel("cuda/tc6_stream_k_bf16")
+    assert tc6.instrumented(Problem(8192, 8192, 8192, "bf16")) is None  # it splits tiles there: no stamps
+    assert tc6.instrumented(square).spec.params == get_kernel("cuda/tc4_persistent_bf16").instrumented(
+        square).spec.params  # where it splits none, it runs tc4's binary, stamps and all
+    t = timeline.stamped(get_kernel("cuda/tc4_persistent_bf16"), square).spec
     assert t.params["TIMELINE"] == 1 and t.config_error() is None
     with pytest.raises(GemmlabError, match="TIMELINE=2: 0 or 1"):
         dataclasses.replace(t, params={**t.params, "TIMELINE": 2})

@@ -242,15 +242,16 @@ def test_traffic_counts_one_byte_operands_bf16_c_and_the_block_scales():
 
 
 def test_launch_geometry_and_timeline_rate():
-    from gemmlab.harness import timeline
-
     for spec in LEVELS:
         p = Problem(4096, 4096, 4096, spec.precision)
         geo = spec.launch_geometry(p, 132)
         assert geo.grid == (132, 1, 1) and geo.block == (384, 1, 1) and spec.cluster() == (2, 1, 1)
-        assert timeline.instrumented(spec).params["TIMELINE"] == 1
-    assert timeline.ideal_ktile_cycles(TC4, "fp8") == 1024  # 128x256x128 at 4096 FMA per SM per clock
-    assert timeline.ideal_ktile_cycles(TC7, "fp8_block") == timeline.ideal_ktile_cycles(TC7P, "fp8") == 512
+        build = spec.instrumented(p)
+        assert build.spec.params["TIMELINE"] == 1 and build.k_tile == 128
+    # 128x256x128 at 4096 FMA per SM per clock; 128x128x128 at the same rate
+    assert TC4.instrumented(Problem(4096, 4096, 4096, "fp8")).ideal_ktile_cycles == 1024
+    for spec in (TC7, TC7P):
+        assert spec.instrumented(Problem(4096, 4096, 4096, spec.precision)).ideal_ktile_cycles == 512
     assert TC4.for_problem(Problem(2048, 3072, 4096, "fp8")).params["BN"] == 192  # tc4's narrower last wave
 
 
@@ -280,18 +281,18 @@ def test_peers_need_a_gpu_and_torchs_shapes():
 
 
 def test_block_peer_falls_back_to_the_per_tensor_time_and_says_so():
-    from gemmlab.harness.bench import _link_ratios
+    from gemmlab.harness.bench import PEERS, _link_ratios
+    from gemmlab.harness.record import BenchRecord, Status
 
     def rec(kernel, precision, ms, backend="cuda", reason=""):
-        return {"kernel": kernel, "precision": precision, "backend": backend, "level": None, "m": 64, "n": 64,
-                "k": 64, "median_ms": ms, "peer": {"fp8": "peers/cublaslt_fp8",
-                                                   "fp8_block": "peers/cublaslt_fp8_block"}[precision],
-                "reason": reason}
+        return BenchRecord(kernel, backend, None, precision, "", {}, 64, 64, 64, median_ms=ms, reason=reason,
+                           peer=PEERS[precision], status=Status.OK if ms else Status.ERROR)
 
     records = [rec("peers/cublaslt_fp8", "fp8", 0.10, "peer"),
                rec("peers/cublaslt_fp8_block", "fp8_block", None, "peer", "torch 2.x has no blockwise scaled matmul"),
                rec("cuda/tc7_block_scaled_fp8", "fp8_block", 0.125)]
     _link_ratios(records)
     tc7 = records[-1]
-    assert tc7["peer"] == "peers/cublaslt_fp8" and tc7["peer_ratio"] == pytest.approx(0.8)
-    assert "no blockwise" in tc7["peer_note"] and "own medians" in tc7["peer_note"]
+    assert tc7.peer == "peers/cublaslt_fp8" and tc7.peer_ratio == pytest.approx(0.8)
+    assert "no blockwise" in tc7.peer_note and "own medians" in tc7.peer_note
+    assert tc7.to_json()["peer_note"] == tc7.peer_note and "peer_note" not in records[0].to_json()

@@ -720,13 +720,13 @@ def test_tc6_traffic_counts_the_partials():
 # ---- tc4 with its clock stamps (TIMELINE=1, gemmlab timeline) ---------------------------------------------------
 @pytest.mark.parametrize("prec", ["bf16", "tf32"])
 def test_timeline_build_compiles_without_spills(prec):
-    from gemmlab.harness.timeline import instrumented
-
     spec = next(s for s in WGMMA if s.level == 4 and s.precision == prec)
-    report = instrumented(spec).compile("sm_90a").report
+    stamped = spec.instrumented(Problem(4096, 4096, 4096, prec)).spec
+    report = stamped.compile("sm_90a").report
     assert report.spills == 0 and report.stack_bytes == 0 and report.registers <= 168, report
     # the stamps are compiled in only on request: the measured binary does not carry them
-    assert "globaltimer" not in _ptx(spec) and "globaltimer" in _ptx(instrumented(spec))
+    assert "globaltimer" not in _ptx(spec.for_problem(Problem(4096, 4096, 4096, prec))) and \
+        "globaltimer" in _ptx(stamped)
 
 
 def test_timeline_slots_agree_with_the_kernel():

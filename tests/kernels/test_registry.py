@@ -37,3 +37,22 @@ def test_every_kernel_documents_itself():
         assert spec.title, spec.name
         assert len(spec.doc.strip().splitlines()) >= 2, f"{spec.name} needs a module docstring on what changed and why"
         assert spec.name.startswith({"peer": "peers"}.get(spec.backend, spec.backend) + "/")
+
+
+def test_numba_kernels_reach_the_simulator_after_numba_is_imported_by_the_cpu_levels():
+    """cpu/v0_naive imports numba (its JIT) before the numba backend decides on the simulator; the decision must
+    still reach numba.cuda, so a numba kernel runs on the simulator without a GPU."""
+    import os
+    import subprocess
+    import sys
+
+    from gemmlab import device
+
+    if device.gpu() is not None:
+        return
+    code = ("import gemmlab; from gemmlab.harness.verify import check; from gemmlab.problem import Problem; "
+            "gemmlab.get_kernel('cpu/v0_naive'); "
+            "r = check(gemmlab.get_kernel('numba/v2_smem'), Problem(33, 17, 65)); print(r.status, r.where)")
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.split() == ["passed", "simulator"]

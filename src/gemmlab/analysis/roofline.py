@@ -1,17 +1,26 @@
-"""The roofline model of the seeds, for every kernel: device ceilings, intensity, ridge point, predicted bound.
+"""The roofline model of the seeds, for every kernel, and the hierarchy beneath it that bounds each measurement.
 
-Attainable performance at intensity I is min(P_peak, BW × I); the ridge point I = P_peak / BW separates
-memory-bound from compute-bound. The seeds' worked example: A100, 1555 GB/s and 19.5 TFLOPS FP32, ridge ≈ 12.5
-FLOP/byte. Peaks here are the datasheets' dense numbers; ``measure_ceilings`` adds what the present GPU actually
-reaches (device-to-device copy bandwidth, cuBLAS FP32 at 8192³), which are the honest roofs.
+The seeds' view (kept in every record as ``modeled_read_bytes``, ``modeled_intensity``, ``seed_bound``,
+``seed_predicted_tflops``): attainable performance at intensity I is min(P_peak, BW × I), I = FLOPs over every
+global byte a thread loads, as if no cache served any; the ridge point I = P_peak / BW separates memory-bound from
+compute-bound. The seeds' worked example: A100, 1555 GB/s and 19.5 TFLOPS FP32, ridge ≈ 12.5 FLOP/byte. Each
+precision has its own compute roof: the seeds' cuBLAS line (4096³ in 0.8 ms, ≈172 TFLOPS) is a tensor-core (TF32)
+result, nine times the A100's FP32 peak.
 
-Each precision has its own compute roof. An FP32 kernel is never placed under a tensor-core roof: the seeds'
-cuBLAS line (4096³ in 0.8 ms, ≈172 TFLOPS) is a tensor-core (TF32) result, nine times the A100's FP32 peak.
+The hierarchical view (``dram_bytes``, ``l2_bytes``, ``smem_bytes``, ``levels``, ``bound``, ``predicted_tflops``):
+each level's bytes over its own roof, and the arithmetic over the precision's peak at the clock the record held;
+the predicted time is the largest of them, and ``bound`` names it. L2 bytes are the tile re-reads the seeds count
+(L1 serves the naive kernel's), DRAM bytes what the L2 cannot keep of them, in the kernel's own tile order
+(analysis/hierarchy.py), shared memory what the warps read and the staging writes. A roof is only a roof if no
+measurement passes it: ``gemmlab roofline --check`` says whether one does.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from gemmlab.analysis import hierarchy
+from gemmlab.analysis.ceilings import Ceilings, datasheet, with_measured
+from gemmlab.kernels.geometry import ceil_div
 from gemmlab.problem import Problem
 
 
@@ -20,8 +29,19 @@ class DeviceSpec:
     key: str
     name: str
     dram_gbs: float  # datasheet DRAM bandwidth, GB/s
-    tflops: dict  # dense peak per precision
+    tflops: dict  # datasheet dense peak per precision (the seeds' compute roof)
     note: str = ""
+    sm_count: int = 0
+    max_clock_mhz: float = 0.0
+    l2_bytes: int = 0
+    # dense FLOPs per SM and clock: FP32 two per FMA lane; the tensor cores' rates are the ones gemmlab timeline
+    # measures tc4's k-tiles at (1,024 cycles for 128x256x64 BF16). Hopper's datasheet peaks are quoted at a lower
+    # clock than the SMs' maximum.
+    flop_per_clk: dict = field(default_factory=dict)
+    smem_bytes_per_clk: float = 128.0  # per SM: 32 banks of 4 bytes
+    # L2 -> SM bytes per clock for the whole GPU: the A100 whitepaper's figure; none is published for Hopper, so
+    # there it is an assumption until `gemmlab roofline --measure` replaces it
+    l2_bytes_per_clk: float = 5120.0
 
     def peak_tflops(self, precision: str) -> float:
         return self.tflops[precision]
@@ -36,16 +56,23 @@ class DeviceSpec:
 
     def as_dict(self) -> dict:
         return {"key": self.key, "name": self.name, "dram_gbs": self.dram_gbs,
-                **{f"{p}_tflops": v for p, v in self.tflops.items()}, "note": self.note}
+                **{f"{p}_tflops": v for p, v in self.tflops.items()}, "note": self.note,
+                "sm_count": self.sm_count, "max_clock_mhz": self.max_clock_mhz, "l2_bytes": self.l2_bytes,
+                "flop_per_clk": dict(self.flop_per_clk), "smem_bytes_per_clk": self.smem_bytes_per_clk,
+                "l2_bytes_per_clk": self.l2_bytes_per_clk}
 
 
+_HOPPER = {"fp32": 256, "tf32": 2048, "bf16": 4096, "fp8": 8192, "fp8_block": 8192}
 DEVICES: dict[str, DeviceSpec] = {
     "a100": DeviceSpec("a100", "NVIDIA A100 (the seeds' example)", 1555.0,
-                       {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0}, "40 GB HBM2, the seeds' numbers"),
+                       {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0}, "40 GB HBM2, the seeds' numbers",
+                       108, 1410.0, 40 * 2**20, {"fp32": 128, "tf32": 1024, "bf16": 2048}),
     "h100": DeviceSpec("h100", "NVIDIA H100 SXM", 3350.0, {"fp32": 66.9, "tf32": 494.7, "bf16": 989.4,
-                                                           "fp8": 1979.0, "fp8_block": 1979.0}, "80 GB HBM3"),
-    "h200": DeviceSpec("h200", "NVIDIA H200", 4800.0, {"fp32": 66.9, "tf32": 494.7, "bf16": 989.4, "fp8": 1979.0,
-                                                       "fp8_block": 1979.0}, "141 GB HBM3e; same SMs as H100 SXM"),
+                                                           "fp8": 1979.0, "fp8_block": 1979.0},
+                       "80 GB HBM3", 132, 1980.0, 50 * 2**20, dict(_HOPPER)),
+    "h200": DeviceSpec("h200", "NVIDIA H200", 4800.0, {"fp32": 66.9, "tf32": 494.7, "bf16": 989.4,
+                                                       "fp8": 1979.0, "fp8_block": 1979.0},
+                       "141 GB HBM3e; same SMs as H100 SXM", 132, 1980.0, 60 * 2**20, dict(_HOPPER)),
 }
 
 
@@ -62,64 +89,158 @@ def device_spec(name: str) -> DeviceSpec:
     raise GemmlabError(f"no roofline data for GPU {name!r}; known: {', '.join(DEVICES)}")
 
 
+def ceilings_for(dev: DeviceSpec, dram_gbs: float | None = None) -> Ceilings:
+    """The datasheet roofs of ``dev``, with a DRAM bandwidth measured in the same run in place of its own."""
+    base = datasheet(dev)
+    if dram_gbs:
+        base = with_measured(base, {"dram_gbs": dram_gbs}, "copy bandwidth measured in the same run")
+    return base
+
+
 @dataclass(frozen=True)
 class KernelModel:
-    """The seeds' analysis for one kernel on one problem."""
+    """Both views of one kernel on one problem (see the module docstring); ``levels`` holds, per level, its
+    bytes (FLOPs for compute), roof, source and time."""
 
     flops: int
     compulsory_bytes: int
     intensity: float  # FLOP per compulsory byte: the problem's best case
+    # the seeds' cache-free view
     modeled_read_bytes: float
     modeled_write_bytes: float
     modeled_intensity: float  # FLOP per modeled global byte: this kernel's data reuse
-    bound: str  # "memory" or "compute", at the modeled intensity
-    predicted_tflops: float  # roofline ceiling at the modeled intensity
+    seed_ridge: float
+    seed_bound: str  # "memory" or "compute", at the modeled intensity
+    seed_predicted_tflops: float  # the seeds' roofline ceiling at the modeled intensity
     basis: str
+    # the hierarchical view
+    dram_bytes: float
+    l2_bytes: float
+    smem_bytes: float  # the L1 / shared-memory data path: shared-memory bytes, or the naive kernel's L1 requests
+    levels: dict
+    bound: str  # "dram", "l2", "smem", "l1" or "compute": the level whose time is the largest
+    predicted_ms: float
+    predicted_tflops: float
+    clock_mhz: float
+    wave: int | None  # tiles resident at once
+    ceilings: str  # where the roofs come from
+    unmodeled: str = ""  # the spec's reason the kernel runs slower than this, where it names one
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
 
 
-def model(spec, problem: Problem, device: DeviceSpec, bw_gbs: float | None = None) -> KernelModel:
-    traffic = spec.traffic(problem)
+def runs_for(spec, problem: Problem, params: dict | None = None):
+    """The spec that runs ``problem``: ``spec.for_problem``, or, for a record that names the parameters it ran with
+    (a tuned level's tile), the spec of exactly those."""
+    runs = spec.for_problem(problem)
+    if params is not None and dict(runs.params) != dict(params) and getattr(spec, "make", None):
+        runs = spec.make(spec.name, spec.level, spec.title, dict(params), spec.doc)
+    return runs
+
+
+def resident_ctas(runs, problem: Problem, resources: dict | None = None) -> int:
+    """CTAs one SM holds: threads and shared memory from the launch geometry, registers and static shared memory
+    from ``resources`` (a record's ptxas report or ncu's launch counters), else from compiling the kernel. Limits
+    not known are not applied (numba's registers before a GPU compiles it): more CTAs make larger waves and fewer
+    DRAM bytes, so the DRAM roof stays a roof. A kernel without a geometry of its own (a peer) counts one."""
+    resources = dict(resources or {})
+    threads, smem = resources.get("threads"), resources.get("smem_dynamic", 0)
+    try:
+        geo = runs.launch_geometry(problem)
+        threads, smem = geo.threads, geo.smem
+    except Exception:  # a peer or CPU kernel: no geometry of its own
+        pass
+    if not threads:
+        return 1
+    if not resources.get("registers") and hasattr(runs, "compile"):
+        try:
+            report = runs.compile().report
+            resources.setdefault("registers", report.registers)
+            resources.setdefault("smem_static", report.smem_bytes)
+        except Exception:  # no NVRTC here: the registers stay unknown
+            pass
+    return hierarchy.ctas_per_sm(int(threads), resources.get("registers"),
+                                 int(smem or 0) + int(resources.get("smem_static") or 0))
+
+
+def _per_sm_flops(walk, wave: int, sm_count: int, flops: float) -> float:
+    """FLOPs of the busiest SM: whole tiles cannot be shared, so with T tiles over U places one takes ceil(T/U)."""
+    if not walk.quantized:
+        return flops / sm_count
+    whole = walk.tiles - walk.split_tail
+    if walk.wave is None:  # a grid of one CTA per tile: the SMs share the tiles, however many each holds
+        return ceil_div(whole, sm_count) * walk.tile_flops
+    per_unit = ceil_div(whole, wave) * walk.tile_flops + walk.split_tail * walk.tile_flops / wave
+    return per_unit / walk.sms_per_tile
+
+
+def model(spec, problem: Problem, ceilings: Ceilings | DeviceSpec, clock_mhz: float | None = None,
+          resources: dict | None = None, params: dict | None = None) -> KernelModel:
+    """Both views of ``spec`` on ``problem`` under ``ceilings`` (a DeviceSpec: its datasheet's), at ``clock_mhz``
+    (None: the maximum SM clock). ``resources`` (registers, static shared memory, threads) and ``params`` come from
+    a saved record."""
+    if isinstance(ceilings, DeviceSpec):
+        ceilings = ceilings_for(ceilings)
+    runs = runs_for(spec, problem, params)
+    traffic = runs.traffic(problem, ceilings.sm_count)
+    flops = problem.flops()
     intensity = traffic.intensity(problem)
-    ridge = device.peak_tflops(problem.precision) * 1e12 / ((bw_gbs or device.dram_gbs) * 1e9)
-    return KernelModel(
-        flops=problem.flops(), compulsory_bytes=problem.compulsory_bytes(), intensity=problem.intensity(),
-        modeled_read_bytes=traffic.global_read, modeled_write_bytes=traffic.global_write,
-        modeled_intensity=intensity, bound="memory" if intensity < ridge else "compute",
-        predicted_tflops=device.attainable_tflops(intensity, problem.precision, bw_gbs), basis=traffic.basis)
+    seed_peak = ceilings.seed_tflops[problem.precision]
+    ridge = seed_peak * 1e12 / (ceilings.dram_gbs * 1e9)
+    walk, wave = traffic.walk, None
+    c_bytes = problem.prec.output_bytes * problem.m * problem.n
+    if walk is not None:
+        wave = walk.wave or ceilings.sm_count * resident_ctas(runs, problem, resources)
+        dram = hierarchy.dram_reads(walk, wave, ceilings.l2_bytes) + c_bytes
+        per_sm = _per_sm_flops(walk, wave, ceilings.sm_count, flops)
+    else:
+        dram = traffic.total
+        per_sm = flops / ceilings.sm_count
+    l1_path = traffic.smem + traffic.l1
+    levels = {
+        "dram": {"bytes": dram, "gbs": ceilings.dram_gbs, "source": ceilings.source.get("dram")},
+        # the pre-pass moves its DRAM bytes through L2 once, in its own launch
+        "l2": {"bytes": traffic.l2 - traffic.prepass, "gbs": ceilings.l2_gbs, "source": ceilings.source.get("l2")},
+        "l1" if traffic.l1 > traffic.smem else "smem": {
+            "bytes": l1_path, "bytes_per_clk": ceilings.smem_bytes_per_clk * ceilings.sm_count,
+            "source": ceilings.source.get("smem")},
+        "compute": {"flops": flops, "per_sm_flops": per_sm, "flop_per_clk": ceilings.flop_per_clk[problem.precision],
+                    "sm_count": ceilings.sm_count, "source": ceilings.source.get(problem.precision)},
+    }
+    if traffic.prepass:  # a launch of its own before the kernel: its time adds to the kernel's
+        levels["prepass"] = {"bytes": traffic.prepass, "gbs": ceilings.dram_gbs, "source": ceilings.source.get("dram"),
+                             "serial": True}
+    body = dict(flops=flops, compulsory_bytes=problem.compulsory_bytes(), intensity=problem.intensity(),
+                modeled_read_bytes=traffic.global_read, modeled_write_bytes=traffic.global_write,
+                modeled_intensity=intensity, seed_ridge=ridge, seed_bound="memory" if intensity < ridge else "compute",
+                seed_predicted_tflops=min(seed_peak, ceilings.dram_gbs * 1e9 * intensity / 1e12),
+                basis=traffic.basis, dram_bytes=dram + traffic.prepass, l2_bytes=traffic.l2, smem_bytes=l1_path,
+                levels=levels, wave=wave, ceilings=ceilings.describe(), unmodeled=spec.unmodeled)
+    return KernelModel(**at_clock(body, clock_mhz or ceilings.max_clock_mhz))
 
 
-def measure_ceilings(copy_bytes: int = 1 << 30, gemm_size: int = 8192) -> dict:
-    """What the present GPU reaches: device-to-device copy bandwidth (bytes read + written over time) and
-    cuBLAS FP32 TFLOPS at gemm_size³. Medians of several event-timed runs."""
-    import cupy
-
-    from gemmlab.kernels.peers._cublas import gemm
-
-    def median_ms(fn, reps):
-        fn()
-        cupy.cuda.get_current_stream().synchronize()
-        times = []
-        for _ in range(reps):
-            e0, e1 = cupy.cuda.Event(), cupy.cuda.Event()
-            e0.record()
-            fn()
-            e1.record()
-            e1.synchronize()
-            times.append(cupy.cuda.get_elapsed_time(e0, e1))
-        return sorted(times)[len(times) // 2]
-
-    buffers = [cupy.empty(copy_bytes // 4, cupy.float32) for _ in range(2)]
-    copy_ms = median_ms(lambda: cupy.copyto(buffers[1], buffers[0]), 20)
-    buffers.clear()
-    p = Problem(gemm_size, gemm_size, gemm_size)
-    a, b = p.make_inputs(0, cupy)
-    c = cupy.empty((gemm_size, gemm_size), cupy.float32)
-    gemm_ms = median_ms(lambda: gemm(a, b, c, "fp32"), 10)
-    return {"copy_bw_gbs": 2 * copy_bytes / (copy_ms * 1e-3) / 1e9, "copy_bytes": copy_bytes,
-            "cublas_fp32_tflops": p.flops() / (gemm_ms * 1e-3) / 1e12, "cublas_fp32_shape": gemm_size}
+def at_clock(model: dict, clock_mhz: float) -> dict:
+    """A model's levels timed at ``clock_mhz``: the bandwidths stay, the SM-side roofs (shared memory, arithmetic)
+    scale with the clock. Returns the model with each level's ``ms``, ``bound``, ``predicted_ms`` and
+    ``predicted_tflops`` filled in: what the harness calls once the timing says which clock the run held. The
+    kernel's levels overlap, so the largest is its time; a ``serial`` level (a pre-pass launch) adds to it."""
+    levels = {}
+    for name, level in model["levels"].items():
+        level = dict(level)
+        if "gbs" in level:
+            level["ms"] = level["bytes"] / (level["gbs"] * 1e9) * 1e3
+        elif "bytes_per_clk" in level:
+            level["ms"] = level["bytes"] / (level["bytes_per_clk"] * clock_mhz * 1e6) * 1e3
+        else:
+            level["ms"] = level["per_sm_flops"] / (level["flop_per_clk"] * clock_mhz * 1e6) * 1e3
+            level["tflops"] = level["sm_count"] * level["flop_per_clk"] * clock_mhz * 1e6 / 1e12
+        levels[name] = level
+    overlapped = [name for name in levels if not levels[name].get("serial")]
+    bound = max(overlapped, key=lambda name: levels[name]["ms"])
+    predicted = levels[bound]["ms"] + sum(level["ms"] for level in levels.values() if level.get("serial"))
+    return {**model, "levels": levels, "bound": bound, "predicted_ms": predicted,
+            "predicted_tflops": model["flops"] / (predicted * 1e-3) / 1e12, "clock_mhz": clock_mhz}
 
 
 def seed_examples() -> dict:

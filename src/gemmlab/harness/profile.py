@@ -14,6 +14,8 @@ library), the result says ``unavailable: why`` and nothing raises.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import csv
 import io
 import os
@@ -123,7 +125,8 @@ def profile_kernels(kernels: list[str], problem: Problem, *, launch_skip: int = 
     except OSError as exc:
         return everyone(unavailable(f"ncu could not start ({exc})"))
     out = proc.stdout or ""
-    if csv_path is not None:
+    if csv_path is not None:  # the folder only now, when ncu ran and there is a CSV to keep in it
+        Path(csv_path).parent.mkdir(parents=True, exist_ok=True)
         Path(csv_path).write_text(out)
     results = results_from_output(out, proc.stderr or "", proc.returncode, kernels)
     for kernel, result in results.items():
@@ -340,87 +343,81 @@ def merge_profile(results_path: str | os.PathLike, profile: dict[str, Any]) -> b
     return found
 
 
-def profile_command(args, console) -> int:
-    """``gemmlab profile KERNELS [--shape MxNxK] [--json RESULTS]``: counters beside each kernel's model.
+@dataclass(frozen=True)
+class ProfileOptions:
+    kernels: str  # a kernel name or glob(s): one ncu process for all of them
+    shape: tuple[int, int, int]
+    json_path: Path | None = None  # a results JSON that gemmlab bench wrote: counters merged into its records
 
-    KERNELS is a name or glob(s); all of them are profiled by one ncu process. With --json the raw ncu CSV is
-    kept beside the JSON (``<stem>.ncu/``) and each kernel's counters are merged into its record of the same
-    shape. A machine without usable counters prints why and exits 0: profiling is an addition to a run, never
-    a reason for it to fail.
+
+@dataclass
+class Profiled:
+    """One kernel's counters beside the problem they were read at; ``merged``: whether a record of the same kernel
+    and shape in --json took them (None without --json or without counters)."""
+
+    spec: object
+    problem: Problem
+    result: dict
+    merged: bool | None = None
+
+
+def run_profile(opts: ProfileOptions) -> tuple[list[Profiled], list[str]]:
+    """``gemmlab profile KERNELS [--shape MxNxK] [--json RESULTS]``: counters beside each kernel's model, and the
+    lines of the kernels refused.
+
+    All kernels are profiled by one ncu process. With --json the raw ncu CSV is kept beside it (``<stem>.ncu/``)
+    and each kernel's counters are merged into its record of the same shape. Everything that can be refused is
+    refused before ncu starts: CPU kernels, kernels that do not take the shape, a --json that is not a results
+    file, a machine without a GPU. Where the GPU is there but ncu or its counters are not, the result says why:
+    profiling is an addition to a run, never a reason for it to fail.
     """
     import shlex
     import zlib
 
+    from gemmlab.device import require_gpu
+    from gemmlab.errors import GemmlabError, ResultsFileError
     from gemmlab.kernels.registry import select
-    from gemmlab.problem import parse_shape
+    from gemmlab.results import load_results
 
-    dims = parse_shape(args.shape)
-    specs = []
-    for spec in select(args.kernel):
-        reason = spec.is_valid(Problem(*dims, spec.precision))
+    dims, json_path = opts.shape, opts.json_path
+    specs, refused = [], []
+    for spec in select(opts.kernels):
+        reason = ("runs on the CPU; Nsight Compute counts GPU kernels" if spec.device == "cpu"
+                  else spec.is_valid(Problem(*dims, spec.precision)))
         if reason:
-            console.print(f"[yellow]{spec.name}: not profiled: {reason}[/]")
+            refused.append(f"{spec.name}: {reason}")
         else:
             specs.append(spec)
     if not specs:
-        return 2
+        raise GemmlabError("nothing to profile: " + "; ".join(refused))
+    if json_path:
+        try:
+            load_results(json_path)  # the counters are merged into its records
+        except ResultsFileError as exc:
+            raise ResultsFileError(f"--json: {exc}; profile adds counters to the results of a gemmlab bench "
+                                   "run") from None
+    require_gpu("gemmlab profile")
     label = Problem(*dims).label()
     csv_path = None
-    json_path = getattr(args, "json", None)
     if json_path:
-        folder = Path(json_path).with_suffix("").with_name(Path(json_path).stem + ".ncu")
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = json_path.with_name(json_path.stem + ".ncu")
         names = ",".join(s.name for s in specs)
         stem = specs[0].name.replace("/", "_") if len(specs) == 1 else f"{len(specs)}_kernels_{zlib.crc32(names.encode()):08x}"
         csv_path = folder / f"{stem}_{label}.csv"
     results = profile_kernels([s.name for s in specs], Problem(*dims, specs[0].precision), csv_path=csv_path)
-    command = f"gemmlab profile {shlex.quote(args.kernel)} --shape {label}" + (f" --json {json_path}" if json_path else "")
+    command = f"gemmlab profile {shlex.quote(opts.kernels)} --shape {label}" + (f" --json {json_path}" if json_path else "")
+    rows = []
     for spec in specs:
-        _report_one(spec, Problem(*dims, spec.precision), results[spec.name], command, csv_path, json_path, console)
-    return 0
-
-
-def _report_one(spec, problem: Problem, result: dict, command: str, csv_path, json_path, console) -> None:
-    from rich.table import Table
-
-    result["problem"] = {"m": problem.m, "n": problem.n, "k": problem.k, "precision": problem.precision}
-    result["kernel"] = spec.name
-    result["gemmlab_command"] = command
-    if csv_path is not None and result.get("status") == "ok":
-        result["csv"] = str(csv_path)
-
-    if result.get("status") != "ok":
-        console.print(f"[yellow]{spec.name} {problem.label()}: {result['reason']}[/]")
-    else:
-        traffic = spec.traffic(problem)
-        flops = problem.flops()
-        table = Table(title=f"{spec.name} at {problem.label()} {problem.precision}: model against ncu "
-                            f"({result['launches']} launch{'es' if result['launches'] != 1 else ''}: "
-                            f"{', '.join(result['kernel_names'])[:80]})")
-        table.add_column("quantity")
-        table.add_column("model", justify="right")
-        table.add_column("measured", justify="right")
-        gb = lambda v: "—" if v is None else f"{v / 1e9:,.3f} GB"  # noqa: E731
-        table.add_row("global / DRAM read", gb(traffic.global_read), gb(result.get("dram_read_bytes")))
-        table.add_row("global / DRAM write", gb(traffic.global_write), gb(result.get("dram_write_bytes")))
-        table.add_row("L2 bytes", "", gb(result.get("l2_bytes")))
-        table.add_row("L1 bytes", "", gb(result.get("l1_bytes")))
-        table.add_row("intensity FLOP/byte", f"{traffic.intensity(problem):,.2f}",
-                      f"{measured_intensity(flops, result):,.2f}" if measured_intensity(flops, result) else "—")
-        if result.get("dram_read_bytes"):
-            table.add_row("model / DRAM read", "", f"{traffic.global_read / result['dram_read_bytes']:,.1f}×")
-        for label, key, fmt in (("shared-memory bank conflicts (ld)", "smem_bank_conflicts_ld", "{:,.0f}"),
-                                ("shared-memory bank conflicts (st)", "smem_bank_conflicts_st", "{:,.0f}"),
-                                ("achieved occupancy", "achieved_occupancy_pct", "{:.1f}%"),
-                                ("registers per thread", "registers_per_thread", "{:.0f}"),
-                                ("duration (one cold-L2 launch)", "duration_ms", "{:.3f} ms"),
-                                ("SM clock", "sm_clock_hz", "{:.0f} Hz")):
-            if result.get(key) is not None:
-                table.add_row(label, "", fmt.format(result[key]))
-        console.print(table)
-        if result.get("warning"):
-            console.print(f"[yellow]ncu: {result['warning']}[/]")
-    if json_path and result.get("status") == "ok":  # an unavailable rerun never replaces counters already kept
-        found = merge_profile(json_path, result)
-        console.print(f"{'merged into the record in' if found else 'no record of this kernel and shape; kept under profiles in'} "
-                      f"{json_path}")
+        problem = Problem(*dims, spec.precision)
+        result = results[spec.name]
+        result["problem"] = {"m": problem.m, "n": problem.n, "k": problem.k, "precision": problem.precision}
+        result["kernel"] = spec.name
+        result["gemmlab_command"] = command
+        row = Profiled(spec, problem, result)
+        if result.get("status") == "ok":
+            if csv_path is not None:
+                result["csv"] = str(csv_path)
+            if json_path:  # an unavailable rerun never replaces counters already kept
+                row.merged = merge_profile(json_path, result)
+        rows.append(row)
+    return rows, refused

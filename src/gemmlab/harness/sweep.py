@@ -7,18 +7,18 @@ racecheck) in a child process and reports its error count.
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 
-from rich.table import Table
+from dataclasses import dataclass
 
-from gemmlab.errors import NoGPUError
+from gemmlab.errors import GemmlabError, NoGPUError
 from gemmlab import device
-from gemmlab.harness.verify import SIMULATOR_SHAPES, check, compile_check, sweep_shapes, where_runs
+from gemmlab.harness import env
+from gemmlab.harness.verify import SIMULATOR_SHAPES, SWEEP_DIMS, check, compile_check, sweep_shapes, where_runs
 from gemmlab.kernels.registry import list_kernels, select
 from gemmlab.problem import Problem
 
@@ -27,57 +27,91 @@ from gemmlab.problem import Problem
 SANITIZE_SHAPES = ((33, 17, 65), (127, 129, 255), (257, 31, 1000), (300, 520, 200))
 
 
-def run_verify(args, console) -> int:
-    specs = select(args.kernels) if args.kernels else list_kernels()
-    rows, failures = [], 0
+@dataclass(frozen=True)
+class VerifyOptions:
+    kernels: str | None = None  # glob(s); None: every kernel
+    full: bool = False  # every combination of the sweep's dimensions, not a sample
+    sample: int = 24  # combinations drawn without ``full``
+    seed: int = 0
+    sanitize: bool = False  # also compute-sanitizer memcheck and racecheck
+
+
+class Progress:
+    """What run_verify says as it works (the CLI's Steps prints it); these defaults say nothing."""
+
+    def step(self, label: str, done: int, total: int, *, log: bool = True) -> None:
+        """``label`` starts; ``done`` of ``total`` steps are finished; ``log``: worth a line when piped."""
+
+
+def run_verify(opts: VerifyOptions, progress: Progress | None = None) -> tuple[dict, int]:
+    """Check every selected kernel over the sweep, telling ``progress`` as it goes. Returns the results ({"env",
+    "records"}: one record per kernel and shape, or per sanitizer tool) and the failure count."""
+    steps = progress or Progress()
+    combos = len(SWEEP_DIMS) ** 3
+    if not opts.full and opts.sample > combos:
+        raise GemmlabError(f"--sample {opts.sample}: the sweep has {combos} combinations of its "
+                           f"{len(SWEEP_DIMS)} dimensions; ask for at most {combos}, or --full")
+    specs = select(opts.kernels) if opts.kernels else list_kernels()
     gpu = device.gpu()
+    plan = []  # (spec, where it runs or None, shapes, why not)
     for spec in specs:
         try:
             where = where_runs(spec)
         except NoGPUError as exc:
-            if hasattr(spec, "compile"):
-                rep = compile_check(spec)
-                rows.append((spec.name, "sm_90a", "compiled",
-                             f"{rep.registers} regs, {rep.spills} spill bytes; not run (no GPU)"))
-            else:
-                rows.append((spec.name, "—", "not run", str(exc)))
+            plan.append((spec, None, [], exc))
             continue
-        if where == "simulator":
-            shapes = SIMULATOR_SHAPES
-        else:
-            shapes = sweep_shapes(args.full, args.sample, args.seed, max_flops=None if where == "gpu" else 2e9)
+        shapes = SIMULATOR_SHAPES if where == "simulator" else sweep_shapes(
+            opts.full, opts.sample, opts.seed, max_flops=None if where == "gpu" else 2e9)
+        plan.append((spec, where, shapes, None))
+    total = sum(max(1, len(shapes)) for _, _, shapes, _ in plan) + (2 if opts.sanitize and gpu else 0)
+    done = 0
+    records, failures = [], 0
+    for spec, where, shapes, why in plan:
+        if where is None:
+            compiles = spec.compiles
+            steps.step(f"{spec.name}: {'compile for sm_90a' if compiles else 'needs a GPU'} (none here)", done,
+                       total)
+            done += 1
+            if compiles:
+                rep = compile_check(spec)
+                records.append(_row(spec.name, "sm_90a", "compiled", "nvrtc",
+                                    f"{rep.registers} regs, {rep.spills} spill bytes; not run (no GPU)"))
+            else:
+                records.append(_row(spec.name, "—", "not run", "—", str(why)))
+            continue
+        steps.step(f"{spec.name}: {len(shapes)} shapes on the {where}", done, total)
         for i, shape in enumerate(shapes):
             problem = Problem(*shape, spec.precision)
-            result = check(spec, problem, seed=args.seed + i)
+            steps.step(f"{spec.name} {problem.label()} on the {where}", done, total, log=False)
+            done += 1
+            result = check(spec, problem, seed=opts.seed + i)
             if result.status == "skipped":
-                rows.append((spec.name, problem.label(), "skipped", result.reason))
+                records.append(_row(spec.name, problem.label(), "skipped", where, result.reason))
                 continue
-            if not result.passed:
-                failures += 1
-            detail = (f"rel err {result.error.rel_err:.1e} (tol {result.error.tolerance:.0e}), {where}"
-                      if result.error else result.reason)
-            rows.append((spec.name, problem.label(), result.status, detail))
-    if args.sanitize and not gpu:
-        rows.append(("(all)", "sanitize", "not run", "compute-sanitizer needs a GPU"))
-    elif args.sanitize:
+            failures += not result.passed
+            e = result.error
+            records.append(_row(spec.name, problem.label(), result.status, where,
+                                f"rel err {e.rel_err:.1e} (tol {e.tolerance:.0e}), {where}" if e else result.reason,
+                                e.rel_err if e else None, e.tolerance if e else None))
+    if opts.sanitize and not gpu:
+        records.append(_row("(all)", "sanitize", "not run", "—", "compute-sanitizer needs a GPU"))
+    elif opts.sanitize:
         targets = [s for s in specs if s.backend in ("cuda", "numba")]
         for tool in ("memcheck", "racecheck"):
+            steps.step(f"compute-sanitizer {tool}: {len(targets)} kernels in one process", done, total)
+            done += 1
             for name, ok, detail in sanitize(targets, tool):
                 failures += not ok
-                rows.append((name, "sanitize", f"{tool} {'clean' if ok else 'ERRORS'}", detail))
-    table = Table(title="gemmlab verify", header_style="bold", title_justify="left")
-    for col in ("kernel", "shape", "result", "detail"):
-        table.add_column(col)
-    for name, shape, status, detail in rows:
-        style = {"passed": "green", "FAILED": "bold red", "error": "red"}.get(status.split()[0], "")
-        table.add_row(name, shape, f"[{style}]{status}[/]" if style else status, detail)
-    console.print(table)
-    passed = sum(1 for r in rows if r[2] == "passed")
-    console.print(f"{passed} passed, {failures} failed")
-    if getattr(args, "json", None):
-        with open(args.json, "w") as fh:
-            json.dump([dict(zip(("kernel", "shape", "result", "detail"), r)) for r in rows], fh, indent=1)
-    return 1 if failures else 0
+                records.append(_row(name, "sanitize", f"{tool} {'clean' if ok else 'ERRORS'}",
+                                    "compute-sanitizer", detail))
+    return {"env": env.collect(gpu, "gpu" if gpu else "cpu-only"), "records": records}, failures
+
+
+def _row(kernel: str, shape: str, result: str, where: str, detail: str, rel_err: float | None = None,
+         tolerance: float | None = None) -> dict:
+    """One verify record as the JSON keeps it; ``detail`` is the console's text for it."""
+    return {"kernel": kernel, "shape": shape, "result": result, "detail": detail, "where": where,
+            "rel_err": rel_err, "tolerance": tolerance}
 
 
 def sanitize(specs, tool: str) -> list[tuple[str, bool, str]]:
@@ -101,7 +135,7 @@ def sanitizer_rows(specs, log: str, returncode: int) -> list[tuple[str, bool, st
     failed_checks = set(re.findall(r"^FAILED (\S+)", log, flags=re.M))
     rows = []
     for s in specs:
-        entry = getattr(s, "entry", None)
+        entry = s.entry if s.compiles else None
         bad = s.name in failed_checks or (entry in faulty if entry else bool(faulty))
         if returncode not in (0, 3, 4) and not summary:
             rows.append((s.name, False, f"sanitizer exited {returncode}: {(log.strip().splitlines() or ['?'])[-1]}"))
@@ -121,7 +155,7 @@ def _sanitize_target(kernels: list[str]) -> int:
     bad = 0
     for kernel in kernels:
         spec = get_kernel(kernel)
-        for variant in spec.configurations() if hasattr(spec, "configurations") else [spec]:
+        for variant in spec.configurations():
             for i, shape in enumerate(SANITIZE_SHAPES):
                 problem = Problem(*shape, spec.precision)
                 if variant.is_valid(problem):

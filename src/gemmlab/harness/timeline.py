@@ -18,19 +18,12 @@ The instrumented binary is a different build; ``record`` checks its C against th
 """
 from __future__ import annotations
 
-import dataclasses
+from dataclasses import dataclass
 
 import numpy as np
 
 from gemmlab.errors import GemmlabError
-from gemmlab.kernels.cuda.tc_common import TL_SLOTS, bk
 from gemmlab.problem import Problem
-
-TL_UNITS = (TL_SLOTS - 4) // 3  # units a warpgroup can stamp, 3 readings each after the 4 of its start and end
-# Dense tensor-core multiply-adds per SM per clock on Hopper: the datasheet's 989.4 BF16 TFLOPS (494.7 TF32, 1979
-# FP8) for 132 SMs at 1830 MHz is 4096 (2048, 8192) FLOP per SM per clock.
-FMA_PER_SM_CLOCK = {"bf16": 2048, "tf32": 1024, "fp8": 4096, "fp8_block": 4096}
-TIMELINE_SOURCES = ("tc4_persistent.cu", "tc7_block_scaled_fp8.cu")  # the kernels that have the stamps
 
 
 def _stats(values) -> dict:
@@ -42,9 +35,13 @@ def _stats(values) -> dict:
 
 
 def summarize(raw, k_tiles: int, ideal_ktile_cycles: float | None = None) -> dict:
-    """The cycle budget of one launch from its stamps, ``raw`` of shape (blocks, warpgroups, TL_SLOTS).
+    """The cycle budget of one launch from its stamps, ``raw`` of shape (blocks, warpgroups, slots): per warpgroup,
+    4 readings for its start and end and 3 for each unit it ran.
     ``k_tiles``: k-tiles per unit (whole tiles: ceil(K / BK))."""
-    rows = np.asarray(raw, dtype=np.int64).reshape(-1, TL_SLOTS)
+    raw = np.asarray(raw, dtype=np.int64)
+    TL_SLOTS = raw.shape[-1]
+    TL_UNITS = (TL_SLOTS - 4) // 3
+    rows = raw.reshape(-1, TL_SLOTS)
     rows = rows[rows[:, 1] != 0]
     if not len(rows):
         raise GemmlabError("timeline: no warpgroup wrote its stamps (was the kernel built with TIMELINE=1?)")
@@ -90,24 +87,36 @@ def summarize(raw, k_tiles: int, ideal_ktile_cycles: float | None = None) -> dic
     }
 
 
-def ideal_ktile_cycles(spec, precision: str) -> float:
-    p = spec.params
-    return p["BM"] * p["BN"] * bk(precision) / FMA_PER_SM_CLOCK[precision]
+@dataclass(frozen=True)
+class TimelineOptions:
+    kernels: str  # glob(s) of kernels with stamps (tc4_persistent.cu)
+    shapes: tuple  # (M, N, K) each
+    launches: int = 10  # summarized, after 3 warm-ups
+    command: str = "gemmlab timeline"
 
 
-def instrumented(spec):
-    """The spec built with TIMELINE=1, or a clear error for a kernel that has no stamps."""
-    if getattr(spec, "source", None) not in TIMELINE_SOURCES:
-        raise GemmlabError(f"{spec.name}: gemmlab timeline reads the stamps of {' and '.join(TIMELINE_SOURCES)} "
-                           "kernels (tc4, tc7); this one has none")
-    return dataclasses.replace(spec, params={**spec.params, "TIMELINE": 1})  # its constraints check the rest
+def run_timeline(opts: TimelineOptions) -> dict:
+    """Every kernel named at every shape: {"env", "records"}, one stamped summary each. Every kernel is checked for
+    stamps before any GPU work."""
+    from gemmlab.device import gpu
+    from gemmlab.harness.env import collect
+    from gemmlab.kernels.registry import select
+
+    specs = select(opts.kernels)
+    for spec in specs:
+        stamped(spec, Problem(*opts.shapes[0], spec.precision))
+    records = [record(spec, Problem(*shape, spec.precision), launches=opts.launches)
+               for shape in opts.shapes for spec in specs]
+    return {"env": {**collect(gpu(), "gpu"), "command": opts.command}, "records": records}
 
 
-def plan(spec, problem: Problem, sm_count: int = 132):
-    """The stamped build of the configuration that runs ``problem`` (tc4's tile width is chosen per problem), and
-    the tensor cores' own cycles per k-tile of its tile."""
-    runs = spec.for_problem(problem, sm_count)
-    return instrumented(runs), ideal_ktile_cycles(runs, problem.precision)
+def stamped(spec, problem: Problem, sm_count: int = 132):
+    """The stamped build of the configuration that runs ``problem``, or a clear error for a kernel without stamps."""
+    build = spec.instrumented(problem, sm_count)
+    if build is None:
+        raise GemmlabError(f"{spec.name}: gemmlab timeline reads the stamps of tc4_persistent.cu and tc7 kernels "
+                           "walking whole tiles (tc4, tc7); this one has none")
+    return build
 
 
 def record(spec, problem: Problem, launches: int = 10, warmup: int = 3, seed: int = 0) -> dict:
@@ -120,22 +129,23 @@ def record(spec, problem: Problem, launches: int = 10, warmup: int = 3, seed: in
     from gemmlab.harness.timing import l2_cleaner
 
     info = require_gpu(f"gemmlab timeline {spec.name}")
-    t, ideal = plan(spec, problem, info.sm_count)
+    build = stamped(spec, problem, info.sm_count)
+    t, ideal = build.spec, build.ideal_ktile_cycles
     why = t.is_valid(problem)
     if why:
         raise GemmlabError(f"{spec.name}: {why}")
     a, b = t.make_inputs(problem, seed, cupy)
     c = cupy.full((problem.m, problem.n), np.nan, t.output_dtype(problem))
-    stamped = t.plan(problem, t.natural_layout(problem))
+    run = t.plan(problem, t.natural_layout(problem))
     clean = l2_cleaner(info.l2_bytes)
-    kt = -(-problem.k // bk(problem.precision))
+    kt = -(-problem.k // build.k_tile)
     runs = []
     for i in range(warmup + launches):
         clean()
-        stamped.run(a, b, c)
+        run.run(a, b, c)
         cupy.cuda.get_current_stream().synchronize()
         if i >= warmup:
-            runs.append(summarize(stamped.timeline.get(), kt, ideal))
+            runs.append(summarize(run.timeline.get(), kt, ideal))
     err = compare(c, reference(a, b), tolerance_for(problem), problem.prec.recipe_tolerance)
     if not err.passed:
         raise GemmlabError(f"{spec.name} with TIMELINE=1 computed a wrong C at {problem.label()}: {err}")

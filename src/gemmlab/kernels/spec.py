@@ -7,9 +7,10 @@ launcher. Kernels never time or verify themselves: the harness does both.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, ClassVar, Mapping
 
 from gemmlab.errors import DTypeError, Refusal, SizeLimitError
+from gemmlab.kernels.geometry import ceil_div
 from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout, Plan
 from gemmlab.problem import Problem
 
@@ -19,58 +20,166 @@ INT32_MAX = 2**31 - 1
 CPU, GPU = "cpu", "gpu"
 
 
+SM_COUNT = 132  # the H200's SMs: the traffic models' default, where a launch's geometry depends on the GPU
+
+
+def tile_walk(tiles_m: int, tiles_n: int, group_m: int = 1, snake: bool = False) -> list[tuple[int, int]]:
+    """(row, column) of each output tile in the order a launch's CTAs take them: ``group_m`` tile rows at a time,
+    column by column (1: row-major, a 2-D grid's blockIdx.x along N); with ``snake``, odd groups walk their columns
+    right to left. The FP32 ladder's tile_coords and the tensor-core levels' schedule() in C++."""
+    order = []
+    group = group_m * tiles_n
+    for t in range(tiles_m * tiles_n):
+        first = (t // group) * group_m
+        rows = min(tiles_m - first, group_m)
+        r = t % group
+        tn = r // rows
+        order.append((first + r % rows, tiles_n - 1 - tn if snake and (t // group) % 2 else tn))
+    return order
+
+
+@dataclass(frozen=True)
+class TileWalk:
+    """The output tiles of one launch in the order its CTAs take them: what the L2 model needs to say which
+    panels of A and B one wave of tiles holds, and which of them the next wave finds still cached.
+
+    A tile (a cluster's tile, with clusters) reads one row panel of A (``a_panel`` bytes: its rows over all of K)
+    and one column panel of B (``b_panel``). ``wave`` tiles run at once: a persistent grid's resident CTAs
+    (clusters), or None for a grid of one CTA per tile, where the SMs' occupancy decides (the analysis counts it).
+    With ``snake`` every other wave also walks K backwards (tc4's produce_ring), so it starts on what the last
+    wave read last. The last ``split_tail`` tiles are split along K over every CTA (stream-K): a wave of their own.
+    """
+
+    tiles_m: int
+    tiles_n: int
+    a_panel: float
+    b_panel: float
+    tile_flops: float  # FLOPs of one tile, padded to whole tiles
+    group_m: int = 1
+    snake: bool = False
+    wave: int | None = None
+    sms_per_tile: int = 1  # SMs one tile runs on (a cluster's CTAs)
+    split_tail: int = 0
+    # whole tiles, each on one SM (cluster): the busiest SM's share of the arithmetic is ceil(tiles / places) of
+    # them. False where the tiles are assumed (a library's, which may split K or pick other tiles per shape)
+    quantized: bool = True
+
+    @property
+    def tiles(self) -> int:
+        return self.tiles_m * self.tiles_n
+
+    def order(self) -> list[tuple[int, int]]:
+        return tile_walk(self.tiles_m, self.tiles_n, self.group_m, self.snake)
+
+
 @dataclass(frozen=True)
 class Traffic:
-    """Modeled bytes one launch moves between global memory and the SMs.
+    """Modeled bytes one launch moves, per memory level.
 
-    ``global_read`` counts every load a thread (or a copy engine) issues to global memory, as if no cache
-    absorbed any of it: the seeds' model. Caches make the DRAM bytes smaller; ``gemmlab profile`` measures them.
+    The seeds' view: ``global_read`` counts every load a thread (or a copy engine) issues to global memory, as
+    if no cache absorbed any of it, ``global_write`` every store. The hierarchy beneath it: ``l2_read`` and
+    ``l2_write`` are what crosses between the SMs and L2 (the global loads less what L1 serves: only the naive
+    kernel's differ), ``l1`` the L1 requests where L1 serves re-reads (the naive kernel's sectors), ``smem`` the
+    bytes read from and written to shared memory; ``walk`` is the tile order from which the analysis models what
+    reaches DRAM (without one, each input is read from DRAM once), and ``prepass`` the DRAM bytes of a launch
+    before the kernel (TF32's Bᵀ for tc2-tc4: B read, Bᵀ written; the kernel then reads Bᵀ as its B).
     """
 
     global_read: float
     global_write: float
     basis: str  # one line: where the numbers come from
+    l2_read: float | None = None  # None: global_read
+    l2_write: float | None = None  # None: global_write
+    l1: float = 0.0
+    smem: float = 0.0
+    walk: TileWalk | None = None
+    prepass: float = 0.0
 
     @property
     def total(self) -> float:
         return self.global_read + self.global_write
 
+    @property
+    def l2(self) -> float:
+        """Bytes between the SMs and L2, both ways."""
+        return (self.global_read if self.l2_read is None else self.l2_read) + \
+            (self.global_write if self.l2_write is None else self.l2_write)
+
     def intensity(self, problem: Problem) -> float:
         return problem.flops() / self.total
 
 
-def naive_traffic(problem: Problem) -> Traffic:
-    """One thread per C element, each reading a row of A and a column of B: 2MNK loads."""
+def naive_traffic(problem: Problem, sm_count: int = SM_COUNT, bx: int = 32, by: int = 32) -> Traffic:
+    """One thread per C element, each reading a row of A and a column of B: 2MNK loads, the seeds' 8MNK bytes.
+
+    Beneath that: a warp is 32 threads along a row of C (of ``bx``-wide blocks), so at each k it asks L1 for one
+    sector of A (all lanes read the same element) and 128 contiguous bytes of B: 5 sectors of 32 bytes, 5MNK bytes
+    in all. A sector of A serves the next 8 k from L1, and the block's warps read the same sector of B at about the
+    same k, so L2 sees each block's rows of A and columns of B once: the traffic of ``by``×``bx`` tiles."""
     p = problem.prec
     m, n, k = problem.shape
+    lanes = min(bx, 32)
+    rows = 32 // lanes  # rows of C one warp covers
+    sector = 32
+    per_warp_k = rows * sector + rows * ceil_div(lanes * p.input_bytes, sector) * sector
+    l1 = ceil_div(m, rows) * ceil_div(n, lanes) * k * per_warp_k
+    blocks = tiled_traffic(problem, by, bx)
     return Traffic(p.input_bytes * 2 * m * n * k, p.output_bytes * m * n,
-                   "every thread reads its row of A and column of B: 2MNK elements")
+                   "every thread reads its row of A and column of B: 2MNK elements; L1 serves each warp's "
+                   f"re-reads (5 sectors per warp and k), L2 sees {by}x{bx} tiles",
+                   l2_read=blocks.l2_read, l2_write=blocks.l2_write, l1=l1, walk=blocks.walk)
 
 
-def tiled_traffic(problem: Problem, bm: int, bn: int, split_k: int = 1) -> Traffic:
+def tiled_traffic(problem: Problem, bm: int, bn: int, split_k: int = 1, warp: tuple[int, int] | None = None,
+                  group_m: int = 1, snake: bool = False, wave: int | None = None, cluster: tuple[int, int] = (1, 1),
+                  quantized: bool = True) -> Traffic:
     """A BM×BN output tile reads a BM×K panel of A and a K×BN panel of B once.
 
     A is then read ceil(N/BN) times and B ceil(M/BM) times: the seeds' tiled intensity
-    2·BM·BN·BK / ((BM+BN)·BK·4) in the limit of large, exact tiles. Split-K adds a write and a
-    read of each partial tile.
+    2·BM·BN·BK / ((BM+BN)·BK·4) in the limit of large, exact tiles. Split-K adds a write and a read of each
+    partial tile. With ``cluster`` = (CM, CN) CTAs sharing operands by multicast, A is read once per CN·BN
+    columns and B once per CM·BM rows. ``warp`` = (WM, WN), a warp's (or a wgmma warpgroup's) share of the tile:
+    at each k it reads WM values of A and WN of B from shared memory (lanes that share one get a broadcast),
+    after the staging stores wrote each CTA's tiles there once. The (cluster) tiles are taken ``group_m`` rows at
+    a time (1: row-major), with ``snake`` (see TileWalk), ``wave`` at once (None: as many as the SMs hold);
+    ``quantized``: see TileWalk.
     """
     p = problem.prec
     m, n, k = problem.shape
-    tiles_n, tiles_m = -(-n // bn), -(-m // bm)
-    read = p.input_bytes * (m * k * tiles_n + k * n * tiles_m)
+    e = p.input_bytes
+    cm, cn = cluster
+    tiles_n, tiles_m = ceil_div(n, bn * cn), ceil_div(m, bm * cm)
+    read = e * (m * k * tiles_n + k * n * tiles_m)
     write = p.output_bytes * m * n
-    basis = f"A read once per {bn}-column tile, B once per {bm}-row tile"
+    shared = " (multicast in a cluster)" if cm * cn > 1 else ""
+    basis = f"A read once per {bn * cn}-column tile, B once per {bm * cm}-row tile{shared}"
+    smem = 0.0
+    if warp is not None:
+        wm, wn = warp
+        smem = e * tiles_m * bm * cm * tiles_n * bn * cn * k * (1 / wm + 1 / wn + 1 / bm + 1 / bn)
+        basis += f"; each {wm}x{wn} warp tile reads {wm}+{wn} values per k from shared memory"
     if split_k > 1:
         read += 4 * m * n * split_k
         write += 4 * m * n * split_k
         basis += f", {split_k} FP32 partial tiles written and reduced"
-    return Traffic(read, write, basis)
+    walk = TileWalk(tiles_m, tiles_n, e * bm * cm * k, e * k * bn * cn, 2 * bm * cm * bn * cn * k, group_m=group_m,
+                    snake=snake, wave=wave, sms_per_tile=cm * cn, quantized=quantized)
+    return Traffic(read, write, basis, l2_read=read, l2_write=write, smem=smem, walk=walk)
 
 
-def compulsory_traffic(problem: Problem) -> Traffic:
+def compulsory_traffic(problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
     p = problem.prec
     m, n, k = problem.shape
     return Traffic(p.input_bytes * (m * k + k * n), p.output_bytes * m * n, "each input read once, C written once")
+
+
+@dataclass(frozen=True)
+class Instrumented:
+    """A build with clock stamps: the spec that runs it, and what its mainloop would take at the tensor cores' rate."""
+
+    spec: "KernelSpec"
+    k_tile: int  # K elements per k-tile: the unit its mainloop stamps
+    ideal_ktile_cycles: float
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,10 +193,13 @@ class KernelSpec:
     title: str  # one line: what this level does
     device: str = GPU
     params: Mapping[str, Any] = field(default_factory=dict)
-    traffic_model: Callable[[Problem], Traffic] = compulsory_traffic
+    traffic_model: Callable[..., Traffic] = compulsory_traffic  # (problem, sm_count=SM_COUNT) -> Traffic
     int32_indices: bool = True  # element offsets computed in 32-bit ints
     max_flops: float | None = None  # refuse problems that would take minutes (CPU loops)
     doc: str = ""  # the module docstring: what changed, why, predicted gain
+    # what the roofline leaves out where this kernel runs well below its predicted time (latency, occupancy, a
+    # pipeline the levels do not count): the model's own reason, shown beside the prediction
+    unmodeled: str = ""
 
     def __post_init__(self):
         reason = self.config_error()
@@ -119,12 +231,29 @@ class KernelSpec:
                            "another kernel", SizeLimitError)
         return None
 
+    # -- capabilities the harness asks for (never by probing for attributes) -------------------------------
+    #: CUDA C++ that gemmlab compiles with NVRTC: compile(arch) returns its cubin and ptxas report
+    compiles: ClassVar[bool] = False
+
+    def compile(self, arch: str = "sm_90a"):
+        raise NotImplementedError(f"{self.name} is not compiled by gemmlab (it runs {self.backend} code)")
+
+    def configurations(self) -> list["KernelSpec"]:
+        """Every distinct binary this kernel can launch, each pinned (checks that must cover all of them, such as
+        the sanitizer's, run each)."""
+        return [self]
+
+    def instrumented(self, problem: Problem, sm_count: int = 132):
+        """The build that stamps where its cycles go (gemmlab timeline) for ``problem``, with the tensor cores'
+        own cycles per k-tile of its tile: an ``Instrumented``, or None for a kernel without stamps."""
+        return None
+
     def unsupported(self, gpu) -> str | None:
         """Why this kernel cannot run on ``gpu`` (a gemmlab.device.GPUInfo), or None."""
         return None
 
-    def traffic(self, problem: Problem) -> Traffic:
-        return self.traffic_model(problem)
+    def traffic(self, problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
+        return self.traffic_model(problem, sm_count)
 
     # -- operands -----------------------------------------------------------------------------------
     def make_inputs(self, problem: Problem, seed: int = 0, xp=None):
@@ -178,6 +307,11 @@ class KernelSpec:
     def layouts(self) -> frozenset:
         """Operand layouts the kernel reads in place (kernels/plan.py); gemmlab.matmul copies any other."""
         return frozenset({ROW_MAJOR})
+
+    def layout_refusal(self, layout: Layout) -> str:
+        """Why operands given in ``layout`` are refused: none of ``layouts`` is reached by copying them row-major."""
+        return (f"{self.name} reads {', '.join(sorted(x.label() for x in self.layouts))} in place, and a row-major "
+                f"copy of {layout.label()} is none of them")
 
     @property
     def simulable(self) -> bool:

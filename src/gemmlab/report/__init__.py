@@ -1,43 +1,72 @@
 """Reports rendered from a saved results JSON only: Markdown tables and PNG figures.
 
-``render_report(results_json_path, out_dir)`` writes ``report.md``, one roofline PNG per precision and shape,
-and one ladder PNG per shape, and returns the paths it wrote. Nothing is measured here, so a committed JSON
-renders the same report on any machine, with or without a GPU.
+``render_report(results_json_path, out_dir)`` writes ``report.md`` and, for bench results, one roofline PNG per
+precision and shape and one ladder PNG per shape, and returns the paths it wrote; ``summary(path)`` is the compact
+table. Both take every JSON gemmlab writes (bench, verify and timeline --json) and refuse anything else. Nothing
+is measured here, so a committed JSON renders the same report on any machine, with or without a GPU.
 """
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-__all__ = ["render_report"]
+__all__ = ["render_report", "summary"]
 
 
 def render_report(results_json_path: str | os.PathLike, out_dir: str | os.PathLike) -> list[Path]:
     from gemmlab.report import data as D
-    from gemmlab.report import markdown, plots
+    from gemmlab.report import markdown
 
-    results = D.load_results(results_json_path)
+    kind, results = D.load(results_json_path)
     out = Path(out_dir)
+    link = markdown.relpath(str(results_json_path), str(out))
+    figures: list = []  # (file name, figure), rendered before the folder exists: a failure leaves no half report
+    if kind == "bench":
+        figures, names = _bench_figures(results)
+        text = markdown.render_markdown(results, str(results_json_path), names, link=link, out_dir=str(out_dir))
+    elif kind == "verify":
+        text = markdown.verify_markdown(results, str(results_json_path), link=link, out_dir=str(out_dir))
+    else:
+        from gemmlab.harness import timeline
+
+        text = timeline.markdown(results)  # the table timeline --json writes beside the JSON
     out.mkdir(parents=True, exist_ok=True)
+    from gemmlab.report import plots
+
+    written = [plots.save(fig, out / name) for name, fig in figures]
+    report = out / "report.md"
+    report.write_text(text)
+    return written + [report]
+
+
+def _bench_figures(results: dict) -> tuple[list, dict]:
+    """The ladder figure of each shape and the roofline of each precision and shape with timed GPU kernels, and
+    the names the Markdown links them by."""
+    from gemmlab.report import data as D
+    from gemmlab.report import plots
+
     records = D.attach_profiles(results)
-    written: list[Path] = []
-    figures: dict = {}
+    figures, names = [], {}
     for shape in D.shapes(records):
         label = D.shape_label(shape)
         fig = plots.ladder_figure(results, shape)
         if fig is not None:
-            written.append(plots.save(fig, out / f"ladder_{label}.png"))
-            figures[("ladder", shape)] = written[-1].name
+            figures.append((f"ladder_{label}.png", fig))
+            names[("ladder", shape)] = figures[-1][0]
         for precision in D.precisions(records):
             timed = [r for r in D.group(records, precision, shape) if D.is_gpu(r) and D.is_timed(r)]
-            if not timed:
-                continue
-            fig = plots.roofline_figure(results, precision, shape)
-            written.append(plots.save(fig, out / f"roofline_{precision}_{label}.png"))
-            figures[("roofline", precision, shape)] = written[-1].name
-    link = markdown.relpath(str(results_json_path), str(out))
-    report = out / "report.md"
-    report.write_text(markdown.render_markdown(results, str(results_json_path), figures, link=link,
-                                               out_dir=str(out_dir)))
-    written.append(report)
-    return written
+            if timed:
+                figures.append((f"roofline_{precision}_{label}.png", plots.roofline_figure(results, precision, shape)))
+                names[("roofline", precision, shape)] = figures[-1][0]
+    return figures, names
+
+
+def summary(results_json_path: str | os.PathLike) -> str:
+    """The compact Markdown table of any results JSON gemmlab writes: the ladder of a bench run, a verify run's
+    result per kernel, a timeline's cycle budget."""
+    from gemmlab.report import data as D
+    from gemmlab.report import markdown
+
+    kind, results = D.load(results_json_path)
+    return {"bench": markdown.summary_markdown, "verify": markdown.verify_summary,
+            "timeline": markdown.timeline_summary}[kind](results)

@@ -7,25 +7,17 @@ missing or computes another precision is not shown: an FP32 kernel against a ten
 """
 from __future__ import annotations
 
-import json
-import os
+import re
 from dataclasses import dataclass
 from typing import Any, Iterable
+
+from gemmlab.results import RECORD_FIELDS, load, load_results  # noqa: F401 (the report's readers)
 
 PRECISION_ORDER = {"fp32": 0, "tf32": 1, "bf16": 2, "fp8": 3, "fp8_block": 4}
 PRECISION_LABEL = {"fp32": "FP32", "tf32": "TF32", "bf16": "BF16", "fp8": "FP8", "fp8_block": "FP8 block-scaled"}
 _BACKEND_ORDER = {"cpu": 0, "numba": 1, "cuda": 2, "peer": 3}
 
 Shape = tuple[int, int, int]
-
-
-def load_results(path: str | os.PathLike) -> dict:
-    with open(path) as f:
-        results = json.load(f)
-    if not isinstance(results, dict) or "records" not in results:
-        raise ValueError(f"{path}: not a gemmlab results JSON (no 'records')")
-    results.setdefault("env", {})
-    return results
 
 
 def shape_of(rec: dict) -> Shape:
@@ -301,3 +293,22 @@ def fmt_bytes(value: float | None) -> str:
         if abs(value) >= scale:
             return f"{fmt(value / scale)} {unit}"
     return f"{value:.0f} B"
+
+
+# -- verify results -------------------------------------------------------------------------------------------
+_CHECK_DETAIL = re.compile(r"rel err (\S+) \(tol (\S+)\), (\w+)$")
+
+
+def verify_records(results: dict) -> list[dict]:
+    """Verify records with rel_err, tolerance and where filled in: files written before verify kept those fields
+    have them only in the detail text ("rel err 2.0e-07 (tol 1e-05), gpu")."""
+    out = []
+    for rec in results.get("records", []):
+        rec = dict(rec)
+        match = _CHECK_DETAIL.match(str(rec.get("detail") or ""))
+        if match and rec.get("rel_err") is None:
+            rec.update(rel_err=float(match[1]), tolerance=float(match[2]), where=match[3])
+        if rec.get("where") is None and rec["shape"] == "sanitize":
+            rec["where"] = "compute-sanitizer"
+        out.append(rec)
+    return out

@@ -101,7 +101,7 @@ def kernel_table(group: list[dict], records: list[dict], roofs: D.Roofs) -> list
                 ratio += f" {peer['kernel'].split('/')[-1]}"
         st = D.status(rec)
         mark = _STATUS_MARK.get(st, st or "—")
-        if st in ("failed", "error", "skipped") and rec.get("reason"):
+        if st in ("failed", "error", "skipped", "compiled", "simulated") and rec.get("reason"):
             mark += f": {rec['reason']}"
         model = rec.get("model") or {}
         pct = rec.get("pct_peak")
@@ -191,6 +191,40 @@ def traffic_section(records: list[dict], roofs_by_prec: dict) -> list[str]:
     return lines + [""]
 
 
+def hierarchy_section(records: list[dict]) -> list[str]:
+    """The cache-aware roofline against Nsight Compute: for each profiled record, the DRAM and L2 bytes the model
+    counts beside ncu's dram__bytes and lts__t_bytes, and the predicted time beside the measured one, with the
+    level that binds and, past 1.5×, what the model says it leaves out."""
+    lines = ["## The roofline's levels against counters", ""]
+    modeled = [r for r in records if "levels" in (r.get("model") or {})]
+    if not modeled:
+        return lines + ["These records carry only the seeds' model; `gemmlab roofline --remodel RESULTS.json "
+                        "--ceilings CEILINGS.json` adds the levels beneath it.", ""]
+    rows = []
+    for rec in sorted((r for r in modeled if D.profiled(r)),
+                      key=lambda r: (D.PRECISION_ORDER.get(r.get("precision"), 9), D.shape_of(r), D.sort_key(r))):
+        m = rec["model"]
+        dram, l2 = D.dram_bytes(rec), D.l2_bytes(rec)
+        ratio = rec["median_ms"] / m["predicted_ms"] if rec.get("median_ms") and m.get("predicted_ms") else None
+        rows.append([f"`{rec['kernel']}`", D.shape_label(D.shape_of(rec)), D.fmt_bytes(m["dram_bytes"]),
+                     D.fmt_bytes(dram), _ratio(m["dram_bytes"] / dram if dram else None), D.fmt_bytes(m["l2_bytes"]),
+                     D.fmt_bytes(l2), _ratio(m["l2_bytes"] / l2 if l2 else None), D.fmt(m["predicted_ms"]),
+                     D.fmt(rec.get("median_ms")), _ratio(ratio), str(m.get("bound")),
+                     m.get("unmodeled", "") if ratio and ratio > 1.5 else ""])
+    if not rows:
+        return lines + ["No record with the levels was profiled; `gemmlab profile KERNEL --json RESULTS.json` adds "
+                        "Nsight Compute's counters.", ""]
+    lines += _table(["kernel", "shape", "DRAM model", "DRAM (ncu)", "model / ncu", "L2 model", "L2 (ncu lts)",
+                     "model / ncu", "predicted ms", "measured ms", "measured / predicted", "bound",
+                     "what the model leaves out"], rows, "llrrrrrrrrrll")
+    roofs = next(r["model"] for r in modeled)
+    lines += ["", f"DRAM model: what the L2 cannot keep of the tile re-reads, one wave of tiles at a time in the "
+                  f"kernel's own order; L2 model: the tile re-reads between the SMs and L2 (dram__bytes, lts__t_bytes "
+                  f"from one cold-L2 launch under ncu). Predicted: the largest of the levels' times, the arithmetic at "
+                  f"the clock the timing held. Roofs: {roofs.get('ceilings')}.", ""]
+    return lines
+
+
 def render_markdown(results: dict, source: str, figures: dict | None = None, link: str | None = None,
                     out_dir: str = "<dir>") -> str:
     """The whole report. ``source`` is the JSON path as given on the command line, ``link`` the same file relative
@@ -198,9 +232,11 @@ def render_markdown(results: dict, source: str, figures: dict | None = None, lin
     figures = figures or {}
     records = D.attach_profiles(results)
     env = results.get("env") or {}
-    gpu_name = (env.get("gpu") or {}).get("name") or D.device_spec(results).get("name") or "no GPU"
+    modeled = D.device_spec(results).get("name")
+    heading = (env.get("gpu") or {}).get("name") or (
+        "no GPU" + (f" (the roofline model is for the {modeled})" if modeled else ""))
     precs = D.precisions(records)
-    lines = [f"# gemmlab report: {gpu_name}", ""]
+    lines = [f"# gemmlab report: {heading}", ""]
     lines += provenance(results, source, link, out_dir) + [""]
     if results.get("notes"):
         lines += [f"> {note}" for note in results["notes"]] + [""]
@@ -248,6 +284,7 @@ def render_markdown(results: dict, source: str, figures: dict | None = None, lin
                 lines += [f"![roofline {p} {D.shape_label(shape)}]({figures[('roofline', p, shape)]})", ""]
 
     lines += traffic_section(records, roofs_by_prec)
+    lines += hierarchy_section(records)
 
     noise = results.get("noise") or []
     if noise:
@@ -288,12 +325,14 @@ def summary_markdown(results: dict) -> str:
     """The README's ladder: one row per kernel, one column per shape, TFLOPS and × peer of the same precision
     (interleaved / own medians, where the run timed both; / blocks, where it also timed alternating blocks).
 
-    Only verified, timed records appear; a kernel that failed or was skipped at a shape shows its status."""
+    Only verified, timed records appear; a kernel that failed or was skipped at a shape shows its status. The
+    ladder is the GPU's; a run without a GPU has its CPU kernels in it, the only ones it timed."""
     records = D.attach_profiles(results)
     shapes = D.shapes(records)
+    shown = D.is_gpu if (results.get("env") or {}).get("gpu") else (lambda rec: True)
     lines: list[str] = []
     for precision in D.precisions(records):
-        mine = sorted({r["kernel"]: r for r in records if r.get("precision") == precision and D.is_gpu(r)}.values(),
+        mine = sorted({r["kernel"]: r for r in records if r.get("precision") == precision and shown(r)}.values(),
                       key=D.sort_key)
         if not mine:
             continue
@@ -308,7 +347,7 @@ def summary_markdown(results: dict) -> str:
                 elif D.is_timed(rec):
                     ratio, own = D.peer_ratio(rec, records), D.peer_ratio_own_medians(rec, records)
                     blocks = D.peer_ratio_blocks(rec)
-                    cell = f"{D.tflops(rec):.1f}"
+                    cell = f"{D.tflops(rec):.1f}" if D.tflops(rec) >= 1 else f"{D.tflops(rec):.2g}"  # a CPU's rate
                     if ratio is not None:
                         cell += (f" ({ratio:.2f}×" + (f" / {own:.2f}×" if own is not None else "")
                                  + (f" / {blocks:.2f}×" if blocks is not None else "") + ")")
@@ -318,3 +357,67 @@ def summary_markdown(results: dict) -> str:
             rows.append(row)
         lines += [f"**{D.PRECISION_LABEL.get(precision, precision)}**", ""] + _table(header, rows, "ll" + "r" * len(shapes)) + [""]
     return "\n".join(lines)
+
+
+# -- verify and timeline results ------------------------------------------------------------------------------
+_CHECKED = ("passed", "FAILED", "error", "skipped")  # the results of a launch against the reference
+
+
+def _verify_per_kernel(records: list[dict]) -> list[str]:
+    rows = []
+    for kernel in dict.fromkeys(r["kernel"] for r in records):
+        mine = [r for r in records if r["kernel"] == kernel]
+        checks = [r for r in mine if r["result"] in _CHECKED]
+        not_run = [r for r in mine if r["shape"] != "sanitize" and r["result"] not in _CHECKED]  # compiled only
+        worst = max((r for r in checks if r.get("rel_err") is not None), key=lambda r: r["rel_err"], default=None)
+        tools = {r["result"].split()[0]: r["result"].split(" ", 1)[-1] for r in mine if r["shape"] == "sanitize"}
+        where = sorted({str(r["where"]) for r in checks + not_run if r.get("where") and r["result"] != "skipped"})
+        rows.append([f"`{kernel}`", *(str(sum(r["result"] in results for r in checks))
+                                      for results in (("passed",), ("FAILED", "error"), ("skipped",))),
+                     f"{worst['rel_err']:.1e} at {worst['shape']}" if worst else
+                     ", ".join(sorted({r["result"] for r in not_run})) or "—",
+                     f"{worst['tolerance']:.0e}" if worst and worst.get("tolerance") else "—",
+                     ", ".join(where) or "—", tools.get("memcheck", "—"), tools.get("racecheck", "—")])
+    return _table(["kernel", "passed", "failed", "skipped", "worst rel err", "tolerance", "ran on", "memcheck",
+                   "racecheck"], rows, "lrrrrrlll")
+
+
+def verify_summary(results: dict) -> str:
+    """One row per kernel: checks passed, failed and skipped, the worst error, where they ran, the sanitizers."""
+    return "\n".join(_verify_per_kernel(D.verify_records(results))) + "\n"
+
+
+def verify_markdown(results: dict, source: str, link: str | None = None, out_dir: str = "<dir>") -> str:
+    """The verify report: where the file came from, the per-kernel summary, then every check."""
+    env = results.get("env") or {}
+    records = D.verify_records(results)
+    shown = f"[`{source}`]({link})" if link else f"`{source}`"
+    command = (f", written by `{env['command']}`" if env.get("command") else
+               " (the JSON does not name the command that wrote it; `gemmlab verify --json` does now)")
+    gpu = (env.get("gpu") or {}).get("name") or ("no GPU" if env.get("mode") == "cpu-only" else None)
+    checks = [r for r in records if r["result"] in _CHECKED]
+    lines = [f"# gemmlab verify: {gpu or 'GPU not recorded'}", "",
+             f"Source: {shown}{command}. Re-render: `gemmlab report {source} --out {out_dir}`.", ""]
+    if env.get("git_sha"):
+        lines += [f"git {env['git_sha']}, {env.get('time', 'time not recorded')}, host {env.get('host', '—')}.", ""]
+    lines += [f"{len(checks)} checks: {sum(r['result'] == 'passed' for r in checks)} passed, "
+              f"{sum(r['result'] in ('FAILED', 'error') for r in checks)} failed, "
+              f"{sum(r['result'] == 'skipped' for r in checks)} skipped. Each is one launch on fresh N(0,1) inputs "
+              "into a NaN-poisoned C, against the float64 reference.", "", "## Per kernel", ""]
+    lines += _verify_per_kernel(records)
+    lines += ["", "## Every check", ""]
+    lines += _table(["kernel", "shape", "result", "rel err", "tolerance", "ran on", "detail"],
+                    [[f"`{r['kernel']}`", r["shape"], r["result"],
+                      "—" if r.get("rel_err") is None else f"{r['rel_err']:.1e}",
+                      "—" if r.get("tolerance") is None else f"{r['tolerance']:.0e}", str(r.get("where") or "—"),
+                      "" if r.get("rel_err") is not None else str(r.get("detail") or "")] for r in records],
+                    "lllrrll")
+    return "\n".join(lines) + "\n"
+
+
+def timeline_summary(results: dict) -> str:
+    """The timeline's table alone (``gemmlab timeline --json`` writes it with its heading beside the JSON)."""
+    from gemmlab.harness import timeline
+
+    return "\n".join(_table(list(timeline.COLUMNS), timeline.table_rows(results["records"]),
+                             "ll" + "r" * (len(timeline.COLUMNS) - 2))) + "\n"

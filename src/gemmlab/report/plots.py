@@ -2,13 +2,11 @@
 
 Figures are built on ``matplotlib.figure.Figure`` with the Agg canvas, never through pyplot, so rendering
 touches no global backend state and works on a machine without a display. Each function returns the Figure;
-artists carry a ``gid`` ("memory_roof", "compute_roof", "ridge", "modeled", "measured", "tflops", "ratio") so
-tests and readers can find the plotted data again.
+artists carry a ``gid`` ("tflops", "ratio" in the ladder) so tests and readers can find the plotted data again.
 
-Roofline (the seeds' model): attainable TFLOPS = min(peak, bandwidth × intensity), log-log. Each kernel sits
-at its modeled intensity (FLOPs / the global bytes its traffic model counts) and its measured TFLOPS; where
-ncu profiled it, a hollow marker of the same colour sits at the measured intensity (FLOPs / DRAM bytes), joined
-to the modeled one: the horizontal gap is the traffic the caches absorbed that the model counts.
+Roofline: the hierarchical one (analysis/roofline.py), a roof per memory level and one for the arithmetic, each
+kernel at each level's FLOP per byte; the seeds' cache-free view is in the report's tables. Artists of the roofline
+carry gids "roof_<level>", "points_<level>" and "label".
 """
 from __future__ import annotations
 
@@ -33,89 +31,130 @@ def _new_figure(width: float, height: float) -> Figure:
 def _palette(n: int):
     from matplotlib import colormaps
 
-    cmap = colormaps["tab20" if n > 10 else "tab10"]
-    return [cmap(i % cmap.N) for i in range(n)]
+    if n <= 10:
+        return [colormaps["tab10"](i) for i in range(n)]
+    cmap = colormaps["tab20"]  # its dark shades first, then the light ones
+    return [cmap((2 * i) % 20 + (2 * i) // 20) for i in range(n)]
+
+
+# each memory level: its name in the figure, the marker of its points, the roof it is held to (L1 and shared memory
+# share one data path, so one roof)
+_LEVELS = {"dram": ("DRAM", "s", "dram"), "l2": ("L2", "o", "l2"), "smem": ("shared memory", "^", "smem"),
+           "l1": ("L1", "D", "smem")}
+_ROOFS = {"dram": ("DRAM", "black"), "l2": ("L2", "tab:blue"), "smem": ("L1 / shared memory", "tab:green")}
 
 
 def roofline_figure(results: dict, precision: str, shape: D.Shape) -> Figure:
-    """Log-log roofline of ``precision`` with every GPU kernel timed at ``shape``."""
+    """The hierarchical roofline of ``precision`` at ``shape``, log-log: a roof per memory level (its bandwidth ×
+    FLOP per byte of that level) under the arithmetic roof at the maximum clock, and each timed kernel once per
+    level, at FLOPs over the bytes the model counts there and its measured TFLOPS, the points joined. A point sits
+    under its roof exactly when the level's bytes take no longer than the kernel did. The labels stand in a column
+    right of the points, spread so that none overlaps another, each joined to its kernel's rightmost point."""
     records = D.attach_profiles(results)
-    roofs = D.roofs(results, precision)
-    kernels = [r for r in D.group(records, precision, shape) if D.is_gpu(r) and D.is_timed(r)
-               and D.modeled_intensity(r)]
-    fig = _new_figure(8.5, 5.6)
-    ax = fig.add_subplot()
+    timed = [r for r in D.group(records, precision, shape) if D.is_gpu(r) and D.is_timed(r)]
+    kernels = [r for r in timed if "levels" in (r.get("model") or {})]
+    fig = Figure(figsize=(12.5, 6.6), dpi=110)
+    FigureCanvasAgg(fig)
+    ax = fig.add_axes((0.055, 0.08, 0.6, 0.85))  # fixed, so that label placement knows where everything lands
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.set_title(f"Roofline {D.PRECISION_LABEL.get(precision, precision)}, {D.shape_label(shape)} on "
+                 f"{D.roofs(results, precision).device}: a roof per level", fontsize=10)
+    ax.set_xlabel("FLOP per byte of the level (FLOPs / the bytes the model counts there)")
+    ax.set_ylabel("TFLOPS (measured)")
+    if not kernels:
+        ax.text(0.5, 0.5, "no record here carries the levels:\ngemmlab roofline --remodel RESULTS.json",
+                ha="center", va="center", transform=ax.transAxes)
+        return fig
 
-    xs = [D.modeled_intensity(r) for r in kernels] + [D.measured_intensity(r) for r in kernels if D.profiled(r)]
-    ys = [D.tflops(r) for r in kernels]
-    if roofs.ridge:
-        xs.append(roofs.ridge)
-    if roofs.peak_tflops:
-        ys.append(roofs.peak_tflops)
-    x_lo = 10 ** math.floor(math.log10(min(xs + [0.25]) / 2))
-    x_hi = 10 ** math.ceil(math.log10(max(xs + [10.0]) * 3))
-    y_hi = 10 ** math.ceil(math.log10(max(ys + [1.0]) * 1.5))
-    y_lo = 10 ** math.floor(math.log10(max(min([y for y in ys if y] + [1.0]) / 3, 1e-3)))
+    clock = _max_clock(results, kernels)
+    compute = kernels[0]["model"]["levels"]["compute"]
+    peak = compute["sm_count"] * compute["flop_per_clk"] * clock * 1e6 / 1e12
+    roofs = {}  # roof -> (slope in TFLOPS per FLOP/byte, i.e. TB/s; its level's record)
+    for rec in kernels:
+        for name, level in rec["model"]["levels"].items():
+            if name in _LEVELS and not level.get("serial"):
+                slope = level["gbs"] / 1e3 if "gbs" in level else level["bytes_per_clk"] * clock * 1e6 / 1e12
+                roofs.setdefault(_LEVELS[name][2], (slope, level))
 
-    if roofs.dram_gbs and roofs.peak_tflops:
-        ridge = roofs.ridge
-        label = D.PRECISION_LABEL.get(precision, precision)
-        ax.plot([x_lo, ridge], [roofs.dram_gbs * 1e9 * x_lo / 1e12, roofs.peak_tflops], color="black", lw=2,
-                gid="memory_roof", label=f"memory roof: {roofs.dram_gbs:,.0f} GB/s × intensity (datasheet)")
-        ax.plot([ridge, x_hi], [roofs.peak_tflops, roofs.peak_tflops], color="dimgray", lw=2, gid="compute_roof",
-                label=f"compute roof: {roofs.peak_tflops:g} TFLOPS {label} (datasheet)")
-        ax.plot([ridge], [roofs.peak_tflops], marker="D", color="black", ms=7, ls="none", gid="ridge",
-                label=f"ridge point {ridge:.1f} FLOP/byte")
-        ax.axvline(ridge, color="black", lw=0.7, ls=":")
-    if roofs.measured_bw_gbs:
-        top = roofs.measured_tflops or roofs.peak_tflops or y_hi
-        knee = top * 1e12 / (roofs.measured_bw_gbs * 1e9)
-        ax.plot([x_lo, knee], [roofs.measured_bw_gbs * 1e9 * x_lo / 1e12, top], color="gray", lw=1.3, ls="--",
-                gid="measured_memory_roof", label=f"measured copy {roofs.measured_bw_gbs:,.0f} GB/s")
-    if roofs.measured_tflops:
-        ax.axhline(roofs.measured_tflops, color="gray", lw=1.3, ls="-.", gid="measured_compute_roof",
-                   label=f"measured cuBLAS FP32 {roofs.measured_tflops:.1f} TFLOPS")
-    best = _problem_intensity(kernels)
-    if best:
-        ax.axvline(best, color="tab:purple", lw=0.8, ls="--", gid="problem_intensity",
-                   label=f"problem's intensity (compulsory bytes) {best:.0f}")
-
-    colors = _palette(max(len(kernels), 1))
-    mod_x, mod_y, mod_c, meas_x, meas_y, meas_c = [], [], [], [], [], []
-    for i, (rec, color) in enumerate(zip(kernels, colors)):
-        x, y = D.modeled_intensity(rec), D.tflops(rec)
-        mod_x.append(x), mod_y.append(y), mod_c.append(color)
-        # alternate labels above and below: levels of different backends often share an intensity
-        ax.annotate(rec["kernel"], (x, y), textcoords="offset points", xytext=(5, 4 if i % 2 == 0 else -10),
-                    fontsize=7, color=color)
-        if D.profiled(rec):
-            mx = D.measured_intensity(rec)
-            meas_x.append(mx), meas_y.append(y), meas_c.append(color)
-            ax.plot([x, mx], [y, y], color=color, lw=0.8, alpha=0.7)
-    if mod_x:
-        ax.scatter(mod_x, mod_y, c=mod_c, s=42, zorder=3, gid="modeled",
-                   label="kernel at modeled intensity (traffic model)")
-    if meas_x:
-        ax.scatter(meas_x, meas_y, facecolors="none", edgecolors=meas_c, s=60, lw=1.5, zorder=3, gid="measured",
-                   label="same kernel at measured intensity (ncu DRAM bytes)")
+    colors = _palette(len(kernels))
+    points = []  # (x, y, level, colour, record)
+    for rec, color in zip(kernels, colors):
+        for name, level in rec["model"]["levels"].items():
+            if name in _LEVELS and not level.get("serial") and level.get("bytes"):
+                points.append((D.flops(rec) / level["bytes"], D.tflops(rec), name, color, rec))
+    xs, ys = [p[0] for p in points], [p[1] for p in points]
+    knees = [peak / slope for slope, _ in roofs.values()]
+    x_lo = 10 ** math.floor(math.log10(min(xs + knees) / 3))
+    x_text = max(xs + knees) * 4  # the labels' column, right of every point and knee
+    x_hi = 10 ** math.ceil(math.log10(x_text * 10))
+    y_lo, y_hi = min(ys) / 3, peak * 2
     ax.set_xlim(x_lo, x_hi)
     ax.set_ylim(y_lo, y_hi)
-    ax.set_xlabel("arithmetic intensity (FLOP / byte)")
-    ax.set_ylabel("TFLOPS")
-    ax.set_title(f"Roofline {D.PRECISION_LABEL.get(precision, precision)}, {D.shape_label(shape)} on {roofs.device}")
+
+    for roof, (slope, level) in roofs.items():
+        label, color = _ROOFS[roof]
+        bw = f"{slope:,.1f} TB/s" + (f" at {clock:.0f} MHz" if "bytes_per_clk" in level else "")
+        ax.plot([x_lo, peak / slope], [slope * x_lo, peak], color=color, lw=1.8, gid=f"roof_{roof}",
+                label=f"{label} roof: {bw} ({level.get('source') or '?'})")
+    ax.plot([min(knees), x_text / 1.5], [peak, peak], color="dimgray", lw=2.2, gid="roof_compute",
+            label=f"{D.PRECISION_LABEL.get(precision, precision)} roof: {peak:,.1f} TFLOPS at {clock:.0f} MHz "
+                  f"({compute.get('source') or '?'})")
+    for rec, color in zip(kernels, colors):
+        mine = sorted((p for p in points if p[4] is rec), key=lambda p: p[0])
+        ax.plot([p[0] for p in mine], [p[1] for p in mine], color=color, lw=0.8, alpha=0.6)
+    for name, (label, marker, _) in _LEVELS.items():
+        mine = [p for p in points if p[2] == name]
+        if mine:
+            ax.scatter([p[0] for p in mine], [p[1] for p in mine], c=[p[3] for p in mine], marker=marker, s=34,
+                       zorder=3, gid=f"points_{name}", label=f"a kernel at its {label} bytes")
+    anchors = [max((p for p in points if p[4] is rec), key=lambda p: p[0]) for rec in kernels]
+    _label_column(ax, anchors, x_text)
     ax.grid(True, which="both", lw=0.3, alpha=0.5)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    seeds_only = [r["kernel"] for r in timed if r not in kernels]
+    note = ("label: kernel (the level that binds it in the model)\na roof's slope is its level's bandwidth; the flat "
+            "roof\nis the arithmetic at the maximum SM clock")
+    if seeds_only:  # a record of the seeds' model alone has no levels to place
+        note += "\nnot drawn (the seeds' model only):\n" + "\n".join(seeds_only)
+    ax.text(1.02, 0.0, note, transform=ax.transAxes, fontsize=7, va="bottom")
     return fig
 
 
-def _problem_intensity(kernels: list[dict]) -> float | None:
-    for rec in kernels:
-        model = rec.get("model") or {}
-        if model.get("intensity"):
-            return float(model["intensity"])
-    return None
+def _max_clock(results: dict, kernels: list[dict]) -> float:
+    gpu = (results.get("env") or {}).get("gpu") or {}
+    return float(gpu.get("max_sm_clock_mhz") or D.device_spec(results).get("max_clock_mhz")
+                 or max(r["model"]["clock_mhz"] for r in kernels))
+
+
+def _label_column(ax, anchors, x_text: float, fontsize: float = 7.0) -> None:
+    """One label per anchor point (x, y, level, colour, record), in a column at ``x_text``: each as near its point's
+    height as the labels above and below it allow, none overlapping another, a leader line to its point."""
+    renderer = ax.figure.canvas.get_renderer()
+    to_px, to_data = ax.transData.transform, ax.transData.inverted().transform
+    frame = ax.get_window_extent(renderer)
+    gap = fontsize * ax.figure.dpi / 72 * 1.35  # a line of text, in display pixels
+    order = sorted(anchors, key=lambda a: a[1])
+    want = [to_px((a[0], a[1]))[1] for a in order]
+    ys = _spread(want, gap, frame.y0 + gap / 2, frame.y1 - gap / 2)
+    px = to_px((x_text, 1.0))[0]
+    for (x, y, _, color, rec), y_px in zip(order, ys):
+        text = f"{rec['kernel']} ({rec['model']['bound']})"
+        ink = tuple(0.65 * c for c in color[:3])  # the point's colour, dark enough to read as text
+        ax.annotate(text, (x, y), xytext=(x_text, to_data((px, y_px))[1]), textcoords="data", fontsize=fontsize,
+                    color=ink, va="center", ha="left", zorder=4, gid="label",
+                    arrowprops={"arrowstyle": "-", "color": color, "lw": 0.5, "shrinkA": 1, "shrinkB": 3})
+
+
+def _spread(want: list[float], gap: float, lo: float, hi: float) -> list[float]:
+    """Positions as near ``want`` (ascending) as possible, each at least ``gap`` above the one below, within
+    [lo, hi]: push up from below, then down from above, then centre each crowded run on what it wanted."""
+    ys = list(want)
+    for i in range(len(ys)):
+        ys[i] = max(ys[i], lo if i == 0 else ys[i - 1] + gap)
+    for i in reversed(range(len(ys))):
+        ys[i] = min(ys[i], hi if i == len(ys) - 1 else ys[i + 1] - gap)
+    return ys
 
 
 def ladder_figure(results: dict, shape: D.Shape) -> Figure | None:

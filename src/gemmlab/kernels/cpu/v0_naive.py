@@ -1,8 +1,11 @@
 """V0: the seeds' CPU triple loop, compiled by numba's JIT.
 
 Loop order i, j, k with a float32 accumulator, exactly as the seeds' `multi_cpu`: the inner loop walks B down
-a column (stride N), so it misses cache on every step once a column of B outgrows L1. O(MNK) time; it is the
-baseline every GPU level is measured against, not a reference (the reference is float64).
+a column (stride N), so it misses cache on every step once a column of B outgrows L1. O(MNK) time: problems
+past 4 GFLOP are refused with the reason (the seed shape would run for minutes). It is the seeds' baseline, not
+a reference (the reference is float64); the GPU levels are measured against cuBLAS.
+
+Not in results/ (the timed shapes are past its limit); docs/seeds.md.
 """
 import numpy as np
 from numba import njit

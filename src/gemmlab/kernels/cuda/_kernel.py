@@ -8,7 +8,7 @@ The kernel signature is the seeds': ``kernel(float *C, const float *A, const flo
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, ClassVar
 
 from gemmlab import driver
 from gemmlab.kernels.cuda._gpu import RESOURCES, Resources
@@ -48,6 +48,7 @@ class CudaKernel(KernelSpec):
     backend: str = "cuda"
     device: str = GPU
     signature: tuple = SEED_SIGNATURE  # the kernel's parameters, in order (gemmlab.driver.Params)
+    compiles: ClassVar[bool] = True
 
     def config_error(self) -> str | None:
         broken = self.constraints(dict(self.params))

@@ -11,7 +11,7 @@ from typing import Callable, Mapping
 from gemmlab.kernels.cuda._kernel import CudaKernel
 from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.plan import ROW_MAJOR
-from gemmlab.kernels.spec import Traffic, tiled_traffic
+from gemmlab.kernels.spec import SM_COUNT, Traffic, tiled_traffic
 from gemmlab.problem import Problem
 
 STATIC_SMEM_LIMIT = 48 * 1024  # a block's static __shared__ arrays
@@ -45,8 +45,18 @@ def divides(errors: list[str], a: int, b: int, what: str) -> None:
         errors.append(f"{what}: {a} does not divide {b}")
 
 
-def traffic_of(p):
-    return lambda problem: tiled_traffic(problem, p["BM"], p["BN"])
+def traffic_of(p, warp: tuple[int, int] | None = None):
+    """The tiled model of a level's parameters: its warp tile (WM×WN unless given) and tile order (GROUP_M)."""
+    warp = warp or (p["WM"], p["WN"])
+    return lambda problem, sm_count=SM_COUNT: tiled_traffic(problem, p["BM"], p["BN"], warp=warp,
+                                                            group_m=p.get("GROUP_M", 1))
+
+
+def thread_tile_warp(p, tm: int, tn: int) -> tuple[int, int]:
+    """The rows and columns of C one warp covers when threads hold TM×TN results in row-major order across the
+    block tile (v4-v6): BN/TN threads along a row, the warp's 32 spread over 32/(BN/TN) rows of threads."""
+    lanes_n = min(32, p["BN"] // tn)
+    return 32 // lanes_n * tm, lanes_n * tn
 
 
 def scalar_staging_errors(p: dict, threads_of, divisors: list[tuple[str, str]]) -> list[str]:
@@ -162,8 +172,8 @@ class AutotunedKernel(CudaKernel):
     def for_problem(self, problem: Problem) -> CudaKernel:
         return self.concrete(problem)
 
-    def traffic(self, problem: Problem) -> Traffic:
-        return self.concrete(problem).traffic(problem)
+    def traffic(self, problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
+        return self.concrete(problem).traffic(problem, sm_count)
 
     def launch_geometry(self, problem: Problem):
         return self.concrete(problem).launch_geometry(problem)

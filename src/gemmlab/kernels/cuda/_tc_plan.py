@@ -174,8 +174,6 @@ def _stream_k_workspace(spec, kernel, geo: Geometry, problem, sm_count: int, gpu
 
 def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan:
     """The plan of ``spec`` (already the configuration that runs ``problem``) on the GPU described by ``info``."""
-    from gemmlab.kernels.cuda.tc_common import TL_SLOTS, bk
-
     b_kmajor = layout.b == COL
     defines = spec.defines()
     if b_kmajor and spec.precision == "bf16":
@@ -231,9 +229,9 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
     timeline = None
     if spec.params.get("TIMELINE", 0):  # gemmlab timeline reads plan.timeline after a launch
         warpgroups = geo.threads // 128 - 1
-        timeline = gpu.buffer(8 * geo.grid[0] * warpgroups * TL_SLOTS, zero=True)
+        timeline = gpu.buffer(8 * geo.grid[0] * warpgroups * spec.TIMELINE_SLOTS, zero=True)
         params.timeline = gpu.address(timeline)
-        timeline = timeline.view("uint64").reshape(geo.grid[0], warpgroups, TL_SLOTS)
+        timeline = timeline.view("uint64").reshape(geo.grid[0], warpgroups, spec.TIMELINE_SLOTS)
         zeroed = True
     epi_tma = bool(spec.params.get("EPI_TMA", 0))
     c_rows_ok = epi_tma and not spec.c_map(problem).errors()
@@ -247,7 +245,7 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
     main = driver.Launch(int(kernel.handle), geo.grid, geo.block, geo.smem, params, cluster=cluster)
     steps.append(f"{spec.entry}: {geo.grid[0]} CTAs of {geo.threads} threads"
                  f"{f' in clusters of {cluster[0]}' if cluster else ''}, {geo.smem} B shared memory, "
-                 f"{ceil_div(k, bk(spec.precision))} k-tiles of {bk(spec.precision)}"
+                 f"{ceil_div(k, spec.k_tile)} k-tiles of {spec.k_tile}"
                  f"{', C through TMA stores where it is 16-byte aligned' if c_rows_ok else ''}")
     return (Fp8Plan if spec.fp8 else TcPlan)(spec, problem, layout, steps=steps, main=main, operands=ops,
                                              transpose=transpose, epi_tma=epi_tma, c_rows_ok=c_rows_ok,

@@ -3,19 +3,22 @@
 What changed against the FP32 ladder: the inner product moves from FFMA to the tensor cores. Each warp owns a
 64×32 tile and issues mma.sync m16n8k16 (bf16) or m16n8k8 (tf32, FP32 inputs with the low 13 mantissa bits
 ignored) with FP32 accumulators; a 3-stage cp.async ring keeps global loads in flight; bf16 fragments come
-from shared memory by ldmatrix, B's through ldmatrix.trans because B is N-major. Why: one mma.sync does 4096
-(bf16) multiply-adds where an FFMA does 1. Predicted gain: a few times cuBLAS FP32, well short of cuBLAS at the
+from shared memory by ldmatrix, B's through ldmatrix.trans because B is N-major. Why: one bf16 mma.sync does
+2048 multiply-adds where an FFMA does 1. Predicted gain: a few times cuBLAS FP32, well short of cuBLAS at the
 same precision, because Hopper's mma.sync runs at about half of its wgmma rate and ldmatrix plus cp.async
 address arithmetic cost issue slots (tc2 removes both).
 
-Any M, N, K: edge chunks are zero-filled by cp.async; when a row stride is not a multiple of 16 bytes (bf16:
-K or N not a multiple of 8; tf32: of 4) the kernel stages tiles element by element (flag ALIGNED, slower).
+Any M, N, K: edge chunks are zero-filled by cp.async; when a row stride or a base pointer is not a multiple of 16
+bytes (bf16: K or N not a multiple of 8; tf32: of 4) the kernel stages tiles element by element (the ``aligned``
+kernel argument, set per launch; slower). tf32 loads B directly, with no transpose pre-pass.
+
+Measured: docs/tensor_cores.md, results/h200/tensor_cores.json.
 """
 from dataclasses import dataclass
 
 from gemmlab.kernels.cuda._kernel import SEED_SIGNATURE, CudaKernel
 from gemmlab.kernels.geometry import Geometry, ceil_div
-from gemmlab.kernels.spec import tiled_traffic
+from gemmlab.kernels.spec import SM_COUNT, tiled_traffic
 
 PARAMS = {"BM": 128, "BN": 128, "BK": 32, "STAGES": 3}
 ELEM = {"bf16": 2, "tf32": 4}
@@ -77,7 +80,9 @@ SPECS = [
         title=f"{prec} mma.sync tensor cores, ldmatrix, 3-stage cp.async, 128x128 tile",
         source="tc1_mma_sync.cu", entry="tc1_mma_sync", params=dict(PARAMS),
         geometry=_geometry(prec), constraints=_constraints(prec),
-        traffic_model=lambda pr: tiled_traffic(pr, 128, 128), doc=__doc__,
+        traffic_model=lambda pr, sm_count=SM_COUNT: tiled_traffic(pr, 128, 128, warp=(64, 32)),
+        doc=__doc__, unmodeled="a pipeline the model leaves out: warp-level mma.sync fed by ldmatrix, slower on "
+                               "Hopper than the wgmma rate the compute roof is, its address arithmetic in the warps",
     )
     for prec in ("bf16", "tf32")
 ]

@@ -5,9 +5,12 @@ one of its threads streams k-tiles by TMA, waiting per slot on an `empty` mbarri
 warpgroups rise to 232 registers (setmaxnreg.inc), which pays for a 128×256 tile (m64n256 per warpgroup, 128
 FP32 accumulators per thread), and they keep one wgmma group in flight (wait_group 1) while releasing the
 previous slot. Why: tc2's per-k-tile __syncthreads and wgmma drain leave the tensor cores idle between k-tiles,
-and its 128×128 tile needs 0.25 bytes of shared memory per FLOP where 128×256 needs 0.19. Predicted gain:
-1.3× over tc2, to about 0.9× cuBLAS BF16; what is left is the launch tail of one-tile-per-CTA grids and the
-epilogue that no load overlaps.
+and a 128×256 tile stages (BM+BN)/(BM·BN), three quarters of 128×128's shared-memory bytes per FLOP.
+Predicted gain: 1.3× over tc2, to about 0.9× cuBLAS BF16; what is left is the launch tail of one-tile-per-CTA
+grids and the epilogue that no load overlaps.
+Operand layouts and edges as in tc2 (TF32 B through the transpose pre-pass).
+
+Measured: docs/tensor_cores.md, results/h200/tensor_cores.json.
 """
 from gemmlab.kernels.cuda.tc_common import WgmmaKernel, wgmma_constraints, wgmma_traffic
 

@@ -28,7 +28,8 @@ SPECS = [
         title="tf32 Cᵀ = Bᵀ·Aᵀ: B fragments from registers (ld.shared), A from shared memory, no pre-pass",
         source="tc5_swap_ab.cu", entry="tc5_swap_ab", params=dict(PARAMS),
         constraints=lambda p: wgmma_constraints(p, specialized=True, swap_ab=True),
-        traffic_model=wgmma_traffic("tf32", PARAMS["BM"], PARAMS["BN"], cn=PARAMS["CN"], prepass=False),
+        traffic_model=wgmma_traffic("tf32", PARAMS["BM"], PARAMS["BN"], cn=PARAMS["CN"], prepass=False, persistent=True,
+                                    group_m=PARAMS["GROUP_M"], swap_ab=True),
         doc=__doc__,
     )
 ]

@@ -48,9 +48,10 @@ SPECS = [
         title="bf16 tc4 (persistent wgmma m64n256, clusters off) with a stream-K tail, deterministic fixup",
         source="tc4_persistent.cu", entry="tc4_persistent", params=dict(BF16), whole_tiles=dict(tc4_persistent.BF16),
         constraints=lambda p: wgmma_constraints(p, specialized=True),
-        traffic_model=wgmma_traffic("bf16", BF16["BM"], BF16["BN"], stream_k=True,
-                                    whole=tc4_persistent.SPECS[0].traffic_model, narrow=tc4_persistent.BF16),
-        doc=__doc__,
+        traffic_model=wgmma_traffic("bf16", BF16["BM"], BF16["BN"], stream_k=True, group_m=BF16["GROUP_M"],
+                                    epi_tma=True, whole=tc4_persistent.SPECS[0].traffic_model,
+                                    narrow=tc4_persistent.BF16),
+        doc=__doc__, unmodeled=tc4_persistent.EPILOGUE,
     ),
     WgmmaKernel(
         name="cuda/tc6_stream_k_tf32", level=6, precision="tf32", kind="persistent", swap_ab=True,
@@ -58,6 +59,7 @@ SPECS = [
         source="tc5_swap_ab.cu", entry="tc5_swap_ab", params=dict(TF32), whole_tiles=dict(tc5_swap_ab.PARAMS),
         constraints=lambda p: wgmma_constraints(p, specialized=True, swap_ab=True),
         traffic_model=wgmma_traffic("tf32", TF32["BM"], TF32["BN"], prepass=False, stream_k=True,
-                                    whole=tc5_swap_ab.SPECS[0].traffic_model), doc=__doc__,
+                                    group_m=TF32["GROUP_M"], swap_ab=True, whole=tc5_swap_ab.SPECS[0].traffic_model),
+        doc=__doc__,
     ),
 ]

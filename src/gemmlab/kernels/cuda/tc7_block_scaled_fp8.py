@@ -30,6 +30,10 @@ from gemmlab.kernels.cuda.tc_common import WgmmaKernel, fp8_constraints, wgmma_c
 PARAMS = {"BM": 128, "BN": 128, "STAGES": 6, "GROUP_M": 8, "PRODUCER_REGS": 40, "CONSUMER_REGS": 232, "EPI_TMA": 1,
           "CM": 2, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
 PER_TENSOR = {**PARAMS, "PER_TENSOR": 1}
+# what the roofline leaves out here: besides tc4's epilogue, each k-tile's wait and promotion keep that warpgroup off
+# the tensor cores, which only the other warpgroup's wgmma covers
+PROMOTION = ("latency: each k-tile waits for its wgmma and promotes on the CUDA cores, and each tile's epilogue "
+             "keeps its warpgroups off the tensor cores; gemmlab timeline counts the cycles")
 
 SPECS = [
     WgmmaKernel(
@@ -38,14 +42,16 @@ SPECS = [
               "128 of K, tc4's persistent clustered skeleton, BF16 C",
         source="tc7_block_scaled_fp8.cu", entry="tc7_block_scaled_fp8", params=dict(PARAMS),
         constraints=lambda p: wgmma_constraints(p, specialized=True) + fp8_constraints(p, promoted=True),
-        traffic_model=wgmma_traffic("fp8_block", PARAMS["BM"], PARAMS["BN"], PARAMS["CM"], block_scales=True),
-        doc=__doc__,
+        traffic_model=wgmma_traffic("fp8_block", PARAMS["BM"], PARAMS["BN"], PARAMS["CM"], persistent=True,
+                                    group_m=PARAMS["GROUP_M"], epi_tma=True, block_scales=True),
+        doc=__doc__, unmodeled=PROMOTION,
     ),
     WgmmaKernel(
         name="cuda/tc7_promoted_fp8", level=7, precision="fp8", kind="persistent",
         title="fp8 e4m3, per-tensor scales, tc7's promotion into FP32 every 128 of K (FP32 accumulation), BF16 C",
         source="tc7_block_scaled_fp8.cu", entry="tc7_block_scaled_fp8", params=dict(PER_TENSOR),
         constraints=lambda p: wgmma_constraints(p, specialized=True) + fp8_constraints(p, promoted=True),
-        traffic_model=wgmma_traffic("fp8", PARAMS["BM"], PARAMS["BN"], PARAMS["CM"]), doc=__doc__,
+        traffic_model=wgmma_traffic("fp8", PARAMS["BM"], PARAMS["BN"], PARAMS["CM"], persistent=True,
+                                    group_m=PARAMS["GROUP_M"], epi_tma=True), doc=__doc__, unmodeled=PROMOTION,
     ),
 ]

@@ -23,7 +23,9 @@ partials' workspace and the per-tile flags that the kernel finds in its argument
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from typing import ClassVar
 
 from gemmlab.errors import LayoutError, Refusal, SizeLimitError
 from gemmlab.fp8 import E4M3, E5M2
@@ -31,7 +33,7 @@ from gemmlab.kernels.cuda._kernel import CudaKernel
 from gemmlab.kernels.cuda._tma import TiledMap
 from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout
-from gemmlab.kernels.spec import INT32_MAX, Traffic
+from gemmlab.kernels.spec import INT32_MAX, SM_COUNT, Instrumented, Traffic, tile_walk, tiled_traffic
 from gemmlab.problem import Problem, get_precision
 
 SPECS: list = []  # helpers only; the levels register themselves
@@ -76,7 +78,11 @@ def stage_bytes(bm: int, bn: int) -> int:
     return (bm + bn) * 128
 
 
-TL_SLOTS = 64  # readings per consumer warpgroup with TIMELINE=1 (tc4_persistent.cu's Timeline, harness/timeline.py)
+TL_SLOTS = 64  # readings per consumer warpgroup with TIMELINE=1 (Timeline in tc_common.cuh, harness/timeline.py)
+TIMELINE_SOURCES = ("tc4_persistent.cu", "tc7_block_scaled_fp8.cu")  # the sources that have the stamps
+# Dense tensor-core multiply-adds per SM per clock on Hopper: the datasheet's 989.4 BF16 TFLOPS (494.7 TF32, 1979
+# FP8) for 132 SMs at 1830 MHz is 4096 (2048, 8192) FLOP per SM per clock.
+TENSOR_FMA_PER_SM_CLOCK = {"bf16": 2048, "tf32": 1024, "fp8": 4096, "fp8_block": 4096}
 C_BOX_BYTES = 64 * 128  # one TMA box of C: 64 rows of 32 FP32 (tc4's EPI_TMA epilogue)
 
 
@@ -105,15 +111,7 @@ def wgmma_desc(addr: int, lbo: int, sbo: int) -> int:
 def tile_order(tiles_m: int, tiles_n: int, group_m: int) -> list[tuple[int, int]]:
     """The (row, column) of each cluster tile in the order tc4's scheduler hands them out: grouped order, odd
     groups walking their columns right to left (the snake order)."""
-    order = []
-    for t in range(tiles_m * tiles_n):
-        group = group_m * tiles_n
-        first = (t // group) * group_m
-        rows = min(tiles_m - first, group_m)
-        r = t % group
-        tn = r // rows
-        order.append((first + r % rows, tiles_n - 1 - tn if (t // group) % 2 else tn))
-    return order
+    return tile_walk(tiles_m, tiles_n, group_m, snake=True)
 
 
 # ---- stream-K (tc6) --------------------------------------------------------------------------------------------
@@ -266,48 +264,65 @@ def wgmma_constraints(p: dict, specialized: bool, swap_ab: bool = False) -> list
 
 
 def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, prepass: bool | None = None,
-                  stream_k: bool = False, sk_fill: int = SK_FILL, sk_skip: int = SK_SKIP_FILL,
-                  sm_count: int = 132, whole=None, narrow: dict | None = None, block_scales: bool = False):
+                  stream_k: bool = False, sk_fill: int = SK_FILL, sk_skip: int = SK_SKIP_FILL, whole=None,
+                  narrow: dict | None = None, persistent: bool = False, group_m: int = 1, swap_ab: bool = False,
+                  epi_tma: bool = False, block_scales: bool = False):
     """A read once per cluster of CN·BN columns, B once per cluster of CM·BM rows (multicast shares an operand
     within a cluster), C written once; the TF32 transpose pre-pass (tc2-tc4: B read and Bᵀ written) on top. With
     ``stream_k``, each partial accumulator (4·BM·BN bytes) is written once and read once by its tile's owner, for
     the grid that a GPU of ``sm_count`` SMs gets; where no tile is split, ``whole`` (the base level's model).
     ``narrow``: the whole-tile parameters whose NARROW_BN choice (narrow_pays) the launch follows: the tiles are
     NARROW_BN wide there, and a stream-K level runs the base level (``whole``). ``block_scales`` (tc7): each tile
-    also reads its rows' A scales and one B scale per 128 of K."""
+    also reads its rows' A scales and one B scale per 128 of K.
+
+    Beneath the L2 traffic: each consumer warpgroup's wgmma reads its 64 rows of A and the tile's BN columns of B
+    from shared memory per k (with ``swap_ab``, all BM rows of A and its 64 columns of B), after TMA wrote each
+    CTA's A and B tiles there, and ``epi_tma`` stages C there once more on its way out. A ``persistent`` grid
+    walks its (cluster) tiles ``group_m`` rows at a time in the snake order, one wave per resident cluster; the
+    other levels launch a 2-D grid, row-major, as many CTAs at a time as the SMs hold."""
     prepass = precision == "tf32" if prepass is None else prepass
 
-    def model(problem: Problem) -> Traffic:
+    def model(problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
         m, n, k = problem.shape
         bn_ = bn
         if narrow is not None and narrow_pays(m, n, narrow, sm_count):
             if whole is not None:
-                return whole(problem)
+                return whole(problem, sm_count)
             bn_ = narrow["NARROW_BN"]
-        if stream_k and whole is not None:
-            tiles, kt = ceil_div(m, bm) * ceil_div(n, bn), ceil_div(k, bk(precision))
-            if stream_k_dp_tiles(tiles, stream_k_grid(tiles, kt, sm_count), sk_fill, sk_skip) == tiles:
-                return whole(problem)
-        e = problem.prec.input_bytes
-        read = e * (m * k * ceil_div(n, bn_ * cn) + k * n * ceil_div(m, bm * cm))
-        write = problem.prec.output_bytes * m * n
+        tiles, kt = ceil_div(m, bm) * ceil_div(n, bn), ceil_div(k, bk(precision))
+        grid = stream_k_grid(tiles, kt, sm_count) if stream_k else 0
+        if stream_k and whole is not None and stream_k_dp_tiles(tiles, grid, sk_fill, sk_skip) == tiles:
+            return whole(problem, sm_count)
+        wave = None  # a 2-D grid: as many CTAs at once as the SMs hold
+        if stream_k:
+            wave = grid
+        elif persistent:  # one wave of resident clusters, never more than the tiles
+            wave = max(1, min(ceil_div(m, bm * cm) * ceil_div(n, bn_ * cn), sm_count // (cm * cn)))
+        warp = (bm, 64) if swap_ab else (64, bn_)
+        t = tiled_traffic(problem, bm, bn_, warp=warp, group_m=group_m if wave else 1, snake=bool(wave),
+                          wave=wave, cluster=(cm, cn))
+        read, write, smem, walk = t.global_read, t.global_write, t.smem, t.walk
         basis = (f"A once per {bn_ * cn}-column {'cluster' if cn > 1 else 'tile'}, "
                  f"B once per {bm * cm}-row {'cluster' if cm > 1 else 'tile'}")
+        if epi_tma:
+            smem += 2 * problem.prec.output_bytes * walk.tiles_m * bm * cm * walk.tiles_n * bn_ * cn
+        extra = 0.0
         if prepass:
             read += 4 * k * n
             write += 4 * k * n
+            extra = 8 * k * n
             basis += ", plus the Bᵀ pre-pass (read B, write Bᵀ)"
         if stream_k:
-            tiles, kt = ceil_div(m, bm) * ceil_div(n, bn), ceil_div(k, bk(precision))
-            partials = stream_k_partials(tiles, stream_k_grid(tiles, kt, sm_count), kt, sk_fill, sk_skip)
+            partials = stream_k_partials(tiles, grid, kt, sk_fill, sk_skip)
             read += 4 * bm * bn * partials
             write += 4 * bm * bn * partials
+            walk = dataclasses.replace(walk, split_tail=tiles - stream_k_dp_tiles(tiles, grid, sk_fill, sk_skip))
             basis += f", plus {partials} stream-K partials written and read back ({sm_count} SMs)"
         if block_scales:
             kb, tiles_m, tiles_n = ceil_div(k, 128), ceil_div(m, bm), ceil_div(n, bn_)
             read += 4 * kb * (m * tiles_n + tiles_m * tiles_n)
             basis += ", plus each tile's A and B scales"
-        return Traffic(read, write, basis)
+        return Traffic(read, write, basis, l2_read=read, l2_write=write, smem=smem, walk=walk, prepass=extra)
 
     return model
 
@@ -322,6 +337,12 @@ class WgmmaKernel(CudaKernel):
     int32_indices: bool = False  # C offsets are 64-bit; M, N, K themselves must fit an int (checked below)
     # STREAM_K=1 (tc6): what runs where no tile is split, the base level's parameters, its clusters included
     whole_tiles: dict | None = None
+    TIMELINE_SLOTS: ClassVar[int] = TL_SLOTS
+
+    @property
+    def k_tile(self) -> int:
+        """K elements per k-tile: one 128-byte swizzle row of the operands."""
+        return bk(self.precision)
 
     @property
     def layouts(self) -> frozenset:
@@ -333,7 +354,8 @@ class WgmmaKernel(CudaKernel):
         return frozenset({ROW_MAJOR} if self.swap_ab else {ROW_MAJOR, Layout(b=COL)})
 
     def layout_refusal(self, layout: Layout) -> str:
-        """Why a layout this kernel neither reads nor gets by a row-major copy is refused."""
+        if not self.fp8:
+            return super().layout_refusal(layout)
         return (f"{self.name}: fp8 wgmma reads both operands K-major, so B must come as the transpose of an N×K "
                 "matrix (w.t(), as torch._scaled_mm takes it), not row-major K×N: transposing B on every call would "
                 "move as many bytes again as the product reads")
@@ -447,6 +469,18 @@ class WgmmaKernel(CudaKernel):
         if narrow_pays(problem.m, problem.n, p, sm_count):
             return dataclasses.replace(self, params={**p, "BN": p["NARROW_BN"], "NARROW_BN": 0})
         return self
+
+    def instrumented(self, problem: Problem, sm_count: int = 132) -> Instrumented | None:
+        """tc4_persistent.cu and tc7's source walking whole tiles stamp their cycles with TIMELINE=1 (the
+        configuration that runs ``problem``: tc4's tile width is chosen per problem)."""
+        runs = self.for_problem(problem, sm_count)
+        if runs.source not in TIMELINE_SOURCES or runs.params.get("STREAM_K", 0):
+            return None
+        import dataclasses
+
+        p = runs.params
+        ideal = p["BM"] * p["BN"] * bk(self.precision) / TENSOR_FMA_PER_SM_CLOCK[self.precision]
+        return Instrumented(dataclasses.replace(runs, params={**p, "TIMELINE": 1}), bk(self.precision), ideal)
 
     def configurations(self, formats: bool = False) -> list["WgmmaKernel"]:
         """Every binary this spec can launch whose memory accesses differ, each pinned (gemmlab verify --sanitize

@@ -1,29 +1,28 @@
-"""V10 register prefetch: the numba ladder's v10 in CUDA C++, then a larger thread tile.
+"""V10 register prefetch: the numba ladder's v10 in CUDA C++, with a larger thread tile chosen per shape.
 
 What changed against V9 (and V8): the tiles no longer flow global → shared by cp.async. Each iteration first
 issues the loads of tile t+1 into registers (LDG.128 on the read-only path: one instruction per quad of A and
 of B), then runs tile t's FFMAs from one of two shared stages, then stores the registers into the other stage
 (A transposed by four STS.32 into the BM+4-padded tile, B by one STS.128) and meets one barrier per tile. V8's
 A path moves A in 4-byte cp.async copies (four LDGSTS per quad, each its own L1 transaction); here a quad of A
-is one 128-bit load. Against numba's v10_register_prefetch (same algorithm: 128×128×8, 64×32 warps, 8×8 per lane,
-two blocks per SM) the tile it was written for is V9's winner, 256×128×16 with 64×64 warp tiles and 16×8 per
-lane at one 256-thread block per SM: 6 LDS.128 per 128 FFMA instead of 4 per 64, half the barriers per FFMA,
-and 25% less L2 → SM traffic per output. Rows that are not 16-byte aligned (K or N % 4 != 0, or an offset pointer) take
-the same template with four guarded 4-byte loads per quad, chosen by one uniform branch per launch; edge tiles
-are zero-filled by the loads' guards and C's stores are guarded (store_tile), so any M, N, K >= 1 is valid.
-Why: the numba kernel reached 0.87× cuBLAS with exactly this staging while V8/V9's cp.async ring stopped at
-0.74-0.83×; the ptxas loop of the 128×128×8 configuration is 583 instructions for 512 FFMA (87.8%), the
-256×128×16 one 2249 for 2048 (91.1%), and on Hopper every non-FFMA instruction costs an FFMA issue slot.
+is one 128-bit load.
+Why: in numba this staging beat the cp.async ring (docs/numba.md). The tile is V9's larger one, not numba's,
+because on Hopper every non-FFMA instruction costs an FFMA issue slot: ptxas's loop for numba's 128×128×8 with
+8×8 per lane (NUMBA_V8 below) is 583 instructions for 512 FFMA, for V9's 256×128×16 with 16×8 per lane 2249
+for 2048 (6 LDS.128 per 128 FFMA instead of 4 per 64, half the barriers per FFMA).
 Predicted gain: 1.05-1.15× V9 at 4096³ and 8192³ (about 0.9× cuBLAS FP32, at or above numba's v10); at
 2048×3072×4096 the 192 tiles fill 1.45 waves of 132 SMs, so there the smaller tiles `gemmlab tune` tries win.
 
-The tile is chosen per shape like V9's (``gemmlab tune --kernels cuda/v10_register_prefetch``, cached per GPU;
-TUNED below holds the H200 winners for when there is no cache). On the H200 the 8×16 mirror of V9's tile,
-128×256×16 with 64×64 warp tiles, wins at 4096³ and 8192³. The FFMA and LDS.128 counts are the same; the
-staging is cheaper: a thread moves 2 quads of the (half as tall) A tile and 4 of B per k tile, 8 STS.32 + 4
-STS.128, where 256×128 takes 4 and 2, 16 STS.32 + 2 STS.128.
-At 2048×3072×4096 the tile that fills the waves wins: 128×192 with 8×12 per lane makes 16 × 16 = 256 blocks,
-1.94 waves of 132 SMs at one block per SM, where 256×128 or 128×256 makes 192 (1.45 waves, the second half empty).
+The tile is tuned per shape like V9's (``gemmlab tune --kernels cuda/v10_register_prefetch``); TUNED holds the
+H200's choices for when there is no cache, and PARAMS, the fallback, its large-shape one: 128×256×16, the 8×16
+mirror of V9's tile, with the same FFMA and LDS.128 counts but half the transposing stores (per thread and k
+tile 8 STS.32 + 4 STS.128, against 16 + 2). At 2048×3072×4096, 128×192 with 8×12 per lane makes 256 blocks,
+1.94 waves of 132 SMs at one block per SM, where 256×128 or 128×256 makes 192 (1.45 waves).
+Edges: rows that are not 16-byte aligned (K or N % 4 != 0, or an offset pointer) take the same template with
+four guarded 4-byte loads per quad, chosen by one uniform branch per launch; edge tiles are zero-filled by the
+loads' guards and C's stores are guarded (store_tile), so any M, N, K >= 1 is valid.
+
+Measured: docs/fp32_ladder.md (with the configuration each shape ran), results/h200/fp32.json.
 """
 from gemmlab.kernels.cuda._kernel import CudaKernel
 from gemmlab.kernels.geometry import Geometry, ceil_div
@@ -89,4 +88,5 @@ TUNED: dict[str, dict[str, dict]] = {
 }
 SPECS = [make_spec("cuda/v10_register_prefetch", 10, "register prefetch into two shared stages, tile tuned per shape",
                    PARAMS, __doc__, cls=AutotunedKernel, family="cuda/v10_register_prefetch", tuned=TUNED,
-                   make=make_spec)]
+                   make=make_spec, unmodeled="issue slots: every non-FFMA instruction of the loop (shared loads, "
+                                            "staging stores, address arithmetic) takes an FFMA issue slot")]

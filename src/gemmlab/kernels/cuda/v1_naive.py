@@ -2,9 +2,11 @@
 
 Each thread reads a full row of A and column of B from global memory: 2MNK loads, 8MNK bytes in FP32, for
 2MNK FLOPs, an effective intensity of 0.25 FLOP/byte whatever the size (the seeds' analysis). That sits far
-left of the ridge point, so the model predicts a memory-bound kernel. L1 and L2 absorb most of those re-reads
-(warps of a block share rows of A and columns of B), which is why it runs faster than 0.25 × DRAM bandwidth;
-`gemmlab profile` shows by how much. Block 32×32 = 1024 threads, as in the seeds.
+left of the ridge point, so the model predicts a memory-bound kernel. The model counts requests, not DRAM
+bytes: L1 and L2 serve most of the re-reads (the warps of a block share rows of A and columns of B).
+Block 32×32 = 1024 threads, as in the seeds.
+
+Measured: docs/fp32_ladder.md (timings, counters), docs/seeds.md; results/h200/fp32.json.
 """
 from gemmlab.kernels.cuda._kernel import CudaKernel
 from gemmlab.kernels.geometry import Geometry, ceil_div
@@ -27,5 +29,6 @@ SPECS = [
         name="cuda/v1_naive", level=1, precision="fp32", title="naive: one thread per C element",
         source="v1_naive.cu", entry="v1_naive", params={"BX": 32, "BY": 32},
         geometry=_geometry, constraints=_constraints, traffic_model=naive_traffic, doc=__doc__,
+        unmodeled="latency: each FFMA waits on its own two loads, with no other work in the thread to overlap them",
     )
 ]

@@ -8,10 +8,12 @@ FFMA still needs two shared-memory loads, so shared-memory bandwidth, not DRAM, 
 
 The seeds' version stores when `row < M || col < N` and so writes past the end of C when M or N is not a
 multiple of 32; this one stores only when both hold, and stages zeros for out-of-range elements.
+
+Measured: docs/fp32_ladder.md (timings, counters), docs/seeds.md; results/h200/fp32.json.
 """
 from gemmlab.kernels.cuda._kernel import CudaKernel
 from gemmlab.kernels.geometry import Geometry, ceil_div
-from gemmlab.kernels.spec import tiled_traffic
+from gemmlab.kernels.spec import SM_COUNT, tiled_traffic
 
 
 def _geometry(problem, p):
@@ -34,6 +36,7 @@ SPECS = [
         name="cuda/v2_smem", level=2, precision="fp32", title="shared-memory tiling, 32×32 tiles",
         source="v2_smem.cu", entry="v2_smem", params={"TILE": 32},
         geometry=_geometry, constraints=_constraints,
-        traffic_model=lambda pr: tiled_traffic(pr, 32, 32), doc=__doc__,
+        traffic_model=lambda pr, sm_count=SM_COUNT: tiled_traffic(pr, 32, 32, warp=(1, 32)),
+        doc=__doc__, unmodeled="issue slots and barriers: two shared loads per FFMA, two barriers per 32-wide k tile",
     )
 ]

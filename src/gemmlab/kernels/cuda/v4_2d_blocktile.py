@@ -4,12 +4,14 @@ What changed against V3: the block tile grows to 128×128 (BK = 8, 256 threads) 
 8×8 accumulators. Per k it reads 8 values of A and 8 of B from shared memory for 64 FFMAs: 0.25 loads per FFMA
 instead of V3's 1.1. Global traffic halves again (intensity 32 FLOP/byte in the model).
 Why: V3 is still limited by shared-memory loads; a square register tile reuses each loaded value 8 times.
-Predicted gain: about 2× V3 (toward 25-30 TFLOPS at 4096³; a plain 128×128×8 tile reached 29.7 here).
+Predicted gain: about 2× V3 (toward 25-30 TFLOPS at 4096³).
 The loads are still scalar and A is stored row-major, so a thread's 8 reads of A at one k are 8 separate
 shared loads down a column: that is V5's target.
+
+Measured: docs/fp32_ladder.md, results/h200/fp32.json.
 """
 from gemmlab.kernels.cuda._kernel import CudaKernel
-from gemmlab.kernels.cuda._sgemm import block_tile_grid, scalar_staging_errors, traffic_of
+from gemmlab.kernels.cuda._sgemm import block_tile_grid, scalar_staging_errors, thread_tile_warp, traffic_of
 
 
 def _threads(p):
@@ -25,6 +27,9 @@ SPECS = [
     CudaKernel(
         name="cuda/v4_2d_blocktile", level=4, precision="fp32", title="2D block tiling: 8×8 register tile",
         source="v4_2d_blocktile.cu", entry="v4_2d_blocktile", params=PARAMS,
-        geometry=block_tile_grid(_threads), constraints=_constraints, traffic_model=traffic_of(PARAMS), doc=__doc__,
+        geometry=block_tile_grid(_threads), constraints=_constraints,
+        traffic_model=traffic_of(PARAMS, warp=thread_tile_warp(PARAMS, PARAMS["TM"], PARAMS["TN"])), doc=__doc__,
+        unmodeled="issue slots and occupancy: 16 scalar shared loads per 64 FFMA take FFMA issue slots, and its "
+                  "registers leave one CTA of 8 warps per SM to hide shared and global latency",
     )
 ]

@@ -9,9 +9,11 @@ Why: in V4 the shared-load instructions compete with FFMAs for issue slots (abou
 instructions per k); cutting them to 4 frees those slots.
 Predicted gain: 1.2-1.4× V4. The transposing stores conflict 2-way in shared memory and the 8-wide rows
 of B read by neighbouring lanes are 32 bytes apart (2-way conflicts too): V6 removes both.
+
+Measured: docs/fp32_ladder.md, results/h200/fp32.json.
 """
 from gemmlab.kernels.cuda._kernel import CudaKernel
-from gemmlab.kernels.cuda._sgemm import block_tile_grid, divides, staged_quads_errors, traffic_of
+from gemmlab.kernels.cuda._sgemm import block_tile_grid, divides, staged_quads_errors, thread_tile_warp, traffic_of
 
 
 def _threads(p):
@@ -30,6 +32,9 @@ SPECS = [
     CudaKernel(
         name="cuda/v5_vectorized", level=5, precision="fp32", title="128-bit loads, A transposed in shared memory",
         source="v5_vectorized.cu", entry="v5_vectorized", params=PARAMS,
-        geometry=block_tile_grid(_threads), constraints=_constraints, traffic_model=traffic_of(PARAMS), doc=__doc__,
+        geometry=block_tile_grid(_threads), constraints=_constraints,
+        traffic_model=traffic_of(PARAMS, warp=thread_tile_warp(PARAMS, 8, 8)), doc=__doc__,
+        unmodeled="bank conflicts and latency: 2-way conflicts on the transposing stores and on half of B's loads "
+                  "(V6's target); every warp waits on each k tile's global loads (load, barrier, compute, barrier)",
     )
 ]

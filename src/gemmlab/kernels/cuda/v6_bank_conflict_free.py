@@ -8,13 +8,13 @@ What changed against V5 (same tiles, same loads, a different layout):
   contiguous 8×8 block. Neighbouring lanes then read adjacent 16-byte quads of B (a quarter-warp reads 128
   contiguous bytes, one pass of the 32 banks) instead of quads 32 bytes apart (two passes).
 Why: a 2-way conflict doubles the shared-memory cycles of those accesses; V5 has them on both the staging
-stores and on half of the compute loop's loads. `ncu --metrics
-l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum`
-counts them for V5 and V6.
+stores and on half of the compute loop's loads.
 Predicted gain: 1.05-1.15× V5.
+
+Measured: docs/fp32_ladder.md (with V5's and V6's bank-conflict counters), results/h200/fp32.json.
 """
 from gemmlab.kernels.cuda._kernel import CudaKernel
-from gemmlab.kernels.cuda._sgemm import block_tile_grid, traffic_of
+from gemmlab.kernels.cuda._sgemm import block_tile_grid, thread_tile_warp, traffic_of
 from gemmlab.kernels.cuda.v5_vectorized import _constraints, _threads
 
 PARAMS = {"BM": 128, "BN": 128, "BK": 8}
@@ -23,6 +23,9 @@ SPECS = [
         name="cuda/v6_bank_conflict_free", level=6, precision="fp32",
         title="padded transposed A, 2×2 quads per thread: no bank conflicts",
         source="v6_bank_conflict_free.cu", entry="v6_bank_conflict_free", params=PARAMS,
-        geometry=block_tile_grid(_threads), constraints=_constraints, traffic_model=traffic_of(PARAMS), doc=__doc__,
+        geometry=block_tile_grid(_threads), constraints=_constraints,
+        traffic_model=traffic_of(PARAMS, warp=thread_tile_warp(PARAMS, 8, 8)), doc=__doc__,
+        unmodeled="latency: every warp waits on each k tile's global loads (load, barrier, compute, barrier), with "
+                  "two CTAs per SM to cover them (V8's target)",
     )
 ]

@@ -8,7 +8,9 @@ wavefronts for the same FFMAs, and the lanes of a quarter-warp still read contig
 Why: at 0.25 shared loads per FFMA, shared-memory bandwidth and the LSU pipe are the next limit; a squarer
 per-warp footprint is the standard remedy (CUTLASS's warp-level tiles).
 Predicted gain: 1.05-1.10× V6. The global → shared staging still stalls every thread twice per k tile
-(load, barrier, compute, barrier): V8's target.
+(load, barrier, compute, barrier): V8's target. V8 builds on this warp layout.
+
+Measured: docs/fp32_ladder.md, results/h200/fp32.json.
 """
 from gemmlab.kernels.cuda._kernel import CudaKernel
 from gemmlab.kernels.cuda._sgemm import block_tile_grid, divides, staged_quads_errors, traffic_of
@@ -36,5 +38,7 @@ SPECS = [
         name="cuda/v7_warptile", level=7, precision="fp32", title="warp tiling: 64×32 warp tiles, 8×8 per lane",
         source="v7_warptile.cu", entry="v7_warptile", params=PARAMS,
         geometry=block_tile_grid(_threads), constraints=_constraints, traffic_model=traffic_of(PARAMS), doc=__doc__,
+        unmodeled="latency: every warp waits on each k tile's global loads (load, barrier, compute, barrier), with "
+                  "two CTAs per SM to cover them (V8's target)",
     )
 ]

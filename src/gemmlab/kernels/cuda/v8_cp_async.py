@@ -11,6 +11,8 @@ The grid is 1D; GROUP_M > 1 walks GROUP_M block rows column by column (L2 reuse 
 Why: in V7 every warp of a block waits for global memory once per k tile, and with one or two blocks per SM
 there is little other work to hide it; the pipeline keeps STAGES - 1 tiles in flight.
 Predicted gain: 1.2-1.4× V7, toward 0.8× cuBLAS FP32.
+
+Measured: docs/fp32_ladder.md, results/h200/fp32.json.
 """
 from gemmlab.kernels.cuda._kernel import CudaKernel
 from gemmlab.kernels.geometry import Geometry, ceil_div
@@ -59,4 +61,6 @@ def make_spec(name: str, level: int, title: str, params: dict, doc: str, cls=Cud
 
 PARAMS = {"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "RM": 2, "RN": 2, "STAGES": 3, "GROUP_M": 1,
           "MIN_BLOCKS": 1, "KUNROLL": 8}
-SPECS = [make_spec("cuda/v8_cp_async", 8, "cp.async ring of 3 shared stages", PARAMS, __doc__)]
+SPECS = [make_spec("cuda/v8_cp_async", 8, "cp.async ring of 3 shared stages", PARAMS, __doc__,
+                   unmodeled="issue slots and occupancy: A arrives by 4-byte cp.async, four LDGSTS per quad, and "
+                             "its registers leave one CTA of 8 warps per SM")]

@@ -1,15 +1,17 @@
 """V9 autotuned: V8's kernel with its tile parameters chosen per shape by a measured search on the present GPU.
 
 What changed against V8: nothing in the kernel source. ``gemmlab tune`` (gemmlab.tune.tune) times every
-configuration of a small search space (block tile 64..256 × 64..256, BK 8 or 16, warp tiles 64×32 / 32×64 /
-64×64, 8×8, 8×16 or 16×8 per lane, 2-4 stages, plain or grouped block order, 1-4 blocks per SM) on each shape,
-drops those that spill or fail verification, and caches the fastest per GPU and shape. At build time this
-spec takes, in order: the cached choice for the shape (or the nearest cached shape), the choice measured on
-that GPU model when this level was written (TUNED below), and V8's configuration.
+configuration of a small search space (``SEARCH_SPACE`` in gemmlab/tune.py: block tiles 64..256 on a side, BK 8
+or 16, warp tiles from 32×32 to 64×64 with 4×8 to 16×8 per lane, 3 or 4 stages, plain or grouped block order,
+1-4 blocks per SM) on each shape, drops those that spill or fail verification, and caches the fastest per GPU and
+shape. At build time this spec takes, in order: the cached choice for the shape (or the nearest cached shape),
+the choice measured on that GPU model when this level was written (TUNED below), and V8's configuration.
 Why: the best tile depends on the shape (wave quantization over 132 SMs, L2 reuse, registers per lane); a
 larger per-lane tile (8×16) cuts shared loads per FFMA from 1/16 to 3/64, which matters because on Hopper every
 non-FFMA instruction takes an FFMA issue slot.
 Predicted gain: 1.1-1.2× V8 at the three bar shapes, toward 0.9× cuBLAS FP32.
+
+Measured: docs/fp32_ladder.md (with the configuration each shape ran), results/h200/fp32.json.
 """
 from __future__ import annotations
 
@@ -32,4 +34,5 @@ TUNED: dict[str, dict[str, dict]] = {
 
 
 SPECS = [make_spec("cuda/v9_autotuned", 9, "v8 with tile parameters tuned per shape", dict(V8_PARAMS), __doc__,
-                   cls=AutotunedKernel, family="cuda/v9_autotuned", tuned=TUNED, make=make_spec)]
+                   cls=AutotunedKernel, family="cuda/v9_autotuned", tuned=TUNED, make=make_spec,
+                   unmodeled="issue slots: V8's A path, four 4-byte LDGSTS per quad of A, at the tuned tile")]

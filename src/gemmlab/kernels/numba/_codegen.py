@@ -14,8 +14,11 @@ go to local memory; and Python has no float4. This module removes those costs at
   wraparound, no shape loads, and the ``.v4`` forms are single 16-byte instructions (``ld.global.nc.v4.f32``,
   ``ld.shared.v4.f32``) that numba's indexing cannot express. Shared accesses are cast to the shared address
   space so they compile to ``ld.shared``/``st.shared`` with immediate offsets instead of generic loads.
-* **Variants per problem.** 16-byte global accesses need K % 4 == 0 and N % 4 == 0; for other shapes the same
-  template is emitted with 4-byte global accesses (``build`` picks), so every M, N, K >= 1 stays valid.
+  ``cp4/cp16/cp_commit/cp_waitN`` emit cp.async as inline PTX, which numba lacks. ``gemm_source(...,
+  access="index")`` writes the same template with numba array indexing, as a baseline.
+* **Variants per problem.** 16-byte global accesses need K % 4 == 0, N % 4 == 0 and 16-byte aligned operands;
+  otherwise the same template, emitted with 4-byte global accesses, runs instead (``GeneratedKernel.variant``
+  picks per launch), so every M, N, K >= 1 stays valid.
 
 Under numba's CUDA simulator (CI without a GPU) the same generated source runs with the intrinsics replaced by
 plain Python element accesses on flattened NumPy views, so the tests execute the real kernel text.
@@ -32,7 +35,7 @@ from numba import config, cuda, float32
 from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.numba._kernel import NumbaKernel, numba_plan
 from gemmlab.kernels.plan import ROW_MAJOR
-from gemmlab.kernels.spec import tiled_traffic
+from gemmlab.kernels.spec import SM_COUNT, tiled_traffic
 from gemmlab.problem import Problem
 
 SIMULATED = bool(config.ENABLE_CUDASIM)
@@ -598,9 +601,10 @@ def tiled_geometry(problem: Problem, params: dict) -> Geometry:
     return Geometry((ceil_div(problem.n, params["BN"]), ceil_div(problem.m, params["BM"]), 1), (threads, 1, 1))
 
 
-def level(name: str, level: int, title: str, tiling: Tiling, doc: str, **jit_options) -> GeneratedKernel:
+def level(name: str, level: int, title: str, tiling: Tiling, doc: str, unmodeled: str = "",
+          **jit_options) -> GeneratedKernel:
     """The spec of one generated level: the kernel at ``tiling`` and, when it uses 16-byte global accesses,
-    its 4-byte twin for unaligned problems."""
+    its 4-byte twin for unaligned problems. ``unmodeled``: see KernelSpec."""
     errors = tiling.errors()
     if errors:
         from gemmlab.errors import InvalidConfigError
@@ -615,8 +619,9 @@ def level(name: str, level: int, title: str, tiling: Tiling, doc: str, **jit_opt
     params = {f: getattr(tiling, f) for f in tiling.__dataclass_fields__}
     return GeneratedKernel(
         name=f"numba/{name}", level=level, precision="fp32", title=title, kernel=kernel, scalar=scalar,
-        tiling=tiling, source=src, jit_options=jit_options, params=params, geometry=tiled_geometry,
-        traffic_model=lambda pr: tiled_traffic(pr, tiling.BM, tiling.BN), doc=doc,
+        tiling=tiling, source=src, jit_options=jit_options, params=params, geometry=tiled_geometry, unmodeled=unmodeled,
+        traffic_model=lambda pr, sm_count=SM_COUNT: tiled_traffic(pr, tiling.BM, tiling.BN,
+                                                                  warp=(tiling.WM, tiling.WN)), doc=doc,
     )
 
 

@@ -3,6 +3,8 @@
 Same algorithm and model as cuda/v1_naive (8MNK bytes of global loads, 0.25 FLOP/byte). Written the
 plain numba way (2D arrays, cuda.grid), so its generated code carries numba's costs: 64-bit index math and
 array-shape loads around each access. Those are what the faster numba levels remove.
+
+Measured: docs/numba.md, results/h200/fp32.json.
 """
 from numba import cuda, float32
 
@@ -29,5 +31,7 @@ SPECS = [
         kernel=v1_naive, params={"BX": BX, "BY": BY},
         geometry=lambda pr, p: Geometry((ceil_div(pr.n, p["BX"]), ceil_div(pr.m, p["BY"]), 1), (p["BX"], p["BY"], 1)),
         traffic_model=naive_traffic, doc=__doc__,
+        unmodeled="issue slots: numba's array indexing puts 64-bit index arithmetic, wraparound selects and shape "
+                  "loads around each of the two loads per FFMA",
     )
 ]

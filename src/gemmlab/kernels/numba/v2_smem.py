@@ -3,12 +3,14 @@
 Same algorithm and model as cuda/v2_smem: 32×32 tiles of A and B staged in cuda.shared.array, each value
 reused 32 times, modeled intensity 8 FLOP/byte. Out-of-range elements are staged as zeros; C is written
 only where both row < M and col < N.
+
+Measured: docs/numba.md, results/h200/fp32.json.
 """
 from numba import cuda, float32
 
 from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.numba._kernel import NumbaKernel
-from gemmlab.kernels.spec import tiled_traffic
+from gemmlab.kernels.spec import SM_COUNT, tiled_traffic
 
 TILE = 32
 
@@ -37,6 +39,8 @@ SPECS = [
         name="numba/v2_smem", level=2, precision="fp32", title="shared-memory tiling, 32×32 tiles",
         kernel=v2_smem, params={"TILE": TILE},
         geometry=lambda pr, p: Geometry((ceil_div(pr.n, p["TILE"]), ceil_div(pr.m, p["TILE"]), 1), (p["TILE"], p["TILE"], 1)),
-        traffic_model=lambda pr: tiled_traffic(pr, TILE, TILE), doc=__doc__,
+        traffic_model=lambda pr, sm_count=SM_COUNT: tiled_traffic(pr, TILE, TILE, warp=(1, TILE)),
+        doc=__doc__, unmodeled="issue slots and barriers: two shared loads per FFMA through numba's array indexing, "
+                               "two barriers per 32-wide k tile",
     )
 ]

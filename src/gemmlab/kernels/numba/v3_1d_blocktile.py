@@ -10,12 +10,14 @@ accumulators as scalar locals and the BK and TM loops unrolled in the source, an
 flat-offset load or store intrinsic, not numba array indexing (no wraparound selects, no shape loads, no
 64-bit index math in the inner loop). Global accesses are 4 bytes wide, as in the CUDA C twin.
 
-Predicted gain: about 2-3× over v2's 7.3 TFLOPS at 4096³ (siboehm's ladder gained 2.8× at this step on A100),
-so 15-20 TFLOPS. Measured (results/h200/fp32.json, 4096³, cold L2): 17.1 TFLOPS, 2.3× v2; the CUDA C twin 16.0.
+Predicted gain: about 2-3× v2 at 4096³ (siboehm's ladder gained 2.8× at this step on A100), 15-20 TFLOPS.
+
+Measured: docs/numba.md, results/h200/fp32.json.
 """
 from gemmlab.kernels.numba._codegen import Tiling, level
 
 # 64×64 block tile, BK=8; a warp is one row of 32 threads (WM=TM=8 rows, WN=32 columns), 16 warps.
 TILING = Tiling(BM=64, BN=64, BK=8, WM=8, WN=32, WMITER=1, WNITER=1, TM=8, TN=1)
 
-SPECS = [level("v3_1d_blocktile", 3, "1D block tiling: 64×64×8 tile, 8 results per thread", TILING, __doc__)]
+SPECS = [level("v3_1d_blocktile", 3, "1D block tiling: 64×64×8 tile, 8 results per thread", TILING, __doc__,
+               unmodeled="issue slots: nine shared loads for every eight FFMA")]

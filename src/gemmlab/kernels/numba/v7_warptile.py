@@ -8,13 +8,15 @@ warp tile, split into WMITER×WNITER = 2×2 sub-tiles of 32×16; a lane holds 4�
 all, as before), so a warp's 16-byte shared loads read 128 (A) and 64 (B) contiguous bytes, one wavefront
 each; the transposed A tile's rows are padded by 4 floats so the transposing stores hit distinct banks.
 
-Predicted gain: about 10% over v5, from relieving the shared-memory pipe. Measured (results/h200/fp32.json, 4096³, cold L2): 34.8
-TFLOPS, 1.04× v5 (short of the prediction: the global-load stall per tile, not the shared pipe, is what is
-left), 0.68× cuBLAS FP32; the CUDA C twin 30.8.
+Predicted gain: about 10% over v5, from relieving the shared-memory pipe.
+
+Measured: docs/numba.md (with why it fell short of the prediction), results/h200/fp32.json.
 """
 from gemmlab.kernels.numba._codegen import Tiling, level
 
 TILING = Tiling(BM=128, BN=128, BK=8, WM=64, WN=32, WMITER=2, WNITER=2, TM=4, TN=4, VEC=4, SVEC=True, APAD=4)
 
 SPECS = [level("v7_warptile", 7, "warp tiling: 64×32 warp tiles, 2×2 sub-tiles of 4×4 per lane", TILING,
-               __doc__, launch_bounds=(256, 2))]
+               __doc__, launch_bounds=(256, 2),
+               unmodeled="latency: each k tile's global loads are waited for before its FFMAs (load, barrier, compute, "
+                         "barrier)")]

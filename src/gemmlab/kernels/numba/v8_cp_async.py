@@ -9,15 +9,17 @@ otherwise). Edges are zero-filled through the copies' src-size operand, so ragge
 
 How, in numba: numba has no cp.async. ``cp4``/``cp16``/``cp_commit``/``cp_waitN`` in numba/_codegen.py are
 numba intrinsics that emit the PTX instruction as inline assembly (``cp.async.ca.shared.global [dst], [src],
-4, src_size``), with the shared destination cast to the shared window; ptxas turns them into LDGSTS.
+4, src_size``), with the shared destination cast to the shared window; ptxas turns them into LDGSTS. The
+transposing copies of A cost 4 LDGSTS per thread per tile with 64-bit address selects around each (the loop is
+512 FFMA in 675 instructions), and the kernel spills 12 bytes at 128 registers; v10_register_prefetch stages
+through registers instead.
 
 Why: in v7 every warp of a block waits for global memory once per k tile, and with two blocks per SM there is
 little other work to hide it; the ring keeps two tiles in flight.
 
-Predicted gain: 1.1-1.3× v7. Measured (results/h200/fp32.json, 4096³, cold L2): 34.1 TFLOPS, 0.98× v7,
-0.67× cuBLAS FP32 (0.70× at 2048×3072×4096); the CUDA C twin 38.1. The 4-byte A copies cost 4 LDGSTS per thread per tile with 64-bit
-address selects around each (the loop is 512 FFMA in 675 instructions) and 12 bytes spill at 128 registers;
-v10_register_prefetch, the register route, reached 44.7.
+Predicted gain: 1.1-1.3× v7.
+
+Measured: docs/numba.md, results/h200/fp32.json.
 """
 from gemmlab.kernels.numba._codegen import Tiling, level
 
@@ -25,4 +27,6 @@ TILING = Tiling(BM=128, BN=128, BK=8, WM=64, WN=32, WMITER=2, WNITER=2, TM=4, TN
                 STAGES=3, ASYNC=True)
 
 SPECS = [level("v8_cp_async", 8, "v7 with a 3-stage cp.async ring: two k tiles in flight, one barrier per tile",
-               TILING, __doc__, launch_bounds=(256, 2))]
+               TILING, __doc__, launch_bounds=(256, 2),
+               unmodeled="issue slots: A arrives by 4-byte cp.async with 64-bit address selects, 512 FFMA among 675 "
+                         "instructions, and 12 bytes spill")]

@@ -1,18 +1,19 @@
-"""cuBLAS through CuPy, the peer every GPU kernel is measured against at its own precision.
+"""cuBLAS, the peer every GPU kernel is measured against at its own precision: one cublasGemmEx call on CuPy's
+handle and the caller's stream (peers/_cublas.py), the compute type pinned per precision.
 
-- fp32: cupy.matmul with CuPy's TF32 switch off, so cuBLAS runs FP32 FFMA kernels (SGEMM).
-- tf32: CUPY_TF32=1 semantics (compute type CUBLAS_COMPUTE_32F_FAST_TF32), FP32 in and out.
-- bf16: BF16 inputs, FP32 output, FP32 accumulation (cublasGemmEx with CUBLAS_COMPUTE_32F).
+- fp32: FP32 in and out, CUBLAS_COMPUTE_32F_PEDANTIC, so no tensor cores: cuBLAS runs FP32 FFMA kernels (SGEMM).
+- tf32: FP32 in and out, CUBLAS_COMPUTE_32F_FAST_TF32 (TF32 tensor cores).
+- bf16: BF16 inputs, FP32 output, FP32 accumulation (CUBLAS_COMPUTE_32F).
 
-CuPy decides TF32 through its ``_tf32`` flag read at call time; the peer sets it around each call so the two
-FP32-input peers never leak into each other.
+Measured: results/h200/fp32.json, results/h200/tensor_cores.json (docs/fp32_ladder.md, docs/tensor_cores.md).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gemmlab.kernels.geometry import ceil_div
 from gemmlab.kernels.plan import ROW_MAJOR, Plan
-from gemmlab.kernels.spec import GPU, KernelSpec, compulsory_traffic
+from gemmlab.kernels.spec import GPU, SM_COUNT, KernelSpec, Traffic, tiled_traffic
 from gemmlab.problem import Problem
 
 
@@ -37,11 +38,29 @@ class CublasPlan(Plan):
         gemm_ptr(a, b, c, *self.problem.shape, self.spec.precision, stream)
 
 
+# cuBLAS picks its kernel per shape and says nothing of its tiles; the models take the tiles named by the kernels
+# Nsight Compute saw at 4096³ (results/h200/*.json, "profile"): FP32 256x128 in a 2-D grid, one CTA per SM; TF32
+# 128x256 and BF16 256x128 in a persistent grid whose 2-CTA clusters (the BF16 kernel's "1x2") share one operand,
+# walked like tc4 without its snake.
+def _sgemm_traffic(problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
+    return tiled_traffic(problem, 256, 128, wave=sm_count, quantized=False)
+
+
+def _persistent_traffic(bm: int, bn: int, cluster: tuple[int, int]):
+    def model(problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
+        cm, cn = cluster
+        tiles = ceil_div(problem.m, bm * cm) * ceil_div(problem.n, bn * cn)
+        return tiled_traffic(problem, bm, bn, group_m=8, wave=max(1, min(tiles, sm_count // (cm * cn))),
+                             cluster=cluster, quantized=False)
+
+    return model
+
+
 SPECS = [
     CublasPeer(name="peers/cublas_fp32", level=None, precision="fp32", title="cuBLAS SGEMM (TF32 off)",
-               traffic_model=compulsory_traffic, doc=__doc__),
+               traffic_model=_sgemm_traffic, doc=__doc__),
     CublasPeer(name="peers/cublas_tf32", level=None, precision="tf32", title="cuBLAS with TF32 tensor cores",
-               traffic_model=compulsory_traffic, doc=__doc__),
+               traffic_model=_persistent_traffic(128, 256, (2, 1)), doc=__doc__),
     CublasPeer(name="peers/cublas_bf16", level=None, precision="bf16", title="cuBLAS BF16 in, FP32 accumulate",
-               traffic_model=compulsory_traffic, doc=__doc__),
+               traffic_model=_persistent_traffic(256, 128, (1, 2)), doc=__doc__),
 ]

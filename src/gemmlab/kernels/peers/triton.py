@@ -2,22 +2,25 @@
 
 The kernel is the one in Triton's matrix-multiplication tutorial: each program computes a BLOCK_M×BLOCK_N tile
 of C, walking K in BLOCK_K steps with ``tl.dot``, and programs are ordered in groups of GROUP_M tile rows so
-neighbouring programs share panels of A and B in L2. Triton picks the software pipeline depth and the
-instructions (FFMA for FP32 IEEE, wgmma for BF16 on Hopper); ``triton.autotune`` times a few tile shapes per
+neighbouring programs share panels of A and B in L2. Triton picks the instructions (FFMA for FP32 IEEE, wgmma
+for BF16 on Hopper); ``triton.autotune`` times the (tile, warps, stages) configurations in ``_SHAPES`` per
 (M, N, K) on first use and keeps the fastest.
 
 - fp32: ``input_precision="ieee"``, so the product is a true FP32 FFMA matmul and its peer is cuBLAS FP32.
 - bf16: BF16 operands, FP32 accumulation and FP32 output, like the cuBLAS BF16 peer.
 
-Masks on every load and store make any M, N, K valid. Registered only where Triton and PyTorch import (Triton
-launches on PyTorch's current stream; the launcher wraps CuPy's current stream so the harness's events see it).
+Any M, N, K is valid: K is masked on every load, rows and columns past the edge read wrapped addresses, and
+stores are masked. Registered only where Triton and PyTorch import (Triton launches on a PyTorch stream; the
+launcher wraps the caller's stream so the harness's events see it).
+
+Measured: results/h200/fp32.json, results/h200/tensor_cores.json (docs/fp32_ladder.md, docs/tensor_cores.md).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from gemmlab.kernels.plan import ROW_MAJOR, Plan
-from gemmlab.kernels.spec import GPU, KernelSpec, tiled_traffic
+from gemmlab.kernels.spec import GPU, SM_COUNT, KernelSpec, tiled_traffic
 from gemmlab.problem import Problem
 
 try:
@@ -28,15 +31,18 @@ except Exception:  # Triton is optional: no peer, no import error
     triton = None
 
 
+# (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages) the autotuner tries. FP32 IEEE runs on the FMA pipe: tiles stay at
+# 128 and BK small so the accumulators and the staged tiles fit in registers and shared memory. BF16 runs on tensor
+# cores: the tutorial's Hopper tiles, BK=64.
+_SHAPES = {
+    True: [(128, 128, 32, 8, 3), (128, 64, 32, 4, 4), (64, 128, 32, 4, 4), (128, 128, 16, 8, 4)],
+    False: [(128, 256, 64, 8, 3), (128, 128, 64, 8, 4), (128, 128, 64, 4, 4), (64, 128, 64, 4, 4)],
+}
+
+
 def _configs(fp32: bool):
-    # FP32 IEEE runs on the FMA pipe: tiles stay at 128 and BK small so the accumulators and the staged tiles
-    # fit in registers and shared memory. BF16 runs on tensor cores: the tutorial's Hopper tiles, BK=64.
-    if fp32:
-        shapes = [(128, 128, 32, 8, 3), (128, 64, 32, 4, 4), (64, 128, 32, 4, 4), (128, 128, 16, 8, 4)]
-    else:
-        shapes = [(128, 256, 64, 8, 3), (128, 128, 64, 8, 4), (128, 128, 64, 4, 4), (64, 128, 64, 4, 4)]
     return [triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8}, num_warps=w, num_stages=s)
-            for bm, bn, bk, w, s in shapes]
+            for bm, bn, bk, w, s in _SHAPES[fp32]]
 
 
 if triton is not None:
@@ -132,14 +138,20 @@ class TritonPeer(KernelSpec):
         return TritonPlan(self, problem, layout, steps=["Triton's autotuned tiled matmul (tutorial kernel)"])
 
 
-def _traffic(problem: Problem):
-    # the autotuner's choice is unknown before the run; the model assumes the 128×128 tile most configs use
-    return tiled_traffic(problem, 128, 128)
+def _traffic(fp32: bool):
+    # the autotuner's choice is unknown before the run: the model takes the config that moves the fewest bytes
+    # (the largest tile), so the roof it sets holds whichever the autotuner picks
+    bm, bn = max((shape[:2] for shape in _SHAPES[fp32]), key=lambda t: t[0] * t[1])
+
+    def model(problem: Problem, sm_count: int = SM_COUNT):
+        return tiled_traffic(problem, bm, bn, group_m=8, quantized=False)
+
+    return model
 
 
 SPECS = [] if triton is None else [
     TritonPeer(name="peers/triton_fp32", level=None, precision="fp32", title="Triton tiled matmul, FP32 IEEE (FFMA)",
-               traffic_model=_traffic, doc=__doc__),
+               traffic_model=_traffic(fp32=True), doc=__doc__),
     TritonPeer(name="peers/triton_bf16", level=None, precision="bf16", title="Triton tiled matmul, BF16 in, FP32 out",
-               traffic_model=_traffic, doc=__doc__),
+               traffic_model=_traffic(fp32=False), doc=__doc__),
 ]

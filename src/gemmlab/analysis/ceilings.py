@@ -1,0 +1,97 @@
+"""The roofs of each memory level and of each precision's arithmetic, for the GPU a record ran on.
+
+Where a ceilings JSON measured on that GPU is given (``gemmlab roofline --measure --json``), its figures are the
+roofs; every figure it lacks, and every figure of a GPU never measured, comes from the datasheet, and the record
+says which (``source``). Bandwidths are bytes per second; the SM-side roofs (shared memory, arithmetic) are per SM
+and clock, so a record's own clock scales them: a kernel timed at 1500 MHz is held to the roofs of 1500 MHz.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from gemmlab.errors import GemmlabError
+
+# the figures a ceilings JSON may carry, and the level each one roofs
+LEVEL_KEYS = {"dram": "dram_gbs", "l2": "l2_gbs", "smem": "smem_bytes_per_clk"}
+
+
+class CeilingsError(GemmlabError):
+    """A ceilings file that cannot be read or is for another GPU."""
+
+
+@dataclass(frozen=True)
+class Ceilings:
+    gpu: str
+    sm_count: int
+    max_clock_mhz: float
+    l2_bytes: int
+    dram_gbs: float  # DRAM read + write bandwidth
+    l2_gbs: float  # L2 -> SM read bandwidth
+    smem_bytes_per_clk: float  # per SM: the L1 / shared-memory data path
+    flop_per_clk: dict  # per SM, per precision
+    seed_tflops: dict  # the datasheet's dense peaks: the seeds' compute roof
+    source: dict = field(default_factory=dict)  # level or precision -> "datasheet", "assumed" or "measured"
+    origin: str = "datasheet"  # where the measured figures come from (a file and when it was measured)
+
+    def compute_tflops(self, precision: str, clock_mhz: float | None = None) -> float:
+        clock = clock_mhz or self.max_clock_mhz
+        return self.sm_count * self.flop_per_clk[precision] * clock * 1e6 / 1e12
+
+    def smem_gbs(self, clock_mhz: float | None = None) -> float:
+        return self.sm_count * self.smem_bytes_per_clk * (clock_mhz or self.max_clock_mhz) * 1e6 / 1e9
+
+    def describe(self) -> str:
+        """One line: each roof and where it comes from."""
+        parts = [f"DRAM {self.dram_gbs:,.0f} GB/s ({self.source.get('dram')})",
+                 f"L2 {self.l2_gbs:,.0f} GB/s ({self.source.get('l2')})",
+                 f"shared memory {self.smem_bytes_per_clk:.0f} B/clk/SM ({self.source.get('smem')})"]
+        parts += [f"{p.upper()} {v:g} FLOP/clk/SM ({self.source.get(p)})" for p, v in self.flop_per_clk.items()]
+        return f"{self.gpu}: " + ", ".join(parts) + (f"; measured: {self.origin}" if self.origin != "datasheet" else "")
+
+    def as_dict(self) -> dict:
+        return {"gpu": self.gpu, "sm_count": self.sm_count, "max_clock_mhz": self.max_clock_mhz,
+                "l2_bytes": self.l2_bytes, "dram_gbs": self.dram_gbs, "l2_gbs": self.l2_gbs,
+                "smem_bytes_per_clk": self.smem_bytes_per_clk, "flop_per_clk": dict(self.flop_per_clk),
+                "seed_tflops": dict(self.seed_tflops), "source": dict(self.source), "origin": self.origin}
+
+
+def datasheet(dev) -> Ceilings:
+    """The roofs of a DeviceSpec from its datasheet figures (the L2's is an assumption: see DeviceSpec)."""
+    source = {"dram": "datasheet", "l2": "assumed", "smem": "datasheet", **{p: "datasheet" for p in dev.flop_per_clk}}
+    return Ceilings(dev.name, dev.sm_count, dev.max_clock_mhz, dev.l2_bytes, dev.dram_gbs,
+                    dev.l2_bytes_per_clk * dev.max_clock_mhz * 1e6 / 1e9, dev.smem_bytes_per_clk,
+                    dict(dev.flop_per_clk), dict(dev.tflops), source)
+
+
+def with_measured(base: Ceilings, measured: dict, origin: str) -> Ceilings:
+    """``base`` with every figure ``measured`` carries (the keys of a ceilings JSON) in its place."""
+    source, values = dict(base.source), {}
+    for level, key in LEVEL_KEYS.items():
+        if measured.get(key):
+            values[key] = float(measured[key])
+            source[level] = "measured"
+    flops = dict(base.flop_per_clk)
+    for p, v in (measured.get("flop_per_clk") or {}).items():
+        if v:
+            flops[p] = float(v)
+            source[p] = "measured"
+    for key in ("sm_count", "max_clock_mhz", "l2_bytes"):
+        if measured.get(key):
+            values[key] = type(getattr(base, key))(measured[key])
+    return replace(base, **values, flop_per_clk=flops, source=source, origin=origin)
+
+
+def load(path: str | os.PathLike, base: Ceilings) -> Ceilings:
+    """``base`` (the datasheet of the GPU the records ran on) with the figures of the ceilings JSON at ``path``."""
+    try:
+        measured = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise CeilingsError(f"cannot read ceilings {path}: {exc}") from None
+    gpu = measured.get("gpu")
+    if gpu and base.gpu and gpu.replace("NVIDIA ", "") not in base.gpu and base.gpu not in gpu:
+        raise CeilingsError(f"{path} holds ceilings measured on {gpu}, the records ran on {base.gpu}")
+    when = measured.get("time") or "undated"
+    return with_measured(base, measured, f"{path} ({when}, git {measured.get('git_sha') or '?'})")

@@ -1,0 +1,116 @@
+"""Saved records against the model: recompute a record's ``model`` from what it says ran (kernel, shape, parameters,
+clock) under a set of ceilings, and check that no measurement passes its own roof.
+
+Only ``model`` is rewritten; every measured field (times, clocks, errors, counters) is left as it was. A record
+whose kernel is not registered here (an optional peer whose library is missing, a renamed level) keeps its model,
+and the summary says so.
+"""
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass
+
+from gemmlab.analysis.ceilings import Ceilings
+from gemmlab.analysis.roofline import model
+from gemmlab.errors import GemmlabError
+from gemmlab.problem import Problem
+
+RATIO_NAMED = 1.5  # measured time past this many predicted times: the spec names what the model leaves out
+
+
+def resources_of(rec: dict) -> dict:
+    """What a record knows of the kernel's resources: ptxas's registers and static shared memory (CUDA kernels),
+    else the launch counters ncu read (every profiled kernel)."""
+    prof = rec.get("profile") if isinstance(rec.get("profile"), dict) else {}
+    out = {"registers": rec.get("registers") or prof.get("registers_per_thread"),
+           "smem_static": rec.get("smem_static") or prof.get("smem_static_bytes"),
+           "smem_dynamic": prof.get("smem_dynamic_bytes"), "threads": prof.get("block_size")}
+    return {k: int(v) for k, v in out.items() if v}
+
+
+def clock_of(rec: dict) -> float | None:
+    clock = rec.get("clock") if isinstance(rec.get("clock"), dict) else {}
+    return clock.get("median_mhz") or None
+
+
+def remodel_record(rec: dict, ceilings: Ceilings, resources: dict | None = None) -> dict:
+    """The record's model recomputed; raises GemmlabError when its kernel is not registered here."""
+    from gemmlab.kernels.registry import get_kernel
+
+    spec = get_kernel(rec["kernel"])
+    problem = Problem(int(rec["m"]), int(rec["n"]), int(rec["k"]), rec.get("precision") or spec.precision)
+    params = rec.get("params") if rec.get("params") else None
+    return model(spec, problem, ceilings, clock_of(rec), resources or resources_of(rec), params).as_dict()
+
+
+def _binary(rec: dict) -> tuple:
+    return rec["kernel"], json.dumps(rec.get("params") or {}, sort_keys=True)
+
+
+def _kernel_resources(records: list[dict]) -> dict:
+    """Per binary (kernel and parameters), the resources any of its records knows: a binary's registers do not
+    depend on the shape, and only the profiled shape has ncu's counters for kernels that ptxas does not report on
+    (numba, peers)."""
+    known: dict = {}
+    for rec in records:
+        for key, value in resources_of(rec).items():
+            known.setdefault(_binary(rec), {}).setdefault(key, value)
+    return known
+
+
+def remodel_results(results: dict, ceilings: Ceilings, note: str) -> tuple[dict, list[str]]:
+    """A copy of ``results`` with every record's model recomputed, env noting the remodel; and the kernels left
+    as they were, with why."""
+    out = copy.deepcopy(results)
+    shared = _kernel_resources(out.get("records", []))
+    skipped = []
+    for rec in out.get("records", []):
+        if rec.get("backend") == "cpu" and not rec.get("model"):
+            continue
+        try:
+            rec["model"] = remodel_record(rec, ceilings, {**shared.get(_binary(rec), {}), **resources_of(rec)})
+        except GemmlabError as exc:
+            skipped.append(f"{rec['kernel']} {rec['m']}x{rec['n']}x{rec['k']}: {exc}")
+    env = out.setdefault("env", {})
+    env["remodel"] = env.get("remodel", []) + [{"command": note, "ceilings": ceilings.as_dict(),
+                                                 "skipped": skipped}]
+    return out, skipped
+
+
+@dataclass(frozen=True)
+class Check:
+    """One verified GPU record against its own prediction."""
+
+    kernel: str
+    shape: str
+    measured_tflops: float
+    predicted_tflops: float
+    bound: str
+    clock_mhz: float | None
+    unmodeled: str
+
+    @property
+    def above(self) -> bool:
+        return self.measured_tflops > self.predicted_tflops
+
+    @property
+    def ratio(self) -> float:
+        """Measured time over predicted time: 1 at the roof, above 1 below it."""
+        return self.predicted_tflops / self.measured_tflops
+
+
+def check_records(results: dict) -> list[Check]:
+    """Every verified, timed GPU record with a hierarchical model, measured against its own predicted TFLOPS."""
+    rows = []
+    for rec in results.get("records", []):
+        m = rec.get("model") or {}
+        if rec.get("backend") == "cpu" or not rec.get("verified") or not rec.get("median_ms"):
+            continue
+        if "levels" not in m:  # a record of the seeds' model alone: its ceiling is the seeds' prediction
+            m = {"predicted_tflops": m.get("predicted_tflops"), "bound": f"seeds' {m.get('bound')}"}
+        if m.get("predicted_tflops") is None:
+            continue
+        rows.append(Check(rec["kernel"], f"{rec['m']}x{rec['n']}x{rec['k']}", float(rec["tflops"]),
+                          float(m["predicted_tflops"]), str(m.get("bound")), clock_of(rec), m.get("unmodeled", "")))
+    return rows

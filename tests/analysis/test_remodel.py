@@ -1,0 +1,108 @@
+"""Recomputing saved records' models, and checking them against their own roofs: only ``model`` changes."""
+import copy
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gemmlab.analysis.ceilings import CeilingsError, load
+from gemmlab.analysis.remodel import check_records, remodel_results, resources_of
+from gemmlab.analysis.roofline import DEVICES, ceilings_for
+
+SAMPLE = Path(__file__).parent / "data" / "remodel_sample.json"
+CEILINGS = {"gpu": "NVIDIA H200", "dram_gbs": 4000.0, "l2_gbs": 9000.0, "smem_bytes_per_clk": 120.0,
+            "flop_per_clk": {"fp32": 250.0, "tf32": 2040.0, "bf16": 4080.0}, "time": "2026-12-02T00:00:00+00:00",
+            "git_sha": "abc1234"}
+
+
+@pytest.fixture()
+def sample():
+    return json.loads(SAMPLE.read_text())
+
+
+def _without_model(results):
+    out = copy.deepcopy(results)
+    for rec in out["records"]:
+        rec.pop("model", None)
+    out["env"].pop("remodel", None)
+    return out
+
+
+def test_remodel_changes_only_the_models(sample, tmp_path):
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(CEILINGS))
+    roofs = load(path, ceilings_for(DEVICES["h200"]))
+    out, skipped = remodel_results(sample, roofs, "gemmlab roofline --remodel x.json")
+    assert _without_model(out) == _without_model(sample)  # every measured field as it was
+    assert out["env"]["remodel"][-1]["ceilings"]["l2_gbs"] == 9000.0
+    assert [line.split(":")[0] for line in skipped] == ["cuda/v99_retired 4096x4096x4096"]
+    retired = next(r for r in out["records"] if r["kernel"] == "cuda/v99_retired")
+    assert retired["model"] == next(r for r in sample["records"] if r["kernel"] == "cuda/v99_retired")["model"]
+    tc5 = next(r for r in out["records"] if r["kernel"] == "cuda/tc5_swap_ab_tf32")
+    m = tc5["model"]
+    # the seeds' keys are still there, beside the levels
+    assert m["modeled_read_bytes"] == 4 * (4096 * 4096 * 32 + 4096 * 4096 * 16)
+    assert m["levels"]["l2"]["gbs"] == 9000.0 and m["levels"]["l2"]["source"] == "measured"
+    assert m["clock_mhz"] == tc5["clock"]["median_mhz"]
+    assert m["levels"]["compute"]["flop_per_clk"] == 2040.0
+    assert m["predicted_tflops"] == pytest.approx(m["flops"] / (m["predicted_ms"] * 1e-3) / 1e12)
+
+
+def test_remodel_takes_a_tuned_level_s_own_tile_and_resources_across_shapes(sample):
+    out, _ = remodel_results(sample, ceilings_for(DEVICES["h200"]), "x")
+    v10 = {r["m"]: r for r in out["records"] if r["kernel"] == "cuda/v10_register_prefetch" and r.get("tflops")}
+    # the seed shape ran 128x192 tiles: 16 x 16 of them, A read 16 times, B 16 times
+    assert v10[2048]["params"]["BN"] == 192
+    assert v10[2048]["model"]["modeled_read_bytes"] == 4 * (2048 * 4096 * 16 + 4096 * 3072 * 16)
+    assert v10[4096]["model"]["modeled_read_bytes"] == 4 * (4096 * 4096 * 16 + 4096 * 4096 * 32)
+    # numba's registers come from ncu at 4096³ only; the 8192³ record of the same binary uses them too
+    numba = {r["m"]: r for r in out["records"] if r["kernel"] == "numba/v4_2d_blocktile"}
+    assert resources_of(numba[4096])["registers"] == 128 and "registers" not in resources_of(numba[8192])
+    assert numba[8192]["model"]["wave"] == numba[4096]["model"]["wave"] == 264
+
+
+def test_check_finds_records_above_their_ceiling(sample):
+    # under the seeds' model (the committed records' own) four of them run faster than their ceiling
+    assert [c.kernel for c in check_records(sample) if c.above] == [
+        "cuda/v1_naive", "cuda/tc5_swap_ab_tf32", "cuda/tc4_persistent_bf16", "cuda/v99_retired"]
+    out, _ = remodel_results(sample, ceilings_for(DEVICES["h200"]), "x")
+    rows = check_records(out)
+    assert [c.kernel for c in rows if c.above] == ["cuda/v99_retired"]  # no kernel to remodel it with
+    assert len(rows) == 9  # every verified, timed GPU record; not the failed one
+    naive = next(c for c in rows if c.kernel == "cuda/v1_naive")
+    assert naive.bound == "l1" and naive.ratio > 1.5 and naive.unmodeled.startswith("latency")
+
+
+def test_ceilings_of_another_gpu_are_refused(tmp_path):
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({**CEILINGS, "gpu": "NVIDIA A100-SXM4-40GB"}))
+    with pytest.raises(CeilingsError, match="A100"):
+        load(path, ceilings_for(DEVICES["h200"]))
+
+
+def _gemmlab(*args):
+    return subprocess.run([sys.executable, "-m", "gemmlab", *args], capture_output=True, text=True,
+                          env=dict(os.environ, COLUMNS="200"))
+
+
+def test_remodel_and_check_commands(sample, tmp_path):
+    results, ceilings = tmp_path / "r.json", tmp_path / "c.json"
+    results.write_text(json.dumps(sample))
+    ceilings.write_text(json.dumps(CEILINGS))
+    before = _gemmlab("roofline", "--check", str(results))
+    assert before.returncode == 1 and "4 record(s) above" in before.stdout
+    proc = _gemmlab("roofline", "--remodel", str(results), "--ceilings", str(ceilings))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "kept the old model" in proc.stdout and "cuda/v99_retired" in proc.stdout
+    after = json.loads(results.read_text())
+    assert after["env"]["remodel"][0]["command"].startswith("gemmlab roofline --remodel")
+    assert _without_model(after) == _without_model(sample)
+    check = _gemmlab("roofline", "--check", str(results))
+    assert check.returncode == 1 and "1 record(s) above" in check.stdout  # the retired kernel's old model
+    after["records"] = [r for r in after["records"] if r["kernel"] != "cuda/v99_retired"]
+    results.write_text(json.dumps(after))
+    check = _gemmlab("roofline", "--check", str(results))
+    assert check.returncode == 0 and "0 record(s) above" in check.stdout

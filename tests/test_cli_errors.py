@@ -1,0 +1,136 @@
+"""Every bad input to the CLI ends in one line naming the problem and exit code 2, before any work is done and
+without leaving files behind. Run in-process (each case through ``main``, as the console script calls it), with
+a few through a real interpreter to see what a user sees."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gemmlab import device
+from gemmlab.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+H200 = ROOT / "results" / "h200"
+pytestmark = pytest.mark.skipif(device.gpu() is not None, reason="checks the CPU-only behaviour")
+
+
+@pytest.fixture
+def files(tmp_path):
+    """Files a user might hand to gemmlab by mistake."""
+    made = {"other": {"a": 1}, "bare_list": [1, 2], "empty": {"records": []},
+            "partial": {"env": {}, "records": [{"kernel": "cpu/blas"}]}}
+    for name, content in made.items():
+        (tmp_path / f"{name}.json").write_text(json.dumps(content))
+    (tmp_path / "binary.json").write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff")
+    (tmp_path / "afile").write_text("x")
+    shutil.copy(H200 / "fp32.json", tmp_path / "h200.json")
+    return tmp_path
+
+
+# (arguments, words the one line must hold); {tmp} is a scratch folder with the files above
+CASES = [
+    # bench: every option checked before anything runs
+    (["bench", "--shape", "12x"], "cannot read shape '12x'"),
+    (["bench", "--shape", "0"], "every dimension must be at least 1"),
+    (["bench", "--shape", "-5"], "cannot read shape '-5'"),
+    (["bench", "--shape", "4096x4096"], "cannot read shape '4096x4096'"),
+    (["bench", "--shape", "2.5"], "cannot read shape '2.5'"),
+    (["bench", "--repeat", "0"], "--repeat: must be at least 1, got 0"),
+    (["bench", "--repeat", "-5"], "--repeat: must be at least 1, got -5"),
+    (["bench", "--repeat", "many"], "--repeat: 'many' is not a whole number"),
+    (["bench", "--max-seconds", "0"], "--max-seconds: must be greater than 0"),
+    (["bench", "--max-seconds", "-1"], "--max-seconds: must be greater than 0"),
+    (["bench", "--max-seconds", "nan"], "--max-seconds: must be a finite number"),
+    (["bench", "--max-seconds", "inf"], "--max-seconds: must be a finite number"),
+    (["bench", "--blocks", "-1"], "--blocks: must be at least 0, got -1"),
+    (["bench", "--block-seconds", "0"], "--block-seconds: must be greater than 0"),
+    (["bench", "--pause", "-1"], "--pause: must be at least 0"),
+    (["bench", "--seed", "-1"], "--seed: must be at least 0"),
+    (["bench", "--gpu", "v100"], "no roofline data for GPU 'v100'"),
+    (["bench", "--kernels", "nope*"], "no kernel matches 'nope*'"),
+    (["bench", "--kernels", ","], "no kernel matches ','"),
+    (["bench", "--json", "/proc/forbidden/x.json"], "--json /proc/forbidden/x.json: cannot write in /proc"),
+    (["bench", "--json", "/dev/null/x.json"], "/dev/null is not a directory"),
+    (["bench", "--json", "{tmp}"], "is a directory; name a file"),
+    (["bench", "--append"], "--append adds to the file named by --json"),
+    (["bench", "--append", "--json", "{tmp}/other.json"], "--append: {tmp}/other.json: not a results JSON"),
+    (["bench", "--append", "--json", str(H200 / "timeline.json")], "holds timeline results, not those of gemmlab bench"),
+    (["bench", "--append", "--json", "{tmp}/h200.json"], "holds results from NVIDIA H200, this run is on no GPU"),
+    (["bench", "--api"], "gemmlab bench --api needs a CUDA GPU"),
+    (["bench", "--api", "--json", "/proc/forbidden/x.json"], "cannot write in /proc"),
+    (["bench", "--frobnicate"], "unrecognized arguments: --frobnicate"),
+    (["frobnicate"], "invalid choice: 'frobnicate'"),
+    ([], "the following arguments are required: command"),
+    # verify
+    (["verify", "--sample", "-1"], "--sample: must be at least 0"),
+    (["verify", "--sample", "5000"], "--sample 5000: the sweep has 1728 combinations"),
+    (["verify", "--kernels", "nope*"], "no kernel matches 'nope*'"),
+    (["verify", "--json", "/proc/forbidden/x.json"], "cannot write in /proc"),
+    # no kernel matches: one behaviour in every command
+    (["list", "--kernels", "nope*"], "no kernel matches 'nope*'"),
+    (["roofline", "--kernels", "nope*"], "no kernel matches 'nope*'"),
+    (["roofline", "--kernels", "cpu/*"], "no GPU kernel matches 'cpu/*'"),
+    (["roofline", "--gpu", "v100"], "no roofline data for GPU 'v100'"),
+    (["roofline", "--measure"], "needs a CUDA GPU"),
+    (["profile", "nope*"], "no kernel matches 'nope*'"),
+    (["timeline", "--kernels", "nope*"], "no kernel matches 'nope*'"),
+    (["timeline", "--kernels", "cuda/tc5_swap_ab_tf32"], "this one has none"),
+    (["timeline", "--launches", "0"], "--launches: must be at least 1"),
+    (["timeline"], "needs a CUDA GPU"),
+    (["tune"], "needs a CUDA GPU"),
+    # report: every kind of wrong file, and wrong places to write
+    (["report", "{tmp}/nonexistent.json", "--out", "{tmp}/out"], "nonexistent.json: no such file"),
+    (["report", str(ROOT / "README.md"), "--summary"], "README.md: not JSON"),
+    (["report", str(ROOT / "pyproject.toml"), "--out", "{tmp}/out"], "pyproject.toml: not JSON"),
+    (["report", str(H200), "--summary"], "is a directory, not a results JSON"),
+    (["report", "{tmp}/binary.json", "--summary"], "not text, so not a results JSON"),
+    (["report", "{tmp}/other.json", "--summary"], "not a results JSON that gemmlab writes"),
+    (["report", "{tmp}/bare_list.json", "--summary"], "its records are not those of gemmlab"),
+    (["report", "{tmp}/empty.json", "--out", "{tmp}/out"], "holds no records"),
+    (["report", "{tmp}/partial.json", "--out", "{tmp}/out"], "its records are not those of gemmlab"),
+    (["report", str(H200 / "fp32.json"), "--out", "/dev/null/x"], "--out /dev/null/x: /dev/null is not a directory"),
+    (["report", str(H200 / "fp32.json"), "--out", "{tmp}/afile"], "a file is there, not a directory"),
+    (["report", str(H200 / "fp32.json")], "one of the arguments --out --summary is required"),
+    (["report", str(H200 / "fp32.json"), "--out", "{tmp}/out", "--summary"], "not allowed with argument --out"),
+    # profile: refused before ncu, with nothing left behind
+    (["profile", "cpu/blas"], "cpu/blas: runs on the CPU"),
+    (["profile", "cuda/v1_naive"], "gemmlab profile needs a CUDA GPU"),
+    (["profile", "cuda/v1_naive", "--json", "{tmp}/missing.json"], "--json: {tmp}/missing.json: no such file"),
+    (["profile", "cuda/v1_naive", "--json", "{tmp}/h200.json"], "gemmlab profile needs a CUDA GPU"),
+    (["profile", "cuda/v1_naive", "--shape", "0"], "every dimension must be at least 1"),
+]
+
+
+def _run(args, capsys):
+    try:
+        code = main(args)
+    except SystemExit as exc:  # argparse's own errors leave through its exit()
+        code = exc.code
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+@pytest.mark.parametrize("args,words", CASES, ids=[" ".join(a) or "(nothing)" for a, _ in CASES])
+def test_bad_input_is_one_line_and_exit_2(args, words, files, capsys):
+    before = sorted(p.name for p in files.iterdir())
+    code, out = _run([a.replace("{tmp}", str(files)) for a in args], capsys)
+    lines = out.splitlines()
+    assert code == 2, out
+    assert len(lines) == 1, out
+    assert "Traceback" not in out and "error: " in lines[0]
+    assert words.replace("{tmp}", str(files)) in lines[0]
+    assert sorted(p.name for p in files.iterdir()) == before  # no report folder, no results.ncu/, no JSON
+
+
+@pytest.mark.parametrize("args", [["bench", "--repeat", "0"], ["report", "nonexistent.json", "--summary"],
+                                  ["bench", "--kernels", "nope*"]])
+def test_a_real_process_says_the_same_one_line(args, tmp_path):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, "-m", "gemmlab", *args], capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path, env=env)
+    assert proc.returncode == 2
+    assert proc.stdout == "" and len(proc.stderr.splitlines()) == 1 and "Traceback" not in proc.stderr

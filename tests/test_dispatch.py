@@ -1,0 +1,103 @@
+"""kernel="auto": the dispatch table (built from bench records, shipped for the H200, written per machine) and the
+choice it makes for a problem, a layout and a GPU."""
+import json
+from pathlib import Path
+
+import pytest
+
+from gemmlab import dispatch
+from gemmlab.device import GPUInfo
+from gemmlab.errors import SizeLimitError
+from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout
+from gemmlab.problem import Problem
+
+ROOT = Path(__file__).resolve().parents[1]
+H200 = GPUInfo("NVIDIA H200", 132, (9, 0), 60 * 2**20, 232448, 1980.0, 141 * 2**30, "13.0", "13.0")
+H100 = GPUInfo("NVIDIA H100 PCIe", 114, (9, 0), 50 * 2**20, 232448, 1755.0, 80 * 2**30, "13.0", "13.0")
+A100 = GPUInfo("NVIDIA A100-SXM4-80GB", 108, (8, 0), 40 * 2**20, 166912, 1410.0, 80 * 2**30, "13.0", "13.0")
+
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("GEMMLAB_CACHE", str(tmp_path))
+    dispatch.load_table.cache_clear()
+    yield
+    dispatch.load_table.cache_clear()
+
+
+def record(kernel, ms, precision="bf16", shape=(4096, 4096, 4096), verified=True, backend="cuda"):
+    m, n, k = shape
+    return {"kernel": kernel, "backend": backend, "precision": precision, "m": m, "n": n, "k": k,
+            "median_ms": ms if verified else None, "verified": verified}
+
+
+def run(*records, gpu="NVIDIA H200"):
+    return {"env": {"gpu": {"name": gpu}}, "records": list(records)}
+
+
+@pytest.mark.parametrize("precision,shape,layout,expected", [
+    ("fp32", (4096, 4096, 4096), ROW_MAJOR, "cuda/v10_register_prefetch"),
+    ("bf16", (2048, 3072, 4096), ROW_MAJOR, "cuda/tc4_persistent_bf16"),
+    ("tf32", (2048, 3072, 4096), ROW_MAJOR, "cuda/tc6_stream_k_tf32"),
+    ("tf32", (4096, 4096, 4096), ROW_MAJOR, "cuda/tc5_swap_ab_tf32"),
+    # x @ w.T in TF32: tc5/tc6 read B through registers from an N-major tile; tc4 reads the K-major w in place
+    ("tf32", (4096, 4096, 4096), Layout(b=COL), "cuda/tc4_persistent_tf32"),
+    ("bf16", (4000, 4100, 4096), Layout(b=COL), "cuda/tc4_persistent_bf16"),
+])
+def test_the_shipped_table_picks_the_measured_winner(precision, shape, layout, expected):
+    choice = dispatch.choose(Problem(*shape, precision), layout, H200)
+    assert choice.spec.name == expected and not choice.copies
+    assert "NVIDIA H200" in choice.why and "in place" in choice.why
+
+
+def test_no_kernel_reads_the_layout_in_place_so_the_fastest_runs_after_a_copy():
+    choice = dispatch.choose(Problem(4096, 4096, 4096, "fp32"), Layout(b=COL), H200)
+    assert choice.spec.name == "cuda/v10_register_prefetch" and choice.copies == ("B",)
+
+
+def test_a_gpu_without_a_table_runs_the_defaults_it_can():
+    assert dispatch.choose(Problem(1024, 1024, 1024, "bf16"), ROW_MAJOR, H100).spec.name == "cuda/tc4_persistent_bf16"
+    choice = dispatch.choose(Problem(1024, 1024, 1024, "bf16"), ROW_MAJOR, A100)
+    assert choice.spec.name == "cuda/tc1_mma_sync_bf16" and "A100" in choice.why  # no wgmma before Hopper
+
+
+def test_table_from_results_ranks_verified_kernels_of_gemmlab_only():
+    table = dispatch.table_from_results(run(
+        record("cuda/tc4_persistent_bf16", 0.21), record("cuda/tc6_stream_k_bf16", 0.20),
+        record("cuda/tc3_warp_specialized_bf16", 0.19, verified=False), record("peers/cublas_bf16", 0.1,
+                                                                               backend="peer"),
+        record("cuda/tc4_persistent_bf16", 0.205)))
+    rows = table["NVIDIA H200"]["bf16"]["4096x4096x4096"]
+    assert [(r["kernel"], r["ms"]) for r in rows] == [("cuda/tc6_stream_k_bf16", 0.20), ("cuda/tc4_persistent_bf16", 0.205)]
+    assert dispatch.table_from_results({"env": {"gpu": None}, "records": []}) == {}
+
+
+def test_a_bench_run_updates_this_machines_table(tmp_path):
+    path = dispatch.record(run(record("cuda/tc6_stream_k_bf16", 0.10), record("cuda/tc4_persistent_bf16", 0.30)))
+    assert path == tmp_path / "dispatch.json" and path.exists()
+    choice = dispatch.choose(Problem(4096, 4096, 4096, "bf16"), ROW_MAJOR, H200)
+    assert choice.spec.name == "cuda/tc6_stream_k_bf16"  # this machine's measurement over the shipped one
+    # shapes this machine did not measure still come from the shipped table
+    assert dispatch.choose(Problem(2048, 3072, 4096, "tf32"), ROW_MAJOR, H200).spec.name == "cuda/tc6_stream_k_tf32"
+
+
+def test_kernels_this_gemmlab_lacks_or_that_refuse_the_problem_are_passed_over():
+    # a table written by another version of gemmlab names a kernel this one does not have
+    dispatch.record(run(record("cuda/nope", 0.0001, precision="fp32"), record("cuda/v2_smem", 0.5, precision="fp32")))
+    assert dispatch.choose(Problem(4096, 4096, 4096, "fp32"), ROW_MAJOR, H200).spec.name == "cuda/v2_smem"
+    # past the 32-bit element offsets of v2 (M·N > 2^31): tc4 (64-bit C offsets) takes it in BF16
+    dispatch.record(run(record("cuda/tc2_wgmma_tma_bf16", 0.5, shape=(65536, 65536, 8)),
+                        record("cuda/tc4_persistent_bf16", 0.9, shape=(65536, 65536, 8))))
+    huge = Problem(65536 * 129, 64, 8, "bf16")  # tc2 would need more than 65535 row blocks
+    assert dispatch.choose(huge, ROW_MAJOR, H200).spec.name == "cuda/tc4_persistent_bf16"
+    # and no FP32 level takes M·N past 2^31: the refusal says why, with its own error class
+    with pytest.raises(SizeLimitError, match="32-bit index range"):
+        dispatch.choose(Problem(65536, 65536, 8, "fp32"), ROW_MAJOR, H200)
+
+
+def test_the_shipped_table_is_the_committed_h200_results():
+    results = [json.loads((ROOT / "results" / "h200" / f).read_text()) for f in ("fp32.json", "tensor_cores.json")]
+    table = {}
+    for r in results:
+        table = dispatch.merge(table, dispatch.table_from_results(r))
+    assert json.loads(dispatch.SHIPPED.read_text()) == json.loads(json.dumps(table))
