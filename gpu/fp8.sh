@@ -303,6 +303,7 @@ except Exception as exc:
     print("no checks:", exc)
 try:
     rows = json.load(open(f"{out}/verify.json"))
+    rows = rows["records"] if isinstance(rows, dict) else rows
     print(f"verify: {sum(r['result'] == 'passed' for r in rows)} passed, "
           f"{sum(r['result'] in ('FAILED', 'error') for r in rows)} failed of {len(rows)}")
 except Exception as exc:

@@ -5,12 +5,11 @@ output types; the traffic model; the FP8 peers' host side."""
 from __future__ import annotations
 
 import dataclasses
-import os
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
+import sass
 
 from gemmlab import fp8
 from gemmlab.errors import InvalidConfigError, NoGPUError
@@ -70,51 +69,37 @@ def test_timeline_build_compiles_without_spills(spec):
     assert report.spills == 0 and report.stack_bytes == 0
 
 
-def _cuda_tool(name: str) -> str | None:
-    found = shutil.which(name)
-    if found:
-        return found
-    try:
-        import nvidia
-    except ImportError:
-        return None
-    for root in nvidia.__path__:
-        for candidate in Path(root).glob(f"cu*/bin/{name}"):
-            return str(candidate)
-    return None
-
-
-CUOBJDUMP, NVDISASM = _cuda_tool("cuobjdump"), _cuda_tool("nvdisasm")
-
-
-def _sass(spec, tmp_path) -> str:
-    cubin = tmp_path / "k.cubin"
-    cubin.write_bytes(spec.compile("sm_90a").cubin)
-    env = dict(os.environ, PATH=os.path.dirname(NVDISASM) + os.pathsep + os.environ.get("PATH", ""))
-    return subprocess.run([CUOBJDUMP, "-sass", str(cubin)], capture_output=True, text=True, env=env).stdout
-
-
-@pytest.mark.skipif(CUOBJDUMP is None or NVDISASM is None, reason="no cuobjdump and nvdisasm to disassemble with")
+@pytest.mark.skipif(not sass.AVAILABLE, reason="no cuobjdump and nvdisasm to disassemble with")
 @pytest.mark.parametrize("spec", CONFIGS, ids=_cfg_id)
 def test_qgmma_of_the_formats_in_sass(spec, tmp_path):
-    sass = _sass(spec, tmp_path)
+    listing = sass.sass(spec.compile("sm_90a").cubin, tmp_path)
+    ops = [i.op for i in sass.instructions(listing)]
     a, b = (SHORT[f] for f in spec.formats)
-    assert sass.count(f"QGMMA.64x{spec.params['BN']}x32.F32.{a}.{b}") == 4  # one k-tile: 4 x k32 = 128 of K
-    assert "HGMMA" not in sass and "HMMA" not in sass
-    assert "UTMALDG.2D.MULTICAST" in sass and "UTMASTG.2D" in sass
-    assert "LDL" not in sass and "STL" not in sass
-    assert ("F2FP.BF16.F32.PACK_AB" in sass) == bool(spec.params["OUT_BF16"])  # BF16 C packed two columns at a time
+    assert ops.count(f"QGMMA.64x{spec.params['BN']}x32.F32.{a}.{b}") == 4  # one k-tile: 4 x k32 = 128 of K
+    assert not any(op.startswith(("HGMMA", "HMMA", "LDL", "STL")) for op in ops)
+    assert "UTMALDG.2D.MULTICAST" in ops and "UTMASTG.2D" in ops
+    assert ("F2FP.BF16.F32.PACK_AB" in ops) == bool(spec.params["OUT_BF16"])  # BF16 C packed two columns at a time
 
 
-@pytest.mark.skipif(CUOBJDUMP is None or NVDISASM is None, reason="no cuobjdump and nvdisasm to disassemble with")
-def test_tc7_promotes_every_k_tile_and_tc4_scales_once(tmp_path):
-    """tc7's k-tile: wgmma from zero, a wait, 64 FFMA per thread into the FP32 accumulators (BN/2); tc4 multiplies
-    its 128 accumulators by one scale in the epilogue and has no promotion."""
+def _ktile_loop(spec, tmp_path) -> list:
+    """The instructions of the innermost loop that issues the k-tile's QGMMA."""
+    instrs = sass.instructions(sass.sass(spec.compile("sm_90a").cubin, tmp_path))
+    qgmma = [i.addr for i in instrs if i.op.startswith("QGMMA")]
+    first, last = min(((f, l) for f, l in sass.loops(instrs) if f <= qgmma[0] and qgmma[-1] <= l),
+                      key=lambda fl: fl[1] - fl[0])
+    return sass.between(instrs, first, last)
+
+
+@pytest.mark.skipif(not sass.AVAILABLE, reason="no cuobjdump and nvdisasm to disassemble with")
+def test_tc7_promotes_every_k_tile_and_tc4_scales_outside_its_mainloop(tmp_path):
+    """tc7's k-tile loop: the wgmma from zero, a wait for it, and at least BN/2 FFMA per thread into the FP32
+    accumulators; tc4's k-tile loop has no promotion (its scales wait for the epilogue)."""
     for spec in (TC7, TC7P):
-        tc7 = _sass(spec, tmp_path)
-        assert tc7.count(" FFMA ") >= spec.params["BN"] // 2 and "WARPGROUP.DEPBAR.LE gsb0, 0x0" in tc7
-    tc4 = _sass(TC4, tmp_path)
-    assert tc4.count(" FMUL ") >= TC4.params["BN"] // 2 and " FFMA " not in tc4
+        loop = [i.op for i in _ktile_loop(spec, tmp_path)]
+        assert sum(op == "FFMA" for op in loop) >= spec.params["BN"] // 2
+        assert any(op.startswith("WARPGROUP.DEPBAR") for op in loop)
+    loop = [i.op for i in _ktile_loop(TC4, tmp_path)]
+    assert not any(op in ("FFMA", "FMUL") for op in loop)
 
 
 # ---- the BF16 epilogue's staging (tc_common.cuh, host-compiled) --------------------------------------------------

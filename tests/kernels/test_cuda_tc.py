@@ -4,12 +4,11 @@ host-side pieces (tensor-map arguments, wgmma descriptors, tile order, launch ge
 staging) behave as the kernels assume."""
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
+import sass
 
 from gemmlab.errors import InvalidConfigError
 from gemmlab.kernels.cuda import tc_common
@@ -84,34 +83,13 @@ def _wgmma_n(spec) -> int:
     return spec.params["BM"] if getattr(spec, "swap_ab", False) else spec.params["BN"]
 
 
-def _cuda_tool(name: str) -> str | None:
-    """A CUDA binary on PATH, or from the nvidia-cuda-cuobjdump / -nvdisasm wheels the test extras install."""
-    found = shutil.which(name)
-    if found:
-        return found
-    try:
-        import nvidia
-    except ImportError:
-        return None
-    for root in nvidia.__path__:
-        for candidate in Path(root).glob(f"cu*/bin/{name}"):
-            return str(candidate)
-    return None
-
-
-CUOBJDUMP, NVDISASM = _cuda_tool("cuobjdump"), _cuda_tool("nvdisasm")
-
-
-@pytest.mark.skipif(CUOBJDUMP is None or NVDISASM is None, reason="no cuobjdump and nvdisasm to disassemble with")
+@pytest.mark.skipif(not sass.AVAILABLE, reason="no cuobjdump and nvdisasm to disassemble with")
 @pytest.mark.parametrize("spec", WGMMA, ids=lambda s: s.name)
 def test_hgmma_in_sass(spec, tmp_path):
-    cubin = tmp_path / "k.cubin"
-    cubin.write_bytes(spec.compile("sm_90a").cubin)
-    env = dict(os.environ, PATH=os.path.dirname(NVDISASM) + os.pathsep + os.environ.get("PATH", ""))
-    sass = subprocess.run([CUOBJDUMP, "-sass", str(cubin)], capture_output=True, text=True, env=env).stdout
+    listing = sass.sass(spec.compile("sm_90a").cubin, tmp_path)
     typ = "BF16" if spec.precision == "bf16" else "TF32"
-    assert f"HGMMA.64x{_wgmma_n(spec)}x{16 if typ == 'BF16' else 8}.F32.{typ}" in sass
-    assert "UTMALDG" in sass and "LDL" not in sass and "STL" not in sass
+    assert f"HGMMA.64x{_wgmma_n(spec)}x{16 if typ == 'BF16' else 8}.F32.{typ}" in listing
+    assert "UTMALDG" in listing and "LDL" not in listing and "STL" not in listing
 
 
 def test_no_setmaxnreg_warning():

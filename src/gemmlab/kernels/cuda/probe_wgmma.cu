@@ -1,6 +1,8 @@
 // Ceiling probe: the tensor cores' dense rate of one SM, in FLOPs per clock, for the precision TC_BF16 selects.
 // tc4's consumer mainloop without its loads: two warpgroups each run wgmma m64nBN over one k-tile (wgmma_ktile),
 // one group in flight, on a shared-memory stage that never changes, so nothing but the tensor cores holds them.
+// The loop is not unrolled, so its body is one iteration and the SASS test can count its HGMMA against the FLOPs
+// the host counts.
 #include "tc_common.cuh"
 
 extern "C" __global__ void __launch_bounds__(BM / 64 * 128, 1)
@@ -15,6 +17,7 @@ extern "C" __global__ void __launch_bounds__(BM / 64 * 128, 1)
   const u32 a = smem_u32(stage) + cw * 64 * 128, b = smem_u32(stage + A_TILE_BYTES);
   float d[BN / 2];
   const long long t0 = clock64();
+#pragma unroll 1
   for (int it = 0; it < iters; ++it) {
     wgmma_fence();
     wgmma_ktile<BN>(d, a, b, it > 0);
