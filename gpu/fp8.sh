@@ -7,7 +7,7 @@
 #                layouts, against the float64 product of the dequantized operands and beside torch._scaled_mm on
 #                the same inputs; NumPy and CuPy operands; gemmlab's GPU rounding against ml_dtypes'
 #   3 verify     gemmlab verify over the ragged sweep
-#   4 bench      gemmlab bench at 4096³, 8192³, 2048x3072x4096: the FP8 levels (tc4 per tensor, tc7 block-scaled and
+#   4 bench      gemmlab bench at 4096³, 8192³, 2048x3072x4096: the FP8 levels (tc4 per tensor, tc8 block-scaled and
 #                per tensor promoted), their peers, tc4 BF16 and cuBLAS BF16
 #   5 variants   tile width, clusters, stages, output type, epilogue: each verified, then timed interleaved with
 #                its peer
@@ -21,7 +21,7 @@ mkdir -p "$OUT"
 : > "$OUT/steps.txt"
 BUDGET_S=${BUDGET_S:-330}
 START=$(date +%s)
-LEVELS='cuda/tc4_persistent_fp8,cuda/tc7_block_scaled_fp8,cuda/tc7_promoted_fp8'
+LEVELS='cuda/tc4_persistent_fp8,cuda/tc8_block_scaled_fp8,cuda/tc8_promoted_fp8'
 PEERS='peers/cublaslt_fp8,peers/cublaslt_fp8_promoted,peers/cublaslt_fp8_block'
 
 step() {  # step NAME SECONDS COMMAND...: run with a time limit, log under $OUT, never stop the script
@@ -50,7 +50,7 @@ EOF
 step compile 90 python3 - <<'EOF'
 from gemmlab.kernels.registry import get_kernel
 from gemmlab.kernels.cuda import tc_common
-for name in ("cuda/tc4_persistent_fp8", "cuda/tc7_block_scaled_fp8", "cuda/tc7_promoted_fp8"):
+for name in ("cuda/tc4_persistent_fp8", "cuda/tc8_block_scaled_fp8", "cuda/tc8_promoted_fp8"):
     for spec in get_kernel(name).configurations(formats=True):
         r = spec.compile("sm_90a").report
         p = spec.params
@@ -137,10 +137,10 @@ for recipe in ("tensor", "block"):
             out.append({"shape": f"{m}x{n}x{k}", "recipe": recipe, "error": f"{type(exc).__name__}: {exc}"})
             print(out[-1]); traceback.print_exc()
 for m, n, k in ((17, 127, 200), (4097, 1000, 1000), (2048, 3072, 4096), (4096, 4096, 16384)):
-    try:  # per-tensor scales with FP32 accumulation (tc7's promotion) beside tc4's and cuBLASLt's errors
-        case(m, n, k, kernel="cuda/tc7_promoted_fp8")
+    try:  # per-tensor scales with FP32 accumulation (tc8's promotion) beside tc4's and cuBLASLt's errors
+        case(m, n, k, kernel="cuda/tc8_promoted_fp8")
     except Exception as exc:
-        out.append({"shape": f"{m}x{n}x{k}", "kernel": "cuda/tc7_promoted_fp8", "error": f"{type(exc).__name__}: {exc}"})
+        out.append({"shape": f"{m}x{n}x{k}", "kernel": "cuda/tc8_promoted_fp8", "error": f"{type(exc).__name__}: {exc}"})
         print(out[-1]); traceback.print_exc()
 for kw in (dict(fa="e5m2"), dict(fb="e5m2"), dict(fa="e5m2", fb="e5m2"), dict(out_dtype=torch.float32),
            dict(recipe="block", out_dtype=torch.float32), dict(recipe="block", scale_layout="row-major"),
@@ -211,11 +211,11 @@ VARIANTS = {
     "cuda/tc4_persistent_fp8": [("default", {}), ("CM=1", {"CM": 1}), ("FP32 C", {"OUT_BF16": 0}),
                                 ("EPI_TMA=0", {"EPI_TMA": 0}), ("STAGES=3", {"STAGES": 3}),
                                 ("GROUP_M=16", {"GROUP_M": 16})],
-    "cuda/tc7_block_scaled_fp8": [("default", {}), ("BN=192", {"BN": 192, "STAGES": 4}), ("CM=1", {"CM": 1}),
+    "cuda/tc8_block_scaled_fp8": [("default", {}), ("BN=192", {"BN": 192, "STAGES": 4}), ("CM=1", {"CM": 1}),
                                   ("STAGES=4", {"STAGES": 4})],
 }
 PEER = {"cuda/tc4_persistent_fp8": ["peers/cublaslt_fp8"],
-        "cuda/tc7_block_scaled_fp8": ["peers/cublaslt_fp8_block", "peers/cublaslt_fp8"]}
+        "cuda/tc8_block_scaled_fp8": ["peers/cublaslt_fp8_block", "peers/cublaslt_fp8"]}
 rows = []
 for shape in ((4096, 4096, 4096), (8192, 8192, 8192)):
     for name, variants in VARIANTS.items():

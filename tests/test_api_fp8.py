@@ -42,12 +42,12 @@ def test_per_tensor_scales_compute_fp8_on_tc4():
         assert scales.copy == (False, False) and "fp8" in why
 
 
-def test_block_scales_compute_fp8_block_on_tc7_and_their_layouts_decide_the_copies():
+def test_block_scales_compute_fp8_block_on_tc8_and_their_layouts_decide_the_copies():
     kb, nb = -(-K // 128), -(-N // 128)
     sa_mmajor = np.ones((kb, M), np.float32).T  # (M, KB) as the transpose of a row-major (KB, M): read in place
     sb_kmajor = np.ones((nb, kb), np.float32).T  # (KB, NB) as the transpose of a row-major (NB, KB)
     spec, problem, _, scales = _resolve(A8, W8.T, sa_mmajor, sb_kmajor)
-    assert (problem.precision, spec.name, scales.copy) == ("fp8_block", "cuda/tc7_block_scaled_fp8", (False, False))
+    assert (problem.precision, spec.name, scales.copy) == ("fp8_block", "cuda/tc8_block_scaled_fp8", (False, False))
     _, _, _, scales = _resolve(A8, W8.T, np.ones((M, kb), np.float32), sb_kmajor)  # row-major (M, KB): copied
     assert scales.copy == (True, False)
 
@@ -67,7 +67,7 @@ def test_formats_and_output_type_pick_the_binary():
     (dict(precision="fp8_block"), ShapeError, "asked: fp8_block"),
     (dict(out="float16"), DTypeError, "bfloat16 or float32"),
     (dict(kernel="cuda/tc4_persistent_bf16"), DTypeError, "takes bfloat16"),
-    (dict(kernel="cuda/tc7_block_scaled_fp8", sa=ONE), ShapeError, "asked: fp8_block"),
+    (dict(kernel="cuda/tc8_block_scaled_fp8", sa=ONE), ShapeError, "asked: fp8_block"),
 ])
 def test_bad_fp8_calls_are_refused_with_the_reason(call, error, match):
     with pytest.raises(error, match=match):

@@ -1,4 +1,4 @@
-"""gemmlab command line: list | bench | verify | roofline | report | profile | timeline | tune."""
+"""gemmlab command line: list | bench | verify | roofline | report | profile | timeline | accuracy | tune."""
 from __future__ import annotations
 
 import argparse
@@ -411,6 +411,23 @@ def cmd_tune(args) -> int:
     return 0
 
 
+def cmd_accuracy(args) -> int:
+    """Error against float64 of each way of computing an FP32-input product, against K and the inputs' scale."""
+    from gemmlab.harness.accuracy import DEFAULT_KS, AccuracyOptions, measure
+    from gemmlab.report import accuracy as report
+
+    json_path = _output(args.json, "--json")
+    opts = AccuracyOptions(mn=args.mn, ks=tuple(args.k or DEFAULT_KS), scale_k=args.scale_k, seed=args.seed,
+                           **({"distributions": tuple(args.dist)} if args.dist else {}),
+                           **({"series": tuple(args.series)} if args.series else {}))
+    results = measure(opts, say=lambda line: console.print(line, highlight=False))
+    results["env"]["command"] = _command(args)
+    _write(json_path, json.dumps(results, indent=1))
+    for written in [json_path, *report.render(json_path)]:
+        console.print(f"wrote {written}")
+    return 0
+
+
 def cmd_dispatch(args) -> int:
     """What kernel='auto' runs for a shape, precision and layout on this GPU (or the H200's table without one)."""
     from gemmlab import dispatch
@@ -503,7 +520,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_roofline)
 
     s = sub.add_parser("report", help="Markdown and PNG report from a saved results JSON")
-    s.add_argument("results", help="a JSON that gemmlab bench, verify or timeline wrote (--json)")
+    s.add_argument("results", help="a JSON that gemmlab bench, verify, timeline or accuracy wrote (--json)")
     what = s.add_mutually_exclusive_group(required=True)
     what.add_argument("--out", help="directory for report.md (and, for bench results, the PNG figures)")
     what.add_argument("--summary", action="store_true", help="print the compact table (Markdown) instead")
@@ -516,11 +533,26 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_profile)
 
     s = sub.add_parser("timeline", help="where a tc4 kernel's cycles go: clock stamps from inside the kernel")
-    s.add_argument("--kernels", default="cuda/tc4_persistent_*", help="glob(s) of tc4 and tc7 kernels")
+    s.add_argument("--kernels", default="cuda/tc4_persistent_*", help="glob(s) of tc4 and tc8 kernels")
     s.add_argument("--shape", action="append", type=_shape, help=f"{shape_help} (default 4096)")
     s.add_argument("--launches", type=count, default=10, help="launches summarized (after 3 warm-ups)")
     s.add_argument("--json", help="write the stamps' summary here, and a Markdown table beside it (.md)")
     s.set_defaults(func=cmd_timeline)
+
+    from gemmlab.harness.accuracy import DISTRIBUTIONS, SERIES
+
+    s = sub.add_parser("accuracy", help="error against float64 of FP32, TF32 and 3xTF32 products, against K and "
+                                        "the inputs' scale (a GPU run; gemmlab report renders its JSON anywhere)")
+    s.add_argument("--mn", type=count, default=2048, help="M = N of every product (default 2048)")
+    s.add_argument("--k", action="append", type=count, help="K of the K sweep; repeatable "
+                                                          "(default 256 1024 4096 16384 65536)")
+    s.add_argument("--scale-k", type=count, default=4096, help="K of the sweep over input distributions")
+    s.add_argument("--dist", action="append", choices=list(DISTRIBUTIONS), help="input distributions (default all)")
+    s.add_argument("--series", action="append", choices=list(SERIES), help="ways to compute (default all)")
+    s.add_argument("--seed", type=int, default=2026)
+    s.add_argument("--json", default="accuracy.json", help="write the results here (default accuracy.json), the "
+                                                           "Markdown tables (.md) and the figure (.png) beside it")
+    s.set_defaults(func=cmd_accuracy)
 
     s = sub.add_parser("dispatch", help="which kernel gemmlab.matmul's kernel='auto' runs, and why")
     s.add_argument("--shape", action="append", help="4096 or MxNxK; repeatable (default 4096)")

@@ -1,4 +1,5 @@
-"""The results files gemmlab writes (bench, verify, timeline, api and distributed --json), read back and told apart.
+"""The results files gemmlab writes (bench, verify, timeline, accuracy, api and distributed --json), read back and
+told apart.
 
 Below the harness and the report, which both read them: the report renders them, the harness merges counters into
 them, the CLI checks a file before a run appends to it.
@@ -14,12 +15,13 @@ from gemmlab.errors import ResultsFileError
 # The fields every record of each kind of results JSON has: what tells the kinds apart, and what rendering needs.
 RECORD_FIELDS = {"bench": ("kernel", "precision", "m", "n", "k", "status"),
                  "timeline": ("kernel", "problem", "summary"),
-                 "verify": ("kernel", "shape", "result")}
+                 "verify": ("kernel", "shape", "result"),
+                 "accuracy": ("sweep", "series", "dist", "k", "rel_err")}
 
 
 def load(path: str | os.PathLike) -> tuple[str, dict]:
-    """(kind, results) of a JSON that gemmlab wrote: "bench", "timeline" or "verify" (their --json); anything else
-    is refused with a ResultsFileError naming why."""
+    """(kind, results) of a JSON that gemmlab wrote: "bench", "timeline", "verify" or "accuracy" (their --json);
+    anything else is refused with a ResultsFileError naming why."""
     try:
         text = Path(path).read_text()
     except FileNotFoundError:
@@ -38,14 +40,15 @@ def load(path: str | os.PathLike) -> tuple[str, dict]:
         results = {"env": {}, "records": results}
     records = results.get("records") if isinstance(results, dict) else None
     if not isinstance(records, list) or not isinstance(results.get("env", {}), dict):
-        raise ResultsFileError(f"{path}: not a results JSON that gemmlab writes (bench, verify or timeline --json)")
+        raise ResultsFileError(f"{path}: not a results JSON that gemmlab writes (bench, verify, timeline or "
+                               "accuracy --json)")
     if not records:
         raise ResultsFileError(f"{path}: holds no records")
     for kind, fields in RECORD_FIELDS.items():
         if all(isinstance(r, dict) and all(f in r for f in fields) for r in records):
             results.setdefault("env", {})
             return kind, results
-    raise ResultsFileError(f"{path}: its records are not those of gemmlab bench, verify or timeline --json")
+    raise ResultsFileError(f"{path}: its records are not those of gemmlab bench, verify, timeline or accuracy --json")
 
 
 def load_results(path: str | os.PathLike) -> dict:

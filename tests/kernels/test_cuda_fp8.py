@@ -1,4 +1,4 @@
-"""The FP8 levels (tc4_persistent_fp8, tc7_block_scaled_fp8, tc7_promoted_fp8) without a GPU: every configuration they can launch
+"""The FP8 levels (tc4_persistent_fp8, tc8_block_scaled_fp8, tc8_promoted_fp8) without a GPU: every configuration they can launch
 compiles for sm_90a with QGMMA of its formats in the SASS and nothing spilled; the BF16 epilogue's staging
 arithmetic against TMA's swizzle and the banks; tensor maps of the K-major operands; constraints; formats and
 output types; the traffic model; the FP8 peers' host side."""
@@ -20,9 +20,9 @@ from gemmlab.kernels.registry import get_kernel, list_kernels
 from gemmlab.problem import Problem
 
 TC4 = get_kernel("cuda/tc4_persistent_fp8")
-TC7 = get_kernel("cuda/tc7_block_scaled_fp8")
-TC7P = get_kernel("cuda/tc7_promoted_fp8")  # tc7's kernel with per-tensor scales
-LEVELS = [TC4, TC7, TC7P]
+TC8 = get_kernel("cuda/tc8_block_scaled_fp8")
+TC8P = get_kernel("cuda/tc8_promoted_fp8")  # tc8's kernel with per-tensor scales
+LEVELS = [TC4, TC8, TC8P]
 CONFIGS = [c for s in LEVELS for c in s.configurations(formats=True)]
 SHORT = {fp8.E4M3: "E4M3", fp8.E5M2: "E5M2"}
 
@@ -33,8 +33,8 @@ def _cfg_id(spec) -> str:
 
 
 def test_levels_registered_with_their_precisions_and_peers():
-    assert (TC4.precision, TC4.level, TC7.precision, TC7.level) == ("fp8", 4, "fp8_block", 7)
-    assert (TC7P.precision, TC7P.source, TC7P.params["PER_TENSOR"]) == ("fp8", TC7.source, 1)
+    assert (TC4.precision, TC4.level, TC8.precision, TC8.level) == ("fp8", 4, "fp8_block", 8)
+    assert (TC8P.precision, TC8P.source, TC8P.params["PER_TENSOR"]) == ("fp8", TC8.source, 1)
     for spec in LEVELS:
         assert "changed" in spec.doc and "Predicted" in spec.doc
     names = {s.name for s in list_kernels("peers/*")}
@@ -46,9 +46,9 @@ def test_levels_registered_with_their_precisions_and_peers():
 
 
 def test_every_configuration_is_counted():
-    # tc4: two tile widths x four format pairs x two output types; tc7: one width
-    assert len(TC4.configurations(formats=True)) == 16 and len(TC7.configurations(formats=True)) == 8
-    assert len(TC7P.configurations(formats=True)) == 8
+    # tc4: two tile widths x four format pairs x two output types; tc8: one width
+    assert len(TC4.configurations(formats=True)) == 16 and len(TC8.configurations(formats=True)) == 8
+    assert len(TC8P.configurations(formats=True)) == 8
     # what differs in memory (sanitize runs these): widths x output types, the formats as the level has them
     assert [(c.params["BN"], c.params["OUT_BF16"]) for c in TC4.configurations()] == [(256, 1), (256, 0), (192, 1),
                                                                                        (192, 0)]
@@ -91,10 +91,10 @@ def _ktile_loop(spec, tmp_path) -> list:
 
 
 @pytest.mark.skipif(not sass.AVAILABLE, reason="no cuobjdump and nvdisasm to disassemble with")
-def test_tc7_promotes_every_k_tile_and_tc4_scales_outside_its_mainloop(tmp_path):
-    """tc7's k-tile loop: the wgmma from zero, a wait for it, and at least BN/2 FFMA per thread into the FP32
+def test_tc8_promotes_every_k_tile_and_tc4_scales_outside_its_mainloop(tmp_path):
+    """tc8's k-tile loop: the wgmma from zero, a wait for it, and at least BN/2 FFMA per thread into the FP32
     accumulators; tc4's k-tile loop has no promotion (its scales wait for the epilogue)."""
-    for spec in (TC7, TC7P):
+    for spec in (TC8, TC8P):
         loop = [i.op for i in _ktile_loop(spec, tmp_path)]
         assert sum(op == "FFMA" for op in loop) >= spec.params["BN"] // 2
         assert any(op.startswith("WARPGROUP.DEPBAR") for op in loop)
@@ -150,7 +150,7 @@ int main() {
 # ---- operands, C and the shared memory they take ------------------------------------------------------------------
 def test_a_k_tile_is_128_of_k_in_the_same_stage_bytes():
     assert tc_common.bk("fp8") == tc_common.bk("fp8_block") == 128
-    for spec, stage in ((TC4, 384 * 128), (TC7, 256 * 128)):
+    for spec, stage in ((TC4, 384 * 128), (TC8, 256 * 128)):
         p = Problem(1000, 520, 208, spec.precision)
         a, b = spec.operand_maps(p, lda=208, ldb=208, b_kmajor=True)
         assert a.dtype == b.dtype == "fp8" and not a.errors() and not b.errors()
@@ -171,8 +171,8 @@ def test_c_maps_and_when_tma_stores_c():
     assert TC4.c_by_tma(p, 0x7F0000000000)
     assert not TC4.c_by_tma(Problem(300, 100, 256, "fp8"), 0x7F0000000000)  # 200-byte BF16 rows
     assert fp32.c_by_tma(Problem(300, 100, 256, "fp8"), 0x7F0000000000)  # 400-byte FP32 rows
-    assert tc_common.smem_bytes(dict(TC4.params)) == 230_464 and tc_common.smem_bytes(dict(TC7.params)) == 230_496
-    assert max(tc_common.smem_bytes(dict(TC4.params)), tc_common.smem_bytes(dict(TC7.params))) <= tc_common.SMEM_LIMIT
+    assert tc_common.smem_bytes(dict(TC4.params)) == 230_464 and tc_common.smem_bytes(dict(TC8.params)) == 230_496
+    assert max(tc_common.smem_bytes(dict(TC4.params)), tc_common.smem_bytes(dict(TC8.params))) <= tc_common.SMEM_LIMIT
 
 
 def test_fp8_reads_b_k_major_only_and_refuses_a_row_major_b_with_the_reason():
@@ -203,16 +203,16 @@ def test_formats_and_output_types_are_binaries_of_their_own():
 
 def test_constraints_refuse_what_cannot_work_with_the_reason():
     for spec, bad, match in ((TC4, {"BN": 64, "NARROW_BN": 0}, "n128, n192 and n256"),
-                             (TC7, {"BN": 256, "STAGES": 4}, "232"),
-                             (TC7, {"BN": 64}, "232"),
+                             (TC8, {"BN": 256, "STAGES": 4}, "232"),
+                             (TC8, {"BN": 64}, "232"),
                              (TC4, {"A_E5M2": 2}, "A_E5M2=2: 0 or 1"),
-                             (TC7, {"OUT_BF16": 3}, "OUT_BF16=3"),
-                             (TC7, {"STAGES": 7}, "shared memory"),
-                             (TC7, {"STREAM_K": 1, "CM": 1}, "no stream-K"),
-                             (TC4, {"PER_TENSOR": 1}, "tc7's source")):
+                             (TC8, {"OUT_BF16": 3}, "OUT_BF16=3"),
+                             (TC8, {"STAGES": 7}, "shared memory"),
+                             (TC8, {"STREAM_K": 1, "CM": 1}, "no stream-K"),
+                             (TC4, {"PER_TENSOR": 1}, "tc8's source")):
         with pytest.raises(InvalidConfigError, match=match):
             dataclasses.replace(spec, params={**spec.params, **bad})
-    dataclasses.replace(TC7, params={**TC7.params, "BN": 192, "STAGES": 4})  # a 192-wide tile straddles two blocks
+    dataclasses.replace(TC8, params={**TC8.params, "BN": 192, "STAGES": 4})  # a 192-wide tile straddles two blocks
 
 
 def test_traffic_counts_one_byte_operands_bf16_c_and_the_block_scales():
@@ -220,10 +220,10 @@ def test_traffic_counts_one_byte_operands_bf16_c_and_the_block_scales():
     t4 = TC4.traffic(p)
     assert t4.global_write == 2 * 4096 * 4096
     assert t4.global_read == 4096 * 4096 * 16 + 4096 * 4096 * 16  # A per 256 columns, B per 256-row cluster
-    t7 = TC7.traffic(Problem(4096, 4096, 4096, "fp8_block"))
+    t7 = TC8.traffic(Problem(4096, 4096, 4096, "fp8_block"))
     scales = 4 * 32 * (4096 * 32 + 32 * 32)  # A's rows' scales per 128-column tile, one B scale per tile
     assert t7.global_read == 4096 * 4096 * 32 + 4096 * 4096 * 16 + scales and "scales" in t7.basis
-    assert TC7P.traffic(p).global_read == 4096 * 4096 * 32 + 4096 * 4096 * 16  # one scale per operand
+    assert TC8P.traffic(p).global_read == 4096 * 4096 * 32 + 4096 * 4096 * 16  # one scale per operand
 
 
 def test_launch_geometry_and_timeline_rate():
@@ -235,7 +235,7 @@ def test_launch_geometry_and_timeline_rate():
         assert build.spec.params["TIMELINE"] == 1 and build.k_tile == 128
     # 128x256x128 at 4096 FMA per SM per clock; 128x128x128 at the same rate
     assert TC4.instrumented(Problem(4096, 4096, 4096, "fp8")).ideal_ktile_cycles == 1024
-    for spec in (TC7, TC7P):
+    for spec in (TC8, TC8P):
         assert spec.instrumented(Problem(4096, 4096, 4096, spec.precision)).ideal_ktile_cycles == 512
     assert TC4.for_problem(Problem(2048, 3072, 4096, "fp8")).params["BN"] == 192  # tc4's narrower last wave
 
@@ -246,8 +246,8 @@ def test_dispatch_defaults_and_the_row_major_b_refusal():
     from gemmlab.errors import LayoutError
 
     h200 = GPUInfo("NVIDIA H200", 132, (9, 0), 60 * 2**20, 232448, 1980.0, 141 * 2**30, "", "")
-    assert dispatch.choose(Problem(4096, 4096, 4096, "fp8"), Layout(b=COL), h200).spec is TC4  # not TC7P
-    assert dispatch.choose(Problem(300, 17, 1000, "fp8_block"), Layout(b=COL), h200).spec is TC7
+    assert dispatch.choose(Problem(4096, 4096, 4096, "fp8"), Layout(b=COL), h200).spec is TC4  # not TC8P
+    assert dispatch.choose(Problem(300, 17, 1000, "fp8_block"), Layout(b=COL), h200).spec is TC8
     with pytest.raises(LayoutError, match="K-major"):
         dispatch.choose(Problem(64, 64, 64, "fp8"), ROW_MAJOR, h200)
 
@@ -275,9 +275,9 @@ def test_block_peer_falls_back_to_the_per_tensor_time_and_says_so():
 
     records = [rec("peers/cublaslt_fp8", "fp8", 0.10, "peer"),
                rec("peers/cublaslt_fp8_block", "fp8_block", None, "peer", "torch 2.x has no blockwise scaled matmul"),
-               rec("cuda/tc7_block_scaled_fp8", "fp8_block", 0.125)]
+               rec("cuda/tc8_block_scaled_fp8", "fp8_block", 0.125)]
     _link_ratios(records)
-    tc7 = records[-1]
-    assert tc7.peer == "peers/cublaslt_fp8" and tc7.peer_ratio == pytest.approx(0.8)
-    assert "no blockwise" in tc7.peer_note and "own medians" in tc7.peer_note
-    assert tc7.to_json()["peer_note"] == tc7.peer_note and "peer_note" not in records[0].to_json()
+    tc8 = records[-1]
+    assert tc8.peer == "peers/cublaslt_fp8" and tc8.peer_ratio == pytest.approx(0.8)
+    assert "no blockwise" in tc8.peer_note and "own medians" in tc8.peer_note
+    assert tc8.to_json()["peer_note"] == tc8.peer_note and "peer_note" not in records[0].to_json()

@@ -17,7 +17,7 @@ from gemmlab.kernels.cuda._tma import TiledMap
 from gemmlab.kernels.registry import list_kernels
 from gemmlab.problem import Problem
 
-TC = [s for s in list_kernels("cuda/tc*") if s.precision in ("bf16", "tf32")]  # FP8: test_cuda_fp8.py
+TC = [s for s in list_kernels("cuda/tc*") if s.precision not in ("fp8", "fp8_block")]  # FP8: test_cuda_fp8.py
 WGMMA = [s for s in TC if s.level >= 2]
 
 
@@ -28,8 +28,10 @@ def test_every_level_and_precision_registered():
             assert f"cuda/{level}_{prec}" in names
     assert "cuda/tc5_swap_ab_tf32" in names  # TF32 only: BF16 wgmma reads N-major B as it is
     assert {"cuda/tc6_stream_k_bf16", "cuda/tc6_stream_k_tf32"} <= names
+    assert "cuda/tc7_3xtf32" in names  # FP32 in and out: level 11, after v10 in the FP32 table
     for s in TC:
-        assert s.level in (1, 2, 3, 4, 5, 6) and s.precision in ("bf16", "tf32")
+        assert (s.level, s.precision) == (11, "fp32") if s.name == "cuda/tc7_3xtf32" else \
+            s.level in (1, 2, 3, 4, 5, 6) and s.precision in ("bf16", "tf32")
         assert s.doc and "changed" in s.doc
 
 
@@ -234,11 +236,13 @@ def test_launch_geometry(shape):
 
 
 def test_shared_memory_budget():
-    spec = next(s for s in WGMMA if s.level == 4)
+    spec = next(s for s in WGMMA if s.level == 4 and s.precision == "bf16")
     ring = 4 * (384 * 128 + 16)  # 4 stages of a 128-row A and a 256-column B tile, 128 bytes deep, + barriers
     staging = 2 * 2 * 64 * 128  # EPI_TMA: two 64x32 FP32 boxes per consumer warpgroup
     assert tc_common.smem_bytes(dict(spec.params)) == ring + staging + 1024 <= tc_common.SMEM_LIMIT
     assert tc_common.smem_bytes({**spec.params, "EPI_TMA": 0}) == ring + 1024
+    tf32 = next(s for s in WGMMA if s.level == 4 and s.precision == "tf32")  # rounded: a `ready` barrier per slot
+    assert tc_common.smem_bytes(dict(tf32.params)) == ring + staging + 4 * 8 + 1024 <= tc_common.SMEM_LIMIT
 
 
 # ---- tc4's epilogue through shared memory and TMA (EPI_TMA=1) ------------------------------------------------
@@ -406,7 +410,7 @@ def _b_offset(k: int, c: int) -> int:
 
 
 def test_tc5_fragment_map_matches_device():
-    text = (SOURCE_DIR / "tc5_swap_ab.cu").read_text()
+    text = (SOURCE_DIR / "tc_swap.cuh").read_text()
     assert "return 64 * cw + 32 * (w / 2) + 8 * (w % 2) + 2 * (g % 2) + 16 * ((g / 2) % 2) + 4 * (g / 4);" in text
     assert "k * 128 + ((((cc >> 2) ^ (k & 7)) << 4) | ((cc & 3) * 4))" in text
 

@@ -353,7 +353,7 @@ def test_the_public_plan_path_runs_on_the_default_resources(stub, monkeypatch, n
     assert main.stream == 5 and main.f == plan.main.function
 
 
-# ---- FP8 plans (tc4_persistent_fp8, tc7) ---------------------------------------------------------------------------
+# ---- FP8 plans (tc4_persistent_fp8, tc8) ---------------------------------------------------------------------------
 FP8_COL = Layout(b=COL)
 
 
@@ -400,16 +400,16 @@ def test_fp8_plan_refuses_a_row_major_b(stub):
         make(stub, "cuda/tc4_persistent_fp8", (64, 64, 64), ROW_MAJOR)
 
 
-def test_tc7_plan_and_fp32_output_variant(stub):
+def test_tc8_plan_and_fp32_output_variant(stub):
     from gemmlab import fp8
 
     stub.stub_reset()
-    plan, gpu = make(stub, "cuda/tc7_block_scaled_fp8", (1000, 520, 256), FP8_COL)
+    plan, gpu = make(stub, "cuda/tc8_block_scaled_fp8", (1000, 520, 256), FP8_COL)
     assert type(plan).__name__ == "Fp8Plan" and plan.main.smem == 230_496
     plan.launch(0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000, 3, 0x7400_0000_0000, 0x7500_0000_0000)
     args = tc_args(launch_record(stub, 0).params)
     assert (args["scale_a"], args["scale_b"]) == (0x7400_0000_0000, 0x7500_0000_0000) and args["c"][1] == 9
-    spec = get_kernel("cuda/tc7_block_scaled_fp8").for_formats(fp8.E4M3, fp8.E5M2, "float32")
+    spec = get_kernel("cuda/tc8_block_scaled_fp8").for_formats(fp8.E4M3, fp8.E5M2, "float32")
     stub.stub_reset()
     plan, gpu = make(stub, spec.name, (1000, 520, 256), FP8_COL, spec=spec)
     assert {"OUT_BF16": 0, "B_E5M2": 1, "TC_FP8": 1}.items() <= spec.defines().items()
@@ -421,7 +421,7 @@ def test_tc7_plan_and_fp32_output_variant(stub):
 
 def test_fp8_launches_compile_nothing_and_read_no_file(stub, monkeypatch):
     stub.stub_reset()
-    plan, _ = make(stub, "cuda/tc7_block_scaled_fp8", (1024, 1024, 1024), FP8_COL)
+    plan, _ = make(stub, "cuda/tc8_block_scaled_fp8", (1024, 1024, 1024), FP8_COL)
     import builtins
 
     from gemmlab.kernels.cuda import _nvrtc

@@ -186,7 +186,8 @@ def model(spec, problem: Problem, ceilings: Ceilings | DeviceSpec, clock_mhz: fl
     traffic = runs.traffic(problem, ceilings.sm_count)
     flops = problem.flops()
     intensity = traffic.intensity(problem)
-    seed_peak = ceilings.seed_tflops[problem.precision]
+    units, ops = spec.peak_share()  # tensor cores for an FP32 level built on TF32 products (tc7)
+    seed_peak = ceilings.seed_tflops[units] / ops
     ridge = seed_peak * 1e12 / (ceilings.dram_gbs * 1e9)
     walk, wave = traffic.walk, None
     c_bytes = problem.prec.output_bytes * problem.m * problem.n
@@ -205,8 +206,8 @@ def model(spec, problem: Problem, ceilings: Ceilings | DeviceSpec, clock_mhz: fl
         "l1" if traffic.l1 > traffic.smem else "smem": {
             "bytes": l1_path, "bytes_per_clk": ceilings.smem_bytes_per_clk * ceilings.sm_count,
             "source": ceilings.source.get("smem")},
-        "compute": {"flops": flops, "per_sm_flops": per_sm, "flop_per_clk": ceilings.flop_per_clk[problem.precision],
-                    "sm_count": ceilings.sm_count, "source": ceilings.source.get(problem.precision)},
+        "compute": {"flops": flops, "per_sm_flops": per_sm, "flop_per_clk": ceilings.flop_per_clk[units] / ops,
+                    "sm_count": ceilings.sm_count, "source": ceilings.source.get(units)},
     }
     if traffic.prepass:  # a launch of its own before the kernel: its time adds to the kernel's
         levels["prepass"] = {"bytes": traffic.prepass, "gbs": ceilings.dram_gbs, "source": ceilings.source.get("dram"),

@@ -131,7 +131,8 @@ def _record(spec: KernelSpec, problem: Problem, dev: DeviceSpec, bw_gbs: float |
                        peer=PEERS.get(spec.precision) if spec.device != CPU else "cpu/blas")
 
 
-def _fill_timing(rec: BenchRecord, timing, problem: Problem, dev: DeviceSpec, bw_gbs: float | None) -> None:
+def _fill_timing(rec: BenchRecord, timing, problem: Problem, dev: DeviceSpec, bw_gbs: float | None,
+                 spec: KernelSpec) -> None:
     rec.update(timing.summary())
     clock = (rec.clock or {}).get("median_mhz")
     if clock:
@@ -141,7 +142,8 @@ def _fill_timing(rec: BenchRecord, timing, problem: Problem, dev: DeviceSpec, bw
     rec.gflops = rec.tflops * 1e3
     bw = (bw_gbs or dev.dram_gbs) * 1e9
     if rec.backend != "cpu":
-        rec.pct_peak = 100 * rec.tflops / dev.peak_tflops(problem.precision)
+        units, ops = spec.peak_share()  # against the units that do its arithmetic (tc7: TF32, three per product)
+        rec.pct_peak = 100 * rec.tflops * ops / dev.peak_tflops(units)
         # The seeds' "bandwidth utilization": modeled global bytes per second over DRAM bandwidth. Past 100%
         # means caches served the re-reads the model counts (the naive kernel's case).
         rec.bw_util_model = 100 * (rec.model["modeled_read_bytes"] + rec.model["modeled_write_bytes"]) / seconds / bw
@@ -353,14 +355,14 @@ def _bench_one(spec, problem, rec, sets, opts, dev, bw, info, peer_launch=None):
         result = check(spec, problem, launch=launch, inputs=(a, b))
         if _verify_fill(rec, result):
             c = np.empty((problem.m, problem.n), problem.output_dtype())
-            _fill_timing(rec, time_cpu(launch, a, b, c, opts.timing), problem, dev, bw)
+            _fill_timing(rec, time_cpu(launch, a, b, c, opts.timing), problem, dev, bw, spec)
             rec.status = Status.OK
         return None
     result = check(spec, problem, seed=seed, launch=launch)
     if not _verify_fill(rec, result):
         return None
     timing_args = (sets, opts.timing, info.max_sm_clock_mhz, _set_bytes(problem), info.l2_bytes)
-    _fill_timing(rec, time_gpu(launch, *timing_args), problem, dev, bw)
+    _fill_timing(rec, time_gpu(launch, *timing_args), problem, dev, bw, spec)
     rec.status = Status.OK
     if peer_launch is not None:
         mine, peer = time_interleaved([launch, peer_launch], *timing_args)

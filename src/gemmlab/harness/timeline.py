@@ -1,6 +1,6 @@
 """Where a persistent kernel's cycles go, read from inside the kernel.
 
-tc4 (and tc7) built with TIMELINE=1 has each consumer warpgroup stamp clock64 as it works (the layout is
+tc4 (and tc8) built with TIMELINE=1 has each consumer warpgroup stamp clock64 as it works (the layout is
 Timeline's in tc_common.cuh): at its start, when each unit's first k-tile has landed, when the unit's last wgmma
 retires, when its epilogue has handed C on, and at its end; %globaltimer at the start and the end puts all warpgroups on
 one time axis. ``summarize`` turns one launch's stamps into a cycle budget:
@@ -114,8 +114,8 @@ def stamped(spec, problem: Problem, sm_count: int = 132):
     """The stamped build of the configuration that runs ``problem``, or a clear error for a kernel without stamps."""
     build = spec.instrumented(problem, sm_count)
     if build is None:
-        raise GemmlabError(f"{spec.name}: gemmlab timeline reads the stamps of tc4_persistent.cu and tc7 kernels "
-                           "walking whole tiles (tc4, tc7); this one has none")
+        raise GemmlabError(f"{spec.name}: gemmlab timeline reads the stamps of tc4_persistent.cu and tc8 kernels "
+                           "walking whole tiles (tc4, tc8); this one has none")
     return build
 
 

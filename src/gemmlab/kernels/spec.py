@@ -200,6 +200,13 @@ class KernelSpec:
     # what the roofline leaves out where this kernel runs well below its predicted time (latency, occupancy, a
     # pipeline the levels do not count): the model's own reason, shown beside the prediction
     unmodeled: str = ""
+    # the arithmetic units its multiply-adds run on where they are not its precision's own: (precision of the
+    # units, their operations per multiply-add); tc7's FP32 products are three TF32 products each: ("tf32", 3)
+    math: tuple[str, int] | None = None
+
+    def peak_share(self) -> tuple[str, int]:
+        """(the precision whose units do the arithmetic, how many of their operations one multiply-add takes)."""
+        return self.math or (self.precision, 1)
 
     def __post_init__(self):
         reason = self.config_error()

@@ -2,8 +2,9 @@
 
 ``render_report(results_json_path, out_dir)`` writes ``report.md`` and, for bench results, one roofline PNG per
 precision and shape and one ladder PNG per shape, and returns the paths it wrote; ``summary(path)`` is the compact
-table. Both take every JSON gemmlab writes (bench, verify and timeline --json) and refuse anything else. Nothing
-is measured here, so a committed JSON renders the same report on any machine, with or without a GPU.
+table. Both take every JSON gemmlab writes (bench, verify, timeline and accuracy --json) and refuse anything
+else (an accuracy study gets its tables and its figure, accuracy.png). Nothing is measured here, so a committed
+JSON renders the same report on any machine, with or without a GPU.
 """
 from __future__ import annotations
 
@@ -26,6 +27,11 @@ def render_report(results_json_path: str | os.PathLike, out_dir: str | os.PathLi
         text = markdown.render_markdown(results, str(results_json_path), names, link=link, out_dir=str(out_dir))
     elif kind == "verify":
         text = markdown.verify_markdown(results, str(results_json_path), link=link, out_dir=str(out_dir))
+    elif kind == "accuracy":
+        from gemmlab.report import accuracy
+
+        figures = [("accuracy.png", accuracy.figure(results))]
+        text = accuracy.markdown(results) + "\n![error against K and against the inputs](accuracy.png)\n"
     else:
         from gemmlab.harness import timeline
 
@@ -68,5 +74,9 @@ def summary(results_json_path: str | os.PathLike) -> str:
     from gemmlab.report import markdown
 
     kind, results = D.load(results_json_path)
+    if kind == "accuracy":
+        from gemmlab.report import accuracy
+
+        return accuracy.markdown(results)
     return {"bench": markdown.summary_markdown, "verify": markdown.verify_summary,
             "timeline": markdown.timeline_summary}[kind](results)

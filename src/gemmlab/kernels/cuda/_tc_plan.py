@@ -1,4 +1,4 @@
-"""The wgmma levels' plans (tc2..tc7): everything a launch needs, resolved once per problem and operand layout.
+"""The wgmma levels' plans (tc2..tc8): everything a launch needs, resolved once per problem and operand layout.
 
 At plan time: the configuration that runs the problem (for_problem: NARROW_BN, stream-K or the base level), the
 binary, the grid (with clusters, as many as the occupancy query says are resident at once), the TcArgs parameter
@@ -29,6 +29,8 @@ TC_ARGS = driver.Struct((("a", driver.MAP), ("b", driver.MAP), ("c", driver.MAP)
                          ("timeline", "ptr")))
 FP8_ARGS = driver.Struct((("base", TC_ARGS), ("scale_a", "ptr"), ("scale_b", "ptr")))
 TRANSPOSE_SIGNATURE = (("B", "ptr"), ("BT", "ptr"), ("K", "i32"), ("N", "i32"), ("LDT", "i32"))
+ROUND_COPY_SIGNATURE = (("src", "ptr"), ("dst", "ptr"), ("rows", "i32"), ("cols", "i32"), ("ld_src", "i32"),
+                        ("ld_dst", "i32"), ("vec", "i32"))
 _PLACEHOLDER = 1 << 20  # a 16-byte aligned address to encode maps with before a launch supplies the real one
 
 
@@ -90,6 +92,19 @@ class _Operand:
         if self.mode != "staged":
             driver.ctypes.memmove(self.address.map_address, self.staged, driver.MAP_BYTES)
             self.mode, self.current = "staged", None
+
+
+@dataclass
+class _RoundedOperand:
+    """A (TF32_ROUND=3): rounded to TF32 into a workspace by a launch of its own before the kernel, every call; the
+    kernel's map holds the workspace, set once."""
+
+    copy: driver.Launch
+
+    def bind(self, params: driver.Params, ptr: int, stream: int) -> None:
+        p = self.copy.params
+        p.src, p.vec = ptr, int(not ptr & 15 and p.ld_src % 4 == 0)
+        self.copy.launch(stream)
 
 
 @dataclass
@@ -178,6 +193,9 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
     defines = spec.defines()
     if b_kmajor and spec.precision == "bf16":
         defines["B_KMAJOR"] = 1
+    rounds_smem = spec.params.get("TF32_ROUND", 0) == 2  # TF32 operands rounded to nearest in shared memory
+    if b_kmajor and rounds_smem:  # no pre-pass rounds this B: the producer's pass rounds its tiles too
+        defines["ROUND_B_SMEM"] = 1
     geo = spec.launch_geometry(problem, info.sm_count)
     kernel = gpu.kernel(compile_cuda(spec.source, spec.entry, defines, info.arch), geo.smem)
     cluster = spec.cluster()
@@ -203,7 +221,21 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
                          "rows are not a multiple of the 16 bytes TMA strides by")
         return op
 
-    ops = [operand("a", m, k, lambda ld: spec.operand_maps(problem, ld, n, b_kmajor)[0])]
+    if spec.params.get("TF32_ROUND", 0) == 3:  # A rounded by a pre-pass into a pitched workspace
+        kp = ceil_div(k, align) * align
+        ws = gpu.buffer(m * kp * 4)
+        buffers.append(ws)
+        driver.ctypes.memmove(params.map_address("a"), _encoded(spec.operand_maps(problem, kp, n)[0], gpu.address(ws)),
+                              driver.MAP_BYTES)
+        threads = 256
+        rk = gpu.kernel(compile_cuda("tc_round_copy.cu", "tc_round_copy", {"THREADS": threads}, info.arch), 0)
+        rp = driver.Params(ROUND_COPY_SIGNATURE)
+        rp.dst, rp.rows, rp.cols, rp.ld_src, rp.ld_dst = gpu.address(ws), m, k, k, kp
+        grid = (ceil_div(k, 4 * threads), min(m, 65535), 1)
+        ops = [_RoundedOperand(driver.Launch(int(rk.handle), grid, (threads, 1, 1), 0, rp))]
+        steps.append(f"rounding pre-pass: A ({m}x{k}) rounded to TF32 into a {m}x{kp} workspace")
+    else:
+        ops = [operand("a", m, k, lambda ld: spec.operand_maps(problem, ld, n, b_kmajor)[0])]
     transpose = None
     if b_kmajor:  # B handed over as the N×K row-major Bᵀ: the layout K-major wgmma reads
         ops.append(operand("b", n, k, lambda ld: spec.operand_maps(problem, k, ld, True)[1]))
@@ -215,11 +247,13 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
         buffers.append(bt)
         driver.ctypes.memmove(params.map_address("b"), _encoded(spec.operand_maps(problem, k, kp, False)[1],
                                                                  gpu.address(bt)), driver.MAP_BYTES)
-        tk = gpu.kernel(compile_cuda("tc_transpose.cu", "tc_transpose", {"TILE_T": 32}, info.arch), 0)
+        tk = gpu.kernel(compile_cuda("tc_transpose.cu", "tc_transpose",
+                                     {"TILE_T": 32, **({"ROUND": 1} if rounds_smem else {})}, info.arch), 0)
         tp = driver.Params(TRANSPOSE_SIGNATURE)
         tp.BT, tp.K, tp.N, tp.LDT = gpu.address(bt), k, n, kp
         transpose = driver.Launch(int(tk.handle), (ceil_div(n, 32), ceil_div(k, 32), 1), (32, 8, 1), 0, tp)
-        steps.append(f"transpose pre-pass: B ({k}x{n}) into Bᵀ ({n}x{kp}); tf32 wgmma reads K-major operands only")
+        steps.append(f"transpose pre-pass: B ({k}x{n}) into Bᵀ ({n}x{kp}){', rounded to TF32' if rounds_smem else ''}; "
+                     "tf32 wgmma reads K-major operands only")
     zeroed = False
     if spec.params.get("STREAM_K", 0):
         ws, flags = _stream_k_workspace(spec, kernel, geo, problem, info.sm_count, gpu)

@@ -7,13 +7,24 @@
 // partials' workspace and one flag per tile in args.sk_ws and args.sk_flags.
 // EPI_TMA=1: the consumers store C through shared-memory staging boxes and TMA (store_acc_tma) whenever the host
 // says C's layout allows it (args.c_tma; args.c is then C's tensor map), else directly.
+// TF32_ROUND=2 (TF32): producer warps 1-3 round each landed A tile to nearest in place (tc_round.cuh), and the B
+// tile too where B is handed over K-major (ROUND_B_SMEM=1; else the transpose pre-pass writes Bᵀ rounded); the
+// consumers wait on the slot's `ready` barrier.
 // TIMELINE=1 (gemmlab timeline; whole tiles only): args.timeline holds TL_SLOTS clock readings per consumer
 // warpgroup (Timeline in tc_common.cuh), stamped where each warpgroup's cycles go.
 // TC_FP8=1 (tc4_persistent_fp8): fp8 operands, the parameter is Fp8Args, and each consumer thread multiplies its
 // accumulators by the two per-tensor scales (read once, at its start) before storing C, in BF16 with OUT_BF16.
 #include "tc_common.cuh"
+#include "tc_round.cuh"
 
 #define CW (BM / 64)
+#if TF32_ROUND && TC_BF16
+#error "TF32_ROUND applies to the TF32 builds"
+#endif
+#ifndef ROUND_B_SMEM
+#define ROUND_B_SMEM 0
+#endif
+#define ROUND_BYTES (ROUND_B_SMEM ? STAGE_BYTES : A_TILE_BYTES)  // the stage's leading bytes the pass rounds
 #if EPI_TMA
 #define EPI_BYTES (CW * 2 * C_BOX_BYTES)  // two staging boxes per consumer warpgroup, after the ring
 #else
@@ -32,6 +43,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
   unsigned char *smem = aligned_smem(smem_raw);
   u64 *full = reinterpret_cast<u64 *>(smem + STAGES * STAGE_BYTES + EPI_BYTES);
   u64 *empty = full + STAGES;
+  u64 *ready = empty + STAGES;  // TF32_ROUND=2
   const TmaMap *mapA = &args.a, *mapB = &args.b;
   OutT *C = reinterpret_cast<OutT *>(args.C);
   const int M = args.M, N = args.N, K = args.K;
@@ -39,6 +51,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
   const PersistentGrid<CM, CM * BM, BN> grid(M, N, K);
   const u32 rank = grid.rank;
 
+  if (TF32_ROUND == 2) ready_init<STAGES>(ready);
   // every consumer warp of every CTA that reads the multicast B arrives on `empty`
   ring_init<STAGES, CM>(full, empty, CW * 4 * CM, mapA, mapB);
 
@@ -55,6 +68,13 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
           [&](unsigned char *stage, u64 *bar, int m0, int n0, int k0) {
             load_stage<CM>(stage, mapA, mapB, bar, m0, n0, k0, rank);
           });
+#if TF32_ROUND == 2
+    else if (tid >= 32)
+      pass_ring<STAGES>(full, ready, grid.cluster, grid.clusters, grid.tiles, grid.KT, [&](u32 s) {
+        unsigned char *stage = smem + s * STAGE_BYTES;
+        tile_pass<ROUND_BYTES>(stage, stage, tid - 32, [](float x) { return tf32_rna(x); });
+      });
+#endif
   } else {
     setmaxnreg_inc<CONSUMER_REGS>();
     const int cw = wg - 1;
@@ -83,6 +103,9 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
       for (int kt = u.kb; kt < u.ke; ++kt, ++it) {
         const u32 s = it % STAGES;
         mbar_wait(&full[s], (it / STAGES) & 1);
+#if TF32_ROUND == 2
+        mbar_wait(&ready[s], (it / STAGES) & 1);
+#endif
         const u32 a = smem_u32(smem + s * STAGE_BYTES) + cw * 64 * 128;
         const u32 b = smem_u32(smem + s * STAGE_BYTES + A_TILE_BYTES);
         wgmma_fence();

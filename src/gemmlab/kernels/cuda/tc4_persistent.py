@@ -53,7 +53,12 @@ Why these settings, measured on the H200 outside results/ (cold L2, BF16 at 4096
   the slots back (epilogue 2,032 cycles, but the next tile's k-tiles 1,134, since the stores drain through the TMA
   unit and shared memory the loads need: 0.95x cuBLAS against 0.99x); C from registers (EPI_TMA=0: 3,890 cycles
   alone, 6,262 with every SM storing). Clusters of 4 fit 30 at once on the H200 (120 SMs), too few.
-Measured in results/h200/tensor_cores.json: see docs/tensor_cores.md.
+Measured in results/h200/tensor_cores.json (TF32: the truncating build): see docs/tensor_cores.md.
+TF32 rounded to nearest (TF32_ROUND=2): the transpose pre-pass writes Bᵀ rounded (free: it copies B anyway), and
+producer warps 1-3 round each landed A tile in shared memory (tc_round.cuh), and B's too where B is handed over
+K-major (ROUND_B_SMEM, the plan's choice). Predicted: cuBLAS TF32's error; the pass reads and writes A's 16 KB per
+k-tile beside about 128 KB of shared-memory traffic, so 0-10% slower depending on how close the mainloop already
+runs to the SM's shared-memory bandwidth.
 
 FP8 (``cuda/tc4_persistent_fp8``, precision fp8: the same source with TC_FP8=1, what changed against tc4 BF16):
 e4m3 operands (e5m2 for either, A_E5M2 / B_E5M2), both K-major (B handed over N×K, as cuBLASLt takes it), wgmma
@@ -62,7 +67,7 @@ the tile order are tc4's as they are, and the tensor cores' doubled rate runs a 
 64 of K. The consumers multiply by the two per-tensor FP32 scales (device addresses per call: a host float would
 need the caller's tensor read back) and store BF16 C (OUT_BF16=1; FP32 with 0) through the same staging boxes,
 now 64 BF16 columns each. Accumulation is the tensor cores' own (about 14 bits kept, truncating), as cuBLASLt's
-fast-accumulation mode, its peer; tc7 promotes into FP32 (tc7_promoted_fp8 at per-tensor scales).
+fast-accumulation mode, its peer; tc8 promotes into FP32 (tc8_promoted_fp8 at per-tensor scales).
 Why: the mainloop halves in cycles while the epilogue does not, so the epilogue's share of a tile would double;
 BF16 C halves its bytes and its shared-memory wavefronts.
 Predicted (before measuring): a k-tile at 1,024 cycles as in BF16 (the tensor cores' FP8 rate), the epilogue near
@@ -75,7 +80,8 @@ from gemmlab.kernels.cuda.tc_common import WgmmaKernel, fp8_constraints, wgmma_c
 BASE = {"BM": 128, "BN": 256, "STAGES": 4, "GROUP_M": 8, "PRODUCER_REGS": 40, "CONSUMER_REGS": 232, "EPI_TMA": 1,
         "NARROW_BN": 192}
 CM = 2
-BF16 = TF32 = {**BASE, "CM": CM}
+BF16 = {**BASE, "CM": CM}
+TF32 = {**BF16, "TF32_ROUND": 2}
 FP8 = {**BF16, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
 # what the roofline leaves out here: its levels overlap, but a consumer warpgroup issues no wgmma while it stores
 EPILOGUE = ("latency: each tile's epilogue (C through shared memory and TMA) keeps its warpgroups off the tensor "
@@ -89,7 +95,9 @@ SPECS = [
         source="tc4_persistent.cu", entry="tc4_persistent", params=dict(params),
         constraints=lambda p: wgmma_constraints(p, specialized=True),
         traffic_model=wgmma_traffic(prec, BASE["BM"], BASE["BN"], CM, narrow=params, persistent=True,
-                                    group_m=BASE["GROUP_M"], epi_tma=True), doc=__doc__, unmodeled=EPILOGUE,
+                                    group_m=BASE["GROUP_M"], epi_tma=True,
+                                    a_pass=2 if params.get("TF32_ROUND") else 0),  # the rounding pass over A
+        doc=__doc__, unmodeled=EPILOGUE,
     )
     for prec, params in (("bf16", BF16), ("tf32", TF32))
 ] + [

@@ -23,11 +23,11 @@ struct TcArgs {
   unsigned long long *timeline;  // TIMELINE: the clock stamps gemmlab timeline reads
 };
 
-// The FP8 levels' parameter (tc4 with TC_FP8=1, tc7): TcArgs, then the scales' addresses, set per call (gemmlab.fp8
+// The FP8 levels' parameter (tc4 with TC_FP8=1, tc8): TcArgs, then the scales' addresses, set per call (gemmlab.fp8
 // has the layouts). Derived, so the kernels name the shared fields as in TcArgs. A POD base keeps its tail padding,
 // so the scales start at sizeof(TcArgs), where the host's nested struct (FP8_ARGS) puts them. C holds the address of
 // BF16 C where the kernel writes BF16 (OUT_BF16).
 struct Fp8Args : TcArgs {
-  const float *scale_a;  // per tensor: one float; per 1x128 (tc7): ceil(K/128) x M, row-major
-  const float *scale_b;  // per tensor: one float; per 128x128 (tc7): ceil(N/128) x ceil(K/128), row-major
+  const float *scale_a;  // per tensor: one float; per 1x128 (tc8): ceil(K/128) x M, row-major
+  const float *scale_b;  // per tensor: one float; per 128x128 (tc8): ceil(N/128) x ceil(K/128), row-major
 };

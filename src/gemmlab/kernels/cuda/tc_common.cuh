@@ -601,7 +601,7 @@ __device__ __forceinline__ void produce_ring(unsigned char *smem, u64 *full, u64
   }
 }
 
-// ---- TIMELINE=1: clock stamps for gemmlab timeline (tc4, tc7) ---------------------------------------------------
+// ---- TIMELINE=1: clock stamps for gemmlab timeline (tc4, tc8) ---------------------------------------------------
 // Warpgroup `cw` of block b owns row b * CW + cw of TL_SLOTS readings (CW consumer warpgroups per block): [0]
 // %globaltimer (ns) and [1] clock64 at the start; for its units i < TL_UNITS, [2 + 3i] clock64 once the unit's first
 // k-tile has landed, [3 + 3i] after its last wgmma retires, [4 + 3i] after its epilogue; [TL_SLOTS - 2] clock64 and

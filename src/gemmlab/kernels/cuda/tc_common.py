@@ -12,7 +12,7 @@ Operand staging, decided per problem and layout before anything launches:
   (tc_transpose) in the profiles of results/h200/tensor_cores.json. A B handed over as Bᵀ is read in place.
 - TF32, tc5 (``swap_ab``): the kernel computes Cᵀ = Bᵀ·Aᵀ with B as wgmma's register operand, so A and B are
   read as given, padded like BF16's when K % 4 (A) or N % 4 (B).
-- FP8 (tc4_persistent_fp8, tc7): fp8 wgmma reads both operands K-major, so A comes M×K and B as the transpose of
+- FP8 (tc4_persistent_fp8, tc8): fp8 wgmma reads both operands K-major, so A comes M×K and B as the transpose of
   an N×K matrix (what torch._scaled_mm and cuBLASLt take); a row-major K×N B is refused with that reason (its
   transpose would be a pass over B on every call, as large as the TF32 pre-pass in bytes). K % 16 sends both
   through the padded copy. C is BF16 (N % 8 for TMA stores) or FP32 (OUT_BF16=0).
@@ -52,16 +52,16 @@ def is_fp8(precision: str) -> bool:
     return get_precision(precision).scaling is not None
 
 
-# the FP8 levels' operand formats and output type, and tc7's per-tensor scales, 0 or 1 each
+# the FP8 levels' operand formats and output type, and tc8's per-tensor scales, 0 or 1 each
 FP8_OPTIONS = ("A_E5M2", "B_E5M2", "OUT_BF16", "PER_TENSOR")
 
 
 def fp8_constraints(p: dict, promoted: bool) -> list[str]:
-    """The parameter errors of an FP8 level beyond wgmma_constraints (``promoted``: tc7's source, which promotes
+    """The parameter errors of an FP8 level beyond wgmma_constraints (``promoted``: tc8's source, which promotes
     every k-tile into a second accumulator set)."""
     e = [f"{name}={p.get(name)}: 0 or 1" for name in FP8_OPTIONS if p.get(name, 0) not in (0, 1)]
     if p.get("PER_TENSOR", 0) and not promoted:
-        e.append("PER_TENSOR=1 is an option of tc7's source (its scales through zero strides)")
+        e.append("PER_TENSOR=1 is an option of tc8's source (its scales through zero strides)")
     widths = (128, 192) if promoted else (128, 192, 256)
     for name in ("BN", "NARROW_BN"):
         if p.get(name, 0) and p[name] not in widths:
@@ -70,7 +70,7 @@ def fp8_constraints(p: dict, promoted: bool) -> list[str]:
                                               "blocks of B's scales: 128 or 192" if promoted else
                                               "the fp8 wgmma shapes here are n128, n192 and n256"))
     if promoted and p.get("STREAM_K", 0):
-        e.append("STREAM_K=1: tc7's walk has no stream-K fixup")
+        e.append("STREAM_K=1: tc8's walk has no stream-K fixup")
     return e
 
 
@@ -79,7 +79,7 @@ def stage_bytes(bm: int, bn: int) -> int:
 
 
 TL_SLOTS = 64  # readings per consumer warpgroup with TIMELINE=1 (Timeline in tc_common.cuh, harness/timeline.py)
-TIMELINE_SOURCES = ("tc4_persistent.cu", "tc7_block_scaled_fp8.cu")  # the sources that have the stamps
+TIMELINE_SOURCES = ("tc4_persistent.cu", "tc8_block_scaled_fp8.cu")  # the sources that have the stamps
 # Dense tensor-core multiply-adds per SM per clock on Hopper: the datasheet's 989.4 BF16 TFLOPS (494.7 TF32, 1979
 # FP8) for 132 SMs at 1830 MHz is 4096 (2048, 8192) FLOP per SM per clock.
 TENSOR_FMA_PER_SM_CLOCK = {"bf16": 2048, "tf32": 1024, "fp8": 4096, "fp8_block": 4096}
@@ -91,8 +91,18 @@ def epilogue_bytes(p: dict) -> int:
     return (p["BM"] // 64) * 2 * C_BOX_BYTES if p.get("EPI_TMA", 0) else 0
 
 
+def pass_bytes(p: dict) -> int:
+    """Shared memory of the producer warps' pass over landed k-tiles (tc_round.cuh): a `ready` barrier per ring
+    slot where they round A in place (TF32_ROUND=2), and for the 3xTF32 source (tc7, the one with a PROMOTE
+    interval) also the small part of each slot's A tile, BM rows of 128 bytes, after the ring."""
+    if "PROMOTE" in p:
+        return p["STAGES"] * (p["BM"] * 128 + 8)
+    return 8 * p["STAGES"] if p.get("TF32_ROUND", 0) == 2 else 0
+
+
 def smem_bytes(p: dict) -> int:
-    return p["STAGES"] * (stage_bytes(p["BM"], p["BN"]) + BARRIER_BYTES) + epilogue_bytes(p) + ALIGN_SLACK
+    return (p["STAGES"] * (stage_bytes(p["BM"], p["BN"]) + BARRIER_BYTES) + epilogue_bytes(p) + pass_bytes(p)
+            + ALIGN_SLACK)
 
 
 
@@ -256,28 +266,41 @@ def wgmma_constraints(p: dict, specialized: bool, swap_ab: bool = False) -> list
                    or narrow // 64 < p.get("CM", 1)):
         e.append(f"NARROW_BN={narrow}: a wgmma N (64, 128, 192) below BN={p['BN']} with a B box per CTA of the "
                  "cluster, on the tc4_persistent.cu source")
+    rnd = p.get("TF32_ROUND", 0)
+    if rnd not in (0, 1, 2, 3):
+        e.append(f"TF32_ROUND={rnd}: 0 (truncated by the tensor cores), 1 (register operands rounded), 2 (and the "
+                 "shared-memory ones, by the producer's pass) or 3 (and A, by a pre-pass)")
+    elif rnd in (1, 3) and not swap_ab:
+        e.append(f"TF32_ROUND={rnd} rounds the operand that passes through registers, which only tc5's swap has")
+    elif rnd == 2 and not specialized:
+        e.append("TF32_ROUND=2 needs the producer warpgroup, whose idle warps round the shared-memory tiles")
+    if p.get("ROUND_B_SMEM", 0) and (rnd != 2 or swap_ab):
+        e.append("ROUND_B_SMEM=1 (the plan's choice for a K-major B in tc4) needs TF32_ROUND=2")
     if p.get("TIMELINE", 0) not in (0, 1):
         e.append(f"TIMELINE={p.get('TIMELINE')}: 0 or 1 (stamp each warpgroup's cycles for gemmlab timeline)")
     elif p.get("TIMELINE", 0) and (swap_ab or not specialized or p.get("STREAM_K", 0)):
-        e.append("TIMELINE=1 is an option of the tc4 and tc7 sources walking whole tiles (tc4, tc7, not tc6)")
+        e.append("TIMELINE=1 is an option of the tc4 and tc8 sources walking whole tiles (tc4, tc8, not tc6)")
     return e
 
 
 def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, prepass: bool | None = None,
                   stream_k: bool = False, sk_fill: int = SK_FILL, sk_skip: int = SK_SKIP_FILL, whole=None,
                   narrow: dict | None = None, persistent: bool = False, group_m: int = 1, swap_ab: bool = False,
-                  epi_tma: bool = False, block_scales: bool = False):
+                  epi_tma: bool = False, a_reads: int = 1, a_pass: int = 0, block_scales: bool = False):
     """A read once per cluster of CN·BN columns, B once per cluster of CM·BM rows (multicast shares an operand
     within a cluster), C written once; the TF32 transpose pre-pass (tc2-tc4: B read and Bᵀ written) on top. With
     ``stream_k``, each partial accumulator (4·BM·BN bytes) is written once and read once by its tile's owner, for
     the grid that a GPU of ``sm_count`` SMs gets; where no tile is split, ``whole`` (the base level's model).
     ``narrow``: the whole-tile parameters whose NARROW_BN choice (narrow_pays) the launch follows: the tiles are
-    NARROW_BN wide there, and a stream-K level runs the base level (``whole``). ``block_scales`` (tc7): each tile
+    NARROW_BN wide there, and a stream-K level runs the base level (``whole``). ``block_scales`` (tc8): each tile
     also reads its rows' A scales and one B scale per 128 of K.
 
     Beneath the L2 traffic: each consumer warpgroup's wgmma reads its 64 rows of A and the tile's BN columns of B
     from shared memory per k (with ``swap_ab``, all BM rows of A and its 64 columns of B), after TMA wrote each
-    CTA's A and B tiles there, and ``epi_tma`` stages C there once more on its way out. A ``persistent`` grid
+    CTA's A and B tiles there, and ``epi_tma`` stages C there once more on its way out; ``a_reads``: how many times
+    each warpgroup's wgmmas read its A (tc7's three products read A's big part twice and its small part once),
+    ``a_pass``: A-tile-sized accesses per k-tile of the producer warps' pass (tc_round.cuh: a read and a write, 2,
+    where they round A in place or write its small part). A ``persistent`` grid
     walks its (cluster) tiles ``group_m`` rows at a time in the snake order, one wave per resident cluster; the
     other levels launch a 2-D grid, row-major, as many CTAs at a time as the SMs hold."""
     prepass = precision == "tf32" if prepass is None else prepass
@@ -306,6 +329,9 @@ def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, pr
                  f"B once per {bm * cm}-row {'cluster' if cm > 1 else 'tile'}")
         if epi_tma:
             smem += 2 * problem.prec.output_bytes * walk.tiles_m * bm * cm * walk.tiles_n * bn_ * cn
+        if a_reads > 1 or a_pass:  # per output element and k: A's share of a warp's reads is 1 / WN, a tile's 1 / BN
+            area = walk.tiles_m * bm * cm * walk.tiles_n * bn_ * cn * k
+            smem += problem.prec.input_bytes * area * ((a_reads - 1) / warp[1] + a_pass / bn_)
         extra = 0.0
         if prepass:
             read += 4 * k * n
@@ -409,6 +435,12 @@ class WgmmaKernel(CudaKernel):
         return dataclasses.replace(self, params={**self.params, "A_E5M2": int(a == E5M2), "B_E5M2": int(b == E5M2),
                                                  "OUT_BF16": int(out == "bfloat16")})
 
+    def config_error(self) -> str | None:
+        why = super().config_error()
+        if not why and self.precision != "tf32" and self.params.get("TF32_ROUND", 0):
+            return f"TF32_ROUND={self.params['TF32_ROUND']}: rounding to TF32 is an option of the TF32 levels"
+        return why
+
     def unsupported(self, gpu) -> str | None:
         if tuple(gpu.cc) != (9, 0):
             return (f"{self.name} uses wgmma, TMA and setmaxnreg, which exist on sm_90a (Hopper) only; "
@@ -471,7 +503,7 @@ class WgmmaKernel(CudaKernel):
         return self
 
     def instrumented(self, problem: Problem, sm_count: int = 132) -> Instrumented | None:
-        """tc4_persistent.cu and tc7's source walking whole tiles stamp their cycles with TIMELINE=1 (the
+        """tc4_persistent.cu and tc8's source walking whole tiles stamp their cycles with TIMELINE=1 (the
         configuration that runs ``problem``: tc4's tile width is chosen per problem)."""
         runs = self.for_problem(problem, sm_count)
         if runs.source not in TIMELINE_SOURCES or runs.params.get("STREAM_K", 0):

@@ -1,4 +1,4 @@
-"""tc7: block-scaled FP8 (DeepGEMM's recipe), the tensor cores' partial sums promoted into FP32 every 128 of K.
+"""tc8: block-scaled FP8 (DeepGEMM's recipe), the tensor cores' partial sums promoted into FP32 every 128 of K.
 
 What changed against tc4_persistent_fp8: the scales are FP32 per 1×128 of A (a row, 128 of K) and per 128×128
 block of B, not per tensor, so they change every k-tile and cannot wait for the epilogue. Each consumer warpgroup
@@ -19,11 +19,11 @@ read again for every 128 columns, and both warpgroups read B): about 160 bytes p
 128, the rate tc4 already runs at. So 0.80-0.90x tc4_persistent_fp8's TFLOPS, and 0.85-1.0x torch's
 blockwise scaled matmul (cuBLASLt), which pays the same promotion.
 
-``cuda/tc7_promoted_fp8`` (precision fp8): the same kernel with PER_TENSOR=1, one scale per operand read through
+``cuda/tc8_promoted_fp8`` (precision fp8): the same kernel with PER_TENSOR=1, one scale per operand read through
 zero strides, so per-tensor FP8 gets FP32 accumulation, as cuBLASLt's default (``use_fast_accum=False``) does, where
 tc4_persistent_fp8 keeps the tensor cores' own. Why: that accumulation errs in proportion to K (a model of it in
 docs/tensor_cores.md), so against a promoting peer tc4 may miss the bar of twice its error at long K. Predicted:
-tc7's speed, below tc4_persistent_fp8's, with an error at BF16 rounding's whatever K.
+tc8's speed, below tc4_persistent_fp8's, with an error at BF16 rounding's whatever K.
 """
 from gemmlab.kernels.cuda.tc_common import WgmmaKernel, fp8_constraints, wgmma_constraints, wgmma_traffic
 
@@ -37,19 +37,19 @@ PROMOTION = ("latency: each k-tile waits for its wgmma and promotes on the CUDA 
 
 SPECS = [
     WgmmaKernel(
-        name="cuda/tc7_block_scaled_fp8", level=7, precision="fp8_block", kind="persistent",
+        name="cuda/tc8_block_scaled_fp8", level=8, precision="fp8_block", kind="persistent",
         title="fp8 e4m3 with FP32 scales per 1x128 of A and 128x128 of B, wgmma m64n128k32 promoted into FP32 every "
               "128 of K, tc4's persistent clustered skeleton, BF16 C",
-        source="tc7_block_scaled_fp8.cu", entry="tc7_block_scaled_fp8", params=dict(PARAMS),
+        source="tc8_block_scaled_fp8.cu", entry="tc8_block_scaled_fp8", params=dict(PARAMS),
         constraints=lambda p: wgmma_constraints(p, specialized=True) + fp8_constraints(p, promoted=True),
         traffic_model=wgmma_traffic("fp8_block", PARAMS["BM"], PARAMS["BN"], PARAMS["CM"], persistent=True,
                                     group_m=PARAMS["GROUP_M"], epi_tma=True, block_scales=True),
         doc=__doc__, unmodeled=PROMOTION,
     ),
     WgmmaKernel(
-        name="cuda/tc7_promoted_fp8", level=7, precision="fp8", kind="persistent",
-        title="fp8 e4m3, per-tensor scales, tc7's promotion into FP32 every 128 of K (FP32 accumulation), BF16 C",
-        source="tc7_block_scaled_fp8.cu", entry="tc7_block_scaled_fp8", params=dict(PER_TENSOR),
+        name="cuda/tc8_promoted_fp8", level=8, precision="fp8", kind="persistent",
+        title="fp8 e4m3, per-tensor scales, tc8's promotion into FP32 every 128 of K (FP32 accumulation), BF16 C",
+        source="tc8_block_scaled_fp8.cu", entry="tc8_block_scaled_fp8", params=dict(PER_TENSOR),
         constraints=lambda p: wgmma_constraints(p, specialized=True) + fp8_constraints(p, promoted=True),
         traffic_model=wgmma_traffic("fp8", PARAMS["BM"], PARAMS["BN"], PARAMS["CM"], persistent=True,
                                     group_m=PARAMS["GROUP_M"], epi_tma=True), doc=__doc__, unmodeled=PROMOTION,

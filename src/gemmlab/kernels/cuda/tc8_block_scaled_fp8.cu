@@ -1,4 +1,4 @@
-// tc7: block-scaled FP8 (DeepGEMM's recipe) on tc4's persistent, warp-specialized, clustered skeleton: the same
+// tc8: block-scaled FP8 (DeepGEMM's recipe) on tc4's persistent, warp-specialized, clustered skeleton: the same
 // producer (produce_ring, load_stage), tile order, clusters with B multicast and TMA-store epilogue. What differs is
 // the consumers' k-tile: each k-tile (128 of K, one scale block) runs its 4 wgmma m64nBNk32 from zero into `part`,
 // waits for them, gives the ring slot back and adds part · scale_a[row] · scale_b[block] into the FP32 accumulator
@@ -9,7 +9,7 @@
 // tile straddles two B blocks at a 64-column boundary, and each 8-column group takes the scale of its side. Each
 // thread loads the next k-tile's scales while the current k-tile's wgmma runs. The k order is the producer's (every
 // other unit last to first), so the consumers mirror it to pick the scales.
-// PER_TENSOR=1 (tc7_promoted_fp8, precision fp8): one scale per operand, the same loop with the scales' strides at
+// PER_TENSOR=1 (tc8_promoted_fp8, precision fp8): one scale per operand, the same loop with the scales' strides at
 // zero: tensor scaling with FP32 accumulation, as cuBLASLt's default promotes.
 // TIMELINE=1: the stamps of tc4 (Timeline in tc_common.cuh).
 #include "tc_common.cuh"
@@ -33,7 +33,7 @@ __device__ __forceinline__ float ldg_f32(const float *p) {
 }
 
 extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
-    tc7_block_scaled_fp8(const __grid_constant__ Fp8Args args) {
+    tc8_block_scaled_fp8(const __grid_constant__ Fp8Args args) {
   extern __shared__ unsigned char smem_raw[];
   unsigned char *smem = aligned_smem(smem_raw);
   u64 *full = reinterpret_cast<u64 *>(smem + STAGES * STAGE_BYTES + EPI_BYTES);

@@ -1,0 +1,72 @@
+// TF32 rounding in shared memory (tc4..tc7): the producer warps' pass over the k-tiles that TMA lands.
+//
+// Truncation (tc_tf32.cuh) errs toward zero by half a TF32 ulp on average, and over a dot product that bias adds
+// up coherently: for N(0,1) operands the relative Frobenius error of C is about 0.79·2^-10 truncated (a bias of
+// 0.72 and a spread of 0.32) against 0.30·2^-10 rounded to nearest (cuBLAS TF32's). An operand that passes through registers (tc5's B fragments) is
+// rounded there, for a few ALU operations per value. The operand wgmma reads from shared memory can only be
+// rounded in shared memory: the producer warpgroup's warps 1-3, idle while one thread of warp 0 issues the TMA
+// copies, wait for each k-tile to land, rewrite it (rounded, or for tc7 its small part beside it), fence the
+// writes for the async proxy the tensor cores read through, and arrive on the slot's `ready` barrier, which the
+// consumers wait on after `full`. The cost is shared-memory bandwidth: a read and a write of every byte rewritten.
+#pragma once
+#include "tc_tf32.cuh"
+
+#ifndef TF32_ROUND
+// 0: operands truncated by the tensor cores; 1: register operands rounded; 2: and the shared-memory ones, by the
+// pass below; 3 (tc5): as 1 in the kernel, A rounded before it by the plan's pre-pass (tc_round_copy.cu)
+#define TF32_ROUND 0
+#endif
+
+// ---- the producer warps' pass over landed k-tiles ----------------------------------------------------------------
+#define PASS_THREADS 96  // producer warps 1-3; warp 0's lane 0 issues the TMA copies
+
+__device__ __forceinline__ void fence_proxy_async_smem() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
+// dst[i] = f(src[i]) over BYTES of FP32 (a multiple of 16), pass thread t taking every PASS_THREADS-th 16-byte
+// chunk: a warp's ld/st.shared.v4 covers 512 contiguous bytes, 4 wavefronts without a bank conflict. The
+// transform is elementwise, so the tiles' 128-byte swizzle does not matter, and dst may be src. Each thread
+// loads PASS_BATCH chunks before it stores any: the compiler cannot move a load above a store that may alias it,
+// and one chunk at a time would wait out a shared-memory round trip per 16 bytes. Four chunks in flight spill
+// under the producer's 40 registers (ptxas, tc4-tc6); three do not.
+#define PASS_BATCH 3
+template <int BYTES, class F>
+__device__ __forceinline__ void tile_pass(const unsigned char *src, unsigned char *dst, int t, F f) {
+  constexpr int CHUNKS = BYTES / 16;
+  for (int i = t; i < CHUNKS; i += PASS_BATCH * PASS_THREADS) {
+    float4 v[PASS_BATCH];
+#pragma unroll
+    for (int j = 0; j < PASS_BATCH; ++j)
+      if (i + j * PASS_THREADS < CHUNKS) v[j] = *reinterpret_cast<const float4 *>(src + 16 * (i + j * PASS_THREADS));
+#pragma unroll
+    for (int j = 0; j < PASS_BATCH; ++j)
+      if (i + j * PASS_THREADS < CHUNKS)
+        *reinterpret_cast<float4 *>(dst + 16 * (i + j * PASS_THREADS)) =
+            make_float4(f(v[j].x), f(v[j].y), f(v[j].z), f(v[j].w));
+  }
+}
+
+// The pass threads' loop: the walk the producer and the consumers take (the same k-tiles in the same ring slots),
+// and for each k-tile: wait until its copies have landed, apply pass(slot), fence the writes for the async proxy
+// and arrive on ready[slot] (PASS_THREADS arrivals complete it). A slot cannot come round again before its
+// consumers, who wait on `ready`, release it, so the pass never falls a phase behind.
+template <int kStages, class Pass>
+__device__ __forceinline__ void pass_ring(u64 *full, u64 *ready, int cta, int ctas, int tiles, int KT, Pass pass) {
+  u32 it = 0;
+  for (Walk u(cta, ctas, tiles, KT); u.valid(); u.next())
+    for (int kt = u.kb; kt < u.ke; ++kt, ++it) {
+      const u32 s = it % kStages;
+      mbar_wait(&full[s], (it / kStages) & 1);
+      pass(s);
+      fence_proxy_async_smem();
+      mbar_arrive(&ready[s]);
+    }
+}
+
+// The `ready` barriers, set up by thread 0 before ring_init's fence and block-wide meeting cover them.
+template <int kStages>
+__device__ __forceinline__ void ready_init(u64 *ready) {
+  if (threadIdx.x == 0)
+    for (int s = 0; s < kStages; ++s) mbar_init(&ready[s], PASS_THREADS);
+}

@@ -1,0 +1,102 @@
+// The swapped product Cᵀ = Bᵀ·Aᵀ of tc5 and tc7, from FP32 A (M×K, K-major) and B (K×N, N-major) as given.
+// tf32 wgmma reads shared-memory operands K-major only: A becomes wgmma's B operand (its N = the tile's BM rows
+// of C), and B becomes wgmma's A operand, which may come from registers in any layout we can load: each consumer
+// thread reads its m64k8 fragment from the TMA tile with ld.shared.v2. The accumulator then holds a BN×BM block
+// of Cᵀ, stored to row-major C straight from registers.
+//
+// Warpgroup cw owns columns [64cw, 64cw + 64) of the tile (the 64 rows of its wgmma). Which column each
+// fragment row stands for is ours to choose, and is chosen so that
+//   - fragment rows g and g+8 of a warp (lane/4 = g) are adjacent columns c, c+1: one 8-byte load gives a
+//     thread both values of a K row, and in the epilogue each thread stores C[m][c..c+1] as a float2;
+//   - lanes 0-15 and lanes 16-31 each read 16 distinct 8-byte bank pairs of the 128B-swizzled B box
+//     (conflict-free ld.shared.v2), see frag_col();
+//   - the 8 g of a warp cover two whole 32-byte sectors of a C row, so the stores are sector-complete.
+// With CN=2, clusters of 2 CTAs side by side along N need the same A tile: CTA `rank` loads half of its rows
+// and multicasts them, so A crosses L2->SM once per cluster.
+#pragma once
+
+#define CW (BN / 64)                     // consumer warpgroups, 64 columns of C each
+#define B_BOX_COLS 32                    // B moves in boxes of 32 N (one 128-byte swizzle row) x BK K rows
+#define B_BOX_TILE_BYTES (B_BOX_COLS * 4 * BK)
+#define A_BOX_ROWS (BM / CN)             // each CTA of a cluster loads (and multicasts) this many rows of A
+
+template <int N>
+__device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const u32 (&a)[4], u64 db, int scale_d) {
+  if constexpr (N == 64) wgmma_tf32_rs_n64(d, a, db, scale_d);
+  else if constexpr (N == 128) wgmma_tf32_rs_n128(d, a, db, scale_d);
+  else wgmma_tf32_rs_n256(d, a, db, scale_d);
+}
+
+// The tile column (0..BN) of fragment rows g (and g+8 -> column + 1) for warp w of consumer warpgroup cw. Within
+// a 32-column B box a warp takes 8-column blocks 0 and 2 (w even) or 1 and 3 (w odd); g picks the pair
+// 2(g%2) + 4(g/4) inside a block and the block by (g/2)%2. In the swizzled box, 16-byte chunk (c/4) of K row k
+// sits at chunk (c/4) ^ (k%8), and a warp's K row is t = lane%4 (or t+4): for lanes 0-15 (g = 0..3) the pairs
+// c = 0, 2, 16, 18 (+8 for odd w) have distinct (chunk/4, pair within chunk), so XOR with t in 0..3 spreads
+// them over all 16 bank pairs; lanes 16-31 likewise with c = 4, 6, 20, 22.
+__device__ __forceinline__ int frag_col(int cw, int w, int g) {
+  return 64 * cw + 32 * (w / 2) + 8 * (w % 2) + 2 * (g % 2) + 16 * ((g / 2) % 2) + 4 * (g / 4);
+}
+
+// Byte offset, inside a stage, of B element (K row k, tile column c): box c/32, 128-byte swizzle.
+__device__ __forceinline__ u32 b_offset(int k, int c) {
+  const int cc = c % B_BOX_COLS;
+  return A_TILE_BYTES + (c / B_BOX_COLS) * B_BOX_TILE_BYTES +
+         k * 128 + ((((cc >> 2) ^ (k & 7)) << 4) | ((cc & 3) * 4));
+}
+
+// A consumer thread's m64k8 fragments of one k-tile, KSTEPS of them, from the stage: `lo` and `hi` are
+// b_offset(t, col) and b_offset(t + 4, col), K rows t and t+4 of the first k8 step; the swizzle term (k & 7) is
+// the same for every step, so a step is a plain 8-row (1024-byte) offset from these two.
+__device__ __forceinline__ void load_b_frags(const unsigned char *stage, u32 lo, u32 hi, u32 (&a)[KSTEPS][4]) {
+#pragma unroll
+  for (int kk = 0; kk < KSTEPS; ++kk) {
+    const uint2 x = *reinterpret_cast<const uint2 *>(stage + lo + kk * 1024);
+    const uint2 y = *reinterpret_cast<const uint2 *>(stage + hi + kk * 1024);
+    a[kk][0] = x.x;  // (row g, k t)
+    a[kk][1] = x.y;  // (row g + 8, k t)
+    a[kk][2] = y.x;  // (row g, k t + 4)
+    a[kk][3] = y.y;  // (row g + 8, k t + 4)
+  }
+}
+
+// One k-tile's TMA copies: A (BM rows; with a cluster, this CTA's A_BOX_ROWS of them, multicast) and BN/32 B
+// boxes, counted on `bar` (STAGE_BYTES in all: with CN=2 the peer's multicast half lands here too).
+__device__ __forceinline__ void load_stage_swap(unsigned char *stage, const TmaMap *mapA, const TmaMap *mapB,
+                                                u64 *bar, int m0, int n0, int k0, u32 rank) {
+  mbar_expect_tx(bar, STAGE_BYTES);
+  if (CN > 1)
+    tma_load_2d_multicast(stage + rank * A_BOX_ROWS * 128, mapA, bar, k0, m0 + rank * A_BOX_ROWS,
+                          (unsigned short)((1u << CN) - 1));
+  else
+    tma_load_2d(stage, mapA, bar, k0, m0);
+#pragma unroll
+  for (int j = 0; j < BN / B_BOX_COLS; ++j)
+    tma_load_2d(stage + A_TILE_BYTES + j * B_BOX_TILE_BYTES, mapB, bar, n0 + B_BOX_COLS * j, k0);
+}
+
+// Store a warpgroup's 64 (C columns from n_wg) x BM (C rows from m0) block of Cᵀ: d[4j + v] and d[4j + 2 + v]
+// are C[m][col] and C[m][col + 1] for m = m0 + 8j + 2t + v (the m64nN fragment's columns are C's rows here).
+// Whole blocks with an even N store float2; edges check every element.
+__device__ __forceinline__ void store_acc_t(float *C, const float (&d)[BM / 2], int m0, int n_wg, int col, int t,
+                                            int M, int N) {
+  const int r = m0 + 2 * t;
+  if (m0 + BM <= M && n_wg + 64 <= N && (N % 2) == 0) {
+    float *p = C + (long long)r * N + col;
+#pragma unroll
+    for (int j = 0; j < BM / 8; ++j)
+#pragma unroll
+      for (int v = 0; v < 2; ++v)
+        *reinterpret_cast<float2 *>(p + (8LL * j + v) * N) = make_float2(d[4 * j + v], d[4 * j + 2 + v]);
+  } else {
+#pragma unroll
+    for (int j = 0; j < BM / 8; ++j)
+#pragma unroll
+      for (int v = 0; v < 2; ++v) {
+        const int m = r + 8 * j + v;
+        if (m < M) {
+          if (col < N) C[(long long)m * N + col] = d[4 * j + v];
+          if (col + 1 < N) C[(long long)m * N + col + 1] = d[4 * j + 2 + v];
+        }
+      }
+  }
+}
