@@ -31,7 +31,7 @@ def test_bad_dimensions_name_the_dimension(bad):
 
 def test_unknown_precision():
     with pytest.raises(ShapeError, match="precision"):
-        Problem(1, 1, 1, "fp8")
+        Problem(1, 1, 1, "int4")
 
 
 def test_inputs_are_seeded_standard_normal_and_never_zero():

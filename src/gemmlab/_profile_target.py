@@ -45,8 +45,8 @@ def main(argv: list[str] | None = None) -> int:
             skipped[name] = reason
             continue
         run = spec.build(problem)
-        a, b = problem.make_inputs(args.seed, cupy)
-        c = cupy.empty((problem.m, problem.n), dtype=problem.output_dtype())
+        a, b = spec.make_inputs(problem, args.seed, cupy)
+        c = cupy.empty((problem.m, problem.n), dtype=spec.output_dtype(problem))
         stream = cupy.cuda.get_current_stream()
         for _ in range(max(args.warmup, 0)):
             run(a, b, c)

@@ -306,6 +306,7 @@ def cmd_roofline(args) -> int:
         raise UnknownKernelError(f"no GPU kernel matches {args.kernels!r}; the roofline models GPU kernels only")
     info = device.gpu()
     dev = device_spec(args.gpu or (info.name if info else "h200"))
+    specs = [s for s in specs if s.precision in dev.tflops]  # not a precision the device has no units for (A100 FP8)
     roofs = roofs_of(dev)
     if not args.ceilings and info is not None and not args.gpu:
         roofs = stored_ceilings(roofs)
@@ -442,7 +443,11 @@ def cmd_dispatch(args) -> int:
     layout = Layout(b=COL if args.b_transposed else ROW)
     for shape in args.shape or [(4096, 4096, 4096)]:
         for precision in args.precision or ["fp32", "tf32", "bf16"]:
-            choice = dispatch.choose(Problem(*shape, precision), layout, info)
+            try:
+                choice = dispatch.choose(Problem(*shape, precision), layout, info)
+            except GemmlabError as exc:
+                console.print(f"{'x'.join(map(str, shape))} {precision}: {exc}", highlight=False)
+                continue
             copies = f"; {', '.join(choice.copies)} copied into row-major order first" if choice.copies else ""
             console.print(f"{'x'.join(map(str, shape))} {precision}: {choice.spec.name} ({choice.why}{copies})",
                           highlight=False)
@@ -528,7 +533,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_profile)
 
     s = sub.add_parser("timeline", help="where a tc4 kernel's cycles go: clock stamps from inside the kernel")
-    s.add_argument("--kernels", default="cuda/tc4_persistent_*", help="glob(s) of tc4_persistent.cu kernels")
+    s.add_argument("--kernels", default="cuda/tc4_persistent_*", help="glob(s) of tc4 and tc8 kernels")
     s.add_argument("--shape", action="append", type=_shape, help=f"{shape_help} (default 4096)")
     s.add_argument("--launches", type=count, default=10, help="launches summarized (after 3 warm-ups)")
     s.add_argument("--json", help="write the stamps' summary here, and a Markdown table beside it (.md)")
@@ -551,7 +556,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("dispatch", help="which kernel gemmlab.matmul's kernel='auto' runs, and why")
     s.add_argument("--shape", action="append", type=_shape, help="4096 or MxNxK; repeatable (default 4096)")
-    s.add_argument("--precision", action="append", choices=["fp32", "tf32", "bf16"])
+    s.add_argument("--precision", action="append", choices=["fp32", "tf32", "bf16", "fp8", "fp8_block"])
     s.add_argument("--b-transposed", action="store_true", help="B handed over as the transpose of an N×K matrix "
                                                                 "(x @ w.T)")
     s.set_defaults(func=cmd_dispatch)

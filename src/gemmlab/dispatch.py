@@ -24,7 +24,8 @@ from gemmlab.problem import Problem
 SHIPPED = Path(__file__).parent / "data" / "dispatch-h200.json"
 # Without a measured entry: each precision's levels in the order they are tried, the first one this GPU runs
 DEFAULTS = {"fp32": ("cuda/v10_register_prefetch",), "tf32": ("cuda/tc6_stream_k_tf32", "cuda/tc1_mma_sync_tf32"),
-            "bf16": ("cuda/tc4_persistent_bf16", "cuda/tc1_mma_sync_bf16")}
+            "bf16": ("cuda/tc4_persistent_bf16", "cuda/tc1_mma_sync_bf16"), "fp8": ("cuda/tc4_persistent_fp8",),
+            "fp8_block": ("cuda/tc8_block_scaled_fp8",)}
 HOST_DEFAULT = "cpu/blas"
 
 
@@ -150,4 +151,8 @@ def choose(problem: Problem, layout: Layout, gpu) -> Choice:
 
 def _copies(layout: Layout, spec) -> tuple[str, ...]:
     runs = target_layout(layout, spec.layouts)
+    if runs is None:
+        from gemmlab.errors import LayoutError
+
+        raise LayoutError(spec.layout_refusal(layout))
     return tuple(name for name, given, used in (("A", layout.a, runs.a), ("B", layout.b, runs.b)) if given != used)

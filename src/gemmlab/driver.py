@@ -142,7 +142,7 @@ def _size_align(kind) -> tuple[int, int]:
 class Params:
     """One kernel's parameter list in host memory: each parameter at its own aligned place in one buffer, the
     void* array pointing at them, and a writable view per scalar (``params.C = ptr``). Field names of a struct
-    parameter are addressed directly; names must be unique across the list."""
+    parameter, and of the structs nested in it, are addressed directly; names must be unique across the list."""
 
     def __init__(self, signature: Sequence[tuple[str, object]]):
         places, at = [], 0
@@ -157,14 +157,14 @@ class Params:
         self.address = ctypes.addressof(self.array)
         self._fields: dict[str, tuple[str, int]] = {}
         for name, kind, off in places:
-            if isinstance(kind, Struct):
-                offsets, _, _ = kind.layout()
-                for fname, fkind in kind.fields:
-                    self._add(fname, fkind, base + off + offsets[fname])
-            else:
-                self._add(name, kind, base + off)
+            self._add(name, kind, base + off)
 
     def _add(self, name: str, kind, addr: int) -> None:
+        if isinstance(kind, Struct):
+            offsets, _, _ = kind.layout()
+            for fname, fkind in kind.fields:
+                self._add(fname, fkind, addr + offsets[fname])
+            return
         if name in self._fields:
             raise ValueError(f"kernel parameter {name!r} named twice")
         self._fields[name] = (kind, addr)

@@ -25,21 +25,34 @@ class Precision:
     rel_tolerance: float  # relative Frobenius error against float64 at K=4096
     description: str
     order: int  # where tables and listings put it
+    # FP8: "tensor" (one FP32 scale per operand) or "block" (A per 1×128, B per 128×128); gemmlab.fp8 has the layouts.
+    # Scaled operands are gemmlab.fp8.Scaled, both K-major (B stored N×K), and the reference is the float64 product
+    # of the dequantized operands.
+    scaling: str | None = None
+    tolerance_growth: float = 0.5  # past K=4096 the tolerance grows like (K / 4096) ** tolerance_growth
+    # block scaling: DeepGEMM's measure against the product of the unquantized inputs (fp8.recipe_diff) stays below
+    recipe_tolerance: float | None = None
 
     @property
     def input_bytes(self) -> int:
-        return np.dtype(_np_dtype(self.input_dtype)).itemsize
+        return np.dtype(np_dtype(self.input_dtype)).itemsize
 
     @property
     def output_bytes(self) -> int:
-        return np.dtype(_np_dtype(self.output_dtype)).itemsize
+        return np.dtype(np_dtype(self.output_dtype)).itemsize
+
+    @property
+    def kmajor_b(self) -> bool:
+        """B is handed over as its N×K transpose (FP8 tensor cores read both operands K-major)."""
+        return self.scaling is not None
 
 
-def _np_dtype(name: str):
-    if name == "bfloat16":
+def np_dtype(name: str):
+    """The NumPy dtype of a dtype name, ml_dtypes' for bfloat16 and the float8 formats."""
+    if name == "bfloat16" or name.startswith("float8_"):
         import ml_dtypes
 
-        return ml_dtypes.bfloat16
+        return np.dtype(getattr(ml_dtypes, name))
     return np.dtype(name)
 
 
@@ -51,6 +64,17 @@ PRECISIONS: dict[str, Precision] = {
                       "FP32 in and out, TF32 multiply (10-bit mantissa), FP32 accumulate", 1),
     "bf16": Precision("bf16", "bfloat16", "float32", "bf16 tensor core", 1e-2,
                       "BF16 in, FP32 accumulate and out", 2),
+    # Against the dequantized operands' float64 product only the kernel's own rounding counts: BF16 output (about
+    # 1.7e-3 relative) and the tensor cores' FP8 accumulation, which keeps about 14 bits and, truncating, errs in
+    # proportion to K (modeled 3.7e-3 at K=4096, 1.3e-2 at 16384), hence growth 1. Block scaling promotes every 128
+    # of K into FP32, so only the output's rounding is left; its recipe measure against the unquantized FP32 product
+    # is dominated by e4m3's 3-bit quantization (about 7e-4 for N(0,1), whatever K): DeepGEMM's bound is 1e-3.
+    "fp8": Precision("fp8", "float8_e4m3fn", "bfloat16", "fp8 e4m3 tensor core", 1e-2,
+                     "FP8 e4m3 in with one FP32 scale per operand, tensor-core accumulation, BF16 out", 3,
+                     scaling="tensor", tolerance_growth=1.0),
+    "fp8_block": Precision("fp8_block", "float8_e4m3fn", "bfloat16", "fp8 e4m3 tensor core, FP32 promotion", 1e-2,
+                           "FP8 e4m3 in, FP32 scales per 1x128 of A and 128x128 of B, FP32 accumulation every 128 "
+                           "of K, BF16 out", 4, scaling="block", tolerance_growth=0.0, recipe_tolerance=1e-3),
 }
 
 
@@ -108,24 +132,34 @@ class Problem:
     def with_precision(self, precision: str) -> "Problem":
         return Problem(self.m, self.n, self.k, precision)
 
-    def make_inputs(self, seed: int = 0, xp=np):
-        """A and B drawn from N(0,1) with a seeded generator, in the precision's input dtype.
+    def make_inputs(self, seed: int = 0, xp=np, formats: tuple[str, str] | None = None):
+        """A and B drawn from N(0,1) with a seeded generator, in the precision's input dtype; for FP8, quantized
+        with amax scaling into gemmlab.fp8.Scaled operands (in ``formats``, default the precision's), A as M×K and
+        B as N×K (both K-major), the block precision keeping the FP32 draws for its recipe measure.
 
         xp is numpy or cupy; cupy draws on the GPU, so large inputs never cross PCIe.
         """
         rng = xp.random.default_rng(seed)
         a = rng.standard_normal((self.m, self.k), dtype=xp.float32)
+        if self.prec.scaling:
+            from gemmlab import fp8
+
+            b = rng.standard_normal((self.n, self.k), dtype=xp.float32)
+            fa, fb = formats or (self.prec.input_dtype,) * 2
+            block = self.prec.scaling == "block"
+            return (fp8.quantize(a, fa, fp8.ROWS_1X128 if block else None, keep_source=block),
+                    fp8.quantize(b, fb, fp8.BLOCKS_128X128 if block else None, keep_source=block))
         b = rng.standard_normal((self.k, self.n), dtype=xp.float32)
-        dtype = _np_dtype(self.prec.input_dtype)
+        dtype = np_dtype(self.prec.input_dtype)
         if a.dtype != dtype:
             a, b = a.astype(dtype), b.astype(dtype)
         return a, b
 
     def output_dtype(self):
-        return _np_dtype(self.prec.output_dtype)
+        return np_dtype(self.prec.output_dtype)
 
     def input_dtype(self):
-        return _np_dtype(self.prec.input_dtype)
+        return np_dtype(self.prec.input_dtype)
 
 
 _SHAPE_RE = re.compile(r"^\s*(\d+)\s*(?:[x×*,]\s*(\d+)\s*[x×*,]\s*(\d+))?\s*$")

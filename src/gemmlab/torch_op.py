@@ -11,11 +11,15 @@ in place by the BF16 and TF32 tensor-core levels; Aᵀ is copied into row-major 
 
 The BF16 levels compute in BF16 and return FP32: their backward pass rounds dC to BF16 for its GEMMs, as mixed
 precision training does, and returns gradients in the operands' dtypes.
+
+FP8 tensors take the direct path only (the scaled product has no backward here, and torch.compile would need the
+scales in the operator's schema); their scales' addresses are read per call with ``data_ptr()``, like the operands'.
 """
 from __future__ import annotations
 
 from typing import Optional
 
+import numpy as np
 import torch
 
 from gemmlab import call
@@ -31,29 +35,42 @@ def _stream(index: int) -> int:
     return torch.cuda.current_stream(index).cuda_stream
 
 
-def matmul(A, B, kernel, precision, out):
+_FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
+
+
+def matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None):
+    fp8 = A.dtype in _FP8
     if torch.compiler.is_compiling() or (torch.is_grad_enabled() and (A.requires_grad or getattr(B, "requires_grad",
                                                                                                   False))):
+        if fp8 or scale_a is not None or scale_b is not None or out_dtype is not None:
+            raise GemmlabError("gemmlab's FP8 matmul runs outside autograd and torch.compile: it has no backward, and "
+                               "gemmlab::mm takes no scales")
         if out is not None:
             raise GemmlabError("out= is written outside autograd and torch.compile; call without out=, or under "
                                "torch.no_grad()")
         return torch.ops.gemmlab.mm(A, B, kernel, precision)
-    return direct(A, B, kernel, precision, out)
+    return direct(A, B, kernel, precision, out, scale_a, scale_b, out_dtype)
 
 
-def direct(A, B, kernel, precision, out):
+def _scale_key(s):
+    return None if s is None else (type(s).__name__, getattr(s, "dtype", None), tuple(getattr(s, "shape", ())),
+                                   s.stride() if isinstance(s, torch.Tensor) else None, getattr(s, "device", None))
+
+
+def direct(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None):
     """One call on tensors outside autograd: a cached plan, launched on torch's current stream."""
     if not isinstance(B, torch.Tensor):
         raise LayoutError(f"A is a torch tensor and B a {type(B).__name__}: pass two tensors on one device")
     if out is not None and not isinstance(out, torch.Tensor):
         raise LayoutError(f"out is a {type(out).__name__}; the operands are torch tensors")
     key = (kernel, precision, A.dtype, B.dtype, A.shape, B.shape, A.stride(), B.stride(), A.device, B.device,
-           None if out is None else (out.dtype, out.shape, out.stride(), out.device, out.requires_grad))
+           None if out is None else (out.dtype, out.shape, out.stride(), out.device, out.requires_grad),
+           _scale_key(scale_a), _scale_key(scale_b), out_dtype)
     prepared = call.plans.get(key)
     if prepared is None:
-        prepared = _prepare(key, A, B, kernel, precision, out)
+        prepared = _prepare(key, A, B, kernel, precision, out, scale_a, scale_b, out_dtype)
     if not prepared.on_device:
-        return _host(prepared, A, B, out)
+        return _host(prepared, A, B, out, (scale_a, scale_b))
     if prepared.copy_a:
         A = A.contiguous()
     if prepared.copy_b:
@@ -62,7 +79,7 @@ def direct(A, B, kernel, precision, out):
         try:
             c = prepared.torch_template.new_empty(prepared.out_shape)
         except torch.OutOfMemoryError:
-            raise SizeLimitError(call.gpu_memory_message(prepared.out_shape)) from None
+            raise SizeLimitError(call.gpu_memory_message(prepared.out_shape, prepared.out_dtype)) from None
     else:
         c = out
         cp = c.data_ptr()
@@ -72,30 +89,58 @@ def direct(A, B, kernel, precision, out):
     index = prepared.device
     stream = _stream(index)
     plan = prepared.plan if prepared.shared else prepared.for_stream(stream)
+    extra = ()
+    if prepared.scaled:  # the scales' addresses; one in a layout the kernel does not read is copied into one
+        copy_a, copy_b = prepared.copy_scales
+        sa = prepared.ones if scale_a is None else scale_a.t().contiguous().t() if copy_a else scale_a
+        sb = prepared.ones if scale_b is None else scale_b.t().contiguous().t() if copy_b else scale_b
+        extra = (sa.data_ptr(), sb.data_ptr())
     if _current_device() == index:
-        plan.launch(A.data_ptr(), B.data_ptr(), c.data_ptr(), stream)
+        plan.launch(A.data_ptr(), B.data_ptr(), c.data_ptr(), stream, *extra)
     else:  # the tensors' device is not the current one: launch in its context
         with torch.cuda.device(index):
-            plan.launch(A.data_ptr(), B.data_ptr(), c.data_ptr(), stream)
+            plan.launch(A.data_ptr(), B.data_ptr(), c.data_ptr(), stream, *extra)
     return c
 
 
-def _prepare(key, A, B, kernel, precision, out) -> call.Prepared:
+def _prepare(key, A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None) -> call.Prepared:
     fa, fb = call.facts(A, "A"), call.facts(B, "B")
     if fa.device != fb.device:
         raise LayoutError(call.devices_differ(fa, fb))
-    prepared = call.prepare(fa, fb, kernel, precision, fa.device)
+    scales = (call.scale_facts(scale_a, "scale_a"), call.scale_facts(scale_b, "scale_b"))
+    prepared = call.prepare(fa, fb, kernel, precision, fa.device, scales, call.out_dtype_name(out_dtype))
     if out is not None:
-        call.check_out(out, "torch", prepared.out_shape, fa.device)
-    prepared.torch_template = torch.empty(0, dtype=torch.float32, device=A.device)
+        call.check_out(out, "torch", prepared.out_shape, fa.device, prepared.out_dtype)
+    prepared.torch_template = torch.empty(0, dtype=getattr(torch, prepared.out_dtype), device=A.device)
+    if prepared.scaled and A.is_cuda and (scale_a is None or scale_b is None):
+        prepared.ones = torch.ones(1, dtype=torch.float32, device=A.device)
     return call.remember(key, prepared)
 
 
-def _host(prepared: call.Prepared, A, B, out):
-    """CPU tensors: NumPy views for a host kernel; a GPU kernel named for them copies to the GPU and back."""
-    a, b = A.detach().numpy(), B.detach().numpy()
-    result = call.host_launch(prepared, a, b, None if out is None else out.detach().numpy())
-    return out if out is not None else torch.from_numpy(result)
+def _host(prepared: call.Prepared, A, B, out, scales=(None, None)):
+    """CPU tensors: NumPy views for a host kernel; a GPU kernel named for them copies to the GPU and back (FP8
+    through their bytes: NumPy has no float8 of torch's)."""
+    a, b = (_numpy(x) for x in (A, B))
+    host_scales = tuple(None if s is None else s.detach().numpy() for s in scales)
+    result = call.host_launch(prepared, a, b, None if out is None else _numpy(out), host_scales)
+    return out if out is not None else _from_numpy(result)
+
+
+def _numpy(x):
+    """A NumPy view of a CPU tensor; FP8 and BF16 through their bits, as the ml_dtypes types."""
+    import ml_dtypes
+
+    if x.dtype in _FP8 or x.dtype == torch.bfloat16:
+        bits = x.detach().view(torch.uint8 if x.dtype in _FP8 else torch.int16).numpy()
+        name = {torch.float8_e4m3fn: "float8_e4m3fn", torch.float8_e5m2: "float8_e5m2"}.get(x.dtype, "bfloat16")
+        return bits.view(getattr(ml_dtypes, name))
+    return x.detach().numpy()
+
+
+def _from_numpy(x):
+    if x.dtype.name == "bfloat16":
+        return torch.from_numpy(x.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(x)
 
 
 @torch.library.custom_op("gemmlab::mm", mutates_args=())

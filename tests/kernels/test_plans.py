@@ -92,34 +92,62 @@ OFFSETS, SIZE, _ = _tc_plan.TC_ARGS.layout()
 
 
 def tc_args(raw: bytes) -> dict:
-    """TcArgs decoded: the three stub-encoded maps as words, then the scalars."""
+    """TcArgs (or Fp8Args) decoded: the three stub-encoded maps as words, then the scalars."""
     out = {name: np.frombuffer(raw, np.uint64, 16, OFFSETS[name]) for name in ("a", "b", "c")}
     for name, fmt in (("C", "Q"), ("M", "i"), ("N", "i"), ("K", "i"), ("c_tma", "i"), ("sk_ws", "Q"),
                       ("sk_flags", "Q"), ("timeline", "Q")):
         out[name] = np.frombuffer(raw, np.dtype(fmt).newbyteorder("<"), 1, OFFSETS[name])[0]
+    if len(raw) > SIZE:  # Fp8Args: the scales' addresses after TcArgs
+        out["scale_a"], out["scale_b"] = np.frombuffer(raw, np.dtype("<u8"), 2, SIZE)
     return out
 
 
-def test_tc_args_layout_matches_the_compiled_struct(tmp_path):
-    """The host's TcArgs offsets are the C++ compiler's for tc_args.cuh (the same rules NVCC follows)."""
-    fields = [name for name, _ in _tc_plan.TC_ARGS.fields]
-    prints = "\n".join(f'  printf("{f} %zu\\n", offsetof(TcArgs, {f}));' for f in fields)
+def _flat_offsets(struct, base=0) -> dict:
+    """Every scalar or map field of a host struct, nested structs flattened, at its byte offset."""
+    offsets, _, _ = struct.layout()
+    out = {}
+    for name, kind in struct.fields:
+        if isinstance(kind, driver.Struct):
+            out.update(_flat_offsets(kind, base + offsets[name]))
+        else:
+            out[name] = base + offsets[name]
+    return out
+
+
+@pytest.mark.parametrize("struct,cname", [(_tc_plan.TC_ARGS, "TcArgs"), (_tc_plan.FP8_ARGS, "Fp8Args")])
+def test_tc_args_layout_matches_the_compiled_struct(tmp_path, struct, cname):
+    """The host's TcArgs and Fp8Args offsets are the C++ compiler's for tc_args.cuh (the same rules NVCC follows;
+    Fp8Args derives from TcArgs, so its fields are found from an object's address)."""
+    want = _flat_offsets(struct)
+    prints = "\n".join(f'  printf("{f} %zu\\n", (size_t)((const char *)&x.{f} - (const char *)&x));' for f in want)
     src = tmp_path / "layout.cpp"
     src.write_text(textwrap.dedent(f"""\
         #include <cstddef>
         #include <cstdio>
         #include "tc_args.cuh"
         int main() {{
+          static {cname} x;
         {prints}
-          printf("sizeof %zu\\n", sizeof(TcArgs));
+          printf("sizeof %zu\\n", sizeof({cname}));
         }}
         """))
     exe = tmp_path / "layout"
     subprocess.run(["g++", "-std=c++17", f"-I{SOURCE_DIR}", "-o", str(exe), str(src)], check=True)
     printed = dict(line.split() for line in subprocess.run([str(exe)], capture_output=True, text=True,
                                                              check=True).stdout.splitlines())
-    assert {f: int(printed[f]) for f in fields} == OFFSETS
-    assert int(printed["sizeof"]) == SIZE
+    assert {f: int(printed[f]) for f in want} == want
+    assert int(printed["sizeof"]) == struct.layout()[1]
+    assert (struct is _tc_plan.TC_ARGS and want == OFFSETS) or want["scale_a"] == SIZE  # scales right after TcArgs
+
+
+def test_params_flatten_nested_structs():
+    inner = driver.Struct((("x", "i32"), ("m", driver.MAP)))
+    outer = driver.Struct((("base", inner), ("p", "ptr")))
+    params = driver.Params((("s", outer),))
+    params.x, params.p = 5, 0xABC
+    base = params.array[0]
+    assert params.map_address("m") == base + 64 and ctypes.c_uint64.from_address(base + 192).value == 0xABC
+    assert ctypes.c_int32.from_address(base).value == 5
 
 
 def test_params_pack_scalars_structs_and_maps():
@@ -135,22 +163,23 @@ def test_params_pack_scalars_structs_and_maps():
         params.map_address("x")
 
 
-def SIGNATURE_SIZES(entry: str) -> list[int]:
-    """Bytes of each parameter of a kernel entry: the wgmma levels' one TcArgs, the transpose's five, the seeds'
-    six, tc1's seven."""
+def SIGNATURE_SIZES(entry: str, args_bytes: int = SIZE) -> list[int]:
+    """Bytes of each parameter of a kernel entry: the wgmma levels' one TcArgs (Fp8Args: ``args_bytes``), the
+    transpose's five, the seeds' six, tc1's seven."""
     if entry == "tc_transpose":
         return [8, 8, 4, 4, 4]
     if entry == "tc1_mma_sync":
         return [8, 8, 8, 4, 4, 4, 4]
-    return [SIZE] if entry.startswith("tc") else [8, 8, 8, 4, 4, 4]
+    return [args_bytes] if entry.startswith("tc") else [8, 8, 8, 4, 4, 4]
 
 
-def make(stub, name, shape, layout=ROW_MAJOR, precision=None):
-    spec = get_kernel(name)
+def make(stub, name, shape, layout=ROW_MAJOR, precision=None, spec=None):
+    spec = spec or get_kernel(name)
     gpu = HostGPU(stub)
     plan = spec.make_plan(Problem(*shape, precision or spec.precision), layout, H200, gpu)
+    args_bytes = spec.args_struct.layout()[1] if hasattr(spec, "args_struct") else SIZE
     for compiled, smem, handle in gpu.loaded:
-        signature(stub, handle, SIGNATURE_SIZES(compiled.entry))
+        signature(stub, handle, SIGNATURE_SIZES(compiled.entry, args_bytes))
     return plan, gpu
 
 
@@ -322,3 +351,89 @@ def test_the_public_plan_path_runs_on_the_default_resources(stub, monkeypatch, n
     plan.launch(0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000, stream=5)
     main = launch_record(stub, stub.stub_launches() - 1)
     assert main.stream == 5 and main.f == plan.main.function
+
+
+# ---- FP8 plans (tc4_persistent_fp8, tc8) ---------------------------------------------------------------------------
+FP8_COL = Layout(b=COL)
+
+
+def test_fp8_plan_maps_k_major_operands_bf16_c_and_takes_scales_per_call(stub):
+    stub.stub_reset()
+    plan, gpu = make(stub, "cuda/tc4_persistent_fp8", (4096, 4096, 4096), FP8_COL)
+    a, b, c, sa, sb = 0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000, 0x7300_0000_0000, 0x7300_0000_0010
+    plan.launch(a, b, c, 0x5EED, sa, sb)
+    rec = launch_record(stub, 0)
+    assert rec.cluster == (2, 1, 1) and rec.grid == (132, 1, 1) and rec.block == (384, 1, 1)
+    assert len(rec.params) == _tc_plan.FP8_ARGS.layout()[1] == 512
+    args = tc_args(rec.params)
+    assert (args["M"], args["N"], args["K"], args["C"], args["c_tma"]) == (4096, 4096, 4096, c, 1)
+    assert (args["scale_a"], args["scale_b"]) == (sa, sb)
+    # A: M rows of 4096 one-byte K, 128-row boxes of 128 bytes; B: N rows of K (B's transpose), 64-row boxes;
+    # C: BF16, 8192-byte rows, boxes of 64 rows x 64 columns. FP8 moves as UINT8 (TMA only copies it).
+    assert list(args["a"][[1, 2, 3, 4, 5, 6, 7]]) == [driver.TMA_DTYPES["fp8"], a, 4096, 4096, 4096, 128, 128]
+    assert list(args["b"][[1, 2, 3, 4, 5, 6, 7]]) == [driver.TMA_DTYPES["fp8"], b, 4096, 4096, 4096, 128, 64]
+    assert list(args["c"][[1, 2, 3, 4, 5, 6, 7]]) == [driver.TMA_DTYPES["bf16"], c, 4096, 4096, 8192, 64, 64]
+    plan.launch(a, b, c, 0x5EED, sa + 64, sb + 64)
+    args = tc_args(launch_record(stub, 1).params)
+    assert (args["scale_a"], args["scale_b"]) == (sa + 64, sb + 64) and args["a"][2] == a
+    assert stub.stub_copies() == 0 and gpu.synced == 0
+    spec = get_kernel("cuda/tc4_persistent_fp8")  # K-major by the FP8 operand type: no B_KMAJOR define added
+    assert gpu.loaded[0][0] is compile_cuda(spec.source, spec.entry, spec.defines(), "sm_90a")
+
+
+def test_fp8_k_off_16_bytes_stages_both_operands_and_n_off_8_stores_c_from_registers(stub):
+    stub.stub_reset()
+    plan, gpu = make(stub, "cuda/tc4_persistent_fp8", (300, 100, 100), FP8_COL)
+    plan.launch(0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000, 0, 0x7300_0000_0000, 0x7300_0000_0010)
+    assert stub.stub_copies() == 2  # 100-byte rows of A and of Bᵀ, into 112-byte pitched workspaces
+    copies = [copy_record(stub, i) for i in range(2)]
+    assert [(c["width"], c["height"], c["dst_pitch"]) for c in copies] == [(100, 300, 112), (100, 100, 112)]
+    args = tc_args(launch_record(stub, 0).params)
+    assert args["a"][3] == 100 and args["a"][5] == 112  # the map keeps K: the padding is never read
+    assert args["c_tma"] == 0  # 200-byte BF16 rows: TMA cannot store them
+
+
+def test_fp8_plan_refuses_a_row_major_b(stub):
+    from gemmlab.errors import LayoutError
+
+    with pytest.raises(LayoutError, match="column-major"):
+        make(stub, "cuda/tc4_persistent_fp8", (64, 64, 64), ROW_MAJOR)
+
+
+def test_tc8_plan_and_fp32_output_variant(stub):
+    from gemmlab import fp8
+
+    stub.stub_reset()
+    plan, gpu = make(stub, "cuda/tc8_block_scaled_fp8", (1000, 520, 256), FP8_COL)
+    assert type(plan).__name__ == "Fp8Plan" and plan.main.smem == 230_496
+    plan.launch(0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000, 3, 0x7400_0000_0000, 0x7500_0000_0000)
+    args = tc_args(launch_record(stub, 0).params)
+    assert (args["scale_a"], args["scale_b"]) == (0x7400_0000_0000, 0x7500_0000_0000) and args["c"][1] == 9
+    spec = get_kernel("cuda/tc8_block_scaled_fp8").for_formats(fp8.E4M3, fp8.E5M2, "float32")
+    stub.stub_reset()
+    plan, gpu = make(stub, spec.name, (1000, 520, 256), FP8_COL, spec=spec)
+    assert {"OUT_BF16": 0, "B_E5M2": 1, "TC_FP8": 1}.items() <= spec.defines().items()
+    assert gpu.loaded[0][0] is compile_cuda(spec.source, spec.entry, spec.defines(), "sm_90a")
+    plan.launch(0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000, 3, 0x7400_0000_0000, 0x7500_0000_0000)
+    c = tc_args(launch_record(stub, 0).params)["c"]
+    assert list(c[[1, 5, 6, 7]]) == [driver.TMA_DTYPES["fp32"], 520 * 4, 32, 64]
+
+
+def test_fp8_launches_compile_nothing_and_read_no_file(stub, monkeypatch):
+    stub.stub_reset()
+    plan, _ = make(stub, "cuda/tc8_block_scaled_fp8", (1024, 1024, 1024), FP8_COL)
+    import builtins
+
+    from gemmlab.kernels.cuda import _nvrtc
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the hot path touched a file or the compiler")
+
+    monkeypatch.setattr(builtins, "open", refuse)
+    monkeypatch.setattr(_nvrtc, "_compile_cached", refuse)
+    monkeypatch.setattr(Path, "read_text", refuse)
+    for i in range(3):
+        plan.launch(0x7000_0000_0000 + 256 * i, 0x7100_0000_0000, 0x7200_0000_0000, 0, 0x7300_0000_0000 + 16 * i,
+                    0x7400_0000_0000)
+    assert stub.stub_launches() == 3
+    assert tc_args(launch_record(stub, 2).params)["scale_a"] == 0x7300_0000_0000 + 32

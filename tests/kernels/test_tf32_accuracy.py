@@ -20,7 +20,8 @@ from gemmlab.kernels.plan import COL, Layout
 from gemmlab.kernels.registry import get_kernel
 from gemmlab.problem import Problem
 
-from test_cuda_tc import CUOBJDUMP, NVDISASM, _ptx
+from sass import CUOBJDUMP, NVDISASM
+from test_cuda_tc import _ptx
 from test_plans import H200, HostGPU, launch_record, signature, SIGNATURE_SIZES, stub, tc_args  # noqa: F401
 
 TC4, TC5, TC6 = (get_kernel(f"cuda/{n}") for n in ("tc4_persistent_tf32", "tc5_swap_ab_tf32", "tc6_stream_k_tf32"))

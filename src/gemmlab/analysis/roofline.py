@@ -62,14 +62,16 @@ class DeviceSpec:
                 "l2_bytes_per_clk": self.l2_bytes_per_clk}
 
 
-_HOPPER = {"fp32": 256, "tf32": 2048, "bf16": 4096}
+_HOPPER = {"fp32": 256, "tf32": 2048, "bf16": 4096, "fp8": 8192, "fp8_block": 8192}
 DEVICES: dict[str, DeviceSpec] = {
     "a100": DeviceSpec("a100", "NVIDIA A100 (the seeds' example)", 1555.0,
                        {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0}, "40 GB HBM2, the seeds' numbers",
                        108, 1410.0, 40 * 2**20, {"fp32": 128, "tf32": 1024, "bf16": 2048}),
-    "h100": DeviceSpec("h100", "NVIDIA H100 SXM", 3350.0, {"fp32": 66.9, "tf32": 494.7, "bf16": 989.4},
+    "h100": DeviceSpec("h100", "NVIDIA H100 SXM", 3350.0, {"fp32": 66.9, "tf32": 494.7, "bf16": 989.4,
+                                                           "fp8": 1979.0, "fp8_block": 1979.0},
                        "80 GB HBM3", 132, 1980.0, 50 * 2**20, dict(_HOPPER)),
-    "h200": DeviceSpec("h200", "NVIDIA H200", 4800.0, {"fp32": 66.9, "tf32": 494.7, "bf16": 989.4},
+    "h200": DeviceSpec("h200", "NVIDIA H200", 4800.0, {"fp32": 66.9, "tf32": 494.7, "bf16": 989.4,
+                                                       "fp8": 1979.0, "fp8_block": 1979.0},
                        "141 GB HBM3e; same SMs as H100 SXM", 132, 1980.0, 60 * 2**20, dict(_HOPPER)),
 }
 

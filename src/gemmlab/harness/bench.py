@@ -34,7 +34,11 @@ from gemmlab.problem import SEED_SHAPE, Problem
 
 CPU_SHAPE = (256, 384, 512)  # the seed shape divided by 8: V0 runs it in well under a second
 ARCH = "sm_90a"  # what CUDA C kernels are compiled for without a GPU to ask
-PEERS = {"fp32": "peers/cublas_fp32", "tf32": "peers/cublas_tf32", "bf16": "peers/cublas_bf16"}
+PEERS = {"fp32": "peers/cublas_fp32", "tf32": "peers/cublas_tf32", "bf16": "peers/cublas_bf16",
+         "fp8": "peers/cublaslt_fp8", "fp8_block": "peers/cublaslt_fp8_block"}
+# Where a precision's peer cannot run (a torch without blockwise scaled matmul), the ratio is taken against this
+# precision's peer at the same shape, from the two's own medians, and the record says so.
+FALLBACK_PEERS = {"fp8_block": "fp8"}
 
 
 @dataclass
@@ -109,9 +113,11 @@ def _selected(opts: BenchOptions) -> list[KernelSpec]:
     names = {s.name for s in specs}
     if device.gpu() is None:
         return specs  # peers need a GPU; the CPU-only note says so
-    for precision in {s.precision for s in specs if s.device != CPU}:
+    precisions = {s.precision for s in specs if s.device != CPU}
+    for precision in precisions | {FALLBACK_PEERS[p] for p in precisions if p in FALLBACK_PEERS}:
         if PEERS[precision] not in names:
             specs.append(next(s for s in list_kernels() if s.name == PEERS[precision]))
+            names.add(PEERS[precision])
     return specs
 
 
@@ -150,21 +156,32 @@ def _verify_fill(rec: BenchRecord, result) -> bool:
         return False
     e = result.error
     rec.update({"rel_err": e.rel_err, "max_abs_err": e.max_abs_err, "tolerance": e.tolerance, "verified": e.passed})
+    if e.recipe_err is not None:
+        rec.update({"recipe_err": e.recipe_err, "recipe_tolerance": e.recipe_tolerance})
     if not e.passed:
         rec.fail(Status.FAILED, f"{e.nonfinite} non-finite outputs" if e.nonfinite else
-                 f"rel err {e.rel_err:.2e} > tolerance {e.tolerance:.1e}")
+                 f"rel err {e.rel_err:.2e} > tolerance {e.tolerance:.1e}" if e.rel_err > e.tolerance else
+                 f"recipe measure {e.recipe_err:.2e} > {e.recipe_tolerance:.0e} against the unquantized product")
     return e.passed
 
 
 def _link_ratios(records: list[BenchRecord]) -> None:
     """peer_ratio = peer time / kernel time at the same precision and shape, from the interleaved timing of the
-    two where the run made one, else from their own medians; speedup over the previous level of the same
-    backend and precision present in the run."""
+    two where the run made one, else from their own medians (against FALLBACK_PEERS' peer where the precision's
+    own did not run, with a ``peer_note``); speedup over the previous level of the same backend and precision present
+    in the run."""
     by_key = {(r.kernel, r.shape): r for r in records}
     for r in records:
         if r.median_ms is None:
             continue
         peer = by_key.get((r.peer, r.shape))
+        fallback = FALLBACK_PEERS.get(r.precision)
+        if (fallback and r.backend != "peer" and not (peer and peer.median_ms)
+                and getattr(by_key.get((PEERS[fallback], r.shape)), "median_ms", None)):
+            why = peer.reason if peer else "not in this run"
+            r.peer, peer = PEERS[fallback], by_key[(PEERS[fallback], r.shape)]
+            r.peer_note = (f"{PEERS[r.precision]} did not run ({why}): the ratio is against {r.peer}, {fallback} "
+                           "with per-tensor scales, from the two's own medians")
         if peer and peer.median_ms and peer is not r:
             paired = r.interleaved
             r.peer_ratio = paired["peer_ms"] / paired["kernel_ms"] if paired else peer.median_ms / r.median_ms
@@ -279,7 +296,8 @@ def _run_gpu(specs, shapes, opts, dev, bw, info, records, results, progress):
     import cupy
 
     stream = cupy.cuda.Stream(non_blocking=True)
-    precisions = [p for p in ("fp32", "tf32", "bf16") if any(s.precision == p for s in specs)]
+    order = sorted(PEERS, key=lambda p: Problem(1, 1, 1, p).prec.order)
+    precisions = [p for p in order if any(s.precision == p for s in specs)]
     task = progress.add_task("bench", total=len(specs) * len(shapes)) if progress else None
     with stream:
         for shape in shapes:

@@ -21,7 +21,8 @@ class Status(str, Enum):
     SIMULATED = "simulated"  # no GPU: verified under numba's CUDA simulator
 
 
-_OPTIONAL = ("registers", "spills", "smem_static", "smem_bytes", "interleaved", "blocks", "prev_kernel", "simulator")
+_OPTIONAL = ("registers", "spills", "smem_static", "smem_bytes", "interleaved", "blocks", "prev_kernel", "simulator",
+             "recipe_err", "recipe_tolerance", "peer_note")
 
 
 @dataclass
@@ -65,6 +66,9 @@ class BenchRecord:
     blocks: dict | None = None  # ... and in alternating blocks at steady power (bench --blocks)
     prev_kernel: str | None = None
     simulator: list | None = None  # no GPU: each shape the simulator ran
+    recipe_err: float | None = None  # block-scaled FP8: DeepGEMM's measure against the unquantized product
+    recipe_tolerance: float | None = None
+    peer_note: str | None = None  # the ratio is against another precision's peer (FALLBACK_PEERS), and why
     extra: dict = field(default_factory=dict)  # what later commands added to a saved record (profile counters)
 
     @property

@@ -1,9 +1,16 @@
 """The float64 reference and the error metrics every kernel is judged by.
 
 On the GPU the reference is cuBLAS DGEMM (CuPy) on the same inputs upcast to float64; on the CPU it is NumPy's.
-The inputs are upcast exactly (BF16 and FP32 values are all representable in float64), so the reference
+The inputs are upcast exactly (BF16, FP32 and FP8 values are all representable in float64), so the reference
 measures only the kernel's own rounding. Errors: relative Frobenius ‖C − ref‖/‖ref‖ and max |C − ref|.
 A NaN or Inf anywhere in C fails, whatever the norms say.
+
+FP8 operands (gemmlab.fp8.Scaled, B as N×K) are judged against the float64 product of their dequantized values,
+q · s, exactly what the kernel multiplies. Block-scaled operands also keep the FP32 matrices they were quantized
+from, and C must stay within DeepGEMM's measure of those matrices' product (fp8.recipe_diff): the recipe's own
+accuracy, quantization included. That measure is a ratio of two sums over C's elements, and over few elements it
+is a noisy statistic (at one element a 2-sigma draw is 4× its mean), so it judges outputs of at least
+RECIPE_MIN_OUTPUTS elements; the dequantized reference judges every shape.
 """
 from __future__ import annotations
 
@@ -11,9 +18,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gemmlab.fp8 import Scaled, recipe_diff
+
+RECIPE_MIN_OUTPUTS = 4096
+
 
 def array_module(x):
-    """numpy or cupy, whichever owns ``x``."""
+    """numpy or cupy, whichever owns ``x`` (for an FP8 operand, its data)."""
+    if isinstance(x, Scaled):
+        x = x.data
     if type(x).__module__.startswith("cupy"):
         import cupy
 
@@ -21,8 +34,21 @@ def array_module(x):
     return np
 
 
+@dataclass(frozen=True)
+class ScaledReference:
+    """What FP8 operands' C is judged by: the dequantized product, and for block scaling the unquantized one."""
+
+    exact: object
+    recipe: object = None
+
+
 def reference(a, b):
     xp = array_module(a)
+    if isinstance(a, Scaled):
+        recipe = None
+        if a.source is not None and b.source is not None:
+            recipe = xp.matmul(a.source.astype(xp.float64), b.source.astype(xp.float64).T)
+        return ScaledReference(xp.matmul(a.dequantize(), b.dequantize().T), recipe)
     return xp.matmul(a.astype(xp.float64), b.astype(xp.float64))
 
 
@@ -32,13 +58,20 @@ class ErrorReport:
     max_abs_err: float
     nonfinite: int  # NaN or Inf elements in C
     tolerance: float
+    recipe_err: float | None = None  # block-scaled FP8: DeepGEMM's measure against the unquantized product
+    recipe_tolerance: float | None = None
 
     @property
     def passed(self) -> bool:
-        return self.nonfinite == 0 and np.isfinite(self.rel_err) and self.rel_err <= self.tolerance
+        recipe_ok = self.recipe_err is None or (np.isfinite(self.recipe_err) and
+                                                self.recipe_err <= self.recipe_tolerance)
+        return self.nonfinite == 0 and np.isfinite(self.rel_err) and self.rel_err <= self.tolerance and recipe_ok
 
 
-def compare(c, ref, tolerance: float) -> ErrorReport:
+def compare(c, ref, tolerance: float, recipe_tolerance: float | None = None) -> ErrorReport:
+    recipe = None
+    if isinstance(ref, ScaledReference):
+        ref, recipe = ref.exact, ref.recipe
     xp = array_module(ref)
     c64 = c.astype(xp.float64)
     nonfinite = int(xp.count_nonzero(~xp.isfinite(c64)))
@@ -50,10 +83,15 @@ def compare(c, ref, tolerance: float) -> ErrorReport:
     max_abs = float(xp.max(xp.abs(diff))) if diff.size else 0.0
     if nonfinite:
         rel, max_abs = float("nan"), float("nan")
-    return ErrorReport(rel, max_abs, nonfinite, tolerance)
+    recipe_err = None
+    if recipe is not None and recipe_tolerance is not None and c.size >= RECIPE_MIN_OUTPUTS:
+        recipe_err = float("nan") if nonfinite else recipe_diff(c64, recipe)
+    return ErrorReport(rel, max_abs, nonfinite, tolerance, recipe_err, recipe_tolerance if recipe_err is not None
+                       else None)
 
 
 def tolerance_for(problem) -> float:
-    """The precision's relative tolerance, widened like sqrt(K) past K=4096 (random-sign rounding errors)."""
-    base = problem.prec.rel_tolerance
-    return base * max(1.0, (problem.k / 4096) ** 0.5)
+    """The precision's relative tolerance, widened past K=4096 like sqrt(K) (random-sign rounding errors), or as the
+    precision says (FP8's truncating accumulation: like K)."""
+    p = problem.prec
+    return p.rel_tolerance * max(1.0, (problem.k / 4096) ** p.tolerance_growth)

@@ -1,8 +1,8 @@
 """Where a persistent kernel's cycles go, read from inside the kernel.
 
-tc4 built with TIMELINE=1 has each consumer warpgroup stamp clock64 as it works (the layout is in
-tc4_persistent.cu): at its start, when each unit's first k-tile has landed, when the unit's last wgmma retires,
-when its epilogue has handed C on, and at its end; %globaltimer at the start and the end puts all warpgroups on
+tc4 (and tc8) built with TIMELINE=1 has each consumer warpgroup stamp clock64 as it works (the layout is
+Timeline's in tc_common.cuh): at its start, when each unit's first k-tile has landed, when the unit's last wgmma
+retires, when its epilogue has handed C on, and at its end; %globaltimer at the start and the end puts all warpgroups on
 one time axis. ``summarize`` turns one launch's stamps into a cycle budget:
 
 - prologue: start to the first k-tile landing (barrier setup, cluster sync, the first TMA loads from DRAM);
@@ -114,8 +114,8 @@ def stamped(spec, problem: Problem, sm_count: int = 132):
     """The stamped build of the configuration that runs ``problem``, or a clear error for a kernel without stamps."""
     build = spec.instrumented(problem, sm_count)
     if build is None:
-        raise GemmlabError(f"{spec.name}: gemmlab timeline reads the stamps of tc4_persistent.cu kernels walking whole "
-                           "tiles (tc4); this one has none")
+        raise GemmlabError(f"{spec.name}: gemmlab timeline reads the stamps of tc4_persistent.cu and tc8 kernels "
+                           "walking whole tiles (tc4, tc8); this one has none")
     return build
 
 
@@ -134,9 +134,9 @@ def record(spec, problem: Problem, launches: int = 10, warmup: int = 3, seed: in
     why = t.is_valid(problem)
     if why:
         raise GemmlabError(f"{spec.name}: {why}")
-    a, b = problem.make_inputs(seed, cupy)
-    c = cupy.full((problem.m, problem.n), np.nan, np.float32)
-    run = t.plan(problem)
+    a, b = t.make_inputs(problem, seed, cupy)
+    c = cupy.full((problem.m, problem.n), np.nan, t.output_dtype(problem))
+    run = t.plan(problem, t.natural_layout(problem))
     clean = l2_cleaner(info.l2_bytes)
     kt = -(-problem.k // build.k_tile)
     runs = []
@@ -146,7 +146,7 @@ def record(spec, problem: Problem, launches: int = 10, warmup: int = 3, seed: in
         cupy.cuda.get_current_stream().synchronize()
         if i >= warmup:
             runs.append(summarize(run.timeline.get(), kt, ideal))
-    err = compare(c, reference(a, b), tolerance_for(problem))
+    err = compare(c, reference(a, b), tolerance_for(problem), problem.prec.recipe_tolerance)
     if not err.passed:
         raise GemmlabError(f"{spec.name} with TIMELINE=1 computed a wrong C at {problem.label()}: {err}")
     spans = [r["span_ns"] for r in runs]

@@ -59,7 +59,7 @@ def array_module_for(where: str):
 def run_once(spec: KernelSpec, problem: Problem, a, b, launch=None):
     """Launch ``spec`` once into a NaN-poisoned C and return C (synchronized)."""
     xp = array_module(a)
-    c = xp.full((problem.m, problem.n), xp.nan, dtype=problem.output_dtype())
+    c = xp.full((problem.m, problem.n), xp.nan, dtype=spec.output_dtype(problem))
     (launch or spec.build(problem))(a, b, c)
     if xp is not np:
         xp.cuda.get_current_stream().synchronize()
@@ -73,7 +73,7 @@ def check(spec: KernelSpec, problem: Problem, seed: int = 0, launch=None, inputs
         return CheckResult(spec.name, problem, "", None, f"skipped: {reason}")
     where = where_runs(spec)
     xp = array_module_for(where)
-    a, b = inputs if inputs is not None else problem.make_inputs(seed, xp)
+    a, b = inputs if inputs is not None else spec.make_inputs(problem, seed, xp)
     if ref is None:
         ref = reference(a, b)
     try:
@@ -82,7 +82,8 @@ def check(spec: KernelSpec, problem: Problem, seed: int = 0, launch=None, inputs
         raise
     except Exception as exc:  # a launch failure is a failed kernel, reported, never a crash of the sweep
         return CheckResult(spec.name, problem, where, None, f"{type(exc).__name__}: {exc}")
-    return CheckResult(spec.name, problem, where, compare(c, ref, tolerance_for(problem)))
+    error = compare(c, ref, tolerance_for(problem), problem.prec.recipe_tolerance)
+    return CheckResult(spec.name, problem, where, error)
 
 
 # Dimensions the sweep draws from: tiny, around warp and tile multiples, past a tile, odd large.

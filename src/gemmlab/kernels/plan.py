@@ -31,11 +31,12 @@ class Layout:
 ROW_MAJOR = Layout()
 
 
-def target_layout(layout: Layout, accepted) -> Layout:
+def target_layout(layout: Layout, accepted) -> Layout | None:
     """The layout a kernel that reads ``accepted`` layouts in place runs an operand pair given in ``layout`` with:
-    each operand as given where the kernel takes it, else copied into row-major order (the fewest copies)."""
+    each operand as given where the kernel takes it, else copied into row-major order (the fewest copies); None
+    where no such copy makes a layout the kernel reads (FP8 reads B only as the transpose of an N×K matrix)."""
     options = [Layout(a, b) for a in dict.fromkeys((layout.a, ROW)) for b in dict.fromkeys((layout.b, ROW))]
-    return next(o for o in options if o in accepted)
+    return next((o for o in options if o in accepted), None)
 
 
 @dataclass

@@ -11,7 +11,7 @@ from typing import Any, Callable, ClassVar, Mapping
 
 from gemmlab.errors import DTypeError, Refusal, SizeLimitError
 from gemmlab.kernels.geometry import ceil_div
-from gemmlab.kernels.plan import ROW_MAJOR, Layout, Plan
+from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout, Plan
 from gemmlab.problem import Problem
 
 INT32_MAX = 2**31 - 1
@@ -189,7 +189,7 @@ class KernelSpec:
     name: str  # "cuda/v2_smem": backend, then level and what changed
     backend: str  # cpu | cuda | numba | peer
     level: int | None  # ladder rung; the same number means the same algorithm in every backend
-    precision: str  # fp32 | tf32 | bf16
+    precision: str  # fp32 | tf32 | bf16 | fp8 | fp8_block
     title: str  # one line: what this level does
     device: str = GPU
     params: Mapping[str, Any] = field(default_factory=dict)
@@ -262,6 +262,28 @@ class KernelSpec:
     def traffic(self, problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
         return self.traffic_model(problem, sm_count)
 
+    # -- operands -----------------------------------------------------------------------------------
+    def make_inputs(self, problem: Problem, seed: int = 0, xp=None):
+        """A and B as this kernel reads them (what verification draws): the problem's, in this kernel's operand
+        formats where a precision has several (FP8's e4m3 and e5m2)."""
+        import numpy as np
+
+        return problem.make_inputs(seed, np if xp is None else xp)
+
+    def output_dtype(self, problem: Problem):
+        """The dtype of the C this kernel writes."""
+        return problem.output_dtype()
+
+    def for_formats(self, a: str, b: str, out: str) -> "KernelSpec":
+        """This kernel for A and B in dtypes ``a`` and ``b`` and C in ``out`` (dtype names); a kernel with one set
+        of formats returns itself for those and refuses any other."""
+        problem = Problem(1, 1, 1, self.precision)
+        want = (problem.prec.input_dtype, problem.prec.input_dtype, str(self.output_dtype(problem)))
+        if (a, b, out) != want:
+            raise DTypeError(f"{self.name} takes {want[0]} A and B and writes {want[2]} C, not {a} A, {b} B and "
+                             f"{out} C")
+        return self
+
     def for_problem(self, problem: Problem) -> "KernelSpec":
         """The spec that actually runs ``problem``: itself, except for kernels that pick parameters per shape."""
         return self
@@ -277,15 +299,26 @@ class KernelSpec:
     def build(self, problem: Problem) -> Callable[..., None]:
         """``run(A, B, C)`` for arrays already on the kernel's device (the harness's call): a plan's ``run``.
 
-        A is M×K, B is K×N, C is M×N, all C-contiguous, in the precision's dtypes. ``run`` only enqueues work
-        (GPU kernels run on the current CuPy stream); the harness synchronizes and times.
+        A is M×K, B is K×N, C is M×N, all C-contiguous, in the precision's dtypes (FP8: gemmlab.fp8.Scaled
+        operands, B stored N×K, and the plan reads B as that transpose). ``run`` only enqueues work (GPU kernels run
+        on the current CuPy stream); the harness synchronizes and times.
         """
-        return self.plan(problem).run
+        return self.plan(problem, self.natural_layout(problem)).run
+
+    @staticmethod
+    def natural_layout(problem: Problem) -> Layout:
+        """The layout the harness hands operands over in: row-major, B as N×K for FP8 (make_inputs)."""
+        return Layout(b=COL) if problem.prec.kmajor_b else ROW_MAJOR
 
     @property
     def layouts(self) -> frozenset:
         """Operand layouts the kernel reads in place (kernels/plan.py); gemmlab.matmul copies any other."""
         return frozenset({ROW_MAJOR})
+
+    def layout_refusal(self, layout: Layout) -> str:
+        """Why operands given in ``layout`` are refused: none of ``layouts`` is reached by copying them row-major."""
+        return (f"{self.name} reads {', '.join(sorted(x.label() for x in self.layouts))} in place, and a row-major "
+                f"copy of {layout.label()} is none of them")
 
     @property
     def simulable(self) -> bool:

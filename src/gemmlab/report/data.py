@@ -13,8 +13,8 @@ from typing import Any, Iterable
 
 from gemmlab.results import RECORD_FIELDS, load, load_results  # noqa: F401 (the report's readers)
 
-PRECISION_ORDER = {"fp32": 0, "tf32": 1, "bf16": 2}
-PRECISION_LABEL = {"fp32": "FP32", "tf32": "TF32", "bf16": "BF16"}
+PRECISION_ORDER = {"fp32": 0, "tf32": 1, "bf16": 2, "fp8": 3, "fp8_block": 4}
+PRECISION_LABEL = {"fp32": "FP32", "tf32": "TF32", "bf16": "BF16", "fp8": "FP8", "fp8_block": "FP8 block-scaled"}
 _BACKEND_ORDER = {"cpu": 0, "numba": 1, "cuda": 2, "peer": 3}
 
 Shape = tuple[int, int, int]

@@ -18,7 +18,8 @@ from matplotlib.figure import Figure
 
 from gemmlab.report import data as D
 
-_PRECISION_COLOR = {"fp32": "#1f77b4", "tf32": "#ff7f0e", "bf16": "#2ca02c"}
+_PRECISION_COLOR = {"fp32": "#1f77b4", "tf32": "#ff7f0e", "bf16": "#2ca02c", "fp8": "#d62728",
+                    "fp8_block": "#9467bd"}
 
 
 def _new_figure(width: float, height: float) -> Figure:

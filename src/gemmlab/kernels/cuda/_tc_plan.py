@@ -1,13 +1,13 @@
-"""The wgmma levels' plans (tc2..tc6): everything a launch needs, resolved once per problem and operand layout.
+"""The wgmma levels' plans (tc2..tc8): everything a launch needs, resolved once per problem and operand layout.
 
 At plan time: the configuration that runs the problem (for_problem: NARROW_BN, stream-K or the base level), the
 binary, the grid (with clusters, as many as the occupancy query says are resident at once), the TcArgs parameter
 struct (tc_args.cuh) with M, N, K, the tensor maps encoded in it, and the workspaces: a padded copy of an operand
 whose rows TMA cannot stride (16-byte row pitch), the TF32 Bᵀ of the transpose pre-pass, the stream-K partials and
 flags, the timeline stamps. A launch then only rewrites what moved: an operand's address in its map
-(cuTensorMapReplaceAddress in place), C's pointer and whether TMA can store into it, and runs the pre-passes the
-layout needs (a pitched copy, the transpose) before the kernel, all on the caller's stream. No allocation, no
-synchronization, no file access.
+(cuTensorMapReplaceAddress in place), C's pointer and whether TMA can store into it, the FP8 levels' scale
+addresses, and runs the pre-passes the layout needs (a pitched copy, the transpose) before the kernel, all on the
+caller's stream. No allocation, no synchronization, no file access.
 
 Workspaces belong to the plan: two launches of one plan on two streams at once would share them, so
 gemmlab.matmul keys plans that have any by stream.
@@ -23,10 +23,11 @@ from gemmlab.kernels.cuda._tma import TiledMap
 from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.plan import COL, Plan
 
-# tc_args.cuh's TcArgs, field for field
+# tc_args.cuh's TcArgs, field for field, and Fp8Args: TcArgs (its base), then the scales' addresses
 TC_ARGS = driver.Struct((("a", driver.MAP), ("b", driver.MAP), ("c", driver.MAP), ("C", "ptr"), ("M", "i32"),
                          ("N", "i32"), ("K", "i32"), ("c_tma", "i32"), ("sk_ws", "ptr"), ("sk_flags", "ptr"),
                          ("timeline", "ptr")))
+FP8_ARGS = driver.Struct((("base", TC_ARGS), ("scale_a", "ptr"), ("scale_b", "ptr")))
 TRANSPOSE_SIGNATURE = (("B", "ptr"), ("BT", "ptr"), ("K", "i32"), ("N", "i32"), ("LDT", "i32"))
 ROUND_COPY_SIGNATURE = (("src", "ptr"), ("dst", "ptr"), ("rows", "i32"), ("cols", "i32"), ("ld_src", "i32"),
                         ("ld_dst", "i32"), ("vec", "i32"))
@@ -141,6 +142,29 @@ class TcPlan(Plan):
         self.main.launch(stream)
 
 
+@dataclass
+class Fp8Plan(TcPlan):
+    """The FP8 levels' plan: each launch also takes the device addresses of the two operands' FP32 scales (Fp8Args),
+    since a caller's scales are tensors that change with its operands; a scale as a host float would have to be read
+    back from the device first, a synchronization per call."""
+
+    def __post_init__(self):
+        super().__post_init__()
+        self._scales = self.main.params.views("scale_a", "scale_b")
+
+    def launch(self, a, b, c, stream: int, scale_a: int, scale_b: int) -> None:
+        self._scales[0].value, self._scales[1].value = scale_a, scale_b
+        super().launch(a, b, c, stream)
+
+    def run(self, a, b, c) -> None:
+        """The harness's call: gemmlab.fp8.Scaled operands of CuPy arrays (B stored N×K), on CuPy's current
+        stream."""
+        import cupy
+
+        self.launch(a.data.data.ptr, b.data.data.ptr, c.data.ptr, cupy.cuda.get_current_stream().ptr,
+                    a.scale.data.ptr, b.scale.data.ptr)
+
+
 def _encoded(m: TiledMap, ptr: int) -> bytes:
     """The 128 bytes of ``m``'s tensor map at ``ptr``, to copy into an argument struct."""
     args = m.encode_args(ptr)
@@ -180,7 +204,7 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
     m, n, k = problem.shape
     elem = problem.prec.input_bytes
     align = 16 // elem  # elements per 16 bytes: TMA's row-pitch unit
-    params = driver.Params((("args", TC_ARGS),))
+    params = driver.Params((("args", spec.args_struct),))
     params.M, params.N, params.K = m, n, k
     buffers, steps = [], []
 
@@ -257,5 +281,6 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
                  f"{f' in clusters of {cluster[0]}' if cluster else ''}, {geo.smem} B shared memory, "
                  f"{ceil_div(k, spec.k_tile)} k-tiles of {spec.k_tile}"
                  f"{', C through TMA stores where it is 16-byte aligned' if c_rows_ok else ''}")
-    return TcPlan(spec, problem, layout, steps=steps, main=main, operands=ops, transpose=transpose,
-                  epi_tma=epi_tma, c_rows_ok=c_rows_ok, c_address=c_address, buffers=buffers, timeline=timeline)
+    return (Fp8Plan if spec.fp8 else TcPlan)(spec, problem, layout, steps=steps, main=main, operands=ops,
+                                             transpose=transpose, epi_tma=epi_tma, c_rows_ok=c_rows_ok,
+                                             c_address=c_address, buffers=buffers, timeline=timeline)

@@ -11,7 +11,9 @@
 // tile too where B is handed over K-major (ROUND_B_SMEM=1; else the transpose pre-pass writes Bᵀ rounded); the
 // consumers wait on the slot's `ready` barrier.
 // TIMELINE=1 (gemmlab timeline; whole tiles only): args.timeline holds TL_SLOTS clock readings per consumer
-// warpgroup (Timeline below), stamped where each warpgroup's cycles go.
+// warpgroup (Timeline in tc_common.cuh), stamped where each warpgroup's cycles go.
+// TC_FP8=1 (tc4_persistent_fp8): fp8 operands, the parameter is Fp8Args, and each consumer thread multiplies its
+// accumulators by the two per-tensor scales (read once, at its start) before storing C, in BF16 with OUT_BF16.
 #include "tc_common.cuh"
 #include "tc_round.cuh"
 
@@ -29,41 +31,21 @@
 #define EPI_BYTES 0
 #endif
 
-#if TIMELINE
-// Warpgroup `cw` of block b owns row b * CW + cw of TL_SLOTS readings: [0] %globaltimer (ns) and [1] clock64 at
-// the start; for its units i < TL_UNITS, [2 + 3i] clock64 once the unit's first k-tile has landed, [3 + 3i] after
-// its last wgmma retires, [4 + 3i] after its epilogue; [TL_SLOTS - 2] clock64 and [TL_SLOTS - 1] %globaltimer at
-// the end. Thread 0 of the warpgroup writes; the order of the stamps is the order of the warpgroup's work.
-#define TL_SLOTS 64
-#define TL_UNITS ((TL_SLOTS - 4) / 3)
-struct Timeline {
-  unsigned long long *row;
-  bool writer;
-  __device__ __forceinline__ Timeline(unsigned long long *tl, int cw)
-      : row(tl + ((size_t)blockIdx.x * CW + cw) * TL_SLOTS), writer(threadIdx.x % 128 == 0) {}
-  __device__ __forceinline__ void clock(int slot) {
-    if (writer) row[slot] = clock64();
-  }
-  __device__ __forceinline__ void unit(int i, int stamp) {
-    if (i < TL_UNITS) clock(2 + 3 * i + stamp);
-  }
-  __device__ __forceinline__ void ns(int slot) {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    if (writer) row[slot] = t;
-  }
-};
+#if TC_FP8
+typedef Fp8Args KernelArgs;
+#else
+typedef TcArgs KernelArgs;
 #endif
 
 extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
-    tc4_persistent(const __grid_constant__ TcArgs args) {
+    tc4_persistent(const __grid_constant__ KernelArgs args) {
   extern __shared__ unsigned char smem_raw[];
   unsigned char *smem = aligned_smem(smem_raw);
   u64 *full = reinterpret_cast<u64 *>(smem + STAGES * STAGE_BYTES + EPI_BYTES);
   u64 *empty = full + STAGES;
   u64 *ready = empty + STAGES;  // TF32_ROUND=2
   const TmaMap *mapA = &args.a, *mapB = &args.b;
-  float *C = args.C;
+  OutT *C = reinterpret_cast<OutT *>(args.C);
   const int M = args.M, N = args.N, K = args.K;
   const int tid = threadIdx.x, wg = tid / 128;
   const PersistentGrid<CM, CM * BM, BN> grid(M, N, K);
@@ -101,8 +83,11 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
     u32 boxes = 0;  // C boxes this warpgroup has stored through its staging boxes
 #endif
     float d[BN / 2];
+#if TC_FP8
+    const float scale = *args.scale_a * *args.scale_b;  // loaded under the first tile's mainloop
+#endif
 #if TIMELINE
-    Timeline tlog(args.timeline, cw);
+    Timeline<CW> tlog(args.timeline, cw);
     tlog.ns(0);
     tlog.clock(1);
     int unit = 0;
@@ -138,11 +123,15 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
 #if STREAM_K
       if (!sk_fixup<BN / 2, CW * 128>(u, d, args.sk_ws, args.sk_flags, tid - 128)) continue;
 #endif
+#if TC_FP8
+#pragma unroll
+      for (int i = 0; i < BN / 2; ++i) d[i] *= scale;
+#endif
 #if EPI_TMA
       if (args.c_tma) {
         if (m0 + cw * 64 < M)
-          store_acc_tma<BN>(&args.c, d, smem + STAGES * STAGE_BYTES + cw * 2 * C_BOX_BYTES, m0 + cw * 64, n0, N,
-                            2 + cw, boxes);
+          store_acc_tma<BN, OutT>(&args.c, d, smem + STAGES * STAGE_BYTES + cw * 2 * C_BOX_BYTES, m0 + cw * 64, n0,
+                                  N, 2 + cw, boxes);
       } else
 #endif
       if (m0 < M) store_acc<BN>(C, d, m0 + cw * 64, n0, M, N);

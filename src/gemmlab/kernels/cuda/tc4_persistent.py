@@ -59,14 +59,30 @@ producer warps 1-3 round each landed A tile in shared memory (tc_round.cuh), and
 K-major (ROUND_B_SMEM, the plan's choice). Predicted: cuBLAS TF32's error; the pass reads and writes A's 16 KB per
 k-tile beside about 128 KB of shared-memory traffic, so 0-10% slower depending on how close the mainloop already
 runs to the SM's shared-memory bandwidth.
+
+FP8 (``cuda/tc4_persistent_fp8``, precision fp8: the same source with TC_FP8=1, what changed against tc4 BF16):
+e4m3 operands (e5m2 for either, A_E5M2 / B_E5M2), both K-major (B handed over N×K, as cuBLASLt takes it), wgmma
+m64n256k32 (QGMMA): a k-tile is 128 of K in the same 128-byte rows, so the 48 KB stages, the ring, the clusters and
+the tile order are tc4's as they are, and the tensor cores' doubled rate runs a k-tile in the cycles BF16 took for
+64 of K. The consumers multiply by the two per-tensor FP32 scales (device addresses per call: a host float would
+need the caller's tensor read back) and store BF16 C (OUT_BF16=1; FP32 with 0) through the same staging boxes,
+now 64 BF16 columns each. Accumulation is the tensor cores' own (about 14 bits kept, truncating), as cuBLASLt's
+fast-accumulation mode, its peer; tc8 promotes into FP32 (tc8_promoted_fp8 at per-tensor scales).
+Why: the mainloop halves in cycles while the epilogue does not, so the epilogue's share of a tile would double;
+BF16 C halves its bytes and its shared-memory wavefronts.
+Predicted (before measuring): a k-tile at 1,024 cycles as in BF16 (the tensor cores' FP8 rate), the epilogue near
+2,500 cycles, about 8% of a 4096³ tile: 1.7-1.8x tc4 BF16's TFLOPS, 1.05-1.15x cuBLASLt's fast-accumulation
+FP8 at 4096³ and 8192³ where the GPU is not held at its power limit, level with it where it is (FP8 wgmma draws
+more power per cycle, so the clock falls further).
 """
-from gemmlab.kernels.cuda.tc_common import WgmmaKernel, wgmma_constraints, wgmma_traffic
+from gemmlab.kernels.cuda.tc_common import WgmmaKernel, fp8_constraints, wgmma_constraints, wgmma_traffic
 
 BASE = {"BM": 128, "BN": 256, "STAGES": 4, "GROUP_M": 8, "PRODUCER_REGS": 40, "CONSUMER_REGS": 232, "EPI_TMA": 1,
         "NARROW_BN": 192}
 CM = 2
 BF16 = {**BASE, "CM": CM}
 TF32 = {**BF16, "TF32_ROUND": 2}
+FP8 = {**BF16, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
 # what the roofline leaves out here: its levels overlap, but a consumer warpgroup issues no wgmma while it stores
 EPILOGUE = ("latency: each tile's epilogue (C through shared memory and TMA) keeps its warpgroups off the tensor "
             "cores; gemmlab timeline counts its cycles")
@@ -84,4 +100,13 @@ SPECS = [
         doc=__doc__, unmodeled=EPILOGUE,
     )
     for prec, params in (("bf16", BF16), ("tf32", TF32))
+] + [
+    WgmmaKernel(
+        name="cuda/tc4_persistent_fp8", level=4, precision="fp8", kind="persistent",
+        title="fp8 e4m3 tc4: wgmma m64n256k32 (QGMMA), per-tensor FP32 scales and BF16 C in the TMA-store epilogue",
+        source="tc4_persistent.cu", entry="tc4_persistent", params=dict(FP8),
+        constraints=lambda p: wgmma_constraints(p, specialized=True) + fp8_constraints(p, promoted=False),
+        traffic_model=wgmma_traffic("fp8", BASE["BM"], BASE["BN"], CM, narrow=FP8, persistent=True,
+                                    group_m=BASE["GROUP_M"], epi_tma=True), doc=__doc__, unmodeled=EPILOGUE,
+    )
 ]

@@ -1,8 +1,8 @@
 // The one parameter of every wgmma level (tc2..tc6), passed by value as a __grid_constant__ struct: the tensor maps
 // live in the kernel's parameter space, where TMA reads them, and the host changes an operand's address by
 // cuTensorMapReplaceAddress on its copy of the struct before the launch, instead of encoding maps and copying them
-// to global memory. The host mirrors this layout field for field (TC_ARGS in tc_common.py; the tests compile this
-// header with g++ and compare the offsets).
+// to global memory. The host mirrors these layouts field for field (TC_ARGS and FP8_ARGS in _tc_plan.py; the tests
+// compile this header with g++ and compare the offsets).
 #pragma once
 #ifndef __CUDACC__
 #define __align__(n) alignas(n)
@@ -21,4 +21,13 @@ struct TcArgs {
   float *sk_ws;                  // STREAM_K: one BM x BN FP32 partial per CTA
   unsigned *sk_flags;            // STREAM_K: one arrival count per tile
   unsigned long long *timeline;  // TIMELINE: the clock stamps gemmlab timeline reads
+};
+
+// The FP8 levels' parameter (tc4 with TC_FP8=1, tc8): TcArgs, then the scales' addresses, set per call (gemmlab.fp8
+// has the layouts). Derived, so the kernels name the shared fields as in TcArgs. A POD base keeps its tail padding,
+// so the scales start at sizeof(TcArgs), where the host's nested struct (FP8_ARGS) puts them. C holds the address of
+// BF16 C where the kernel writes BF16 (OUT_BF16).
+struct Fp8Args : TcArgs {
+  const float *scale_a;  // per tensor: one float; per 1x128 (tc8): ceil(K/128) x M, row-major
+  const float *scale_b;  // per tensor: one float; per 128x128 (tc8): ceil(N/128) x ceil(K/128), row-major
 };

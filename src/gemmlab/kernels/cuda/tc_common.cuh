@@ -120,23 +120,54 @@ __device__ __forceinline__ void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(REGS));
 }
 
+// ---- output types ---------------------------------------------------------------------------------------------
+// C is FP32, or BF16 with OUT_BF16=1 (the FP8 levels): half the bytes through the epilogue. FP32 accumulators are
+// rounded to nearest even, a thread's two adjacent columns packed into one 32-bit word (cvt.rn.bf16x2).
+#ifndef OUT_BF16
+#define OUT_BF16 0
+#endif
+#if OUT_BF16
+typedef unsigned short OutT;  // BF16 bits
+#else
+typedef float OutT;
+#endif
+__device__ __forceinline__ u32 pack_bf16(float lo, float hi) {
+  u32 v;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(v) : "f"(hi), "f"(lo));  // the first source goes to the high half
+  return v;
+}
+__device__ __forceinline__ float out_value(float *, float x) { return x; }
+__device__ __forceinline__ unsigned short out_value(unsigned short *, float x) {
+  unsigned short v;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(v) : "f"(x));
+  return v;
+}
+__device__ __forceinline__ void store_pair(float *p, float x, float y) {
+  *reinterpret_cast<float2 *>(p) = make_float2(x, y);
+}
+__device__ __forceinline__ void store_pair(unsigned short *p, float x, float y) {
+  *reinterpret_cast<u32 *>(p) = pack_bf16(x, y);
+}
+
 // ---- epilogue -------------------------------------------------------------------------------------------------
-// Store one warpgroup's m64nN FP32 accumulator fragment to row-major C at (row0, col0). Fragment layout: thread
-// t of the warpgroup holds, for each 8-column group j, C[row][8j + 2(t%4) + {0,1}] and the same 8 rows lower,
-// row = 16(t/32) + (t%32)/4. Full tiles with an even N store float2; edges check every element.
-template <int TN>
-__device__ __forceinline__ void store_acc(float *C, const float (&d)[TN / 2], int row0, int col0, int M, int N) {
+// Store one warpgroup's m64nN FP32 accumulator fragment to row-major C (FP32 or BF16 bits) at (row0, col0).
+// Fragment layout: thread t of the warpgroup holds, for each 8-column group j, C[row][8j + 2(t%4) + {0,1}] and the
+// same 8 rows lower, row = 16(t/32) + (t%32)/4. Full tiles with an even N store pairs (float2, or one 32-bit word
+// of two BF16, which needs a 4-byte aligned base); edges check every element.
+template <int TN, typename T>
+__device__ __forceinline__ void store_acc(T *C, const float (&d)[TN / 2], int row0, int col0, int M, int N) {
   const int t = threadIdx.x % 128;
   const int r = row0 + 16 * (t / 32) + (t % 32) / 4;
   const int c = col0 + 2 * (t % 4);
-  const bool full = row0 + 64 <= M && col0 + TN <= N && (N % 2) == 0;
+  const bool full = row0 + 64 <= M && col0 + TN <= N && (N % 2) == 0 &&
+                    (sizeof(T) == 4 || (reinterpret_cast<unsigned long long>(C) & 3) == 0);
   if (full) {
-    float *p0 = C + (long long)r * N + c;
-    float *p1 = p0 + 8LL * N;
+    T *p0 = C + (long long)r * N + c;
+    T *p1 = p0 + 8LL * N;
 #pragma unroll
     for (int j = 0; j < TN / 8; ++j) {
-      *reinterpret_cast<float2 *>(p0 + 8 * j) = make_float2(d[4 * j], d[4 * j + 1]);
-      *reinterpret_cast<float2 *>(p1 + 8 * j) = make_float2(d[4 * j + 2], d[4 * j + 3]);
+      store_pair(p0 + 8 * j, d[4 * j], d[4 * j + 1]);
+      store_pair(p1 + 8 * j, d[4 * j + 2], d[4 * j + 3]);
     }
   } else {
 #pragma unroll
@@ -146,8 +177,8 @@ __device__ __forceinline__ void store_acc(float *C, const float (&d)[TN / 2], in
       for (int h = 0; h < 2; ++h) {
         const int rr = r + 8 * h;
         if (rr < M) {
-          if (cc < N) C[(long long)rr * N + cc] = d[4 * j + 2 * h];
-          if (cc + 1 < N) C[(long long)rr * N + cc + 1] = d[4 * j + 2 * h + 1];
+          if (cc < N) C[(long long)rr * N + cc] = out_value(C, d[4 * j + 2 * h]);
+          if (cc + 1 < N) C[(long long)rr * N + cc + 1] = out_value(C, d[4 * j + 2 * h + 1]);
         }
       }
     }
@@ -169,6 +200,10 @@ __device__ __forceinline__ void store_acc(float *C, const float (&d)[TN / 2], in
 // proxy, and thread 0 has seen box b - 1's store finish reading the staging box that box b + 1 is written to.
 // `boxes` counts the warpgroup's boxes across tiles, so the staging boxes alternate even where a tile at the N
 // edge stores an odd number of them.
+// BF16 C (T = unsigned short: N % 8 == 0) moves in boxes of 64 rows x 64 columns, still 128 bytes a row, so the
+// staging boxes are the same. A thread's pair of 8-column group s is one 32-bit word, word t % 4 of the row's
+// 16-byte unit s, which the swizzle puts at unit s ^ (row % 8): a warp's 8 rows land on 8 different units and the
+// 4 threads of each quad fill one, so each 32-bit store instruction hits all 32 banks once, one wavefront.
 #define C_BOX_COLS (128 / 4)
 #define C_BOX_BYTES (64 * 128)
 __device__ __forceinline__ void named_bar(int id, int threads) {
@@ -202,34 +237,51 @@ __host__ __device__ __forceinline__ unsigned c_stage_lane(unsigned t) {
   return row * 128 + (((5 * (q / 2)) ^ (row % 8)) << 4) + 8 * (q % 2);
 }
 __host__ __device__ __forceinline__ unsigned c_stage_offset(unsigned lane, int s) { return lane ^ (s << 5); }
+// BF16: thread t's word of group s sits at c_stage_offset_bf16(c_stage_lane_bf16(t), s); row r + 8 1024 bytes on.
+__host__ __device__ __forceinline__ unsigned c_stage_lane_bf16(unsigned t) {
+  const unsigned row = 16 * (t / 32) + (t % 32) / 4;
+  return row * 128 + ((row % 8) << 4) + 4 * (t % 4);
+}
+__host__ __device__ __forceinline__ unsigned c_stage_offset_bf16(unsigned lane, int s) { return lane ^ (s << 4); }
 // end staging arithmetic
+__device__ __forceinline__ void st_shared_u32(u32 addr, u32 x) {
+  asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(x) : "memory");
+}
 
-template <int TN>
+template <int TN, typename T = float>
 __device__ __forceinline__ void store_acc_tma(const TmaMap *mapC, const float (&d)[TN / 2], unsigned char *stage,
                                               int row0, int col0, int N, int bar_id, u32 &boxes) {
+  constexpr int COLS = 128 / sizeof(T);  // C columns per box
   // %tid.x through asm volatile: the address is computed here, per epilogue, not hoisted out of the tile loop
   // into a register that would stay live across the mainloop.
   u32 tid;
   asm volatile("mov.u32 %0, %%tid.x;" : "=r"(tid));
-  const u32 t = tid % 128, lane = c_stage_lane(t), base = smem_u32(stage);
+  const u32 t = tid % 128, lane = sizeof(T) == 4 ? c_stage_lane(t) : c_stage_lane_bf16(t), base = smem_u32(stage);
   const bool swapped = c_stage_group(t, 0) != 0;
 #pragma unroll
-  for (int b = 0; b < TN / C_BOX_COLS; ++b) {
-    if (col0 + C_BOX_COLS * b >= N) break;  // the same for the whole warpgroup
+  for (int b = 0; b < TN / COLS; ++b) {
+    if (col0 + COLS * b >= N) break;  // the same for the whole warpgroup
     const u32 box = base + (boxes++ % 2) * C_BOX_BYTES;
 #pragma unroll
-    for (int s = 0; s < C_BOX_COLS / 8; ++s) {
-      const int j = b * (C_BOX_COLS / 8) + s, jx = b * (C_BOX_COLS / 8) + (s ^ 2);  // c_stage_group's two cases
-      const u32 at = box + c_stage_offset(lane, s);
-      st_shared_f2(at, swapped ? d[4 * jx] : d[4 * j], swapped ? d[4 * jx + 1] : d[4 * j + 1]);
-      st_shared_f2(at + 8 * 128, swapped ? d[4 * jx + 2] : d[4 * j + 2], swapped ? d[4 * jx + 3] : d[4 * j + 3]);
+    for (int s = 0; s < COLS / 8; ++s) {
+      const int j = b * (COLS / 8) + s;
+      if constexpr (sizeof(T) == 4) {
+        const int jx = b * (COLS / 8) + (s ^ 2);  // c_stage_group's two cases
+        const u32 at = box + c_stage_offset(lane, s);
+        st_shared_f2(at, swapped ? d[4 * jx] : d[4 * j], swapped ? d[4 * jx + 1] : d[4 * j + 1]);
+        st_shared_f2(at + 8 * 128, swapped ? d[4 * jx + 2] : d[4 * j + 2], swapped ? d[4 * jx + 3] : d[4 * j + 3]);
+      } else {
+        const u32 at = box + c_stage_offset_bf16(lane, s);
+        st_shared_u32(at, pack_bf16(d[4 * j], d[4 * j + 1]));
+        st_shared_u32(at + 8 * 128, pack_bf16(d[4 * j + 2], d[4 * j + 3]));
+      }
     }
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // generic-proxy writes, seen by TMA
     // Box b - 1's store had the writing of box b to read the other staging box, the one box b + 1 goes to.
     if (t == 0) tma_store_wait_read<0>();
     named_bar(bar_id, 128);
     if (t == 0) {
-      tma_store_2d(mapC, box, col0 + C_BOX_COLS * b, row0);
+      tma_store_2d(mapC, box, col0 + COLS * b, row0);
       tma_store_commit();
     }
   }
@@ -238,10 +290,15 @@ __device__ __forceinline__ void store_acc_tma(const TmaMap *mapC, const float (&
 // ---- operand types --------------------------------------------------------------------------------------------
 // TC_BF16=1: bf16 A (M×K, K-major) and B (K×N, N-major, read through wgmma's transpose bit; K-major with B_KMAJOR).
 // TC_BF16=0: tf32 from fp32 A (M×K, K-major) and Bᵀ (N×K, K-major: written by the transpose pre-pass, or handed
-// over as such), because tf32 wgmma takes K-major operands only. Either way one shared-memory row is 128 bytes of K
-// (A, K-major B) or of N (N-major B), the 128-byte swizzle atom, and one k-tile is BK = 128 / ELEM_BYTES deep.
+// over as such), because tf32 wgmma takes K-major operands only.
+// TC_FP8=1 (with TC_BF16=0): fp8 A (M×K) and Bᵀ (N×K), both K-major, as fp8 wgmma reads them; e4m3 unless A_E5M2 /
+// B_E5M2 (tc_wgmma.cuh). Either way one shared-memory row is 128 bytes of K (A, K-major B) or of N (N-major B), the
+// 128-byte swizzle atom, and one k-tile is BK = 128 / ELEM_BYTES deep: 64 bf16, 32 tf32, 128 fp8.
 #ifndef TC_BF16
 #define TC_BF16 1
+#endif
+#ifndef TC_FP8
+#define TC_FP8 0
 #endif
 // B_KMAJOR=1: B is K-major in global and shared memory (the TF32 levels' Bᵀ; for BF16, a B handed over as the
 // transpose of an N×K row-major matrix, as x @ w.T hands its w over), read in 64-row boxes of 128 bytes of K like
@@ -249,7 +306,10 @@ __device__ __forceinline__ void store_acc_tma(const TmaMap *mapC, const float (&
 #ifndef B_KMAJOR
 #define B_KMAJOR (!TC_BF16)
 #endif
-#if TC_BF16
+#if TC_FP8
+#define ELEM_BYTES 1
+#define WGMMA_K 32
+#elif TC_BF16
 #define ELEM_BYTES 2
 #define WGMMA_K 16
 #else
@@ -257,7 +317,7 @@ __device__ __forceinline__ void store_acc_tma(const TmaMap *mapC, const float (&
 #define WGMMA_K 8
 #endif
 #define BK (128 / ELEM_BYTES)
-#define KSTEPS (BK / WGMMA_K)  // wgmma instructions per k-tile: 4 for both types
+#define KSTEPS (BK / WGMMA_K)  // wgmma instructions per k-tile: 4 for every type
 #define A_TILE_BYTES (BM * 128)
 #define B_BOX_BYTES (64 * 128)  // B moves in boxes of 64 N: 64 (N) x BK rows N-major, 64 rows x BK (K) K-major
 #define B_TILE_BYTES (BN * 128)
@@ -271,7 +331,11 @@ __device__ __forceinline__ void store_acc_tma(const TmaMap *mapC, const float (&
 
 template <int N>
 __device__ __forceinline__ void wgmma_tile(float (&d)[N / 2], u64 da, u64 db, int scale_d) {
-#if TC_BF16
+#if TC_FP8
+  if constexpr (N == 128) wgmma_fp8_n128(d, da, db, scale_d);
+  else if constexpr (N == 192) wgmma_fp8_n192(d, da, db, scale_d);
+  else wgmma_fp8_n256(d, da, db, scale_d);
+#elif TC_BF16
   if constexpr (N == 64) wgmma_bf16_n64(d, da, db, scale_d);
   else if constexpr (N == 128) wgmma_bf16_n128(d, da, db, scale_d);
   else if constexpr (N == 192) wgmma_bf16_n192(d, da, db, scale_d);
@@ -294,7 +358,7 @@ __device__ __forceinline__ u32 desc_lo(u32 addr, u32 lbo) { return ((addr & 0x3F
 __device__ __forceinline__ u64 desc_of(u32 lo, u32 sbo) { return ((u64)((sbo >> 4) | (1u << 30)) << 32) | lo; }
 
 // One k-tile of wgmma for a warpgroup's 64 rows: KSTEPS instructions of k = WGMMA_K. Inside the 128-byte swizzle
-// atom a K step is a plain start-address offset (32 bytes for either type on K-major tiles; 16 rows of 128 bytes
+// atom a K step is a plain start-address offset (32 bytes for every type on K-major tiles; 16 rows of 128 bytes
 // on the bf16 N-major B tile).
 template <int N>
 __device__ __forceinline__ void wgmma_ktile(float (&d)[N / 2], u32 a_tile, u32 b_tile, int accumulate) {
@@ -536,6 +600,33 @@ __device__ __forceinline__ void produce_ring(unsigned char *smem, u64 *full, u64
     }
   }
 }
+
+// ---- TIMELINE=1: clock stamps for gemmlab timeline (tc4, tc8) ---------------------------------------------------
+// Warpgroup `cw` of block b owns row b * CW + cw of TL_SLOTS readings (CW consumer warpgroups per block): [0]
+// %globaltimer (ns) and [1] clock64 at the start; for its units i < TL_UNITS, [2 + 3i] clock64 once the unit's first
+// k-tile has landed, [3 + 3i] after its last wgmma retires, [4 + 3i] after its epilogue; [TL_SLOTS - 2] clock64 and
+// [TL_SLOTS - 1] %globaltimer at the end. Thread 0 of the warpgroup writes; the order of the stamps is the order of
+// the warpgroup's work.
+#define TL_SLOTS 64
+#define TL_UNITS ((TL_SLOTS - 4) / 3)
+template <int CW>
+struct Timeline {
+  unsigned long long *row;
+  bool writer;
+  __device__ __forceinline__ Timeline(unsigned long long *tl, int cw)
+      : row(tl + ((size_t)blockIdx.x * CW + cw) * TL_SLOTS), writer(threadIdx.x % 128 == 0) {}
+  __device__ __forceinline__ void clock(int slot) {
+    if (writer) row[slot] = clock64();
+  }
+  __device__ __forceinline__ void unit(int i, int stamp) {
+    if (i < TL_UNITS) clock(2 + 3 * i + stamp);
+  }
+  __device__ __forceinline__ void ns(int slot) {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    if (writer) row[slot] = t;
+  }
+};
 
 // ---- stream-K fixup -------------------------------------------------------------------------------------------
 // The CT consumer threads (ct = 0..CT-1) of a CTA hold a tile's accumulator as R registers each. A partial goes to

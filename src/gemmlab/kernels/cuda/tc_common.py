@@ -12,6 +12,10 @@ Operand staging, decided per problem and layout before anything launches:
   (tc_transpose) in the profiles of results/h200/tensor_cores.json. A B handed over as Bᵀ is read in place.
 - TF32, tc5 (``swap_ab``): the kernel computes Cᵀ = Bᵀ·Aᵀ with B as wgmma's register operand, so A and B are
   read as given, padded like BF16's when K % 4 (A) or N % 4 (B).
+- FP8 (tc4_persistent_fp8, tc8): fp8 wgmma reads both operands K-major, so A comes M×K and B as the transpose of
+  an N×K matrix (what torch._scaled_mm and cuBLASLt take); a row-major K×N B is refused with that reason (its
+  transpose would be a pass over B on every call, as large as the TF32 pre-pass in bytes). K % 16 sends both
+  through the padded copy. C is BF16 (N % 8 for TMA stores) or FP32 (OUT_BF16=0).
 
 Stream-K (``STREAM_K=1``, tc6): the persistent walk ends in a stream-K tail; ``stream_k_units`` is the Python
 model of the device walk (SkWalk in tc_common.cuh), ``stream_k_grid`` picks its grid, and each plan allocates the
@@ -24,12 +28,13 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from gemmlab.errors import LayoutError, Refusal, SizeLimitError
+from gemmlab.fp8 import E4M3, E5M2
 from gemmlab.kernels.cuda._kernel import CudaKernel
 from gemmlab.kernels.cuda._tma import TiledMap
 from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout
 from gemmlab.kernels.spec import INT32_MAX, SM_COUNT, Instrumented, Traffic, tile_walk, tiled_traffic
-from gemmlab.problem import Problem
+from gemmlab.problem import Problem, get_precision
 
 SPECS: list = []  # helpers only; the levels register themselves
 
@@ -39,18 +44,45 @@ ALIGN_SLACK = 1024  # the kernel rounds its dynamic shared memory up to the 1024
 
 
 def bk(precision: str) -> int:
-    """K elements per k-tile: one 128-byte swizzle row."""
-    return 64 if precision == "bf16" else 32
+    """K elements per k-tile: one 128-byte swizzle row (64 bf16, 32 tf32, 128 fp8)."""
+    return 128 // get_precision(precision).input_bytes
+
+
+def is_fp8(precision: str) -> bool:
+    return get_precision(precision).scaling is not None
+
+
+# the FP8 levels' operand formats and output type, and tc8's per-tensor scales, 0 or 1 each
+FP8_OPTIONS = ("A_E5M2", "B_E5M2", "OUT_BF16", "PER_TENSOR")
+
+
+def fp8_constraints(p: dict, promoted: bool) -> list[str]:
+    """The parameter errors of an FP8 level beyond wgmma_constraints (``promoted``: tc8's source, which promotes
+    every k-tile into a second accumulator set)."""
+    e = [f"{name}={p.get(name)}: 0 or 1" for name in FP8_OPTIONS if p.get(name, 0) not in (0, 1)]
+    if p.get("PER_TENSOR", 0) and not promoted:
+        e.append("PER_TENSOR=1 is an option of tc8's source (its scales through zero strides)")
+    widths = (128, 192) if promoted else (128, 192, 256)
+    for name in ("BN", "NARROW_BN"):
+        if p.get(name, 0) and p[name] not in widths:
+            e.append(f"{name}={p[name]}: " + ("two accumulator sets of BN/2 registers must fit beside each other in "
+                                              "a consumer thread's 232, and a tile may straddle at most two 128-wide "
+                                              "blocks of B's scales: 128 or 192" if promoted else
+                                              "the fp8 wgmma shapes here are n128, n192 and n256"))
+    if promoted and p.get("STREAM_K", 0):
+        e.append("STREAM_K=1: tc8's walk has no stream-K fixup")
+    return e
 
 
 def stage_bytes(bm: int, bn: int) -> int:
     return (bm + bn) * 128
 
 
-TL_SLOTS = 64  # readings per consumer warpgroup with TIMELINE=1 (tc4_persistent.cu's Timeline, harness/timeline.py)
-# Dense tensor-core multiply-adds per SM per clock on Hopper: the datasheet's 989.4 BF16 TFLOPS (494.7 TF32) for
-# 132 SMs at 1830 MHz is 4096 (2048) FLOP per SM per clock.
-TENSOR_FMA_PER_SM_CLOCK = {"bf16": 2048, "tf32": 1024}
+TL_SLOTS = 64  # readings per consumer warpgroup with TIMELINE=1 (Timeline in tc_common.cuh, harness/timeline.py)
+TIMELINE_SOURCES = ("tc4_persistent.cu", "tc8_block_scaled_fp8.cu")  # the sources that have the stamps
+# Dense tensor-core multiply-adds per SM per clock on Hopper: the datasheet's 989.4 BF16 TFLOPS (494.7 TF32, 1979
+# FP8) for 132 SMs at 1830 MHz is 4096 (2048, 8192) FLOP per SM per clock.
+TENSOR_FMA_PER_SM_CLOCK = {"bf16": 2048, "tf32": 1024, "fp8": 4096, "fp8_block": 4096}
 C_BOX_BYTES = 64 * 128  # one TMA box of C: 64 rows of 32 FP32 (tc4's EPI_TMA epilogue)
 
 
@@ -247,20 +279,21 @@ def wgmma_constraints(p: dict, specialized: bool, swap_ab: bool = False) -> list
     if p.get("TIMELINE", 0) not in (0, 1):
         e.append(f"TIMELINE={p.get('TIMELINE')}: 0 or 1 (stamp each warpgroup's cycles for gemmlab timeline)")
     elif p.get("TIMELINE", 0) and (swap_ab or not specialized or p.get("STREAM_K", 0)):
-        e.append("TIMELINE=1 is an option of the tc4_persistent.cu source walking whole tiles (tc4, not tc6)")
+        e.append("TIMELINE=1 is an option of the tc4 and tc8 sources walking whole tiles (tc4, tc8, not tc6)")
     return e
 
 
 def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, prepass: bool | None = None,
                   stream_k: bool = False, sk_fill: int = SK_FILL, sk_skip: int = SK_SKIP_FILL, whole=None,
                   narrow: dict | None = None, persistent: bool = False, group_m: int = 1, swap_ab: bool = False,
-                  epi_tma: bool = False, a_reads: int = 1, a_pass: int = 0):
+                  epi_tma: bool = False, a_reads: int = 1, a_pass: int = 0, block_scales: bool = False):
     """A read once per cluster of CN·BN columns, B once per cluster of CM·BM rows (multicast shares an operand
     within a cluster), C written once; the TF32 transpose pre-pass (tc2-tc4: B read and Bᵀ written) on top. With
     ``stream_k``, each partial accumulator (4·BM·BN bytes) is written once and read once by its tile's owner, for
     the grid that a GPU of ``sm_count`` SMs gets; where no tile is split, ``whole`` (the base level's model).
     ``narrow``: the whole-tile parameters whose NARROW_BN choice (narrow_pays) the launch follows: the tiles are
-    NARROW_BN wide there, and a stream-K level runs the base level (``whole``).
+    NARROW_BN wide there, and a stream-K level runs the base level (``whole``). ``block_scales`` (tc8): each tile
+    also reads its rows' A scales and one B scale per 128 of K.
 
     Beneath the L2 traffic: each consumer warpgroup's wgmma reads its 64 rows of A and the tile's BN columns of B
     from shared memory per k (with ``swap_ab``, all BM rows of A and its 64 columns of B), after TMA wrote each
@@ -295,7 +328,7 @@ def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, pr
         basis = (f"A once per {bn_ * cn}-column {'cluster' if cn > 1 else 'tile'}, "
                  f"B once per {bm * cm}-row {'cluster' if cm > 1 else 'tile'}")
         if epi_tma:
-            smem += 2 * 4 * walk.tiles_m * bm * cm * walk.tiles_n * bn_ * cn
+            smem += 2 * problem.prec.output_bytes * walk.tiles_m * bm * cm * walk.tiles_n * bn_ * cn
         if a_reads > 1 or a_pass:  # per output element and k: A's share of a warp's reads is 1 / WN, a tile's 1 / BN
             area = walk.tiles_m * bm * cm * walk.tiles_n * bn_ * cn * k
             smem += problem.prec.input_bytes * area * ((a_reads - 1) / warp[1] + a_pass / bn_)
@@ -311,6 +344,10 @@ def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, pr
             write += 4 * bm * bn * partials
             walk = dataclasses.replace(walk, split_tail=tiles - stream_k_dp_tiles(tiles, grid, sk_fill, sk_skip))
             basis += f", plus {partials} stream-K partials written and read back ({sm_count} SMs)"
+        if block_scales:
+            kb, tiles_m, tiles_n = ceil_div(k, 128), ceil_div(m, bm), ceil_div(n, bn_)
+            read += 4 * kb * (m * tiles_n + tiles_m * tiles_n)
+            basis += ", plus each tile's A and B scales"
         return Traffic(read, write, basis, l2_read=read, l2_write=write, smem=smem, walk=walk, prepass=extra)
 
     return model
@@ -337,13 +374,66 @@ class WgmmaKernel(CudaKernel):
     def layouts(self) -> frozenset:
         """Row-major operands; and B as the transpose of an N×K matrix wherever B is a shared-memory operand
         (wgmma reads it K-major: TF32 then needs no pre-pass), so not in tc5's swap, whose B goes through
-        registers from an N-major tile."""
+        registers from an N-major tile. FP8: B as the transpose of an N×K matrix only."""
+        if self.fp8:
+            return frozenset({Layout(b=COL)})
         return frozenset({ROW_MAJOR} if self.swap_ab else {ROW_MAJOR, Layout(b=COL)})
+
+    def layout_refusal(self, layout: Layout) -> str:
+        if not self.fp8:
+            return super().layout_refusal(layout)
+        return (f"{self.name}: fp8 wgmma reads both operands K-major, so B must come as the transpose of an N×K "
+                "matrix (w.t(), as torch._scaled_mm takes it), not row-major K×N: transposing B on every call would "
+                "move as many bytes again as the product reads")
+
+    @property
+    def fp8(self) -> bool:
+        return is_fp8(self.precision)
+
+    @property
+    def args_struct(self):
+        """The kernel's one parameter (tc_args.cuh): TcArgs, or Fp8Args with the scales' addresses."""
+        from gemmlab.kernels.cuda._tc_plan import FP8_ARGS, TC_ARGS
+
+        return FP8_ARGS if self.fp8 else TC_ARGS
 
     def defines(self) -> dict:
         d = {k: v for k, v in self.params.items() if k != "NARROW_BN"}  # a host-side choice (for_problem)
         d["TC_BF16"] = 1 if self.precision == "bf16" else 0
+        if self.fp8:
+            d["TC_FP8"] = 1
         return d
+
+    # ---- FP8 operand formats and output type ------------------------------------------------------------------
+    @property
+    def formats(self) -> tuple[str, str]:
+        """The FP8 formats of A and B (ml_dtypes names)."""
+        return tuple(E5M2 if self.params.get(f"{x}_E5M2", 0) else E4M3 for x in "AB")
+
+    def output_dtype(self, problem: Problem):
+        if self.fp8 and not self.params.get("OUT_BF16", 1):
+            import numpy as np
+
+            return np.dtype(np.float32)
+        return problem.output_dtype()
+
+    def make_inputs(self, problem: Problem, seed: int = 0, xp=None):
+        import numpy as np
+
+        return problem.make_inputs(seed, np if xp is None else xp, formats=self.formats if self.fp8 else None)
+
+    def for_formats(self, a: str, b: str, out: str) -> "WgmmaKernel":
+        """This FP8 level for operands in formats ``a``, ``b`` (float8_e4m3fn or float8_e5m2) and C in ``out``
+        (bfloat16 or float32): each its own binary."""
+        import dataclasses
+
+        if (a, b, out) == (*self.formats, str(self.output_dtype(Problem(1, 1, 1, self.precision)))):
+            return self
+        bad = [x for x in (a, b) if x not in (E4M3, E5M2)] + ([out] if out not in ("bfloat16", "float32") else [])
+        if not self.fp8 or bad:
+            return super().for_formats(a, b, out)
+        return dataclasses.replace(self, params={**self.params, "A_E5M2": int(a == E5M2), "B_E5M2": int(b == E5M2),
+                                                 "OUT_BF16": int(out == "bfloat16")})
 
     def config_error(self) -> str | None:
         why = super().config_error()
@@ -413,10 +503,10 @@ class WgmmaKernel(CudaKernel):
         return self
 
     def instrumented(self, problem: Problem, sm_count: int = 132) -> Instrumented | None:
-        """tc4_persistent.cu walking whole tiles stamps its cycles with TIMELINE=1 (the configuration that runs
-        ``problem``: tc4's tile width is chosen per problem)."""
+        """tc4_persistent.cu and tc8's source walking whole tiles stamp their cycles with TIMELINE=1 (the
+        configuration that runs ``problem``: tc4's tile width is chosen per problem)."""
         runs = self.for_problem(problem, sm_count)
-        if runs.source != "tc4_persistent.cu" or runs.params.get("STREAM_K", 0):
+        if runs.source not in TIMELINE_SOURCES or runs.params.get("STREAM_K", 0):
             return None
         import dataclasses
 
@@ -424,15 +514,22 @@ class WgmmaKernel(CudaKernel):
         ideal = p["BM"] * p["BN"] * bk(self.precision) / TENSOR_FMA_PER_SM_CLOCK[self.precision]
         return Instrumented(dataclasses.replace(runs, params={**p, "TIMELINE": 1}), bk(self.precision), ideal)
 
-    def configurations(self) -> list["WgmmaKernel"]:
-        """Every binary this spec can launch, each pinned (gemmlab verify --sanitize runs them all)."""
+    def configurations(self, formats: bool = False) -> list["WgmmaKernel"]:
+        """Every binary this spec can launch whose memory accesses differ, each pinned (gemmlab verify --sanitize
+        runs them all): the tile widths, and for FP8 both output types. With ``formats``, also every FP8 format pair,
+        which changes only the wgmma instruction (the compile tests build them all)."""
         import dataclasses
 
         if not self.params.get("NARROW_BN", 0):
-            return [self]
-        wide = {**self.params, "NARROW_BN": 0}
-        narrow = {**wide, "BN": self.params["NARROW_BN"]}
-        return [dataclasses.replace(self, params=wide), dataclasses.replace(self, params=narrow)]
+            specs = [self]
+        else:
+            wide = {**self.params, "NARROW_BN": 0}
+            narrow = {**wide, "BN": self.params["NARROW_BN"]}
+            specs = [dataclasses.replace(self, params=wide), dataclasses.replace(self, params=narrow)]
+        if not self.fp8:
+            return specs
+        pairs = [(a, b) for a in (E4M3, E5M2) for b in (E4M3, E5M2)] if formats else [self.formats]
+        return [s.for_formats(a, b, out) for s in specs for a, b in pairs for out in ("bfloat16", "float32")]
 
     def stream_k_tiles(self, problem: Problem, sm_count: int = 132) -> int:
         """How many tiles of ``problem`` the stream-K walk splits (0: whole waves, a last wave nearly full, or a
@@ -459,17 +556,19 @@ class WgmmaKernel(CudaKernel):
         TF32 levels, whose pre-pass writes Bᵀ."""
         m, n, k = problem.shape
         bm, kt = self.params["BM"], bk(self.precision)
-        dtype = "bf16" if self.precision == "bf16" else "fp32"
+        dtype = "fp8" if self.fp8 else "bf16" if self.precision == "bf16" else "fp32"
         if self.swap_ab:  # each CTA of a cluster loads BM/CN rows of A; B in 32-column boxes (128-byte rows)
             return (TiledMap(dtype, m, k, lda, bm // self.params.get("CN", 1), kt), TiledMap(dtype, k, n, ldb, kt, 32))
         a = TiledMap(dtype, m, k, lda, bm, kt)
-        if b_kmajor or self.precision == "tf32":
+        if b_kmajor or self.precision != "bf16":
             return a, TiledMap(dtype, n, k, ldb, 64, kt)
         return a, TiledMap(dtype, k, n, ldb, kt, 64)
 
-    @staticmethod
-    def c_map(problem: Problem) -> TiledMap:
-        """C's tensor map for the EPI_TMA epilogue: FP32 M×N, stored in boxes of 64 rows × 32 columns."""
+    def c_map(self, problem: Problem) -> TiledMap:
+        """C's tensor map for the EPI_TMA epilogue: M×N in boxes of 64 rows of 128 bytes, 32 FP32 or 64 BF16
+        columns."""
+        if self.output_dtype(problem).itemsize == 2:
+            return TiledMap("bf16", problem.m, problem.n, problem.n, 64, 64)
         return TiledMap("fp32", problem.m, problem.n, problem.n, 64, 32)
 
     def c_by_tma(self, problem: Problem, ptr: int) -> bool:

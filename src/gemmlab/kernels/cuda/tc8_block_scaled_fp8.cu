@@ -1,0 +1,156 @@
+// tc8: block-scaled FP8 (DeepGEMM's recipe) on tc4's persistent, warp-specialized, clustered skeleton: the same
+// producer (produce_ring, load_stage), tile order, clusters with B multicast and TMA-store epilogue. What differs is
+// the consumers' k-tile: each k-tile (128 of K, one scale block) runs its 4 wgmma m64nBNk32 from zero into `part`,
+// waits for them, gives the ring slot back and adds part · scale_a[row] · scale_b[block] into the FP32 accumulator
+// `acc` on the CUDA cores. The tensor cores' own FP8 accumulation keeps about 14 bits; promoted every 128 of K, it
+// never sums more than 128 products. While one warpgroup promotes, the other's wgmma keeps the tensor cores busy.
+// Scales (Fp8Args): scale_a is ceil(K/128) x M row-major, so a warp's 8 rows of one k-block are 32 contiguous bytes;
+// scale_b is ceil(N/128) x ceil(K/128) row-major: one value per tile and k-tile where BN divides 128; a 192-wide
+// tile straddles two B blocks at a 64-column boundary, and each 8-column group takes the scale of its side. Each
+// thread loads the next k-tile's scales while the current k-tile's wgmma runs. The k order is the producer's (every
+// other unit last to first), so the consumers mirror it to pick the scales.
+// PER_TENSOR=1 (tc8_promoted_fp8, precision fp8): one scale per operand, the same loop with the scales' strides at
+// zero: tensor scaling with FP32 accumulation, as cuBLASLt's default promotes.
+// TIMELINE=1: the stamps of tc4 (Timeline in tc_common.cuh).
+#include "tc_common.cuh"
+
+#ifndef PER_TENSOR
+#define PER_TENSOR 0
+#endif
+
+#define CW (BM / 64)
+#define STRADDLE (128 % BN != 0)  // a tile's columns cover two 128-wide blocks of B's scales (BN = 192)
+#if EPI_TMA
+#define EPI_BYTES (CW * 2 * C_BOX_BYTES)  // two staging boxes per consumer warpgroup, after the ring
+#else
+#define EPI_BYTES 0
+#endif
+
+__device__ __forceinline__ float ldg_f32(const float *p) {
+  float v;
+  asm volatile("ld.global.nc.f32 %0, [%1];" : "=f"(v) : "l"(p));
+  return v;
+}
+
+extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
+    tc8_block_scaled_fp8(const __grid_constant__ Fp8Args args) {
+  extern __shared__ unsigned char smem_raw[];
+  unsigned char *smem = aligned_smem(smem_raw);
+  u64 *full = reinterpret_cast<u64 *>(smem + STAGES * STAGE_BYTES + EPI_BYTES);
+  u64 *empty = full + STAGES;
+  const TmaMap *mapA = &args.a, *mapB = &args.b;
+  OutT *C = reinterpret_cast<OutT *>(args.C);
+  const int M = args.M, N = args.N, K = args.K;
+  const int tid = threadIdx.x, wg = tid / 128;
+  const PersistentGrid<CM, CM * BM, BN> grid(M, N, K);
+  const u32 rank = grid.rank;
+
+  ring_init<STAGES, CM>(full, empty, CW * 4 * CM, mapA, mapB);
+
+  if (wg == 0) {
+    setmaxnreg_dec<PRODUCER_REGS>();
+    if (tid == 0)
+      produce_ring<STAGES>(
+          smem, full, empty, grid.cluster, grid.clusters, grid.tiles, grid.KT,
+          [&](int tile) {
+            int tm, tn;
+            schedule(tile, grid.tiles_m, grid.tiles_n, GROUP_M, tm, tn);
+            return make_int2((tm * CM + rank) * BM, tn * BN);
+          },
+          [&](unsigned char *stage, u64 *bar, int m0, int n0, int k0) {
+            load_stage<CM>(stage, mapA, mapB, bar, m0, n0, k0, rank);
+          });
+  } else {
+    setmaxnreg_inc<CONSUMER_REGS>();
+    const int cw = wg - 1;
+    const int row = cw * 64 + 16 * ((tid % 128) / 32) + (tid % 32) / 4;  // fragment rows row, row + 8 of the tile
+    const int KB = grid.KT;  // k-tiles are the scale blocks: BK = 128
+    u32 it = 0, unit = 0;
+#if EPI_TMA
+    u32 boxes = 0;
+#endif
+    float acc[BN / 2], part[BN / 2];
+#if TIMELINE
+    Timeline<CW> tlog(args.timeline, cw);
+    tlog.ns(0);
+    tlog.clock(1);
+#endif
+    for (Walk u(grid.cluster, grid.clusters, grid.tiles, grid.KT); u.valid(); u.next(), ++unit) {
+      int tm, tn;
+      schedule(u.tile, grid.tiles_m, grid.tiles_n, GROUP_M, tm, tn);
+      const int m0 = (tm * CM + rank) * BM, n0 = tn * BN;
+      const bool down = unit % 2;  // produce_ring's k order
+      // Rows past M read the last row's scale: TMA filled their A with zeros, and their C is never stored.
+      const float *sa0 = args.scale_a + (PER_TENSOR ? 0 : min(m0 + row, M - 1));
+      const float *sa1 = args.scale_a + (PER_TENSOR ? 0 : min(m0 + row + 8, M - 1));
+      // B's scale blocks under the tile: columns below `lo_cols` in block n0 / 128, the rest in the next
+      const int nb = n0 / 128, lo_cols = 128 - n0 % 128;
+      const float *sb = args.scale_b + (PER_TENSOR ? 0 : (long long)nb * KB);
+      const float *sb_hi = args.scale_b + (PER_TENSOR ? 0 : (long long)min(nb + 1, (N - 1) / 128) * KB);
+      const long long sa_k = PER_TENSOR ? 0 : M, sb_k = PER_TENSOR ? 0 : 1;  // from one k-block to the next
+      int kb = down ? u.ke - 1 : u.kb;
+      float a0 = ldg_f32(sa0 + kb * sa_k), a1 = ldg_f32(sa1 + kb * sa_k), b0 = ldg_f32(sb + kb * sb_k);
+      float b1 = STRADDLE ? ldg_f32(sb_hi + kb * sb_k) : 0.f;
+#pragma unroll
+      for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
+#if TIMELINE
+      mbar_wait(&full[it % STAGES], (it / STAGES) & 1);
+      tlog.unit(unit, 0);
+#endif
+      for (int kt = u.kb; kt < u.ke; ++kt, ++it) {
+        const u32 s = it % STAGES;
+        mbar_wait(&full[s], (it / STAGES) & 1);
+        const u32 a = smem_u32(smem + s * STAGE_BYTES) + cw * 64 * 128;
+        const u32 b = smem_u32(smem + s * STAGE_BYTES + A_TILE_BYTES);
+        wgmma_fence();
+        wgmma_ktile<BN>(part, a, b, 0);  // from zero: this k-tile's 128 products alone
+        wgmma_commit();
+        float na0 = 0.f, na1 = 0.f, nb0 = 0.f, nb1 = 0.f;  // the next k-tile's scales, on their way during the wgmma
+        if (kt + 1 < u.ke) {
+          kb += down ? -1 : 1;
+          na0 = ldg_f32(sa0 + kb * sa_k);
+          na1 = ldg_f32(sa1 + kb * sa_k);
+          nb0 = ldg_f32(sb + kb * sb_k);
+          if (STRADDLE) nb1 = ldg_f32(sb_hi + kb * sb_k);
+        }
+        wgmma_wait<0>();
+        fence_acc(part);
+        if (tid % 32 == 0) release_slot<CM>(&empty[s]);
+        const float lo0 = a0 * b0, lo1 = a1 * b0, hi0 = a0 * b1, hi1 = a1 * b1;
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+          const bool lo = !STRADDLE || 8 * j < lo_cols;  // the same for the whole warpgroup
+          const float s0 = lo ? lo0 : hi0, s1 = lo ? lo1 : hi1;
+          acc[4 * j] = fmaf(part[4 * j], s0, acc[4 * j]);
+          acc[4 * j + 1] = fmaf(part[4 * j + 1], s0, acc[4 * j + 1]);
+          acc[4 * j + 2] = fmaf(part[4 * j + 2], s1, acc[4 * j + 2]);
+          acc[4 * j + 3] = fmaf(part[4 * j + 3], s1, acc[4 * j + 3]);
+        }
+        a0 = na0, a1 = na1, b0 = nb0, b1 = nb1;
+      }
+#if TIMELINE
+      tlog.unit(unit, 1);
+#endif
+#if EPI_TMA
+      if (args.c_tma) {
+        if (m0 + cw * 64 < M)
+          store_acc_tma<BN, OutT>(&args.c, acc, smem + STAGES * STAGE_BYTES + cw * 2 * C_BOX_BYTES, m0 + cw * 64,
+                                  n0, N, 2 + cw, boxes);
+      } else
+#endif
+      if (m0 < M) store_acc<BN>(C, acc, m0 + cw * 64, n0, M, N);
+#if TIMELINE
+      tlog.unit(unit, 2);
+#endif
+    }
+#if TIMELINE
+    tlog.clock(TL_SLOTS - 2);
+    tlog.ns(TL_SLOTS - 1);
+#endif
+  }
+#if EPI_TMA
+  tma_store_wait_all();
+#endif
+  __syncwarp();
+  if (CM > 1) cluster_sync();
+}

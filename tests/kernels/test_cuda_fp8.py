@@ -1,0 +1,283 @@
+"""The FP8 levels (tc4_persistent_fp8, tc8_block_scaled_fp8, tc8_promoted_fp8) without a GPU: every configuration they can launch
+compiles for sm_90a with QGMMA of its formats in the SASS and nothing spilled; the BF16 epilogue's staging
+arithmetic against TMA's swizzle and the banks; tensor maps of the K-major operands; constraints; formats and
+output types; the traffic model; the FP8 peers' host side."""
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import subprocess
+
+import pytest
+import sass
+
+from gemmlab import fp8
+from gemmlab.errors import InvalidConfigError, NoGPUError
+from gemmlab.kernels.cuda import tc_common
+from gemmlab.kernels.cuda._nvrtc import SOURCE_DIR
+from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout, target_layout
+from gemmlab.kernels.registry import get_kernel, list_kernels
+from gemmlab.problem import Problem
+
+TC4 = get_kernel("cuda/tc4_persistent_fp8")
+TC8 = get_kernel("cuda/tc8_block_scaled_fp8")
+TC8P = get_kernel("cuda/tc8_promoted_fp8")  # tc8's kernel with per-tensor scales
+LEVELS = [TC4, TC8, TC8P]
+CONFIGS = [c for s in LEVELS for c in s.configurations(formats=True)]
+SHORT = {fp8.E4M3: "E4M3", fp8.E5M2: "E5M2"}
+
+
+def _cfg_id(spec) -> str:
+    p = spec.params
+    return f"{spec.short}-n{p['BN']}-{'-'.join(SHORT[f] for f in spec.formats)}-{'bf16' if p['OUT_BF16'] else 'fp32'}"
+
+
+def test_levels_registered_with_their_precisions_and_peers():
+    assert (TC4.precision, TC4.level, TC8.precision, TC8.level) == ("fp8", 4, "fp8_block", 8)
+    assert (TC8P.precision, TC8P.source, TC8P.params["PER_TENSOR"]) == ("fp8", TC8.source, 1)
+    for spec in LEVELS:
+        assert "changed" in spec.doc and "Predicted" in spec.doc
+    names = {s.name for s in list_kernels("peers/*")}
+    assert {"peers/cublaslt_fp8", "peers/cublaslt_fp8_promoted", "peers/cublaslt_fp8_block"} <= names
+    from gemmlab.harness.bench import FALLBACK_PEERS, PEERS
+
+    assert PEERS["fp8"] == "peers/cublaslt_fp8" and PEERS["fp8_block"] == "peers/cublaslt_fp8_block"
+    assert FALLBACK_PEERS["fp8_block"] == "fp8"
+
+
+def test_every_configuration_is_counted():
+    # tc4: two tile widths x four format pairs x two output types; tc8: one width
+    assert len(TC4.configurations(formats=True)) == 16 and len(TC8.configurations(formats=True)) == 8
+    assert len(TC8P.configurations(formats=True)) == 8
+    # what differs in memory (sanitize runs these): widths x output types, the formats as the level has them
+    assert [(c.params["BN"], c.params["OUT_BF16"]) for c in TC4.configurations()] == [(256, 1), (256, 0), (192, 1),
+                                                                                       (192, 0)]
+    assert all(c.formats == (fp8.E4M3, fp8.E4M3) for c in TC4.configurations())
+
+
+@pytest.mark.parametrize("spec", CONFIGS, ids=_cfg_id)
+def test_compiles_sm90a_without_spills(spec):
+    report = spec.compile("sm_90a").report
+    assert report.spills == 0 and report.stack_bytes == 0, report
+    assert report.registers <= 168  # the 384-thread launch bound; setmaxnreg gives the consumers 232
+    assert "C7508" not in spec.compile("sm_90a").log
+
+
+@pytest.mark.parametrize("spec", LEVELS, ids=lambda s: s.name)
+def test_timeline_build_compiles_without_spills(spec):
+    report = dataclasses.replace(spec, params={**spec.params, "TIMELINE": 1}).compile("sm_90a").report
+    assert report.spills == 0 and report.stack_bytes == 0
+
+
+@pytest.mark.skipif(not sass.AVAILABLE, reason="no cuobjdump and nvdisasm to disassemble with")
+@pytest.mark.parametrize("spec", CONFIGS, ids=_cfg_id)
+def test_qgmma_of_the_formats_in_sass(spec, tmp_path):
+    listing = sass.sass(spec.compile("sm_90a").cubin, tmp_path)
+    ops = [i.op for i in sass.instructions(listing)]
+    a, b = (SHORT[f] for f in spec.formats)
+    assert ops.count(f"QGMMA.64x{spec.params['BN']}x32.F32.{a}.{b}") == 4  # one k-tile: 4 x k32 = 128 of K
+    assert not any(op.startswith(("HGMMA", "HMMA", "LDL", "STL")) for op in ops)
+    assert "UTMALDG.2D.MULTICAST" in ops and "UTMASTG.2D" in ops
+    assert ("F2FP.BF16.F32.PACK_AB" in ops) == bool(spec.params["OUT_BF16"])  # BF16 C packed two columns at a time
+
+
+def _ktile_loop(spec, tmp_path) -> list:
+    """The instructions of the innermost loop that issues the k-tile's QGMMA."""
+    instrs = sass.instructions(sass.sass(spec.compile("sm_90a").cubin, tmp_path))
+    qgmma = [i.addr for i in instrs if i.op.startswith("QGMMA")]
+    first, last = min(((f, l) for f, l in sass.loops(instrs) if f <= qgmma[0] and qgmma[-1] <= l),
+                      key=lambda fl: fl[1] - fl[0])
+    return sass.between(instrs, first, last)
+
+
+@pytest.mark.skipif(not sass.AVAILABLE, reason="no cuobjdump and nvdisasm to disassemble with")
+def test_tc8_promotes_every_k_tile_and_tc4_scales_outside_its_mainloop(tmp_path):
+    """tc8's k-tile loop: the wgmma from zero, a wait for it, and at least BN/2 FFMA per thread into the FP32
+    accumulators; tc4's k-tile loop has no promotion (its scales wait for the epilogue)."""
+    for spec in (TC8, TC8P):
+        loop = [i.op for i in _ktile_loop(spec, tmp_path)]
+        assert sum(op == "FFMA" for op in loop) >= spec.params["BN"] // 2
+        assert any(op.startswith("WARPGROUP.DEPBAR") for op in loop)
+    loop = [i.op for i in _ktile_loop(TC4, tmp_path)]
+    assert not any(op in ("FFMA", "FMUL") for op in loop)
+
+
+# ---- the BF16 epilogue's staging (tc_common.cuh, host-compiled) --------------------------------------------------
+GXX = shutil.which("g++") or shutil.which("clang++")
+
+
+def _host_block(name: str) -> str:
+    text = (SOURCE_DIR / "tc_common.cuh").read_text()
+    return text[text.index(f"// begin {name} arithmetic"):text.index(f"// end {name} arithmetic")]
+
+
+@pytest.mark.skipif(GXX is None, reason="no host C++ compiler to run the device arithmetic with")
+def test_bf16_staging_follows_the_tma_swizzle_without_bank_conflicts(tmp_path):
+    """Thread t's 32-bit word of 8-column group s (its BF16 pair of columns 8s + 2(t%4), +1, fragment row r) lands
+    where TMA's 128-byte swizzle puts those elements of a 64x64 BF16 box (row r + 8: 1024 bytes on); the 128
+    threads cover the box once; and each warp's store (fixed s) hits each of the 32 banks once."""
+    main = r"""
+#include <cstdio>
+int main() {
+  for (unsigned t = 0; t < 128; ++t)
+    for (int s = 0; s < 8; ++s) printf("%u %d %u\n", t, s, c_stage_offset_bf16(c_stage_lane_bf16(t), s));
+}
+"""
+    src = tmp_path / "stage.cpp"
+    src.write_text("#define __host__\n#define __device__\n#define __forceinline__ inline\n" + _host_block("staging")
+                   + main)
+    exe = tmp_path / "stage"
+    subprocess.run([GXX, "-O1", "-o", str(exe), str(src)], check=True)
+    offsets = {}
+    for line in subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines():
+        t, s, off = map(int, line.split())
+        offsets[t, s] = off
+    covered = []
+    for (t, s), off in offsets.items():
+        row, q = 16 * (t // 32) + (t % 32) // 4, t % 4
+        for h in (0, 1):
+            r, col = row + 8 * h, 8 * s + 2 * q
+            want = r * 128 + ((((2 * col) // 16) ^ (r % 8)) * 16) + (2 * col) % 16  # TMA's 128B swizzle, 2 B each
+            assert off + 1024 * h == want, (t, s, h)
+            covered += [(r, col), (r, col + 1)]
+    assert sorted(covered) == [(r, c) for r in range(64) for c in range(64)]
+    for warp in range(4):
+        for s in range(8):
+            banks = [(offsets[t, s] // 4) % 32 for t in range(32 * warp, 32 * warp + 32)]
+            assert sorted(banks) == list(range(32)), (warp, s)
+
+
+# ---- operands, C and the shared memory they take ------------------------------------------------------------------
+def test_a_k_tile_is_128_of_k_in_the_same_stage_bytes():
+    assert tc_common.bk("fp8") == tc_common.bk("fp8_block") == 128
+    for spec, stage in ((TC4, 384 * 128), (TC8, 256 * 128)):
+        p = Problem(1000, 520, 208, spec.precision)
+        a, b = spec.operand_maps(p, lda=208, ldb=208, b_kmajor=True)
+        assert a.dtype == b.dtype == "fp8" and not a.errors() and not b.errors()
+        assert (a.rows, a.cols, a.box_rows, a.box_cols) == (1000, 208, spec.params["BM"], 128)  # A: M rows of K
+        assert (b.rows, b.cols, b.box_rows, b.box_cols) == (520, 208, 64, 128)  # B: N rows of K, 64-row boxes
+        assert a.box_bytes + spec.params["BN"] // 64 * b.box_bytes == tc_common.stage_bytes(
+            spec.params["BM"], spec.params["BN"]) == stage
+    # a K whose rows are not 16 bytes is what the plan stages (TMA strides in 16-byte units)
+    assert TC4.operand_maps(Problem(64, 64, 100, "fp8"), lda=100, ldb=100, b_kmajor=True)[0].errors()
+
+
+def test_c_maps_and_when_tma_stores_c():
+    p = Problem(300, 520, 256, "fp8")
+    c = TC4.c_map(p)
+    assert (c.dtype, c.box_rows, c.box_cols, c.box_bytes) == ("bf16", 64, 64, tc_common.C_BOX_BYTES)
+    fp32 = TC4.for_formats(fp8.E4M3, fp8.E4M3, "float32")
+    assert (fp32.c_map(p).dtype, fp32.c_map(p).box_cols) == ("fp32", 32)
+    assert TC4.c_by_tma(p, 0x7F0000000000)
+    assert not TC4.c_by_tma(Problem(300, 100, 256, "fp8"), 0x7F0000000000)  # 200-byte BF16 rows
+    assert fp32.c_by_tma(Problem(300, 100, 256, "fp8"), 0x7F0000000000)  # 400-byte FP32 rows
+    assert tc_common.smem_bytes(dict(TC4.params)) == 230_464 and tc_common.smem_bytes(dict(TC8.params)) == 230_496
+    assert max(tc_common.smem_bytes(dict(TC4.params)), tc_common.smem_bytes(dict(TC8.params))) <= tc_common.SMEM_LIMIT
+
+
+def test_fp8_reads_b_k_major_only_and_refuses_a_row_major_b_with_the_reason():
+    for spec in LEVELS:
+        assert spec.layouts == frozenset({Layout(b=COL)})
+        assert target_layout(Layout(b=COL), spec.layouts) == Layout(b=COL)
+        assert target_layout(Layout(a=COL, b=COL), spec.layouts) == Layout(b=COL)  # A copied row-major
+        assert target_layout(ROW_MAJOR, spec.layouts) is None
+        assert "K-major" in spec.layout_refusal(ROW_MAJOR) and "N×K" in spec.layout_refusal(ROW_MAJOR)
+        assert spec.natural_layout(Problem(8, 8, 8, spec.precision)) == Layout(b=COL)
+
+
+def test_formats_and_output_types_are_binaries_of_their_own():
+    v = TC4.for_formats(fp8.E5M2, fp8.E4M3, "float32")
+    assert (v.params["A_E5M2"], v.params["B_E5M2"], v.params["OUT_BF16"]) == (1, 0, 0)
+    assert v.formats == (fp8.E5M2, fp8.E4M3) and str(v.output_dtype(Problem(4, 4, 4, "fp8"))) == "float32"
+    assert v.defines()["TC_FP8"] == 1 and v.defines()["A_E5M2"] == 1
+    assert TC4.for_formats(fp8.E4M3, fp8.E4M3, "bfloat16") is TC4
+    a, b = v.make_inputs(Problem(8, 8, 8, "fp8"), seed=1)
+    assert (a.fmt, b.fmt) == (fp8.E5M2, fp8.E4M3)
+    from gemmlab.errors import DTypeError
+
+    with pytest.raises(DTypeError, match="float16"):
+        TC4.for_formats(fp8.E4M3, fp8.E4M3, "float16")
+    with pytest.raises(DTypeError):
+        get_kernel("peers/cublaslt_fp8").for_formats(fp8.E5M2, fp8.E4M3, "bfloat16")
+
+
+def test_constraints_refuse_what_cannot_work_with_the_reason():
+    for spec, bad, match in ((TC4, {"BN": 64, "NARROW_BN": 0}, "n128, n192 and n256"),
+                             (TC8, {"BN": 256, "STAGES": 4}, "232"),
+                             (TC8, {"BN": 64}, "232"),
+                             (TC4, {"A_E5M2": 2}, "A_E5M2=2: 0 or 1"),
+                             (TC8, {"OUT_BF16": 3}, "OUT_BF16=3"),
+                             (TC8, {"STAGES": 7}, "shared memory"),
+                             (TC8, {"STREAM_K": 1, "CM": 1}, "no stream-K"),
+                             (TC4, {"PER_TENSOR": 1}, "tc8's source")):
+        with pytest.raises(InvalidConfigError, match=match):
+            dataclasses.replace(spec, params={**spec.params, **bad})
+    dataclasses.replace(TC8, params={**TC8.params, "BN": 192, "STAGES": 4})  # a 192-wide tile straddles two blocks
+
+
+def test_traffic_counts_one_byte_operands_bf16_c_and_the_block_scales():
+    p = Problem(4096, 4096, 4096, "fp8")
+    t4 = TC4.traffic(p)
+    assert t4.global_write == 2 * 4096 * 4096
+    assert t4.global_read == 4096 * 4096 * 16 + 4096 * 4096 * 16  # A per 256 columns, B per 256-row cluster
+    t7 = TC8.traffic(Problem(4096, 4096, 4096, "fp8_block"))
+    scales = 4 * 32 * (4096 * 32 + 32 * 32)  # A's rows' scales per 128-column tile, one B scale per tile
+    assert t7.global_read == 4096 * 4096 * 32 + 4096 * 4096 * 16 + scales and "scales" in t7.basis
+    assert TC8P.traffic(p).global_read == 4096 * 4096 * 32 + 4096 * 4096 * 16  # one scale per operand
+
+
+def test_launch_geometry_and_timeline_rate():
+    for spec in LEVELS:
+        p = Problem(4096, 4096, 4096, spec.precision)
+        geo = spec.launch_geometry(p, 132)
+        assert geo.grid == (132, 1, 1) and geo.block == (384, 1, 1) and spec.cluster() == (2, 1, 1)
+        build = spec.instrumented(p)
+        assert build.spec.params["TIMELINE"] == 1 and build.k_tile == 128
+    # 128x256x128 at 4096 FMA per SM per clock; 128x128x128 at the same rate
+    assert TC4.instrumented(Problem(4096, 4096, 4096, "fp8")).ideal_ktile_cycles == 1024
+    for spec in (TC8, TC8P):
+        assert spec.instrumented(Problem(4096, 4096, 4096, spec.precision)).ideal_ktile_cycles == 512
+    assert TC4.for_problem(Problem(2048, 3072, 4096, "fp8")).params["BN"] == 192  # tc4's narrower last wave
+
+
+def test_dispatch_defaults_and_the_row_major_b_refusal():
+    from gemmlab import dispatch
+    from gemmlab.device import GPUInfo
+    from gemmlab.errors import LayoutError
+
+    h200 = GPUInfo("NVIDIA H200", 132, (9, 0), 60 * 2**20, 232448, 1980.0, 141 * 2**30, "", "")
+    assert dispatch.choose(Problem(4096, 4096, 4096, "fp8"), Layout(b=COL), h200).spec is TC4  # not TC8P
+    assert dispatch.choose(Problem(300, 17, 1000, "fp8_block"), Layout(b=COL), h200).spec is TC8
+    with pytest.raises(LayoutError, match="K-major"):
+        dispatch.choose(Problem(64, 64, 64, "fp8"), ROW_MAJOR, h200)
+
+
+def test_peers_need_a_gpu_and_torchs_shapes():
+    for name in ("peers/cublaslt_fp8", "peers/cublaslt_fp8_block"):
+        peer = get_kernel(name)
+        assert peer.layouts == frozenset({Layout(b=COL)})
+        assert peer.is_valid(Problem(4096, 4096, 4096, peer.precision)) is None
+        assert "multiples of 16" in peer.is_valid(Problem(64, 17, 64, peer.precision))
+        from gemmlab import device
+
+        if device.gpu() is None:
+            with pytest.raises(NoGPUError):
+                peer.plan(Problem(64, 64, 64, peer.precision))
+
+
+def test_block_peer_falls_back_to_the_per_tensor_time_and_says_so():
+    from gemmlab.harness.bench import PEERS, _link_ratios
+    from gemmlab.harness.record import BenchRecord, Status
+
+    def rec(kernel, precision, ms, backend="cuda", reason=""):
+        return BenchRecord(kernel, backend, None, precision, "", {}, 64, 64, 64, median_ms=ms, reason=reason,
+                           peer=PEERS[precision], status=Status.OK if ms else Status.ERROR)
+
+    records = [rec("peers/cublaslt_fp8", "fp8", 0.10, "peer"),
+               rec("peers/cublaslt_fp8_block", "fp8_block", None, "peer", "torch 2.x has no blockwise scaled matmul"),
+               rec("cuda/tc8_block_scaled_fp8", "fp8_block", 0.125)]
+    _link_ratios(records)
+    tc8 = records[-1]
+    assert tc8.peer == "peers/cublaslt_fp8" and tc8.peer_ratio == pytest.approx(0.8)
+    assert "no blockwise" in tc8.peer_note and "own medians" in tc8.peer_note
+    assert tc8.to_json()["peer_note"] == tc8.peer_note and "peer_note" not in records[0].to_json()
