@@ -101,3 +101,13 @@ def test_the_shipped_table_is_the_committed_h200_results():
     for r in results:
         table = dispatch.merge(table, dispatch.table_from_results(r))
     assert json.loads(dispatch.SHIPPED.read_text()) == json.loads(json.dumps(table))
+
+
+def test_a_vector_is_read_in_whichever_major_the_kernel_takes():
+    from gemmlab.kernels.plan import ANY, ROW, target_layout
+
+    fp8_like = frozenset({Layout(ROW, COL)})
+    assert target_layout(Layout(ROW, ANY), fp8_like) == Layout(ROW, COL)  # a K×1 B is also a 1×K row
+    assert target_layout(Layout(ANY, ANY), frozenset({ROW_MAJOR})) == ROW_MAJOR
+    assert target_layout(Layout(ROW, ROW), fp8_like) is None  # a K×N B is not K-major, and no copy makes it so
+

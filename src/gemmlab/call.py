@@ -25,7 +25,7 @@ import numpy as np
 
 from gemmlab.errors import (DTypeError, GemmlabError, LayoutError, NoGPUError, OperandTypeError, ShapeError,
                             SizeLimitError, UnknownKernelError)
-from gemmlab.kernels.plan import COL, ROW, Layout, Plan, target_layout
+from gemmlab.kernels.plan import ANY, COL, ROW, Layout, Plan, target_layout
 from gemmlab.problem import Problem, get_precision, np_dtype
 
 AUTO = "auto"
@@ -141,14 +141,14 @@ def _kind(x) -> str:
 
 
 def _layout(shape, strides) -> str | None:
-    """ROW, COL or None from element strides (NumPy/CuPy byte strides divided by the item size)."""
+    """ROW, COL, ANY (a vector: both at once) or None (strided) from element strides."""
     rows, cols = shape
     s0, s1 = strides
-    if (s1 == 1 or cols == 1) and (s0 == cols or rows == 1):
-        return ROW
-    if (s0 == 1 or rows == 1) and (s1 == rows or cols == 1):
-        return COL
-    return None
+    row = (s1 == 1 or cols == 1) and (s0 == cols or rows == 1)
+    col = (s0 == 1 or rows == 1) and (s1 == rows or cols == 1)
+    if row and col:
+        return ANY
+    return ROW if row else COL if col else None
 
 
 def facts(x, name: str) -> Facts:
@@ -307,7 +307,7 @@ def _resolve(fa: Facts, fb: Facts, kernel, precision, on_gpu: bool, gpu, scales:
         return spec, problem, "host operands run on the host peer, as torch and NumPy run them", None
     from gemmlab import dispatch
 
-    layout = Layout(fa.layout or ROW, fb.layout or ROW)
+    layout = Layout(fa.layout if fa.layout in (ROW, COL) else ROW, fb.layout if fb.layout in (ROW, COL) else ROW)
     choice = dispatch.choose(problem, layout, gpu)
     spec = _formats(choice.spec, fa, fb, out_dtype) if fp8 else choice.spec
     return spec, problem, choice.why, scaled
@@ -354,6 +354,7 @@ def prepare(fa: Facts, fb: Facts, kernel, precision, device: int | None, scales:
         runs = target_layout(given, spec.layouts)
         if runs is None:
             raise LayoutError(spec.layout_refusal(given))
+        given = Layout(runs.a if given.a == ANY else given.a, runs.b if given.b == ANY else given.b)
     with dev.using(device):
         plan = spec.plan(problem, runs)
     elem = problem.prec.input_bytes

@@ -8,7 +8,9 @@ nearest measured shape (in log space over M, N and K) is read in order, and the 
 and reads the operands' layout in place wins; if none reads the layout in place, the first that takes the problem,
 after a copy. Without an entry for this GPU, each precision's default level runs.
 
-Host arrays (NumPy, CPU tensors) run on the host (cpu/blas), as torch runs CPU tensors on the CPU.
+Host arrays (NumPy, CPU tensors) run on the host (cpu/blas), as torch runs CPU tensors on the CPU. A kernel whose
+spec says why it is not for "auto" (``not_auto``: tc7_3xtf32, whose splits turn an infinite input into NaN) runs
+only when named.
 """
 from __future__ import annotations
 
@@ -119,7 +121,7 @@ def choose(problem: Problem, layout: Layout, gpu) -> Choice:
         if why:
             refusals.append(why)
             return None
-        return spec
+        return None if spec.not_auto else spec
 
     entry = _nearest(load_table().get(gpu.name, {}).get(problem.precision, {}), problem)
     if entry:

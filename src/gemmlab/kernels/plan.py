@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from gemmlab.problem import Problem
 
 ROW, COL = "row", "col"
+ANY = "any"  # a vector (one row or one column): row- and column-major at once
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,10 @@ def target_layout(layout: Layout, accepted) -> Layout | None:
     """The layout a kernel that reads ``accepted`` layouts in place runs an operand pair given in ``layout`` with:
     each operand as given where the kernel takes it, else copied into row-major order (the fewest copies); None
     where no such copy makes a layout the kernel reads (FP8 reads B only as the transpose of an N×K matrix)."""
-    options = [Layout(a, b) for a in dict.fromkeys((layout.a, ROW)) for b in dict.fromkeys((layout.b, ROW))]
+    def choices(major):  # a vector is both majors at once; anything else may also be copied into row-major order
+        return (ROW, COL) if major == ANY else (major, ROW)
+
+    options = [Layout(a, b) for a in dict.fromkeys(choices(layout.a)) for b in dict.fromkeys(choices(layout.b))]
     return next((o for o in options if o in accepted), None)
 
 

@@ -203,6 +203,8 @@ class KernelSpec:
     # the arithmetic units its multiply-adds run on where they are not its precision's own: (precision of the
     # units, their operations per multiply-add); tc7's FP32 products are three TF32 products each: ("tf32", 3)
     math: tuple[str, int] | None = None
+    # why kernel="auto" never picks this kernel though it may measure fastest (it is run only when named)
+    not_auto: str = ""
 
     def peak_share(self) -> tuple[str, int]:
         """(the precision whose units do the arithmetic, how many of their operations one multiply-add takes)."""

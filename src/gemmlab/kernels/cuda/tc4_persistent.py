@@ -54,11 +54,10 @@ Why these settings, measured on the H200 outside results/ (cold L2, BF16 at 4096
   unit and shared memory the loads need: 0.95x cuBLAS against 0.99x); C from registers (EPI_TMA=0: 3,890 cycles
   alone, 6,262 with every SM storing). Clusters of 4 fit 30 at once on the H200 (120 SMs), too few.
 Measured in results/h200/tensor_cores.json (TF32: the truncating build): see docs/tensor_cores.md.
-TF32 rounded to nearest (TF32_ROUND=2): the transpose pre-pass writes Bᵀ rounded (free: it copies B anyway), and
-producer warps 1-3 round each landed A tile in shared memory (tc_round.cuh), and B's too where B is handed over
-K-major (ROUND_B_SMEM, the plan's choice). Predicted: cuBLAS TF32's error; the pass reads and writes A's 16 KB per
-k-tile beside about 128 KB of shared-memory traffic, so 0-10% slower depending on how close the mainloop already
-runs to the SM's shared-memory bandwidth.
+TF32 rounded to nearest is an option here (TF32_ROUND=2): the transpose pre-pass writes Bᵀ rounded (free: it copies
+B anyway), and producer warps 1-3 round each landed A tile in shared memory (tc_round.cuh), and B's too where B is
+handed over K-major (ROUND_B_SMEM, the plan's choice). Predicted: cuBLAS TF32's error at 0-10% of the time; measured
+far slower (docs/accuracy.md), so tc4 TF32 truncates by default (TF32_ROUND=0) and tc5/tc6 carry the rounding.
 
 FP8 (``cuda/tc4_persistent_fp8``, precision fp8: the same source with TC_FP8=1, what changed against tc4 BF16):
 e4m3 operands (e5m2 for either, A_E5M2 / B_E5M2), both K-major (B handed over N×K, as cuBLASLt takes it), wgmma
@@ -81,7 +80,7 @@ BASE = {"BM": 128, "BN": 256, "STAGES": 4, "GROUP_M": 8, "PRODUCER_REGS": 40, "C
         "NARROW_BN": 192}
 CM = 2
 BF16 = {**BASE, "CM": CM}
-TF32 = {**BF16, "TF32_ROUND": 2}
+TF32 = {**BF16, "TF32_ROUND": 0}
 FP8 = {**BF16, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
 # what the roofline leaves out here: its levels overlap, but a consumer warpgroup issues no wgmma while it stores
 EPILOGUE = ("latency: each tile's epilogue (C through shared memory and TMA) keeps its warpgroups off the tensor "

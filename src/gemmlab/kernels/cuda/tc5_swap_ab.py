@@ -12,28 +12,23 @@ it completes, so each consumer retires its previous k-tile (wait_group 0) before
 other consumer warpgroup's queued wgmmas cover the gap.
 Why: one launch instead of two, and 8·K·N fewer bytes. Predicted gain: the pre-pass's 8-9% of tc4 TF32's time,
 to about 0.97-1.0× cuBLAS TF32 at 4096³ and 8192³.
-Measured (results/h200/tensor_cores.json, the truncating build, TF32_ROUND=0; cold L2, ratios from launches
-interleaved with cuBLAS TF32): 1.03×
-cuBLAS TF32 at 4096³ (334.4 TFLOPS; tc4 TF32 0.91×), 1.01× at 8192³ (tc4 0.96×), 0.88× at 2048×3072×4096, where
-192 tiles of 256×128 fill 1.45 waves of 132 SMs. In comparisons outside results/, clusters of 2 along N
-multicasting A (CN=2) and GROUP_M=16 were within 0.5% of this, and a 128×128 tile (BM=128) gained 2% at
-2048×3072×4096 and lost 20% at 4096³ and 8192³. So CN=1, BM=256.
+In comparisons outside results/, clusters of 2 along N multicasting A (CN=2) and GROUP_M=16 stayed within the
+spread, and a 128×128 tile (BM=128) helped only at 2048×3072×4096: so CN=1, BM=256.
 
-TF32 rounded to nearest (TF32_ROUND=2, tc_round.cuh): the tensor cores truncate FP32 operands to TF32, which errs
-2.6 times as much as cuBLAS TF32's rounding (measured: docs/accuracy.md). B's fragments are rounded in registers
-(cvt.rna, 16 values per thread per k-tile); A, wgmma's shared-memory operand, is rounded in place by producer
-warps 1-3 once each k-tile lands, and the consumers wait on its `ready` barrier. Predicted: error 2.9-3.0e-4 (the
-NumPy model of rounded operands gives 3.0e-4); cost: the pass reads and writes A's 32 KB per k-tile, and the
-roofline model (128 bytes of shared memory per clock per SM) moves tc5 from its L2 roof (0.324 ms at 4096³ and
-1980 MHz) to its shared-memory roof (0.385 ms): 19% slower at 4096³, 20% at 8192³, 9% at 2048×3072×4096.
-TF32_ROUND=3 rounds A before the kernel instead (tc_round_copy.cu, 8·M·K bytes through DRAM, a workspace of M×K
-floats): by the same model 28 µs at 4096³ (9%), 112 µs at 8192³ (4%), 14 µs at 2048×3072×4096 (10%). TF32_ROUND=1
-rounds B alone (error about 4.7e-4, a few ALU operations); TF32_ROUND=0 is the measured binary above.
+TF32 rounded to nearest: the tensor cores truncate FP32 operands to TF32, which errs 2.6 times as much as cuBLAS
+TF32's rounding. TF32_ROUND=3 (the default) rounds B's fragments in registers (cvt.rna, 16 values per thread per
+k-tile) and A by a pre-pass before the kernel (tc_round_copy.cu: 8·M·K bytes through DRAM into a workspace of
+M×K floats, which A's tensor map reads). Predicted: cuBLAS TF32's error; by the roofline model the pre-pass costs
+9% at 4096³, 4% at 8192³, 10% at 2048×3072×4096. TF32_ROUND=2 rounds A in place instead, by producer warps 1-3
+once each k-tile lands (tc_round.cuh, a `ready` barrier the consumers wait on): no workspace, but the pass reads
+and writes A's 32 KB per k-tile beside the wgmmas' reads of shared memory (predicted 9-20% slower; measured far
+slower: docs/accuracy.md). TF32_ROUND=1 rounds B alone; TF32_ROUND=0 is the truncating build.
+Measured: docs/tensor_cores.md, docs/accuracy.md, results/h200/tensor_cores.json.
 """
 from gemmlab.kernels.cuda.tc_common import WgmmaKernel, wgmma_constraints, wgmma_traffic
 
 PARAMS = {"BM": 256, "BN": 128, "STAGES": 4, "CN": 1, "GROUP_M": 8, "PRODUCER_REGS": 40, "CONSUMER_REGS": 232,
-          "TF32_ROUND": 2}
+          "TF32_ROUND": 3}
 
 SPECS = [
     WgmmaKernel(
@@ -42,7 +37,7 @@ SPECS = [
         source="tc5_swap_ab.cu", entry="tc5_swap_ab", params=dict(PARAMS),
         constraints=lambda p: wgmma_constraints(p, specialized=True, swap_ab=True),
         traffic_model=wgmma_traffic("tf32", PARAMS["BM"], PARAMS["BN"], cn=PARAMS["CN"], prepass=False, persistent=True,
-                                    group_m=PARAMS["GROUP_M"], swap_ab=True, a_pass=2),
+                                    group_m=PARAMS["GROUP_M"], swap_ab=True),
         doc=__doc__,
     )
 ]

@@ -59,7 +59,7 @@ SPECS = [
         source="tc5_swap_ab.cu", entry="tc5_swap_ab", params=dict(TF32), whole_tiles=dict(tc5_swap_ab.PARAMS),
         constraints=lambda p: wgmma_constraints(p, specialized=True, swap_ab=True),
         traffic_model=wgmma_traffic("tf32", TF32["BM"], TF32["BN"], prepass=False, stream_k=True,
-                                    group_m=TF32["GROUP_M"], swap_ab=True, a_pass=2,
+                                    group_m=TF32["GROUP_M"], swap_ab=True,
                                     whole=tc5_swap_ab.SPECS[0].traffic_model),
         doc=__doc__,
     ),
