@@ -1,6 +1,9 @@
 """kernel="auto": the dispatch table (built from bench records, shipped for the H200, written per machine) and the
 choice it makes for a problem, a layout and a GPU."""
+import dataclasses
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -9,6 +12,7 @@ from gemmlab import dispatch
 from gemmlab.device import GPUInfo
 from gemmlab.errors import SizeLimitError
 from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout
+from gemmlab.kernels.registry import get_kernel
 from gemmlab.problem import Problem
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,7 +32,7 @@ def own_cache(tmp_path, monkeypatch):
 def record(kernel, ms, precision="bf16", shape=(4096, 4096, 4096), verified=True, backend="cuda"):
     m, n, k = shape
     return {"kernel": kernel, "backend": backend, "precision": precision, "m": m, "n": n, "k": k,
-            "median_ms": ms if verified else None, "verified": verified}
+            "median_ms": ms if verified else None, "verified": verified, "status": "ok" if verified else "FAILED"}
 
 
 def run(*records, gpu="NVIDIA H200"):
@@ -95,12 +99,35 @@ def test_kernels_this_gemmlab_lacks_or_that_refuse_the_problem_are_passed_over()
         dispatch.choose(Problem(65536, 65536, 8, "fp32"), ROW_MAJOR, H200)
 
 
+SHIPPED_FROM = [ROOT / "results" / "h200" / f for f in ("fp32.json", "tensor_cores.json", "fp8.json")]
+
+
 def test_the_shipped_table_is_the_committed_h200_results():
-    results = [json.loads((ROOT / "results" / "h200" / f).read_text()) for f in ("fp32.json", "tensor_cores.json")]
-    table = {}
-    for r in results:
-        table = dispatch.merge(table, dispatch.table_from_results(r))
+    table = dispatch.table_from_runs([json.loads(p.read_text()) for p in SHIPPED_FROM])
     assert json.loads(dispatch.SHIPPED.read_text()) == json.loads(json.dumps(table))
+
+
+def test_dispatch_build_writes_the_table_of_the_records_it_is_given(tmp_path):
+    """Two files measuring one shape pool their kernels (merge would let the second replace the first's)."""
+    a, b, out = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "table.json"
+    a.write_text(json.dumps({**run(record("cuda/tc4_persistent_bf16", 0.2), record("cuda/tc6_stream_k_bf16", 0.3),
+                                   record("peers/cublas_bf16", 0.1, backend="peer")), "env": {
+                                       "gpu": {"name": "NVIDIA H200"}, "command": "gemmlab bench"}}))
+    b.write_text(json.dumps({**run(record("cuda/tc2_wgmma_tma_bf16", 0.25), gpu="NVIDIA H100 PCIe"), "env": {
+        "gpu": {"name": "NVIDIA H100 PCIe"}, "command": "gemmlab bench"}}))
+    proc = subprocess.run([sys.executable, "-m", "gemmlab", "dispatch", "--build", str(a), str(b), str(a), "--out",
+                           str(out)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    table = json.loads(out.read_text())
+    assert [r["kernel"] for r in table["NVIDIA H200"]["bf16"]["4096x4096x4096"]] == \
+        ["cuda/tc4_persistent_bf16", "cuda/tc6_stream_k_bf16"]
+    assert list(table["NVIDIA H100 PCIe"]["bf16"]) == ["4096x4096x4096"]
+    failed = tmp_path / "failed.json"
+    failed.write_text(json.dumps({**run(record("cuda/tc4_persistent_bf16", 0.2, verified=False)), "env": {
+        "gpu": {"name": "NVIDIA H200"}, "command": "gemmlab bench"}}))
+    proc = subprocess.run([sys.executable, "-m", "gemmlab", "dispatch", "--build", str(failed), "--out", str(out)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "no verified GPU records" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_a_vector_is_read_in_whichever_major_the_kernel_takes():
@@ -111,3 +138,22 @@ def test_a_vector_is_read_in_whichever_major_the_kernel_takes():
     assert target_layout(Layout(ANY, ANY), frozenset({ROW_MAJOR})) == ROW_MAJOR
     assert target_layout(Layout(ROW, ROW), fp8_like) is None  # a K×N B is not K-major, and no copy makes it so
 
+
+
+def test_auto_runs_tf32_rounded_to_nearest_whichever_kernel_the_shape_picks():
+    """A truncating TF32 build measured fastest is passed over for a rounding one, after a copy where only the
+    truncating build read the layout in place; a named truncating build still runs."""
+    dispatch.record(run(record("cuda/tc4_persistent_tf32", 0.30, precision="tf32"),
+                        record("cuda/tc5_swap_ab_tf32", 0.40, precision="tf32")))
+    choice = dispatch.choose(Problem(4096, 4096, 4096, "tf32"), ROW_MAJOR, H200)
+    assert choice.spec.name == "cuda/tc5_swap_ab_tf32" and "#2" in choice.why
+    choice = dispatch.choose(Problem(4096, 4096, 4096, "tf32"), Layout(b=COL), H200)
+    assert choice.spec.name == "cuda/tc5_swap_ab_tf32" and choice.copies == ("B",)
+    assert "truncates" in get_kernel("cuda/tc4_persistent_tf32").auto_refusal()
+    assert get_kernel("cuda/tc5_swap_ab_tf32").auto_refusal() == ""
+    rounded = dataclasses.replace(get_kernel("cuda/tc4_persistent_tf32"), params={
+        **get_kernel("cuda/tc4_persistent_tf32").params, "TF32_ROUND": 2})
+    assert rounded.auto_refusal() == ""
+    # without a table, the explicit defaults: tc1 TF32 (truncating) is what a GPU without wgmma runs
+    dispatch.load_table.cache_clear()
+    assert dispatch.choose(Problem(1024, 1024, 1024, "tf32"), ROW_MAJOR, A100).spec.name == "cuda/tc1_mma_sync_tf32"

@@ -435,6 +435,8 @@ def cmd_dispatch(args) -> int:
     from gemmlab.kernels.plan import COL, ROW, Layout
     from gemmlab.problem import Problem
 
+    if args.build:
+        return _build_dispatch_table(args.build, args.out)
     info = gpu()
     if info is None:
         info = GPUInfo("NVIDIA H200", 132, (9, 0), 60 * 2**20, 232448, 1980.0, 141 * 2**30, "", "")
@@ -451,6 +453,20 @@ def cmd_dispatch(args) -> int:
             copies = f"; {', '.join(choice.copies)} copied into row-major order first" if choice.copies else ""
             console.print(f"{'x'.join(map(str, shape))} {precision}: {choice.spec.name} ({choice.why}{copies})",
                           highlight=False)
+    return 0
+
+
+def _build_dispatch_table(paths, out) -> int:
+    from gemmlab import dispatch
+    from gemmlab.results import load_results
+
+    table = dispatch.table_from_runs([load_results(Path(p)) for p in paths])
+    if not table:
+        raise GemmlabError(f"no verified GPU records of gemmlab's kernels in {', '.join(paths)}")
+    target = _output(out, "--out") if out else dispatch.SHIPPED
+    _write(target, json.dumps(table, indent=1, sort_keys=True) + "\n")
+    shapes = sum(len(shapes) for precs in table.values() for shapes in precs.values())
+    console.print(f"wrote {target}: {', '.join(table)}, {shapes} (precision, shape) entries", highlight=False)
     return 0
 
 
@@ -559,6 +575,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--precision", action="append", choices=["fp32", "tf32", "bf16", "fp8", "fp8_block"])
     s.add_argument("--b-transposed", action="store_true", help="B handed over as the transpose of an N×K matrix "
                                                                 "(x @ w.T)")
+    s.add_argument("--build", nargs="+", metavar="RESULTS", help="write the dispatch table of these bench results "
+                   "JSONs instead (the shipped one: results/h200/{fp32,tensor_cores,fp8}.json)")
+    s.add_argument("--out", help="where --build writes (default: the table shipped with gemmlab)")
     s.set_defaults(func=cmd_dispatch)
 
     s = sub.add_parser("tune", help="search tile parameters per shape on this GPU (cached)")

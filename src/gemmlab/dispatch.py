@@ -8,9 +8,10 @@ nearest measured shape (in log space over M, N and K) is read in order, and the 
 and reads the operands' layout in place wins; if none reads the layout in place, the first that takes the problem,
 after a copy. Without an entry for this GPU, each precision's default level runs.
 
-Host arrays (NumPy, CPU tensors) run on the host (cpu/blas), as torch runs CPU tensors on the CPU. A kernel whose
-spec says why it is not for "auto" (``not_auto``: tc7_3xtf32, whose splits turn an infinite input into NaN) runs
-only when named.
+Host arrays (NumPy, CPU tensors) run on the host (cpu/blas), as torch runs CPU tensors on the CPU. A measured kernel
+whose spec says why it is not for "auto" (``KernelSpec.auto_refusal``: tc7_3xtf32, whose splits turn an infinite
+input into NaN; the TF32 builds that truncate instead of rounding to nearest) runs only when named; the defaults are
+an explicit list and are not filtered so (tc1 TF32, which truncates, is the TF32 default of a GPU without wgmma).
 """
 from __future__ import annotations
 
@@ -65,6 +66,20 @@ def table_from_results(results: dict) -> dict:
     return table
 
 
+def table_from_runs(runs: list[dict]) -> dict:
+    """One table from several results JSONs (the shipped one: ``gemmlab dispatch --build``): the records of each GPU
+    pooled, so a shape measured in two files ranks the kernels of both."""
+    pooled: dict = {}
+    for results in runs:
+        gpu = ((results.get("env") or {}).get("gpu") or {}).get("name")
+        if gpu:
+            pooled.setdefault(gpu, []).extend(results.get("records", []))
+    table: dict = {}
+    for gpu, records in pooled.items():
+        table.update(table_from_results({"env": {"gpu": {"name": gpu}}, "records": records}))
+    return table
+
+
 def merge(old: dict, new: dict) -> dict:
     """``new``'s shapes replace ``old``'s, GPU by GPU and precision by precision."""
     out = {gpu: {p: dict(shapes) for p, shapes in precs.items()} for gpu, precs in old.items()}
@@ -112,7 +127,7 @@ def choose(problem: Problem, layout: Layout, gpu) -> Choice:
 
     refusals: list = []
 
-    def usable(name: str):
+    def usable(name: str, measured: bool = True):
         try:
             spec = get_kernel(name)
         except UnknownKernelError:
@@ -121,7 +136,7 @@ def choose(problem: Problem, layout: Layout, gpu) -> Choice:
         if why:
             refusals.append(why)
             return None
-        return None if spec.not_auto else spec
+        return None if measured and spec.auto_refusal() else spec
 
     entry = _nearest(load_table().get(gpu.name, {}).get(problem.precision, {}), problem)
     if entry:
@@ -137,7 +152,8 @@ def choose(problem: Problem, layout: Layout, gpu) -> Choice:
             return Choice(specs[0], f"dispatch table for {gpu.name}: fastest at {label} that takes "
                                     f"{problem.label()}; no measured kernel reads {layout.label()} in place",
                           copies=_copies(layout, specs[0]))
-    spec = next((s for s in map(usable, DEFAULTS[problem.precision]) if s is not None), None)
+    spec = next((s for s in (usable(name, measured=False) for name in DEFAULTS[problem.precision]) if s is not None),
+                None)
     if spec is None:
         from gemmlab.errors import NoGPUError
 

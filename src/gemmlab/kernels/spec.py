@@ -203,8 +203,19 @@ class KernelSpec:
     # the arithmetic units its multiply-adds run on where they are not its precision's own: (precision of the
     # units, their operations per multiply-add); tc7's FP32 products are three TF32 products each: ("tf32", 3)
     math: tuple[str, int] | None = None
-    # why kernel="auto" never picks this kernel though it may measure fastest (it is run only when named)
+    # why kernel="auto" never picks this kernel from a dispatch table though it may measure fastest (it is run only
+    # when named); auto_refusal() adds the rule every TF32 build shares
     not_auto: str = ""
+
+    def auto_refusal(self) -> str:
+        """Why kernel="auto" passes over this kernel ("" if it may pick it): its own reason, or, for TF32, a build
+        that truncates FP32 to TF32, whose error is a multiple of cuBLAS's rounding to nearest (docs/accuracy.md), so a
+        float32 call with TF32 on gets one rounding whichever kernel the shape and layout pick."""
+        if self.not_auto:
+            return self.not_auto
+        if self.precision == "tf32" and not self.params.get("TF32_ROUND", 0):
+            return "truncates FP32 to TF32 (TF32_ROUND=0); kernel=\"auto\" runs TF32 rounded to nearest, as cuBLAS"
+        return ""
 
     def peak_share(self) -> tuple[str, int]:
         """(the precision whose units do the arithmetic, how many of their operations one multiply-add takes)."""
