@@ -44,8 +44,6 @@ def run(*records, gpu="NVIDIA H200"):
     ("bf16", (2048, 3072, 4096), ROW_MAJOR, "cuda/tc4_persistent_bf16"),
     ("tf32", (2048, 3072, 4096), ROW_MAJOR, "cuda/tc6_stream_k_tf32"),
     ("tf32", (4096, 4096, 4096), ROW_MAJOR, "cuda/tc5_swap_ab_tf32"),
-    # x @ w.T in TF32: tc5/tc6 read B through registers from an N-major tile; tc4 reads the K-major w in place
-    ("tf32", (4096, 4096, 4096), Layout(b=COL), "cuda/tc4_persistent_tf32"),
     ("bf16", (4000, 4100, 4096), Layout(b=COL), "cuda/tc4_persistent_bf16"),
 ])
 def test_the_shipped_table_picks_the_measured_winner(precision, shape, layout, expected):

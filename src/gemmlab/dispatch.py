@@ -150,7 +150,7 @@ def choose(problem: Problem, layout: Layout, gpu) -> Choice:
                                     f"{problem.label()} with {layout.label()} in place")
         if specs:
             return Choice(specs[0], f"dispatch table for {gpu.name}: fastest at {label} that takes "
-                                    f"{problem.label()}; no measured kernel reads {layout.label()} in place",
+                                    f"{problem.label()}; none of the measured kernels it may run reads {layout.label()} in place",
                           copies=_copies(layout, specs[0]))
     spec = next((s for s in (usable(name, measured=False) for name in DEFAULTS[problem.precision]) if s is not None),
                 None)

@@ -439,3 +439,23 @@ def test_fp8_launches_compile_nothing_and_read_no_file(stub, monkeypatch):
                     0x7400_0000_0000)
     assert stub.stub_launches() == 3
     assert tc_args(launch_record(stub, 2).params)["scale_a"] == 0x7300_0000_0000 + 32
+
+
+@pytest.mark.parametrize("k,offset,vec", [(4096, 0, 1), (4096, 4, 0), (4097, 0, 0)])
+def test_tf32_rounding_pre_pass_reads_a_and_feeds_the_kernel_its_workspace(stub, k, offset, vec):
+    """TF32_ROUND=3: a launch before the kernel rounds A into a pitched workspace, with 16-byte loads only where A's
+    address and rows allow them; the kernel's A map holds the workspace, whatever A the caller passes."""
+    stub.stub_reset()
+    plan, _ = make(stub, "cuda/tc5_swap_ab_tf32", (256, 256, k))
+    a = 0x7000_0000_0000 + offset
+    plan.launch(a, 0x7100_0000_0000, 0x7200_0000_0000, stream=9)
+    assert stub.stub_launches() == 2
+    pre, main = launch_record(stub, 0), launch_record(stub, 1)
+    src, dst = np.frombuffer(pre.params[:16], np.uint64)
+    rows, cols, ld_src, ld_dst, flag = np.frombuffer(pre.params[16:36], np.int32)
+    assert (src, rows, cols, ld_src, flag) == (a, 256, k, k, vec) and ld_dst % 4 == 0 and ld_dst >= k
+    assert pre.stream == main.stream == 9
+    assert tc_args(main.params)["a"][2] == dst
+    plan.launch(a + 16 * 4096, 0x7100_0000_0000, 0x7200_0000_0000)
+    assert np.frombuffer(launch_record(stub, 2).params[:8], np.uint64)[0] == a + 16 * 4096
+    assert tc_args(launch_record(stub, 3).params)["a"][2] == dst

@@ -101,9 +101,12 @@ class _RoundedOperand:
 
     copy: driver.Launch
 
+    def __post_init__(self):
+        self._src, self._vec = self.copy.params.views("src", "vec")
+        self._rows_align = self.copy.params.ld_src % 4 == 0  # 16-byte rows, so 16-byte loads where A is aligned
+
     def bind(self, params: driver.Params, ptr: int, stream: int) -> None:
-        p = self.copy.params
-        p.src, p.vec = ptr, int(not ptr & 15 and p.ld_src % 4 == 0)
+        self._src.value, self._vec.value = ptr, int(self._rows_align and not ptr & 15)
         self.copy.launch(stream)
 
 

@@ -33,7 +33,7 @@ PARAMS = {"BM": 256, "BN": 128, "STAGES": 4, "CN": 1, "GROUP_M": 8, "PRODUCER_RE
 SPECS = [
     WgmmaKernel(
         name="cuda/tc5_swap_ab_tf32", level=5, precision="tf32", kind="persistent", swap_ab=True,
-        title="tf32 Cᵀ = Bᵀ·Aᵀ: B fragments from registers (ld.shared), A from shared memory, no pre-pass",
+        title="tf32 Cᵀ = Bᵀ·Aᵀ: B fragments from registers (ld.shared, rounded there), A rounded by a pre-pass",
         source="tc5_swap_ab.cu", entry="tc5_swap_ab", params=dict(PARAMS),
         constraints=lambda p: wgmma_constraints(p, specialized=True, swap_ab=True),
         traffic_model=wgmma_traffic("tf32", PARAMS["BM"], PARAMS["BN"], cn=PARAMS["CN"], prepass=False, persistent=True,
