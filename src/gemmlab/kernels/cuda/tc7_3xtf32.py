@@ -56,7 +56,7 @@ SPECS = [
     WgmmaKernel(
         name="cuda/tc7_3xtf32", level=11, precision="fp32", kind="persistent", swap_ab=True,
         title="fp32 on tf32 tensor cores: 3xTF32 splits (B in registers, A's small part by the producer), "
-              "promoted to FP32 every 32 of K",
+              "promoted to FP32 every 64 of K",
         source="tc7_3xtf32.cu", entry="tc7_3xtf32", params=dict(PARAMS), constraints=constraints, math=("tf32", 3),
         not_auto="an infinite input becomes NaN (its split subtracts Inf from Inf, and a product takes Inf times 0), "
                  "where FP32 FFMA keeps Inf: name it for FP32 accuracy on the tensor cores",
