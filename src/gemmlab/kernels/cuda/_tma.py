@@ -16,9 +16,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gemmlab.problem import PRECISIONS
+
 MAP_BYTES = 128
 SWIZZLE_BYTES = 128
-ELEMENT_BYTES = {"fp8": 1, "bf16": 2, "fp32": 4}
+# every TMA element type is some precision's operand type (C's included: BF16 and FP32)
+ELEMENT_BYTES = {p.tma_dtype: p.input_bytes for p in PRECISIONS.values()}
 
 
 @dataclass(frozen=True)
