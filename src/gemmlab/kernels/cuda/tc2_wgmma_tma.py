@@ -14,7 +14,7 @@ through a padded copy first (docs/tensor_cores.md, "Operand layouts").
 
 Measured: docs/tensor_cores.md, results/h200/tensor_cores.json.
 """
-from gemmlab.kernels.cuda.tc_common import WgmmaKernel, wgmma_constraints, wgmma_traffic
+from gemmlab.kernels.cuda.tc_common import TC_PRECISIONS, WgmmaKernel, wgmma_constraints, wgmma_traffic
 
 PARAMS = {"BM": 128, "BN": 128, "STAGES": 4}
 
@@ -26,5 +26,5 @@ SPECS = [
         constraints=lambda p: wgmma_constraints(p, specialized=False),
         traffic_model=wgmma_traffic(prec, PARAMS["BM"], PARAMS["BN"]), doc=__doc__,
     )
-    for prec in ("bf16", "tf32")
+    for prec in TC_PRECISIONS
 ]
