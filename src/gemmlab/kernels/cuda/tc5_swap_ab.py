@@ -38,7 +38,7 @@ SPECS = [
         source="tc5_swap_ab.cu", entry="tc5_swap_ab", params=dict(PARAMS),
         constraints=lambda p: wgmma_constraints(p, specialized=True, swap_ab=True),
         traffic_model=wgmma_traffic("tf32", PARAMS["BM"], PARAMS["BN"], cn=PARAMS["CN"], prepass=False, persistent=True,
-                                    group_m=PARAMS["GROUP_M"], swap_ab=True),
+                                    group_m=PARAMS["GROUP_M"], swap_ab=True, round_a=PARAMS["TF32_ROUND"] == 3),
         doc=__doc__,
     )
 ]

@@ -48,7 +48,7 @@ SPECS = [
         source="tc5_swap_ab.cu", entry="tc5_swap_ab", params=dict(TF32), whole_tiles=dict(tc5_swap_ab.PARAMS),
         constraints=lambda p: wgmma_constraints(p, specialized=True, swap_ab=True),
         traffic_model=wgmma_traffic("tf32", TF32["BM"], TF32["BN"], prepass=False, stream_k=True,
-                                    group_m=TF32["GROUP_M"], swap_ab=True,
+                                    group_m=TF32["GROUP_M"], swap_ab=True, round_a=TF32["TF32_ROUND"] == 3,
                                     whole=tc5_swap_ab.SPECS[0].traffic_model),
         doc=__doc__,
     ),

@@ -287,14 +287,16 @@ def wgmma_constraints(p: dict, specialized: bool, swap_ab: bool = False) -> list
 def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, prepass: bool | None = None,
                   stream_k: bool = False, sk_fill: int = SK_FILL, sk_skip: int = SK_SKIP_FILL, whole=None,
                   narrow: dict | None = None, persistent: bool = False, group_m: int = 1, swap_ab: bool = False,
-                  epi_tma: bool = False, a_reads: int = 1, a_pass: int = 0, block_scales: bool = False):
+                  epi_tma: bool = False, a_reads: int = 1, a_pass: int = 0, block_scales: bool = False,
+                  round_a: bool = False):
     """A read once per cluster of CN·BN columns, B once per cluster of CM·BM rows (multicast shares an operand
     within a cluster), C written once; the TF32 transpose pre-pass (tc2-tc4: B read and Bᵀ written) on top. With
     ``stream_k``, each partial accumulator (4·BM·BN bytes) is written once and read once by its tile's owner, for
     the grid that a GPU of ``sm_count`` SMs gets; where no tile is split, ``whole`` (the base level's model).
     ``narrow``: the whole-tile parameters whose NARROW_BN choice (narrow_pays) the launch follows: the tiles are
     NARROW_BN wide there, and a stream-K level runs the base level (``whole``). ``block_scales`` (tc8): each tile
-    also reads its rows' A scales and one B scale per 128 of K.
+    also reads its rows' A scales and one B scale per 128 of K. ``round_a`` (tc5, tc6 with TF32_ROUND=3): a launch
+    of its own before the kernel reads A and writes it rounded to TF32 into the workspace the kernel reads.
 
     Beneath the L2 traffic: each consumer warpgroup's wgmma reads its 64 rows of A and the tile's BN columns of B
     from shared memory per k (with ``swap_ab``, all BM rows of A and its 64 columns of B), after TMA wrote each
@@ -341,6 +343,11 @@ def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, pr
             write += 4 * k * n
             extra = 8 * k * n
             basis += ", plus the Bᵀ pre-pass (read B, write Bᵀ)"
+        if round_a:
+            read += 4 * m * k
+            write += 4 * m * k
+            extra += 8 * m * k
+            basis += ", plus the rounding pre-pass (read A, write it rounded to TF32)"
         if stream_k:
             partials = stream_k_partials(tiles, grid, kt, sk_fill, sk_skip)
             read += 4 * bm * bn * partials
