@@ -56,16 +56,13 @@ class Prepared:
     scaled: bool = False  # an FP8 plan: launches take the scales' addresses
     copy_scales: tuple = (False, False)  # a scale tensor copied into the layout the kernel reads before each launch
     ones: object = None  # a device float 1.0 for a scale given as None
+    # fixed with the plan, and read on every call
+    on_device: bool = field(init=False)  # the plan runs on the operands' GPU in place (not on the host or a copy)
+    shared: bool = field(init=False)  # the plan holds no workspace, so one plan serves every stream
 
-    @property
-    def on_device(self) -> bool:
-        """The plan runs on the operands' GPU in place (not on the host, not through a host copy)."""
-        return self.plan.on_gpu and not self.host_copy
-
-    @property
-    def shared(self) -> bool:
-        """The plan holds no workspace, so one plan serves every stream."""
-        return not getattr(self.plan, "buffers", None)
+    def __post_init__(self):
+        self.on_device = self.plan.on_gpu and not self.host_copy
+        self.shared = not getattr(self.plan, "buffers", None)
 
     @property
     def c_bytes(self) -> int:

@@ -53,7 +53,7 @@ def matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
 
 
 def _scale_key(s):
-    return None if s is None else (type(s).__name__, getattr(s, "dtype", None), tuple(getattr(s, "shape", ())),
+    return (type(s).__name__, getattr(s, "dtype", None), tuple(getattr(s, "shape", ())),
                                    s.stride() if isinstance(s, torch.Tensor) else None, getattr(s, "device", None))
 
 
@@ -65,7 +65,8 @@ def direct(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
         raise LayoutError(f"out is a {type(out).__name__}; the operands are torch tensors")
     key = (kernel, precision, A.dtype, B.dtype, A.shape, B.shape, A.stride(), B.stride(), A.device, B.device,
            None if out is None else (out.dtype, out.shape, out.stride(), out.device, out.requires_grad),
-           _scale_key(scale_a), _scale_key(scale_b), out_dtype)
+           None if scale_a is None else _scale_key(scale_a), None if scale_b is None else _scale_key(scale_b),
+           out_dtype)
     prepared = call.plans.get(key)
     if prepared is None:
         prepared = _prepare(key, A, B, kernel, precision, out, scale_a, scale_b, out_dtype)

@@ -226,6 +226,17 @@ def test_traffic_counts_one_byte_operands_bf16_c_and_the_block_scales():
     assert TC8P.traffic(p).global_read == 4096 * 4096 * 32 + 4096 * 4096 * 16  # one scale per operand
 
 
+def test_cublaslt_peers_are_modeled_on_the_tiles_their_kernels_name():
+    """nvjet ..._256x128_..._1x2 (per tensor) and ..._128x128_..._2x1 (promoted, block-scaled), as profiled."""
+    p = Problem(4096, 4096, 4096, "fp8")
+    fast = get_kernel("peers/cublaslt_fp8").traffic(p)
+    assert fast.global_read == 4096 * 4096 * 16 + 4096 * 4096 * 16  # A per 2x128 columns, B per 256 rows
+    assert fast.global_write == 2 * 4096 * 4096
+    for name, prec in (("peers/cublaslt_fp8_promoted", "fp8"), ("peers/cublaslt_fp8_block", "fp8_block")):
+        t = get_kernel(name).traffic(Problem(4096, 4096, 4096, prec))
+        assert t.global_read == 4096 * 4096 * 32 + 4096 * 4096 * 16  # A per 128 columns, B per 2x128 rows
+
+
 def test_launch_geometry_and_timeline_rate():
     for spec in LEVELS:
         p = Problem(4096, 4096, 4096, spec.precision)

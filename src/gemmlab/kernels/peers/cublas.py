@@ -41,12 +41,12 @@ class CublasPlan(Plan):
 # cuBLAS picks its kernel per shape and says nothing of its tiles; the models take the tiles named by the kernels
 # Nsight Compute saw at 4096³ (results/h200/*.json, "profile"): FP32 256x128 in a 2-D grid, one CTA per SM; TF32
 # 128x256 and BF16 256x128 in a persistent grid whose 2-CTA clusters (the BF16 kernel's "1x2") share one operand,
-# walked like tc4 without its snake.
+# walked like tc4 without its snake. peers/scaled_mm.py models cuBLASLt's FP8 kernels the same way.
 def _sgemm_traffic(problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
     return tiled_traffic(problem, 256, 128, wave=sm_count, quantized=False)
 
 
-def _persistent_traffic(bm: int, bn: int, cluster: tuple[int, int]):
+def persistent_traffic(bm: int, bn: int, cluster: tuple[int, int]):
     def model(problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
         cm, cn = cluster
         tiles = ceil_div(problem.m, bm * cm) * ceil_div(problem.n, bn * cn)
@@ -60,7 +60,7 @@ SPECS = [
     CublasPeer(name="peers/cublas_fp32", level=None, precision="fp32", title="cuBLAS SGEMM (TF32 off)",
                traffic_model=_sgemm_traffic, doc=__doc__),
     CublasPeer(name="peers/cublas_tf32", level=None, precision="tf32", title="cuBLAS with TF32 tensor cores",
-               traffic_model=_persistent_traffic(128, 256, (2, 1)), doc=__doc__),
+               traffic_model=persistent_traffic(128, 256, (2, 1)), doc=__doc__),
     CublasPeer(name="peers/cublas_bf16", level=None, precision="bf16", title="cuBLAS BF16 in, FP32 accumulate",
-               traffic_model=_persistent_traffic(256, 128, (1, 2)), doc=__doc__),
+               traffic_model=persistent_traffic(256, 128, (1, 2)), doc=__doc__),
 ]

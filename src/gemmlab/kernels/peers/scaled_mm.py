@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from gemmlab.errors import GemmlabError, NoGPUError
 from gemmlab.fp8 import BLOCK, E4M3, E5M2
 from gemmlab.kernels.plan import COL, Layout, Plan
-from gemmlab.kernels.spec import GPU, KernelSpec, compulsory_traffic
+from gemmlab.kernels.peers.cublas import persistent_traffic
+from gemmlab.kernels.spec import GPU, KernelSpec
 from gemmlab.problem import Problem
 
 _TYPESTR = {"bf16": "<i2", "float32": "<f4"}  # FP8 as uint8 ("|u1"); each viewed as its torch dtype
@@ -144,14 +145,16 @@ class ScaledMmPeer(KernelSpec):
                                f"({type(exc).__name__}: {exc})") from None
 
 
+# The tiles of the kernels Nsight Compute saw at 4096³ (results/h200/fp8.json, "profile"): per tensor with fast
+# accumulation nvjet ..._256x128_128x4_1x2_..., promoted and block-scaled ..._128x128_128x6_2x1_...
 SPECS = [
     ScaledMmPeer(name="peers/cublaslt_fp8", level=None, precision="fp8", fast_accum=True,
                  title="cuBLASLt FP8 e4m3 (torch._scaled_mm), per-tensor scales, fast accumulation, BF16 out",
-                 traffic_model=compulsory_traffic, doc=__doc__),
+                 traffic_model=persistent_traffic(256, 128, (1, 2)), doc=__doc__),
     ScaledMmPeer(name="peers/cublaslt_fp8_promoted", level=None, precision="fp8",
                  title="cuBLASLt FP8 e4m3 (torch._scaled_mm), per-tensor scales, FP32 promotion, BF16 out",
-                 traffic_model=compulsory_traffic, doc=__doc__),
+                 traffic_model=persistent_traffic(128, 128, (2, 1)), doc=__doc__),
     ScaledMmPeer(name="peers/cublaslt_fp8_block", level=None, precision="fp8_block", blockwise=True,
                  title="cuBLASLt FP8 e4m3 (torch._scaled_mm), 1x128 / 128x128 FP32 scales, BF16 out",
-                 traffic_model=compulsory_traffic, doc=__doc__),
+                 traffic_model=persistent_traffic(128, 128, (2, 1)), doc=__doc__),
 ]
