@@ -10,7 +10,7 @@ import pytest
 
 from gemmlab import dispatch
 from gemmlab.device import GPUInfo
-from gemmlab.errors import SizeLimitError
+from gemmlab.errors import LayoutError, SizeLimitError
 from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout
 from gemmlab.kernels.registry import get_kernel
 from gemmlab.problem import Problem
@@ -135,6 +135,12 @@ def test_a_vector_is_read_in_whichever_major_the_kernel_takes():
     assert target_layout(Layout(ROW, ANY), fp8_like) == Layout(ROW, COL)  # a K×1 B is also a 1×K row
     assert target_layout(Layout(ANY, ANY), frozenset({ROW_MAJOR})) == ROW_MAJOR
     assert target_layout(Layout(ROW, ROW), fp8_like) is None  # a K×N B is not K-major, and no copy makes it so
+    # kernel="auto" on a K×1 FP8 B (w.t() of a 1×K w): the table's FP8 kernel, reading it in place
+    choice = dispatch.choose(Problem(17, 1, 200, "fp8"), Layout(ROW, ANY), H200)
+    assert choice.spec.name == "cuda/tc4_persistent_fp8" and choice.copies == () and "in place" in choice.why
+    with pytest.raises(LayoutError, match="K-major"):
+        dispatch.choose(Problem(17, 2, 200, "fp8"), ROW_MAJOR, H200)
+    assert dispatch.choose(Problem(1, 1, 1, "fp32"), Layout(ANY, ANY), H200).copies == ()
 
 
 

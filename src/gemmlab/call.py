@@ -302,7 +302,7 @@ def _resolve(fa: Facts, fb: Facts, kernel, precision, on_gpu: bool, gpu, scales:
         return spec, problem, "host operands run on the host peer, as torch and NumPy run them", None
     from gemmlab import dispatch
 
-    layout = Layout(fa.layout if fa.layout in (ROW, COL) else ROW, fb.layout if fb.layout in (ROW, COL) else ROW)
+    layout = Layout(fa.layout or ROW, fb.layout or ROW)  # strided operands are copied into row-major order
     choice = dispatch.choose(problem, layout, gpu)
     spec = _formats(choice.spec, fa, fb, out_dtype) if fp8 else choice.spec
     return spec, problem, choice.why, scaled

@@ -21,7 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from gemmlab.cache import cache_root, read_json, write_json
-from gemmlab.kernels.plan import Layout, target_layout
+from gemmlab.kernels.plan import ANY, Layout, target_layout
 from gemmlab.problem import Problem
 
 SHIPPED = Path(__file__).parent / "data" / "dispatch-h200.json"
@@ -143,7 +143,7 @@ def choose(problem: Problem, layout: Layout, gpu) -> Choice:
         label, rows = entry
         specs = [s for s in (usable(row["kernel"]) for row in rows) if s is not None]
         for spec in specs:
-            if layout in spec.layouts:
+            if _copies(layout, spec, refuse=False) == ():  # read as given
                 rank = next(i for i, row in enumerate(rows) if row["kernel"] == spec.name)
                 return Choice(spec, f"dispatch table for {gpu.name}: #{rank + 1} of the {len(rows)} kernels "
                                     f"measured at {label} ({rows[rank]['ms']:.4g} ms there) that takes "
@@ -162,15 +162,18 @@ def choose(problem: Problem, layout: Layout, gpu) -> Choice:
                     f"{refusals[0] if refusals else 'none is registered'}")
     why = (f"no dispatch table entry for {problem.precision} on {gpu.name}: {spec.name}, the first of the "
            f"{problem.precision} defaults ({', '.join(DEFAULTS[problem.precision])}) that runs there")
-    if layout in spec.layouts:
-        return Choice(spec, why)
     return Choice(spec, why, copies=_copies(layout, spec))
 
 
-def _copies(layout: Layout, spec) -> tuple[str, ...]:
+def _copies(layout: Layout, spec, refuse: bool = True) -> tuple[str, ...] | None:
+    """The operands ``spec`` would copy to run ``layout`` (a vector, ANY, is read in either major); a layout no copy
+    makes readable raises LayoutError, or with refuse=False is None."""
     runs = target_layout(layout, spec.layouts)
     if runs is None:
+        if not refuse:
+            return None
         from gemmlab.errors import LayoutError
 
         raise LayoutError(spec.layout_refusal(layout))
-    return tuple(name for name, given, used in (("A", layout.a, runs.a), ("B", layout.b, runs.b)) if given != used)
+    return tuple(name for name, given, used in (("A", layout.a, runs.a), ("B", layout.b, runs.b))
+                 if given not in (used, ANY))

@@ -145,13 +145,15 @@ def _from_numpy(x):
 
 
 @torch.library.custom_op("gemmlab::mm", mutates_args=())
-def mm(a: torch.Tensor, b: torch.Tensor, kernel: str = "auto", precision: Optional[str] = None) -> torch.Tensor:
-    """C = A @ B with gemmlab (FP32 out); the operator behind gemmlab.matmul under autograd and torch.compile."""
-    return direct(a, b, kernel, precision, None)
+def mm(a: torch.Tensor, b: torch.Tensor, kernel_name: str = "auto", precision: Optional[str] = None) -> torch.Tensor:
+    """C = A @ B with gemmlab (FP32 out); the operator behind gemmlab.matmul under autograd and torch.compile.
+    (``kernel_name``, not ``kernel``: inductor lowers the op through FallbackKernel.create(kernel, ...), whose own
+    first parameter a keyword ``kernel`` would collide with.)"""
+    return direct(a, b, kernel_name, precision, None)
 
 
 @mm.register_fake
-def _mm_fake(a, b, kernel="auto", precision=None):
+def _mm_fake(a, b, kernel_name="auto", precision=None):
     torch._check(a.dim() == 2 and b.dim() == 2, lambda: "gemmlab::mm takes two 2-D matrices")
     torch._check(a.shape[1] == b.shape[0], lambda: f"inner dimensions differ: {tuple(a.shape)} @ {tuple(b.shape)}")
     return a.new_empty((a.shape[0], b.shape[1]), dtype=torch.float32)
