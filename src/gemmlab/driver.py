@@ -249,14 +249,12 @@ _launch_ex = None
 
 def _launch_ex_fn():
     """cuLaunchKernelEx as a bare function pointer: four pointer arguments, the cheapest call ctypes makes (every
-    launch goes through it, clustered or not, since cuLaunchKernel's eleven arguments cost twice the time). The call
-    keeps the GIL (PYFUNCTYPE), as torch's own launches do: an enqueue returns in microseconds, and releasing and
-    taking the GIL back around it costs a share of those."""
+    launch goes through it, clustered or not, since cuLaunchKernel's eleven arguments cost twice the time)."""
     global _launch_ex
     if _launch_ex is None:
         addr = ctypes.cast(lib().cuLaunchKernelEx, ctypes.c_void_p).value
-        _launch_ex = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
-                                       ctypes.c_void_p)(addr)
+        _launch_ex = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                      ctypes.c_void_p)(addr)
     return _launch_ex
 
 
