@@ -176,10 +176,10 @@ def _link_ratios(records: list[BenchRecord]) -> None:
             continue
         peer = by_key.get((r.peer, r.shape))
         fallback = FALLBACK_PEERS.get(r.precision)
-        if (fallback and r.backend != "peer" and not (peer and peer.median_ms)
-                and getattr(by_key.get((PEERS[fallback], r.shape)), "median_ms", None)):
+        stand_in = by_key.get((PEERS[fallback], r.shape)) if fallback else None
+        if stand_in and stand_in.median_ms and r.backend != "peer" and not (peer and peer.median_ms):
             why = peer.reason if peer else "not in this run"
-            r.peer, peer = PEERS[fallback], by_key[(PEERS[fallback], r.shape)]
+            r.peer, peer = PEERS[fallback], stand_in
             r.peer_note = (f"{PEERS[r.precision]} did not run ({why}): the ratio is against {r.peer}, {fallback} "
                            "with per-tensor scales, from the two's own medians")
         if peer and peer.median_ms and peer is not r:
