@@ -152,11 +152,12 @@ def test_wgmma_descriptor_fields():
 
 
 def test_device_descriptor_matches_host():
-    text = (SOURCE_DIR / "tc_common.cuh").read_text()
-    assert "((addr & 0x3FFFF) >> 4) | ((u64)(lbo >> 4) << 16) | ((u64)(sbo >> 4) << 32) | (1ull << 62)" in text
+    text = (SOURCE_DIR / "tc_layout.cuh").read_text()
+    assert ("return (unsigned long long)((addr & 0x3FFFF) >> 4) | ((unsigned long long)(lbo >> 4) << 16) |\n"
+            "         ((unsigned long long)(sbo >> 4) << 32) | (1ull << 62);") in text
     # the mainloop's split form: low word (address, LBO) plus 16-byte steps, high word (SBO, swizzle)
-    assert "return ((addr & 0x3FFFF) >> 4) | ((lbo >> 4) << 16); }" in text
-    assert "return ((u64)((sbo >> 4) | (1u << 30)) << 32) | lo; }" in text
+    assert "return ((addr & 0x3FFFF) >> 4) | ((lbo >> 4) << 16);" in text
+    assert "return ((unsigned long long)((sbo >> 4) | (1u << 30)) << 32) | lo;" in text
 
 
 @pytest.mark.parametrize("lbo", [16, 8192])
@@ -183,8 +184,8 @@ def test_tile_order_is_a_grouped_snake():
     assert order[-3:] == [(4, 0), (4, 1), (4, 2)]  # the last, short group, left to right again
 
 
-def _host_block(name: str) -> str:
-    text = (SOURCE_DIR / "tc_common.cuh").read_text()
+def _host_block(header: str, name: str) -> str:
+    text = (SOURCE_DIR / header).read_text()
     begin, end = f"// begin {name} arithmetic", f"// end {name} arithmetic"
     return text[text.index(begin):text.index(end)]
 
@@ -199,7 +200,7 @@ def test_tile_order_matches_device_scheduler(tmp_path):
         f'printf("%d %d\\n", tm, tn); }}\n' for m, n, g in cases) + "}\n"
     src = tmp_path / "schedule.cpp"
     src.write_text("#include <cstdio>\n#include <algorithm>\nusing std::min;\n#define __host__\n"
-                   "#define __device__\n#define __forceinline__ inline\n" + _host_block("schedule") + main)
+                   "#define __device__\n#define __forceinline__ inline\n" + _host_block("tc_scheduler.cuh", "schedule") + main)
     exe = tmp_path / "schedule"
     subprocess.run([shutil.which("g++") or shutil.which("clang++"), "-O1", "-o", str(exe), str(src)], check=True)
     got = [tuple(map(int, line.split()))
@@ -292,7 +293,7 @@ int main() {
 }
 """
     src = tmp_path / "stage.cpp"
-    src.write_text("#define __host__\n#define __device__\n#define __forceinline__ inline\n" + _host_block("staging") + main)
+    src.write_text("#define __host__\n#define __device__\n#define __forceinline__ inline\n" + _host_block("tc_epilogue.cuh", "staging") + main)
     exe = tmp_path / "stage"
     subprocess.run([shutil.which("g++") or shutil.which("clang++"), "-O1", "-o", str(exe), str(src)], check=True)
     offsets = {}
@@ -564,14 +565,14 @@ def test_stream_k_split_of_the_seed_shapes():
 
 
 def test_stream_k_device_arithmetic_matches_model_text():
-    text = _host_block("stream-K")
+    text = _host_block("tc_scheduler.cuh", "stream-K")
     for line in ("const int waves = tiles / grid, rest = tiles % grid;",
                  "if (rest == 0 || (waves > 0 && rest * 100 >= SK_SKIP_FILL * grid)) return tiles;",
                  "if (waves == 0 || rest * 100 >= SK_FILL * grid) return waves * grid;",
                  "return (waves - 1) * grid;", "return (long long)c * q + (c * r) / grid;", "tile = dp_tiles + (int)(i / KT);",
                  "kb = (int)(i % KT);", "ke = left < (long long)(KT - kb) ? kb + (int)left : KT;"):
         assert line in text
-    common = (SOURCE_DIR / "tc_common.cuh").read_text()
+    common = (SOURCE_DIR / "tc_pipeline.cuh").read_text()
     assert "for (Walk u(cta, ctas, tiles, KT); u.valid(); u.next(), ++unit)" in common  # the producer's (produce_ring)
     for level in ("tc4_persistent.cu", "tc5_swap_ab.cu"):
         src = (SOURCE_DIR / level).read_text()
@@ -607,7 +608,7 @@ int main() {
 }
 """
     src = tmp_path / "walk.cpp"
-    src.write_text("#define __host__\n#define __device__\n#define __forceinline__ inline\n" + _host_block("stream-K") + main)
+    src.write_text("#define __host__\n#define __device__\n#define __forceinline__ inline\n" + _host_block("tc_scheduler.cuh", "stream-K") + main)
     for fill, skip in FILLS:
         exe = tmp_path / f"walk{fill}_{skip}"
         subprocess.run([GXX, "-O1", "-std=c++17", f"-DSK_FILL={fill}", f"-DSK_SKIP_FILL={skip}", "-o", str(exe),

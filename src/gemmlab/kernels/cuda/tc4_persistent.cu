@@ -3,19 +3,23 @@
 // box once and TMA multicasts it to the whole cluster, so B crosses L2->SM once per cluster instead of once per
 // CTA. The ring's phases run on across tiles, so the producer prefetches the next tile's k-tiles while the
 // consumers store the last one.
-// STREAM_K=1 (tc6, clusters off): the walk ends in a stream-K tail (SkWalk, sk_fixup in tc_common.cuh), with the
-// partials' workspace and one flag per tile in args.sk_ws and args.sk_flags.
+// STREAM_K=1 (tc6, clusters off): the walk ends in a stream-K tail (SkWalk in tc_scheduler.cuh, sk_fixup in
+// tc_stream_k.cuh), with the partials' workspace and one flag per tile in args.sk_ws and args.sk_flags.
 // EPI_TMA=1: the consumers store C through shared-memory staging boxes and TMA (store_acc_tma) whenever the host
 // says C's layout allows it (args.c_tma; args.c is then C's tensor map), else directly.
 // TF32_ROUND=2 (TF32): producer warps 1-3 round each landed A tile to nearest in place (tc_round.cuh), and the B
 // tile too where B is handed over K-major (ROUND_B_SMEM=1; else the transpose pre-pass writes Bᵀ rounded); the
 // consumers wait on the slot's `ready` barrier.
 // TIMELINE=1 (gemmlab timeline; whole tiles only): args.timeline holds TL_SLOTS clock readings per consumer
-// warpgroup (Timeline in tc_common.cuh), stamped where each warpgroup's cycles go.
+// warpgroup (Timeline in tc_timeline.cuh), stamped where each warpgroup's cycles go.
 // TC_FP8=1 (tc4_persistent_fp8): fp8 operands, the parameter is Fp8Args, and each consumer thread multiplies its
 // accumulators by the two per-tensor scales (read once, at its start) before storing C, in BF16 with OUT_BF16.
-#include "tc_common.cuh"
+#include "tc_epilogue.cuh"
+#include "tc_ktile.cuh"
+#include "tc_pipeline.cuh"
 #include "tc_round.cuh"
+#include "tc_stream_k.cuh"
+#include "tc_timeline.cuh"
 
 #define CW (BM / 64)
 #if TF32_ROUND && TC_BF16

@@ -1,14 +1,15 @@
 // tc5 (TF32 only): tc4's persistent producer/consumer kernel computing the transposed product, Cᵀ = Bᵀ·Aᵀ, so
 // that no operand needs a transpose pre-pass (tc_swap.cuh: A is wgmma's shared-memory operand, B's fragments
 // come from registers).
-// STREAM_K=1 (tc6, clusters off): the walk ends in a stream-K tail (SkWalk, sk_fixup in tc_common.cuh) and the
-// kernel takes two more arguments, the partials' workspace and one flag per tile.
+// STREAM_K=1 (tc6, clusters off): the walk ends in a stream-K tail (SkWalk in tc_scheduler.cuh, sk_fixup in
+// tc_stream_k.cuh), with the partials' workspace and one flag per tile in args.sk_ws and args.sk_flags.
 // TF32_ROUND (tc_round.cuh): 0 leaves both operands to the tensor cores' truncation; 1 rounds B's fragments to
 // nearest in registers; 2 also has producer warps 1-3 round each landed A tile in place, the consumers waiting
 // on its `ready` barrier; 3 is 1 here, A being rounded before the kernel by the plan's pre-pass.
 #define TC_BF16 0
-#include "tc_common.cuh"
+#include "tc_pipeline.cuh"
 #include "tc_round.cuh"
+#include "tc_stream_k.cuh"
 #include "tc_swap.cuh"
 
 extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)

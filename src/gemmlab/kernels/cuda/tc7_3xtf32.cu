@@ -15,7 +15,7 @@
 // promotion; the ablation). A consumer retires its wgmmas before every k-tile anyway (a register operand must
 // not change under a running wgmma), so a promotion costs 64 FADDs per thread and no wait.
 #define TC_BF16 0
-#include "tc_common.cuh"
+#include "tc_pipeline.cuh"
 #include "tc_round.cuh"
 #include "tc_swap.cuh"
 

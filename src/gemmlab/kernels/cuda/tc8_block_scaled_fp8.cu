@@ -11,8 +11,11 @@
 // other unit last to first), so the consumers mirror it to pick the scales.
 // PER_TENSOR=1 (tc8_promoted_fp8, precision fp8): one scale per operand, the same loop with the scales' strides at
 // zero: tensor scaling with FP32 accumulation, as cuBLASLt's default promotes.
-// TIMELINE=1: the stamps of tc4 (Timeline in tc_common.cuh).
-#include "tc_common.cuh"
+// TIMELINE=1: the stamps of tc4 (Timeline in tc_timeline.cuh).
+#include "tc_epilogue.cuh"
+#include "tc_ktile.cuh"
+#include "tc_pipeline.cuh"
+#include "tc_timeline.cuh"
 
 #ifndef PER_TENSOR
 #define PER_TENSOR 0

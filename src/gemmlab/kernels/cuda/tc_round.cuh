@@ -9,6 +9,8 @@
 // writes for the async proxy the tensor cores read through, and arrive on the slot's `ready` barrier, which the
 // consumers wait on after `full`. The cost is shared-memory bandwidth: a read and a write of every byte rewritten.
 #pragma once
+#include "tc_ptx.cuh"
+#include "tc_scheduler.cuh"
 #include "tc_tf32.cuh"
 
 #ifndef TF32_ROUND
@@ -19,10 +21,6 @@
 
 // ---- the producer warps' pass over landed k-tiles ----------------------------------------------------------------
 #define PASS_THREADS 96  // producer warps 1-3; warp 0's lane 0 issues the TMA copies
-
-__device__ __forceinline__ void fence_proxy_async_smem() {
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-}
 
 // dst[i] = f(src[i]) over BYTES of FP32 (a multiple of 16), pass thread t taking every PASS_THREADS-th 16-byte
 // chunk: a warp's ld/st.shared.v4 covers 512 contiguous bytes, 4 wavefronts without a bank conflict. The

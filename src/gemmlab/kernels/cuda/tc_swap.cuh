@@ -14,6 +14,9 @@
 // With CN=2, clusters of 2 CTAs side by side along N need the same A tile: CTA `rank` loads half of its rows
 // and multicasts them, so A crosses L2->SM once per cluster.
 #pragma once
+#include "tc_layout.cuh"
+#include "tc_ptx.cuh"
+#include "tc_wgmma.cuh"
 
 #define CW (BN / 64)                     // consumer warpgroups, 64 columns of C each
 #define B_BOX_COLS 32                    // B moves in boxes of 32 N (one 128-byte swizzle row) x BK K rows
