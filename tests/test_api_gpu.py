@@ -140,11 +140,14 @@ def test_cuda_graph_capture_and_replay():
         assert rel_err(c, a2, b2) <= 1e-2
 
 
-def test_torch_compile_and_autograd_on_cuda():
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+def test_torch_compile_and_autograd_on_cuda(backend):
+    if backend == "inductor":
+        pytest.importorskip("triton")
     torch._dynamo.reset()
     w = torch.randn(512, 256, device="cuda", dtype=torch.bfloat16, requires_grad=True)
     x = torch.randn(384, 256, device="cuda", dtype=torch.bfloat16, requires_grad=True)
-    f = torch.compile(lambda x, w: gemmlab.matmul(x, w.t()).relu(), fullgraph=True, backend="eager")
+    f = torch.compile(lambda x, w: gemmlab.matmul(x, w.t()).relu(), fullgraph=True, backend=backend)
     y = f(x, w)
     ref_x, ref_w = x.detach().float().requires_grad_(), w.detach().float().requires_grad_()
     ref = (ref_x @ ref_w.t()).relu()
@@ -175,3 +178,42 @@ def test_host_arrays_with_a_named_gpu_kernel_go_there_and_back():
     c = gemmlab.matmul(a, b, kernel="cuda/v2_smem")
     assert isinstance(c, np.ndarray)
     np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+
+
+def _fp8_blocks(x, rows_per_block):
+    """x (rows×K float32) quantized to e4m3 with one amax scale per rows_per_block×128 block; the FP8 tensor, the
+    scales (row blocks × K blocks) and each element's scale."""
+    rows, k = x.shape
+    rb, kb = -(-rows // rows_per_block), -(-k // 128)
+    padded = torch.zeros(rb * rows_per_block, kb * 128, device=x.device)
+    padded[:rows, :k] = x
+    amax = padded.abs().reshape(rb, rows_per_block, kb, 128).amax(dim=(1, 3))
+    s = torch.where(amax > 0, amax / 448, torch.ones_like(amax))
+    full = s.repeat_interleave(rows_per_block, 0).repeat_interleave(128, 1)[:rows, :k]
+    return (x / full).to(torch.float8_e4m3fn), s, full
+
+
+@pytest.mark.parametrize("m,n,k", [(1, 1, 32), (17, 1, 200), (4097, 17, 256), (127, 520, 1000), (512, 384, 4096)])
+@pytest.mark.parametrize("recipe", ["tensor", "block"])
+def test_fp8_through_torch_on_ragged_shapes(m, n, k, recipe):
+    """FP8 from torch: per-tensor scales (1-element tensors) or DeepGEMM's blocks (A per 1×128, B per 128×128), B
+    as w.t(), N = 1 included (a K×1 B is also a 1×K row, read in place); BF16 C against the float64 product of the
+    dequantized operands."""
+    g = torch.Generator(device="cuda").manual_seed(m * 7 + n)
+    a = torch.randn(m, k, device="cuda", generator=g)
+    w = torch.randn(n, k, device="cuda", generator=g)
+    if recipe == "tensor":
+        sa, sw = a.abs().max().reshape(1) / 448, w.abs().max().reshape(1) / 448
+        a8, w8 = (a / sa).to(torch.float8_e4m3fn), (w / sw).to(torch.float8_e4m3fn)
+        c = gemmlab.matmul(a8, w8.t(), scale_a=sa, scale_b=sw)
+        ref = (a8.double() * sa.double()) @ (w8.double() * sw.double()).t()
+        precision = "fp8"
+    else:
+        a8, sa, fa = _fp8_blocks(a, 1)  # sa: (M, K/128)
+        w8, sw, fw = _fp8_blocks(w, 128)  # sw: (N/128, K/128); B's scales are its transpose
+        c = gemmlab.matmul(a8, w8.t(), scale_a=sa, scale_b=sw.t())
+        ref = (a8.double() * fa.double()) @ (w8.double() * fw.double()).t()
+        precision = "fp8_block"
+    assert c.dtype == torch.bfloat16 and c.shape == (m, n)
+    err = float(torch.linalg.norm(c.double() - ref) / torch.linalg.norm(ref).clamp_min(1e-30))
+    assert err <= tolerance_for(Problem(m, n, k, precision)), err

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from gemmlab.errors import ShapeError
-from gemmlab.problem import SEED_SHAPE, Problem, parse_shape
+from gemmlab.problem import PRECISIONS, SEED_SHAPE, Problem, parse_shape
 
 
 def test_seed_formulas():
@@ -61,3 +61,45 @@ def test_parse_shape(text, dims):
 def test_parse_shape_rejects(text):
     with pytest.raises(ShapeError):
         parse_shape(text)
+
+
+# what the tensor-core sources and their plans expect of each precision: the defines that select its operand type
+# (tc_common.cuh), the k-tile, the TMA element type, and whether B can be read N-major or comes K-major
+@pytest.mark.parametrize("name,defines,k_tile,tma,b_n_major,b_kmajor", [
+    ("fp32", {"TC_BF16": 0}, 32, "fp32", False, False),
+    ("tf32", {"TC_BF16": 0}, 32, "fp32", False, False),
+    ("bf16", {"TC_BF16": 1}, 64, "bf16", True, False),
+    ("fp8", {"TC_BF16": 0, "TC_FP8": 1}, 128, "fp8", False, True),
+    ("fp8_block", {"TC_BF16": 0, "TC_FP8": 1}, 128, "fp8", False, True),
+])
+def test_tensor_core_facts(name, defines, k_tile, tma, b_n_major, b_kmajor):
+    p = PRECISIONS[name]
+    assert p.tensor_core_defines == defines and p.k_tile == k_tile and p.tma_dtype == tma
+    assert p.reads_b_n_major == b_n_major and p.kmajor_b == b_kmajor
+
+
+@pytest.mark.parametrize("name", list(PRECISIONS))
+def test_a_k_tile_is_the_one_swizzle_row_tma_copies(name):
+    from gemmlab.kernels.cuda._tma import TiledMap
+
+    p = PRECISIONS[name]
+    rows = TiledMap(p.tma_dtype, 256, 4 * p.k_tile, 4 * p.k_tile, 64, p.k_tile)
+    assert not rows.errors() and rows.box_bytes == 64 * 128 and rows.elem == p.input_bytes
+
+
+def test_only_fp32_multiplies_in_fp32_and_only_tf32_in_tf32():
+    assert [n for n, p in PRECISIONS.items() if p.fp32_multiply] == ["fp32"]
+    assert [n for n, p in PRECISIONS.items() if p.tf32_multiply] == ["tf32"]
+    assert [n for n, p in PRECISIONS.items() if p.block_scaled] == ["fp8_block"]
+
+
+def test_input_and_output_dtypes_name_torch_dtypes():
+    torch = pytest.importorskip("torch")
+    for p in PRECISIONS.values():
+        assert getattr(torch, p.input_dtype).itemsize == p.input_bytes
+        assert getattr(torch, p.output_dtype).itemsize == p.output_bytes
+
+
+def test_precisions_are_listed_in_their_order_with_distinct_labels():
+    assert sorted(PRECISIONS, key=lambda n: PRECISIONS[n].order) == list(PRECISIONS)
+    assert len({p.label for p in PRECISIONS.values()}) == len(PRECISIONS)

@@ -26,7 +26,7 @@ import numpy as np
 from gemmlab.errors import (DTypeError, GemmlabError, LayoutError, NoGPUError, OperandTypeError, ShapeError,
                             SizeLimitError, UnknownKernelError)
 from gemmlab.kernels.plan import ANY, COL, ROW, Layout, Plan, target_layout
-from gemmlab.problem import Problem, get_precision, np_dtype
+from gemmlab.problem import PRECISIONS, Problem, get_precision, np_dtype
 
 AUTO = "auto"
 # the precisions each operand dtype can be computed in, the first one by default (FP8: chosen by the scales)
@@ -232,12 +232,10 @@ def _check_scales(m: int, n: int, k: int, fa: Facts, sa: Facts | None, sb: Facts
             raise DTypeError(f"{name} must be float32 (an FP32 dequantization factor), got {f.dtype}")
     per_tensor = all(f is None or int(np.prod(f.shape)) == 1 for f in given.values())
     block = all(f is not None and f.shape == block_shapes[name] for name, f in given.items())
-    if precision is None:
-        precision = "fp8" if per_tensor else "fp8_block" if block else None
-    if precision == "fp8" and per_tensor:
-        return _Scales("fp8")
-    if precision == "fp8_block" and block:
-        return _Scales("fp8_block", tuple(f.layout != COL for f in given.values()))
+    for p in PRECISIONS.values():  # per-tensor scaling first: a single block's scales fit both
+        if p.scaling and (block if p.block_scaled else per_tensor) and precision in (None, p.name):
+            copy = tuple(f.layout != COL for f in given.values()) if p.block_scaled else (False, False)
+            return _Scales(p.name, copy)
     shapes = ", ".join(f"{name} {'None' if f is None else f.shape}" for name, f in given.items())
     raise ShapeError(f"FP8 scales: one per tensor (a 1-element float32 tensor, or None for 1) computes fp8, scale_a "
                      f"of shape {block_shapes['scale_a']} (M, ceil(K/128)) and scale_b of shape "

@@ -236,7 +236,7 @@ def cmd_roofline(args) -> int:
     from gemmlab.analysis.roofline import DEVICES, ceilings_for, device_spec, model, seed_examples
     from gemmlab import device
     from gemmlab.harness.ceilings import stored_ceilings
-    from gemmlab.problem import SEED_SHAPE, Problem
+    from gemmlab.problem import PRECISIONS, SEED_SHAPE, Problem
     from gemmlab.results import load_results
 
     def roofs_of(dev, results=None):
@@ -311,11 +311,12 @@ def cmd_roofline(args) -> int:
     if not args.ceilings and info is not None and not args.gpu:
         roofs = stored_ceilings(roofs)
     t = Table(title="devices (dense datasheet peaks: the seeds' roofs)", header_style="bold", title_justify="left")
-    for col in ("device", "DRAM GB/s", "FP32", "TF32", "BF16", "ridge FP32", "ridge TF32", "ridge BF16"):
+    listed = [p for p in PRECISIONS.values() if all(p.name in d.tflops for d in DEVICES.values())]  # A100: no FP8
+    for col in ("device", "DRAM GB/s", *(p.label for p in listed), *(f"ridge {p.label}" for p in listed)):
         t.add_column(col, justify="left" if col == "device" else "right")
     for d in DEVICES.values():
-        t.add_row(d.name, f"{d.dram_gbs:.0f}", *(f"{d.tflops[p]:.1f}" for p in ("fp32", "tf32", "bf16")),
-                  *(f"{d.ridge(p):.1f}" for p in ("fp32", "tf32", "bf16")))
+        t.add_row(d.name, f"{d.dram_gbs:.0f}", *(f"{d.tflops[p.name]:.1f}" for p in listed),
+                  *(f"{d.ridge(p.name):.1f}" for p in listed))
     console.print(t)
     ex = seed_examples()
     console.print(f"the seeds' numbers: A100 ridge {ex['a100_ridge']:.1f} FLOP/byte; naive kernel intensity "

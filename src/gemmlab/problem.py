@@ -25,6 +25,10 @@ class Precision:
     rel_tolerance: float  # relative Frobenius error against float64 at K=4096
     description: str
     order: int  # where tables and listings put it
+    label: str  # what tables and figures call it
+    # the type the tensor cores take its operands in: "tf32" (FP32 in memory), "bf16" or "fp8"; None where the
+    # products are FP32 FFMA (FP32's one tensor-core level, tc7, builds each from three TF32 products: its `math`)
+    tensor_core_type: str | None
     # FP8: "tensor" (one FP32 scale per operand) or "block" (A per 1×128, B per 128×128); gemmlab.fp8 has the layouts.
     # Scaled operands are gemmlab.fp8.Scaled, both K-major (B stored N×K), and the reference is the float64 product
     # of the dequantized operands.
@@ -46,6 +50,46 @@ class Precision:
         """B is handed over as its N×K transpose (FP8 tensor cores read both operands K-major)."""
         return self.scaling is not None
 
+    @property
+    def block_scaled(self) -> bool:
+        return self.scaling == "block"
+
+    @property
+    def fp32_multiply(self) -> bool:
+        """Products in IEEE FP32 (FFMA): what cuBLAS SGEMM and Triton's IEEE mode compute."""
+        return self.tensor_core_type is None
+
+    @property
+    def tf32_multiply(self) -> bool:
+        """FP32 operands multiplied as TF32 (what torch's allow_tf32 turns on): the tensor cores truncate them to 10
+        mantissa bits unless a kernel rounds them to nearest first (TF32_ROUND), as cuBLAS does."""
+        return self.tensor_core_type == "tf32"
+
+    @property
+    def reads_b_n_major(self) -> bool:
+        """The tensor cores read a K×N row-major B from shared memory as it is (bf16, through wgmma's transpose bit
+        and ldmatrix.trans); tf32 and fp8 read K-major operands only."""
+        return self.tensor_core_type == "bf16"
+
+    @property
+    def k_tile(self) -> int:
+        """K elements per k-tile of the wgmma levels: one 128-byte swizzle row (32 FP32, 64 BF16, 128 FP8)."""
+        return 128 // self.input_bytes
+
+    @property
+    def tma_dtype(self) -> str:
+        """The element type its operands' TMA tensor maps copy (gemmlab.driver.TMA_DTYPES): TF32 moves as FP32."""
+        return "fp32" if self.tensor_core_type in (None, "tf32") else self.tensor_core_type
+
+    @property
+    def tensor_core_defines(self) -> dict:
+        """The defines that select its operand type in the tensor-core sources (tc_common.cuh, tc1_mma_sync.cu):
+        TC_BF16=1 for bf16, TC_FP8=1 for fp8, else TF32 from FP32 operands."""
+        defines = {"TC_BF16": int(self.tensor_core_type == "bf16")}
+        if self.tensor_core_type == "fp8":
+            defines["TC_FP8"] = 1
+        return defines
+
 
 def np_dtype(name: str):
     """The NumPy dtype of a dtype name, ml_dtypes' for bfloat16 and the float8 formats."""
@@ -59,22 +103,24 @@ def np_dtype(name: str):
 # FP32 rounding error of a K-term dot product grows like sqrt(K)·2^-24 with random signs; 1e-5 leaves
 # room for K up to ~10^5. TF32 keeps 10 mantissa bits (2^-11 per product), BF16 7 bits (2^-8).
 PRECISIONS: dict[str, Precision] = {
-    "fp32": Precision("fp32", "float32", "float32", "fp32 FFMA", 1e-5, "FP32 in, FP32 multiply and accumulate", 0),
+    "fp32": Precision("fp32", "float32", "float32", "fp32 FFMA", 1e-5, "FP32 in, FP32 multiply and accumulate", 0,
+                      "FP32", None),
     "tf32": Precision("tf32", "float32", "float32", "tf32 tensor core", 2e-3,
-                      "FP32 in and out, TF32 multiply (10-bit mantissa), FP32 accumulate", 1),
+                      "FP32 in and out, TF32 multiply (10-bit mantissa), FP32 accumulate", 1, "TF32", "tf32"),
     "bf16": Precision("bf16", "bfloat16", "float32", "bf16 tensor core", 1e-2,
-                      "BF16 in, FP32 accumulate and out", 2),
+                      "BF16 in, FP32 accumulate and out", 2, "BF16", "bf16"),
     # Against the dequantized operands' float64 product only the kernel's own rounding counts: BF16 output (about
     # 1.7e-3 relative) and the tensor cores' FP8 accumulation, which keeps about 14 bits and, truncating, errs in
     # proportion to K (modeled 3.7e-3 at K=4096, 1.3e-2 at 16384), hence growth 1. Block scaling promotes every 128
     # of K into FP32, so only the output's rounding is left; its recipe measure against the unquantized FP32 product
     # is dominated by e4m3's 3-bit quantization (about 7e-4 for N(0,1), whatever K): DeepGEMM's bound is 1e-3.
     "fp8": Precision("fp8", "float8_e4m3fn", "bfloat16", "fp8 e4m3 tensor core", 1e-2,
-                     "FP8 e4m3 in with one FP32 scale per operand, tensor-core accumulation, BF16 out", 3,
-                     scaling="tensor", tolerance_growth=1.0),
+                     "FP8 e4m3 in with one FP32 scale per operand, tensor-core accumulation, BF16 out", 3, "FP8",
+                     "fp8", scaling="tensor", tolerance_growth=1.0),
     "fp8_block": Precision("fp8_block", "float8_e4m3fn", "bfloat16", "fp8 e4m3 tensor core, FP32 promotion", 1e-2,
                            "FP8 e4m3 in, FP32 scales per 1x128 of A and 128x128 of B, FP32 accumulation every 128 "
-                           "of K, BF16 out", 4, scaling="block", tolerance_growth=0.0, recipe_tolerance=1e-3),
+                           "of K, BF16 out", 4, "FP8 block-scaled", "fp8", scaling="block", tolerance_growth=0.0,
+                           recipe_tolerance=1e-3),
 }
 
 
@@ -146,7 +192,7 @@ class Problem:
 
             b = rng.standard_normal((self.n, self.k), dtype=xp.float32)
             fa, fb = formats or (self.prec.input_dtype,) * 2
-            block = self.prec.scaling == "block"
+            block = self.prec.block_scaled
             return (fp8.quantize(a, fa, fp8.ROWS_1X128 if block else None, keep_source=block),
                     fp8.quantize(b, fb, fp8.BLOCKS_128X128 if block else None, keep_source=block))
         b = rng.standard_normal((self.k, self.n), dtype=xp.float32)

@@ -455,7 +455,7 @@ def test_tc5_stores_fill_whole_sectors():
         assert len(sectors) * 32 == written == 256
 
 
-def test_tc5_operands_as_given_no_prepass():
+def test_tc5_operands_as_given_no_transpose():
     p = Problem(1000, 520, 200, "tf32")
     a, b = TC5.operand_maps(p, lda=200, ldb=520)
     assert (a.rows, a.cols, a.box_rows, a.box_cols) == (1000, 200, 256, 32)  # A: M rows of K, all BM rows
@@ -467,9 +467,14 @@ def test_tc5_operands_as_given_no_prepass():
     a2, _ = cn2.operand_maps(p, lda=200, ldb=520)
     assert a2.box_rows == 128  # each CTA of the cluster loads and multicasts half of A's rows
     assert cn2.cluster() == (2, 1, 1)
+    # B as given, no Bᵀ pre-pass; A per 128 columns, B per 256 rows; and TF32_ROUND=3's pre-pass reads A and writes
+    # it rounded, a launch of its own (prepass) before the kernel
     t = TC5.traffic(Problem(4096, 4096, 4096, "tf32"))
-    assert "pre-pass" not in t.basis and t.global_write == 4 * 4096 * 4096
-    assert t.global_read == 4 * (4096 * 4096 * 32 + 4096 * 4096 * 16)  # A per 128 columns, B per 256 rows
+    assert "Bᵀ" not in t.basis and "rounding pre-pass" in t.basis and t.prepass == 8 * 4096 * 4096
+    assert t.global_write == 4 * 4096 * 4096 + 4 * 4096 * 4096
+    assert t.global_read == 4 * (4096 * 4096 * 32 + 4096 * 4096 * 16) + 4 * 4096 * 4096
+    truncating = tc_common.wgmma_traffic("tf32", 256, 128, prepass=False, persistent=True, group_m=8, swap_ab=True)
+    assert truncating(Problem(4096, 4096, 4096, "tf32")).prepass == 0
 
 
 def test_tc5_invalid_configurations_refused():
@@ -692,7 +697,9 @@ def test_tc6_traffic_counts_the_partials():
         p = Problem(m, n, k, spec.precision)
         bm, bn = spec.params["BM"], spec.params["BN"]
         # the split walk runs with clusters off: its reads and writes are those of unclustered tiles plus partials
-        t6, tb = spec.traffic(p), tc_common.wgmma_traffic(spec.precision, bm, bn, prepass=False)(p)
+        t6 = spec.traffic(p)
+        tb = tc_common.wgmma_traffic(spec.precision, bm, bn, prepass=False,
+                                     round_a=spec.params.get("TF32_ROUND", 0) == 3)(p)
         tiles, kt = -(-m // bm) * -(-n // bn), -(-k // tc_common.bk(spec.precision))
         partials = tc_common.stream_k_partials(tiles, 132, kt)
         assert 0 < partials <= 132

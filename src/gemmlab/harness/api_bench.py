@@ -38,9 +38,10 @@ class ApiBenchOptions:
     notes: list = field(default_factory=list)
 
 
-def _torch_call(torch, precision):
-    if precision == "bf16":
-        return lambda a, b: torch.mm(a, b, out_dtype=torch.float32)
+def _torch_call(torch, prec):
+    """torch's call for this precision: torch.mm with out_dtype where C's dtype is not the operands'."""
+    if prec.output_dtype != prec.input_dtype:
+        return lambda a, b: torch.mm(a, b, out_dtype=getattr(torch, prec.output_dtype))
     return torch.matmul
 
 
@@ -49,7 +50,7 @@ def _tf32(torch, on: bool):
 
 
 def _inputs(torch, problem, n_sets, seed, linear):
-    dtype = torch.bfloat16 if problem.precision == "bf16" else torch.float32
+    dtype = getattr(torch, problem.prec.input_dtype)  # torch names its dtypes as NumPy does
     gen = torch.Generator(device="cuda").manual_seed(seed)
     sets = []
     for _ in range(n_sets):
@@ -137,9 +138,9 @@ def run_api_bench(opts: ApiBenchOptions, say=print) -> dict:
         per_set = problem.compulsory_bytes()
         n_sets = rotation_sets(per_set, info.l2_bytes, True, 8)
         sets = _inputs(torch, problem, n_sets, opts.seed, linear)
-        _tf32(torch, precision == "tf32")
+        _tf32(torch, problem.prec.tf32_multiply)
         ours = lambda a, b, p=precision: gemmlab.matmul(a, b, precision=p)  # noqa: E731
-        theirs = _torch_call(torch, precision)
+        theirs = _torch_call(torch, problem.prec)
         a, b = sets[0]
         chosen = gemmlab.plan(a, b, precision=precision)
         err, ok = _verify(torch, ours(a, b), a, b, tolerance_for(problem))

@@ -30,7 +30,7 @@ from gemmlab.harness.timing import (BlockOptions, TimingOptions, rotation_sets, 
 from gemmlab.harness.verify import SIMULATOR_SHAPES, check
 from gemmlab.kernels.registry import list_kernels
 from gemmlab.kernels.spec import CPU, KernelSpec
-from gemmlab.problem import SEED_SHAPE, Problem
+from gemmlab.problem import SEED_SHAPE, Problem, get_precision
 
 CPU_SHAPE = (256, 384, 512)  # the seed shape divided by 8: V0 runs it in well under a second
 ARCH = "sm_90a"  # what CUDA C kernels are compiled for without a GPU to ask
@@ -296,7 +296,7 @@ def _run_gpu(specs, shapes, opts, dev, bw, info, records, results, progress):
     import cupy
 
     stream = cupy.cuda.Stream(non_blocking=True)
-    order = sorted(PEERS, key=lambda p: Problem(1, 1, 1, p).prec.order)
+    order = sorted(PEERS, key=lambda p: get_precision(p).order)
     precisions = [p for p in order if any(s.precision == p for s in specs)]
     task = progress.add_task("bench", total=len(specs) * len(shapes)) if progress else None
     with stream:

@@ -22,7 +22,7 @@ import numpy as np
 from gemmlab import driver
 from gemmlab.analysis.ceilings import LEVEL_KEYS, Ceilings, with_measured
 from gemmlab.cache import cache_root, read_json, write_json
-from gemmlab.problem import Problem
+from gemmlab.problem import Problem, get_precision
 
 L2_BUFFERS_MB = (8, 16, 24)  # well inside the half of the L2 that lines every SM reads stay in
 LDG_UNROLL = (4, 8)  # loads in flight per thread
@@ -38,7 +38,7 @@ LAUNCH_BYTES = 512 << 20  # what one timed launch of an L2 probe moves, about
 SMEM_UNROLL = (4, 8)
 FFMA_CHAINS, FFMA_REPEAT = 16, 32  # 512 FFMA per loop iteration against its 3 instructions of loop control
 TC_TILE = {"BM": 128, "BN": 256}  # tc4's tile: two consumer warpgroups of wgmma m64n256
-WGMMA_BK = {"bf16": 64, "tf32": 32}  # one 128-byte swizzle row of K
+WGMMA_PRECISIONS = ("bf16", "tf32")  # the tensor-core rates the wgmma probe measures
 LEVEL_KEYS_BY_NAME = {key: level for level, key in LEVEL_KEYS.items()}
 MAGIC = 0x9E3779B9  # a value the probes' running sums never take: their stores never happen
 
@@ -68,10 +68,10 @@ def clock_probes() -> list[ClockProbe]:
                              1024, 0, (np.float32(1.0), np.float32(0.0), np.float32(-1.0)),
                              2.0 * 1024 * FFMA_CHAINS * FFMA_REPEAT))
     bm, bn = TC_TILE["BM"], TC_TILE["BN"]
-    for precision, bk in WGMMA_BK.items():
-        probes.append(ClockProbe(precision, "probe_wgmma.cu", "probe_wgmma",
-                                 {**TC_TILE, "TC_BF16": int(precision == "bf16")}, bm // 64 * 128,
-                                 (bm + bn) * 128 + 1024, (np.float32(-1.0),), 2.0 * bm * bn * bk))
+    for prec in map(get_precision, WGMMA_PRECISIONS):  # one k-tile: a 128-byte swizzle row of K
+        probes.append(ClockProbe(prec.name, "probe_wgmma.cu", "probe_wgmma", {**TC_TILE, **prec.tensor_core_defines},
+                                 bm // 64 * 128, (bm + bn) * 128 + 1024, (np.float32(-1.0),),
+                                 2.0 * bm * bn * prec.k_tile))
     return probes
 
 

@@ -12,7 +12,7 @@ from typing import Any, Callable, ClassVar, Mapping
 from gemmlab.errors import DTypeError, Refusal, SizeLimitError
 from gemmlab.kernels.geometry import ceil_div
 from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout, Plan
-from gemmlab.problem import Problem
+from gemmlab.problem import Precision, Problem, get_precision
 
 INT32_MAX = 2**31 - 1
 
@@ -207,13 +207,17 @@ class KernelSpec:
     # when named); auto_refusal() adds the rule every TF32 build shares
     not_auto: str = ""
 
+    @property
+    def prec(self) -> Precision:
+        return get_precision(self.precision)
+
     def auto_refusal(self) -> str:
         """Why kernel="auto" passes over this kernel ("" if it may pick it): its own reason, or, for TF32, a build
         that truncates FP32 to TF32, whose error is a multiple of cuBLAS's rounding to nearest (docs/accuracy.md), so a
         float32 call with TF32 on gets one rounding whichever kernel the shape and layout pick."""
         if self.not_auto:
             return self.not_auto
-        if self.precision == "tf32" and not self.params.get("TF32_ROUND", 0):
+        if self.prec.tf32_multiply and not self.params.get("TF32_ROUND", 0):
             return "truncates FP32 to TF32 (TF32_ROUND=0); kernel=\"auto\" runs TF32 rounded to nearest, as cuBLAS"
         return ""
 

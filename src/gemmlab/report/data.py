@@ -11,10 +11,11 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from gemmlab.problem import PRECISIONS
 from gemmlab.results import RECORD_FIELDS, load, load_results  # noqa: F401 (the report's readers)
 
-PRECISION_ORDER = {"fp32": 0, "tf32": 1, "bf16": 2, "fp8": 3, "fp8_block": 4}
-PRECISION_LABEL = {"fp32": "FP32", "tf32": "TF32", "bf16": "BF16", "fp8": "FP8", "fp8_block": "FP8 block-scaled"}
+PRECISION_ORDER = {name: p.order for name, p in PRECISIONS.items()}
+PRECISION_LABEL = {name: p.label for name, p in PRECISIONS.items()}
 _BACKEND_ORDER = {"cpu": 0, "numba": 1, "cuda": 2, "peer": 3}
 
 Shape = tuple[int, int, int]
@@ -168,6 +169,8 @@ def device_spec(results: dict) -> dict:
 def roofs(results: dict, precision: str) -> Roofs:
     spec = device_spec(results)
     ceilings = (results.get("env") or {}).get("ceilings") or {}
+    # the measured compute ceiling is cuBLAS SGEMM: FP32 FFMA, never a roof for the tensor-core precisions
+    sgemm_roof = precision in PRECISIONS and PRECISIONS[precision].fp32_multiply
     peak = spec.get(f"{precision}_tflops")
     if peak is None and isinstance(spec.get("tflops"), dict):
         peak = spec["tflops"].get(precision)
@@ -177,8 +180,7 @@ def roofs(results: dict, precision: str) -> Roofs:
         peak_tflops=float(peak) if peak else None,
         dram_gbs=float(spec["dram_gbs"]) if spec.get("dram_gbs") else None,
         measured_bw_gbs=float(ceilings["copy_bw_gbs"]) if ceilings.get("copy_bw_gbs") else None,
-        # the measured compute ceiling is cuBLAS SGEMM: an FP32 number, never a roof for TF32 or BF16
-        measured_tflops=float(ceilings["cublas_fp32_tflops"]) if precision == "fp32" and ceilings.get(
+        measured_tflops=float(ceilings["cublas_fp32_tflops"]) if sgemm_roof and ceilings.get(
             "cublas_fp32_tflops") else None,
     )
 

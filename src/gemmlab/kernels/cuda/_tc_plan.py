@@ -194,7 +194,7 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
     """The plan of ``spec`` (already the configuration that runs ``problem``) on the GPU described by ``info``."""
     b_kmajor = layout.b == COL
     defines = spec.defines()
-    if b_kmajor and spec.precision == "bf16":
+    if b_kmajor and spec.prec.reads_b_n_major:  # the other types read B K-major always (tc_common.cuh)
         defines["B_KMAJOR"] = 1
     rounds_smem = spec.params.get("TF32_ROUND", 0) == 2  # TF32 operands rounded to nearest in shared memory
     if b_kmajor and rounds_smem:  # no pre-pass rounds this B: the producer's pass rounds its tiles too
@@ -242,7 +242,7 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
     transpose = None
     if b_kmajor:  # B handed over as the N×K row-major Bᵀ: the layout K-major wgmma reads
         ops.append(operand("b", n, k, lambda ld: spec.operand_maps(problem, k, ld, True)[1]))
-    elif spec.precision == "bf16" or spec.swap_ab:  # B read as given, N-major
+    elif spec.prec.reads_b_n_major or spec.swap_ab:  # B read as given, N-major
         ops.append(operand("b", k, n, lambda ld: spec.operand_maps(problem, k, ld, False)[1]))
     else:  # TF32 tc2..tc4 on a row-major B: the transpose pre-pass writes Bᵀ (N×K, rows padded to 16 bytes)
         kp = ceil_div(k, align) * align

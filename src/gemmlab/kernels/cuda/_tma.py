@@ -5,9 +5,9 @@ A 2-D row-major matrix is described innermost dimension first: dims (cols, rows)
 (box_cols, box_rows) copied per instruction. The hardware needs the base address and the row stride to be
 multiples of 16 bytes, the box to be at most 256 elements per side, and with the 128-byte swizzle the box's
 inner extent must be exactly 128 bytes (one swizzle row). Out-of-bounds parts of a box are filled with zeros.
-L2 promotion is 128 bytes, one box row: promoting to 256 bytes fetches the neighbouring line with every row, and
-on the H200 that moved 39% more sectors between the two L2 partitions in tc4 BF16 at 4096³ (6.86 M against 4.93 M
-in Nsight Compute at base clock, measured outside results/) for the same DRAM traffic.
+L2 promotion is 128 bytes, one box row: promoting to 256 bytes fetches the neighbouring line with every row, which
+moves more sectors between the two L2 partitions for the same DRAM traffic (tc4 on the H200: docs/tensor_cores.md,
+"L2 promotion 128 bytes").
 
 The maps are encoded into the kernel's argument struct (tc_args.cuh) by gemmlab.driver, once per plan; a launch
 on a new address replaces the address in place.
@@ -16,9 +16,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gemmlab.problem import PRECISIONS
+
 MAP_BYTES = 128
 SWIZZLE_BYTES = 128
-ELEMENT_BYTES = {"fp8": 1, "bf16": 2, "fp32": 4}
+# every TMA element type is some precision's operand type (C's included: BF16 and FP32)
+ELEMENT_BYTES = {p.tma_dtype: p.input_bytes for p in PRECISIONS.values()}
 
 
 @dataclass(frozen=True)

@@ -17,17 +17,19 @@ Measured: docs/tensor_cores.md, results/h200/tensor_cores.json.
 from dataclasses import dataclass
 
 from gemmlab.kernels.cuda._kernel import SEED_SIGNATURE, CudaKernel
+from gemmlab.kernels.cuda.tc_common import TC_PRECISIONS
 from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.spec import SM_COUNT, tiled_traffic
+from gemmlab.problem import get_precision
 
 PARAMS = {"BM": 128, "BN": 128, "BK": 32, "STAGES": 3}
-ELEM = {"bf16": 2, "tf32": 4}
 
 
 def smem_bytes(p: dict, precision: str) -> int:
-    a_ld = p["BK"] + (8 if precision == "bf16" else 4)
+    elem = get_precision(precision).input_bytes
+    a_ld = p["BK"] + 16 // elem  # A_LD in tc1_mma_sync.cu: A's rows padded by 16 bytes
     b_ld = p["BN"] + 8
-    return p["STAGES"] * (p["BM"] * a_ld + p["BK"] * b_ld) * ELEM[precision]
+    return p["STAGES"] * (p["BM"] * a_ld + p["BK"] * b_ld) * elem
 
 
 def _constraints(precision):
@@ -51,9 +53,7 @@ class _Tc1(CudaKernel):
     signature: tuple = SEED_SIGNATURE + (("aligned", "i32"),)
 
     def defines(self):
-        d = dict(self.params)
-        d["TC_BF16"] = 1 if self.precision == "bf16" else 0
-        return d
+        return {**self.params, **self.prec.tensor_core_defines}
 
     def unsupported(self, gpu):
         if tuple(gpu.cc) < (8, 0):
@@ -62,7 +62,7 @@ class _Tc1(CudaKernel):
 
     def fill(self, params, a, b, c):
         # 16-byte rows and bases take cp.async's 16-byte copies; else the element-by-element staging path
-        vec = 16 // ELEM[self.precision]
+        vec = 16 // self.prec.input_bytes
         params.aligned = int(params.K % vec == 0 and params.N % vec == 0 and (a | b) % 16 == 0)
 
 
@@ -84,5 +84,5 @@ SPECS = [
         doc=__doc__, unmodeled="a pipeline the model leaves out: warp-level mma.sync fed by ldmatrix, slower on "
                                "Hopper than the wgmma rate the compute roof is, its address arithmetic in the warps",
     )
-    for prec in ("bf16", "tf32")
+    for prec in TC_PRECISIONS
 ]

@@ -14,7 +14,7 @@ through a padded copy first (docs/tensor_cores.md, "Operand layouts").
 
 Measured: docs/tensor_cores.md, results/h200/tensor_cores.json.
 """
-from gemmlab.kernels.cuda.tc_common import WgmmaKernel, wgmma_constraints, wgmma_traffic
+from gemmlab.kernels.cuda.tc_common import TC_PRECISIONS, WgmmaKernel, wgmma_constraints, wgmma_traffic
 
 PARAMS = {"BM": 128, "BN": 128, "STAGES": 4}
 
@@ -25,6 +25,8 @@ SPECS = [
         source="tc2_wgmma_tma.cu", entry="tc2_wgmma_tma", params=dict(PARAMS),
         constraints=lambda p: wgmma_constraints(p, specialized=False),
         traffic_model=wgmma_traffic(prec, PARAMS["BM"], PARAMS["BN"]), doc=__doc__,
+        unmodeled="latency: every k-tile drains its wgmma and meets at __syncthreads, and each CTA (one tile) fills "
+                  "its ring and stores C with the tensor cores idle",
     )
-    for prec in ("bf16", "tf32")
+    for prec in TC_PRECISIONS
 ]

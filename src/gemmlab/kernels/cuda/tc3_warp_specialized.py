@@ -12,7 +12,7 @@ Operand layouts and edges as in tc2 (TF32 B through the transpose pre-pass).
 
 Measured: docs/tensor_cores.md, results/h200/tensor_cores.json.
 """
-from gemmlab.kernels.cuda.tc_common import WgmmaKernel, wgmma_constraints, wgmma_traffic
+from gemmlab.kernels.cuda.tc_common import TC_PRECISIONS, WgmmaKernel, wgmma_constraints, wgmma_traffic
 
 PARAMS = {"BM": 128, "BN": 256, "STAGES": 4, "PRODUCER_REGS": 40, "CONSUMER_REGS": 232}
 
@@ -23,6 +23,8 @@ SPECS = [
         source="tc3_warp_specialized.cu", entry="tc3_warp_specialized", params=dict(PARAMS),
         constraints=lambda p: wgmma_constraints(p, specialized=True),
         traffic_model=wgmma_traffic(prec, PARAMS["BM"], PARAMS["BN"]), doc=__doc__,
+        unmodeled="latency: each CTA (one tile) fills its ring and stores C from registers with the tensor cores "
+                  "idle; tc4's persistent grid overlaps both with other tiles",
     )
-    for prec in ("bf16", "tf32")
+    for prec in TC_PRECISIONS
 ]

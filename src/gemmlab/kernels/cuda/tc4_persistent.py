@@ -18,42 +18,16 @@ choice is made per problem on the host, and each width is its own binary).
 Why: tc3 pays a launch tail and an un-overlapped epilogue per tile, reads every B tile once per CTA, and its
 float2 stores touch 8 rows' lines per warp instruction. Predicted gain: 5-10% over tc3, to about 1.0x cuBLAS.
 
-Why these settings, measured on the H200 outside results/ (cold L2, BF16 at 4096³ unless said):
-- EPI_TMA: 0.1828-0.1831 ms against 0.1864-0.1870 ms storing from registers (2%, both interleaved with cuBLAS,
-  two rounds each); 2% at 2048x3072x4096 too, 1% on TF32.
-- CM=2: interleaved with cuBLAS, CM=1 and CM=2 measure alike (0.99x); timed alone in rotating blocks on a GPU
-  held at its power limit, CM=2 ran at 0.2018 ms (1650 MHz) against 0.2055 ms (1620 MHz) for CM=1, cuBLAS
-  0.1973 ms (1710 MHz, 656 W against 687-689 W for both). At the power limit, moving fewer bytes buys clock.
-- The snake order: DRAM reads 0.126 GB against 0.149 GB at 4096³ (Nsight Compute, base clock); timed
-  alone in alternating blocks, 1.6442 ms against 1.6743 ms at 8192³ (1.8%), within the spread at 4096³. The TMA
-  maps' L2 promotion of 128 bytes (was 256) cut the sectors crossing between the L2 partitions from 6.86 M to
-  4.93 M, DRAM unchanged, time within the spread. The conflict-free staging stores (0.73 M shared-store wavefronts
-  against 1.29 M) left the epilogue's cycles and the time where they were.
-- A sweep of GROUP_M (4, 16), 3 stages and a 256x128 tile stayed within the spread or below (GROUP_M again with the
-  snake order: 0.5-2.5% slower than 8); staggering the two
-  consumer warpgroups by 1-2 k-tiles (so one's epilogue overlaps the other's wgmma) and a grid of whole waves
-  (128 CTAs at 4096³) measured within the spread.
-- NARROW_BN=192 at 2048x3072x4096, where 96 cluster tiles take 2 rounds of the 66 clusters and 128 narrower ones
-  also 2 (three quarters as long): BF16 0.0847-0.0872 ms, 1.00x / 0.99x cuBLAS interleaved, against 0.1013-0.1018
-  ms (0.78x) 256 wide; TF32 0.1857-0.1879 ms (0.91x) against 0.2161-0.2165 ms (0.75x). Where the rounds do not
-  drop, n192 costs more per column: 8192³ BF16 1.68-1.72 ms against 1.62 ms (the model's 21 x 192 against
-  16 x 256 columns, 2% fewer, is inside NARROW_COST = 1.1), 4096³ 0.241-0.261 ms against 0.190-0.217 ms.
-- `gemmlab timeline` (results/h200/timeline.json) shows where the cycles go: the mainloop runs one k-tile per
-  1,024 cycles, the tensor cores' own rate, and each 128x256 tile then spends 4,500-5,200 cycles in its epilogue
-  and 460 more before the next tile's first k-tile (8-9% of a 4096³ tile). One cluster alone on the GPU
-  (256x256x4096) takes 4,499 for it: the epilogue is the SM's rate of storing 128 KB of FP32, not contention
-  in L2. Tried against that, outside results/, all within the spread at 4096³ and 8192³ or worse (the GPU runs
-  at its power limit, so fewer cycles at the same energy buy little): each warp storing its own 16-row boxes
-  with no warpgroup barrier (epilogue 4,900 cycles instead of 5,600, time unchanged); the two warpgroups'
-  epilogues in turn; the warpgroup index made warp-uniform and the loop's descriptors precomputed (mainloop SASS
-  from 81 to 62 instructions per k-tile, mostly on the uniform datapath; power unchanged at 687 W); the tile's
-  last two ring slots kept as staging until their stores were read, so no store waits on another (epilogue
-  4,141 cycles instead of 4,467, the next tile's k-tiles 1,041 cycles instead of 1,024, time unchanged); an
-  asynchronous epilogue in which a producer-warpgroup thread issues the stores of a tile staged whole and gives
-  the slots back (epilogue 2,032 cycles, but the next tile's k-tiles 1,134, since the stores drain through the TMA
-  unit and shared memory the loads need: 0.95x cuBLAS against 0.99x); C from registers (EPI_TMA=0: 3,890 cycles
-  alone, 6,262 with every SM storing). Clusters of 4 fit 30 at once on the H200 (120 SMs), too few.
-Measured in results/h200/tensor_cores.json (TF32: the truncating build): see docs/tensor_cores.md.
+The settings (EPI_TMA=1, CM=2, the snake order, 128-byte L2 promotion in the tensor maps, GROUP_M=8, 4 stages,
+NARROW_BN=192) were each compared outside results/ before being made the default, and so were the epilogue
+designs that were not kept; `gemmlab timeline` shows where a tile's cycles go (mainloop, epilogue, the gap before
+the next tile). At the GPU's power limit moving fewer bytes buys clock, so CM=2 is kept where it times like CM=1
+(clusters of 4 would leave SMs idle: only 30 fit at once); and the epilogue costs what the SM takes to store 128 KB
+of FP32, with or without other SMs storing.
+Measured in results/h200/tensor_cores.json and results/h200/timeline.json (TF32: the truncating build), and the
+comparisons: docs/tensor_cores.md ("tc4: clusters, ...", "Where tc4's cycles go", "BF16 comparisons outside
+results/").
+
 TF32 rounded to nearest is an option here (TF32_ROUND=2): the transpose pre-pass writes Bᵀ rounded (free: it copies
 B anyway), and producer warps 1-3 round each landed A tile in shared memory (tc_round.cuh), and B's too where B is
 handed over K-major (ROUND_B_SMEM, the plan's choice). Predicted: cuBLAS TF32's error at 0-10% of the time; measured
@@ -72,7 +46,7 @@ BF16 C halves its bytes and its shared-memory wavefronts.
 Predicted (before measuring): a k-tile at 1,024 cycles as in BF16 (the tensor cores' FP8 rate), the epilogue near
 2,500 cycles, about 8% of a 4096³ tile: 1.7-1.8x tc4 BF16's TFLOPS, 1.05-1.15x cuBLASLt's fast-accumulation
 FP8 at 4096³ and 8192³ where the GPU is not held at its power limit, level with it where it is (FP8 wgmma draws
-more power per cycle, so the clock falls further).
+more power per cycle, so the clock falls further). Measured: results/h200/fp8.json; docs/tensor_cores.md (FP8).
 """
 from gemmlab.kernels.cuda.tc_common import WgmmaKernel, fp8_constraints, wgmma_constraints, wgmma_traffic
 

@@ -1,7 +1,7 @@
 """tc5 (TF32): swap A and B, B from registers, no transpose pre-pass.
 
 What changed against tc4: tf32 wgmma reads shared-memory operands K-major only, and tc4 TF32 paid for that with
-a pre-pass writing Bᵀ (8·K·N bytes moved, about 35-40 µs of its 0.43 ms at 4096³). tc5 computes Cᵀ = Bᵀ·Aᵀ
+a second launch, a pre-pass writing Bᵀ (8·K·N bytes moved). tc5 computes Cᵀ = Bᵀ·Aᵀ
 instead: A, K-major as given, is wgmma's shared-memory operand (its N = BM = 256 rows of C), and B, N-major as
 given, is wgmma's register operand, which has no layout rule on shared memory: each consumer thread loads its
 m64k8 fragment from the TMA tile with two ld.shared.v2 per k8 step. The column order of the fragment rows is
@@ -12,17 +12,18 @@ it completes, so each consumer retires its previous k-tile (wait_group 0) before
 other consumer warpgroup's queued wgmmas cover the gap.
 Why: one launch instead of two, and 8·K·N fewer bytes. Predicted gain: the pre-pass's 8-9% of tc4 TF32's time,
 to about 0.97-1.0× cuBLAS TF32 at 4096³ and 8192³.
-In comparisons outside results/, clusters of 2 along N multicasting A (CN=2) and GROUP_M=16 stayed within the
-spread, and a 128×128 tile (BM=128) helped only at 2048×3072×4096: so CN=1, BM=256.
+CN=1, BM=256: clusters of 2 along N multicasting A (CN=2), GROUP_M=16 and a 128×128 tile (BM=128), compared
+outside results/, did not pay at the large shapes (docs/tensor_cores.md, "tc5").
 
-TF32 rounded to nearest: the tensor cores truncate FP32 operands to TF32, which errs 2.6 times as much as cuBLAS
-TF32's rounding. TF32_ROUND=3 (the default) rounds B's fragments in registers (cvt.rna, 16 values per thread per
-k-tile) and A by a pre-pass before the kernel (tc_round_copy.cu: 8·M·K bytes through DRAM into a workspace of
-M×K floats, which A's tensor map reads). Predicted: cuBLAS TF32's error; by the roofline model the pre-pass costs
-9% at 4096³, 4% at 8192³, 10% at 2048×3072×4096. TF32_ROUND=2 rounds A in place instead, by producer warps 1-3
-once each k-tile lands (tc_round.cuh, a `ready` barrier the consumers wait on): no workspace, but the pass reads
-and writes A's 32 KB per k-tile beside the wgmmas' reads of shared memory (predicted 9-20% slower; measured far
-slower: docs/accuracy.md). TF32_ROUND=1 rounds B alone; TF32_ROUND=0 is the truncating build.
+TF32 rounded to nearest: the tensor cores truncate FP32 operands to TF32, a bias toward zero that adds up over K
+where cuBLAS TF32 rounds to nearest (docs/accuracy.md). TF32_ROUND=3 (the default) rounds B's fragments in registers
+(cvt.rna, 16 values per thread per k-tile) and A by a pre-pass before the kernel (tc_round_copy.cu: 8·M·K bytes
+through DRAM into a workspace of M×K floats, which A's tensor map reads). Predicted: cuBLAS TF32's error; by the
+roofline model the pre-pass costs 9% at 4096³, 4% at 8192³, 10% at 2048×3072×4096. TF32_ROUND=2 rounds A in place
+instead, by producer warps 1-3 once each k-tile lands (tc_round.cuh, a `ready` barrier the consumers wait on): no
+workspace, but the pass reads and writes A's 32 KB per k-tile beside the wgmmas' reads of shared memory (predicted
+9-20% slower; measured far slower: docs/accuracy.md). TF32_ROUND=1 rounds B alone; TF32_ROUND=0 is the truncating
+build.
 Measured: docs/tensor_cores.md, docs/accuracy.md, results/h200/tensor_cores.json.
 """
 from gemmlab.kernels.cuda.tc_common import WgmmaKernel, wgmma_constraints, wgmma_traffic
@@ -37,7 +38,7 @@ SPECS = [
         source="tc5_swap_ab.cu", entry="tc5_swap_ab", params=dict(PARAMS),
         constraints=lambda p: wgmma_constraints(p, specialized=True, swap_ab=True),
         traffic_model=wgmma_traffic("tf32", PARAMS["BM"], PARAMS["BN"], cn=PARAMS["CN"], prepass=False, persistent=True,
-                                    group_m=PARAMS["GROUP_M"], swap_ab=True),
+                                    group_m=PARAMS["GROUP_M"], swap_ab=True, round_a=PARAMS["TF32_ROUND"] == 3),
         doc=__doc__,
     )
 ]

@@ -13,27 +13,16 @@ adds the partials in k order, so results are bitwise the same run to run, stores
 next launch. Every CTA is resident at once (one per SM, checked against the occupancy query), so the spin cannot
 deadlock. With fewer tiles than SMs the grid grows to one CTA per 4 k-tiles of work (SK_MIN_KTILES), at most one
 per SM, so small problems split K too. When no tile would be split (whole waves, or a last wave at least
-SK_SKIP_FILL = 70% full, where the fixup costs more than the idle SMs: measured at 4096³ below) tc6 launches the
+SK_SKIP_FILL = 70% full, where the fixup costs more than the idle SMs, as measured at 4096³) tc6 launches the
 base level's kernel with the base level's parameters (`whole_tiles`, clusters included), the same binary; so
 it does where the base level's narrower tiles already fill the last wave (tc4's NARROW_BN: BF16 at 2048x3072x4096).
 Why: a persistent grid pays for its last partial wave in full. 2048x3072x4096 has 192 tiles for 132 SMs: every
-CTA's makespan is 2 tiles for 1.45 tiles of work (tc4 BF16 0.76x, tc5 TF32 0.88x cuBLAS); 8192³ (2048 tiles, 15.5
-waves) loses about 3% to the same tail.
+CTA's makespan is 2 tiles for 1.45 tiles of work; 8192³ (2048 tiles, 15.5 waves) loses about 3% to the same tail.
 Predicted gain (before measuring): at 2048x3072x4096 the makespan falls from 2 to 1.45 tiles plus one 128 KB
 partial written and read per split tile, up to 25-30% faster; at 4096³ and 8192³ 1-2.5% (3% of tail, less the
 fixup traffic and the owners' waits).
-Measured: results/h200/tensor_cores.json (cold L2, cleaned before each launch; ratio to cuBLAS from interleaved
-launches / from the two's own medians): 2048x3072x4096 TF32 1.05x / 0.94x (tc5 0.88x / 0.90x); 8192³ TF32 1.01x /
-0.95x (tc5 1.01x / 0.96x), BF16 1.04x / 0.99x (tc4 1.02x / 1.00x); 4096³ runs the base kernels (BF16 0.99x, TF32
-1.02x interleaved), and so does BF16 at the seed shape, where tc4's 128x192 tiles fill the last wave (0.99x /
-1.00x; with stream-K over 256-wide tiles it was 0.89x / 0.82x, git 2d5e773). By own medians TF32 gains 4% at the
-seed shape, far under the prediction: the owners' fixup, stream-K CTAs reading A and B at different k, out of the
-lockstep that lets data-parallel tiles share L2, and for BF16 the clusters that tc4 keeps and the split walk gives
-up. The interleaved ratios gain more, because cuBLAS launched right after tc6 runs slower than after tc5: tc6
-keeps every SM busy to the end, and the next launch starts at the clock that left. Read the gain as that range.
-Outside results/, before the skip rule, stream-K over 4096³'s last 116 tiles
-measured BF16 0.948x against tc4's 0.986x and TF32 0.958x against tc5's 1.032x (over its last 248 tiles, the
-first design, 0.942x and 0.810x); forced again with tc4's TMA-store epilogue, BF16 0.946x against 0.991x.
+Measured: results/h200/tensor_cores.json. It gained far less than predicted; docs/tensor_cores.md ("tc6: a
+stream-K tail") has the figures, the likely causes, and the runs behind SK_SKIP_FILL.
 """
 from gemmlab.kernels.cuda import tc4_persistent, tc5_swap_ab
 from gemmlab.kernels.cuda.tc_common import SK_FILL, SK_SKIP_FILL, WgmmaKernel, wgmma_constraints, wgmma_traffic
@@ -59,7 +48,7 @@ SPECS = [
         source="tc5_swap_ab.cu", entry="tc5_swap_ab", params=dict(TF32), whole_tiles=dict(tc5_swap_ab.PARAMS),
         constraints=lambda p: wgmma_constraints(p, specialized=True, swap_ab=True),
         traffic_model=wgmma_traffic("tf32", TF32["BM"], TF32["BN"], prepass=False, stream_k=True,
-                                    group_m=TF32["GROUP_M"], swap_ab=True,
+                                    group_m=TF32["GROUP_M"], swap_ab=True, round_a=TF32["TF32_ROUND"] == 3,
                                     whole=tc5_swap_ab.SPECS[0].traffic_model),
         doc=__doc__,
     ),

@@ -25,11 +25,12 @@ The choices:
 - 3xTF32 over BF16 splits: FP32 needs three BF16 parts per operand and six products at twice the rate, the same
   tensor-core time, with a third part of A to make in shared memory and twice the wgmmas to issue.
 Predicted (before measuring): gemmlab's roofline model puts it at its compute roof, a third of TF32's rate
-(0.794 ms at 4096³ and 1980 MHz; shared memory at 89% of that, L2 at 54%), against 2.05 ms for cuBLAS SGEMM; at
-the share of their roofs that tc5 and SGEMM reach (docs/accuracy.md), 1.0-1.2 ms at 4096³ and 8-9.5 ms at 8192³:
+(0.794 ms at 4096³ and 1980 MHz; shared memory at 89% of that, L2 at 54%); at the share of their roofs that tc5
+and SGEMM reach (docs/accuracy.md), 1.0-1.2 ms at 4096³ and 8-9.5 ms at 8192³:
 2.2-2.7x cuBLAS FP32. Error at K=4096 about 4e-7 (tensor-core truncation within a run of 32 about 2.6e-7, the
 FP32 adds of 128 promotions about 2e-7, the split about 1.5e-7), a third of SGEMM's by the same error model, and
 growing more slowly than SGEMM's with K. Without promotion (PROMOTE=0) about 1e-5, the naive split's.
+Measured: docs/accuracy.md ("FP32 from the TF32 tensor cores").
 """
 from gemmlab.kernels.cuda.tc_common import WgmmaKernel, wgmma_constraints, wgmma_traffic
 
@@ -56,7 +57,7 @@ SPECS = [
     WgmmaKernel(
         name="cuda/tc7_3xtf32", level=11, precision="fp32", kind="persistent", swap_ab=True,
         title="fp32 on tf32 tensor cores: 3xTF32 splits (B in registers, A's small part by the producer), "
-              "promoted to FP32 every 32 of K",
+              "promoted to FP32 every 64 of K",
         source="tc7_3xtf32.cu", entry="tc7_3xtf32", params=dict(PARAMS), constraints=constraints, math=("tf32", 3),
         not_auto="an infinite input becomes NaN (its split subtracts Inf from Inf, and a product takes Inf times 0), "
                  "where FP32 FFMA keeps Inf: name it for FP32 accuracy on the tensor cores",

@@ -24,6 +24,8 @@ zero strides, so per-tensor FP8 gets FP32 accumulation, as cuBLASLt's default (`
 tc4_persistent_fp8 keeps the tensor cores' own. Why: that accumulation errs in proportion to K (a model of it in
 docs/tensor_cores.md), so against a promoting peer tc4 may miss the bar of twice its error at long K. Predicted:
 tc8's speed, below tc4_persistent_fp8's, with an error at BF16 rounding's whatever K.
+
+Measured: results/h200/fp8.json; docs/tensor_cores.md (FP8).
 """
 from gemmlab.kernels.cuda.tc_common import WgmmaKernel, fp8_constraints, wgmma_constraints, wgmma_traffic
 

@@ -37,6 +37,7 @@ from gemmlab.kernels.spec import INT32_MAX, SM_COUNT, Instrumented, Traffic, til
 from gemmlab.problem import Problem, get_precision
 
 SPECS: list = []  # helpers only; the levels register themselves
+TC_PRECISIONS = ("bf16", "tf32")  # the unscaled tensor-core precisions: tc1, tc2 and tc3 build one spec of each
 
 SMEM_LIMIT = 227 * 1024  # opt-in dynamic shared memory per block on sm_90
 BARRIER_BYTES = 16  # full + empty mbarrier per stage
@@ -45,7 +46,7 @@ ALIGN_SLACK = 1024  # the kernel rounds its dynamic shared memory up to the 1024
 
 def bk(precision: str) -> int:
     """K elements per k-tile: one 128-byte swizzle row (64 bf16, 32 tf32, 128 fp8)."""
-    return 128 // get_precision(precision).input_bytes
+    return get_precision(precision).k_tile
 
 
 def is_fp8(precision: str) -> bool:
@@ -286,14 +287,16 @@ def wgmma_constraints(p: dict, specialized: bool, swap_ab: bool = False) -> list
 def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, prepass: bool | None = None,
                   stream_k: bool = False, sk_fill: int = SK_FILL, sk_skip: int = SK_SKIP_FILL, whole=None,
                   narrow: dict | None = None, persistent: bool = False, group_m: int = 1, swap_ab: bool = False,
-                  epi_tma: bool = False, a_reads: int = 1, a_pass: int = 0, block_scales: bool = False):
+                  epi_tma: bool = False, a_reads: int = 1, a_pass: int = 0, block_scales: bool = False,
+                  round_a: bool = False):
     """A read once per cluster of CN·BN columns, B once per cluster of CM·BM rows (multicast shares an operand
     within a cluster), C written once; the TF32 transpose pre-pass (tc2-tc4: B read and Bᵀ written) on top. With
     ``stream_k``, each partial accumulator (4·BM·BN bytes) is written once and read once by its tile's owner, for
     the grid that a GPU of ``sm_count`` SMs gets; where no tile is split, ``whole`` (the base level's model).
     ``narrow``: the whole-tile parameters whose NARROW_BN choice (narrow_pays) the launch follows: the tiles are
     NARROW_BN wide there, and a stream-K level runs the base level (``whole``). ``block_scales`` (tc8): each tile
-    also reads its rows' A scales and one B scale per 128 of K.
+    also reads its rows' A scales and one B scale per 128 of K. ``round_a`` (tc5, tc6 with TF32_ROUND=3): a launch
+    of its own before the kernel reads A and writes it rounded to TF32 into the workspace the kernel reads.
 
     Beneath the L2 traffic: each consumer warpgroup's wgmma reads its 64 rows of A and the tile's BN columns of B
     from shared memory per k (with ``swap_ab``, all BM rows of A and its 64 columns of B), after TMA wrote each
@@ -303,7 +306,9 @@ def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, pr
     where they round A in place or write its small part). A ``persistent`` grid
     walks its (cluster) tiles ``group_m`` rows at a time in the snake order, one wave per resident cluster; the
     other levels launch a 2-D grid, row-major, as many CTAs at a time as the SMs hold."""
-    prepass = precision == "tf32" if prepass is None else prepass
+    if prepass is None:  # the tensor cores read this B K-major only, and it comes row-major into shared memory
+        prec = get_precision(precision)
+        prepass = not (prec.reads_b_n_major or prec.kmajor_b or swap_ab)
 
     def model(problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
         m, n, k = problem.shape
@@ -338,6 +343,11 @@ def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, pr
             write += 4 * k * n
             extra = 8 * k * n
             basis += ", plus the Bᵀ pre-pass (read B, write Bᵀ)"
+        if round_a:
+            read += 4 * m * k
+            write += 4 * m * k
+            extra += 8 * m * k
+            basis += ", plus the rounding pre-pass (read A, write it rounded to TF32)"
         if stream_k:
             partials = stream_k_partials(tiles, grid, kt, sk_fill, sk_skip)
             read += 4 * bm * bn * partials
@@ -399,9 +409,7 @@ class WgmmaKernel(CudaKernel):
 
     def defines(self) -> dict:
         d = {k: v for k, v in self.params.items() if k != "NARROW_BN"}  # a host-side choice (for_problem)
-        d["TC_BF16"] = 1 if self.precision == "bf16" else 0
-        if self.fp8:
-            d["TC_FP8"] = 1
+        d.update(self.prec.tensor_core_defines)
         return d
 
     # ---- FP8 operand formats and output type ------------------------------------------------------------------
@@ -437,7 +445,7 @@ class WgmmaKernel(CudaKernel):
 
     def config_error(self) -> str | None:
         why = super().config_error()
-        if not why and self.precision != "tf32" and self.params.get("TF32_ROUND", 0):
+        if not why and not self.prec.tf32_multiply and self.params.get("TF32_ROUND", 0):
             return f"TF32_ROUND={self.params['TF32_ROUND']}: rounding to TF32 is an option of the TF32 levels"
         return why
 
@@ -556,11 +564,11 @@ class WgmmaKernel(CudaKernel):
         TF32 levels, whose pre-pass writes Bᵀ."""
         m, n, k = problem.shape
         bm, kt = self.params["BM"], bk(self.precision)
-        dtype = "fp8" if self.fp8 else "bf16" if self.precision == "bf16" else "fp32"
+        dtype = self.prec.tma_dtype
         if self.swap_ab:  # each CTA of a cluster loads BM/CN rows of A; B in 32-column boxes (128-byte rows)
             return (TiledMap(dtype, m, k, lda, bm // self.params.get("CN", 1), kt), TiledMap(dtype, k, n, ldb, kt, 32))
         a = TiledMap(dtype, m, k, lda, bm, kt)
-        if b_kmajor or self.precision != "bf16":
+        if b_kmajor or not self.prec.reads_b_n_major:
             return a, TiledMap(dtype, n, k, ldb, 64, kt)
         return a, TiledMap(dtype, k, n, ldb, kt, 64)
 

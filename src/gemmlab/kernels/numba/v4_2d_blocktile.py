@@ -12,8 +12,8 @@ BK×TM×TN loops unrolled in the source, and flat-offset load/store intrinsics. 
 shared loads itself, issues them as LDS.128 and spills nothing. ``launch_bounds=(256, 2)`` caps the kernel at
 128 registers so two blocks fit per SM. Global accesses stay 4 bytes wide, as in the CUDA C twin.
 
-Predicted gain: about 1.5× v3, parity with CUDA C on the same algorithm (29.7 TFLOPS at 4096³ when predicted;
-docs/numba.md says where that figure was measured).
+Predicted gain: about 1.5× v3, parity with CUDA C on the same algorithm (docs/numba.md has the CUDA C figure it
+was predicted against).
 
 Measured: docs/numba.md, results/h200/fp32.json.
 """

@@ -116,14 +116,14 @@ def _torch_stream(ptr: int):
 class TritonPlan(Plan):
     def launch(self, a, b, c, stream: int = 0) -> None:
         m, n, k = self.problem.shape
-        dtype = torch.bfloat16 if self.spec.precision == "bf16" else torch.float32
+        dtype = getattr(torch, self.spec.prec.input_dtype)  # torch names its dtypes as NumPy does
 
         def grid(meta):
             return (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)
 
         with torch.cuda.stream(_torch_stream(stream)):
             _KERNELS[self.spec.precision][grid](_Pointer(a, dtype), _Pointer(b, dtype), _Pointer(c, torch.float32),
-                                                m, n, k, k, 1, n, 1, n, 1, IEEE=self.spec.precision == "fp32")
+                                                m, n, k, k, 1, n, 1, n, 1, IEEE=self.spec.prec.fp32_multiply)
 
 
 @dataclass(frozen=True, kw_only=True)
