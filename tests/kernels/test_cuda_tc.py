@@ -4,6 +4,7 @@ host-side pieces (tensor-map arguments, wgmma descriptors, tile order, launch ge
 staging) behave as the kernels assume."""
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 
@@ -207,8 +208,55 @@ def test_tile_order_matches_device_scheduler(tmp_path):
            for line in subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()]
     want = [tile for m, n, g in cases for tile in tc_common.tile_order(m, n, g)]
     assert got == want
-    for level in ("tc4_persistent.cu", "tc5_swap_ab.cu"):
-        assert "schedule(u.tile, grid.tiles_m, grid.tiles_n, GROUP_M, tm, tn);" in (SOURCE_DIR / level).read_text()
+
+
+HOST_SHIM = ["-D__host__=", "-D__device__=", "-D__forceinline__=inline"]  # device qualifiers, gone on the host
+
+
+@pytest.mark.skipif(shutil.which("g++") is None and shutil.which("clang++") is None,
+                    reason="no host C++ compiler to run the device arithmetic with")
+@pytest.mark.parametrize("cm,cn", [(1, 1), (2, 1), (1, 2)])
+def test_persistent_grid_origins_follow_the_tile_order(tmp_path, cm, cn):
+    """PersistentGrid (tc_persistent.cuh), which both the producer and the consumers of tc4, tc5, tc7 and tc8 ask for
+    a unit's origin, compiled on the host for every CTA rank of a cluster: its tile counts are the cluster tiles'
+    and tile t's origin is this CTA's share of tile_order's t-th cluster tile."""
+    bm, bn, group_m = 128, 256, 8
+    main = r"""
+#include <cstdio>
+int main() {
+  int M, N;
+  while (scanf("%d %d", &M, &N) == 2)
+    for (unsigned r = 0; r < CM * CN; ++r) {
+      blockIdx.x = r, gridDim.x = 132, rank_now = r;
+      const PersistentGrid<CM, CN> grid(M, N, 4096);
+      printf("G %d %d %d %d %d\n", grid.tiles_m, grid.tiles_n, grid.KT, grid.clusters, grid.rank);
+      for (int t = 0; t < grid.tiles; ++t) printf("%d %d\n", grid.origin(t).x, grid.origin(t).y);
+    }
+}
+"""
+    src = tmp_path / "grid.cpp"
+    src.write_text("#include <algorithm>\nusing std::min;\ntypedef unsigned u32;\nstruct int2 { int x, y; };\n"
+                   "int2 make_int2(int x, int y) { return {x, y}; }\nstruct { unsigned x; } blockIdx, gridDim;\n"
+                   "unsigned rank_now;\nu32 cluster_rank() { return rank_now; }\n"
+                   + _host_block("tc_scheduler.cuh", "schedule") + _host_block("tc_persistent.cuh", "grid") + main)
+    exe = tmp_path / "grid"
+    subprocess.run([shutil.which("g++") or shutil.which("clang++"), "-O1", "-std=c++17", *HOST_SHIM,
+                    f"-DCM={cm}", f"-DCN={cn}", f"-DBM={bm}", f"-DBN={bn}", "-DBK=32", f"-DGROUP_M={group_m}",
+                    "-o", str(exe), str(src)], check=True)
+    shapes = [(4096, 4096), (300, 520), (128, 256), (8192, 2048), (1, 1), (2176, 4352)]
+    out = subprocess.run([str(exe)], input="\n".join(f"{m} {n}" for m, n in shapes), capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    row = 0
+    for m, n in shapes:
+        tiles_m, tiles_n = -(-m // (cm * bm)), -(-n // (cn * bn))
+        for r in range(cm * cn):
+            assert out[row] == f"G {tiles_m} {tiles_n} 128 {132 // (cm * cn)} {r if cm * cn > 1 else 0}"
+            row += 1
+            for tm, tn in tc_common.tile_order(tiles_m, tiles_n, group_m):
+                want = ((tm * cm + r) * bm, tn * bn) if cn == 1 else (tm * bm, (tn * cn + r) * bn)
+                assert tuple(map(int, out[row].split())) == want, (m, n, r, tm, tn)
+                row += 1
+    assert row == len(out)
 
 
 @pytest.mark.parametrize("shape", [(4096, 4096, 4096), (8192, 8192, 8192), (33, 17, 65), (1, 1, 1)])
@@ -317,12 +365,73 @@ int main() {
                 assert sorted(banks) == list(range(32)), (half, s, h)
 
 
-def test_epilogue_staging_sits_between_ring_and_barriers():
-    text = (SOURCE_DIR / "tc4_persistent.cu").read_text()
-    assert "u64 *full = reinterpret_cast<u64 *>(smem + STAGES * STAGE_BYTES + EPI_BYTES);" in text
-    assert "#define EPI_BYTES (CW * 2 * C_BOX_BYTES)" in text
-    assert "smem + STAGES * STAGE_BYTES + cw * 2 * C_BOX_BYTES" in text  # each warpgroup's two boxes
-    assert "tma_store_wait_all();" in text  # no CTA exits while a store still reads its shared memory
+PERSISTENT_SOURCES = ("tc4_persistent.cu", "tc5_swap_ab.cu", "tc7_3xtf32.cu", "tc8_block_scaled_fp8.cu")
+
+
+def _kernel_layout(source: str) -> str:
+    """The kernel's SmemLayout arguments and the macros they name, as its source declares them."""
+    text = (SOURCE_DIR / source).read_text()
+    args = re.search(r"typedef SmemLayout<(.+?)> Layout;", text).group(1)
+    macros = [found[0] for name in ("CW", "SMALL_BYTES")  # the first definition: the one the kernel compiles with
+              if (found := re.findall(rf"^#define {name} .*$", text + (SOURCE_DIR / "tc_swap.cuh").read_text(), re.M))]
+    return "\n".join(macros) + f"\ntypedef SmemLayout<{args}> Layout;\n"
+
+
+@pytest.mark.skipif(shutil.which("g++") is None and shutil.which("clang++") is None,
+                    reason="no host C++ compiler to run the device arithmetic with")
+def test_shared_memory_layout_matches_the_launch(tmp_path):
+    """Each persistent level's SmemLayout (tc_layout.cuh, with the arguments its source passes) compiled on the host
+    for every configuration it launches: the ring, then the level's own bytes (the epilogue's staging boxes, tc7's
+    small parts of A), then the barriers; what it asks for at launch is what the Python launcher requests, and each
+    consumer warpgroup's staging pair lies inside the staging bytes, after the previous one."""
+    import dataclasses
+
+    main = r"""
+#include <cstdio>
+int main() {
+  printf("%d %d %d %d %d %d", Layout::extra, Layout::full, Layout::empty, Layout::ready, Layout::end,
+         Layout::launch_bytes);
+  for (int cw = 0; cw <= BM / 64; ++cw) printf(" %d", staging_offset(cw));
+  printf("\n");
+}
+"""
+    checked = 0
+    for spec in WGMMA:
+        if spec.source not in PERSISTENT_SOURCES:
+            continue
+        for c in spec.configurations():
+            for epi in sorted({c.params.get("EPI_TMA", 0), 0}):
+                p = {**c.params, "EPI_TMA": epi} if "EPI_TMA" in c.params else dict(c.params)
+                d = {"TF32_ROUND": 0, **c.defines(), "EPI_TMA": epi}
+                src = tmp_path / f"layout{checked}.cpp"
+                src.write_text('#include "tc_layout.cuh"\n' + _kernel_layout(c.source) + main)
+                exe = tmp_path / f"layout{checked}"
+                subprocess.run([shutil.which("g++") or shutil.which("clang++"), "-std=c++17", *HOST_SHIM,
+                                f"-I{SOURCE_DIR}", *(f"-D{k}={v}" for k, v in d.items()), "-o", str(exe), str(src)],
+                               check=True)
+                got = list(map(int, subprocess.run([str(exe)], capture_output=True, text=True,
+                                                   check=True).stdout.split()))
+                extra, full, empty, ready, end, launch, *staging = got
+                ring = p["STAGES"] * tc_common.stage_bytes(p["BM"], p["BN"])
+                assert extra == ring and empty == full + 8 * p["STAGES"] and ready == empty + 8 * p["STAGES"]
+                assert launch == end + tc_common.ALIGN_SLACK
+                assert launch == tc_common.smem_bytes(p), (c.name, p)
+                v = dataclasses.replace(c, params=p, whole_tiles=None)  # tc6: its own binary, not its base
+                assert launch == v.launch_geometry(Problem(4096, 4096, 4096, c.precision)).smem, (c.name, p)
+                assert full - extra == tc_common.epilogue_bytes(p) + (tc_common.pass_bytes(p) - 8 * p["STAGES"]
+                                                                      if c.source == "tc7_3xtf32.cu" else 0)
+                if epi:
+                    assert staging == [cw * 2 * tc_common.C_BOX_BYTES for cw in range(p["BM"] // 64 + 1)]
+                    assert staging[-1] == full - extra  # the last warpgroup's pair ends where the barriers start
+                checked += 1
+    assert checked >= 8
+
+
+def test_tma_stores_retire_before_the_ctas_exit():
+    """No CTA exits while a TMA store still reads its shared memory. Kept as text: only a GPU run could show the
+    race (a CTA whose successor on the SM overwrites the staging boxes mid-store), and no host run can."""
+    for source in ("tc4_persistent.cu", "tc8_block_scaled_fp8.cu"):
+        assert "tma_store_wait_all();" in (SOURCE_DIR / source).read_text()
 
 
 # ---- constraints -------------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@
 // accumulators by the two per-tensor scales (read once, at its start) before storing C, in BF16 with OUT_BF16.
 #include "tc_epilogue.cuh"
 #include "tc_ktile.cuh"
-#include "tc_pipeline.cuh"
+#include "tc_persistent.cuh"
 #include "tc_round.cuh"
 #include "tc_stream_k.cuh"
 #include "tc_timeline.cuh"
@@ -29,11 +29,6 @@
 #define ROUND_B_SMEM 0
 #endif
 #define ROUND_BYTES (ROUND_B_SMEM ? STAGE_BYTES : A_TILE_BYTES)  // the stage's leading bytes the pass rounds
-#if EPI_TMA
-#define EPI_BYTES (CW * 2 * C_BOX_BYTES)  // two staging boxes per consumer warpgroup, after the ring
-#else
-#define EPI_BYTES 0
-#endif
 
 #if TC_FP8
 typedef Fp8Args KernelArgs;
@@ -45,14 +40,16 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
     tc4_persistent(const __grid_constant__ KernelArgs args) {
   extern __shared__ unsigned char smem_raw[];
   unsigned char *smem = aligned_smem(smem_raw);
-  u64 *full = reinterpret_cast<u64 *>(smem + STAGES * STAGE_BYTES + EPI_BYTES);
-  u64 *empty = full + STAGES;
-  u64 *ready = empty + STAGES;  // TF32_ROUND=2
+  typedef SmemLayout<STAGES, staging_bytes(CW), TF32_ROUND == 2> Layout;
+  unsigned char *extra = smem + Layout::extra;
+  u64 *full = reinterpret_cast<u64 *>(smem + Layout::full);
+  u64 *empty = reinterpret_cast<u64 *>(smem + Layout::empty);
+  u64 *ready = reinterpret_cast<u64 *>(smem + Layout::ready);
   const TmaMap *mapA = &args.a, *mapB = &args.b;
   OutT *C = reinterpret_cast<OutT *>(args.C);
   const int M = args.M, N = args.N, K = args.K;
   const int tid = threadIdx.x, wg = tid / 128;
-  const PersistentGrid<CM, CM * BM, BN> grid(M, N, K);
+  const PersistentGrid<CM, 1> grid(M, N, K);
   const u32 rank = grid.rank;
 
   if (TF32_ROUND == 2) ready_init<STAGES>(ready);
@@ -64,11 +61,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
     if (tid == 0)
       produce_ring<STAGES>(
           smem, full, empty, grid.cluster, grid.clusters, grid.tiles, grid.KT,
-          [&](int tile) {
-            int tm, tn;
-            schedule(tile, grid.tiles_m, grid.tiles_n, GROUP_M, tm, tn);
-            return make_int2((tm * CM + rank) * BM, tn * BN);
-          },
+          [&](int tile) { return grid.origin(tile); },
           [&](unsigned char *stage, u64 *bar, int m0, int n0, int k0) {
             load_stage<CM>(stage, mapA, mapB, bar, m0, n0, k0, rank);
           });
@@ -97,9 +90,8 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
     int unit = 0;
 #endif
     for (Walk u(grid.cluster, grid.clusters, grid.tiles, grid.KT); u.valid(); u.next()) {
-      int tm, tn;
-      schedule(u.tile, grid.tiles_m, grid.tiles_n, GROUP_M, tm, tn);
-      const int m0 = (tm * CM + rank) * BM, n0 = tn * BN;
+      const int2 o = grid.origin(u.tile);
+      const int m0 = o.x, n0 = o.y;
 #if TIMELINE
       mbar_wait(&full[it % STAGES], (it / STAGES) & 1);  // the loop's first wait, early: it returns at once again
       tlog.unit(unit, 0);
@@ -134,7 +126,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
 #if EPI_TMA
       if (args.c_tma) {
         if (m0 + cw * 64 < M)
-          store_acc_tma<BN, OutT>(&args.c, d, smem + STAGES * STAGE_BYTES + cw * 2 * C_BOX_BYTES, m0 + cw * 64, n0,
+          store_acc_tma<BN, OutT>(&args.c, d, extra + staging_offset(cw), m0 + cw * 64, n0,
                                   N, 2 + cw, boxes);
       } else
 #endif

@@ -7,7 +7,7 @@
 // nearest in registers; 2 also has producer warps 1-3 round each landed A tile in place, the consumers waiting
 // on its `ready` barrier; 3 is 1 here, A being rounded before the kernel by the plan's pre-pass.
 #define TC_BF16 0
-#include "tc_pipeline.cuh"
+#include "tc_persistent.cuh"
 #include "tc_round.cuh"
 #include "tc_stream_k.cuh"
 #include "tc_swap.cuh"
@@ -16,14 +16,15 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
     tc5_swap_ab(const __grid_constant__ TcArgs args) {
   extern __shared__ unsigned char smem_raw[];
   unsigned char *smem = aligned_smem(smem_raw);
-  u64 *full = reinterpret_cast<u64 *>(smem + STAGES * STAGE_BYTES);
-  u64 *empty = full + STAGES;
-  u64 *ready = empty + STAGES;  // TF32_ROUND=2: A rounded in place
+  typedef SmemLayout<STAGES, 0, TF32_ROUND == 2> Layout;  // `ready`: TF32_ROUND=2, A rounded in place
+  u64 *full = reinterpret_cast<u64 *>(smem + Layout::full);
+  u64 *empty = reinterpret_cast<u64 *>(smem + Layout::empty);
+  u64 *ready = reinterpret_cast<u64 *>(smem + Layout::ready);
   const TmaMap *mapA = &args.a, *mapB = &args.b;
   float *C = args.C;
   const int M = args.M, N = args.N, K = args.K;
   const int tid = threadIdx.x, wg = tid / 128;
-  const PersistentGrid<CN, BM, CN * BN> grid(M, N, K);
+  const PersistentGrid<1, CN> grid(M, N, K);
   const u32 rank = grid.rank;
 
   if (TF32_ROUND == 2) ready_init<STAGES>(ready);
@@ -35,11 +36,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
     if (tid == 0)
       produce_ring<STAGES>(
           smem, full, empty, grid.cluster, grid.clusters, grid.tiles, grid.KT,
-          [&](int tile) {
-            int tm, tn;
-            schedule(tile, grid.tiles_m, grid.tiles_n, GROUP_M, tm, tn);
-            return make_int2(tm * BM, (tn * CN + rank) * BN);
-          },
+          [&](int tile) { return grid.origin(tile); },
           [&](unsigned char *stage, u64 *bar, int m0, int n0, int k0) {
             load_stage_swap(stage, mapA, mapB, bar, m0, n0, k0, rank);
           });
@@ -58,9 +55,8 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
     u32 it = 0;  // ring position (unsigned: % and / by STAGES are a mask and a shift)
     float d[BM / 2];
     for (Walk u(grid.cluster, grid.clusters, grid.tiles, grid.KT); u.valid(); u.next()) {
-      int tm, tn;
-      schedule(u.tile, grid.tiles_m, grid.tiles_n, GROUP_M, tm, tn);
-      const int m0 = tm * BM, n0 = (tn * CN + rank) * BN;
+      const int2 o = grid.origin(u.tile);
+      const int m0 = o.x, n0 = o.y;
       for (int kt = u.kb; kt < u.ke; ++kt, ++it) {
         const u32 s = it % STAGES;
         mbar_wait(&full[s], (it / STAGES) & 1);  // while the previous k-tile's wgmmas run

@@ -15,7 +15,7 @@
 // promotion; the ablation). A consumer retires its wgmmas before every k-tile anyway (a register operand must
 // not change under a running wgmma), so a promotion costs 64 FADDs per thread and no wait.
 #define TC_BF16 0
-#include "tc_pipeline.cuh"
+#include "tc_persistent.cuh"
 #include "tc_round.cuh"
 #include "tc_swap.cuh"
 
@@ -33,15 +33,16 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
     tc7_3xtf32(const __grid_constant__ TcArgs args) {
   extern __shared__ unsigned char smem_raw[];
   unsigned char *smem = aligned_smem(smem_raw);
-  unsigned char *small = smem + STAGES * STAGE_BYTES;
-  u64 *full = reinterpret_cast<u64 *>(small + SMALL_BYTES);
-  u64 *empty = full + STAGES;
-  u64 *ready = empty + STAGES;
+  typedef SmemLayout<STAGES, SMALL_BYTES, true> Layout;
+  unsigned char *small = smem + Layout::extra;
+  u64 *full = reinterpret_cast<u64 *>(smem + Layout::full);
+  u64 *empty = reinterpret_cast<u64 *>(smem + Layout::empty);
+  u64 *ready = reinterpret_cast<u64 *>(smem + Layout::ready);
   const TmaMap *mapA = &args.a, *mapB = &args.b;
   float *C = args.C;
   const int M = args.M, N = args.N, K = args.K;
   const int tid = threadIdx.x, wg = tid / 128;
-  const PersistentGrid<1, BM, BN> grid(M, N, K);
+  const PersistentGrid<1, 1> grid(M, N, K);
 
   ready_init<STAGES>(ready);
   ring_init<STAGES, 1>(full, empty, CW * 4, mapA, mapB);  // one `empty` arrival per consumer warp
@@ -51,11 +52,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
     if (tid == 0)
       produce_ring<STAGES>(
           smem, full, empty, grid.cluster, grid.clusters, grid.tiles, grid.KT,
-          [&](int tile) {
-            int tm, tn;
-            schedule(tile, grid.tiles_m, grid.tiles_n, GROUP_M, tm, tn);
-            return make_int2(tm * BM, tn * BN);
-          },
+          [&](int tile) { return grid.origin(tile); },
           [&](unsigned char *stage, u64 *bar, int m0, int n0, int k0) {
             load_stage_swap(stage, mapA, mapB, bar, m0, n0, k0, 0);
           });
@@ -72,9 +69,8 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
     u32 it = 0;  // ring position (unsigned: % and / by STAGES are a mask and a shift)
     float acc[BM / 2], sum[BM / 2];
     for (Walk u(grid.cluster, grid.clusters, grid.tiles, grid.KT); u.valid(); u.next()) {
-      int tm, tn;
-      schedule(u.tile, grid.tiles_m, grid.tiles_n, GROUP_M, tm, tn);
-      const int m0 = tm * BM, n0 = tn * BN;
+      const int2 o = grid.origin(u.tile);
+      const int m0 = o.x, n0 = o.y;
 #pragma unroll
       for (int i = 0; i < BM / 2; ++i) sum[i] = 0.f;
       for (int kt = u.kb; kt < u.ke; ++kt, ++it) {

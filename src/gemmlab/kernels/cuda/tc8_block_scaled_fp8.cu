@@ -14,7 +14,7 @@
 // TIMELINE=1: the stamps of tc4 (Timeline in tc_timeline.cuh).
 #include "tc_epilogue.cuh"
 #include "tc_ktile.cuh"
-#include "tc_pipeline.cuh"
+#include "tc_persistent.cuh"
 #include "tc_timeline.cuh"
 
 #ifndef PER_TENSOR
@@ -23,11 +23,6 @@
 
 #define CW (BM / 64)
 #define STRADDLE (128 % BN != 0)  // a tile's columns cover two 128-wide blocks of B's scales (BN = 192)
-#if EPI_TMA
-#define EPI_BYTES (CW * 2 * C_BOX_BYTES)  // two staging boxes per consumer warpgroup, after the ring
-#else
-#define EPI_BYTES 0
-#endif
 
 __device__ __forceinline__ float ldg_f32(const float *p) {
   float v;
@@ -39,13 +34,15 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
     tc8_block_scaled_fp8(const __grid_constant__ Fp8Args args) {
   extern __shared__ unsigned char smem_raw[];
   unsigned char *smem = aligned_smem(smem_raw);
-  u64 *full = reinterpret_cast<u64 *>(smem + STAGES * STAGE_BYTES + EPI_BYTES);
-  u64 *empty = full + STAGES;
+  typedef SmemLayout<STAGES, staging_bytes(CW), false> Layout;
+  unsigned char *extra = smem + Layout::extra;
+  u64 *full = reinterpret_cast<u64 *>(smem + Layout::full);
+  u64 *empty = reinterpret_cast<u64 *>(smem + Layout::empty);
   const TmaMap *mapA = &args.a, *mapB = &args.b;
   OutT *C = reinterpret_cast<OutT *>(args.C);
   const int M = args.M, N = args.N, K = args.K;
   const int tid = threadIdx.x, wg = tid / 128;
-  const PersistentGrid<CM, CM * BM, BN> grid(M, N, K);
+  const PersistentGrid<CM, 1> grid(M, N, K);
   const u32 rank = grid.rank;
 
   ring_init<STAGES, CM>(full, empty, CW * 4 * CM, mapA, mapB);
@@ -55,11 +52,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
     if (tid == 0)
       produce_ring<STAGES>(
           smem, full, empty, grid.cluster, grid.clusters, grid.tiles, grid.KT,
-          [&](int tile) {
-            int tm, tn;
-            schedule(tile, grid.tiles_m, grid.tiles_n, GROUP_M, tm, tn);
-            return make_int2((tm * CM + rank) * BM, tn * BN);
-          },
+          [&](int tile) { return grid.origin(tile); },
           [&](unsigned char *stage, u64 *bar, int m0, int n0, int k0) {
             load_stage<CM>(stage, mapA, mapB, bar, m0, n0, k0, rank);
           });
@@ -79,9 +72,8 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
     tlog.clock(1);
 #endif
     for (Walk u(grid.cluster, grid.clusters, grid.tiles, grid.KT); u.valid(); u.next(), ++unit) {
-      int tm, tn;
-      schedule(u.tile, grid.tiles_m, grid.tiles_n, GROUP_M, tm, tn);
-      const int m0 = (tm * CM + rank) * BM, n0 = tn * BN;
+      const int2 o = grid.origin(u.tile);
+      const int m0 = o.x, n0 = o.y;
       const bool down = unit % 2;  // produce_ring's k order
       // Rows past M read the last row's scale: TMA filled their A with zeros, and their C is never stored.
       const float *sa0 = args.scale_a + (PER_TENSOR ? 0 : min(m0 + row, M - 1));
@@ -137,8 +129,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
 #if EPI_TMA
       if (args.c_tma) {
         if (m0 + cw * 64 < M)
-          store_acc_tma<BN, OutT>(&args.c, acc, smem + STAGES * STAGE_BYTES + cw * 2 * C_BOX_BYTES, m0 + cw * 64,
-                                  n0, N, 2 + cw, boxes);
+          store_acc_tma<BN, OutT>(&args.c, acc, extra + staging_offset(cw), m0 + cw * 64, n0, N, 2 + cw, boxes);
       } else
 #endif
       if (m0 < M) store_acc<BN>(C, acc, m0 + cw * 64, n0, M, N);

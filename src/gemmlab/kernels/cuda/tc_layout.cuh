@@ -70,7 +70,29 @@ __host__ __device__ __forceinline__ unsigned long long desc_of(unsigned lo, unsi
   return ((unsigned long long)((sbo >> 4) | (1u << 30)) << 32) | lo;
 }
 
-// ---- the epilogue's staging boxes (EPI_TMA=1) --------------------------------------------------------------------
+// ---- the epilogue's staging boxes (EPI_TMA=1, tc4 and tc8) -------------------------------------------------------
 // C leaves through boxes of 64 rows of 128 bytes (32 FP32 or 64 BF16 columns, one 128-byte swizzle row each), two
-// per consumer warpgroup (tc_epilogue.cuh's store_acc_tma).
+// per consumer warpgroup (tc_epilogue.cuh's store_acc_tma): warpgroup cw's pair at staging_offset(cw).
+#ifndef EPI_TMA
+#define EPI_TMA 0
+#endif
 #define C_BOX_BYTES (64 * 128)
+__host__ __device__ constexpr int staging_offset(int cw) { return cw * 2 * C_BOX_BYTES; }
+__host__ __device__ constexpr int staging_bytes(int consumers) { return EPI_TMA ? staging_offset(consumers) : 0; }
+
+// ---- the dynamic shared memory of the warp-specialized levels ------------------------------------------------------
+// From its 1024-byte aligned start (aligned_smem): the ring's kStages stages of STAGE_BYTES, the level's own
+// kExtraBytes (the epilogue's staging boxes, tc7's small parts of A), then kStages mbarriers each of full, empty
+// and, where producer warps 1-3 pass over the landed k-tiles (kReady), ready. A launch asks for `launch_bytes`:
+// 1024 more, what the alignment may cost.
+template <int kStages, int kExtraBytes, bool kReady>
+struct SmemLayout {
+  enum : int {
+    extra = kStages * STAGE_BYTES,
+    full = extra + kExtraBytes,
+    empty = full + 8 * kStages,
+    ready = empty + 8 * kStages,
+    end = ready + (kReady ? 8 * kStages : 0),
+    launch_bytes = end + 1024,
+  };
+};

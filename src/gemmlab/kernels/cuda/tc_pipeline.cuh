@@ -5,22 +5,6 @@
 #include "tc_ptx.cuh"
 #include "tc_scheduler.cuh"
 
-// The persistent levels' grid (tc4..tc6): clusters of NCTA CTAs (1: clusters off), each cluster taking output
-// tiles of TILE_M x TILE_N elements (tc4 stacks its CTAs along M, tc5 along N), K in k-tiles of BK.
-template <int NCTA, int TILE_M, int TILE_N>
-struct PersistentGrid {
-  u32 rank;  // this CTA's place in its cluster
-  int cluster, clusters, tiles_m, tiles_n, tiles, KT;
-  __device__ __forceinline__ PersistentGrid(int M, int N, int K)
-      : rank(NCTA > 1 ? cluster_rank() : 0),
-        cluster(blockIdx.x / NCTA),
-        clusters(gridDim.x / NCTA),
-        tiles_m((M + TILE_M - 1) / TILE_M),
-        tiles_n((N + TILE_N - 1) / TILE_N),
-        tiles(tiles_m * tiles_n),
-        KT((K + BK - 1) / BK) {}
-};
-
 // A consumer warp's release of ring slot `s` (its wgmma reads are done): on its own CTA's `empty` barrier, or,
 // when NCTA CTAs of a cluster share the slot's multicast operand, on every one of theirs, since each producer
 // must know that all readers of the bytes it multicast are done before it overwrites them.
@@ -80,4 +64,31 @@ __device__ __forceinline__ void produce_ring(unsigned char *smem, u64 *full, u64
       load(smem + s * STAGE_BYTES, &full[s], o.x, o.y, (down ? u.kb + u.ke - 1 - kt : kt) * BK);
     }
   }
+}
+
+// ---- the producer warps' pass over landed k-tiles (tc_round.cuh's tile_pass) -------------------------------------
+#define PASS_THREADS 96  // producer warps 1-3; warp 0's lane 0 issues the TMA copies
+
+// The pass threads' loop: the walk the producer and the consumers take (the same k-tiles in the same ring slots),
+// and for each k-tile: wait until its copies have landed, apply pass(slot), fence the writes for the async proxy
+// and arrive on ready[slot] (PASS_THREADS arrivals complete it). A slot cannot come round again before its
+// consumers, who wait on `ready`, release it, so the pass never falls a phase behind.
+template <int kStages, class Pass>
+__device__ __forceinline__ void pass_ring(u64 *full, u64 *ready, int cta, int ctas, int tiles, int KT, Pass pass) {
+  u32 it = 0;
+  for (Walk u(cta, ctas, tiles, KT); u.valid(); u.next())
+    for (int kt = u.kb; kt < u.ke; ++kt, ++it) {
+      const u32 s = it % kStages;
+      mbar_wait(&full[s], (it / kStages) & 1);
+      pass(s);
+      fence_proxy_async_smem();
+      mbar_arrive(&ready[s]);
+    }
+}
+
+// The `ready` barriers, set up by thread 0 before ring_init's fence and block-wide meeting cover them.
+template <int kStages>
+__device__ __forceinline__ void ready_init(u64 *ready) {
+  if (threadIdx.x == 0)
+    for (int s = 0; s < kStages; ++s) mbar_init(&ready[s], PASS_THREADS);
 }

@@ -1,0 +1,32 @@
+// The persistent, warp-specialized levels' grid (tc4, tc5, tc7, tc8; tc6 is tc4's and tc5's with STREAM_K=1): one
+// CTA per SM, in clusters of CM x CN CTAs, each walking its share of the output tiles in schedule()'s order. The
+// producer and the consumers of a CTA ask the same grid for a unit's origin, so they agree on it by construction.
+#pragma once
+#include "tc_pipeline.cuh"
+
+// The persistent grid: clusters of CM x CN CTAs (one of them 1; 1 x 1: clusters off), each cluster taking output
+// tiles of CM·BM x CN·BN elements in schedule()'s order, K in k-tiles of BK. CTA `rank` of a cluster computes the
+// rank-th BM rows (CM > 1) or BN columns (CN > 1) of its cluster's tile.
+// begin grid arithmetic (plain C++ but for blockIdx and cluster_rank: the tests run it on the host)
+template <int CM_, int CN_>
+struct PersistentGrid {
+  enum : int { NCTA = CM_ * CN_ };
+  u32 rank;  // this CTA's place in its cluster
+  int cluster, clusters, tiles_m, tiles_n, tiles, KT;
+  __device__ __forceinline__ PersistentGrid(int M, int N, int K)
+      : rank(NCTA > 1 ? cluster_rank() : 0),
+        cluster(blockIdx.x / NCTA),
+        clusters(gridDim.x / NCTA),
+        tiles_m((M + CM_ * BM - 1) / (CM_ * BM)),
+        tiles_n((N + CN_ * BN - 1) / (CN_ * BN)),
+        tiles(tiles_m * tiles_n),
+        KT((K + BK - 1) / BK) {}
+  // The first row and column of this CTA's part of tile `tile`.
+  __device__ __forceinline__ int2 origin(int tile) const {
+    int tm, tn;
+    schedule(tile, tiles_m, tiles_n, GROUP_M, tm, tn);
+    if constexpr (CN_ > 1) return make_int2(tm * BM, (tn * CN_ + rank) * BN);
+    else return make_int2((tm * CM_ + rank) * BM, tn * BN);
+  }
+};
+// end grid arithmetic
