@@ -57,36 +57,27 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
   ring_init<STAGES, CM>(full, empty, CW * 4 * CM, mapA, mapB);
 
   if (wg == 0) {
-    setmaxnreg_dec<PRODUCER_REGS>();
-    if (tid == 0)
-      produce_ring<STAGES>(
-          smem, full, empty, grid.cluster, grid.clusters, grid.tiles, grid.KT,
-          [&](int tile) { return grid.origin(tile); },
-          [&](unsigned char *stage, u64 *bar, int m0, int n0, int k0) {
-            load_stage<CM>(stage, mapA, mapB, bar, m0, n0, k0, rank);
-          });
-#if TF32_ROUND == 2
-    else if (tid >= 32)
-      pass_ring<STAGES>(full, ready, grid.cluster, grid.clusters, grid.tiles, grid.KT, [&](u32 s) {
-        unsigned char *stage = smem + s * STAGE_BYTES;
-        tile_pass<ROUND_BYTES>(stage, stage, tid - 32, [](float x) { return tf32_rna(x); });
-      });
-#endif
+    produce<STAGES, TF32_ROUND == 2>(
+        grid, smem, full, empty, ready, tid,
+        [&](unsigned char *stage, u64 *bar, int m0, int n0, int k0) {
+          load_stage<CM>(stage, mapA, mapB, bar, m0, n0, k0, rank);
+        },
+        [&](u32 s, int t) {
+          unsigned char *stage = smem + s * STAGE_BYTES;
+          tile_pass<ROUND_BYTES>(stage, stage, t, [](float x) { return tf32_rna(x); });
+        });
   } else {
     setmaxnreg_inc<CONSUMER_REGS>();
     const int cw = wg - 1;
     u32 it = 0;  // ring position; unsigned, so % and / by STAGES (a power of two here) are a mask and a shift
-#if EPI_TMA
-    u32 boxes = 0;  // C boxes this warpgroup has stored through its staging boxes
-#endif
+    TileStore out;
     float d[BN / 2];
 #if TC_FP8
     const float scale = *args.scale_a * *args.scale_b;  // loaded under the first tile's mainloop
 #endif
 #if TIMELINE
     Timeline<CW> tlog(args.timeline, cw);
-    tlog.ns(0);
-    tlog.clock(1);
+    tlog.start();
     int unit = 0;
 #endif
     for (Walk u(grid.cluster, grid.clusters, grid.tiles, grid.KT); u.valid(); u.next()) {
@@ -123,21 +114,13 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) d[i] *= scale;
 #endif
-#if EPI_TMA
-      if (args.c_tma) {
-        if (m0 + cw * 64 < M)
-          store_acc_tma<BN, OutT>(&args.c, d, extra + staging_offset(cw), m0 + cw * 64, n0,
-                                  N, 2 + cw, boxes);
-      } else
-#endif
-      if (m0 < M) store_acc<BN>(C, d, m0 + cw * 64, n0, M, N);
+      out.store<BN>(args, C, d, extra, m0, n0, cw, M, N);
 #if TIMELINE
       tlog.unit(unit++, 2);
 #endif
     }
 #if TIMELINE
-    tlog.clock(TL_SLOTS - 2);
-    tlog.ns(TL_SLOTS - 1);
+    tlog.end();
 #endif
   }
 #if EPI_TMA

@@ -48,19 +48,15 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
   ring_init<STAGES, 1>(full, empty, CW * 4, mapA, mapB);  // one `empty` arrival per consumer warp
 
   if (wg == 0) {
-    setmaxnreg_dec<PRODUCER_REGS>();
-    if (tid == 0)
-      produce_ring<STAGES>(
-          smem, full, empty, grid.cluster, grid.clusters, grid.tiles, grid.KT,
-          [&](int tile) { return grid.origin(tile); },
-          [&](unsigned char *stage, u64 *bar, int m0, int n0, int k0) {
-            load_stage_swap(stage, mapA, mapB, bar, m0, n0, k0, 0);
-          });
-    else if (tid >= 32)
-      pass_ring<STAGES>(full, ready, grid.cluster, grid.clusters, grid.tiles, grid.KT, [&](u32 s) {
-        tile_pass<A_TILE_BYTES>(smem + s * STAGE_BYTES, small + s * A_TILE_BYTES, tid - 32,
-                                [](float x) { return tf32_small_of_stored(x); });
-      });
+    produce<STAGES, true>(
+        grid, smem, full, empty, ready, tid,
+        [&](unsigned char *stage, u64 *bar, int m0, int n0, int k0) {
+          load_stage_swap(stage, mapA, mapB, bar, m0, n0, k0, 0);
+        },
+        [&](u32 s, int t) {
+          tile_pass<A_TILE_BYTES>(smem + s * STAGE_BYTES, small + s * A_TILE_BYTES, t,
+                                  [](float x) { return tf32_small_of_stored(x); });
+        });
   } else {
     setmaxnreg_inc<CONSUMER_REGS>();
     const int cw = wg - 1, w = (tid / 32) % 4, g = (tid % 32) / 4, t = tid % 4;

@@ -48,28 +48,23 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
   ring_init<STAGES, CM>(full, empty, CW * 4 * CM, mapA, mapB);
 
   if (wg == 0) {
-    setmaxnreg_dec<PRODUCER_REGS>();
-    if (tid == 0)
-      produce_ring<STAGES>(
-          smem, full, empty, grid.cluster, grid.clusters, grid.tiles, grid.KT,
-          [&](int tile) { return grid.origin(tile); },
-          [&](unsigned char *stage, u64 *bar, int m0, int n0, int k0) {
-            load_stage<CM>(stage, mapA, mapB, bar, m0, n0, k0, rank);
-          });
+    produce<STAGES, false>(
+        grid, smem, full, empty, nullptr, tid,
+        [&](unsigned char *stage, u64 *bar, int m0, int n0, int k0) {
+          load_stage<CM>(stage, mapA, mapB, bar, m0, n0, k0, rank);
+        },
+        [](u32, int) {});
   } else {
     setmaxnreg_inc<CONSUMER_REGS>();
     const int cw = wg - 1;
     const int row = cw * 64 + 16 * ((tid % 128) / 32) + (tid % 32) / 4;  // fragment rows row, row + 8 of the tile
     const int KB = grid.KT;  // k-tiles are the scale blocks: BK = 128
     u32 it = 0, unit = 0;
-#if EPI_TMA
-    u32 boxes = 0;
-#endif
+    TileStore out;
     float acc[BN / 2], part[BN / 2];
 #if TIMELINE
     Timeline<CW> tlog(args.timeline, cw);
-    tlog.ns(0);
-    tlog.clock(1);
+    tlog.start();
 #endif
     for (Walk u(grid.cluster, grid.clusters, grid.tiles, grid.KT); u.valid(); u.next(), ++unit) {
       const int2 o = grid.origin(u.tile);
@@ -126,20 +121,13 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
 #if TIMELINE
       tlog.unit(unit, 1);
 #endif
-#if EPI_TMA
-      if (args.c_tma) {
-        if (m0 + cw * 64 < M)
-          store_acc_tma<BN, OutT>(&args.c, acc, extra + staging_offset(cw), m0 + cw * 64, n0, N, 2 + cw, boxes);
-      } else
-#endif
-      if (m0 < M) store_acc<BN>(C, acc, m0 + cw * 64, n0, M, N);
+      out.store<BN>(args, C, acc, extra, m0, n0, cw, M, N);
 #if TIMELINE
       tlog.unit(unit, 2);
 #endif
     }
 #if TIMELINE
-    tlog.clock(TL_SLOTS - 2);
-    tlog.ns(TL_SLOTS - 1);
+    tlog.end();
 #endif
   }
 #if EPI_TMA

@@ -141,3 +141,20 @@ __device__ __forceinline__ void store_acc_tma(const TmaMap *mapC, const float (&
     }
   }
 }
+
+// A consumer warpgroup's stores of its tiles in the levels with the TMA-store epilogue (tc4, tc8): with EPI_TMA,
+// through its two staging boxes (at staging_offset(cw) of `staging`) and TMA wherever the host found that TMA can
+// address C (args.c_tma; args.c is then C's map), else from registers. `boxes` runs on across the tiles.
+struct TileStore {
+  u32 boxes = 0;
+  template <int TN, typename T>
+  __device__ __forceinline__ void store(const TcArgs &args, T *C, const float (&d)[TN / 2], unsigned char *staging,
+                                        int m0, int n0, int cw, int M, int N) {
+    if (EPI_TMA && args.c_tma) {
+      if (m0 + cw * 64 < M)
+        store_acc_tma<TN, T>(&args.c, d, staging + staging_offset(cw), m0 + cw * 64, n0, N, 2 + cw, boxes);
+    } else if (m0 < M) {
+      store_acc<TN>(C, d, m0 + cw * 64, n0, M, N);
+    }
+  }
+};

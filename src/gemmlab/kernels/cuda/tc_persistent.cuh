@@ -30,3 +30,21 @@ struct PersistentGrid {
   }
 };
 // end grid arithmetic
+
+// The producer warpgroup of a persistent CTA, which gives its registers to the consumers: thread 0 streams the
+// k-tiles of the CTA's walk into the ring (load(stage, bar, m0, n0, k0) issues one k-tile's copies) and, with
+// kPass, warps 1-3 apply pass(slot, t) to each landed k-tile before the consumers, who wait on `ready`, read it
+// (tc_round.cuh's tile_pass; pass thread t of PASS_THREADS).
+template <int kStages, bool kPass, class Grid, class Load, class Pass>
+__device__ __forceinline__ void produce(const Grid &grid, unsigned char *smem, u64 *full, u64 *empty, u64 *ready,
+                                        int tid, Load load, Pass pass) {
+  setmaxnreg_dec<PRODUCER_REGS>();
+  if (tid == 0)
+    produce_ring<kStages>(smem, full, empty, grid.cluster, grid.clusters, grid.tiles, grid.KT,
+                          [&](int tile) { return grid.origin(tile); }, load);
+  else if constexpr (kPass) {
+    if (tid >= 32)
+      pass_ring<kStages>(full, ready, grid.cluster, grid.clusters, grid.tiles, grid.KT,
+                         [&](u32 s) { pass(s, tid - 32); });
+  }
+}

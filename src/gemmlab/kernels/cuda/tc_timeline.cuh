@@ -24,4 +24,12 @@ struct Timeline {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     if (writer) row[slot] = t;
   }
+  __device__ __forceinline__ void start() {
+    ns(0);
+    clock(1);
+  }
+  __device__ __forceinline__ void end() {
+    clock(TL_SLOTS - 2);
+    ns(TL_SLOTS - 1);
+  }
 };
