@@ -369,9 +369,10 @@ PERSISTENT_SOURCES = ("tc4_persistent.cu", "tc5_swap_ab.cu", "tc7_3xtf32.cu", "t
 
 
 def _kernel_layout(source: str) -> str:
-    """The kernel's SmemLayout arguments and the macros they name, as its source declares them."""
+    """The kernel's shared-memory layout (PersistentSmem's arguments, which are SmemLayout's) and the macros they
+    name, as its source declares them."""
     text = (SOURCE_DIR / source).read_text()
-    args = re.search(r"typedef SmemLayout<(.+?)> Layout;", text).group(1)
+    args = re.search(r"const PersistentSmem<(.+?)> sm\(smem_raw\);", text).group(1)
     macros = [found[0] for name in ("CW", "SMALL_BYTES")  # the first definition: the one the kernel compiles with
               if (found := re.findall(rf"^#define {name} .*$", text + (SOURCE_DIR / "tc_swap.cuh").read_text(), re.M))]
     return "\n".join(macros) + f"\ntypedef SmemLayout<{args}> Layout;\n"
@@ -380,7 +381,7 @@ def _kernel_layout(source: str) -> str:
 @pytest.mark.skipif(shutil.which("g++") is None and shutil.which("clang++") is None,
                     reason="no host C++ compiler to run the device arithmetic with")
 def test_shared_memory_layout_matches_the_launch(tmp_path):
-    """Each persistent level's SmemLayout (tc_layout.cuh, with the arguments its source passes) compiled on the host
+    """Each persistent level's SmemLayout (tc_layout.cuh, with the arguments its PersistentSmem passes) compiled on the host
     for every configuration it launches: the ring, then the level's own bytes (the epilogue's staging boxes, tc7's
     small parts of A), then the barriers; what it asks for at launch is what the Python launcher requests, and each
     consumer warpgroup's staging pair lies inside the staging bytes, after the previous one."""

@@ -39,12 +39,7 @@ typedef TcArgs KernelArgs;
 extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
     tc4_persistent(const __grid_constant__ KernelArgs args) {
   extern __shared__ unsigned char smem_raw[];
-  unsigned char *smem = aligned_smem(smem_raw);
-  typedef SmemLayout<STAGES, staging_bytes(CW), TF32_ROUND == 2> Layout;
-  unsigned char *extra = smem + Layout::extra;
-  u64 *full = reinterpret_cast<u64 *>(smem + Layout::full);
-  u64 *empty = reinterpret_cast<u64 *>(smem + Layout::empty);
-  u64 *ready = reinterpret_cast<u64 *>(smem + Layout::ready);
+  const PersistentSmem<STAGES, staging_bytes(CW), TF32_ROUND == 2> sm(smem_raw);
   const TmaMap *mapA = &args.a, *mapB = &args.b;
   OutT *C = reinterpret_cast<OutT *>(args.C);
   const int M = args.M, N = args.N, K = args.K;
@@ -52,18 +47,17 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
   const PersistentGrid<CM, 1> grid(M, N, K);
   const u32 rank = grid.rank;
 
-  if (TF32_ROUND == 2) ready_init<STAGES>(ready);
   // every consumer warp of every CTA that reads the multicast B arrives on `empty`
-  ring_init<STAGES, CM>(full, empty, CW * 4 * CM, mapA, mapB);
+  sm.init<CM>(CW * 4 * CM, mapA, mapB);
 
   if (wg == 0) {
-    produce<STAGES, TF32_ROUND == 2>(
-        grid, smem, full, empty, ready, tid,
+    produce<TF32_ROUND == 2>(
+        grid, sm, tid,
         [&](unsigned char *stage, u64 *bar, int m0, int n0, int k0) {
           load_stage<CM>(stage, mapA, mapB, bar, m0, n0, k0, rank);
         },
         [&](u32 s, int t) {
-          unsigned char *stage = smem + s * STAGE_BYTES;
+          unsigned char *stage = sm.smem + s * STAGE_BYTES;
           tile_pass<ROUND_BYTES>(stage, stage, t, [](float x) { return tf32_rna(x); });
         });
   } else {
@@ -84,25 +78,25 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
       const int2 o = grid.origin(u.tile);
       const int m0 = o.x, n0 = o.y;
 #if TIMELINE
-      mbar_wait(&full[it % STAGES], (it / STAGES) & 1);  // the loop's first wait, early: it returns at once again
+      mbar_wait(&sm.full[it % STAGES], (it / STAGES) & 1);  // the loop's first wait, early: it returns at once again
       tlog.unit(unit, 0);
 #endif
       for (int kt = u.kb; kt < u.ke; ++kt, ++it) {
         const u32 s = it % STAGES;
-        mbar_wait(&full[s], (it / STAGES) & 1);
+        mbar_wait(&sm.full[s], (it / STAGES) & 1);
 #if TF32_ROUND == 2
-        mbar_wait(&ready[s], (it / STAGES) & 1);
+        mbar_wait(&sm.ready[s], (it / STAGES) & 1);
 #endif
-        const u32 a = smem_u32(smem + s * STAGE_BYTES) + cw * 64 * 128;
-        const u32 b = smem_u32(smem + s * STAGE_BYTES + A_TILE_BYTES);
+        const u32 a = smem_u32(sm.smem + s * STAGE_BYTES) + cw * 64 * 128;
+        const u32 b = smem_u32(sm.smem + s * STAGE_BYTES + A_TILE_BYTES);
         wgmma_fence();
         wgmma_ktile<BN>(d, a, b, kt > u.kb);  // a unit starts from zero (scale-d = 0)
         wgmma_commit();
         wgmma_wait<1>();
-        if (kt > u.kb && tid % 32 == 0) release_slot<CM>(&empty[(it - 1) % STAGES]);
+        if (kt > u.kb && tid % 32 == 0) release_slot<CM>(&sm.empty[(it - 1) % STAGES]);
       }
       wgmma_wait<0>();
-      if (tid % 32 == 0) release_slot<CM>(&empty[(it - 1) % STAGES]);  // the tile's last slot
+      if (tid % 32 == 0) release_slot<CM>(&sm.empty[(it - 1) % STAGES]);  // the tile's last slot
       fence_acc(d);
 #if TIMELINE
       tlog.unit(unit, 1);
@@ -114,7 +108,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) d[i] *= scale;
 #endif
-      out.store<BN>(args, C, d, extra, m0, n0, cw, M, N);
+      out.store<BN>(args, C, d, sm.extra, m0, n0, cw, M, N);
 #if TIMELINE
       tlog.unit(unit++, 2);
 #endif

@@ -15,11 +15,7 @@
 extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
     tc5_swap_ab(const __grid_constant__ TcArgs args) {
   extern __shared__ unsigned char smem_raw[];
-  unsigned char *smem = aligned_smem(smem_raw);
-  typedef SmemLayout<STAGES, 0, TF32_ROUND == 2> Layout;  // `ready`: TF32_ROUND=2, A rounded in place
-  u64 *full = reinterpret_cast<u64 *>(smem + Layout::full);
-  u64 *empty = reinterpret_cast<u64 *>(smem + Layout::empty);
-  u64 *ready = reinterpret_cast<u64 *>(smem + Layout::ready);
+  const PersistentSmem<STAGES, 0, TF32_ROUND == 2> sm(smem_raw);  // `ready`: TF32_ROUND=2, A rounded in place
   const TmaMap *mapA = &args.a, *mapB = &args.b;
   float *C = args.C;
   const int M = args.M, N = args.N, K = args.K;
@@ -27,18 +23,17 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
   const PersistentGrid<1, CN> grid(M, N, K);
   const u32 rank = grid.rank;
 
-  if (TF32_ROUND == 2) ready_init<STAGES>(ready);
   // every consumer warp of every CTA that reads the multicast A arrives on `empty`
-  ring_init<STAGES, CN>(full, empty, CW * 4 * CN, mapA, mapB);
+  sm.init<CN>(CW * 4 * CN, mapA, mapB);
 
   if (wg == 0) {
-    produce<STAGES, TF32_ROUND == 2>(
-        grid, smem, full, empty, ready, tid,
+    produce<TF32_ROUND == 2>(
+        grid, sm, tid,
         [&](unsigned char *stage, u64 *bar, int m0, int n0, int k0) {
           load_stage_swap(stage, mapA, mapB, bar, m0, n0, k0, rank);
         },
         [&](u32 s, int t) {
-          unsigned char *a = smem + s * STAGE_BYTES;
+          unsigned char *a = sm.smem + s * STAGE_BYTES;
           tile_pass<A_TILE_BYTES>(a, a, t, [](float x) { return tf32_rna(x); });
         });
   } else {
@@ -53,17 +48,17 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
       const int m0 = o.x, n0 = o.y;
       for (int kt = u.kb; kt < u.ke; ++kt, ++it) {
         const u32 s = it % STAGES;
-        mbar_wait(&full[s], (it / STAGES) & 1);  // while the previous k-tile's wgmmas run
+        mbar_wait(&sm.full[s], (it / STAGES) & 1);  // while the previous k-tile's wgmmas run
 #if TF32_ROUND == 2
-        mbar_wait(&ready[s], (it / STAGES) & 1);  // ... and A has been rounded
+        mbar_wait(&sm.ready[s], (it / STAGES) & 1);  // ... and A has been rounded
 #endif
         // A wgmma reads its register operand until it completes (PTX: the fragment must not change before a
         // wait_group covers it), and the compiler would put the next fragments in the same registers: so retire
         // the previous k-tile before loading. The other consumer warpgroup's queued wgmmas keep the tensor
         // cores busy through this warpgroup's few-dozen-cycle gap.
         wgmma_wait<0>();
-        if (kt > u.kb && tid % 32 == 0) release_slot<CN>(&empty[(it - 1) % STAGES]);
-        const unsigned char *stage = smem + s * STAGE_BYTES;
+        if (kt > u.kb && tid % 32 == 0) release_slot<CN>(&sm.empty[(it - 1) % STAGES]);
+        const unsigned char *stage = sm.smem + s * STAGE_BYTES;
         u32 a[KSTEPS][4];
         load_b_frags(stage, lo, hi, a);
 #if TF32_ROUND >= 1
@@ -80,7 +75,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
         wgmma_commit();
       }
       wgmma_wait<0>();
-      if (tid % 32 == 0) release_slot<CN>(&empty[(it - 1) % STAGES]);  // the tile's last slot
+      if (tid % 32 == 0) release_slot<CN>(&sm.empty[(it - 1) % STAGES]);  // the tile's last slot
       fence_acc(d);
 #if STREAM_K
       if (!sk_fixup<BM / 2, CW * 128>(u, d, args.sk_ws, args.sk_flags, tid - 128)) continue;

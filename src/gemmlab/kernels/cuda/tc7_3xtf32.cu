@@ -32,29 +32,23 @@ __device__ __forceinline__ void promote(float (&sum)[R], float (&acc)[R]) {
 extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
     tc7_3xtf32(const __grid_constant__ TcArgs args) {
   extern __shared__ unsigned char smem_raw[];
-  unsigned char *smem = aligned_smem(smem_raw);
-  typedef SmemLayout<STAGES, SMALL_BYTES, true> Layout;
-  unsigned char *small = smem + Layout::extra;
-  u64 *full = reinterpret_cast<u64 *>(smem + Layout::full);
-  u64 *empty = reinterpret_cast<u64 *>(smem + Layout::empty);
-  u64 *ready = reinterpret_cast<u64 *>(smem + Layout::ready);
+  const PersistentSmem<STAGES, SMALL_BYTES, true> sm(smem_raw);
   const TmaMap *mapA = &args.a, *mapB = &args.b;
   float *C = args.C;
   const int M = args.M, N = args.N, K = args.K;
   const int tid = threadIdx.x, wg = tid / 128;
   const PersistentGrid<1, 1> grid(M, N, K);
 
-  ready_init<STAGES>(ready);
-  ring_init<STAGES, 1>(full, empty, CW * 4, mapA, mapB);  // one `empty` arrival per consumer warp
+  sm.init<1>(CW * 4, mapA, mapB);  // one `empty` arrival per consumer warp
 
   if (wg == 0) {
-    produce<STAGES, true>(
-        grid, smem, full, empty, ready, tid,
+    produce<true>(
+        grid, sm, tid,
         [&](unsigned char *stage, u64 *bar, int m0, int n0, int k0) {
           load_stage_swap(stage, mapA, mapB, bar, m0, n0, k0, 0);
         },
         [&](u32 s, int t) {
-          tile_pass<A_TILE_BYTES>(smem + s * STAGE_BYTES, small + s * A_TILE_BYTES, t,
+          tile_pass<A_TILE_BYTES>(sm.smem + s * STAGE_BYTES, sm.extra + s * A_TILE_BYTES, t,
                                   [](float x) { return tf32_small_of_stored(x); });
         });
   } else {
@@ -71,17 +65,17 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
       for (int i = 0; i < BM / 2; ++i) sum[i] = 0.f;
       for (int kt = u.kb; kt < u.ke; ++kt, ++it) {
         const u32 s = it % STAGES;
-        mbar_wait(&full[s], (it / STAGES) & 1);   // B's fragments and A's big part have landed
-        mbar_wait(&ready[s], (it / STAGES) & 1);  // ... and A's small part is written
+        mbar_wait(&sm.full[s], (it / STAGES) & 1);   // B's fragments and A's big part have landed
+        mbar_wait(&sm.ready[s], (it / STAGES) & 1);  // ... and A's small part is written
         wgmma_wait<0>();  // the previous k-tile's wgmmas: their fragments and its slot are free, acc is final
-        if (kt > u.kb && tid % 32 == 0) release_slot<1>(&empty[(it - 1) % STAGES]);
+        if (kt > u.kb && tid % 32 == 0) release_slot<1>(&sm.empty[(it - 1) % STAGES]);
 #if PROMOTE
         const bool fresh = (kt - u.kb) % PROMOTE == 0;  // a new run of the tensor cores' accumulation
 #else
         const bool fresh = kt == u.kb;
 #endif
         if (fresh && kt > u.kb) promote(sum, acc);
-        const unsigned char *stage = smem + s * STAGE_BYTES;
+        const unsigned char *stage = sm.smem + s * STAGE_BYTES;
         u32 big[KSTEPS][4], sml[KSTEPS][4];
         load_b_frags(stage, lo, hi, big);
 #pragma unroll
@@ -92,7 +86,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
             big[kk][i] = f32_bits(p.big);
             sml[kk][i] = f32_bits(p.small);
           }
-        const u32 a_big = smem_u32(stage), a_small = smem_u32(small + s * A_TILE_BYTES);
+        const u32 a_big = smem_u32(stage), a_small = smem_u32(sm.extra + s * A_TILE_BYTES);
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < KSTEPS; ++kk) {
@@ -103,7 +97,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
         wgmma_commit();
       }
       wgmma_wait<0>();
-      if (tid % 32 == 0) release_slot<1>(&empty[(it - 1) % STAGES]);  // the tile's last slot
+      if (tid % 32 == 0) release_slot<1>(&sm.empty[(it - 1) % STAGES]);  // the tile's last slot
       promote(sum, acc);
       store_acc_t(C, sum, m0, n0 + 64 * cw, n0 + col, t, M, N);
     }

@@ -33,11 +33,7 @@ __device__ __forceinline__ float ldg_f32(const float *p) {
 extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
     tc8_block_scaled_fp8(const __grid_constant__ Fp8Args args) {
   extern __shared__ unsigned char smem_raw[];
-  unsigned char *smem = aligned_smem(smem_raw);
-  typedef SmemLayout<STAGES, staging_bytes(CW), false> Layout;
-  unsigned char *extra = smem + Layout::extra;
-  u64 *full = reinterpret_cast<u64 *>(smem + Layout::full);
-  u64 *empty = reinterpret_cast<u64 *>(smem + Layout::empty);
+  const PersistentSmem<STAGES, staging_bytes(CW), false> sm(smem_raw);
   const TmaMap *mapA = &args.a, *mapB = &args.b;
   OutT *C = reinterpret_cast<OutT *>(args.C);
   const int M = args.M, N = args.N, K = args.K;
@@ -45,11 +41,11 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
   const PersistentGrid<CM, 1> grid(M, N, K);
   const u32 rank = grid.rank;
 
-  ring_init<STAGES, CM>(full, empty, CW * 4 * CM, mapA, mapB);
+  sm.init<CM>(CW * 4 * CM, mapA, mapB);
 
   if (wg == 0) {
-    produce<STAGES, false>(
-        grid, smem, full, empty, nullptr, tid,
+    produce<false>(
+        grid, sm, tid,
         [&](unsigned char *stage, u64 *bar, int m0, int n0, int k0) {
           load_stage<CM>(stage, mapA, mapB, bar, m0, n0, k0, rank);
         },
@@ -84,14 +80,14 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
 #if TIMELINE
-      mbar_wait(&full[it % STAGES], (it / STAGES) & 1);
+      mbar_wait(&sm.full[it % STAGES], (it / STAGES) & 1);
       tlog.unit(unit, 0);
 #endif
       for (int kt = u.kb; kt < u.ke; ++kt, ++it) {
         const u32 s = it % STAGES;
-        mbar_wait(&full[s], (it / STAGES) & 1);
-        const u32 a = smem_u32(smem + s * STAGE_BYTES) + cw * 64 * 128;
-        const u32 b = smem_u32(smem + s * STAGE_BYTES + A_TILE_BYTES);
+        mbar_wait(&sm.full[s], (it / STAGES) & 1);
+        const u32 a = smem_u32(sm.smem + s * STAGE_BYTES) + cw * 64 * 128;
+        const u32 b = smem_u32(sm.smem + s * STAGE_BYTES + A_TILE_BYTES);
         wgmma_fence();
         wgmma_ktile<BN>(part, a, b, 0);  // from zero: this k-tile's 128 products alone
         wgmma_commit();
@@ -105,7 +101,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
         }
         wgmma_wait<0>();
         fence_acc(part);
-        if (tid % 32 == 0) release_slot<CM>(&empty[s]);
+        if (tid % 32 == 0) release_slot<CM>(&sm.empty[s]);
         const float lo0 = a0 * b0, lo1 = a1 * b0, hi0 = a0 * b1, hi1 = a1 * b1;
 #pragma unroll
         for (int j = 0; j < BN / 8; ++j) {
@@ -121,7 +117,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
 #if TIMELINE
       tlog.unit(unit, 1);
 #endif
-      out.store<BN>(args, C, acc, extra, m0, n0, cw, M, N);
+      out.store<BN>(args, C, acc, sm.extra, m0, n0, cw, M, N);
 #if TIMELINE
       tlog.unit(unit, 2);
 #endif

@@ -31,20 +31,41 @@ struct PersistentGrid {
 };
 // end grid arithmetic
 
+// A persistent CTA's dynamic shared memory, carved as SmemLayout says from its 1024-byte aligned start: the ring's
+// stages at `smem`, the level's own kExtraBytes at `extra`, the barriers. init() sets the barriers up, `ready`
+// first where producer warps pass over the landed k-tiles (kReady), so that ring_init's fence covers it.
+template <int kStages, int kExtraBytes, bool kReady>
+struct PersistentSmem {
+  typedef SmemLayout<kStages, kExtraBytes, kReady> Layout;
+  unsigned char *smem, *extra;
+  u64 *full, *empty, *ready;
+  __device__ __forceinline__ explicit PersistentSmem(unsigned char *raw)
+      : smem(aligned_smem(raw)),
+        extra(smem + Layout::extra),
+        full(reinterpret_cast<u64 *>(smem + Layout::full)),
+        empty(reinterpret_cast<u64 *>(smem + Layout::empty)),
+        ready(reinterpret_cast<u64 *>(smem + Layout::ready)) {}
+  // `readers`: the consumer warps that arrive on a slot's `empty`, of every CTA that reads it (multicast included)
+  template <int NCTA>
+  __device__ __forceinline__ void init(u32 readers, const TmaMap *mapA, const TmaMap *mapB) const {
+    if (kReady) ready_init<kStages>(ready);
+    ring_init<kStages, NCTA>(full, empty, readers, mapA, mapB);
+  }
+};
+
 // The producer warpgroup of a persistent CTA, which gives its registers to the consumers: thread 0 streams the
 // k-tiles of the CTA's walk into the ring (load(stage, bar, m0, n0, k0) issues one k-tile's copies) and, with
 // kPass, warps 1-3 apply pass(slot, t) to each landed k-tile before the consumers, who wait on `ready`, read it
 // (tc_round.cuh's tile_pass; pass thread t of PASS_THREADS).
-template <int kStages, bool kPass, class Grid, class Load, class Pass>
-__device__ __forceinline__ void produce(const Grid &grid, unsigned char *smem, u64 *full, u64 *empty, u64 *ready,
-                                        int tid, Load load, Pass pass) {
+template <bool kPass, class Grid, class Smem, class Load, class Pass>
+__device__ __forceinline__ void produce(const Grid &grid, const Smem &sm, int tid, Load load, Pass pass) {
   setmaxnreg_dec<PRODUCER_REGS>();
   if (tid == 0)
-    produce_ring<kStages>(smem, full, empty, grid.cluster, grid.clusters, grid.tiles, grid.KT,
-                          [&](int tile) { return grid.origin(tile); }, load);
+    produce_ring<STAGES>(sm.smem, sm.full, sm.empty, grid.cluster, grid.clusters, grid.tiles, grid.KT,
+                         [&](int tile) { return grid.origin(tile); }, load);
   else if constexpr (kPass) {
     if (tid >= 32)
-      pass_ring<kStages>(full, ready, grid.cluster, grid.clusters, grid.tiles, grid.KT,
-                         [&](u32 s) { pass(s, tid - 32); });
+      pass_ring<STAGES>(sm.full, sm.ready, grid.cluster, grid.clusters, grid.tiles, grid.KT,
+                        [&](u32 s) { pass(s, tid - 32); });
   }
 }
