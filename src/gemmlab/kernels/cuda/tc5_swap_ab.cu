@@ -38,9 +38,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
         });
   } else {
     setmaxnreg_inc<CONSUMER_REGS>();
-    const int cw = wg - 1, w = (tid / 32) % 4, g = (tid % 32) / 4, t = tid % 4;
-    const int col = frag_col(cw, w, g);
-    const u32 lo = b_offset(t, col), hi = b_offset(t + 4, col);
+    const SwapThread me(tid, wg);
     u32 it = 0;  // ring position (unsigned: % and / by STAGES are a mask and a shift)
     float d[BM / 2];
     for (Walk u(grid.cluster, grid.clusters, grid.tiles, grid.KT); u.valid(); u.next()) {
@@ -60,7 +58,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
         if (kt > u.kb && tid % 32 == 0) release_slot<CN>(&sm.empty[(it - 1) % STAGES]);
         const unsigned char *stage = sm.smem + s * STAGE_BYTES;
         u32 a[KSTEPS][4];
-        load_b_frags(stage, lo, hi, a);
+        load_b_frags(stage, me.lo, me.hi, a);
 #if TF32_ROUND >= 1
 #pragma unroll
         for (int kk = 0; kk < KSTEPS; ++kk)
@@ -80,7 +78,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
 #if STREAM_K
       if (!sk_fixup<BM / 2, CW * 128>(u, d, args.sk_ws, args.sk_flags, tid - 128)) continue;
 #endif
-      if (n0 < N) store_acc_t(C, d, m0, n0 + 64 * cw, n0 + col, t, M, N);
+      if (n0 < N) store_acc_t(C, d, m0, n0 + 64 * me.cw, n0 + me.col, me.t, M, N);
     }
   }
   __syncwarp();

@@ -53,9 +53,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
         });
   } else {
     setmaxnreg_inc<CONSUMER_REGS>();
-    const int cw = wg - 1, w = (tid / 32) % 4, g = (tid % 32) / 4, t = tid % 4;
-    const int col = frag_col(cw, w, g);
-    const u32 lo = b_offset(t, col), hi = b_offset(t + 4, col);
+    const SwapThread me(tid, wg);
     u32 it = 0;  // ring position (unsigned: % and / by STAGES are a mask and a shift)
     float acc[BM / 2], sum[BM / 2];
     for (Walk u(grid.cluster, grid.clusters, grid.tiles, grid.KT); u.valid(); u.next()) {
@@ -77,7 +75,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
         if (fresh && kt > u.kb) promote(sum, acc);
         const unsigned char *stage = sm.smem + s * STAGE_BYTES;
         u32 big[KSTEPS][4], sml[KSTEPS][4];
-        load_b_frags(stage, lo, hi, big);
+        load_b_frags(stage, me.lo, me.hi, big);
 #pragma unroll
         for (int kk = 0; kk < KSTEPS; ++kk)
 #pragma unroll
@@ -99,7 +97,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
       wgmma_wait<0>();
       if (tid % 32 == 0) release_slot<1>(&sm.empty[(it - 1) % STAGES]);  // the tile's last slot
       promote(sum, acc);
-      store_acc_t(C, sum, m0, n0 + 64 * cw, n0 + col, t, M, N);
+      store_acc_t(C, sum, m0, n0 + 64 * me.cw, n0 + me.col, me.t, M, N);
     }
   }
   __syncwarp();

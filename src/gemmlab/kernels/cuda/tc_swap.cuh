@@ -36,16 +36,34 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const u32 (&a)[4], u
 // sits at chunk (c/4) ^ (k%8), and a warp's K row is t = lane%4 (or t+4): for lanes 0-15 (g = 0..3) the pairs
 // c = 0, 2, 16, 18 (+8 for odd w) have distinct (chunk/4, pair within chunk), so XOR with t in 0..3 spreads
 // them over all 16 bank pairs; lanes 16-31 likewise with c = 4, 6, 20, 22.
-__device__ __forceinline__ int frag_col(int cw, int w, int g) {
+// begin fragment arithmetic (plain C++: the tests run it on the host against the Python model of the map)
+__host__ __device__ __forceinline__ int frag_col(int cw, int w, int g) {
   return 64 * cw + 32 * (w / 2) + 8 * (w % 2) + 2 * (g % 2) + 16 * ((g / 2) % 2) + 4 * (g / 4);
 }
 
 // Byte offset, inside a stage, of B element (K row k, tile column c): box c/32, 128-byte swizzle.
-__device__ __forceinline__ u32 b_offset(int k, int c) {
+__host__ __device__ __forceinline__ u32 b_offset(int k, int c) {
   const int cc = c % B_BOX_COLS;
   return A_TILE_BYTES + (c / B_BOX_COLS) * B_BOX_TILE_BYTES +
          k * 128 + ((((cc >> 2) ^ (k & 7)) << 4) | ((cc & 3) * 4));
 }
+
+// Consumer thread `tid` of warpgroup wg (= tid / 128, as the kernel has it) in the swapped product (tc5, tc7): its
+// consumer warpgroup cw, warp w and lane group g, its K row t of a k8 step, its fragment column col of the tile,
+// and the offsets of its B fragments (load_b_frags).
+struct SwapThread {
+  int cw, w, g, t, col;
+  u32 lo, hi;
+  __host__ __device__ __forceinline__ SwapThread(int tid, int wg)
+      : cw(wg - 1),
+        w((tid / 32) % 4),
+        g((tid % 32) / 4),
+        t(tid % 4),
+        col(frag_col(cw, w, g)),
+        lo(b_offset(t, col)),
+        hi(b_offset(t + 4, col)) {}
+};
+// end fragment arithmetic
 
 // A consumer thread's m64k8 fragments of one k-tile, KSTEPS of them, from the stage: `lo` and `hi` are
 // b_offset(t, col) and b_offset(t + 4, col), K rows t and t+4 of the first k8 step; the swizzle term (k & 7) is
