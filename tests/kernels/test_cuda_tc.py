@@ -152,13 +152,34 @@ def test_wgmma_descriptor_fields():
     assert tc_common.wgmma_desc(0x4_0000 + 0x400, 16, 1024) & 0x3FFF == 0x400 >> 4  # 18-bit shared window
 
 
-def test_device_descriptor_matches_host():
-    text = (SOURCE_DIR / "tc_layout.cuh").read_text()
-    assert ("return (unsigned long long)((addr & 0x3FFFF) >> 4) | ((unsigned long long)(lbo >> 4) << 16) |\n"
-            "         ((unsigned long long)(sbo >> 4) << 32) | (1ull << 62);") in text
-    # the mainloop's split form: low word (address, LBO) plus 16-byte steps, high word (SBO, swizzle)
-    assert "return ((addr & 0x3FFFF) >> 4) | ((lbo >> 4) << 16);" in text
-    assert "return ((unsigned long long)((sbo >> 4) | (1u << 30)) << 32) | lo;" in text
+@pytest.mark.skipif(shutil.which("g++") is None and shutil.which("clang++") is None,
+                    reason="no host C++ compiler to run the device arithmetic with")
+def test_device_descriptor_matches_host(tmp_path):
+    """tc_layout.cuh's descriptors compiled on the host: wgmma_desc equals tc_common.wgmma_desc, and the
+    mainloop's split form (desc_lo plus 16-byte steps, then desc_of) equals the whole descriptor of the moved
+    address, for tile starts across the shared window, with a cluster rank above it, at every K step."""
+    cases = [(rank << 24 | addr, off, lbo) for rank in (0, 1) for addr in range(0, 227 * 1024, 3 * 1024)
+             for off in (0, 32, 64, 96, 2048, 6144) for lbo in (16, 1024, 8192)]
+    main = r"""
+#include <cstdio>
+int main() {
+  unsigned addr, off, lbo;
+  while (scanf("%u %u %u", &addr, &off, &lbo) == 3)
+    printf("%llu %llu\n", wgmma_desc(addr, lbo, 1024), desc_of(desc_lo(addr, lbo) + off / 16, 1024));
+}
+"""
+    src = tmp_path / "desc.cpp"
+    src.write_text('#include "tc_layout.cuh"\n' + main)
+    exe = tmp_path / "desc"
+    subprocess.run([shutil.which("g++") or shutil.which("clang++"), "-std=c++17", *HOST_SHIM, f"-I{SOURCE_DIR}",
+                    "-DBM=128", "-DBN=256", "-o", str(exe), str(src)], check=True)
+    out = subprocess.run([str(exe)], input="\n".join(f"{a} {o} {l}" for a, o, l in cases), capture_output=True,
+                         text=True, check=True).stdout.splitlines()
+    assert len(out) == len(cases)
+    for (addr, off, lbo), line in zip(cases, out):
+        whole, split = map(int, line.split())
+        assert whole == tc_common.wgmma_desc(addr, lbo, 1024), (addr, lbo)
+        assert split == tc_common.wgmma_desc((addr & 0x3FFFF) + off, lbo, 1024), (addr, off, lbo)
 
 
 @pytest.mark.parametrize("lbo", [16, 8192])
@@ -381,8 +402,8 @@ def _kernel_layout(source: str) -> str:
 @pytest.mark.skipif(shutil.which("g++") is None and shutil.which("clang++") is None,
                     reason="no host C++ compiler to run the device arithmetic with")
 def test_shared_memory_layout_matches_the_launch(tmp_path):
-    """Each persistent level's SmemLayout (tc_layout.cuh, with the arguments its PersistentSmem passes) compiled on the host
-    for every configuration it launches: the ring, then the level's own bytes (the epilogue's staging boxes, tc7's
+    """Each persistent level's SmemLayout (tc_layout.cuh, with the arguments its PersistentSmem passes) compiled on
+    the host for every configuration it launches: the ring, then the level's own bytes (the epilogue's staging boxes, tc7's
     small parts of A), then the barriers; what it asks for at launch is what the Python launcher requests, and each
     consumer warpgroup's staging pair lies inside the staging bytes, after the previous one."""
     import dataclasses
@@ -870,8 +891,22 @@ def test_timeline_build_compiles_without_spills(prec):
         "globaltimer" in _ptx(stamped)
 
 
-def test_timeline_slots_agree_with_the_kernel():
-    assert f"#define TL_SLOTS {tc_common.TL_SLOTS}\n" in _read_source("tc4_persistent.cu")
+@pytest.mark.skipif(shutil.which("g++") is None and shutil.which("clang++") is None,
+                    reason="no host C++ compiler to run the device arithmetic with")
+@pytest.mark.parametrize("source", tc_common.TIMELINE_SOURCES)
+def test_timeline_slots_agree_with_the_kernel(tmp_path, source):
+    """The slots per warpgroup and the units they hold, as each stamped kernel's own text (headers inlined) defines
+    them, evaluated by the host compiler: the host allocates TL_SLOTS per warpgroup and harness/timeline.py reads
+    (TL_SLOTS - 4) // 3 units."""
+    text = _read_source(source)
+    macros = "".join(line + "\n" for line in text.splitlines()
+                     if line.startswith(("#define TL_SLOTS", "#define TL_UNITS")))
+    src = tmp_path / "slots.cpp"
+    src.write_text("#include <cstdio>\n" + macros + 'int main() { printf("%d %d\\n", TL_SLOTS, TL_UNITS); }\n')
+    exe = tmp_path / "slots"
+    subprocess.run([shutil.which("g++") or shutil.which("clang++"), "-o", str(exe), str(src)], check=True)
+    slots, units = map(int, subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split())
+    assert slots == tc_common.TL_SLOTS and units == (tc_common.TL_SLOTS - 4) // 3
 
 
 # ---- tc4's narrower tile where it fills the last wave (NARROW_BN) ------------------------------------------------

@@ -1,6 +1,8 @@
-// The persistent, warp-specialized levels' grid (tc4, tc5, tc7, tc8; tc6 is tc4's and tc5's with STREAM_K=1): one
-// CTA per SM, in clusters of CM x CN CTAs, each walking its share of the output tiles in schedule()'s order. The
-// producer and the consumers of a CTA ask the same grid for a unit's origin, so they agree on it by construction.
+// What the persistent, warp-specialized levels (tc4, tc5, tc7, tc8; tc6 is tc4's and tc5's with STREAM_K=1) share:
+// the grid (one CTA per SM, in clusters of CM x CN CTAs, each walking its share of the output tiles in schedule()'s
+// order; the producer and the consumers of a CTA ask it for a unit's origin, so they agree on it by construction),
+// the carving of shared memory with its barriers' set-up, and the producer warpgroup. Each level keeps its own
+// consumer warpgroups: their accumulators and mainloops differ, and so does the code the compiler makes of them.
 #pragma once
 #include "tc_pipeline.cuh"
 
