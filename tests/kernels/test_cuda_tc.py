@@ -11,9 +11,9 @@ import subprocess
 import pytest
 import sass
 
-from gemmlab.errors import InvalidConfigError
+from gemmlab.errors import CompileError, InvalidConfigError
 from gemmlab.kernels.cuda import tc_common
-from gemmlab.kernels.cuda._nvrtc import SOURCE_DIR, _read_source
+from gemmlab.kernels.cuda._nvrtc import SOURCE_DIR, _read_source, compile_cuda
 from gemmlab.kernels.cuda._tma import TiledMap
 from gemmlab.kernels.registry import list_kernels
 from gemmlab.problem import Problem
@@ -457,6 +457,28 @@ def test_tma_stores_retire_before_the_ctas_exit():
 
 
 # ---- constraints -------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("source,change,message", [
+    ("tc4_persistent.cu", {"STAGES": 1}, "at least 2 slots"),
+    ("tc4_persistent.cu", {"STAGES": 6}, "227 KB"),
+    ("tc4_persistent.cu", {"CONSUMER_REGS": 236}, "multiples of 8"),
+    ("tc4_persistent.cu", {"CONSUMER_REGS": 256, "PRODUCER_REGS": 256}, "registers the block holds"),
+    ("tc4_persistent.cu", {"BN": 160}, "n64, n128, n192, n256"),
+    ("tc4_persistent.cu", {"BN": 64}, "64-column B boxes"),
+    ("tc5_swap_ab.cu", {"CN": 4}, "1 or 2 CTAs along N"),
+    ("tc5_swap_ab.cu", {"BN": 320}, "256 at most"),
+])
+def test_the_compiler_refuses_what_the_constraints_refuse(source, change, message):
+    """The static_asserts in the kernels' headers hold each build to wgmma_constraints even when a define set
+    bypasses the Python checks: NVRTC refuses the build with the constraint's reason."""
+    spec = next(s for s in WGMMA if s.source == source and s.level in (4, 5))
+    defines = {**spec.defines(), **change}
+    tc_common_refuses = tc_common.wgmma_constraints({**spec.params, **change}, specialized=True,
+                                                    swap_ab=spec.swap_ab)
+    assert tc_common_refuses, change  # the host refuses it too
+    with pytest.raises(CompileError, match=message):
+        compile_cuda(source, spec.entry, defines, "sm_90a")
+
+
 def test_invalid_configurations_refused_before_compiling():
     spec = next(s for s in WGMMA if s.level == 4)
     import dataclasses

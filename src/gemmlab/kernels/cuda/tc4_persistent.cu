@@ -48,7 +48,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
   const u32 rank = grid.rank;
 
   // every consumer warp of every CTA that reads the multicast B arrives on `empty`
-  sm.init<CM>(CW * 4 * CM, mapA, mapB);
+  sm.init<CM, CW>(mapA, mapB);
 
   if (wg == 0) {
     produce<TF32_ROUND == 2>(

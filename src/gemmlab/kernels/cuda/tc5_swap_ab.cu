@@ -24,7 +24,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
   const u32 rank = grid.rank;
 
   // every consumer warp of every CTA that reads the multicast A arrives on `empty`
-  sm.init<CN>(CW * 4 * CN, mapA, mapB);
+  sm.init<CN, CW>(mapA, mapB);
 
   if (wg == 0) {
     produce<TF32_ROUND == 2>(

@@ -39,7 +39,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
   const int tid = threadIdx.x, wg = tid / 128;
   const PersistentGrid<1, 1> grid(M, N, K);
 
-  sm.init<1>(CW * 4, mapA, mapB);  // one `empty` arrival per consumer warp
+  sm.init<1, CW>(mapA, mapB);  // one `empty` arrival per consumer warp
 
   if (wg == 0) {
     produce<true>(

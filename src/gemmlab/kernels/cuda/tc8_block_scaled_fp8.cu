@@ -41,7 +41,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
   const PersistentGrid<CM, 1> grid(M, N, K);
   const u32 rank = grid.rank;
 
-  sm.init<CM>(CW * 4 * CM, mapA, mapB);
+  sm.init<CM, CW>(mapA, mapB);
 
   if (wg == 0) {
     produce<false>(

@@ -30,6 +30,7 @@ __device__ __forceinline__ void wgmma_tile(float (&d)[N / 2], u64 da, u64 db, in
 // on the bf16 N-major B tile).
 template <int N>
 __device__ __forceinline__ void wgmma_ktile(float (&d)[N / 2], u32 a_tile, u32 b_tile, int accumulate) {
+  static_assert(N == 64 || N == 128 || N == 192 || N == 256, "the wgmma shapes used here are n64, n128, n192, n256");
   const u32 a_lo = desc_lo(a_tile, 16);
 #if !B_KMAJOR
   const u32 b_lo = desc_lo(b_tile, B_MN_LBO);
@@ -53,6 +54,8 @@ __device__ __forceinline__ void wgmma_ktile(float (&d)[N / 2], u32 a_tile, u32 b
 template <int NCTA>
 __device__ __forceinline__ void load_stage(unsigned char *stage, const TmaMap *mapA, const TmaMap *mapB, u64 *bar,
                                            int m0, int n0, int k0, u32 rank) {
+  static_assert(NCTA == 1 || NCTA == 2, "clusters of 1 or 2 CTAs along M (CM)");
+  static_assert(BN / 64 >= NCTA, "each CTA of a cluster loads at least one of the tile's 64-column B boxes");
   mbar_expect_tx(bar, STAGE_BYTES);
   tma_load_2d(stage, mapA, bar, k0, m0);
   unsigned char *b = stage + A_TILE_BYTES;

@@ -39,6 +39,9 @@ struct PersistentGrid {
 template <int kStages, int kExtraBytes, bool kReady>
 struct PersistentSmem {
   typedef SmemLayout<kStages, kExtraBytes, kReady> Layout;
+  // tc_common.wgmma_constraints refuses these on the host; the compiler refuses them again in the build itself
+  static_assert(kStages >= 2, "the ring needs at least 2 slots to overlap loads with math");
+  static_assert(Layout::launch_bytes <= 227 * 1024, "the ring and the level's bytes exceed 227 KB of shared memory");
   unsigned char *smem, *extra;
   u64 *full, *empty, *ready;
   __device__ __forceinline__ explicit PersistentSmem(unsigned char *raw)
@@ -47,11 +50,21 @@ struct PersistentSmem {
         full(reinterpret_cast<u64 *>(smem + Layout::full)),
         empty(reinterpret_cast<u64 *>(smem + Layout::empty)),
         ready(reinterpret_cast<u64 *>(smem + Layout::ready)) {}
-  // `readers`: the consumer warps that arrive on a slot's `empty`, of every CTA that reads it (multicast included)
-  template <int NCTA>
-  __device__ __forceinline__ void init(u32 readers, const TmaMap *mapA, const TmaMap *mapB) const {
+  // kConsumers warpgroups per CTA, each of whose 4 warps arrives on a slot's `empty` in every CTA of the NCTA that
+  // read the slot (multicast included). Their registers (setmaxnreg) must fit what the block holds at launch, or
+  // setmaxnreg.inc waits forever: the pool of tc_common.launch_registers.
+  template <int NCTA, int kConsumers>
+  __device__ __forceinline__ void init(const TmaMap *mapA, const TmaMap *mapB) const {
+    enum : int { threads = (kConsumers + 1) * 128, per_thread = 65536 / threads / 8 * 8 };
+    static_assert(kConsumers >= 1 && kConsumers <= 4, "64 rows (or columns) per consumer warpgroup, 256 at most");
+    static_assert(PRODUCER_REGS % 8 == 0 && CONSUMER_REGS % 8 == 0 && 24 <= PRODUCER_REGS &&
+                      PRODUCER_REGS <= CONSUMER_REGS && CONSUMER_REGS <= 256,
+                  "setmaxnreg counts are multiples of 8 in 24..256, the producer's at most the consumers'");
+    static_assert(CONSUMER_REGS * 128 * kConsumers + PRODUCER_REGS * 128 <=
+                      threads * (per_thread < 256 ? per_thread : 256),
+                  "the warpgroups' setmaxnreg counts exceed the registers the block holds at launch");
     if (kReady) ready_init<kStages>(ready);
-    ring_init<kStages, NCTA>(full, empty, readers, mapA, mapB);
+    ring_init<kStages, NCTA>(full, empty, kConsumers * 4 * NCTA, mapA, mapB);
   }
 };
 

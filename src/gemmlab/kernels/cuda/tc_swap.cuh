@@ -84,6 +84,7 @@ __device__ __forceinline__ void load_b_frags(const unsigned char *stage, u32 lo,
 // boxes, counted on `bar` (STAGE_BYTES in all: with CN=2 the peer's multicast half lands here too).
 __device__ __forceinline__ void load_stage_swap(unsigned char *stage, const TmaMap *mapA, const TmaMap *mapB,
                                                 u64 *bar, int m0, int n0, int k0, u32 rank) {
+  static_assert(CN == 1 || CN == 2, "clusters of 1 or 2 CTAs along N (CN)");
   mbar_expect_tx(bar, STAGE_BYTES);
   if (CN > 1)
     tma_load_2d_multicast(stage + rank * A_BOX_ROWS * 128, mapA, bar, k0, m0 + rank * A_BOX_ROWS,
