@@ -102,12 +102,12 @@ def test_tc8_promotes_every_k_tile_and_tc4_scales_outside_its_mainloop(tmp_path)
     assert not any(op in ("FFMA", "FMUL") for op in loop)
 
 
-# ---- the BF16 epilogue's staging (tc_common.cuh, host-compiled) --------------------------------------------------
+# ---- the BF16 epilogue's staging (tc_epilogue.cuh, host-compiled) --------------------------------------------------
 GXX = shutil.which("g++") or shutil.which("clang++")
 
 
 def _host_block(name: str) -> str:
-    text = (SOURCE_DIR / "tc_common.cuh").read_text()
+    text = (SOURCE_DIR / "tc_epilogue.cuh").read_text()
     return text[text.index(f"// begin {name} arithmetic"):text.index(f"// end {name} arithmetic")]
 
 

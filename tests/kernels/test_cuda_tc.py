@@ -4,15 +4,16 @@ host-side pieces (tensor-map arguments, wgmma descriptors, tile order, launch ge
 staging) behave as the kernels assume."""
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 
 import pytest
 import sass
 
-from gemmlab.errors import InvalidConfigError
+from gemmlab.errors import CompileError, InvalidConfigError
 from gemmlab.kernels.cuda import tc_common
-from gemmlab.kernels.cuda._nvrtc import SOURCE_DIR, _read_source
+from gemmlab.kernels.cuda._nvrtc import SOURCE_DIR, _read_source, compile_cuda
 from gemmlab.kernels.cuda._tma import TiledMap
 from gemmlab.kernels.registry import list_kernels
 from gemmlab.problem import Problem
@@ -151,12 +152,34 @@ def test_wgmma_descriptor_fields():
     assert tc_common.wgmma_desc(0x4_0000 + 0x400, 16, 1024) & 0x3FFF == 0x400 >> 4  # 18-bit shared window
 
 
-def test_device_descriptor_matches_host():
-    text = (SOURCE_DIR / "tc_common.cuh").read_text()
-    assert "((addr & 0x3FFFF) >> 4) | ((u64)(lbo >> 4) << 16) | ((u64)(sbo >> 4) << 32) | (1ull << 62)" in text
-    # the mainloop's split form: low word (address, LBO) plus 16-byte steps, high word (SBO, swizzle)
-    assert "return ((addr & 0x3FFFF) >> 4) | ((lbo >> 4) << 16); }" in text
-    assert "return ((u64)((sbo >> 4) | (1u << 30)) << 32) | lo; }" in text
+@pytest.mark.skipif(shutil.which("g++") is None and shutil.which("clang++") is None,
+                    reason="no host C++ compiler to run the device arithmetic with")
+def test_device_descriptor_matches_host(tmp_path):
+    """tc_layout.cuh's descriptors compiled on the host: wgmma_desc equals tc_common.wgmma_desc, and the
+    mainloop's split form (desc_lo plus 16-byte steps, then desc_of) equals the whole descriptor of the moved
+    address, for tile starts across the shared window, with a cluster rank above it, at every K step."""
+    cases = [(rank << 24 | addr, off, lbo) for rank in (0, 1) for addr in range(0, 227 * 1024, 3 * 1024)
+             for off in (0, 32, 64, 96, 2048, 6144) for lbo in (16, 1024, 8192)]
+    main = r"""
+#include <cstdio>
+int main() {
+  unsigned addr, off, lbo;
+  while (scanf("%u %u %u", &addr, &off, &lbo) == 3)
+    printf("%llu %llu\n", wgmma_desc(addr, lbo, 1024), desc_of(desc_lo(addr, lbo) + off / 16, 1024));
+}
+"""
+    src = tmp_path / "desc.cpp"
+    src.write_text('#include "tc_layout.cuh"\n' + main)
+    exe = tmp_path / "desc"
+    subprocess.run([shutil.which("g++") or shutil.which("clang++"), "-std=c++17", *HOST_SHIM, f"-I{SOURCE_DIR}",
+                    "-DBM=128", "-DBN=256", "-o", str(exe), str(src)], check=True)
+    out = subprocess.run([str(exe)], input="\n".join(f"{a} {o} {l}" for a, o, l in cases), capture_output=True,
+                         text=True, check=True).stdout.splitlines()
+    assert len(out) == len(cases)
+    for (addr, off, lbo), line in zip(cases, out):
+        whole, split = map(int, line.split())
+        assert whole == tc_common.wgmma_desc(addr, lbo, 1024), (addr, lbo)
+        assert split == tc_common.wgmma_desc((addr & 0x3FFFF) + off, lbo, 1024), (addr, off, lbo)
 
 
 @pytest.mark.parametrize("lbo", [16, 8192])
@@ -183,8 +206,8 @@ def test_tile_order_is_a_grouped_snake():
     assert order[-3:] == [(4, 0), (4, 1), (4, 2)]  # the last, short group, left to right again
 
 
-def _host_block(name: str) -> str:
-    text = (SOURCE_DIR / "tc_common.cuh").read_text()
+def _host_block(header: str, name: str) -> str:
+    text = (SOURCE_DIR / header).read_text()
     begin, end = f"// begin {name} arithmetic", f"// end {name} arithmetic"
     return text[text.index(begin):text.index(end)]
 
@@ -199,15 +222,62 @@ def test_tile_order_matches_device_scheduler(tmp_path):
         f'printf("%d %d\\n", tm, tn); }}\n' for m, n, g in cases) + "}\n"
     src = tmp_path / "schedule.cpp"
     src.write_text("#include <cstdio>\n#include <algorithm>\nusing std::min;\n#define __host__\n"
-                   "#define __device__\n#define __forceinline__ inline\n" + _host_block("schedule") + main)
+                   "#define __device__\n#define __forceinline__ inline\n" + _host_block("tc_scheduler.cuh", "schedule") + main)
     exe = tmp_path / "schedule"
     subprocess.run([shutil.which("g++") or shutil.which("clang++"), "-O1", "-o", str(exe), str(src)], check=True)
     got = [tuple(map(int, line.split()))
            for line in subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()]
     want = [tile for m, n, g in cases for tile in tc_common.tile_order(m, n, g)]
     assert got == want
-    for level in ("tc4_persistent.cu", "tc5_swap_ab.cu"):
-        assert "schedule(u.tile, grid.tiles_m, grid.tiles_n, GROUP_M, tm, tn);" in (SOURCE_DIR / level).read_text()
+
+
+HOST_SHIM = ["-D__host__=", "-D__device__=", "-D__forceinline__=inline"]  # device qualifiers, gone on the host
+
+
+@pytest.mark.skipif(shutil.which("g++") is None and shutil.which("clang++") is None,
+                    reason="no host C++ compiler to run the device arithmetic with")
+@pytest.mark.parametrize("cm,cn", [(1, 1), (2, 1), (1, 2)])
+def test_persistent_grid_origins_follow_the_tile_order(tmp_path, cm, cn):
+    """PersistentGrid (tc_persistent.cuh), which both the producer and the consumers of tc4, tc5, tc7 and tc8 ask for
+    a unit's origin, compiled on the host for every CTA rank of a cluster: its tile counts are the cluster tiles'
+    and tile t's origin is this CTA's share of tile_order's t-th cluster tile."""
+    bm, bn, group_m = 128, 256, 8
+    main = r"""
+#include <cstdio>
+int main() {
+  int M, N;
+  while (scanf("%d %d", &M, &N) == 2)
+    for (unsigned r = 0; r < CM * CN; ++r) {
+      blockIdx.x = r, gridDim.x = 132, rank_now = r;
+      const PersistentGrid<CM, CN> grid(M, N, 4096);
+      printf("G %d %d %d %d %d\n", grid.tiles_m, grid.tiles_n, grid.KT, grid.clusters, grid.rank);
+      for (int t = 0; t < grid.tiles; ++t) printf("%d %d\n", grid.origin(t).x, grid.origin(t).y);
+    }
+}
+"""
+    src = tmp_path / "grid.cpp"
+    src.write_text("#include <algorithm>\nusing std::min;\ntypedef unsigned u32;\nstruct int2 { int x, y; };\n"
+                   "int2 make_int2(int x, int y) { return {x, y}; }\nstruct { unsigned x; } blockIdx, gridDim;\n"
+                   "unsigned rank_now;\nu32 cluster_rank() { return rank_now; }\n"
+                   + _host_block("tc_scheduler.cuh", "schedule") + _host_block("tc_persistent.cuh", "grid") + main)
+    exe = tmp_path / "grid"
+    subprocess.run([shutil.which("g++") or shutil.which("clang++"), "-O1", "-std=c++17", *HOST_SHIM,
+                    f"-DCM={cm}", f"-DCN={cn}", f"-DBM={bm}", f"-DBN={bn}", "-DBK=32", f"-DGROUP_M={group_m}",
+                    "-o", str(exe), str(src)], check=True)
+    shapes = [(4096, 4096), (300, 520), (128, 256), (8192, 2048), (1, 1), (2176, 4352)]
+    out = subprocess.run([str(exe)], input="\n".join(f"{m} {n}" for m, n in shapes), capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    row = 0
+    for m, n in shapes:
+        tiles_m, tiles_n = -(-m // (cm * bm)), -(-n // (cn * bn))
+        for r in range(cm * cn):
+            assert out[row] == f"G {tiles_m} {tiles_n} 128 {132 // (cm * cn)} {r if cm * cn > 1 else 0}"
+            row += 1
+            for tm, tn in tc_common.tile_order(tiles_m, tiles_n, group_m):
+                want = ((tm * cm + r) * bm, tn * bn) if cn == 1 else (tm * bm, (tn * cn + r) * bn)
+                assert tuple(map(int, out[row].split())) == want, (m, n, r, tm, tn)
+                row += 1
+    assert row == len(out)
 
 
 @pytest.mark.parametrize("shape", [(4096, 4096, 4096), (8192, 8192, 8192), (33, 17, 65), (1, 1, 1)])
@@ -292,7 +362,7 @@ int main() {
 }
 """
     src = tmp_path / "stage.cpp"
-    src.write_text("#define __host__\n#define __device__\n#define __forceinline__ inline\n" + _host_block("staging") + main)
+    src.write_text("#define __host__\n#define __device__\n#define __forceinline__ inline\n" + _host_block("tc_epilogue.cuh", "staging") + main)
     exe = tmp_path / "stage"
     subprocess.run([shutil.which("g++") or shutil.which("clang++"), "-O1", "-o", str(exe), str(src)], check=True)
     offsets = {}
@@ -316,15 +386,99 @@ int main() {
                 assert sorted(banks) == list(range(32)), (half, s, h)
 
 
-def test_epilogue_staging_sits_between_ring_and_barriers():
-    text = (SOURCE_DIR / "tc4_persistent.cu").read_text()
-    assert "u64 *full = reinterpret_cast<u64 *>(smem + STAGES * STAGE_BYTES + EPI_BYTES);" in text
-    assert "#define EPI_BYTES (CW * 2 * C_BOX_BYTES)" in text
-    assert "smem + STAGES * STAGE_BYTES + cw * 2 * C_BOX_BYTES" in text  # each warpgroup's two boxes
-    assert "tma_store_wait_all();" in text  # no CTA exits while a store still reads its shared memory
+PERSISTENT_SOURCES = ("tc4_persistent.cu", "tc5_swap_ab.cu", "tc7_3xtf32.cu", "tc8_block_scaled_fp8.cu")
+
+
+def _kernel_layout(source: str) -> str:
+    """The kernel's shared-memory layout (PersistentSmem's arguments, which are SmemLayout's) and the macros they
+    name, as its source declares them."""
+    text = (SOURCE_DIR / source).read_text()
+    args = re.search(r"const PersistentSmem<(.+?)> sm\(smem_raw\);", text).group(1)
+    macros = [found[0] for name in ("CW", "SMALL_BYTES")  # the first definition: the one the kernel compiles with
+              if (found := re.findall(rf"^#define {name} .*$", text + (SOURCE_DIR / "tc_swap.cuh").read_text(), re.M))]
+    return "\n".join(macros) + f"\ntypedef SmemLayout<{args}> Layout;\n"
+
+
+@pytest.mark.skipif(shutil.which("g++") is None and shutil.which("clang++") is None,
+                    reason="no host C++ compiler to run the device arithmetic with")
+def test_shared_memory_layout_matches_the_launch(tmp_path):
+    """Each persistent level's SmemLayout (tc_layout.cuh, with the arguments its PersistentSmem passes) compiled on
+    the host for every configuration it launches: the ring, then the level's own bytes (the epilogue's staging boxes, tc7's
+    small parts of A), then the barriers; what it asks for at launch is what the Python launcher requests, and each
+    consumer warpgroup's staging pair lies inside the staging bytes, after the previous one."""
+    import dataclasses
+
+    main = r"""
+#include <cstdio>
+int main() {
+  printf("%d %d %d %d %d %d", Layout::extra, Layout::full, Layout::empty, Layout::ready, Layout::end,
+         Layout::launch_bytes);
+  for (int cw = 0; cw <= BM / 64; ++cw) printf(" %d", staging_offset(cw));
+  printf("\n");
+}
+"""
+    checked = 0
+    for spec in WGMMA:
+        if spec.source not in PERSISTENT_SOURCES:
+            continue
+        for c in spec.configurations():
+            for epi in sorted({c.params.get("EPI_TMA", 0), 0}):
+                p = {**c.params, "EPI_TMA": epi} if "EPI_TMA" in c.params else dict(c.params)
+                d = {"TF32_ROUND": 0, **c.defines(), "EPI_TMA": epi}
+                src = tmp_path / f"layout{checked}.cpp"
+                src.write_text('#include "tc_layout.cuh"\n' + _kernel_layout(c.source) + main)
+                exe = tmp_path / f"layout{checked}"
+                subprocess.run([shutil.which("g++") or shutil.which("clang++"), "-std=c++17", *HOST_SHIM,
+                                f"-I{SOURCE_DIR}", *(f"-D{k}={v}" for k, v in d.items()), "-o", str(exe), str(src)],
+                               check=True)
+                got = list(map(int, subprocess.run([str(exe)], capture_output=True, text=True,
+                                                   check=True).stdout.split()))
+                extra, full, empty, ready, end, launch, *staging = got
+                ring = p["STAGES"] * tc_common.stage_bytes(p["BM"], p["BN"])
+                assert extra == ring and empty == full + 8 * p["STAGES"] and ready == empty + 8 * p["STAGES"]
+                assert launch == end + tc_common.ALIGN_SLACK
+                assert launch == tc_common.smem_bytes(p), (c.name, p)
+                v = dataclasses.replace(c, params=p, whole_tiles=None)  # tc6: its own binary, not its base
+                assert launch == v.launch_geometry(Problem(4096, 4096, 4096, c.precision)).smem, (c.name, p)
+                assert full - extra == tc_common.epilogue_bytes(p) + (tc_common.pass_bytes(p) - 8 * p["STAGES"]
+                                                                      if c.source == "tc7_3xtf32.cu" else 0)
+                if epi:
+                    assert staging == [cw * 2 * tc_common.C_BOX_BYTES for cw in range(p["BM"] // 64 + 1)]
+                    assert staging[-1] == full - extra  # the last warpgroup's pair ends where the barriers start
+                checked += 1
+    assert checked >= 8
+
+
+def test_tma_stores_retire_before_the_ctas_exit():
+    """No CTA exits while a TMA store still reads its shared memory. Kept as text: only a GPU run could show the
+    race (a CTA whose successor on the SM overwrites the staging boxes mid-store), and no host run can."""
+    for source in ("tc4_persistent.cu", "tc8_block_scaled_fp8.cu"):
+        assert "tma_store_wait_all();" in (SOURCE_DIR / source).read_text()
 
 
 # ---- constraints -------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("source,change,message", [
+    ("tc4_persistent.cu", {"STAGES": 1}, "at least 2 slots"),
+    ("tc4_persistent.cu", {"STAGES": 6}, "227 KB"),
+    ("tc4_persistent.cu", {"CONSUMER_REGS": 236}, "multiples of 8"),
+    ("tc4_persistent.cu", {"CONSUMER_REGS": 256, "PRODUCER_REGS": 256}, "registers the block holds"),
+    ("tc4_persistent.cu", {"BN": 160}, "n64, n128, n192, n256"),
+    ("tc4_persistent.cu", {"BN": 64}, "64-column B boxes"),
+    ("tc5_swap_ab.cu", {"CN": 4}, "1 or 2 CTAs along N"),
+    ("tc5_swap_ab.cu", {"BN": 320}, "256 at most"),
+])
+def test_the_compiler_refuses_what_the_constraints_refuse(source, change, message):
+    """The static_asserts in the kernels' headers hold each build to wgmma_constraints even when a define set
+    bypasses the Python checks: NVRTC refuses the build with the constraint's reason."""
+    spec = next(s for s in WGMMA if s.source == source and s.level in (4, 5))
+    defines = {**spec.defines(), **change}
+    tc_common_refuses = tc_common.wgmma_constraints({**spec.params, **change}, specialized=True,
+                                                    swap_ab=spec.swap_ab)
+    assert tc_common_refuses, change  # the host refuses it too
+    with pytest.raises(CompileError, match=message):
+        compile_cuda(source, spec.entry, defines, "sm_90a")
+
+
 def test_invalid_configurations_refused_before_compiling():
     spec = next(s for s in WGMMA if s.level == 4)
     import dataclasses
@@ -411,10 +565,44 @@ def _b_offset(k: int, c: int) -> int:
     return (c // 32) * 32 * 128 + k * 128 + ((((cc >> 2) ^ (k & 7)) << 4) | ((cc & 3) * 4))
 
 
-def test_tc5_fragment_map_matches_device():
-    text = (SOURCE_DIR / "tc_swap.cuh").read_text()
-    assert "return 64 * cw + 32 * (w / 2) + 8 * (w % 2) + 2 * (g % 2) + 16 * ((g / 2) % 2) + 4 * (g / 4);" in text
-    assert "k * 128 + ((((cc >> 2) ^ (k & 7)) << 4) | ((cc & 3) * 4))" in text
+@pytest.mark.skipif(shutil.which("g++") is None and shutil.which("clang++") is None,
+                    reason="no host C++ compiler to run the device arithmetic with")
+def test_tc5_fragment_map_matches_device(tmp_path):
+    """tc_swap.cuh's fragment arithmetic (frag_col, b_offset, SwapThread) compiled on the host: every consumer
+    thread of tc5's tile gets the column and B offsets of the Python model above, which the tests below check for
+    coverage, bank conflicts and whole sectors."""
+    bm, bn = TC5.params["BM"], TC5.params["BN"]
+    main = r"""
+#include <cstdio>
+int main() {
+  for (int k = 0; k < 32; ++k)
+    for (int c = 0; c < BN; ++c) printf("B %d %d %u\n", k, c, b_offset(k, c) - A_TILE_BYTES);
+  for (int tid = 128; tid < 128 * (CW + 1); ++tid) {
+    const SwapThread me(tid, tid / 128);
+    printf("T %d %d %d %d %u %u\n", tid, me.cw, me.t, me.col, me.lo - A_TILE_BYTES, me.hi - A_TILE_BYTES);
+  }
+}
+"""
+    src = tmp_path / "frag.cpp"
+    src.write_text("typedef unsigned u32;\n" + "".join(
+        line + "\n" for line in (SOURCE_DIR / "tc_swap.cuh").read_text().splitlines()
+        if line.startswith(("#define CW", "#define B_BOX_COLS", "#define B_BOX_TILE_BYTES")))
+                   + _host_block("tc_swap.cuh", "fragment") + main)
+    exe = tmp_path / "frag"
+    subprocess.run([shutil.which("g++") or shutil.which("clang++"), "-std=c++17", *HOST_SHIM, f"-DBM={bm}",
+                    f"-DBN={bn}", "-DBK=32", f"-DA_TILE_BYTES={bm * 128}", "-o", str(exe), str(src)], check=True)
+    rows = [line.split() for line in subprocess.run([str(exe)], capture_output=True, text=True,
+                                                     check=True).stdout.splitlines()]
+    offsets = [r for r in rows if r[0] == "B"]
+    assert len(offsets) == 32 * bn
+    for _, k, c, off in offsets:
+        assert int(off) == _b_offset(int(k), int(c)), (k, c)
+    threads = [tuple(map(int, r[1:])) for r in rows if r[0] == "T"]
+    assert len(threads) == 128 * (bn // 64)
+    for tid, cw, t, col, lo, hi in threads:
+        w, g = (tid // 32) % 4, (tid % 32) // 4
+        assert (cw, t, col) == (tid // 128 - 1, tid % 4, _frag_col(tid // 128 - 1, w, g)), tid
+        assert (lo, hi) == (_b_offset(t, col), _b_offset(t + 4, col)), tid
 
 
 def test_tc5_fragment_columns_cover_the_tile_once():
@@ -568,19 +756,18 @@ def test_stream_k_split_of_the_seed_shapes():
     assert tc_common.stream_k_grid(3, 2, 132) == 3
 
 
-def test_stream_k_device_arithmetic_matches_model_text():
-    text = _host_block("stream-K")
-    for line in ("const int waves = tiles / grid, rest = tiles % grid;",
-                 "if (rest == 0 || (waves > 0 && rest * 100 >= SK_SKIP_FILL * grid)) return tiles;",
-                 "if (waves == 0 || rest * 100 >= SK_FILL * grid) return waves * grid;",
-                 "return (waves - 1) * grid;", "return (long long)c * q + (c * r) / grid;", "tile = dp_tiles + (int)(i / KT);",
-                 "kb = (int)(i % KT);", "ke = left < (long long)(KT - kb) ? kb + (int)left : KT;"):
-        assert line in text
-    common = (SOURCE_DIR / "tc_common.cuh").read_text()
+def test_producer_and_consumers_walk_the_same_grid():
+    """The stream-K arithmetic itself runs on the host (test_stream_k_device_arithmetic_runs_like_the_model).
+    Kept as text: the producer's walk (produce_ring, run by produce) and each level's consumer walk are device code
+    (TMA, mbarriers); that they are built from the same grid, and so hand out the same units, shows only here."""
+    common = (SOURCE_DIR / "tc_pipeline.cuh").read_text()
     assert "for (Walk u(cta, ctas, tiles, KT); u.valid(); u.next(), ++unit)" in common  # the producer's (produce_ring)
+    persistent = (SOURCE_DIR / "tc_persistent.cuh").read_text()
+    assert "produce_ring<STAGES>(sm.smem, sm.full, sm.empty, grid.cluster, grid.clusters, grid.tiles, grid.KT," \
+        in persistent
     for level in ("tc4_persistent.cu", "tc5_swap_ab.cu"):
         src = (SOURCE_DIR / level).read_text()
-        assert "produce_ring<STAGES>(" in src and "grid.cluster, grid.clusters, grid.tiles, grid.KT," in src  # both
+        assert "produce<" in src and "grid, sm, tid," in src  # the producer of the level's own grid
         assert src.count("for (Walk u(grid.cluster, grid.clusters, grid.tiles, grid.KT); u.valid(); u.next())") == 1
         assert "for (int kt = u.kb; kt < u.ke; ++kt, ++it)" in src and "sk_fixup<" in src
 
@@ -612,7 +799,7 @@ int main() {
 }
 """
     src = tmp_path / "walk.cpp"
-    src.write_text("#define __host__\n#define __device__\n#define __forceinline__ inline\n" + _host_block("stream-K") + main)
+    src.write_text("#define __host__\n#define __device__\n#define __forceinline__ inline\n" + _host_block("tc_scheduler.cuh", "stream-K") + main)
     for fill, skip in FILLS:
         exe = tmp_path / f"walk{fill}_{skip}"
         subprocess.run([GXX, "-O1", "-std=c++17", f"-DSK_FILL={fill}", f"-DSK_SKIP_FILL={skip}", "-o", str(exe),
@@ -720,8 +907,22 @@ def test_timeline_build_compiles_without_spills(prec):
         "globaltimer" in _ptx(stamped)
 
 
-def test_timeline_slots_agree_with_the_kernel():
-    assert f"#define TL_SLOTS {tc_common.TL_SLOTS}\n" in _read_source("tc4_persistent.cu")
+@pytest.mark.skipif(shutil.which("g++") is None and shutil.which("clang++") is None,
+                    reason="no host C++ compiler to run the device arithmetic with")
+@pytest.mark.parametrize("source", tc_common.TIMELINE_SOURCES)
+def test_timeline_slots_agree_with_the_kernel(tmp_path, source):
+    """The slots per warpgroup and the units they hold, as each stamped kernel's own text (headers inlined) defines
+    them, evaluated by the host compiler: the host allocates TL_SLOTS per warpgroup and harness/timeline.py reads
+    (TL_SLOTS - 4) // 3 units."""
+    text = _read_source(source)
+    macros = "".join(line + "\n" for line in text.splitlines()
+                     if line.startswith(("#define TL_SLOTS", "#define TL_UNITS")))
+    src = tmp_path / "slots.cpp"
+    src.write_text("#include <cstdio>\n" + macros + 'int main() { printf("%d %d\\n", TL_SLOTS, TL_UNITS); }\n')
+    exe = tmp_path / "slots"
+    subprocess.run([shutil.which("g++") or shutil.which("clang++"), "-o", str(exe), str(src)], check=True)
+    slots, units = map(int, subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split())
+    assert slots == tc_common.TL_SLOTS and units == (tc_common.TL_SLOTS - 4) // 3
 
 
 # ---- tc4's narrower tile where it fills the last wave (NARROW_BN) ------------------------------------------------

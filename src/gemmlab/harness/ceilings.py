@@ -82,7 +82,7 @@ def tma_builds() -> list[tuple[str, str, dict]]:
 def probe_builds() -> list[tuple[str, str, dict]]:
     """(source, entry, defines) of every probe binary the measurement launches."""
     builds = [("probe_l2_ldg.cu", "probe_l2_ldg", {"UNROLL": u}) for u in LDG_UNROLL]
-    # tc_common.cuh's tile macros are unused by the bulk-copy probe but must be defined
+    # tc_layout.cuh's tile macros are unused by the bulk-copy probe but must be defined
     builds += [("probe_l2_bulk.cu", "probe_l2_bulk", {"CHUNK": c, "STAGES": n, **TC_TILE}) for c, n in BULK]
     builds += tma_builds()
     builds += [(p.source, p.entry, p.defines) for p in clock_probes()]

@@ -1,7 +1,7 @@
 """Where a persistent kernel's cycles go, read from inside the kernel.
 
 tc4 (and tc8) built with TIMELINE=1 has each consumer warpgroup stamp clock64 as it works (the layout is
-Timeline's in tc_common.cuh): at its start, when each unit's first k-tile has landed, when the unit's last wgmma
+Timeline's in tc_timeline.cuh): at its start, when each unit's first k-tile has landed, when the unit's last wgmma
 retires, when its epilogue has handed C on, and at its end; %globaltimer at the start and the end puts all warpgroups on
 one time axis. ``summarize`` turns one launch's stamps into a cycle budget:
 

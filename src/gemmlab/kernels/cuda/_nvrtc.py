@@ -103,12 +103,18 @@ def _cache_dir() -> Path:
     return cache_root() / "cubin"
 
 
-def _read_source(source: str) -> str:
-    """Source text with local ``#include "x.cuh"`` lines inlined, so the hash covers headers too."""
+def _read_source(source: str, seen: set[str] | None = None) -> str:
+    """Source text with local ``#include "x.cuh"`` lines inlined, so the hash covers headers too. Each header is
+    inlined once, where it is first included, as its ``#pragma once`` asks: NVRTC then compiles one text."""
+    seen = set() if seen is None else seen
     text = (SOURCE_DIR / source).read_text()
 
     def inline(match: re.Match) -> str:
-        return _read_source(match.group(1))
+        header = match.group(1)
+        if header in seen:
+            return ""
+        seen.add(header)
+        return _read_source(header, seen)
 
     return re.sub(r'^#include "([\w.]+)"\s*$', inline, text, flags=re.M)
 

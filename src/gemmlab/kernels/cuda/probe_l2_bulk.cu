@@ -2,7 +2,7 @@
 // CTA streams CHUNK-byte bulk copies (cp.async.bulk, TMA without a tensor map) of a buffer that fits in L2 into a
 // ring of STAGES shared-memory slots, each slot's mbarrier counting its bytes; CTA c takes chunks c, c + grid, ...
 // of each of `passes` sweeps. Nothing reads the slots: only the L2 -> shared-memory path is timed.
-#include "tc_common.cuh"
+#include "tc_pipeline.cuh"
 
 #ifndef CHUNK
 #define CHUNK 16384

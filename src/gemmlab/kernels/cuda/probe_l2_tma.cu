@@ -7,7 +7,8 @@
 // so the CTAs in flight read the same panels of A and B at about the same k, as the levels' waves do. With
 // `own`, CTA c reads only its own rows of A and of Bᵀ instead: no two SMs read the same line.
 #define TC_BF16 0  // fp32 operands, both K-major: one 128-byte swizzle row is BK = 32 elements of K
-#include "tc_common.cuh"
+#include "tc_ktile.cuh"
+#include "tc_pipeline.cuh"
 
 #define CONSUMER_WARPS 8  // the levels' two consumer warpgroups
 

@@ -3,7 +3,8 @@
 // one group in flight, on a shared-memory stage that never changes, so nothing but the tensor cores holds them.
 // The loop is not unrolled, so its body is one iteration and the SASS test can count its HGMMA against the FLOPs
 // the host counts.
-#include "tc_common.cuh"
+#include "tc_ktile.cuh"
+#include "tc_pipeline.cuh"
 
 extern "C" __global__ void __launch_bounds__(BM / 64 * 128, 1)
     probe_wgmma(int iters, float magic, float *sink, long long *cycles) {
@@ -11,7 +12,7 @@ extern "C" __global__ void __launch_bounds__(BM / 64 * 128, 1)
   unsigned char *stage = aligned_smem(smem_raw);
   for (int i = threadIdx.x; i < STAGE_BYTES / 16; i += blockDim.x)
     reinterpret_cast<uint4 *>(stage)[i] = make_uint4(0, 0, 0, 0);
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the zeros, visible to wgmma's reads
+  fence_proxy_async_smem();  // the zeros, visible to wgmma's reads
   __syncthreads();
   const int cw = threadIdx.x / 128;
   const u32 a = smem_u32(stage) + cw * 64 * 128, b = smem_u32(stage + A_TILE_BYTES);

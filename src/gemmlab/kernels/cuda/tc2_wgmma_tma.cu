@@ -2,7 +2,9 @@
 // tiles guarded by mbarriers. Two warpgroups each own 64 rows of the BM x BN tile; thread 0 issues every copy.
 // No specialization yet: after each k-tile all warpgroups drain their wgmma (wait 0) and meet at __syncthreads
 // before the slot is refilled, so the tensor cores idle once per k-tile.
-#include "tc_common.cuh"
+#include "tc_epilogue.cuh"
+#include "tc_ktile.cuh"
+#include "tc_pipeline.cuh"
 
 extern "C" __global__ void __launch_bounds__(BM / 64 * 128, 1)
     tc2_wgmma_tma(const __grid_constant__ TcArgs args) {

@@ -2,7 +2,9 @@
 // its threads streams k-tiles by TMA into the ring, waiting on each slot's `empty` barrier. Warpgroups 1..CW
 // are consumers: they take the registers (setmaxnreg.inc), wait on `full`, issue wgmma, keep one wgmma group in
 // flight (wait 1) and release the previous slot, so the tensor cores never wait for a block-wide barrier.
-#include "tc_common.cuh"
+#include "tc_epilogue.cuh"
+#include "tc_ktile.cuh"
+#include "tc_pipeline.cuh"
 
 #define CW (BM / 64)  // consumer warpgroups
 

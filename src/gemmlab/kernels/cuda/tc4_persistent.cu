@@ -3,19 +3,23 @@
 // box once and TMA multicasts it to the whole cluster, so B crosses L2->SM once per cluster instead of once per
 // CTA. The ring's phases run on across tiles, so the producer prefetches the next tile's k-tiles while the
 // consumers store the last one.
-// STREAM_K=1 (tc6, clusters off): the walk ends in a stream-K tail (SkWalk, sk_fixup in tc_common.cuh), with the
-// partials' workspace and one flag per tile in args.sk_ws and args.sk_flags.
+// STREAM_K=1 (tc6, clusters off): the walk ends in a stream-K tail (SkWalk in tc_scheduler.cuh, sk_fixup in
+// tc_stream_k.cuh), with the partials' workspace and one flag per tile in args.sk_ws and args.sk_flags.
 // EPI_TMA=1: the consumers store C through shared-memory staging boxes and TMA (store_acc_tma) whenever the host
 // says C's layout allows it (args.c_tma; args.c is then C's tensor map), else directly.
 // TF32_ROUND=2 (TF32): producer warps 1-3 round each landed A tile to nearest in place (tc_round.cuh), and the B
 // tile too where B is handed over K-major (ROUND_B_SMEM=1; else the transpose pre-pass writes Bᵀ rounded); the
 // consumers wait on the slot's `ready` barrier.
 // TIMELINE=1 (gemmlab timeline; whole tiles only): args.timeline holds TL_SLOTS clock readings per consumer
-// warpgroup (Timeline in tc_common.cuh), stamped where each warpgroup's cycles go.
+// warpgroup (Timeline in tc_timeline.cuh), stamped where each warpgroup's cycles go.
 // TC_FP8=1 (tc4_persistent_fp8): fp8 operands, the parameter is Fp8Args, and each consumer thread multiplies its
 // accumulators by the two per-tensor scales (read once, at its start) before storing C, in BF16 with OUT_BF16.
-#include "tc_common.cuh"
+#include "tc_epilogue.cuh"
+#include "tc_ktile.cuh"
+#include "tc_persistent.cuh"
 #include "tc_round.cuh"
+#include "tc_stream_k.cuh"
+#include "tc_timeline.cuh"
 
 #define CW (BM / 64)
 #if TF32_ROUND && TC_BF16
@@ -25,11 +29,6 @@
 #define ROUND_B_SMEM 0
 #endif
 #define ROUND_BYTES (ROUND_B_SMEM ? STAGE_BYTES : A_TILE_BYTES)  // the stage's leading bytes the pass rounds
-#if EPI_TMA
-#define EPI_BYTES (CW * 2 * C_BOX_BYTES)  // two staging boxes per consumer warpgroup, after the ring
-#else
-#define EPI_BYTES 0
-#endif
 
 #if TC_FP8
 typedef Fp8Args KernelArgs;
@@ -40,82 +39,64 @@ typedef TcArgs KernelArgs;
 extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
     tc4_persistent(const __grid_constant__ KernelArgs args) {
   extern __shared__ unsigned char smem_raw[];
-  unsigned char *smem = aligned_smem(smem_raw);
-  u64 *full = reinterpret_cast<u64 *>(smem + STAGES * STAGE_BYTES + EPI_BYTES);
-  u64 *empty = full + STAGES;
-  u64 *ready = empty + STAGES;  // TF32_ROUND=2
+  const PersistentSmem<STAGES, staging_bytes(CW), TF32_ROUND == 2> sm(smem_raw);
   const TmaMap *mapA = &args.a, *mapB = &args.b;
   OutT *C = reinterpret_cast<OutT *>(args.C);
   const int M = args.M, N = args.N, K = args.K;
   const int tid = threadIdx.x, wg = tid / 128;
-  const PersistentGrid<CM, CM * BM, BN> grid(M, N, K);
+  const PersistentGrid<CM, 1> grid(M, N, K);
   const u32 rank = grid.rank;
 
-  if (TF32_ROUND == 2) ready_init<STAGES>(ready);
   // every consumer warp of every CTA that reads the multicast B arrives on `empty`
-  ring_init<STAGES, CM>(full, empty, CW * 4 * CM, mapA, mapB);
+  sm.init<CM, CW>(mapA, mapB);
 
   if (wg == 0) {
-    setmaxnreg_dec<PRODUCER_REGS>();
-    if (tid == 0)
-      produce_ring<STAGES>(
-          smem, full, empty, grid.cluster, grid.clusters, grid.tiles, grid.KT,
-          [&](int tile) {
-            int tm, tn;
-            schedule(tile, grid.tiles_m, grid.tiles_n, GROUP_M, tm, tn);
-            return make_int2((tm * CM + rank) * BM, tn * BN);
-          },
-          [&](unsigned char *stage, u64 *bar, int m0, int n0, int k0) {
-            load_stage<CM>(stage, mapA, mapB, bar, m0, n0, k0, rank);
-          });
-#if TF32_ROUND == 2
-    else if (tid >= 32)
-      pass_ring<STAGES>(full, ready, grid.cluster, grid.clusters, grid.tiles, grid.KT, [&](u32 s) {
-        unsigned char *stage = smem + s * STAGE_BYTES;
-        tile_pass<ROUND_BYTES>(stage, stage, tid - 32, [](float x) { return tf32_rna(x); });
-      });
-#endif
+    produce<TF32_ROUND == 2>(
+        grid, sm, tid,
+        [&](unsigned char *stage, u64 *bar, int m0, int n0, int k0) {
+          load_stage<CM>(stage, mapA, mapB, bar, m0, n0, k0, rank);
+        },
+        [&](u32 s, int t) {
+          unsigned char *stage = sm.smem + s * STAGE_BYTES;
+          tile_pass<ROUND_BYTES>(stage, stage, t, [](float x) { return tf32_rna(x); });
+        });
   } else {
     setmaxnreg_inc<CONSUMER_REGS>();
     const int cw = wg - 1;
     u32 it = 0;  // ring position; unsigned, so % and / by STAGES (a power of two here) are a mask and a shift
-#if EPI_TMA
-    u32 boxes = 0;  // C boxes this warpgroup has stored through its staging boxes
-#endif
+    TileStore out;
     float d[BN / 2];
 #if TC_FP8
     const float scale = *args.scale_a * *args.scale_b;  // loaded under the first tile's mainloop
 #endif
 #if TIMELINE
     Timeline<CW> tlog(args.timeline, cw);
-    tlog.ns(0);
-    tlog.clock(1);
+    tlog.start();
     int unit = 0;
 #endif
     for (Walk u(grid.cluster, grid.clusters, grid.tiles, grid.KT); u.valid(); u.next()) {
-      int tm, tn;
-      schedule(u.tile, grid.tiles_m, grid.tiles_n, GROUP_M, tm, tn);
-      const int m0 = (tm * CM + rank) * BM, n0 = tn * BN;
+      const int2 o = grid.origin(u.tile);
+      const int m0 = o.x, n0 = o.y;
 #if TIMELINE
-      mbar_wait(&full[it % STAGES], (it / STAGES) & 1);  // the loop's first wait, early: it returns at once again
+      mbar_wait(&sm.full[it % STAGES], (it / STAGES) & 1);  // the loop's first wait, early: it returns at once again
       tlog.unit(unit, 0);
 #endif
       for (int kt = u.kb; kt < u.ke; ++kt, ++it) {
         const u32 s = it % STAGES;
-        mbar_wait(&full[s], (it / STAGES) & 1);
+        mbar_wait(&sm.full[s], (it / STAGES) & 1);
 #if TF32_ROUND == 2
-        mbar_wait(&ready[s], (it / STAGES) & 1);
+        mbar_wait(&sm.ready[s], (it / STAGES) & 1);
 #endif
-        const u32 a = smem_u32(smem + s * STAGE_BYTES) + cw * 64 * 128;
-        const u32 b = smem_u32(smem + s * STAGE_BYTES + A_TILE_BYTES);
+        const u32 a = smem_u32(sm.smem + s * STAGE_BYTES) + cw * 64 * 128;
+        const u32 b = smem_u32(sm.smem + s * STAGE_BYTES + A_TILE_BYTES);
         wgmma_fence();
         wgmma_ktile<BN>(d, a, b, kt > u.kb);  // a unit starts from zero (scale-d = 0)
         wgmma_commit();
         wgmma_wait<1>();
-        if (kt > u.kb && tid % 32 == 0) release_slot<CM>(&empty[(it - 1) % STAGES]);
+        if (kt > u.kb && tid % 32 == 0) release_slot<CM>(&sm.empty[(it - 1) % STAGES]);
       }
       wgmma_wait<0>();
-      if (tid % 32 == 0) release_slot<CM>(&empty[(it - 1) % STAGES]);  // the tile's last slot
+      if (tid % 32 == 0) release_slot<CM>(&sm.empty[(it - 1) % STAGES]);  // the tile's last slot
       fence_acc(d);
 #if TIMELINE
       tlog.unit(unit, 1);
@@ -127,21 +108,13 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) d[i] *= scale;
 #endif
-#if EPI_TMA
-      if (args.c_tma) {
-        if (m0 + cw * 64 < M)
-          store_acc_tma<BN, OutT>(&args.c, d, smem + STAGES * STAGE_BYTES + cw * 2 * C_BOX_BYTES, m0 + cw * 64, n0,
-                                  N, 2 + cw, boxes);
-      } else
-#endif
-      if (m0 < M) store_acc<BN>(C, d, m0 + cw * 64, n0, M, N);
+      out.store<BN>(args, C, d, sm.extra, m0, n0, cw, M, N);
 #if TIMELINE
       tlog.unit(unit++, 2);
 #endif
     }
 #if TIMELINE
-    tlog.clock(TL_SLOTS - 2);
-    tlog.ns(TL_SLOTS - 1);
+    tlog.end();
 #endif
   }
 #if EPI_TMA

@@ -1,80 +1,64 @@
 // tc5 (TF32 only): tc4's persistent producer/consumer kernel computing the transposed product, Cᵀ = Bᵀ·Aᵀ, so
 // that no operand needs a transpose pre-pass (tc_swap.cuh: A is wgmma's shared-memory operand, B's fragments
 // come from registers).
-// STREAM_K=1 (tc6, clusters off): the walk ends in a stream-K tail (SkWalk, sk_fixup in tc_common.cuh) and the
-// kernel takes two more arguments, the partials' workspace and one flag per tile.
+// STREAM_K=1 (tc6, clusters off): the walk ends in a stream-K tail (SkWalk in tc_scheduler.cuh, sk_fixup in
+// tc_stream_k.cuh), with the partials' workspace and one flag per tile in args.sk_ws and args.sk_flags.
 // TF32_ROUND (tc_round.cuh): 0 leaves both operands to the tensor cores' truncation; 1 rounds B's fragments to
 // nearest in registers; 2 also has producer warps 1-3 round each landed A tile in place, the consumers waiting
 // on its `ready` barrier; 3 is 1 here, A being rounded before the kernel by the plan's pre-pass.
 #define TC_BF16 0
-#include "tc_common.cuh"
+#include "tc_persistent.cuh"
 #include "tc_round.cuh"
+#include "tc_stream_k.cuh"
 #include "tc_swap.cuh"
 
 extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
     tc5_swap_ab(const __grid_constant__ TcArgs args) {
   extern __shared__ unsigned char smem_raw[];
-  unsigned char *smem = aligned_smem(smem_raw);
-  u64 *full = reinterpret_cast<u64 *>(smem + STAGES * STAGE_BYTES);
-  u64 *empty = full + STAGES;
-  u64 *ready = empty + STAGES;  // TF32_ROUND=2: A rounded in place
+  const PersistentSmem<STAGES, 0, TF32_ROUND == 2> sm(smem_raw);  // `ready`: TF32_ROUND=2, A rounded in place
   const TmaMap *mapA = &args.a, *mapB = &args.b;
   float *C = args.C;
   const int M = args.M, N = args.N, K = args.K;
   const int tid = threadIdx.x, wg = tid / 128;
-  const PersistentGrid<CN, BM, CN * BN> grid(M, N, K);
+  const PersistentGrid<1, CN> grid(M, N, K);
   const u32 rank = grid.rank;
 
-  if (TF32_ROUND == 2) ready_init<STAGES>(ready);
   // every consumer warp of every CTA that reads the multicast A arrives on `empty`
-  ring_init<STAGES, CN>(full, empty, CW * 4 * CN, mapA, mapB);
+  sm.init<CN, CW>(mapA, mapB);
 
   if (wg == 0) {
-    setmaxnreg_dec<PRODUCER_REGS>();
-    if (tid == 0)
-      produce_ring<STAGES>(
-          smem, full, empty, grid.cluster, grid.clusters, grid.tiles, grid.KT,
-          [&](int tile) {
-            int tm, tn;
-            schedule(tile, grid.tiles_m, grid.tiles_n, GROUP_M, tm, tn);
-            return make_int2(tm * BM, (tn * CN + rank) * BN);
-          },
-          [&](unsigned char *stage, u64 *bar, int m0, int n0, int k0) {
-            load_stage_swap(stage, mapA, mapB, bar, m0, n0, k0, rank);
-          });
-#if TF32_ROUND == 2
-    else if (tid >= 32)
-      pass_ring<STAGES>(full, ready, grid.cluster, grid.clusters, grid.tiles, grid.KT, [&](u32 s) {
-        unsigned char *a = smem + s * STAGE_BYTES;
-        tile_pass<A_TILE_BYTES>(a, a, tid - 32, [](float x) { return tf32_rna(x); });
-      });
-#endif
+    produce<TF32_ROUND == 2>(
+        grid, sm, tid,
+        [&](unsigned char *stage, u64 *bar, int m0, int n0, int k0) {
+          load_stage_swap(stage, mapA, mapB, bar, m0, n0, k0, rank);
+        },
+        [&](u32 s, int t) {
+          unsigned char *a = sm.smem + s * STAGE_BYTES;
+          tile_pass<A_TILE_BYTES>(a, a, t, [](float x) { return tf32_rna(x); });
+        });
   } else {
     setmaxnreg_inc<CONSUMER_REGS>();
-    const int cw = wg - 1, w = (tid / 32) % 4, g = (tid % 32) / 4, t = tid % 4;
-    const int col = frag_col(cw, w, g);
-    const u32 lo = b_offset(t, col), hi = b_offset(t + 4, col);
+    const SwapThread me(tid, wg);
     u32 it = 0;  // ring position (unsigned: % and / by STAGES are a mask and a shift)
     float d[BM / 2];
     for (Walk u(grid.cluster, grid.clusters, grid.tiles, grid.KT); u.valid(); u.next()) {
-      int tm, tn;
-      schedule(u.tile, grid.tiles_m, grid.tiles_n, GROUP_M, tm, tn);
-      const int m0 = tm * BM, n0 = (tn * CN + rank) * BN;
+      const int2 o = grid.origin(u.tile);
+      const int m0 = o.x, n0 = o.y;
       for (int kt = u.kb; kt < u.ke; ++kt, ++it) {
         const u32 s = it % STAGES;
-        mbar_wait(&full[s], (it / STAGES) & 1);  // while the previous k-tile's wgmmas run
+        mbar_wait(&sm.full[s], (it / STAGES) & 1);  // while the previous k-tile's wgmmas run
 #if TF32_ROUND == 2
-        mbar_wait(&ready[s], (it / STAGES) & 1);  // ... and A has been rounded
+        mbar_wait(&sm.ready[s], (it / STAGES) & 1);  // ... and A has been rounded
 #endif
         // A wgmma reads its register operand until it completes (PTX: the fragment must not change before a
         // wait_group covers it), and the compiler would put the next fragments in the same registers: so retire
         // the previous k-tile before loading. The other consumer warpgroup's queued wgmmas keep the tensor
         // cores busy through this warpgroup's few-dozen-cycle gap.
         wgmma_wait<0>();
-        if (kt > u.kb && tid % 32 == 0) release_slot<CN>(&empty[(it - 1) % STAGES]);
-        const unsigned char *stage = smem + s * STAGE_BYTES;
+        if (kt > u.kb && tid % 32 == 0) release_slot<CN>(&sm.empty[(it - 1) % STAGES]);
+        const unsigned char *stage = sm.smem + s * STAGE_BYTES;
         u32 a[KSTEPS][4];
-        load_b_frags(stage, lo, hi, a);
+        load_b_frags(stage, me.lo, me.hi, a);
 #if TF32_ROUND >= 1
 #pragma unroll
         for (int kk = 0; kk < KSTEPS; ++kk)
@@ -89,12 +73,12 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
         wgmma_commit();
       }
       wgmma_wait<0>();
-      if (tid % 32 == 0) release_slot<CN>(&empty[(it - 1) % STAGES]);  // the tile's last slot
+      if (tid % 32 == 0) release_slot<CN>(&sm.empty[(it - 1) % STAGES]);  // the tile's last slot
       fence_acc(d);
 #if STREAM_K
       if (!sk_fixup<BM / 2, CW * 128>(u, d, args.sk_ws, args.sk_flags, tid - 128)) continue;
 #endif
-      if (n0 < N) store_acc_t(C, d, m0, n0 + 64 * cw, n0 + col, t, M, N);
+      if (n0 < N) store_acc_t(C, d, m0, n0 + 64 * me.cw, n0 + me.col, me.t, M, N);
     }
   }
   __syncwarp();

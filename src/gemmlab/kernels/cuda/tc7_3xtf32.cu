@@ -15,7 +15,7 @@
 // promotion; the ablation). A consumer retires its wgmmas before every k-tile anyway (a register operand must
 // not change under a running wgmma), so a promotion costs 64 FADDs per thread and no wait.
 #define TC_BF16 0
-#include "tc_common.cuh"
+#include "tc_persistent.cuh"
 #include "tc_round.cuh"
 #include "tc_swap.cuh"
 
@@ -32,66 +32,50 @@ __device__ __forceinline__ void promote(float (&sum)[R], float (&acc)[R]) {
 extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
     tc7_3xtf32(const __grid_constant__ TcArgs args) {
   extern __shared__ unsigned char smem_raw[];
-  unsigned char *smem = aligned_smem(smem_raw);
-  unsigned char *small = smem + STAGES * STAGE_BYTES;
-  u64 *full = reinterpret_cast<u64 *>(small + SMALL_BYTES);
-  u64 *empty = full + STAGES;
-  u64 *ready = empty + STAGES;
+  const PersistentSmem<STAGES, SMALL_BYTES, true> sm(smem_raw);
   const TmaMap *mapA = &args.a, *mapB = &args.b;
   float *C = args.C;
   const int M = args.M, N = args.N, K = args.K;
   const int tid = threadIdx.x, wg = tid / 128;
-  const PersistentGrid<1, BM, BN> grid(M, N, K);
+  const PersistentGrid<1, 1> grid(M, N, K);
 
-  ready_init<STAGES>(ready);
-  ring_init<STAGES, 1>(full, empty, CW * 4, mapA, mapB);  // one `empty` arrival per consumer warp
+  sm.init<1, CW>(mapA, mapB);  // one `empty` arrival per consumer warp
 
   if (wg == 0) {
-    setmaxnreg_dec<PRODUCER_REGS>();
-    if (tid == 0)
-      produce_ring<STAGES>(
-          smem, full, empty, grid.cluster, grid.clusters, grid.tiles, grid.KT,
-          [&](int tile) {
-            int tm, tn;
-            schedule(tile, grid.tiles_m, grid.tiles_n, GROUP_M, tm, tn);
-            return make_int2(tm * BM, tn * BN);
-          },
-          [&](unsigned char *stage, u64 *bar, int m0, int n0, int k0) {
-            load_stage_swap(stage, mapA, mapB, bar, m0, n0, k0, 0);
-          });
-    else if (tid >= 32)
-      pass_ring<STAGES>(full, ready, grid.cluster, grid.clusters, grid.tiles, grid.KT, [&](u32 s) {
-        tile_pass<A_TILE_BYTES>(smem + s * STAGE_BYTES, small + s * A_TILE_BYTES, tid - 32,
-                                [](float x) { return tf32_small_of_stored(x); });
-      });
+    produce<true>(
+        grid, sm, tid,
+        [&](unsigned char *stage, u64 *bar, int m0, int n0, int k0) {
+          load_stage_swap(stage, mapA, mapB, bar, m0, n0, k0, 0);
+        },
+        [&](u32 s, int t) {
+          tile_pass<A_TILE_BYTES>(sm.smem + s * STAGE_BYTES, sm.extra + s * A_TILE_BYTES, t,
+                                  [](float x) { return tf32_small_of_stored(x); });
+        });
   } else {
     setmaxnreg_inc<CONSUMER_REGS>();
-    const int cw = wg - 1, w = (tid / 32) % 4, g = (tid % 32) / 4, t = tid % 4;
-    const int col = frag_col(cw, w, g);
-    const u32 lo = b_offset(t, col), hi = b_offset(t + 4, col);
+    const SwapThread me(tid, wg);
     u32 it = 0;  // ring position (unsigned: % and / by STAGES are a mask and a shift)
     float acc[BM / 2], sum[BM / 2];
     for (Walk u(grid.cluster, grid.clusters, grid.tiles, grid.KT); u.valid(); u.next()) {
-      int tm, tn;
-      schedule(u.tile, grid.tiles_m, grid.tiles_n, GROUP_M, tm, tn);
-      const int m0 = tm * BM, n0 = tn * BN;
+      const int2 o = grid.origin(u.tile);
+      const int m0 = o.x, n0 = o.y;
 #pragma unroll
       for (int i = 0; i < BM / 2; ++i) sum[i] = 0.f;
       for (int kt = u.kb; kt < u.ke; ++kt, ++it) {
         const u32 s = it % STAGES;
-        mbar_wait(&full[s], (it / STAGES) & 1);   // B's fragments and A's big part have landed
-        mbar_wait(&ready[s], (it / STAGES) & 1);  // ... and A's small part is written
+        mbar_wait(&sm.full[s], (it / STAGES) & 1);   // B's fragments and A's big part have landed
+        mbar_wait(&sm.ready[s], (it / STAGES) & 1);  // ... and A's small part is written
         wgmma_wait<0>();  // the previous k-tile's wgmmas: their fragments and its slot are free, acc is final
-        if (kt > u.kb && tid % 32 == 0) release_slot<1>(&empty[(it - 1) % STAGES]);
+        if (kt > u.kb && tid % 32 == 0) release_slot<1>(&sm.empty[(it - 1) % STAGES]);
 #if PROMOTE
         const bool fresh = (kt - u.kb) % PROMOTE == 0;  // a new run of the tensor cores' accumulation
 #else
         const bool fresh = kt == u.kb;
 #endif
         if (fresh && kt > u.kb) promote(sum, acc);
-        const unsigned char *stage = smem + s * STAGE_BYTES;
+        const unsigned char *stage = sm.smem + s * STAGE_BYTES;
         u32 big[KSTEPS][4], sml[KSTEPS][4];
-        load_b_frags(stage, lo, hi, big);
+        load_b_frags(stage, me.lo, me.hi, big);
 #pragma unroll
         for (int kk = 0; kk < KSTEPS; ++kk)
 #pragma unroll
@@ -100,7 +84,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
             big[kk][i] = f32_bits(p.big);
             sml[kk][i] = f32_bits(p.small);
           }
-        const u32 a_big = smem_u32(stage), a_small = smem_u32(small + s * A_TILE_BYTES);
+        const u32 a_big = smem_u32(stage), a_small = smem_u32(sm.extra + s * A_TILE_BYTES);
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < KSTEPS; ++kk) {
@@ -111,9 +95,9 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
         wgmma_commit();
       }
       wgmma_wait<0>();
-      if (tid % 32 == 0) release_slot<1>(&empty[(it - 1) % STAGES]);  // the tile's last slot
+      if (tid % 32 == 0) release_slot<1>(&sm.empty[(it - 1) % STAGES]);  // the tile's last slot
       promote(sum, acc);
-      store_acc_t(C, sum, m0, n0 + 64 * cw, n0 + col, t, M, N);
+      store_acc_t(C, sum, m0, n0 + 64 * me.cw, n0 + me.col, me.t, M, N);
     }
   }
   __syncwarp();

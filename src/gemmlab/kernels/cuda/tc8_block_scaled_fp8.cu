@@ -11,8 +11,11 @@
 // other unit last to first), so the consumers mirror it to pick the scales.
 // PER_TENSOR=1 (tc8_promoted_fp8, precision fp8): one scale per operand, the same loop with the scales' strides at
 // zero: tensor scaling with FP32 accumulation, as cuBLASLt's default promotes.
-// TIMELINE=1: the stamps of tc4 (Timeline in tc_common.cuh).
-#include "tc_common.cuh"
+// TIMELINE=1: the stamps of tc4 (Timeline in tc_timeline.cuh).
+#include "tc_epilogue.cuh"
+#include "tc_ktile.cuh"
+#include "tc_persistent.cuh"
+#include "tc_timeline.cuh"
 
 #ifndef PER_TENSOR
 #define PER_TENSOR 0
@@ -20,11 +23,6 @@
 
 #define CW (BM / 64)
 #define STRADDLE (128 % BN != 0)  // a tile's columns cover two 128-wide blocks of B's scales (BN = 192)
-#if EPI_TMA
-#define EPI_BYTES (CW * 2 * C_BOX_BYTES)  // two staging boxes per consumer warpgroup, after the ring
-#else
-#define EPI_BYTES 0
-#endif
 
 __device__ __forceinline__ float ldg_f32(const float *p) {
   float v;
@@ -35,50 +33,38 @@ __device__ __forceinline__ float ldg_f32(const float *p) {
 extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
     tc8_block_scaled_fp8(const __grid_constant__ Fp8Args args) {
   extern __shared__ unsigned char smem_raw[];
-  unsigned char *smem = aligned_smem(smem_raw);
-  u64 *full = reinterpret_cast<u64 *>(smem + STAGES * STAGE_BYTES + EPI_BYTES);
-  u64 *empty = full + STAGES;
+  const PersistentSmem<STAGES, staging_bytes(CW), false> sm(smem_raw);
   const TmaMap *mapA = &args.a, *mapB = &args.b;
   OutT *C = reinterpret_cast<OutT *>(args.C);
   const int M = args.M, N = args.N, K = args.K;
   const int tid = threadIdx.x, wg = tid / 128;
-  const PersistentGrid<CM, CM * BM, BN> grid(M, N, K);
+  const PersistentGrid<CM, 1> grid(M, N, K);
   const u32 rank = grid.rank;
 
-  ring_init<STAGES, CM>(full, empty, CW * 4 * CM, mapA, mapB);
+  sm.init<CM, CW>(mapA, mapB);
 
   if (wg == 0) {
-    setmaxnreg_dec<PRODUCER_REGS>();
-    if (tid == 0)
-      produce_ring<STAGES>(
-          smem, full, empty, grid.cluster, grid.clusters, grid.tiles, grid.KT,
-          [&](int tile) {
-            int tm, tn;
-            schedule(tile, grid.tiles_m, grid.tiles_n, GROUP_M, tm, tn);
-            return make_int2((tm * CM + rank) * BM, tn * BN);
-          },
-          [&](unsigned char *stage, u64 *bar, int m0, int n0, int k0) {
-            load_stage<CM>(stage, mapA, mapB, bar, m0, n0, k0, rank);
-          });
+    produce<false>(
+        grid, sm, tid,
+        [&](unsigned char *stage, u64 *bar, int m0, int n0, int k0) {
+          load_stage<CM>(stage, mapA, mapB, bar, m0, n0, k0, rank);
+        },
+        [](u32, int) {});
   } else {
     setmaxnreg_inc<CONSUMER_REGS>();
     const int cw = wg - 1;
     const int row = cw * 64 + 16 * ((tid % 128) / 32) + (tid % 32) / 4;  // fragment rows row, row + 8 of the tile
     const int KB = grid.KT;  // k-tiles are the scale blocks: BK = 128
     u32 it = 0, unit = 0;
-#if EPI_TMA
-    u32 boxes = 0;
-#endif
+    TileStore out;
     float acc[BN / 2], part[BN / 2];
 #if TIMELINE
     Timeline<CW> tlog(args.timeline, cw);
-    tlog.ns(0);
-    tlog.clock(1);
+    tlog.start();
 #endif
     for (Walk u(grid.cluster, grid.clusters, grid.tiles, grid.KT); u.valid(); u.next(), ++unit) {
-      int tm, tn;
-      schedule(u.tile, grid.tiles_m, grid.tiles_n, GROUP_M, tm, tn);
-      const int m0 = (tm * CM + rank) * BM, n0 = tn * BN;
+      const int2 o = grid.origin(u.tile);
+      const int m0 = o.x, n0 = o.y;
       const bool down = unit % 2;  // produce_ring's k order
       // Rows past M read the last row's scale: TMA filled their A with zeros, and their C is never stored.
       const float *sa0 = args.scale_a + (PER_TENSOR ? 0 : min(m0 + row, M - 1));
@@ -94,14 +80,14 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
 #if TIMELINE
-      mbar_wait(&full[it % STAGES], (it / STAGES) & 1);
+      mbar_wait(&sm.full[it % STAGES], (it / STAGES) & 1);
       tlog.unit(unit, 0);
 #endif
       for (int kt = u.kb; kt < u.ke; ++kt, ++it) {
         const u32 s = it % STAGES;
-        mbar_wait(&full[s], (it / STAGES) & 1);
-        const u32 a = smem_u32(smem + s * STAGE_BYTES) + cw * 64 * 128;
-        const u32 b = smem_u32(smem + s * STAGE_BYTES + A_TILE_BYTES);
+        mbar_wait(&sm.full[s], (it / STAGES) & 1);
+        const u32 a = smem_u32(sm.smem + s * STAGE_BYTES) + cw * 64 * 128;
+        const u32 b = smem_u32(sm.smem + s * STAGE_BYTES + A_TILE_BYTES);
         wgmma_fence();
         wgmma_ktile<BN>(part, a, b, 0);  // from zero: this k-tile's 128 products alone
         wgmma_commit();
@@ -115,7 +101,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
         }
         wgmma_wait<0>();
         fence_acc(part);
-        if (tid % 32 == 0) release_slot<CM>(&empty[s]);
+        if (tid % 32 == 0) release_slot<CM>(&sm.empty[s]);
         const float lo0 = a0 * b0, lo1 = a1 * b0, hi0 = a0 * b1, hi1 = a1 * b1;
 #pragma unroll
         for (int j = 0; j < BN / 8; ++j) {
@@ -131,21 +117,13 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
 #if TIMELINE
       tlog.unit(unit, 1);
 #endif
-#if EPI_TMA
-      if (args.c_tma) {
-        if (m0 + cw * 64 < M)
-          store_acc_tma<BN, OutT>(&args.c, acc, smem + STAGES * STAGE_BYTES + cw * 2 * C_BOX_BYTES, m0 + cw * 64,
-                                  n0, N, 2 + cw, boxes);
-      } else
-#endif
-      if (m0 < M) store_acc<BN>(C, acc, m0 + cw * 64, n0, M, N);
+      out.store<BN>(args, C, acc, sm.extra, m0, n0, cw, M, N);
 #if TIMELINE
       tlog.unit(unit, 2);
 #endif
     }
 #if TIMELINE
-    tlog.clock(TL_SLOTS - 2);
-    tlog.ns(TL_SLOTS - 1);
+    tlog.end();
 #endif
   }
 #if EPI_TMA

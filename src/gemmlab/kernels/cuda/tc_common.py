@@ -18,7 +18,7 @@ Operand staging, decided per problem and layout before anything launches:
   through the padded copy. C is BF16 (N % 8 for TMA stores) or FP32 (OUT_BF16=0).
 
 Stream-K (``STREAM_K=1``, tc6): the persistent walk ends in a stream-K tail; ``stream_k_units`` is the Python
-model of the device walk (SkWalk in tc_common.cuh), ``stream_k_grid`` picks its grid, and each plan allocates the
+model of the device walk (SkWalk in tc_scheduler.cuh), ``stream_k_grid`` picks its grid, and each plan allocates the
 partials' workspace and the per-tile flags that the kernel finds in its argument struct.
 """
 from __future__ import annotations
@@ -79,7 +79,7 @@ def stage_bytes(bm: int, bn: int) -> int:
     return (bm + bn) * 128
 
 
-TL_SLOTS = 64  # readings per consumer warpgroup with TIMELINE=1 (Timeline in tc_common.cuh, harness/timeline.py)
+TL_SLOTS = 64  # readings per consumer warpgroup with TIMELINE=1 (Timeline in tc_timeline.cuh, harness/timeline.py)
 TIMELINE_SOURCES = ("tc4_persistent.cu", "tc8_block_scaled_fp8.cu")  # the sources that have the stamps
 # Dense tensor-core multiply-adds per SM per clock on Hopper: the datasheet's 989.4 BF16 TFLOPS (494.7 TF32, 1979
 # FP8) for 132 SMs at 1830 MHz is 4096 (2048, 8192) FLOP per SM per clock.

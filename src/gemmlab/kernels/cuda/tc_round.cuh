@@ -9,6 +9,7 @@
 // writes for the async proxy the tensor cores read through, and arrive on the slot's `ready` barrier, which the
 // consumers wait on after `full`. The cost is shared-memory bandwidth: a read and a write of every byte rewritten.
 #pragma once
+#include "tc_pipeline.cuh"
 #include "tc_tf32.cuh"
 
 #ifndef TF32_ROUND
@@ -17,13 +18,7 @@
 #define TF32_ROUND 0
 #endif
 
-// ---- the producer warps' pass over landed k-tiles ----------------------------------------------------------------
-#define PASS_THREADS 96  // producer warps 1-3; warp 0's lane 0 issues the TMA copies
-
-__device__ __forceinline__ void fence_proxy_async_smem() {
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-}
-
+// ---- the producer warps' pass over landed k-tiles (pass_ring in tc_pipeline.cuh) ---------------------------------
 // dst[i] = f(src[i]) over BYTES of FP32 (a multiple of 16), pass thread t taking every PASS_THREADS-th 16-byte
 // chunk: a warp's ld/st.shared.v4 covers 512 contiguous bytes, 4 wavefronts without a bank conflict. The
 // transform is elementwise, so the tiles' 128-byte swizzle does not matter, and dst may be src. Each thread
@@ -45,28 +40,4 @@ __device__ __forceinline__ void tile_pass(const unsigned char *src, unsigned cha
         *reinterpret_cast<float4 *>(dst + 16 * (i + j * PASS_THREADS)) =
             make_float4(f(v[j].x), f(v[j].y), f(v[j].z), f(v[j].w));
   }
-}
-
-// The pass threads' loop: the walk the producer and the consumers take (the same k-tiles in the same ring slots),
-// and for each k-tile: wait until its copies have landed, apply pass(slot), fence the writes for the async proxy
-// and arrive on ready[slot] (PASS_THREADS arrivals complete it). A slot cannot come round again before its
-// consumers, who wait on `ready`, release it, so the pass never falls a phase behind.
-template <int kStages, class Pass>
-__device__ __forceinline__ void pass_ring(u64 *full, u64 *ready, int cta, int ctas, int tiles, int KT, Pass pass) {
-  u32 it = 0;
-  for (Walk u(cta, ctas, tiles, KT); u.valid(); u.next())
-    for (int kt = u.kb; kt < u.ke; ++kt, ++it) {
-      const u32 s = it % kStages;
-      mbar_wait(&full[s], (it / kStages) & 1);
-      pass(s);
-      fence_proxy_async_smem();
-      mbar_arrive(&ready[s]);
-    }
-}
-
-// The `ready` barriers, set up by thread 0 before ring_init's fence and block-wide meeting cover them.
-template <int kStages>
-__device__ __forceinline__ void ready_init(u64 *ready) {
-  if (threadIdx.x == 0)
-    for (int s = 0; s < kStages; ++s) mbar_init(&ready[s], PASS_THREADS);
 }

@@ -14,6 +14,9 @@
 // With CN=2, clusters of 2 CTAs side by side along N need the same A tile: CTA `rank` loads half of its rows
 // and multicasts them, so A crosses L2->SM once per cluster.
 #pragma once
+#include "tc_layout.cuh"
+#include "tc_ptx.cuh"
+#include "tc_wgmma.cuh"
 
 #define CW (BN / 64)                     // consumer warpgroups, 64 columns of C each
 #define B_BOX_COLS 32                    // B moves in boxes of 32 N (one 128-byte swizzle row) x BK K rows
@@ -33,16 +36,34 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const u32 (&a)[4], u
 // sits at chunk (c/4) ^ (k%8), and a warp's K row is t = lane%4 (or t+4): for lanes 0-15 (g = 0..3) the pairs
 // c = 0, 2, 16, 18 (+8 for odd w) have distinct (chunk/4, pair within chunk), so XOR with t in 0..3 spreads
 // them over all 16 bank pairs; lanes 16-31 likewise with c = 4, 6, 20, 22.
-__device__ __forceinline__ int frag_col(int cw, int w, int g) {
+// begin fragment arithmetic (plain C++: the tests run it on the host against the Python model of the map)
+__host__ __device__ __forceinline__ int frag_col(int cw, int w, int g) {
   return 64 * cw + 32 * (w / 2) + 8 * (w % 2) + 2 * (g % 2) + 16 * ((g / 2) % 2) + 4 * (g / 4);
 }
 
 // Byte offset, inside a stage, of B element (K row k, tile column c): box c/32, 128-byte swizzle.
-__device__ __forceinline__ u32 b_offset(int k, int c) {
+__host__ __device__ __forceinline__ u32 b_offset(int k, int c) {
   const int cc = c % B_BOX_COLS;
   return A_TILE_BYTES + (c / B_BOX_COLS) * B_BOX_TILE_BYTES +
          k * 128 + ((((cc >> 2) ^ (k & 7)) << 4) | ((cc & 3) * 4));
 }
+
+// Consumer thread `tid` of warpgroup wg (= tid / 128, as the kernel has it) in the swapped product (tc5, tc7): its
+// consumer warpgroup cw, warp w and lane group g, its K row t of a k8 step, its fragment column col of the tile,
+// and the offsets of its B fragments (load_b_frags).
+struct SwapThread {
+  int cw, w, g, t, col;
+  u32 lo, hi;
+  __host__ __device__ __forceinline__ SwapThread(int tid, int wg)
+      : cw(wg - 1),
+        w((tid / 32) % 4),
+        g((tid % 32) / 4),
+        t(tid % 4),
+        col(frag_col(cw, w, g)),
+        lo(b_offset(t, col)),
+        hi(b_offset(t + 4, col)) {}
+};
+// end fragment arithmetic
 
 // A consumer thread's m64k8 fragments of one k-tile, KSTEPS of them, from the stage: `lo` and `hi` are
 // b_offset(t, col) and b_offset(t + 4, col), K rows t and t+4 of the first k8 step; the swizzle term (k & 7) is
@@ -63,6 +84,7 @@ __device__ __forceinline__ void load_b_frags(const unsigned char *stage, u32 lo,
 // boxes, counted on `bar` (STAGE_BYTES in all: with CN=2 the peer's multicast half lands here too).
 __device__ __forceinline__ void load_stage_swap(unsigned char *stage, const TmaMap *mapA, const TmaMap *mapB,
                                                 u64 *bar, int m0, int n0, int k0, u32 rank) {
+  static_assert(CN == 1 || CN == 2, "clusters of 1 or 2 CTAs along N (CN)");
   mbar_expect_tx(bar, STAGE_BYTES);
   if (CN > 1)
     tma_load_2d_multicast(stage + rank * A_BOX_ROWS * 128, mapA, bar, k0, m0 + rank * A_BOX_ROWS,
