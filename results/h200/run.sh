@@ -12,7 +12,7 @@ TC='cuda/tc[123567]*,cuda/tc4_persistent_[bt]*,peers/cublas_tf32,peers/cublas_bf
 FP8='cuda/tc4_persistent_fp8,cuda/tc8_block_scaled_fp8,cuda/tc8_promoted_fp8,peers/cublaslt_fp8,peers/cublaslt_fp8_promoted,peers/cublaslt_fp8_block,cuda/tc4_persistent_bf16,peers/cublas_bf16'
 R="--repeat 30 --max-seconds 1.5 --pause 0.1"
 T="--repeat 30 --max-seconds 1.0 --pause 0.1 --no-ceilings"
-rm -f "$OUT"/{fp32,tensor_cores,blocks,fp8,seed_1024,api,verify,timeline,accuracy,ceilings}.json
+rm -f "$OUT"/{fp32,tensor_cores,blocks,fp8,seed_1024,api,verify,timeline,timeline_fp8,accuracy,ceilings}.json
 # The roofs of this GPU (DRAM, L2, shared memory, FLOPs per clock per precision), then the seeds' table at 1024³
 g roofline --measure --json "$OUT/ceilings.json"
 g bench --kernels 'cuda/v1_naive,numba/v1_naive,cuda/v2_smem,peers/cublas_fp32' --shape 1024 --no-ceilings --repeat 30 \
@@ -49,6 +49,12 @@ g verify --kernels 'cuda/*' --sample 4 --sanitize --json "$OUT/verify.json"
 # Where tc4's cycles go (BF16 and FP8), from clock stamps inside the kernel; 256x256x4096 is one cluster alone
 g timeline --kernels 'cuda/tc4_persistent_bf16,cuda/tc4_persistent_fp8' --shape 4096 --shape 8192 \
   --shape 2048x3072x4096 --shape 256x256x4096 --json "$OUT/timeline.json"
+# The same stamps for the FP8 levels (tc8 runs more units per warpgroup than the stamps hold at 8192³)
+g timeline --kernels 'cuda/tc8_block_scaled_fp8,cuda/tc8_promoted_fp8,cuda/tc4_persistent_fp8' --shape 4096 \
+  --shape 2048x3072x4096 --json "$OUT/timeline_fp8.json"
+# The distributed ops on this one GPU (NCCL, one rank), into results/h200x1/ beside $OUT
+python3 -m torch.distributed.run --standalone --nproc-per-node 1 -m gemmlab bench --distributed \
+  --json "$OUT/../h200x1/distributed.json"
 # Error against float64 of FP32, TF32 and 3xTF32 products against K and input scale (accuracy.md, .png beside it)
 g accuracy --mn 1024 --json "$OUT/accuracy.json"
 # The reports are rendered from the JSON alone, on any machine:
