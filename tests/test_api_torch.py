@@ -1,6 +1,9 @@
 """gemmlab in PyTorch on the host: tensors in and out, the gemmlab::mm custom op, autograd against torch's own
 gradients, torch.compile(fullgraph=True), and the errors a tensor caller meets."""
+import shutil
+
 import numpy as np
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -66,7 +69,11 @@ def test_out_refused_under_autograd():
         gemmlab.matmul(A.clone().requires_grad_(), B, out=torch.empty(37, 23))
 
 
-def test_torch_compile_fullgraph_traces_through_gemmlab():
+@pytest.mark.parametrize("backend", ["eager", pytest.param("inductor", marks=pytest.mark.skipif(
+    shutil.which("g++") is None and shutil.which("clang++") is None, reason="inductor compiles C++ on the CPU"))])
+def test_torch_compile_fullgraph_traces_through_gemmlab(backend):
+    """Inductor lowers the op through FallbackKernel.create(kernel, ...), so none of gemmlab::mm's arguments may be
+    called ``kernel``."""
     torch._dynamo.reset()
 
     class Model(torch.nn.Module):
@@ -78,7 +85,7 @@ def test_torch_compile_fullgraph_traces_through_gemmlab():
             return torch.relu(gemmlab.matmul(x, self.w.t()))  # nn.Linear's x @ w.T
 
     model = Model()
-    compiled = torch.compile(model, fullgraph=True, backend="eager")
+    compiled = torch.compile(model, fullgraph=True, backend=backend)
     x = torch.randn(37, 29, generator=gen, requires_grad=True)
     y = compiled(x)
     torch.testing.assert_close(y, torch.relu(x @ model.w.t()), rtol=1e-4, atol=1e-4)

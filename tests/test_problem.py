@@ -64,7 +64,7 @@ def test_parse_shape_rejects(text):
 
 
 # what the tensor-core sources and their plans expect of each precision: the defines that select its operand type
-# (tc_common.cuh), the k-tile, the TMA element type, and whether B can be read N-major or comes K-major
+# (tc_layout.cuh), the k-tile, the TMA element type, and whether B can be read N-major or comes K-major
 @pytest.mark.parametrize("name,defines,k_tile,tma,b_n_major,b_kmajor", [
     ("fp32", {"TC_BF16": 0}, 32, "fp32", False, False),
     ("tf32", {"TC_BF16": 0}, 32, "fp32", False, False),

@@ -52,9 +52,9 @@ g timeline --kernels 'cuda/tc4_persistent_bf16,cuda/tc4_persistent_fp8' --shape 
 # The same stamps for the FP8 levels (tc8 runs more units per warpgroup than the stamps hold at 8192³)
 g timeline --kernels 'cuda/tc8_block_scaled_fp8,cuda/tc8_promoted_fp8,cuda/tc4_persistent_fp8' --shape 4096 \
   --shape 2048x3072x4096 --json "$OUT/timeline_fp8.json"
-# The distributed ops on this one GPU (NCCL, one rank), into results/h200x1/ beside $OUT
+# The distributed ops on this one GPU (NCCL, one rank), into ${OUT}x1 (results/h200x1)
 python3 -m torch.distributed.run --standalone --nproc-per-node 1 -m gemmlab bench --distributed \
-  --json "$OUT/../h200x1/distributed.json"
+  --json "${OUT}x1/distributed.json"
 # Error against float64 of FP32, TF32 and 3xTF32 products against K and input scale (accuracy.md, .png beside it)
 g accuracy --mn 1024 --json "$OUT/accuracy.json"
 # The reports are rendered from the JSON alone, on any machine:

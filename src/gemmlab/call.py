@@ -56,7 +56,7 @@ class Prepared:
     scaled: bool = False  # an FP8 plan: launches take the scales' addresses
     copy_scales: tuple = (False, False)  # a scale tensor copied into the layout the kernel reads before each launch
     ones: object = None  # a device float 1.0 for a scale given as None
-    # fixed with the plan, and read on every call
+    # read on every call, so computed once from the plan and host_copy, which nothing changes after construction
     on_device: bool = field(init=False)  # the plan runs on the operands' GPU in place (not on the host or a copy)
     shared: bool = field(init=False)  # the plan holds no workspace, so one plan serves every stream
 

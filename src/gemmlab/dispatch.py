@@ -148,10 +148,13 @@ def choose(problem: Problem, layout: Layout, gpu) -> Choice:
                 return Choice(spec, f"dispatch table for {gpu.name}: #{rank + 1} of the {len(rows)} kernels "
                                     f"measured at {label} ({rows[rank]['ms']:.4g} ms there) that takes "
                                     f"{problem.label()} with {layout.label()} in place")
+        after_copy = [s for s in specs if _copies(layout, s, refuse=False) is not None]
+        if after_copy:
+            return Choice(after_copy[0], f"dispatch table for {gpu.name}: fastest at {label} that takes "
+                                         f"{problem.label()}; none of the measured kernels it may run reads "
+                                         f"{layout.label()} in place", copies=_copies(layout, after_copy[0]))
         if specs:
-            return Choice(specs[0], f"dispatch table for {gpu.name}: fastest at {label} that takes "
-                                    f"{problem.label()}; none of the measured kernels it may run reads {layout.label()} in place",
-                          copies=_copies(layout, specs[0]))
+            _copies(layout, specs[0])  # no copy makes the layout readable: its LayoutError
     spec = next((s for s in (usable(name, measured=False) for name in DEFAULTS[problem.precision]) if s is not None),
                 None)
     if spec is None:

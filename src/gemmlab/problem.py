@@ -83,7 +83,7 @@ class Precision:
 
     @property
     def tensor_core_defines(self) -> dict:
-        """The defines that select its operand type in the tensor-core sources (tc_common.cuh, tc1_mma_sync.cu):
+        """The defines that select its operand type in the tensor-core sources (tc_layout.cuh, tc1_mma_sync.cu):
         TC_BF16=1 for bf16, TC_FP8=1 for fp8, else TF32 from FP32 operands."""
         defines = {"TC_BF16": int(self.tensor_core_type == "bf16")}
         if self.tensor_core_type == "fp8":

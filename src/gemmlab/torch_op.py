@@ -54,7 +54,7 @@ def matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
 
 def _scale_key(s):
     return (type(s).__name__, getattr(s, "dtype", None), tuple(getattr(s, "shape", ())),
-                                   s.stride() if isinstance(s, torch.Tensor) else None, getattr(s, "device", None))
+            s.stride() if isinstance(s, torch.Tensor) else None, getattr(s, "device", None))
 
 
 def direct(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None):

@@ -93,7 +93,7 @@ def epilogue_bytes(p: dict) -> int:
 
 
 def pass_bytes(p: dict) -> int:
-    """Shared memory of the producer warps' pass over landed k-tiles (tc_round.cuh): a `ready` barrier per ring
+    """Shared memory of the producer warps' pass over landed k-tiles (tc_round.cuh; the barriers in tc_persistent.cuh): a `ready` barrier per ring
     slot where they round A in place (TF32_ROUND=2), and for the 3xTF32 source (tc7, the one with a PROMOTE
     interval) also the small part of each slot's A tile, BM rows of 128 bytes, after the ring."""
     if "PROMOTE" in p:

@@ -64,7 +64,7 @@ __device__ __forceinline__ void store_acc(T *C, const float (&d)[TN / 2], int ro
   }
 }
 
-// The same fragment through shared memory and TMA stores (tc4 with EPI_TMA=1), for a C whose row stride TMA can
+// The same fragment through shared memory and TMA stores (tc4 and tc8 with EPI_TMA=1), for a C whose row stride TMA can
 // take (N % 4 == 0, 16-byte aligned base). C moves in boxes of 64 rows x 32 columns (one 128-byte swizzle row of
 // FP32 per tile row), alternating between the warpgroup's two 8 KB staging boxes `stage`: the warpgroup writes
 // one while the TMA unit reads the other out, so the warpgroup is back at its wgmma as soon as its last box is
@@ -150,11 +150,13 @@ struct TileStore {
   template <int TN, typename T>
   __device__ __forceinline__ void store(const TcArgs &args, T *C, const float (&d)[TN / 2], unsigned char *staging,
                                         int m0, int n0, int cw, int M, int N) {
-    if (EPI_TMA && args.c_tma) {
-      if (m0 + cw * 64 < M)
-        store_acc_tma<TN, T>(&args.c, d, staging + staging_offset(cw), m0 + cw * 64, n0, N, 2 + cw, boxes);
-    } else if (m0 < M) {
-      store_acc<TN>(C, d, m0 + cw * 64, n0, M, N);
+    if constexpr (EPI_TMA) {  // an EPI_TMA=0 build has no staging boxes, so not even dead code may address them
+      if (args.c_tma) {
+        if (m0 + cw * 64 < M)
+          store_acc_tma<TN, T>(&args.c, d, staging + staging_offset(cw), m0 + cw * 64, n0, N, 2 + cw, boxes);
+        return;
+      }
     }
+    if (m0 < M) store_acc<TN>(C, d, m0 + cw * 64, n0, M, N);
   }
 };

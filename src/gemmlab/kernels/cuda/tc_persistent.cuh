@@ -12,6 +12,7 @@
 // begin grid arithmetic (plain C++ but for blockIdx and cluster_rank: the tests run it on the host)
 template <int CM_, int CN_>
 struct PersistentGrid {
+  static_assert(CM_ == 1 || CN_ == 1, "a cluster shares one operand: it stacks its CTAs along M or along N");
   enum : int { NCTA = CM_ * CN_ };
   u32 rank;  // this CTA's place in its cluster
   int cluster, clusters, tiles_m, tiles_n, tiles, KT;

@@ -16,7 +16,7 @@ __device__ __forceinline__ void release_slot(u64 *empty) {
     mbar_arrive(empty);
 }
 
-// The warp-specialized levels' start (tc3..tc6): thread 0 prefetches the two tensor maps and sets up the ring,
+// The warp-specialized levels' start (tc3 up): thread 0 prefetches the two tensor maps and sets up the ring,
 // `full[s]` completing on the producer's one arrival plus the TMA bytes, `empty[s]` on `readers` consumer-warp
 // arrivals. Then the block, or with NCTA > 1 the whole cluster, meets, so no barrier is signalled (by a peer's
 // multicast or remote arrival, too) before it exists.
@@ -42,7 +42,7 @@ __device__ __forceinline__ unsigned char *aligned_smem(unsigned char *raw) {
   return raw + pad;
 }
 
-// The producer thread's loop (tc4..tc6): for every unit of this CTA's walk, the tile's origin (origin(tile) ->
+// The producer thread's loop (tc4 up: tc4, tc5, tc7, tc8, and tc6 through tc4 and tc5): for every unit of this CTA's walk, the tile's origin (origin(tile) ->
 // int2 {m0, n0}), then for each of its k-tiles, wait until the ring slot is free (its readers' arrivals on
 // `empty`, from the second lap of the ring on) and issue the k-tile's TMA copies into it through
 // load(stage, full barrier, m0, n0, k0). The consumers walk the same units and slots; they only add, so the

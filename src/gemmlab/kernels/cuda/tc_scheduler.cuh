@@ -4,10 +4,10 @@
 #pragma once
 
 // Tile t of a grid of tiles_m x tiles_n cluster tiles in grouped order: GROUP_M cluster-rows at a time, column
-// by column, so the CTAs working at one moment share A rows and B columns in L2 (tc4, tc5). Odd groups walk their
-// columns right to left, so the tiles after a group's last ones need the B columns just read (and produce_ring's
-// k order alternates to match).
-// begin schedule arithmetic (plain C++: the tests compile it on the host against tile_order in tc_common.py)
+// by column, so the CTAs working at one moment share A rows and B columns in L2 (the persistent levels). Odd groups
+// walk their columns right to left, so the tiles after a group's last ones need the B columns just read (and
+// produce_ring's k order alternates to match).
+// begin schedule arithmetic
 __host__ __device__ __forceinline__ void schedule(int t, int tiles_m, int tiles_n, int group_m, int &tm, int &tn) {
   const int group = group_m * tiles_n;
   const int first = (t / group) * group_m;
