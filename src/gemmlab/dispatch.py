@@ -142,19 +142,20 @@ def choose(problem: Problem, layout: Layout, gpu) -> Choice:
     if entry:
         label, rows = entry
         specs = [s for s in (usable(row["kernel"]) for row in rows) if s is not None]
-        for spec in specs:
-            if _copies(layout, spec, refuse=False) == ():  # read as given
+        copies = [(spec, _copies(layout, spec)) for spec in specs]  # None: no copy makes the layout readable
+        for spec, copied in copies:
+            if copied == ():  # read as given
                 rank = next(i for i, row in enumerate(rows) if row["kernel"] == spec.name)
                 return Choice(spec, f"dispatch table for {gpu.name}: #{rank + 1} of the {len(rows)} kernels "
                                     f"measured at {label} ({rows[rank]['ms']:.4g} ms there) that takes "
                                     f"{problem.label()} with {layout.label()} in place")
-        after_copy = [s for s in specs if _copies(layout, s, refuse=False) is not None]
-        if after_copy:
-            return Choice(after_copy[0], f"dispatch table for {gpu.name}: fastest at {label} that takes "
-                                         f"{problem.label()}; none of the measured kernels it may run reads "
-                                         f"{layout.label()} in place", copies=_copies(layout, after_copy[0]))
+        for spec, copied in copies:
+            if copied is not None:
+                return Choice(spec, f"dispatch table for {gpu.name}: fastest at {label} that takes "
+                                    f"{problem.label()}; none of the measured kernels it may run reads "
+                                    f"{layout.label()} in place", copies=copied)
         if specs:
-            _copies(layout, specs[0])  # no copy makes the layout readable: its LayoutError
+            _refuse(layout, specs[0])
     spec = next((s for s in (usable(name, measured=False) for name in DEFAULTS[problem.precision]) if s is not None),
                 None)
     if spec is None:
@@ -165,18 +166,23 @@ def choose(problem: Problem, layout: Layout, gpu) -> Choice:
                     f"{refusals[0] if refusals else 'none is registered'}")
     why = (f"no dispatch table entry for {problem.precision} on {gpu.name}: {spec.name}, the first of the "
            f"{problem.precision} defaults ({', '.join(DEFAULTS[problem.precision])}) that runs there")
-    return Choice(spec, why, copies=_copies(layout, spec))
+    copied = _copies(layout, spec)
+    if copied is None:
+        _refuse(layout, spec)
+    return Choice(spec, why, copies=copied)
 
 
-def _copies(layout: Layout, spec, refuse: bool = True) -> tuple[str, ...] | None:
-    """The operands ``spec`` would copy to run ``layout`` (a vector, ANY, is read in either major); a layout no copy
-    makes readable raises LayoutError, or with refuse=False is None."""
+def _copies(layout: Layout, spec) -> tuple[str, ...] | None:
+    """The operands ``spec`` would copy to run ``layout`` (a vector, ANY, is read in either major); None where no
+    copy makes the layout readable."""
     runs = target_layout(layout, spec.layouts)
     if runs is None:
-        if not refuse:
-            return None
-        from gemmlab.errors import LayoutError
-
-        raise LayoutError(spec.layout_refusal(layout))
+        return None
     return tuple(name for name, given, used in (("A", layout.a, runs.a), ("B", layout.b, runs.b))
                  if given not in (used, ANY))
+
+
+def _refuse(layout: Layout, spec):
+    from gemmlab.errors import LayoutError
+
+    raise LayoutError(spec.layout_refusal(layout))

@@ -317,9 +317,8 @@ def test_a_failed_launch_names_the_driver_error(stub):
         plan.launch(0xA0, 0xB0, 0xC0)
 
 
-def test_launches_compile_nothing_and_read_no_file(stub, monkeypatch):
-    stub.stub_reset()
-    plan, _ = make(stub, "cuda/tc4_persistent_bf16", (1024, 1024, 1024))
+def _forbid_files_and_the_compiler(monkeypatch):
+    """From here on, opening a file or compiling raises: what a launch of a made plan may not do."""
     import builtins
 
     from gemmlab.kernels.cuda import _nvrtc
@@ -330,6 +329,12 @@ def test_launches_compile_nothing_and_read_no_file(stub, monkeypatch):
     monkeypatch.setattr(builtins, "open", refuse)
     monkeypatch.setattr(_nvrtc, "_compile_cached", refuse)
     monkeypatch.setattr(Path, "read_text", refuse)
+
+
+def test_launches_compile_nothing_and_read_no_file(stub, monkeypatch):
+    stub.stub_reset()
+    plan, _ = make(stub, "cuda/tc4_persistent_bf16", (1024, 1024, 1024))
+    _forbid_files_and_the_compiler(monkeypatch)
     for i in range(3):
         plan.launch(0x7000_0000_0000 + 256 * i, 0x7100_0000_0000, 0x7200_0000_0000)
     assert stub.stub_launches() == 3
@@ -424,16 +429,7 @@ def test_tc8_plan_and_fp32_output_variant(stub):
 def test_fp8_launches_compile_nothing_and_read_no_file(stub, monkeypatch):
     stub.stub_reset()
     plan, _ = make(stub, "cuda/tc8_block_scaled_fp8", (1024, 1024, 1024), FP8_COL)
-    import builtins
-
-    from gemmlab.kernels.cuda import _nvrtc
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("the hot path touched a file or the compiler")
-
-    monkeypatch.setattr(builtins, "open", refuse)
-    monkeypatch.setattr(_nvrtc, "_compile_cached", refuse)
-    monkeypatch.setattr(Path, "read_text", refuse)
+    _forbid_files_and_the_compiler(monkeypatch)
     for i in range(3):
         plan.launch(0x7000_0000_0000 + 256 * i, 0x7100_0000_0000, 0x7200_0000_0000, 0, 0x7300_0000_0000 + 16 * i,
                     0x7400_0000_0000)
