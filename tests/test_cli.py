@@ -92,6 +92,16 @@ def test_bench_append_merges_runs_and_keeps_every_command(tmp_path):
     assert len(data["env"]["commands"]) == 2 and "9x7x5" in data["env"]["commands"][1]
 
 
+def test_bench_append_replaces_a_kernel_timed_again_at_a_shape(tmp_path):
+    out = tmp_path / "r.json"
+    for shape in ("16x8x4", "9x7x5", "16x8x4"):
+        proc = gemmlab("bench", "--shape", shape, "--kernels", "cpu/blas", "--json", str(out), "--append")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = json.loads(out.read_text())
+    assert [(r["m"], r["n"], r["k"]) for r in data["records"]] == [(9, 7, 5), (16, 8, 4)]
+    assert len(data["env"]["commands"]) == 3
+
+
 def test_timeline_names_what_it_cannot_do():
     proc = gemmlab("timeline", "--kernels", "cuda/tc5_swap_ab_tf32")
     assert proc.returncode == 2 and "has none" in proc.stderr

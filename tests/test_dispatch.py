@@ -29,10 +29,13 @@ def own_cache(tmp_path, monkeypatch):
     dispatch.load_table.cache_clear()
 
 
-def record(kernel, ms, precision="bf16", shape=(4096, 4096, 4096), verified=True, backend="cuda"):
+def record(kernel, ms, precision="bf16", shape=(4096, 4096, 4096), verified=True, backend="cuda", host_us=None):
     m, n, k = shape
-    return {"kernel": kernel, "backend": backend, "precision": precision, "m": m, "n": n, "k": k,
-            "median_ms": ms if verified else None, "verified": verified, "status": "ok" if verified else "FAILED"}
+    r = {"kernel": kernel, "backend": backend, "precision": precision, "m": m, "n": n, "k": k,
+         "median_ms": ms if verified else None, "verified": verified, "status": "ok" if verified else "FAILED"}
+    if host_us is not None:
+        r["call_host_us"] = host_us
+    return r
 
 
 def run(*records, gpu="NVIDIA H200"):
@@ -72,6 +75,30 @@ def test_table_from_results_ranks_verified_kernels_of_gemmlab_only():
     rows = table["NVIDIA H200"]["bf16"]["4096x4096x4096"]
     assert [(r["kernel"], r["ms"]) for r in rows] == [("cuda/tc6_stream_k_bf16", 0.20), ("cuda/tc4_persistent_bf16", 0.205)]
     assert dispatch.table_from_results({"env": {"gpu": None}, "records": []}) == {}
+
+
+def test_where_host_time_binds_the_kernel_with_fewer_launches_wins():
+    """tc5 is faster on the GPU at 256³ but launches twice (the rounding pre-pass): a caller waits for its host time,
+    which binds; tc6's one launch costs less on the host than its GPU time, which then binds."""
+    small = (256, 256, 256)
+    table = dispatch.table_from_results(run(
+        record("cuda/tc5_swap_ab_tf32", 0.0120, "tf32", small, host_us=21.0),
+        record("cuda/tc6_stream_k_tf32", 0.0165, "tf32", small, host_us=15.0),
+        record("cuda/tc4_persistent_tf32", 0.0150, "tf32", small),  # no host time recorded: its GPU time
+        record("cuda/tc6_stream_k_tf32", 0.0160, "tf32", small, host_us=30.0)))  # slower per call than 16.5 µs
+    rows = table["NVIDIA H200"]["tf32"]["256x256x256"]
+    assert [(r["kernel"], r["ms"]) for r in rows] == [("cuda/tc4_persistent_tf32", 0.0150),
+                                                       ("cuda/tc6_stream_k_tf32", 0.0165),
+                                                       ("cuda/tc5_swap_ab_tf32", 0.0120)]
+    assert dispatch.per_call_ms(rows[2]) == pytest.approx(0.021) and dispatch.per_call_ms(rows[1]) == 0.0165
+    dispatch.record(run(*(record(r["kernel"], r["ms"], "tf32", small, host_us=r.get("host_us")) for r in rows[1:])))
+    choice = dispatch.choose(Problem(*small, "tf32"), ROW_MAJOR, H200)
+    assert choice.spec.name == "cuda/tc6_stream_k_tf32" and "host time" not in choice.why
+    # where the host time is the longer, the reason says it binds
+    dispatch.record(run(record("cuda/tc6_stream_k_tf32", 0.0100, "tf32", small, host_us=14.0),
+                        record("cuda/tc5_swap_ab_tf32", 0.0090, "tf32", small, host_us=21.0)))
+    choice = dispatch.choose(Problem(*small, "tf32"), ROW_MAJOR, H200)
+    assert choice.spec.name == "cuda/tc6_stream_k_tf32" and "14 µs of host time a call, which binds" in choice.why
 
 
 def test_a_bench_run_updates_this_machines_table(tmp_path):

@@ -200,10 +200,18 @@ def _earlier_run(path: Path) -> dict:
 
 
 def _merge(old: dict, new: dict) -> dict:
-    """--append: add a run's records to a results file written by an earlier run on the same GPU."""
+    """--append: add a run's records to a results file written by an earlier run on the same GPU; a kernel timed
+    again at a shape and precision replaces its earlier record there (and a peer's noise entry its earlier one)."""
+    def key(r, *fields):
+        return tuple(r.get(f) for f in fields)
+
+    def newer(earlier, later, *fields):
+        again = {key(r, *fields) for r in later}
+        return [r for r in earlier if key(r, *fields) not in again] + later
+
     merged = dict(old)
-    merged["records"] = old["records"] + new["records"]
-    merged["noise"] = old.get("noise", []) + new.get("noise", [])
+    merged["records"] = newer(old["records"], new["records"], "kernel", "precision", "m", "n", "k")
+    merged["noise"] = newer(old.get("noise", []), new.get("noise", []), "kernel", "m", "n", "k")
     merged["notes"] = old.get("notes", []) + [n for n in new.get("notes", []) if n not in old.get("notes", [])]
     commands = old["env"].get("commands") or [old["env"].get("command")]
     merged["env"] = {**old["env"], "commands": [c for c in commands if c] + [new["env"]["command"]]}

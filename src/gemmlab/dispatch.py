@@ -8,6 +8,10 @@ nearest measured shape (in log space over M, N and K) is read in order, and the 
 and reads the operands' layout in place wins; if none reads the layout in place, the first that takes the problem,
 after a copy. Without an entry for this GPU, each precision's default level runs.
 
+"Fastest" is what a caller issuing calls back to back waits per call: the GPU time, or where a record carries it
+(small problems, ``call_host_us``), the host time of one gemmlab.matmul call with that kernel if that is longer. A
+kernel whose plan launches twice (a pre-pass, then the kernel) can be the faster on the GPU and the slower to call.
+
 Host arrays (NumPy, CPU tensors) run on the host (cpu/blas), as torch runs CPU tensors on the CPU. A measured kernel
 whose spec says why it is not for "auto" (``KernelSpec.auto_refusal``: tc7_3xtf32, whose splits turn an infinite
 input into NaN; the TF32 builds that truncate instead of rounding to nearest) runs only when named; the defaults are
@@ -43,9 +47,14 @@ class Choice:
     copies: tuple[str, ...] = ()  # operands gemmlab.matmul copies into row-major order first
 
 
+def per_call_ms(row: dict) -> float:
+    """A table row's time per call: its GPU time, or its host time where that binds."""
+    return max(row["ms"], row.get("host_us", 0.0) / 1e3)
+
+
 def table_from_results(results: dict) -> dict:
-    """{gpu: {precision: {"MxNxK": [{"kernel", "ms"}, ...fastest first]}}} from a results JSON's verified records
-    of gemmlab's GPU kernels."""
+    """{gpu: {precision: {"MxNxK": [{"kernel", "ms"[, "host_us"]}, ...fastest per call first]}}} from a results
+    JSON's verified records of gemmlab's GPU kernels."""
     gpu = ((results.get("env") or {}).get("gpu") or {}).get("name")
     table: dict = {}
     if not gpu:
@@ -55,15 +64,22 @@ def table_from_results(results: dict) -> dict:
             continue
         label = f"{r['m']}x{r['n']}x{r['k']}"
         rows = table.setdefault(gpu, {}).setdefault(r["precision"], {}).setdefault(label, [])
-        rows.append({"kernel": r["kernel"], "ms": r["median_ms"]})
+        row = {"kernel": r["kernel"], "ms": r["median_ms"]}
+        if r.get("call_host_us"):
+            row["host_us"] = r["call_host_us"]
+        rows.append(row)
     for shapes in table.get(gpu, {}).values():
         for label, rows in shapes.items():
             best: dict = {}
-            for row in rows:  # a kernel timed twice (two runs merged) keeps its faster median
-                if row["kernel"] not in best or row["ms"] < best[row["kernel"]]["ms"]:
+            for row in rows:  # a kernel timed twice (two runs merged) keeps its faster record
+                if row["kernel"] not in best or _rank(row) < _rank(best[row["kernel"]]):
                     best[row["kernel"]] = row
-            shapes[label] = sorted(best.values(), key=lambda row: row["ms"])
+            shapes[label] = sorted(best.values(), key=_rank)
     return table
+
+
+def _rank(row: dict) -> tuple:
+    return per_call_ms(row), row["ms"]
 
 
 def table_from_runs(runs: list[dict]) -> dict:
@@ -147,7 +163,7 @@ def choose(problem: Problem, layout: Layout, gpu) -> Choice:
             if copied == ():  # read as given
                 rank = next(i for i, row in enumerate(rows) if row["kernel"] == spec.name)
                 return Choice(spec, f"dispatch table for {gpu.name}: #{rank + 1} of the {len(rows)} kernels "
-                                    f"measured at {label} ({rows[rank]['ms']:.4g} ms there) that takes "
+                                    f"measured at {label} ({_measured(rows[rank])} there) that takes "
                                     f"{problem.label()} with {layout.label()} in place")
         for spec, copied in copies:
             if copied is not None:
@@ -170,6 +186,13 @@ def choose(problem: Problem, layout: Layout, gpu) -> Choice:
     if copied is None:
         _refuse(layout, spec)
     return Choice(spec, why, copies=copied)
+
+
+def _measured(row: dict) -> str:
+    text = f"{row['ms']:.4g} ms on the GPU"
+    if row.get("host_us", 0.0) / 1e3 > row["ms"]:
+        text += f", {row['host_us']:.3g} µs of host time a call, which binds"
+    return text
 
 
 def _copies(layout: Layout, spec) -> tuple[str, ...] | None:

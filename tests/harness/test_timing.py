@@ -163,3 +163,21 @@ def test_block_summary_is_the_median_of_block_medians():
     s = block_summary(rows)
     assert s["median_ms"] == 0.20 and s["mhz"] == 1650 and s["watts"] == 690 and s["samples"] == 30
     assert s["blocks_ms"] == [0.20, 0.21, 0.19] and s["spread_pct"] == pytest.approx(100 * (0.21 / 0.19 - 1))
+
+
+def test_host_time_per_call_is_the_median_wall_time_with_the_queue_kept_short(monkeypatch):
+    """Each call's wall time alone (the synchronize calls outside it), the queue drained every ``queue`` calls."""
+    from gemmlab.harness import timing
+
+    clock = iter(range(10_000))
+    monkeypatch.setattr(timing.time, "perf_counter", lambda: next(clock) * 1e-6)  # 1 µs between any two reads
+    calls, syncs = [], []
+
+    def call():
+        calls.append(1)
+        if len(calls) % 3 == 0:  # every third call reads the clock twice more: 3 µs where the others take 1
+            timing.time.perf_counter(), timing.time.perf_counter()
+
+    us = timing.host_us_per_call(call, lambda: syncs.append(len(calls)), calls=30, warmup=2, queue=10)
+    assert len(calls) == 32 and us == pytest.approx(1.0)
+    assert syncs == [2, 2, 12, 22, 32]

@@ -12,7 +12,7 @@ import pytest
 import sass
 
 from gemmlab.errors import CompileError, InvalidConfigError
-from gemmlab.kernels.cuda import tc_common
+from gemmlab.kernels.cuda import tc5_swap_ab, tc_common
 from gemmlab.kernels.cuda._nvrtc import SOURCE_DIR, _read_source, compile_cuda
 from gemmlab.kernels.cuda._tma import TiledMap
 from gemmlab.kernels.registry import list_kernels
@@ -855,6 +855,37 @@ def test_tc6_is_its_base_level_with_stream_k(spec):
     assert spec.stream_k_tiles(seed) == (0 if spec.precision == "bf16" else 192)
     if spec.precision == "bf16":
         assert spec.for_problem(seed).params == {**base.params, "BN": 192, "NARROW_BN": 0}
+
+
+def test_small_tf32_problems_round_a_in_shared_memory_in_one_launch():
+    """tc6 TF32 up to ONE_LAUNCH_MNK multiply-adds: TF32_ROUND=2 (no pre-pass), split or not; above it, tc5's
+    pre-pass. The traffic model and the configurations verify --sanitize runs follow the same rule."""
+    from gemmlab.kernels.cuda import tc6_stream_k
+
+    tf32 = next(s for s in TC6 if s.precision == "tf32")
+    limit = tc6_stream_k.ONE_LAUNCH_MNK
+    assert tf32.one_launch_mnk == limit == 512 ** 3
+    for shape, rounds in (((512, 512, 512), 2), ((256, 256, 256), 2), ((17, 33, 5), 2), ((513, 512, 512), 3),
+                          ((1024, 1024, 1024), 3), ((4096, 4096, 4096), 3)):
+        problem = Problem(*shape, "tf32")
+        runs = tf32.for_problem(problem)
+        assert runs.params["TF32_ROUND"] == rounds, shape
+        traffic = tf32.traffic(problem)
+        m, n, k = shape
+        assert traffic.prepass == (0 if rounds == 2 else 8 * m * k), shape
+        assert ("rounding pre-pass" in traffic.basis) == (rounds == 3)
+    # a small problem whose K gives stream-K nothing to split runs the base level, still in one launch
+    tiny_k = Problem(256, 256, 32, "tf32")
+    assert tf32.stream_k_tiles(tiny_k) == 0
+    assert tf32.for_problem(tiny_k).params == {**tc5_swap_ab.PARAMS, "TF32_ROUND": 2}
+    # the in-place pass reads and writes A's tiles in shared memory: more shared-memory bytes than the pre-pass build
+    small = Problem(512, 512, 512, "tf32")
+    pre_pass = tc_common.wgmma_traffic("tf32", 256, 128, prepass=False, stream_k=True, group_m=8, swap_ab=True,
+                                       round_a=True)(small)
+    assert tf32.traffic(small).smem > pre_pass.smem and tf32.traffic(small).global_read < pre_pass.global_read
+    assert [c.params["TF32_ROUND"] for c in tf32.configurations()] == [3, 2]
+    assert all(c.for_problem(small).params["TF32_ROUND"] == c.params["TF32_ROUND"] for c in tf32.configurations())
+    assert not next(s for s in TC6 if s.precision == "bf16").one_launch_mnk
 
 
 def test_tc6_refuses_clusters_and_bad_values():

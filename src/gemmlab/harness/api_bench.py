@@ -95,22 +95,6 @@ def _interleaved(torch, calls, sets, rounds, max_seconds, min_rounds, clean):
     return [statistics.median(t) for t in times], r
 
 
-def _host_overhead_us(torch, fn, a, b, calls: int) -> float:
-    """Median wall time of one Python call that never waits for the GPU (the queue stays far from full)."""
-    for _ in range(10):
-        fn(a, b)
-    torch.cuda.synchronize()
-    samples = []
-    for i in range(calls):
-        if i % 100 == 0:
-            torch.cuda.synchronize()  # keep the launch queue short
-        t0 = time.perf_counter()
-        fn(a, b)
-        samples.append(time.perf_counter() - t0)
-    torch.cuda.synchronize()
-    return 1e6 * statistics.median(samples)
-
-
 def run_api_bench(opts: ApiBenchOptions, say=print) -> dict:
     import torch
 
@@ -118,7 +102,7 @@ def run_api_bench(opts: ApiBenchOptions, say=print) -> dict:
     from gemmlab import device
     from gemmlab.harness import env
     from gemmlab.harness.reference import tolerance_for
-    from gemmlab.harness.timing import rotation_sets
+    from gemmlab.harness.timing import host_us_per_call, rotation_sets
     from gemmlab.problem import Problem
 
     info = device.require_gpu("gemmlab bench --api")
@@ -155,8 +139,9 @@ def run_api_bench(opts: ApiBenchOptions, say=print) -> dict:
             rec.update(api_ms=api_ms, torch_ms=torch_ms, api_ratio=torch_ms / api_ms, rounds=rounds,
                        api_tflops=problem.flops() / api_ms / 1e9, torch_tflops=problem.flops() / torch_ms / 1e9)
             if shape == (256, 256, 256) and not linear:
-                rec["overhead_us"] = _host_overhead_us(torch, ours, a, b, opts.overhead_calls)
-                rec["torch_overhead_us"] = _host_overhead_us(torch, theirs, a, b, opts.overhead_calls)
+                rec["overhead_us"], rec["torch_overhead_us"] = (
+                    host_us_per_call(lambda f=f: f(a, b), torch.cuda.synchronize, opts.overhead_calls)
+                    for f in (ours, theirs))
         records.append(rec)
         say(_line(rec))
         del sets

@@ -34,6 +34,8 @@ from gemmlab.problem import SEED_SHAPE, Problem, get_precision
 
 CPU_SHAPE = (256, 384, 512)  # the seed shape divided by 8: V0 runs it in well under a second
 ARCH = "sm_90a"  # what CUDA C kernels are compiled for without a GPU to ask
+# below this GPU time a call's host time can bind a caller, so records carry it (call_host_us); far above any call's
+HOST_BOUND_MS = 0.1
 PEERS = {"fp32": "peers/cublas_fp32", "tf32": "peers/cublas_tf32", "bf16": "peers/cublas_bf16",
          "fp8": "peers/cublaslt_fp8", "fp8_block": "peers/cublaslt_fp8_block"}
 # Where a precision's peer cannot run (a torch without blockwise scaled matmul), the ratio is taken against this
@@ -364,6 +366,8 @@ def _bench_one(spec, problem, rec, sets, opts, dev, bw, info, peer_launch=None):
     timing_args = (sets, opts.timing, info.max_sm_clock_mhz, _set_bytes(problem), info.l2_bytes)
     _fill_timing(rec, time_gpu(launch, *timing_args), problem, dev, bw, spec)
     rec.status = Status.OK
+    if spec.backend != "peer" and rec.median_ms < HOST_BOUND_MS and problem.prec.scaling is None:
+        rec.call_host_us = _call_host_us(spec, problem, sets[0])
     if peer_launch is not None:
         mine, peer = time_interleaved([launch, peer_launch], *timing_args)
         rec.interleaved = {"kernel_ms": mine.median_ms, "peer_ms": peer.median_ms,
@@ -373,6 +377,41 @@ def _bench_one(spec, problem, rec, sets, opts, dev, bw, info, peer_launch=None):
             rec.blocks = {"kernel": mine, "peer": peer, "ratio": peer["median_ms"] / mine["median_ms"],
                           "rounds": opts.blocks.rounds, "seconds": opts.blocks.seconds}
     return launch
+
+
+def _call_host_us(spec, problem, operands) -> float:
+    """Host time of one ``gemmlab.matmul(A, B, kernel=spec.name, out=C)`` on the run's operands (torch tensors over
+    the same memory where torch has CUDA, as most callers hold; else the CuPy arrays): the call's checks, plan
+    lookup and every launch its plan makes. kernel="auto" weighs it against the GPU time (gemmlab.dispatch)."""
+    import cupy
+
+    import gemmlab
+    from gemmlab.harness.timing import host_us_per_call
+
+    a, b, c = operands
+    torch = _cuda_torch()
+    if torch is not None:
+        a, b, c = (_as_tensor(torch, x) for x in (a, b, c))
+        sync = torch.cuda.synchronize
+    else:
+        sync = cupy.cuda.get_current_stream().synchronize
+    return host_us_per_call(lambda: gemmlab.matmul(a, b, spec.name, precision=problem.precision, out=c), sync)
+
+
+def _as_tensor(torch, x):
+    """A torch tensor over CuPy array ``x``'s memory (BF16 through its bits: the CUDA array interface has no
+    bfloat16 type)."""
+    if x.dtype.name == "bfloat16":
+        return torch.as_tensor(x.view("int16"), device="cuda").view(torch.bfloat16)
+    return torch.as_tensor(x, device="cuda")
+
+
+def _cuda_torch():
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch if torch.cuda.is_available() else None
 
 
 def _noise(peer_rec, problem, sets, opts, info, results):

@@ -21,8 +21,8 @@ class Status(str, Enum):
     SIMULATED = "simulated"  # no GPU: verified under numba's CUDA simulator
 
 
-_OPTIONAL = ("registers", "spills", "smem_static", "smem_bytes", "interleaved", "blocks", "prev_kernel", "simulator",
-             "recipe_err", "recipe_tolerance", "peer_note")
+_OPTIONAL = ("registers", "spills", "smem_static", "smem_bytes", "call_host_us", "interleaved", "blocks", "prev_kernel",
+             "simulator", "recipe_err", "recipe_tolerance", "peer_note")
 
 
 @dataclass
@@ -62,6 +62,7 @@ class BenchRecord:
     spills: int | None = None
     smem_static: int | None = None
     smem_bytes: int | None = None
+    call_host_us: float | None = None  # host time of one gemmlab.matmul call with this kernel (small problems)
     interleaved: dict | None = None  # the kernel and its peer timed launch by launch
     blocks: dict | None = None  # ... and in alternating blocks at steady power (bench --blocks)
     prev_kernel: str | None = None

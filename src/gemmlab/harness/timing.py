@@ -233,6 +233,24 @@ def block_summary(rows: list[dict]) -> dict:
             "mhz": med("mhz"), "watts": med("watts"), "samples": sum(r["samples"] for r in rows)}
 
 
+def host_us_per_call(call, synchronize, calls: int = 300, warmup: int = 10, queue: int = 100) -> float:
+    """Median wall time of one ``call()`` that never waits for the GPU, in µs: what a caller issuing calls back to
+    back pays on the host per call. ``synchronize`` drains the GPU every ``queue`` calls, so the launch queue stays
+    far from full (a full queue would make a launch wait for the GPU)."""
+    for _ in range(warmup):
+        call()
+    synchronize()
+    samples = []
+    for i in range(calls):
+        if i % queue == 0:
+            synchronize()
+        t0 = time.perf_counter()
+        call()
+        samples.append(time.perf_counter() - t0)
+    synchronize()
+    return 1e6 * statistics.median(samples)
+
+
 def time_cpu(launch, a, b, c, opts: TimingOptions) -> Timing:
     """Wall-clock samples of a host kernel (first call outside: it may JIT-compile)."""
     launch(a, b, c)

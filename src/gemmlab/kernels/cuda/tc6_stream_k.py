@@ -21,6 +21,10 @@ CTA's makespan is 2 tiles for 1.45 tiles of work; 8192³ (2048 tiles, 15.5 waves
 Predicted gain (before measuring): at 2048x3072x4096 the makespan falls from 2 to 1.45 tiles plus one 128 KB
 partial written and read per split tile, up to 25-30% faster; at 4096³ and 8192³ 1-2.5% (3% of tail, less the
 fixup traffic and the owners' waits).
+TF32 up to ONE_LAUNCH_MNK multiply-adds (512³): one launch, A rounded in shared memory by the producer warps
+(TF32_ROUND=2) instead of by tc5's pre-pass. Why: at that size a call is bound by host time, not GPU time, and the
+pre-pass's second launch costs the host more than the in-place pass costs the GPU, which stream-K's grid spreads
+over many SMs where tc5 has a few CTAs for the few tiles (docs/tensor_cores.md, "One launch for small TF32").
 Measured: results/h200/tensor_cores.json. It gained far less than predicted; docs/tensor_cores.md ("tc6: a
 stream-K tail") has the figures, the likely causes, and the runs behind SK_SKIP_FILL.
 """
@@ -30,6 +34,7 @@ from gemmlab.kernels.cuda.tc_common import SK_FILL, SK_SKIP_FILL, WgmmaKernel, w
 SK = {"STREAM_K": 1, "SK_FILL": SK_FILL, "SK_SKIP_FILL": SK_SKIP_FILL}
 BF16 = {**{k: v for k, v in tc4_persistent.BASE.items() if k != "NARROW_BN"}, "CM": 1, **SK}
 TF32 = {**tc5_swap_ab.PARAMS, "CN": 1, **SK}
+ONE_LAUNCH_MNK = 512 ** 3
 
 SPECS = [
     WgmmaKernel(
@@ -46,10 +51,14 @@ SPECS = [
         name="cuda/tc6_stream_k_tf32", level=6, precision="tf32", kind="persistent", swap_ab=True,
         title="tf32 tc5 (Cᵀ = Bᵀ·Aᵀ, B fragments from registers) with a stream-K tail, deterministic fixup",
         source="tc5_swap_ab.cu", entry="tc5_swap_ab", params=dict(TF32), whole_tiles=dict(tc5_swap_ab.PARAMS),
+        one_launch_mnk=ONE_LAUNCH_MNK,
         constraints=lambda p: wgmma_constraints(p, specialized=True, swap_ab=True),
         traffic_model=wgmma_traffic("tf32", TF32["BM"], TF32["BN"], prepass=False, stream_k=True,
                                     group_m=TF32["GROUP_M"], swap_ab=True, round_a=TF32["TF32_ROUND"] == 3,
-                                    whole=tc5_swap_ab.SPECS[0].traffic_model),
+                                    one_launch_mnk=ONE_LAUNCH_MNK,
+                                    whole=wgmma_traffic("tf32", TF32["BM"], TF32["BN"], prepass=False,
+                                                        persistent=True, group_m=TF32["GROUP_M"], swap_ab=True,
+                                                        round_a=True, one_launch_mnk=ONE_LAUNCH_MNK)),
         doc=__doc__,
     ),
 ]

@@ -288,7 +288,7 @@ def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, pr
                   stream_k: bool = False, sk_fill: int = SK_FILL, sk_skip: int = SK_SKIP_FILL, whole=None,
                   narrow: dict | None = None, persistent: bool = False, group_m: int = 1, swap_ab: bool = False,
                   epi_tma: bool = False, a_reads: int = 1, a_pass: int = 0, block_scales: bool = False,
-                  round_a: bool = False):
+                  round_a: bool = False, one_launch_mnk: int = 0):
     """A read once per cluster of CN·BN columns, B once per cluster of CM·BM rows (multicast shares an operand
     within a cluster), C written once; the TF32 transpose pre-pass (tc2-tc4: B read and Bᵀ written) on top. With
     ``stream_k``, each partial accumulator (4·BM·BN bytes) is written once and read once by its tile's owner, for
@@ -296,7 +296,9 @@ def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, pr
     ``narrow``: the whole-tile parameters whose NARROW_BN choice (narrow_pays) the launch follows: the tiles are
     NARROW_BN wide there, and a stream-K level runs the base level (``whole``). ``block_scales`` (tc8): each tile
     also reads its rows' A scales and one B scale per 128 of K. ``round_a`` (tc5, tc6 with TF32_ROUND=3): a launch
-    of its own before the kernel reads A and writes it rounded to TF32 into the workspace the kernel reads.
+    of its own before the kernel reads A and writes it rounded to TF32 into the workspace the kernel reads; up to
+    ``one_launch_mnk`` multiply-adds (WgmmaKernel.one_launch_mnk) the producer warps round A in place instead
+    (``a_pass`` 2).
 
     Beneath the L2 traffic: each consumer warpgroup's wgmma reads its 64 rows of A and the tile's BN columns of B
     from shared memory per k (with ``swap_ab``, all BM rows of A and its 64 columns of B), after TMA wrote each
@@ -312,6 +314,9 @@ def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, pr
 
     def model(problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
         m, n, k = problem.shape
+        pre_round, a_pass_ = round_a, a_pass
+        if round_a and m * n * k <= one_launch_mnk:
+            pre_round, a_pass_ = False, 2
         bn_ = bn
         if narrow is not None and narrow_pays(m, n, narrow, sm_count):
             if whole is not None:
@@ -334,16 +339,16 @@ def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, pr
                  f"B once per {bm * cm}-row {'cluster' if cm > 1 else 'tile'}")
         if epi_tma:
             smem += 2 * problem.prec.output_bytes * walk.tiles_m * bm * cm * walk.tiles_n * bn_ * cn
-        if a_reads > 1 or a_pass:  # per output element and k: A's share of a warp's reads is 1 / WN, a tile's 1 / BN
+        if a_reads > 1 or a_pass_:  # per output element and k: A's share of a warp's reads is 1 / WN, a tile's 1 / BN
             area = walk.tiles_m * bm * cm * walk.tiles_n * bn_ * cn * k
-            smem += problem.prec.input_bytes * area * ((a_reads - 1) / warp[1] + a_pass / bn_)
+            smem += problem.prec.input_bytes * area * ((a_reads - 1) / warp[1] + a_pass_ / bn_)
         extra = 0.0
         if prepass:
             read += 4 * k * n
             write += 4 * k * n
             extra = 8 * k * n
             basis += ", plus the Bᵀ pre-pass (read B, write Bᵀ)"
-        if round_a:
+        if pre_round:
             read += 4 * m * k
             write += 4 * m * k
             extra += 8 * m * k
@@ -373,6 +378,9 @@ class WgmmaKernel(CudaKernel):
     int32_indices: bool = False  # C offsets are 64-bit; M, N, K themselves must fit an int (checked below)
     # STREAM_K=1 (tc6): what runs where no tile is split, the base level's parameters, its clusters included
     whole_tiles: dict | None = None
+    # TF32_ROUND=3 levels: up to this many multiply-adds (M·N·K), A is rounded in shared memory (TF32_ROUND=2), one
+    # launch instead of the pre-pass's two (for_problem)
+    one_launch_mnk: int = 0
     TIMELINE_SLOTS: ClassVar[int] = TL_SLOTS
 
     @property
@@ -502,6 +510,8 @@ class WgmmaKernel(CudaKernel):
         import dataclasses
 
         p = self.params
+        if p.get("TF32_ROUND", 0) == 3 and problem.m * problem.n * problem.k <= self.one_launch_mnk:
+            return dataclasses.replace(self, params={**p, "TF32_ROUND": 2}).for_problem(problem, sm_count)
         if p.get("STREAM_K", 0):
             if self.stream_k_tiles(problem, sm_count):
                 return self
@@ -534,6 +544,9 @@ class WgmmaKernel(CudaKernel):
             wide = {**self.params, "NARROW_BN": 0}
             narrow = {**wide, "BN": self.params["NARROW_BN"]}
             specs = [dataclasses.replace(self, params=wide), dataclasses.replace(self, params=narrow)]
+        if self.one_launch_mnk:  # small problems round A in shared memory: another binary, and each pinned
+            specs = [dataclasses.replace(s, one_launch_mnk=0) for s in specs]
+            specs.append(dataclasses.replace(specs[0], params={**specs[0].params, "TF32_ROUND": 2}))
         if not self.fp8:
             return specs
         pairs = [(a, b) for a in (E4M3, E5M2) for b in (E4M3, E5M2)] if formats else [self.formats]
@@ -556,6 +569,8 @@ class WgmmaKernel(CudaKernel):
 
         params = self.whole_tiles or {k: v for k, v in self.params.items()
                                       if k not in ("STREAM_K", "SK_FILL", "SK_SKIP_FILL")}
+        if "TF32_ROUND" in self.params:  # how A is rounded does not depend on whether a tile is split
+            params = {**params, "TF32_ROUND": self.params["TF32_ROUND"]}
         return dataclasses.replace(self, params=dict(params), whole_tiles=None)
 
     def operand_maps(self, problem: Problem, lda: int, ldb: int, b_kmajor: bool = False) -> tuple[TiledMap, TiledMap]:
