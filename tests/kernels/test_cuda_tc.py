@@ -886,6 +886,11 @@ def test_small_tf32_problems_round_a_in_shared_memory_in_one_launch():
     assert [c.params["TF32_ROUND"] for c in tf32.configurations()] == [3, 2]
     assert all(c.for_problem(small).params["TF32_ROUND"] == c.params["TF32_ROUND"] for c in tf32.configurations())
     assert not next(s for s in TC6 if s.precision == "bf16").one_launch_mnk
+    # tc5, whose few CTAs at these sizes carry the pass alone, keeps the pre-pass above 256³
+    tc5 = next(s for s in TC if s.level == 5)
+    assert tc5.one_launch_mnk == tc5_swap_ab.ONE_LAUNCH_MNK == 256 ** 3
+    assert [tc5.for_problem(Problem(*s, "tf32")).params["TF32_ROUND"] for s in ((256,) * 3, (257, 256, 256))] == [2, 3]
+    assert [c.params["TF32_ROUND"] for c in tc5.configurations()] == [3, 2]
 
 
 def test_tc6_refuses_clusters_and_bad_values():

@@ -23,22 +23,26 @@ roofline model the pre-pass costs 9% at 4096³, 4% at 8192³, 10% at 2048×3072�
 instead, by producer warps 1-3 once each k-tile lands (tc_round.cuh, a `ready` barrier the consumers wait on): no
 workspace, but the pass reads and writes A's 32 KB per k-tile beside the wgmmas' reads of shared memory (predicted
 9-20% slower; measured far slower: docs/accuracy.md). TF32_ROUND=1 rounds B alone; TF32_ROUND=0 is the truncating
-build.
+build. Up to ONE_LAUNCH_MNK multiply-adds (256³) tc5 runs TF32_ROUND=2: a call that small is bound by host time,
+and the pre-pass's second launch costs the host about what the in-place pass costs the GPU there (tc6, whose
+stream-K grid spreads the pass over more SMs, keeps one launch up to 512³).
 Measured: docs/tensor_cores.md, docs/accuracy.md, results/h200/tensor_cores.json.
 """
 from gemmlab.kernels.cuda.tc_common import WgmmaKernel, wgmma_constraints, wgmma_traffic
 
 PARAMS = {"BM": 256, "BN": 128, "STAGES": 4, "CN": 1, "GROUP_M": 8, "PRODUCER_REGS": 40, "CONSUMER_REGS": 232,
           "TF32_ROUND": 3}
+ONE_LAUNCH_MNK = 256 ** 3
 
 SPECS = [
     WgmmaKernel(
         name="cuda/tc5_swap_ab_tf32", level=5, precision="tf32", kind="persistent", swap_ab=True,
         title="tf32 Cᵀ = Bᵀ·Aᵀ: B fragments from registers (ld.shared, rounded there), A rounded by a pre-pass",
-        source="tc5_swap_ab.cu", entry="tc5_swap_ab", params=dict(PARAMS),
+        source="tc5_swap_ab.cu", entry="tc5_swap_ab", params=dict(PARAMS), one_launch_mnk=ONE_LAUNCH_MNK,
         constraints=lambda p: wgmma_constraints(p, specialized=True, swap_ab=True),
         traffic_model=wgmma_traffic("tf32", PARAMS["BM"], PARAMS["BN"], cn=PARAMS["CN"], prepass=False, persistent=True,
-                                    group_m=PARAMS["GROUP_M"], swap_ab=True, round_a=PARAMS["TF32_ROUND"] == 3),
+                                    group_m=PARAMS["GROUP_M"], swap_ab=True, round_a=PARAMS["TF32_ROUND"] == 3,
+                                    one_launch_mnk=ONE_LAUNCH_MNK),
         doc=__doc__,
     )
 ]
