@@ -1,8 +1,8 @@
 """The L2 model's arithmetic: waves of tiles in a kernel's own order against half the L2, worked out by hand."""
 import pytest
 
-from gemmlab.analysis.hierarchy import ctas_per_sm, dram_reads, reuse_fraction, waves
-from gemmlab.kernels.spec import tile_walk, tiled_traffic
+from gemmlab.analysis.hierarchy import ctas_per_sm, dram_reads, reuse_fraction, staggered_reads, waves
+from gemmlab.kernels.spec import TileWalk, tile_walk, tiled_traffic
 from gemmlab.problem import Problem
 
 MiB = 2**20
@@ -34,6 +34,37 @@ def test_the_fp32_ladder_at_4096_cubed():
     columns of B, 2 MiB panels, 82 MiB per wave: 163 panels in all, the 342 MB Nsight Compute reads for v5-v7."""
     t = tiled_traffic(Problem(4096, 4096, 4096), 128, 128)
     assert dram_reads(t.walk, 264, L2) == 163 * 2 * MiB
+
+
+def test_staggered_ctas_read_one_burst_of_sm_count_tiles_at_a_time():
+    """16 tiles, 4 × 4, panels of 1 MiB, on 4 SMs of 2 CTAs each. In step a wave is 8 tiles: 2 rows of A and all 4
+    columns of B, 6 MiB. Staggered, one CTA per SM sweeps K with the other SMs': bursts of 4 tiles, a row and 4
+    columns, 5 MiB. Through an L2 keeping 2 MiB no wave or burst finds the last one's columns: 2 × 6 = 12 MiB in step,
+    4 × 5 = 20 MiB staggered. Through one keeping 30 MiB each shared panel is found again: A and B once, 8 MiB."""
+    walk = TileWalk(4, 4, MiB, MiB, 1.0)
+    assert [len(w) for w in waves(walk, 4)] == [4, 4, 4, 4]
+    assert dram_reads(walk, 8, 4 * MiB) == 12 * MiB
+    assert staggered_reads(walk, 4, 4 * MiB) == 20 * MiB
+    assert dram_reads(walk, 8, L2) == staggered_reads(walk, 4, L2) == 8 * MiB
+    # a persistent grid's wave is its own CTAs, one per SM (cluster): nothing beside them to stagger
+    persistent = TileWalk(4, 4, MiB, MiB, 1.0, wave=8)
+    assert staggered_reads(persistent, 4, 4 * MiB) == dram_reads(persistent, 8, 4 * MiB) == 12 * MiB
+
+
+def test_numba_v3_tiles_at_4096_cubed_in_step_and_staggered():
+    """64×64 tiles (64 × 64 of them, panels of 1 MiB), three CTAs per SM (396 at a time). In step: 11 waves of 7 rows
+    of A, but 8 for the sixth (tiles 1980-2375, from column 60 of row 30 to row 37) and 3 for the last 136 tiles,
+    each with all 64 columns of B, 67-72 MiB, more than the L2 keeps: 74 + 11 × 64 = 778 MiB. Staggered: 31 bursts of
+    132 tiles (3 rows and 64 columns, 67 MiB), then tiles 4092-4095 (row 63 and 4 columns, 5 MiB, all shared with
+    the burst before), of which the L2 keeps the part read past x = (67 - 30)/(67 - 5): 25/62 of 5 MiB."""
+    walk = tiled_traffic(Problem(4096, 4096, 4096), 64, 64).walk
+    in_step = waves(walk, 396)
+    assert [len({r for r, _ in w}) for w in in_step] == [7, 7, 7, 7, 7, 8, 7, 7, 7, 7, 3]
+    assert dram_reads(walk, 396, L2) == 778 * MiB
+    assert {len({r for r, _ in w}) for w in waves(walk, 132)[:31]} == {3}
+    assert staggered_reads(walk, 132, L2) == pytest.approx((31 * 67 + 5 - 5 * 25 / 62) * MiB)
+    # two CTAs per SM in step (cuda/v3's 54 registers): 15 waves of 5 rows, then 3 rows, all of B each time
+    assert dram_reads(walk, 264, L2) == (15 * 69 + 67) * MiB
 
 
 def test_reuse_fraction_between_two_waves():

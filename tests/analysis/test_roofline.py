@@ -56,6 +56,27 @@ def test_naive_kernel_through_l1_and_l2():
     assert km.levels["l1"]["bytes"] == 5 * 1024**3
 
 
+def test_dram_bytes_in_step_and_staggered_for_v3_at_4096_cubed():
+    """numba/v3 and cuda/v3 walk the same 64×64 tiles row-major (blockIdx.x along N); 512 threads at 40 registers
+    make three CTAs per SM, at 54 two. In step the resident wave reads 778 MiB of A and B (396 at a time) or 1,102 MiB
+    (264); staggered, one CTA per SM sweeps K with the other SMs', whatever the occupancy: 31 × 67 + 5 MiB, less the
+    25/62 of the last burst's 5 MiB that L2 keeps. C is written once either way."""
+    p = Problem(4096, 4096, 4096)
+    c = 4 * 4096 * 4096
+    staggered = (31 * 67 + 5 - 5 * 25 / 62) * MiB + c
+    numba = model(get_kernel("numba/v3_1d_blocktile"), p, H200, resources={"registers": 40})
+    assert numba.wave == 396
+    assert numba.dram_bytes == numba.levels["dram"]["bytes"] == 778 * MiB + c
+    assert numba.dram_bytes_staggered == pytest.approx(staggered)
+    cuda = model(get_kernel("cuda/v3_1d_blocktile"), p, H200, resources={"registers": 54, "smem_static": 4096})
+    assert cuda.wave == 264
+    assert cuda.dram_bytes == (15 * 69 + 67) * MiB + c
+    assert cuda.dram_bytes_staggered == pytest.approx(staggered)
+    # one CTA per SM (v4's 152 registers): nothing to stagger
+    v4 = model(get_kernel("cuda/v4_2d_blocktile"), p, H200, resources={"registers": 152})
+    assert v4.wave == 132 and v4.dram_bytes_staggered == v4.dram_bytes
+
+
 def test_naive_traffic_is_8mnk_bytes():
     p = Problem(2048, 3072, 4096)
     t = naive_traffic(p)

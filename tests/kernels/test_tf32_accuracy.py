@@ -259,11 +259,15 @@ def make(stub, spec, shape, layout=Layout()):
     return plan, gpu
 
 
+PRE_PASS = dataclasses.replace(with_params(TC5, TF32_ROUND=3), one_launch_mnk=0)
+
+
 def test_pre_pass_rounding_plan_rounds_a_into_its_workspace_every_call(stub):
     """TF32_ROUND=3: a launch rounds A into a workspace pitched to 16 bytes, which A's map holds from the start; the
-    kernel rounds B in registers. K = 130: 520-byte rows of A, a 528-byte workspace pitch."""
+    kernel rounds B in registers. K = 130: 520-byte rows of A, a 528-byte workspace pitch. (At this size the
+    registered tc5 runs one launch instead: the pre-pass is pinned here, one_launch_mnk=0.)"""
     stub.stub_reset()
-    spec = with_params(TC5, TF32_ROUND=3)
+    spec = PRE_PASS
     plan, gpu = make(stub, spec, (300, 200, 130))
     a, b, c = 0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000
     for call, src in enumerate((a, a + 4)):  # an A off 16 bytes is read element by element
@@ -282,9 +286,29 @@ def test_pre_pass_rounding_plan_rounds_a_into_its_workspace_every_call(stub):
 
 def test_pre_pass_rounding_reads_whole_chunks_where_a_is_aligned(stub):
     stub.stub_reset()
-    plan, _ = make(stub, with_params(TC5, TF32_ROUND=3), (64, 64, 128))
+    plan, _ = make(stub, PRE_PASS, (64, 64, 128))
     plan.launch(0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000)
     assert np.frombuffer(launch_record(stub, 0).params[16:36], np.int32)[-1] == 1
+
+
+@pytest.mark.parametrize("name,shape,launches,copies", [
+    ("cuda/tc5_swap_ab_tf32", (300, 200, 130), 1, 1), ("cuda/tc5_swap_ab_tf32", (256, 256, 256), 1, 0),
+    ("cuda/tc5_swap_ab_tf32", (257, 256, 256), 2, 0), ("cuda/tc6_stream_k_tf32", (512, 512, 512), 1, 0),
+    ("cuda/tc6_stream_k_tf32", (513, 512, 512), 2, 0)])
+def test_small_tf32_problems_are_one_launch_and_larger_ones_the_pre_pass_and_the_kernel(stub, name, shape, launches,
+                                                                                          copies):
+    """The registered TF32 levels as gemmlab.matmul plans them: up to their one_launch_mnk, the kernel alone,
+    rounding A in shared memory (its binary: TF32_ROUND=2); above it, the rounding pre-pass and then the kernel.
+    K = 130 (520-byte rows): without the pre-pass's pitched workspace, A is copied into one first."""
+    stub.stub_reset()
+    spec = get_kernel(name)
+    plan, _ = make(stub, spec, shape)
+    plan.launch(0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000, stream=5)
+    assert stub.stub_launches() == launches and stub.stub_copies() == copies
+    main = launch_record(stub, launches - 1)
+    runs = spec.for_problem(Problem(*shape, "tf32"))
+    assert runs.params["TF32_ROUND"] == (2 if launches == 1 else 3) and main.stream == 5
+    assert main.smem == tc_common.smem_bytes(dict(runs.params))
 
 
 def test_tc7_plan_is_one_launch_of_the_swapped_maps(stub):

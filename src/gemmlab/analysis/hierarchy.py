@@ -10,6 +10,17 @@ slice x, so the shared panels stay only while the waves' working sets are about 
 backwards (tc4's snake), it is (1 - x)·(S_prev + S_next - shared), and the slices read last stay whenever that
 fits. The L2 holds ``L2_SHARE`` of its size for data every SM reads: the H200's L2 is two partitions, and a line
 that SMs on both sides read is kept in both.
+
+In step, or staggered. A wave of a grid of one CTA per tile is the CTAs resident at once, and "they sweep K together"
+holds across SMs (identical SMs running identical tiles start each slot's next CTA at the same moment), but not
+always among the CTAs that share an SM: where the SM's warp schedulers let one of them run ahead, it finishes first,
+its successor starts in its slot, and the n CTAs of an SM settle 1/n of a tile apart. Then only one CTA per SM sweeps
+K in step with the other SMs', a burst of ``sm_count`` tiles, and a k-slice that two bursts share is read by the
+second 1/n of a tile after the first, when the n bursts in between have read about the resident wave's working set:
+for a wave larger than the L2 keeps, each burst reads its panels from DRAM. Which of the two a kernel does is decided
+by its warps' scheduling at run time, not by its tiles, order or occupancy (the same code can do either at two
+register counts), so the model counts both: ``dram_reads`` of the resident wave, the fewest bytes the order allows
+(the DRAM roof's), and ``staggered_reads``, the same walk one CTA per SM at a time.
 """
 from __future__ import annotations
 
@@ -64,6 +75,15 @@ def dram_reads(walk: TileWalk, wave: int, l2_bytes: float) -> float:
             total -= shared * reuse_fraction(prev_size, size, shared, capacity, walk.snake and not tail)
         prev = (rows, cols, size)
     return total
+
+
+def staggered_reads(walk: TileWalk, sm_count: int, l2_bytes: float) -> float:
+    """Bytes of A and B the walk reads from DRAM when the CTAs that share an SM run out of step: one CTA per SM,
+    ``sm_count`` tiles, sweeps K together. A persistent grid (``walk.wave``) holds no CTAs beside its own to stagger:
+    its in-step count. The bursts follow each other by a fraction of a tile, not a whole one, so the reuse between
+    them that ``dram_reads`` finds is the least they get: while the SMs keep in step with each other, the most the
+    staggered schedule reads, where the resident wave in step reads the fewest."""
+    return dram_reads(walk, walk.wave or sm_count, l2_bytes)
 
 
 def ctas_per_sm(threads: int, registers: int | None = None, smem: int = 0) -> int:

@@ -11,8 +11,9 @@ The hierarchical view (``dram_bytes``, ``l2_bytes``, ``smem_bytes``, ``levels``,
 each level's bytes over its own roof, and the arithmetic over the precision's peak at the clock the record held;
 the predicted time is the largest of them, and ``bound`` names it. L2 bytes are the tile re-reads the seeds count
 (L1 serves the naive kernel's), DRAM bytes what the L2 cannot keep of them, in the kernel's own tile order
-(analysis/hierarchy.py), shared memory what the warps read and the staging writes. A roof is only a roof if no
-measurement passes it: ``gemmlab roofline --check`` says whether one does.
+(analysis/hierarchy.py), shared memory what the warps read and the staging writes; ``dram_bytes_staggered`` the
+same order where the CTAs that share an SM run out of step, which their scheduling, not the model, decides. A roof
+is only a roof if no measurement passes it: ``gemmlab roofline --check`` says whether one does.
 """
 from __future__ import annotations
 
@@ -114,7 +115,10 @@ class KernelModel:
     seed_predicted_tflops: float  # the seeds' roofline ceiling at the modeled intensity
     basis: str
     # the hierarchical view
-    dram_bytes: float
+    dram_bytes: float  # the resident wave in step: the fewest the tile order allows, what the DRAM level counts
+    # the CTAs that share an SM a fraction of a tile apart, one per SM in step (hierarchy.staggered_reads): the most
+    # the wave's schedule costs; the same as dram_bytes for a persistent grid or one CTA per SM
+    dram_bytes_staggered: float
     l2_bytes: float
     smem_bytes: float  # the L1 / shared-memory data path: shared-memory bytes, or the naive kernel's L1 requests
     levels: dict
@@ -194,9 +198,10 @@ def model(spec, problem: Problem, ceilings: Ceilings | DeviceSpec, clock_mhz: fl
     if walk is not None:
         wave = walk.wave or ceilings.sm_count * resident_ctas(runs, problem, resources)
         dram = hierarchy.dram_reads(walk, wave, ceilings.l2_bytes) + c_bytes
+        staggered = hierarchy.staggered_reads(walk, ceilings.sm_count, ceilings.l2_bytes) + c_bytes
         per_sm = _per_sm_flops(walk, wave, ceilings.sm_count, flops)
     else:
-        dram = traffic.total
+        dram = staggered = traffic.total
         per_sm = flops / ceilings.sm_count
     l1_path = traffic.smem + traffic.l1
     levels = {
@@ -216,7 +221,8 @@ def model(spec, problem: Problem, ceilings: Ceilings | DeviceSpec, clock_mhz: fl
                 modeled_read_bytes=traffic.global_read, modeled_write_bytes=traffic.global_write,
                 modeled_intensity=intensity, seed_ridge=ridge, seed_bound="memory" if intensity < ridge else "compute",
                 seed_predicted_tflops=min(seed_peak, ceilings.dram_gbs * 1e9 * intensity / 1e12),
-                basis=traffic.basis, dram_bytes=dram + traffic.prepass, l2_bytes=traffic.l2, smem_bytes=l1_path,
+                basis=traffic.basis, dram_bytes=dram + traffic.prepass,
+                dram_bytes_staggered=staggered + traffic.prepass, l2_bytes=traffic.l2, smem_bytes=l1_path,
                 levels=levels, wave=wave, ceilings=ceilings.describe(), unmodeled=spec.unmodeled)
     return KernelModel(**at_clock(body, clock_mhz or ceilings.max_clock_mhz))
 
