@@ -77,7 +77,8 @@ def test_qgmma_of_the_formats_in_sass(spec, tmp_path):
     a, b = (SHORT[f] for f in spec.formats)
     assert ops.count(f"QGMMA.64x{spec.params['BN']}x32.F32.{a}.{b}") == 4  # one k-tile: 4 x k32 = 128 of K
     assert not any(op.startswith(("HGMMA", "HMMA", "LDL", "STL")) for op in ops)
-    assert "UTMALDG.2D.MULTICAST" in ops and "UTMASTG.2D" in ops
+    # B multicast within 2-CTA clusters (tc4); tc8 runs without clusters
+    assert ("UTMALDG.2D.MULTICAST" in ops) == (spec.params["CM"] > 1) and "UTMALDG.2D" in ops and "UTMASTG.2D" in ops
     assert ("F2FP.BF16.F32.PACK_AB" in ops) == bool(spec.params["OUT_BF16"])  # BF16 C packed two columns at a time
 
 
@@ -150,7 +151,7 @@ int main() {
 # ---- operands, C and the shared memory they take ------------------------------------------------------------------
 def test_a_k_tile_is_128_of_k_in_the_same_stage_bytes():
     assert tc_common.bk("fp8") == tc_common.bk("fp8_block") == 128
-    for spec, stage in ((TC4, 384 * 128), (TC8, 256 * 128)):
+    for spec, stage in ((TC4, 384 * 128), (TC8, 320 * 128)):
         p = Problem(1000, 520, 208, spec.precision)
         a, b = spec.operand_maps(p, lda=208, ldb=208, b_kmajor=True)
         assert a.dtype == b.dtype == "fp8" and not a.errors() and not b.errors()
@@ -171,7 +172,10 @@ def test_c_maps_and_when_tma_stores_c():
     assert TC4.c_by_tma(p, 0x7F0000000000)
     assert not TC4.c_by_tma(Problem(300, 100, 256, "fp8"), 0x7F0000000000)  # 200-byte BF16 rows
     assert fp32.c_by_tma(Problem(300, 100, 256, "fp8"), 0x7F0000000000)  # 400-byte FP32 rows
-    assert tc_common.smem_bytes(dict(TC4.params)) == 230_464 and tc_common.smem_bytes(dict(TC8.params)) == 230_496
+    # tc4: 4 stages of 48 KB and 16 B of barriers, 2 warpgroups' two 8 KB boxes of C, 1 KB of alignment slack; tc8:
+    # 4 stages of 40 KB, 3 warpgroups' boxes
+    assert tc_common.smem_bytes(dict(TC4.params)) == 4 * (49152 + 16) + 2 * 2 * 8192 + 1024 == 230_464
+    assert tc_common.smem_bytes(dict(TC8.params)) == 4 * (40960 + 16) + 3 * 2 * 8192 + 1024 == 214_080
     assert max(tc_common.smem_bytes(dict(TC4.params)), tc_common.smem_bytes(dict(TC8.params))) <= tc_common.SMEM_LIMIT
 
 
@@ -209,10 +213,15 @@ def test_constraints_refuse_what_cannot_work_with_the_reason():
                              (TC8, {"OUT_BF16": 3}, "OUT_BF16=3"),
                              (TC8, {"STAGES": 7}, "shared memory"),
                              (TC8, {"STREAM_K": 1, "CM": 1}, "no stream-K"),
+                             (TC8, {"BN": 192, "STAGES": 3}, "CONSUMER_REGS=160"),
+                             (TC8, {"SCALE_AHEAD": 4}, "SCALE_AHEAD=4"),
+                             (TC4, {"SCALE_AHEAD": 2}, "SCALE_AHEAD=2"),
                              (TC4, {"PER_TENSOR": 1}, "tc8's source")):
         with pytest.raises(InvalidConfigError, match=match):
             dataclasses.replace(spec, params={**spec.params, **bad})
-    dataclasses.replace(TC8, params={**TC8.params, "BN": 192, "STAGES": 4})  # a 192-wide tile straddles two blocks
+    # a 192-wide tile straddles two scale blocks of B: two warpgroups of 232 registers hold its accumulator sets
+    dataclasses.replace(TC8, params={**TC8.params, "BM": 128, "BN": 192, "STAGES": 4, "CONSUMER_REGS": 232,
+                                     "PRODUCER_REGS": 40})
 
 
 def test_traffic_counts_one_byte_operands_bf16_c_and_the_block_scales():
@@ -221,9 +230,11 @@ def test_traffic_counts_one_byte_operands_bf16_c_and_the_block_scales():
     assert t4.global_write == 2 * 4096 * 4096
     assert t4.global_read == 4096 * 4096 * 16 + 4096 * 4096 * 16  # A per 256 columns, B per 256-row cluster
     t7 = TC8.traffic(Problem(4096, 4096, 4096, "fp8_block"))
-    scales = 4 * 32 * (4096 * 32 + 32 * 32)  # A's rows' scales per 128-column tile, one B scale per tile
-    assert t7.global_read == 4096 * 4096 * 32 + 4096 * 4096 * 16 + scales and "scales" in t7.basis
-    assert TC8P.traffic(p).global_read == 4096 * 4096 * 32 + 4096 * 4096 * 16  # one scale per operand
+    # A per 128-column tile (32 of them), B per 192-row tile (22, the last of 64 rows), no clusters; the scales: A's
+    # rows' per 128-column tile, one B scale per tile, each per k-tile (32)
+    scales = 4 * 32 * (4096 * 32 + 22 * 32)
+    assert t7.global_read == 4096 * 4096 * 32 + 4096 * 4096 * 22 + scales and "scales" in t7.basis
+    assert TC8P.traffic(p).global_read == 4096 * 4096 * 32 + 4096 * 4096 * 22  # one scale per operand
 
 
 def test_cublaslt_peers_are_modeled_on_the_tiles_their_kernels_name():
@@ -241,13 +252,14 @@ def test_launch_geometry_and_timeline_rate():
     for spec in LEVELS:
         p = Problem(4096, 4096, 4096, spec.precision)
         geo = spec.launch_geometry(p, 132)
-        assert geo.grid == (132, 1, 1) and geo.block == (384, 1, 1) and spec.cluster() == (2, 1, 1)
+        threads, cluster = (384, (2, 1, 1)) if spec is TC4 else (512, None)  # tc8: three consumer warpgroups
+        assert geo.grid == (132, 1, 1) and geo.block == (threads, 1, 1) and spec.cluster() == cluster
         build = spec.instrumented(p)
         assert build.spec.params["TIMELINE"] == 1 and build.k_tile == 128
-    # 128x256x128 at 4096 FMA per SM per clock; 128x128x128 at the same rate
+    # 128x256x128 at 4096 FMA per SM per clock; 192x128x128 at the same rate
     assert TC4.instrumented(Problem(4096, 4096, 4096, "fp8")).ideal_ktile_cycles == 1024
     for spec in (TC8, TC8P):
-        assert spec.instrumented(Problem(4096, 4096, 4096, spec.precision)).ideal_ktile_cycles == 512
+        assert spec.instrumented(Problem(4096, 4096, 4096, spec.precision)).ideal_ktile_cycles == 768
     assert TC4.for_problem(Problem(2048, 3072, 4096, "fp8")).params["BN"] == 192  # tc4's narrower last wave
 
 

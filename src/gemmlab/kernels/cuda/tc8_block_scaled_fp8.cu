@@ -3,11 +3,11 @@
 // the consumers' k-tile: each k-tile (128 of K, one scale block) runs its 4 wgmma m64nBNk32 from zero into `part`,
 // waits for them, gives the ring slot back and adds part · scale_a[row] · scale_b[block] into the FP32 accumulator
 // `acc` on the CUDA cores. The tensor cores' own FP8 accumulation keeps about 14 bits; promoted every 128 of K, it
-// never sums more than 128 products. While one warpgroup promotes, the other's wgmma keeps the tensor cores busy.
+// never sums more than 128 products. While one warpgroup promotes, the others' wgmma keep the tensor cores busy.
 // Scales (Fp8Args): scale_a is ceil(K/128) x M row-major, so a warp's 8 rows of one k-block are 32 contiguous bytes;
 // scale_b is ceil(N/128) x ceil(K/128) row-major: one value per tile and k-tile where BN divides 128; a 192-wide
 // tile straddles two B blocks at a 64-column boundary, and each 8-column group takes the scale of its side. Each
-// thread loads the next k-tile's scales while the current k-tile's wgmma runs. The k order is the producer's (every
+// thread loads a k-tile's scales SCALE_AHEAD k-tiles before it promotes it. The k order is the producer's (every
 // other unit last to first), so the consumers mirror it to pick the scales.
 // PER_TENSOR=1 (tc8_promoted_fp8, precision fp8): one scale per operand, the same loop with the scales' strides at
 // zero: tensor scaling with FP32 accumulation, as cuBLASLt's default promotes.
@@ -19,6 +19,10 @@
 
 #ifndef PER_TENSOR
 #define PER_TENSOR 0
+#endif
+
+#ifndef SCALE_AHEAD
+#define SCALE_AHEAD 1
 #endif
 
 #define CW (BM / 64)
@@ -67,16 +71,27 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
       const int m0 = o.x, n0 = o.y;
       const bool down = unit % 2;  // produce_ring's k order
       // Rows past M read the last row's scale: TMA filled their A with zeros, and their C is never stored.
-      const float *sa0 = args.scale_a + (PER_TENSOR ? 0 : min(m0 + row, M - 1));
-      const float *sa1 = args.scale_a + (PER_TENSOR ? 0 : min(m0 + row + 8, M - 1));
+      const int ra0 = PER_TENSOR ? 0 : min(m0 + row, M - 1), ra1 = PER_TENSOR ? 0 : min(m0 + row + 8, M - 1);
       // B's scale blocks under the tile: columns below `lo_cols` in block n0 / 128, the rest in the next
       const int nb = n0 / 128, lo_cols = 128 - n0 % 128;
-      const float *sb = args.scale_b + (PER_TENSOR ? 0 : (long long)nb * KB);
-      const float *sb_hi = args.scale_b + (PER_TENSOR ? 0 : (long long)min(nb + 1, (N - 1) / 128) * KB);
-      const long long sa_k = PER_TENSOR ? 0 : M, sb_k = PER_TENSOR ? 0 : 1;  // from one k-block to the next
-      int kb = down ? u.ke - 1 : u.kb;
-      float a0 = ldg_f32(sa0 + kb * sa_k), a1 = ldg_f32(sa1 + kb * sa_k), b0 = ldg_f32(sb + kb * sb_k);
-      float b1 = STRADDLE ? ldg_f32(sb_hi + kb * sb_k) : 0.f;
+      const int rb = PER_TENSOR ? 0 : nb * KB, rb_hi = PER_TENSOR ? 0 : min(nb + 1, (N - 1) / 128) * KB;
+      const int sa_k = PER_TENSOR ? 0 : M, sb_k = PER_TENSOR ? 0 : 1;  // from one k-block to the next
+      // The scales of k-tiles kt .. kt + SCALE_AHEAD, slot 0 the current one: each is loaded SCALE_AHEAD k-tiles
+      // before its promotion, since one k-tile's wgmma is shorter than an L2 load under the TMA's traffic.
+      float a0[SCALE_AHEAD + 1], a1[SCALE_AHEAD + 1], b0[SCALE_AHEAD + 1], b1[SCALE_AHEAD + 1];
+      auto load_scales = [&](int kt, int slot) {
+        const int kb = down ? u.kb + u.ke - 1 - kt : kt;
+        a0[slot] = a1[slot] = b0[slot] = b1[slot] = 0.f;
+        if (kt < u.ke) {
+          const float *sa = args.scale_a + (long long)kb * sa_k;
+          a0[slot] = ldg_f32(sa + ra0);
+          a1[slot] = ldg_f32(sa + ra1);
+          b0[slot] = ldg_f32(args.scale_b + (rb + kb * sb_k));
+          if (STRADDLE) b1[slot] = ldg_f32(args.scale_b + (rb_hi + kb * sb_k));
+        }
+      };
+#pragma unroll
+      for (int i = 0; i < SCALE_AHEAD; ++i) load_scales(u.kb + i, i);
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
 #if TIMELINE
@@ -91,18 +106,11 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
         wgmma_fence();
         wgmma_ktile<BN>(part, a, b, 0);  // from zero: this k-tile's 128 products alone
         wgmma_commit();
-        float na0 = 0.f, na1 = 0.f, nb0 = 0.f, nb1 = 0.f;  // the next k-tile's scales, on their way during the wgmma
-        if (kt + 1 < u.ke) {
-          kb += down ? -1 : 1;
-          na0 = ldg_f32(sa0 + kb * sa_k);
-          na1 = ldg_f32(sa1 + kb * sa_k);
-          nb0 = ldg_f32(sb + kb * sb_k);
-          if (STRADDLE) nb1 = ldg_f32(sb_hi + kb * sb_k);
-        }
+        load_scales(kt + SCALE_AHEAD, SCALE_AHEAD);
         wgmma_wait<0>();
         fence_acc(part);
         if (tid % 32 == 0) release_slot<CM>(&sm.empty[s]);
-        const float lo0 = a0 * b0, lo1 = a1 * b0, hi0 = a0 * b1, hi1 = a1 * b1;
+        const float lo0 = a0[0] * b0[0], lo1 = a1[0] * b0[0], hi0 = a0[0] * b1[0], hi1 = a1[0] * b1[0];
 #pragma unroll
         for (int j = 0; j < BN / 8; ++j) {
           const bool lo = !STRADDLE || 8 * j < lo_cols;  // the same for the whole warpgroup
@@ -112,7 +120,8 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
           acc[4 * j + 2] = fmaf(part[4 * j + 2], s1, acc[4 * j + 2]);
           acc[4 * j + 3] = fmaf(part[4 * j + 3], s1, acc[4 * j + 3]);
         }
-        a0 = na0, a1 = na1, b0 = nb0, b1 = nb1;
+#pragma unroll
+        for (int i = 0; i < SCALE_AHEAD; ++i) a0[i] = a0[i + 1], a1[i] = a1[i + 1], b0[i] = b0[i + 1], b1[i] = b1[i + 1];
       }
 #if TIMELINE
       tlog.unit(unit, 1);
@@ -122,12 +131,14 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
       tlog.unit(unit, 2);
 #endif
     }
-#if TIMELINE
-    tlog.end();
-#endif
   }
 #if EPI_TMA
   tma_store_wait_all();
+#endif
+#if TIMELINE
+  // the end stamp outside the consumers' branch: there it costs a consumer of three warpgroups registers its
+  // mainloop has none of to spare, and the spills would be what the stamps measure
+  if (wg > 0) Timeline<CW>(args.timeline, wg - 1).end();
 #endif
   __syncwarp();
   if (CM > 1) cluster_sync();

@@ -4,20 +4,20 @@ What changed against tc4_persistent_fp8: the scales are FP32 per 1×128 of A (a 
 block of B, not per tensor, so they change every k-tile and cannot wait for the epilogue. Each consumer warpgroup
 runs a k-tile's 4 wgmma m64n128k32 from zero into a second accumulator set, waits for them, frees the ring slot and
 adds them, times its two rows' A scales and the tile's B scale, into the FP32 accumulators with FFMA (64 per thread
-per k-tile). The next k-tile's three scales are loaded while the current one's wgmma runs. Same producer, ring,
-grouped snake order, 2-CTA clusters with B multicast and BF16 TMA-store epilogue as tc4.
-Why: FP8 recipes scale finely so that one outlier does not flatten a whole tensor's resolution, and the tensor
-cores' FP8 accumulation keeps about 14 bits, which over a long K loses what the fine scales bought; promoting every
-128 of K bounds each FP8 sum to 128 products. The tile is 128×128 because the promotion needs two accumulator sets
-of BN/2 registers per thread beside each other: at BN=256 they are 256 registers, more than the 232 a consumer
-thread gets; at 192 they are 192 of 232, and a tile would straddle two 128-wide B scale blocks (a scale chosen per
-column group); at 128 they are 128, and a tile is exactly one B scale block, one scale per k-tile. 6 stages of 32 KB
-fill shared memory beside the staging boxes.
-Predicted gain (before measuring): the promotion's FFMA and each warpgroup's wait per k-tile hide under the other
-warpgroup's wgmma, but the 128-wide tile reads more shared memory per multiply-add than tc4's 256-wide one (A is
-read again for every 128 columns, and both warpgroups read B): about 160 bytes per clock at the FP8 rate against
-128, the rate tc4 already runs at. So 0.80-0.90x tc4_persistent_fp8's TFLOPS, and 0.85-1.0x torch's
-blockwise scaled matmul (cuBLASLt), which pays the same promotion.
+per k-tile). Same producer, ring, grouped snake order and BF16 TMA-store epilogue as tc4.
+The tile: 128 columns because the promotion needs two accumulator sets of BN/2 registers per thread beside each
+other (at BN=256 they are 256 registers, past what a thread can have; at 128 a tile is exactly one B scale block,
+one scale per k-tile), and 192 rows, three consumer warpgroups. At 128×128 each k-tile moves 160 bytes of shared
+memory per clock at the FP8 rate against the 128 the SM has (both warpgroups read B again, and the tile's loads
+land there), so the tensor cores cannot be fed; a third warpgroup reads A's extra 64 rows against the same B, to
+about 146 bytes per clock, and its wgmma covers the other two's waits and promotions. It costs registers: three
+consumer warpgroups and the producer share 64K, so a consumer thread has 160 (the producer 24), the two accumulator
+sets take 128 of them, and 4 stages of 40 KB fill shared memory. The scales are loaded SCALE_AHEAD = 2 k-tiles
+before their promotion: one k-tile ahead, an L2 load under the TMA's traffic outlasted the k-tile's wgmma. No
+clusters: a 2-CTA cluster multicasting B measured no faster at 4096³ and slower at 8192³ and 2048×3072×4096.
+Predicted from the shared-memory bound: about 0.9× tc4_persistent_fp8's TFLOPS at most, less the promotions the
+third warpgroup does not cover; against torch's blockwise scaled matmul (cuBLASLt), which pays the same promotion
+on 128×128 tiles, 0.85-1.0×.
 
 ``cuda/tc8_promoted_fp8`` (precision fp8): the same kernel with PER_TENSOR=1, one scale per operand read through
 zero strides, so per-tensor FP8 gets FP32 accumulation, as cuBLASLt's default (``use_fast_accum=False``) does, where
@@ -29,8 +29,8 @@ Measured: results/h200/fp8.json; docs/tensor_cores.md (FP8).
 """
 from gemmlab.kernels.cuda.tc_common import WgmmaKernel, fp8_constraints, wgmma_constraints, wgmma_traffic
 
-PARAMS = {"BM": 128, "BN": 128, "STAGES": 6, "GROUP_M": 8, "PRODUCER_REGS": 40, "CONSUMER_REGS": 232, "EPI_TMA": 1,
-          "CM": 2, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
+PARAMS = {"BM": 192, "BN": 128, "STAGES": 4, "GROUP_M": 8, "PRODUCER_REGS": 24, "CONSUMER_REGS": 160, "EPI_TMA": 1,
+          "CM": 1, "SCALE_AHEAD": 2, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
 PER_TENSOR = {**PARAMS, "PER_TENSOR": 1}
 # what the roofline leaves out here: besides tc4's epilogue, each k-tile's wait and promotion keep that warpgroup off
 # the tensor cores, which only the other warpgroup's wgmma covers
@@ -41,7 +41,7 @@ SPECS = [
     WgmmaKernel(
         name="cuda/tc8_block_scaled_fp8", level=8, precision="fp8_block", kind="persistent",
         title="fp8 e4m3 with FP32 scales per 1x128 of A and 128x128 of B, wgmma m64n128k32 promoted into FP32 every "
-              "128 of K, tc4's persistent clustered skeleton, BF16 C",
+              "128 of K, three consumer warpgroups on 192x128 tiles, tc4's persistent skeleton, BF16 C",
         source="tc8_block_scaled_fp8.cu", entry="tc8_block_scaled_fp8", params=dict(PARAMS),
         constraints=lambda p: wgmma_constraints(p, specialized=True) + fp8_constraints(p, promoted=True),
         traffic_model=wgmma_traffic("fp8_block", PARAMS["BM"], PARAMS["BN"], PARAMS["CM"], persistent=True,

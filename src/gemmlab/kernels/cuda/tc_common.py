@@ -70,8 +70,13 @@ def fp8_constraints(p: dict, promoted: bool) -> list[str]:
                                               "a consumer thread's 232, and a tile may straddle at most two 128-wide "
                                               "blocks of B's scales: 128 or 192" if promoted else
                                               "the fp8 wgmma shapes here are n128, n192 and n256"))
+    if promoted and p.get("BN") in widths and p["BN"] > p.get("CONSUMER_REGS", 232) - 32:
+        e.append(f"BN={p['BN']}: the two accumulator sets take BN of a consumer thread's CONSUMER_REGS="
+                 f"{p.get('CONSUMER_REGS', 232)} registers, which must leave 32 for the rest")
     if promoted and p.get("STREAM_K", 0):
         e.append("STREAM_K=1: tc8's walk has no stream-K fixup")
+    if p.get("SCALE_AHEAD", 1) not in (1, 2, 3) or (p.get("SCALE_AHEAD") and not promoted):
+        e.append(f"SCALE_AHEAD={p.get('SCALE_AHEAD')}: how many k-tiles before its promotion tc8 loads a scale, 1-3")
     return e
 
 
