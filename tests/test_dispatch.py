@@ -78,20 +78,27 @@ def test_table_from_results_ranks_verified_kernels_of_gemmlab_only():
 
 
 def test_where_host_time_binds_the_kernel_with_fewer_launches_wins():
-    """tc5 is faster on the GPU at 256³ but launches twice (the rounding pre-pass): a caller waits for its host time,
-    which binds; tc6's one launch costs less on the host than its GPU time, which then binds."""
+    """A kernel faster on the GPU whose plan launches twice (a pre-pass, then the kernel) makes a caller wait for its
+    host time, which binds; a kernel of one launch costs less on the host than its GPU time, which then binds."""
     small = (256, 256, 256)
     table = dispatch.table_from_results(run(
         record("cuda/tc5_swap_ab_tf32", 0.0120, "tf32", small, host_us=21.0),
         record("cuda/tc6_stream_k_tf32", 0.0165, "tf32", small, host_us=15.0),
-        record("cuda/tc4_persistent_tf32", 0.0150, "tf32", small),  # no host time recorded: its GPU time
-        record("cuda/tc6_stream_k_tf32", 0.0160, "tf32", small, host_us=30.0)))  # slower per call than 16.5 µs
+        record("cuda/tc4_persistent_tf32", 0.0150, "tf32", small),  # no host time: the shape's median, 18 µs
+        record("cuda/tc6_stream_k_tf32", 0.0160, "tf32", small, host_us=30.0),  # slower per call than 16.5 µs
+        record("cuda/tc4_persistent_tf32", 0.0140, "tf32", small, host_us=19.0)))  # kept over the one without
     rows = table["NVIDIA H200"]["tf32"]["256x256x256"]
-    assert [(r["kernel"], r["ms"]) for r in rows] == [("cuda/tc4_persistent_tf32", 0.0150),
-                                                       ("cuda/tc6_stream_k_tf32", 0.0165),
+    assert [(r["kernel"], r["ms"]) for r in rows] == [("cuda/tc6_stream_k_tf32", 0.0165),
+                                                       ("cuda/tc4_persistent_tf32", 0.0140),
                                                        ("cuda/tc5_swap_ab_tf32", 0.0120)]
-    assert dispatch.per_call_ms(rows[2]) == pytest.approx(0.021) and dispatch.per_call_ms(rows[1]) == 0.0165
-    dispatch.record(run(*(record(r["kernel"], r["ms"], "tf32", small, host_us=r.get("host_us")) for r in rows[1:])))
+    assert dispatch.per_call_ms(rows[2]) == pytest.approx(0.021) and dispatch.per_call_ms(rows[0]) == 0.0165
+    untimed = dispatch.table_from_results(run(
+        record("cuda/tc5_swap_ab_tf32", 0.0120, "tf32", small, host_us=21.0),
+        record("cuda/tc6_stream_k_tf32", 0.0165, "tf32", small, host_us=15.0),
+        record("cuda/tc4_persistent_tf32", 0.0150, "tf32", small)))["NVIDIA H200"]["tf32"]["256x256x256"]
+    assert [r["kernel"] for r in untimed] == ["cuda/tc6_stream_k_tf32", "cuda/tc4_persistent_tf32",
+                                              "cuda/tc5_swap_ab_tf32"]  # tc4 at max(15, 18) µs
+    dispatch.record(run(*(record(r["kernel"], r["ms"], "tf32", small, host_us=r.get("host_us")) for r in rows)))
     choice = dispatch.choose(Problem(*small, "tf32"), ROW_MAJOR, H200)
     assert choice.spec.name == "cuda/tc6_stream_k_tf32" and "host time" not in choice.why
     # where the host time is the longer, the reason says it binds

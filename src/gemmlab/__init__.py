@@ -1,7 +1,7 @@
 """gemmlab: GPU matrix multiplication from a CPU triple loop to Hopper tensor cores, verified and measured.
 
     >>> import gemmlab, torch
-    >>> C = gemmlab.matmul(A, B)                      # the fastest kernel measured for the shape on this GPU
+    >>> C = gemmlab.matmul(A, B)                      # the kernel measured fastest for the shape on this GPU
     >>> C = gemmlab.matmul(A, B, kernel="cuda/v2_smem")
     >>> print(gemmlab.plan(A, B).explain())           # which kernel runs, and why
     >>> [k.name for k in gemmlab.list_kernels("cuda/*")]

@@ -9,8 +9,9 @@ and reads the operands' layout in place wins; if none reads the layout in place,
 after a copy. Without an entry for this GPU, each precision's default level runs.
 
 "Fastest" is what a caller issuing calls back to back waits per call: the GPU time, or where a record carries it
-(small problems, ``call_host_us``), the host time of one gemmlab.matmul call with that kernel if that is longer. A
-kernel whose plan launches twice (a pre-pass, then the kernel) can be the faster on the GPU and the slower to call.
+(small problems, ``call_host_us``), the host time of one gemmlab.matmul call with that kernel if that is longer; a
+record without one, at a shape where others have it, counts the shape's median. A kernel whose plan launches twice
+(a pre-pass, then the kernel) can be the faster on the GPU and the slower to call.
 
 Host arrays (NumPy, CPU tensors) run on the host (cpu/blas), as torch runs CPU tensors on the CPU. A measured kernel
 whose spec says why it is not for "auto" (``KernelSpec.auto_refusal``: tc7_3xtf32, whose splits turn an infinite
@@ -20,6 +21,7 @@ an explicit list and are not filtered so (tc1 TF32, which truncates, is the TF32
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -47,9 +49,10 @@ class Choice:
     copies: tuple[str, ...] = ()  # operands gemmlab.matmul copies into row-major order first
 
 
-def per_call_ms(row: dict) -> float:
-    """A table row's time per call: its GPU time, or its host time where that binds."""
-    return max(row["ms"], row.get("host_us", 0.0) / 1e3)
+def per_call_ms(row: dict, typical_host_us: float = 0.0) -> float:
+    """A table row's time per call: its GPU time, or its host time where that binds (``typical_host_us`` for a row
+    that has none)."""
+    return max(row["ms"], row.get("host_us", typical_host_us) / 1e3)
 
 
 def table_from_results(results: dict) -> dict:
@@ -71,15 +74,20 @@ def table_from_results(results: dict) -> dict:
     for shapes in table.get(gpu, {}).values():
         for label, rows in shapes.items():
             best: dict = {}
-            for row in rows:  # a kernel timed twice (two runs merged) keeps its faster record
-                if row["kernel"] not in best or _rank(row) < _rank(best[row["kernel"]]):
+            for row in rows:  # a kernel timed twice (two runs merged) keeps its record with a host time, the faster
+                old = best.get(row["kernel"])
+                if old is None or ("host_us" in row, -_rank(row)[0]) > ("host_us" in old, -_rank(old)[0]):
                     best[row["kernel"]] = row
-            shapes[label] = sorted(best.values(), key=_rank)
+            # a record without a host time where others of the shape have one (an older run): the shape's median,
+            # not none at all, so that it does not rank above the kernels whose host time binds
+            known = [row["host_us"] for row in best.values() if "host_us" in row]
+            typical = statistics.median(known) if known else 0.0
+            shapes[label] = sorted(best.values(), key=lambda row: _rank(row, typical))
     return table
 
 
-def _rank(row: dict) -> tuple:
-    return per_call_ms(row), row["ms"]
+def _rank(row: dict, typical_host_us: float = 0.0) -> tuple:
+    return per_call_ms(row, typical_host_us), row["ms"]
 
 
 def table_from_runs(runs: list[dict]) -> dict:

@@ -44,11 +44,22 @@ def test_staggered_ctas_read_one_burst_of_sm_count_tiles_at_a_time():
     walk = TileWalk(4, 4, MiB, MiB, 1.0)
     assert [len(w) for w in waves(walk, 4)] == [4, 4, 4, 4]
     assert dram_reads(walk, 8, 4 * MiB) == 12 * MiB
-    assert staggered_reads(walk, 4, 4 * MiB) == 20 * MiB
-    assert dram_reads(walk, 8, L2) == staggered_reads(walk, 4, L2) == 8 * MiB
+    assert staggered_reads(walk, 4, 4 * MiB, 8) == 20 * MiB
+    assert dram_reads(walk, 8, L2) == staggered_reads(walk, 4, L2, 8) == 8 * MiB
     # a persistent grid's wave is its own CTAs, one per SM (cluster): nothing beside them to stagger
     persistent = TileWalk(4, 4, MiB, MiB, 1.0, wave=8)
-    assert staggered_reads(persistent, 4, 4 * MiB) == dram_reads(persistent, 8, 4 * MiB) == 12 * MiB
+    assert staggered_reads(persistent, 4, 4 * MiB, 8) == dram_reads(persistent, 8, 4 * MiB) == 12 * MiB
+
+
+def test_staggered_never_below_the_resident_wave_in_step():
+    """4 × 4 tiles, panels of 1 MiB, an L2 of 10 MiB keeping 5 MiB of shared lines (L2_SHARE 0.5). Bursts of 4 tiles
+    (a row and 4 columns: 5 MiB, within the 5) each find the last one's 4 columns again: 5 + 3 × 1 = 8 MiB. Waves of 8
+    tiles (2 rows and 4 columns: 6 MiB) do not: 2 × 6 = 12 MiB. Between two bursts' reads of a shared panel the
+    resident wave's working set passes, so staggered is the in-step 12 MiB, not the bursts' 8."""
+    walk = TileWalk(4, 4, MiB, MiB, 1.0)
+    l2 = 10 * MiB
+    assert dram_reads(walk, 4, l2) < dram_reads(walk, 8, l2) == 12 * MiB
+    assert staggered_reads(walk, 4, l2, 8) == 12 * MiB
 
 
 def test_numba_v3_tiles_at_4096_cubed_in_step_and_staggered():
@@ -62,7 +73,7 @@ def test_numba_v3_tiles_at_4096_cubed_in_step_and_staggered():
     assert [len({r for r, _ in w}) for w in in_step] == [7, 7, 7, 7, 7, 8, 7, 7, 7, 7, 3]
     assert dram_reads(walk, 396, L2) == 778 * MiB
     assert {len({r for r, _ in w}) for w in waves(walk, 132)[:31]} == {3}
-    assert staggered_reads(walk, 132, L2) == pytest.approx((31 * 67 + 5 - 5 * 25 / 62) * MiB)
+    assert staggered_reads(walk, 132, L2, 396) == pytest.approx((31 * 67 + 5 - 5 * 25 / 62) * MiB)
     # two CTAs per SM in step (cuda/v3's 54 registers): 15 waves of 5 rows, then 3 rows, all of B each time
     assert dram_reads(walk, 264, L2) == (15 * 69 + 67) * MiB
 

@@ -215,7 +215,7 @@ def test_constraints_refuse_what_cannot_work_with_the_reason():
                              (TC8, {"STREAM_K": 1, "CM": 1}, "no stream-K"),
                              (TC8, {"BN": 192, "STAGES": 3}, "CONSUMER_REGS=160"),
                              (TC8, {"SCALE_AHEAD": 4}, "SCALE_AHEAD=4"),
-                             (TC4, {"SCALE_AHEAD": 2}, "SCALE_AHEAD=2"),
+                             (TC4, {"SCALE_AHEAD": 2}, "option of tc8's source"),
                              (TC4, {"PER_TENSOR": 1}, "tc8's source")):
         with pytest.raises(InvalidConfigError, match=match):
             dataclasses.replace(spec, params={**spec.params, **bad})

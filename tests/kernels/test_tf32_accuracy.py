@@ -292,14 +292,16 @@ def test_pre_pass_rounding_reads_whole_chunks_where_a_is_aligned(stub):
 
 
 @pytest.mark.parametrize("name,shape,launches,copies", [
-    ("cuda/tc5_swap_ab_tf32", (300, 200, 130), 1, 1), ("cuda/tc5_swap_ab_tf32", (256, 256, 256), 1, 0),
+    ("cuda/tc5_swap_ab_tf32", (300, 200, 130), 2, 0), ("cuda/tc5_swap_ab_tf32", (300, 200, 132), 1, 0),
+    ("cuda/tc5_swap_ab_tf32", (256, 256, 256), 1, 0), ("cuda/tc6_stream_k_tf32", (16, 16, 65536), 2, 0),
     ("cuda/tc5_swap_ab_tf32", (257, 256, 256), 2, 0), ("cuda/tc6_stream_k_tf32", (512, 512, 512), 1, 0),
     ("cuda/tc6_stream_k_tf32", (513, 512, 512), 2, 0)])
 def test_small_tf32_problems_are_one_launch_and_larger_ones_the_pre_pass_and_the_kernel(stub, name, shape, launches,
                                                                                           copies):
     """The registered TF32 levels as gemmlab.matmul plans them: up to their one_launch_mnk, the kernel alone,
-    rounding A in shared memory (its binary: TF32_ROUND=2); above it, the rounding pre-pass and then the kernel.
-    K = 130 (520-byte rows): without the pre-pass's pitched workspace, A is copied into one first."""
+    rounding A in shared memory (its binary: TF32_ROUND=2); above it, for a long K, or for rows of A that are not
+    16-byte pitched (K = 130: the pre-pass writes its pitched workspace as it rounds), the pre-pass and the kernel,
+    and never a copy besides."""
     stub.stub_reset()
     spec = get_kernel(name)
     plan, _ = make(stub, spec, shape)

@@ -77,13 +77,16 @@ def dram_reads(walk: TileWalk, wave: int, l2_bytes: float) -> float:
     return total
 
 
-def staggered_reads(walk: TileWalk, sm_count: int, l2_bytes: float) -> float:
+def staggered_reads(walk: TileWalk, sm_count: int, l2_bytes: float, resident: int) -> float:
     """Bytes of A and B the walk reads from DRAM when the CTAs that share an SM run out of step: one CTA per SM,
-    ``sm_count`` tiles, sweeps K together. A persistent grid (``walk.wave``) holds no CTAs beside its own to stagger:
-    its in-step count. The bursts follow each other by a fraction of a tile, not a whole one, so the reuse between
-    them that ``dram_reads`` finds is the least they get: while the SMs keep in step with each other, the most the
-    staggered schedule reads, where the resident wave in step reads the fewest."""
-    return dram_reads(walk, walk.wave or sm_count, l2_bytes)
+    ``sm_count`` tiles, sweeps K together, and a panel two such bursts share is read again after the ``resident``
+    tiles' working set has passed through the L2 between them. Counted as bursts of ``sm_count`` tiles through
+    ``dram_reads``, and never below the resident wave in step (where the bursts' own working sets fit the L2 better
+    than the wave's, the wave's is still what passes between them). A persistent grid (``walk.wave``) holds no CTAs
+    beside its own to stagger: its in-step count."""
+    if walk.wave:
+        return dram_reads(walk, walk.wave, l2_bytes)
+    return max(dram_reads(walk, sm_count, l2_bytes), dram_reads(walk, resident, l2_bytes))
 
 
 def ctas_per_sm(threads: int, registers: int | None = None, smem: int = 0) -> int:

@@ -198,7 +198,7 @@ def model(spec, problem: Problem, ceilings: Ceilings | DeviceSpec, clock_mhz: fl
     if walk is not None:
         wave = walk.wave or ceilings.sm_count * resident_ctas(runs, problem, resources)
         dram = hierarchy.dram_reads(walk, wave, ceilings.l2_bytes) + c_bytes
-        staggered = hierarchy.staggered_reads(walk, ceilings.sm_count, ceilings.l2_bytes) + c_bytes
+        staggered = hierarchy.staggered_reads(walk, ceilings.sm_count, ceilings.l2_bytes, wave) + c_bytes
         per_sm = _per_sm_flops(walk, wave, ceilings.sm_count, flops)
     else:
         dram = staggered = traffic.total

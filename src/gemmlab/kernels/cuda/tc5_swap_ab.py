@@ -23,9 +23,10 @@ roofline model the pre-pass costs 9% at 4096³, 4% at 8192³, 10% at 2048×3072�
 instead, by producer warps 1-3 once each k-tile lands (tc_round.cuh, a `ready` barrier the consumers wait on): no
 workspace, but the pass reads and writes A's 32 KB per k-tile beside the wgmmas' reads of shared memory (predicted
 9-20% slower; measured far slower: docs/accuracy.md). TF32_ROUND=1 rounds B alone; TF32_ROUND=0 is the truncating
-build. Up to ONE_LAUNCH_MNK multiply-adds (256³) tc5 runs TF32_ROUND=2: a call that small is bound by host time,
-and the pre-pass's second launch costs the host about what the in-place pass costs the GPU there (tc6, whose
-stream-K grid spreads the pass over more SMs, keeps one launch up to 512³).
+build. Up to ONE_LAUNCH_MNK multiply-adds (256³; K at most 512, rows of A 16-byte pitched: rounds_a_in_place) tc5
+runs TF32_ROUND=2: at that size the pre-pass's two launches make a call wait on the host, and the second launch
+costs the host about what the in-place pass costs the GPU (tc6, whose stream-K grid spreads the pass over more
+SMs, keeps one launch up to 512³).
 Measured: docs/tensor_cores.md, docs/accuracy.md, results/h200/tensor_cores.json.
 """
 from gemmlab.kernels.cuda.tc_common import WgmmaKernel, wgmma_constraints, wgmma_traffic

@@ -1,5 +1,5 @@
-// tc8: block-scaled FP8 (DeepGEMM's recipe) on tc4's persistent, warp-specialized, clustered skeleton: the same
-// producer (produce_ring, load_stage), tile order, clusters with B multicast and TMA-store epilogue. What differs is
+// tc8: block-scaled FP8 (DeepGEMM's recipe) on tc4's persistent, warp-specialized skeleton: the same producer
+// (produce_ring, load_stage), tile order, clusters (CM, 1 as registered) and TMA-store epilogue. What differs is
 // the consumers' k-tile: each k-tile (128 of K, one scale block) runs its 4 wgmma m64nBNk32 from zero into `part`,
 // waits for them, gives the ring slot back and adds part · scale_a[row] · scale_b[block] into the FP32 accumulator
 // `acc` on the CUDA cores. The tensor cores' own FP8 accumulation keeps about 14 bits; promoted every 128 of K, it
@@ -132,13 +132,14 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
 #endif
     }
   }
+#if TIMELINE
+  // the end stamp outside the consumers' branch (before the stores drain, where tc4 stamps it): inside, it costs a
+  // consumer of three warpgroups registers its mainloop has none of to spare, and the spills would be what the
+  // stamps measure
+  if (wg > 0) Timeline<CW>(args.timeline, wg - 1).end();
+#endif
 #if EPI_TMA
   tma_store_wait_all();
-#endif
-#if TIMELINE
-  // the end stamp outside the consumers' branch: there it costs a consumer of three warpgroups registers its
-  // mainloop has none of to spare, and the spills would be what the stamps measure
-  if (wg > 0) Timeline<CW>(args.timeline, wg - 1).end();
 #endif
   __syncwarp();
   if (CM > 1) cluster_sync();

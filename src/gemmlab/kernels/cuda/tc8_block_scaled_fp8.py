@@ -10,7 +10,7 @@ other (at BN=256 they are 256 registers, past what a thread can have; at 128 a t
 one scale per k-tile), and 192 rows, three consumer warpgroups. At 128×128 each k-tile moves 160 bytes of shared
 memory per clock at the FP8 rate against the 128 the SM has (both warpgroups read B again, and the tile's loads
 land there), so the tensor cores cannot be fed; a third warpgroup reads A's extra 64 rows against the same B, to
-about 146 bytes per clock, and its wgmma covers the other two's waits and promotions. It costs registers: three
+about 149 bytes per clock, and its wgmma covers the other two's waits and promotions. It costs registers: three
 consumer warpgroups and the producer share 64K, so a consumer thread has 160 (the producer 24), the two accumulator
 sets take 128 of them, and 4 stages of 40 KB fill shared memory. The scales are loaded SCALE_AHEAD = 2 k-tiles
 before their promotion: one k-tile ahead, an L2 load under the TMA's traffic outlasted the k-tile's wgmma. No
@@ -33,7 +33,7 @@ PARAMS = {"BM": 192, "BN": 128, "STAGES": 4, "GROUP_M": 8, "PRODUCER_REGS": 24, 
           "CM": 1, "SCALE_AHEAD": 2, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
 PER_TENSOR = {**PARAMS, "PER_TENSOR": 1}
 # what the roofline leaves out here: besides tc4's epilogue, each k-tile's wait and promotion keep that warpgroup off
-# the tensor cores, which only the other warpgroup's wgmma covers
+# the tensor cores, which only the other warpgroups' wgmma cover
 PROMOTION = ("latency: each k-tile waits for its wgmma and promotes on the CUDA cores, and each tile's epilogue "
              "keeps its warpgroups off the tensor cores; gemmlab timeline counts the cycles")
 

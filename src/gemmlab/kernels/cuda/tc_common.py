@@ -67,15 +67,17 @@ def fp8_constraints(p: dict, promoted: bool) -> list[str]:
     for name in ("BN", "NARROW_BN"):
         if p.get(name, 0) and p[name] not in widths:
             e.append(f"{name}={p[name]}: " + ("two accumulator sets of BN/2 registers must fit beside each other in "
-                                              "a consumer thread's 232, and a tile may straddle at most two 128-wide "
-                                              "blocks of B's scales: 128 or 192" if promoted else
+                                              "a consumer thread's registers (232 at most), and a tile may straddle at "
+                                              "most two 128-wide blocks of B's scales: 128 or 192" if promoted else
                                               "the fp8 wgmma shapes here are n128, n192 and n256"))
     if promoted and p.get("BN") in widths and p["BN"] > p.get("CONSUMER_REGS", 232) - 32:
         e.append(f"BN={p['BN']}: the two accumulator sets take BN of a consumer thread's CONSUMER_REGS="
                  f"{p.get('CONSUMER_REGS', 232)} registers, which must leave 32 for the rest")
     if promoted and p.get("STREAM_K", 0):
         e.append("STREAM_K=1: tc8's walk has no stream-K fixup")
-    if p.get("SCALE_AHEAD", 1) not in (1, 2, 3) or (p.get("SCALE_AHEAD") and not promoted):
+    if p.get("SCALE_AHEAD") and not promoted:
+        e.append("SCALE_AHEAD is an option of tc8's source (how many k-tiles before its promotion a scale is loaded)")
+    elif p.get("SCALE_AHEAD", 1) not in (1, 2, 3):
         e.append(f"SCALE_AHEAD={p.get('SCALE_AHEAD')}: how many k-tiles before its promotion tc8 loads a scale, 1-3")
     return e
 
@@ -289,6 +291,18 @@ def wgmma_constraints(p: dict, specialized: bool, swap_ab: bool = False) -> list
     return e
 
 
+ONE_LAUNCH_MAX_K = 512  # past it the in-place pass costs a CTA more k-tiles than the launch it saves
+
+
+def rounds_a_in_place(problem: Problem, one_launch_mnk: int) -> bool:
+    """Whether a TF32_ROUND=3 level runs ``problem`` in one launch, A rounded in shared memory (TF32_ROUND=2): up to
+    ``one_launch_mnk`` multiply-adds, K at most ONE_LAUNCH_MAX_K (the pass's cost grows with the k-tiles each CTA
+    walks, the launch it saves does not), and A's rows a whole number of 16 bytes (else A is copied into a pitched
+    workspace first anyway, which the pre-pass does as it rounds)."""
+    m, n, k = problem.shape
+    return m * n * k <= one_launch_mnk and k <= ONE_LAUNCH_MAX_K and k % 4 == 0
+
+
 def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, prepass: bool | None = None,
                   stream_k: bool = False, sk_fill: int = SK_FILL, sk_skip: int = SK_SKIP_FILL, whole=None,
                   narrow: dict | None = None, persistent: bool = False, group_m: int = 1, swap_ab: bool = False,
@@ -302,8 +316,8 @@ def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, pr
     NARROW_BN wide there, and a stream-K level runs the base level (``whole``). ``block_scales`` (tc8): each tile
     also reads its rows' A scales and one B scale per 128 of K. ``round_a`` (tc5, tc6 with TF32_ROUND=3): a launch
     of its own before the kernel reads A and writes it rounded to TF32 into the workspace the kernel reads; up to
-    ``one_launch_mnk`` multiply-adds (WgmmaKernel.one_launch_mnk) the producer warps round A in place instead
-    (``a_pass`` 2).
+    ``one_launch_mnk`` multiply-adds (WgmmaKernel.one_launch_mnk, rounds_a_in_place) the producer warps round A in
+    place instead (``a_pass`` 2).
 
     Beneath the L2 traffic: each consumer warpgroup's wgmma reads its 64 rows of A and the tile's BN columns of B
     from shared memory per k (with ``swap_ab``, all BM rows of A and its 64 columns of B), after TMA wrote each
@@ -320,7 +334,7 @@ def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, pr
     def model(problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
         m, n, k = problem.shape
         pre_round, a_pass_ = round_a, a_pass
-        if round_a and m * n * k <= one_launch_mnk:
+        if round_a and rounds_a_in_place(problem, one_launch_mnk):
             pre_round, a_pass_ = False, 2
         bn_ = bn
         if narrow is not None and narrow_pays(m, n, narrow, sm_count):
@@ -384,7 +398,7 @@ class WgmmaKernel(CudaKernel):
     # STREAM_K=1 (tc6): what runs where no tile is split, the base level's parameters, its clusters included
     whole_tiles: dict | None = None
     # TF32_ROUND=3 levels: up to this many multiply-adds (M·N·K), A is rounded in shared memory (TF32_ROUND=2), one
-    # launch instead of the pre-pass's two (for_problem)
+    # launch instead of the pre-pass's two (for_problem, rounds_a_in_place)
     one_launch_mnk: int = 0
     TIMELINE_SLOTS: ClassVar[int] = TL_SLOTS
 
@@ -510,12 +524,13 @@ class WgmmaKernel(CudaKernel):
         return (size, 1, 1) if self.kind == "persistent" and size > 1 else None
 
     def for_problem(self, problem: Problem, sm_count: int = 132) -> "WgmmaKernel":
-        """The spec that runs ``problem``: with NARROW_BN, NARROW_BN-wide tiles where they fill the last wave
-        better (narrow_pays); with STREAM_K, the base level where no tile is split; else this one."""
+        """The spec that runs ``problem``: a TF32_ROUND=3 level with ``one_launch_mnk``, TF32_ROUND=2 where
+        rounds_a_in_place says so; with NARROW_BN, NARROW_BN-wide tiles where they fill the last wave better
+        (narrow_pays); with STREAM_K, the base level where no tile is split; else this one."""
         import dataclasses
 
         p = self.params
-        if p.get("TF32_ROUND", 0) == 3 and problem.m * problem.n * problem.k <= self.one_launch_mnk:
+        if p.get("TF32_ROUND", 0) == 3 and rounds_a_in_place(problem, self.one_launch_mnk):
             return dataclasses.replace(self, params={**p, "TF32_ROUND": 2}).for_problem(problem, sm_count)
         if p.get("STREAM_K", 0):
             if self.stream_k_tiles(problem, sm_count):
@@ -539,8 +554,9 @@ class WgmmaKernel(CudaKernel):
 
     def configurations(self, formats: bool = False) -> list["WgmmaKernel"]:
         """Every binary this spec can launch whose memory accesses differ, each pinned (gemmlab verify --sanitize
-        runs them all): the tile widths, and for FP8 both output types. With ``formats``, also every FP8 format pair,
-        which changes only the wgmma instruction (the compile tests build them all)."""
+        runs them all): the tile widths, the TF32 levels' two ways of rounding A (``one_launch_mnk``), and for FP8
+        both output types. With ``formats``, also every FP8 format pair, which changes only the wgmma instruction (the
+        compile tests build them all)."""
         import dataclasses
 
         if not self.params.get("NARROW_BN", 0):
