@@ -35,15 +35,22 @@ PARAMS = {"BM": 256, "BN": 128, "STAGES": 4, "CN": 1, "GROUP_M": 8, "PRODUCER_RE
           "TF32_ROUND": 3}
 ONE_LAUNCH_MNK = 256 ** 3
 
+
+def traffic_model(one_launch_mnk: int):
+    """tc5's traffic, A rounded in place up to ``one_launch_mnk`` multiply-adds (tc6 runs this kernel where it splits
+    no tile, at its own limit)."""
+    return wgmma_traffic("tf32", PARAMS["BM"], PARAMS["BN"], cn=PARAMS["CN"], prepass=False, persistent=True,
+                         group_m=PARAMS["GROUP_M"], swap_ab=True, round_a=PARAMS["TF32_ROUND"] == 3,
+                         one_launch_mnk=one_launch_mnk)
+
+
 SPECS = [
     WgmmaKernel(
         name="cuda/tc5_swap_ab_tf32", level=5, precision="tf32", kind="persistent", swap_ab=True,
         title="tf32 Cᵀ = Bᵀ·Aᵀ: B fragments from registers (ld.shared, rounded there), A rounded by a pre-pass",
         source="tc5_swap_ab.cu", entry="tc5_swap_ab", params=dict(PARAMS), one_launch_mnk=ONE_LAUNCH_MNK,
         constraints=lambda p: wgmma_constraints(p, specialized=True, swap_ab=True),
-        traffic_model=wgmma_traffic("tf32", PARAMS["BM"], PARAMS["BN"], cn=PARAMS["CN"], prepass=False, persistent=True,
-                                    group_m=PARAMS["GROUP_M"], swap_ab=True, round_a=PARAMS["TF32_ROUND"] == 3,
-                                    one_launch_mnk=ONE_LAUNCH_MNK),
+        traffic_model=traffic_model(ONE_LAUNCH_MNK),
         doc=__doc__,
     )
 ]

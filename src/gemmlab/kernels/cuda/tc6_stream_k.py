@@ -56,10 +56,7 @@ SPECS = [
         constraints=lambda p: wgmma_constraints(p, specialized=True, swap_ab=True),
         traffic_model=wgmma_traffic("tf32", TF32["BM"], TF32["BN"], prepass=False, stream_k=True,
                                     group_m=TF32["GROUP_M"], swap_ab=True, round_a=TF32["TF32_ROUND"] == 3,
-                                    one_launch_mnk=ONE_LAUNCH_MNK,
-                                    whole=wgmma_traffic("tf32", TF32["BM"], TF32["BN"], prepass=False,
-                                                        persistent=True, group_m=TF32["GROUP_M"], swap_ab=True,
-                                                        round_a=True, one_launch_mnk=ONE_LAUNCH_MNK)),
+                                    one_launch_mnk=ONE_LAUNCH_MNK, whole=tc5_swap_ab.traffic_model(ONE_LAUNCH_MNK)),
         doc=__doc__,
     ),
 ]
