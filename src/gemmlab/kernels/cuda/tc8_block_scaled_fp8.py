@@ -13,7 +13,7 @@ land there), so the tensor cores cannot be fed; a third warpgroup reads A's extr
 about 149 bytes per clock, and its wgmma covers the other two's waits and promotions. It costs registers: three
 consumer warpgroups and the producer share 64K, so a consumer thread has 160 (the producer 24), the two accumulator
 sets take 128 of them, and 4 stages of 40 KB fill shared memory. The scales are loaded SCALE_AHEAD = 2 k-tiles
-before their promotion, a register ring; at these tiles it measured within 2% of 1 (the ring's shift waits for
+before their promotion, a register ring; at these tiles it measured no better than 1 (the ring's shift waits for
 the newest load, so a deeper ring buys little slack: docs/tensor_cores.md). No clusters: a 2-CTA cluster multicasting B measured no faster at 4096³ and slower at 8192³ and 2048×3072×4096.
 Predicted from the shared-memory bound: about 0.9× tc4_persistent_fp8's TFLOPS at most, less the promotions the
 third warpgroup does not cover; against torch's blockwise scaled matmul (cuBLASLt), which pays the same promotion
