@@ -90,6 +90,22 @@ def _write(path: Path, text: str) -> None:
     path.write_text(text)
 
 
+def _variant(text: str) -> tuple[str, dict]:
+    """KERNEL:NAME=V[,NAME=V...] -> (KERNEL, {NAME: V}) with integer values, for bench --variant."""
+    kernel, sep, changes = text.partition(":")
+    pairs = [c.partition("=") for c in changes.split(",") if c.strip()]
+    if not sep or not kernel.strip() or not pairs or any(not eq or not name.strip() for name, eq, _ in pairs):
+        raise argparse.ArgumentTypeError(f"{text!r}: a variant is KERNEL:NAME=V[,NAME=V], e.g. "
+                                         "cuda/tc8_block_scaled_fp8:BM=128,STAGES=6")
+    out = {}
+    for name, _, value in pairs:
+        try:
+            out[name.strip()] = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r}: {name.strip()}={value!r} is not an integer") from None
+    return kernel.strip(), out
+
+
 def _specs(pattern: str | None):
     """The kernels a --kernels glob names (all without one); none matching is an error in every command."""
     from gemmlab.kernels.registry import list_kernels, select
@@ -141,7 +157,10 @@ def cmd_bench(args) -> int:
                            max_seconds=args.max_seconds)
     blocks = BlockOptions(args.blocks, args.block_seconds) if args.blocks else None
     opts = bench.BenchOptions(shapes=args.shape or [], kernels=args.kernels, timing=timing, seed=args.seed,
-                              gpu=args.gpu, pause_s=args.pause, ceilings=not args.no_ceilings, blocks=blocks)
+                              gpu=args.gpu, pause_s=args.pause, ceilings=not args.no_ceilings, blocks=blocks,
+                              variants=tuple(args.variant or ()))
+    if opts.variants:
+        specs = bench.selected(opts)  # the variants' own errors (parameters, constraints) before anything runs
     dev = device_spec(info.name if info else args.gpu)
     console.print(Text.assemble(("gemmlab bench", "bold"), f"{' on ' + info.name if info else ''} (git "
                                 f"{env.git_sha()[:12]}): {bench.plan(opts, info, why, dev, specs)}"))
@@ -157,7 +176,8 @@ def cmd_bench(args) -> int:
                           f"{ceil['cublas_fp32_tflops']:.1f} TFLOPS at {ceil['cublas_fp32_shape']}³ (datasheet: "
                           f"{dev.dram_gbs:.0f} GB/s, {dev.tflops['fp32']} TFLOPS FP32)")
         console.print("columns: × peer = peer time / kernel time (same precision, same run, launches of the two "
-                      "interleaved); × prev = speedup over the previous level of the same backend; model I = FLOP "
+                      "interleaved); × prev = speedup over the previous level of the same backend (a --variant: "
+                      "its × peer over the registered parameters', 'reg.'); model I = FLOP "
                       "per modeled global byte; BW util = modeled global bytes/s over DRAM bandwidth (>100%: caches "
                       "absorbed re-reads)", style="dim", highlight=False)
     else:
@@ -534,6 +554,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "long enough for clock and power to settle: a third ratio, from steady states")
     s.add_argument("--block-seconds", type=seconds, default=0.5, help="timed launches per block (with --blocks)")
     s.add_argument("--no-ceilings", action="store_true", help="skip measuring copy bandwidth and cuBLAS FP32 8192³")
+    s.add_argument("--variant", action="append", type=_variant, metavar="KERNEL:NAME=V[,NAME=V]",
+                   help="also run KERNEL with these parameters changed, beside its registered ones and its peer "
+                        "(each checked by the kernel's constraints; records named KERNEL[NAME=V,...]); repeatable")
     s.add_argument("--api", action="store_true", help="time gemmlab.matmul (kernel='auto') against torch on the same "
                                                       "CUDA tensors, host overhead included (needs torch with CUDA)")
     s.add_argument("--distributed", nargs=argparse.REMAINDER, metavar="...",

@@ -57,13 +57,14 @@ def per_call_ms(row: dict, typical_host_us: float = 0.0) -> float:
 
 def table_from_results(results: dict) -> dict:
     """{gpu: {precision: {"MxNxK": [{"kernel", "ms"[, "host_us"]}, ...fastest per call first]}}} from a results
-    JSON's verified records of gemmlab's GPU kernels."""
+    JSON's verified records of gemmlab's registered GPU kernels (not bench --variant's)."""
     gpu = ((results.get("env") or {}).get("gpu") or {}).get("name")
     table: dict = {}
     if not gpu:
         return table
     for r in results.get("records", []):
-        if r.get("backend") in ("peer", "cpu") or not r.get("verified") or not r.get("median_ms"):
+        if r.get("backend") in ("peer", "cpu") or r.get("variant_of") or not r.get("verified") or \
+                not r.get("median_ms"):
             continue
         label = f"{r['m']}x{r['n']}x{r['k']}"
         rows = table.setdefault(gpu, {}).setdefault(r["precision"], {}).setdefault(label, [])

@@ -8,6 +8,7 @@ and the summary says so.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from dataclasses import dataclass
 
@@ -35,10 +36,13 @@ def clock_of(rec: dict) -> float | None:
 
 
 def remodel_record(rec: dict, ceilings: Ceilings, resources: dict | None = None) -> dict:
-    """The record's model recomputed; raises GemmlabError when its kernel is not registered here."""
+    """The record's model recomputed (a bench --variant record's from its registered kernel, at the record's
+    parameters); raises GemmlabError when its kernel is not registered here."""
     from gemmlab.kernels.registry import get_kernel
 
-    spec = get_kernel(rec["kernel"])
+    spec = get_kernel(rec.get("variant_of") or rec["kernel"])
+    if rec.get("variant_of"):
+        spec = dataclasses.replace(spec, params=dict(rec["params"]))
     problem = Problem(int(rec["m"]), int(rec["n"]), int(rec["k"]), rec.get("precision") or spec.precision)
     params = rec.get("params") if rec.get("params") else None
     return model(spec, problem, ceilings, clock_of(rec), resources or resources_of(rec), params).as_dict()

@@ -11,6 +11,7 @@ CLI prints while the run goes on.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 import zlib
@@ -19,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from gemmlab.analysis.roofline import DeviceSpec, at_clock, ceilings_for, device_spec, model
-from gemmlab.errors import CompileError, GemmlabError, SizeLimitError
+from gemmlab.errors import CompileError, GemmlabError, InvalidConfigError, SizeLimitError
 from gemmlab import device
 from gemmlab.harness import env
 from gemmlab.harness.ceilings import measure_ceilings, stored_ceilings
@@ -54,6 +55,8 @@ class BenchOptions:
     ceilings: bool = True
     sim_shapes: tuple = SIMULATOR_SHAPES[:3]
     blocks: BlockOptions | None = None  # also time each GPU kernel and its peer in alternating blocks
+    # (kernel, {parameter: value}): registered kernels with some parameters changed, run beside them (variant())
+    variants: tuple = ()
 
 
 class Listener:
@@ -108,11 +111,44 @@ def kernel_seed(base: int, name: str, shape) -> int:
     return base + zlib.crc32(f"{name}:{shape}".encode()) % 100_000
 
 
-def _selected(opts: BenchOptions) -> list[KernelSpec]:
-    from gemmlab.kernels.registry import select
+def variant(name: str, changes: dict) -> KernelSpec:
+    """Registered kernel ``name`` with the parameters in ``changes`` set: KERNEL[NAME=V,...], checked by the
+    kernel's own constraints as a registered configuration is, its records marked ``variant_of`` (and compared
+    with the registered parameters' in the same run, ``variant_gain``); gemmlab.matmul's dispatch never runs one."""
+    from gemmlab.kernels.registry import get_kernel
 
-    specs = select(opts.kernels) if opts.kernels else list_kernels()
+    base = get_kernel(name)
+    if not base.params:
+        raise InvalidConfigError(f"{name} has no parameters to change")
+    unknown = [k for k in changes if k not in base.params]
+    if unknown:
+        raise InvalidConfigError(f"{name} has no parameter {', '.join(unknown)}; its parameters: "
+                                 + " ".join(f"{k}={v}" for k, v in base.params.items()))
+    if all(base.params[k] == v for k, v in changes.items()):
+        raise InvalidConfigError(f"{name}: {', '.join(f'{k}={v}' for k, v in changes.items())} is what it has "
+                                 "registered; a variant changes at least one parameter")
+    label = ",".join(f"{k}={v}" for k, v in changes.items())
+    return dataclasses.replace(base, name=f"{name}[{label}]", params={**base.params, **changes}, variant_of=name,
+                               not_auto=f"a parameter variant of {name}, run only by gemmlab bench --variant")
+
+
+def selected(opts: BenchOptions) -> list[KernelSpec]:
+    """The kernels a run covers: those --kernels names (all without it) and the variants with their registered
+    kernels, and on a GPU every precision's peer."""
+    from gemmlab.kernels.registry import get_kernel, select
+
+    variants = list({v.name: v for v in (variant(name, changes) for name, changes in opts.variants)}.values())
+    if opts.kernels or not variants:
+        specs = select(opts.kernels) if opts.kernels else list_kernels()
+    else:  # variants alone: beside their registered kernels only
+        specs = [get_kernel(name) for name in dict.fromkeys(v.variant_of for v in variants)]
     names = {s.name for s in specs}
+    for v in variants:
+        if v.variant_of not in names:  # the registered parameters in the same run, the variant's yardstick
+            specs.append(get_kernel(v.variant_of))
+            names.add(v.variant_of)
+    specs += [v for v in variants if v.name not in names]
+    names |= {v.name for v in variants}
     if device.gpu() is None:
         return specs  # peers need a GPU; the CPU-only note says so
     precisions = {s.precision for s in specs if s.device != CPU}
@@ -130,7 +166,8 @@ def _record(spec: KernelSpec, problem: Problem, dev: DeviceSpec, bw_gbs: float |
     return BenchRecord(spec.name, spec.backend, spec.level, spec.precision, spec.title,
                        dict(spec.for_problem(problem).params), problem.m, problem.n, problem.k,
                        tolerance=tolerance_for(problem), model=km.as_dict(),
-                       peer=PEERS.get(spec.precision) if spec.device != CPU else "cpu/blas")
+                       peer=PEERS.get(spec.precision) if spec.device != CPU else "cpu/blas",
+                       variant_of=spec.variant_of or None)
 
 
 def _fill_timing(rec: BenchRecord, timing, problem: Problem, dev: DeviceSpec, bw_gbs: float | None,
@@ -171,7 +208,7 @@ def _link_ratios(records: list[BenchRecord]) -> None:
     """peer_ratio = peer time / kernel time at the same precision and shape, from the interleaved timing of the
     two where the run made one, else from their own medians (against FALLBACK_PEERS' peer where the precision's
     own did not run, with a ``peer_note``); speedup over the previous level of the same backend and precision present
-    in the run."""
+    in the run; a variant's peer_ratio over its registered kernel's (variant_gain)."""
     by_key = {(r.kernel, r.shape): r for r in records}
     for r in records:
         if r.median_ms is None:
@@ -187,9 +224,12 @@ def _link_ratios(records: list[BenchRecord]) -> None:
         if peer and peer.median_ms and peer is not r:
             paired = r.interleaved
             r.peer_ratio = paired["peer_ms"] / paired["kernel_ms"] if paired else peer.median_ms / r.median_ms
-        if r.level is None:
+        base = by_key.get((r.variant_of, r.shape)) if r.variant_of else None
+        if base and base.peer_ratio and r.peer_ratio and base.peer == r.peer:
+            r.variant_gain = r.peer_ratio / base.peer_ratio
+        if r.level is None or r.variant_of:
             continue
-        below = [q for q in records if q.backend == r.backend and q.precision == r.precision
+        below = [q for q in records if q.backend == r.backend and q.precision == r.precision and not q.variant_of
                  and q.shape == r.shape and q.level is not None and q.level < r.level and q.median_ms]
         if below:
             prev = max(below, key=lambda q: (q.level, -q.median_ms))
@@ -230,7 +270,7 @@ def run_bench(opts: BenchOptions, listener: Listener | None = None) -> dict:
     listener = listener or Listener()
     records: list[BenchRecord] = []  # typed while the run fills them; the results hold their JSON
     info, why = device.probe()
-    specs = _selected(opts)
+    specs = selected(opts)
     mode = "gpu" if info else "cpu-only"
     dev = device_spec(info.name) if info else device_spec(opts.gpu)
     results = {"env": env.collect(info, mode), "records": [], "notes": [], "noise": []}
@@ -366,7 +406,8 @@ def _bench_one(spec, problem, rec, sets, opts, dev, bw, info, peer_launch=None):
     timing_args = (sets, opts.timing, info.max_sm_clock_mhz, _set_bytes(problem), info.l2_bytes)
     _fill_timing(rec, time_gpu(launch, *timing_args), problem, dev, bw, spec)
     rec.status = Status.OK
-    if spec.backend != "peer" and rec.median_ms < HOST_BOUND_MS and problem.prec.scaling is None:
+    if spec.backend != "peer" and not spec.variant_of and rec.median_ms < HOST_BOUND_MS and \
+            problem.prec.scaling is None:
         try:
             rec.call_host_us = _call_host_us(spec, problem, sets[0])
         except GemmlabError as exc:  # the timing stands; kernel="auto" ranks this one by its GPU time alone

@@ -22,7 +22,7 @@ class Status(str, Enum):
 
 
 _OPTIONAL = ("registers", "spills", "smem_static", "smem_bytes", "call_host_us", "interleaved", "blocks", "prev_kernel",
-             "simulator", "recipe_err", "recipe_tolerance", "peer_note")
+             "simulator", "recipe_err", "recipe_tolerance", "peer_note", "variant_of", "variant_gain")
 
 
 @dataclass
@@ -70,6 +70,8 @@ class BenchRecord:
     recipe_err: float | None = None  # block-scaled FP8: DeepGEMM's measure against the unquantized product
     recipe_tolerance: float | None = None
     peer_note: str | None = None  # the ratio is against another precision's peer (FALLBACK_PEERS), and why
+    variant_of: str | None = None  # bench --variant: the registered kernel whose parameters this one changes
+    variant_gain: float | None = None  # ... its peer_ratio over the registered kernel's in the same run
     extra: dict = field(default_factory=dict)  # what later commands added to a saved record (profile counters)
 
     @property

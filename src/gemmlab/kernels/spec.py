@@ -206,6 +206,9 @@ class KernelSpec:
     # why kernel="auto" never picks this kernel from a dispatch table though it may measure fastest (it is run only
     # when named); auto_refusal() adds the rule every TF32 build shares
     not_auto: str = ""
+    # the registered kernel whose parameters this one changes (gemmlab bench --variant; gemmlab.harness.bench's
+    # variant), else empty
+    variant_of: str = ""
 
     @property
     def prec(self) -> Precision:

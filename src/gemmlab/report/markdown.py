@@ -110,7 +110,8 @@ def kernel_table(group: list[dict], records: list[dict], roofs: D.Roofs) -> list
         rows.append([
             f"`{rec['kernel']}`", str(rec["level"]) if rec.get("level") is not None else "—", mark, _ms(rec),
             D.fmt(D.tflops(rec)) if D.is_timed(rec) else "—", _pct(pct) if D.is_timed(rec) else "—", ratio,
-            _ratio(rec.get("speedup_prev")) if D.is_timed(rec) else "—",
+            (f"{_ratio(rec['variant_gain'])} reg." if rec.get("variant_gain") else _ratio(rec.get("speedup_prev")))
+            if D.is_timed(rec) else "—",
             D.fmt(D.modeled_intensity(rec)), str(model.get("bound") or "—"), D.fmt_bytes(D.modeled_bytes(rec)),
             D.fmt_bytes(D.dram_bytes(rec)), D.fmt(rec.get("rel_err"), 2),
         ])
@@ -275,7 +276,10 @@ def render_markdown(results: dict, source: str, figures: dict | None = None, lin
                           + ("Blocks: from the medians of blocks of launches of each alone, alternated, each long "
                              "enough to settle at its own clock and power. "
                              if any(r.get("blocks") for r in group) else "") +
-                          "× prev: speedup over the previous level of the same backend. % of peak: against "
+                          "× prev: speedup over the previous level of the same backend"
+                          + ("; for a kernel with changed parameters (`KERNEL[NAME=V]`, bench --variant), its × peer "
+                             "over the registered kernel's (reg.)" if any(r.get("variant_of") for r in group) else "")
+                          + ". % of peak: against "
                           f"{D.fmt(roofs.peak_tflops)} TFLOPS {D.PRECISION_LABEL.get(p, p)} (datasheet).", ""]
             seeds = seeds_table(group, roofs)
             if seeds:

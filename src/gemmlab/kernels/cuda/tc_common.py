@@ -331,17 +331,22 @@ def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, pr
         prec = get_precision(precision)
         prepass = not (prec.reads_b_n_major or prec.kmajor_b or swap_ab)
 
-    def model(problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
+    def model(problem: Problem, sm_count: int = SM_COUNT, params: dict | None = None) -> Traffic:
+        # the tile the spec's own parameters name (WgmmaKernel.traffic): a pinned configuration's or a bench
+        # --variant's, where they differ from those the model was registered with
+        p = params or {}
+        bm_, cm_, cn_, group = p.get("BM", bm), p.get("CM", cm), p.get("CN", cn), p.get("GROUP_M", group_m)
+        narrow_ = p if params and narrow is not None else narrow
         m, n, k = problem.shape
         pre_round, a_pass_ = round_a, a_pass
         if round_a and rounds_a_in_place(problem, one_launch_mnk):
             pre_round, a_pass_ = False, 2
-        bn_ = bn
-        if narrow is not None and narrow_pays(m, n, narrow, sm_count):
+        bn_ = p.get("BN", bn)
+        if narrow_ is not None and narrow_pays(m, n, narrow_, sm_count):
             if whole is not None:
                 return whole(problem, sm_count)
-            bn_ = narrow["NARROW_BN"]
-        tiles, kt = ceil_div(m, bm) * ceil_div(n, bn), ceil_div(k, bk(precision))
+            bn_ = narrow_["NARROW_BN"]
+        tiles, kt = ceil_div(m, bm_) * ceil_div(n, bn_), ceil_div(k, bk(precision))
         grid = stream_k_grid(tiles, kt, sm_count) if stream_k else 0
         if stream_k and whole is not None and stream_k_dp_tiles(tiles, grid, sk_fill, sk_skip) == tiles:
             return whole(problem, sm_count)
@@ -349,17 +354,17 @@ def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, pr
         if stream_k:
             wave = grid
         elif persistent:  # one wave of resident clusters, never more than the tiles
-            wave = max(1, min(ceil_div(m, bm * cm) * ceil_div(n, bn_ * cn), sm_count // (cm * cn)))
-        warp = (bm, 64) if swap_ab else (64, bn_)
-        t = tiled_traffic(problem, bm, bn_, warp=warp, group_m=group_m if wave else 1, snake=bool(wave),
-                          wave=wave, cluster=(cm, cn))
+            wave = max(1, min(ceil_div(m, bm_ * cm_) * ceil_div(n, bn_ * cn_), sm_count // (cm_ * cn_)))
+        warp = (bm_, 64) if swap_ab else (64, bn_)
+        t = tiled_traffic(problem, bm_, bn_, warp=warp, group_m=group if wave else 1, snake=bool(wave),
+                          wave=wave, cluster=(cm_, cn_))
         read, write, smem, walk = t.global_read, t.global_write, t.smem, t.walk
-        basis = (f"A once per {bn_ * cn}-column {'cluster' if cn > 1 else 'tile'}, "
-                 f"B once per {bm * cm}-row {'cluster' if cm > 1 else 'tile'}")
+        basis = (f"A once per {bn_ * cn_}-column {'cluster' if cn_ > 1 else 'tile'}, "
+                 f"B once per {bm_ * cm_}-row {'cluster' if cm_ > 1 else 'tile'}")
         if epi_tma:
-            smem += 2 * problem.prec.output_bytes * walk.tiles_m * bm * cm * walk.tiles_n * bn_ * cn
+            smem += 2 * problem.prec.output_bytes * walk.tiles_m * bm_ * cm_ * walk.tiles_n * bn_ * cn_
         if a_reads > 1 or a_pass_:  # per output element and k: A's share of a warp's reads is 1 / WN, a tile's 1 / BN
-            area = walk.tiles_m * bm * cm * walk.tiles_n * bn_ * cn * k
+            area = walk.tiles_m * bm_ * cm_ * walk.tiles_n * bn_ * cn_ * k
             smem += problem.prec.input_bytes * area * ((a_reads - 1) / warp[1] + a_pass_ / bn_)
         extra = 0.0
         if prepass:
@@ -374,12 +379,12 @@ def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, pr
             basis += ", plus the rounding pre-pass (read A, write it rounded to TF32)"
         if stream_k:
             partials = stream_k_partials(tiles, grid, kt, sk_fill, sk_skip)
-            read += 4 * bm * bn * partials
-            write += 4 * bm * bn * partials
+            read += 4 * bm_ * bn_ * partials
+            write += 4 * bm_ * bn_ * partials
             walk = dataclasses.replace(walk, split_tail=tiles - stream_k_dp_tiles(tiles, grid, sk_fill, sk_skip))
             basis += f", plus {partials} stream-K partials written and read back ({sm_count} SMs)"
         if block_scales:
-            kb, tiles_m, tiles_n = ceil_div(k, 128), ceil_div(m, bm), ceil_div(n, bn_)
+            kb, tiles_m, tiles_n = ceil_div(k, 128), ceil_div(m, bm_), ceil_div(n, bn_)
             read += 4 * kb * (m * tiles_n + tiles_m * tiles_n)
             basis += ", plus each tile's A and B scales"
         return Traffic(read, write, basis, l2_read=read, l2_write=write, smem=smem, walk=walk, prepass=extra)
@@ -522,6 +527,11 @@ class WgmmaKernel(CudaKernel):
     def cluster(self) -> tuple[int, int, int] | None:
         size = self.params.get("CM", 1) * self.params.get("CN", 1)
         return (size, 1, 1) if self.kind == "persistent" and size > 1 else None
+
+    def traffic(self, problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
+        """wgmma_traffic's model at this spec's own tile (BM, BN, CM, CN, GROUP_M, NARROW_BN): the registered
+        level's, a pinned configuration's or a bench --variant's alike."""
+        return self.traffic_model(problem, sm_count, params=dict(self.params))
 
     def for_problem(self, problem: Problem, sm_count: int = 132) -> "WgmmaKernel":
         """The spec that runs ``problem``: a TF32_ROUND=3 level with ``one_launch_mnk``, TF32_ROUND=2 where

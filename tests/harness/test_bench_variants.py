@@ -1,0 +1,107 @@
+"""gemmlab bench --variant: a registered kernel with some parameters changed runs beside its registered self and its
+peer, checked by the kernel's own constraints, modeled at its own tile, compared with the registered parameters
+in the same run (variant_gain), and never taken into kernel="auto"'s dispatch table."""
+import dataclasses
+
+import pytest
+
+from gemmlab import device, dispatch
+from gemmlab.analysis.remodel import remodel_record
+from gemmlab.analysis.roofline import ceilings_for, device_spec
+from gemmlab.cli import main
+from gemmlab.errors import InvalidConfigError, UnknownKernelError
+from gemmlab.harness import bench
+from gemmlab.harness.record import BenchRecord, Status
+from gemmlab.kernels.cuda.tc_common import wgmma_traffic
+from gemmlab.kernels.registry import get_kernel
+from gemmlab.problem import Problem
+
+TC8 = "cuda/tc8_block_scaled_fp8"
+TWO_WARPGROUPS = {"BM": 128, "STAGES": 6, "CONSUMER_REGS": 232, "PRODUCER_REGS": 40, "SCALE_AHEAD": 1}
+cpu_only = pytest.mark.skipif(device.gpu() is not None, reason="checks the CPU-only run")
+
+
+def test_a_variant_is_the_registered_kernel_with_its_changes():
+    v = bench.variant(TC8, TWO_WARPGROUPS)
+    base = get_kernel(TC8)
+    assert v.name == TC8 + "[BM=128,STAGES=6,CONSUMER_REGS=232,PRODUCER_REGS=40,SCALE_AHEAD=1]"
+    assert v.params == {**base.params, **TWO_WARPGROUPS} and v.variant_of == TC8
+    assert (v.source, v.entry, v.precision, v.level) == (base.source, base.entry, base.precision, base.level)
+    assert "bench --variant" in v.auto_refusal()  # kernel="auto" never runs one
+    # it launches its own tile: two consumer warpgroups of 128 threads and the producer
+    problem = Problem(4096, 4096, 4096, "fp8_block")
+    assert v.launch_geometry(problem).threads == 384 and base.launch_geometry(problem).threads == 512
+
+
+@pytest.mark.parametrize("name,changes,error,words", [
+    (TC8, {"FOO": 1}, InvalidConfigError, "has no parameter FOO; its parameters: BM=192"),
+    (TC8, {"BM": 192}, InvalidConfigError, "BM=192 is what it has registered"),
+    (TC8, {"BN": 256}, InvalidConfigError, "shared memory"),  # the kernel's own constraints
+    (TC8, {"CONSUMER_REGS": 232}, InvalidConfigError, "setmaxnreg"),
+    ("peers/cublas_fp32", {"X": 1}, InvalidConfigError, "has no parameters to change"),
+    ("cuda/nope", {"BM": 1}, UnknownKernelError, "no kernel named"),
+])
+def test_a_variant_that_cannot_be_is_refused_with_the_reason(name, changes, error, words):
+    with pytest.raises(error, match=words):
+        bench.variant(name, changes)
+
+
+def test_variants_alone_run_beside_their_registered_kernels_once_each():
+    opts = bench.BenchOptions(variants=((TC8, TWO_WARPGROUPS), (TC8, TWO_WARPGROUPS), (TC8, {"CM": 2})))
+    names = [s.name for s in bench.selected(opts)]
+    mine = [n for n in names if not n.startswith("peers/")]
+    assert mine == [TC8, bench.variant(TC8, TWO_WARPGROUPS).name, bench.variant(TC8, {"CM": 2}).name]
+    with_glob = [s.name for s in bench.selected(dataclasses.replace(opts, kernels="cuda/tc4_persistent_fp8"))]
+    assert with_glob[:2] == ["cuda/tc4_persistent_fp8", TC8]
+
+
+def test_a_variant_is_modeled_at_its_own_tile():
+    problem = Problem(4096, 4096, 4096, "fp8_block")
+    v = bench.variant(TC8, TWO_WARPGROUPS)
+    own = wgmma_traffic("fp8_block", 128, 128, 1, persistent=True, group_m=8, epi_tma=True,
+                        block_scales=True)(problem)
+    assert v.traffic(problem).global_read == own.global_read
+    assert v.traffic(problem).global_read > get_kernel(TC8).traffic(problem).global_read  # 32 row tiles, not 22
+    # a record of it remodels from the registered kernel at the record's parameters
+    rec = {"kernel": v.name, "variant_of": TC8, "params": dict(v.params), "m": 4096, "n": 4096, "k": 4096,
+           "precision": "fp8_block"}
+    ceil = ceilings_for(device_spec("h200"), None)
+    remodeled = remodel_record(rec, ceil)
+    assert remodeled["modeled_read_bytes"] == pytest.approx(own.global_read)
+
+
+def _rec(kernel, ms, peer_ms, variant_of=None, backend="cuda"):
+    r = BenchRecord(kernel, backend, 8, "fp8_block", "", {}, 64, 64, 64, median_ms=ms, status=Status.OK,
+                    verified=True, peer="peers/cublaslt_fp8_block", variant_of=variant_of)
+    if backend != "peer":
+        r.interleaved = {"kernel_ms": ms, "peer_ms": peer_ms}
+    return r
+
+
+def test_variant_gain_is_the_two_peer_ratios_of_one_run():
+    peer = _rec("peers/cublaslt_fp8_block", 1.0, None, backend="peer")
+    base, v = _rec(TC8, 1.25, 1.0), _rec(TC8 + "[CM=2]", 1.0, 0.96, variant_of=TC8)
+    bench._link_ratios([peer, base, v])
+    assert base.peer_ratio == pytest.approx(0.8) and v.peer_ratio == pytest.approx(0.96)
+    assert v.variant_gain == pytest.approx(1.2) and base.variant_gain is None
+    assert v.speedup_prev is None  # a variant is not the next level up
+    table = dispatch.table_from_results({"env": {"gpu": {"name": "NVIDIA H200"}},
+                                         "records": [r.to_json() for r in (peer, base, v)]})
+    assert [row["kernel"] for row in table["NVIDIA H200"]["fp8_block"]["64x64x64"]] == [TC8]
+    assert v.to_json()["variant_of"] == TC8 and "variant_of" not in base.to_json()
+
+
+@cpu_only
+def test_without_a_gpu_a_variant_is_compiled_and_modeled_beside_its_registered_kernel(tmp_path, capsys):
+    out = tmp_path / "v.json"
+    assert main(["bench", "--variant", f"{TC8}:BM=128,STAGES=6,CONSUMER_REGS=232,PRODUCER_REGS=40,SCALE_AHEAD=1",
+                 "--shape", "4096", "--json", str(out)]) == 0
+    import json
+
+    records = {r["kernel"]: r for r in json.loads(out.read_text())["records"]}
+    v = records[bench.variant(TC8, TWO_WARPGROUPS).name]
+    assert set(records) == {TC8, v["kernel"]}
+    assert v["variant_of"] == TC8 and v["params"]["BM"] == 128 and v["status"] == "compiled"
+    assert v["spills"] == 0 and v["registers"] == 168 and records[TC8]["registers"] == 128
+    assert v["model"]["modeled_read_bytes"] > records[TC8]["model"]["modeled_read_bytes"]
+    assert v["kernel"] in capsys.readouterr().out
