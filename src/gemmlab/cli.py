@@ -177,7 +177,7 @@ def cmd_bench(args) -> int:
                           f"{dev.dram_gbs:.0f} GB/s, {dev.tflops['fp32']} TFLOPS FP32)")
         console.print("columns: × peer = peer time / kernel time (same precision, same run, launches of the two "
                       "interleaved); × prev = speedup over the previous level of the same backend (a --variant: "
-                      "its × peer over the registered parameters', 'reg.'); model I = FLOP "
+                      "over the registered parameters, the two interleaved, 'reg.'); model I = FLOP "
                       "per modeled global byte; BW util = modeled global bytes/s over DRAM bandwidth (>100%: caches "
                       "absorbed re-reads)", style="dim", highlight=False)
     else:

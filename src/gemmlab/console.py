@@ -44,7 +44,7 @@ def timed_table(records: list[dict]) -> Table:
         ratio = _f(r.get("peer_ratio"), ".2f")
         if r.get("blocks"):  # the steady-state ratio from alternating blocks (bench --blocks)
             ratio += f" (blocks {r['blocks']['ratio']:.2f})"
-        # a bench --variant: its gain over the registered parameters (both ratios to the same peer) in place
+        # a bench --variant: its speedup over the registered parameters, in place of the previous level's
         prev = f"{r['variant_gain']:.2f} reg." if r.get("variant_gain") else _f(r.get("speedup_prev"), ".2f")
         t.add_row(r["kernel"], _status(r), _f(r.get("median_ms"), ".3f"), _rate(r), _f(r.get("pct_peak"), ".1f"),
                   ratio, prev, _f(r.get("rel_err"), ".1e"),

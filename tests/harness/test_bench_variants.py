@@ -78,17 +78,61 @@ def _rec(kernel, ms, peer_ms, variant_of=None, backend="cuda"):
     return r
 
 
-def test_variant_gain_is_the_two_peer_ratios_of_one_run():
+def test_variant_gain_is_the_speedup_over_the_registered_kernel_timed_beside_it():
     peer = _rec("peers/cublaslt_fp8_block", 1.0, None, backend="peer")
     base, v = _rec(TC8, 1.25, 1.0), _rec(TC8 + "[CM=2]", 1.0, 0.96, variant_of=TC8)
-    bench._link_ratios([peer, base, v])
+    v.variant_interleaved = {"kernel_ms": 1.02, "registered_ms": 1.275, "rounds": 20}
+    alone = _rec(TC8 + "[CM=1]", 1.1, 1.0, variant_of=TC8)  # its registered kernel's launch did not time with it
+    bench._link_ratios([peer, base, v, alone])
     assert base.peer_ratio == pytest.approx(0.8) and v.peer_ratio == pytest.approx(0.96)
-    assert v.variant_gain == pytest.approx(1.2) and base.variant_gain is None
+    assert v.variant_gain == pytest.approx(1.25) and base.variant_gain is None
+    assert alone.variant_gain == pytest.approx(1.25 / 1.1)  # their own medians
     assert v.speedup_prev is None  # a variant is not the next level up
     table = dispatch.table_from_results({"env": {"gpu": {"name": "NVIDIA H200"}},
                                          "records": [r.to_json() for r in (peer, base, v)]})
     assert [row["kernel"] for row in table["NVIDIA H200"]["fp8_block"]["64x64x64"]] == [TC8]
     assert v.to_json()["variant_of"] == TC8 and "variant_of" not in base.to_json()
+
+
+def test_a_gpu_run_times_each_variant_interleaved_with_its_registered_kernel(monkeypatch):
+    """_run_gpu hands the registered kernel's launch to each of its variants, whose _bench_one times the two
+    launch by launch (the GPU-free part: the launches handed over and the record's fields)."""
+    calls = []
+
+    def fake_bench_one(spec, problem, rec, sets, opts, dev, bw, info, peer_launch=None, registered_launch=None):
+        calls.append((spec.name, peer_launch, registered_launch))
+        rec.status = Status.OK
+        return f"launch:{spec.name}"
+
+    monkeypatch.setattr(bench, "_bench_one", fake_bench_one)
+    monkeypatch.setattr(bench, "_check_memory", lambda problem, n: 1)
+    monkeypatch.setattr(bench, "_gpu_sets", lambda problem, n, seed: [])
+
+    class Info:
+        l2_bytes, arch, max_sm_clock_mhz = 50 << 20, "sm_90a", 1980
+
+    import sys
+    import types
+
+    fake_cupy = types.SimpleNamespace(cuda=types.SimpleNamespace(Stream=lambda **kw: _Null()),
+                                      get_default_memory_pool=lambda: types.SimpleNamespace(free_all_blocks=int))
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy)
+    v = bench.variant(TC8, {"CM": 2})
+    specs = [get_kernel("peers/cublaslt_fp8_block"), get_kernel(TC8), v]
+    records = []
+    bench._run_gpu(specs, [(256, 256, 256)], bench.BenchOptions(pause_s=0), device_spec("h200"), None, Info(),
+                   records, {}, None)
+    assert calls == [("peers/cublaslt_fp8_block", None, None),
+                     (TC8, "launch:peers/cublaslt_fp8_block", None),
+                     (v.name, "launch:peers/cublaslt_fp8_block", f"launch:{TC8}")]
+
+
+class _Null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
 
 
 @cpu_only

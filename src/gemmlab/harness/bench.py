@@ -113,8 +113,9 @@ def kernel_seed(base: int, name: str, shape) -> int:
 
 def variant(name: str, changes: dict) -> KernelSpec:
     """Registered kernel ``name`` with the parameters in ``changes`` set: KERNEL[NAME=V,...], checked by the
-    kernel's own constraints as a registered configuration is, its records marked ``variant_of`` (and compared
-    with the registered parameters' in the same run, ``variant_gain``); gemmlab.matmul's dispatch never runs one."""
+    kernel's own constraints as a registered configuration is, its records marked ``variant_of`` (and timed
+    interleaved with the registered parameters in the same run, ``variant_gain``); gemmlab.matmul's dispatch never
+    runs one."""
     from gemmlab.kernels.registry import get_kernel
 
     base = get_kernel(name)
@@ -208,7 +209,8 @@ def _link_ratios(records: list[BenchRecord]) -> None:
     """peer_ratio = peer time / kernel time at the same precision and shape, from the interleaved timing of the
     two where the run made one, else from their own medians (against FALLBACK_PEERS' peer where the precision's
     own did not run, with a ``peer_note``); speedup over the previous level of the same backend and precision present
-    in the run; a variant's peer_ratio over its registered kernel's (variant_gain)."""
+    in the run; a variant's speedup over its registered kernel (variant_gain), from the two interleaved where the
+    run timed them so, else from their own medians."""
     by_key = {(r.kernel, r.shape): r for r in records}
     for r in records:
         if r.median_ms is None:
@@ -225,8 +227,10 @@ def _link_ratios(records: list[BenchRecord]) -> None:
             paired = r.interleaved
             r.peer_ratio = paired["peer_ms"] / paired["kernel_ms"] if paired else peer.median_ms / r.median_ms
         base = by_key.get((r.variant_of, r.shape)) if r.variant_of else None
-        if base and base.peer_ratio and r.peer_ratio and base.peer == r.peer:
-            r.variant_gain = r.peer_ratio / base.peer_ratio
+        if r.variant_interleaved:
+            r.variant_gain = r.variant_interleaved["registered_ms"] / r.variant_interleaved["kernel_ms"]
+        elif base and base.median_ms:
+            r.variant_gain = base.median_ms / r.median_ms
         if r.level is None or r.variant_of:
             continue
         below = [q for q in records if q.backend == r.backend and q.precision == r.precision and not q.variant_of
@@ -348,7 +352,7 @@ def _run_gpu(specs, shapes, opts, dev, bw, info, records, results, progress):
                 mine = _order(specs, precision)
                 n_sets = _check_memory(problem, rotation_sets(_set_bytes(problem), info.l2_bytes,
                                                                 opts.timing.cold_l2, opts.timing.max_sets))
-                sets, peer_launch = None, None
+                sets, peer_launch, launches = None, None, {}
                 for spec in mine:
                     if progress:
                         progress.update(task, description=f"{spec.name} {problem.label()}")
@@ -357,7 +361,9 @@ def _run_gpu(specs, shapes, opts, dev, bw, info, records, results, progress):
                     try:
                         if sets is None and spec.device != CPU and not spec.is_valid(problem):
                             sets = _gpu_sets(problem, n_sets, opts.seed)
-                        launch = _bench_one(spec, problem, rec, sets, opts, dev, bw, info, peer_launch)
+                        launch = _bench_one(spec, problem, rec, sets, opts, dev, bw, info, peer_launch,
+                                            launches.get(spec.variant_of))
+                        launches[spec.name] = launch
                         if spec.name == PEERS[precision]:
                             peer_launch = launch
                     except GemmlabError as exc:
@@ -374,9 +380,10 @@ def _run_gpu(specs, shapes, opts, dev, bw, info, records, results, progress):
     _link_ratios(records)
 
 
-def _bench_one(spec, problem, rec, sets, opts, dev, bw, info, peer_launch=None):
+def _bench_one(spec, problem, rec, sets, opts, dev, bw, info, peer_launch=None, registered_launch=None):
     """Verify and time one kernel into ``rec``; return its launch if it was timed on the GPU. With the peer's
-    launch, the kernel is also timed interleaved with it (rec.interleaved), which gives the ratio."""
+    launch, the kernel is also timed interleaved with it (rec.interleaved), which gives the ratio; a variant, with
+    its registered kernel's launch, interleaved with that too (rec.variant_interleaved: variant_gain)."""
     reason = spec.is_valid(problem)
     if reason:
         rec.fail(Status.SKIPPED, reason)
@@ -412,6 +419,10 @@ def _bench_one(spec, problem, rec, sets, opts, dev, bw, info, peer_launch=None):
             rec.call_host_us = _call_host_us(spec, problem, sets[0])
         except GemmlabError as exc:  # the timing stands; kernel="auto" ranks this one by its GPU time alone
             rec.extra["call_host_error"] = str(exc)
+    if registered_launch is not None:
+        mine, registered = time_interleaved([launch, registered_launch], *timing_args)
+        rec.variant_interleaved = {"kernel_ms": mine.median_ms, "registered_ms": registered.median_ms,
+                                   "rounds": len(mine.samples_ms)}
     if peer_launch is not None:
         mine, peer = time_interleaved([launch, peer_launch], *timing_args)
         rec.interleaved = {"kernel_ms": mine.median_ms, "peer_ms": peer.median_ms,

@@ -277,8 +277,9 @@ def render_markdown(results: dict, source: str, figures: dict | None = None, lin
                              "enough to settle at its own clock and power. "
                              if any(r.get("blocks") for r in group) else "") +
                           "× prev: speedup over the previous level of the same backend"
-                          + ("; for a kernel with changed parameters (`KERNEL[NAME=V]`, bench --variant), its × peer "
-                             "over the registered kernel's (reg.)" if any(r.get("variant_of") for r in group) else "")
+                          + ("; for a kernel with changed parameters (`KERNEL[NAME=V]`, bench --variant), its "
+                             "speedup over the registered kernel, the two interleaved (reg.)"
+                             if any(r.get("variant_of") for r in group) else "")
                           + ". % of peak: against "
                           f"{D.fmt(roofs.peak_tflops)} TFLOPS {D.PRECISION_LABEL.get(p, p)} (datasheet).", ""]
             seeds = seeds_table(group, roofs)
