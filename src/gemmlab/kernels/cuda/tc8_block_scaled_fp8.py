@@ -12,9 +12,10 @@ memory per clock at the FP8 rate against the 128 the SM has (both warpgroups rea
 land there), so the tensor cores cannot be fed; a third warpgroup reads A's extra 64 rows against the same B, to
 about 149 bytes per clock, and its wgmma covers the other two's waits and promotions. It costs registers: three
 consumer warpgroups and the producer share 64K, so a consumer thread has 160 (the producer 24), the two accumulator
-sets take 128 of them, and 4 stages of 40 KB fill shared memory. The scales are loaded SCALE_AHEAD = 2 k-tiles
-before their promotion, a register ring; at these tiles it measured no better than 1 (the ring's shift waits for
-the newest load, so a deeper ring buys little slack: docs/tensor_cores.md). No clusters: a 2-CTA cluster multicasting B measured no faster at 4096³ and slower at 8192³ and 2048×3072×4096.
+sets take 128 of them, and 4 stages of 40 KB fill shared memory. Each k-tile's scales are loaded one k-tile
+before its promotion (SCALE_AHEAD = 1): a deeper register ring buys no slack, since its shift waits for the newest
+load, and measured slower (results/h200/fp8_variants.json, with the other variants of these parameters). No
+clusters: a 2-CTA cluster multicasting B measured no faster at 4096³ and slower at 8192³ and 2048×3072×4096.
 Predicted from the shared-memory bound: about 0.9× tc4_persistent_fp8's TFLOPS at most, less the promotions the
 third warpgroup does not cover; against torch's blockwise scaled matmul (cuBLASLt), which pays the same promotion
 on 128×128 tiles, 0.85-1.0×.
@@ -30,7 +31,7 @@ Measured: results/h200/fp8.json; docs/tensor_cores.md (FP8).
 from gemmlab.kernels.cuda.tc_common import WgmmaKernel, fp8_constraints, wgmma_constraints, wgmma_traffic
 
 PARAMS = {"BM": 192, "BN": 128, "STAGES": 4, "GROUP_M": 8, "PRODUCER_REGS": 24, "CONSUMER_REGS": 160, "EPI_TMA": 1,
-          "CM": 1, "SCALE_AHEAD": 2, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
+          "CM": 1, "SCALE_AHEAD": 1, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
 PER_TENSOR = {**PARAMS, "PER_TENSOR": 1}
 # what the roofline leaves out here: besides tc4's epilogue, each k-tile's wait and promotion keep that warpgroup off
 # the tensor cores, which only the other warpgroups' wgmma cover
