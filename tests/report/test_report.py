@@ -245,6 +245,23 @@ def test_roofline_labels_do_not_overlap(remodeled, precision, shape):
         assert frame.y0 <= a.y0 and a.y1 <= frame.y1 and a.x1 <= frame.x1
         for b in boxes[i + 1:]:
             assert not a.overlaps(b)
+    fig.canvas.draw()  # where the axis title lands is settled when the figure is drawn, as it is saved
+    assert ax.yaxis.label.get_window_extent(renderer).x0 >= 0  # the axis title inside the figure
+
+
+def test_roofline_makes_room_for_long_labels(remodeled):
+    """A kernel named with its changed parameters (bench --variant) still ends inside the axes."""
+    import copy
+
+    results = copy.deepcopy(remodeled)
+    rec = next(r for r in results["records"] if r["kernel"] == "cuda/v1_naive" and (r["m"], r["n"], r["k"]) == S4)
+    rec["kernel"] = "cuda/v1_naive[BM=128,STAGES=6,CONSUMER_REGS=232,PRODUCER_REGS=40,SCALE_AHEAD=2]"
+    fig = plots.roofline_figure(results, "fp32", S4)
+    ax, renderer = fig.axes[0], fig.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+    labels = [t for t in ax.texts if t.get_gid() == "label"]
+    assert any("SCALE_AHEAD=2" in t.get_text() for t in labels)
+    assert all(t.get_window_extent(renderer).x1 <= frame.x1 for t in labels)
 
 
 def test_roofline_of_records_with_only_the_seeds_model(results):

@@ -55,7 +55,7 @@ def roofline_figure(results: dict, precision: str, shape: D.Shape) -> Figure:
     kernels = [r for r in timed if "levels" in (r.get("model") or {})]
     fig = Figure(figsize=(12.5, 6.6), dpi=110)
     FigureCanvasAgg(fig)
-    ax = fig.add_axes((0.055, 0.08, 0.6, 0.85))  # fixed, so that label placement knows where everything lands
+    ax = fig.add_axes((0.07, 0.08, 0.585, 0.85))  # fixed, so that label placement knows where everything lands
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_title(f"Roofline {D.PRECISION_LABEL.get(precision, precision)}, {D.shape_label(shape)} on "
@@ -87,7 +87,14 @@ def roofline_figure(results: dict, precision: str, shape: D.Shape) -> Figure:
     knees = [peak / slope for slope, _ in roofs.values()]
     x_lo = 10 ** math.floor(math.log10(min(xs + knees) / 3))
     x_text = max(xs + knees) * 4  # the labels' column, right of every point and knee
-    x_hi = 10 ** math.ceil(math.log10(x_text * 10))
+    # the axis reaches far enough right for the longest label to end inside it: in log x, the column starts at
+    # the share (log x_text - log x_lo) / (log x_hi - log x_lo) of the axes' width, which the label's width must
+    # leave room after
+    width = ax.get_window_extent(fig.canvas.get_renderer()).width
+    longest = max(_text_width(ax, line) for rec in kernels for line in _label_text(rec).split("\n")) + 12
+    room = max(width - longest, 0.25 * width) / width
+    x_hi = 10 ** math.ceil(max(math.log10(x_text * 10),
+                               math.log10(x_lo) + (math.log10(x_text) - math.log10(x_lo)) / room))
     y_lo, y_hi = min(ys) / 3, peak * 2
     ax.set_xlim(x_lo, x_hi)
     ax.set_ylim(y_lo, y_hi)
@@ -133,17 +140,33 @@ def _label_column(ax, anchors, x_text: float, fontsize: float = 7.0) -> None:
     renderer = ax.figure.canvas.get_renderer()
     to_px, to_data = ax.transData.transform, ax.transData.inverted().transform
     frame = ax.get_window_extent(renderer)
-    gap = fontsize * ax.figure.dpi / 72 * 1.35  # a line of text, in display pixels
+    lines = max(_label_text(a[4]).count("\n") + 1 for a in anchors)
+    gap = lines * fontsize * ax.figure.dpi / 72 * 1.35  # the tallest label, in display pixels
     order = sorted(anchors, key=lambda a: a[1])
     want = [to_px((a[0], a[1]))[1] for a in order]
     ys = _spread(want, gap, frame.y0 + gap / 2, frame.y1 - gap / 2)
     px = to_px((x_text, 1.0))[0]
     for (x, y, _, color, rec), y_px in zip(order, ys):
-        text = f"{rec['kernel']} ({rec['model']['bound']})"
+        text = _label_text(rec)
         ink = tuple(0.65 * c for c in color[:3])  # the point's colour, dark enough to read as text
         ax.annotate(text, (x, y), xytext=(x_text, to_data((px, y_px))[1]), textcoords="data", fontsize=fontsize,
                     color=ink, va="center", ha="left", zorder=4, gid="label",
                     arrowprops={"arrowstyle": "-", "color": color, "lw": 0.5, "shrinkA": 1, "shrinkB": 3})
+
+
+def _label_text(rec: dict) -> str:
+    """The kernel and the level that binds it; a kernel with changed parameters (bench --variant) on two lines,
+    its registered name above them."""
+    name, bracket, changes = rec["kernel"].partition("[")
+    return f"{name}\n{bracket}{changes} ({rec['model']['bound']})" if bracket else f"{name} ({rec['model']['bound']})"
+
+
+def _text_width(ax, text: str, fontsize: float = 7.0) -> float:
+    """The width in display pixels that ``text`` takes in ``ax``'s figure."""
+    t = ax.text(0, 0, text, fontsize=fontsize, transform=None)
+    width = t.get_window_extent(ax.figure.canvas.get_renderer()).width
+    t.remove()
+    return width
 
 
 def _spread(want: list[float], gap: float, lo: float, hi: float) -> list[float]:
