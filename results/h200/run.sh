@@ -12,7 +12,7 @@ TC='cuda/tc[123567]*,cuda/tc4_persistent_[bt]*,peers/cublas_tf32,peers/cublas_bf
 FP8='cuda/tc4_persistent_fp8,cuda/tc8_block_scaled_fp8,cuda/tc8_promoted_fp8,peers/cublaslt_fp8,peers/cublaslt_fp8_promoted,peers/cublaslt_fp8_block,cuda/tc4_persistent_bf16,peers/cublas_bf16'
 R="--repeat 30 --max-seconds 1.5 --pause 0.1"
 T="--repeat 30 --max-seconds 1.0 --pause 0.1 --no-ceilings"
-rm -f "$OUT"/{fp32,tensor_cores,blocks,fp8,seed_1024,api,verify,verify_tf32,verify_tc8,timeline,timeline_fp8,accuracy,ceilings}.json
+rm -f "$OUT"/{fp32,tensor_cores,blocks,fp8,fp8_variants,seed_1024,api,verify,verify_tf32,verify_tc8,timeline,timeline_fp8,accuracy,ceilings}.json
 # The roofs of this GPU (DRAM, L2, shared memory, FLOPs per clock per precision), then the seeds' table at 1024³
 g roofline --measure --json "$OUT/ceilings.json"
 g bench --kernels 'cuda/v1_naive,numba/v1_naive,cuda/v2_smem,peers/cublas_fp32' --shape 1024 --no-ceilings --repeat 30 \
@@ -29,6 +29,13 @@ g bench --shape 256 --shape 1024 --shape 4096x14336x4096 --kernels "$TC" $T --js
 # FP8: tc4 per tensor, tc8 block-scaled and per tensor promoted, cuBLASLt through torch._scaled_mm
 g bench --shape 4096 --shape 8192 --shape 2048x3072x4096 --kernels "$FP8" --repeat 20 --max-seconds 1.0 --pause 0.1 \
   --no-ceilings --json "$OUT/fp8.json"
+# ... and their parameters changed, each variant timed interleaved with its peer and with the registered parameters
+K=cuda/tc8_block_scaled_fp8
+g bench --shape 4096 --shape 8192 --shape 2048x3072x4096 --variant "$K:SCALE_AHEAD=2" --variant "$K:CM=2" \
+  --variant "$K:GROUP_M=16" --variant "$K:BM=128,STAGES=6,CONSUMER_REGS=232,PRODUCER_REGS=40" \
+  --variant "$K:BM=128,BN=192,CONSUMER_REGS=232,PRODUCER_REGS=40" --variant "cuda/tc4_persistent_fp8:CM=1" \
+  --variant "cuda/tc4_persistent_fp8:GROUP_M=16" --repeat 30 --max-seconds 1.5 --pause 0.1 --no-ceilings \
+  --json "$OUT/fp8_variants.json"
 # The top tensor-core levels again, with a third ratio from alternating blocks that settle at their own power
 g bench --shape 4096 --shape 8192 --shape 2048x3072x4096 \
   --kernels 'cuda/tc4_persistent_bf16,cuda/tc6_stream_k_bf16,cuda/tc5_swap_ab_tf32,cuda/tc6_stream_k_tf32,peers/cublas_tf32,peers/cublas_bf16' \
@@ -39,14 +46,15 @@ g profile 'cuda/tc[123567]*,cuda/tc4_persistent_[bt]*,peers/cublas_tf32,peers/cu
   --shape 4096 --json "$OUT/tensor_cores.json"
 g profile "cuda/tc4_persistent_fp8,cuda/tc8*,peers/cublaslt_fp8*" --shape 4096 --json "$OUT/fp8.json"
 # The models of every record under the roofs measured above, and each record against its own ceiling
-g roofline --remodel "$OUT"/{fp32,tensor_cores,fp8,blocks,seed_1024}.json --ceilings "$OUT/ceilings.json"
-g roofline --check "$OUT"/{fp32,tensor_cores,fp8,blocks,seed_1024}.json
+g roofline --remodel "$OUT"/{fp32,tensor_cores,fp8,fp8_variants,blocks,seed_1024}.json --ceilings "$OUT/ceilings.json"
+g roofline --check "$OUT"/{fp32,tensor_cores,fp8,fp8_variants,blocks,seed_1024}.json
 # kernel="auto"'s table from these runs (shipped as src/gemmlab/data/dispatch-h200.json), then the public API
 g dispatch --build "$OUT"/{fp32,tensor_cores,fp8}.json --out "$OUT/dispatch.json"
 g bench --api --json "$OUT/api.json"  # kernel="auto" reads the table the bench runs above wrote for this GPU
 # Ragged shapes with NaN-poisoned C for every CUDA kernel, under compute-sanitizer memcheck and racecheck
 g verify --kernels 'cuda/*' --sample 4 --sanitize --json "$OUT/verify.json"
-# ... and the kernels changed after it: tc5 and tc6 TF32 (one launch for small problems), tc8 (192x128 tiles)
+# ... and the kernels changed after it: tc5 and tc6 TF32 (one launch for small problems), tc8 (192x128 tiles, the
+# scales one k-tile ahead)
 g verify --kernels 'cuda/tc5_swap_ab_tf32,cuda/tc6_stream_k_tf32' --sample 4 --sanitize --json "$OUT/verify_tf32.json"
 g verify --kernels 'cuda/tc8*' --sample 4 --sanitize --json "$OUT/verify_tc8.json"
 # Where tc4's cycles go (BF16 and FP8), from clock stamps inside the kernel; 256x256x4096 is one cluster alone
@@ -61,4 +69,4 @@ python3 -m torch.distributed.run --standalone --nproc-per-node 1 -m gemmlab benc
 # Error against float64 of FP32, TF32 and 3xTF32 products against K and input scale (accuracy.md, .png beside it)
 g accuracy --mn 1024 --json "$OUT/accuracy.json"
 # The reports are rendered from the JSON alone, on any machine:
-for f in fp32 tensor_cores blocks fp8 seed_1024; do g report "$OUT/$f.json" --out "$OUT/$f"; done
+for f in fp32 tensor_cores blocks fp8 fp8_variants seed_1024; do g report "$OUT/$f.json" --out "$OUT/$f"; done
