@@ -72,9 +72,13 @@ def test_dram_bytes_in_step_and_staggered_for_v3_at_4096_cubed():
     assert cuda.wave == 264
     assert cuda.dram_bytes == (15 * 69 + 67) * MiB + c
     assert cuda.dram_bytes_staggered == pytest.approx(staggered)
+    # the estimate: the two counts' geometric mean, off by at most sqrt(staggered / in step) whichever runs
+    assert numba.dram_bytes_estimate == pytest.approx(((778 * MiB + c) * staggered) ** 0.5)
+    assert cuda.dram_bytes < cuda.dram_bytes_estimate < cuda.dram_bytes_staggered
+    assert numba.levels["dram"]["bytes"] == numba.dram_bytes  # the roof keeps the fewest bytes the order allows
     # one CTA per SM (v4's 152 registers): nothing to stagger
     v4 = model(get_kernel("cuda/v4_2d_blocktile"), p, H200, resources={"registers": 152})
-    assert v4.wave == 132 and v4.dram_bytes_staggered == v4.dram_bytes
+    assert v4.wave == 132 and v4.dram_bytes_staggered == v4.dram_bytes == pytest.approx(v4.dram_bytes_estimate)
 
 
 def test_naive_traffic_is_8mnk_bytes():

@@ -17,6 +17,8 @@ is only a roof if no measurement passes it: ``gemmlab roofline --check`` says wh
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 
 from gemmlab.analysis import hierarchy
@@ -119,6 +121,11 @@ class KernelModel:
     # the CTAs that share an SM a fraction of a tile apart, one per SM in step (hierarchy.staggered_reads): the most
     # the wave's schedule costs; the same as dram_bytes for a persistent grid or one CTA per SM
     dram_bytes_staggered: float
+    # which of the two a launch runs is the GPU's choice at run time, not in the kernel's tiles, order or occupancy
+    # (docs/seeds.md), so the model's estimate of its DRAM bytes is their geometric mean: the one number off by at
+    # most sqrt(staggered / in step) whichever schedule it runs (compared with ncu's dram__bytes; the DRAM roof
+    # keeps the in-step count, the fewest bytes the order allows)
+    dram_bytes_estimate: float
     l2_bytes: float
     smem_bytes: float  # the L1 / shared-memory data path: shared-memory bytes, or the naive kernel's L1 requests
     levels: dict
@@ -222,7 +229,10 @@ def model(spec, problem: Problem, ceilings: Ceilings | DeviceSpec, clock_mhz: fl
                 modeled_intensity=intensity, seed_ridge=ridge, seed_bound="memory" if intensity < ridge else "compute",
                 seed_predicted_tflops=min(seed_peak, ceilings.dram_gbs * 1e9 * intensity / 1e12),
                 basis=traffic.basis, dram_bytes=dram + traffic.prepass,
-                dram_bytes_staggered=staggered + traffic.prepass, l2_bytes=traffic.l2, smem_bytes=l1_path,
+                dram_bytes_staggered=staggered + traffic.prepass,
+                dram_bytes_estimate=dram + traffic.prepass if staggered == dram else
+                math.sqrt((dram + traffic.prepass) * (staggered + traffic.prepass)),
+                l2_bytes=traffic.l2, smem_bytes=l1_path,
                 levels=levels, wave=wave, ceilings=ceilings.describe(), unmodeled=spec.unmodeled)
     return KernelModel(**at_clock(body, clock_mhz or ceilings.max_clock_mhz))
 

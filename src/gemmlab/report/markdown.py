@@ -207,25 +207,29 @@ def hierarchy_section(records: list[dict]) -> list[str]:
         m = rec["model"]
         dram, l2 = D.dram_bytes(rec), D.l2_bytes(rec)
         ratio = rec["median_ms"] / m["predicted_ms"] if rec.get("median_ms") and m.get("predicted_ms") else None
-        staggered = m.get("dram_bytes_staggered")
+        staggered, estimate = m.get("dram_bytes_staggered"), m.get("dram_bytes_estimate")
         rows.append([f"`{rec['kernel']}`", D.shape_label(D.shape_of(rec)), D.fmt_bytes(m["dram_bytes"]),
-                     "=" if staggered == m["dram_bytes"] else D.fmt_bytes(staggered), D.fmt_bytes(dram),
+                     "=" if staggered == m["dram_bytes"] else D.fmt_bytes(staggered),
+                     "=" if estimate == m["dram_bytes"] else D.fmt_bytes(estimate), D.fmt_bytes(dram),
                      _ratio(m["dram_bytes"] / dram if dram else None),
-                     _ratio(staggered / dram if dram and staggered else None), D.fmt_bytes(m["l2_bytes"]),
+                     _ratio(staggered / dram if dram and staggered else None),
+                     _ratio(estimate / dram if dram and estimate else None), D.fmt_bytes(m["l2_bytes"]),
                      D.fmt_bytes(l2), _ratio(m["l2_bytes"] / l2 if l2 else None), D.fmt(m["predicted_ms"]),
                      D.fmt(rec.get("median_ms")), _ratio(ratio), str(m.get("bound")),
                      m.get("unmodeled", "") if ratio and ratio > 1.5 else ""])
     if not rows:
         return lines + ["No record with the levels was profiled; `gemmlab profile KERNEL --json RESULTS.json` adds "
                         "Nsight Compute's counters.", ""]
-    lines += _table(["kernel", "shape", "DRAM model", "DRAM staggered", "DRAM (ncu)", "model / ncu",
-                     "staggered / ncu", "L2 model", "L2 (ncu lts)", "model / ncu", "predicted ms", "measured ms",
-                     "measured / predicted", "bound", "what the model leaves out"], rows, "llrrrrrrrrrrrll")
+    lines += _table(["kernel", "shape", "DRAM model", "DRAM staggered", "DRAM estimate", "DRAM (ncu)",
+                     "model / ncu", "staggered / ncu", "estimate / ncu", "L2 model", "L2 (ncu lts)", "model / ncu",
+                     "predicted ms", "measured ms", "measured / predicted", "bound", "what the model leaves out"],
+                    rows, "llrrrrrrrrrrrrrll")
     roofs = next(r["model"] for r in modeled)
     lines += ["", f"DRAM model: what the L2 cannot keep of the tile re-reads, one wave of tiles at a time in the "
                   f"kernel's own order; staggered: the same order where the CTAs that share an SM run a fraction of "
                   f"a tile apart, one per SM in step (= where that is the same count: a persistent grid, one CTA per "
-                  f"SM); L2 model: the tile re-reads between the SMs and L2 (dram__bytes, lts__t_bytes "
+                  f"SM); estimate: the geometric mean of the two, since which one a launch runs is the GPU's choice "
+                  f"at run time (the DRAM roof keeps the in-step count); L2 model: the tile re-reads between the SMs and L2 (dram__bytes, lts__t_bytes "
                   f"from one cold-L2 launch under ncu). Predicted: the largest of the levels' times, the arithmetic at "
                   f"the clock the timing held. Roofs: {roofs.get('ceilings')}.", ""]
     return lines
