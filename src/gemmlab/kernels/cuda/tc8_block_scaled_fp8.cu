@@ -7,8 +7,7 @@
 // Scales (Fp8Args): scale_a is ceil(K/128) x M row-major, so a warp's 8 rows of one k-block are 32 contiguous bytes;
 // scale_b is ceil(N/128) x ceil(K/128) row-major: one value per tile and k-tile where BN divides 128; a 192-wide
 // tile straddles two B blocks at a 64-column boundary, and each 8-column group takes the scale of its side. Each
-// thread loads a k-tile's scales SCALE_AHEAD k-tiles before it promotes it. The k order is the producer's (every
-// other unit last to first), so the consumers mirror it to pick the scales.
+// thread loads a k-tile's scales SCALE_AHEAD k-tiles before it promotes it, in the producer's k order (unit_ktile).
 // PER_TENSOR=1 (tc8_promoted_fp8, precision fp8): one scale per operand, the same loop with the scales' strides at
 // zero: tensor scaling with FP32 accumulation, as cuBLASLt's default promotes.
 // TIMELINE=1: the stamps of tc4 (Timeline in tc_timeline.cuh).
@@ -69,7 +68,6 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
     for (Walk u(grid.cluster, grid.clusters, grid.tiles, grid.KT); u.valid(); u.next(), ++unit) {
       const int2 o = grid.origin(u.tile);
       const int m0 = o.x, n0 = o.y;
-      const bool down = unit % 2;  // produce_ring's k order
       // Rows past M read the last row's scale: TMA filled their A with zeros, and their C is never stored.
       const int ra0 = PER_TENSOR ? 0 : min(m0 + row, M - 1), ra1 = PER_TENSOR ? 0 : min(m0 + row + 8, M - 1);
       // B's scale blocks under the tile: columns below `lo_cols` in block n0 / 128, the rest in the next
@@ -80,7 +78,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
       // before its promotion, since one k-tile's wgmma is shorter than an L2 load under the TMA's traffic.
       float a0[SCALE_AHEAD + 1], a1[SCALE_AHEAD + 1], b0[SCALE_AHEAD + 1], b1[SCALE_AHEAD + 1];
       auto load_scales = [&](int kt, int slot) {
-        const int kb = down ? u.kb + u.ke - 1 - kt : kt;
+        const int kb = unit_ktile(u, unit, kt);  // produce_ring's k order
         a0[slot] = a1[slot] = b0[slot] = b1[slot] = 0.f;
         if (kt < u.ke) {
           const float *sa = args.scale_a + (long long)kb * sa_k;

@@ -57,11 +57,10 @@ __device__ __forceinline__ void produce_ring(unsigned char *smem, u64 *full, u64
   u32 unit = 0;
   for (Walk u(cta, ctas, tiles, KT); u.valid(); u.next(), ++unit) {
     const int2 o = origin(u.tile);
-    const bool down = unit % 2;
     for (int kt = u.kb; kt < u.ke; ++kt, ++it) {
       const u32 s = it % kStages;
       if (it >= (u32)kStages) mbar_wait(&empty[s], (it / kStages - 1) & 1);
-      load(smem + s * STAGE_BYTES, &full[s], o.x, o.y, (down ? u.kb + u.ke - 1 - kt : kt) * BK);
+      load(smem + s * STAGE_BYTES, &full[s], o.x, o.y, unit_ktile(u, unit, kt) * BK);
     }
   }
 }

@@ -123,3 +123,10 @@ typedef SkWalk Walk;
 #else
 typedef DpWalk Walk;
 #endif
+
+// The k-tile that step kt of a CTA's unit-th unit covers: every other unit runs its k-tiles last to first
+// (produce_ring's order, which whatever indexes per-k data by k-tile, tc8's scales, follows too).
+template <class W>
+__host__ __device__ __forceinline__ int unit_ktile(const W &u, unsigned unit, int kt) {
+  return unit % 2 ? u.kb + u.ke - 1 - kt : kt;
+}
