@@ -107,3 +107,46 @@ def test_remodel_and_check_commands(sample, tmp_path):
     results.write_text(json.dumps(after))
     check = _gemmlab("roofline", "--check", str(results))
     assert check.returncode == 0 and "0 record(s) above" in check.stdout
+
+
+H200_RESULTS = Path(__file__).resolve().parents[2] / "results" / "h200"
+
+
+@pytest.fixture(scope="module")
+def committed():
+    """The committed H200 results, every record's model recomputed by this code under the committed roofs."""
+    roofs = load(H200_RESULTS / "ceilings.json", ceilings_for(DEVICES["h200"]))
+    return [remodel_results(json.loads((H200_RESULTS / f"{name}.json").read_text()), roofs, "test")[0]
+            for name in ("fp32", "tensor_cores", "fp8")]
+
+
+def test_the_model_brackets_and_estimates_every_counter(committed):
+    """Against Nsight Compute's counters of every profiled kernel: the DRAM estimate and the L2 bytes within 2×,
+    and the counter between nearly the in-step count (the DRAM roof's) and the staggered one."""
+    profiled = [r for res in committed for r in res["records"]
+                if (r.get("profile") or {}).get("status") == "ok" and "levels" in r["model"]]
+    assert len(profiled) >= 30
+    for r in profiled:
+        m, counters = r["model"], r["profile"]
+        assert 0.5 < m["dram_bytes_estimate"] / counters["dram_bytes"] < 2, r["kernel"]
+        assert 0.5 < m["l2_bytes"] / counters["l2_bytes"] < 2, r["kernel"]
+        assert 0.8 * m["dram_bytes"] <= counters["dram_bytes"] <= 1.05 * m["dram_bytes_staggered"], r["kernel"]
+
+
+def test_a_kernel_far_from_its_prediction_names_why(committed):
+    """Every record from v4 up and every tensor-core record whose time is past 1.5× the model's prediction carries
+    the kernel's reason (the latency, issue slots or pipeline the model leaves out); none is above its roof."""
+    from gemmlab.kernels.registry import get_kernel
+
+    far = 0
+    for res in committed:
+        assert not [row for row in check_records(res) if row.above]
+        for r in res["records"]:
+            if r["backend"] in ("peer", "cpu") or not r.get("median_ms") or "levels" not in r["model"]:
+                continue
+            if r["kernel"].split("/")[1].startswith("v") and r["level"] < 4:
+                continue
+            if r["median_ms"] > 1.5 * r["model"]["predicted_ms"]:
+                far += 1
+                assert get_kernel(r["kernel"]).unmodeled, (r["kernel"], r["m"], r["n"], r["k"])
+    assert far > 0
