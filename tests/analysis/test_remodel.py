@@ -117,19 +117,20 @@ def committed():
     """The committed H200 results, every record's model recomputed by this code under the committed roofs."""
     roofs = load(H200_RESULTS / "ceilings.json", ceilings_for(DEVICES["h200"]))
     return [remodel_results(json.loads((H200_RESULTS / f"{name}.json").read_text()), roofs, "test")[0]
-            for name in ("fp32", "tensor_cores", "fp8")]
+            for name in ("fp32", "tensor_cores", "fp8", "fp8_variants")]
 
 
 def test_the_model_brackets_and_estimates_every_counter(committed):
-    """Against Nsight Compute's counters of every profiled kernel: the DRAM estimate and the L2 bytes within 2×,
-    and the counter between nearly the in-step count (the DRAM roof's) and the staggered one."""
+    """Against Nsight Compute's counters of every profiled kernel: the DRAM estimate and the L2 bytes within the
+    0.71-1.40× docs/seeds.md states, and the counter between nearly the in-step count (the DRAM roof's) and the
+    staggered one."""
     profiled = [r for res in committed for r in res["records"]
                 if (r.get("profile") or {}).get("status") == "ok" and "levels" in r["model"]]
     assert len(profiled) >= 30
     for r in profiled:
         m, counters = r["model"], r["profile"]
-        assert 0.5 < m["dram_bytes_estimate"] / counters["dram_bytes"] < 2, r["kernel"]
-        assert 0.5 < m["l2_bytes"] / counters["l2_bytes"] < 2, r["kernel"]
+        assert 0.71 < m["dram_bytes_estimate"] / counters["dram_bytes"] < 1.41, r["kernel"]
+        assert 0.71 < m["l2_bytes"] / counters["l2_bytes"] < 1.41, r["kernel"]
         assert 0.8 * m["dram_bytes"] <= counters["dram_bytes"] <= 1.05 * m["dram_bytes_staggered"], r["kernel"]
 
 
@@ -148,5 +149,5 @@ def test_a_kernel_far_from_its_prediction_names_why(committed):
                 continue
             if r["median_ms"] > 1.5 * r["model"]["predicted_ms"]:
                 far += 1
-                assert get_kernel(r["kernel"]).unmodeled, (r["kernel"], r["m"], r["n"], r["k"])
+                assert get_kernel(r.get("variant_of") or r["kernel"]).unmodeled, (r["kernel"], r["m"], r["n"], r["k"])
     assert far > 0

@@ -17,14 +17,16 @@ from gemmlab.kernels.registry import get_kernel
 from gemmlab.problem import Problem
 
 TC8 = "cuda/tc8_block_scaled_fp8"
-TWO_WARPGROUPS = {"BM": 128, "STAGES": 6, "CONSUMER_REGS": 232, "PRODUCER_REGS": 40, "SCALE_AHEAD": 1}
+TWO_WARPGROUPS = {"BM": 128, "STAGES": 6, "CONSUMER_REGS": 232, "PRODUCER_REGS": 40}
 cpu_only = pytest.mark.skipif(device.gpu() is not None, reason="checks the CPU-only run")
 
 
 def test_a_variant_is_the_registered_kernel_with_its_changes():
     v = bench.variant(TC8, TWO_WARPGROUPS)
     base = get_kernel(TC8)
-    assert v.name == TC8 + "[BM=128,STAGES=6,CONSUMER_REGS=232,PRODUCER_REGS=40,SCALE_AHEAD=1]"
+    assert v.name == TC8 + "[BM=128,STAGES=6,CONSUMER_REGS=232,PRODUCER_REGS=40]"
+    # a change to what it already has is dropped
+    assert bench.variant(TC8, {**TWO_WARPGROUPS, "SCALE_AHEAD": 1}).name == v.name
     assert v.params == {**base.params, **TWO_WARPGROUPS} and v.variant_of == TC8
     assert (v.source, v.entry, v.precision, v.level) == (base.source, base.entry, base.precision, base.level)
     assert "bench --variant" in v.auto_refusal()  # kernel="auto" never runs one
@@ -38,7 +40,10 @@ def test_a_variant_is_the_registered_kernel_with_its_changes():
     (TC8, {"BM": 192}, InvalidConfigError, "BM=192 is what it has registered"),
     (TC8, {"BN": 256}, InvalidConfigError, "shared memory"),  # the kernel's own constraints
     (TC8, {"CONSUMER_REGS": 232}, InvalidConfigError, "setmaxnreg"),
-    ("peers/cublas_fp32", {"X": 1}, InvalidConfigError, "has no parameters to change"),
+    ("peers/cublas_fp32", {"X": 1}, InvalidConfigError, "takes the wgmma levels"),
+    ("numba/v2_smem", {"TILE": 16}, InvalidConfigError, "takes the wgmma levels"),  # compiled from its tiling
+    ("cuda/v10_register_prefetch", {"BN": 128}, InvalidConfigError, "takes the wgmma levels"),  # tuned table's
+    ("cuda/tc4_persistent_fp8", {"OUT_BF16": 0}, InvalidConfigError, "a call's dtypes pick"),
     ("cuda/nope", {"BM": 1}, UnknownKernelError, "no kernel named"),
 ])
 def test_a_variant_that_cannot_be_is_refused_with_the_reason(name, changes, error, words):
@@ -47,7 +52,8 @@ def test_a_variant_that_cannot_be_is_refused_with_the_reason(name, changes, erro
 
 
 def test_variants_alone_run_beside_their_registered_kernels_once_each():
-    opts = bench.BenchOptions(variants=((TC8, TWO_WARPGROUPS), (TC8, TWO_WARPGROUPS), (TC8, {"CM": 2})))
+    reordered = dict(reversed(list(TWO_WARPGROUPS.items())))  # the same binary, spelled another way
+    opts = bench.BenchOptions(variants=((TC8, TWO_WARPGROUPS), (TC8, reordered), (TC8, {"CM": 2})))
     names = [s.name for s in bench.selected(opts)]
     mine = [n for n in names if not n.startswith("peers/")]
     assert mine == [TC8, bench.variant(TC8, TWO_WARPGROUPS).name, bench.variant(TC8, {"CM": 2}).name]
@@ -138,7 +144,7 @@ class _Null:
 @cpu_only
 def test_without_a_gpu_a_variant_is_compiled_and_modeled_beside_its_registered_kernel(tmp_path, capsys):
     out = tmp_path / "v.json"
-    assert main(["bench", "--variant", f"{TC8}:BM=128,STAGES=6,CONSUMER_REGS=232,PRODUCER_REGS=40,SCALE_AHEAD=1",
+    assert main(["bench", "--variant", f"{TC8}:BM=128,STAGES=6,CONSUMER_REGS=232,PRODUCER_REGS=40",
                  "--shape", "4096", "--json", str(out)]) == 0
     import json
 

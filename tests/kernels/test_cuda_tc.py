@@ -1008,3 +1008,27 @@ def test_narrow_tile_refused_where_it_cannot_work():
             dataclasses.replace(bf16, params={**bf16.params, **bad})
     with pytest.raises(InvalidConfigError, match="NARROW_BN"):
         dataclasses.replace(TC5, params={**TC5.params, "NARROW_BN": 64})
+
+
+def test_a_spec_models_the_tile_its_parameters_name():
+    """WgmmaKernel.traffic hands the spec's own parameters to its traffic model; for the configuration each
+    registered level runs at a shape (for_problem: narrow tiles, stream-K or its base level, the one-launch TF32
+    build) that is the model it was registered with, and a pinned tile is modeled at that tile."""
+    import dataclasses
+
+    shapes = [(m, n, k) for m in (256, 1024, 1536, 2048, 2304, 4096) for n in (256, 2304, 3072, 5120, 4096, 14336)
+              for k in (256, 4096)]
+    from gemmlab.kernels.registry import get_kernel, list_kernels
+
+    for spec in [s for s in list_kernels() if isinstance(s, tc_common.WgmmaKernel)]:
+        for shape in shapes:
+            problem = Problem(*shape, spec.precision)
+            runs = spec.for_problem(problem)
+            mine, registered = runs.traffic(problem), runs.traffic_model(problem)
+            assert (mine.global_read, mine.global_write, mine.smem, mine.l2) == \
+                (registered.global_read, registered.global_write, registered.smem, registered.l2), (spec.name, shape)
+    tc8 = get_kernel("cuda/tc8_block_scaled_fp8")
+    p = Problem(4096, 4096, 4096, "fp8_block")
+    pinned = dataclasses.replace(tc8, params={**tc8.params, "BM": 128, "STAGES": 6, "CONSUMER_REGS": 232,
+                                              "PRODUCER_REGS": 40})
+    assert pinned.traffic(p).global_read > tc8.traffic(p).global_read  # B once per 128 rows, not per 192

@@ -112,24 +112,34 @@ def kernel_seed(base: int, name: str, shape) -> int:
 
 
 def variant(name: str, changes: dict) -> KernelSpec:
-    """Registered kernel ``name`` with the parameters in ``changes`` set: KERNEL[NAME=V,...], checked by the
-    kernel's own constraints as a registered configuration is, its records marked ``variant_of`` (and timed
-    interleaved with the registered parameters in the same run, ``variant_gain``); gemmlab.matmul's dispatch never
-    runs one."""
+    """Registered kernel ``name`` with the parameters in ``changes`` set: KERNEL[NAME=V,...] (those it already
+    has dropped), checked by the kernel's own constraints as a
+    registered configuration is, its records marked ``variant_of`` (and timed interleaved with the registered
+    parameters in the same run, ``variant_gain``); gemmlab.matmul's dispatch never runs one. The wgmma levels
+    only: their launch and traffic model follow their parameters (WgmmaKernel.traffic), where the numba levels
+    compile their registered tiling, the tuned levels take the tuned table's, and the FFMA levels' models keep the
+    registered tile."""
+    from gemmlab.kernels.cuda.tc_common import FP8_OPTIONS, WgmmaKernel
     from gemmlab.kernels.registry import get_kernel
 
     base = get_kernel(name)
-    if not base.params:
-        raise InvalidConfigError(f"{name} has no parameters to change")
+    if not isinstance(base, WgmmaKernel):
+        raise InvalidConfigError(f"{name}: --variant takes the wgmma levels (cuda/tc2 up), whose launch and traffic "
+                                 "model follow their parameters")
     unknown = [k for k in changes if k not in base.params]
     if unknown:
         raise InvalidConfigError(f"{name} has no parameter {', '.join(unknown)}; its parameters: "
                                  + " ".join(f"{k}={v}" for k, v in base.params.items()))
-    if all(base.params[k] == v for k, v in changes.items()):
+    formats = [k for k in changes if k in FP8_OPTIONS]
+    if formats:
+        raise InvalidConfigError(f"{name}: {', '.join(formats)} choose operand formats or C's type, which a call's "
+                                 "dtypes pick (gemmlab.matmul), not a variant timed on the registered ones")
+    changed = {k: v for k, v in changes.items() if v != base.params[k]}
+    if not changed:
         raise InvalidConfigError(f"{name}: {', '.join(f'{k}={v}' for k, v in changes.items())} is what it has "
                                  "registered; a variant changes at least one parameter")
-    label = ",".join(f"{k}={v}" for k, v in changes.items())
-    return dataclasses.replace(base, name=f"{name}[{label}]", params={**base.params, **changes}, variant_of=name,
+    label = ",".join(f"{k}={v}" for k, v in changed.items())
+    return dataclasses.replace(base, name=f"{name}[{label}]", params={**base.params, **changed}, variant_of=name,
                                not_auto=f"a parameter variant of {name}, run only by gemmlab bench --variant")
 
 
@@ -138,7 +148,8 @@ def selected(opts: BenchOptions) -> list[KernelSpec]:
     kernels, and on a GPU every precision's peer."""
     from gemmlab.kernels.registry import get_kernel, select
 
-    variants = list({v.name: v for v in (variant(name, changes) for name, changes in opts.variants)}.values())
+    made = (variant(name, changes) for name, changes in opts.variants)  # one of each binary, however spelled
+    variants = list({(v.variant_of, tuple(sorted(v.params.items()))): v for v in reversed(list(made))}.values())[::-1]
     if opts.kernels or not variants:
         specs = select(opts.kernels) if opts.kernels else list_kernels()
     else:  # variants alone: beside their registered kernels only
@@ -352,7 +363,8 @@ def _run_gpu(specs, shapes, opts, dev, bw, info, records, results, progress):
                 mine = _order(specs, precision)
                 n_sets = _check_memory(problem, rotation_sets(_set_bytes(problem), info.l2_bytes,
                                                                 opts.timing.cold_l2, opts.timing.max_sets))
-                sets, peer_launch, launches = None, None, {}
+                sets, peer_launch, registered = None, None, {}
+                bases = {s.variant_of for s in mine if s.variant_of}  # whose launches their variants time beside
                 for spec in mine:
                     if progress:
                         progress.update(task, description=f"{spec.name} {problem.label()}")
@@ -362,8 +374,9 @@ def _run_gpu(specs, shapes, opts, dev, bw, info, records, results, progress):
                         if sets is None and spec.device != CPU and not spec.is_valid(problem):
                             sets = _gpu_sets(problem, n_sets, opts.seed)
                         launch = _bench_one(spec, problem, rec, sets, opts, dev, bw, info, peer_launch,
-                                            launches.get(spec.variant_of))
-                        launches[spec.name] = launch
+                                            registered.get(spec.variant_of))
+                        if spec.name in bases:
+                            registered[spec.name] = launch
                         if spec.name == PEERS[precision]:
                             peer_launch = launch
                     except GemmlabError as exc:

@@ -335,8 +335,11 @@ def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, pr
         # the tile the spec's own parameters name (WgmmaKernel.traffic): a pinned configuration's or a bench
         # --variant's, where they differ from those the model was registered with
         p = params or {}
+        if stream_k and whole is not None and params is not None and not p.get("STREAM_K", 0):  # the base level's
+            return whole(problem, sm_count, params)
         bm_, cm_, cn_, group = p.get("BM", bm), p.get("CM", cm), p.get("CN", cn), p.get("GROUP_M", group_m)
-        narrow_ = p if params and narrow is not None else narrow
+        fill, skip = p.get("SK_FILL", sk_fill), p.get("SK_SKIP_FILL", sk_skip)
+        narrow_ = p if "NARROW_BN" in p and narrow is not None else narrow
         m, n, k = problem.shape
         pre_round, a_pass_ = round_a, a_pass
         if round_a and rounds_a_in_place(problem, one_launch_mnk):
@@ -348,7 +351,7 @@ def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, pr
             bn_ = narrow_["NARROW_BN"]
         tiles, kt = ceil_div(m, bm_) * ceil_div(n, bn_), ceil_div(k, bk(precision))
         grid = stream_k_grid(tiles, kt, sm_count) if stream_k else 0
-        if stream_k and whole is not None and stream_k_dp_tiles(tiles, grid, sk_fill, sk_skip) == tiles:
+        if stream_k and whole is not None and stream_k_dp_tiles(tiles, grid, fill, skip) == tiles:
             return whole(problem, sm_count)
         wave = None  # a 2-D grid: as many CTAs at once as the SMs hold
         if stream_k:
@@ -378,10 +381,10 @@ def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, pr
             extra += 8 * m * k
             basis += ", plus the rounding pre-pass (read A, write it rounded to TF32)"
         if stream_k:
-            partials = stream_k_partials(tiles, grid, kt, sk_fill, sk_skip)
+            partials = stream_k_partials(tiles, grid, kt, fill, skip)
             read += 4 * bm_ * bn_ * partials
             write += 4 * bm_ * bn_ * partials
-            walk = dataclasses.replace(walk, split_tail=tiles - stream_k_dp_tiles(tiles, grid, sk_fill, sk_skip))
+            walk = dataclasses.replace(walk, split_tail=tiles - stream_k_dp_tiles(tiles, grid, fill, skip))
             basis += f", plus {partials} stream-K partials written and read back ({sm_count} SMs)"
         if block_scales:
             kb, tiles_m, tiles_n = ceil_div(k, 128), ceil_div(m, bm_), ceil_div(n, bn_)
