@@ -19,8 +19,8 @@ def matmul(A, B, kernel: str = AUTO, *, precision: str | None = None, out=None, 
            out_dtype=None):
     """C = A @ B (A is M×K, B is K×N; C is FP32 M×N, on A's and B's device, of their kind).
 
-    kernel: "auto" (the gemmlab kernel measured fastest per call for the shape on this GPU; host arrays: cpu/blas) or a name
-    from ``gemmlab list``. precision: for float32 operands "fp32" (default) or "tf32"; bfloat16 operands compute
+    kernel: "auto" (the gemmlab kernel measured fastest per call for the shape on this GPU; host arrays: cpu/blas) or
+    a name from ``gemmlab list``. precision: for float32 operands "fp32" (default) or "tf32"; bfloat16 operands compute
     "bf16"; FP8 operands "fp8" or "fp8_block", as their scales say. out: a C-contiguous array of the product's shape
     and dtype on the same device, written in place.
 

@@ -221,6 +221,7 @@ def model(spec, problem: Problem, ceilings: Ceilings | DeviceSpec, clock_mhz: fl
         "compute": {"flops": flops, "per_sm_flops": per_sm, "flop_per_clk": ceilings.flop_per_clk[units] / ops,
                     "sm_count": ceilings.sm_count, "source": ceilings.source.get(units)},
     }
+    in_step, most = dram + traffic.prepass, staggered + traffic.prepass
     if traffic.prepass:  # a launch of its own before the kernel: its time adds to the kernel's
         levels["prepass"] = {"bytes": traffic.prepass, "gbs": ceilings.dram_gbs, "source": ceilings.source.get("dram"),
                              "serial": True}
@@ -228,10 +229,8 @@ def model(spec, problem: Problem, ceilings: Ceilings | DeviceSpec, clock_mhz: fl
                 modeled_read_bytes=traffic.global_read, modeled_write_bytes=traffic.global_write,
                 modeled_intensity=intensity, seed_ridge=ridge, seed_bound="memory" if intensity < ridge else "compute",
                 seed_predicted_tflops=min(seed_peak, ceilings.dram_gbs * 1e9 * intensity / 1e12),
-                basis=traffic.basis, dram_bytes=dram + traffic.prepass,
-                dram_bytes_staggered=staggered + traffic.prepass,
-                dram_bytes_estimate=dram + traffic.prepass if staggered == dram else
-                math.sqrt((dram + traffic.prepass) * (staggered + traffic.prepass)),
+                basis=traffic.basis, dram_bytes=in_step, dram_bytes_staggered=most,
+                dram_bytes_estimate=in_step if most == in_step else math.sqrt(in_step * most),
                 l2_bytes=traffic.l2, smem_bytes=l1_path,
                 levels=levels, wave=wave, ceilings=ceilings.describe(), unmodeled=spec.unmodeled)
     return KernelModel(**at_clock(body, clock_mhz or ceilings.max_clock_mhz))

@@ -148,18 +148,22 @@ def selected(opts: BenchOptions) -> list[KernelSpec]:
     kernels, and on a GPU every precision's peer."""
     from gemmlab.kernels.registry import get_kernel, select
 
-    made = (variant(name, changes) for name, changes in opts.variants)  # one of each binary, however spelled
-    variants = list({(v.variant_of, tuple(sorted(v.params.items()))): v for v in reversed(list(made))}.values())[::-1]
-    if opts.kernels or not variants:
-        specs = select(opts.kernels) if opts.kernels else list_kernels()
-    else:  # variants alone: beside their registered kernels only
-        specs = [get_kernel(name) for name in dict.fromkeys(v.variant_of for v in variants)]
+    binaries: dict = {}  # one variant of each binary, however its changes are spelled: the first
+    for name, changes in opts.variants:
+        v = variant(name, changes)
+        binaries.setdefault((v.variant_of, tuple(sorted(v.params.items()))), v)
+    variants = list(binaries.values())
+    # variants alone run beside their registered kernels only
+    if opts.kernels:
+        specs = select(opts.kernels)
+    else:
+        specs = [] if variants else list_kernels()
     names = {s.name for s in specs}
     for v in variants:
         if v.variant_of not in names:  # the registered parameters in the same run, the variant's yardstick
             specs.append(get_kernel(v.variant_of))
             names.add(v.variant_of)
-    specs += [v for v in variants if v.name not in names]
+    specs += variants
     names |= {v.name for v in variants}
     if device.gpu() is None:
         return specs  # peers need a GPU; the CPU-only note says so

@@ -229,9 +229,10 @@ def hierarchy_section(records: list[dict]) -> list[str]:
                   f"kernel's own order; staggered: the same order where the CTAs that share an SM run a fraction of "
                   f"a tile apart, one per SM in step (= where that is the same count: a persistent grid, one CTA per "
                   f"SM); estimate: the geometric mean of the two, since which one a launch runs is the GPU's choice "
-                  f"at run time (the DRAM roof keeps the in-step count); L2 model: the tile re-reads between the SMs and L2 (dram__bytes, lts__t_bytes "
-                  f"from one cold-L2 launch under ncu). Predicted: the largest of the levels' times, the arithmetic at "
-                  f"the clock the timing held. Roofs: {roofs.get('ceilings')}.", ""]
+                  f"at run time (the DRAM roof keeps the in-step count); L2 model: the tile re-reads between the SMs "
+                  f"and L2 (dram__bytes, lts__t_bytes from one cold-L2 launch under ncu). Predicted: the largest of "
+                  f"the levels' times, the arithmetic at the clock the timing held. Roofs: {roofs.get('ceilings')}.",
+              ""]
     return lines
 
 

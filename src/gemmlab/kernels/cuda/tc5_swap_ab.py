@@ -37,8 +37,8 @@ ONE_LAUNCH_MNK = 256 ** 3
 # what the roofline leaves out here: the register operand's wait, and at small problems what few tiles cannot overlap
 REGISTER_OPERAND = ("latency: each consumer retires its previous k-tile's wgmma before it loads the next B "
                     "fragments into registers (wgmma reads a register operand until it completes), which only the "
-                    "other warpgroup's queued wgmma cover; with few tiles (256³, 1024³) the ring's fill, the rounding "
-                    "of A and the epilogue are not overlapped by other tiles' work either")
+                    "other warpgroup's queued wgmma cover; with few tiles (256³, 1024³) the ring's fill, the "
+                    "rounding of A and the epilogue are not overlapped by other tiles' work either")
 
 
 def traffic_model(one_launch_mnk: int):

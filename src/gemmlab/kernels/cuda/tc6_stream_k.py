@@ -24,8 +24,8 @@ fixup traffic and the owners' waits).
 TF32 up to ONE_LAUNCH_MNK multiply-adds (512³, where tc5 stops at 256³): one launch, A rounded in shared memory by
 the producer warps (TF32_ROUND=2) instead of by tc5's pre-pass (K at most 512, rows of A 16-byte pitched:
 rounds_a_in_place). Why: at that size two launches make a call wait on the host rather than the GPU, and the
-second launch costs the host more than the in-place pass costs the GPU, which
-stream-K's grid spreads over many SMs where tc5 has a few CTAs for the few tiles (docs/tensor_cores.md, "One launch for small TF32").
+second launch costs the host more than the in-place pass costs the GPU, which stream-K's grid spreads over many SMs
+where tc5 has a few CTAs for the few tiles (docs/tensor_cores.md, "One launch for small TF32").
 Measured: results/h200/tensor_cores.json. It gained far less than predicted; docs/tensor_cores.md ("tc6: a
 stream-K tail") has the figures, the likely causes, and the runs behind SK_SKIP_FILL.
 """

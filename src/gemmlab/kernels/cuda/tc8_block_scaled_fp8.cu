@@ -119,7 +119,8 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
           acc[4 * j + 3] = fmaf(part[4 * j + 3], s1, acc[4 * j + 3]);
         }
 #pragma unroll
-        for (int i = 0; i < SCALE_AHEAD; ++i) a0[i] = a0[i + 1], a1[i] = a1[i + 1], b0[i] = b0[i + 1], b1[i] = b1[i + 1];
+        for (int i = 0; i < SCALE_AHEAD; ++i)
+          a0[i] = a0[i + 1], a1[i] = a1[i + 1], b0[i] = b0[i + 1], b1[i] = b1[i + 1];
       }
 #if TIMELINE
       tlog.unit(unit, 1);

@@ -100,9 +100,10 @@ def epilogue_bytes(p: dict) -> int:
 
 
 def pass_bytes(p: dict) -> int:
-    """Shared memory of the producer warps' pass over landed k-tiles (tc_round.cuh; the barriers in tc_persistent.cuh): a `ready` barrier per ring
-    slot where they round A in place (TF32_ROUND=2), and for the 3xTF32 source (tc7, the one with a PROMOTE
-    interval) also the small part of each slot's A tile, BM rows of 128 bytes, after the ring."""
+    """Shared memory of the producer warps' pass over landed k-tiles (tc_round.cuh; the barriers in
+    tc_persistent.cuh): a `ready` barrier per ring slot where they round A in place (TF32_ROUND=2), and for the
+    3xTF32 source (tc7, the one with a PROMOTE interval) also the small part of each slot's A tile, BM rows of 128
+    bytes, after the ring."""
     if "PROMOTE" in p:
         return p["STAGES"] * (p["BM"] * 128 + 8)
     return 8 * p["STAGES"] if p.get("TF32_ROUND", 0) == 2 else 0

@@ -42,11 +42,12 @@ __device__ __forceinline__ unsigned char *aligned_smem(unsigned char *raw) {
   return raw + pad;
 }
 
-// The producer thread's loop (tc4 up: tc4, tc5, tc7, tc8, and tc6 through tc4 and tc5): for every unit of this CTA's walk, the tile's origin (origin(tile) ->
-// int2 {m0, n0}), then for each of its k-tiles, wait until the ring slot is free (its readers' arrivals on
-// `empty`, from the second lap of the ring on) and issue the k-tile's TMA copies into it through
-// load(stage, full barrier, m0, n0, k0). The consumers walk the same units and slots; they only add, so the
-// order of a unit's k-tiles is the producer's choice: every other unit runs its k-tiles last to first.
+// The producer thread's loop (tc4 up: tc4, tc5, tc7, tc8, and tc6 through tc4 and tc5): for every unit of this
+// CTA's walk, the tile's origin (origin(tile) -> int2 {m0, n0}), then for each of its k-tiles, wait until the
+// ring slot is free (its readers' arrivals on `empty`, from the second lap of the ring on) and issue the k-tile's
+// TMA copies into it through load(stage, full barrier, m0, n0, k0). The consumers walk the same units and slots;
+// they only add, so the order of a unit's k-tiles is the producer's choice: every other unit runs its k-tiles last
+// to first (unit_ktile).
 // All CTAs start their n-th unit at about the same time, so a unit begins with the k-tiles the whole grid read
 // last, which are still in L2: the next unit of the same grouped rows (or, after schedule()'s turn at a group's
 // end, of the same columns) rereads them from L2 rather than DRAM.
