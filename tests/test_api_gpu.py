@@ -193,6 +193,25 @@ def _fp8_blocks(x, rows_per_block):
     return (x / full).to(torch.float8_e4m3fn), s, full
 
 
+@pytest.mark.parametrize("m,n,k", [(4097, 520, 1000), (127, 384, 4096)])
+def test_block_scales_read_in_place_at_addresses_off_16_bytes_give_the_same_product(m, n, k):
+    """The kernel copies block scales with TMA, which takes 16-byte aligned addresses only: scale tensors in the
+    layouts it reads but one float into their storage are copied into a workspace first, and the product is the
+    one the aligned scales give, bit for bit."""
+    g = torch.Generator(device="cuda").manual_seed(m + n)
+    a8, sa, _ = _fp8_blocks(torch.randn(m, k, device="cuda", generator=g), 1)
+    w8, sw, _ = _fp8_blocks(torch.randn(n, k, device="cuda", generator=g), 128)
+    kb, nb = sa.shape[1], sw.shape[0]
+    store_a, store_b = torch.empty(kb * m + 1, device="cuda"), torch.empty(nb * kb + 1, device="cuda")
+    sa_off, sb_off = store_a[1:].view(kb, m).t(), store_b[1:].view(nb, kb).t()  # (M, KB) and (KB, NB), in place
+    sa_off.copy_(sa)
+    sb_off.copy_(sw.t())
+    assert sa_off.data_ptr() % 16 and sb_off.data_ptr() % 16
+    want = gemmlab.matmul(a8, w8.t(), scale_a=sa.t().contiguous().t(), scale_b=sw.t())
+    got = gemmlab.matmul(a8, w8.t(), scale_a=sa_off, scale_b=sb_off)
+    assert torch.equal(got, want)
+
+
 @pytest.mark.parametrize("m,n,k", [(1, 1, 32), (17, 1, 200), (4097, 17, 256), (127, 520, 1000), (512, 384, 4096)])
 @pytest.mark.parametrize("recipe", ["tensor", "block"])
 def test_fp8_through_torch_on_ragged_shapes(m, n, k, recipe):

@@ -31,10 +31,11 @@ g bench --shape 4096 --shape 8192 --shape 2048x3072x4096 --kernels "$FP8" --repe
   --no-ceilings --json "$OUT/fp8.json"
 # ... and their parameters changed, each variant timed interleaved with its peer and with the registered parameters
 K=cuda/tc8_block_scaled_fp8
-g bench --shape 4096 --shape 8192 --shape 2048x3072x4096 --variant "$K:SCALE_AHEAD=2" --variant "$K:CM=2" \
-  --variant "$K:GROUP_M=16" --variant "$K:BM=128,STAGES=6,CONSUMER_REGS=232,PRODUCER_REGS=40" \
-  --variant "$K:BM=128,BN=192,CONSUMER_REGS=232,PRODUCER_REGS=40" --variant "cuda/tc4_persistent_fp8:CM=1" \
-  --variant "cuda/tc4_persistent_fp8:GROUP_M=16" --repeat 30 --max-seconds 1.5 --pause 0.1 --no-ceilings \
+F=cuda/tc4_persistent_fp8
+g bench --shape 4096 --shape 8192 --shape 2048x3072x4096 --variant "$K:SCALE_TMA=0" --variant "$K:CM=2" \
+  --variant "$K:GROUP_M=16" --variant "$K:BM=128,STAGES=5,CONSUMER_REGS=232,PRODUCER_REGS=40" \
+  --variant "$K:BM=128,BN=192,CONSUMER_REGS=232,PRODUCER_REGS=40" --variant "$F:CM=1" --variant "$F:GROUP_M=16" \
+  --variant "$F:EPI_BOXES=4,STAGES=3" --repeat 30 --max-seconds 1.5 --pause 0.1 --no-ceilings \
   --json "$OUT/fp8_variants.json"
 # The top tensor-core levels again, with a third ratio from alternating blocks that settle at their own power
 g bench --shape 4096 --shape 8192 --shape 2048x3072x4096 \
@@ -54,7 +55,7 @@ g bench --api --json "$OUT/api.json"  # kernel="auto" reads the table the bench 
 # Ragged shapes with NaN-poisoned C for every CUDA kernel, under compute-sanitizer memcheck and racecheck
 g verify --kernels 'cuda/*' --sample 4 --sanitize --json "$OUT/verify.json"
 # ... and the kernels changed after it: tc5 and tc6 TF32 (one launch for small problems), tc8 (192x128 tiles, the
-# scales one k-tile ahead)
+# scales copied by TMA beside each k-tile)
 g verify --kernels 'cuda/tc5_swap_ab_tf32,cuda/tc6_stream_k_tf32' --sample 4 --sanitize --json "$OUT/verify_tf32.json"
 g verify --kernels 'cuda/tc8*' --sample 4 --sanitize --json "$OUT/verify_tc8.json"
 # Where tc4's cycles go (BF16 and FP8), from clock stamps inside the kernel; 256x256x4096 is one cluster alone

@@ -201,15 +201,18 @@ class Params:
 
 # ---- tensor maps -------------------------------------------------------------------------------------------------
 def encode_tiled(dest: int, dtype: str, global_dim: Sequence[int], global_strides: Sequence[int],
-                 box_dim: Sequence[int], address: int) -> None:
-    """Encode a 2-D tiled tensor map (128-byte swizzle, 128-byte L2 promotion, zero fill) at host address ``dest``:
-    dimensions and box innermost first, the row stride in bytes (kernels/cuda/_tma.py's TiledMap.encode_args)."""
-    dims = (ctypes.c_uint64 * 2)(*global_dim)
-    strides = (ctypes.c_uint64 * 1)(*global_strides)
-    box = (ctypes.c_uint32 * 2)(*box_dim)
-    elem = (ctypes.c_uint32 * 2)(1, 1)
-    check(lib().cuTensorMapEncodeTiled(dest, TMA_DTYPES[dtype], 2, address, dims, strides, box, elem, 0,
-                                       TMA_SWIZZLE_128B, TMA_L2_PROMOTION_128B, 0),
+                 box_dim: Sequence[int], address: int, swizzle: bool = True) -> None:
+    """Encode a tiled tensor map (zero fill) at host address ``dest``: dimensions and box innermost first, the
+    strides of every dimension but the innermost in bytes. 2-D with the 128-byte swizzle and 128-byte L2 promotion
+    (kernels/cuda/_tma.py's TiledMap.encode_args), or 1-D without either (LinearMap: tc8's scales)."""
+    rank = len(global_dim)
+    dims = (ctypes.c_uint64 * rank)(*global_dim)
+    strides = (ctypes.c_uint64 * max(1, rank - 1))(*global_strides)
+    box = (ctypes.c_uint32 * rank)(*box_dim)
+    elem = (ctypes.c_uint32 * rank)(*[1] * rank)
+    check(lib().cuTensorMapEncodeTiled(dest, TMA_DTYPES[dtype], rank, address, dims, strides, box, elem, 0,
+                                       TMA_SWIZZLE_128B if swizzle else 0, TMA_L2_PROMOTION_128B if swizzle else 0,
+                                       0),
           f"cuTensorMapEncodeTiled({dtype}, dims {tuple(global_dim)}, strides {tuple(global_strides)} B, "
           f"box {tuple(box_dim)})")
 
@@ -229,17 +232,20 @@ def address_offset() -> int | None:
     cuTensorMapReplaceAddress (a driver call) instead of an 8-byte store."""
     global _address_offset
     if _address_offset == _UNPROBED:
-        maps = []
-        for address in (0x7F12_3456_7000, 0x7E65_4321_0C00):
-            buf = ctypes.create_string_buffer(MAP_BYTES + 64)
-            dest = -(-ctypes.addressof(buf) // 64) * 64
-            encode_tiled(dest, "fp32", (64, 64), (256,), (32, 64), address)
-            words = [int.from_bytes(ctypes.string_at(dest + 8 * i, 8), "little") for i in range(MAP_BYTES // 8)]
-            maps.append((words, address))
-        (w0, a0), (w1, a1) = maps
-        differ = [i for i in range(len(w0)) if w0[i] != w1[i]]
-        _address_offset = 8 * differ[0] if differ and len(differ) == 1 and (w0[differ[0]], w1[differ[0]]) == (a0, a1) \
-            else None
+        offsets = set()
+        for shape in (((64, 64), (256,), (32, 64), True), ((4096,), (), (196,), False)):  # a 2-D and a 1-D map
+            maps = []
+            for address in (0x7F12_3456_7000, 0x7E65_4321_0C00):
+                buf = ctypes.create_string_buffer(MAP_BYTES + 64)
+                dest = -(-ctypes.addressof(buf) // 64) * 64
+                encode_tiled(dest, "fp32", *shape[:3], address, swizzle=shape[3])
+                words = [int.from_bytes(ctypes.string_at(dest + 8 * i, 8), "little") for i in range(MAP_BYTES // 8)]
+                maps.append((words, address))
+            (w0, a0), (w1, a1) = maps
+            differ = [i for i in range(len(w0)) if w0[i] != w1[i]]
+            ok = differ and len(differ) == 1 and (w0[differ[0]], w1[differ[0]]) == (a0, a1)
+            offsets.add(8 * differ[0] if ok else None)
+        _address_offset = offsets.pop() if len(offsets) == 1 else None
     return _address_offset
 
 

@@ -17,16 +17,16 @@ from gemmlab.kernels.registry import get_kernel
 from gemmlab.problem import Problem
 
 TC8 = "cuda/tc8_block_scaled_fp8"
-TWO_WARPGROUPS = {"BM": 128, "STAGES": 6, "CONSUMER_REGS": 232, "PRODUCER_REGS": 40}
+TWO_WARPGROUPS = {"BM": 128, "STAGES": 5, "CONSUMER_REGS": 232, "PRODUCER_REGS": 40}
 cpu_only = pytest.mark.skipif(device.gpu() is not None, reason="checks the CPU-only run")
 
 
 def test_a_variant_is_the_registered_kernel_with_its_changes():
     v = bench.variant(TC8, TWO_WARPGROUPS)
     base = get_kernel(TC8)
-    assert v.name == TC8 + "[BM=128,STAGES=6,CONSUMER_REGS=232,PRODUCER_REGS=40]"
+    assert v.name == TC8 + "[BM=128,STAGES=5,CONSUMER_REGS=232,PRODUCER_REGS=40]"
     # a change to what it already has is dropped
-    assert bench.variant(TC8, {**TWO_WARPGROUPS, "SCALE_AHEAD": 1}).name == v.name
+    assert bench.variant(TC8, {**TWO_WARPGROUPS, "SCALE_TMA": 1}).name == v.name
     assert v.params == {**base.params, **TWO_WARPGROUPS} and v.variant_of == TC8
     assert (v.source, v.entry, v.precision, v.level) == (base.source, base.entry, base.precision, base.level)
     assert "bench --variant" in v.auto_refusal()  # kernel="auto" never runs one
@@ -144,7 +144,7 @@ class _Null:
 @cpu_only
 def test_without_a_gpu_a_variant_is_compiled_and_modeled_beside_its_registered_kernel(tmp_path, capsys):
     out = tmp_path / "v.json"
-    assert main(["bench", "--variant", f"{TC8}:BM=128,STAGES=6,CONSUMER_REGS=232,PRODUCER_REGS=40",
+    assert main(["bench", "--variant", f"{TC8}:BM=128,STAGES=5,CONSUMER_REGS=232,PRODUCER_REGS=40",
                  "--shape", "4096", "--json", str(out)]) == 0
     import json
 

@@ -99,9 +99,10 @@ CUresult cuTensorMapEncodeTiled(void *map, int dtype, unsigned rank, void *addr,
   if ((uintptr_t)addr % 16) return 1;
   memset(map, 0, 128);
   n_encoded++;
-  w[0] = 0x50414d; w[1] = dtype; w[2] = (uintptr_t)addr; w[3] = dims[0]; w[4] = dims[1]; w[5] = strides[0];
+  w[0] = 0x50414d; w[1] = dtype; w[2] = (uintptr_t)addr; w[3] = dims[0];
+  if (rank > 1) { w[4] = dims[1]; w[5] = strides[0]; w[7] = box[1]; }
   if (opaque_maps) { w[2] ^= (uint64_t)n_encoded << 40; w[11] = n_encoded; }
-  w[6] = box[0]; w[7] = box[1]; w[8] = swizzle; w[9] = l2; w[10] = rank;
+  w[6] = box[0]; w[8] = swizzle; w[9] = l2; w[10] = rank;
   return 0;
 }
 CUresult cuTensorMapReplaceAddress(void *map, void *addr) {

@@ -107,9 +107,41 @@ def test_tc8_promotes_every_k_tile_and_tc4_scales_outside_its_mainloop(tmp_path)
 GXX = shutil.which("g++") or shutil.which("clang++")
 
 
-def _host_block(name: str) -> str:
-    text = (SOURCE_DIR / "tc_epilogue.cuh").read_text()
+def _host_block(name: str, source: str = "tc_epilogue.cuh") -> str:
+    text = (SOURCE_DIR / source).read_text()
     return text[text.index(f"// begin {name} arithmetic"):text.index(f"// end {name} arithmetic")]
+
+
+@pytest.mark.skipif(GXX is None, reason="no host C++ compiler to run the device arithmetic with")
+def test_tc8_scale_boxes_start_on_16_bytes_and_hold_a_tiles_scales(tmp_path):
+    """SCALE_TMA: the producer's box of A's scales (BM + 4 floats from scale_box(kb·M + m0)) starts on 16 bytes,
+    where TMA faults otherwise, and holds the tile's BM scales of k-block kb from the consumers' scale_skip(kb·M) on,
+    at every M (ragged ones too); B's box of 4 holds its one scale at scale_skip of the same element."""
+    main = r"""
+#include <cstdio>
+int main() {
+  const int Ms[] = {1, 17, 33, 127, 192, 4097, 6143};
+  for (int M : Ms)
+    for (int kb = 0; kb < 9; ++kb)
+      for (int m0 = 0; m0 < M; m0 += 64) {
+        const int e = kb * M + m0;
+        printf("%d %d %d %d %d %d\n", M, kb, m0, scale_box(e), scale_skip(kb * M), scale_skip(e));
+      }
+}
+"""
+    src = tmp_path / "scales.cpp"
+    src.write_text("#define __host__\n#define __device__\n#define __forceinline__ inline\n"
+                   + _host_block("scale", "tc8_block_scaled_fp8.cu") + main)
+    exe = tmp_path / "scales"
+    subprocess.run([GXX, "-O1", "-o", str(exe), str(src)], check=True)
+    lines = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert len(lines) > 100
+    bm = TC8.params["BM"]
+    for line in lines:
+        m, kb, m0, start, skip_a, skip = map(int, line.split())
+        e = kb * m + m0
+        assert start % 4 == 0 and start + skip_a == e == start + skip  # 16 bytes; the consumers find row 0
+        assert 0 <= skip_a and skip_a + bm <= bm + 4  # rows 0..BM-1 inside the box of BM + 4
 
 
 @pytest.mark.skipif(GXX is None, reason="no host C++ compiler to run the device arithmetic with")
@@ -173,9 +205,11 @@ def test_c_maps_and_when_tma_stores_c():
     assert not TC4.c_by_tma(Problem(300, 100, 256, "fp8"), 0x7F0000000000)  # 200-byte BF16 rows
     assert fp32.c_by_tma(Problem(300, 100, 256, "fp8"), 0x7F0000000000)  # 400-byte FP32 rows
     # tc4: 4 stages of 48 KB and 16 B of barriers, 2 warpgroups' two 8 KB boxes of C, 1 KB of alignment slack; tc8:
-    # 4 stages of 40 KB, 3 warpgroups' boxes
+    # 4 stages of 40 KB, 3 warpgroups' boxes and each slot's scales (196 floats of A's in 896 bytes, two 128-byte
+    # places of B's); tc4 with four boxes per warpgroup (its whole 64x256 BF16 fragment) on 3 stages
     assert tc_common.smem_bytes(dict(TC4.params)) == 4 * (49152 + 16) + 2 * 2 * 8192 + 1024 == 230_464
-    assert tc_common.smem_bytes(dict(TC8.params)) == 4 * (40960 + 16) + 3 * 2 * 8192 + 1024 == 214_080
+    assert tc_common.smem_bytes(dict(TC8.params)) == 4 * (40960 + 16 + 896 + 256) + 3 * 2 * 8192 + 1024 == 218_688
+    assert tc_common.smem_bytes({**TC4.params, "EPI_BOXES": 4, "STAGES": 3}) == 3 * (49152 + 16) + 2 * 4 * 8192 + 1024
     assert max(tc_common.smem_bytes(dict(TC4.params)), tc_common.smem_bytes(dict(TC8.params))) <= tc_common.SMEM_LIMIT
 
 
@@ -214,8 +248,11 @@ def test_constraints_refuse_what_cannot_work_with_the_reason():
                              (TC8, {"STAGES": 7}, "shared memory"),
                              (TC8, {"STREAM_K": 1, "CM": 1}, "no stream-K"),
                              (TC8, {"BN": 192, "STAGES": 3}, "CONSUMER_REGS=160"),
-                             (TC8, {"SCALE_AHEAD": 4}, "SCALE_AHEAD=4"),
-                             (TC4, {"SCALE_AHEAD": 2}, "option of tc8's source"),
+                             (TC8, {"SCALE_TMA": 2}, "SCALE_TMA=2"),
+                             (TC4, {"SCALE_TMA": 1}, "option of tc8's source"),
+                             (TC8, {"PER_TENSOR": 1, "SCALE_TMA": 1}, "one scale per operand"),
+                             (TC4, {"EPI_BOXES": 1}, "at least 2"),
+                             (TC4, {"EPI_BOXES": 4}, "shared memory"),
                              (TC4, {"PER_TENSOR": 1}, "tc8's source")):
         with pytest.raises(InvalidConfigError, match=match):
             dataclasses.replace(spec, params={**spec.params, **bad})

@@ -1029,6 +1029,6 @@ def test_a_spec_models_the_tile_its_parameters_name():
                 (registered.global_read, registered.global_write, registered.smem, registered.l2), (spec.name, shape)
     tc8 = get_kernel("cuda/tc8_block_scaled_fp8")
     p = Problem(4096, 4096, 4096, "fp8_block")
-    pinned = dataclasses.replace(tc8, params={**tc8.params, "BM": 128, "STAGES": 6, "CONSUMER_REGS": 232,
+    pinned = dataclasses.replace(tc8, params={**tc8.params, "BM": 128, "STAGES": 5, "CONSUMER_REGS": 232,
                                               "PRODUCER_REGS": 40})
     assert pinned.traffic(p).global_read > tc8.traffic(p).global_read  # B once per 128 rows, not per 192

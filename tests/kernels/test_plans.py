@@ -97,8 +97,10 @@ def tc_args(raw: bytes) -> dict:
     for name, fmt in (("C", "Q"), ("M", "i"), ("N", "i"), ("K", "i"), ("c_tma", "i"), ("sk_ws", "Q"),
                       ("sk_flags", "Q"), ("timeline", "Q")):
         out[name] = np.frombuffer(raw, np.dtype(fmt).newbyteorder("<"), 1, OFFSETS[name])[0]
-    if len(raw) > SIZE:  # Fp8Args: the scales' addresses after TcArgs
+    if len(raw) > SIZE:  # Fp8Args: the scales' addresses after TcArgs, then their 1-D maps (tc8, SCALE_TMA)
         out["scale_a"], out["scale_b"] = np.frombuffer(raw, np.dtype("<u8"), 2, SIZE)
+        fp8_offsets = _tc_plan.FP8_ARGS.layout()[0]
+        out.update({name: np.frombuffer(raw, np.uint64, 16, fp8_offsets[name]) for name in ("sa", "sb")})
     return out
 
 
@@ -371,7 +373,7 @@ def test_fp8_plan_maps_k_major_operands_bf16_c_and_takes_scales_per_call(stub):
     plan.launch(a, b, c, 0x5EED, sa, sb)
     rec = launch_record(stub, 0)
     assert rec.cluster == (2, 1, 1) and rec.grid == (132, 1, 1) and rec.block == (384, 1, 1)
-    assert len(rec.params) == _tc_plan.FP8_ARGS.layout()[1] == 512
+    assert len(rec.params) == _tc_plan.FP8_ARGS.layout()[1] == 768
     args = tc_args(rec.params)
     assert (args["M"], args["N"], args["K"], args["C"], args["c_tma"]) == (4096, 4096, 4096, c, 1)
     assert (args["scale_a"], args["scale_b"]) == (sa, sb)
@@ -412,7 +414,7 @@ def test_tc8_plan_and_fp32_output_variant(stub):
 
     stub.stub_reset()
     plan, gpu = make(stub, "cuda/tc8_block_scaled_fp8", (1000, 520, 256), FP8_COL)
-    assert type(plan).__name__ == "Fp8Plan" and plan.main.smem == 214_080 and plan.main.block == (512, 1, 1)
+    assert type(plan).__name__ == "Fp8Plan" and plan.main.smem == 218_688 and plan.main.block == (512, 1, 1)
     plan.launch(0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000, 3, 0x7400_0000_0000, 0x7500_0000_0000)
     args = tc_args(launch_record(stub, 0).params)
     assert (args["scale_a"], args["scale_b"]) == (0x7400_0000_0000, 0x7500_0000_0000) and args["c"][1] == 9
@@ -424,6 +426,36 @@ def test_tc8_plan_and_fp32_output_variant(stub):
     plan.launch(0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000, 3, 0x7400_0000_0000, 0x7500_0000_0000)
     c = tc_args(launch_record(stub, 0).params)["c"]
     assert list(c[[1, 5, 6, 7]]) == [driver.TMA_DTYPES["fp32"], 520 * 4, 32, 64]
+
+
+def test_tc8_block_scales_reach_their_1d_maps_per_call_and_an_unaligned_one_is_copied(stub):
+    """SCALE_TMA: scale_a (ceil(K/128) x M) and scale_b (ceil(N/128) x ceil(K/128)) as 1-D FP32 maps, unswizzled,
+    in boxes of BM + 4 and of 4 (each starts on 16 bytes at or below the scales it holds); each launch puts the
+    caller's addresses into them, and a scale tensor whose address TMA cannot take (off 16 bytes) is copied whole
+    into a workspace first, on the launch's stream."""
+    stub.stub_reset()
+    plan, _ = make(stub, "cuda/tc8_block_scaled_fp8", (1000, 520, 256), FP8_COL)
+    sa, sb = 0x7400_0000_0000, 0x7500_0000_0000
+    plan.launch(0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000, 3, sa, sb)
+    args = tc_args(launch_record(stub, 0).params)
+    fp32 = driver.TMA_DTYPES["fp32"]
+    # words: dtype, address, the one dimension, the box, swizzle, L2 promotion, rank
+    assert list(args["sa"][[1, 2, 3, 6, 8, 9, 10]]) == [fp32, sa, 2 * 1000, 196, 0, 0, 1]
+    assert list(args["sb"][[1, 2, 3, 6, 8, 9, 10]]) == [fp32, sb, 5 * 2, 4, 0, 0, 1]
+    assert stub.stub_copies() == 0
+    plan.launch(0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000, 3, sa + 4, sb + 64)
+    args = tc_args(launch_record(stub, 1).params)
+    assert stub.stub_copies() == 1
+    copy = copy_record(stub, 0)
+    assert (copy["src"], copy["width"], copy["height"], copy["stream"]) == (sa + 4, 4 * 2000, 1, 3)
+    assert args["sa"][2] == copy["dst"] != sa + 4 and args["sb"][2] == sb + 64
+    assert (args["scale_a"], args["scale_b"]) == (sa + 4, sb + 64)
+    stub.stub_reset()
+    plan, _ = make(stub, "cuda/tc8_promoted_fp8", (1000, 520, 256), FP8_COL)
+    plan.launch(0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000, 3, sa + 4, sb + 4)
+    args = tc_args(launch_record(stub, 0).params)
+    assert not args["sa"].any() and not args["sb"].any() and stub.stub_copies() == 0  # per tensor: no maps
+    assert plan.main.smem == 214_080
 
 
 def test_fp8_launches_compile_nothing_and_read_no_file(stub, monkeypatch):

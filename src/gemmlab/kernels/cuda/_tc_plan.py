@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from gemmlab import driver
 from gemmlab.kernels.cuda._gpu import RESOURCES, Resources
 from gemmlab.kernels.cuda._nvrtc import compile_cuda
-from gemmlab.kernels.cuda._tma import TiledMap
+from gemmlab.kernels.cuda._tma import LinearMap, TiledMap
 from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.plan import COL, Plan
 
@@ -27,7 +27,8 @@ from gemmlab.kernels.plan import COL, Plan
 TC_ARGS = driver.Struct((("a", driver.MAP), ("b", driver.MAP), ("c", driver.MAP), ("C", "ptr"), ("M", "i32"),
                          ("N", "i32"), ("K", "i32"), ("c_tma", "i32"), ("sk_ws", "ptr"), ("sk_flags", "ptr"),
                          ("timeline", "ptr")))
-FP8_ARGS = driver.Struct((("base", TC_ARGS), ("scale_a", "ptr"), ("scale_b", "ptr")))
+FP8_ARGS = driver.Struct((("base", TC_ARGS), ("scale_a", "ptr"), ("scale_b", "ptr"), ("sa", driver.MAP),
+                          ("sb", driver.MAP)))
 TRANSPOSE_SIGNATURE = (("B", "ptr"), ("BT", "ptr"), ("K", "i32"), ("N", "i32"), ("LDT", "i32"))
 ROUND_COPY_SIGNATURE = (("src", "ptr"), ("dst", "ptr"), ("rows", "i32"), ("cols", "i32"), ("ld_src", "i32"),
                         ("ld_dst", "i32"), ("vec", "i32"))
@@ -149,7 +150,10 @@ class TcPlan(Plan):
 class Fp8Plan(TcPlan):
     """The FP8 levels' plan: each launch also takes the device addresses of the two operands' FP32 scales (Fp8Args),
     since a caller's scales are tensors that change with its operands; a scale as a host float would have to be read
-    back from the device first, a synchronization per call."""
+    back from the device first, a synchronization per call. Where the kernel copies block scales by TMA
+    (SCALE_TMA), ``scale_maps`` puts the same addresses into their 1-D maps, as the operands' are."""
+
+    scale_maps: list = field(default_factory=list)  # [_Operand for scale_a, _Operand for scale_b], or none
 
     def __post_init__(self):
         super().__post_init__()
@@ -157,6 +161,8 @@ class Fp8Plan(TcPlan):
 
     def launch(self, a, b, c, stream: int, scale_a: int, scale_b: int) -> None:
         self._scales[0].value, self._scales[1].value = scale_a, scale_b
+        for op, ptr in zip(self.scale_maps, (scale_a, scale_b)):
+            op.bind(self.main.params, ptr, stream)
         super().launch(a, b, c, stream)
 
     def run(self, a, b, c) -> None:
@@ -173,7 +179,8 @@ def _encoded(m: TiledMap, ptr: int) -> bytes:
     args = m.encode_args(ptr)
     buf = driver.ctypes.create_string_buffer(driver.MAP_BYTES + 64)
     dest = -(-driver.ctypes.addressof(buf) // 64) * 64
-    driver.encode_tiled(dest, args["dtype"], args["global_dim"], args["global_strides"], args["box_dim"], ptr)
+    driver.encode_tiled(dest, args["dtype"], args["global_dim"], args["global_strides"], args["box_dim"], ptr,
+                        swizzle=bool(args["swizzle"]))
     return driver.ctypes.string_at(dest, driver.MAP_BYTES)
 
 
@@ -257,6 +264,17 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
         transpose = driver.Launch(int(tk.handle), (ceil_div(n, 32), ceil_div(k, 32), 1), (32, 8, 1), 0, tp)
         steps.append(f"transpose pre-pass: B ({k}x{n}) into Bᵀ ({n}x{kp}){', rounded to TF32' if rounds_smem else ''}; "
                      "tf32 wgmma reads K-major operands only")
+    scale_maps = []
+    if spec.params.get("SCALE_TMA", 0):  # tc8's block scales, as gemmlab.fp8 stores them, through 1-D maps
+        kb = ceil_div(k, 128)
+        # scale_a (KB x M): a tile's BM of one k-block, from 16 bytes below; scale_b (NB x KB): 4 floats about one
+        for slot, count, box in (("sa", kb * m, spec.params["BM"] + 4), ("sb", ceil_div(n, 128) * kb, 4)):
+            op = _Operand(slot, 1, count, count, 4, lambda ld, count=count, box=box: LinearMap("fp32", count, box),
+                          gpu, address=_MapAddress(params.map_address(slot)))
+            op.direct = _encoded(op.map_for(count), _PLACEHOLDER)
+            scale_maps.append(op)
+        steps.append("block scales copied by TMA into each ring slot beside its k-tile (a scale tensor at an "
+                     "address off 16 bytes is copied first)")
     zeroed = False
     if spec.params.get("STREAM_K", 0):
         ws, flags = _stream_k_workspace(spec, kernel, geo, problem, info.sm_count, gpu)
@@ -284,6 +302,7 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
                  f"{f' in clusters of {cluster[0]}' if cluster else ''}, {geo.smem} B shared memory, "
                  f"{ceil_div(k, spec.k_tile)} k-tiles of {spec.k_tile}"
                  f"{', C through TMA stores where it is 16-byte aligned' if c_rows_ok else ''}")
+    extra = {"scale_maps": scale_maps} if spec.fp8 else {}
     return (Fp8Plan if spec.fp8 else TcPlan)(spec, problem, layout, steps=steps, main=main, operands=ops,
                                              transpose=transpose, epi_tma=epi_tma, c_rows_ok=c_rows_ok,
-                                             c_address=c_address, buffers=buffers, timeline=timeline)
+                                             c_address=c_address, buffers=buffers, timeline=timeline, **extra)

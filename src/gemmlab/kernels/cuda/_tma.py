@@ -4,7 +4,8 @@ of encoded maps in device memory.
 A 2-D row-major matrix is described innermost dimension first: dims (cols, rows), one row stride in bytes, a box
 (box_cols, box_rows) copied per instruction. The hardware needs the base address and the row stride to be
 multiples of 16 bytes, the box to be at most 256 elements per side, and with the 128-byte swizzle the box's
-inner extent must be exactly 128 bytes (one swizzle row). Out-of-bounds parts of a box are filled with zeros.
+inner extent must be exactly 128 bytes (one swizzle row). A box's innermost start coordinate must fall on 16 bytes
+too: on the H200 one that does not faults as an illegal instruction. Out-of-bounds parts of a box are filled with zeros.
 L2 promotion is 128 bytes, one box row: promoting to 256 bytes fetches the neighbouring line with every row, which
 moves more sectors between the two L2 partitions for the same DRAM traffic (tc4 on the H200: docs/tensor_cores.md,
 "L2 promotion 128 bytes").
@@ -77,3 +78,40 @@ class TiledMap:
             "element_strides": [1, 1],
             "swizzle": SWIZZLE_BYTES,
         }
+
+
+
+@dataclass(frozen=True)
+class LinearMap:
+    """A 1-D tensor map of ``count`` elements read in boxes of ``box``, unswizzled: tc8's block scales (SCALE_TMA),
+    read from where the scales' own layout puts a tile's, rounded down to 16 bytes, since a 2-D map would need rows
+    16-byte pitched (padded scales). Elements past the end read as zeros."""
+
+    dtype: str
+    count: int
+    box: int
+
+    @property
+    def elem(self) -> int:
+        return ELEMENT_BYTES[self.dtype]
+
+    def errors(self) -> list[str]:
+        if self.dtype not in ELEMENT_BYTES:
+            return [f"unknown TMA element type {self.dtype!r}"]
+        e = []
+        if not 1 <= self.box <= 256:
+            e.append(f"box of {self.box} elements is outside 1..256")
+        if (self.box * self.elem) % 16:
+            e.append(f"box of {self.box * self.elem} bytes is not a multiple of 16")
+        if not 1 <= self.count < 2**32:
+            e.append(f"{self.count} elements are outside 1..2^32-1")
+        return e
+
+    def encode_args(self, ptr: int) -> dict:
+        if ptr % 16:
+            raise ValueError(f"TMA needs a 16-byte aligned base address, got {ptr:#x}")
+        errs = self.errors()
+        if errs:
+            raise ValueError("; ".join(errs))
+        return {"dtype": self.dtype, "rank": 1, "address": ptr, "global_dim": [self.count], "global_strides": [],
+                "box_dim": [self.box], "element_strides": [1], "swizzle": 0}

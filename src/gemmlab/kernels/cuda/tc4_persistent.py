@@ -43,6 +43,8 @@ now 64 BF16 columns each. Accumulation is the tensor cores' own (about 14 bits k
 fast-accumulation mode, its peer; tc8 promotes into FP32 (tc8_promoted_fp8 at per-tensor scales).
 Why: the mainloop halves in cycles while the epilogue does not, so the epilogue's share of a tile would double;
 BF16 C halves its bytes and its shared-memory wavefronts.
+EPI_BOXES (2, a variant's parameter): staging boxes per consumer warpgroup; 4 hold a warpgroup's whole 64×256 BF16
+fragment, so a tile's stores drain under the next tile's mainloop, but fit beside only 3 stages of the ring.
 Predicted (before measuring): a k-tile at 1,024 cycles as in BF16 (the tensor cores' FP8 rate), the epilogue near
 2,500 cycles, about 8% of a 4096³ tile: 1.7-1.8x tc4 BF16's TFLOPS, 1.05-1.15x cuBLASLt's fast-accumulation
 FP8 at 4096³ and 8192³ where the GPU is not held at its power limit, level with it where it is (FP8 wgmma draws
@@ -55,7 +57,7 @@ BASE = {"BM": 128, "BN": 256, "STAGES": 4, "GROUP_M": 8, "PRODUCER_REGS": 40, "C
 CM = 2
 BF16 = {**BASE, "CM": CM}
 TF32 = {**BF16, "TF32_ROUND": 0}
-FP8 = {**BF16, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
+FP8 = {**BF16, "EPI_BOXES": 2, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
 # what the roofline leaves out here: its levels overlap, but a consumer warpgroup issues no wgmma while it stores
 EPILOGUE = ("latency: each tile's epilogue (C through shared memory and TMA) keeps its warpgroups off the tensor "
             "cores; gemmlab timeline counts its cycles")

@@ -10,18 +10,21 @@ other (at BN=256 they are 256 registers, past what a thread can have; at 128 a t
 one scale per k-tile), and 192 rows, three consumer warpgroups. At 128×128 each k-tile moves 160 bytes of shared
 memory per clock at the FP8 rate against the 128 the SM has (both warpgroups read B again, and the tile's loads
 land there), so the tensor cores cannot be fed; a third warpgroup reads A's extra 64 rows against the same B, to
-about 149 bytes per clock, and its wgmma covers the other two's waits and promotions. It costs registers: three
-consumer warpgroups and the producer share 64K, so a consumer thread has 160 (the producer 24), the two accumulator
-sets take 128 of them, and 4 stages of 40 KB fill shared memory. Each k-tile's scales are loaded one k-tile
-before its promotion (SCALE_AHEAD = 1): a deeper register ring buys no slack, since its shift waits for the newest
-load, and measured slower (results/h200/fp8_variants.json, with the other variants of these parameters). No
-clusters: a 2-CTA cluster multicasting B measured no faster at 4096³ and slower at 8192³ and 2048×3072×4096.
+about 149 bytes per clock, and its wgmma covers the other two's waits and promotions. It costs registers:
+three consumer warpgroups and the producer share 64K, so a consumer thread has 160 (the producer 32), the two
+accumulator sets take 128 of them, and 4 stages of 40 KB fill shared memory. Each k-tile's scales travel with its
+operands (SCALE_TMA=1): the producer copies them with TMA into the ring slot beside the k-tile, counted on the same
+barrier, and each consumer thread reads its three from shared memory just before it issues the k-tile's wgmma, so
+that nothing is loaded between the wgmma's end and the promotion. The earlier build (SCALE_TMA=0, a variant) loaded
+them from global memory one k-tile ahead; the promotion waited for those loads (results/h200/fp8_variants.json).
+No clusters: a 2-CTA cluster multicasting B measured no faster at 4096³ and slower at 8192³ and 2048×3072×4096.
 Predicted from the shared-memory bound: about 0.9× tc4_persistent_fp8's TFLOPS at most, less the promotions the
 third warpgroup does not cover; against torch's blockwise scaled matmul (cuBLASLt), which pays the same promotion
-on 128×128 tiles, 0.85-1.0×.
+on 128×128 tiles, 0.85-1.0×. With the scales beside the k-tile, predicted: a k-tile near tc8_promoted_fp8's (the
+same loop with fixed scales), where the loads one ahead cost 160-260 cycles more.
 
-``cuda/tc8_promoted_fp8`` (precision fp8): the same kernel with PER_TENSOR=1, one scale per operand read through
-zero strides, so per-tensor FP8 gets FP32 accumulation, as cuBLASLt's default (``use_fast_accum=False``) does, where
+``cuda/tc8_promoted_fp8`` (precision fp8): the same kernel with PER_TENSOR=1, one scale per operand, read once, so
+per-tensor FP8 gets FP32 accumulation, as cuBLASLt's default (``use_fast_accum=False``) does, where
 tc4_persistent_fp8 keeps the tensor cores' own. Why: that accumulation errs in proportion to K (a model of it in
 docs/tensor_cores.md), so against a promoting peer tc4 may miss the bar of twice its error at long K. Predicted:
 tc8's speed, below tc4_persistent_fp8's, with an error at BF16 rounding's whatever K.
@@ -30,9 +33,9 @@ Measured: results/h200/fp8.json; docs/tensor_cores.md (FP8).
 """
 from gemmlab.kernels.cuda.tc_common import WgmmaKernel, fp8_constraints, wgmma_constraints, wgmma_traffic
 
-PARAMS = {"BM": 192, "BN": 128, "STAGES": 4, "GROUP_M": 8, "PRODUCER_REGS": 24, "CONSUMER_REGS": 160, "EPI_TMA": 1,
-          "CM": 1, "SCALE_AHEAD": 1, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
-PER_TENSOR = {**PARAMS, "PER_TENSOR": 1}
+PARAMS = {"BM": 192, "BN": 128, "STAGES": 4, "GROUP_M": 8, "PRODUCER_REGS": 32, "CONSUMER_REGS": 160, "EPI_TMA": 1,
+          "CM": 1, "SCALE_TMA": 1, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
+PER_TENSOR = {**PARAMS, "PER_TENSOR": 1, "SCALE_TMA": 0}
 # what the roofline leaves out here: besides tc4's epilogue, each k-tile's wait and promotion keep that warpgroup off
 # the tensor cores, which only the other warpgroups' wgmma cover
 PROMOTION = ("latency: each k-tile waits for its wgmma and promotes on the CUDA cores, and each tile's epilogue "

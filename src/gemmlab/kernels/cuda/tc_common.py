@@ -75,10 +75,13 @@ def fp8_constraints(p: dict, promoted: bool) -> list[str]:
                  f"{p.get('CONSUMER_REGS', 232)} registers, which must leave 32 for the rest")
     if promoted and p.get("STREAM_K", 0):
         e.append("STREAM_K=1: tc8's walk has no stream-K fixup")
-    if p.get("SCALE_AHEAD") and not promoted:
-        e.append("SCALE_AHEAD is an option of tc8's source (how many k-tiles before its promotion a scale is loaded)")
-    elif p.get("SCALE_AHEAD", 1) not in (1, 2, 3):
-        e.append(f"SCALE_AHEAD={p.get('SCALE_AHEAD')}: how many k-tiles before its promotion tc8 loads a scale, 1-3")
+    tma = p.get("SCALE_TMA", 0)
+    if tma not in (0, 1):
+        e.append(f"SCALE_TMA={tma}: 0 (block scales loaded by the consumers) or 1 (copied with each k-tile by TMA)")
+    elif tma and not promoted:
+        e.append("SCALE_TMA=1 is an option of tc8's source (its block scales copied into the ring slots)")
+    elif tma and p.get("PER_TENSOR", 0):
+        e.append("SCALE_TMA=1 copies block scales with each k-tile; PER_TENSOR=1 has one scale per operand")
     return e
 
 
@@ -95,8 +98,15 @@ C_BOX_BYTES = 64 * 128  # one TMA box of C: 64 rows of 32 FP32 (tc4's EPI_TMA ep
 
 
 def epilogue_bytes(p: dict) -> int:
-    """Shared memory of the EPI_TMA epilogue: two staging boxes of C per consumer warpgroup."""
-    return (p["BM"] // 64) * 2 * C_BOX_BYTES if p.get("EPI_TMA", 0) else 0
+    """Shared memory of the EPI_TMA epilogue: EPI_BOXES staging boxes of C (two unless set) per consumer
+    warpgroup."""
+    return (p["BM"] // 64) * p.get("EPI_BOXES", 2) * C_BOX_BYTES if p.get("EPI_TMA", 0) else 0
+
+
+def scale_bytes(p: dict) -> int:
+    """Shared memory of tc8's scales with SCALE_TMA=1 (tc8_block_scaled_fp8.cu): per ring slot, a box of BM + 4 of
+    A's, rounded up to 128 bytes, and two 128-byte places for B's boxes of 4."""
+    return p["STAGES"] * (ceil_div(4 * (p["BM"] + 4), 128) * 128 + 256) if p.get("SCALE_TMA", 0) else 0
 
 
 def pass_bytes(p: dict) -> int:
@@ -110,8 +120,8 @@ def pass_bytes(p: dict) -> int:
 
 
 def smem_bytes(p: dict) -> int:
-    return (p["STAGES"] * (stage_bytes(p["BM"], p["BN"]) + BARRIER_BYTES) + epilogue_bytes(p) + pass_bytes(p)
-            + ALIGN_SLACK)
+    return (p["STAGES"] * (stage_bytes(p["BM"], p["BN"]) + BARRIER_BYTES) + epilogue_bytes(p) + scale_bytes(p)
+            + pass_bytes(p) + ALIGN_SLACK)
 
 
 
@@ -268,6 +278,9 @@ def wgmma_constraints(p: dict, specialized: bool, swap_ab: bool = False) -> list
         e.append(f"EPI_TMA={p.get('EPI_TMA')}: 0 (C stored from registers) or 1 (through shared memory and TMA)")
     elif p.get("EPI_TMA", 0) and (swap_ab or not specialized):
         e.append("EPI_TMA=1 is an option of the tc4_persistent.cu source (tc4, tc6 BF16)")
+    if p.get("EPI_BOXES", 2) < 2 or (p.get("EPI_BOXES", 2) != 2 and not p.get("EPI_TMA", 0)):
+        e.append(f"EPI_BOXES={p.get('EPI_BOXES')}: staging boxes per consumer warpgroup of the EPI_TMA=1 "
+                 "epilogue, at least 2")
     if p.get("STREAM_K", 0) and not specialized:
         e.append("STREAM_K=1 is an option of the persistent walk (tc4, tc5 sources)")
     narrow = p.get("NARROW_BN", 0)

@@ -66,8 +66,8 @@ __device__ __forceinline__ void store_acc(T *C, const float (&d)[TN / 2], int ro
 
 // The same fragment through shared memory and TMA stores (tc4 and tc8 with EPI_TMA=1), for a C whose row stride TMA can
 // take (N % 4 == 0, 16-byte aligned base). C moves in boxes of 64 rows x 32 columns (one 128-byte swizzle row of
-// FP32 per tile row), alternating between the warpgroup's two 8 KB staging boxes `stage`: the warpgroup writes
-// one while the TMA unit reads the other out, so the warpgroup is back at its wgmma as soon as its last box is
+// FP32 per tile row), in turn through the warpgroup's EPI_BOXES 8 KB staging boxes `stage`: with two, the
+// warpgroup writes one while the TMA unit reads the other out, so the warpgroup is back at its wgmma as soon as its last box is
 // in shared memory, and C reaches L2 in whole lines. Stored directly, each warp's float2 store touches 8 rows'
 // lines. Shared memory serves a warp's 8-byte stores one half-warp (4 rows x 4 threads) at a time, and the
 // 128-byte swizzle XORs those 4 rows into the low two bits of the 16-byte unit only: storing one 8-column group
@@ -76,9 +76,9 @@ __device__ __forceinline__ void store_acc(T *C, const float (&d)[TN / 2], int ro
 // wavefront, the fewest 128 bytes can, for one FSEL per value.
 // TMA clips the box at M and N. Thread 0 of the warpgroup (`t` = 0) issues the stores and alone tracks their bulk
 // groups. The warpgroup meets once per box, on named barrier `bar_id`: box b is written and fenced for the async
-// proxy, and thread 0 has seen box b - 1's store finish reading the staging box that box b + 1 is written to.
-// `boxes` counts the warpgroup's boxes across tiles, so the staging boxes alternate even where a tile at the N
-// edge stores an odd number of them.
+// proxy, and thread 0 has seen the store of box b + 1 - EPI_BOXES finish reading the staging box that box b + 1 is
+// written to. `boxes` counts the warpgroup's boxes across tiles, so the staging boxes keep their turn even where a
+// tile at the N edge stores fewer of them.
 // BF16 C (T = unsigned short: N % 8 == 0) moves in boxes of 64 rows x 64 columns, still 128 bytes a row, so the
 // staging boxes are the same. A thread's pair of 8-column group s is one 32-bit word, word t % 4 of the row's
 // 16-byte unit s, which the swizzle puts at unit s ^ (row % 8): a warp's 8 rows land on 8 different units and the
@@ -116,7 +116,7 @@ __device__ __forceinline__ void store_acc_tma(const TmaMap *mapC, const float (&
 #pragma unroll
   for (int b = 0; b < TN / COLS; ++b) {
     if (col0 + COLS * b >= N) break;  // the same for the whole warpgroup
-    const u32 box = base + (boxes++ % 2) * C_BOX_BYTES;
+    const u32 box = base + (boxes++ % EPI_BOXES) * C_BOX_BYTES;
 #pragma unroll
     for (int s = 0; s < COLS / 8; ++s) {
       const int j = b * (COLS / 8) + s;
@@ -132,8 +132,9 @@ __device__ __forceinline__ void store_acc_tma(const TmaMap *mapC, const float (&
       }
     }
     fence_proxy_async_smem();  // the box's writes, seen by the TMA store that reads it
-    // Box b - 1's store had the writing of box b to read the other staging box, the one box b + 1 goes to.
-    if (t == 0) tma_store_wait_read<0>();
+    // The store of box b + 1 - EPI_BOXES read the staging box that box b + 1 goes to: with two boxes, box b - 1's
+    // had the writing of box b to read it out.
+    if (t == 0) tma_store_wait_read<EPI_BOXES - 2>();
     named_bar(bar_id, 128);
     if (t == 0) {
       tma_store_2d(mapC, box, col0 + COLS * b, row0);

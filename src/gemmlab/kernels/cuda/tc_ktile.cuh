@@ -49,14 +49,14 @@ __device__ __forceinline__ void wgmma_ktile(float (&d)[N / 2], u32 a_tile, u32 b
   }
 }
 
-// Issue the TMA copies of one k-tile (A: one BM x BK box; B: BN/64 boxes) into a stage and count them on `bar`.
-// With a cluster of NCTA CTAs along M sharing the B tile, CTA `rank` loads every NCTA-th B box and multicasts it.
+// Issue the TMA copies of one k-tile (A: one BM x BK box; B: BN/64 boxes) into a stage and count them on `bar`,
+// with `extra_bytes` more that the caller copies on the same barrier (tc8's scales). With a cluster of NCTA CTAs along M sharing the B tile, CTA `rank` loads every NCTA-th B box and multicasts it.
 template <int NCTA>
 __device__ __forceinline__ void load_stage(unsigned char *stage, const TmaMap *mapA, const TmaMap *mapB, u64 *bar,
-                                           int m0, int n0, int k0, u32 rank) {
+                                           int m0, int n0, int k0, u32 rank, u32 extra_bytes = 0) {
   static_assert(NCTA == 1 || NCTA == 2, "clusters of 1 or 2 CTAs along M (CM)");
   static_assert(BN / 64 >= NCTA, "each CTA of a cluster loads at least one of the tile's 64-column B boxes");
-  mbar_expect_tx(bar, STAGE_BYTES);
+  mbar_expect_tx(bar, STAGE_BYTES + extra_bytes);
   tma_load_2d(stage, mapA, bar, k0, m0);
   unsigned char *b = stage + A_TILE_BYTES;
 #pragma unroll

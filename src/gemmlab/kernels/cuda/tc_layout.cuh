@@ -71,13 +71,18 @@ __host__ __device__ __forceinline__ unsigned long long desc_of(unsigned lo, unsi
 }
 
 // ---- the epilogue's staging boxes (EPI_TMA=1, tc4 and tc8) -------------------------------------------------------
-// C leaves through boxes of 64 rows of 128 bytes (32 FP32 or 64 BF16 columns, one 128-byte swizzle row each), two
-// per consumer warpgroup (tc_epilogue.cuh's store_acc_tma): warpgroup cw's pair at staging_offset(cw).
+// C leaves through boxes of 64 rows of 128 bytes (32 FP32 or 64 BF16 columns, one 128-byte swizzle row each),
+// EPI_BOXES per consumer warpgroup (tc_epilogue.cuh's store_acc_tma): warpgroup cw's at staging_offset(cw). Two
+// alternate; as many as a warpgroup's fragment has boxes (4 for tc4 FP8's 64x256 BF16) let a tile's stores drain
+// under the next tile's mainloop.
 #ifndef EPI_TMA
 #define EPI_TMA 0
 #endif
+#ifndef EPI_BOXES
+#define EPI_BOXES 2
+#endif
 #define C_BOX_BYTES (64 * 128)
-__host__ __device__ constexpr int staging_offset(int cw) { return cw * 2 * C_BOX_BYTES; }
+__host__ __device__ constexpr int staging_offset(int cw) { return cw * EPI_BOXES * C_BOX_BYTES; }
 __host__ __device__ constexpr int staging_bytes(int consumers) { return EPI_TMA ? staging_offset(consumers) : 0; }
 
 // ---- the dynamic shared memory of the warp-specialized levels ------------------------------------------------------

@@ -68,6 +68,14 @@ __device__ __forceinline__ void tma_load_2d(void *dst, const TmaMap *map, u64 *b
       "l"(map), "r"(smem_u32(bar)), "r"(c0), "r"(c1)
       : "memory");
 }
+// The box of a 1-D map from element c0 on (c0 of 4-byte elements a multiple of 4: a box starts on 16 bytes).
+__device__ __forceinline__ void tma_load_1d(void *dst, const TmaMap *map, u64 *bar, int c0) {
+  asm volatile(
+      "cp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3}], [%2];" ::"r"(
+          smem_u32(dst)),
+      "l"(map), "r"(smem_u32(bar)), "r"(c0)
+      : "memory");
+}
 // The same box written to the same offset of every CTA in `mask`, each CTA's barrier at `bar`'s offset counting it.
 __device__ __forceinline__ void tma_load_2d_multicast(void *dst, const TmaMap *map, u64 *bar, int c0, int c1,
                                                       unsigned short mask) {
