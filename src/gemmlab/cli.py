@@ -96,7 +96,7 @@ def _variant(text: str) -> tuple[str, dict]:
     pairs = [c.partition("=") for c in changes.split(",") if c.strip()]
     if not sep or not kernel.strip() or not pairs or any(not eq or not name.strip() for name, eq, _ in pairs):
         raise argparse.ArgumentTypeError(f"{text!r}: a variant is KERNEL:NAME=V[,NAME=V], e.g. "
-                                         "cuda/tc8_block_scaled_fp8:BM=128,STAGES=6")
+                                         "cuda/tc8_block_scaled_fp8:BM=128,STAGES=5")
     out = {}
     for name, _, value in pairs:
         try:

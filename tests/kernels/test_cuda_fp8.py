@@ -103,6 +103,22 @@ def test_tc8_promotes_every_k_tile_and_tc4_scales_outside_its_mainloop(tmp_path)
     assert not any(op in ("FFMA", "FMUL") for op in loop)
 
 
+@pytest.mark.skipif(not sass.AVAILABLE, reason="no cuobjdump and nvdisasm to disassemble with")
+def test_tc8_block_scales_arrive_by_tma_and_are_read_before_the_wgmma(tmp_path):
+    """SCALE_TMA: the producer copies the block scales with 1-D TMA (UTMALDG.1D, nowhere in the per-tensor build),
+    and the consumers' k-tile loop reads its three from shared memory before its first QGMMA, with no global load;
+    the SCALE_TMA=0 build loads them in the loop from global memory."""
+    ops = [i.op for i in sass.instructions(sass.sass(TC8.compile("sm_90a").cubin, tmp_path))]
+    assert ops.count("UTMALDG.1D") == 2  # A's box and B's (no STRADDLE at BN=128)
+    assert "UTMALDG.1D" not in [i.op for i in sass.instructions(sass.sass(TC8P.compile("sm_90a").cubin, tmp_path))]
+    loop = [i.op for i in _ktile_loop(TC8, tmp_path)]
+    first = next(n for n, op in enumerate(loop) if op.startswith("QGMMA"))
+    assert sum(op.startswith("LDS") for op in loop[:first]) == 3
+    assert not any(op.startswith("LDS") for op in loop[first:]) and not any(op.startswith("LDG") for op in loop)
+    ldg = dataclasses.replace(TC8, params={**TC8.params, "SCALE_TMA": 0})
+    assert sum(op.startswith("LDG") for op in (i.op for i in _ktile_loop(ldg, tmp_path))) >= 3
+
+
 # ---- the BF16 epilogue's staging (tc_epilogue.cuh, host-compiled) --------------------------------------------------
 GXX = shutil.which("g++") or shutil.which("clang++")
 
