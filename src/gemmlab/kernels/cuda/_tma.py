@@ -25,6 +25,15 @@ SWIZZLE_BYTES = 128
 ELEMENT_BYTES = {p.tma_dtype: p.input_bytes for p in PRECISIONS.values()}
 
 
+def _check_encodable(m, ptr: int) -> None:
+    """Raise the reasons a map (TiledMap or LinearMap) cannot be encoded at base address ``ptr``."""
+    if ptr % 16:
+        raise ValueError(f"TMA needs a 16-byte aligned base address, got {ptr:#x}")
+    errs = m.errors()
+    if errs:
+        raise ValueError("; ".join(errs))
+
+
 @dataclass(frozen=True)
 class TiledMap:
     """One 2-D tiled tensor map: a rows×cols matrix with a row stride, read in boxes of box_rows×box_cols."""
@@ -63,11 +72,7 @@ class TiledMap:
 
     def encode_args(self, ptr: int) -> dict:
         """The cuTensorMapEncodeTiled arguments, innermost dimension first, before the enums are looked up."""
-        if ptr % 16:
-            raise ValueError(f"TMA needs a 16-byte aligned base address, got {ptr:#x}")
-        errs = self.errors()
-        if errs:
-            raise ValueError("; ".join(errs))
+        _check_encodable(self, ptr)
         return {
             "dtype": self.dtype,
             "rank": 2,
@@ -108,10 +113,6 @@ class LinearMap:
         return e
 
     def encode_args(self, ptr: int) -> dict:
-        if ptr % 16:
-            raise ValueError(f"TMA needs a 16-byte aligned base address, got {ptr:#x}")
-        errs = self.errors()
-        if errs:
-            raise ValueError("; ".join(errs))
+        _check_encodable(self, ptr)
         return {"dtype": self.dtype, "rank": 1, "address": ptr, "global_dim": [self.count], "global_strides": [],
                 "box_dim": [self.box], "element_strides": [1], "swizzle": 0}
