@@ -51,6 +51,20 @@ def test_remodel_changes_only_the_models(sample, tmp_path):
     assert m["predicted_tflops"] == pytest.approx(m["flops"] / (m["predicted_ms"] * 1e-3) / 1e12)
 
 
+def test_env_names_the_remodel_that_wrote_the_models_once(sample, tmp_path, monkeypatch):
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(CEILINGS))
+    measured, table = load(path, ceilings_for(DEVICES["h200"])), ceilings_for(DEVICES["h200"])
+    monkeypatch.setenv("GEMMLAB_GIT_SHA", "abc123")
+    once, _ = remodel_results(sample, measured, "gemmlab roofline --remodel x.json")
+    twice, _ = remodel_results(once, measured, "gemmlab roofline --remodel x.json y.json")
+    assert twice["records"] == once["records"]
+    assert [(e["command"], e["git_sha"]) for e in twice["env"]["remodel"]] == [
+        ("gemmlab roofline --remodel x.json y.json", "abc123")]
+    other, _ = remodel_results(twice, table, "gemmlab roofline --remodel x.json")
+    assert [e["ceilings"] for e in other["env"]["remodel"]] == [table.as_dict()] != [measured.as_dict()]
+
+
 def test_remodel_takes_a_tuned_level_s_own_tile_and_resources_across_shapes(sample):
     out, _ = remodel_results(sample, ceilings_for(DEVICES["h200"]), "x")
     v10 = {r["m"]: r for r in out["records"] if r["kernel"] == "cuda/v10_register_prefetch" and r.get("tflops")}

@@ -60,7 +60,24 @@ def test_compiles_sm90a_without_spills(spec):
     report = spec.compile("sm_90a").report
     assert report.spills == 0 and report.stack_bytes == 0, report
     assert report.registers <= 168  # the 384-thread launch bound; setmaxnreg gives the consumers 232
-    assert "C7508" not in spec.compile("sm_90a").log
+    log = spec.compile("sm_90a").log
+    assert "C7508" not in log
+    assert "C7512" not in log  # ptxas serializes the wgmma where it cannot tell which wait retires which group
+
+
+# the variants results/h200/run.sh times beside the registered parameters, in every configuration they launch
+VARIANTS = [c for spec, changes in ((TC4, {"EPI_LEND": 1}), (TC4, {"EPI_LEND": 1, "CM": 1}), (TC8, {"HALVES": 1}),
+                                     (TC8P, {"HALVES": 1}), (TC8, {"SCALE_TMA": 2}))
+            for c in dataclasses.replace(spec, params={**spec.params, **changes}).configurations()]
+
+
+@pytest.mark.parametrize("spec", VARIANTS, ids=lambda s: f"{_cfg_id(s)}-lend{s.params.get('EPI_LEND', 0)}"
+                                                          f"-cm{s.params['CM']}-halves{s.params.get('HALVES', 0)}"
+                                                          f"-scales{s.params.get('SCALE_TMA', 0)}")
+def test_variants_compile_without_spills_or_serialized_wgmma(spec):
+    compiled = spec.compile("sm_90a")
+    assert compiled.report.spills == 0 and compiled.report.stack_bytes == 0, compiled.report
+    assert "C7512" not in compiled.log and "C7517" not in compiled.log
 
 
 @pytest.mark.parametrize("spec", LEVELS, ids=lambda s: s.name)
@@ -119,6 +136,75 @@ def test_tc8_block_scales_arrive_by_tma_and_are_read_before_the_wgmma(tmp_path):
     assert sum(op.startswith("LDG") for op in (i.op for i in _ktile_loop(ldg, tmp_path))) >= 3
 
 
+@pytest.mark.skipif(not sass.AVAILABLE, reason="no cuobjdump and nvdisasm to disassemble with")
+def test_tc8_halves_keep_one_half_in_flight_while_promoting_the_other(tmp_path):
+    """HALVES: a k-tile's wgmma are two groups of 4 m64n64k32 (the prologue's k-tile and the loop's), and the
+    warpgroup waits with one group still in flight (wait_group 1) before each half's promotion."""
+    halves = dataclasses.replace(TC8, params={**TC8.params, "HALVES": 1})
+    instrs = sass.instructions(sass.sass(halves.compile("sm_90a").cubin, tmp_path))
+    ops = [i.op for i in instrs]
+    assert ops.count("QGMMA.64x64x32.F32.E4M3.E4M3") == 16 and not any(op.startswith("QGMMA.64x128") for op in ops)
+    # the k-tile loop: two groups of 4, each issued while the other is in flight (the warpgroup waits down to one
+    # group, never to none), and the ring slot released between the two: after the wait that retires the last
+    # k-tile's second half, before the next k-tile's second half is issued
+    first, last = min(((f, l) for f, l in sass.loops(instrs)
+                       if any(f <= i.addr <= l and i.op.startswith("QGMMA") for i in instrs)),
+                      key=lambda fl: fl[1] - fl[0])  # the innermost loop with wgmma (the prologue's are outside)
+    loop = sass.between(instrs, first, last)
+    qgmma = [n for n, i in enumerate(loop) if i.op.startswith("QGMMA")]
+    waits = [n for n, i in enumerate(loop) if i.op == "WARPGROUP.DEPBAR.LE"]
+    assert len(qgmma) == 8 and all(loop[n].args == "gsb0, 0x1" for n in waits)
+    first_wait = min(n for n in waits if n > qgmma[3])
+    release = [n for n, i in enumerate(loop) if i.op.startswith("SYNCS.ARRIVE")]
+    assert first_wait < qgmma[4] and len(release) == 1 and first_wait < release[0] < qgmma[4]
+
+
+@pytest.mark.skipif(not sass.AVAILABLE, reason="no cuobjdump and nvdisasm to disassemble with")
+def test_lending_epilogue_fences_and_commits_once_per_tile(tmp_path):
+    """EPI_LEND: where the tile's last ring slot holds the boxes past a warpgroup's own two (BF16 C), the
+    warpgroup writes all its boxes, fences them for TMA once and commits their stores as one bulk group; the
+    registered epilogue fences and commits once per box (4 at 128x256, 3 at 128x192; ring_init fences once more).
+    FP32 C's boxes do not fit in the slot, so that build is the registered one's."""
+    def counts(spec, changes):
+        cubin = dataclasses.replace(spec, params={**spec.params, **changes}).compile("sm_90a").cubin
+        instrs = sass.instructions(sass.sass(cubin, tmp_path))
+        ops = [i.op for i in instrs]
+        meets = sum(i.op == "BAR.SYNC.DEFER_BLOCKING" and i.args == "0x4, 0x100" for i in instrs)
+        return ops.count("FENCE.VIEW.ASYNC.S"), ops.count("UTMACMDFLUSH"), meets
+
+    for cfg in TC4.configurations():
+        boxes = cfg.params["BN"] // 64
+        if cfg.params["OUT_BF16"]:
+            assert counts(cfg, {}) == (1 + boxes, boxes, 0)
+            # and both consumer warpgroups (barrier 4, 256 threads) meet before writing into the slot
+            assert counts(cfg, {"EPI_LEND": 1}) == (2, 1, 1)
+        else:
+            assert counts(cfg, {"EPI_LEND": 1}) == counts(cfg, {})
+
+
+@pytest.mark.skipif(not sass.AVAILABLE, reason="no cuobjdump and nvdisasm to disassemble with")
+def test_lent_slot_is_released_once_its_stores_have_read_it(tmp_path):
+    """EPI_LEND: in the k-tile loop, after the k-tile's wgmma are issued and before the wait for the previous
+    k-tile's, warp 0 waits for its bulk stores to have read shared memory (DEPBAR on SB0) and only then arrives on
+    the lent slot's `empty` barrier (in both CTAs of the cluster); the registered loop has no such wait, and
+    arrives only after the wgmma wait."""
+    def loop_ops(changes):
+        spec = dataclasses.replace(TC4, params={**TC4.params, **changes})
+        return [(i.op, i.args) for i in _ktile_loop(spec, tmp_path)]
+
+    lend, registered = loop_ops({"EPI_LEND": 1}), loop_ops({})
+    ops = [op for op, _ in lend]
+    last_qgmma = max(n for n, op in enumerate(ops) if op.startswith("QGMMA"))
+    wgmma_wait = ops.index("WARPGROUP.DEPBAR.LE")
+    read_wait = lend.index(("DEPBAR.LE", "SB0, 0x0"))
+    arrives = [n for n, op in enumerate(ops) if op.startswith("SYNCS.ARRIVE")]
+    assert last_qgmma < read_wait < wgmma_wait
+    assert sum(read_wait < n < wgmma_wait for n in arrives) == TC4.params["CM"]
+    assert ("DEPBAR.LE", "SB0, 0x0") not in registered
+    assert all(n > [op for op, _ in registered].index("WARPGROUP.DEPBAR.LE")
+               for n, (op, _) in enumerate(registered) if op.startswith("SYNCS.ARRIVE"))
+
+
 # ---- the BF16 epilogue's staging (tc_epilogue.cuh, host-compiled) --------------------------------------------------
 GXX = shutil.which("g++") or shutil.which("clang++")
 
@@ -126,6 +212,85 @@ GXX = shutil.which("g++") or shutil.which("clang++")
 def _host_block(name: str, source: str = "tc_epilogue.cuh") -> str:
     text = (SOURCE_DIR / source).read_text()
     return text[text.index(f"// begin {name} arithmetic"):text.index(f"// end {name} arithmetic")]
+
+
+@pytest.mark.skipif(GXX is None, reason="no host C++ compiler to run the device arithmetic with")
+def test_lent_boxes_fit_the_last_ring_slot_only_for_bf16_c(tmp_path):
+    """lent_bytes / lends (tc_epilogue.cuh, host-compiled): at 128x256 a warpgroup's BF16 boxes past its own two
+    are 2 of 8 KB, both warpgroups' 32 KB of the 48 KB stage; at 128x192 one box each; FP32 C's 6 (128x256) or 4
+    (128x192) boxes past its own exceed the stage, so those builds do not lend."""
+    main = r"""
+#include <cstdio>
+int main() {
+  const int bns[] = {256, 192};
+  for (int bn : bns)
+    for (int out = 2; out <= 4; out += 2)
+      printf("%d %d %d %d\n", bn, out, lent_bytes(bn, out, 2), lends(bn, out, 2, 2, (128 + bn) * 128) ? 1 : 0);
+}
+"""
+    src = tmp_path / "lend.cpp"
+    src.write_text("#define __host__\n#define __device__\n" + _host_block("lend") + main)
+    exe = tmp_path / "lend"
+    subprocess.run([GXX, "-O1", "-std=c++17", "-o", str(exe), str(src)], check=True)
+    rows = [tuple(map(int, line.split())) for line in
+            subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()]
+    assert rows == [(256, 2, 16384, 1), (256, 4, 49152, 0), (192, 2, 8192, 1), (192, 4, 32768, 0)]
+    assert all(tc_common.stage_bytes(128, bn) == (128 + bn) * 128 for bn in (192, 256))
+
+
+@pytest.mark.skipif(GXX is None, reason="no host C++ compiler to run the device arithmetic with")
+@pytest.mark.parametrize("changes", [{}, {"SCALE_TMA": 2}, {"SCALE_TMA": 0},
+                                     {"BM": 128, "STAGES": 5, "CONSUMER_REGS": 232, "PRODUCER_REGS": 40},
+                                     {"BM": 128, "STAGES": 5, "CONSUMER_REGS": 232, "PRODUCER_REGS": 40,
+                                      "SCALE_TMA": 2}], ids=str)
+def test_scale_area_is_the_shared_memory_the_host_gives_it(changes, tmp_path):
+    """tc8's scale slots and, with SCALE_TMA=2, their ring's barriers (scale_area_bytes, host-compiled) take the
+    bytes the launch's shared-memory model (tc_common.scale_bytes) gives them, so the ring's barriers after them
+    stay inside the launch."""
+    p = {**TC8.params, **changes}
+    src = tmp_path / "area.cpp"
+    src.write_text("#define __host__\n#define __device__\n#define __forceinline__ inline\n#include <cstdio>\n"
+                   + _host_block("scale", "tc8_block_scaled_fp8.cu")
+                   + "int main() { printf(\"%d\\n\", scale_area_bytes()); }\n")
+    exe = tmp_path / "area"
+    defines = [f"-D{k}={p[k]}" for k in ("BM", "BN", "STAGES", "SCALE_TMA")]
+    subprocess.run([GXX, "-O1", "-std=c++17", *defines, "-o", str(exe), str(src)], check=True)
+    area = int(subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout)
+    assert area == tc_common.scale_bytes(p) and (area > 0) == (p["SCALE_TMA"] > 0)
+    assert tc_common.smem_bytes(p) <= tc_common.SMEM_LIMIT
+
+
+@pytest.mark.skipif(not sass.AVAILABLE, reason="no cuobjdump and nvdisasm to disassemble with")
+def test_scale_ring_copies_from_its_own_producer_warp_and_is_waited_for_apart(tmp_path):
+    """SCALE_TMA=2: the operands' producer loop issues only their 2-D copies, the scales' 1-D copies come from a
+    loop of their own (producer warp 1); the consumers' k-tile loop waits on the scale ring's barrier too, before
+    its three reads, and gives the scale slot back beside the operands' after the wgmma wait. With SCALE_TMA=1
+    the 1-D copies sit in the operands' loop."""
+    def build(changes):
+        spec = dataclasses.replace(TC8, params={**TC8.params, **changes})
+        instrs = sass.instructions(sass.sass(spec.compile("sm_90a").cubin, tmp_path))
+        copies = [(f, l) for f, l in sass.loops(instrs)
+                  if any(i.op.startswith("UTMALDG") for i in sass.between(instrs, f, l))]
+
+        def ops_in(f, l):
+            return [i.op for i in sass.between(instrs, f, l) if i.op.startswith("UTMALDG")]
+        operands = min((fl for fl in copies if ops_in(*fl).count("UTMALDG.2D") == 3), key=lambda fl: fl[1] - fl[0])
+        return ops_in(*operands), [ops_in(*fl) for fl in copies], spec
+
+    operand_loop, _, _ = build({})
+    assert operand_loop.count("UTMALDG.1D") == 2
+    operand_loop, loops, ring = build({"SCALE_TMA": 2})
+    assert "UTMALDG.1D" not in operand_loop
+    assert any(ops == ["UTMALDG.1D", "UTMALDG.1D"] for ops in loops)  # warp 1's loop, no operand copies
+    loop = [i.op for i in _ktile_loop(ring, tmp_path)]
+    reg = [i.op for i in _ktile_loop(TC8, tmp_path)]
+    first, first_reg = (next(n for n, op in enumerate(ops) if op.startswith("QGMMA")) for ops in (loop, reg))
+    waits = sum(op == "SYNCS.PHASECHK.TRANS64.TRYWAIT" for op in loop[:first])
+    assert waits == 2 * sum(op == "SYNCS.PHASECHK.TRANS64.TRYWAIT" for op in reg[:first_reg]) > 0
+    assert sum(op.startswith("LDS") for op in loop[:first]) == 3
+    wait = loop.index("WARPGROUP.DEPBAR.LE")
+    assert sum(op.startswith("SYNCS.ARRIVE") for op in loop[wait:]) == 2
+    assert sum(op.startswith("SYNCS.ARRIVE") for op in reg[reg.index("WARPGROUP.DEPBAR.LE"):]) == 1
 
 
 @pytest.mark.skipif(GXX is None, reason="no host C++ compiler to run the device arithmetic with")
@@ -149,7 +314,8 @@ int main() {
     src.write_text("#define __host__\n#define __device__\n#define __forceinline__ inline\n"
                    + _host_block("scale", "tc8_block_scaled_fp8.cu") + main)
     exe = tmp_path / "scales"
-    subprocess.run([GXX, "-O1", "-o", str(exe), str(src)], check=True)
+    defines = [f"-D{k}={TC8.params[k]}" for k in ("BM", "BN", "STAGES", "SCALE_TMA")]
+    subprocess.run([GXX, "-O1", "-std=c++17", *defines, "-o", str(exe), str(src)], check=True)
     lines = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()
     assert len(lines) > 100
     bm = TC8.params["BM"]
@@ -264,12 +430,24 @@ def test_constraints_refuse_what_cannot_work_with_the_reason():
                              (TC8, {"STAGES": 7}, "shared memory"),
                              (TC8, {"STREAM_K": 1, "CM": 1}, "no stream-K"),
                              (TC8, {"BN": 192, "STAGES": 3}, "CONSUMER_REGS=160"),
-                             (TC8, {"SCALE_TMA": 2}, "SCALE_TMA=2"),
                              (TC4, {"SCALE_TMA": 1}, "option of tc8's source"),
                              (TC8, {"PER_TENSOR": 1, "SCALE_TMA": 1}, "one scale per operand"),
                              (TC4, {"EPI_BOXES": 1}, "at least 2"),
                              (TC4, {"EPI_BOXES": 4}, "shared memory"),
-                             (TC4, {"PER_TENSOR": 1}, "tc8's source")):
+                             (TC4, {"PER_TENSOR": 1}, "tc8's source"),
+                             (TC4, {"EPI_LEND": 2}, "EPI_LEND=2"),
+                             (TC4, {"EPI_LEND": 1, "EPI_TMA": 0, "EPI_BOXES": 2}, "EPI_TMA=1"),
+                             (TC8, {"EPI_LEND": 1}, "not an option of this level's source"),
+                             (TC8, {"HALVES": 2}, "HALVES=2"),
+                             (TC4, {"HALVES": 1}, "not an option of this level's source"),
+                             (get_kernel("cuda/tc4_persistent_bf16"), {"EPI_LEND": 1}, "not an option"),
+                             (get_kernel("cuda/tc3_warp_specialized_bf16"), {"HALVES": 1}, "not an option"),
+                             (TC8, {"HALVES": 1, "BN": 192, "BM": 128, "CONSUMER_REGS": 232, "PRODUCER_REGS": 40},
+                              "BN=128"),
+                             (TC8, {"HALVES": 1, "SCALE_TMA": 0}, "spill"),
+                             (TC8, {"HALVES": 1, "SCALE_TMA": 2}, "spill"),
+                             (TC8, {"SCALE_TMA": 3}, "SCALE_TMA=3"),
+                             (TC8P, {"SCALE_TMA": 2}, "one scale per operand")):
         with pytest.raises(InvalidConfigError, match=match):
             dataclasses.replace(spec, params={**spec.params, **bad})
     # a 192-wide tile straddles two scale blocks of B: two warpgroups of 232 registers hold its accumulator sets

@@ -64,8 +64,11 @@ def _kernel_resources(records: list[dict]) -> dict:
 
 
 def remodel_results(results: dict, ceilings: Ceilings, note: str) -> tuple[dict, list[str]]:
-    """A copy of ``results`` with every record's model recomputed, env noting the remodel; and the kernels left
-    as they were, with why."""
+    """A copy of ``results`` with every record's model recomputed, and env.remodel naming the remodel that wrote
+    them (command, ceilings, the code's git sha, the records that kept their model): one entry, since an earlier
+    remodel's models are gone once this one has run. Also the kernels left as they were, with why."""
+    from gemmlab.harness.env import git_sha
+
     out = copy.deepcopy(results)
     shared = _kernel_resources(out.get("records", []))
     skipped = []
@@ -77,8 +80,7 @@ def remodel_results(results: dict, ceilings: Ceilings, note: str) -> tuple[dict,
         except GemmlabError as exc:
             skipped.append(f"{rec['kernel']} {rec['m']}x{rec['n']}x{rec['k']}: {exc}")
     env = out.setdefault("env", {})
-    env["remodel"] = env.get("remodel", []) + [{"command": note, "ceilings": ceilings.as_dict(),
-                                                 "skipped": skipped}]
+    env["remodel"] = [{"command": note, "ceilings": ceilings.as_dict(), "git_sha": git_sha(), "skipped": skipped}]
     return out, skipped
 
 

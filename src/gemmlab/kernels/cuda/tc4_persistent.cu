@@ -12,6 +12,10 @@
 // consumers wait on the slot's `ready` barrier.
 // TIMELINE=1 (gemmlab timeline; whole tiles only): args.timeline holds TL_SLOTS clock readings per consumer
 // warpgroup (Timeline in tc_timeline.cuh), stamped where each warpgroup's cycles go.
+// EPI_LEND=1 (a variant; BF16 C): each warpgroup stages its boxes of C past its own EPI_BOXES in the tile's last ring
+// slot, which its warp 0 releases only once the TMA stores have read it (at the next tile's first k-tile), so no
+// box waits for another's store and the warpgroup fences and meets once per tile rather than once per box. The
+// consumer warpgroups meet once before they write there: each one's boxes overlay bytes the other's wgmma read.
 // TC_FP8=1 (tc4_persistent_fp8): fp8 operands, the parameter is Fp8Args, and each consumer thread multiplies its
 // accumulators by the two per-tensor scales (read once, at its start) before storing C, in BF16 with OUT_BF16.
 #include "tc_epilogue.cuh"
@@ -29,6 +33,14 @@
 #define ROUND_B_SMEM 0
 #endif
 #define ROUND_BYTES (ROUND_B_SMEM ? STAGE_BYTES : A_TILE_BYTES)  // the stage's leading bytes the pass rounds
+
+#ifndef EPI_LEND
+#define EPI_LEND 0
+#endif
+// EPI_LEND: a warpgroup's C boxes past its own EPI_BOXES, staged in the tile's last ring slot; it lends them only
+// where the slot holds both warpgroups' (BF16 C: 2 of 4 boxes each at 128x256), else the build stores as without
+constexpr int LENT_BYTES = lent_bytes(BN, sizeof(OutT), EPI_BOXES);
+constexpr bool kLend = EPI_LEND && EPI_TMA && lends(BN, sizeof(OutT), EPI_BOXES, CW, STAGE_BYTES);
 
 #if TC_FP8
 typedef Fp8Args KernelArgs;
@@ -66,6 +78,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
     u32 it = 0;  // ring position; unsigned, so % and / by STAGES (a power of two here) are a mask and a shift
     TileStore out;
     float d[BN / 2];
+    int owed = -1;  // kLend: the ring slot warp 0 has yet to release, once the last tile's stores have read it
 #if TC_FP8
     const float scale = *args.scale_a * *args.scale_b;  // loaded under the first tile's mainloop
 #endif
@@ -92,11 +105,26 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
         wgmma_fence();
         wgmma_ktile<BN>(d, a, b, kt > u.kb);  // a unit starts from zero (scale-d = 0)
         wgmma_commit();
+        if (kLend && owed >= 0) {  // the same for the whole warpgroup; the tensor cores have this k-tile meanwhile
+          if (tid % 128 == 0) {
+            tma_store_wait_read<0>();
+            release_slot<CM, true>(&sm.empty[owed]);
+          }
+          owed = -1;
+        }
         wgmma_wait<1>();
         if (kt > u.kb && tid % 32 == 0) release_slot<CM>(&sm.empty[(it - 1) % STAGES]);
       }
       wgmma_wait<0>();
-      if (tid % 32 == 0) release_slot<CM>(&sm.empty[(it - 1) % STAGES]);  // the tile's last slot
+      const u32 last = (it - 1) % STAGES;
+      const bool lend = kLend && args.c_tma;  // warp 0 then owes the tile's last slot until its stores read it
+      if (tid % 32 == 0 && !(lend && tid % 128 == 0)) release_slot<CM>(&sm.empty[last]);
+      if (lend) {
+        owed = last;
+        // each warpgroup's lent boxes overlay bytes the other's wgmma read (its A rows, B): all wgmma on the slot
+        // are done before either writes there (named barrier 2 + CW: the epilogue's are 2 + cw, stream-K's 1)
+        named_bar(2 + CW, CW * 128);
+      }
       fence_acc(d);
 #if TIMELINE
       tlog.unit(unit, 1);
@@ -108,7 +136,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) d[i] *= scale;
 #endif
-      out.store<BN>(args, C, d, sm.extra, m0, n0, cw, M, N);
+      out.store<BN, kLend>(args, C, d, sm.extra, m0, n0, cw, M, N, sm.smem + last * STAGE_BYTES + cw * LENT_BYTES);
 #if TIMELINE
       tlog.unit(unit++, 2);
 #endif

@@ -45,6 +45,11 @@ Why: the mainloop halves in cycles while the epilogue does not, so the epilogue'
 BF16 C halves its bytes and its shared-memory wavefronts.
 EPI_BOXES (2, a variant's parameter): staging boxes per consumer warpgroup; 4 hold a warpgroup's whole 64×256 BF16
 fragment, so a tile's stores drain under the next tile's mainloop, but fit beside only 3 stages of the ring.
+EPI_LEND (0, a variant's parameter): the boxes past a warpgroup's own two go to the tile's last ring slot instead,
+which warp 0 releases only once the stores have read it, at the next tile's first k-tile. Why: with two boxes a
+warpgroup's third waits for its first's store to read it out, and every box pays a fence and a meeting; lent, the
+four boxes are written without a wait and fenced once. Predicted: up to the epilogue's share of the waits (a few
+percent of a 4096³ tile), with the ring a stage short for one k-tile of each tile, which 3 landed stages cover.
 Predicted (before measuring): a k-tile at 1,024 cycles as in BF16 (the tensor cores' FP8 rate), the epilogue near
 2,500 cycles, about 8% of a 4096³ tile: 1.7-1.8x tc4 BF16's TFLOPS, 1.05-1.15x cuBLASLt's fast-accumulation
 FP8 at 4096³ and 8192³ where the GPU is not held at its power limit, level with it where it is (FP8 wgmma draws
@@ -57,7 +62,7 @@ BASE = {"BM": 128, "BN": 256, "STAGES": 4, "GROUP_M": 8, "PRODUCER_REGS": 40, "C
 CM = 2
 BF16 = {**BASE, "CM": CM}
 TF32 = {**BF16, "TF32_ROUND": 0}
-FP8 = {**BF16, "EPI_BOXES": 2, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
+FP8 = {**BF16, "EPI_BOXES": 2, "EPI_LEND": 0, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
 # what the roofline leaves out here: its levels overlap, but a consumer warpgroup issues no wgmma while it stores
 EPILOGUE = ("latency: each tile's epilogue (C through shared memory and TMA) keeps its warpgroups off the tensor "
             "cores; gemmlab timeline counts its cycles")
@@ -80,7 +85,8 @@ SPECS = [
         name="cuda/tc4_persistent_fp8", level=4, precision="fp8", kind="persistent",
         title="fp8 e4m3 tc4: wgmma m64n256k32 (QGMMA), per-tensor FP32 scales and BF16 C in the TMA-store epilogue",
         source="tc4_persistent.cu", entry="tc4_persistent", params=dict(FP8),
-        constraints=lambda p: wgmma_constraints(p, specialized=True) + fp8_constraints(p, promoted=False),
+        constraints=lambda p: wgmma_constraints(p, specialized=True, options=("EPI_LEND",))
+        + fp8_constraints(p, promoted=False),
         traffic_model=wgmma_traffic("fp8", BASE["BM"], BASE["BN"], CM, narrow=FP8, persistent=True,
                                     group_m=BASE["GROUP_M"], epi_tma=True), doc=__doc__, unmodeled=EPILOGUE,
     )

@@ -23,6 +23,20 @@ third warpgroup does not cover; against torch's blockwise scaled matmul (cuBLASL
 on 128×128 tiles, 0.85-1.0×. With the scales beside the k-tile, predicted: a k-tile near tc8_promoted_fp8's (the
 same loop with fixed scales), where the loads one ahead cost 160-260 cycles more.
 
+SCALE_TMA=2 (a variant): the scales through a ring of their own, twice the stages deep, with its own barriers,
+filled by producer warp 1 up to that many k-tiles ahead, so that each k-tile's operand barrier waits for its three
+operand copies alone and the scales' copies are issued about STAGES k-tiles earlier. Why: in diagnostic builds
+(timing only) the kernel without the per-k-tile scale copies ran faster than SCALE_TMA=1 by more than tc8 is short
+of its bar, and without the consumers' scale reads it did not (docs/tensor_cores.md). Predicted: most of that
+difference, if what costs is the copies' latency on the operands' barrier; nothing, if it is their issue.
+
+HALVES (0, a variant's parameter): each k-tile's wgmma in two halves of 64 columns, committed apart, so that a
+warpgroup promotes one while the other is on the tensor cores and always has wgmma of its own in flight, at the
+same 128 registers. Why try it: the timeline puts the loop with fixed scales about 150 cycles a k-tile over the
+tensor cores' 768. Its price: m64n64 reads A again for each half, about 181 bytes of shared memory per clock
+against 149, past the SM's 128 by more. Predicted: faster only if the promotion's exposure, not shared memory,
+binds the loop.
+
 ``cuda/tc8_promoted_fp8`` (precision fp8): the same kernel with PER_TENSOR=1, one scale per operand, read once, so
 per-tensor FP8 gets FP32 accumulation, as cuBLASLt's default (``use_fast_accum=False``) does, where
 tc4_persistent_fp8 keeps the tensor cores' own. Why: that accumulation errs in proportion to K (a model of it in
@@ -34,7 +48,7 @@ Measured: results/h200/fp8.json; docs/tensor_cores.md (FP8).
 from gemmlab.kernels.cuda.tc_common import WgmmaKernel, fp8_constraints, wgmma_constraints, wgmma_traffic
 
 PARAMS = {"BM": 192, "BN": 128, "STAGES": 4, "GROUP_M": 8, "PRODUCER_REGS": 32, "CONSUMER_REGS": 160, "EPI_TMA": 1,
-          "CM": 1, "SCALE_TMA": 1, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
+          "CM": 1, "SCALE_TMA": 1, "HALVES": 0, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
 PER_TENSOR = {**PARAMS, "PER_TENSOR": 1, "SCALE_TMA": 0}
 # what the roofline leaves out here: besides tc4's epilogue, each k-tile's wait and promotion keep that warpgroup off
 # the tensor cores, which only the other warpgroups' wgmma cover
@@ -47,7 +61,8 @@ SPECS = [
         title="fp8 e4m3 with FP32 scales per 1x128 of A and 128x128 of B, wgmma m64n128k32 promoted into FP32 every "
               "128 of K, three consumer warpgroups on 192x128 tiles, tc4's persistent skeleton, BF16 C",
         source="tc8_block_scaled_fp8.cu", entry="tc8_block_scaled_fp8", params=dict(PARAMS),
-        constraints=lambda p: wgmma_constraints(p, specialized=True) + fp8_constraints(p, promoted=True),
+        constraints=lambda p: wgmma_constraints(p, specialized=True, options=("HALVES",))
+        + fp8_constraints(p, promoted=True),
         traffic_model=wgmma_traffic("fp8_block", PARAMS["BM"], PARAMS["BN"], PARAMS["CM"], persistent=True,
                                     group_m=PARAMS["GROUP_M"], epi_tma=True, block_scales=True),
         doc=__doc__, unmodeled=PROMOTION,
@@ -56,7 +71,8 @@ SPECS = [
         name="cuda/tc8_promoted_fp8", level=8, precision="fp8", kind="persistent",
         title="fp8 e4m3, per-tensor scales, tc8's promotion into FP32 every 128 of K (FP32 accumulation), BF16 C",
         source="tc8_block_scaled_fp8.cu", entry="tc8_block_scaled_fp8", params=dict(PER_TENSOR),
-        constraints=lambda p: wgmma_constraints(p, specialized=True) + fp8_constraints(p, promoted=True),
+        constraints=lambda p: wgmma_constraints(p, specialized=True, options=("HALVES",))
+        + fp8_constraints(p, promoted=True),
         traffic_model=wgmma_traffic("fp8", PARAMS["BM"], PARAMS["BN"], PARAMS["CM"], persistent=True,
                                     group_m=PARAMS["GROUP_M"], epi_tma=True), doc=__doc__, unmodeled=PROMOTION,
     ),

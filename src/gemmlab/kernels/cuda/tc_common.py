@@ -75,13 +75,20 @@ def fp8_constraints(p: dict, promoted: bool) -> list[str]:
                  f"{p.get('CONSUMER_REGS', 232)} registers, which must leave 32 for the rest")
     if promoted and p.get("STREAM_K", 0):
         e.append("STREAM_K=1: tc8's walk has no stream-K fixup")
+    halves = p.get("HALVES", 0)
+    if halves and p.get("BN") != 128:
+        e.append(f"HALVES=1 with BN={p.get('BN')}: the halves are wgmma m64n64, so BN=128")
+    elif halves and p.get("SCALE_TMA", 0) != 1 and not p.get("PER_TENSOR", 0):
+        e.append(f"HALVES=1 with SCALE_TMA={p.get('SCALE_TMA', 0)}: beside the two halves in flight, the scales' "
+                 "loads (0) or their ring's positions (2) spill at 160 registers")
     tma = p.get("SCALE_TMA", 0)
-    if tma not in (0, 1):
-        e.append(f"SCALE_TMA={tma}: 0 (block scales loaded by the consumers) or 1 (copied with each k-tile by TMA)")
+    if tma not in (0, 1, 2):
+        e.append(f"SCALE_TMA={tma}: 0 (block scales loaded by the consumers), 1 (copied with each k-tile by TMA) or "
+                 "2 (copied by TMA into a ring of their own)")
     elif tma and not promoted:
-        e.append("SCALE_TMA=1 is an option of tc8's source (its block scales copied into the ring slots)")
+        e.append(f"SCALE_TMA={tma} is an option of tc8's source (its block scales copied into shared memory)")
     elif tma and p.get("PER_TENSOR", 0):
-        e.append("SCALE_TMA=1 copies block scales with each k-tile; PER_TENSOR=1 has one scale per operand")
+        e.append(f"SCALE_TMA={tma} copies block scales for each k-tile; PER_TENSOR=1 has one scale per operand")
     return e
 
 
@@ -104,9 +111,12 @@ def epilogue_bytes(p: dict) -> int:
 
 
 def scale_bytes(p: dict) -> int:
-    """Shared memory of tc8's scales with SCALE_TMA=1 (tc8_block_scaled_fp8.cu): per ring slot, a box of BM + 4 of
-    A's, rounded up to 128 bytes, and two 128-byte places for B's boxes of 4."""
-    return p["STAGES"] * (ceil_div(4 * (p["BM"] + 4), 128) * 128 + 256) if p.get("SCALE_TMA", 0) else 0
+    """Shared memory of tc8's scales (tc8_block_scaled_fp8.cu's scale_area_bytes): per slot, a box of BM + 4 of
+    A's, rounded up to 128 bytes, and two 128-byte places for B's boxes of 4; a slot per ring stage with
+    SCALE_TMA=1, a ring of twice the stages with SCALE_TMA=2, whose two mbarriers a slot follow the slots."""
+    slot = ceil_div(4 * (p["BM"] + 4), 128) * 128 + 256
+    tma = p.get("SCALE_TMA", 0)
+    return {0: 0, 1: p["STAGES"] * slot, 2: 2 * p["STAGES"] * (slot + 16)}.get(tma, 0)
 
 
 def pass_bytes(p: dict) -> int:
@@ -223,9 +233,15 @@ def narrow_pays(m: int, n: int, p: dict, sm_count: int = 132) -> bool:
     return tiles(p["BN"]) > clusters and busiest(narrow) * NARROW_COST < busiest(p["BN"])
 
 
-def wgmma_constraints(p: dict, specialized: bool, swap_ab: bool = False) -> list[str]:
+# Options that one source reads (the levels that take them name them in wgmma_constraints' ``options``)
+SOURCE_OPTIONS = {"EPI_LEND": "tc4 FP8's BF16 C staged in the tile's last ring slot too",
+                  "HALVES": "tc8's k-tile wgmma in two halves, each promoted while the other runs"}
+
+
+def wgmma_constraints(p: dict, specialized: bool, swap_ab: bool = False, options: tuple = ()) -> list[str]:
     """The parameter errors of a wgmma level. With ``swap_ab`` (tc5) the wgmma tile is Cᵀ: the consumer
-    warpgroups split BN (64 C columns each) and BM is the wgmma N; otherwise they split BM and BN is the N."""
+    warpgroups split BN (64 C columns each) and BM is the wgmma N; otherwise they split BM and BN is the N.
+    ``options``: the SOURCE_OPTIONS this level's source reads."""
     e = []
     bm, bn, stages = p["BM"], p["BN"], p["STAGES"]
     split, wide = ("BN", "BM") if swap_ab else ("BM", "BN")  # names of the split side and of the wgmma N
@@ -281,6 +297,13 @@ def wgmma_constraints(p: dict, specialized: bool, swap_ab: bool = False) -> list
     if p.get("EPI_BOXES", 2) < 2 or (p.get("EPI_BOXES", 2) != 2 and not p.get("EPI_TMA", 0)):
         e.append(f"EPI_BOXES={p.get('EPI_BOXES')}: staging boxes per consumer warpgroup of the EPI_TMA=1 "
                  "epilogue, at least 2")
+    for name, value in SOURCE_OPTIONS.items():
+        if p.get(name, 0) not in (0, 1):
+            e.append(f"{name}={p.get(name)}: 0 or 1 ({value})")
+        elif p.get(name, 0) and name not in options:
+            e.append(f"{name}=1 ({value}) is not an option of this level's source")
+    if p.get("EPI_LEND", 0) and not p.get("EPI_TMA", 0):
+        e.append("EPI_LEND=1 stages C in a ring slot for the TMA-store epilogue (EPI_TMA=1)")
     if p.get("STREAM_K", 0) and not specialized:
         e.append("STREAM_K=1 is an option of the persistent walk (tc4, tc5 sources)")
     narrow = p.get("NARROW_BN", 0)

@@ -103,9 +103,23 @@ __host__ __device__ __forceinline__ unsigned c_stage_lane_bf16(unsigned t) {
 __host__ __device__ __forceinline__ unsigned c_stage_offset_bf16(unsigned lane, int s) { return lane ^ (s << 4); }
 // end staging arithmetic
 
-template <int TN, typename T = float>
+// begin lend arithmetic (plain C++: the tests compile it on the host)
+// EPI_LEND: the bytes of a warpgroup's boxes of C past its own `boxes`, for BN columns of C of `out_bytes` each
+// (64 rows x 128 bytes a box), and whether `consumers` warpgroups' of them fit in a ring stage of `stage` bytes
+__host__ __device__ constexpr int lent_bytes(int bn, int out_bytes, int boxes) {
+  return (bn / (128 / out_bytes) - boxes) * 64 * 128;
+}
+__host__ __device__ constexpr bool lends(int bn, int out_bytes, int boxes, int consumers, int stage) {
+  return lent_bytes(bn, out_bytes, boxes) > 0 && consumers * lent_bytes(bn, out_bytes, boxes) <= stage;
+}
+// end lend arithmetic
+
+// kLent (EPI_LEND): the boxes past the warpgroup's own EPI_BOXES go to `lent`, every box its own, so none waits for
+// another's store, and one fence and one meeting cover them all.
+template <int TN, typename T = float, bool kLent = false>
 __device__ __forceinline__ void store_acc_tma(const TmaMap *mapC, const float (&d)[TN / 2], unsigned char *stage,
-                                              int row0, int col0, int N, int bar_id, u32 &boxes) {
+                                              int row0, int col0, int N, int bar_id, u32 &boxes,
+                                              unsigned char *lent = nullptr) {
   constexpr int COLS = 128 / sizeof(T);  // C columns per box
   // %tid.x through asm volatile: the address is computed here, per epilogue, not hoisted out of the tile loop
   // into a register that would stay live across the mainloop.
@@ -113,10 +127,14 @@ __device__ __forceinline__ void store_acc_tma(const TmaMap *mapC, const float (&
   asm volatile("mov.u32 %0, %%tid.x;" : "=r"(tid));
   const u32 t = tid % 128, lane = sizeof(T) == 4 ? c_stage_lane(t) : c_stage_lane_bf16(t), base = smem_u32(stage);
   const bool swapped = c_stage_group(t, 0) != 0;
+  auto lent_box = [&](int b) {
+    return b < EPI_BOXES ? base + b * C_BOX_BYTES : smem_u32(lent) + (b - EPI_BOXES) * C_BOX_BYTES;
+  };
+  int written = 0;
 #pragma unroll
   for (int b = 0; b < TN / COLS; ++b) {
     if (col0 + COLS * b >= N) break;  // the same for the whole warpgroup
-    const u32 box = base + (boxes++ % EPI_BOXES) * C_BOX_BYTES;
+    const u32 box = kLent ? lent_box(b) : base + (boxes++ % EPI_BOXES) * C_BOX_BYTES;
 #pragma unroll
     for (int s = 0; s < COLS / 8; ++s) {
       const int j = b * (COLS / 8) + s;
@@ -131,6 +149,8 @@ __device__ __forceinline__ void store_acc_tma(const TmaMap *mapC, const float (&
         st_shared_u32(at + 8 * 128, pack_bf16(d[4 * j + 2], d[4 * j + 3]));
       }
     }
+    ++written;
+    if (kLent) continue;
     fence_proxy_async_smem();  // the box's writes, seen by the TMA store that reads it
     // The store of box b + 1 - EPI_BOXES read the staging box that box b + 1 goes to: with two boxes, box b - 1's
     // had the writing of box b to read it out.
@@ -141,6 +161,14 @@ __device__ __forceinline__ void store_acc_tma(const TmaMap *mapC, const float (&
       tma_store_commit();
     }
   }
+  if constexpr (kLent) {
+    fence_proxy_async_smem();
+    named_bar(bar_id, 128);
+    if (t == 0) {
+      for (int b = 0; b < written; ++b) tma_store_2d(mapC, lent_box(b), col0 + COLS * b, row0);
+      tma_store_commit();
+    }
+  }
 }
 
 // A consumer warpgroup's stores of its tiles in the levels with the TMA-store epilogue (tc4, tc8): with EPI_TMA,
@@ -148,13 +176,14 @@ __device__ __forceinline__ void store_acc_tma(const TmaMap *mapC, const float (&
 // address C (args.c_tma; args.c is then C's map), else from registers. `boxes` runs on across the tiles.
 struct TileStore {
   u32 boxes = 0;
-  template <int TN, typename T>
+  template <int TN, bool kLent = false, typename T>
   __device__ __forceinline__ void store(const TcArgs &args, T *C, const float (&d)[TN / 2], unsigned char *staging,
-                                        int m0, int n0, int cw, int M, int N) {
+                                        int m0, int n0, int cw, int M, int N, unsigned char *lent = nullptr) {
     if constexpr (EPI_TMA) {  // an EPI_TMA=0 build has no staging boxes, so not even dead code may address them
       if (args.c_tma) {
         if (m0 + cw * 64 < M)
-          store_acc_tma<TN, T>(&args.c, d, staging + staging_offset(cw), m0 + cw * 64, n0, N, 2 + cw, boxes);
+          store_acc_tma<TN, T, kLent>(&args.c, d, staging + staging_offset(cw), m0 + cw * 64, n0, N, 2 + cw, boxes,
+                                        lent);
         return;
       }
     }

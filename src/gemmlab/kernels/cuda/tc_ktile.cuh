@@ -9,7 +9,8 @@
 template <int N>
 __device__ __forceinline__ void wgmma_tile(float (&d)[N / 2], u64 da, u64 db, int scale_d) {
 #if TC_FP8
-  if constexpr (N == 128) wgmma_fp8_n128(d, da, db, scale_d);
+  if constexpr (N == 64) wgmma_fp8_n64(d, da, db, scale_d);
+  else if constexpr (N == 128) wgmma_fp8_n128(d, da, db, scale_d);
   else if constexpr (N == 192) wgmma_fp8_n192(d, da, db, scale_d);
   else wgmma_fp8_n256(d, da, db, scale_d);
 #elif TC_BF16

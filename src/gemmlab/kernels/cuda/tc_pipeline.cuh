@@ -8,10 +8,11 @@
 // A consumer warp's release of ring slot `s` (its wgmma reads are done): on its own CTA's `empty` barrier, or,
 // when NCTA CTAs of a cluster share the slot's multicast operand, on every one of theirs, since each producer
 // must know that all readers of the bytes it multicast are done before it overwrites them.
-template <int NCTA>
+// kRelease: with release semantics at cluster scope (mbar_arrive_cluster's), for a slot the releasing thread wrote.
+template <int NCTA, bool kRelease = false>
 __device__ __forceinline__ void release_slot(u64 *empty) {
   if (NCTA > 1)
-    for (u32 r = 0; r < NCTA; ++r) mbar_arrive_cluster(empty, r);
+    for (u32 r = 0; r < NCTA; ++r) mbar_arrive_cluster<kRelease>(empty, r);
   else
     mbar_arrive(empty);
 }

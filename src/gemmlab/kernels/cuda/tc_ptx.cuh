@@ -24,14 +24,25 @@ __device__ __forceinline__ void mbar_arrive(u64 *bar) {
 }
 // Arrive on the barrier at the same shared-memory offset in CTA `rank` of this cluster (rank may be our own).
 // Default (.release.cta) semantics: the arrival only says the slot's wgmma reads are done, which wgmma.wait
-// already guarantees, so it needs no cluster-wide release fence.
+// already guarantees, so it needs no cluster-wide release fence. kRelease (.release.cluster): the arrival also
+// orders this thread's earlier memory operations on the slot (EPI_LEND's staging writes, which the TMA stores have
+// read) before whatever a peer's producer, released by it, writes there.
+template <bool kRelease = false>
 __device__ __forceinline__ void mbar_arrive_cluster(u64 *bar, u32 rank) {
-  asm volatile(
-      "{\n.reg .b32 remote;\n"
-      "mapa.shared::cluster.u32 remote, %0, %1;\n"
-      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}" ::"r"(smem_u32(bar)),
-      "r"(rank)
-      : "memory");
+  if constexpr (kRelease)
+    asm volatile(
+        "{\n.reg .b32 remote;\n"
+        "mapa.shared::cluster.u32 remote, %0, %1;\n"
+        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}" ::"r"(smem_u32(bar)),
+        "r"(rank)
+        : "memory");
+  else
+    asm volatile(
+        "{\n.reg .b32 remote;\n"
+        "mapa.shared::cluster.u32 remote, %0, %1;\n"
+        "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}" ::"r"(smem_u32(bar)),
+        "r"(rank)
+        : "memory");
 }
 __device__ __forceinline__ u32 mbar_try_wait(u32 addr, u32 parity) {
   u32 ok;
