@@ -273,8 +273,9 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
                           gpu, address=_MapAddress(params.map_address(slot)))
             op.direct = _encoded(op.map_for(count), _PLACEHOLDER)
             scale_maps.append(op)
-        steps.append("block scales copied by TMA into each ring slot beside its k-tile (a scale tensor at an "
-                     "address off 16 bytes is copied first)")
+        where = ("into each ring slot beside its k-tile" if spec.params["SCALE_TMA"] == 1
+                 else "into a ring of their own, by producer warp 1")
+        steps.append(f"block scales copied by TMA {where} (a scale tensor at an address off 16 bytes is copied first)")
     zeroed = False
     if spec.params.get("STREAM_K", 0):
         ws, flags = _stream_k_workspace(spec, kernel, geo, problem, info.sm_count, gpu)

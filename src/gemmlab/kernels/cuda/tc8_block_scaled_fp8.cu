@@ -95,9 +95,11 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
   extern __shared__ unsigned char smem_raw[];
   const PersistentSmem<STAGES, staging_bytes(CW) + scale_area_bytes(), false> sm(smem_raw);
   unsigned char *const scales = sm.extra + staging_bytes(CW);  // SCALE_TMA: slot s's at s * SCALE_SLOT_BYTES
-  // SCALE_TMA=2: the scale ring's barriers, after its slots
+#if SCALE_TMA == 2
+  // the scale ring's barriers, after its slots
   u64 *const sfull = reinterpret_cast<u64 *>(scales + SCALE_SLOTS * SCALE_SLOT_BYTES);
   u64 *const sempty = sfull + SCALE_SLOTS;
+#endif
   const TmaMap *mapA = &args.a, *mapB = &args.b;
   OutT *C = reinterpret_cast<OutT *>(args.C);
   const int M = args.M, N = args.N, K = args.K;
@@ -203,7 +205,9 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
       // the scale slot of ring position `pos` given back, once its k-tile's wgmma are done (SCALE_TMA=2; else it
       // goes back with the operands' slot)
       auto release_scales = [&](u32 pos) {
-        if (SCALE_TMA == 2 && tid % 32 == 0) mbar_arrive(&sempty[pos % SCALE_SLOTS]);
+#if SCALE_TMA == 2
+        if (tid % 32 == 0) mbar_arrive(&sempty[pos % SCALE_SLOTS]);
+#endif
       };
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;

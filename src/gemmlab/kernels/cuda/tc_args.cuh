@@ -30,5 +30,5 @@ struct TcArgs {
 struct Fp8Args : TcArgs {
   const float *scale_a;  // per tensor: one float; per 1x128 (tc8): ceil(K/128) x M, row-major
   const float *scale_b;  // per tensor: one float; per 128x128 (tc8): ceil(N/128) x ceil(K/128), row-major
-  TmaMap sa, sb;         // tc8 with SCALE_TMA=1: the same block scales as 1-D maps (the host encodes them per plan)
+  TmaMap sa, sb;         // tc8 with SCALE_TMA 1 or 2: the block scales as 1-D maps (the host encodes them per plan)
 };
