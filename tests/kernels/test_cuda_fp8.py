@@ -136,6 +136,23 @@ def test_tc8_block_scales_arrive_by_tma_and_are_read_before_the_wgmma(tmp_path):
     assert sum(op.startswith("LDG") for op in (i.op for i in _ktile_loop(ldg, tmp_path))) >= 3
 
 
+@pytest.mark.parametrize("spec, changes, per_clock", [
+    (TC4, {}, 128), (TC8, {}, 149 + 1 / 3), (TC8, {"HALVES": 1}, 181 + 1 / 3),
+    (TC8, {"BM": 128, "STAGES": 5, "CONSUMER_REGS": 232, "PRODUCER_REGS": 40}, 160),
+    (TC8, {"BM": 128, "STAGES": 5, "CONSUMER_REGS": 232, "PRODUCER_REGS": 40, "HALVES": 1}, 192)])
+def test_shared_memory_per_clock_of_the_fp8_tiles(spec, changes, per_clock):
+    """docs/tensor_cores.md's table of what an FP8 tile reads and writes in shared memory per clock at the tensor
+    cores' 8,192 FLOP per SM: B 64 (every m64 wgmma reads all of B), A 4096 / N of the wgmma (HALVES halves it),
+    TMA writes 4096·(BM + BN)/(BM·BN); the traffic model adds the epilogue's BF16 staging, written and read once
+    (2 bytes per clock at K = 8192). On a shape of whole tiles the model is that sum."""
+    s = dataclasses.replace(spec, params={**spec.params, **changes})
+    p = s.params
+    m, n, k = 40 * p["BM"], 64 * p["BN"], 8192
+    t = s.traffic(Problem(m, n, k, s.precision))
+    epilogue = 2 * 2 * m * n / (2 * m * n * k) * 8192
+    assert t.smem / (2 * m * n * k) * 8192 == pytest.approx(per_clock + epilogue)
+
+
 @pytest.mark.skipif(not sass.AVAILABLE, reason="no cuobjdump and nvdisasm to disassemble with")
 def test_tc8_halves_keep_one_half_in_flight_while_promoting_the_other(tmp_path):
     """HALVES: a k-tile's wgmma are two groups of 4 m64n64k32 (the prologue's k-tile and the loop's), and the

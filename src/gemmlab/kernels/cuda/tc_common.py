@@ -395,7 +395,8 @@ def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, pr
             wave = grid
         elif persistent:  # one wave of resident clusters, never more than the tiles
             wave = max(1, min(ceil_div(m, bm_ * cm_) * ceil_div(n, bn_ * cn_), sm_count // (cm_ * cn_)))
-        warp = (bm_, 64) if swap_ab else (64, bn_)
+        # a warpgroup's wgmma tile: HALVES (tc8) issues each k-tile as two of half the width, reading A for each
+        warp = (bm_, 64) if swap_ab else (64, bn_ // 2 if p.get("HALVES", 0) else bn_)
         t = tiled_traffic(problem, bm_, bn_, warp=warp, group_m=group if wave else 1, snake=bool(wave),
                           wave=wave, cluster=(cm_, cn_))
         read, write, smem, walk = t.global_read, t.global_write, t.smem, t.walk

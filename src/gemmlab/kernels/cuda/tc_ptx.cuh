@@ -27,23 +27,20 @@ __device__ __forceinline__ void mbar_arrive(u64 *bar) {
 // already guarantees, so it needs no cluster-wide release fence. kRelease (.release.cluster): the arrival also
 // orders this thread's earlier memory operations on the slot (EPI_LEND's staging writes, which the TMA stores have
 // read) before whatever a peer's producer, released by it, writes there.
+#define MBAR_ARRIVE_REMOTE(SEM)                                                                    \
+  asm volatile(                                                                                    \
+      "{\n.reg .b32 remote;\n"                                                                     \
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"                                                 \
+      "mbarrier.arrive" SEM ".shared::cluster.b64 _, [remote];\n}" ::"r"(smem_u32(bar)), "r"(rank) \
+      : "memory")
 template <bool kRelease = false>
 __device__ __forceinline__ void mbar_arrive_cluster(u64 *bar, u32 rank) {
   if constexpr (kRelease)
-    asm volatile(
-        "{\n.reg .b32 remote;\n"
-        "mapa.shared::cluster.u32 remote, %0, %1;\n"
-        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}" ::"r"(smem_u32(bar)),
-        "r"(rank)
-        : "memory");
+    MBAR_ARRIVE_REMOTE(".release.cluster");
   else
-    asm volatile(
-        "{\n.reg .b32 remote;\n"
-        "mapa.shared::cluster.u32 remote, %0, %1;\n"
-        "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}" ::"r"(smem_u32(bar)),
-        "r"(rank)
-        : "memory");
+    MBAR_ARRIVE_REMOTE("");
 }
+#undef MBAR_ARRIVE_REMOTE
 __device__ __forceinline__ u32 mbar_try_wait(u32 addr, u32 parity) {
   u32 ok;
   asm volatile(
