@@ -9,7 +9,7 @@ g() { python3 -m gemmlab "$@"; }
 FP32='cpu/blas,numba/*,cuda/v*,peers/cublas_fp32,peers/triton_fp32'
 FAST='cuda/v[3-9]*,cuda/v1[0-9]*,numba/v[3-9]*,numba/v1[0-9]*,peers/cublas_fp32,peers/triton_fp32'
 TC='cuda/tc[123567]*,cuda/tc4_persistent_[bt]*,peers/cublas_tf32,peers/cublas_bf16,peers/triton_bf16'
-FP8='cuda/tc4_persistent_fp8,cuda/tc8_block_scaled_fp8,cuda/tc8_promoted_fp8,peers/cublaslt_fp8,peers/cublaslt_fp8_promoted,peers/cublaslt_fp8_block,cuda/tc4_persistent_bf16,peers/cublas_bf16'
+FP8='cuda/tc4_persistent_fp8,cuda/tc8_block_scaled_fp8,cuda/tc6_stream_k_fp8_block,cuda/tc8_promoted_fp8,peers/cublaslt_fp8,peers/cublaslt_fp8_promoted,peers/cublaslt_fp8_block,cuda/tc4_persistent_bf16,peers/cublas_bf16'
 R="--repeat 30 --max-seconds 1.5 --pause 0.1"
 T="--repeat 30 --max-seconds 1.0 --pause 0.1 --no-ceilings"
 rm -f "$OUT"/{fp32,tensor_cores,blocks,fp8,fp8_variants,seed_1024,api,verify,verify_tf32,verify_tc8,timeline,timeline_fp8,accuracy,ceilings}.json
@@ -36,7 +36,7 @@ g bench --shape 4096 --shape 8192 --shape 2048x3072x4096 --variant "$K:SCALE_TMA
   --variant "$K:GROUP_M=16" --variant "$K:BM=128,STAGES=5,CONSUMER_REGS=232,PRODUCER_REGS=40" \
   --variant "$K:BM=128,BN=192,CONSUMER_REGS=232,PRODUCER_REGS=40" --variant "$F:CM=1" --variant "$F:GROUP_M=16" \
   --variant "$F:EPI_BOXES=4,STAGES=3" --variant "$F:EPI_LEND=1" --variant "$F:EPI_LEND=1,CM=1" \
-  --variant "$K:HALVES=1" --variant "$K:SCALE_TMA=2" --repeat 30 --max-seconds 1.5 --pause 0.1 --no-ceilings \
+  --variant "$K:HALVES=1,SCALE_TMA=1" --variant "$K:SCALE_TMA=1" --repeat 30 --max-seconds 1.5 --pause 0.1 --no-ceilings \
   --json "$OUT/fp8_variants.json"
 # The top tensor-core levels again, with a third ratio from alternating blocks that settle at their own power
 g bench --shape 4096 --shape 8192 --shape 2048x3072x4096 \
@@ -46,7 +46,7 @@ g bench --shape 4096 --shape 8192 --shape 2048x3072x4096 \
 g profile 'numba/*,cuda/v*,peers/cublas_fp32,peers/triton_fp32' --shape 4096 --json "$OUT/fp32.json"
 g profile 'cuda/tc[123567]*,cuda/tc4_persistent_[bt]*,peers/cublas_tf32,peers/cublas_bf16,peers/cublas_fp32' \
   --shape 4096 --json "$OUT/tensor_cores.json"
-g profile "cuda/tc4_persistent_fp8,cuda/tc8*,peers/cublaslt_fp8*" --shape 4096 --json "$OUT/fp8.json"
+g profile "cuda/tc4_persistent_fp8,cuda/tc8*,cuda/tc6_stream_k_fp8_block,peers/cublaslt_fp8*" --shape 4096 --json "$OUT/fp8.json"
 # The models of every record under the roofs measured above, and each record against its own ceiling
 g roofline --remodel "$OUT"/{fp32,tensor_cores,fp8,fp8_variants,blocks,seed_1024}.json --ceilings "$OUT/ceilings.json"
 g roofline --check "$OUT"/{fp32,tensor_cores,fp8,fp8_variants,blocks,seed_1024}.json
@@ -56,9 +56,9 @@ g bench --api --json "$OUT/api.json"  # kernel="auto" reads the table the bench 
 # Ragged shapes with NaN-poisoned C for every CUDA kernel, under compute-sanitizer memcheck and racecheck
 g verify --kernels 'cuda/*' --sample 4 --sanitize --json "$OUT/verify.json"
 # ... and the kernels changed after it: tc5 and tc6 TF32 (one launch for small problems), tc8 (192x128 tiles, the
-# scales copied by TMA beside each k-tile)
+# scales copied by TMA into a ring of their own) and its stream-K tail (tc6_stream_k_fp8_block)
 g verify --kernels 'cuda/tc5_swap_ab_tf32,cuda/tc6_stream_k_tf32' --sample 4 --sanitize --json "$OUT/verify_tf32.json"
-g verify --kernels 'cuda/tc8*' --sample 4 --sanitize --json "$OUT/verify_tc8.json"
+g verify --kernels 'cuda/tc8*,cuda/tc6_stream_k_fp8_block' --sample 4 --sanitize --json "$OUT/verify_tc8.json"
 # Where tc4's cycles go (BF16 and FP8), from clock stamps inside the kernel; 256x256x4096 is one cluster alone
 g timeline --kernels 'cuda/tc4_persistent_bf16,cuda/tc4_persistent_fp8' --shape 4096 --shape 8192 \
   --shape 2048x3072x4096 --shape 256x256x4096 --json "$OUT/timeline.json"

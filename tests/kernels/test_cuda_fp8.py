@@ -1,4 +1,4 @@
-"""The FP8 levels (tc4_persistent_fp8, tc8_block_scaled_fp8, tc8_promoted_fp8) without a GPU: every configuration they can launch
+"""The FP8 levels (tc4_persistent_fp8, tc8_block_scaled_fp8, tc8_promoted_fp8, tc6_stream_k_fp8_block) without a GPU: every configuration they can launch
 compiles for sm_90a with QGMMA of its formats in the SASS and nothing spilled; the BF16 epilogue's staging
 arithmetic against TMA's swizzle and the banks; tensor maps of the K-major operands; constraints; formats and
 output types; the traffic model; the FP8 peers' host side."""
@@ -22,7 +22,8 @@ from gemmlab.problem import Problem
 TC4 = get_kernel("cuda/tc4_persistent_fp8")
 TC8 = get_kernel("cuda/tc8_block_scaled_fp8")
 TC8P = get_kernel("cuda/tc8_promoted_fp8")  # tc8's kernel with per-tensor scales
-LEVELS = [TC4, TC8, TC8P]
+TC6 = get_kernel("cuda/tc6_stream_k_fp8_block")  # tc8 with a stream-K tail
+LEVELS = [TC4, TC8, TC8P, TC6]
 CONFIGS = [c for s in LEVELS for c in s.configurations(formats=True)]
 SHORT = {fp8.E4M3: "E4M3", fp8.E5M2: "E5M2"}
 
@@ -48,7 +49,7 @@ def test_levels_registered_with_their_precisions_and_peers():
 def test_every_configuration_is_counted():
     # tc4: two tile widths x four format pairs x two output types; tc8: one width
     assert len(TC4.configurations(formats=True)) == 16 and len(TC8.configurations(formats=True)) == 8
-    assert len(TC8P.configurations(formats=True)) == 8
+    assert len(TC8P.configurations(formats=True)) == 8 and len(TC6.configurations(formats=True)) == 8
     # what differs in memory (sanitize runs these): widths x output types, the formats as the level has them
     assert [(c.params["BN"], c.params["OUT_BF16"]) for c in TC4.configurations()] == [(256, 1), (256, 0), (192, 1),
                                                                                        (192, 0)]
@@ -66,8 +67,8 @@ def test_compiles_sm90a_without_spills(spec):
 
 
 # the variants results/h200/run.sh times beside the registered parameters, in every configuration they launch
-VARIANTS = [c for spec, changes in ((TC4, {"EPI_LEND": 1}), (TC4, {"EPI_LEND": 1, "CM": 1}), (TC8, {"HALVES": 1}),
-                                     (TC8P, {"HALVES": 1}), (TC8, {"SCALE_TMA": 2}))
+VARIANTS = [c for spec, changes in ((TC4, {"EPI_LEND": 1}), (TC4, {"EPI_LEND": 1, "CM": 1}), (TC8, {"HALVES": 1, "SCALE_TMA": 1}),
+                                     (TC8P, {"HALVES": 1}), (TC8, {"SCALE_TMA": 1}))
             for c in dataclasses.replace(spec, params={**spec.params, **changes}).configurations()]
 
 
@@ -449,7 +450,7 @@ def test_constraints_refuse_what_cannot_work_with_the_reason():
                              (TC4, {"A_E5M2": 2}, "A_E5M2=2: 0 or 1"),
                              (TC8, {"OUT_BF16": 3}, "OUT_BF16=3"),
                              (TC8, {"STAGES": 7}, "shared memory"),
-                             (TC8, {"STREAM_K": 1, "CM": 1}, "no stream-K"),
+                             (TC8, {"STREAM_K": 1}, "STREAM_K=1 with SCALE_TMA=2"),
                              (TC8, {"BN": 192, "STAGES": 3}, "CONSUMER_REGS=160"),
                              (TC4, {"SCALE_TMA": 1}, "option of tc8's source"),
                              (TC8, {"PER_TENSOR": 1, "SCALE_TMA": 1}, "one scale per operand"),
@@ -556,3 +557,22 @@ def test_block_peer_falls_back_to_the_per_tensor_time_and_says_so():
     assert tc8.peer == "peers/cublaslt_fp8" and tc8.peer_ratio == pytest.approx(0.8)
     assert "no blockwise" in tc8.peer_note and "own medians" in tc8.peer_note
     assert tc8.to_json()["peer_note"] == tc8.peer_note and "peer_note" not in records[0].to_json()
+
+
+@pytest.mark.skipif(not sass.AVAILABLE, reason="no cuobjdump and nvdisasm to disassemble with")
+def test_tc8s_stream_k_tail_splits_where_the_last_wave_is_short_and_launches_tc8_elsewhere(tmp_path):
+    """tc6_stream_k_fp8_block: at 4096³ tc8's 704 tiles are 5.33 waves on 132 SMs, so the last 176 tiles (one wave and
+    the partial one, SK_FILL) are cut into equal k-ranges, with the scales beside each k-tile (SCALE_TMA=1, the
+    stream-K walk spills beside tc8's scale ring); 8192³ (85% full last wave) and 2048×3072×4096 (2 whole waves)
+    launch tc8's registered parameters, the same binary. The split build's partials meet through the fixup's
+    release reduction on the tile's flag, which the whole-tile build has none of."""
+    split = TC6.for_problem(Problem(4096, 4096, 4096, "fp8_block"))
+    assert TC6.stream_k_tiles(Problem(4096, 4096, 4096, "fp8_block")) == 176
+    assert split.params["STREAM_K"] == 1 and split.params["SCALE_TMA"] == 1
+    assert split.launch_geometry(Problem(4096, 4096, 4096, "fp8_block")).grid == (132, 1, 1)
+    for shape in ((8192, 8192, 8192), (2048, 3072, 4096)):
+        whole = TC6.for_problem(Problem(*shape, "fp8_block"))
+        assert whole.params == TC8.params and whole.source == TC8.source
+    ops = lambda spec: [i.op for i in sass.instructions(sass.sass(spec.compile("sm_90a").cubin, tmp_path))]  # noqa: E731
+    assert any(op.startswith("RED") and ".GPU" in op for op in ops(split))
+    assert not any(op.startswith("RED") for op in ops(TC8))

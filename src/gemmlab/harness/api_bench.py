@@ -3,13 +3,18 @@
 For each precision and shape, gemmlab.matmul(a, b) with its default kernel="auto" and torch's own call are timed in
 alternation over the same rotating CUDA tensors (cold L2: the sets together exceed twice the L2, and a read of a
 buffer twice the L2's size evicts it before every call): FP32 against torch.matmul with TF32 off, TF32 against
-torch.matmul with it on, BF16 (BF16 in, FP32 out) against torch.mm(a, b, out_dtype=torch.float32). Both sides
+torch.matmul with it on, BF16 (BF16 in, FP32 out) against torch.mm(a, b, out_dtype=torch.float32), and FP8 (e4m3,
+BF16 out, B as w.t() of an N×K w, the only layout FP8 tensor cores read) against torch._scaled_mm on the same
+tensors and scales: per tensor ("fp8") with use_fast_accum=True, the tensor cores' own accumulation, as
+tc4_persistent_fp8 keeps it; DeepGEMM's blocks ("fp8_block", scale_a M×K/128, scale_b K/128×N/128) with torch's
+blockwise scaled matmul, where a torch without one leaves gemmlab timed alone and says why. Both sides
 allocate their output from torch's caching allocator. Each timed call starts on an idle GPU (the stream is
 synchronized before it), and CUDA events bracket the Python call, so a call's time holds its host overhead as well
 as its kernels: the number a caller waits for. Host overhead alone is timed at 256³: the median wall time of a Python
 call while the GPU is busy with earlier ones, so no call waits for the GPU.
 
-Every result is checked against a float64 product of the same inputs before it is timed.
+Every result is checked against a float64 product of the same inputs (FP8: of the dequantized operands, the values
+both sides multiply) before it is timed.
 """
 from __future__ import annotations
 
@@ -17,11 +22,14 @@ import statistics
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from gemmlab.errors import GemmlabError
 
 SHAPES = ((256, 256, 256), (1024, 1024, 1024), (2048, 3072, 4096), (4096, 4096, 4096), (8192, 8192, 8192),
           (4096, 14336, 4096))
-PRECISIONS = ("fp32", "tf32", "bf16")
+PRECISIONS = ("fp32", "tf32", "bf16", "fp8", "fp8_block")
+FP8 = {"fp8": None, "fp8_block": ("1x128", "128x128")}  # the recipes' blocks of A and of w (gemmlab.fp8)
 LINEAR_SHAPE = (4096, 4096, 4096)  # x @ w.T: B handed over as the transpose of w
 
 
@@ -38,8 +46,44 @@ class ApiBenchOptions:
     notes: list = field(default_factory=list)
 
 
+def cases(precisions, shapes, linear: bool) -> list[tuple[str, tuple, bool, bool]]:
+    """(precision, shape, B as w.T, host overhead timed) per record: every precision at every shape, FP8 always as
+    x @ w.T; with ``linear``, the other precisions' x @ w.T at LINEAR_SHAPE too. Host overhead at the first shape."""
+    out = [(p, shape, p in FP8, shape == shapes[0]) for p in precisions for shape in shapes]
+    if linear:  # FP32 copies w.T first: measured
+        out += [(p, LINEAR_SHAPE, True, False) for p in precisions if p not in FP8]
+    return out
+
+
+def fp8_operands(torch, a, w, precision: str, reference: bool = True) -> tuple:
+    """x (M×K) and w (N×K) float32 tensors quantized by gemmlab.fp8 (amax scaling, e4m3) for ``precision``'s recipe,
+    as torch._scaled_mm and gemmlab.matmul take them: (a8, w8.t(), scale_a, scale_b), the block scales as the
+    transposes of gemmlab.fp8's stored layouts (scale_a M×K/128, scale_b K/128×N/128), per tensor one float each;
+    and (``reference``) the float64 product of the dequantized operands, on the tensors' device."""
+    from gemmlab import fp8
+
+    xp, to_torch = np, torch.from_numpy
+    if a.is_cuda:
+        import cupy as xp
+
+        to_torch = torch.from_dlpack
+    blocks = FP8[precision] or (fp8.PER_TENSOR, fp8.PER_TENSOR)
+    qa, qw = (fp8.quantize(xp.from_dlpack(x.detach()), fp8.E4M3, blk) for x, blk in zip((a, w), blocks))
+    a8, w8 = (to_torch(q.data).view(torch.float8_e4m3fn) for q in (qa, qw))
+    sa, sw = to_torch(qa.scale), to_torch(qw.scale)
+    if precision == "fp8_block":
+        sa, sw = sa.t(), sw.t()  # stored (K/128, M) and (N/128, K/128)
+    ref = to_torch(qa.dequantize() @ qw.dequantize().T) if reference else None
+    return (a8, w8.t(), sa, sw), ref
+
+
 def _torch_call(torch, prec):
-    """torch's call for this precision: torch.mm with out_dtype where C's dtype is not the operands'."""
+    """torch's call for this precision: torch.mm with out_dtype where C's dtype is not the operands'; FP8:
+    torch._scaled_mm with the same scales, BF16 out, fast accumulation per tensor (tc4_persistent_fp8's)."""
+    if prec.name in FP8:
+        fast = prec.name == "fp8"
+        return lambda a, b, sa, sb: torch._scaled_mm(a, b, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16,
+                                                     use_fast_accum=fast)
     if prec.output_dtype != prec.input_dtype:
         return lambda a, b: torch.mm(a, b, out_dtype=getattr(torch, prec.output_dtype))
     return torch.matmul
@@ -50,21 +94,29 @@ def _tf32(torch, on: bool):
 
 
 def _inputs(torch, problem, n_sets, seed, linear):
-    dtype = getattr(torch, problem.prec.input_dtype)  # torch names its dtypes as NumPy does
+    """n_sets argument tuples of the calls (A, B; FP8: A, B, scale_a, scale_b), and the float64 product of the
+    first."""
     gen = torch.Generator(device="cuda").manual_seed(seed)
-    sets = []
+    fp8 = problem.prec.name in FP8
+    dtype = torch.float32 if fp8 else getattr(torch, problem.prec.input_dtype)  # torch names them as NumPy does
+    sets, ref = [], None
     for _ in range(n_sets):
         a = torch.randn(problem.m, problem.k, device="cuda", generator=gen).to(dtype)
         if linear:  # w is N×K; the product reads w.T
-            b = torch.randn(problem.n, problem.k, device="cuda", generator=gen).to(dtype).t()
+            b = torch.randn(problem.n, problem.k, device="cuda", generator=gen).to(dtype)
+            if fp8:
+                args, r = fp8_operands(torch, a, b, problem.prec.name, reference=not sets)
+                sets.append(args)
+                ref = r if r is not None else ref
+                continue
+            b = b.t()
         else:
             b = torch.randn(problem.k, problem.n, device="cuda", generator=gen).to(dtype)
         sets.append((a, b))
-    return sets
+    return sets, sets[0][0].double() @ sets[0][1].double() if ref is None else ref
 
 
-def _verify(torch, c, a, b, tolerance) -> tuple[float, bool]:
-    ref = a.double() @ b.double()
+def _verify(torch, c, ref, tolerance) -> tuple[float, bool]:
     err = float(torch.linalg.norm(c.double() - ref) / torch.linalg.norm(ref))
     return err, bool(torch.isfinite(c).all()) and err <= tolerance
 
@@ -73,8 +125,8 @@ def _interleaved(torch, calls, sets, rounds, max_seconds, min_rounds, clean):
     """Median event time of each call, alternating which goes first each round, over the rotating sets."""
     stream = torch.cuda.current_stream()
     for fn in calls:  # warm-up: plans, cuBLAS heuristics, allocator pools
-        for a, b in sets[:2]:
-            fn(a, b)
+        for args in sets[:2]:
+            fn(*args)
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     times = [[] for _ in calls]
@@ -82,12 +134,12 @@ def _interleaved(torch, calls, sets, rounds, max_seconds, min_rounds, clean):
     while r < rounds and (r < min_rounds or time.perf_counter() - t0 < max_seconds):
         order = range(len(calls)) if r % 2 == 0 else reversed(range(len(calls)))
         for i in order:
-            a, b = sets[(r * len(calls) + i) % len(sets)]
+            args = sets[(r * len(calls) + i) % len(sets)]
             clean()
             stream.synchronize()  # an idle GPU: the call's host time lands inside its events
             e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             e0.record(stream)
-            calls[i](a, b)
+            calls[i](*args)
             e1.record(stream)
             e1.synchronize()
             times[i].append(e0.elapsed_time(e1))
@@ -114,37 +166,44 @@ def run_api_bench(opts: ApiBenchOptions, say=print) -> dict:
         scratch.sum()
 
     records = []
-    cases = [(p, shape, False) for p in opts.precisions for shape in opts.shapes]
-    if opts.linear:
-        cases += [(p, LINEAR_SHAPE, True) for p in opts.precisions]  # FP32 copies w.T first: measured
-    for precision, shape, linear in cases:
+    for precision, shape, linear, overhead in cases(opts.precisions, opts.shapes, opts.linear):
         problem = Problem(*shape, precision)
         per_set = problem.compulsory_bytes()
         n_sets = rotation_sets(per_set, info.l2_bytes, True, 8)
-        sets = _inputs(torch, problem, n_sets, opts.seed, linear)
+        sets, ref = _inputs(torch, problem, n_sets, opts.seed, linear)
         _tf32(torch, problem.prec.tf32_multiply)
-        ours = lambda a, b, p=precision: gemmlab.matmul(a, b, precision=p)  # noqa: E731
+        if precision in FP8:  # the scales say the precision
+            ours = lambda a, b, sa, sb: gemmlab.matmul(a, b, scale_a=sa, scale_b=sb)  # noqa: E731
+            chosen = gemmlab.plan(*sets[0][:2], scale_a=sets[0][2], scale_b=sets[0][3])
+        else:
+            ours = lambda a, b, p=precision: gemmlab.matmul(a, b, precision=p)  # noqa: E731
+            chosen = gemmlab.plan(*sets[0], precision=precision)
         theirs = _torch_call(torch, problem.prec)
-        a, b = sets[0]
-        chosen = gemmlab.plan(a, b, precision=precision)
-        err, ok = _verify(torch, ours(a, b), a, b, tolerance_for(problem))
-        torch_err, _ = _verify(torch, theirs(a, b), a, b, tolerance_for(problem))
+        err, ok = _verify(torch, ours(*sets[0]), ref, tolerance_for(problem))
         rec = {"kernel": chosen.plan.spec.name, "precision": precision, "m": problem.m, "n": problem.n,
                "k": problem.k, "layout": "x @ w.T (B column-major)" if linear else "row-major",
-               "verified": ok, "rel_err": err, "torch_rel_err": torch_err, "why": chosen.why,
+               "verified": ok, "rel_err": err, "why": chosen.why,
                "copies": [x for x, c in (("A", chosen.copy_a), ("B", chosen.copy_b)) if c]}
+        try:
+            rec["torch_rel_err"], _ = _verify(torch, theirs(*sets[0]), ref, tolerance_for(problem))
+        except RuntimeError as exc:  # this torch has no such call (blockwise scaled matmul): gemmlab alone
+            rec["torch_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+            theirs = None
         if ok:
-            (api_ms, torch_ms), rounds = _interleaved(torch, [ours, theirs], sets, opts.rounds, opts.max_seconds,
-                                                      opts.min_rounds, clean)
-            rec.update(api_ms=api_ms, torch_ms=torch_ms, api_ratio=torch_ms / api_ms, rounds=rounds,
-                       api_tflops=problem.flops() / api_ms / 1e9, torch_tflops=problem.flops() / torch_ms / 1e9)
-            if shape == (256, 256, 256) and not linear:
-                rec["overhead_us"], rec["torch_overhead_us"] = (
-                    host_us_per_call(lambda f=f: f(a, b), torch.cuda.synchronize, opts.overhead_calls)
-                    for f in (ours, theirs))
+            calls = [ours] if theirs is None else [ours, theirs]
+            times, rounds = _interleaved(torch, calls, sets, opts.rounds, opts.max_seconds, opts.min_rounds, clean)
+            rec.update(api_ms=times[0], rounds=rounds, api_tflops=problem.flops() / times[0] / 1e9)
+            if theirs is not None:
+                rec.update(torch_ms=times[1], api_ratio=times[1] / times[0],
+                           torch_tflops=problem.flops() / times[1] / 1e9)
+            if overhead:
+                rec["overhead_us"], *torch_us = (host_us_per_call(lambda f=f: f(*sets[0]), torch.cuda.synchronize,
+                                                                  opts.overhead_calls) for f in calls)
+                if torch_us:
+                    rec["torch_overhead_us"] = torch_us[0]
         records.append(rec)
         say(_line(rec))
-        del sets
+        del sets, ref
         torch.cuda.empty_cache()
     _tf32(torch, False)
     results = {"env": env.collect(info, "gpu"), "records": records, "notes": list(opts.notes)}
@@ -153,12 +212,14 @@ def run_api_bench(opts: ApiBenchOptions, say=print) -> dict:
 
 
 def _line(r: dict) -> str:
-    head = f"{r['precision']:>4} {r['m']}x{r['n']}x{r['k']:<6} {r['layout'][:10]:10} {r['kernel']:30}"
+    head = f"{r['precision']:>9} {r['m']}x{r['n']}x{r['k']:<6} {r['layout'][:10]:10} {r['kernel']:30}"
     if not r["verified"]:
         return f"{head} FAILED verification: rel err {r['rel_err']:.2e}"
-    tail = f" api {r['api_ms']:.4f} ms  torch {r['torch_ms']:.4f} ms  ×{r['api_ratio']:.3f}"
+    tail = f" api {r['api_ms']:.4f} ms"
+    tail += f"  torch {r['torch_ms']:.4f} ms  ×{r['api_ratio']:.3f}" if "torch_ms" in r else f"  torch: {r['torch_error']}"
     if "overhead_us" in r:
-        tail += f"  host {r['overhead_us']:.1f} µs vs torch {r['torch_overhead_us']:.1f} µs"
+        tail += f"  host {r['overhead_us']:.1f} µs" + (f" vs torch {r['torch_overhead_us']:.1f} µs"
+                                                      if "torch_overhead_us" in r else "")
     return head + tail
 
 
@@ -169,18 +230,29 @@ def markdown(results: dict) -> str:
              f"`{env.get('command', 'gemmlab bench --api')}` at git {env.get('git_sha', 'unknown')}. Each call timed "
              "with CUDA events from an idle GPU, host time included, gemmlab and torch alternating over the same "
              "rotating tensors, L2 evicted before every call; ratio = torch time / gemmlab time (above 1: gemmlab "
-             "faster). Host overhead: median wall time of one Python call at 256³.", "",
+             "faster). Host overhead: median wall time of one Python call at 256³. FP8: e4m3 in, BF16 out, against "
+             "torch._scaled_mm with the same scales (per tensor with fast accumulation); errors against the float64 "
+             "product of the dequantized operands.", "",
              "| precision | M×N×K | operands | kernel (auto) | gemmlab ms | torch ms | × torch | gemmlab TFLOPS | "
              "host µs (gemmlab / torch) | rel err (gemmlab / torch) |",
              "|---|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    missing = []
     for r in results.get("records", []):
         shape = f"{r['m']}×{r['n']}×{r['k']}"
         if not r.get("verified"):
             lines.append(f"| {r['precision']} | {shape} | {r['layout']} | `{r['kernel']}` | FAILED | | | | | "
                          f"{r['rel_err']:.2e} |")
             continue
-        host = (f"{r['overhead_us']:.1f} / {r['torch_overhead_us']:.1f}" if "overhead_us" in r else "")
+        host = (f"{r['overhead_us']:.1f} / {r.get('torch_overhead_us', float('nan')):.1f}"
+                if "overhead_us" in r else "")
+        if "torch_ms" in r:
+            theirs = f"{r['torch_ms']:.4f} | {r['api_ratio']:.3f}"
+            errs = f"{r['rel_err']:.1e} / {r['torch_rel_err']:.1e}"
+        else:
+            theirs, errs = "— | —", f"{r['rel_err']:.1e} / —"
+            missing.append(f"{r['precision']} {shape}: {r['torch_error']}")
         lines.append(f"| {r['precision']} | {shape} | {r['layout']} | `{r['kernel']}` | {r['api_ms']:.4f} | "
-                     f"{r['torch_ms']:.4f} | {r['api_ratio']:.3f} | {r['api_tflops']:.1f} | {host} | "
-                     f"{r['rel_err']:.1e} / {r['torch_rel_err']:.1e} |")
+                     f"{theirs} | {r['api_tflops']:.1f} | {host} | {errs} |")
+    if missing:
+        lines += ["", "torch could not run these (gemmlab timed alone):", *(f"- {m}" for m in missing)]
     return "\n".join(lines) + "\n"

@@ -28,13 +28,23 @@ second launch costs the host more than the in-place pass costs the GPU, which st
 where tc5 has a few CTAs for the few tiles (docs/tensor_cores.md, "One launch for small TF32").
 Measured: results/h200/tensor_cores.json. It gained far less than predicted; docs/tensor_cores.md ("tc6: a
 stream-K tail") has the figures, the likely causes, and the runs behind SK_SKIP_FILL.
+
+``cuda/tc6_stream_k_fp8_block``: the same tail on tc8_block_scaled_fp8 (block-scaled FP8), whose promoted FP32
+accumulators add across a split tile like tc4's. Its split launches copy the scales beside each k-tile
+(SCALE_TMA=1): tc8's own scale ring (SCALE_TMA=2) has producer warp 1 walk the units too, and a second stream-K walk
+spills at the producer's 32 registers. Why: tc8's 192-row tiles leave 4096³ 704 tiles, 5.33 waves, so each CTA's
+makespan is 6 tiles for 5.33 of work. Predicted: up to 12% faster at 4096³ less the fixup (a 96 KB partial written
+and read per split tile) and the scale ring's gain, which the split launches give up; elsewhere tc8 itself (8192³
+and 2048×3072×4096 fill their last waves). Measured: results/h200/fp8.json.
 """
-from gemmlab.kernels.cuda import tc4_persistent, tc5_swap_ab
-from gemmlab.kernels.cuda.tc_common import SK_FILL, SK_SKIP_FILL, WgmmaKernel, wgmma_constraints, wgmma_traffic
+from gemmlab.kernels.cuda import tc4_persistent, tc5_swap_ab, tc8_block_scaled_fp8 as tc8
+from gemmlab.kernels.cuda.tc_common import (SK_FILL, SK_SKIP_FILL, WgmmaKernel, fp8_constraints, wgmma_constraints,
+                                            wgmma_traffic)
 
 SK = {"STREAM_K": 1, "SK_FILL": SK_FILL, "SK_SKIP_FILL": SK_SKIP_FILL}
 BF16 = {**{k: v for k, v in tc4_persistent.BASE.items() if k != "NARROW_BN"}, "CM": 1, **SK}
 TF32 = {**tc5_swap_ab.PARAMS, "CN": 1, **SK}
+FP8_BLOCK = {**tc8.PARAMS, "SCALE_TMA": 1, **SK}
 ONE_LAUNCH_MNK = 512 ** 3
 
 SPECS = [
@@ -58,5 +68,18 @@ SPECS = [
                                     group_m=TF32["GROUP_M"], swap_ab=True, round_a=TF32["TF32_ROUND"] == 3,
                                     one_launch_mnk=ONE_LAUNCH_MNK, whole=tc5_swap_ab.traffic_model(ONE_LAUNCH_MNK)),
         doc=__doc__, unmodeled=tc5_swap_ab.REGISTER_OPERAND + "; and a split tile's owner waits for its partials",
+    ),
+    WgmmaKernel(
+        name="cuda/tc6_stream_k_fp8_block", level=6, precision="fp8_block", kind="persistent",
+        title="fp8 block-scaled tc8 (192x128 tiles, promoted every 128 of K) with a stream-K tail, deterministic "
+              "fixup, BF16 C",
+        source="tc8_block_scaled_fp8.cu", entry="tc8_block_scaled_fp8", params=dict(FP8_BLOCK),
+        whole_tiles=dict(tc8.PARAMS),
+        constraints=lambda p: wgmma_constraints(p, specialized=True, options=("HALVES",))
+        + fp8_constraints(p, promoted=True),
+        traffic_model=wgmma_traffic("fp8_block", FP8_BLOCK["BM"], FP8_BLOCK["BN"], stream_k=True,
+                                    group_m=FP8_BLOCK["GROUP_M"], epi_tma=True, block_scales=True,
+                                    whole=tc8.SPECS[0].traffic_model),
+        doc=__doc__, unmodeled=tc8.PROMOTION + "; and a split tile's owner waits for its partials",
     ),
 ]

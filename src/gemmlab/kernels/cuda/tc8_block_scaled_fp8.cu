@@ -7,16 +7,16 @@
 // Scales (Fp8Args): scale_a is ceil(K/128) x M row-major, so a k-block's scales of a tile's rows are contiguous;
 // scale_b is ceil(N/128) x ceil(K/128) row-major: one value per tile and k-tile where BN divides 128; a 192-wide
 // tile straddles two B blocks at a 64-column boundary, and each 8-column group takes the scale of its side.
-// SCALE_TMA=1 (registered): a k-tile's scales travel with its operands. The producer copies them with TMA through
-// the 1-D maps args.sa and args.sb into the ring slot's scale area, counted on the slot's `full` barrier, and each
-// consumer thread reads its three from shared memory just before it issues the k-tile's wgmma: read after the issue,
-// or between the wait and the promotion, they held up the promotion as long as global loads did. A box starts on 16
-// bytes, where a tile's scales need not (a k-block of A's is M floats on from the last): each box starts at the
-// 4-float boundary below them and holds 4 more, and the consumers skip the difference (scale_skip). As 1-D maps,
-// no layout needs padding.
+// SCALE_TMA=1 (the build before, and tc6_stream_k_fp8_block's split launches): a k-tile's scales travel with its
+// operands. The producer copies them with TMA through the 1-D maps args.sa and args.sb into the ring slot's scale
+// area, counted on the slot's `full` barrier, and each consumer thread reads its three from shared memory just
+// before it issues the k-tile's wgmma: read after the issue, or between the wait and the promotion, they held up the
+// promotion as long as global loads did. A box starts on 16 bytes, where a tile's scales need not (a k-block of A's
+// is M floats on from the last): each box starts at the 4-float boundary below them and holds 4 more, and the
+// consumers skip the difference (scale_skip). As 1-D maps, no layout needs padding.
 // SCALE_TMA=0 (the earlier build, a variant): each consumer thread loads them from global memory (ld.global.nc)
 // one k-tile before it promotes, in the producer's k order (unit_ktile).
-// SCALE_TMA=2 (a variant): the scales ride a ring of their own, SCALE_SLOTS = 2 x STAGES deep with its own full
+// SCALE_TMA=2 (registered): the scales ride a ring of their own, SCALE_SLOTS = 2 x STAGES deep with its own full
 // and empty barriers, which producer warp 1 fills up to that many k-tiles ahead of the consumers, so their copies
 // are issued about STAGES k-tiles before the operands' and the operands' barrier no longer waits for them. Why: a
 // build without the scale copies (timing only) ran faster than SCALE_TMA=1 by more than tc8 is short of its bar,
@@ -26,10 +26,14 @@
 // HALVES=1 (a variant, BN = 128): each k-tile's wgmma in two column halves of 64, committed apart, so a warpgroup
 // always has a half of its own on the tensor cores while it promotes the other; the price is A read twice from
 // shared memory (about 181 bytes per clock at the FP8 rate against 149), which the registered build does not pay.
+// STREAM_K=1 (tc6_stream_k_fp8_block, clusters off, SCALE_TMA 0 or 1): tc6's stream-K tail (SkWalk, sk_fixup).
+// The promoted accumulators are FP32 sums of scaled k-tiles, so a split tile's partials add like tc4's. With
+// SCALE_TMA=2, warp 1's copy of the stream-K walk does not fit the producer's 32 registers and spills.
 // TIMELINE=1: the stamps of tc4 (Timeline in tc_timeline.cuh).
 #include "tc_epilogue.cuh"
 #include "tc_ktile.cuh"
 #include "tc_persistent.cuh"
+#include "tc_stream_k.cuh"
 #include "tc_timeline.cuh"
 
 #ifndef PER_TENSOR
@@ -134,9 +138,10 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
         [](u32, int) {});
 #if SCALE_TMA == 2
     if (tid == 32) {  // producer warp 1: the scale ring, in produce_ring's walk and k order
+      const PersistentGrid<CM, 1> g1(args.M, args.N, args.K);
       u32 j = 0, unit = 0;
-      for (Walk u(grid.cluster, grid.clusters, grid.tiles, grid.KT); u.valid(); u.next(), ++unit) {
-        const int2 o = grid.origin(u.tile);
+      for (Walk u(g1.cluster, g1.clusters, g1.tiles, g1.KT); u.valid(); u.next(), ++unit) {
+        const int2 o = g1.origin(u.tile);
         for (int kt = u.kb; kt < u.ke; ++kt, ++j) {
           const u32 r = j % SCALE_SLOTS;
           if (j >= (u32)SCALE_SLOTS) mbar_wait(&sempty[r], (j / SCALE_SLOTS - 1) & 1);
@@ -291,6 +296,9 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
 #endif
 #if TIMELINE
       tlog.unit(unit, 1);
+#endif
+#if STREAM_K
+      if (!sk_fixup<BN / 2, CW * 128>(u, acc, args.sk_ws, args.sk_flags, tid - 128)) continue;
 #endif
       out.store<BN>(args, C, acc, sm.extra, m0, n0, cw, M, N);
 #if TIMELINE
