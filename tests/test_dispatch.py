@@ -117,6 +117,20 @@ def test_a_bench_run_updates_this_machines_table(tmp_path):
     assert dispatch.choose(Problem(2048, 3072, 4096, "tf32"), ROW_MAJOR, H200).spec.name == "cuda/tc6_stream_k_tf32"
 
 
+def test_a_later_run_of_fewer_kernels_replaces_only_their_rows(tmp_path):
+    """A run of some kernels (a variant sweep times its registered kernels alone) replaces those kernels' rows at the
+    shapes it timed; a kernel it did not time keeps its row and its place among them."""
+    fp8 = (4096, 4096, 4096)
+    dispatch.record(run(record("cuda/tc8_block_scaled_fp8", 0.158, "fp8_block", fp8),
+                        record("cuda/tc6_stream_k_fp8_block", 0.151, "fp8_block", fp8)))
+    dispatch.record(run(record("cuda/tc8_block_scaled_fp8", 0.157, "fp8_block", fp8)))
+    rows = dispatch.load_table()["NVIDIA H200"]["fp8_block"]["4096x4096x4096"]
+    assert [(r["kernel"], r["ms"]) for r in rows] == [("cuda/tc6_stream_k_fp8_block", 0.151),
+                                                      ("cuda/tc8_block_scaled_fp8", 0.157)]
+    dispatch.record(run(record("cuda/tc8_block_scaled_fp8", 0.150, "fp8_block", fp8)))
+    assert dispatch.choose(Problem(*fp8, "fp8_block"), Layout(b=COL), H200).spec.name == "cuda/tc8_block_scaled_fp8"
+
+
 def test_kernels_this_gemmlab_lacks_or_that_refuse_the_problem_are_passed_over():
     # a table written by another version of gemmlab names a kernel this one does not have
     dispatch.record(run(record("cuda/nope", 0.0001, precision="fp32"), record("cuda/v2_smem", 0.5, precision="fp32")))

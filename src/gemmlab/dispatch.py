@@ -74,17 +74,22 @@ def table_from_results(results: dict) -> dict:
         rows.append(row)
     for shapes in table.get(gpu, {}).values():
         for label, rows in shapes.items():
-            best: dict = {}
-            for row in rows:  # a kernel timed twice (two runs merged) keeps its record with a host time, the faster
-                old = best.get(row["kernel"])
-                if old is None or ("host_us" in row, -_rank(row)[0]) > ("host_us" in old, -_rank(old)[0]):
-                    best[row["kernel"]] = row
-            # a record without a host time where others of the shape have one (an older run): the shape's median,
-            # not none at all, so that it does not rank above the kernels whose host time binds
-            known = [row["host_us"] for row in best.values() if "host_us" in row]
-            typical = statistics.median(known) if known else 0.0
-            shapes[label] = sorted(best.values(), key=lambda row: _rank(row, typical))
+            shapes[label] = _ranked(rows)
     return table
+
+
+def _ranked(rows: list[dict]) -> list[dict]:
+    """One row per kernel, fastest per call first."""
+    best: dict = {}
+    for row in rows:  # a kernel timed twice (two runs merged) keeps its record with a host time, the faster
+        old = best.get(row["kernel"])
+        if old is None or ("host_us" in row, -_rank(row)[0]) > ("host_us" in old, -_rank(old)[0]):
+            best[row["kernel"]] = row
+    # a record without a host time where others of the shape have one (an older run): the shape's median, not none
+    # at all, so that it does not rank above the kernels whose host time binds
+    known = [row["host_us"] for row in best.values() if "host_us" in row]
+    typical = statistics.median(known) if known else 0.0
+    return sorted(best.values(), key=lambda row: _rank(row, typical))
 
 
 def _rank(row: dict, typical_host_us: float = 0.0) -> tuple:
@@ -106,11 +111,16 @@ def table_from_runs(runs: list[dict]) -> dict:
 
 
 def merge(old: dict, new: dict) -> dict:
-    """``new``'s shapes replace ``old``'s, GPU by GPU and precision by precision."""
+    """``new``'s rows replace ``old``'s rows of the same kernel at the same GPU, precision and shape; the kernels
+    ``new`` did not time there keep their rows, ranked with the new ones (a run of a few kernels, or of variants
+    alone, leaves the others' measurements in the table)."""
     out = {gpu: {p: dict(shapes) for p, shapes in precs.items()} for gpu, precs in old.items()}
     for gpu, precs in new.items():
         for p, shapes in precs.items():
-            out.setdefault(gpu, {}).setdefault(p, {}).update(shapes)
+            mine = out.setdefault(gpu, {}).setdefault(p, {})
+            for label, rows in shapes.items():
+                timed = {row["kernel"] for row in rows}
+                mine[label] = _ranked([row for row in mine.get(label, []) if row["kernel"] not in timed] + rows)
     return out
 
 

@@ -66,12 +66,14 @@ def test_the_report_renders_fp8_rows_and_says_which_torch_could_not_run():
     results = {"env": {"gpu": {"name": "NVIDIA H200"}, "git_sha": "abc"}, "records": [
         _record("fp8", torch_ms=0.03, api_ratio=1.5, torch_rel_err=2e-3, torch_overhead_us=20.0),
         _record("fp8_block", torch_error="RuntimeError: no blockwise scaling"),
-        _record("fp8_block", m=512, verified=False, rel_err=0.5)]}
+        _record("fp8_block", m=512, verified=False, rel_err=0.5),
+        _record("fp8_block", m=128, torch_ms=0.03, api_ratio=1.5, torch_rel_err=0.7, torch_verified=False)]}
     md = api_bench.markdown(results)
     rows = [line for line in md.splitlines() if line.startswith("| fp8")]
     assert rows[0].split(" | ")[4:7] == ["0.0200", "0.0300", "1.500"] and "12.0 / 20.0" in rows[0]
     assert rows[1].split(" | ")[5:7] == ["—", "—"] and "1.0e-03 / —" in rows[1]
-    assert "FAILED" in rows[2]
+    assert "FAILED" in rows[2] and "(torch wrong)" in rows[3] and "(torch wrong)" not in rows[0]
+    assert "- fp8_block 128×256×256: torch's rel err 7.00e-01" in md
     assert md.rstrip().endswith("- fp8_block 256×256×256: RuntimeError: no blockwise scaling")
     assert "torch: RuntimeError: no blockwise scaling" in api_bench._line(results["records"][1])
     assert "×1.500" in api_bench._line(results["records"][0])

@@ -185,7 +185,7 @@ def run_api_bench(opts: ApiBenchOptions, say=print) -> dict:
                "verified": ok, "rel_err": err, "why": chosen.why,
                "copies": [x for x, c in (("A", chosen.copy_a), ("B", chosen.copy_b)) if c]}
         try:
-            rec["torch_rel_err"], _ = _verify(torch, theirs(*sets[0]), ref, tolerance_for(problem))
+            rec["torch_rel_err"], rec["torch_verified"] = _verify(torch, theirs(*sets[0]), ref, tolerance_for(problem))
         except RuntimeError as exc:  # this torch has no such call (blockwise scaled matmul): gemmlab alone
             rec["torch_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
             theirs = None
@@ -236,7 +236,7 @@ def markdown(results: dict) -> str:
              "| precision | M×N×K | operands | kernel (auto) | gemmlab ms | torch ms | × torch | gemmlab TFLOPS | "
              "host µs (gemmlab / torch) | rel err (gemmlab / torch) |",
              "|---|---|---|---|---:|---:|---:|---:|---:|---:|"]
-    missing = []
+    missing, wrong = [], []
     for r in results.get("records", []):
         shape = f"{r['m']}×{r['n']}×{r['k']}"
         if not r.get("verified"):
@@ -248,11 +248,17 @@ def markdown(results: dict) -> str:
         if "torch_ms" in r:
             theirs = f"{r['torch_ms']:.4f} | {r['api_ratio']:.3f}"
             errs = f"{r['rel_err']:.1e} / {r['torch_rel_err']:.1e}"
+            if r.get("torch_verified") is False:  # torch's product is off the reference: timed all the same
+                errs += " (torch wrong)"
+                wrong.append(f"{r['precision']} {shape}: torch's rel err {r['torch_rel_err']:.2e} against the "
+                             "float64 reference, past the precision's tolerance")
         else:
             theirs, errs = "— | —", f"{r['rel_err']:.1e} / —"
             missing.append(f"{r['precision']} {shape}: {r['torch_error']}")
         lines.append(f"| {r['precision']} | {shape} | {r['layout']} | `{r['kernel']}` | {r['api_ms']:.4f} | "
                      f"{theirs} | {r['api_tflops']:.1f} | {host} | {errs} |")
+    if wrong:
+        lines += ["", "torch's result failed the check gemmlab's passed (both timed):", *(f"- {w}" for w in wrong)]
     if missing:
         lines += ["", "torch could not run these (gemmlab timed alone):", *(f"- {m}" for m in missing)]
     return "\n".join(lines) + "\n"
