@@ -573,6 +573,10 @@ def test_tc8s_stream_k_tail_splits_where_the_last_wave_is_short_and_launches_tc8
     for shape in ((8192, 8192, 8192), (2048, 3072, 4096)):
         whole = TC6.for_problem(Problem(*shape, "fp8_block"))
         assert whole.params == TC8.params and whole.source == TC8.source
+    # every format pair and output type launches its own binary where no tile is split, too
+    for c in TC6.configurations(formats=True):
+        whole = c.for_problem(Problem(8192, 8192, 8192, "fp8_block"))
+        assert all(whole.params[k] == c.params[k] for k in ("A_E5M2", "B_E5M2", "OUT_BF16")) and "STREAM_K" not in whole.params
     ops = lambda spec: [i.op for i in sass.instructions(sass.sass(spec.compile("sm_90a").cubin, tmp_path))]  # noqa: E731
     assert any(op.startswith("RED") and ".GPU" in op for op in ops(split))
     assert not any(op.startswith("RED") for op in ops(TC8))

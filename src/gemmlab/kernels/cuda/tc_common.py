@@ -514,8 +514,9 @@ class WgmmaKernel(CudaKernel):
         bad = [x for x in (a, b) if x not in (E4M3, E5M2)] + ([out] if out not in ("bfloat16", "float32") else [])
         if not self.fp8 or bad:
             return super().for_formats(a, b, out)
-        return dataclasses.replace(self, params={**self.params, "A_E5M2": int(a == E5M2), "B_E5M2": int(b == E5M2),
-                                                 "OUT_BF16": int(out == "bfloat16")})
+        picked = {"A_E5M2": int(a == E5M2), "B_E5M2": int(b == E5M2), "OUT_BF16": int(out == "bfloat16")}
+        whole = {**self.whole_tiles, **picked} if self.whole_tiles else self.whole_tiles  # the same formats unsplit
+        return dataclasses.replace(self, params={**self.params, **picked}, whole_tiles=whole)
 
     def config_error(self) -> str | None:
         why = super().config_error()
