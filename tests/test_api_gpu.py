@@ -236,3 +236,18 @@ def test_fp8_through_torch_on_ragged_shapes(m, n, k, recipe):
     assert c.dtype == torch.bfloat16 and c.shape == (m, n)
     err = float(torch.linalg.norm(c.double() - ref) / torch.linalg.norm(ref).clamp_min(1e-30))
     assert err <= tolerance_for(Problem(m, n, k, precision)), err
+
+
+@pytest.mark.parametrize("m,n,k", [(4096, 4096, 1024), (2048, 3072, 1024)])  # 176 tiles split; 2 whole waves
+@pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float32])
+def test_the_stream_k_block_level_runs_its_output_type_split_or_not(m, n, k, out_dtype):
+    """tc6_stream_k_fp8_block named: where its tail splits tiles and where it launches tc8's whole-tile binary, C of
+    the type asked for, against the float64 product of the dequantized operands."""
+    g = torch.Generator(device="cuda").manual_seed(k)
+    a8, sa, fa = _fp8_blocks(torch.randn(m, k, device="cuda", generator=g), 1)
+    w8, sw, fw = _fp8_blocks(torch.randn(n, k, device="cuda", generator=g), 128)
+    c = gemmlab.matmul(a8, w8.t(), "cuda/tc6_stream_k_fp8_block", scale_a=sa, scale_b=sw.t(), out_dtype=out_dtype)
+    ref = (a8.double() * fa.double()) @ (w8.double() * fw.double()).t()
+    assert c.dtype == out_dtype
+    err = float(torch.linalg.norm(c.double() - ref) / torch.linalg.norm(ref))
+    assert err <= tolerance_for(Problem(m, n, k, "fp8_block")), err
