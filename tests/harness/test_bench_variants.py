@@ -26,7 +26,7 @@ def test_a_variant_is_the_registered_kernel_with_its_changes():
     base = get_kernel(TC8)
     assert v.name == TC8 + "[BM=128,STAGES=5,CONSUMER_REGS=232,PRODUCER_REGS=40]"
     # a change to what it already has is dropped
-    assert bench.variant(TC8, {**TWO_WARPGROUPS, "SCALE_TMA": 1}).name == v.name
+    assert bench.variant(TC8, {**TWO_WARPGROUPS, "SCALE_TMA": 2}).name == v.name
     assert v.params == {**base.params, **TWO_WARPGROUPS} and v.variant_of == TC8
     assert (v.source, v.entry, v.precision, v.level) == (base.source, base.entry, base.precision, base.level)
     assert "bench --variant" in v.auto_refusal()  # kernel="auto" never runs one

@@ -414,7 +414,7 @@ def test_tc8_plan_and_fp32_output_variant(stub):
 
     stub.stub_reset()
     plan, gpu = make(stub, "cuda/tc8_block_scaled_fp8", (1000, 520, 256), FP8_COL)
-    assert type(plan).__name__ == "Fp8Plan" and plan.main.smem == 218_688 and plan.main.block == (512, 1, 1)
+    assert type(plan).__name__ == "Fp8Plan" and plan.main.smem == 223_424 and plan.main.block == (512, 1, 1)
     plan.launch(0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000, 3, 0x7400_0000_0000, 0x7500_0000_0000)
     args = tc_args(launch_record(stub, 0).params)
     assert (args["scale_a"], args["scale_b"]) == (0x7400_0000_0000, 0x7500_0000_0000) and args["c"][1] == 9
