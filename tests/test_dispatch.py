@@ -75,7 +75,9 @@ def test_table_from_results_ranks_verified_kernels_of_gemmlab_only():
                                                                                backend="peer"),
         record("cuda/tc4_persistent_bf16", 0.205)))
     rows = table["NVIDIA H200"]["bf16"]["4096x4096x4096"]
-    assert [(r["kernel"], r["ms"]) for r in rows] == [("cuda/tc6_stream_k_bf16", 0.20), ("cuda/tc4_persistent_bf16", 0.205)]
+    assert [(r["kernel"], r["ms"]) for r in rows[:2]] == [("cuda/tc6_stream_k_bf16", 0.20),
+                                                          ("cuda/tc4_persistent_bf16", 0.205)]
+    assert rows[2:] == [{"kernel": "cuda/tc3_warp_specialized_bf16", "failed": True}]  # failed there: last, no time
     assert dispatch.table_from_results({"env": {"gpu": None}, "records": []}) == {}
 
 
@@ -131,6 +133,13 @@ def test_a_later_run_of_fewer_kernels_replaces_only_their_rows(tmp_path):
                                                       ("cuda/tc8_block_scaled_fp8", 0.157)]
     dispatch.record(run(record("cuda/tc8_block_scaled_fp8", 0.150, "fp8_block", fp8)))
     assert dispatch.choose(Problem(*fp8, "fp8_block"), Layout(b=COL), H200).spec.name == "cuda/tc8_block_scaled_fp8"
+    # a kernel that fails verification in a later run loses its earlier row there, and auto passes it over
+    failed = {**record("cuda/tc8_block_scaled_fp8", None, "fp8_block", fp8, verified=False), "status": "FAILED"}
+    dispatch.record(run(failed))
+    rows = dispatch.load_table()["NVIDIA H200"]["fp8_block"]["4096x4096x4096"]
+    assert rows[-1] == {"kernel": "cuda/tc8_block_scaled_fp8", "failed": True}
+    choice = dispatch.choose(Problem(*fp8, "fp8_block"), Layout(b=COL), H200)
+    assert choice.spec.name == "cuda/tc6_stream_k_fp8_block" and "#1 of the 1 kernels" in choice.why
 
 
 def test_kernels_this_gemmlab_lacks_or_that_refuse_the_problem_are_passed_over():

@@ -57,17 +57,24 @@ def per_call_ms(row: dict, typical_host_us: float = 0.0) -> float:
 
 def table_from_results(results: dict) -> dict:
     """{gpu: {precision: {"MxNxK": [{"kernel", "ms"[, "host_us"]}, ...fastest per call first]}}} from a results
-    JSON's verified records of gemmlab's registered GPU kernels (not bench --variant's)."""
+    JSON's verified records of gemmlab's registered GPU kernels (not bench --variant's). A kernel that failed
+    verification at a shape gets a row {"kernel", "failed": true} there, last: it replaces that kernel's earlier
+    measurement when tables merge, and ``choose`` never runs it."""
     gpu = ((results.get("env") or {}).get("gpu") or {}).get("name")
     table: dict = {}
     if not gpu:
         return table
     for r in results.get("records", []):
-        if r.get("backend") in ("peer", "cpu") or r.get("variant_of") or not r.get("verified") or \
-                not r.get("median_ms"):
+        if r.get("backend") in ("peer", "cpu") or r.get("variant_of"):
+            continue
+        failed = r.get("status") == "FAILED"
+        if not failed and (not r.get("verified") or not r.get("median_ms")):
             continue
         label = f"{r['m']}x{r['n']}x{r['k']}"
         rows = table.setdefault(gpu, {}).setdefault(r["precision"], {}).setdefault(label, [])
+        if failed:
+            rows.append({"kernel": r["kernel"], "failed": True})
+            continue
         row = {"kernel": r["kernel"], "ms": r["median_ms"]}
         if r.get("call_host_us"):
             row["host_us"] = r["call_host_us"]
@@ -79,9 +86,12 @@ def table_from_results(results: dict) -> dict:
 
 
 def _ranked(rows: list[dict]) -> list[dict]:
-    """One row per kernel, fastest per call first."""
+    """One row per kernel, fastest per call first; a kernel that failed in any of them, last, as failed."""
+    failed = {row["kernel"] for row in rows if row.get("failed")}
     best: dict = {}
     for row in rows:  # a kernel timed twice (two runs merged) keeps its record with a host time, the faster
+        if row["kernel"] in failed:
+            continue
         old = best.get(row["kernel"])
         if old is None or ("host_us" in row, -_rank(row)[0]) > ("host_us" in old, -_rank(old)[0]):
             best[row["kernel"]] = row
@@ -89,7 +99,8 @@ def _ranked(rows: list[dict]) -> list[dict]:
     # at all, so that it does not rank above the kernels whose host time binds
     known = [row["host_us"] for row in best.values() if "host_us" in row]
     typical = statistics.median(known) if known else 0.0
-    return sorted(best.values(), key=lambda row: _rank(row, typical))
+    return sorted(best.values(), key=lambda row: _rank(row, typical)) + [{"kernel": k, "failed": True}
+                                                                          for k in sorted(failed)]
 
 
 def _rank(row: dict, typical_host_us: float = 0.0) -> tuple:
@@ -111,9 +122,9 @@ def table_from_runs(runs: list[dict]) -> dict:
 
 
 def merge(old: dict, new: dict) -> dict:
-    """``new``'s rows replace ``old``'s rows of the same kernel at the same GPU, precision and shape; the kernels
-    ``new`` did not time there keep their rows, ranked with the new ones (a run of a few kernels, or of variants
-    alone, leaves the others' measurements in the table)."""
+    """``new``'s rows replace ``old``'s rows of the same kernel at the same GPU, precision and shape (a failed row
+    too); the kernels ``new`` did not time there keep their rows, ranked with the new ones (a run of a few kernels,
+    or of variants alone, leaves the others' measurements in the table)."""
     out = {gpu: {p: dict(shapes) for p, shapes in precs.items()} for gpu, precs in old.items()}
     for gpu, precs in new.items():
         for p, shapes in precs.items():
@@ -176,6 +187,7 @@ def choose(problem: Problem, layout: Layout, gpu) -> Choice:
     entry = _nearest(load_table().get(gpu.name, {}).get(problem.precision, {}), problem)
     if entry:
         label, rows = entry
+        rows = [row for row in rows if not row.get("failed")]
         specs = [s for s in (usable(row["kernel"]) for row in rows) if s is not None]
         copies = [(spec, _copies(layout, spec)) for spec in specs]  # None: no copy makes the layout readable
         for spec, copied in copies:

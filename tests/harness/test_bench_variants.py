@@ -155,3 +155,15 @@ def test_without_a_gpu_a_variant_is_compiled_and_modeled_beside_its_registered_k
     assert v["spills"] == 0 and v["registers"] == 168 and records[TC8]["registers"] == 128
     assert v["model"]["modeled_read_bytes"] > records[TC8]["model"]["modeled_read_bytes"]
     assert v["kernel"] in capsys.readouterr().out
+
+
+def test_a_variant_of_a_stream_k_level_changes_its_whole_tile_launches_too():
+    """Where no tile is split a stream-K level launches its base level's parameters (whole_tiles): a variant's
+    changes reach those launches as well, so its records at such shapes time the variant, not the registered
+    binary, and a change the whole-tile build refuses is refused at once."""
+    v = bench.variant("cuda/tc6_stream_k_fp8_block", {"GROUP_M": 16})
+    for shape in ((4096, 4096, 4096), (8192, 8192, 8192)):  # split; whole tiles
+        assert v.for_problem(Problem(*shape, "fp8_block")).params["GROUP_M"] == 16
+    assert v.for_problem(Problem(8192, 8192, 8192, "fp8_block")).params["SCALE_TMA"] == 2  # the rest as registered
+    with pytest.raises(InvalidConfigError, match="SCALE_TMA=0"):
+        bench.variant("cuda/tc6_stream_k_fp8_block", {"SCALE_TMA": 0})

@@ -306,3 +306,32 @@ def test_sanitizer_child_runs_each_configuration_of_a_tuned_kernel(monkeypatch):
     tiles = [tile for tile, _ in seen]
     assert tiles.count((128, 256)) == tiles.count((128, 192)) == len(sweep.SANITIZE_SHAPES)
     assert tiles.count((128, 128)) == len(sweep.SANITIZE_SHAPES)  # v8: one plain configuration
+
+
+def test_sanitizer_child_runs_the_stream_k_levels_through_whole_tiles_and_a_split_tail(monkeypatch):
+    """The sanitizer's ragged shapes split tiles only where a problem has fewer tiles than SMs; the stream-K levels
+    also run STREAM_K_SANITIZE_SHAPE, where their walk takes whole tiles and then splits the rest, ragged in M and
+    N, so that the fixup runs beside data-parallel tiles under memcheck and racecheck. The other levels do not."""
+    from types import SimpleNamespace
+
+    from gemmlab import device
+    from gemmlab.harness import sweep
+    from gemmlab.kernels.cuda.tc_common import bk, ceil_div, stream_k_dp_tiles, stream_k_grid
+    from gemmlab.kernels.registry import get_kernel
+    from gemmlab.problem import Problem
+
+    names = ["cuda/tc6_stream_k_bf16", "cuda/tc6_stream_k_tf32", "cuda/tc6_stream_k_fp8_block"]
+    for name in names:
+        spec = get_kernel(name)
+        problem = Problem(*sweep.STREAM_K_SANITIZE_SHAPE, spec.precision)
+        p = spec.for_problem(problem).params
+        tiles = ceil_div(problem.m, p["BM"]) * ceil_div(problem.n, p["BN"])
+        grid = stream_k_grid(tiles, ceil_div(problem.k, bk(spec.precision)), 132)
+        assert 0 < stream_k_dp_tiles(tiles, grid, p["SK_FILL"], p["SK_SKIP_FILL"]) < tiles, name
+    monkeypatch.setattr(device, "gpu", lambda: SimpleNamespace(name="NVIDIA H200"))
+    seen = []
+    monkeypatch.setattr(sweep, "check", lambda spec, problem, seed: seen.append((spec.name, problem.shape))
+                        or SimpleNamespace(passed=True))
+    assert sweep._sanitize_target(names + ["cuda/tc4_persistent_bf16"]) == 0
+    at_split = {name for name, shape in seen if shape == sweep.STREAM_K_SANITIZE_SHAPE}
+    assert at_split == set(names)

@@ -453,6 +453,8 @@ def test_constraints_refuse_what_cannot_work_with_the_reason():
                              (TC8, {"OUT_BF16": 3}, "OUT_BF16=3"),
                              (TC8, {"STAGES": 7}, "shared memory"),
                              (TC8, {"STREAM_K": 1}, "STREAM_K=1 with SCALE_TMA=2"),
+                             (TC6, {"SCALE_TMA": 0}, "STREAM_K=1 with SCALE_TMA=0"),
+                             (TC6, {"HALVES": 1}, "STREAM_K=1 with HALVES=1"),
                              (TC8, {"BN": 192, "STAGES": 3}, "CONSUMER_REGS=160"),
                              (TC4, {"SCALE_TMA": 1}, "option of tc8's source"),
                              (TC8, {"PER_TENSOR": 1, "SCALE_TMA": 1}, "one scale per operand"),

@@ -71,10 +71,19 @@ def fp8_operands(torch, a, w, precision: str, reference: bool = True) -> tuple:
     qa, qw = (fp8.quantize(xp.from_dlpack(x.detach()), fp8.E4M3, blk) for x, blk in zip((a, w), blocks))
     a8, w8 = (to_torch(q.data).view(torch.float8_e4m3fn) for q in (qa, qw))
     sa, sw = to_torch(qa.scale), to_torch(qw.scale)
-    if precision == "fp8_block":
-        sa, sw = sa.t(), sw.t()  # stored (K/128, M) and (N/128, K/128)
+    if precision == "fp8_block":  # stored (K/128, M) and (N/128, K/128), given transposed
+        sa, sw = (_pitched(torch, s).t() for s in (sa, sw))
     ref = to_torch(qa.dequantize() @ qw.dequantize().T) if reference else None
     return (a8, w8.t(), sa, sw), ref
+
+
+def _pitched(torch, s):
+    """s (rows × cols) in storage whose rows start on 16 bytes (cols rounded up to 4 floats), as cuBLASLt's
+    blockwise scales need."""
+    rows, cols = s.shape
+    store = torch.zeros(rows, -(-cols // 4) * 4, dtype=s.dtype, device=s.device)
+    store[:, :cols] = s
+    return store[:, :cols]
 
 
 def _torch_call(torch, prec):

@@ -25,6 +25,8 @@ from gemmlab.problem import Problem
 # Ragged in every dimension; the last has N % 4 == 0, so tc4 stores C through TMA there (partial boxes in M and N, an
 # odd number of them in the last column), where the others take the register path.
 SANITIZE_SHAPES = ((33, 17, 65), (127, 129, 255), (257, 31, 1000), (300, 520, 200))
+# and for the stream-K levels, one whose walk runs whole tiles and then a split tail, ragged in M and N
+STREAM_K_SANITIZE_SHAPE = (2500, 2500, 384)
 
 
 @dataclass(frozen=True)
@@ -156,7 +158,8 @@ def _sanitize_target(kernels: list[str]) -> int:
     for kernel in kernels:
         spec = get_kernel(kernel)
         for variant in spec.configurations():
-            for i, shape in enumerate(SANITIZE_SHAPES):
+            split = (STREAM_K_SANITIZE_SHAPE,) if variant.params.get("STREAM_K", 0) else ()
+            for i, shape in enumerate(SANITIZE_SHAPES + split):
                 problem = Problem(*shape, spec.precision)
                 if variant.is_valid(problem):
                     continue

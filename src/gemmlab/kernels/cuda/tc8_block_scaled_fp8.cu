@@ -26,9 +26,10 @@
 // HALVES=1 (a variant, BN = 128): each k-tile's wgmma in two column halves of 64, committed apart, so a warpgroup
 // always has a half of its own on the tensor cores while it promotes the other; the price is A read twice from
 // shared memory (about 181 bytes per clock at the FP8 rate against 149), which the registered build does not pay.
-// STREAM_K=1 (tc6_stream_k_fp8_block, clusters off, SCALE_TMA 0 or 1): tc6's stream-K tail (SkWalk, sk_fixup).
-// The promoted accumulators are FP32 sums of scaled k-tiles, so a split tile's partials add like tc4's. With
-// SCALE_TMA=2, warp 1's copy of the stream-K walk does not fit the producer's 32 registers and spills.
+// STREAM_K=1 (tc6_stream_k_fp8_block, clusters off, SCALE_TMA=1 or PER_TENSOR): tc6's stream-K tail (SkWalk,
+// sk_fixup). The promoted accumulators are FP32 sums of scaled k-tiles, so a split tile's partials add like tc4's.
+// Beside the walk's state, the other builds spill: SCALE_TMA=2 in warp 1's copy of the walk at the producer's 32
+// registers, SCALE_TMA=0 and HALVES in the consumers at 160 (tc_common.fp8_constraints refuses them).
 // TIMELINE=1: the stamps of tc4 (Timeline in tc_timeline.cuh).
 #include "tc_epilogue.cuh"
 #include "tc_ktile.cuh"

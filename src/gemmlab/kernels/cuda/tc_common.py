@@ -73,9 +73,16 @@ def fp8_constraints(p: dict, promoted: bool) -> list[str]:
     if promoted and p.get("BN") in widths and p["BN"] > p.get("CONSUMER_REGS", 232) - 32:
         e.append(f"BN={p['BN']}: the two accumulator sets take BN of a consumer thread's CONSUMER_REGS="
                  f"{p.get('CONSUMER_REGS', 232)} registers, which must leave 32 for the rest")
-    if promoted and p.get("STREAM_K", 0) and p.get("SCALE_TMA", 0) == 2:
-        e.append("STREAM_K=1 with SCALE_TMA=2: producer warp 1's copy of the stream-K walk spills at the producer's "
-                 "32 registers; the split launches take SCALE_TMA=1")
+    if promoted and p.get("STREAM_K", 0):  # the stream-K walk's state beside what each build already holds spills
+        if p.get("SCALE_TMA", 0) == 2:
+            e.append("STREAM_K=1 with SCALE_TMA=2: producer warp 1's copy of the stream-K walk spills at the "
+                     "producer's 32 registers; the split launches take SCALE_TMA=1")
+        elif p.get("SCALE_TMA", 0) == 0 and not p.get("PER_TENSOR", 0):
+            e.append("STREAM_K=1 with SCALE_TMA=0: the consumers' scale loads beside the stream-K walk spill at "
+                     "160 registers; the split launches take SCALE_TMA=1")
+        if p.get("HALVES", 0):
+            e.append("STREAM_K=1 with HALVES=1: the two halves in flight beside the stream-K walk spill at 160 "
+                     "registers")
     halves = p.get("HALVES", 0)
     if halves and p.get("BN") != 128:
         e.append(f"HALVES=1 with BN={p.get('BN')}: the halves are wgmma m64n64, so BN=128")
