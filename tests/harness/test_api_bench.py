@@ -47,8 +47,8 @@ def test_block_fp8_operands_carry_deepgemms_scales_in_torchs_layouts(m, n, k):
     (a8, b8, sa, sb), ref = api_bench.fp8_operands(torch, a, w, "fp8_block")
     kb, nb = -(-k // 128), -(-n // 128)
     assert sa.shape == (m, kb) and sb.shape == (kb, nb)  # gemmlab.matmul's and torch._scaled_mm's blockwise shapes
-    # transposes of row-major storage whose rows start on 16 bytes, as cuBLASLt reads them
-    assert sa.stride() == (1, -(-m // 4) * 4) and sb.stride() == (1, -(-kb // 4) * 4)
+    # the transposes of gemmlab.fp8's row-major storage, the only layout torch takes
+    assert sa.stride() == (1, m) and sb.stride() == (1, kb)
     qa = fp8.quantize(a.numpy(), fp8.E4M3, fp8.ROWS_1X128)
     assert np.array_equal(sa.numpy(), qa.scale.T) and np.array_equal(a8.view(torch.uint8).numpy(), qa.data)
     full_a = sa.double().repeat_interleave(128, 1)[:, :k]

@@ -542,6 +542,11 @@ def test_peers_need_a_gpu_and_torchs_shapes():
         assert peer.layouts == frozenset({Layout(b=COL)})
         assert peer.is_valid(Problem(4096, 4096, 4096, peer.precision)) is None
         assert "multiples of 16" in peer.is_valid(Problem(64, 17, 64, peer.precision))
+        # cuBLASLt's blockwise product is wrong unless ceil(K/128) is a multiple of 4: refused, not timed
+        for k in (256, 384, 640, 1136):
+            assert ("ceil(K/128) is not a multiple of 4" in str(peer.is_valid(Problem(256, 256, k, peer.precision)))
+                    ) == peer.blockwise, (name, k)
+        assert peer.is_valid(Problem(256, 256, 512, peer.precision)) is None
         from gemmlab import device
 
         if device.gpu() is None:

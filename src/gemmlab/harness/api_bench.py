@@ -58,7 +58,8 @@ def cases(precisions, shapes, linear: bool) -> list[tuple[str, tuple, bool, bool
 def fp8_operands(torch, a, w, precision: str, reference: bool = True) -> tuple:
     """x (M×K) and w (N×K) float32 tensors quantized by gemmlab.fp8 (amax scaling, e4m3) for ``precision``'s recipe,
     as torch._scaled_mm and gemmlab.matmul take them: (a8, w8.t(), scale_a, scale_b), the block scales as the
-    transposes of gemmlab.fp8's stored layouts (scale_a M×K/128, scale_b K/128×N/128), per tensor one float each;
+    transposes of gemmlab.fp8's stored layouts (scale_a M×K/128, scale_b K/128×N/128), per tensor one float each
+    (torch takes no other layout: rows of scale_b padded to 16 bytes it refuses, peers/cublaslt_fp8_block says why);
     and (``reference``) the float64 product of the dequantized operands, on the tensors' device."""
     from gemmlab import fp8
 
@@ -72,18 +73,9 @@ def fp8_operands(torch, a, w, precision: str, reference: bool = True) -> tuple:
     a8, w8 = (to_torch(q.data).view(torch.float8_e4m3fn) for q in (qa, qw))
     sa, sw = to_torch(qa.scale), to_torch(qw.scale)
     if precision == "fp8_block":  # stored (K/128, M) and (N/128, K/128), given transposed
-        sa, sw = (_pitched(torch, s).t() for s in (sa, sw))
+        sa, sw = sa.t(), sw.t()
     ref = to_torch(qa.dequantize() @ qw.dequantize().T) if reference else None
     return (a8, w8.t(), sa, sw), ref
-
-
-def _pitched(torch, s):
-    """s (rows × cols) in storage whose rows start on 16 bytes (cols rounded up to 4 floats), as cuBLASLt's
-    blockwise scales need."""
-    rows, cols = s.shape
-    store = torch.zeros(rows, -(-cols // 4) * 4, dtype=s.dtype, device=s.device)
-    store[:, :cols] = s
-    return store[:, :cols]
 
 
 def _torch_call(torch, prec):
