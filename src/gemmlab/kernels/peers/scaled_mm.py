@@ -114,8 +114,8 @@ class ScaledMmPeer(KernelSpec):
             return Refusal(f"{problem.label()}: torch._scaled_mm needs K and N to be multiples of 16", ShapeError)
         if self.blockwise and -(-problem.k // BLOCK) % 4:
             return Refusal(f"{problem.label()}: torch._scaled_mm's blockwise scales give a wrong product where "
-                           "ceil(K/128) is not a multiple of 4 (torch 2.11, measured at K = 256, 384, 640: relative "
-                           "errors 0.13-0.27), and it refuses scale_b rows padded to 16 bytes", ShapeError)
+                           "ceil(K/128) is not a multiple of 4 (torch 2.11 with CUDA 13, at K = 256, 384 and 640), "
+                           "and it refuses scale_b rows padded to 16 bytes (docs/tensor_cores.md, Peers)", ShapeError)
         return None
 
     def plan(self, problem: Problem, layout=Layout(b=COL)) -> ScaledMmPlan:
