@@ -57,6 +57,33 @@ def test_block_fp8_operands_carry_deepgemms_scales_in_torchs_layouts(m, n, k):
     assert torch.allclose(ref, want, rtol=1e-12, atol=0)
 
 
+@pytest.mark.parametrize("precision,linear", [("bf16", False), ("tf32", True), ("fp8", True), ("fp8_block", True)])
+def test_the_rotating_sets_hold_the_calls_arguments_and_the_first_ones_float64_product(precision, linear):
+    """_inputs (on the CPU here): n sets of fresh operands in the layout the case names, FP8 with its scales, the
+    same for the same seed, and the float64 product of the first set's operands (FP8: dequantized) as reference."""
+    from gemmlab.problem import Problem
+
+    problem = Problem(64, 48, 256, precision)
+    sets, ref = api_bench._inputs(torch, problem, 3, 7, linear, device="cpu")
+    again, _ = api_bench._inputs(torch, problem, 3, 7, linear, device="cpu")
+    assert len(sets) == 3 and all(len(s) == (4 if precision in api_bench.FP8 else 2) for s in sets)
+    a, b = sets[0][:2]
+    assert a.shape == (64, 256) and b.shape == (256, 48) and b.stride() == ((1, 256) if linear else (48, 1))
+    assert not torch.equal(sets[0][0].float(), sets[1][0].float())  # each set its own operands
+    assert all(torch.equal(x.float(), y.float()) for s, t in zip(sets, again) for x, y in zip(s, t))
+    if precision in api_bench.FP8:
+        _, want = api_bench.fp8_operands(torch, *_source_like(problem, 7), precision)
+        assert torch.equal(ref, want)
+    else:
+        assert torch.equal(ref, a.double() @ b.double())
+
+
+def _source_like(problem, seed):
+    """The first set's float32 x and w as _inputs draws them."""
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(problem.m, problem.k, generator=g), torch.randn(problem.n, problem.k, generator=g)
+
+
 def _record(precision, **extra):
     rec = {"kernel": "cuda/tc8_block_scaled_fp8", "precision": precision, "m": 256, "n": 256, "k": 256,
            "layout": "x @ w.T (B column-major)", "verified": True, "rel_err": 1e-3, "api_ms": 0.02, "rounds": 10,

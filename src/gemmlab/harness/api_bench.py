@@ -94,27 +94,25 @@ def _tf32(torch, on: bool):
     torch.backends.cuda.matmul.allow_tf32 = on
 
 
-def _inputs(torch, problem, n_sets, seed, linear):
+def _inputs(torch, problem, n_sets, seed, linear, device="cuda"):
     """n_sets argument tuples of the calls (A, B; FP8: A, B, scale_a, scale_b), and the float64 product of the
-    first."""
-    gen = torch.Generator(device="cuda").manual_seed(seed)
+    first (FP8: of its dequantized operands)."""
+    gen = torch.Generator(device=device).manual_seed(seed)
     fp8 = problem.prec.name in FP8
     dtype = torch.float32 if fp8 else getattr(torch, problem.prec.input_dtype)  # torch names them as NumPy does
+    m, n, k = problem.shape
     sets, ref = [], None
-    for _ in range(n_sets):
-        a = torch.randn(problem.m, problem.k, device="cuda", generator=gen).to(dtype)
-        if linear:  # w is N×K; the product reads w.T
-            b = torch.randn(problem.n, problem.k, device="cuda", generator=gen).to(dtype)
-            if fp8:
-                args, r = fp8_operands(torch, a, b, problem.prec.name, reference=not sets)
-                sets.append(args)
-                ref = r if r is not None else ref
-                continue
-            b = b.t()
-        else:
-            b = torch.randn(problem.k, problem.n, device="cuda", generator=gen).to(dtype)
-        sets.append((a, b))
-    return sets, sets[0][0].double() @ sets[0][1].double() if ref is None else ref
+    for i in range(n_sets):
+        a = torch.randn(m, k, device=device, generator=gen).to(dtype)
+        if fp8:  # always x @ w.T
+            args, r = fp8_operands(torch, a, torch.randn(n, k, device=device, generator=gen), problem.prec.name,
+                                   reference=i == 0)
+            ref = ref if r is None else r
+        else:  # linear: w is N×K and the product reads w.T
+            b = torch.randn(*((n, k) if linear else (k, n)), device=device, generator=gen).to(dtype)
+            args = (a, b.t() if linear else b)
+        sets.append(args)
+    return sets, ref if fp8 else sets[0][0].double() @ sets[0][1].double()
 
 
 def _verify(torch, c, ref, tolerance) -> tuple[float, bool]:

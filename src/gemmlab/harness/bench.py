@@ -11,7 +11,6 @@ CLI prints while the run goes on.
 """
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 import zlib
@@ -139,12 +138,9 @@ def variant(name: str, changes: dict) -> KernelSpec:
         raise InvalidConfigError(f"{name}: {', '.join(f'{k}={v}' for k, v in changes.items())} is what it has "
                                  "registered; a variant changes at least one parameter")
     label = ",".join(f"{k}={v}" for k, v in changed.items())
-    # a stream-K level's whole-tile launches (where no tile is split) take the same changes
-    whole = base.whole_tiles and {**base.whole_tiles, **{k: v for k, v in changed.items() if k in base.whole_tiles}}
-    spec = dataclasses.replace(base, name=f"{name}[{label}]", params={**base.params, **changed}, variant_of=name,
-                               whole_tiles=whole,
-                               not_auto=f"a parameter variant of {name}, run only by gemmlab bench --variant")
-    if whole:
+    spec = base.with_params(changed, name=f"{name}[{label}]", variant_of=name,
+                            not_auto=f"a parameter variant of {name}, run only by gemmlab bench --variant")
+    if spec.whole_tiles:
         spec.without_stream_k()  # its constraints, checked now rather than at the first shape it runs unsplit
     return spec
 

@@ -12,18 +12,20 @@ memory per clock at the FP8 rate against the 128 the SM has (both warpgroups rea
 land there), so the tensor cores cannot be fed; a third warpgroup reads A's extra 64 rows against the same B, to
 about 149 bytes per clock, and its wgmma covers the other two's waits and promotions. It costs registers:
 three consumer warpgroups and the producer share 64K, so a consumer thread has 160 (the producer 32), the two
-accumulator sets take 128 of them, and 4 stages of 40 KB fill shared memory. Each k-tile's scales travel with its
-operands (SCALE_TMA=1): the producer copies them with TMA into the ring slot beside the k-tile, counted on the same
-barrier, and each consumer thread reads its three from shared memory just before it issues the k-tile's wgmma, so
-that nothing is loaded between the wgmma's end and the promotion. The earlier build (SCALE_TMA=0, a variant) loaded
-them from global memory one k-tile ahead; the promotion waited for those loads (results/h200/fp8_variants.json).
+accumulator sets take 128 of them, and 4 stages of 40 KB fill shared memory. Each consumer thread reads a
+k-tile's three scales from shared memory just before it issues the k-tile's wgmma, so that nothing is loaded between
+the wgmma's end and the promotion; TMA copies them there (SCALE_TMA, below). The build before that (SCALE_TMA=0, a
+variant) loaded them from global memory one k-tile ahead; the promotion waited for those loads
+(results/h200/fp8_variants.json).
 No clusters: a 2-CTA cluster multicasting B measured no faster at 4096³ and slower at 8192³ and 2048×3072×4096.
 Predicted from the shared-memory bound: about 0.9× tc4_persistent_fp8's TFLOPS at most, less the promotions the
 third warpgroup does not cover; against torch's blockwise scaled matmul (cuBLASLt), which pays the same promotion
-on 128×128 tiles, 0.85-1.0×. With the scales beside the k-tile, predicted: a k-tile near tc8_promoted_fp8's (the
-same loop with fixed scales), where the loads one ahead cost 160-260 cycles more.
+on 128×128 tiles, 0.85-1.0×. With the scales copied into shared memory, predicted: a k-tile near
+tc8_promoted_fp8's (the same loop with fixed scales), which the loads one ahead kept well above it.
 
-SCALE_TMA=2 (a variant): the scales through a ring of their own, twice the stages deep, with its own barriers,
+SCALE_TMA=1 (the build before; tc6_stream_k_fp8_block's split launches): the producer copies a k-tile's scales with
+TMA into its ring slot beside the operands, counted on the same barrier.
+SCALE_TMA=2 (registered): the scales through a ring of their own, twice the stages deep, with its own barriers,
 filled by producer warp 1 up to that many k-tiles ahead, so that each k-tile's operand barrier waits for its three
 operand copies alone and the scales' copies are issued about STAGES k-tiles earlier. Why: in diagnostic builds
 (timing only) the kernel without the per-k-tile scale copies ran faster than SCALE_TMA=1 by more than tc8 is short
@@ -32,8 +34,8 @@ difference, if what costs is the copies' latency on the operands' barrier; nothi
 
 HALVES (0, a variant's parameter): each k-tile's wgmma in two halves of 64 columns, committed apart, so that a
 warpgroup promotes one while the other is on the tensor cores and always has wgmma of its own in flight, at the
-same 128 registers. Why try it: the timeline puts the loop with fixed scales about 150 cycles a k-tile over the
-tensor cores' 768. Its price: m64n64 reads A again for each half, about 181 bytes of shared memory per clock
+same 128 registers. Why try it: the timeline puts the loop with fixed scales well over the tensor cores' cycles
+per k-tile (docs/tensor_cores.md). Its price: m64n64 reads A again for each half, about 181 bytes of shared memory per clock
 against 149, past the SM's 128 by more. Predicted: faster only if the promotion's exposure, not shared memory,
 binds the loop.
 

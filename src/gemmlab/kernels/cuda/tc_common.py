@@ -514,16 +514,22 @@ class WgmmaKernel(CudaKernel):
     def for_formats(self, a: str, b: str, out: str) -> "WgmmaKernel":
         """This FP8 level for operands in formats ``a``, ``b`` (float8_e4m3fn or float8_e5m2) and C in ``out``
         (bfloat16 or float32): each its own binary."""
-        import dataclasses
-
         if (a, b, out) == (*self.formats, str(self.output_dtype(Problem(1, 1, 1, self.precision)))):
             return self
         bad = [x for x in (a, b) if x not in (E4M3, E5M2)] + ([out] if out not in ("bfloat16", "float32") else [])
         if not self.fp8 or bad:
             return super().for_formats(a, b, out)
-        picked = {"A_E5M2": int(a == E5M2), "B_E5M2": int(b == E5M2), "OUT_BF16": int(out == "bfloat16")}
-        whole = {**self.whole_tiles, **picked} if self.whole_tiles else self.whole_tiles  # the same formats unsplit
-        return dataclasses.replace(self, params={**self.params, **picked}, whole_tiles=whole)
+        return self.with_params({"A_E5M2": int(a == E5M2), "B_E5M2": int(b == E5M2),
+                                 "OUT_BF16": int(out == "bfloat16")})
+
+    def with_params(self, changes: dict, **fields) -> "WgmmaKernel":
+        """This spec with ``changes`` to its parameters (and other ``fields`` replaced); a stream-K level's
+        whole-tile launches (``whole_tiles``, where no tile is split) take the changes to the parameters they have."""
+        import dataclasses
+
+        whole = self.whole_tiles and {**self.whole_tiles,
+                                      **{k: v for k, v in changes.items() if k in self.whole_tiles}}
+        return dataclasses.replace(self, params={**self.params, **changes}, whole_tiles=whole, **fields)
 
     def config_error(self) -> str | None:
         why = super().config_error()
