@@ -12,7 +12,7 @@ TC='cuda/tc[123567]*,cuda/tc4_persistent_[bt]*,peers/cublas_tf32,peers/cublas_bf
 FP8='cuda/tc4_persistent_fp8,cuda/tc8_block_scaled_fp8,cuda/tc6_stream_k_fp8_block,cuda/tc8_promoted_fp8,peers/cublaslt_fp8,peers/cublaslt_fp8_promoted,peers/cublaslt_fp8_block,cuda/tc4_persistent_bf16,peers/cublas_bf16'
 R="--repeat 30 --max-seconds 1.5 --pause 0.1"
 T="--repeat 30 --max-seconds 1.0 --pause 0.1 --no-ceilings"
-rm -f "$OUT"/{fp32,tensor_cores,blocks,fp8,fp8_variants,seed_1024,api,verify,verify_tf32,verify_tc8,verify_stream_k,timeline,timeline_fp8,accuracy,ceilings}.json
+rm -f "$OUT"/{fp32,tensor_cores,blocks,fp8,fp8_variants,seed_1024,api,verify,verify_tf32,verify_fp8,verify_stream_k,timeline,timeline_fp8,accuracy,ceilings}.json
 # The roofs of this GPU (DRAM, L2, shared memory, FLOPs per clock per precision), then the seeds' table at 1024³
 g roofline --measure --json "$OUT/ceilings.json"
 g bench --kernels 'cuda/v1_naive,numba/v1_naive,cuda/v2_smem,peers/cublas_fp32' --shape 1024 --no-ceilings --repeat 30 \
@@ -35,8 +35,9 @@ F=cuda/tc4_persistent_fp8
 g bench --shape 4096 --shape 8192 --shape 2048x3072x4096 --variant "$K:SCALE_TMA=0" --variant "$K:CM=2" \
   --variant "$K:GROUP_M=16" --variant "$K:BM=128,STAGES=5,CONSUMER_REGS=232,PRODUCER_REGS=40" \
   --variant "$K:BM=128,BN=192,CONSUMER_REGS=232,PRODUCER_REGS=40" --variant "$F:CM=1" --variant "$F:GROUP_M=16" \
-  --variant "$F:EPI_BOXES=4,STAGES=3" --variant "$F:EPI_LEND=1" --variant "$F:EPI_LEND=1,CM=1" \
-  --variant "$K:HALVES=1,SCALE_TMA=1" --variant "$K:SCALE_TMA=1" --repeat 30 --max-seconds 1.5 --pause 0.1 --no-ceilings \
+  --variant "$F:EPI_BOXES=4,STAGES=3" --variant "$F:EPI_LEND=1,EPI_DEFER=0" --variant "$F:EPI_LEND=1,CM=1,EPI_DEFER=0" \
+  --variant "$F:EPI_DEFER=0" --variant "$F:EPI_DEFER=2" --variant "$F:EPI_DEFER=4" --variant "$K:EPI_DEFER=0" \
+  --variant "$K:HALVES=1,SCALE_TMA=1,EPI_DEFER=0" --variant "$K:SCALE_TMA=1" --repeat 30 --max-seconds 1.5 --pause 0.1 --no-ceilings \
   --json "$OUT/fp8_variants.json"
 # The top tensor-core levels again, with a third ratio from alternating blocks that settle at their own power
 g bench --shape 4096 --shape 8192 --shape 2048x3072x4096 \
@@ -58,7 +59,7 @@ g verify --kernels 'cuda/*' --sample 4 --sanitize --json "$OUT/verify.json"
 # ... and the kernels changed after it: tc5 and tc6 TF32 (one launch for small problems), tc8 (192x128 tiles, the
 # scales copied by TMA into a ring of their own) and its stream-K tail (tc6_stream_k_fp8_block)
 g verify --kernels 'cuda/tc5_swap_ab_tf32,cuda/tc6_stream_k_tf32' --sample 4 --sanitize --json "$OUT/verify_tf32.json"
-g verify --kernels 'cuda/tc8*,cuda/tc6_stream_k_fp8_block' --sample 4 --sanitize --json "$OUT/verify_tc8.json"
+g verify --kernels 'cuda/tc4_persistent_fp8,cuda/tc8*,cuda/tc6_stream_k_fp8_block' --sample 4 --sanitize --json "$OUT/verify_fp8.json"
 # ... and the stream-K levels under the sanitizers at a shape whose walk takes whole tiles, then a split tail
 g verify --kernels 'cuda/tc6*' --sample 4 --sanitize --json "$OUT/verify_stream_k.json"
 # Where tc4's cycles go (BF16 and FP8), from clock stamps inside the kernel; 256x256x4096 is one cluster alone

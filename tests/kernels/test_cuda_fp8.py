@@ -67,14 +67,17 @@ def test_compiles_sm90a_without_spills(spec):
 
 
 # the variants results/h200/run.sh times beside the registered parameters, in every configuration they launch
-VARIANTS = [c for spec, changes in ((TC4, {"EPI_LEND": 1}), (TC4, {"EPI_LEND": 1, "CM": 1}), (TC8, {"HALVES": 1, "SCALE_TMA": 1}),
-                                     (TC8P, {"HALVES": 1}), (TC8, {"SCALE_TMA": 1}))
+VARIANTS = [c for spec, changes in ((TC4, {"EPI_LEND": 1, "EPI_DEFER": 0}), (TC4, {"EPI_LEND": 1, "CM": 1, "EPI_DEFER": 0}),
+                                     (TC4, {"EPI_DEFER": 0}), (TC4, {"EPI_DEFER": 2}), (TC4, {"EPI_DEFER": 4}),
+                                     (TC8, {"HALVES": 1, "SCALE_TMA": 1, "EPI_DEFER": 0}), (TC8P, {"HALVES": 1}),
+                                     (TC8, {"SCALE_TMA": 1}), (TC8, {"EPI_DEFER": 0}))
             for c in dataclasses.replace(spec, params={**spec.params, **changes}).configurations()]
 
 
 @pytest.mark.parametrize("spec", VARIANTS, ids=lambda s: f"{_cfg_id(s)}-lend{s.params.get('EPI_LEND', 0)}"
                                                           f"-cm{s.params['CM']}-halves{s.params.get('HALVES', 0)}"
-                                                          f"-scales{s.params.get('SCALE_TMA', 0)}")
+                                                          f"-scales{s.params.get('SCALE_TMA', 0)}"
+                                                          f"-defer{s.params.get('EPI_DEFER', 0)}")
 def test_variants_compile_without_spills_or_serialized_wgmma(spec):
     compiled = spec.compile("sm_90a")
     assert compiled.report.spills == 0 and compiled.report.stack_bytes == 0, compiled.report
@@ -93,7 +96,8 @@ def test_qgmma_of_the_formats_in_sass(spec, tmp_path):
     listing = sass.sass(spec.compile("sm_90a").cubin, tmp_path)
     ops = [i.op for i in sass.instructions(listing)]
     a, b = (SHORT[f] for f in spec.formats)
-    assert ops.count(f"QGMMA.64x{spec.params['BN']}x32.F32.{a}.{b}") == 4  # one k-tile: 4 x k32 = 128 of K
+    # one k-tile: 4 x k32 = 128 of K; EPI_DEFER peels the first off the loop (BF16 C only)
+    assert ops.count(f"QGMMA.64x{spec.params['BN']}x32.F32.{a}.{b}") == 4 * (1 + bool(spec.params.get("EPI_DEFER")))
     assert not any(op.startswith(("HGMMA", "HMMA", "LDL", "STL")) for op in ops)
     # B multicast within 2-CTA clusters (tc4); tc8 runs without clusters
     assert ("UTMALDG.2D.MULTICAST" in ops) == (spec.params["CM"] > 1) and "UTMALDG.2D" in ops and "UTMASTG.2D" in ops
@@ -101,12 +105,36 @@ def test_qgmma_of_the_formats_in_sass(spec, tmp_path):
 
 
 def _ktile_loop(spec, tmp_path) -> list:
-    """The instructions of the innermost loop that issues the k-tile's QGMMA."""
+    """The instructions of the innermost loop that issues the k-tile's QGMMA (EPI_DEFER's peeled first k-tile
+    issues its own outside it)."""
     instrs = sass.instructions(sass.sass(spec.compile("sm_90a").cubin, tmp_path))
     qgmma = [i.addr for i in instrs if i.op.startswith("QGMMA")]
-    first, last = min(((f, l) for f, l in sass.loops(instrs) if f <= qgmma[0] and qgmma[-1] <= l),
+    first, last = min(((f, l) for f, l in sass.loops(instrs) if any(f <= q <= l for q in qgmma)),
                       key=lambda fl: fl[1] - fl[0])
     return sass.between(instrs, first, last)
+
+
+@pytest.mark.skipif(not sass.AVAILABLE, reason="no cuobjdump and nvdisasm to disassemble with")
+@pytest.mark.parametrize("spec", [c for s in (TC4, TC8) for c in s.configurations() if c.params["OUT_BF16"]],
+                         ids=_cfg_id)
+def test_held_boxes_of_c_are_stored_under_the_next_tiles_first_wgmma(tmp_path, spec):
+    """EPI_DEFER: the first k-tile is peeled off the k-tile loop (a second group of 4 QGMMA, from zero, outside
+    it), and between its last QGMMA and its wait the warpgroup issues the TMA stores of the held boxes (all of a
+    192-wide tc4 tile's 3 boxes, 3 of a 256-wide tile's 4, tc8's last of 2); the build without holds none there."""
+    def first_ktile(changes):
+        s = dataclasses.replace(spec, params={**spec.params, **changes})
+        instrs = sass.instructions(sass.sass(s.compile("sm_90a").cubin, tmp_path))
+        loop = {i.addr for i in _ktile_loop(s, tmp_path)}
+        peeled = [n for n, i in enumerate(instrs) if i.op.startswith("QGMMA") and i.addr not in loop]
+        if not peeled:
+            return 0, 0
+        wait = next(n for n in range(peeled[-1], len(instrs)) if instrs[n].op == "WARPGROUP.DEPBAR.LE")
+        return len(peeled), sum(i.op == "UTMASTG.2D" for i in instrs[peeled[-1]:wait])
+
+    held = min(spec.params["EPI_DEFER"], spec.params["BN"] // 64)
+    assert held == (1 if spec is TC8 or spec.name == TC8.name else 3)
+    assert first_ktile({}) == (4, held)
+    assert first_ktile({"EPI_DEFER": 0}) == (0, 0)
 
 
 @pytest.mark.skipif(not sass.AVAILABLE, reason="no cuobjdump and nvdisasm to disassemble with")
@@ -138,9 +166,10 @@ def test_tc8_block_scales_arrive_by_tma_and_are_read_before_the_wgmma(tmp_path):
 
 
 @pytest.mark.parametrize("spec, changes, per_clock", [
-    (TC4, {}, 128), (TC8, {}, 149 + 1 / 3), (TC8, {"HALVES": 1, "SCALE_TMA": 1}, 181 + 1 / 3),
+    (TC4, {}, 128), (TC8, {}, 149 + 1 / 3), (TC8, {"HALVES": 1, "SCALE_TMA": 1, "EPI_DEFER": 0}, 181 + 1 / 3),
     (TC8, {"BM": 128, "STAGES": 5, "CONSUMER_REGS": 232, "PRODUCER_REGS": 40}, 160),
-    (TC8, {"BM": 128, "STAGES": 5, "CONSUMER_REGS": 232, "PRODUCER_REGS": 40, "HALVES": 1, "SCALE_TMA": 1}, 192)])
+    (TC8, {"BM": 128, "STAGES": 5, "CONSUMER_REGS": 232, "PRODUCER_REGS": 40, "HALVES": 1, "SCALE_TMA": 1,
+           "EPI_DEFER": 0}, 192)])
 def test_shared_memory_per_clock_of_the_fp8_tiles(spec, changes, per_clock):
     """docs/tensor_cores.md's table of what an FP8 tile reads and writes in shared memory per clock at the tensor
     cores' 8,192 FLOP per SM: B 64 (every m64 wgmma reads all of B), A 4096 / N of the wgmma (HALVES halves it),
@@ -158,7 +187,7 @@ def test_shared_memory_per_clock_of_the_fp8_tiles(spec, changes, per_clock):
 def test_tc8_halves_keep_one_half_in_flight_while_promoting_the_other(tmp_path):
     """HALVES: a k-tile's wgmma are two groups of 4 m64n64k32 (the prologue's k-tile and the loop's), and the
     warpgroup waits with one group still in flight (wait_group 1) before each half's promotion."""
-    halves = dataclasses.replace(TC8, params={**TC8.params, "HALVES": 1, "SCALE_TMA": 1})
+    halves = dataclasses.replace(TC8, params={**TC8.params, "HALVES": 1, "SCALE_TMA": 1, "EPI_DEFER": 0})
     instrs = sass.instructions(sass.sass(halves.compile("sm_90a").cubin, tmp_path))
     ops = [i.op for i in instrs]
     assert ops.count("QGMMA.64x64x32.F32.E4M3.E4M3") == 16 and not any(op.startswith("QGMMA.64x128") for op in ops)
@@ -193,9 +222,9 @@ def test_lending_epilogue_fences_and_commits_once_per_tile(tmp_path):
     for cfg in TC4.configurations():
         boxes = cfg.params["BN"] // 64
         if cfg.params["OUT_BF16"]:
-            assert counts(cfg, {}) == (1 + boxes, boxes, 0)
+            assert counts(cfg, {"EPI_DEFER": 0}) == (1 + boxes, boxes, 0)
             # and both consumer warpgroups (barrier 4, 256 threads) meet before writing into the slot
-            assert counts(cfg, {"EPI_LEND": 1}) == (2, 1, 1)
+            assert counts(cfg, {"EPI_LEND": 1, "EPI_DEFER": 0}) == (2, 1, 1)
         else:
             assert counts(cfg, {"EPI_LEND": 1}) == counts(cfg, {})
 
@@ -210,7 +239,7 @@ def test_lent_slot_is_released_once_its_stores_have_read_it(tmp_path):
         spec = dataclasses.replace(TC4, params={**TC4.params, **changes})
         return [(i.op, i.args) for i in _ktile_loop(spec, tmp_path)]
 
-    lend, registered = loop_ops({"EPI_LEND": 1}), loop_ops({})
+    lend, registered = loop_ops({"EPI_LEND": 1, "EPI_DEFER": 0}), loop_ops({})
     ops = [op for op, _ in lend]
     last_qgmma = max(n for n, op in enumerate(ops) if op.startswith("QGMMA"))
     wgmma_wait = ops.index("WARPGROUP.DEPBAR.LE")
@@ -435,6 +464,10 @@ def test_formats_and_output_types_are_binaries_of_their_own():
     assert v.formats == (fp8.E5M2, fp8.E4M3) and str(v.output_dtype(Problem(4, 4, 4, "fp8"))) == "float32"
     assert v.defines()["TC_FP8"] == 1 and v.defines()["A_E5M2"] == 1
     assert TC4.for_formats(fp8.E4M3, fp8.E4M3, "bfloat16") is TC4
+    # FP32 C holds no boxes (EPI_DEFER's words are BF16), in a stream-K level's whole-tile launches too
+    assert v.params["EPI_DEFER"] == 0 and TC4.for_formats(fp8.E5M2, fp8.E4M3, "bfloat16").params["EPI_DEFER"] == 3
+    w = TC6.for_formats(fp8.E4M3, fp8.E4M3, "float32")
+    assert (w.params["EPI_DEFER"], w.whole_tiles["EPI_DEFER"], TC6.whole_tiles["EPI_DEFER"]) == (0, 0, 1)
     a, b = v.make_inputs(Problem(8, 8, 8, "fp8"), seed=1)
     assert (a.fmt, b.fmt) == (fp8.E5M2, fp8.E4M3)
     from gemmlab.errors import DTypeError
@@ -473,7 +506,13 @@ def test_constraints_refuse_what_cannot_work_with_the_reason():
                              (TC8, {"HALVES": 1, "SCALE_TMA": 0}, "spill"),
                              (TC8, {"HALVES": 1, "SCALE_TMA": 2}, "spill"),
                              (TC8, {"SCALE_TMA": 3}, "SCALE_TMA=3"),
-                             (TC8P, {"SCALE_TMA": 2}, "one scale per operand")):
+                             (TC8P, {"SCALE_TMA": 2}, "one scale per operand"),
+                             (TC4, {"EPI_DEFER": 5}, "0 to 4"),
+                             (TC4, {"EPI_LEND": 1}, "one or the other"),
+                             (TC4, {"OUT_BF16": 0}, "OUT_BF16=1, EPI_TMA=1"),
+                             (get_kernel("cuda/tc4_persistent_bf16"), {"EPI_DEFER": 1}, "OUT_BF16=1"),
+                             (TC8, {"HALVES": 1, "SCALE_TMA": 1}, "no first k-tile"),
+                             (TC6, {"EPI_DEFER": 1}, "stream-K walk")):
         with pytest.raises(InvalidConfigError, match=match):
             dataclasses.replace(spec, params={**spec.params, **bad})
     # a 192-wide tile straddles two scale blocks of B: two warpgroups of 232 registers hold its accumulator sets

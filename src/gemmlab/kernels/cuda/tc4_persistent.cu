@@ -16,6 +16,8 @@
 // slot, which its warp 0 releases only once the TMA stores have read it (at the next tile's first k-tile), so no
 // box waits for another's store and the warpgroup fences and meets once per tile rather than once per box. The
 // consumer warpgroups meet once before they write there: each one's boxes overlay bytes the other's wgmma read.
+// EPI_DEFER=n (tc4_persistent_fp8; tc_epilogue.cuh's HeldC): the last n boxes of a warpgroup's BF16 C wait for the
+// next tile's first k-tile of wgmma (peeled off the loop: ktile's `first`); with TIMELINE=1 they count in that k-tile.
 // TC_FP8=1 (tc4_persistent_fp8): fp8 operands, the parameter is Fp8Args, and each consumer thread multiplies its
 // accumulators by the two per-tensor scales (read once, at its start) before storing C, in BF16 with OUT_BF16.
 #include "tc_epilogue.cuh"
@@ -36,6 +38,9 @@
 
 #ifndef EPI_LEND
 #define EPI_LEND 0
+#endif
+#if EPI_DEFER && !(OUT_BF16 && EPI_TMA && !EPI_LEND && !STREAM_K)
+#error "EPI_DEFER holds a tile's C as BF16 words for the TMA stores, beside neither EPI_LEND's lent slot nor stream-K"
 #endif
 // EPI_LEND: a warpgroup's C boxes past its own EPI_BOXES, staged in the tile's last ring slot; it lends them only
 // where the slot holds both warpgroups' (BF16 C: 2 of 4 boxes each at 128x256), else the build stores as without
@@ -78,12 +83,13 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
     u32 it = 0;  // ring position; unsigned, so % and / by STAGES (a power of two here) are a mask and a shift
     TileStore out;
     float d[BN / 2];
+    HeldC<BN, held_boxes(BN, EPI_DEFER)> held;  // EPI_DEFER: the last tile's held boxes of C
     int owed = -1;  // kLend: the ring slot warp 0 has yet to release, once the last tile's stores have read it
 #if TC_FP8
     const float scale = *args.scale_a * *args.scale_b;  // loaded under the first tile's mainloop
 #endif
 #if TIMELINE
-    Timeline<CW> tlog(args.timeline, cw);
+    Timeline<CW> tlog(args.timeline);
     tlog.start();
     int unit = 0;
 #endif
@@ -94,7 +100,9 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
       mbar_wait(&sm.full[it % STAGES], (it / STAGES) & 1);  // the loop's first wait, early: it returns at once again
       tlog.unit(unit, 0);
 #endif
-      for (int kt = u.kb; kt < u.ke; ++kt, ++it) {
+      // k-tile kt at ring position it; `first` (EPI_DEFER: the tile's first k-tile, peeled off the loop) stores the
+      // last tile's held boxes under its wgmma, so their words are live beside no other k-tile's
+      auto ktile = [&](int kt, bool first) {
         const u32 s = it % STAGES;
         mbar_wait(&sm.full[s], (it / STAGES) & 1);
 #if TF32_ROUND == 2
@@ -105,6 +113,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
         wgmma_fence();
         wgmma_ktile<BN>(d, a, b, kt > u.kb);  // a unit starts from zero (scale-d = 0)
         wgmma_commit();
+        if (first) out.store_held<BN>(args, held, sm.extra, cw, M, N);
         if (kLend && owed >= 0) {  // the same for the whole warpgroup; the tensor cores have this k-tile meanwhile
           if (tid % 128 == 0) {
             tma_store_wait_read<0>();
@@ -114,7 +123,10 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
         }
         wgmma_wait<1>();
         if (kt > u.kb && tid % 32 == 0) release_slot<CM>(&sm.empty[(it - 1) % STAGES]);
-      }
+      };
+      int kt = u.kb;
+      if (EPI_DEFER) ktile(kt++, true), ++it;
+      for (; kt < u.ke; ++kt, ++it) ktile(kt, false);
       wgmma_wait<0>();
       const u32 last = (it - 1) % STAGES;
       const bool lend = kLend && args.c_tma;  // warp 0 then owes the tile's last slot until its stores read it
@@ -136,15 +148,22 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) d[i] *= scale;
 #endif
-      out.store<BN, kLend>(args, C, d, sm.extra, m0, n0, cw, M, N, sm.smem + last * STAGE_BYTES + cw * LENT_BYTES);
+      if (EPI_DEFER) {
+        out.hold<BN>(args, C, held, d, sm.extra, m0, n0, cw, M, N);
+        if (last_unit(u)) out.store_held<BN>(args, held, sm.extra, cw, M, N);  // no next tile to store it under
+      } else {
+        out.store<BN, kLend>(args, C, d, sm.extra, m0, n0, cw, M, N, sm.smem + last * STAGE_BYTES + cw * LENT_BYTES);
+      }
 #if TIMELINE
       tlog.unit(unit++, 2);
 #endif
     }
-#if TIMELINE
-    tlog.end();
-#endif
   }
+#if TIMELINE
+  // the end stamp outside the consumers' branch, as tc8's: consumer code past the walk's loop gets the launch's
+  // registers, not setmaxnreg's, and the held boxes (EPI_DEFER) spill there
+  if (wg > 0) Timeline<CW>(args.timeline).end();
+#endif
 #if EPI_TMA
   tma_store_wait_all();  // the CTA's shared memory outlives its TMA stores (a no-op for threads that issued none)
 #endif

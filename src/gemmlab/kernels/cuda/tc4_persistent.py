@@ -50,6 +50,13 @@ which warp 0 releases only once the stores have read it, at the next tile's firs
 warpgroup's third waits for its first's store to read it out, and every box pays a fence and a meeting; lent, the
 four boxes are written without a wait and fenced once. Predicted: up to the epilogue's share of the waits (a few
 percent of a 4096³ tile), with the ring a stage short for one k-tile of each tile, which 3 landed stages cover.
+EPI_DEFER (3, registered for FP8): a warpgroup stores the first of its tile's four 64-column boxes of BF16 C at
+once and holds the other three packed into BF16 words (48 registers) until it has issued the next tile's first
+k-tile of wgmma; stored then, they and the waits for the staging boxes they reuse run under the tensor cores' work.
+Why: both warpgroups of a tile store at once, so the tensor cores idle through the epilogue, which the timeline put
+near a tenth of a 4096³ tile. Predicted: most of that share, less the shared-memory bandwidth the stores take from
+that k-tile's wgmma; with all four held nothing is stored at the tile's end, but 64 words beside the accumulators
+leave the compiler few registers for the rest. Each count is a variant's parameter (fp8_variants.json).
 Predicted (before measuring): a k-tile at 1,024 cycles as in BF16 (the tensor cores' FP8 rate), the epilogue near
 2,500 cycles, about 8% of a 4096³ tile: 1.7-1.8x tc4 BF16's TFLOPS, 1.05-1.15x cuBLASLt's fast-accumulation
 FP8 at 4096³ and 8192³ where the GPU is not held at its power limit, level with it where it is (FP8 wgmma draws
@@ -62,7 +69,7 @@ BASE = {"BM": 128, "BN": 256, "STAGES": 4, "GROUP_M": 8, "PRODUCER_REGS": 40, "C
 CM = 2
 BF16 = {**BASE, "CM": CM}
 TF32 = {**BF16, "TF32_ROUND": 0}
-FP8 = {**BF16, "EPI_BOXES": 2, "EPI_LEND": 0, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
+FP8 = {**BF16, "EPI_BOXES": 2, "EPI_LEND": 0, "EPI_DEFER": 3, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
 # what the roofline leaves out here: its levels overlap, but a consumer warpgroup issues no wgmma while it stores
 EPILOGUE = ("latency: each tile's epilogue (C through shared memory and TMA) keeps its warpgroups off the tensor "
             "cores; gemmlab timeline counts its cycles")

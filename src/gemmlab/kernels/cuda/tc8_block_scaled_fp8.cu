@@ -30,7 +30,10 @@
 // sk_fixup). The promoted accumulators are FP32 sums of scaled k-tiles, so a split tile's partials add like tc4's.
 // Beside the walk's state, the other builds spill: SCALE_TMA=2 in warp 1's copy of the walk at the producer's 32
 // registers, SCALE_TMA=0 and HALVES in the consumers at 160 (tc_common.fp8_constraints refuses them).
-// TIMELINE=1: the stamps of tc4 (Timeline in tc_timeline.cuh).
+// EPI_DEFER=1 (registered; tc_epilogue.cuh's HeldC): the last box of a warpgroup's C waits for the next tile's first
+// k-tile of wgmma, which is peeled off the loop (ktile's `first`) and sets acc rather than adding to it.
+// TIMELINE=1: the stamps of tc4 (Timeline in tc_timeline.cuh); with EPI_DEFER the epilogue's stamp follows the
+// boxes stored at the tile's end, and the held ones count in the next tile's first k-tile.
 #include "tc_epilogue.cuh"
 #include "tc_ktile.cuh"
 #include "tc_persistent.cuh"
@@ -47,6 +50,10 @@
 
 #ifndef HALVES
 #define HALVES 0
+#endif
+
+#if EPI_DEFER && HALVES
+#error "EPI_DEFER stores C under the first k-tile's wgmma into part, which HALVES does not have"
 #endif
 
 #define CW (BM / 64)
@@ -77,21 +84,21 @@ __device__ __forceinline__ float ldg_f32(const float *p) {
   return v;
 }
 
-// acc's 8-column groups j0, j0 + 1, ... += p · the k-tile's scales: a0, a1 of the thread's rows row and row + 8,
-// b0, b1 of B's blocks below and from column lo_cols (STRADDLE)
+// acc's 8-column groups j0, j0 + 1, ... += p · the k-tile's scales (with `set`, a constant where it is inlined: =):
+// a0, a1 of the thread's rows row and row + 8, b0, b1 of B's blocks below and from column lo_cols (STRADDLE)
 template <int R, int P>
-__device__ __forceinline__ void promote_groups(float (&acc)[R], const float (&p)[P], int j0, int lo_cols, float a0,
-                                               float a1, float b0, float b1) {
+__device__ __forceinline__ void promote_groups(bool set, float (&acc)[R], const float (&p)[P], int j0, int lo_cols,
+                                               float a0, float a1, float b0, float b1) {
   const float lo0 = a0 * b0, lo1 = a1 * b0, hi0 = a0 * b1, hi1 = a1 * b1;
 #pragma unroll
   for (int j = 0; j < P / 4; ++j) {
     const bool lo = !STRADDLE || 8 * (j0 + j) < lo_cols;  // the same for the whole warpgroup
     const float s0 = lo ? lo0 : hi0, s1 = lo ? lo1 : hi1;
     float *d = acc + 4 * (j0 + j);
-    d[0] = fmaf(p[4 * j], s0, d[0]);
-    d[1] = fmaf(p[4 * j + 1], s0, d[1]);
-    d[2] = fmaf(p[4 * j + 2], s1, d[2]);
-    d[3] = fmaf(p[4 * j + 3], s1, d[3]);
+    d[0] = set ? p[4 * j] * s0 : fmaf(p[4 * j], s0, d[0]);
+    d[1] = set ? p[4 * j + 1] * s0 : fmaf(p[4 * j + 1], s0, d[1]);
+    d[2] = set ? p[4 * j + 2] * s1 : fmaf(p[4 * j + 2], s1, d[2]);
+    d[3] = set ? p[4 * j + 3] * s1 : fmaf(p[4 * j + 3], s1, d[3]);
   }
 }
 
@@ -159,6 +166,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
     u32 it = 0, unit = 0;
     TileStore out;
     float acc[BN / 2];
+    HeldC<BN, held_boxes(BN, EPI_DEFER)> held;  // EPI_DEFER: the last tile's held box of C
 #if !HALVES
     float part[BN / 2];
 #endif
@@ -166,7 +174,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
     const float a0 = ldg_f32(args.scale_a), a1 = a0, b0 = ldg_f32(args.scale_b), b1 = b0;
 #endif
 #if TIMELINE
-    Timeline<CW> tlog(args.timeline, cw);
+    Timeline<CW> tlog(args.timeline);
     tlog.start();
 #endif
     for (Walk u(grid.cluster, grid.clusters, grid.tiles, grid.KT); u.valid(); u.next(), ++unit) {
@@ -215,8 +223,10 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
         if (tid % 32 == 0) mbar_arrive(&sempty[pos % SCALE_SLOTS]);
 #endif
       };
+      if (!EPI_DEFER) {
 #pragma unroll
-      for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
+        for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
+      }
 #if TIMELINE
       mbar_wait(&sm.full[it % STAGES], (it / STAGES) & 1);
       tlog.unit(unit, 0);
@@ -247,13 +257,13 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
         const float c0 = a0, c1 = a1, d0 = b0, d1 = b1;  // kt's (read_scales below moves to kt + 1's)
         wgmma_wait<1>();
         fence_acc(pl);
-        promote_groups(acc, pl, 0, lo_cols, c0, c1, d0, d1);
+        promote_groups(false, acc, pl, 0, lo_cols, c0, c1, d0, d1);
         if (kt + 1 == u.ke) {
           wgmma_wait<0>();
           fence_acc(pr);
           if (tid % 32 == 0) release_slot<CM>(&sm.empty[s]);
           release_scales(it);
-          promote_groups(acc, pr, BN / 16, lo_cols, c0, c1, d0, d1);
+          promote_groups(false, acc, pr, BN / 16, lo_cols, c0, c1, d0, d1);
           ++it;
           break;
         }
@@ -267,11 +277,14 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
         fence_acc(pr);
         if (tid % 32 == 0) release_slot<CM>(&sm.empty[s]);
         release_scales(it);
-        promote_groups(acc, pr, BN / 16, lo_cols, c0, c1, d0, d1);
+        promote_groups(false, acc, pr, BN / 16, lo_cols, c0, c1, d0, d1);
         issue(pr, s1, 1);
       }
 #else
-      for (int kt = u.kb; kt < u.ke; ++kt, ++it) {
+      // k-tile kt at ring position it; `first` (EPI_DEFER: the tile's first k-tile, peeled off the loop) stores the
+      // last tile's C under the wgmma and sets acc rather than adding to it, so neither acc nor that C's words are
+      // live beside anything but this k-tile's wgmma
+      auto ktile = [&](int kt, bool first) {
         const u32 s = it % STAGES;
         mbar_wait(&sm.full[s], (it / STAGES) & 1);
         const u32 a = smem_u32(sm.smem + s * STAGE_BYTES) + cw * 64 * 128;
@@ -282,6 +295,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
         wgmma_fence();
         wgmma_ktile<BN>(part, a, b, 0);  // from zero: this k-tile's 128 products alone
         wgmma_commit();
+        if (first) out.store_held<BN>(args, held, sm.extra, cw, M, N);
 #if !SCALE_TMA && !PER_TENSOR
         const float c0 = na0, c1 = na1, d0 = nb0, d1 = nb1;
         load_scales(kt + 1);
@@ -292,16 +306,26 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
         fence_acc(part);
         if (tid % 32 == 0) release_slot<CM>(&sm.empty[s]);  // after the scales' reads, by its release semantics
         release_scales(it);
-        promote_groups(acc, part, 0, lo_cols, c0, c1, d0, d1);
-      }
+        promote_groups(first, acc, part, 0, lo_cols, c0, c1, d0, d1);
+      };
+      int kt = u.kb;
+      if (EPI_DEFER) ktile(kt++, true), ++it;
+      for (; kt < u.ke; ++kt, ++it) ktile(kt, false);
 #endif
 #if TIMELINE
       tlog.unit(unit, 1);
 #endif
 #if STREAM_K
-      if (!sk_fixup<BN / 2, CW * 128>(u, acc, args.sk_ws, args.sk_flags, tid - 128)) continue;
+      const bool stores = sk_fixup<BN / 2, CW * 128>(u, acc, args.sk_ws, args.sk_flags, tid - 128);
+#else
+      constexpr bool stores = true;
 #endif
-      out.store<BN>(args, C, acc, sm.extra, m0, n0, cw, M, N);
+      if (EPI_DEFER) {
+        out.hold<BN>(args, C, held, acc, sm.extra, stores ? m0 : -1, n0, cw, M, N);
+        if (last_unit(u)) out.store_held<BN>(args, held, sm.extra, cw, M, N);  // no next tile to store it under
+      } else if (stores) {
+        out.store<BN>(args, C, acc, sm.extra, m0, n0, cw, M, N);
+      }
 #if TIMELINE
       tlog.unit(unit, 2);
 #endif
@@ -311,7 +335,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
   // the end stamp outside the consumers' branch (before the stores drain, where tc4 stamps it): inside, it costs a
   // consumer of three warpgroups registers its mainloop has none of to spare, and the spills would be what the
   // stamps measure
-  if (wg > 0) Timeline<CW>(args.timeline, wg - 1).end();
+  if (wg > 0) Timeline<CW>(args.timeline).end();
 #endif
 #if EPI_TMA
   tma_store_wait_all();

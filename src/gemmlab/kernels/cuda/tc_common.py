@@ -312,6 +312,20 @@ def wgmma_constraints(p: dict, specialized: bool, swap_ab: bool = False, options
             e.append(f"{name}=1 ({value}) is not an option of this level's source")
     if p.get("EPI_LEND", 0) and not p.get("EPI_TMA", 0):
         e.append("EPI_LEND=1 stages C in a ring slot for the TMA-store epilogue (EPI_TMA=1)")
+    defer = p.get("EPI_DEFER", 0)
+    if defer not in range(5):
+        e.append(f"EPI_DEFER={defer}: how many of a tile's 64-column boxes of C wait for the next tile's first "
+                 "k-tile, 0 to 4")
+    elif defer and not (p.get("OUT_BF16", 0) and p.get("EPI_TMA", 0)):
+        e.append(f"EPI_DEFER={defer} holds boxes of BF16 C for the TMA-store epilogue (OUT_BF16=1, EPI_TMA=1)")
+    elif defer:
+        if p.get("EPI_LEND", 0):
+            e.append(f"EPI_DEFER={defer} with EPI_LEND=1: both move a tile's last boxes of C; one or the other")
+        if p.get("HALVES", 0):
+            e.append(f"EPI_DEFER={defer} with HALVES=1: the halves' loop has no first k-tile of its own to store the "
+                     "held boxes under")
+        if p.get("STREAM_K", 0):
+            e.append(f"EPI_DEFER={defer} with STREAM_K=1: the held words spill beside the stream-K walk")
     if p.get("STREAM_K", 0) and not specialized:
         e.append("STREAM_K=1 is an option of the persistent walk (tc4, tc5 sources)")
     narrow = p.get("NARROW_BN", 0)
@@ -519,8 +533,10 @@ class WgmmaKernel(CudaKernel):
         bad = [x for x in (a, b) if x not in (E4M3, E5M2)] + ([out] if out not in ("bfloat16", "float32") else [])
         if not self.fp8 or bad:
             return super().for_formats(a, b, out)
-        return self.with_params({"A_E5M2": int(a == E5M2), "B_E5M2": int(b == E5M2),
-                                 "OUT_BF16": int(out == "bfloat16")})
+        changes = {"A_E5M2": int(a == E5M2), "B_E5M2": int(b == E5M2), "OUT_BF16": int(out == "bfloat16")}
+        if out != "bfloat16" and "EPI_DEFER" in {**self.params, **(self.whole_tiles or {})}:
+            changes["EPI_DEFER"] = 0  # it holds boxes of C as BF16 words
+        return self.with_params(changes)
 
     def with_params(self, changes: dict, **fields) -> "WgmmaKernel":
         """This spec with ``changes`` to its parameters (and other ``fields`` replaced); a stream-K level's

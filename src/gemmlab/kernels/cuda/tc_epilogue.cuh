@@ -114,13 +114,49 @@ __host__ __device__ constexpr bool lends(int bn, int out_bytes, int boxes, int c
 }
 // end lend arithmetic
 
+// EPI_DEFER=n (tc4 FP8 and tc8, BF16 C through TMA): a warpgroup stores its tile's boxes of C at once but for the
+// last n (all, where a tile has fewer: held_boxes), which it holds packed into BF16 words (16 registers a box) until
+// it has issued the next tile's first k-tile of wgmma; stored then (TileStore::store_held), they leave under the
+// tensor cores' work, and so do the waits for the earlier boxes' stores to read out the staging boxes they reuse,
+// instead of between two tiles' mainloops. The words live across the tile boundary only: the kernels peel each
+// tile's first k-tile off the k loop and store the last tile's boxes there, never after the walk's loop (last_unit).
+#ifndef EPI_DEFER
+#define EPI_DEFER 0
+#endif
+__host__ __device__ constexpr int held_boxes(int tn, int defer) { return defer < tn / 64 ? defer : tn / 64; }
+template <int TN, int HELD>
+struct HeldC {
+  static_assert(HELD >= 0 && HELD <= TN / 64, "a tile's boxes of BF16 C are 64 columns, TN / 64 of them");
+  static constexpr int FIRST = TN / 64 - HELD;  // the first held box (64 BF16 columns, 16 words a thread)
+  u32 w[HELD ? 16 * HELD : 1];
+  int m0 = -1, n0 = 0;  // m0 < 0: nothing held
+  __device__ __forceinline__ void hold(const float (&d)[TN / 2], int m, int n) {
+#pragma unroll
+    for (int i = 0; i < 16 * HELD; ++i) w[i] = pack_bf16(d[32 * FIRST + 2 * i], d[32 * FIRST + 2 * i + 1]);
+    m0 = m;
+    n0 = n;
+  }
+};
+
+// BF16 word i of a fragment: its values 2i and 2i + 1 packed, or as held packed
+template <int R>
+__device__ __forceinline__ u32 bf16_word(const float (&d)[R], int i) {
+  return pack_bf16(d[2 * i], d[2 * i + 1]);
+}
+template <int TN, int HELD>
+__device__ __forceinline__ u32 bf16_word(const HeldC<TN, HELD> &h, int i) {
+  return h.w[i - 16 * HeldC<TN, HELD>::FIRST];
+}
+
+// Boxes B0 .. B1 - 1 of the fragment F: the FP32 accumulators (float[TN / 2]), or for BF16 C a HeldC's boxes.
 // kLent (EPI_LEND): the boxes past the warpgroup's own EPI_BOXES go to `lent`, every box its own, so none waits for
 // another's store, and one fence and one meeting cover them all.
-template <int TN, typename T = float, bool kLent = false>
-__device__ __forceinline__ void store_acc_tma(const TmaMap *mapC, const float (&d)[TN / 2], unsigned char *stage,
+template <int TN, typename T = float, bool kLent = false, int B0 = 0, int B1 = TN / (128 / sizeof(T)), typename F>
+__device__ __forceinline__ void store_acc_tma(const TmaMap *mapC, const F &d, unsigned char *stage,
                                               int row0, int col0, int N, int bar_id, u32 &boxes,
                                               unsigned char *lent = nullptr) {
   constexpr int COLS = 128 / sizeof(T);  // C columns per box
+  static_assert(!kLent || B0 == 0, "lent boxes count from the tile's first");
   // %tid.x through asm volatile: the address is computed here, per epilogue, not hoisted out of the tile loop
   // into a register that would stay live across the mainloop.
   u32 tid;
@@ -132,7 +168,7 @@ __device__ __forceinline__ void store_acc_tma(const TmaMap *mapC, const float (&
   };
   int written = 0;
 #pragma unroll
-  for (int b = 0; b < TN / COLS; ++b) {
+  for (int b = B0; b < B1; ++b) {
     if (col0 + COLS * b >= N) break;  // the same for the whole warpgroup
     const u32 box = kLent ? lent_box(b) : base + (boxes++ % EPI_BOXES) * C_BOX_BYTES;
 #pragma unroll
@@ -145,8 +181,8 @@ __device__ __forceinline__ void store_acc_tma(const TmaMap *mapC, const float (&
         st_shared_f2(at + 8 * 128, swapped ? d[4 * jx + 2] : d[4 * j + 2], swapped ? d[4 * jx + 3] : d[4 * j + 3]);
       } else {
         const u32 at = box + c_stage_offset_bf16(lane, s);
-        st_shared_u32(at, pack_bf16(d[4 * j], d[4 * j + 1]));
-        st_shared_u32(at + 8 * 128, pack_bf16(d[4 * j + 2], d[4 * j + 3]));
+        st_shared_u32(at, bf16_word(d, 2 * j));
+        st_shared_u32(at + 8 * 128, bf16_word(d, 2 * j + 1));
       }
     }
     ++written;
@@ -188,5 +224,29 @@ struct TileStore {
       }
     }
     if (m0 < M) store_acc<TN>(C, d, m0 + cw * 64, n0, M, N);
+  }
+  // EPI_DEFER: the tile's C (origin m0 < 0: none) stored but for the boxes `held` keeps, to be stored under the next
+  // tile's first wgmma (store_held); where TMA cannot address C, stored now from registers. Packed either way: a path
+  // that left the words alone would keep an earlier tile's live across the mainloop, where they spill.
+  template <int TN, typename T, typename H>
+  __device__ __forceinline__ void hold(const TcArgs &args, T *C, H &held, const float (&d)[TN / 2],
+                                       unsigned char *staging, int m0, int n0, int cw, int M, int N) {
+    held.hold(d, args.c_tma ? m0 : -1, n0);
+    if (m0 < 0) return;
+    if (!args.c_tma) store<TN>(args, C, d, nullptr, m0, n0, cw, M, N);
+    else if (H::FIRST > 0 && m0 + cw * 64 < M)
+      store_acc_tma<TN, T, false, 0, H::FIRST>(&args.c, d, staging + staging_offset(cw), m0 + cw * 64, n0, N,
+                                              2 + cw, boxes);
+  }
+  // the boxes `held` holds, through the staging boxes and TMA, and nothing held after them
+  template <int TN, typename H>
+  __device__ __forceinline__ void store_held(const TcArgs &args, H &held, unsigned char *staging, int cw, int M,
+                                             int N) {
+    if constexpr (EPI_TMA && OUT_BF16) {
+      if (held.m0 >= 0 && held.m0 + cw * 64 < M)
+        store_acc_tma<TN, unsigned short, false, H::FIRST>(&args.c, held, staging + staging_offset(cw),
+                                                           held.m0 + cw * 64, held.n0, N, 2 + cw, boxes);
+    }
+    held.m0 = -1;
   }
 };

@@ -123,6 +123,12 @@ typedef SkWalk Walk;
 #else
 typedef DpWalk Walk;
 #endif
+// whether u is its CTA's last unit (EPI_DEFER stores a held tile's C there, rather than after the walk's loop: code
+// of the consumers past that loop gets the launch's register count rather than setmaxnreg's, and spills)
+__device__ __forceinline__ bool last_unit(Walk u) {
+  u.next();
+  return !u.valid();
+}
 
 // The k-tile that step kt of a CTA's unit-th unit covers: every other unit runs its k-tiles last to first
 // (produce_ring's order, which whatever indexes per-k data by k-tile, tc8's scales, follows too).
