@@ -32,8 +32,7 @@ stream-K tail") has the figures, the likely causes, and the runs behind SK_SKIP_
 ``cuda/tc6_stream_k_fp8_block``: the same tail on tc8_block_scaled_fp8 (block-scaled FP8), whose promoted FP32
 accumulators add across a split tile like tc4's. Its split launches copy the scales beside each k-tile
 (SCALE_TMA=1): tc8's own scale ring (SCALE_TMA=2) has producer warp 1 walk the units too, and a second stream-K walk
-spills at the producer's 32 registers; nor do they hold a box of C for the next tile (EPI_DEFER=0), whose words
-spill beside the consumers' copy of the walk. Why: tc8's 192-row tiles leave 4096³ 704 tiles, 5.33 waves, so each CTA's
+spills at the producer's 32 registers (so do tc8's held boxes of C, EPI_DEFER, beside the consumers' copy). Why: tc8's 192-row tiles leave 4096³ 704 tiles, 5.33 waves, so each CTA's
 makespan is 6 tiles for 5.33 of work. Predicted: up to 12% faster at 4096³ less the fixup (a 96 KB partial written
 and read per split tile) and the scale ring's gain, which the split launches give up; elsewhere tc8 itself (8192³
 and 2048×3072×4096 fill their last waves). Measured: results/h200/fp8.json.
@@ -45,7 +44,7 @@ from gemmlab.kernels.cuda.tc_common import (SK_FILL, SK_SKIP_FILL, WgmmaKernel, 
 SK = {"STREAM_K": 1, "SK_FILL": SK_FILL, "SK_SKIP_FILL": SK_SKIP_FILL}
 BF16 = {**{k: v for k, v in tc4_persistent.BASE.items() if k != "NARROW_BN"}, "CM": 1, **SK}
 TF32 = {**tc5_swap_ab.PARAMS, "CN": 1, **SK}
-FP8_BLOCK = {**tc8.PARAMS, "SCALE_TMA": 1, "EPI_DEFER": 0, **SK}
+FP8_BLOCK = {**tc8.PARAMS, "SCALE_TMA": 1, **SK}
 ONE_LAUNCH_MNK = 512 ** 3
 
 SPECS = [

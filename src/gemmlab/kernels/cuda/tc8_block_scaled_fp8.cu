@@ -30,7 +30,7 @@
 // sk_fixup). The promoted accumulators are FP32 sums of scaled k-tiles, so a split tile's partials add like tc4's.
 // Beside the walk's state, the other builds spill: SCALE_TMA=2 in warp 1's copy of the walk at the producer's 32
 // registers, SCALE_TMA=0 and HALVES in the consumers at 160 (tc_common.fp8_constraints refuses them).
-// EPI_DEFER=1 (registered; tc_epilogue.cuh's HeldC): the last box of a warpgroup's C waits for the next tile's first
+// EPI_DEFER=1 (a variant; tc_epilogue.cuh's HeldC): the last box of a warpgroup's C waits for the next tile's first
 // k-tile of wgmma, which is peeled off the loop (ktile's `first`) and sets acc rather than adding to it.
 // TIMELINE=1: the stamps of tc4 (Timeline in tc_timeline.cuh); with EPI_DEFER the epilogue's stamp follows the
 // boxes stored at the tile's end, and the held ones count in the next tile's first k-tile.

@@ -39,11 +39,13 @@ per k-tile (docs/tensor_cores.md). Its price: m64n64 reads A again for each half
 against 149, past the SM's 128 by more. Predicted: faster only if the promotion's exposure, not shared memory,
 binds the loop.
 
-EPI_DEFER (1, registered): tc4's deferred epilogue, one box: each warpgroup stores the first of its tile's two boxes
-of C at once and holds the other (16 registers) until it has issued the next tile's first k-tile of wgmma, which is
-peeled off the loop and sets the accumulators rather than adding to them. Why: the three warpgroups of a tile reach
-its end together, so the tensor cores wait out their epilogues. Predicted: up to a box's share of the epilogue
-(the timeline's epilogue is a few percent of a tile); both boxes held spill at the consumers' 160 registers.
+EPI_DEFER (0, a variant's parameter): tc4's deferred epilogue, one box: each warpgroup stores the first of its tile's
+two boxes of C at once and holds the other (16 registers) until it has issued the next tile's first k-tile of wgmma,
+which is peeled off the loop and sets the accumulators rather than adding to them. Why: the three warpgroups of a
+tile reach its end together, so the tensor cores wait out their epilogues. Predicted: up to a box's share of the
+epilogue (the timeline's epilogue is a few percent of a tile); both boxes held spill at the consumers' 160
+registers, and so does one beside the promoted build's scale loads (tc8_promoted_fp8). Measured level with the
+registered build, within the runs' spread (fp8_variants.json), so it stays a variant.
 ``cuda/tc8_promoted_fp8`` (precision fp8): the same kernel with PER_TENSOR=1, one scale per operand, read once, so
 per-tensor FP8 gets FP32 accumulation, as cuBLASLt's default (``use_fast_accum=False``) does, where
 tc4_persistent_fp8 keeps the tensor cores' own. Why: that accumulation errs in proportion to K (a model of it in
@@ -55,9 +57,8 @@ Measured: results/h200/fp8.json; docs/tensor_cores.md (FP8).
 from gemmlab.kernels.cuda.tc_common import WgmmaKernel, fp8_constraints, wgmma_constraints, wgmma_traffic
 
 PARAMS = {"BM": 192, "BN": 128, "STAGES": 4, "GROUP_M": 8, "PRODUCER_REGS": 32, "CONSUMER_REGS": 160, "EPI_TMA": 1,
-          "CM": 1, "SCALE_TMA": 2, "HALVES": 0, "EPI_DEFER": 1, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
-# EPI_DEFER=0: beside its scales' loads, the held words spill
-PER_TENSOR = {**PARAMS, "PER_TENSOR": 1, "SCALE_TMA": 0, "EPI_DEFER": 0}
+          "CM": 1, "SCALE_TMA": 2, "HALVES": 0, "EPI_DEFER": 0, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
+PER_TENSOR = {**PARAMS, "PER_TENSOR": 1, "SCALE_TMA": 0}
 # what the roofline leaves out here: besides tc4's epilogue, each k-tile's wait and promotion keep that warpgroup off
 # the tensor cores, which only the other warpgroups' wgmma cover
 PROMOTION = ("latency: each k-tile waits for its wgmma and promotes on the CUDA cores, and each tile's epilogue "
