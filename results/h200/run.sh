@@ -57,8 +57,9 @@ g dispatch --build "$OUT"/{fp32,tensor_cores,fp8}.json --out "$OUT/dispatch.json
 g bench --api --json "$OUT/api.json"  # kernel="auto" reads the table the bench runs above wrote for this GPU
 # Ragged shapes with NaN-poisoned C for every CUDA kernel, under compute-sanitizer memcheck and racecheck
 g verify --kernels 'cuda/*' --sample 4 --sanitize --json "$OUT/verify.json"
-# ... and the kernels changed after it: tc5 and tc6 TF32 (one launch for small problems), tc8 (192x128 tiles, the
-# scales copied by TMA into a ring of their own) and its stream-K tail (tc6_stream_k_fp8_block)
+# ... and the kernels changed after it: tc5 and tc6 TF32 (one launch for small problems), tc4 FP8 (three boxes of C
+# held for the next tile), tc8 (192x128 tiles, the scales copied by TMA into a ring of their own) and its stream-K
+# tail (tc6_stream_k_fp8_block)
 g verify --kernels 'cuda/tc5_swap_ab_tf32,cuda/tc6_stream_k_tf32' --sample 4 --sanitize --json "$OUT/verify_tf32.json"
 g verify --kernels 'cuda/tc4_persistent_fp8,cuda/tc8*,cuda/tc6_stream_k_fp8_block' --sample 4 --sanitize --json "$OUT/verify_fp8.json"
 # ... and the stream-K levels under the sanitizers at a shape whose walk takes whole tiles, then a split tail
