@@ -212,12 +212,14 @@ def test_block_scales_read_in_place_at_addresses_off_16_bytes_give_the_same_prod
     assert torch.equal(got, want)
 
 
-@pytest.mark.parametrize("m,n,k", [(1, 1, 32), (17, 1, 200), (4097, 17, 256), (127, 520, 1000), (512, 384, 4096)])
+@pytest.mark.parametrize("m,n,k", [(1, 1, 32), (17, 1, 200), (4097, 17, 256), (127, 520, 1000), (512, 384, 4096),
+                                   (2047, 3000, 1000)])
 @pytest.mark.parametrize("recipe", ["tensor", "block"])
 def test_fp8_through_torch_on_ragged_shapes(m, n, k, recipe):
     """FP8 from torch: per-tensor scales (1-element tensors) or DeepGEMM's blocks (A per 1×128, B per 128×128), B
     as w.t(), N = 1 included (a K×1 B is also a 1×K row, read in place); BF16 C against the float64 product of the
-    dequantized operands."""
+    dequantized operands. 2047×3000: C by TMA, edge tiles in M and N, several tiles per CTA, so tc4's held boxes
+    of C are stored under a next tile's first k-tile, at the edges too."""
     g = torch.Generator(device="cuda").manual_seed(m * 7 + n)
     a = torch.randn(m, k, device="cuda", generator=g)
     w = torch.randn(n, k, device="cuda", generator=g)

@@ -67,7 +67,8 @@ def test_compiles_sm90a_without_spills(spec):
 
 
 # the variants results/h200/run.sh times beside the registered parameters, in every configuration they launch
-VARIANTS = [c for spec, changes in ((TC4, {"EPI_LEND": 1, "EPI_DEFER": 0}), (TC4, {"EPI_LEND": 1, "CM": 1, "EPI_DEFER": 0}),
+VARIANTS = [c for spec, changes in ((TC4, {"EPI_LEND": 1, "EPI_DEFER": 0}),
+                                     (TC4, {"EPI_LEND": 1, "CM": 1, "EPI_DEFER": 0}),
                                      (TC4, {"EPI_DEFER": 0}), (TC4, {"EPI_DEFER": 2}), (TC4, {"EPI_DEFER": 4}),
                                      (TC8, {"HALVES": 1, "SCALE_TMA": 1}), (TC8P, {"HALVES": 1}),
                                      (TC8, {"SCALE_TMA": 1}), (TC8, {"EPI_DEFER": 1}))
@@ -120,20 +121,24 @@ def _ktile_loop(spec, tmp_path) -> list:
 def test_held_boxes_of_c_are_stored_under_the_next_tiles_first_wgmma(tmp_path, spec):
     """EPI_DEFER: the first k-tile is peeled off the k-tile loop (a second group of 4 QGMMA, from zero, outside
     it), and between its last QGMMA and its wait the warpgroup issues the TMA stores of the held boxes (all of a
-    192-wide tc4 tile's 3 boxes, 3 of a 256-wide tile's 4, tc8's last of 2 with EPI_DEFER=1); the build without holds none there."""
+    192-wide tc4 tile's 3 boxes, 3 of a 256-wide tile's 4, tc8's last of 2 with EPI_DEFER=1); the build without
+    holds none there."""
     def first_ktile(changes):
         s = dataclasses.replace(spec, params={**spec.params, **changes})
         instrs = sass.instructions(sass.sass(s.compile("sm_90a").cubin, tmp_path))
+        stores = sum(i.op == "UTMASTG.2D" for i in instrs)
         loop = {i.addr for i in _ktile_loop(s, tmp_path)}
         peeled = [n for n, i in enumerate(instrs) if i.op.startswith("QGMMA") and i.addr not in loop]
         if not peeled:
-            return 0, 0
+            return 0, 0, stores
         wait = next(n for n in range(peeled[-1], len(instrs)) if instrs[n].op == "WARPGROUP.DEPBAR.LE")
-        return len(peeled), sum(i.op == "UTMASTG.2D" for i in instrs[peeled[-1]:wait])
+        return len(peeled), sum(i.op == "UTMASTG.2D" for i in instrs[peeled[-1]:wait]), stores
 
+    boxes = spec.params["BN"] // 64
     held = 1 if spec.name == TC8.name else 3  # tc4's registered count (all of a 192-wide tile's); tc8's variant
-    assert first_ktile({"EPI_DEFER": held}) == (4, held)
-    assert first_ktile({"EPI_DEFER": 0}) == (0, 0)
+    # and in all: the boxes stored at the tile's end, the held ones under the first k-tile and at the last tile
+    assert first_ktile({"EPI_DEFER": held}) == (4, held, boxes - held + 2 * held)
+    assert first_ktile({"EPI_DEFER": 0}) == (0, 0, boxes)
 
 
 @pytest.mark.skipif(not sass.AVAILABLE, reason="no cuobjdump and nvdisasm to disassemble with")
@@ -231,13 +236,13 @@ def test_lending_epilogue_fences_and_commits_once_per_tile(tmp_path):
 def test_lent_slot_is_released_once_its_stores_have_read_it(tmp_path):
     """EPI_LEND: in the k-tile loop, after the k-tile's wgmma are issued and before the wait for the previous
     k-tile's, warp 0 waits for its bulk stores to have read shared memory (DEPBAR on SB0) and only then arrives on
-    the lent slot's `empty` barrier (in both CTAs of the cluster); the registered loop has no such wait, and
-    arrives only after the wgmma wait."""
+    the lent slot's `empty` barrier (in both CTAs of the cluster); the loop without lending (nor held boxes) has no
+    such wait, and arrives only after the wgmma wait."""
     def loop_ops(changes):
         spec = dataclasses.replace(TC4, params={**TC4.params, **changes})
         return [(i.op, i.args) for i in _ktile_loop(spec, tmp_path)]
 
-    lend, registered = loop_ops({"EPI_LEND": 1, "EPI_DEFER": 0}), loop_ops({})
+    lend, registered = loop_ops({"EPI_LEND": 1, "EPI_DEFER": 0}), loop_ops({"EPI_DEFER": 0})
     ops = [op for op, _ in lend]
     last_qgmma = max(n for n, op in enumerate(ops) if op.startswith("QGMMA"))
     wgmma_wait = ops.index("WARPGROUP.DEPBAR.LE")
@@ -512,7 +517,10 @@ def test_constraints_refuse_what_cannot_work_with_the_reason():
                              (get_kernel("cuda/tc4_persistent_bf16"), {"EPI_DEFER": 1}, "OUT_BF16=1"),
                              (TC8, {"HALVES": 1, "SCALE_TMA": 1, "EPI_DEFER": 1}, "no first k-tile"),
                              (TC6, {"EPI_DEFER": 1}, "stream-K walk"),
-                             (TC8P, {"EPI_DEFER": 1, "OUT_BF16": 0}, "OUT_BF16=1")):
+                             (TC8P, {"EPI_DEFER": 1, "OUT_BF16": 0}, "OUT_BF16=1"),
+                             (TC8, {"EPI_DEFER": 2}, "more spill at 160"),
+                             (TC8, {"EPI_DEFER": 1, "SCALE_TMA": 0}, "beside the scales' loads"),
+                             (TC8P, {"EPI_DEFER": 1}, "PER_TENSOR")):
         with pytest.raises(InvalidConfigError, match=match):
             dataclasses.replace(spec, params={**spec.params, **bad})
     # a 192-wide tile straddles two scale blocks of B: two warpgroups of 232 registers hold its accumulator sets

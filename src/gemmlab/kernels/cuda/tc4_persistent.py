@@ -50,17 +50,18 @@ which warp 0 releases only once the stores have read it, at the next tile's firs
 warpgroup's third waits for its first's store to read it out, and every box pays a fence and a meeting; lent, the
 four boxes are written without a wait and fenced once. Predicted: up to the epilogue's share of the waits (a few
 percent of a 4096³ tile), with the ring a stage short for one k-tile of each tile, which 3 landed stages cover.
-EPI_DEFER (3, registered for FP8): a warpgroup stores the first of its tile's four 64-column boxes of BF16 C at
-once and holds the other three packed into BF16 words (48 registers) until it has issued the next tile's first
-k-tile of wgmma; stored then, they and the waits for the staging boxes they reuse run under the tensor cores' work.
-Why: both warpgroups of a tile store at once, so the tensor cores idle through the epilogue, which the timeline put
-near a tenth of a 4096³ tile. Predicted: most of that share, less the shared-memory bandwidth the stores take from
-that k-tile's wgmma; with all four held nothing is stored at the tile's end, but 64 words beside the accumulators
-leave the compiler few registers for the rest. Each count is a variant's parameter (fp8_variants.json).
 Predicted (before measuring): a k-tile at 1,024 cycles as in BF16 (the tensor cores' FP8 rate), the epilogue near
 2,500 cycles, about 8% of a 4096³ tile: 1.7-1.8x tc4 BF16's TFLOPS, 1.05-1.15x cuBLASLt's fast-accumulation
 FP8 at 4096³ and 8192³ where the GPU is not held at its power limit, level with it where it is (FP8 wgmma draws
 more power per cycle, so the clock falls further). Measured: results/h200/fp8.json; docs/tensor_cores.md (FP8).
+EPI_DEFER (3, registered for FP8): a warpgroup stores the first of its tile's four 64-column boxes of BF16 C at once
+(at 128×192 none of three) and holds the others packed into BF16 words (48 registers) until it has issued the next
+tile's first k-tile of wgmma; stored then, they and the waits for the staging boxes they reuse run under the tensor
+cores' work. Why: both warpgroups of a tile store at once, so the tensor cores idle through the epilogue, which the
+timeline put near a tenth of a 4096³ tile. Predicted: most of that share, less the shared-memory bandwidth the
+stores take from that k-tile's wgmma; with all four held nothing is stored at the tile's end, but 64 words beside
+the accumulators leave the compiler few registers for the rest. Each count is a variant's parameter. Measured:
+results/h200/fp8_variants.json and timeline.json; docs/tensor_cores.md (FP8, "Where tc4's epilogue went").
 """
 from gemmlab.kernels.cuda.tc_common import WgmmaKernel, fp8_constraints, wgmma_constraints, wgmma_traffic
 

@@ -32,10 +32,12 @@ stream-K tail") has the figures, the likely causes, and the runs behind SK_SKIP_
 ``cuda/tc6_stream_k_fp8_block``: the same tail on tc8_block_scaled_fp8 (block-scaled FP8), whose promoted FP32
 accumulators add across a split tile like tc4's. Its split launches copy the scales beside each k-tile
 (SCALE_TMA=1): tc8's own scale ring (SCALE_TMA=2) has producer warp 1 walk the units too, and a second stream-K walk
-spills at the producer's 32 registers (so do tc8's held boxes of C, EPI_DEFER, beside the consumers' copy). Why: tc8's 192-row tiles leave 4096³ 704 tiles, 5.33 waves, so each CTA's
-makespan is 6 tiles for 5.33 of work. Predicted: up to 12% faster at 4096³ less the fixup (a 96 KB partial written
-and read per split tile) and the scale ring's gain, which the split launches give up; elsewhere tc8 itself (8192³
-and 2048×3072×4096 fill their last waves). Measured: results/h200/fp8.json.
+spills at the producer's 32 registers (so do tc8's held boxes of C, EPI_DEFER, beside the consumers' copy).
+Why: tc8's 192-row tiles leave 4096³ 704 tiles, 5.33 waves, so each CTA's makespan is 6 tiles for 5.33 of work.
+Predicted: up to 12% faster at 4096³ less the fixup (a 96 KB partial written and read per split tile) and the scale
+ring's gain, which the split launches give up; elsewhere tc8 itself (8192³ and 2048×3072×4096 fill their last
+waves).
+Measured: results/h200/fp8.json.
 """
 from gemmlab.kernels.cuda import tc4_persistent, tc5_swap_ab, tc8_block_scaled_fp8 as tc8
 from gemmlab.kernels.cuda.tc_common import (SK_FILL, SK_SKIP_FILL, WgmmaKernel, fp8_constraints, wgmma_constraints,

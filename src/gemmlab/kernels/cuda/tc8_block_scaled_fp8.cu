@@ -55,6 +55,9 @@
 #if EPI_DEFER && HALVES
 #error "EPI_DEFER stores C under the first k-tile's wgmma into part, which HALVES does not have"
 #endif
+#if EPI_DEFER && !(OUT_BF16 && EPI_TMA && !STREAM_K)
+#error "EPI_DEFER holds a tile's C as BF16 words for the TMA stores, not beside stream-K"
+#endif
 
 #define CW (BM / 64)
 // begin scale arithmetic (plain C++ from BM, BN, STAGES and SCALE_TMA: the tests compile it on the host)

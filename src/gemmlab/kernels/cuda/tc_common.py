@@ -73,6 +73,14 @@ def fp8_constraints(p: dict, promoted: bool) -> list[str]:
     if promoted and p.get("BN") in widths and p["BN"] > p.get("CONSUMER_REGS", 232) - 32:
         e.append(f"BN={p['BN']}: the two accumulator sets take BN of a consumer thread's CONSUMER_REGS="
                  f"{p.get('CONSUMER_REGS', 232)} registers, which must leave 32 for the rest")
+    defer = p.get("EPI_DEFER", 0)
+    if promoted and defer:  # beside the two accumulator sets at 160 registers
+        if defer > 1:
+            e.append(f"EPI_DEFER={defer}: tc8's consumers hold one box of C beside their two accumulator sets; more "
+                     "spill at 160 registers")
+        if p.get("SCALE_TMA", 0) == 0:
+            e.append(f"EPI_DEFER={defer} with SCALE_TMA=0{' (PER_TENSOR)' if p.get('PER_TENSOR', 0) else ''}: the "
+                     "held box spills beside the scales' loads at 160 registers")
     if promoted and p.get("STREAM_K", 0):  # the stream-K walk's state beside what each build already holds spills
         if p.get("SCALE_TMA", 0) == 2:
             e.append("STREAM_K=1 with SCALE_TMA=2: producer warp 1's copy of the stream-K walk spills at the "

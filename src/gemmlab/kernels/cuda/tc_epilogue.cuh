@@ -231,12 +231,16 @@ struct TileStore {
   template <int TN, typename T, typename H>
   __device__ __forceinline__ void hold(const TcArgs &args, T *C, H &held, const float (&d)[TN / 2],
                                        unsigned char *staging, int m0, int n0, int cw, int M, int N) {
+    static_assert(!EPI_DEFER || (EPI_TMA && sizeof(T) == 2), "held boxes are BF16 C's, stored by TMA");
     held.hold(d, args.c_tma ? m0 : -1, n0);
     if (m0 < 0) return;
-    if (!args.c_tma) store<TN>(args, C, d, nullptr, m0, n0, cw, M, N);
-    else if (H::FIRST > 0 && m0 + cw * 64 < M)
-      store_acc_tma<TN, T, false, 0, H::FIRST>(&args.c, d, staging + staging_offset(cw), m0 + cw * 64, n0, N,
-                                              2 + cw, boxes);
+    if (!args.c_tma) {
+      store<TN>(args, C, d, nullptr, m0, n0, cw, M, N);
+    } else if constexpr (EPI_TMA && H::FIRST > 0) {
+      if (m0 + cw * 64 < M)
+        store_acc_tma<TN, T, false, 0, H::FIRST>(&args.c, d, staging + staging_offset(cw), m0 + cw * 64, n0, N,
+                                                2 + cw, boxes);
+    }
   }
   // the boxes `held` holds, through the staging boxes and TMA, and nothing held after them
   template <int TN, typename H>
