@@ -1,7 +1,7 @@
-"""The FP8 levels (tc4_persistent_fp8, tc8_block_scaled_fp8, tc8_promoted_fp8, tc6_stream_k_fp8_block) without a GPU: every configuration they can launch
-compiles for sm_90a with QGMMA of its formats in the SASS and nothing spilled; the BF16 epilogue's staging
-arithmetic against TMA's swizzle and the banks; tensor maps of the K-major operands; constraints; formats and
-output types; the traffic model; the FP8 peers' host side."""
+"""The FP8 levels (tc4_persistent_fp8, tc8_block_scaled_fp8, tc8_promoted_fp8, tc6_stream_k_fp8_block) without a
+GPU: every configuration they can launch compiles for sm_90a with QGMMA of its formats in the SASS and nothing
+spilled; the BF16 epilogue's staging arithmetic against TMA's swizzle and the banks; tensor maps of the K-major
+operands; constraints; formats and output types; the traffic model; the FP8 peers' host side."""
 from __future__ import annotations
 
 import dataclasses
@@ -636,7 +636,10 @@ def test_tc8s_stream_k_tail_splits_where_the_last_wave_is_short_and_launches_tc8
     # every format pair and output type launches its own binary where no tile is split, too
     for c in TC6.configurations(formats=True):
         whole = c.for_problem(Problem(8192, 8192, 8192, "fp8_block"))
-        assert all(whole.params[k] == c.params[k] for k in ("A_E5M2", "B_E5M2", "OUT_BF16")) and "STREAM_K" not in whole.params
-    ops = lambda spec: [i.op for i in sass.instructions(sass.sass(spec.compile("sm_90a").cubin, tmp_path))]  # noqa: E731
+        assert all(whole.params[k] == c.params[k] for k in ("A_E5M2", "B_E5M2", "OUT_BF16"))
+        assert "STREAM_K" not in whole.params
+    def ops(spec):
+        return [i.op for i in sass.instructions(sass.sass(spec.compile("sm_90a").cubin, tmp_path))]
+
     assert any(op.startswith("RED") and ".GPU" in op for op in ops(split))
     assert not any(op.startswith("RED") for op in ops(TC8))

@@ -323,8 +323,8 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
 #else
       constexpr bool stores = true;
 #endif
-      if (EPI_DEFER) {
-        out.hold<BN>(args, C, held, acc, sm.extra, stores ? m0 : -1, n0, cw, M, N);
+      if (EPI_DEFER) {  // never beside stream-K: every tile stores
+        out.hold<BN>(args, C, held, acc, sm.extra, m0, n0, cw, M, N);
         if (last_unit(u)) out.store_held<BN>(args, held, sm.extra, cw, M, N);  // no next tile to store it under
       } else if (stores) {
         out.store<BN>(args, C, acc, sm.extra, m0, n0, cw, M, N);

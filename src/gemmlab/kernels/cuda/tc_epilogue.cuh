@@ -123,6 +123,11 @@ __host__ __device__ constexpr bool lends(int bn, int out_bytes, int boxes, int c
 #ifndef EPI_DEFER
 #define EPI_DEFER 0
 #endif
+// BF16 word i of a fragment: its values 2i and 2i + 1 packed (or, below, as a HeldC holds them packed)
+template <int R>
+__device__ __forceinline__ u32 bf16_word(const float (&d)[R], int i) {
+  return pack_bf16(d[2 * i], d[2 * i + 1]);
+}
 __host__ __device__ constexpr int held_boxes(int tn, int defer) { return defer < tn / 64 ? defer : tn / 64; }
 template <int TN, int HELD>
 struct HeldC {
@@ -132,17 +137,11 @@ struct HeldC {
   int m0 = -1, n0 = 0;  // m0 < 0: nothing held
   __device__ __forceinline__ void hold(const float (&d)[TN / 2], int m, int n) {
 #pragma unroll
-    for (int i = 0; i < 16 * HELD; ++i) w[i] = pack_bf16(d[32 * FIRST + 2 * i], d[32 * FIRST + 2 * i + 1]);
+    for (int i = 0; i < 16 * HELD; ++i) w[i] = bf16_word(d, 16 * FIRST + i);
     m0 = m;
     n0 = n;
   }
 };
-
-// BF16 word i of a fragment: its values 2i and 2i + 1 packed, or as held packed
-template <int R>
-__device__ __forceinline__ u32 bf16_word(const float (&d)[R], int i) {
-  return pack_bf16(d[2 * i], d[2 * i + 1]);
-}
 template <int TN, int HELD>
 __device__ __forceinline__ u32 bf16_word(const HeldC<TN, HELD> &h, int i) {
   return h.w[i - 16 * HeldC<TN, HELD>::FIRST];
