@@ -9,7 +9,7 @@ g() { python3 -m gemmlab "$@"; }
 FP32='cpu/blas,numba/*,cuda/v*,peers/cublas_fp32,peers/triton_fp32'
 FAST='cuda/v[3-9]*,cuda/v1[0-9]*,numba/v[3-9]*,numba/v1[0-9]*,peers/cublas_fp32,peers/triton_fp32'
 TC='cuda/tc[123567]*,cuda/tc4_persistent_[bt]*,peers/cublas_tf32,peers/cublas_bf16,peers/triton_bf16'
-FP8='cuda/tc4_persistent_fp8,cuda/tc8_block_scaled_fp8,cuda/tc6_stream_k_fp8_block,cuda/tc8_promoted_fp8,peers/cublaslt_fp8,peers/cublaslt_fp8_promoted,peers/cublaslt_fp8_block,cuda/tc4_persistent_bf16,peers/cublas_bf16'
+FP8='cuda/tc4_persistent_fp8,cuda/tc8_block_scaled_fp8,cuda/tc8_cluster_fp8_block,cuda/tc6_stream_k_fp8_block,cuda/tc8_promoted_fp8,peers/cublaslt_fp8,peers/cublaslt_fp8_promoted,peers/cublaslt_fp8_block,cuda/tc4_persistent_bf16,peers/cublas_bf16'
 R="--repeat 30 --max-seconds 1.5 --pause 0.1"
 T="--repeat 30 --max-seconds 1.0 --pause 0.1 --no-ceilings"
 rm -f "$OUT"/{fp32,tensor_cores,blocks,fp8,fp8_variants,seed_1024,api,verify,verify_tf32,verify_fp8,verify_stream_k,timeline,timeline_fp8,accuracy,ceilings}.json
@@ -32,13 +32,13 @@ g bench --shape 4096 --shape 8192 --shape 2048x3072x4096 --kernels "$FP8" --repe
 # ... and their parameters changed, each variant timed interleaved with its peer and with the registered parameters
 K=cuda/tc8_block_scaled_fp8
 F=cuda/tc4_persistent_fp8
-g bench --shape 4096 --shape 8192 --shape 2048x3072x4096 --variant "$K:SCALE_TMA=0" --variant "$K:CM=2" \
+g bench --shape 4096 --shape 8192 --shape 2048x3072x4096 --variant "$K:SCALE_TMA=0,SCALE_GATE=0" --variant "$K:CM=2" \
   --variant "$K:GROUP_M=16" --variant "$K:BM=128,STAGES=5,CONSUMER_REGS=232,PRODUCER_REGS=40" \
   --variant "$K:BM=128,BN=192,CONSUMER_REGS=232,PRODUCER_REGS=40" --variant "$F:CM=1" --variant "$F:GROUP_M=16" \
   --variant "$F:EPI_BOXES=4,STAGES=3" --variant "$F:EPI_LEND=1,EPI_DEFER=0" --variant "$F:EPI_LEND=1,CM=1,EPI_DEFER=0" \
   --variant "$F:EPI_DEFER=0" --variant "$F:EPI_DEFER=2" --variant "$F:EPI_DEFER=4" --variant "$K:EPI_DEFER=1" \
-  --variant "$K:EPI_DEFER=1,CM=2" \
-  --variant "$K:HALVES=1,SCALE_TMA=1" --variant "$K:SCALE_TMA=1" --repeat 30 --max-seconds 1.5 --pause 0.1 --no-ceilings \
+  --variant "$K:SCALE_GATE=0" --variant "$K:HALVES=1,SCALE_TMA=1,SCALE_GATE=0" --variant "$K:SCALE_TMA=1,SCALE_GATE=0" \
+  --repeat 30 --max-seconds 1.5 --pause 0.1 --no-ceilings \
   --json "$OUT/fp8_variants.json"
 # The top tensor-core levels again, with a third ratio from alternating blocks that settle at their own power
 g bench --shape 4096 --shape 8192 --shape 2048x3072x4096 \

@@ -46,7 +46,7 @@ from gemmlab.kernels.cuda.tc_common import (SK_FILL, SK_SKIP_FILL, WgmmaKernel, 
 SK = {"STREAM_K": 1, "SK_FILL": SK_FILL, "SK_SKIP_FILL": SK_SKIP_FILL}
 BF16 = {**{k: v for k, v in tc4_persistent.BASE.items() if k != "NARROW_BN"}, "CM": 1, **SK}
 TF32 = {**tc5_swap_ab.PARAMS, "CN": 1, **SK}
-FP8_BLOCK = {**tc8.PARAMS, "SCALE_TMA": 1, **SK}
+FP8_BLOCK = {**tc8.PARAMS, "SCALE_TMA": 1, "SCALE_GATE": 0, **SK}
 ONE_LAUNCH_MNK = 512 ** 3
 
 SPECS = [

@@ -21,6 +21,12 @@
 // are issued about STAGES k-tiles before the operands' and the operands' barrier no longer waits for them. Why: a
 // build without the scale copies (timing only) ran faster than SCALE_TMA=1 by more than tc8 is short of its bar,
 // and one without the consumers' reads did not, so the copies' lateness on the operands' barrier is the suspect.
+// SCALE_GATE=1 (registered, with SCALE_TMA=2): the consumers no longer wait on the scale ring; producer warp 0 waits
+// for a k-tile's scales before it arms that k-tile's operand barrier, whose arrive (release, cumulative) then
+// carries them to the consumers with the operands. Why: the consumers' shared-memory operations wait behind the
+// wgmma's reads of shared memory, which fill it; a diagnostic build without the scale ring's wait (timing only)
+// ran faster than the registered one, and warp 0 has slack where the consumers have none. Predicted: that
+// build's gain, a few percent.
 // PER_TENSOR=1 (tc8_promoted_fp8, precision fp8): one scale per operand, read once: tensor scaling with FP32
 // accumulation, as cuBLASLt's default promotes.
 // HALVES=1 (a variant, BN = 128): each k-tile's wgmma in two column halves of 64, committed apart, so a warpgroup
@@ -50,6 +56,13 @@
 
 #ifndef HALVES
 #define HALVES 0
+#endif
+
+#ifndef SCALE_GATE
+#define SCALE_GATE 0
+#endif
+#if SCALE_GATE && SCALE_TMA != 2
+#error "SCALE_GATE moves the scale ring's wait (SCALE_TMA=2) to the producer"
 #endif
 
 #if EPI_DEFER && HALVES
@@ -140,9 +153,17 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
   sm.init<CM, CW>(mapA, mapB);
 
   if (wg == 0) {
+#if SCALE_GATE
+    u32 gated = 0;  // k-tiles whose scales warp 0 has waited for: the scale ring's position
+#endif
     produce<false>(
         grid, sm, tid,
         [&](unsigned char *stage, u64 *bar, int m0, int n0, int k0) {
+#if SCALE_GATE
+          // the k-tile's scales have landed before load_stage arms its barrier (produce_ring's k order is warp 1's)
+          mbar_wait(&sfull[gated % SCALE_SLOTS], (gated / SCALE_SLOTS) & 1);
+          ++gated;
+#endif
           load_stage<CM>(stage, mapA, mapB, bar, m0, n0, k0, rank, SCALE_TMA == 1 ? SCALE_TX : 0);
           if (SCALE_TMA == 1) copy_scales(scales + (bar - sm.full) * SCALE_SLOT_BYTES, bar, m0, n0, k0 / BK);
         },
@@ -208,7 +229,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
       auto read_scales = [&](u32 pos, int kt) {
 #if SCALE_TMA == 2
         const u32 r = pos % SCALE_SLOTS;
-        mbar_wait(&sfull[r], (pos / SCALE_SLOTS) & 1);
+        if (!SCALE_GATE) mbar_wait(&sfull[r], (pos / SCALE_SLOTS) & 1);  // else the operands' barrier covers it
 #else
         const u32 r = pos % STAGES;  // the k-tile's own ring slot, whose `full` the caller has waited for
 #endif

@@ -32,6 +32,21 @@ operand copies alone and the scales' copies are issued about STAGES k-tiles earl
 of its bar, and without the consumers' scale reads it did not (docs/tensor_cores.md). Predicted: most of that
 difference, if what costs is the copies' latency on the operands' barrier; nothing, if it is their issue.
 
+SCALE_GATE=1 (registered): the consumers' wait on the scale ring moves to producer warp 0, which waits for a k-tile's
+scales before it arms that k-tile's operand barrier; the barrier's arrive, a release, then carries the scales to the
+consumers with the operands. Why: every shared-memory operation of a consumer waits behind the wgmma's reads of
+shared memory, which keep it full, so each one costs the warpgroup time at its k-tile: diagnostic builds (timing
+only, outside results/) without the consumers' scale reads, and without the scale ring's wait alone, both ran
+faster than the registered build. Warp 0 waits far ahead of the consumers. Predicted: the diagnostic without the
+wait's gain, a few percent.
+
+``cuda/tc8_cluster_fp8_block``: the same kernel in 2-CTA clusters along M that multicast B (CM=2), each warpgroup
+holding its last box of C for the next tile's first k-tile (EPI_DEFER=1). Why its own spec: clusters halve B's L2
+reads and the held box overlaps part of the epilogue, but a grid of clusters holds fewer CTAs where a GPC has an odd
+number of SMs, so where tc8's tiles make whole waves of 132 (2048×3072×4096: 2) the clusters need a third round;
+kernel="auto" takes whichever its measurements favour per shape. Predicted: faster than tc8 at 4096³ and 8192³,
+slower at 2048×3072×4096 (fp8_variants.json measured the same build without SCALE_GATE so).
+
 HALVES (0, a variant's parameter): each k-tile's wgmma in two halves of 64 columns, committed apart, so that a
 warpgroup promotes one while the other is on the tensor cores and always has wgmma of its own in flight, at the
 same 128 registers. Why try it: the timeline puts the loop with fixed scales well over the tensor cores' cycles
@@ -57,8 +72,10 @@ Measured: results/h200/fp8.json; docs/tensor_cores.md (FP8).
 from gemmlab.kernels.cuda.tc_common import WgmmaKernel, fp8_constraints, wgmma_constraints, wgmma_traffic
 
 PARAMS = {"BM": 192, "BN": 128, "STAGES": 4, "GROUP_M": 8, "PRODUCER_REGS": 32, "CONSUMER_REGS": 160, "EPI_TMA": 1,
-          "CM": 1, "SCALE_TMA": 2, "HALVES": 0, "EPI_DEFER": 0, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
-PER_TENSOR = {**PARAMS, "PER_TENSOR": 1, "SCALE_TMA": 0}
+          "CM": 1, "SCALE_TMA": 2, "SCALE_GATE": 1, "HALVES": 0, "EPI_DEFER": 0, "A_E5M2": 0, "B_E5M2": 0,
+          "OUT_BF16": 1}
+PER_TENSOR = {**PARAMS, "PER_TENSOR": 1, "SCALE_TMA": 0, "SCALE_GATE": 0}
+CLUSTER = {**PARAMS, "CM": 2, "EPI_DEFER": 1}
 # what the roofline leaves out here: besides tc4's epilogue, each k-tile's wait and promotion keep that warpgroup off
 # the tensor cores, which only the other warpgroups' wgmma cover
 PROMOTION = ("latency: each k-tile waits for its wgmma and promotes on the CUDA cores, and each tile's epilogue "
@@ -74,6 +91,17 @@ SPECS = [
         + fp8_constraints(p, promoted=True),
         traffic_model=wgmma_traffic("fp8_block", PARAMS["BM"], PARAMS["BN"], PARAMS["CM"], persistent=True,
                                     group_m=PARAMS["GROUP_M"], epi_tma=True, block_scales=True),
+        doc=__doc__, unmodeled=PROMOTION,
+    ),
+    WgmmaKernel(
+        name="cuda/tc8_cluster_fp8_block", level=8, precision="fp8_block", kind="persistent",
+        title="fp8 block-scaled tc8 in 2-CTA clusters multicasting B, each warpgroup's last box of C stored under "
+              "the next tile's first k-tile, BF16 C",
+        source="tc8_block_scaled_fp8.cu", entry="tc8_block_scaled_fp8", params=dict(CLUSTER),
+        constraints=lambda p: wgmma_constraints(p, specialized=True, options=("HALVES",))
+        + fp8_constraints(p, promoted=True),
+        traffic_model=wgmma_traffic("fp8_block", CLUSTER["BM"], CLUSTER["BN"], CLUSTER["CM"], persistent=True,
+                                    group_m=CLUSTER["GROUP_M"], epi_tma=True, block_scales=True),
         doc=__doc__, unmodeled=PROMOTION,
     ),
     WgmmaKernel(

@@ -98,6 +98,12 @@ def fp8_constraints(p: dict, promoted: bool) -> list[str]:
         e.append(f"HALVES=1 with SCALE_TMA={p.get('SCALE_TMA', 0)}: beside the two halves in flight, the scales' "
                  "loads (0) or their ring's positions (2) spill at 160 registers")
     tma = p.get("SCALE_TMA", 0)
+    if p.get("SCALE_GATE", 0) not in (0, 1):
+        e.append(f"SCALE_GATE={p.get('SCALE_GATE')}: 0 (the consumers wait on the scale ring) or 1 (producer warp 0 "
+                 "does, before it arms each k-tile's barrier)")
+    elif p.get("SCALE_GATE", 0) and tma != 2:
+        e.append(f"SCALE_GATE=1 with SCALE_TMA={tma}: it moves the wait on the scale ring (SCALE_TMA=2) to the "
+                 "producer")
     if tma not in (0, 1, 2):
         e.append(f"SCALE_TMA={tma}: 0 (block scales loaded by the consumers), 1 (copied with each k-tile by TMA) or "
                  "2 (copied by TMA into a ring of their own)")
