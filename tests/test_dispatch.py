@@ -126,10 +126,12 @@ def test_a_later_run_of_fewer_kernels_replaces_only_their_rows(tmp_path):
     shapes it timed; a kernel it did not time keeps its row and its place among them."""
     fp8 = (4096, 4096, 4096)
     dispatch.record(run(record("cuda/tc8_block_scaled_fp8", 0.158, "fp8_block", fp8),
-                        record("cuda/tc6_stream_k_fp8_block", 0.151, "fp8_block", fp8)))
+                        record("cuda/tc6_stream_k_fp8_block", 0.151, "fp8_block", fp8),
+                        record("cuda/tc8_cluster_fp8_block", 0.155, "fp8_block", fp8)))
     dispatch.record(run(record("cuda/tc8_block_scaled_fp8", 0.157, "fp8_block", fp8)))
     rows = dispatch.load_table()["NVIDIA H200"]["fp8_block"]["4096x4096x4096"]
     assert [(r["kernel"], r["ms"]) for r in rows] == [("cuda/tc6_stream_k_fp8_block", 0.151),
+                                                      ("cuda/tc8_cluster_fp8_block", 0.155),
                                                       ("cuda/tc8_block_scaled_fp8", 0.157)]
     dispatch.record(run(record("cuda/tc8_block_scaled_fp8", 0.150, "fp8_block", fp8)))
     assert dispatch.choose(Problem(*fp8, "fp8_block"), Layout(b=COL), H200).spec.name == "cuda/tc8_block_scaled_fp8"
@@ -139,7 +141,7 @@ def test_a_later_run_of_fewer_kernels_replaces_only_their_rows(tmp_path):
     rows = dispatch.load_table()["NVIDIA H200"]["fp8_block"]["4096x4096x4096"]
     assert rows[-1] == {"kernel": "cuda/tc8_block_scaled_fp8", "failed": True}
     choice = dispatch.choose(Problem(*fp8, "fp8_block"), Layout(b=COL), H200)
-    assert choice.spec.name == "cuda/tc6_stream_k_fp8_block" and "#1 of the 1 kernels" in choice.why
+    assert choice.spec.name == "cuda/tc6_stream_k_fp8_block" and "#1 of the 2 kernels" in choice.why
 
 
 def test_kernels_this_gemmlab_lacks_or_that_refuse_the_problem_are_passed_over():
