@@ -37,7 +37,8 @@ g bench --shape 4096 --shape 8192 --shape 2048x3072x4096 --variant "$K:SCALE_TMA
   --variant "$K:BM=128,BN=192,CONSUMER_REGS=232,PRODUCER_REGS=40" --variant "$F:CM=1" --variant "$F:GROUP_M=16" \
   --variant "$F:EPI_BOXES=4,STAGES=3" --variant "$F:EPI_LEND=1,EPI_DEFER=0" --variant "$F:EPI_LEND=1,CM=1,EPI_DEFER=0" \
   --variant "$F:EPI_DEFER=0" --variant "$F:EPI_DEFER=2" --variant "$F:EPI_DEFER=4" --variant "$K:EPI_DEFER=1" \
-  --variant "$K:SCALE_GATE=0" --variant "$K:HALVES=1,SCALE_TMA=1,SCALE_GATE=0" --variant "$K:SCALE_TMA=1,SCALE_GATE=0" \
+  --variant "$K:EPI_DEFER=1,CM=2" --variant "$K:SCALE_GATE=0" --variant "$K:HALVES=1,SCALE_TMA=1,SCALE_GATE=0" \
+  --variant "$K:SCALE_TMA=1,SCALE_GATE=0" \
   --repeat 30 --max-seconds 1.5 --pause 0.1 --no-ceilings \
   --json "$OUT/fp8_variants.json"
 # The top tensor-core levels again, with a third ratio from alternating blocks that settle at their own power

@@ -17,7 +17,8 @@ k-tile's three scales from shared memory just before it issues the k-tile's wgmm
 the wgmma's end and the promotion; TMA copies them there (SCALE_TMA, below). The build before that (SCALE_TMA=0, a
 variant) loaded them from global memory one k-tile ahead; the promotion waited for those loads
 (results/h200/fp8_variants.json).
-No clusters: a 2-CTA cluster multicasting B measured no faster at 4096³ and slower at 8192³ and 2048×3072×4096.
+No clusters: a 2-CTA cluster multicasting B measured no faster at 4096³ and slower at 8192³ and 2048×3072×4096 (with
+no box of C held for the next tile; with one, and the gated scale ring, it is ``cuda/tc8_cluster_fp8_block`` below).
 Predicted from the shared-memory bound: about 0.9× tc4_persistent_fp8's TFLOPS at most, less the promotions the
 third warpgroup does not cover; against torch's blockwise scaled matmul (cuBLASLt), which pays the same promotion
 on 128×128 tiles, 0.85-1.0×. With the scales copied into shared memory, predicted: a k-tile near
