@@ -82,36 +82,28 @@ CLUSTER = {**PARAMS, "CM": 2, "EPI_DEFER": 1}
 PROMOTION = ("latency: each k-tile waits for its wgmma and promotes on the CUDA cores, and each tile's epilogue "
              "keeps its warpgroups off the tensor cores; gemmlab timeline counts the cycles")
 
+
+def _spec(name: str, precision: str, title: str, params: dict) -> WgmmaKernel:
+    """A spec of this source: its parameters, its precision's traffic at their tile (block scales for fp8_block)."""
+    return WgmmaKernel(
+        name=name, level=8, precision=precision, kind="persistent", title=title, source="tc8_block_scaled_fp8.cu",
+        entry="tc8_block_scaled_fp8", params=dict(params),
+        constraints=lambda p: wgmma_constraints(p, specialized=True, options=("HALVES",))
+        + fp8_constraints(p, promoted=True),
+        traffic_model=wgmma_traffic(precision, params["BM"], params["BN"], params["CM"], persistent=True,
+                                    group_m=params["GROUP_M"], epi_tma=True, block_scales=precision == "fp8_block"),
+        doc=__doc__, unmodeled=PROMOTION,
+    )
+
+
 SPECS = [
-    WgmmaKernel(
-        name="cuda/tc8_block_scaled_fp8", level=8, precision="fp8_block", kind="persistent",
-        title="fp8 e4m3 with FP32 scales per 1x128 of A and 128x128 of B, wgmma m64n128k32 promoted into FP32 every "
-              "128 of K, three consumer warpgroups on 192x128 tiles, tc4's persistent skeleton, BF16 C",
-        source="tc8_block_scaled_fp8.cu", entry="tc8_block_scaled_fp8", params=dict(PARAMS),
-        constraints=lambda p: wgmma_constraints(p, specialized=True, options=("HALVES",))
-        + fp8_constraints(p, promoted=True),
-        traffic_model=wgmma_traffic("fp8_block", PARAMS["BM"], PARAMS["BN"], PARAMS["CM"], persistent=True,
-                                    group_m=PARAMS["GROUP_M"], epi_tma=True, block_scales=True),
-        doc=__doc__, unmodeled=PROMOTION,
-    ),
-    WgmmaKernel(
-        name="cuda/tc8_cluster_fp8_block", level=8, precision="fp8_block", kind="persistent",
-        title="fp8 block-scaled tc8 in 2-CTA clusters multicasting B, each warpgroup's last box of C stored under "
-              "the next tile's first k-tile, BF16 C",
-        source="tc8_block_scaled_fp8.cu", entry="tc8_block_scaled_fp8", params=dict(CLUSTER),
-        constraints=lambda p: wgmma_constraints(p, specialized=True, options=("HALVES",))
-        + fp8_constraints(p, promoted=True),
-        traffic_model=wgmma_traffic("fp8_block", CLUSTER["BM"], CLUSTER["BN"], CLUSTER["CM"], persistent=True,
-                                    group_m=CLUSTER["GROUP_M"], epi_tma=True, block_scales=True),
-        doc=__doc__, unmodeled=PROMOTION,
-    ),
-    WgmmaKernel(
-        name="cuda/tc8_promoted_fp8", level=8, precision="fp8", kind="persistent",
-        title="fp8 e4m3, per-tensor scales, tc8's promotion into FP32 every 128 of K (FP32 accumulation), BF16 C",
-        source="tc8_block_scaled_fp8.cu", entry="tc8_block_scaled_fp8", params=dict(PER_TENSOR),
-        constraints=lambda p: wgmma_constraints(p, specialized=True, options=("HALVES",))
-        + fp8_constraints(p, promoted=True),
-        traffic_model=wgmma_traffic("fp8", PARAMS["BM"], PARAMS["BN"], PARAMS["CM"], persistent=True,
-                                    group_m=PARAMS["GROUP_M"], epi_tma=True), doc=__doc__, unmodeled=PROMOTION,
-    ),
+    _spec("cuda/tc8_block_scaled_fp8", "fp8_block",
+          "fp8 e4m3 with FP32 scales per 1x128 of A and 128x128 of B, wgmma m64n128k32 promoted into FP32 every 128 "
+          "of K, three consumer warpgroups on 192x128 tiles, tc4's persistent skeleton, BF16 C", PARAMS),
+    _spec("cuda/tc8_cluster_fp8_block", "fp8_block",
+          "fp8 block-scaled tc8 in 2-CTA clusters multicasting B, each warpgroup's last box of C stored under the "
+          "next tile's first k-tile, BF16 C", CLUSTER),
+    _spec("cuda/tc8_promoted_fp8", "fp8",
+          "fp8 e4m3, per-tensor scales, tc8's promotion into FP32 every 128 of K (FP32 accumulation), BF16 C",
+          PER_TENSOR),
 ]
