@@ -43,8 +43,8 @@ wait's gain, a few percent.
 
 ``cuda/tc8_cluster_fp8_block``: the same kernel in 2-CTA clusters along M that multicast B (CM=2), each warpgroup
 holding its last box of C for the next tile's first k-tile (EPI_DEFER=1). Why its own spec: clusters halve B's L2
-reads and the held box overlaps part of the epilogue, but a grid of clusters holds fewer CTAs where a GPC has an odd
-number of SMs, so where tc8's tiles make whole waves of 132 (2048×3072×4096: 2) the clusters need a third round;
+reads and the held box overlaps part of the epilogue, but where tc8's tiles make whole waves of 132
+(2048×3072×4096: two) the clustered build measured slower (fp8_variants.json; the cause is not measured);
 kernel="auto" takes whichever its measurements favour per shape. Predicted: faster than tc8 at 4096³ and 8192³,
 slower at 2048×3072×4096 (fp8_variants.json measured the same build without SCALE_GATE so).
 
