@@ -196,7 +196,7 @@ def test_tc8_block_scales_arrive_by_tma_and_are_read_before_the_wgmma(tmp_path):
     (TC8, {"BM": 128, "STAGES": 5, "CONSUMER_REGS": 232, "PRODUCER_REGS": 40, "HALVES": 1, "SCALE_TMA": 1,
            "SCALE_GATE": 0}, 192)])
 def test_shared_memory_per_clock_of_the_fp8_tiles(spec, changes, per_clock):
-    """docs/tensor_cores.md's table of what an FP8 tile reads and writes in shared memory per clock at the tensor
+    """docs/tensor_cores/tc8.md's table of what an FP8 tile reads and writes in shared memory per clock at the tensor
     cores' 8,192 FLOP per SM: B 64 (every m64 wgmma reads all of B), A 4096 / N of the wgmma (HALVES halves it),
     TMA writes 4096·(BM + BN)/(BM·BN); the traffic model adds the epilogue's BF16 staging, written and read once
     (2 bytes per clock at K = 8192). On a shape of whole tiles the model is that sum."""

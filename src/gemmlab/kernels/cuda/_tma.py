@@ -7,7 +7,7 @@ multiples of 16 bytes, the box to be at most 256 elements per side, and with the
 inner extent must be exactly 128 bytes (one swizzle row). A box's innermost start coordinate must fall on 16 bytes
 too: on the H200 one that does not faults as an illegal instruction. Out-of-bounds parts of a box are filled with zeros.
 L2 promotion is 128 bytes, one box row: promoting to 256 bytes fetches the neighbouring line with every row, which
-moves more sectors between the two L2 partitions for the same DRAM traffic (tc4 on the H200: docs/tensor_cores.md,
+moves more sectors between the two L2 partitions for the same DRAM traffic (tc4 on the H200: docs/tensor_cores/tc4.md,
 "L2 promotion 128 bytes").
 
 The maps are encoded into the kernel's argument struct (tc_args.cuh) by gemmlab.driver, once per plan; a launch
