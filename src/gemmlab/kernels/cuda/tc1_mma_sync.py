@@ -12,7 +12,7 @@ Any M, N, K: edge chunks are zero-filled by cp.async; when a row stride or a bas
 bytes (bf16: K or N not a multiple of 8; tf32: of 4) the kernel stages tiles element by element (the ``aligned``
 kernel argument, set per launch; slower). tf32 loads B directly, with no transpose pre-pass.
 
-Measured: docs/tensor_cores.md, results/h200/tensor_cores.json.
+Measured: docs/tensor_cores/tc1_tc3.md, results/h200/tensor_cores.json.
 """
 from dataclasses import dataclass
 

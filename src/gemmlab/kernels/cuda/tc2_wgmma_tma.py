@@ -1,18 +1,9 @@
 """tc2: Hopper wgmma with TMA-fed shared memory.
 
-What changed against tc1: operands arrive by TMA (cp.async.bulk.tensor: one instruction per box, issued by one
-thread, no address arithmetic in the other 255) into a 4-deep ring of 128-byte-swizzled tiles, each slot
-guarded by an mbarrier that counts the bytes landed; the math is wgmma, one warpgroup-wide m64n128k16 (bf16) or
-m64n128k8 (tf32) instruction reading both operands straight from shared memory, instead of 8 warps of
-mma.sync fed by ldmatrix. Why: mma.sync on Hopper runs at about half the wgmma rate, and ldmatrix spends
-issue slots and registers the tensor cores should have. Predicted gain: about 1.5-2× over tc1; still below
-cuBLAS, since all warpgroups drain their wgmma and meet at __syncthreads every k-tile.
-
-tf32 wgmma reads K-major shared-memory operands only, so TF32 B goes through a transpose pre-pass
-(tc_transpose.cu) first. TMA zero-fills boxes past the edges; an operand whose rows are not 16-byte aligned goes
-through a padded copy first (docs/tensor_cores.md, "Operand layouts").
-
-Measured: docs/tensor_cores.md, results/h200/tensor_cores.json.
+What changed against tc1: TMA loads a 4-deep ring of 128-byte-swizzled tiles guarded by mbarriers; one warpgroup-wide
+wgmma m64n128 reads both operands from shared memory (TF32 B through the transpose pre-pass). Why: Hopper's mma.sync
+runs at about half the wgmma rate and ldmatrix spends issue slots. Predicted gain: 1.5-2× tc1, still below cuBLAS
+(every k-tile drains its wgmma at __syncthreads). Design and edges: docs/tensor_cores/tc1_tc3.md.
 """
 from gemmlab.kernels.cuda.tc_common import TC_PRECISIONS, WgmmaKernel, wgmma_constraints, wgmma_traffic
 

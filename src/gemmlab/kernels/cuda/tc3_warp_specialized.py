@@ -1,16 +1,9 @@
 """tc3: warp specialization.
 
-What changed against tc2: a third warpgroup becomes the producer. It drops to 40 registers (setmaxnreg.dec) and
-one of its threads streams k-tiles by TMA, waiting per slot on an `empty` mbarrier; the two consumer
-warpgroups rise to 232 registers (setmaxnreg.inc), which pays for a 128×256 tile (m64n256 per warpgroup, 128
-FP32 accumulators per thread), and they keep one wgmma group in flight (wait_group 1) while releasing the
-previous slot. Why: tc2's per-k-tile __syncthreads and wgmma drain leave the tensor cores idle between k-tiles,
-and a 128×256 tile stages (BM+BN)/(BM·BN), three quarters of 128×128's shared-memory bytes per FLOP.
-Predicted gain: 1.3× over tc2, to about 0.9× cuBLAS BF16; what is left is the launch tail of one-tile-per-CTA
-grids and the epilogue that no load overlaps.
-Operand layouts and edges as in tc2 (TF32 B through the transpose pre-pass).
-
-Measured: docs/tensor_cores.md, results/h200/tensor_cores.json.
+What changed against tc2: a producer warpgroup (setmaxnreg.dec 40) streams k-tiles by TMA; two consumer warpgroups
+(setmaxnreg.inc 232) run m64n256 on a 128×256 tile, one wgmma group in flight. Why: no block-wide barrier and drain
+per k-tile, and a quarter fewer staged bytes per FLOP. Predicted gain: 1.3× tc2, about 0.9× cuBLAS BF16.
+Design: docs/tensor_cores/tc1_tc3.md.
 """
 from gemmlab.kernels.cuda.tc_common import TC_PRECISIONS, WgmmaKernel, wgmma_constraints, wgmma_traffic
 

@@ -1,33 +1,12 @@
 """tc5 (TF32): swap A and B, B from registers, no transpose pre-pass.
 
-What changed against tc4: tf32 wgmma reads shared-memory operands K-major only, and tc4 TF32 paid for that with
-a second launch, a pre-pass writing Bᵀ (8·K·N bytes moved). tc5 computes Cᵀ = Bᵀ·Aᵀ
-instead: A, K-major as given, is wgmma's shared-memory operand (its N = BM = 256 rows of C), and B, N-major as
-given, is wgmma's register operand, which has no layout rule on shared memory: each consumer thread loads its
-m64k8 fragment from the TMA tile with two ld.shared.v2 per k8 step. The column order of the fragment rows is
-chosen so that these loads are bank-conflict-free on the 128B-swizzled box and the epilogue stores float2
-pairs that fill whole 32-byte sectors of C (see tc5_swap_ab.cu). Tile 256 (M) × 128 (N): the same m64n256
-wgmma and 48 KB stage as tc4, 4 stages, grouped persistent order. A wgmma may read its register operand until
-it completes, so each consumer retires its previous k-tile (wait_group 0) before loading the next fragments; the
-other consumer warpgroup's queued wgmmas cover the gap.
-Why: one launch instead of two, and 8·K·N fewer bytes. Predicted gain: the pre-pass's 8-9% of tc4 TF32's time,
-to about 0.97-1.0× cuBLAS TF32 at 4096³ and 8192³.
-CN=1, BM=256: clusters of 2 along N multicasting A (CN=2), GROUP_M=16 and a 128×128 tile (BM=128), compared
-outside results/, did not pay at the large shapes (docs/tensor_cores.md, "tc5").
+What changed against tc4: Cᵀ = Bᵀ·Aᵀ: A, K-major as given, is wgmma's shared-memory operand; B, N-major as given, its
+register operand, loaded from the TMA tile bank-conflict-free; 256×128 tiles. Why: tc4 TF32 pays a second launch
+writing Bᵀ (8·K·N bytes). Predicted gain: the pre-pass's 8-9% of tc4 TF32's time, 0.97-1.0× cuBLAS TF32.
+TF32_ROUND=3 (default) rounds to nearest: B in registers, A by a pre-pass (predicted: cuBLAS TF32's error, 4-10% of
+the time); up to ONE_LAUNCH_MNK (256³) A is rounded in shared memory instead, one launch (TF32_ROUND=2).
 
-TF32 rounded to nearest: the tensor cores truncate FP32 operands to TF32, a bias toward zero that adds up over K
-where cuBLAS TF32 rounds to nearest (docs/accuracy.md). TF32_ROUND=3 (the default) rounds B's fragments in registers
-(cvt.rna, 16 values per thread per k-tile) and A by a pre-pass before the kernel (tc_round_copy.cu: 8·M·K bytes
-through DRAM into a workspace of M×K floats, which A's tensor map reads). Predicted: cuBLAS TF32's error; by the
-roofline model the pre-pass costs 9% at 4096³, 4% at 8192³, 10% at 2048×3072×4096. TF32_ROUND=2 rounds A in place
-instead, by producer warps 1-3 once each k-tile lands (tc_round.cuh, a `ready` barrier the consumers wait on): no
-workspace, but the pass reads and writes A's 32 KB per k-tile beside the wgmmas' reads of shared memory (predicted
-9-20% slower; measured far slower: docs/accuracy.md). TF32_ROUND=1 rounds B alone; TF32_ROUND=0 is the truncating
-build. Up to ONE_LAUNCH_MNK multiply-adds (256³; K at most 512, rows of A 16-byte pitched: rounds_a_in_place) tc5
-runs TF32_ROUND=2: at that size the pre-pass's two launches make a call wait on the host, and the second launch
-costs the host about what the in-place pass costs the GPU (tc6, whose stream-K grid spreads the pass over more
-SMs, keeps one launch up to 512³).
-Measured: docs/tensor_cores.md, docs/accuracy.md, results/h200/tensor_cores.json.
+Design and measurements: docs/tensor_cores/tc5.md, docs/accuracy.md.
 """
 from gemmlab.kernels.cuda.tc_common import WgmmaKernel, wgmma_constraints, wgmma_traffic
 

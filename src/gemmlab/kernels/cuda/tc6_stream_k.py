@@ -1,43 +1,18 @@
 """tc6: a stream-K tail (data-parallel waves + stream-K hybrid, deterministic fixup), BF16 on tc4, TF32 on tc5.
 
-What changed against tc4 (BF16) and tc5 (TF32): the same kernels, compiled with STREAM_K=1 (clusters off). The
-persistent grid of G CTAs still takes whole tiles c, c + G, ..., but the T tiles' last partial wave of R = T % G
-tiles no longer leaves G - R SMs idle: those tiles (when R >= SK_FILL = 50% of G; else the last G + R tiles, so that
-every CTA's share holds at least one tile) form the stream-K region, whose (tile, k-tile) iterations, in schedule
-order, are cut into G contiguous, equal ranges, one per CTA after its whole tiles. A range cuts into units (tile,
-k-tiles [kb, ke)); producer and consumers walk the same units, and a unit starts its accumulator from zero. The
-unit holding k = 0 of a split tile owns it and is the last unit of its CTA; the CTAs holding the rest of the tile
-write their FP32 accumulator to their workspace slot (fragment order, float4, coalesced), fence, and count it on
-the tile's flag (release). The owner waits on the flag (acquire, guarded against hangs like the mbarrier waits),
-adds the partials in k order, so results are bitwise the same run to run, stores C and resets the flag for the
-next launch. Every CTA is resident at once (one per SM, checked against the occupancy query), so the spin cannot
-deadlock. With fewer tiles than SMs the grid grows to one CTA per 4 k-tiles of work (SK_MIN_KTILES), at most one
-per SM, so small problems split K too. When no tile would be split (whole waves, or a last wave at least
-SK_SKIP_FILL = 70% full, where the fixup costs more than the idle SMs, as measured at 4096³) tc6 launches the
-base level's kernel with the base level's parameters (`whole_tiles`, clusters included), the same binary; so
-it does where the base level's narrower tiles already fill the last wave (tc4's NARROW_BN: BF16 at 2048x3072x4096).
-Why: a persistent grid pays for its last partial wave in full. 2048x3072x4096 has 192 tiles for 132 SMs: every
-CTA's makespan is 2 tiles for 1.45 tiles of work; 8192³ (2048 tiles, 15.5 waves) loses about 3% to the same tail.
-Predicted gain (before measuring): at 2048x3072x4096 the makespan falls from 2 to 1.45 tiles plus one 128 KB
-partial written and read per split tile, up to 25-30% faster; at 4096³ and 8192³ 1-2.5% (3% of tail, less the
-fixup traffic and the owners' waits).
-TF32 up to ONE_LAUNCH_MNK multiply-adds (512³, where tc5 stops at 256³): one launch, A rounded in shared memory by
-the producer warps (TF32_ROUND=2) instead of by tc5's pre-pass (K at most 512, rows of A 16-byte pitched:
-rounds_a_in_place). Why: at that size two launches make a call wait on the host rather than the GPU, and the
-second launch costs the host more than the in-place pass costs the GPU, which stream-K's grid spreads over many SMs
-where tc5 has a few CTAs for the few tiles (docs/tensor_cores.md, "One launch for small TF32").
-Measured: results/h200/tensor_cores.json. It gained far less than predicted; docs/tensor_cores.md ("tc6: a
-stream-K tail") has the figures, the likely causes, and the runs behind SK_SKIP_FILL.
+What changed against tc4 (BF16) and tc5 (TF32): the same kernels with STREAM_K=1 (clusters off). Whole tiles for the
+full waves; the last partial wave's (tile, k-tile) iterations are cut into equal ranges, one per CTA, and a split
+tile's owner (the CTA holding k = 0) adds the others' FP32 partials in k order (bitwise reproducible). Where no tile
+would be split (whole waves, a last wave at least SK_SKIP_FILL = 70% full, or tc4's narrower tiles filling it) it
+launches the base level's binary. Why: a persistent grid pays for its last partial wave in full (2048x3072x4096:
+2 tiles of makespan for 1.45 of work). Predicted gain: up to 25-30% at 2048x3072x4096, 1-2.5% at 4096³ and 8192³.
+TF32 up to ONE_LAUNCH_MNK (512³): one launch, A rounded in shared memory (TF32_ROUND=2).
 
-``cuda/tc6_stream_k_fp8_block``: the same tail on tc8_block_scaled_fp8 (block-scaled FP8), whose promoted FP32
-accumulators add across a split tile like tc4's. Its split launches copy the scales beside each k-tile
-(SCALE_TMA=1): tc8's own scale ring (SCALE_TMA=2) has producer warp 1 walk the units too, and a second stream-K walk
-spills at the producer's 32 registers (so do tc8's held boxes of C, EPI_DEFER, beside the consumers' copy).
-Why: tc8's 192-row tiles leave 4096³ 704 tiles, 5.33 waves, so each CTA's makespan is 6 tiles for 5.33 of work.
-Predicted: up to 12% faster at 4096³ less the fixup (a 96 KB partial written and read per split tile) and the scale
-ring's gain, which the split launches give up; elsewhere tc8 itself (8192³ and 2048×3072×4096 fill their last
-waves).
-Measured: results/h200/fp8.json.
+``cuda/tc6_stream_k_fp8_block``: the same tail on tc8_block_scaled_fp8, its split launches with the scales beside
+each k-tile (SCALE_TMA=1). Why: tc8's 192-row tiles make 4096³ 5.33 waves. Predicted: up to 12% faster at 4096³,
+less the fixup; elsewhere tc8 itself.
+
+Design and measurements: docs/tensor_cores/tc6.md.
 """
 from gemmlab.kernels.cuda import tc4_persistent, tc5_swap_ab, tc8_block_scaled_fp8 as tc8
 from gemmlab.kernels.cuda.tc_common import (SK_FILL, SK_SKIP_FILL, WgmmaKernel, fp8_constraints, wgmma_constraints,

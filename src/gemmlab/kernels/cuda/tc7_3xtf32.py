@@ -1,36 +1,14 @@
 """tc7 (FP32): FP32 accuracy from the TF32 tensor cores, 3xTF32 with the partial sums promoted to FP32.
 
-What changed against tc5: the inputs are FP32 and so is the answer, verified with FP32's tolerance and timed
-against cuBLAS SGEMM (level 11: in the FP32 table it follows v10_register_prefetch, the best FFMA level). Each
-operand is split into a big and a small TF32 part and the tensor cores add three products per k8 step
-(b_small·a_big, b_big·a_small, b_big·a_big); B's parts are made in registers from its fragments, A's small part by
-producer warps 1-3 beside each landed tile in shared memory (A's big part is the tile itself, which the tensor
-cores read truncated). Every PROMOTE k-tiles (2: 64 of K, the default; 1 and 4 measured beside it) the wgmma
-accumulator restarts from zero and its partial is added into a second FP32 register set on the CUDA cores.
-Why: FP32 on the CUDA cores peaks at 67 TFLOPS on the H200, TF32 on the tensor cores at 495 (datasheet). Three
-TF32 products cost a third of that rate, and the split itself carries 22 bits of each operand; but the tensor
-cores' FP32 accumulation drops bits at every instruction, and over all of K that sets the error: three cuBLAS TF32
-products of split operands err several times more than SGEMM (measured: docs/accuracy.md). Promoted every short
-run of K, the tensor cores' error depends on the run, not on K.
-The choices:
-- where A's small part is made: in the kernel, by the producer warps, from the tile TMA landed: a shared-memory
-  read and write of 16 KB per k-tile beside TMA's 32 KB and the wgmmas' 96 KB, about 115 of the 128 bytes per
-  cycle an SM's shared memory serves at the tensor cores' full rate. A pre-pass writing A's parts to global memory
-  would read 4MK and write 8MK bytes (about 47 µs at 4096³ at 4.3 TB/s, 4-5% of the predicted kernel) and load
-  A twice per tile.
-- the tile: 128×128, two consumer warpgroups of m64n128k8: two accumulator sets are 128 registers per thread, plus
-  32 for the split fragments; m64n256 (256 registers of accumulators) does not fit.
-- promotion every k-tile: the consumers retire their wgmmas before each k-tile anyway (the register operand), so
-  a promotion is 64 FADDs per thread and no wait.
-- 3xTF32 over BF16 splits: FP32 needs three BF16 parts per operand and six products at twice the rate, the same
-  tensor-core time, with a third part of A to make in shared memory and twice the wgmmas to issue.
-Predicted (before measuring): gemmlab's roofline model puts it at its compute roof, a third of TF32's rate
-(0.794 ms at 4096³ and 1980 MHz; shared memory at 89% of that, L2 at 54%); at the share of their roofs that tc5
-and SGEMM reach (docs/accuracy.md), 1.0-1.2 ms at 4096³ and 8-9.5 ms at 8192³:
-2.2-2.7x cuBLAS FP32. Error at K=4096 about 4e-7 (tensor-core truncation within a run of 32 about 2.6e-7, the
-FP32 adds of 128 promotions about 2e-7, the split about 1.5e-7), a third of SGEMM's by the same error model, and
-growing more slowly than SGEMM's with K. Without promotion (PROMOTE=0) about 1e-5, the naive split's.
-Measured: docs/accuracy.md ("FP32 from the TF32 tensor cores").
+What changed against tc5: FP32 in and out, verified with FP32's tolerance and timed against cuBLAS SGEMM (level 11,
+after v10 in the FP32 table). Each operand is split into a big and a small TF32 part and the tensor cores add three
+products per k8 step (B's parts made in registers, A's small part by producer warps 1-3 in shared memory); every
+PROMOTE k-tiles (2) the wgmma accumulator restarts from zero and is added into FP32 registers on the CUDA cores.
+128×128 tiles. Why: TF32 on the tensor cores peaks at 495 TFLOPS against FP32's 67, and promoting every short run of
+K keeps the tensor cores' accumulation error from growing with K.
+Predicted (before measuring): 2.2-2.7x cuBLAS FP32 (1.0-1.2 ms at 4096³), error about 4e-7 at K=4096.
+
+Design choices and measurements: docs/tensor_cores/tc7.md, docs/accuracy.md ("FP32 from the TF32 tensor cores").
 """
 from gemmlab.kernels.cuda.tc_common import WgmmaKernel, wgmma_constraints, wgmma_traffic
 

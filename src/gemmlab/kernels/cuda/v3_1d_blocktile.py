@@ -5,8 +5,7 @@ What changed against V2: the block tile is BM×BN = 64×64 with BK = 8, staged i
 shared memory and reuses it 8 times, so shared-memory loads per FFMA fall from 2 to 9/8. Global traffic
 halves against V2's 32×32 tiles (A read N/64 times, B M/64 times: intensity 16 FLOP/byte in the model).
 Why: V2 is bound by shared-memory bandwidth (two loads per FFMA); register reuse is the way out.
-Predicted gain: about 2.5× V2 (13-15 TFLOPS at 4096³).
-Ragged shapes: tiles past an edge are staged as zeros and stores are guarded.
+Predicted gain: about 2.5× V2 (13-15 TFLOPS at 4096³). Edge tiles are staged as zeros, stores guarded.
 
 Measured: docs/fp32_ladder.md, results/h200/fp32.json.
 """

@@ -4,9 +4,7 @@ What changed against V3: the block tile grows to 128×128 (BK = 8, 256 threads) 
 8×8 accumulators. Per k it reads 8 values of A and 8 of B from shared memory for 64 FFMAs: 0.25 loads per FFMA
 instead of V3's 1.1. Global traffic halves again (intensity 32 FLOP/byte in the model).
 Why: V3 is still limited by shared-memory loads; a square register tile reuses each loaded value 8 times.
-Predicted gain: about 2× V3 (toward 25-30 TFLOPS at 4096³).
-The loads are still scalar and A is stored row-major, so a thread's 8 reads of A at one k are 8 separate
-shared loads down a column: that is V5's target.
+Predicted gain: about 2× V3 (toward 25-30 TFLOPS at 4096³). A's 8 scalar reads down a column are V5's target.
 
 Measured: docs/fp32_ladder.md, results/h200/fp32.json.
 """

@@ -3,12 +3,10 @@
 What changed against V4: the A tile is stored k-major (As[k][m]), so the 8 values of A a thread needs at one
 k sit side by side and arrive in two 128-bit shared loads, like its 8 values of B; per k step a thread issues
 4 LDS.128 instead of 16 LDS.32. Global tiles move as float4 (LDG.128) where a matrix's rows are 16-byte
-aligned (leading dimension a multiple of 4 and an aligned base pointer); otherwise, and past the edges, the
-same staging code falls back to guarded per-float loads, so every M, N, K >= 1 stays valid.
+aligned; otherwise, and past the edges, guarded per-float loads, so every M, N, K >= 1 stays valid.
 Why: in V4 the shared-load instructions compete with FFMAs for issue slots (about 20 of every 84 issued
 instructions per k); cutting them to 4 frees those slots.
-Predicted gain: 1.2-1.4× V4. The transposing stores conflict 2-way in shared memory and the 8-wide rows
-of B read by neighbouring lanes are 32 bytes apart (2-way conflicts too): V6 removes both.
+Predicted gain: 1.2-1.4× V4. Its 2-way bank conflicts (transposing stores, B's reads) are V6's target.
 
 Measured: docs/fp32_ladder.md, results/h200/fp32.json.
 """

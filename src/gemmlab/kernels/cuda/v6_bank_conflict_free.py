@@ -1,17 +1,9 @@
 """V6 bank-conflict-free shared memory: a padded transposed A tile and a strided thread tile.
 
-What changed against V5 (same tiles, same loads, a different layout):
-- Padding: each k row of the transposed A tile holds BM + 4 floats. V5's transposing stores put 16
-  consecutive m of two k rows 4 apart into 16 banks (a 2-way conflict on every staging store); with the
-  pad the second k row is shifted by 16 banks. 4 floats, not 1, keep the rows 16-byte aligned for LDS.128.
-- Strided thread tile: a thread's 8×8 tile is 2×2 quads of 4×4, half a block tile apart, instead of one
-  contiguous 8×8 block. Neighbouring lanes then read adjacent 16-byte quads of B (a quarter-warp reads 128
-  contiguous bytes, one pass of the 32 banks) instead of quads 32 bytes apart (two passes).
-Why: a 2-way conflict doubles the shared-memory cycles of those accesses; V5 has them on both the staging
-stores and on half of the compute loop's loads.
-Predicted gain: 1.05-1.15× V5.
-
-Measured: docs/fp32_ladder.md (with V5's and V6's bank-conflict counters), results/h200/fp32.json.
+What changed against V5: the transposed A tile's k rows hold BM + 4 floats (no 2-way conflict on the staging
+stores), and a thread's 8×8 tile is 2×2 quads of 4×4, half a block tile apart (a quarter-warp reads 128 contiguous
+bytes of B). Why: V5's 2-way conflicts double the shared-memory cycles of its staging stores and half its loads.
+Predicted gain: 1.05-1.15× V5. Details and counters: docs/fp32_ladder.md ("v6"), results/h200/fp32.json.
 """
 from gemmlab.kernels.cuda._kernel import CudaKernel
 from gemmlab.kernels.cuda._sgemm import block_tile_grid, thread_tile_warp, traffic_of

@@ -1,17 +1,12 @@
 """V9 autotuned: V8's kernel with its tile parameters chosen per shape by a measured search on the present GPU.
 
-What changed against V8: nothing in the kernel source. ``gemmlab tune`` (gemmlab.tune.tune) times every
-configuration of a small search space (``SEARCH_SPACE`` in gemmlab/tune.py: block tiles 64..256 on a side, BK 8
-or 16, warp tiles from 32×32 to 64×64 with 4×8 to 16×8 per lane, 3 or 4 stages, plain or grouped block order,
-1-4 blocks per SM) on each shape, drops those that spill or fail verification, and caches the fastest per GPU and
-shape. At build time this spec takes, in order: the cached choice for the shape (or the nearest cached shape),
-the choice measured on that GPU model when this level was written (TUNED below), and V8's configuration.
-Why: the best tile depends on the shape (wave quantization over 132 SMs, L2 reuse, registers per lane); a
-larger per-lane tile (8×16) cuts shared loads per FFMA from 1/16 to 3/64, which matters because on Hopper every
-non-FFMA instruction takes an FFMA issue slot.
-Predicted gain: 1.1-1.2× V8 at the three bar shapes, toward 0.9× cuBLAS FP32.
-
-Measured: docs/fp32_ladder.md (with the configuration each shape ran), results/h200/fp32.json.
+What changed against V8: nothing in the kernel source. ``gemmlab tune`` times every configuration of a small search
+space (``SEARCH_SPACE`` in gemmlab/tune.py) per shape, drops those that spill or fail verification, and caches the
+fastest per GPU and shape; this spec takes the cached choice for the shape (or the nearest cached shape), else the
+H200's choice (TUNED below), else V8's configuration.
+Why: the best tile depends on the shape (wave quantization, L2 reuse, registers per lane), and on Hopper every
+non-FFMA instruction takes an FFMA issue slot, which a larger per-lane tile saves.
+Predicted gain: 1.1-1.2× V8 at the three bar shapes, toward 0.9× cuBLAS FP32. docs/fp32_ladder.md ("v9").
 """
 from __future__ import annotations
 
