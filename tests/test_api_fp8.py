@@ -1,5 +1,5 @@
 """gemmlab.matmul on FP8 operands, the host side: which precision the scales make, the formats and output type that
-pick the binary, and every bad call refused with its reason (the GPU runs are in gpu/fp8.sh)."""
+pick the binary, and every bad call refused with its reason (the GPU runs are in tests/test_api_gpu.py and results/h200/run.sh)."""
 import ml_dtypes
 import numpy as np
 import pytest

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Reproduces everything under results/h200/ on an H200 (or writes the same files for another GPU into $1).
+# Reproduces everything under results/h200/ on an H200 (or writes the same files for another GPU into $1): the one
+# recipe of the committed results (docs/README.md says what each file is).
 # Every number in the README and the docs comes from one of these gemmlab commands. The committed files were written
 # by these commands in separate sessions; each file's env records its git SHA and the commands that wrote it.
 set -uo pipefail
@@ -12,7 +13,7 @@ TC='cuda/tc[123567]*,cuda/tc4_persistent_[bt]*,peers/cublas_tf32,peers/cublas_bf
 FP8='cuda/tc4_persistent_fp8,cuda/tc8_block_scaled_fp8,cuda/tc8_cluster_fp8_block,cuda/tc6_stream_k_fp8_block,cuda/tc8_promoted_fp8,peers/cublaslt_fp8,peers/cublaslt_fp8_promoted,peers/cublaslt_fp8_block,cuda/tc4_persistent_bf16,peers/cublas_bf16'
 R="--repeat 30 --max-seconds 1.5 --pause 0.1"
 T="--repeat 30 --max-seconds 1.0 --pause 0.1 --no-ceilings"
-rm -f "$OUT"/{fp32,tensor_cores,blocks,fp8,fp8_variants,seed_1024,api,verify,verify_tf32,verify_fp8,verify_fp8_gate,verify_stream_k,timeline,timeline_fp8,accuracy,ceilings}.json
+rm -f "$OUT"/{fp32,tensor_cores,blocks,fp8,fp8_variants,seed_1024,api,verify,verify_tf32,verify_fp8,verify_fp8_gate,verify_stream_k,timeline,timeline_fp8,accuracy,ceilings,candidates}.json
 # The roofs of this GPU (DRAM, L2, shared memory, FLOPs per clock per precision), then the seeds' table at 1024³
 g roofline --measure --json "$OUT/ceilings.json"
 g bench --kernels 'cuda/v1_naive,numba/v1_naive,cuda/v2_smem,peers/cublas_fp32' --shape 1024 --no-ceilings --repeat 30 \
@@ -79,5 +80,8 @@ python3 -m torch.distributed.run --standalone --nproc-per-node 1 -m gemmlab benc
   --json "${OUT}x1/distributed.json"
 # Error against float64 of FP32, TF32 and 3xTF32 products against K and input scale (accuracy.md, .png beside it)
 g accuracy --mn 1024 --json "$OUT/accuracy.json"
+# The builds that decided TF32 rounding and tc7's promotion interval, each pinned by its parameters: ragged shapes,
+# errors on the same inputs, times interleaved with the cuBLAS peer (docs/accuracy.md)
+python3 "$(dirname "$0")/candidates.py" "$OUT"
 # The reports are rendered from the JSON alone, on any machine:
 for f in fp32 tensor_cores blocks fp8 fp8_variants seed_1024; do g report "$OUT/$f.json" --out "$OUT/$f"; done

@@ -1,15 +1,13 @@
-#!/usr/bin/env bash
-# What Nsight Compute's lts__t_bytes counts of TMA traffic, against bytes known exactly. The TMA L2 probe
-# (probe_l2_tma) copies a known number of bytes into shared memory (every k-tile's barrier waits for its whole
-# stage), with the CTAs sharing panels as a GEMM's wave does and with each CTA on rows of its own; tc5 and tc6 TF32,
-# tc2-tc4 BF16 and tc3 TF32 at 4096³ move the bytes their model counts the same way. For each, the L2's sectors by
-# where their requests came from (the SMs, or the other L2 partition) beside the bytes delivered. Metrics this ncu
-# does not know are dropped and named. Run from the repository root with PYTHONPATH=src; writes
-# $OUT/l2_counters.json and the raw CSVs; a few minutes on an H200.
-set -euo pipefail
-: "${OUT:?set OUT to the folder the counters go to}"
-mkdir -p "$OUT"
-python3 - "$OUT" <<'PY'
+"""What Nsight Compute's lts__t_bytes counts of TMA traffic, against bytes known exactly (docs/seeds.md). Not a recipe
+of a committed file: a diagnostic of the L2 counters the committed profiles hold.
+
+The TMA L2 probe (probe_l2_tma) copies a known number of bytes into shared memory (every k-tile's barrier waits for
+its whole stage), with the CTAs sharing panels as a GEMM's wave does and with each CTA on rows of its own; tc5 and tc6
+TF32, tc2-tc4 BF16 and tc3 TF32 at 4096³ move the bytes their model counts the same way. For each, the L2's sectors
+by where their requests came from (the SMs, or the other L2 partition) beside the bytes delivered. Metrics this ncu
+does not know are dropped and named. Usage, from the repository root with PYTHONPATH=src, on the GPU:
+python3 results/h200/l2_counters.py OUT_DIR (writes OUT_DIR/l2_counters.json and the raw CSVs; a few minutes on an
+H200)."""
 import json
 import os
 import re
@@ -23,6 +21,7 @@ from gemmlab.kernels.registry import get_kernel
 from gemmlab.problem import Problem
 
 out = Path(sys.argv[1])
+out.mkdir(parents=True, exist_ok=True)
 ncu = profile.find_ncu()
 if ncu is None:
     sys.exit("no ncu")
@@ -95,4 +94,3 @@ for entry in report["probe"] + report["kernels"]:
             short = key.replace(".sum", "").replace("lts__t_sectors_srcunit_", "").replace("__m_xbar2l1tex_read", "")
             line.append(f"{short} {entry[key] * scale / 1e9:7.3f} GB ({entry[key] * scale / known:.2f}x)")
     print("  ".join(line))
-PY
