@@ -284,7 +284,7 @@ def cmd_roofline(args) -> int:
     from gemmlab.analysis.ceilings import load as load_ceilings, with_measured
     from gemmlab.analysis.roofline import DEVICES, ceilings_for, device_spec, model, seed_examples
     from gemmlab import device
-    from gemmlab.harness.ceilings import stored_ceilings
+    from gemmlab.harness.roof_probes import stored_ceilings
     from gemmlab.problem import PRECISIONS, SEED_SHAPE, Problem
     from gemmlab.results import load_results
 
@@ -298,7 +298,7 @@ def cmd_roofline(args) -> int:
         return load_ceilings(args.ceilings, base) if args.ceilings else base
 
     if args.measure:
-        from gemmlab.harness.ceilings import measure_ceilings
+        from gemmlab.harness.roof_probes import measure_ceilings
 
         json_path = _output(args.json, "--json") if args.json else None
         info = device.require_gpu("gemmlab roofline --measure")

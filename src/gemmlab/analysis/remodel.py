@@ -16,6 +16,7 @@ from gemmlab.analysis.ceilings import Ceilings
 from gemmlab.analysis.roofline import model
 from gemmlab.errors import GemmlabError
 from gemmlab.problem import Problem
+from gemmlab.provenance import git_sha
 
 RATIO_NAMED = 1.5  # measured time past this many predicted times: the spec names what the model leaves out
 
@@ -67,8 +68,6 @@ def remodel_results(results: dict, ceilings: Ceilings, note: str) -> tuple[dict,
     """A copy of ``results`` with every record's model recomputed, and env.remodel naming the remodel that wrote
     them (command, ceilings, the code's git sha, the records that kept their model): one entry, since an earlier
     remodel's models are gone once this one has run. Also the kernels left as they were, with why."""
-    from gemmlab.harness.env import git_sha
-
     out = copy.deepcopy(results)
     shared = _kernel_resources(out.get("records", []))
     skipped = []

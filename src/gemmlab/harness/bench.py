@@ -22,7 +22,7 @@ from gemmlab.analysis.roofline import DeviceSpec, at_clock, ceilings_for, device
 from gemmlab.errors import CompileError, GemmlabError, InvalidConfigError, SizeLimitError
 from gemmlab import device
 from gemmlab.harness import env
-from gemmlab.harness.ceilings import measure_ceilings, stored_ceilings
+from gemmlab.harness.roof_probes import measure_ceilings, stored_ceilings
 from gemmlab.harness.record import BenchRecord, Status
 from gemmlab.harness.reference import tolerance_for
 from gemmlab.harness.timing import (BlockOptions, TimingOptions, rotation_sets, time_blocks, time_cpu, time_gpu,
