@@ -487,6 +487,8 @@ def cmd_dispatch(args) -> int:
 
     if args.build:
         return _build_dispatch_table(args.build, args.out)
+    if args.write:
+        return _write_dispatch_table(args.write)
     info = gpu()
     if info is None:
         info = GPUInfo("NVIDIA H200", 132, (9, 0), 60 * 2**20, 232448, 1980.0, 141 * 2**30, "", "")
@@ -518,6 +520,21 @@ def _build_dispatch_table(paths, out) -> int:
     _write(target, json.dumps(table, indent=1, sort_keys=True) + "\n")
     shapes = sum(len(shapes) for precs in table.values() for shapes in precs.values())
     console.print(f"wrote {target}: {', '.join(table)}, {shapes} (precision, shape) entries", highlight=False)
+    return 0
+
+
+def _write_dispatch_table(paths) -> int:
+    """This machine's dispatch table, with the verified records of saved bench results on top: what kernel="auto"
+    reads on the GPU they ran on. A bench run never writes it; this command does, from the files named."""
+    from gemmlab import dispatch
+    from gemmlab.results import load_results
+
+    for name in paths:
+        written = dispatch.record(load_results(Path(name)))
+        if written is None:
+            raise GemmlabError(f"{name}: no verified GPU records of gemmlab's kernels to write into the dispatch table "
+                               f"(or {dispatch.local_path()} cannot be written)")
+        console.print(f"dispatch table updated from {name}: {written}", highlight=False)
     return 0
 
 
@@ -630,9 +647,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--precision", action="append", choices=["fp32", "tf32", "bf16", "fp8", "fp8_block"])
     s.add_argument("--b-transposed", action="store_true", help="B handed over as the transpose of an N×K matrix "
                                                                 "(x @ w.T)")
-    s.add_argument("--build", nargs="+", metavar="RESULTS", help="write the dispatch table of these bench results "
-                   "JSONs instead (the shipped one: results/h200/{fp32,tensor_cores,fp8}.json)")
+    table = s.add_mutually_exclusive_group()
+    table.add_argument("--build", nargs="+", metavar="RESULTS", help="write the dispatch table of these bench "
+                       "results JSONs instead (the shipped one: results/h200/{fp32,tensor_cores,fp8}.json)")
     s.add_argument("--out", help="where --build writes (default: the table shipped with gemmlab)")
+    table.add_argument("--write", nargs="+", metavar="RESULTS", help="add the verified records of these bench "
+                       "results JSONs to this machine's dispatch table (what kernel='auto' reads on their GPU; a "
+                       "bench run does not write it)")
     s.set_defaults(func=cmd_dispatch)
 
     s = sub.add_parser("tune", help="search tile parameters per shape on this GPU (cached)")
