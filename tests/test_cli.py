@@ -106,7 +106,7 @@ def test_bench_append_replaces_a_kernel_timed_again_at_a_shape(tmp_path):
 
 
 def test_append_says_what_a_replacement_drops_and_which_ratios_stay_with_an_earlier_peer():
-    from gemmlab.cli import _merge
+    from gemmlab.results import merge_runs
 
     def rec(kernel, backend="cuda", **extra):
         return {"kernel": kernel, "backend": backend, "precision": "bf16", "m": 64, "n": 64, "k": 64,
@@ -119,7 +119,7 @@ def test_append_says_what_a_replacement_drops_and_which_ratios_stay_with_an_earl
     new = {"env": {"command": "second", "git_sha": "bbb", "time": "t1"}, "notes": [],
            "records": [rec("peers/cublas_bf16", "peer"), rec("cuda/tc4_persistent_bf16")],
            "noise": [{"kernel": "peers/cublas_bf16", "m": 64, "n": 64, "k": 64, "diff_pct": 1.0}]}
-    merged = _merge(old, new)
+    merged = merge_runs(old, new)
     assert [r["kernel"] for r in merged["records"]] == ["cuda/tc2_wgmma_tma_bf16", "peers/cublas_bf16",
                                                          "cuda/tc4_persistent_bf16"]
     assert [n["diff_pct"] for n in merged["noise"]] == [1.0]

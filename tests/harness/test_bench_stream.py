@@ -72,7 +72,7 @@ def test_gpu_run_hands_over_each_shape_and_precision_as_its_last_record_is_in():
     dev = device_spec("h200")
     for shape in ((64, 64, 64), (128, 64, 32)):
         for precision in ("fp32", "tf32"):
-            for spec in bench_gpu.order(specs, precision):
+            for spec in bench_gpu.peers_first(specs, precision):
                 progress.update(task, description=f"{spec.name} {shape}")
                 r = bench_records.new_record(spec, Problem(*shape, precision), dev, None)
                 r.update({"status": Status.OK, "median_ms": 1.0 if spec.backend == "peer" else 2.0})

@@ -271,3 +271,29 @@ def seed_examples() -> dict:
         "tile32_intensity": sq.flops() / tiled_traffic(sq, 32, 32).global_read,
         "naive_redundancy_4096": naive_traffic(sq).global_read / (4 * (sq.m * sq.k + sq.k * sq.n)),
     }
+
+
+def roofs_of(dev: DeviceSpec, results: dict | None = None, ceilings_path: str | None = None) -> Ceilings:
+    """The roofs a kernel is modeled under: the datasheet of ``dev``, what a results file measured in its own run,
+    then a ceilings JSON (``gemmlab roofline --measure --json``) on top."""
+    from gemmlab.analysis.ceilings import load
+
+    base = ceilings_for(dev)
+    measured = ((results or {}).get("env") or {}).get("ceilings") or {}
+    if measured:  # older runs measured the copy alone, as copy_bw_gbs
+        base = with_measured(base, {**measured, "dram_gbs": measured.get("dram_gbs") or measured.get("copy_bw_gbs")},
+                             "the run's own measurement (env.ceilings)")
+    return load(ceilings_path, base) if ceilings_path else base
+
+
+def listed_precisions() -> list:
+    """The precisions every device has units for (A100: no FP8), in their order: the device table's columns."""
+    from gemmlab.problem import PRECISIONS
+
+    return [p for p in PRECISIONS.values() if all(p.name in d.tflops for d in DEVICES.values())]
+
+
+def models_at(specs, shape, dev: DeviceSpec, roofs: Ceilings) -> list:
+    """(spec, KernelModel) of each GPU kernel at ``shape`` that ``dev`` has units for, under ``roofs``."""
+    return [(s, model(s, Problem(*shape, s.precision), roofs)) for s in specs
+            if s.device != "cpu" and s.precision in dev.tflops]

@@ -36,7 +36,7 @@ def check_memory(problem: Problem, n_sets: int) -> int:
     return max(1, min(n_sets, int(budget // per_set)))
 
 
-def order(specs, precision):
+def peers_first(specs, precision):
     """Peers first, so the ratio target exists before the kernels that need it."""
     mine = [s for s in specs if s.precision == precision]
     return sorted(mine, key=lambda s: (s.backend != "peer", s.device == CPU))
@@ -53,9 +53,9 @@ def run_gpu(specs, shapes, opts, dev, bw, info, records, results, progress):
         for shape in shapes:
             for precision in precisions:
                 problem = Problem(*shape, precision)
-                mine = order(specs, precision)
+                mine = peers_first(specs, precision)
                 n_sets = check_memory(problem, rotation_sets(set_bytes(problem), info.l2_bytes,
-                                                                opts.timing.cold_l2, opts.timing.max_sets))
+                                                               opts.timing.cold_l2, opts.timing.max_sets))
                 sets, peer_launch, registered = None, None, {}
                 bases = {s.variant_of for s in mine if s.variant_of}  # whose launches their variants time beside
                 for spec in mine:
@@ -67,7 +67,7 @@ def run_gpu(specs, shapes, opts, dev, bw, info, records, results, progress):
                         if sets is None and spec.device != CPU and not spec.is_valid(problem):
                             sets = gpu_sets(problem, n_sets, opts.seed)
                         launch = bench_one(spec, problem, rec, sets, opts, dev, bw, info, peer_launch,
-                                            registered.get(spec.variant_of))
+                                           registered.get(spec.variant_of))
                         if spec.name in bases:
                             registered[spec.name] = launch
                         if spec.name == PEERS[precision]:
