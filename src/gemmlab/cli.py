@@ -339,7 +339,7 @@ def cmd_dispatch(args) -> int:
     from gemmlab import dispatch
     from gemmlab.device import GPUInfo, gpu
     from gemmlab.kernels.plan import COL, ROW, Layout
-    from gemmlab.problem import Problem
+    from gemmlab.problem import PRECISIONS, Problem
 
     if args.build:
         return _build_dispatch_table(args.build, args.out)
@@ -352,7 +352,7 @@ def cmd_dispatch(args) -> int:
                       highlight=False)
     layout = Layout(b=COL if args.b_transposed else ROW)
     for shape in args.shape or [(4096, 4096, 4096)]:
-        for precision in args.precision or ["fp32", "tf32", "bf16"]:
+        for precision in args.precision or [n for n, p in PRECISIONS.items() if not p.scaled]:
             try:
                 choice = dispatch.choose(Problem(*shape, precision), layout, info)
             except GemmlabError as exc:

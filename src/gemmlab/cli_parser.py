@@ -6,6 +6,7 @@ import argparse
 import math
 
 from gemmlab.errors import GemmlabError
+from gemmlab.problem import PRECISIONS, parse_shape
 
 DESCRIPTION = "gemmlab command line: list | bench | verify | roofline | report | profile | timeline | accuracy | tune."
 
@@ -34,8 +35,6 @@ def _number(kind, low, *, above: bool = False):
 
 
 def _shape(text: str) -> tuple[int, int, int]:
-    from gemmlab.problem import parse_shape
-
     try:
         return parse_shape(text)
     except GemmlabError as exc:
@@ -167,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("dispatch", help="which kernel gemmlab.matmul's kernel='auto' runs, and why")
     s.add_argument("--shape", action="append", type=_shape, help="4096 or MxNxK; repeatable (default 4096)")
-    s.add_argument("--precision", action="append", choices=["fp32", "tf32", "bf16", "fp8", "fp8_block"])
+    s.add_argument("--precision", action="append", choices=list(PRECISIONS))
     s.add_argument("--b-transposed", action="store_true", help="B handed over as the transpose of an N×K matrix "
                                                                 "(x @ w.T)")
     table = s.add_mutually_exclusive_group()

@@ -29,13 +29,11 @@ from pathlib import Path
 
 from gemmlab.cache import cache_root, read_json, write_json
 from gemmlab.kernels.plan import ANY, Layout, target_layout
-from gemmlab.problem import Problem
+from gemmlab.problem import PrecisionTable, Problem
 
 SHIPPED = Path(__file__).parent / "data" / "dispatch-h200.json"
 # Without a measured entry: each precision's levels in the order they are tried, the first one this GPU runs
-DEFAULTS = {"fp32": ("cuda/v10_register_prefetch",), "tf32": ("cuda/tc6_stream_k_tf32", "cuda/tc1_mma_sync_tf32"),
-            "bf16": ("cuda/tc4_persistent_bf16", "cuda/tc1_mma_sync_bf16"), "fp8": ("cuda/tc4_persistent_fp8",),
-            "fp8_block": ("cuda/tc8_block_scaled_fp8",)}
+DEFAULTS = PrecisionTable(lambda p: p.auto_defaults)
 HOST_DEFAULT = "cpu/blas"
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gemmlab.kernels.plan import Plan
+from gemmlab.problem import np_dtype
 
 MAX_PLANS = 512
 
@@ -38,7 +39,7 @@ class Prepared:
 
     @property
     def c_bytes(self) -> int:
-        return (2 if self.out_dtype == "bfloat16" else 4) * self.out_shape[0] * self.out_shape[1]
+        return np_dtype(self.out_dtype).itemsize * self.out_shape[0] * self.out_shape[1]
 
     def for_stream(self, stream: int) -> Plan:
         if self.shared:

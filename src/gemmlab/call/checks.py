@@ -10,14 +10,10 @@ from gemmlab.call.operands import Facts, kind_of
 from gemmlab.call.cache import Prepared
 from gemmlab.errors import DTypeError, GemmlabError, LayoutError, NoGPUError, ShapeError, UnknownKernelError
 from gemmlab.kernels.plan import ANY, COL, ROW, Layout, target_layout
-from gemmlab.problem import PRECISIONS, Problem, get_precision
+from gemmlab.problem import PRECISIONS, Problem, get_precision, precisions_of, scaled_dtype
 
 AUTO = "auto"
-# the precisions each operand dtype can be computed in, the first one by default (FP8: chosen by the scales)
-PRECISIONS_OF = {"float32": ("fp32", "tf32"), "bfloat16": ("bf16",), "float8_e4m3fn": ("fp8", "fp8_block"),
-                 "float8_e5m2": ("fp8", "fp8_block")}
-FP8_DTYPES = ("float8_e4m3fn", "float8_e5m2")
-OUT_DTYPES = {"fp8": ("bfloat16", "float32"), "fp8_block": ("bfloat16", "float32")}  # others write float32 only
+
 
 def _check_shapes(fa: Facts, fb: Facts) -> Problem | tuple:
     (m, k), (k2, n) = fa.shape, fb.shape
@@ -57,7 +53,7 @@ def _check_scales(m: int, n: int, k: int, fa: Facts, sa: Facts | None, sb: Facts
     per_tensor = all(f is None or int(np.prod(f.shape)) == 1 for f in given.values())
     block = all(f is not None and f.shape == block_shapes[name] for name, f in given.items())
     for p in PRECISIONS.values():  # per-tensor scaling first: a single block's scales fit both
-        if p.scaling and (block if p.block_scaled else per_tensor) and precision in (None, p.name):
+        if p.scaled and (block if p.block_scaled else per_tensor) and precision in (None, p.name):
             copy = tuple(f.layout != COL for f in given.values()) if p.block_scaled else (False, False)
             return _Scales(p.name, copy)
     shapes = ", ".join(f"{name} {'None' if f is None else f.shape}" for name, f in given.items())
@@ -73,7 +69,7 @@ def resolve(fa: Facts, fb: Facts, kernel, precision, on_gpu: bool, gpu, scales: 
     from gemmlab.kernels.registry import get_kernel
 
     m, n, k = _check_shapes(fa, fb)
-    fp8 = fa.dtype in FP8_DTYPES and fb.dtype in FP8_DTYPES
+    fp8 = scaled_dtype(fa.dtype) and scaled_dtype(fb.dtype)
     if not fp8 and any(s is not None for s in scales):
         raise DTypeError(f"scale_a and scale_b scale FP8 operands; A is {fa.dtype} and B is {fb.dtype}")
     if kernel is not None and kernel != AUTO:
@@ -85,7 +81,7 @@ def resolve(fa: Facts, fb: Facts, kernel, precision, on_gpu: bool, gpu, scales: 
             raise DTypeError(f"{spec.name} computes {spec.precision}, not precision={precision!r}")
         want = get_precision(spec.precision).input_dtype
         for name, f in (("A", fa), ("B", fb)):
-            if f.dtype != want and not (fp8 and spec.precision in OUT_DTYPES):
+            if f.dtype != want and not (fp8 and get_precision(spec.precision).scaled):
                 raise DTypeError(f"{spec.name} computes {spec.precision} and takes {want} operands; {name} is "
                                  f"{f.dtype} (convert it first, e.g. .astype({want}))")
         scaled = _check_scales(m, n, k, fa, *scales, spec.precision) if fp8 else None
@@ -93,20 +89,18 @@ def resolve(fa: Facts, fb: Facts, kernel, precision, on_gpu: bool, gpu, scales: 
     if fa.dtype != fb.dtype and not fp8:
         raise DTypeError(f"A is {fa.dtype} and B is {fb.dtype}: gemmlab multiplies two operands of one dtype (FP8: "
                          "e4m3 and e5m2 in any pair)")
-    options = PRECISIONS_OF.get(fa.dtype)
-    if options is None:
-        raise DTypeError(f"gemmlab computes fp32 and tf32 on float32 operands, bf16 on bfloat16 operands and fp8 on "
-                         f"float8_e4m3fn / float8_e5m2 operands; A and B are {fa.dtype} (convert them first, e.g. "
+    options = precisions_of(fa.dtype)
+    if not options:
+        raise DTypeError(f"gemmlab computes {_what_takes_what()}; A and B are {fa.dtype} (convert them first, e.g. "
                          ".astype(float32))")
     if precision is not None and precision not in options:
         raise DTypeError(f"precision={precision!r} does not take {fa.dtype} operands; {fa.dtype} takes "
                          f"{', '.join(repr(p) for p in options)}")
     scaled = _check_scales(m, n, k, fa, *scales, precision) if fp8 else None
     problem = Problem(m, n, k, scaled.precision if fp8 else precision or options[0])
-    if fp8 and out_dtype not in (None, *OUT_DTYPES[problem.precision]):
-        raise DTypeError(f"out_dtype={out_dtype!r}: {problem.precision} writes bfloat16 or float32")
-    if not fp8 and out_dtype not in (None, "float32"):
-        raise DTypeError(f"out_dtype={out_dtype!r}: {problem.precision} writes float32")
+    writes = problem.prec.output_dtypes
+    if out_dtype not in (None, *writes):
+        raise DTypeError(f"out_dtype={out_dtype!r}: {problem.precision} writes {' or '.join(writes)}")
     if not on_gpu:
         from gemmlab.dispatch import HOST_DEFAULT
 
@@ -123,13 +117,25 @@ def resolve(fa: Facts, fb: Facts, kernel, precision, on_gpu: bool, gpu, scales: 
     return spec, problem, choice.why, scaled
 
 
+def _what_takes_what() -> str:
+    """Which precisions each operand dtype computes, from the records: "fp32 and tf32 on float32 operands, ..."."""
+    dtypes: dict = {}
+    for p in PRECISIONS.values():
+        names = dtypes.setdefault(p.operand_dtypes, [])
+        if not (p.scaled and names):  # the scales choose among FP8's: one name says them
+            names.append(p.name)
+    parts = [f"{' and '.join(names)} on {' / '.join(group)} operands" for group, names in dtypes.items()]
+    return ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]
+
+
 def _formats(spec, fa: Facts, fb: Facts, out_dtype: str | None):
     """The FP8 spec for these operand formats and output type (each its own binary); others as they are."""
-    if fa.dtype not in FP8_DTYPES or fb.dtype not in FP8_DTYPES:
-        if out_dtype not in (None, "float32"):
-            raise DTypeError(f"out_dtype={out_dtype!r}: {spec.precision} writes float32")
+    prec = get_precision(spec.precision)
+    if not (scaled_dtype(fa.dtype) and scaled_dtype(fb.dtype)):
+        if out_dtype not in (None, *prec.output_dtypes):
+            raise DTypeError(f"out_dtype={out_dtype!r}: {spec.precision} writes {' or '.join(prec.output_dtypes)}")
         return spec
-    return spec.for_formats(fa.dtype, fb.dtype, out_dtype or "bfloat16")
+    return spec.for_formats(fa.dtype, fb.dtype, out_dtype or prec.output_dtype)
 
 
 def prepare(fa: Facts, fb: Facts, kernel, precision, device: int | None, scales: tuple = (None, None),

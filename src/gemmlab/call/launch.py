@@ -7,12 +7,11 @@ import dataclasses
 import numpy as np
 
 from gemmlab.call import checks
-from gemmlab.call.checks import FP8_DTYPES
 from gemmlab.call.operands import devices_differ, facts, kind_of, out_dtype_name, scale_facts
 from gemmlab.call.cache import Prepared, plans, remember
 from gemmlab.errors import LayoutError, SizeLimitError
 from gemmlab.kernels.plan import COL
-from gemmlab.problem import np_dtype
+from gemmlab.problem import np_dtype, scaled_dtype
 
 
 def overlaps(c: int, c_bytes: int, x: int, x_bytes: int) -> bool:
@@ -66,7 +65,7 @@ def _to_device(x, layout: str):
     import cupy
 
     x = np.ascontiguousarray(x.T if layout == COL else x)
-    return cupy.asarray(x.view(np.uint8) if x.dtype.name in FP8_DTYPES else x)
+    return cupy.asarray(x.view(np.uint8) if scaled_dtype(x.dtype.name) else x)
 
 
 def host_launch(prepared: Prepared, A, B, out, scales=(None, None)):
@@ -163,5 +162,5 @@ def _cupy_run(prepared: Prepared, a: int, b: int, c: int, scales) -> None:
 
 def gpu_memory_message(shape, dtype: str = "float32") -> str:
     m, n = shape
-    size = (2 if dtype == "bfloat16" else 4) * m * n
+    size = np_dtype(dtype).itemsize * m * n
     return f"C ({m}×{n} {dtype}, {size / 2**30:.1f} GiB) does not fit in the GPU memory left free"

@@ -12,15 +12,14 @@ from gemmlab.harness.roof_probes import stored_ceilings
 from gemmlab.harness.timing import call_host_us, time_blocks, time_cpu, time_gpu, time_interleaved
 from gemmlab.harness.verify import check
 from gemmlab.kernels.spec import CPU, KernelSpec
-from gemmlab.problem import Problem
+from gemmlab.problem import PrecisionTable, Problem
 
 # below this GPU time a call's host time can bind a caller, so records carry it (call_host_us); far above any call's
 HOST_BOUND_MS = 0.1
-PEERS = {"fp32": "peers/cublas_fp32", "tf32": "peers/cublas_tf32", "bf16": "peers/cublas_bf16",
-         "fp8": "peers/cublaslt_fp8", "fp8_block": "peers/cublaslt_fp8_block"}
+PEERS = PrecisionTable(lambda p: p.peer)
 # Where a precision's peer cannot run (a torch without blockwise scaled matmul), the ratio is taken against this
 # precision's peer at the same shape, from the two's own medians, and the record says so.
-FALLBACK_PEERS = {"fp8_block": "fp8"}
+FALLBACK_PEERS = PrecisionTable(lambda p: p.fallback)
 
 
 def kernel_seed(base: int, name: str, shape) -> int:
@@ -148,7 +147,7 @@ def bench_one(spec, problem, rec, sets, opts, dev, bw, info, peer_launch=None, r
     fill_timing(rec, time_gpu(launch, *timing_args), problem, dev, bw, spec)
     rec.status = Status.OK
     if spec.backend != "peer" and not spec.variant_of and rec.median_ms < HOST_BOUND_MS and \
-            problem.prec.scaling is None:
+            not problem.prec.scaled:
         try:
             rec.call_host_us = call_host_us(spec, problem, sets[0])
         except GemmlabError as exc:  # the timing stands; kernel="auto" ranks this one by its GPU time alone
