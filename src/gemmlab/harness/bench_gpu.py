@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from gemmlab.errors import GemmlabError, SizeLimitError
-from gemmlab.harness.bench_records import PEERS, bench_one, link_ratios, new_record, set_bytes
+from gemmlab.harness.bench_records import PEERS, bench_one, link_ratios, new_record
 from gemmlab.harness.record import Status
 from gemmlab.harness.timing import rotation_sets, time_gpu
 from gemmlab.kernels.spec import CPU
@@ -27,7 +27,7 @@ def check_memory(problem: Problem, n_sets: int) -> int:
     import cupy
 
     free, _ = cupy.cuda.runtime.memGetInfo()
-    per_set = set_bytes(problem)
+    per_set = problem.compulsory_bytes()  # one input set: A, B and C
     verify_bytes = per_set + 8 * (problem.m * problem.k + problem.k * problem.n + 2 * problem.m * problem.n)
     budget = 0.8 * free - verify_bytes
     if budget < per_set:
@@ -54,7 +54,7 @@ def run_gpu(specs, shapes, opts, dev, bw, info, records, results, progress):
             for precision in precisions:
                 problem = Problem(*shape, precision)
                 mine = peers_first(specs, precision)
-                n_sets = check_memory(problem, rotation_sets(set_bytes(problem), info.l2_bytes,
+                n_sets = check_memory(problem, rotation_sets(problem.compulsory_bytes(), info.l2_bytes,
                                                                opts.timing.cold_l2, opts.timing.max_sets))
                 sets, peer_launch, registered = None, None, {}
                 bases = {s.variant_of for s in mine if s.variant_of}  # whose launches their variants time beside
@@ -91,7 +91,7 @@ def _noise(peer_rec, problem, sets, opts, info, results):
     from gemmlab.kernels.registry import get_kernel
 
     launch = get_kernel(peer_rec.kernel).build(problem)
-    again = time_gpu(launch, sets, opts.timing, info.max_sm_clock_mhz, set_bytes(problem), info.l2_bytes)
+    again = time_gpu(launch, sets, opts.timing, info.max_sm_clock_mhz, problem.compulsory_bytes(), info.l2_bytes)
     first, second = peer_rec.median_ms, again.median_ms
     results["noise"].append({"kernel": peer_rec.kernel, "m": problem.m, "n": problem.n, "k": problem.k,
                              "first_ms": first, "second_ms": second,

@@ -27,11 +27,6 @@ def kernel_seed(base: int, name: str, shape) -> int:
     return base + zlib.crc32(f"{name}:{shape}".encode()) % 100_000
 
 
-def set_bytes(problem: Problem) -> int:
-    p = problem.prec
-    return p.input_bytes * (problem.m * problem.k + problem.k * problem.n) + p.output_bytes * problem.m * problem.n
-
-
 def new_record(spec: KernelSpec, problem: Problem, dev: DeviceSpec, bw_gbs: float | None) -> BenchRecord:
     # the roofs: this GPU's last measured ceilings where `gemmlab roofline --measure` stored some, with the copy
     # bandwidth this run measured; the clock is the maximum until the timing says which one the run held
@@ -143,7 +138,7 @@ def bench_one(spec, problem, rec, sets, opts, dev, bw, info, peer_launch=None, r
     result = check(spec, problem, seed=seed, launch=launch)
     if not fill_verification(rec, result):
         return None
-    timing_args = (sets, opts.timing, info.max_sm_clock_mhz, set_bytes(problem), info.l2_bytes)
+    timing_args = (sets, opts.timing, info.max_sm_clock_mhz, problem.compulsory_bytes(), info.l2_bytes)
     fill_timing(rec, time_gpu(launch, *timing_args), problem, dev, bw, spec)
     rec.status = Status.OK
     if spec.backend != "peer" and not spec.variant_of and rec.median_ms < HOST_BOUND_MS and \
