@@ -56,7 +56,8 @@ g roofline --remodel "$OUT"/{fp32,tensor_cores,fp8,fp8_variants,blocks,seed_1024
 g roofline --check "$OUT"/{fp32,tensor_cores,fp8,fp8_variants,blocks,seed_1024}.json
 # kernel="auto"'s table from these runs (shipped as src/gemmlab/data/dispatch-h200.json), then the public API
 g dispatch --build "$OUT"/{fp32,tensor_cores,fp8}.json --out "$OUT/dispatch.json"
-g bench --api --json "$OUT/api.json"  # kernel="auto" reads the table the bench runs above wrote for this GPU
+g dispatch --write "$OUT"/{fp32,tensor_cores,fp8}.json  # this GPU's table, which kernel="auto" reads in bench --api
+g bench --api --json "$OUT/api.json"
 # Ragged shapes with NaN-poisoned C for every CUDA kernel, under compute-sanitizer memcheck and racecheck
 g verify --kernels 'cuda/*' --sample 4 --sanitize --json "$OUT/verify.json"
 # ... and the kernels changed after it: tc5 and tc6 TF32 (one launch for small problems), tc4 FP8 (three boxes of C

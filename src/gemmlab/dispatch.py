@@ -1,9 +1,10 @@
 """kernel="auto": which kernel runs a problem, from what was measured on this GPU.
 
 The dispatch table holds, per GPU, precision and measured shape, gemmlab's own kernels that verified there, fastest
-first (peers are never picked: gemmlab.matmul runs gemmlab's kernels). ``gemmlab bench`` writes the table of the
-GPU it ran on into ``$GEMMLAB_CACHE/dispatch.json`` from its records; the H200's, from the runs committed under
-results/h200/, ships with gemmlab (data/dispatch-h200.json) as the default. For a problem, the entry of the
+first (peers are never picked: gemmlab.matmul runs gemmlab's kernels). ``gemmlab dispatch --write RESULTS`` adds
+the records of saved bench results to ``$GEMMLAB_CACHE/dispatch.json``, the table of the GPU they ran on (a bench
+run writes its results only); the H200's, from the runs committed under results/h200/, ships with gemmlab
+(data/dispatch-h200.json) as the default. For a problem, the entry of the
 nearest measured shape (in log space over M, N and K) is read in order, and the first kernel that takes the problem
 and reads the operands' layout in place wins; if none reads the layout in place, the first that takes the problem,
 after a copy. Without an entry for this GPU, each precision's default level runs.
@@ -28,13 +29,11 @@ from pathlib import Path
 
 from gemmlab.cache import cache_root, read_json, write_json
 from gemmlab.kernels.plan import ANY, Layout, target_layout
-from gemmlab.problem import Problem
+from gemmlab.problem import PrecisionTable, Problem
 
 SHIPPED = Path(__file__).parent / "data" / "dispatch-h200.json"
 # Without a measured entry: each precision's levels in the order they are tried, the first one this GPU runs
-DEFAULTS = {"fp32": ("cuda/v10_register_prefetch",), "tf32": ("cuda/tc6_stream_k_tf32", "cuda/tc1_mma_sync_tf32"),
-            "bf16": ("cuda/tc4_persistent_bf16", "cuda/tc1_mma_sync_bf16"), "fp8": ("cuda/tc4_persistent_fp8",),
-            "fp8_block": ("cuda/tc8_block_scaled_fp8",)}
+DEFAULTS = PrecisionTable(lambda p: p.auto_defaults)
 HOST_DEFAULT = "cpu/blas"
 
 

@@ -646,7 +646,7 @@ def test_peers_need_a_gpu_and_torchs_shapes():
 
 
 def test_block_peer_falls_back_to_the_per_tensor_time_and_says_so():
-    from gemmlab.harness.bench import PEERS, _link_ratios
+    from gemmlab.harness.bench_records import PEERS, link_ratios
     from gemmlab.harness.record import BenchRecord, Status
 
     def rec(kernel, precision, ms, backend="cuda", reason=""):
@@ -656,7 +656,7 @@ def test_block_peer_falls_back_to_the_per_tensor_time_and_says_so():
     records = [rec("peers/cublaslt_fp8", "fp8", 0.10, "peer"),
                rec("peers/cublaslt_fp8_block", "fp8_block", None, "peer", "torch 2.x has no blockwise scaled matmul"),
                rec("cuda/tc8_block_scaled_fp8", "fp8_block", 0.125)]
-    _link_ratios(records)
+    link_ratios(records)
     tc8 = records[-1]
     assert tc8.peer == "peers/cublaslt_fp8" and tc8.peer_ratio == pytest.approx(0.8)
     assert "no blockwise" in tc8.peer_note and "own medians" in tc8.peer_note

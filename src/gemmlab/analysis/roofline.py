@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from gemmlab.analysis import hierarchy
 from gemmlab.analysis.ceilings import Ceilings, datasheet, with_measured
 from gemmlab.kernels.geometry import ceil_div
-from gemmlab.problem import Problem
+from gemmlab.problem import PRECISIONS, Problem
 
 
 @dataclass(frozen=True)
@@ -32,19 +32,31 @@ class DeviceSpec:
     key: str
     name: str
     dram_gbs: float  # datasheet DRAM bandwidth, GB/s
-    tflops: dict  # datasheet dense peak per precision (the seeds' compute roof)
+    # datasheet dense peak per peak key (a precision's ``peak_key``: the units that do its arithmetic), the seeds'
+    # compute roof
+    peak_tflops_of: dict
     note: str = ""
     sm_count: int = 0
     max_clock_mhz: float = 0.0
     l2_bytes: int = 0
-    # dense FLOPs per SM and clock: FP32 two per FMA lane; the tensor cores' rates are the ones gemmlab timeline
-    # measures tc4's k-tiles at (1,024 cycles for 128x256x64 BF16). Hopper's datasheet peaks are quoted at a lower
-    # clock than the SMs' maximum.
-    flop_per_clk: dict = field(default_factory=dict)
+    # dense FLOPs per SM and clock per peak key: FP32 two per FMA lane; the tensor cores' rates are the ones gemmlab
+    # timeline measures tc4's k-tiles at (1,024 cycles for 128x256x64 BF16). Hopper's datasheet peaks are quoted at
+    # a lower clock than the SMs' maximum.
+    flop_per_clk_of: dict = field(default_factory=dict)
     smem_bytes_per_clk: float = 128.0  # per SM: 32 banks of 4 bytes
     # L2 -> SM bytes per clock for the whole GPU: the A100 whitepaper's figure; none is published for Hopper, so
     # there it is an assumption until `gemmlab roofline --measure` replaces it
     l2_bytes_per_clk: float = 5120.0
+
+    @property
+    def tflops(self) -> dict:
+        """The datasheet dense peak of each precision this device has units for, from its peak key."""
+        return _per_precision(self.peak_tflops_of)
+
+    @property
+    def flop_per_clk(self) -> dict:
+        """Dense FLOPs per SM and clock of each precision this device has units for."""
+        return _per_precision(self.flop_per_clk_of)
 
     def peak_tflops(self, precision: str) -> float:
         return self.tflops[precision]
@@ -65,17 +77,21 @@ class DeviceSpec:
                 "l2_bytes_per_clk": self.l2_bytes_per_clk}
 
 
-_HOPPER = {"fp32": 256, "tf32": 2048, "bf16": 4096, "fp8": 8192, "fp8_block": 8192}
+def _per_precision(by_key: dict) -> dict:
+    """{precision: by_key[its peak key]} over the precision records whose units ``by_key`` has, in their order."""
+    return {p.name: by_key[p.peak_key] for p in PRECISIONS.values() if p.peak_key in by_key}
+
+
+_HOPPER_PEAKS = {"fp32": 66.9, "tf32": 494.7, "bf16": 989.4, "fp8": 1979.0}
+_HOPPER = {"fp32": 256, "tf32": 2048, "bf16": 4096, "fp8": 8192}
 DEVICES: dict[str, DeviceSpec] = {
     "a100": DeviceSpec("a100", "NVIDIA A100 (the seeds' example)", 1555.0,
                        {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0}, "40 GB HBM2, the seeds' numbers",
                        108, 1410.0, 40 * 2**20, {"fp32": 128, "tf32": 1024, "bf16": 2048}),
-    "h100": DeviceSpec("h100", "NVIDIA H100 SXM", 3350.0, {"fp32": 66.9, "tf32": 494.7, "bf16": 989.4,
-                                                           "fp8": 1979.0, "fp8_block": 1979.0},
-                       "80 GB HBM3", 132, 1980.0, 50 * 2**20, dict(_HOPPER)),
-    "h200": DeviceSpec("h200", "NVIDIA H200", 4800.0, {"fp32": 66.9, "tf32": 494.7, "bf16": 989.4,
-                                                       "fp8": 1979.0, "fp8_block": 1979.0},
-                       "141 GB HBM3e; same SMs as H100 SXM", 132, 1980.0, 60 * 2**20, dict(_HOPPER)),
+    "h100": DeviceSpec("h100", "NVIDIA H100 SXM", 3350.0, dict(_HOPPER_PEAKS), "80 GB HBM3", 132, 1980.0, 50 * 2**20,
+                       dict(_HOPPER)),
+    "h200": DeviceSpec("h200", "NVIDIA H200", 4800.0, dict(_HOPPER_PEAKS), "141 GB HBM3e; same SMs as H100 SXM", 132,
+                       1980.0, 60 * 2**20, dict(_HOPPER)),
 }
 
 
@@ -271,3 +287,27 @@ def seed_examples() -> dict:
         "tile32_intensity": sq.flops() / tiled_traffic(sq, 32, 32).global_read,
         "naive_redundancy_4096": naive_traffic(sq).global_read / (4 * (sq.m * sq.k + sq.k * sq.n)),
     }
+
+
+def roofs_of(dev: DeviceSpec, results: dict | None = None, ceilings_path: str | None = None) -> Ceilings:
+    """The roofs a kernel is modeled under: the datasheet of ``dev``, what a results file measured in its own run,
+    then a ceilings JSON (``gemmlab roofline --measure --json``) on top."""
+    from gemmlab.analysis.ceilings import load
+
+    base = ceilings_for(dev)
+    measured = ((results or {}).get("env") or {}).get("ceilings") or {}
+    if measured:  # older runs measured the copy alone, as copy_bw_gbs
+        base = with_measured(base, {**measured, "dram_gbs": measured.get("dram_gbs") or measured.get("copy_bw_gbs")},
+                             "the run's own measurement (env.ceilings)")
+    return load(ceilings_path, base) if ceilings_path else base
+
+
+def listed_precisions() -> list:
+    """The precisions every device has units for (A100: no FP8), in their order: the device table's columns."""
+    return [p for p in PRECISIONS.values() if all(p.name in d.tflops for d in DEVICES.values())]
+
+
+def models_at(specs, shape, dev: DeviceSpec, roofs: Ceilings) -> list:
+    """(spec, KernelModel) of each GPU kernel at ``shape`` that ``dev`` has units for, under ``roofs``."""
+    return [(s, model(s, Problem(*shape, s.precision), roofs)) for s in specs
+            if s.device != "cpu" and s.precision in dev.tflops]

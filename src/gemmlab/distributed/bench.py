@@ -41,9 +41,10 @@ from gemmlab.distributed.summa import Summa, summa
 from gemmlab.errors import DistributedError, GemmlabError
 from gemmlab.harness.reference import compare, tolerance_for
 from gemmlab.harness.timing import Timing
-from gemmlab.problem import Problem, parse_shape
+from gemmlab.problem import PRECISIONS, Problem, parse_shape
 
-DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16}
+# the precisions whose operands come without scales, as torch names their dtypes
+DTYPES = {name: getattr(torch, p.input_dtype) for name, p in PRECISIONS.items() if not p.scaled}
 GPU_DEFAULTS = {"shape": "8192", "strong_shape": "16384", "precision": "bf16"}
 CPU_DEFAULTS = {"shape": "128", "strong_shape": "256", "precision": "fp32"}  # a smoke test, not a measurement
 

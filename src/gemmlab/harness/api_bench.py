@@ -25,11 +25,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gemmlab.errors import GemmlabError
+from gemmlab.problem import PRECISIONS as RECORDS, get_precision
 
 SHAPES = ((256, 256, 256), (1024, 1024, 1024), (2048, 3072, 4096), (4096, 4096, 4096), (8192, 8192, 8192),
           (4096, 14336, 4096))
-PRECISIONS = ("fp32", "tf32", "bf16", "fp8", "fp8_block")
-FP8 = {"fp8": None, "fp8_block": ("1x128", "128x128")}  # the recipes' blocks of A and of w (gemmlab.fp8)
+PRECISIONS = tuple(RECORDS)
+# the scaled precisions and their recipes' blocks of A and of w (gemmlab.fp8; None: one scale per tensor)
+FP8 = {name: ("1x128", "128x128") if p.block_scaled else None for name, p in RECORDS.items() if p.scaled}
 LINEAR_SHAPE = (4096, 4096, 4096)  # x @ w.T: B handed over as the transpose of w
 
 
@@ -72,7 +74,7 @@ def fp8_operands(torch, a, w, precision: str, reference: bool = True) -> tuple:
     qa, qw = (fp8.quantize(xp.from_dlpack(x.detach()), fp8.E4M3, blk) for x, blk in zip((a, w), blocks))
     a8, w8 = (to_torch(q.data).view(torch.float8_e4m3fn) for q in (qa, qw))
     sa, sw = to_torch(qa.scale), to_torch(qw.scale)
-    if precision == "fp8_block":  # stored (K/128, M) and (N/128, K/128), given transposed
+    if get_precision(precision).block_scaled:  # stored (K/128, M) and (N/128, K/128), given transposed
         sa, sw = sa.t(), sw.t()
     ref = to_torch(qa.dequantize() @ qw.dequantize().T) if reference else None
     return (a8, w8.t(), sa, sw), ref
@@ -81,8 +83,8 @@ def fp8_operands(torch, a, w, precision: str, reference: bool = True) -> tuple:
 def _torch_call(torch, prec):
     """torch's call for this precision: torch.mm with out_dtype where C's dtype is not the operands'; FP8:
     torch._scaled_mm with the same scales, BF16 out, fast accumulation per tensor (tc4_persistent_fp8's)."""
-    if prec.name in FP8:
-        fast = prec.name == "fp8"
+    if prec.scaled:
+        fast = prec.tensor_scaled
         return lambda a, b, sa, sb: torch._scaled_mm(a, b, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16,
                                                      use_fast_accum=fast)
     if prec.output_dtype != prec.input_dtype:

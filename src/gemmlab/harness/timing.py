@@ -264,3 +264,38 @@ def time_cpu(launch, a, b, c, opts: TimingOptions) -> Timing:
         launch(a, b, c)
         samples.append((time.perf_counter() - t0) * 1e3)
     return Timing(samples, "host (warm caches)", {"available": False})
+
+
+def call_host_us(spec, problem, operands) -> float:
+    """Host time of one ``gemmlab.matmul(A, B, kernel=spec.name, out=C)`` on the run's operands (torch tensors over
+    the same memory where torch has CUDA, as most callers hold; else the CuPy arrays): the call's checks, plan
+    lookup and every launch its plan makes. kernel="auto" weighs it against the GPU time (gemmlab.dispatch)."""
+    import cupy
+
+    import gemmlab
+
+    a, b, c = operands
+    torch = _cuda_torch()
+    if torch is not None:
+        a, b, c = (_as_tensor(torch, x) for x in (a, b, c))
+        sync = torch.cuda.synchronize
+    else:
+        sync = cupy.cuda.get_current_stream().synchronize
+    return host_us_per_call(lambda: gemmlab.matmul(a, b, spec.name, precision=problem.precision, out=c), sync)
+
+
+def _as_tensor(torch, x):
+    """A torch tensor over CuPy array ``x``'s memory (BF16 through its bits: the CUDA array interface has no
+    bfloat16 type)."""
+    device = f"cuda:{x.device.id}"  # the array's own GPU: on another, as_tensor would copy it there
+    if x.dtype.name == "bfloat16":
+        return torch.as_tensor(x.view("int16"), device=device).view(torch.bfloat16)
+    return torch.as_tensor(x, device=device)
+
+
+def _cuda_torch():
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch if torch.cuda.is_available() else None

@@ -224,7 +224,7 @@ def ladder_figure(results: dict, shape: D.Shape) -> Figure | None:
     from matplotlib.patches import Patch
 
     shown = [p for p in D.PRECISION_LABEL if any(r["precision"] == p for r in rows)]
-    top.legend(handles=[Patch(color=_PRECISION_COLOR[p], label=D.PRECISION_LABEL[p]) for p in shown], fontsize=8,
+    top.legend(handles=[Patch(color=_PRECISION_COLOR.get(p, "gray"), label=D.PRECISION_LABEL[p]) for p in shown], fontsize=8,
                loc="upper left")
     return fig
 

@@ -31,7 +31,7 @@ def _gpu_scale(s):
 
 
 def _resolve(a, b, sa=None, sb=None, kernel="auto", precision=None, out=None):
-    return call._resolve(_gpu_facts(a), _gpu_facts(b), kernel, precision, True, H200, (_gpu_scale(sa), _gpu_scale(sb)),
+    return call.resolve(_gpu_facts(a), _gpu_facts(b), kernel, precision, True, H200, (_gpu_scale(sa), _gpu_scale(sb)),
                         out)
 
 
@@ -77,9 +77,9 @@ def test_bad_fp8_calls_are_refused_with_the_reason(call, error, match):
 def test_scales_with_other_operands_are_refused():
     a = np.ones((4, 4), np.float32)
     with pytest.raises(DTypeError, match="scale FP8 operands"):
-        call._resolve(_gpu_facts(a), _gpu_facts(a), "auto", None, True, H200, (_gpu_scale(ONE), None), None)
+        call.resolve(_gpu_facts(a), _gpu_facts(a), "auto", None, True, H200, (_gpu_scale(ONE), None), None)
     with pytest.raises(DTypeError, match="writes float32"):
-        call._resolve(_gpu_facts(a), _gpu_facts(a), "auto", None, True, H200, (None, None), "bfloat16")
+        call.resolve(_gpu_facts(a), _gpu_facts(a), "auto", None, True, H200, (None, None), "bfloat16")
 
 
 def test_host_fp8_arrays_need_a_gpu_kernel_named():
