@@ -53,6 +53,7 @@ FACT_COUNT = 10  # integers per rank in the exchanged row, the same for every op
 CHECK = len(OPS)  # the op code check() sends: a rank closing the group while another calls an op is a mismatch
 
 
+@functools.lru_cache(maxsize=None)
 def output_dtype(dtype: torch.dtype) -> torch.dtype:
     """C's dtype for operands of ``dtype``: gemmlab's precision table (FP32 and BF16 in, FP32 out)."""
     name = str(dtype).removeprefix("torch.")
