@@ -109,6 +109,9 @@ def test_a_failing_gemm_is_raised_on_every_rank_by_the_next_agreement(world):
         status, message = got["crossed"]  # both calls agreed before; this time the ranks bring different ones
         assert status == "DistributedError" and "A's column count K differs" in message
         assert f"20 on rank {last}" in message
+        status, message = got["check_or_op"]  # closing the group while another rank calls an op: a mismatch
+        assert status == "DistributedError" and ("the call differs" if rank == last else "the op called differs") \
+            in message and f"check() on rank {last}" in message
         status, c = got["after"]
         assert status == "ok" and rel_err(c, ref) < FP32_TOLERANCE
         assert got["closed"] == ("ok", None)

@@ -107,6 +107,7 @@ def folded_failures(rank, world):
         "check": outcome(lambda: gd.check()),
         "short": outcome(lambda: call(a=short_a, b=short_b)),
         "crossed": outcome(lambda: call(a=short_a, b=short_b) if rank == last else call()),
+        "check_or_op": outcome(lambda: gd.check() if rank == last else call()),
         "after": outcome(call),
         "closed": outcome(lambda: gd.check()),
     }
