@@ -135,7 +135,7 @@ def cmd_bench(args) -> int:
 
         return distributed_main(args.distributed)
     json_path = _output(args.json, "--json") if args.json else None
-    if args.api:
+    if args.api or args.suite:
         return cmd_bench_api(args, json_path)
     from gemmlab import device
     from gemmlab.analysis.roofline import device_spec
@@ -196,9 +196,15 @@ def cmd_bench(args) -> int:
 def cmd_bench_api(args, json_path: Path | None) -> int:
     from gemmlab.harness import api_bench
 
+    if args.suite:
+        from gemmlab.harness import api_suite
+
+        return api_suite.main(args, json_path, _command(args), lambda line: console.print(line, highlight=False))
     opts = api_bench.ApiBenchOptions(seed=args.seed)
     if args.shape:
         opts.shapes = tuple(args.shape)
+    if args.precision:
+        opts.precisions = tuple(args.precision)
     results = api_bench.run_api_bench(opts, say=lambda line: console.print(line, highlight=False))
     if json_path:
         results["env"]["command"] = _command(args)
@@ -481,7 +487,7 @@ def cmd_accuracy(args) -> int:
 def cmd_dispatch(args) -> int:
     """What kernel='auto' runs for a shape, precision and layout on this GPU (or the H200's table without one)."""
     from gemmlab import dispatch
-    from gemmlab.device import GPUInfo, gpu
+    from gemmlab.device import gpu
     from gemmlab.kernels.plan import COL, ROW, Layout
     from gemmlab.problem import Problem
 
@@ -489,7 +495,7 @@ def cmd_dispatch(args) -> int:
         return _build_dispatch_table(args.build, args.out)
     info = gpu()
     if info is None:
-        info = GPUInfo("NVIDIA H200", 132, (9, 0), 60 * 2**20, 232448, 1980.0, 141 * 2**30, "", "")
+        info = dispatch.shipped_gpu()
         console.print("no CUDA GPU here: what gemmlab.matmul would run on an NVIDIA H200 (the shipped table)",
                       highlight=False)
     layout = Layout(b=COL if args.b_transposed else ROW)
@@ -561,6 +567,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "KERNEL[NAME=V,...]); repeatable")
     s.add_argument("--api", action="store_true", help="time gemmlab.matmul (kernel='auto') against torch on the same "
                                                       "CUDA tensors, host overhead included (needs torch with CUDA)")
+    s.add_argument("--suite", action="store_true", help="with --api: the shape suite (x @ w.T at 69 shapes per "
+                   "precision, GPU and eager time of both sides; --shape replaces the grid); without a GPU, the grid "
+                   "and the kernel auto would run")
+    s.add_argument("--precision", action="append", choices=["fp32", "tf32", "bf16", "fp8", "fp8_block"],
+                   help="with --api: only these precisions (repeatable; default all five)")
     s.add_argument("--distributed", nargs=argparse.REMAINDER, metavar="...",
                    help="under torchrun: scaling of the distributed GEMMs; everything after it is its options "
                         "(gemmlab bench --distributed --help)")

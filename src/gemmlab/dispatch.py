@@ -38,6 +38,13 @@ DEFAULTS = {"fp32": ("cuda/v10_register_prefetch",), "tf32": ("cuda/tc6_stream_k
 HOST_DEFAULT = "cpu/blas"
 
 
+def shipped_gpu():
+    """The GPU the shipped table was measured on: what ``auto`` would run there, said on a machine without one."""
+    from gemmlab.device import GPUInfo
+
+    return GPUInfo("NVIDIA H200", 132, (9, 0), 60 * 2**20, 232448, 1980.0, 141 * 2**30, "", "")
+
+
 def local_path() -> Path:
     return cache_root() / "dispatch.json"
 
