@@ -199,7 +199,8 @@ def cmd_bench_api(args, json_path: Path | None) -> int:
     if args.suite:
         from gemmlab.harness import api_suite
 
-        return api_suite.main(args, json_path, _command(args), lambda line: console.print(line, highlight=False))
+        return api_suite.main(args, json_path, _command(args),
+                              lambda line: console.print(line, highlight=False, soft_wrap=True))
     opts = api_bench.ApiBenchOptions(seed=args.seed)
     if args.shape:
         opts.shapes = tuple(args.shape)

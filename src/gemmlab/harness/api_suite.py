@@ -293,9 +293,9 @@ def run_suite(opts: SuiteOptions, say=print) -> dict | None:
     torch_why = _torch_cuda_missing()
     if info is None or torch_why:
         say(f"gemmlab bench --api --suite: nothing timed: it needs a CUDA GPU and torch with CUDA "
-            f"({why if info is None else torch_why}); here, the {len(cases(opts.precisions, opts.shapes, opts.ops))}"
-            f" cases and the kernel that kernel='auto' would run on an NVIDIA H200 (the shipped dispatch table)"
-            + (f"; {opts.json_path} not written" if opts.json_path else ""))
+            f"({why if info is None else torch_why})" + (f"; {opts.json_path} not written" if opts.json_path else ""))
+        say(f"the {len(cases(opts.precisions, opts.shapes, opts.ops))} cases, and the kernel kernel='auto' would run "
+            "for each on an NVIDIA H200 (the shipped dispatch table):")
         for line in describe(opts):
             say(line)
         return None
@@ -345,13 +345,19 @@ def _run_gpu(opts: SuiteOptions, info, say) -> dict:
     scratch = torch.empty(2 * info.l2_bytes // 4, device="cuda")
     ctx = {"clean": lambda: scratch.sum(), "copy_gbs": copy["dram_gbs"]}
     try:
-        for i, case in enumerate(todo, 1):
-            rec = measure(torch, case, opts, ctx)
-            out.add(rec)
-            say(f"{i:>3}/{len(todo)} {line(rec)}")
-            _release(torch)
+        return run_cases(todo, lambda case: measure(torch, case, opts, ctx), out, say, lambda: _release(torch))
     finally:
         torch.backends.cuda.matmul.allow_tf32 = False
+
+
+def run_cases(todo: list[Case], one: Callable, out: SuiteFile, say, between=lambda: None) -> dict:
+    """Each case's record written as it completes, a progress line for each, the summary of this run's records
+    last; an interruption leaves the file with the records finished, marked partial."""
+    for i, case in enumerate(todo, 1):
+        rec = one(case)
+        out.add(rec)
+        say(f"{i:>3}/{len(todo)} {line(rec)}")
+        between()
     out.finish()
     for name, s in summarize([r for r in out.results["records"] if key(r) in out.fresh]).items():
         say(summary_line(name, s))
