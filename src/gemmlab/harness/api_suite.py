@@ -390,8 +390,8 @@ def measure(torch, case: Case, opts: SuiteOptions, ctx: dict) -> dict:
                    copies=[x for x, c in (("A", chosen.copy_a), ("B", chosen.copy_b)) if c])
         ours = lambda *a: op.ours(gemmlab, case.precision, a)  # noqa: E731
         c = ours(*args)
-    except GemmlabError as exc:
-        rec["error"] = f"{type(exc).__name__}: {exc}"
+    except Exception as exc:  # a refusal, or a plan that fails to build: recorded, and the run goes on
+        rec["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         return rec
     tol = tolerance_for(Problem(case.m, case.n, case.k, case.precision))
     rows = checked_rows(case.m, case.n)
