@@ -300,8 +300,9 @@ def gpu_times(torch, calls, sets, rounds: int, max_seconds: float, min_rounds: i
     ``clean`` evicts the L2 and a spin kernel (torch.cuda._sleep) holds the GPU for ``head_start_us``; the host
     issues the call while the GPU spins, so the events around it time the GPU's work alone, as
     triton.testing.do_bench does behind its cache flush. A sample whose start event the GPU had already passed when
-    the call returned was host-bound (the host's issue time leaked into it): the run is taken again with the spin
-    doubled, ``tries`` times at most, and the count of such samples is kept (``late``) so a record can say so.
+    the call returned was host-bound (the host's issue time leaked into it): the run starts again with the spin
+    doubled, ``tries`` runs at most, and the last run's count of such samples is kept (``late``) so a record can
+    say so.
 
     Why not CUDA graphs: capturing a plan that allocates its output, or makes per-stream workspaces, or a torch call
     that picks its algorithm at first call, takes care per plan; the spin needs none, and it times the same Python
@@ -313,12 +314,13 @@ def gpu_times(torch, calls, sets, rounds: int, max_seconds: float, min_rounds: i
             fn(*args)
     torch.cuda.synchronize()
     cycles_per_us = _spin_rate(torch)
-    for _ in range(tries):
+    for attempt in range(tries):
+        last = attempt == tries - 1
         t0 = time.perf_counter()
         samples = [[] for _ in calls]
         late = [0 for _ in calls]
         r = 0
-        while r < rounds and (r < min_rounds or time.perf_counter() - t0 < max_seconds):
+        while r < rounds and (r < min_rounds or time.perf_counter() - t0 < max_seconds) and (last or not any(late)):
             order = range(len(calls)) if r % 2 == 0 else reversed(range(len(calls)))
             for i in order:
                 args = sets[(r * len(calls) + i) % len(sets)]
@@ -332,9 +334,9 @@ def gpu_times(torch, calls, sets, rounds: int, max_seconds: float, min_rounds: i
                 e1.synchronize()
                 samples[i].append(e0.elapsed_time(e1))
             r += 1
-        if not any(late):
+        if last or not any(late):
             break
-        head_start_us *= 2
+        head_start_us *= 2  # a late sample ends the try at once: the next starts with twice the spin
     return GpuTimes([statistics.median(t) for t in samples], r, late, head_start_us)
 
 
