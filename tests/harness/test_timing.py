@@ -235,7 +235,8 @@ def test_gpu_times_are_the_calls_own_and_alternate_after_a_flush_and_a_spin():
     t = gpu_times(fake, _calls(fake, log), [()], rounds=20, max_seconds=10, min_rounds=20,
                   clean=lambda: cleans.append(1))
     assert t.median_ms == pytest.approx([0.5, 0.25]) and t.calls == 20 and t.late == [0, 0]
-    assert t.head_start_us == 100 and len(cleans) == 40 and set(fake.spins[2:]) == {200_000}  # after the rate probe (two spins)
+    assert t.head_start_us == 100 and len(cleans) == 40
+    assert set(fake.spins[2:]) == {200_000}  # 100 µs at 2000 cycles per µs, after the rate probe's two spins
     assert log[2:6] == ["ours", "theirs", "theirs", "ours"]  # after the warm-up, who goes first alternates
 
 

@@ -33,8 +33,8 @@ def test_the_summary_reads_the_bars_without_the_records_whose_peer_is_wrong():
     bf16, block = _rows(md, "## Summary")
     assert bf16[:7] == ["mm", "BF16", "8", "0.997", "0.833 (256x256x256)", "0.960", "80% (64x4096x4096)"]
     assert bf16[-1] == "gpu_geomean no, gpu_min no, eager_geomean yes, decode_dram yes"
-    # fp8_block: 4 records, 256³ whose torch result is wrong (†), 1×4096×4096 without a peer, 16×4096×4096 failed:
-    # the geomeans hold 1024³ alone; with † they hold 256³ too
+    # fp8_block: 4 records, 256³ whose torch result is wrong (†), 1×4096×4096 without a peer, 16×4096×4096
+    # failed: the geomeans hold 1024³ alone; with † they hold 256³ too
     assert block[:6] == ["mm", "FP8 block-scaled", "4", "0.900", "0.900 (1024x1024x1024)", "0.886"]
     assert block[7:11] == ["0.900 / 0.900", "1", "1", "1"]
 

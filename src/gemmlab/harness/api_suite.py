@@ -162,7 +162,8 @@ def verify_note(m: int, rows) -> str:
 def peer_note(precision: str, k: int) -> str | None:
     """The known cause where torch's blockwise result is wrong."""
     if precision == "fp8_block" and math.ceil(k / 128) % 4:
-        return f"torch's blockwise scaled mm is wrong where ceil(K/128) is not a multiple of 4 (here {math.ceil(k / 128)})"
+        return (f"torch's blockwise scaled mm is wrong where ceil(K/128) is not a multiple of 4 "
+                f"(here {math.ceil(k / 128)})")
     return None
 
 
@@ -281,7 +282,8 @@ def main(args, json_path: Path | None, command: str, say) -> int:
         return 0
     if json_path is not None:
         say(f"wrote {json_path} ({len(results['records'])} records; gemmlab report {json_path} --out DIR renders it)")
-    return 0 if all(r["verified"] for r in results["records"] if r.get("run") == results["env"]["runs"][-1]["started"]) else 1
+    this_run = results["env"]["runs"][-1]["started"]
+    return 0 if all(r["verified"] for r in results["records"] if r.get("run") == this_run) else 1
 
 
 def run_suite(opts: SuiteOptions, say=print) -> dict | None:
@@ -459,7 +461,8 @@ def summary_line(name: str, s: dict) -> str:
     out = (f"{name}: gpu geomean ×{fmt(p['gpu_geomean'])}, min ×{fmt(p['gpu_min'])} at {p['gpu_min_at']}, "
            f"eager geomean ×{fmt(p['eager_geomean'])} over {p['n']} records")
     if s["peer_wrong"]:
-        out += f" (with the {s['peer_wrong']} whose peer is wrong: ×{fmt(a['gpu_geomean'])}, min ×{fmt(a['gpu_min'])})"
+        out += (f" (with the {s['peer_wrong']} whose peer is wrong: ×{fmt(a['gpu_geomean'])}, "
+                f"min ×{fmt(a['gpu_min'])})")
     if s["decode_dram_min"] is not None:
         out += f"; decode DRAM roof min {100 * s['decode_dram_min']:.0f}% at {s['decode_dram_min_at']}"
     if s["failed"] or s["no_peer"]:

@@ -52,8 +52,8 @@ def markdown(results: dict, figures: dict | None = None) -> str:
         lines += ["", "**Partial**: a run above did not finish."]
     lines += ["", "## Summary", "",
               f"Bars: GPU-time geomean ≥ {BARS['gpu_geomean']}×, no shape below {BARS['gpu_min']}×, eager geomean "
-              f"≥ {BARS['eager_geomean']}×, decode rows (M ≤ {DECODE_M}) at ≥ {BARS['decode_dram']:.0%} of the DRAM "
-              "roof; read over the records whose peer is correct.", "",
+              f"≥ {BARS['eager_geomean']}×, decode rows (M ≤ {DECODE_M}) at ≥ {BARS['decode_dram']:.0%} of the "
+              "DRAM roof; read over the records whose peer is correct.", "",
               "| op | precision | records | GPU geomean | GPU min (at) | eager geomean | decode DRAM min (at) | "
               "with †: GPU geomean / min | † | failed | no peer | bars met |",
               "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
@@ -64,8 +64,8 @@ def markdown(results: dict, figures: dict | None = None) -> str:
         met = ", ".join(f"{name} {'yes' if ok else 'no'}" for name, ok in s["bars"].items())
         lines.append(f"| {op} | {D.PRECISION_LABEL.get(precision, precision)} | {s['records']} | "
                      f"{_f(p['gpu_geomean'])} | {_f(p['gpu_min'])} ({p['gpu_min_at'] or '—'}) | "
-                     f"{_f(p['eager_geomean'])} | {_f(s['decode_dram_min'], '.0%')} ({s['decode_dram_min_at'] or '—'})"
-                     f" | {_f(a['gpu_geomean'])} / {_f(a['gpu_min'])} | {s['peer_wrong']} | {s['failed']} | "
+                     f"{_f(p['eager_geomean'])} | {_f(s['decode_dram_min'], '.0%')} "
+                     f"({s['decode_dram_min_at'] or '—'}) | {_f(a['gpu_geomean'])} / {_f(a['gpu_min'])} | {s['peer_wrong']} | {s['failed']} | "
                      f"{s['no_peer']} | {met} |")
     for op, precision in groups(records):
         lines += ["", f"## {op}, {D.PRECISION_LABEL.get(precision, precision)}", ""]
