@@ -56,7 +56,8 @@ class Case:
 
 
 def grid() -> list[tuple[str, tuple[int, int, int]]]:
-    """(group, (M, N, K)) of the suite: 56 linear, 9 square, 4 long-K shapes."""
+    """(group, (M, N, K)) of the suite: 56 linear, 9 square, 4 long-K shapes. 4096³ is both a linear shape and a
+    square: timed twice in a run, its two records show the spread between timings of one shape."""
     return ([("linear", (m, n, k)) for n, k in LINEAR_NK for m in LINEAR_M]
             + [("square", (s, s, s)) for s in SQUARES] + [("long_k", s) for s in LONG_K])
 
@@ -82,7 +83,7 @@ class Op:
     plan: Callable  # (gemmlab, precision, args) -> gemmlab.plan's Prepared
     theirs: Callable  # (torch, precision, out_dtype) -> torch's call, taking the same args
     reference: Callable  # (torch, precision, args, rows or None) -> float64 rows of the exact result
-    c_bytes: Callable  # (Case, C's element size) -> bytes of the result
+    bytes: Callable  # (Case, an operand's element size, C's) -> the bytes it must read and write at least
 
 
 def _mm_inputs(torch, case: Case, seed: int, device: str = "cuda"):
@@ -130,13 +131,8 @@ def _mm_reference(torch, precision, args, rows=None):
 OPS = {"mm": Op("mm", "x @ w.T (B column-major)", _mm_inputs,
                 ours=lambda gemmlab, p, args: gemmlab.matmul(args[0], args[1], **_mm_kwargs(p, args)),
                 plan=lambda gemmlab, p, args: gemmlab.plan(args[0], args[1], **_mm_kwargs(p, args)),
-                theirs=_mm_theirs, reference=_mm_reference, c_bytes=lambda c, size: c.m * c.n * size)}
-
-
-def input_bytes(case: Case) -> int:
-    from gemmlab.problem import get_precision
-
-    return get_precision(case.precision).input_bytes * (case.m + case.n) * case.k
+                theirs=_mm_theirs, reference=_mm_reference,
+                bytes=lambda c, size, c_size: size * (c.m + c.n) * c.k + c_size * c.m * c.n)}
 
 
 # -- checks -------------------------------------------------------------------------------------------------------
@@ -296,8 +292,8 @@ def run_suite(opts: SuiteOptions, say=print) -> dict | None:
     if info is None or torch_why:
         say(f"gemmlab bench --api --suite: nothing timed: it needs a CUDA GPU and torch with CUDA "
             f"({why if info is None else torch_why})" + (f"; {opts.json_path} not written" if opts.json_path else ""))
-        say(f"the {len(cases(opts.precisions, opts.shapes, opts.ops))} cases, and the kernel kernel='auto' would run "
-            "for each on an NVIDIA H200 (the shipped dispatch table):")
+        say(f"the {len(cases(opts.precisions, opts.shapes, opts.ops))} cases, and the kernel that kernel='auto' would "
+            "run for each on an NVIDIA H200 (the shipped dispatch table):")
         for line in describe(opts):
             say(line)
         return None
@@ -413,7 +409,8 @@ def measure(torch, case: Case, opts: SuiteOptions, ctx: dict) -> dict:
         rec["torch_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
         theirs = None
     del c, ref
-    nbytes = input_bytes(case) + op.c_bytes(case, torch.finfo(getattr(torch, rec["out_dtype"])).bits // 8)
+    nbytes = op.bytes(case, Problem(case.m, case.n, case.k, case.precision).prec.input_bytes,
+                      torch.finfo(getattr(torch, rec["out_dtype"])).bits // 8)
     rec.update(bytes=nbytes, dram_roof_us=nbytes / (ctx["copy_gbs"] * 1e3))
     if not rec["verified"]:
         return rec
