@@ -405,7 +405,7 @@ def measure(torch, case: Case, opts: SuiteOptions, ctx: dict) -> dict:
         if rec["peer_wrong"]:
             rec["peer_note"] = peer_note(case.precision, case.k) or "torch's result is off the float64 reference"
         del t
-    except RuntimeError as exc:  # no such call in this torch, or not at this shape: gemmlab timed alone
+    except (RuntimeError, TypeError) as exc:  # no such call or argument in this torch, or not at this shape
         rec["torch_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
         theirs = None
     del c, ref
