@@ -57,7 +57,8 @@ def test_a_run_at_small_shapes_writes_verified_records_of_every_precision(tmp_pa
     for (precision, m), r in records.items():
         assert r["verified"], r
         assert r["gpu_us"] > 0 and r["eager_us"] > r["gpu_us"] and 0 < r["dram_fraction"] < 1.5
-        if precision == "fp8_block" and m == 256:  # ceil(256/128) = 2 blocks of K: torch's blockwise result is wrong
+        if precision == "fp8_block" and (m == 256 or "torch_error" in r):
+            # ceil(256/128) = 2 blocks of K: torch's blockwise result is wrong; a torch may refuse 16 rows
             assert r.get("peer_wrong") or "torch_error" in r
             continue
         assert r["torch_verified"] and r["out_dtype"] == r["torch_out_dtype"] and r["gpu_ratio"] > 0
