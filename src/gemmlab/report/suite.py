@@ -42,7 +42,10 @@ def markdown(results: dict, figures: dict | None = None) -> str:
              "of the call counts and host time does not. **Eager time**: events around the call from an idle GPU, "
              "host time included. Ratio = torch / gemmlab (above 1: gemmlab faster). DRAM = (A, B, C bytes at the "
              "measured copy bandwidth) / gemmlab's GPU time. Every result checked against float64 (FP8: of the "
-             "dequantized operands) before it is timed, torch's too.", ""]
+             "dequantized operands) before it is timed, torch's too. torch's calls: `torch.matmul` with TF32 off "
+             "(FP32) and on (TF32), `torch.mm` with `out_dtype` where C's dtype is not the operands' (BF16), "
+             "`torch._scaled_mm` with the same scales (FP8: per tensor with fast accumulation; block-scaled: its "
+             "blockwise scaling).", ""]
     for run in env.get("runs", []):
         state = "finished" if run.get("finished") else "**not finished** (its completed records are here)"
         lines.append(f"- `{run.get('command')}` at git {run.get('git_sha', 'unknown')}, {run.get('started')}: "
