@@ -13,7 +13,7 @@ TC='cuda/tc[123567]*,cuda/tc4_persistent_[bt]*,peers/cublas_tf32,peers/cublas_bf
 FP8='cuda/tc4_persistent_fp8,cuda/tc8_block_scaled_fp8,cuda/tc8_cluster_fp8_block,cuda/tc6_stream_k_fp8_block,cuda/tc8_promoted_fp8,peers/cublaslt_fp8,peers/cublaslt_fp8_promoted,peers/cublaslt_fp8_block,cuda/tc4_persistent_bf16,peers/cublas_bf16'
 R="--repeat 30 --max-seconds 1.5 --pause 0.1"
 T="--repeat 30 --max-seconds 1.0 --pause 0.1 --no-ceilings"
-rm -f "$OUT"/{fp32,tensor_cores,blocks,fp8,fp8_variants,seed_1024,api,verify,verify_tf32,verify_fp8,verify_fp8_gate,verify_stream_k,timeline,timeline_fp8,accuracy,ceilings,candidates}.json
+rm -f "$OUT"/{fp32,tensor_cores,blocks,fp8,fp8_variants,seed_1024,api,api_suite,verify,verify_tf32,verify_fp8,verify_fp8_gate,verify_stream_k,timeline,timeline_fp8,accuracy,ceilings,candidates}.json
 # The roofs of this GPU (DRAM, L2, shared memory, FLOPs per clock per precision), then the seeds' table at 1024³
 g roofline --measure --json "$OUT/ceilings.json"
 g bench --kernels 'cuda/v1_naive,numba/v1_naive,cuda/v2_smem,peers/cublas_fp32' --shape 1024 --no-ceilings --repeat 30 \
@@ -58,6 +58,9 @@ g roofline --check "$OUT"/{fp32,tensor_cores,fp8,fp8_variants,blocks,seed_1024}.
 g dispatch --build "$OUT"/{fp32,tensor_cores,fp8}.json --out "$OUT/dispatch.json"
 g dispatch --write "$OUT"/{fp32,tensor_cores,fp8}.json  # this GPU's table, which kernel="auto" reads in bench --api
 g bench --api --json "$OUT/api.json"
+# The shape suite: x @ w.T at 69 shapes per precision, GPU and eager time against torch; a run per precision, each
+# adding its records to the one file
+for p in fp32 tf32 bf16 fp8 fp8_block; do g bench --api --suite --precision $p --json "$OUT/api_suite.json"; done
 # Ragged shapes with NaN-poisoned C for every CUDA kernel, under compute-sanitizer memcheck and racecheck
 g verify --kernels 'cuda/*' --sample 4 --sanitize --json "$OUT/verify.json"
 # ... and the kernels changed after it: tc5 and tc6 TF32 (one launch for small problems), tc4 FP8 (three boxes of C
@@ -85,4 +88,4 @@ g accuracy --mn 1024 --json "$OUT/accuracy.json"
 # errors on the same inputs, times interleaved with the cuBLAS peer (docs/accuracy.md)
 python3 "$(dirname "$0")/candidates.py" "$OUT"
 # The reports are rendered from the JSON alone, on any machine:
-for f in fp32 tensor_cores blocks fp8 fp8_variants seed_1024; do g report "$OUT/$f.json" --out "$OUT/$f"; done
+for f in fp32 tensor_cores blocks fp8 fp8_variants seed_1024 api_suite; do g report "$OUT/$f.json" --out "$OUT/$f"; done

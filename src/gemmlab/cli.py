@@ -70,7 +70,7 @@ def cmd_bench(args) -> int:
 
         return distributed_main(args.distributed)
     json_path = _output(args.json, "--json") if args.json else None
-    if args.api:
+    if args.api or args.suite:
         return cmd_bench_api(args, json_path)
     from gemmlab import device
     from gemmlab.analysis.roofline import device_spec
@@ -110,9 +110,16 @@ def cmd_bench(args) -> int:
 def cmd_bench_api(args, json_path: Path | None) -> int:
     from gemmlab.harness import api_bench
 
+    if args.suite:
+        from gemmlab.harness import api_suite
+
+        return api_suite.main(args, json_path, _command(args),
+                              lambda line: console.print(line, highlight=False, soft_wrap=True))
     opts = api_bench.ApiBenchOptions(seed=args.seed)
     if args.shape:
         opts.shapes = tuple(args.shape)
+    if args.precision:
+        opts.precisions = tuple(args.precision)
     results = api_bench.run_api_bench(opts, say=lambda line: console.print(line, highlight=False))
     if json_path:
         results["env"]["command"] = _command(args)
@@ -337,7 +344,7 @@ def cmd_accuracy(args) -> int:
 def cmd_dispatch(args) -> int:
     """What kernel='auto' runs for a shape, precision and layout on this GPU (or the H200's table without one)."""
     from gemmlab import dispatch
-    from gemmlab.device import GPUInfo, gpu
+    from gemmlab.device import gpu
     from gemmlab.kernels.plan import COL, ROW, Layout
     from gemmlab.problem import PRECISIONS, Problem
 
@@ -347,7 +354,7 @@ def cmd_dispatch(args) -> int:
         return _write_dispatch_table(args.write)
     info = gpu()
     if info is None:
-        info = GPUInfo("NVIDIA H200", 132, (9, 0), 60 * 2**20, 232448, 1980.0, 141 * 2**30, "", "")
+        info = dispatch.shipped_gpu()
         console.print("no CUDA GPU here: what gemmlab.matmul would run on an NVIDIA H200 (the shipped table)",
                       highlight=False)
     layout = Layout(b=COL if args.b_transposed else ROW)

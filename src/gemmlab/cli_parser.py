@@ -107,6 +107,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "KERNEL[NAME=V,...]); repeatable")
     s.add_argument("--api", action="store_true", help="time gemmlab.matmul (kernel='auto') against torch on the same "
                                                       "CUDA tensors, host overhead included (needs torch with CUDA)")
+    s.add_argument("--suite", action="store_true", help="with --api: the shape suite (x @ w.T at 69 shapes per "
+                   "precision, GPU and eager time of both sides; --shape replaces the grid); without a GPU, the grid "
+                   "and the kernel auto would run")
+    s.add_argument("--precision", action="append", choices=list(PRECISIONS),
+                   help="with --api: only these precisions (repeatable; default all five)")
     s.add_argument("--distributed", nargs=argparse.REMAINDER, metavar="...",
                    help="under torchrun: scaling of the distributed GEMMs; everything after it is its options "
                         "(gemmlab bench --distributed --help)")

@@ -37,6 +37,13 @@ DEFAULTS = PrecisionTable(lambda p: p.auto_defaults)
 HOST_DEFAULT = "cpu/blas"
 
 
+def shipped_gpu():
+    """The GPU the shipped table was measured on: what ``auto`` would run there, said on a machine without one."""
+    from gemmlab.device import GPUInfo
+
+    return GPUInfo("NVIDIA H200", 132, (9, 0), 60 * 2**20, 232448, 1980.0, 141 * 2**30, "", "")
+
+
 def local_path() -> Path:
     return cache_root() / "dispatch.json"
 

@@ -16,11 +16,13 @@ from gemmlab.errors import ResultsFileError
 RECORD_FIELDS = {"bench": ("kernel", "precision", "m", "n", "k", "status"),
                  "timeline": ("kernel", "problem", "summary"),
                  "verify": ("kernel", "shape", "result"),
-                 "accuracy": ("sweep", "series", "dist", "k", "rel_err")}
+                 "accuracy": ("sweep", "series", "dist", "k", "rel_err"),
+                 "suite": ("op", "precision", "m", "n", "k", "layout", "verified")}
 
 
 def load(path: str | os.PathLike) -> tuple[str, dict]:
-    """(kind, results) of a JSON that gemmlab wrote: "bench", "timeline", "verify" or "accuracy" (their --json);
+    """(kind, results) of a JSON that gemmlab wrote: "bench", "timeline", "verify", "accuracy" (their --json) or
+    "suite" (bench --api --suite --json);
     anything else is refused with a ResultsFileError naming why."""
     try:
         text = Path(path).read_text()

@@ -18,8 +18,6 @@ both sides multiply) before it is timed.
 """
 from __future__ import annotations
 
-import statistics
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -80,15 +78,17 @@ def fp8_operands(torch, a, w, precision: str, reference: bool = True) -> tuple:
     return (a8, w8.t(), sa, sw), ref
 
 
-def _torch_call(torch, prec):
-    """torch's call for this precision: torch.mm with out_dtype where C's dtype is not the operands'; FP8:
-    torch._scaled_mm with the same scales, BF16 out, fast accumulation per tensor (tc4_persistent_fp8's)."""
+def _torch_call(torch, prec, out_dtype=None):
+    """torch's call for this precision writing C as ``out_dtype`` (a torch dtype; default: the precision's C):
+    torch.mm with out_dtype where C's dtype is not the operands'; FP8: torch._scaled_mm with the same scales, fast
+    accumulation per tensor (tc4_persistent_fp8's)."""
     if prec.scaled:
-        fast = prec.tensor_scaled
-        return lambda a, b, sa, sb: torch._scaled_mm(a, b, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16,
+        fast, out = prec.tensor_scaled, out_dtype or torch.bfloat16
+        return lambda a, b, sa, sb: torch._scaled_mm(a, b, scale_a=sa, scale_b=sb, out_dtype=out,
                                                      use_fast_accum=fast)
-    if prec.output_dtype != prec.input_dtype:
-        return lambda a, b: torch.mm(a, b, out_dtype=getattr(torch, prec.output_dtype))
+    out = out_dtype or getattr(torch, prec.output_dtype)  # torch names dtypes as NumPy does
+    if out != getattr(torch, prec.input_dtype):
+        return lambda a, b: torch.mm(a, b, out_dtype=out)
     return torch.matmul
 
 
@@ -96,9 +96,9 @@ def _tf32(torch, on: bool):
     torch.backends.cuda.matmul.allow_tf32 = on
 
 
-def _inputs(torch, problem, n_sets, seed, linear, device="cuda"):
-    """n_sets argument tuples of the calls (A, B; FP8: A, B, scale_a, scale_b), and the float64 product of the
-    first (FP8: of its dequantized operands)."""
+def _inputs(torch, problem, n_sets, seed, linear, device="cuda", reference=True):
+    """n_sets argument tuples of the calls (A, B; FP8: A, B, scale_a, scale_b), and (``reference``, else None) the
+    float64 product of the first (FP8: of its dequantized operands)."""
     gen = torch.Generator(device=device).manual_seed(seed)
     fp8 = problem.prec.name in FP8
     dtype = torch.float32 if fp8 else getattr(torch, problem.prec.input_dtype)  # torch names them as NumPy does
@@ -108,44 +108,20 @@ def _inputs(torch, problem, n_sets, seed, linear, device="cuda"):
         a = torch.randn(m, k, device=device, generator=gen).to(dtype)
         if fp8:  # always x @ w.T
             args, r = fp8_operands(torch, a, torch.randn(n, k, device=device, generator=gen), problem.prec.name,
-                                   reference=i == 0)
+                                   reference=reference and i == 0)
             ref = ref if r is None else r
         else:  # linear: w is N×K and the product reads w.T
             b = torch.randn(*((n, k) if linear else (k, n)), device=device, generator=gen).to(dtype)
             args = (a, b.t() if linear else b)
         sets.append(args)
-    return sets, ref if fp8 else sets[0][0].double() @ sets[0][1].double()
+    if not reference or fp8:
+        return sets, ref
+    return sets, sets[0][0].double() @ sets[0][1].double()
 
 
 def _verify(torch, c, ref, tolerance) -> tuple[float, bool]:
     err = float(torch.linalg.norm(c.double() - ref) / torch.linalg.norm(ref))
     return err, bool(torch.isfinite(c).all()) and err <= tolerance
-
-
-def _interleaved(torch, calls, sets, rounds, max_seconds, min_rounds, clean):
-    """Median event time of each call, alternating which goes first each round, over the rotating sets."""
-    stream = torch.cuda.current_stream()
-    for fn in calls:  # warm-up: plans, cuBLAS heuristics, allocator pools
-        for args in sets[:2]:
-            fn(*args)
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    times = [[] for _ in calls]
-    r = 0
-    while r < rounds and (r < min_rounds or time.perf_counter() - t0 < max_seconds):
-        order = range(len(calls)) if r % 2 == 0 else reversed(range(len(calls)))
-        for i in order:
-            args = sets[(r * len(calls) + i) % len(sets)]
-            clean()
-            stream.synchronize()  # an idle GPU: the call's host time lands inside its events
-            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            e0.record(stream)
-            calls[i](*args)
-            e1.record(stream)
-            e1.synchronize()
-            times[i].append(e0.elapsed_time(e1))
-        r += 1
-    return [statistics.median(t) for t in times], r
 
 
 def run_api_bench(opts: ApiBenchOptions, say=print) -> dict:
@@ -155,7 +131,7 @@ def run_api_bench(opts: ApiBenchOptions, say=print) -> dict:
     from gemmlab import device
     from gemmlab.harness import env
     from gemmlab.harness.reference import tolerance_for
-    from gemmlab.harness.timing import host_us_per_call, rotation_sets
+    from gemmlab.harness.timing import eager_times, host_us_per_call, rotation_sets
     from gemmlab.problem import Problem
 
     info = device.require_gpu("gemmlab bench --api")
@@ -192,7 +168,7 @@ def run_api_bench(opts: ApiBenchOptions, say=print) -> dict:
             theirs = None
         if ok:
             calls = [ours] if theirs is None else [ours, theirs]
-            times, rounds = _interleaved(torch, calls, sets, opts.rounds, opts.max_seconds, opts.min_rounds, clean)
+            times, rounds = eager_times(torch, calls, sets, opts.rounds, opts.max_seconds, opts.min_rounds, clean)
             rec.update(api_ms=times[0], rounds=rounds, api_tflops=problem.flops() / times[0] / 1e9)
             if theirs is not None:
                 rec.update(torch_ms=times[1], api_ratio=times[1] / times[0],

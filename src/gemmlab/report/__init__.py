@@ -2,8 +2,9 @@
 
 ``render_report(results_json_path, out_dir)`` writes ``report.md`` and, for bench results, one roofline PNG per
 precision and shape and one ladder PNG per shape, and returns the paths it wrote; ``summary(path)`` is the compact
-table. Both take every JSON gemmlab writes (bench, verify, timeline and accuracy --json) and refuse anything
-else (an accuracy study gets its tables and its figure, accuracy.png). Nothing is measured here, so a committed
+table. Both take every JSON gemmlab writes (bench, verify, timeline, accuracy and bench --api --suite --json) and
+refuse anything else (an accuracy study gets its tables and its figure, accuracy.png; the shape suite its tables and
+a figure per op and precision, suite_OP_PRECISION.png). Nothing is measured here, so a committed
 JSON renders the same report on any machine, with or without a GPU.
 """
 from __future__ import annotations
@@ -27,6 +28,11 @@ def render_report(results_json_path: str | os.PathLike, out_dir: str | os.PathLi
         text = markdown.render_markdown(results, str(results_json_path), names, link=link, out_dir=str(out_dir))
     elif kind == "verify":
         text = markdown.verify_markdown(results, str(results_json_path), link=link, out_dir=str(out_dir))
+    elif kind == "suite":
+        from gemmlab.report import suite
+
+        figures, names = suite.figures(results)
+        text = suite.markdown(results, names)
     elif kind == "accuracy":
         from gemmlab.report import accuracy
 
@@ -78,5 +84,9 @@ def summary(results_json_path: str | os.PathLike) -> str:
         from gemmlab.report import accuracy
 
         return accuracy.markdown(results)
+    if kind == "suite":
+        from gemmlab.report import suite
+
+        return suite.summary_markdown(results)
     return {"bench": markdown.summary_markdown, "verify": markdown.verify_summary,
             "timeline": markdown.timeline_summary}[kind](results)
