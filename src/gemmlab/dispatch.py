@@ -27,7 +27,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from gemmlab.cache import cache_root, read_json, write_json
-from gemmlab.kernels.plan import ANY, Layout, target_layout
+from gemmlab.kernels.plan import ANY, COL, ROW, Layout, target_layout
 from gemmlab.problem import Problem
 
 SHIPPED = Path(__file__).parent / "data" / "dispatch-h200.json"
@@ -36,6 +36,9 @@ DEFAULTS = {"fp32": ("cuda/v10_register_prefetch",), "tf32": ("cuda/tc6_stream_k
             "bf16": ("cuda/tc4_persistent_bf16", "cuda/tc1_mma_sync_bf16"), "fp8": ("cuda/tc4_persistent_fp8",),
             "fp8_block": ("cuda/tc8_block_scaled_fp8",)}
 HOST_DEFAULT = "cpu/blas"
+NEIGHBOURS = 4  # measured shapes a prediction between them reads, at most
+REACH = math.log(2)  # ... those within one doubling of one dimension farther than the nearest
+MARGIN = 0.10  # between measured shapes, how much faster a prediction must be to displace the nearest's winner
 
 
 def local_path() -> Path:
@@ -153,58 +156,206 @@ def load_table() -> dict:
     return merge(read_json(SHIPPED), read_json(local_path()))
 
 
-def _nearest(shapes: dict, problem: Problem) -> tuple[str, list] | None:
-    best, best_d = None, math.inf
+def layout_key(layout: Layout) -> str:
+    """A layout as table rows and bench records name it: "row,col" (A row-major, B the transpose of an N×K matrix)."""
+    return f"{layout.a},{layout.b}"
+
+
+def parse_layout(text: str) -> Layout:
+    """"row,col" -> Layout(ROW, COL); a GemmlabError naming what is wrong otherwise."""
+    from gemmlab.errors import GemmlabError
+
+    parts = [x.strip().lower() for x in str(text).split(",")]
+    if len(parts) != 2 or any(x not in (ROW, COL) for x in parts):
+        raise GemmlabError(f"layout {text!r}: A's and B's, each row or col, e.g. row,col (B handed over as w.t())")
+    return Layout(*parts)
+
+
+def _row_layout(row: dict, precision: str) -> Layout:
+    """The layout a row was measured in: its own, or the one bench hands operands over in (Problem-natural)."""
+    from gemmlab.kernels.spec import KernelSpec
+
+    text = row.get("layout")
+    return parse_layout(text) if text else KernelSpec.natural_layout(Problem(1, 1, 1, precision))
+
+
+def _dims(label: str) -> tuple[int, int, int] | None:
+    try:
+        dims = tuple(int(x) for x in label.split("x"))
+    except ValueError:
+        return None
+    return dims if len(dims) == 3 and min(dims) > 0 else None
+
+
+@dataclass(frozen=True)
+class Point:
+    """A measured shape near a problem: its label, dimensions, distance in log space and rows."""
+
+    label: str
+    dims: tuple
+    distance: float
+    rows: list
+
+
+def neighbours(shapes: dict, problem: Problem) -> list[Point]:
+    """The measured shapes a prediction for ``problem`` reads: the exact one if it was measured; else the nearest
+    (the sum over M, N and K of |log(ratio)|) and up to NEIGHBOURS - 1 more within REACH of it."""
+    points = []
     for label, rows in shapes.items():
-        try:
-            dims = tuple(int(x) for x in label.split("x"))
-        except ValueError:
+        dims = _dims(label)
+        if dims:
+            points.append(Point(label, dims, sum(abs(math.log(a / b)) for a, b in zip(dims, problem.shape)), rows))
+    points.sort(key=lambda p: p.distance)
+    if not points or points[0].distance == 0:
+        return points[:1]
+    return [p for p in points[:NEIGHBOURS] if p.distance <= points[0].distance + REACH]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A kernel measured near a problem, with its predicted time there and where the prediction comes from."""
+
+    spec: object
+    ms: float  # predicted GPU time of a call, copies included
+    per_call_ms: float  # ... or the host time of a call where that binds
+    copies: tuple | None  # operands gemmlab.matmul copies first; None where no copy makes the layout readable
+    refusal: str  # why kernel="auto" passes it over ("" if it may run it)
+    basis: tuple  # (label, measured row, ratio, distance) per measured shape the prediction reads, nearest first
+    model: object = None  # the scaling model's Estimate at the problem, None where it has none
+
+    @property
+    def exact(self) -> bool:
+        return len(self.basis) == 1 and self.basis[0][3] == 0
+
+
+@lru_cache(maxsize=8)
+def _roofs(gpu_name: str, sm_count: int):
+    """The roofs of this GPU for the scaling model: its stored measurement over the datasheet, its own SM count."""
+    import dataclasses
+
+    from gemmlab.analysis.roofline import DEVICES, ceilings_for, device_spec
+    from gemmlab.errors import GemmlabError
+    from gemmlab.harness.ceilings import stored_ceilings
+
+    try:
+        dev = device_spec(gpu_name)
+    except GemmlabError:  # a GPU without a datasheet here: the H200's per-SM rates, its own SM count
+        dev = DEVICES["h200"]
+    return dataclasses.replace(stored_ceilings(ceilings_for(dev)), sm_count=sm_count)
+
+
+def _pick_rows(rows: list, layout: Layout, precision: str) -> tuple[dict, set]:
+    """Per kernel the row measured in ``layout`` where there is one, else in the natural layout, else any; and the
+    kernels that failed verification there."""
+    failed = {row["kernel"] for row in rows if row.get("failed")}
+    natural = _row_layout({}, precision)
+    best: dict = {}
+    for row in rows:
+        if row.get("failed") or row["kernel"] in failed:
             continue
-        d = sum(abs(math.log(a / b)) for a, b in zip(dims, problem.shape))
-        if d < best_d:
-            best, best_d = (label, rows), d
-    return best
+        measured = _row_layout(row, precision)
+        score = 2 if measured == layout else 1 if measured == natural else 0
+        if row["kernel"] not in best or score > best[row["kernel"]][0]:
+            best[row["kernel"]] = (score, row)
+    return {k: row for k, (_, row) in best.items()}, failed
 
 
-def choose(problem: Problem, layout: Layout, gpu) -> Choice:
-    """The kernel gemmlab.matmul runs for ``problem`` on ``gpu`` (a GPUInfo), and why."""
-    from gemmlab.errors import UnknownKernelError
+def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> list[Candidate]:
+    """The kernels measured at the shapes near ``problem`` (``neighbours``) for ``gpu``, fastest predicted per call
+    first. A kernel's prediction from one measured shape g is its time there times estimate(problem) / estimate(g)
+    (analysis/scaling.py: waves, tile fill, bytes and copies under this GPU's roofs), its host time there where that
+    binds; from several, their geometric mean weighted by 1 / distance. At a measured shape, the measurement. A
+    kernel that failed verification at any of the shapes is left out; one this gemmlab does not have too."""
+    from gemmlab.analysis.scaling import estimate
+    from gemmlab.errors import GemmlabError, UnknownKernelError
     from gemmlab.kernels.registry import get_kernel
 
-    refusals: list = []
-
-    def usable(name: str, measured: bool = True):
+    table = load_table() if table is None else table
+    points = neighbours(table.get(gpu.name, {}).get(problem.precision, {}), problem)
+    roofs = _roofs(gpu.name, gpu.sm_count)
+    picked, banned = [], set()
+    for point in points:
+        rows, failed = _pick_rows(point.rows, layout, problem.precision)
+        known = [row["host_us"] for row in rows.values() if "host_us" in row]
+        picked.append((point, rows, statistics.median(known) if known else 0.0))
+        banned |= failed
+    out = []
+    for name in dict.fromkeys(k for _, rows, _ in picked for k in rows):
+        if name in banned:
+            continue
         try:
             spec = get_kernel(name)
         except UnknownKernelError:
-            return None  # a table from another version of gemmlab
+            continue  # a table from another version of gemmlab
+        copies = _copies(layout, spec)
+        refusal = spec.is_valid(problem) or spec.unsupported(gpu) or spec.auto_refusal()
+        try:
+            here = estimate(spec, problem, roofs, layout, copies or ())
+        except (GemmlabError, KeyError):  # no model of this kernel here: the measurements as they are
+            here = None
+        basis, logs = [], []
+        for point, rows, typical in picked:
+            row = rows.get(name)
+            if row is None:
+                continue
+            ratio = 1.0
+            if here is not None:
+                measured_in = _row_layout(row, problem.precision)
+                there = estimate(spec, Problem(*point.dims, problem.precision), roofs, measured_in,
+                                 tuple(row.get("copies", ())))
+                ratio = here.ms / there.ms
+            gpu_ms = row["ms"] * ratio
+            host_ms = row.get("host_us", typical) / 1e3
+            weight = 1.0 / point.distance if point.distance else 1.0
+            basis.append((point.label, row, ratio, point.distance))
+            logs.append((weight, math.log(gpu_ms), math.log(max(gpu_ms, host_ms))))
+        total = sum(w for w, _, _ in logs)
+        ms = math.exp(sum(w * g for w, g, _ in logs) / total)
+        per_call = math.exp(sum(w * c for w, _, c in logs) / total)
+        out.append(Candidate(spec, ms, per_call, copies, str(refusal or ""), tuple(basis), here))
+    return sorted(out, key=lambda c: (c.per_call_ms, c.ms))
+
+
+def choose(problem: Problem, layout: Layout, gpu) -> Choice:
+    """The kernel gemmlab.matmul runs for ``problem`` on ``gpu`` (a GPUInfo), and why: of the kernels ``rank``
+    predicts fastest per call, the first that takes the problem and reads the layout in place, else the first that
+    takes it after a copy. Between measured shapes, the winner measured at the nearest one stands against a
+    prediction faster by less than a factor (1 + MARGIN)^(1 + d), d that shape's distance: the model's ratio is
+    trusted less the farther it reaches. Without a measured kernel that takes the problem, the precision's
+    defaults."""
+    from gemmlab.kernels.registry import get_kernel
+    from gemmlab.errors import UnknownKernelError
+
+    refusals: list = []
+    ranked = rank(problem, layout, gpu)
+    for c in ranked:
+        runs = c.spec.is_valid(problem) or c.spec.unsupported(gpu)
+        if runs:
+            refusals.append(runs)
+    usable = [c for c in ranked if not c.refusal]
+    in_place = [c for c in usable if c.copies == ()]
+    if in_place:
+        pick = _anchored(in_place)
+        return Choice(pick.spec, _why(gpu, problem, layout, ranked, pick, "in place"))
+    copied = [c for c in usable if c.copies is not None]
+    if copied:
+        pick = _anchored(copied)
+        return Choice(pick.spec, _why(gpu, problem, layout, ranked, pick, "after a copy"), copies=pick.copies)
+    if usable:
+        _refuse(layout, usable[0].spec)
+
+    def default(name: str):
+        try:
+            spec = get_kernel(name)
+        except UnknownKernelError:
+            return None
         why = spec.is_valid(problem) or spec.unsupported(gpu)
         if why:
             refusals.append(why)
             return None
-        return None if measured and spec.auto_refusal() else spec
+        return spec
 
-    entry = _nearest(load_table().get(gpu.name, {}).get(problem.precision, {}), problem)
-    if entry:
-        label, rows = entry
-        rows = [row for row in rows if not row.get("failed")]
-        specs = [s for s in (usable(row["kernel"]) for row in rows) if s is not None]
-        copies = [(spec, _copies(layout, spec)) for spec in specs]  # None: no copy makes the layout readable
-        for spec, copied in copies:
-            if copied == ():  # read as given
-                rank = next(i for i, row in enumerate(rows) if row["kernel"] == spec.name)
-                return Choice(spec, f"dispatch table for {gpu.name}: #{rank + 1} of the {len(rows)} kernels "
-                                    f"measured at {label} ({_measured(rows[rank])} there) that takes "
-                                    f"{problem.label()} with {layout.label()} in place")
-        for spec, copied in copies:
-            if copied is not None:
-                return Choice(spec, f"dispatch table for {gpu.name}: fastest at {label} that takes "
-                                    f"{problem.label()}; none of the measured kernels it may run reads "
-                                    f"{layout.label()} in place", copies=copied)
-        if specs:
-            _refuse(layout, specs[0])
-    spec = next((s for s in (usable(name, measured=False) for name in DEFAULTS[problem.precision]) if s is not None),
-                None)
+    spec = next((s for s in (default(name) for name in DEFAULTS[problem.precision]) if s is not None), None)
     if spec is None:
         from gemmlab.errors import NoGPUError
 
@@ -217,6 +368,43 @@ def choose(problem: Problem, layout: Layout, gpu) -> Choice:
     if copied is None:
         _refuse(layout, spec)
     return Choice(spec, why, copies=copied)
+
+
+def _anchored(candidates: list[Candidate]) -> Candidate:
+    """The first of ``candidates`` (fastest predicted), or the one measured fastest at the nearest shape where its
+    prediction is within the factor ``choose`` names of the first's."""
+    best = candidates[0]
+    if best.exact:
+        return best
+    nearest = min((c.basis[0] for c in candidates), key=lambda b: b[3])
+    at_nearest = [c for c in candidates if c.basis[0][0] == nearest[0]]
+    anchor = min(at_nearest, key=lambda c: _rank(c.basis[0][1]))
+    return anchor if anchor.per_call_ms <= best.per_call_ms * (1 + MARGIN) ** (1 + nearest[3]) else best
+
+
+def _why(gpu, problem: Problem, layout: Layout, ranked: list[Candidate], pick: Candidate, how: str) -> str:
+    place = ranked.index(pick) + 1
+    label, row, _, _ = pick.basis[0]
+    if pick.exact:
+        if how == "in place":
+            return (f"dispatch table for {gpu.name}: #{place} of the {len(ranked)} kernels measured at {label} "
+                    f"({_measured(row)} there) that takes {problem.label()} with {layout.label()} in place")
+        return (f"dispatch table for {gpu.name}: fastest at {label} that takes {problem.label()}; none of the "
+                f"measured kernels it may run reads {layout.label()} in place")
+    taken = "with " + layout.label() + " in place" if how == "in place" else \
+        f"after a copy (none of the measured kernels it may run reads {layout.label()} in place)"
+    return (f"dispatch table for {gpu.name}: #{place} of the {len(ranked)} kernels measured near {problem.label()} "
+            f"that takes {problem.label()} {taken}, predicted {pick.per_call_ms:.4g} ms a call "
+            f"({explain(pick)})")
+
+
+def explain(c: Candidate) -> str:
+    """Where a prediction comes from: each measured shape's time and the model's ratio, and the model's factors."""
+    parts = [f"{row['ms']:.4g} ms at {label} × {ratio:.3g}" for label, row, ratio, _ in c.basis]
+    text = "; ".join(parts)
+    if c.model is not None:
+        text += f"; model here: {c.model.factors()}"
+    return text
 
 
 def _measured(row: dict) -> str:
