@@ -158,7 +158,10 @@ def cmd_bench(args) -> int:
     blocks = BlockOptions(args.blocks, args.block_seconds) if args.blocks else None
     opts = bench.BenchOptions(shapes=args.shape or [], kernels=args.kernels, timing=timing, seed=args.seed,
                               gpu=args.gpu, pause_s=args.pause, ceilings=not args.no_ceilings, blocks=blocks,
-                              variants=tuple(args.variant or ()))
+                              variants=tuple(args.variant or ()), layout=args.layout, peers=not args.no_peers)
+    if args.suite_grid:
+        opts = _suite_grid(opts, args.suite_grid, info)
+        specs = _specs(opts.kernels)
     if opts.variants:
         specs = bench.selected(opts)  # the variants' own errors (parameters, constraints) before anything runs
     dev = device_spec(info.name if info else args.gpu)
@@ -191,6 +194,30 @@ def cmd_bench(args) -> int:
         console.print(f"wrote {json_path}")
     failed = [r for r in results["records"] if r["status"] == "FAILED"]
     return 1 if failed else 0
+
+
+def _suite_grid(opts, precision: str, info):
+    """bench --suite-grid: the grid's shapes (after any --shape), its candidates for ``precision`` unless --kernels
+    names others, each pruned where the shipped table predicts it hopeless (harness/grid.py)."""
+    import dataclasses
+
+    from gemmlab.dispatch import shipped_gpu
+    from gemmlab.harness import grid
+    from gemmlab.kernels.plan import ROW_MAJOR
+
+    gpu = info or shipped_gpu()
+    return dataclasses.replace(opts, shapes=list(opts.shapes) + list(grid.SHAPES),
+                               kernels=opts.kernels or grid.CANDIDATES[precision],
+                               skip=grid.pruner(opts.layout or ROW_MAJOR, gpu))
+
+
+def _layout_arg(text: str):
+    from gemmlab.dispatch import parse_layout
+
+    try:
+        return parse_layout(text)
+    except GemmlabError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def cmd_bench_api(args, json_path: Path | None) -> int:
@@ -481,7 +508,7 @@ def cmd_accuracy(args) -> int:
 def cmd_dispatch(args) -> int:
     """What kernel='auto' runs for a shape, precision and layout on this GPU (or the H200's table without one)."""
     from gemmlab import dispatch
-    from gemmlab.device import GPUInfo, gpu
+    from gemmlab.device import gpu
     from gemmlab.kernels.plan import COL, ROW, Layout
     from gemmlab.problem import Problem
 
@@ -489,7 +516,7 @@ def cmd_dispatch(args) -> int:
         return _build_dispatch_table(args.build, args.out)
     info = gpu()
     if info is None:
-        info = GPUInfo("NVIDIA H200", 132, (9, 0), 60 * 2**20, 232448, 1980.0, 141 * 2**30, "", "")
+        info = dispatch.shipped_gpu()
         console.print("no CUDA GPU here: what gemmlab.matmul would run on an NVIDIA H200 (the shipped table)",
                       highlight=False)
     layout = Layout(b=COL if args.b_transposed else ROW)
@@ -559,6 +586,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also run KERNEL, a wgmma level (cuda/tc2 up), with these parameters changed, beside its "
                         "registered ones and its peer (each checked by the kernel's constraints; records named "
                         "KERNEL[NAME=V,...]); repeatable")
+    s.add_argument("--layout", type=_layout_arg, metavar="A,B", help="hand the operands over in this layout, e.g. "
+                   "row,col (B as w.t() of an N×K w): kernels that read it run in place, the others after "
+                   "gemmlab.matmul's copy, timed with it (records: layout, copies)")
+    s.add_argument("--no-peers", action="store_true", help="time gemmlab's kernels only, not each precision's peer")
+    s.add_argument("--suite-grid", choices=["fp32", "tf32", "bf16", "fp8", "fp8_block"], metavar="PRECISION",
+                   help="time the kernels kernel='auto' may run at PRECISION over the suite's grid of shapes, each "
+                        "skipped where the shipped dispatch table predicts it over 3x the fastest (gemmlab dispatch "
+                        "--build makes the table of the results)")
     s.add_argument("--api", action="store_true", help="time gemmlab.matmul (kernel='auto') against torch on the same "
                                                       "CUDA tensors, host overhead included (needs torch with CUDA)")
     s.add_argument("--distributed", nargs=argparse.REMAINDER, metavar="...",

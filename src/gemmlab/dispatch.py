@@ -41,6 +41,14 @@ REACH = math.log(2)  # ... those within one doubling of one dimension farther th
 MARGIN = 0.10  # between measured shapes, how much faster a prediction must be to displace the nearest's winner
 
 
+def shipped_gpu():
+    """The GPU the shipped table was measured on, as gemmlab.device describes one: what ``gemmlab dispatch`` and a grid
+    plan answer for on a machine without a GPU."""
+    from gemmlab.device import GPUInfo
+
+    return GPUInfo("NVIDIA H200", 132, (9, 0), 60 * 2**20, 232448, 1980.0, 141 * 2**30, "", "")
+
+
 def local_path() -> Path:
     return cache_root() / "dispatch.json"
 

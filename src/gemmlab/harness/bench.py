@@ -56,6 +56,10 @@ class BenchOptions:
     blocks: BlockOptions | None = None  # also time each GPU kernel and its peer in alternating blocks
     # (kernel, {parameter: value}): registered kernels with some parameters changed, run beside them (variant())
     variants: tuple = ()
+    layout: object = None  # a plan.Layout the operands are handed over in (harness/layouts.py); None: the natural one
+    peers: bool = True  # on a GPU, each precision's peer in the same run
+    # (spec, problem) -> why not to time this kernel at this shape ("" to time it): a grid run's pruning (grid.py)
+    skip: object = None
 
 
 class Listener:
@@ -167,7 +171,7 @@ def selected(opts: BenchOptions) -> list[KernelSpec]:
             names.add(v.variant_of)
     specs += variants
     names |= {v.name for v in variants}
-    if device.gpu() is None:
+    if device.gpu() is None or not opts.peers:
         return specs  # peers need a GPU; the CPU-only note says so
     precisions = {s.precision for s in specs if s.device != CPU}
     for precision in precisions | {FALLBACK_PEERS[p] for p in precisions if p in FALLBACK_PEERS}:
@@ -258,14 +262,28 @@ def _link_ratios(records: list[BenchRecord]) -> None:
             r.prev_kernel = prev.kernel
 
 
-def _gpu_sets(problem: Problem, n_sets: int, seed: int):
+def _gpu_sets(problem: Problem, n_sets: int, seed: int, layout=None):
     import cupy
+
+    from gemmlab.harness.layouts import arrange
 
     sets = []
     for i in range(n_sets):
         a, b = problem.make_inputs(seed + 7919 * i, cupy)
+        if layout is not None:
+            a, b = arrange(a, b, layout)
         sets.append((a, b, cupy.empty((problem.m, problem.n), problem.output_dtype())))
     return sets
+
+
+def _layout(opts: BenchOptions, problem: Problem):
+    """The layout a run hands this problem's operands over in where it is not the natural one, else None (FP8's
+    quantized operands come in the only layout its kernels read)."""
+    from gemmlab.kernels.spec import KernelSpec
+
+    if opts.layout is None or opts.layout == KernelSpec.natural_layout(problem) or problem.prec.scaling:
+        return None
+    return opts.layout
 
 
 def _set_bytes(problem: Problem) -> int:
@@ -378,7 +396,7 @@ def _run_gpu(specs, shapes, opts, dev, bw, info, records, results, progress):
                     records.append(rec)
                     try:
                         if sets is None and spec.device != CPU and not spec.is_valid(problem):
-                            sets = _gpu_sets(problem, n_sets, opts.seed)
+                            sets = _gpu_sets(problem, n_sets, opts.seed, _layout(opts, problem))
                         launch = _bench_one(spec, problem, rec, sets, opts, dev, bw, info, peer_launch,
                                             registered.get(spec.variant_of))
                         if spec.name in bases:
@@ -403,12 +421,23 @@ def _bench_one(spec, problem, rec, sets, opts, dev, bw, info, peer_launch=None, 
     """Verify and time one kernel into ``rec``; return its launch if it was timed on the GPU. With the peer's
     launch, the kernel is also timed interleaved with it (rec.interleaved), which gives the ratio; a variant, with
     its registered kernel's launch, interleaved with that too (rec.variant_interleaved: variant_gain)."""
-    reason = spec.is_valid(problem)
+    reason = spec.is_valid(problem) or (opts.skip(spec, problem) if opts.skip else "")
     if reason:
         rec.fail(Status.SKIPPED, reason)
         return None
+    layout = _layout(opts, problem) if spec.device != CPU else None  # the host's kernels take NumPy's row-major
+    if layout is not None:
+        from gemmlab.harness.layouts import launch as launch_in
+        from gemmlab.dispatch import layout_key
+
+        rec.extra["layout"] = layout_key(layout)
     try:
-        launch = spec.build(problem)
+        if layout is None:
+            launch = spec.build(problem)
+        else:
+            launch, copies = launch_in(spec, problem, layout)
+            if copies:
+                rec.extra["copies"] = list(copies)
     except CompileError as exc:
         rec.fail(Status.ERROR, str(exc))
         return None
@@ -426,7 +455,14 @@ def _bench_one(spec, problem, rec, sets, opts, dev, bw, info, peer_launch=None, 
             _fill_timing(rec, time_cpu(launch, a, b, c, opts.timing), problem, dev, bw, spec)
             rec.status = Status.OK
         return None
-    result = check(spec, problem, seed=seed, launch=launch)
+    inputs = None
+    if layout is not None:
+        import cupy
+
+        from gemmlab.harness.layouts import arrange
+
+        inputs = arrange(*spec.make_inputs(problem, seed, cupy), layout)
+    result = check(spec, problem, seed=seed, launch=launch, inputs=inputs)
     if not _verify_fill(rec, result):
         return None
     timing_args = (sets, opts.timing, info.max_sm_clock_mhz, _set_bytes(problem), info.l2_bytes)
