@@ -262,18 +262,21 @@ def _link_ratios(records: list[BenchRecord]) -> None:
             r.prev_kernel = prev.kernel
 
 
-def _gpu_sets(problem: Problem, n_sets: int, seed: int, layout=None):
+def _gpu_sets(problem: Problem, n_sets: int, seed: int):
     import cupy
-
-    from gemmlab.harness.layouts import arrange
 
     sets = []
     for i in range(n_sets):
         a, b = problem.make_inputs(seed + 7919 * i, cupy)
-        if layout is not None:
-            a, b = arrange(a, b, layout)
         sets.append((a, b, cupy.empty((problem.m, problem.n), problem.output_dtype())))
     return sets
+
+
+def _arranged(sets, layout):
+    """The input sets with A and B stored in ``layout`` (None: as drawn)."""
+    from gemmlab.harness.layouts import arrange
+
+    return sets if layout is None else [(*arrange(a, b, layout), c) for a, b, c in sets]
 
 
 def _layout(opts: BenchOptions, problem: Problem):
@@ -396,7 +399,7 @@ def _run_gpu(specs, shapes, opts, dev, bw, info, records, results, progress):
                     records.append(rec)
                     try:
                         if sets is None and spec.device != CPU and not spec.is_valid(problem):
-                            sets = _gpu_sets(problem, n_sets, opts.seed, _layout(opts, problem))
+                            sets = _arranged(_gpu_sets(problem, n_sets, opts.seed), _layout(opts, problem))
                         launch = _bench_one(spec, problem, rec, sets, opts, dev, bw, info, peer_launch,
                                             registered.get(spec.variant_of))
                         if spec.name in bases:
