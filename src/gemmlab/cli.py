@@ -506,45 +506,60 @@ def cmd_accuracy(args) -> int:
 
 
 def cmd_dispatch(args) -> int:
-    """What kernel='auto' runs for a shape, precision and layout on this GPU (or the H200's table without one)."""
+    """What kernel='auto' runs for a shape, precision and layout on this GPU (or the H200's table without one): the
+    kernel, why, its predicted time and the other candidates' (or, with --build and --write, the table itself)."""
     from gemmlab import dispatch
     from gemmlab.device import gpu
     from gemmlab.kernels.plan import COL, ROW, Layout
     from gemmlab.problem import Problem
 
-    if args.build:
-        return _build_dispatch_table(args.build, args.out)
+    if args.build or args.write:
+        return _write_dispatch_table(args.build or args.write, args.out, replace=bool(args.build))
     info = gpu()
     if info is None:
         info = dispatch.shipped_gpu()
         console.print("no CUDA GPU here: what gemmlab.matmul would run on an NVIDIA H200 (the shipped table)",
                       highlight=False)
-    layout = Layout(b=COL if args.b_transposed else ROW)
+    layout = args.layout or Layout(b=COL if args.b_transposed else ROW)
     for shape in args.shape or [(4096, 4096, 4096)]:
         for precision in args.precision or ["fp32", "tf32", "bf16"]:
+            problem = Problem(*shape, precision)
+            head = f"{problem.label()} {precision}"
             try:
-                choice = dispatch.choose(Problem(*shape, precision), layout, info)
+                choice = dispatch.choose(problem, layout, info)
             except GemmlabError as exc:
-                console.print(f"{'x'.join(map(str, shape))} {precision}: {exc}", highlight=False)
+                console.print(f"{head}: {exc}", highlight=False)
                 continue
             copies = f"; {', '.join(choice.copies)} copied into row-major order first" if choice.copies else ""
-            console.print(f"{'x'.join(map(str, shape))} {precision}: {choice.spec.name} ({choice.why}{copies})",
-                          highlight=False)
+            console.print(f"{head}: {choice.spec.name} ({choice.why}{copies})", highlight=False)
+            for c in dispatch.rank(problem, layout, info):
+                how = ("not for auto: " + c.refusal) if c.refusal else "reads it in place" if c.copies == () else \
+                    f"copies {', '.join(c.copies)}" if c.copies else "reads no layout a copy makes of it"
+                mark = "*" if c.spec is choice.spec else " "
+                console.print(f"  {mark} {c.spec.name:34} {c.per_call_ms:9.4g} ms a call  {how}; "
+                              f"{dispatch.explain(c)}", highlight=False, soft_wrap=True)
     return 0
 
 
-def _build_dispatch_table(paths, out) -> int:
+def _write_dispatch_table(paths, out, replace: bool) -> int:
+    """--build (``replace``: the table of these results alone, the shipped one by default) or --write (these
+    results over this machine's table, or the table at --out)."""
     from gemmlab import dispatch
     from gemmlab.results import load_results
 
-    table = dispatch.table_from_runs([load_results(Path(p)) for p in paths])
+    runs = [load_results(Path(p)) for p in paths]
+    table = dispatch.table_from_runs(runs)
     if not any("ms" in row for precs in table.values() for shapes in precs.values() for rows in shapes.values()
                for row in rows):
         raise GemmlabError(f"no verified GPU records of gemmlab's kernels in {', '.join(paths)}")
-    target = _output(out, "--out") if out else dispatch.SHIPPED
-    _write(target, json.dumps(table, indent=1, sort_keys=True) + "\n")
+    flag = "--out" if out else "--build" if replace else "--write"
+    target = _output(out, "--out") if out else dispatch.SHIPPED if replace else dispatch.local_path()
+    written = dispatch.write_table(runs, target, replace=replace)
+    if written is None:
+        raise OutputPathError(f"{flag}: cannot write {target}")
+    path, table = written
     shapes = sum(len(shapes) for precs in table.values() for shapes in precs.values())
-    console.print(f"wrote {target}: {', '.join(table)}, {shapes} (precision, shape) entries", highlight=False)
+    console.print(f"wrote {path}: {', '.join(table)}, {shapes} (precision, shape) entries", highlight=False)
     return 0
 
 
@@ -663,11 +678,20 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("dispatch", help="which kernel gemmlab.matmul's kernel='auto' runs, and why")
     s.add_argument("--shape", action="append", type=_shape, help="4096 or MxNxK; repeatable (default 4096)")
     s.add_argument("--precision", action="append", choices=["fp32", "tf32", "bf16", "fp8", "fp8_block"])
-    s.add_argument("--b-transposed", action="store_true", help="B handed over as the transpose of an N×K matrix "
-                                                                "(x @ w.T)")
-    s.add_argument("--build", nargs="+", metavar="RESULTS", help="write the dispatch table of these bench results "
-                   "JSONs instead (the shipped one: results/h200/{fp32,tensor_cores,fp8}.json)")
-    s.add_argument("--out", help="where --build writes (default: the table shipped with gemmlab)")
+    layout = s.add_mutually_exclusive_group()
+    layout.add_argument("--b-transposed", action="store_true", help="B handed over as the transpose of an N×K "
+                                                                     "matrix (x @ w.T): --layout row,col")
+    layout.add_argument("--layout", type=_layout_arg, metavar="A,B", help="the operands' layout, each row or col "
+                        "(default row,row)")
+    table = s.add_mutually_exclusive_group()
+    table.add_argument("--build", nargs="+", metavar="RESULTS", help="write the dispatch table of these bench "
+                       "results JSONs alone instead (the shipped one: results/h200/{fp32,tensor_cores,fp8}.json and "
+                       "the grid's, results/h200/grid_*.json)")
+    table.add_argument("--write", nargs="+", metavar="RESULTS", help="add these bench results JSONs' measurements to "
+                       "this machine's dispatch table instead (or to the table at --out), each kernel's rows "
+                       "replacing its own")
+    s.add_argument("--out", help="where --build or --write writes (default: the table shipped with gemmlab; this "
+                                 "machine's)")
     s.set_defaults(func=cmd_dispatch)
 
     s = sub.add_parser("tune", help="search tile parameters per shape on this GPU (cached)")

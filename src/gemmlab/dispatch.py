@@ -1,17 +1,27 @@
 """kernel="auto": which kernel runs a problem, from what was measured on this GPU.
 
 The dispatch table holds, per GPU, precision and measured shape, gemmlab's own kernels that verified there, fastest
-first (peers are never picked: gemmlab.matmul runs gemmlab's kernels). ``gemmlab bench`` writes the table of the
-GPU it ran on into ``$GEMMLAB_CACHE/dispatch.json`` from its records; the H200's, from the runs committed under
-results/h200/, ships with gemmlab (data/dispatch-h200.json) as the default. For a problem, the entry of the
-nearest measured shape (in log space over M, N and K) is read in order, and the first kernel that takes the problem
-and reads the operands' layout in place wins; if none reads the layout in place, the first that takes the problem,
-after a copy. Without an entry for this GPU, each precision's default level runs.
+first (peers are never picked: gemmlab.matmul runs gemmlab's kernels), each row with the layout it was timed in where
+that is not the harness's natural one (``gemmlab bench --layout``: B as w.t(), and the copies its time includes).
+``gemmlab dispatch --write`` adds a bench run's results to the table of this machine (``$GEMMLAB_CACHE/dispatch.json``);
+the H200's, from the runs committed under results/h200/ (the suite's grid among them: ``gemmlab bench --suite-grid``),
+ships with gemmlab (data/dispatch-h200.json, ``gemmlab dispatch --build``) as the default.
+
+For a problem, ``rank`` reads the measured shapes nearest to it (in log space over M, N and K: the shape itself if it
+was measured, else the nearest and those within a doubling of it) and predicts each kernel measured there: its
+measured time scaled by a model of how the kernel's time changes between the two shapes (analysis/scaling.py:
+waves and tile fill from its tile and the SM count, bytes and flops against this GPU's roofs, the copies and
+pre-passes of each call). ``choose`` takes the first, fastest predicted, that takes the problem and reads the
+operands' layout in place; if none reads it in place, the first that takes the problem after a copy. Between
+measured shapes the model's ratio is trusted only so far: the winner measured at the nearest shape stands against a
+prediction less than (1 + MARGIN)^(1 + distance) faster. Without an entry for this GPU, each precision's default
+level runs.
 
 "Fastest" is what a caller issuing calls back to back waits per call: the GPU time, or where a record carries it
 (small problems, ``call_host_us``), the host time of one gemmlab.matmul call with that kernel if that is longer; a
 record without one, at a shape where others have it, counts the shape's median. A kernel whose plan launches twice
-(a pre-pass, then the kernel) can be the faster on the GPU and the slower to call.
+(a pre-pass, then the kernel) can be the faster on the GPU and the slower to call. A kernel that failed verification
+at a shape a prediction reads is never run.
 
 Host arrays (NumPy, CPU tensors) run on the host (cpu/blas), as torch runs CPU tensors on the CPU. A measured kernel
 whose spec says why it is not for "auto" (``KernelSpec.auto_refusal``: tc7_3xtf32, whose splits turn an infinite
@@ -67,10 +77,12 @@ def per_call_ms(row: dict, typical_host_us: float = 0.0) -> float:
 
 
 def table_from_results(results: dict) -> dict:
-    """{gpu: {precision: {"MxNxK": [{"kernel", "ms"[, "host_us"]}, ...fastest per call first]}}} from a results
-    JSON's verified records of gemmlab's registered GPU kernels (not bench --variant's). A kernel that failed
-    verification at a shape gets a row {"kernel", "failed": true} there, last: it replaces that kernel's earlier
-    measurement when tables merge, and ``choose`` never runs it."""
+    """{gpu: {precision: {"MxNxK": [{"kernel", "ms"[, "host_us"][, "layout", "copies"]}, ...fastest per call
+    first]}}} from a results JSON's verified records of gemmlab's registered GPU kernels (not bench --variant's). A
+    record timed in a layout of its own (bench --layout) keeps it, and the copies its time includes; a kernel has a
+    row per layout it was timed in. A kernel that failed verification at a shape gets a row {"kernel", "failed":
+    true} there, last: it replaces that kernel's earlier measurement when tables merge, and ``choose`` never runs
+    it."""
     gpu = ((results.get("env") or {}).get("gpu") or {}).get("name")
     table: dict = {}
     if not gpu:
@@ -83,10 +95,13 @@ def table_from_results(results: dict) -> dict:
             continue
         label = f"{r['m']}x{r['n']}x{r['k']}"
         rows = table.setdefault(gpu, {}).setdefault(r["precision"], {}).setdefault(label, [])
+        layout = {"layout": r["layout"]} if r.get("layout") else {}
         if failed:
-            rows.append({"kernel": r["kernel"], "failed": True})
+            rows.append({"kernel": r["kernel"], "failed": True, **layout})
             continue
-        row = {"kernel": r["kernel"], "ms": r["median_ms"]}
+        row = {"kernel": r["kernel"], "ms": r["median_ms"], **layout}
+        if r.get("copies"):
+            row["copies"] = list(r["copies"])
         if r.get("call_host_us"):
             row["host_us"] = r["call_host_us"]
         rows.append(row)
@@ -96,22 +111,28 @@ def table_from_results(results: dict) -> dict:
     return table
 
 
+def _key(row: dict) -> tuple[str, str]:
+    """What a table holds one row of per shape: a kernel in a layout ("": the natural one)."""
+    return row["kernel"], row.get("layout", "")
+
+
 def _ranked(rows: list[dict]) -> list[dict]:
-    """One row per kernel, fastest per call first; a kernel that failed in any of them, last, as failed."""
-    failed = {row["kernel"] for row in rows if row.get("failed")}
+    """One row per kernel and layout, fastest per call first; a kernel that failed in any of them, last, as
+    failed."""
+    failed = {_key(row) for row in rows if row.get("failed")}
     best: dict = {}
     for row in rows:  # a kernel timed twice (two runs merged) keeps its record with a host time, the faster
-        if row["kernel"] in failed:
+        if _key(row) in failed:
             continue
-        old = best.get(row["kernel"])
+        old = best.get(_key(row))
         if old is None or ("host_us" in row, -_rank(row)[0]) > ("host_us" in old, -_rank(old)[0]):
-            best[row["kernel"]] = row
+            best[_key(row)] = row
     # a record without a host time where others of the shape have one (an older run): the shape's median, not none
     # at all, so that it does not rank above the kernels whose host time binds
     known = [row["host_us"] for row in best.values() if "host_us" in row]
     typical = statistics.median(known) if known else 0.0
-    return sorted(best.values(), key=lambda row: _rank(row, typical)) + [{"kernel": k, "failed": True}
-                                                                          for k in sorted(failed)]
+    return sorted(best.values(), key=lambda row: _rank(row, typical)) + [
+        {"kernel": k, "failed": True, **({"layout": layout} if layout else {})} for k, layout in sorted(failed)]
 
 
 def _rank(row: dict, typical_host_us: float = 0.0) -> tuple:
@@ -141,21 +162,31 @@ def merge(old: dict, new: dict) -> dict:
         for p, shapes in precs.items():
             mine = out.setdefault(gpu, {}).setdefault(p, {})
             for label, rows in shapes.items():
-                timed = {row["kernel"] for row in rows}
-                mine[label] = _ranked([row for row in mine.get(label, []) if row["kernel"] not in timed] + rows)
+                timed = {_key(row) for row in rows}
+                mine[label] = _ranked([row for row in mine.get(label, []) if _key(row) not in timed] + rows)
     return out
+
+
+def write_table(runs: list[dict], path: Path | None = None, replace: bool = False) -> tuple[Path, dict] | None:
+    """Write the table of ``runs`` (results JSONs, their records pooled per GPU: table_from_runs) over the table at
+    ``path`` (default: this machine's, which kernel="auto" reads over the shipped one), each kernel's rows replacing
+    its own there (merge); with ``replace``, the table of these runs alone (the shipped one: ``gemmlab dispatch
+    --build``). The path and the table written; None where the runs hold no row or the file cannot be written."""
+    new = table_from_runs(runs)
+    if not new:
+        return None
+    path = local_path() if path is None else Path(path)
+    table = new if replace else merge(read_json(path), new)
+    if not write_json(path, table):
+        return None
+    load_table.cache_clear()
+    return path, table
 
 
 def record(results: dict) -> Path | None:
     """Add a run's measurements to this machine's dispatch table; the path written, None if nothing was."""
-    new = table_from_results(results)
-    if not new:
-        return None
-    path = local_path()
-    if not write_json(path, merge(read_json(path), new)):
-        return None
-    load_table.cache_clear()
-    return path
+    written = write_table([results])
+    return written[0] if written else None
 
 
 @lru_cache(maxsize=1)
@@ -301,25 +332,26 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
             here = estimate(spec, problem, roofs, layout, copies or ())
         except (GemmlabError, KeyError):  # no model of this kernel here: the measurements as they are
             here = None
-        basis, logs = [], []
+        basis, predicted = [], []  # (weight, GPU ms, ms a call) from each measured shape
         for point, rows, typical in picked:
             row = rows.get(name)
             if row is None:
                 continue
             ratio = 1.0
             if here is not None:
-                measured_in = _row_layout(row, problem.precision)
-                there = estimate(spec, Problem(*point.dims, problem.precision), roofs, measured_in,
-                                 tuple(row.get("copies", ())))
+                there = estimate(spec, Problem(*point.dims, problem.precision), roofs,
+                                 _row_layout(row, problem.precision), tuple(row.get("copies", ())))
                 ratio = here.ms / there.ms
             gpu_ms = row["ms"] * ratio
-            host_ms = row.get("host_us", typical) / 1e3
-            weight = 1.0 / point.distance if point.distance else 1.0
             basis.append((point.label, row, ratio, point.distance))
-            logs.append((weight, math.log(gpu_ms), math.log(max(gpu_ms, host_ms))))
-        total = sum(w for w, _, _ in logs)
-        ms = math.exp(sum(w * g for w, g, _ in logs) / total)
-        per_call = math.exp(sum(w * c for w, _, c in logs) / total)
+            predicted.append((1.0 / point.distance if point.distance else 1.0, gpu_ms,
+                              max(gpu_ms, row.get("host_us", typical) / 1e3)))
+        if len(predicted) == 1:
+            _, ms, per_call = predicted[0]
+        else:  # the geometric mean, weighted by closeness
+            total = sum(w for w, _, _ in predicted)
+            ms = math.exp(sum(w * math.log(g) for w, g, _ in predicted) / total)
+            per_call = math.exp(sum(w * math.log(c) for w, _, c in predicted) / total)
         out.append(Candidate(spec, ms, per_call, copies, str(refusal or ""), tuple(basis), here))
     return sorted(out, key=lambda c: (c.per_call_ms, c.ms))
 
@@ -401,9 +433,12 @@ def _why(gpu, problem: Problem, layout: Layout, ranked: list[Candidate], pick: C
                 f"measured kernels it may run reads {layout.label()} in place")
     taken = "with " + layout.label() + " in place" if how == "in place" else \
         f"after a copy (none of the measured kernels it may run reads {layout.label()} in place)"
+    ahead = [c for c in ranked[:place - 1] if not c.refusal and (c.copies == () or how != "in place")]
+    kept = (f"; the fastest measured at {label}, which stands against {ahead[0].spec.name}'s "
+            f"{ahead[0].per_call_ms:.4g} ms, within the model's margin there") if ahead else ""
     return (f"dispatch table for {gpu.name}: #{place} of the {len(ranked)} kernels measured near {problem.label()} "
             f"that takes {problem.label()} {taken}, predicted {pick.per_call_ms:.4g} ms a call "
-            f"({explain(pick)})")
+            f"({explain(pick)}){kept}")
 
 
 def explain(c: Candidate) -> str:
