@@ -6,7 +6,8 @@ long-K problems of few output tiles. The candidates of a precision are the kerne
 precision (a truncating TF32 build or tc7, which "auto" passes over, is not timed). At each shape a candidate is
 skipped where the dispatch table shipped with gemmlab predicts it more than HOPELESS times slower per call than the
 fastest candidate there (dispatch.rank: measured times scaled by the model), so that each precision's grid fits a
-few minutes of an H200; the record says so. The shipped table, not this machine's, so a run's choice of what to time
+few minutes of an H200; the record says so. At the long-K shapes, whose few tiles are the model's case for
+splitting K, every candidate is timed. The shipped table, not this machine's, so a run's choice of what to time
 depends only on the code.
 """
 from __future__ import annotations
@@ -48,6 +49,8 @@ def pruner(layout, gpu):
         return {c.spec.name: c for c in rank(problem, layout, gpu, shipped_table())}
 
     def skip(spec, problem) -> str:
+        if problem.shape in LONG_K:  # where the model's case for splitting K rests: every candidate measured
+            return ""
         ranked = ranked_at(problem)
         mine = ranked.get(spec.name)
         if mine is None or not ranked:
