@@ -272,9 +272,9 @@ def _roofs(gpu_name: str, sm_count: int):
     """The roofs of this GPU for the scaling model: its stored measurement over the datasheet, its own SM count."""
     import dataclasses
 
+    from gemmlab.analysis.ceilings import stored_ceilings
     from gemmlab.analysis.roofline import DEVICES, ceilings_for, device_spec
     from gemmlab.errors import GemmlabError
-    from gemmlab.harness.ceilings import stored_ceilings
 
     try:
         dev = device_spec(gpu_name)
