@@ -61,8 +61,7 @@ for P in fp32 tf32 bf16 fp8 fp8_block; do
     --json "$OUT/grid_$P.json"
 done
 # kernel="auto"'s table from these runs (shipped as src/gemmlab/data/dispatch-h200.json), then the public API
-g dispatch --build "$OUT"/{fp32,tensor_cores,fp8}.json "$OUT"/grid_{fp32,tf32,bf16,fp8,fp8_block}.json \
-  --out "$OUT/dispatch.json"
+g dispatch --build "$OUT"/{fp32,tensor_cores,fp8}.json "$OUT"/grid_*.json --out "$OUT/dispatch.json"
 g bench --api --json "$OUT/api.json"  # kernel="auto" reads the table the bench runs above wrote for this GPU
 # Ragged shapes with NaN-poisoned C for every CUDA kernel, under compute-sanitizer memcheck and racecheck
 g verify --kernels 'cuda/*' --sample 4 --sanitize --json "$OUT/verify.json"
