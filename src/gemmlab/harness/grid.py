@@ -30,6 +30,8 @@ CANDIDATES = {
     "fp8_block": "cuda/tc8_block_scaled_fp8,cuda/tc8_cluster_fp8_block,cuda/tc6_stream_k_fp8_block",
 }
 HOPELESS = 3.0  # predicted per call, against the fastest candidate's prediction at the shape
+SECONDS_PER_RUN = 0.35  # an estimate: the warm-up alone takes 0.1 s, verification and the host-time calls the rest
+TIMED_LAUNCHES = 30  # warm-up, verification, probe and timed launches of one kernel at one shape
 
 
 @lru_cache(maxsize=1)
@@ -82,7 +84,3 @@ def plan(precision: str, layout, gpu) -> tuple[list, float]:
         rows.append((shape, timed, [s.name for s in specs if s.name not in timed]))
         seconds += sum(SECONDS_PER_RUN + TIMED_LAUNCHES * predicted.get(name, 0.0) / 1e3 for name in timed)
     return rows, seconds
-
-
-SECONDS_PER_RUN = 0.35  # an estimate: the warm-up alone takes 0.1 s, verification and the host-time calls the rest
-TIMED_LAUNCHES = 30  # warm-up, verification, probe and timed launches of one kernel at one shape
