@@ -13,7 +13,7 @@ TC='cuda/tc[123567]*,cuda/tc4_persistent_[bt]*,peers/cublas_tf32,peers/cublas_bf
 FP8='cuda/tc4_persistent_fp8,cuda/tc8_block_scaled_fp8,cuda/tc8_cluster_fp8_block,cuda/tc6_stream_k_fp8_block,cuda/tc8_promoted_fp8,peers/cublaslt_fp8,peers/cublaslt_fp8_promoted,peers/cublaslt_fp8_block,cuda/tc4_persistent_bf16,peers/cublas_bf16'
 R="--repeat 30 --max-seconds 1.5 --pause 0.1"
 T="--repeat 30 --max-seconds 1.0 --pause 0.1 --no-ceilings"
-rm -f "$OUT"/{fp32,tensor_cores,blocks,fp8,fp8_variants,seed_1024,api,api_suite,verify,verify_tf32,verify_fp8,verify_fp8_gate,verify_stream_k,timeline,timeline_fp8,accuracy,ceilings,candidates}.json
+rm -f "$OUT"/grid_{fp32,tf32,bf16,fp8,fp8_block}.json "$OUT"/{fp32,tensor_cores,blocks,fp8,fp8_variants,seed_1024,api,api_suite,verify,verify_tf32,verify_fp8,verify_fp8_gate,verify_stream_k,timeline,timeline_fp8,accuracy,ceilings,candidates}.json
 # The roofs of this GPU (DRAM, L2, shared memory, FLOPs per clock per precision), then the seeds' table at 1024³
 g roofline --measure --json "$OUT/ceilings.json"
 g bench --kernels 'cuda/v1_naive,numba/v1_naive,cuda/v2_smem,peers/cublas_fp32' --shape 1024 --no-ceilings --repeat 30 \
@@ -54,9 +54,16 @@ g profile "cuda/tc4_persistent_fp8,cuda/tc8*,cuda/tc6_stream_k_fp8_block,peers/c
 # The models of every record under the roofs measured above, and each record against its own ceiling
 g roofline --remodel "$OUT"/{fp32,tensor_cores,fp8,fp8_variants,blocks,seed_1024}.json --ceilings "$OUT/ceilings.json"
 g roofline --check "$OUT"/{fp32,tensor_cores,fp8,fp8_variants,blocks,seed_1024}.json
+# The suite's grid for kernel="auto": every candidate of each precision at every grid shape, B handed over as w.t()
+# (the kernels that do not read it in place timed with gemmlab.matmul's copy), skipped where the shipped table
+# predicts it over 3x the fastest there; a few minutes each
+for P in fp32 tf32 bf16 fp8 fp8_block; do
+  g bench --suite-grid "$P" --layout row,col --no-peers --no-ceilings --repeat 30 --max-seconds 0.25 --pause 0 \
+    --json "$OUT/grid_$P.json"
+done
 # kernel="auto"'s table from these runs (shipped as src/gemmlab/data/dispatch-h200.json), then the public API
-g dispatch --build "$OUT"/{fp32,tensor_cores,fp8}.json --out "$OUT/dispatch.json"
-g dispatch --write "$OUT"/{fp32,tensor_cores,fp8}.json  # this GPU's table, which kernel="auto" reads in bench --api
+g dispatch --build "$OUT"/{fp32,tensor_cores,fp8}.json "$OUT"/grid_*.json --out "$OUT/dispatch.json"
+g dispatch --write "$OUT"/{fp32,tensor_cores,fp8}.json "$OUT"/grid_*.json  # this GPU's table, which kernel="auto" reads
 g bench --api --json "$OUT/api.json"
 # The shape suite: x @ w.T at 69 shapes per precision, GPU and eager time against torch; a run per precision, each
 # adding its records to the one file

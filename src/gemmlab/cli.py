@@ -86,6 +86,9 @@ def cmd_bench(args) -> int:
     if earlier is not None:
         _check_same_gpu(earlier, json_path, info)
     opts = _bench_options(args)
+    if args.suite_grid:
+        opts = _suite_grid(opts, args.suite_grid, info)
+        specs = _specs(opts.kernels)
     if opts.variants:
         specs = bench.selected(opts)  # the variants' own errors (parameters, constraints) before anything runs
     dev = device_spec(info.name if info else args.gpu)
@@ -105,6 +108,21 @@ def cmd_bench(args) -> int:
         console.print(f"wrote {json_path}")
     failed = [r for r in results["records"] if r["status"] == "FAILED"]
     return 1 if failed else 0
+
+
+def _suite_grid(opts, precision: str, info):
+    """bench --suite-grid: the grid's shapes (after any --shape), its candidates for ``precision`` unless --kernels
+    names others, each pruned where the shipped table predicts it hopeless (harness/grid.py)."""
+    import dataclasses
+
+    from gemmlab.dispatch import shipped_gpu
+    from gemmlab.harness import grid
+    from gemmlab.kernels.plan import ROW_MAJOR
+
+    gpu = info or shipped_gpu()
+    return dataclasses.replace(opts, shapes=list(opts.shapes) + list(grid.SHAPES),
+                               kernels=opts.kernels or grid.CANDIDATES[precision],
+                               skip=grid.pruner(opts.layout or ROW_MAJOR, gpu))
 
 
 def cmd_bench_api(args, json_path: Path | None) -> int:
@@ -138,7 +156,7 @@ def _bench_options(args):
     blocks = BlockOptions(args.blocks, args.block_seconds) if args.blocks else None
     return BenchOptions(shapes=args.shape or [], kernels=args.kernels, timing=timing, seed=args.seed, gpu=args.gpu,
                         pause_s=args.pause, ceilings=not args.no_ceilings, blocks=blocks,
-                        variants=tuple(args.variant or ()))
+                        variants=tuple(args.variant or ()), layout=args.layout, peers=not args.no_peers)
 
 
 def _earlier_run(path: Path) -> dict:
@@ -342,62 +360,60 @@ def cmd_accuracy(args) -> int:
 
 
 def cmd_dispatch(args) -> int:
-    """What kernel='auto' runs for a shape, precision and layout on this GPU (or the H200's table without one)."""
+    """What kernel='auto' runs for a shape, precision and layout on this GPU (or the H200's table without one): the
+    kernel, why, its predicted time and the other candidates' (or, with --build and --write, the table itself)."""
     from gemmlab import dispatch
     from gemmlab.device import gpu
     from gemmlab.kernels.plan import COL, ROW, Layout
     from gemmlab.problem import PRECISIONS, Problem
 
-    if args.build:
-        return _build_dispatch_table(args.build, args.out)
-    if args.write:
-        return _write_dispatch_table(args.write)
+    if args.build or args.write:
+        return _write_dispatch_table(args.build or args.write, args.out, replace=bool(args.build))
     info = gpu()
     if info is None:
         info = dispatch.shipped_gpu()
         console.print("no CUDA GPU here: what gemmlab.matmul would run on an NVIDIA H200 (the shipped table)",
                       highlight=False)
-    layout = Layout(b=COL if args.b_transposed else ROW)
+    layout = args.layout or Layout(b=COL if args.b_transposed else ROW)
     for shape in args.shape or [(4096, 4096, 4096)]:
         for precision in args.precision or [n for n, p in PRECISIONS.items() if not p.scaled]:
+            problem = Problem(*shape, precision)
+            head = f"{problem.label()} {precision}"
             try:
-                choice = dispatch.choose(Problem(*shape, precision), layout, info)
+                choice = dispatch.choose(problem, layout, info)
             except GemmlabError as exc:
-                console.print(f"{'x'.join(map(str, shape))} {precision}: {exc}", highlight=False)
+                console.print(f"{head}: {exc}", highlight=False)
                 continue
             copies = f"; {', '.join(choice.copies)} copied into row-major order first" if choice.copies else ""
-            console.print(f"{'x'.join(map(str, shape))} {precision}: {choice.spec.name} ({choice.why}{copies})",
-                          highlight=False)
+            console.print(f"{head}: {choice.spec.name} ({choice.why}{copies})", highlight=False)
+            for c in dispatch.rank(problem, layout, info):
+                how = ("not for auto: " + c.refusal) if c.refusal else "reads it in place" if c.copies == () else \
+                    f"copies {', '.join(c.copies)}" if c.copies else "reads no layout a copy makes of it"
+                mark = "*" if c.spec is choice.spec else " "
+                console.print(f"  {mark} {c.spec.name:34} {c.per_call_ms:9.4g} ms a call  {how}; "
+                              f"{dispatch.explain(c)}", highlight=False, soft_wrap=True)
     return 0
 
 
-def _build_dispatch_table(paths, out) -> int:
+def _write_dispatch_table(paths, out, replace: bool) -> int:
+    """--build (``replace``: the table of these results alone, the shipped one by default) or --write (these
+    results over this machine's table, or the table at --out)."""
     from gemmlab import dispatch
     from gemmlab.results import load_results
 
-    table = dispatch.table_from_runs([load_results(Path(p)) for p in paths])
+    runs = [load_results(Path(p)) for p in paths]
+    table = dispatch.table_from_runs(runs)
     if not any("ms" in row for precs in table.values() for shapes in precs.values() for rows in shapes.values()
                for row in rows):
         raise GemmlabError(f"no verified GPU records of gemmlab's kernels in {', '.join(paths)}")
-    target = _output(out, "--out") if out else dispatch.SHIPPED
-    _write(target, json.dumps(table, indent=1, sort_keys=True) + "\n")
+    flag = "--out" if out else "--build" if replace else "--write"
+    target = _output(out, "--out") if out else dispatch.SHIPPED if replace else dispatch.local_path()
+    written = dispatch.write_table(runs, target, replace=replace)
+    if written is None:
+        raise OutputPathError(f"{flag}: cannot write {target}")
+    path, table = written
     shapes = sum(len(shapes) for precs in table.values() for shapes in precs.values())
-    console.print(f"wrote {target}: {', '.join(table)}, {shapes} (precision, shape) entries", highlight=False)
-    return 0
-
-
-def _write_dispatch_table(paths) -> int:
-    """This machine's dispatch table, with the verified records of saved bench results on top: what kernel="auto"
-    reads on the GPU they ran on. A bench run never writes it; this command does, from the files named."""
-    from gemmlab import dispatch
-    from gemmlab.results import load_results
-
-    for name in paths:
-        written = dispatch.record(load_results(Path(name)))
-        if written is None:
-            raise GemmlabError(f"{name}: no verified GPU records of gemmlab's kernels to write into the dispatch table "
-                               f"(or {dispatch.local_path()} cannot be written)")
-        console.print(f"dispatch table updated from {name}: {written}", highlight=False)
+    console.print(f"wrote {path}: {', '.join(table)}, {shapes} (precision, shape) entries", highlight=False)
     return 0
 
 

@@ -51,6 +51,15 @@ def _gpu(text: str) -> str:
     return text
 
 
+def _layout(text: str):
+    from gemmlab.dispatch import parse_layout
+
+    try:
+        return parse_layout(text)
+    except GemmlabError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _variant(text: str) -> tuple[str, dict]:
     """KERNEL:NAME=V[,NAME=V...] -> (KERNEL, {NAME: V}) with integer values, for bench --variant."""
     kernel, sep, changes = text.partition(":")
@@ -105,6 +114,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also run KERNEL, a wgmma level (cuda/tc2 up), with these parameters changed, beside its "
                         "registered ones and its peer (each checked by the kernel's constraints; records named "
                         "KERNEL[NAME=V,...]); repeatable")
+    s.add_argument("--layout", type=_layout, metavar="A,B", help="hand the operands over in this layout, e.g. "
+                   "row,col (B as w.t() of an N×K w): kernels that read it run in place, the others after "
+                   "gemmlab.matmul's copy, timed with it (records: layout, copies)")
+    s.add_argument("--no-peers", action="store_true", help="time gemmlab's kernels only, not each precision's peer")
+    s.add_argument("--suite-grid", choices=list(PRECISIONS), metavar="PRECISION",
+                   help="time the kernels kernel='auto' may run at PRECISION over the suite's grid of shapes, each "
+                        "skipped where the shipped dispatch table predicts it over 3x the fastest (gemmlab dispatch "
+                        "--build makes the table of the results)")
     s.add_argument("--api", action="store_true", help="time gemmlab.matmul (kernel='auto') against torch on the same "
                                                       "CUDA tensors, host overhead included (needs torch with CUDA)")
     s.add_argument("--suite", action="store_true", help="with --api: the shape suite (x @ w.T at 69 shapes per "
@@ -172,15 +189,20 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("dispatch", help="which kernel gemmlab.matmul's kernel='auto' runs, and why")
     s.add_argument("--shape", action="append", type=_shape, help="4096 or MxNxK; repeatable (default 4096)")
     s.add_argument("--precision", action="append", choices=list(PRECISIONS))
-    s.add_argument("--b-transposed", action="store_true", help="B handed over as the transpose of an N×K matrix "
-                                                                "(x @ w.T)")
+    layout = s.add_mutually_exclusive_group()
+    layout.add_argument("--b-transposed", action="store_true", help="B handed over as the transpose of an N×K "
+                                                                     "matrix (x @ w.T): --layout row,col")
+    layout.add_argument("--layout", type=_layout, metavar="A,B", help="the operands' layout, each row or col "
+                        "(default row,row)")
     table = s.add_mutually_exclusive_group()
     table.add_argument("--build", nargs="+", metavar="RESULTS", help="write the dispatch table of these bench "
-                       "results JSONs instead (the shipped one: results/h200/{fp32,tensor_cores,fp8}.json)")
-    s.add_argument("--out", help="where --build writes (default: the table shipped with gemmlab)")
-    table.add_argument("--write", nargs="+", metavar="RESULTS", help="add the verified records of these bench "
-                       "results JSONs to this machine's dispatch table (what kernel='auto' reads on their GPU; a "
-                       "bench run does not write it)")
+                       "results JSONs alone instead (the shipped one: results/h200/{fp32,tensor_cores,fp8}.json and "
+                       "the grid's, results/h200/grid_*.json)")
+    table.add_argument("--write", nargs="+", metavar="RESULTS", help="add these bench results JSONs' measurements to "
+                       "this machine's dispatch table instead (what kernel='auto' reads on their GPU; a bench run "
+                       "does not write it), or to the table at --out, each kernel's rows replacing its own")
+    s.add_argument("--out", help="where --build or --write writes (default: the table shipped with gemmlab; this "
+                                 "machine's)")
 
     s = sub.add_parser("tune", help="search tile parameters per shape on this GPU (cached)")
     s.add_argument("--shape", action="append", type=_shape, help=shape_help)

@@ -47,6 +47,10 @@ class BenchOptions:
     blocks: BlockOptions | None = None  # also time each GPU kernel and its peer in alternating blocks
     # (kernel, {parameter: value}): registered kernels with some parameters changed, run beside them (variant())
     variants: tuple = ()
+    layout: object = None  # a plan.Layout the operands are handed over in (harness/layouts.py); None: the natural one
+    peers: bool = True  # on a GPU, each precision's peer in the same run
+    # (spec, problem) -> why not to time this kernel at this shape ("" to time it): a grid run's pruning (grid.py)
+    skip: object = None
 
 
 def plan(opts: BenchOptions, info, why: str, dev: DeviceSpec, specs: list[KernelSpec] | None = None) -> str:
@@ -128,7 +132,7 @@ def selected(opts: BenchOptions) -> list[KernelSpec]:
             names.add(v.variant_of)
     specs += variants
     names |= {v.name for v in variants}
-    if device.gpu() is None:
+    if device.gpu() is None or not opts.peers:
         return specs  # peers need a GPU; the CPU-only note says so
     precisions = {s.precision for s in specs if s.device != CPU}
     for precision in precisions | {FALLBACK_PEERS[p] for p in precisions if p in FALLBACK_PEERS}:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from gemmlab.errors import GemmlabError, SizeLimitError
-from gemmlab.harness.bench_records import PEERS, bench_one, link_ratios, new_record
+from gemmlab.harness.bench_records import PEERS, bench_one, link_ratios, new_record, run_layout
 from gemmlab.harness.record import Status
 from gemmlab.harness.timing import rotation_sets, time_gpu
 from gemmlab.kernels.spec import CPU
@@ -42,6 +42,13 @@ def peers_first(specs, precision):
     return sorted(mine, key=lambda s: (s.backend != "peer", s.device == CPU))
 
 
+def arranged(sets, layout):
+    """The input sets with A and B stored in ``layout`` (None: as drawn)."""
+    from gemmlab.harness.layouts import arrange
+
+    return sets if layout is None else [(*arrange(a, b, layout), c) for a, b, c in sets]
+
+
 def run_gpu(specs, shapes, opts, dev, bw, info, records, results, progress):
     import cupy
 
@@ -65,7 +72,7 @@ def run_gpu(specs, shapes, opts, dev, bw, info, records, results, progress):
                     records.append(rec)
                     try:
                         if sets is None and spec.device != CPU and not spec.is_valid(problem):
-                            sets = gpu_sets(problem, n_sets, opts.seed)
+                            sets = arranged(gpu_sets(problem, n_sets, opts.seed), run_layout(opts, problem))
                         launch = bench_one(spec, problem, rec, sets, opts, dev, bw, info, peer_launch,
                                            registered.get(spec.variant_of))
                         if spec.name in bases:

@@ -108,16 +108,36 @@ def link_ratios(records: list[BenchRecord]) -> None:
             r.prev_kernel = prev.kernel
 
 
+def run_layout(opts, problem: Problem):
+    """The layout a run hands this problem's operands over in where it is not the natural one, else None (FP8's
+    quantized operands come in the only layout its kernels read)."""
+    if opts.layout is None or opts.layout == KernelSpec.natural_layout(problem) or problem.prec.scaled:
+        return None
+    return opts.layout
+
+
 def bench_one(spec, problem, rec, sets, opts, dev, bw, info, peer_launch=None, registered_launch=None):
     """Verify and time one kernel into ``rec``; return its launch if it was timed on the GPU. With the peer's
     launch, the kernel is also timed interleaved with it (rec.interleaved), which gives the ratio; a variant, with
     its registered kernel's launch, interleaved with that too (rec.variant_interleaved: variant_gain)."""
-    reason = spec.is_valid(problem)
+    reason = spec.is_valid(problem) or (opts.skip(spec, problem) if opts.skip else "")
     if reason:
         rec.fail(Status.SKIPPED, reason)
         return None
+    layout = run_layout(opts, problem) if spec.device != CPU else None  # the host's kernels take NumPy's row-major
+    if layout is not None:
+        from gemmlab.dispatch import layout_key
+
+        rec.extra["layout"] = layout_key(layout)
     try:
-        launch = spec.build(problem)
+        if layout is None:
+            launch = spec.build(problem)
+        else:
+            from gemmlab.harness.layouts import launch as launch_in
+
+            launch, copies = launch_in(spec, problem, layout)
+            if copies:
+                rec.extra["copies"] = list(copies)
     except CompileError as exc:
         rec.fail(Status.ERROR, str(exc))
         return None
@@ -135,7 +155,14 @@ def bench_one(spec, problem, rec, sets, opts, dev, bw, info, peer_launch=None, r
             fill_timing(rec, time_cpu(launch, a, b, c, opts.timing), problem, dev, bw, spec)
             rec.status = Status.OK
         return None
-    result = check(spec, problem, seed=seed, launch=launch)
+    inputs = None
+    if layout is not None:
+        import cupy
+
+        from gemmlab.harness.layouts import arrange
+
+        inputs = arrange(*spec.make_inputs(problem, seed, cupy), layout)
+    result = check(spec, problem, seed=seed, launch=launch, inputs=inputs)
     if not fill_verification(rec, result):
         return None
     timing_args = (sets, opts.timing, info.max_sm_clock_mhz, problem.compulsory_bytes(), info.l2_bytes)

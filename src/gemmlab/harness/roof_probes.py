@@ -12,16 +12,16 @@ cache, where the benchmark's records take their roofs from.
 """
 from __future__ import annotations
 
-import re
 import statistics
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from gemmlab import driver
-from gemmlab.analysis.ceilings import LEVEL_KEYS, Ceilings, with_measured
-from gemmlab.cache import cache_root, read_json, write_json
+# the measurement stored here is read through analysis.ceilings (kernel="auto" reads it too); the benchmark and the
+# roofline command import stored_ceilings from this module
+from gemmlab.analysis.ceilings import stored_ceilings, stored_path  # noqa: F401
+from gemmlab.cache import write_json
 from gemmlab.problem import Problem, get_precision
 
 L2_BUFFERS_MB = (8, 16, 24)  # well inside the half of the L2 that lines every SM reads stay in
@@ -39,7 +39,6 @@ SMEM_UNROLL = (4, 8)
 FFMA_CHAINS, FFMA_REPEAT = 16, 32  # 512 FFMA per loop iteration against its 3 instructions of loop control
 TC_TILE = {"BM": 128, "BN": 256}  # tc4's tile: two consumer warpgroups of wgmma m64n256
 WGMMA_PRECISIONS = ("bf16", "tf32")  # the tensor-core rates the wgmma probe measures
-LEVEL_KEYS_BY_NAME = {key: level for level, key in LEVEL_KEYS.items()}
 MAGIC = 0x9E3779B9  # a value the probes' running sums never take: their stores never happen
 
 
@@ -275,19 +274,3 @@ def measure_ceilings(copy_bytes: int = 1 << 30, gemm_size: int = 8192) -> dict:
     cupy.get_default_memory_pool().free_all_blocks()
     write_json(stored_path(info.name), out)
     return out
-
-
-def stored_path(gpu_name: str) -> Path:
-    return cache_root() / "ceilings" / (re.sub(r"[^A-Za-z0-9]+", "_", gpu_name).strip("_") + ".json")
-
-
-def stored_ceilings(base: Ceilings) -> Ceilings:
-    """``base`` with the figures of this GPU's last stored measurement in place of those ``base`` did not measure
-    itself (a copy bandwidth measured in the same run stays)."""
-    stored = read_json(stored_path(base.gpu))
-    if not stored:
-        return base
-    own = {level for level, source in base.source.items() if source == "measured"}
-    keep = {k: v for k, v in stored.items() if LEVEL_KEYS_BY_NAME.get(k) not in own}
-    origin = f"{stored_path(base.gpu)} ({stored.get('time', 'undated')})"
-    return with_measured(base, keep, origin if base.origin == "datasheet" else f"{base.origin}; {origin}")
