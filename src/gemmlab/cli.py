@@ -556,9 +556,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--block-seconds", type=seconds, default=0.5, help="timed launches per block (with --blocks)")
     s.add_argument("--no-ceilings", action="store_true", help="skip measuring copy bandwidth and cuBLAS FP32 8192³")
     s.add_argument("--variant", action="append", type=_variant, metavar="KERNEL:NAME=V[,NAME=V]",
-                   help="also run KERNEL, a wgmma level (cuda/tc2 up), with these parameters changed, beside its "
-                        "registered ones and its peer (each checked by the kernel's constraints; records named "
-                        "KERNEL[NAME=V,...]); repeatable")
+                   help="also run KERNEL, a wgmma level (cuda/tc2 up) or a seed level (the parameters its spec "
+                        "names in varies), with these parameters changed, beside its registered ones and its peer "
+                        "(each checked by the kernel's constraints; records named KERNEL[NAME=V,...]); repeatable")
     s.add_argument("--api", action="store_true", help="time gemmlab.matmul (kernel='auto') against torch on the same "
                                                       "CUDA tensors, host overhead included (needs torch with CUDA)")
     s.add_argument("--distributed", nargs=argparse.REMAINDER, metavar="...",
