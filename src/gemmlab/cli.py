@@ -1,4 +1,4 @@
-"""gemmlab command line: list | bench | verify | roofline | report | profile | timeline | accuracy | tune."""
+"""gemmlab command line: list | bench | verify | roofline | report | profile | timeline | accuracy | tune | chapter."""
 from __future__ import annotations
 
 import argparse
@@ -634,6 +634,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "JSONs instead (the shipped one: results/h200/{fp32,tensor_cores,fp8}.json)")
     s.add_argument("--out", help="where --build writes (default: the table shipped with gemmlab)")
     s.set_defaults(func=cmd_dispatch)
+
+    from gemmlab.chapter.command import add_parser as add_chapter
+
+    add_chapter(sub, _shape, _output)
 
     s = sub.add_parser("tune", help="search tile parameters per shape on this GPU (cached)")
     s.add_argument("--shape", action="append", type=_shape, help=shape_help)
