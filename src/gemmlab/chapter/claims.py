@@ -157,7 +157,7 @@ def _v0_cubic(f: Facts) -> Row:
     r = big / small
     ok = 6 <= r <= 10
     return Row((f"V0 {_ms_text(small)} ms at {label(S512)}, {_ms_text(big)} ms at {label(S1024)}: {fmt(r, 1)}× for 2× N",
-                f"V0 在 {label(S512)} 为 {_ms_text(small)} ms，在 {label(S1024)} 为 {_ms_text(big)} ms：N 加倍耗时 {fmt(r, 1)}×"),
+                f"V0 在 {label(S512)} 为 {_ms_text(small)} ms，在 {label(S1024)} 为 {_ms_text(big)} ms：N 增至 2× 时耗时 {fmt(r, 1)}×"),
                HOLDS if ok else ONLY_AS,
                ("N³ predicts 8×" + ("" if ok else "; the column walk of B misses the cache more at the larger N"),
                 "N³ 预测 8×" + ("" if ok else "；N 更大时按列遍历 B 的缓存缺失更多")),
@@ -173,7 +173,7 @@ def _launch(f: Facts) -> Row:
     g, b = geo.grid[:2], geo.block[:2]
     return Row((f"cuda/v1_naive at {label(SEED)}: grid {g}, block {b}", f"cuda/v1_naive 在 {label(SEED)}：grid {g}，block {b}"),
                HOLDS, ("gemmlab launches V1 as the seed does: x covers N's columns, y M's rows",
-                       "gemmlab 与种子相同：x 覆盖 N 列，y 覆盖 M 行"), "gemmlab list --kernels cuda/v1_naive", "model",
+                       "gemmlab 的 V1 与种子的启动相同：x 覆盖 N 列，y 覆盖 M 行"), "gemmlab list --kernels cuda/v1_naive", "model",
                values={"grid": list(g), "block": list(b)})
 
 
@@ -703,7 +703,7 @@ def _reread_counts(f: Facts) -> Row:
                 f"{label(S1024)} 时模型：发出 {fmt(issued / 1e9, 2)} GB，L1 请求 {fmt(mod['levels']['l1']['bytes'] / 1e9, 2)} GB，"
                 f"经 L2 {fmt(mod['l2_bytes'] / 1e9, 3)} GB，来自 DRAM {fmt(mod['dram_bytes'] / 1e9, 3)} GB"), ONLY_AS,
                ("the re-reads are issued; a block's 32 rows and columns reach L2 once, and DRAM once",
-                "重复读取确实发出；一个 block 的 32 行与 32 列只经过 L2 一次、DRAM 一次"),
+                "重复读取确实发出；一个 block 的 32 行与列只经过 L2 一次、DRAM 一次"),
                "gemmlab roofline --shape 1024", "model", ("loads issued", "发出的加载"),
                {"issued": issued, "l2": mod["l2_bytes"], "dram": mod["dram_bytes"]})
 
@@ -771,7 +771,7 @@ def _no_reuse(f: Facts) -> Row:
         return _missing("V1's DRAM bytes", "gemmlab profile cuda/v1_naive --shape 4096")
     issued = 8 * SQ.m * SQ.n * SQ.k
     return Row((f"V1 at {label(S4096)}: {fmt(issued / got[0])} bytes issued per byte read from DRAM",
-                f"V1 在 {label(S4096)}：每从 DRAM 读 1 字节，发出 {fmt(issued / got[0])} 字节的加载"), FAILS,
+                f"V1 在 {label(S4096)}：每从 DRAM 读一个字节，发出 {fmt(issued / got[0])} 字节的加载"), FAILS,
                ("the code has none; the hardware's L1 and L2 reuse each value many times",
                 "代码层面没有复用；硬件的 L1 与 L2 让每个值被复用了很多次"),
                "gemmlab profile cuda/v1_naive --shape 4096", PROFILED, values={"reuse": issued / got[0]})

@@ -77,7 +77,7 @@ PAGE = {
 def verdict_text(row: dict, lang: str) -> str:
     v = VERDICTS[row["verdict"]][lang]
     if row["verdict"] == "holds only as" and row["only_as"][lang]:
-        return f"{v} {row['only_as'][lang]}"
+        return f"{v}{'' if lang == 'zh' else ' '}{row['only_as'][lang]}"
     return v
 
 
@@ -113,7 +113,8 @@ def page(results: dict, lang: str, source: str, figures: str | None = None) -> s
     verdict and why; then where the seeds are right, where caches change the story, the glossary and the names."""
     p = PAGE[lang]
     by_id = {row["id"]: row for row in results["claims"]}
-    out = [f"# {p['title']}", "", f"{p['source']} `{source}`. {p['other']}", "", INTRO[lang], ""]
+    stop = "。" if lang == "zh" else "."
+    out = [f"# {p['title']}", "", f"{p['source']} `{source}`{stop} {p['other']}", "", INTRO[lang], ""]
     if results.get("not_measured"):
         out += [f"**{p['not_measured']}:** {results['not_measured'][lang]}", ""]
     if figures:
