@@ -182,7 +182,9 @@ def cmd_bench(args) -> int:
                       "absorbed re-reads)", style="dim", highlight=False)
     else:
         console.print("columns: × blas = cpu/blas time / kernel time; model I = FLOP per modeled global byte; "
-                      "roofline TFLOPS = min(peak, bandwidth × model I)", style="dim", highlight=False)
+                      "bound and roofline TFLOPS: the levels model (each memory level's bytes over its own roof and "
+                      "the arithmetic at the maximum clock; the slowest binds), not the seeds' min(peak, DRAM × "
+                      "model I)", style="dim", highlight=False)
     if json_path:
         results["env"]["command"] = _command(args)
         if earlier is not None:
@@ -371,6 +373,12 @@ def cmd_roofline(args) -> int:
     console.print(f"the seeds' numbers: A100 ridge {ex['a100_ridge']:.1f} FLOP/byte; naive kernel intensity "
                   f"{ex['naive_intensity']:.2f} FLOP/byte at any size; 4096³ best intensity {ex['square_intensity_4096']:.1f} "
                   f"(= N/6); naive re-reads at 4096³: {ex['naive_redundancy_4096']:.0f}× the compulsory input bytes")
+    for shape in args.shape or []:  # the same counts at the shapes asked for
+        pr = Problem(*shape)
+        square = " (= N/6)" if len(set(shape)) == 1 else ""
+        console.print(f"at {pr.label()}: best intensity {pr.intensity():.1f} FLOP/byte{square}; naive re-reads "
+                      f"{2 * pr.m * pr.n * pr.k / (pr.m * pr.k + pr.k * pr.n):.0f}× the compulsory input bytes",
+                      highlight=False)
     console.print(f"roofs of the hierarchy: {roofs.describe()}", highlight=False)
     for shape in args.shape or [SEED_SHAPE]:
         t = Table(title=f"{dev.name}, {shape[0]}×{shape[1]}×{shape[2]} (M×N×K): the seeds' cache-free view, then "

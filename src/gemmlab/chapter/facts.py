@@ -112,3 +112,24 @@ def committed_ceilings() -> tuple[dict, str]:
         return {}, ""
     return json.loads(path.read_text()), CEILINGS
 
+
+
+COMMITTED_BENCH = ("fp32", "tensor_cores", "fp8", "blocks", "seed_1024")  # the committed H200 bench results
+
+
+def committed_above_seed_roof() -> tuple[int, int, list[str]] | None:
+    """(records above, records carrying the seeds' single roof, files read): the verified GPU records of the committed
+    H200 bench results that ran faster than ``seed_predicted_tflops``, the roof that takes every load for DRAM
+    traffic; None where the files are not here."""
+    files = [RESULTS / f"{name}.json" for name in COMMITTED_BENCH]
+    if not all(f.exists() for f in files):
+        return None
+    above = carrying = 0
+    for f in files:
+        for r in json.loads(f.read_text())["records"]:
+            roof = (r.get("model") or {}).get("seed_predicted_tflops")
+            if r.get("backend") == "cpu" or not r.get("verified") or not r.get("tflops") or roof is None:
+                continue
+            carrying += 1
+            above += r["tflops"] > roof
+    return above, carrying, [f"results/h200/{name}.json" for name in COMMITTED_BENCH]
