@@ -7,6 +7,7 @@ from pathlib import Path
 from gemmlab.errors import ResultsFileError
 
 DEFAULT_JSON = "results/h200/chapter.json"
+FIGURES = "results/h200/chapter"  # where the docs expect gemmlab report's figures of the chapter JSON
 
 
 def add_parser(sub, shape_type, output) -> None:
@@ -40,9 +41,10 @@ def write_docs(results: dict, folder: Path, source: str) -> list[Path]:
     from gemmlab.chapter.render import page
 
     written = []
+    drawn = (folder.parent / FIGURES / "roofline_single.png").exists()  # gemmlab report has drawn them
     for lang, path in (("en", folder / "chapter.md"), ("zh", folder / "zh" / "chapter.md")):
         path.parent.mkdir(parents=True, exist_ok=True)
-        figures = "../results/h200/chapter" if lang == "en" else "../../results/h200/chapter"
+        figures = ("../" if lang == "en" else "../../") + FIGURES if drawn else None
         path.write_text(page(results, lang, source, figures))
         written.append(path)
     return written
