@@ -184,3 +184,14 @@ def test_report_draws_the_single_roof_beside_the_levels(tmp_path):
     assert {"roofline_single.png", "roofline_levels.png", "report.md", "report_zh.md"} <= written
     report = (tmp_path / "out" / "report.md").read_text()
     assert "roofline_single.png" in report and "roofline_levels.png" in report
+
+
+def test_the_committed_pages_say_the_same_thing():
+    """docs/chapter.md and docs/zh/chapter.md, as generated from one chapter JSON: the same claims in the same
+    order, with the same numbers (a hand edit of one page fails here)."""
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    en, zh = _claim_rows((docs / "chapter.md").read_text()), _claim_rows((docs / "zh" / "chapter.md").read_text())
+    assert len(en) == len(zh) == len(CLAIMS)
+    for a, b in zip(en, zh):
+        assert a[1] == b[1]
+        assert sorted(NUMBER.findall(" ".join(a[3:6]))) == sorted(NUMBER.findall(" ".join(b[3:6]))), (a, b)

@@ -67,10 +67,11 @@ class Claim:
     needs_gpu: bool = False  # its measurement is a GPU run's
 
 
-def _missing(what: str, command: str, model: tuple[str, str] | None = None) -> Row:
-    """A row whose measurement needs a GPU this run does not have; ``model`` says what gemmlab predicts meanwhile."""
-    en = f"not measured here (no GPU): {what}"
-    zh = f"此处未测量（无 GPU）：{what}"
+def _missing(what: tuple[str, str], command: str, model: tuple[str, str] | None = None) -> Row:
+    """A row whose measurement (``what``, in English and Chinese) needs a GPU this run does not have; ``model`` says
+    what gemmlab predicts meanwhile."""
+    en = f"not measured here (no GPU): {what[0]}"
+    zh = f"此处未测量（无 GPU）：{what[1]}"
     if model:
         en, zh = f"{en}; {model[0]}", f"{zh}；{model[1]}"
     return Row((en, zh), NOT_MEASURED, ("needs the H200 run", "需要在 H200 上运行"), command, "none")
@@ -93,7 +94,7 @@ def _definition(f: Facts) -> Row:
         parts_zh = ([f"{V0} 在 {label(f.cpu_shape)}：相对误差 {v0['rel_err']:.1e}"] if v0 else []) + \
             [f"{r['kernel']} 在 CUDA 模拟器上验证通过" for r in ok]
         if not parts_en:
-            return _missing("V0, V1 and V2 against float64", "gemmlab chapter")
+            return _missing(("V0, V1 and V2 against float64", "V0、V1、V2 与 float64 的比较"), "gemmlab chapter")
         return Row(("; ".join(parts_en), "；".join(parts_zh)), HOLDS,
                    ("each kernel's C matches the float64 sum within FP32's tolerance",
                     "各核函数的 C 与 float64 求和结果在 FP32 容差内一致"),
@@ -154,7 +155,7 @@ def _n_over_6(f: Facts) -> Row:
 def _v0_cubic(f: Facts) -> Row:
     small, big = f.ms(V0, S512), f.ms(V0, S1024)
     if small is None or big is None:
-        return _missing("V0 at 512³ and 1024³", "gemmlab chapter")
+        return _missing(("V0 at 512³ and 1024³", "V0 在 512³ 与 1024³"), "gemmlab chapter")
     r = big / small
     ok = 6 <= r <= 10
     return Row((f"V0 {_ms_text(small)} ms at {label(S512)}, {_ms_text(big)} ms at {label(S1024)}: {fmt(r, 1)}× for 2× N",
@@ -186,7 +187,7 @@ def _comment_16x16(f: Facts) -> Row:
     big, small = _block_16(f)
     base = (("the comment says 16×16 = 256 threads; the code launches 32×32 = 1024", "注释写 16×16 = 256 线程，代码启动的是 32×32 = 1024"))
     if big is None or small is None:
-        row = _missing("the 16×16 variant beside 32×32", bench_cmd(V1_16, SEED))
+        row = _missing(("the 16×16 variant beside 32×32", "16×16 变体与 32×32 并列"), bench_cmd(V1_16, SEED))
         row.verdict, row.reason = FAILS, base
         return row
     return Row((f"32×32 {_ms_text(big)} ms, 16×16 {_ms_text(small)} ms at {label(SEED)}",
@@ -199,7 +200,7 @@ def _comment_16x16(f: Facts) -> Row:
 def _warp_friendly(f: Facts) -> Row:
     big, small = _block_16(f)
     if big is None or small is None:
-        return _missing("V1 with 16×16 and 32×32 blocks", bench_cmd(V1_16, SEED))
+        return _missing(("V1 with 16×16 and 32×32 blocks", "16×16 与 32×32 block 的 V1"), bench_cmd(V1_16, SEED))
     ratio = small / big
     ok = ratio >= 0.95
     return Row((f"32×32 {_ms_text(big)} ms, 16×16 {_ms_text(small)} ms at {label(SEED)}",
@@ -247,7 +248,7 @@ def _swapped_args(f: Facts) -> Row:
 def _kernel1(f: Facts) -> Row:
     r = f.rec(V1, SEED)
     if not r:
-        return _missing("V1 at the seed shape", bench_cmd(V1, SEED))
+        return _missing(("V1 at the seed shape", "种子形状下的 V1"), bench_cmd(V1, SEED))
     return Row((f"cuda/v1_naive at {label(SEED)}: {_ms_text(r['median_ms'])} ms, {fmt(r['gflops'])} GFLOPS, "
                 f"relative error {r['rel_err']:.1e}",
                 f"cuda/v1_naive 在 {label(SEED)}：{_ms_text(r['median_ms'])} ms，{fmt(r['gflops'])} GFLOPS，"
@@ -259,7 +260,7 @@ def _kernel1(f: Facts) -> Row:
 def _tolerance(f: Facts) -> Row:
     r = f.rec(V1, SEED)
     if not r or r.get("max_abs_err") is None:
-        return _missing("V1's largest error at the seed shape", bench_cmd(V1, SEED))
+        return _missing(("V1's largest error at the seed shape", "种子形状下 V1 的最大误差"), bench_cmd(V1, SEED))
     e = r["max_abs_err"]
     ok = e < 5e-4
     return Row((f"V1's largest error against float64 at {label(SEED)}: {e:.1e}",
@@ -352,7 +353,7 @@ def _quarter(f: Facts) -> Row:
                         f"{fmt(need, 2)} FLOP/byte")
         values["needed"] = need
     if not parts_en:
-        return _missing("V1's FLOPs per DRAM byte", bench_cmd(V1, S4096))
+        return _missing(("V1's FLOPs per DRAM byte", "V1 每 DRAM 字节的 FLOPs"), bench_cmd(V1, S4096))
     return Row(("; ".join(parts_en), "；".join(parts_zh)), FAILS,
                ("0.25 counts every load as DRAM traffic; on the H200 the caches raise the intensity that DRAM sees "
                 "far past it", "0.25 把每次加载都算作 DRAM 流量；H200 的缓存使 DRAM 所见计算强度远高于此"),
@@ -394,7 +395,7 @@ def _single_roof(f: Facts) -> Row:
         extra = (f"; in the committed H200 results {fmt(above)} of {fmt(carrying)} verified GPU records run above their "
                  "seeds' roof", f"；在已提交的 H200 结果中，{fmt(carrying)} 条已验证 GPU 记录里有 {fmt(above)} 条超过种子屋顶")
     if not r or not f.copy_gbs:
-        row = _missing("V1 against its single DRAM roof", bench_cmd(V1, S4096))
+        row = _missing(("V1 against its single DRAM roof", "V1 与其单一 DRAM 屋顶"), bench_cmd(V1, S4096))
         row.measured = (row.measured[0] + extra[0], row.measured[1] + extra[1])
         return row
     roof = f.copy_gbs * 0.25
@@ -412,7 +413,7 @@ def _single_roof(f: Facts) -> Row:
 def _waits_on_bandwidth(f: Facts) -> Row:
     r = f.rec(V1, S4096)
     if not r:
-        return _missing("V1's bandwidth in the seed's count", bench_cmd(V1, S4096))
+        return _missing(("V1's bandwidth in the seed's count", "按种子计数的 V1 带宽"), bench_cmd(V1, S4096))
     sq = Problem(*S4096)
     gbs = 8 * sq.m * sq.n * sq.k / (r["median_ms"] * 1e-3) / 1e9
     mod = f.model(V1, S4096)
@@ -509,7 +510,7 @@ def _gap_100x(f: Facts) -> Row:
     en = f"the seed's 172,000 / 1150 = {fmt(172000 / 1150)}×, a tensor-core figure against an FP32 kernel"
     zh = f"种子的 172,000 / 1150 = {fmt(172000 / 1150)}×，是张量核心数据与 FP32 核函数相比"
     if not (r and c):
-        row = _missing("V1 and cuBLAS FP32 at 4096³", bench_cmd(V1, S4096), (en, zh))
+        row = _missing(("V1 and cuBLAS FP32 at 4096³", "4096³ 下的 V1 与 cuBLAS FP32"), bench_cmd(V1, S4096), (en, zh))
         return row
     gap = c["tflops"] / r["tflops"]
     return Row((en + f"; at the same precision on the H200 cuBLAS FP32 is {fmt(gap, 1)}× V1",
@@ -603,7 +604,7 @@ def _store_guard(f: Facts) -> Row:
 def _cpu_loop(f: Facts) -> Row:
     r = f.rec(V0, f.cpu_shape)
     if not r:
-        return _missing("V0", bench_cmd(V0, f.cpu_shape))
+        return _missing(("V0", "V0"), bench_cmd(V0, f.cpu_shape))
     return Row((f"cpu/v0_naive at {label(f.cpu_shape)}: {_ms_text(r['median_ms'])} ms, {fmt(r['gflops'], 2)} GFLOPS",
                 f"cpu/v0_naive 在 {label(f.cpu_shape)}：{_ms_text(r['median_ms'])} ms，{fmt(r['gflops'], 2)} GFLOPS"), HOLDS,
                ("the same loop as multi_cpu with the arguments in another order; gemmlab's V0",
@@ -614,7 +615,7 @@ def _cpu_loop(f: Facts) -> Row:
 def _cpu_pitfall(f: Facts) -> Row:
     v0, blas = f.rec(V0, f.cpu_shape), f.rec(BLAS, f.cpu_shape)
     if not (v0 and blas):
-        return _missing("V0 and the host BLAS", bench_cmd(BLAS, f.cpu_shape))
+        return _missing(("V0 and the host BLAS", "V0 与主机 BLAS"), bench_cmd(BLAS, f.cpu_shape))
     r = v0["median_ms"] / blas["median_ms"]
     return Row((f"at {label(f.cpu_shape)} V0 takes {fmt(r)}× the host BLAS's time ({_ms_text(blas['median_ms'])} ms)",
                 f"{label(f.cpu_shape)} 时 V0 耗时为主机 BLAS（{_ms_text(blas['median_ms'])} ms）的 {fmt(r)}×"), HOLDS,
@@ -626,7 +627,7 @@ def _cpu_pitfall(f: Facts) -> Row:
 def _block_choice(f: Facts) -> Row:
     big, small = _block_16(f, S1024)
     if big is None or small is None:
-        return _missing("V1 with 16×16 and 32×32 blocks at 1024³", bench_cmd(V1_16, S1024))
+        return _missing(("V1 with 16×16 and 32×32 blocks at 1024³", "1024³ 下 16×16 与 32×32 block 的 V1"), bench_cmd(V1_16, S1024))
     return Row((f"at {label(S1024)}: 32×32 {_ms_text(big)} ms, 16×16 {_ms_text(small)} ms",
                 f"{label(S1024)} 时：32×32 {_ms_text(big)} ms，16×16 {_ms_text(small)} ms"), HOLDS,
                ("both verify; 16×16 takes " + fmt(small / big, 2) + "× the time", "两者都通过验证；16×16 耗时为 " + fmt(small / big, 2) + "×"),
@@ -636,7 +637,7 @@ def _block_choice(f: Facts) -> Row:
 def _naive_kernel(f: Facts) -> Row:
     r, nr = f.rec(V1, S1024), f.rec(NV1, S1024)
     if not r:
-        return _missing("V1 at 1024³", bench_cmd(V1, S1024))
+        return _missing(("V1 at 1024³", "1024³ 下的 V1"), bench_cmd(V1, S1024))
     en = f"cuda/v1_naive {_ms_text(r['median_ms'])} ms at {label(S1024)}"
     zh = f"cuda/v1_naive 在 {label(S1024)}：{_ms_text(r['median_ms'])} ms"
     if nr:
@@ -649,7 +650,7 @@ def _naive_kernel(f: Facts) -> Row:
 def _slower_than_cpu(f: Facts) -> Row:
     v1, v0, blas = f.rec(V1, S1024), f.rec(V0, S1024), f.rec(BLAS, S1024)
     if not v1 or not v0:
-        return _missing("V1 and V0 at 1024³", bench_cmd(V1, S1024) + "; " + bench_cmd(V0, S1024))
+        return _missing(("V1 and V0 at 1024³", "1024³ 下的 V1 与 V0"), bench_cmd(V1, S1024) + "; " + bench_cmd(V0, S1024))
     en = f"at {label(S1024)}: V1 {_ms_text(v1['median_ms'])} ms, V0 {_ms_text(v0['median_ms'])} ms ({fmt(v0['median_ms'] / v1['median_ms'])}× slower)"
     zh = f"{label(S1024)} 时：V1 {_ms_text(v1['median_ms'])} ms，V0 {_ms_text(v0['median_ms'])} ms（慢 {fmt(v0['median_ms'] / v1['median_ms'])}×）"
     if blas:
@@ -666,7 +667,7 @@ def _slower_than_cpu(f: Facts) -> Row:
 def _latency(f: Facts) -> Row:
     r = f.rec(V1, S1024)
     if not r:
-        return _missing("V1 against its levels' bound", bench_cmd(V1, S1024))
+        return _missing(("V1 against its levels' bound", "V1 与其分级模型界"), bench_cmd(V1, S1024))
     mod = f.model(V1, S1024)
     ratio = r["median_ms"] / mod["predicted_ms"]
     return Row((f"V1 at {label(S1024)} runs {fmt(ratio, 2)}× its levels' bound ({mod['bound']}, "
@@ -685,7 +686,7 @@ def _coalescing(f: Facts, shape=S1024) -> Row:
            "线程 (0,0) 与 (0,1) 是同一 warp 的第 0、1 号 lane：读 B[0] 与 B[1]，地址相邻，故一个 warp 读取 B 的连续 128 "
            "字节和 A 的一个广播值：是合并访问")
     if base is None or rows is None:
-        row = _missing("V1 with threadIdx.x along M", bench_cmd(V1_ROWS, shape),
+        row = _missing(("V1 with threadIdx.x along M", "threadIdx.x 映射到 M 的 V1"), bench_cmd(V1_ROWS, shape),
                        (f"the model: {fmt(l1, 1)}× the L1 sectors", f"模型：L1 扇区数为 {fmt(l1, 1)}×"))
         row.verdict, row.reason = FAILS, why
         return row
@@ -779,7 +780,7 @@ def _table_counts(f: Facts) -> Row:
 def _no_reuse(f: Facts) -> Row:
     got = _dram_counters(f)
     if not got:
-        return _missing("V1's DRAM bytes", "gemmlab profile cuda/v1_naive --shape 4096")
+        return _missing(("V1's DRAM bytes", "V1 的 DRAM 字节数"), "gemmlab profile cuda/v1_naive --shape 4096")
     issued = 8 * SQ.m * SQ.n * SQ.k
     return Row((f"V1 at {label(S4096)}: {fmt(issued / got[0])} bytes issued per byte read from DRAM",
                 f"V1 在 {label(S4096)}：每从 DRAM 读一个字节，发出 {fmt(issued / got[0])} 字节的加载"), FAILS,
@@ -807,7 +808,7 @@ def _memory_bound(f: Facts) -> Row:
 def _smem_next(f: Facts, shape=S1024) -> Row:
     v1, v2 = f.ms(V1, shape), f.ms(V2, shape)
     if v1 is None or v2 is None:
-        return _missing(f"V1 and V2 at {label(shape)}", bench_cmd(V2, shape))
+        return _missing((f"V1 and V2 at {label(shape)}", f"{label(shape)} 下的 V1 与 V2"), bench_cmd(V2, shape))
     gain = v1 / v2
     return Row((f"at {label(shape)}: V1 {_ms_text(v1)} ms, V2 {_ms_text(v2)} ms, {fmt(gain, 2)}×",
                 f"{label(shape)} 时：V1 {_ms_text(v1)} ms，V2 {_ms_text(v2)} ms，{fmt(gain, 2)}×"),
@@ -829,7 +830,7 @@ def _coalesce_next(f: Facts) -> Row:
 def _tens_of_times(f: Facts) -> Row:
     v1, v2, rows = f.ms(V1, S1024), f.ms(V2, S1024), f.ms(V1_ROWS, S1024)
     if v1 is None or v2 is None:
-        return _missing("V2 over V1 at 1024³", bench_cmd(V2, S1024))
+        return _missing(("V2 over V1 at 1024³", "1024³ 下 V2 相对 V1"), bench_cmd(V2, S1024))
     en = f"V2 over V1 at {label(S1024)}: {fmt(v1 / v2, 2)}×"
     zh = f"{label(S1024)} 时 V2 相对 V1：{fmt(v1 / v2, 2)}×"
     values = {"gain": v1 / v2}

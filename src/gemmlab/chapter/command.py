@@ -74,7 +74,10 @@ def cmd_chapter(args, output) -> int:
     json_path = output(args.json, "--json") if args.json else None
     docs = output(args.docs, "--docs", folder=True) if args.docs else None
     if args.source:
+        from gemmlab.chapter import claims_table, facts_of
+
         results, source = load(args.source), args.source
+        results["claims"] = claims_table(facts_of(results))  # judged again on the saved records, by these claims
         if results.get("not_measured"):
             console.print(results["not_measured"][args.lang], style="yellow", highlight=False, markup=False)
     else:

@@ -3,7 +3,7 @@
 and the same numbers."""
 from __future__ import annotations
 
-from gemmlab.chapter.text import GLOSSARY, HEAD, INTRO, NAMES, SEED_NAMES, VERDICTS
+from gemmlab.chapter.text import GLOSSARY, HEAD, INTRO, NAMES, SEED_NAMES, VERDICTS, source_text
 
 # The walk-through, V0 to V2: (section key, its claims in order)
 SECTIONS = [
@@ -99,7 +99,7 @@ def console_table(results: dict, lang: str = "en"):
         t.add_row(escape(f"{row['id']}\n{seed_ref(row, lang)}"),
                   f"{escape(row['quote'])}\n[dim]{h['figure']}: {escape(row['seed_figure'])}[/]",
                   f"{escape(row['measured'][lang])}\n[dim]$ {escape(row['command'])}\n{h['source']}: "
-                  f"{escape(row['source'])}[/]",
+                  f"{escape(source_text(row['source'], lang))}[/]",
                   f"[{style}]{escape(verdict_text(row, lang))}[/]", escape(row["reason"][lang]))
     return t
 

@@ -71,3 +71,13 @@ NO_GPU = {
     "zh": "没有 CUDA GPU（{why}）。此处未测量：{what}。这些论断标为“未测量”；公式、模型、V0 以及 numba 核函数在 CUDA "
           "模拟器上的验证见下。",
 }
+
+# a row's source, in Chinese (a committed file's path stays as it is)
+SOURCES_ZH = {"this run": "本次运行", "model": "模型", "the seed's figures": "种子数据", "none": "无",
+              "datasheet": "规格", "committed results": "已提交的结果"}
+
+
+def source_text(source: str, lang: str) -> str:
+    if lang == "en":
+        return source
+    return "；".join(SOURCES_ZH.get(part, part) for part in source.split("; "))
