@@ -51,7 +51,8 @@ def run(opts: ChapterOptions | None = None, listener=None) -> dict:
     info, why = device.probe()
     gpu = info is not None
     cpu = bench.run_bench(bench.BenchOptions(shapes=list(opts.cpu_shapes), kernels=CPU_KERNELS, seed=opts.seed,
-                                             timing=_timing(False, opts), ceilings=False, pause_s=0.0), listener)
+                                             timing=_timing(False, opts), ceilings=False, pause_s=0.0,
+                                             record_dispatch=False), listener)
     # the roofs: this run's DRAM copy bandwidth over the committed measurement of the others (the whole of
     # measure_ceilings, every probe, is gemmlab roofline --measure's job, not the chapter's)
     copy = None
@@ -64,7 +65,8 @@ def run(opts: ChapterOptions | None = None, listener=None) -> dict:
     runs = []
     for shapes, names, variants in opts.gpu_runs:
         gpu_opts = bench.BenchOptions(shapes=list(shapes), kernels=names, variants=variants, seed=opts.seed,
-                                      timing=_timing(gpu, opts), pause_s=0.1, ceilings=False)
+                                      timing=_timing(gpu, opts), pause_s=0.1, ceilings=False,
+                                      record_dispatch=False)
         if opts.sim_shapes:
             gpu_opts.sim_shapes = tuple(opts.sim_shapes)
         runs.append(bench.run_bench(gpu_opts, listener))

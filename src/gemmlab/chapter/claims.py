@@ -70,8 +70,8 @@ class Claim:
 def _missing(what: tuple[str, str], command: str, model: tuple[str, str] | None = None) -> Row:
     """A row whose measurement (``what``, in English and Chinese) needs a GPU this run does not have; ``model`` says
     what gemmlab predicts meanwhile."""
-    en = f"not measured here (no GPU): {what[0]}"
-    zh = f"此处未测量（无 GPU）：{what[1]}"
+    en = f"not measured in this run: {what[0]}"
+    zh = f"本次运行未测量：{what[1]}"
     if model:
         en, zh = f"{en}; {model[0]}", f"{zh}；{model[1]}"
     return Row((en, zh), NOT_MEASURED, ("needs the H200 run", "需要在 H200 上运行"), command, "none")
@@ -734,7 +734,7 @@ def _five_hundred(f: Facts) -> Row:
     half = n ** 3 / (2 * n * n)
     each = 2 * n ** 3 / (2 * n * n)
     mod = f.model(V1, S1024)
-    l2 = mod["l2_bytes"] / (4 * 2 * n * n)
+    l2 = (mod["l2_bytes"] - 4 * n * n) / (4 * 2 * n * n)  # the reads: C's write is the rest
     return Row((f"{fmt(n ** 3)} / {fmt(2 * n * n)} = {fmt(half)}; counting B's loads too, each element is loaded "
                 f"{fmt(each)} times; through L2 (model) {fmt(l2, 1)} times",
                 f"{fmt(n ** 3)} / {fmt(2 * n * n)} = {fmt(half)}；算上 B 的加载，每个元素被加载 {fmt(each)} 次；"

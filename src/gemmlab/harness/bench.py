@@ -59,6 +59,9 @@ class BenchOptions:
     blocks: BlockOptions | None = None  # also time each GPU kernel and its peer in alternating blocks
     # (kernel, {parameter: value}): registered kernels with some parameters changed, run beside them (variant())
     variants: tuple = ()
+    # add the verified records to this machine's dispatch table (kernel="auto"); a run of a few slow levels (gemmlab
+    # chapter) leaves it alone
+    record_dispatch: bool = True
 
 
 class Listener:
@@ -324,7 +327,7 @@ def run_bench(opts: BenchOptions, listener: Listener | None = None) -> dict:
     results["records"] = [r.to_json() for r in records]
     from gemmlab import dispatch
 
-    written = dispatch.record(results)  # kernel="auto" on this GPU now picks from what this run measured
+    written = dispatch.record(results) if opts.record_dispatch else None  # kernel="auto" picks from what it measured
     if written:
         results["notes"].append(f"dispatch table for {info.name} updated from this run's verified records: {written}")
     return results
