@@ -2,8 +2,9 @@
 
 ``run`` measures what the claims need: on a GPU, V1 and V2 (CUDA C and numba), V1's variants (threadIdx.x along M,
 the 16×16 block), V2's 16×16 tile and cuBLAS (FP32 and TF32) at 1024³ and the seed shape, V1, V2 and cuBLAS at
-4096³ (the first seed's table), the DRAM copy bandwidth, and V0 and the host BLAS at 512³ and 1024³ (V0's triple loop would take minutes at the seed shape; the claims about it are
-judged at 1024³, where the second seed speaks of it). Without a GPU it does what a CPU can: V0 and the BLAS timed,
+4096³ (the first seed's table), the DRAM copy bandwidth, and V0 and the host BLAS at 512³ and 1024³ (V0's triple
+loop would take minutes at the seed shape; the claims about it are judged at 1024³, where the second seed speaks of
+it). Without a GPU it does what a CPU can: V0 and the BLAS timed,
 the CUDA C kernels compiled, the numba kernels on the CUDA simulator, the model; it says first what it could not
 measure. ``claims_table`` judges every claim (claims.CLAIMS) on the run's facts; the result is one JSON.
 """

@@ -23,7 +23,8 @@ SEED_TITLES = {FIRST: "CUDA算子优化(4)：矩阵乘法", SECOND: "4、矩阵�
 
 HOLDS, FAILS, ONLY_AS, NOT_MEASURED = "holds", "does not hold", "holds only as", "not measured"
 
-V1, NV1, V2, NV2, V0, BLAS = "cuda/v1_naive", "numba/v1_naive", "cuda/v2_smem", "numba/v2_smem", "cpu/v0_naive", "cpu/blas"
+V1, NV1, V2, NV2 = "cuda/v1_naive", "numba/v1_naive", "cuda/v2_smem", "numba/v2_smem"
+V0, BLAS = "cpu/v0_naive", "cpu/blas"
 CUBLAS, CUBLAS_TF32 = "peers/cublas_fp32", "peers/cublas_tf32"
 V1_ROWS = "cuda/v1_naive[ROWS_ON_X=1]"  # threadIdx.x along M: the uncoalesced V1 of the second seed
 V1_16 = "cuda/v1_naive[BX=16,BY=16]"  # the 16×16 block
@@ -140,7 +141,8 @@ def _bytes(f: Facts) -> Row:
 
 def _intensity(f: Facts) -> Row:
     p = Problem(*SEED)
-    return Row((f"{fmt(p.intensity(), 1)} FLOP/byte at {label(SEED)}", f"{label(SEED)} 时 {fmt(p.intensity(), 1)} FLOP/byte"),
+    return Row((f"{fmt(p.intensity(), 1)} FLOP/byte at {label(SEED)}",
+                f"{label(SEED)} 时 {fmt(p.intensity(), 1)} FLOP/byte"),
                HOLDS, ("2MNK over 4(MK+KN+MN), reduced", "2MNK 除以 4(MK+KN+MN) 化简所得"),
                "Problem.intensity (gemmlab roofline)", "model", values={"intensity": p.intensity()})
 
@@ -158,8 +160,10 @@ def _v0_cubic(f: Facts) -> Row:
         return _missing(("V0 at 512³ and 1024³", "V0 在 512³ 与 1024³"), "gemmlab chapter")
     r = big / small
     ok = 6 <= r <= 10
-    return Row((f"V0 {_ms_text(small)} ms at {label(S512)}, {_ms_text(big)} ms at {label(S1024)}: {fmt(r, 1)}× for 2× N",
-                f"V0 在 {label(S512)} 为 {_ms_text(small)} ms，在 {label(S1024)} 为 {_ms_text(big)} ms：N 增至 2× 时耗时 {fmt(r, 1)}×"),
+    return Row((f"V0 {_ms_text(small)} ms at {label(S512)}, {_ms_text(big)} ms at {label(S1024)}: "
+                f"{fmt(r, 1)}× for 2× N",
+                f"V0 在 {label(S512)} 为 {_ms_text(small)} ms，在 {label(S1024)} 为 {_ms_text(big)} ms："
+                f"N 增至 2× 时耗时 {fmt(r, 1)}×"),
                HOLDS if ok else ONLY_AS,
                ("N³ predicts 8×" + ("" if ok else "; the column walk of B misses the cache more at the larger N"),
                 "N³ 预测 8×" + ("" if ok else "；N 更大时按列遍历 B 的缓存缺失更多")),
@@ -173,7 +177,8 @@ def _launch(f: Facts) -> Row:
 
     geo = get_kernel(V1).launch_geometry(Problem(*SEED))
     g, b = geo.grid[:2], geo.block[:2]
-    return Row((f"cuda/v1_naive at {label(SEED)}: grid {g}, block {b}", f"cuda/v1_naive 在 {label(SEED)}：grid {g}，block {b}"),
+    return Row((f"cuda/v1_naive at {label(SEED)}: grid {g}, block {b}",
+                f"cuda/v1_naive 在 {label(SEED)}：grid {g}，block {b}"),
                HOLDS, ("gemmlab launches V1 as the seed does: x covers N's columns, y M's rows",
                        "gemmlab 的 V1 与种子的启动相同：x 覆盖 N 列，y 覆盖 M 行"), "gemmlab list --kernels cuda/v1_naive", "model",
                values={"grid": list(g), "block": list(b)})
@@ -185,7 +190,8 @@ def _block_16(f: Facts, shape=SEED) -> tuple:
 
 def _comment_16x16(f: Facts) -> Row:
     big, small = _block_16(f)
-    base = (("the comment says 16×16 = 256 threads; the code launches 32×32 = 1024", "注释写 16×16 = 256 线程，代码启动的是 32×32 = 1024"))
+    base = ("the comment says 16×16 = 256 threads; the code launches 32×32 = 1024",
+            "注释写 16×16 = 256 线程，代码启动的是 32×32 = 1024")
     if big is None or small is None:
         row = _missing(("the 16×16 variant beside 32×32", "16×16 变体与 32×32 并列"), bench_cmd(V1_16, SEED))
         row.verdict, row.reason = FAILS, base
@@ -305,7 +311,8 @@ def _reread(f: Facts) -> Row:
                 f"经 L2 {fmt(l2 / 1e9, 1)} GB，来自 DRAM {fmt(dram / 1e9, 2)} GB"), ONLY_AS,
                ("the re-reads are issued, but L1 and L2 serve all but a fraction of them",
                 "重复读取确实发出了，但 L1 和 L2 服务了其中绝大部分"),
-               "gemmlab profile cuda/v1_naive --shape 4096", PROFILED, ("loads issued, not DRAM traffic", "发出的加载，而非 DRAM 流量"),
+               "gemmlab profile cuda/v1_naive --shape 4096", PROFILED,
+               ("loads issued, not DRAM traffic", "发出的加载，而非 DRAM 流量"),
                {"issued": issued, "l1": l1, "l2": l2, "dram": dram})
 
 
@@ -392,8 +399,8 @@ def _single_roof(f: Facts) -> Row:
     extra = ("", "")
     if committed:
         above, carrying, _ = committed
-        extra = (f"; in the committed H200 results {fmt(above)} of {fmt(carrying)} verified GPU records run above their "
-                 "seeds' roof", f"；在已提交的 H200 结果中，{fmt(carrying)} 条已验证 GPU 记录里有 {fmt(above)} 条超过种子屋顶")
+        extra = (f"; in the committed H200 results {fmt(above)} of {fmt(carrying)} verified GPU records run above "
+                 "their seeds' roof", f"；在已提交的 H200 结果中，{fmt(carrying)} 条已验证 GPU 记录里有 {fmt(above)} 条超过种子屋顶")
     if not r or not f.copy_gbs:
         row = _missing(("V1 against its single DRAM roof", "V1 与其单一 DRAM 屋顶"), bench_cmd(V1, S4096))
         row.measured = (row.measured[0] + extra[0], row.measured[1] + extra[1])
@@ -531,8 +538,9 @@ def _fewer_loads(f: Facts) -> Row:
     m1, m2 = f.model(V1, S4096), f.model(V2, S4096)
     r = m1["modeled_read_bytes"] / m2["modeled_read_bytes"]
     p1, p2 = f.profile(V1), f.profile(V2)
-    en = f"loads issued at {label(S4096)}: V1 {fmt(m1['modeled_read_bytes'] / 1e9)} GB, V2 {fmt(m2['modeled_read_bytes'] / 1e9, 1)} GB ({fmt(r)}× fewer)"
-    zh = f"{label(S4096)} 时发出的加载：V1 {fmt(m1['modeled_read_bytes'] / 1e9)} GB，V2 {fmt(m2['modeled_read_bytes'] / 1e9, 1)} GB（少 {fmt(r)}×）"
+    g1, g2 = fmt(m1["modeled_read_bytes"] / 1e9), fmt(m2["modeled_read_bytes"] / 1e9, 1)
+    en = f"loads issued at {label(S4096)}: V1 {g1} GB, V2 {g2} GB ({fmt(r)}× fewer)"
+    zh = f"{label(S4096)} 时发出的加载：V1 {g1} GB，V2 {g2} GB（少 {fmt(r)}×）"
     if p1 and p2:
         en += f"; through L2: V1 {fmt(p1['l2_bytes'] / 1e9, 1)} GB, V2 {fmt(p2['l2_bytes'] / 1e9, 1)} GB"
         zh += f"；经 L2：V1 {fmt(p1['l2_bytes'] / 1e9, 1)} GB，V2 {fmt(p2['l2_bytes'] / 1e9, 1)} GB"
@@ -545,7 +553,8 @@ def _fewer_loads(f: Facts) -> Row:
 def _reuse(f: Facts) -> Row:
     m1, m2 = f.model(V1, S4096), f.model(V2, S4096)
     r = m1["modeled_read_bytes"] / m2["modeled_read_bytes"]
-    return Row((f"V1's loads over V2's at {label(S4096)}: {fmt(r)}× (TILE = 32)", f"{label(S4096)} 时 V1 与 V2 加载量之比：{fmt(r)}×（TILE = 32）"),
+    return Row((f"V1's loads over V2's at {label(S4096)}: {fmt(r)}× (TILE = 32)",
+                f"{label(S4096)} 时 V1 与 V2 加载量之比：{fmt(r)}×（TILE = 32）"),
                HOLDS, ("each staged value serves the tile's 32 threads", "每个暂存值服务 tile 中的 32 个线程"),
                "gemmlab roofline --shape 4096", "model", values={"ratio": r})
 
@@ -553,7 +562,8 @@ def _reuse(f: Facts) -> Row:
 def _tile_intensity(f: Facts) -> Row:
     m2 = f.model(V2, S4096)
     i = m2["modeled_intensity"]
-    en, zh = f"{fmt(i, 2)} FLOP/byte for 32×32 tiles at {label(S4096)} (8 in the limit)", f"{label(S4096)} 时 32×32 tile 为 {fmt(i, 2)} FLOP/byte（极限为 8）"
+    en = f"{fmt(i, 2)} FLOP/byte for 32×32 tiles at {label(S4096)} (8 in the limit)"
+    zh = f"{label(S4096)} 时 32×32 tile 为 {fmt(i, 2)} FLOP/byte（极限为 8）"
     prof = f.profile(V2)
     values = {"intensity": i}
     if prof:
@@ -579,7 +589,8 @@ def _near_ridge(f: Facts) -> Row:
     return Row((en, zh), ONLY_AS, ("larger tiles move the seed's intensity past the ridge; what then binds is shared "
                                    "memory and issue, not DRAM",
                                    "更大的 tile 才能越过脊点；此后的瓶颈是共享内存与指令发射，而非 DRAM"),
-               bench_cmd(V2, SEED), "this run" if r else "model", ("a direction: 32×32 is not enough", "方向正确：32×32 还不够"),
+               bench_cmd(V2, SEED), "this run" if r else "model",
+               ("a direction: 32×32 is not enough", "方向正确：32×32 还不够"),
                {"intensity": m2["modeled_intensity"], "ridge": m2["seed_ridge"]})
 
 
@@ -606,7 +617,8 @@ def _cpu_loop(f: Facts) -> Row:
     if not r:
         return _missing(("V0", "V0"), bench_cmd(V0, f.cpu_shape))
     return Row((f"cpu/v0_naive at {label(f.cpu_shape)}: {_ms_text(r['median_ms'])} ms, {fmt(r['gflops'], 2)} GFLOPS",
-                f"cpu/v0_naive 在 {label(f.cpu_shape)}：{_ms_text(r['median_ms'])} ms，{fmt(r['gflops'], 2)} GFLOPS"), HOLDS,
+                f"cpu/v0_naive 在 {label(f.cpu_shape)}：{_ms_text(r['median_ms'])} ms，{fmt(r['gflops'], 2)} GFLOPS"),
+               HOLDS,
                ("the same loop as multi_cpu with the arguments in another order; gemmlab's V0",
                 "与 multi_cpu 相同的循环，仅参数顺序不同；即 gemmlab 的 V0"),
                bench_cmd(V0, f.cpu_shape), "this run", values={"ms": r["median_ms"]})
@@ -627,10 +639,12 @@ def _cpu_pitfall(f: Facts) -> Row:
 def _block_choice(f: Facts) -> Row:
     big, small = _block_16(f, S1024)
     if big is None or small is None:
-        return _missing(("V1 with 16×16 and 32×32 blocks at 1024³", "1024³ 下 16×16 与 32×32 block 的 V1"), bench_cmd(V1_16, S1024))
+        return _missing(("V1 with 16×16 and 32×32 blocks at 1024³", "1024³ 下 16×16 与 32×32 block 的 V1"),
+                        bench_cmd(V1_16, S1024))
     return Row((f"at {label(S1024)}: 32×32 {_ms_text(big)} ms, 16×16 {_ms_text(small)} ms",
                 f"{label(S1024)} 时：32×32 {_ms_text(big)} ms，16×16 {_ms_text(small)} ms"), HOLDS,
-               ("both verify; 16×16 takes " + fmt(small / big, 2) + "× the time", "两者都通过验证；16×16 耗时为 " + fmt(small / big, 2) + "×"),
+               (f"both verify; 16×16 takes {fmt(small / big, 2)}× the time",
+                f"两者都通过验证；16×16 耗时为 {fmt(small / big, 2)}×"),
                bench_cmd(V1_16, S1024), "this run", values={"ms_32": big, "ms_16": small})
 
 
@@ -651,8 +665,9 @@ def _slower_than_cpu(f: Facts) -> Row:
     v1, v0, blas = f.rec(V1, S1024), f.rec(V0, S1024), f.rec(BLAS, S1024)
     if not v1 or not v0:
         return _missing(("V1 and V0 at 1024³", "1024³ 下的 V1 与 V0"), bench_cmd(V1, S1024) + "; " + bench_cmd(V0, S1024))
-    en = f"at {label(S1024)}: V1 {_ms_text(v1['median_ms'])} ms, V0 {_ms_text(v0['median_ms'])} ms ({fmt(v0['median_ms'] / v1['median_ms'])}× slower)"
-    zh = f"{label(S1024)} 时：V1 {_ms_text(v1['median_ms'])} ms，V0 {_ms_text(v0['median_ms'])} ms（慢 {fmt(v0['median_ms'] / v1['median_ms'])}×）"
+    t1, t0, slower = _ms_text(v1["median_ms"]), _ms_text(v0["median_ms"]), fmt(v0["median_ms"] / v1["median_ms"])
+    en = f"at {label(S1024)}: V1 {t1} ms, V0 {t0} ms ({slower}× slower)"
+    zh = f"{label(S1024)} 时：V1 {t1} ms，V0 {t0} ms（慢 {slower}×）"
     if blas:
         en += f"; the host BLAS {_ms_text(blas['median_ms'])} ms"
         zh += f"；主机 BLAS {_ms_text(blas['median_ms'])} ms"
@@ -710,9 +725,11 @@ def _coalescing_table(f: Facts) -> Row:
 def _reread_counts(f: Facts) -> Row:
     mod = f.model(V1, S1024)
     issued = mod["modeled_read_bytes"]
-    return Row((f"at {label(S1024)} the model: {fmt(issued / 1e9, 2)} GB issued, {fmt(mod['levels']['l1']['bytes'] / 1e9, 2)} GB "
-                f"of L1 requests, {fmt(mod['l2_bytes'] / 1e9, 3)} GB through L2, {fmt(mod['dram_bytes'] / 1e9, 3)} GB from DRAM",
-                f"{label(S1024)} 时模型：发出 {fmt(issued / 1e9, 2)} GB，L1 请求 {fmt(mod['levels']['l1']['bytes'] / 1e9, 2)} GB，"
+    l1 = fmt(mod["levels"]["l1"]["bytes"] / 1e9, 2)
+    return Row((f"at {label(S1024)} the model: {fmt(issued / 1e9, 2)} GB issued, {l1} GB "
+                f"of L1 requests, {fmt(mod['l2_bytes'] / 1e9, 3)} GB through L2, {fmt(mod['dram_bytes'] / 1e9, 3)} GB "
+                "from DRAM",
+                f"{label(S1024)} 时模型：发出 {fmt(issued / 1e9, 2)} GB，L1 请求 {l1} GB，"
                 f"经 L2 {fmt(mod['l2_bytes'] / 1e9, 3)} GB，来自 DRAM {fmt(mod['dram_bytes'] / 1e9, 3)} GB"), ONLY_AS,
                ("the re-reads are issued; a block's 32 rows and columns reach L2 once, and DRAM once",
                 "重复读取确实发出；一个 block 的 32 行与列只经过 L2 一次、DRAM 一次"),
@@ -723,7 +740,8 @@ def _reread_counts(f: Facts) -> Row:
 def _billion(f: Facts) -> Row:
     n = 1024
     a_loads, all_loads = n ** 3, 2 * n ** 3
-    return Row((f"A's loads: {fmt(a_loads)}; with B's: {fmt(all_loads)}", f"A 的加载：{fmt(a_loads)}；加上 B：{fmt(all_loads)}"),
+    return Row((f"A's loads: {fmt(a_loads)}; with B's: {fmt(all_loads)}",
+                f"A 的加载：{fmt(a_loads)}；加上 B：{fmt(all_loads)}"),
                ONLY_AS, ("each thread reads 2K values, K of A and K of B", "每个线程读取 2K 个值：A 的 K 个与 B 的 K 个"),
                "naive_traffic (gemmlab roofline --shape 1024)", "model", ("A's loads alone", "仅 A 的加载"),
                {"a": a_loads, "all": all_loads})
@@ -873,13 +891,15 @@ CLAIMS: list[Claim] = [
     _c("v1.launch_args", FIRST, "核函数启动配置", "matmul_v1_naive<<<gridDim, blockDim>>>(d_C, d_A, d_B, M, K, N);",
        ("the launch passes M, K, N to a kernel declared (…, M, N, K)", "调用传入 M, K, N，而核函数声明为 (…, M, N, K)"),
        "(…, M, K, N)", _swapped_args),
-    _c("v1.kernel", FIRST, "CUDA Kernel 代码实现", "int col = threadIdx.x + blockDim.x * blockIdx.x; int row = threadIdx.y + blockDim.y * blockIdx.y;",
+    _c("v1.kernel", FIRST, "CUDA Kernel 代码实现",
+       "int col = threadIdx.x + blockDim.x * blockIdx.x; int row = threadIdx.y + blockDim.y * blockIdx.y;",
        ("sgemm_kernel1: one thread per element of C", "sgemm_kernel1：每个线程计算 C 的一个元素"), "sgemm_kernel1", _kernel1, True),
     _c("harness.tolerance", FIRST, "CUDA Kernel 代码实现", "check_results(h_C, h_ref, M * N, 5e-4f);",
        ("a correct result is within 5e-4 of the CPU's, element by element", "正确结果与 CPU 结果逐元素相差不超过 5e-4"),
        "5e-4", _tolerance, True),
     _c("v1.per_thread", FIRST, "单线程视角", "单线程总访存量 = 8K + 4 字节，计算量为 2K FLOPs。",
-       ("each thread moves 8K+4 bytes for 2K FLOPs", "每个线程访存 8K+4 字节，计算 2K FLOPs"), "8K + 4 bytes, 2K FLOPs", _per_thread),
+       ("each thread moves 8K+4 bytes for 2K FLOPs", "每个线程访存 8K+4 字节，计算 2K FLOPs"), "8K + 4 bytes, 2K FLOPs",
+       _per_thread),
     _c("v1.rows_reread", FIRST, "全局视角：重复读取问题", "同一行数据被重复读取 N 次 … 同一列数据被重复读取 M 次",
        ("A's rows are read N times and B's columns M times", "A 的每行被读 N 次，B 的每列被读 M 次"), "N, M times", _reread),
     _c("v1.read_global", FIRST, "全局视角：重复读取问题", "Read_global = M × N × (K + K) × 4 = 8MNK 字节",
@@ -899,7 +919,8 @@ CLAIMS: list[Claim] = [
     _c("roofline.waiting", FIRST, "性能瓶颈与 Roofline 模型", "绝大部分时间也在等待数据从全局内存加载。",
        ("V1 spends its time waiting on global memory", "V1 绝大部分时间在等待全局内存"), "—", _waits_on_bandwidth, True),
     _c("table.v1", FIRST, "实测性能参考", "V1 Naive	~120 ms	~1150",
-       ("V1 at 4096³ on the A100: 120 ms, 1150 GFLOPS", "V1 在 A100 上 4096³：120 ms，1150 GFLOPS"), "~120 ms, ~1150 GFLOPS",
+       ("V1 at 4096³ on the A100: 120 ms, 1150 GFLOPS", "V1 在 A100 上 4096³：120 ms，1150 GFLOPS"),
+       "~120 ms, ~1150 GFLOPS",
        _v1_table),
     _c("table.v1_roof", FIRST, "实测性能参考", "V1 Naive … ~1150 (GFLOPS)；I_effective = 0.25；显存带宽约 1555 GB/s",
        ("V1's 1150 GFLOPS under the seed's own 0.25 × 1555 GB/s roof", "V1 的 1150 GFLOPS 与种子自己的 0.25 × 1555 GB/s 屋顶"),
@@ -907,7 +928,8 @@ CLAIMS: list[Claim] = [
     _c("table.bw_util", FIRST, "实测性能参考", "带宽利用率 ~8%",
        ("V1 uses 8% of the A100's bandwidth", "V1 的带宽利用率约 8%"), "~8%", _bw_util),
     _c("table.cublas", FIRST, "实测性能参考", "cuBLAS	~0.8 ms	~172000",
-       ("cuBLAS at 4096³: 0.8 ms, 172,000 GFLOPS", "cuBLAS 在 4096³：0.8 ms，172,000 GFLOPS"), "~172000 GFLOPS", _cublas_172),
+       ("cuBLAS at 4096³: 0.8 ms, 172,000 GFLOPS", "cuBLAS 在 4096³：0.8 ms，172,000 GFLOPS"), "~172000 GFLOPS",
+       _cublas_172),
     _c("table.pct_peak", FIRST, "实测性能参考", "朴素实现仅达到理论峰值的约 5.9%",
        ("V1 reaches 5.9% of the FP32 peak", "V1 仅达到 FP32 峰值的约 5.9%"), "5.9%", _pct_peak),
     _c("table.gap", FIRST, "实测性能参考", "与高度优化的 cuBLAS 相比差距超过 100 倍",
@@ -924,15 +946,18 @@ CLAIMS: list[Claim] = [
     _c("v2.near_ridge", FIRST, "具体做法", "只要分块尺寸选择得当，就能使 I_effective 接近 ridge point 甚至进入计算密集区域",
        ("well-chosen tiles bring the intensity to the ridge or past it", "分块尺寸得当即可接近甚至越过脊点"), "—", _near_ridge),
     _c("v2.store_guard", FIRST, "CUDA Kernel 代码实现", "if (row < M || col < N) C[col + row * N] = val;",
-       ("sgemm_kernel2 stores C under row < M || col < N", "sgemm_kernel2 在 row < M || col < N 时写 C"), "||", _store_guard),
+       ("sgemm_kernel2 stores C under row < M || col < N", "sgemm_kernel2 在 row < M || col < N 时写 C"), "||",
+       _store_guard),
     _c("cpu.loop", SECOND, "4.1 CPU上的矩阵乘法实现", "void matmul_cpu(float* A, float* B, float* C, int M, int N, int K)",
        ("the CPU triple loop", "CPU 上的三重循环"), "matmul_cpu", _cpu_loop),
     _c("cpu.pitfall", SECOND, "4.1 CPU上的矩阵乘法实现", "这里有个隐藏的坑——内存访问模式。",
        ("the CPU loop's memory access pattern is a hidden trap", "CPU 循环的内存访问模式是个隐藏的坑"), "—", _cpu_pitfall),
     _c("v1.block_choice", SECOND, "4.2 GPU朴素矩阵乘法：第一版尝试", "线程块大小用16×16或者32×32",
        ("a 16×16 or a 32×32 block", "线程块用 16×16 或 32×32"), "16×16 / 32×32", _block_choice, True),
-    _c("v1.naive_runs", SECOND, "4.2 GPU朴素矩阵乘法：第一版尝试", "__global__ void matmul_naive(float* A, float* B, float* C, int M, int N, int K)",
-       ("matmul_naive: one thread per element, it runs", "matmul_naive：每线程一个元素，能跑"), "matmul_naive", _naive_kernel, True),
+    _c("v1.naive_runs", SECOND, "4.2 GPU朴素矩阵乘法：第一版尝试",
+       "__global__ void matmul_naive(float* A, float* B, float* C, int M, int N, int K)",
+       ("matmul_naive: one thread per element, it runs", "matmul_naive：每线程一个元素，能跑"), "matmul_naive",
+       _naive_kernel, True),
     _c("v1.slower_than_cpu", SECOND, "4.2 GPU朴素矩阵乘法：第一版尝试", "拿一个1024×1024的矩阵测试，结果比CPU还慢。",
        ("at 1024×1024 the naive GPU kernel is slower than the CPU", "1024×1024 时朴素 GPU 实现比 CPU 还慢"), "slower than CPU",
        _slower_than_cpu, True),

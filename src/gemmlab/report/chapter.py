@@ -28,7 +28,8 @@ def single_roof_figure(results: dict) -> Figure:
     ax.set_ylabel("TFLOPS")
     ceil = (results.get("env") or {}).get("ceilings") or {}
     h200 = DEVICES["h200"]
-    roofs = [("A100: 1555 GB/s, 19.5 TFLOPS FP32", DEVICES["a100"].dram_gbs, DEVICES["a100"].tflops["fp32"], "tab:gray"),
+    a100 = DEVICES["a100"]
+    roofs = [("A100: 1555 GB/s, 19.5 TFLOPS FP32", a100.dram_gbs, a100.tflops["fp32"], "tab:gray"),
              (f"H200: {ceil.get('copy_bw_gbs') or h200.dram_gbs:,.0f} GB/s, {h200.tflops['fp32']} TFLOPS FP32",
               ceil.get("copy_bw_gbs") or h200.dram_gbs, h200.tflops["fp32"], "black")]
     x = [0.05, 2000.0]
