@@ -95,7 +95,7 @@ def cmd_chapter(args, output) -> int:
     console.print(", ".join(f"{VERDICTS[v][args.lang].rstrip('：')}: {n}" for v, n in tally.items()), highlight=False)
     if json_path:
         json_path.parent.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(json.dumps(results, indent=1, default=str))
+        json_path.write_text(json.dumps(results, indent=1, default=float))
         console.print(f"wrote {json_path}", highlight=False)
     if docs:
         for path in write_docs(results, docs, source):
