@@ -172,6 +172,14 @@ def _v0_cubic(f: Facts) -> Row:
                {"ms_512": small, "ms_1024": big, "ratio": r})
 
 
+def _v0_space(f: Facts) -> Row:
+    p = Problem(*S1024)
+    return Row((f"at {label(S1024)}: A, B and C hold {fmt(p.compulsory_bytes() / 2**20)} MiB; twice N, four times that",
+                f"{label(S1024)} 时 A、B、C 共 {fmt(p.compulsory_bytes() / 2**20)} MiB；N 加倍则为其四倍"), HOLDS,
+               ("three N×N matrices, nothing else", "三个 N×N 矩阵，别无其他"), "Problem.compulsory_bytes", "model",
+               values={"bytes": p.compulsory_bytes()})
+
+
 def _launch(f: Facts) -> Row:
     from gemmlab.kernels.registry import get_kernel
 
@@ -249,6 +257,38 @@ def _swapped_args(f: Facts) -> Row:
                 "核函数声明为 (…, M, N, K)，调用却传 (…, M, K, N)：只要 N ≠ K（如种子的 2048×3072×4096）就出错；"
                 "种子 main 中的调用传的是 M, N, K"),
                "gemmlab.chapter.claims.emulate_swapped", "model", values={"rel_err": err})
+
+
+def _v2_launch(f: Facts) -> Row:
+    from gemmlab.kernels.registry import get_kernel
+
+    spec = get_kernel(V2)
+    geo = spec.launch_geometry(Problem(*SEED))
+    smem = spec.compile().report.smem_bytes
+    g, b = geo.grid[:2], geo.block[:2]
+    return Row((f"cuda/v2_smem at {label(SEED)}: grid {g}, block {b}, {fmt(smem)} bytes of shared memory (ptxas)",
+                f"cuda/v2_smem 在 {label(SEED)}：grid {g}，block {b}，共享内存 {fmt(smem)} 字节（ptxas）"), HOLDS,
+               ("two WS×WS float tiles per block, WS = 32, as the seed declares them",
+                "每个 block 两个 WS×WS 的 float tile，WS = 32，与种子的声明一致"),
+               "gemmlab bench --kernels cuda/v2_smem (compiled by NVRTC)", "model",
+               values={"grid": list(g), "block": list(b), "smem": smem})
+
+
+def _timing_method(f: Facts) -> Row:
+    r = f.rec(V1, SEED)
+    if not r or r.get("iqr_ms") is None:
+        return _missing(("V1's launches at the seed shape", "种子形状下 V1 的各次启动"), bench_cmd(V1, SEED))
+    spread = r["iqr_ms"] / r["median_ms"] * 100
+    return Row((f"V1 at {label(SEED)}: median {_ms_text(r['median_ms'])} ms of {r['samples']} launches, interquartile "
+                f"range {fmt(spread, 2)}% of it",
+                f"V1 在 {label(SEED)}：{r['samples']} 次启动的中位数 {_ms_text(r['median_ms'])} ms，四分位距为其 "
+                f"{fmt(spread, 2)}%"), ONLY_AS,
+               ("gemmlab times each launch with its own events on rotating inputs (cold L2) and keeps the median; an "
+                "average of back-to-back launches on one input set runs with a warm L2",
+                "gemmlab 对每次启动单独计时（各自的事件，轮换输入以保持 L2 冷），取中位数；同一组输入上连续启动的平均值是在 L2 "
+                "热的情况下测得"),
+               bench_cmd(V1, SEED), "this run", ("an average over a warm L2", "L2 热状态下的平均值"),
+               {"median_ms": r["median_ms"], "iqr_pct": spread})
 
 
 def _kernel1(f: Facts) -> Row:
@@ -880,6 +920,8 @@ CLAIMS: list[Claim] = [
        ("for square matrices the intensity is N/6", "方阵时计算强度为 N/6"), "N/6", _n_over_6),
     _c("v0.cubic", FIRST, "版本V0矩阵乘法cpu实现", "当M=N=K时，时间复杂度为O(MNK)=O(N^3)",
        ("V0 takes O(N³) time", "V0 的时间复杂度为 O(N³)"), "O(N³)", _v0_cubic),
+    _c("v0.space", FIRST, "版本V0矩阵乘法cpu实现", "空间复杂度为O(MK+KN+MN)=O(N^2)",
+       ("V0 needs O(N²) memory", "V0 的空间复杂度为 O(N²)"), "O(N²)", _v0_space),
     _c("v1.launch", FIRST, "核函数启动配置", "dim3 blockDim(32, 32); dim3 gridDim((N + 32 - 1) / 32, (M + 32 - 1) / 32);",
        ("V1 launches 32×32 blocks on a ⌈N/32⌉×⌈M/32⌉ grid", "V1 以 32×32 的 block、⌈N/32⌉×⌈M/32⌉ 的 grid 启动"),
        "blockDim(32, 32)", _launch),
@@ -897,6 +939,10 @@ CLAIMS: list[Claim] = [
     _c("harness.tolerance", FIRST, "CUDA Kernel 代码实现", "check_results(h_C, h_ref, M * N, 5e-4f);",
        ("a correct result is within 5e-4 of the CPU's, element by element", "正确结果与 CPU 结果逐元素相差不超过 5e-4"),
        "5e-4", _tolerance, True),
+    _c("harness.timing", FIRST, "CUDA Kernel 代码实现",
+       "int repeat = argc > 1 ? atoi(argv[1]) : 20; … float avg_ms = ms / repeat;",
+       ("time 20 launches after one warm-up and average them", "预热一次后连续计时 20 次取平均"), "20, avg",
+       _timing_method, True),
     _c("v1.per_thread", FIRST, "单线程视角", "单线程总访存量 = 8K + 4 字节，计算量为 2K FLOPs。",
        ("each thread moves 8K+4 bytes for 2K FLOPs", "每个线程访存 8K+4 字节，计算 2K FLOPs"), "8K + 4 bytes, 2K FLOPs",
        _per_thread),
@@ -936,6 +982,10 @@ CLAIMS: list[Claim] = [
        ("cuBLAS is more than 100 times faster than V1", "cuBLAS 比 V1 快 100 倍以上"), ">100×", _gap_100x, True),
     _c("v2.heading", FIRST, "版本V1共享内存分块", "版本V1共享内存分块",
        ("the tiled kernel is titled V1", "分块核函数的标题为 V1"), "V1", _v2_heading),
+    _c("v2.launch", FIRST, "CUDA Kernel 代码实现",
+       "__shared__ float As[WS][WS]; __shared__ float Bs[WS][WS]; dim3 blockDim(WS, WS);",
+       ("V2: WS×WS blocks, two WS×WS tiles in shared memory", "V2：WS×WS 的 block，共享内存中两个 WS×WS 的 tile"),
+       "WS = 32", _v2_launch),
     _c("v2.fewer_loads", FIRST, "优化方向", "V2：共享内存分块 … 大幅减少全局内存访问",
        ("tiling cuts global memory traffic sharply", "分块大幅减少全局内存访问"), "—", _fewer_loads),
     _c("v2.reuse", FIRST, "具体做法", "每个 A 元素被 TILE_N 次复用，每个 B 元素被 TILE_M 次复用",

@@ -8,16 +8,16 @@ from gemmlab.chapter.text import GLOSSARY, HEAD, INTRO, NAMES, SEED_NAMES, VERDI
 # The walk-through, V0 to V2: (section key, its claims in order)
 SECTIONS = [
     ("model", ["def.sum", "model.flops", "model.bytes", "model.intensity", "model.n_over_6"]),
-    ("v0", ["v0.cubic", "cpu.loop", "cpu.pitfall"]),
+    ("v0", ["v0.cubic", "v0.space", "cpu.loop", "cpu.pitfall"]),
     ("v1", ["v1.launch", "v1.comment_16x16", "v1.warp_friendly", "v1.block_choice", "v1.launch_args", "v1.kernel",
-            "v1.naive_runs", "harness.tolerance", "v1.slower_than_cpu"]),
+            "v1.naive_runs", "harness.tolerance", "harness.timing", "v1.slower_than_cpu"]),
     ("traffic", ["v1.per_thread", "v1.rows_reread", "v1.read_global", "v1.redundancy", "v1.reread", "v1.billion",
                  "v1.five_hundred", "v1.ratio_one", "table.accesses", "table.reuse", "v1.quarter"]),
     ("coalescing", ["v1.coalescing", "table.coalescing", "next.coalesce"]),
     ("roofline", ["roofline.model", "roofline.ridge", "roofline.bandwidth_bound", "roofline.waiting", "v1.latency",
                   "summary.memory", "v1.needs_ten"]),
     ("table", ["table.v1", "table.v1_roof", "table.bw_util", "table.cublas", "table.pct_peak", "table.gap"]),
-    ("v2", ["v2.heading", "v2.fewer_loads", "v2.reuse", "v2.intensity", "v2.near_ridge", "v2.store_guard",
+    ("v2", ["v2.heading", "v2.launch", "v2.fewer_loads", "v2.reuse", "v2.intensity", "v2.near_ridge", "v2.store_guard",
             "next.smem", "next.tens_of_times"]),
 ]
 
