@@ -13,12 +13,14 @@ TC='cuda/tc[123567]*,cuda/tc4_persistent_[bt]*,peers/cublas_tf32,peers/cublas_bf
 FP8='cuda/tc4_persistent_fp8,cuda/tc8_block_scaled_fp8,cuda/tc8_cluster_fp8_block,cuda/tc6_stream_k_fp8_block,cuda/tc8_promoted_fp8,peers/cublaslt_fp8,peers/cublaslt_fp8_promoted,peers/cublaslt_fp8_block,cuda/tc4_persistent_bf16,peers/cublas_bf16'
 R="--repeat 30 --max-seconds 1.5 --pause 0.1"
 T="--repeat 30 --max-seconds 1.0 --pause 0.1 --no-ceilings"
-rm -f "$OUT"/grid_{fp32,tf32,bf16,fp8,fp8_block}.json "$OUT"/{fp32,tensor_cores,blocks,fp8,fp8_variants,seed_1024,api,api_suite,verify,verify_tf32,verify_fp8,verify_fp8_gate,verify_stream_k,timeline,timeline_fp8,accuracy,ceilings,candidates}.json
+rm -f "$OUT"/grid_{fp32,tf32,bf16,fp8,fp8_block}.json "$OUT"/{fp32,tensor_cores,blocks,fp8,fp8_variants,seed_1024,chapter,api,api_suite,verify,verify_tf32,verify_fp8,verify_fp8_gate,verify_stream_k,timeline,timeline_fp8,accuracy,ceilings,candidates}.json
 # The roofs of this GPU (DRAM, L2, shared memory, FLOPs per clock per precision), then the seeds' table at 1024³
 g roofline --measure --json "$OUT/ceilings.json"
 g bench --kernels 'cuda/v1_naive,numba/v1_naive,cuda/v2_smem,peers/cublas_fp32' --shape 1024 --no-ceilings --repeat 30 \
   --max-seconds 1 --json "$OUT/seed_1024.json"
 g bench --kernels 'cpu/v0_naive,cpu/blas' --shape 1024 --no-ceilings --repeat 3 --max-seconds 1 --json "$OUT/seed_1024.json" --append
+# The seed chapter, claim by claim (the roofs and counters it cites: results/h200's ceilings.json and fp32.json)
+g chapter --json "$OUT/chapter.json"
 # The FP32 ladder (CUDA C, numba, Triton, cuBLAS), then its upper levels at 8192³ and at small and MLP shapes
 g bench --shape 2048x3072x4096 --shape 4096 --kernels "$FP32" $R --json "$OUT/fp32.json"
 g bench --shape 8192 --kernels "$FAST" $R --no-ceilings --json "$OUT/fp32.json" --append
@@ -95,4 +97,4 @@ g accuracy --mn 1024 --json "$OUT/accuracy.json"
 # errors on the same inputs, times interleaved with the cuBLAS peer (docs/accuracy.md)
 python3 "$(dirname "$0")/candidates.py" "$OUT"
 # The reports are rendered from the JSON alone, on any machine:
-for f in fp32 tensor_cores blocks fp8 fp8_variants seed_1024 api_suite; do g report "$OUT/$f.json" --out "$OUT/$f"; done
+for f in fp32 tensor_cores blocks fp8 fp8_variants seed_1024 chapter api_suite; do g report "$OUT/$f.json" --out "$OUT/$f"; done

@@ -1,4 +1,4 @@
-"""gemmlab command line: list | bench | verify | roofline | report | profile | timeline | accuracy | tune."""
+"""gemmlab command line: list | bench | verify | roofline | report | profile | timeline | accuracy | tune | chapter."""
 from __future__ import annotations
 
 import json
@@ -209,7 +209,7 @@ def cmd_roofline(args) -> int:
     from gemmlab.analysis.roofline import device_spec, models_at, roofs_of, seed_examples
     from gemmlab.console import devices_table, roofline_table
     from gemmlab.harness.roof_probes import stored_ceilings
-    from gemmlab.problem import SEED_SHAPE
+    from gemmlab.problem import SEED_SHAPE, Problem
 
     # CPU kernels have no place under a GPU roofline
     if not any(s.device != "cpu" for s in _specs(args.kernels)):
@@ -224,6 +224,12 @@ def cmd_roofline(args) -> int:
     console.print(f"the seeds' numbers: A100 ridge {ex['a100_ridge']:.1f} FLOP/byte; naive kernel intensity "
                   f"{ex['naive_intensity']:.2f} FLOP/byte at any size; 4096³ best intensity {ex['square_intensity_4096']:.1f} "
                   f"(= N/6); naive re-reads at 4096³: {ex['naive_redundancy_4096']:.0f}× the compulsory input bytes")
+    for shape in args.shape or []:  # the same counts at the shapes asked for
+        pr = Problem(*shape)
+        square = " (= N/6)" if len(set(shape)) == 1 else ""
+        console.print(f"at {pr.label()}: best intensity {pr.intensity():.1f} FLOP/byte{square}; naive re-reads "
+                      f"{2 * pr.m * pr.n * pr.k / (pr.m * pr.k + pr.k * pr.n):.0f}× the compulsory input bytes",
+                      highlight=False)
     console.print(f"roofs of the hierarchy: {roofs.describe()}", highlight=False)
     for shape in args.shape or [SEED_SHAPE]:
         console.print(roofline_table(dev, shape, models_at(_specs(args.kernels), shape, dev, roofs)))
@@ -331,7 +337,7 @@ def cmd_timeline(args) -> int:
 
 def cmd_tune(args) -> int:
     from gemmlab.console import tune_table
-    from gemmlab.problem import SEED_SHAPE
+    from gemmlab.problem import SEED_SHAPE, Problem
     from gemmlab.tune import TUNABLE, cache_path, tune
 
     kernels = [k.strip() for k in args.kernels.split(",") if k.strip()] if args.kernels else TUNABLE
@@ -417,9 +423,15 @@ def _write_dispatch_table(paths, out, replace: bool) -> int:
     return 0
 
 
+def cmd_chapter(args) -> int:
+    from gemmlab.chapter import command
+
+    return command.cmd_chapter(args, _output)
+
+
 COMMANDS = {"list": cmd_list, "bench": cmd_bench, "verify": cmd_verify, "roofline": cmd_roofline, "report": cmd_report,
             "profile": cmd_profile, "timeline": cmd_timeline, "accuracy": cmd_accuracy, "dispatch": cmd_dispatch,
-            "tune": cmd_tune}
+            "tune": cmd_tune, "chapter": cmd_chapter}
 
 
 def main(argv=None) -> int:

@@ -111,9 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--block-seconds", type=seconds, default=0.5, help="timed launches per block (with --blocks)")
     s.add_argument("--no-ceilings", action="store_true", help="skip measuring copy bandwidth and cuBLAS FP32 8192³")
     s.add_argument("--variant", action="append", type=_variant, metavar="KERNEL:NAME=V[,NAME=V]",
-                   help="also run KERNEL, a wgmma level (cuda/tc2 up), with these parameters changed, beside its "
-                        "registered ones and its peer (each checked by the kernel's constraints; records named "
-                        "KERNEL[NAME=V,...]); repeatable")
+                   help="also run KERNEL, a wgmma level (cuda/tc2 up) or a seed level (the parameters its spec "
+                        "names in varies), with these parameters changed, beside its registered ones and its peer "
+                        "(each checked by the kernel's constraints; records named KERNEL[NAME=V,...]); repeatable")
     s.add_argument("--layout", type=_layout, metavar="A,B", help="hand the operands over in this layout, e.g. "
                    "row,col (B as w.t() of an N×K w): kernels that read it run in place, the others after "
                    "gemmlab.matmul's copy, timed with it (records: layout, copies)")
@@ -203,6 +203,10 @@ def build_parser() -> argparse.ArgumentParser:
                        "does not write it), or to the table at --out, each kernel's rows replacing its own")
     s.add_argument("--out", help="where --build or --write writes (default: the table shipped with gemmlab; this "
                                  "machine's)")
+
+    from gemmlab.chapter.command import add_parser as add_chapter
+
+    add_chapter(sub, _shape)
 
     s = sub.add_parser("tune", help="search tile parameters per shape on this GPU (cached)")
     s.add_argument("--shape", action="append", type=_shape, help=shape_help)

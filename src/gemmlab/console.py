@@ -183,7 +183,9 @@ def bench_closing(results: dict, info, dev) -> list[tuple[str, dict]]:
     dim = {"style": "dim", "highlight": False}
     if info is None:
         return lines + [("columns: × blas = cpu/blas time / kernel time; model I = FLOP per modeled global byte; "
-                         "roofline TFLOPS = min(peak, bandwidth × model I)", dim)]
+                         "bound and roofline TFLOPS: the levels model (each memory level's bytes over its own roof and the "
+                       "arithmetic at the maximum clock; the slowest binds), not the seeds' min(peak, DRAM × model I)",
+                       dim)]
     ceil = results["env"].get("ceilings")
     if ceil:
         lines.append((f"measured ceilings: copy {ceil['copy_bw_gbs']:.0f} GB/s, cuBLAS FP32 "

@@ -21,8 +21,8 @@ RECORD_FIELDS = {"bench": ("kernel", "precision", "m", "n", "k", "status"),
 
 
 def load(path: str | os.PathLike) -> tuple[str, dict]:
-    """(kind, results) of a JSON that gemmlab wrote: "bench", "timeline", "verify", "accuracy" (their --json) or
-    "suite" (bench --api --suite --json);
+    """(kind, results) of a JSON that gemmlab wrote: "bench", "timeline", "verify", "accuracy", "chapter" (their
+    --json) or "suite" (bench --api --suite --json);
     anything else is refused with a ResultsFileError naming why."""
     try:
         text = Path(path).read_text()
@@ -46,6 +46,9 @@ def load(path: str | os.PathLike) -> tuple[str, dict]:
                                "accuracy --json)")
     if not records:
         raise ResultsFileError(f"{path}: holds no records")
+    if results.get("kind") == "chapter" and isinstance(results.get("claims"), list):  # gemmlab chapter --json
+        results.setdefault("env", {})
+        return "chapter", results
     for kind, fields in RECORD_FIELDS.items():
         if all(isinstance(r, dict) and all(f in r for f in fields) for r in records):
             results.setdefault("env", {})

@@ -42,6 +42,8 @@ def test_a_variant_is_the_registered_kernel_with_its_changes():
     (TC8, {"CONSUMER_REGS": 232}, InvalidConfigError, "setmaxnreg"),
     ("peers/cublas_fp32", {"X": 1}, InvalidConfigError, "takes the wgmma levels"),
     ("numba/v2_smem", {"TILE": 16}, InvalidConfigError, "takes the wgmma levels"),  # compiled from its tiling
+    ("cuda/v1_naive", {"FOO": 1}, InvalidConfigError, "may set BX, BY, ROWS_ON_X, not FOO"),
+    ("cuda/v1_naive", {"BX": 64}, InvalidConfigError, "1024-thread block limit"),
     ("cuda/v10_register_prefetch", {"BN": 128}, InvalidConfigError, "takes the wgmma levels"),  # tuned table's
     ("cuda/tc4_persistent_fp8", {"OUT_BF16": 0}, InvalidConfigError, "a call's dtypes pick"),
     ("cuda/nope", {"BM": 1}, UnknownKernelError, "no kernel named"),

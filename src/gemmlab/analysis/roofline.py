@@ -4,8 +4,10 @@ The seeds' view (kept in every record as ``modeled_read_bytes``, ``modeled_inten
 ``seed_predicted_tflops``): attainable performance at intensity I is min(P_peak, BW × I), I = FLOPs over every
 global byte a thread loads, as if no cache served any; the ridge point I = P_peak / BW separates memory-bound from
 compute-bound. The seeds' worked example: A100, 1555 GB/s and 19.5 TFLOPS FP32, ridge ≈ 12.5 FLOP/byte. Each
-precision has its own compute roof: the seeds' cuBLAS line (4096³ in 0.8 ms, ≈172 TFLOPS) is a tensor-core (TF32)
-result, nine times the A100's FP32 peak.
+precision has its own compute roof: the seeds' cuBLAS line (4096³ in 0.8 ms, ≈172 TFLOPS) is nine times the A100's
+FP32 peak and past its dense TF32 peak (156, DEVICES["a100"]): a half-precision (FP16/BF16) tensor-core figure, not
+an FP32 or TF32 one. The seeds' own V1 figure (1150 GFLOPS) passes their own roof for it (0.25 × 1555 GB/s): the
+A100's caches served V1's re-reads too (gemmlab chapter judges each of the seeds' claims).
 
 The hierarchical view (``dram_bytes``, ``l2_bytes``, ``smem_bytes``, ``levels``, ``bound``, ``predicted_tflops``):
 each level's bytes over its own roof, and the arithmetic over the precision's peak at the clock the record held;

@@ -79,18 +79,23 @@ def variant(name: str, changes: dict) -> KernelSpec:
     """Registered kernel ``name`` with the parameters in ``changes`` set: KERNEL[NAME=V,...] (those it already
     has dropped), checked by the kernel's own constraints as a
     registered configuration is, its records marked ``variant_of`` (and timed interleaved with the registered
-    parameters in the same run, ``variant_gain``); gemmlab.matmul's dispatch never runs one. The wgmma levels
-    only: their launch and traffic model follow their parameters (WgmmaKernel.traffic), where the numba levels
-    compile their registered tiling, the tuned levels take the tuned table's, and the FFMA levels' models keep the
+    parameters in the same run, ``variant_gain``); gemmlab.matmul's dispatch never runs one. The wgmma levels,
+    whose launch and traffic model follow their parameters (WgmmaKernel.traffic), and the parameters another level
+    names in its ``varies`` (the seed levels' block and tile, V1's thread mapping); the numba levels compile
+    their registered tiling, the tuned levels take the tuned table's, and the other FFMA levels' models keep the
     registered tile."""
     from gemmlab.kernels.cuda.tc_common import FP8_OPTIONS, WgmmaKernel
     from gemmlab.kernels.registry import get_kernel
 
     base = get_kernel(name)
-    if not isinstance(base, WgmmaKernel):
+    if not isinstance(base, WgmmaKernel) and not base.varies:
+        named = ", ".join(f"{s.name} ({' '.join(s.varies)})" for s in list_kernels() if s.varies)
         raise InvalidConfigError(f"{name}: --variant takes the wgmma levels (cuda/tc2 up), whose launch and traffic "
-                                 "model follow their parameters")
-    unknown = [k for k in changes if k not in base.params]
+                                 f"model follow their parameters, and the parameters other levels name: {named}")
+    allowed = base.params if isinstance(base, WgmmaKernel) else base.varies
+    unknown = [k for k in changes if k not in allowed]
+    if unknown and not isinstance(base, WgmmaKernel):
+        raise InvalidConfigError(f"{name}: --variant may set {', '.join(base.varies)}, not {', '.join(unknown)}")
     if unknown:
         raise InvalidConfigError(f"{name} has no parameter {', '.join(unknown)}; its parameters: "
                                  + " ".join(f"{k}={v}" for k, v in base.params.items()))
@@ -98,14 +103,14 @@ def variant(name: str, changes: dict) -> KernelSpec:
     if formats:
         raise InvalidConfigError(f"{name}: {', '.join(formats)} choose operand formats or C's type, which a call's "
                                  "dtypes pick (gemmlab.matmul), not a variant timed on the registered ones")
-    changed = {k: v for k, v in changes.items() if v != base.params[k]}
+    changed = {k: v for k, v in changes.items() if v != base.params.get(k, 0)}  # an unregistered one defaults to 0
     if not changed:
         raise InvalidConfigError(f"{name}: {', '.join(f'{k}={v}' for k, v in changes.items())} is what it has "
                                  "registered; a variant changes at least one parameter")
     label = ",".join(f"{k}={v}" for k, v in changed.items())
     spec = base.with_params(changed, name=f"{name}[{label}]", variant_of=name,
                             not_auto=f"a parameter variant of {name}, run only by gemmlab bench --variant")
-    if spec.whole_tiles:
+    if isinstance(spec, WgmmaKernel) and spec.whole_tiles:
         spec.without_stream_k()  # its constraints, checked now rather than at the first shape it runs unsplit
     return spec
 

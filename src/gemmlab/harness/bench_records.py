@@ -27,13 +27,20 @@ def kernel_seed(base: int, name: str, shape) -> int:
     return base + zlib.crc32(f"{name}:{shape}".encode()) % 100_000
 
 
+# what a CPU kernel's record keeps of the model: the problem's and its traffic's counts, not a GPU's roofs
+CPU_MODEL_KEYS = ("flops", "compulsory_bytes", "intensity", "modeled_read_bytes", "modeled_write_bytes",
+                  "modeled_intensity", "basis")
+
+
 def new_record(spec: KernelSpec, problem: Problem, dev: DeviceSpec, bw_gbs: float | None) -> BenchRecord:
     # the roofs: this GPU's last measured ceilings where `gemmlab roofline --measure` stored some, with the copy
     # bandwidth this run measured; the clock is the maximum until the timing says which one the run held
-    km = model(spec, problem, stored_ceilings(ceilings_for(dev, bw_gbs)))
+    km = model(spec, problem, stored_ceilings(ceilings_for(dev, bw_gbs))).as_dict()
+    if spec.device == CPU:  # a GPU's roofs and levels bound nothing a host loop does: the counts alone
+        km = {key: km[key] for key in CPU_MODEL_KEYS}
     return BenchRecord(spec.name, spec.backend, spec.level, spec.precision, spec.title,
                        dict(spec.for_problem(problem).params), problem.m, problem.n, problem.k,
-                       tolerance=tolerance_for(problem), model=km.as_dict(),
+                       tolerance=tolerance_for(problem), model=km,
                        peer=PEERS.get(spec.precision) if spec.device != CPU else "cpu/blas",
                        variant_of=spec.variant_of or None)
 

@@ -1,10 +1,11 @@
 """Reports rendered from a saved results JSON only: Markdown tables and PNG figures.
 
 ``render_report(results_json_path, out_dir)`` writes ``report.md`` and, for bench results, one roofline PNG per
-precision and shape and one ladder PNG per shape, and returns the paths it wrote; ``summary(path)`` is the compact
-table. Both take every JSON gemmlab writes (bench, verify, timeline, accuracy and bench --api --suite --json) and
-refuse anything else (an accuracy study gets its tables and its figure, accuracy.png; the shape suite its tables and
-a figure per op and precision, suite_OP_PRECISION.png). Nothing is measured here, so a committed
+precision and shape and one ladder PNG per shape (for a chapter JSON: the seeds' single-roof roofline beside the
+roof-per-level one, and report_zh.md), and returns the paths it wrote; ``summary(path)`` is the compact
+table. Both take every JSON gemmlab writes (bench, verify, timeline, accuracy, chapter and bench --api --suite
+--json) and refuse anything else (an accuracy study gets its tables and its figure, accuracy.png; the shape suite its
+tables and a figure per op and precision, suite_OP_PRECISION.png). Nothing is measured here, so a committed
 JSON renders the same report on any machine, with or without a GPU.
 """
 from __future__ import annotations
@@ -23,6 +24,7 @@ def render_report(results_json_path: str | os.PathLike, out_dir: str | os.PathLi
     out = Path(out_dir)
     link = markdown.relpath(str(results_json_path), str(out))
     figures: list = []  # (file name, figure), rendered before the folder exists: a failure leaves no half report
+    pages: dict = {}  # further pages beside report.md (a chapter's Chinese walk-through)
     if kind == "bench":
         figures, names = _bench_figures(results)
         text = markdown.render_markdown(results, str(results_json_path), names, link=link, out_dir=str(out_dir))
@@ -33,6 +35,11 @@ def render_report(results_json_path: str | os.PathLike, out_dir: str | os.PathLi
 
         figures, names = suite.figures(results)
         text = suite.markdown(results, names)
+    elif kind == "chapter":
+        from gemmlab.report import chapter
+
+        figures, pages = chapter.render(results, link)
+        text = pages.pop("report.md")
     elif kind == "accuracy":
         from gemmlab.report import accuracy
 
@@ -48,7 +55,9 @@ def render_report(results_json_path: str | os.PathLike, out_dir: str | os.PathLi
     written = [plots.save(fig, out / name) for name, fig in figures]
     report = out / "report.md"
     report.write_text(text)
-    return written + [report]
+    for name, page in pages.items():
+        (out / name).write_text(page)
+    return written + [report] + [out / name for name in pages]
 
 
 def _bench_figures(results: dict) -> tuple[list, dict]:

@@ -6,15 +6,26 @@ left of the ridge point, so the model predicts a memory-bound kernel. The model 
 bytes: L1 and L2 serve most of the re-reads (the warps of a block share rows of A and columns of B).
 Block 32×32 = 1024 threads, as in the seeds.
 
+Variants (bench --variant, gemmlab chapter): BX=16,BY=16, the 16×16 block the second seed offers beside 32×32 (and
+the first seed's comment names above its 32×32 launch); ROWS_ON_X=1, threadIdx.x along M, so a warp reads 32 rows
+of A at each k instead of 32 consecutive floats of B: the uncoalesced access the second seed describes, predicted
+slower by the L1 sectors it asks for (33 per warp and k instead of 5).
+
 Measured: docs/fp32_ladder.md (timings, counters), docs/seeds.md; results/h200/fp32.json.
 """
 from gemmlab.kernels.cuda._kernel import CudaKernel
 from gemmlab.kernels.geometry import Geometry, ceil_div
-from gemmlab.kernels.spec import naive_traffic
+from gemmlab.kernels.spec import SM_COUNT, naive_traffic
 
 
 def _geometry(problem, p):
-    return Geometry(grid=(ceil_div(problem.n, p["BX"]), ceil_div(problem.m, p["BY"]), 1), block=(p["BX"], p["BY"], 1))
+    x, y = (problem.m, problem.n) if p.get("ROWS_ON_X") else (problem.n, problem.m)
+    return Geometry(grid=(ceil_div(x, p["BX"]), ceil_div(y, p["BY"]), 1), block=(p["BX"], p["BY"], 1))
+
+
+def _traffic(problem, sm_count=SM_COUNT, params=None):
+    p = params or {}
+    return naive_traffic(problem, sm_count, p.get("BX", 32), p.get("BY", 32), bool(p.get("ROWS_ON_X", 0)))
 
 
 def _constraints(p):
@@ -28,7 +39,8 @@ SPECS = [
     CudaKernel(
         name="cuda/v1_naive", level=1, precision="fp32", title="naive: one thread per C element",
         source="v1_naive.cu", entry="v1_naive", params={"BX": 32, "BY": 32},
-        geometry=_geometry, constraints=_constraints, traffic_model=naive_traffic, doc=__doc__,
+        geometry=_geometry, constraints=_constraints, traffic_model=_traffic, varies=("BX", "BY", "ROWS_ON_X"),
+        doc=__doc__,
         unmodeled="latency: each FFMA waits on its own two loads, with no other work in the thread to overlap them",
     )
 ]

@@ -9,6 +9,9 @@ FFMA still needs two shared-memory loads, so shared-memory bandwidth, not DRAM, 
 The seeds' version stores when `row < M || col < N` and so writes past the end of C when M or N is not a
 multiple of 32; this one stores only when both hold, and stages zeros for out-of-range elements.
 
+Variant (bench --variant, gemmlab chapter): TILE=16, 16×16 tiles in 16×16 blocks: a quarter of the threads per
+block and half the reuse (intensity 4 FLOP/byte in the seeds' count).
+
 Measured: docs/fp32_ladder.md (timings, counters), docs/seeds.md; results/h200/fp32.json.
 """
 from gemmlab.kernels.cuda._kernel import CudaKernel
@@ -31,12 +34,17 @@ def _constraints(p):
     return errors
 
 
+def _traffic(problem, sm_count=SM_COUNT, params=None):
+    t = params["TILE"]
+    return tiled_traffic(problem, t, t, warp=(max(1, 32 // t), t))  # a warp: 32 // TILE rows of the tile
+
+
 SPECS = [
     CudaKernel(
         name="cuda/v2_smem", level=2, precision="fp32", title="shared-memory tiling, 32×32 tiles",
         source="v2_smem.cu", entry="v2_smem", params={"TILE": 32},
         geometry=_geometry, constraints=_constraints,
-        traffic_model=lambda pr, sm_count=SM_COUNT: tiled_traffic(pr, 32, 32, warp=(1, 32)),
+        traffic_model=_traffic, varies=("TILE",),
         doc=__doc__, unmodeled="issue slots and barriers: two shared loads per FFMA, two barriers per 32-wide k tile",
     )
 ]
