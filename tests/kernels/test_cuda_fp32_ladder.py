@@ -10,7 +10,7 @@ import pytest
 from hostsim import host_builds  # noqa: F401  (the session's host libraries, a pytest fixture)
 
 from gemmlab.errors import InvalidConfigError
-from gemmlab.kernels.cuda._kernel import CudaKernel
+from gemmlab.kernels.cuda.launch.kernel import CudaKernel
 from gemmlab.problem import Problem
 
 LEVELS = {  # module: (level, most registers ptxas may assign, threads per block)

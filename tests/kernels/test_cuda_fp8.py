@@ -14,7 +14,7 @@ import sass
 from gemmlab import fp8
 from gemmlab.errors import InvalidConfigError, NoGPUError
 from gemmlab.kernels.cuda import tc_common
-from gemmlab.kernels.cuda._nvrtc import SOURCE_DIR, _nvrtc_version
+from gemmlab.kernels.cuda.launch.nvrtc import _nvrtc_version, source_path
 from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout, target_layout
 from gemmlab.kernels.registry import get_kernel, list_kernels
 from gemmlab.problem import Problem
@@ -282,7 +282,7 @@ GXX = shutil.which("g++") or shutil.which("clang++")
 
 
 def _host_block(name: str, source: str = "tc_epilogue.cuh") -> str:
-    text = (SOURCE_DIR / source).read_text()
+    text = source_path(source).read_text()
     return text[text.index(f"// begin {name} arithmetic"):text.index(f"// end {name} arithmetic")]
 
 

@@ -13,8 +13,8 @@ import sass
 
 from gemmlab.errors import CompileError, InvalidConfigError
 from gemmlab.kernels.cuda import tc5_swap_ab, tc_common
-from gemmlab.kernels.cuda._nvrtc import SOURCE_DIR, _read_source, compile_cuda
-from gemmlab.kernels.cuda._tma import TiledMap
+from gemmlab.kernels.cuda.launch.nvrtc import SOURCE_DIRS, _read_source, compile_cuda, source_path
+from gemmlab.kernels.cuda.launch.tma import TiledMap
 from gemmlab.kernels.registry import list_kernels
 from gemmlab.problem import Problem
 
@@ -171,7 +171,7 @@ int main() {
     src = tmp_path / "desc.cpp"
     src.write_text('#include "tc_layout.cuh"\n' + main)
     exe = tmp_path / "desc"
-    subprocess.run([shutil.which("g++") or shutil.which("clang++"), "-std=c++17", *HOST_SHIM, f"-I{SOURCE_DIR}",
+    subprocess.run([shutil.which("g++") or shutil.which("clang++"), "-std=c++17", *HOST_SHIM, *INCLUDES,
                     "-DBM=128", "-DBN=256", "-o", str(exe), str(src)], check=True)
     out = subprocess.run([str(exe)], input="\n".join(f"{a} {o} {l}" for a, o, l in cases), capture_output=True,
                          text=True, check=True).stdout.splitlines()
@@ -207,7 +207,7 @@ def test_tile_order_is_a_grouped_snake():
 
 
 def _host_block(header: str, name: str) -> str:
-    text = (SOURCE_DIR / header).read_text()
+    text = source_path(header).read_text()
     begin, end = f"// begin {name} arithmetic", f"// end {name} arithmetic"
     return text[text.index(begin):text.index(end)]
 
@@ -232,6 +232,7 @@ def test_tile_order_matches_device_scheduler(tmp_path):
 
 
 HOST_SHIM = ["-D__host__=", "-D__device__=", "-D__forceinline__=inline"]  # device qualifiers, gone on the host
+INCLUDES = [f"-I{d}" for d in SOURCE_DIRS]  # the folders NVRTC finds the headers in
 
 
 @pytest.mark.skipif(shutil.which("g++") is None and shutil.which("clang++") is None,
@@ -392,10 +393,10 @@ PERSISTENT_SOURCES = ("tc4_persistent.cu", "tc5_swap_ab.cu", "tc7_3xtf32.cu", "t
 def _kernel_layout(source: str) -> str:
     """The kernel's shared-memory layout (PersistentSmem's arguments, which are SmemLayout's) and the macros they
     name, as its source declares them."""
-    text = (SOURCE_DIR / source).read_text()
+    text = source_path(source).read_text()
     args = re.search(r"const PersistentSmem<(.+?)> sm\(smem_raw\);", text).group(1)
     macros = [found[0] for name in ("CW", "SMALL_BYTES")  # the first definition: the one the kernel compiles with
-              if (found := re.findall(rf"^#define {name} .*$", text + (SOURCE_DIR / "tc_swap.cuh").read_text(), re.M))]
+              if (found := re.findall(rf"^#define {name} .*$", text + source_path("tc_swap.cuh").read_text(), re.M))]
     return "\n".join(macros) + f"\ntypedef SmemLayout<{args}> Layout;\n"
 
 
@@ -429,7 +430,7 @@ int main() {
                 src.write_text('#include "tc_layout.cuh"\n' + _kernel_layout(c.source) + main)
                 exe = tmp_path / f"layout{checked}"
                 subprocess.run([shutil.which("g++") or shutil.which("clang++"), "-std=c++17", *HOST_SHIM,
-                                f"-I{SOURCE_DIR}", *(f"-D{k}={v}" for k, v in d.items()), "-o", str(exe), str(src)],
+                                *INCLUDES, *(f"-D{k}={v}" for k, v in d.items()), "-o", str(exe), str(src)],
                                check=True)
                 got = list(map(int, subprocess.run([str(exe)], capture_output=True, text=True,
                                                    check=True).stdout.split()))
@@ -453,7 +454,7 @@ def test_tma_stores_retire_before_the_ctas_exit():
     """No CTA exits while a TMA store still reads its shared memory. Kept as text: only a GPU run could show the
     race (a CTA whose successor on the SM overwrites the staging boxes mid-store), and no host run can."""
     for source in ("tc4_persistent.cu", "tc8_block_scaled_fp8.cu"):
-        assert "tma_store_wait_all();" in (SOURCE_DIR / source).read_text()
+        assert "tma_store_wait_all();" in source_path(source).read_text()
 
 
 # ---- constraints -------------------------------------------------------------------------------------------
@@ -585,7 +586,7 @@ int main() {
 """
     src = tmp_path / "frag.cpp"
     src.write_text("typedef unsigned u32;\n" + "".join(
-        line + "\n" for line in (SOURCE_DIR / "tc_swap.cuh").read_text().splitlines()
+        line + "\n" for line in source_path("tc_swap.cuh").read_text().splitlines()
         if line.startswith(("#define CW", "#define B_BOX_COLS", "#define B_BOX_TILE_BYTES")))
                    + _host_block("tc_swap.cuh", "fragment") + main)
     exe = tmp_path / "frag"
@@ -760,13 +761,13 @@ def test_producer_and_consumers_walk_the_same_grid():
     """The stream-K arithmetic itself runs on the host (test_stream_k_device_arithmetic_runs_like_the_model).
     Kept as text: the producer's walk (produce_ring, run by produce) and each level's consumer walk are device code
     (TMA, mbarriers); that they are built from the same grid, and so hand out the same units, shows only here."""
-    common = (SOURCE_DIR / "tc_pipeline.cuh").read_text()
+    common = source_path("tc_pipeline.cuh").read_text()
     assert "for (Walk u(cta, ctas, tiles, KT); u.valid(); u.next(), ++unit)" in common  # the producer's (produce_ring)
-    persistent = (SOURCE_DIR / "tc_persistent.cuh").read_text()
+    persistent = source_path("tc_persistent.cuh").read_text()
     assert "produce_ring<STAGES>(sm.smem, sm.full, sm.empty, grid.cluster, grid.clusters, grid.tiles, grid.KT," \
         in persistent
     for level in ("tc4_persistent.cu", "tc5_swap_ab.cu"):
-        src = (SOURCE_DIR / level).read_text()
+        src = source_path(level).read_text()
         assert "produce<" in src and "grid, sm, tid," in src  # the producer of the level's own grid
         assert src.count("for (Walk u(grid.cluster, grid.clusters, grid.tiles, grid.KT); u.valid(); u.next())") == 1
         # the unit's k-tiles from u.kb (tc4 may peel the first off the loop: EPI_DEFER)

@@ -16,13 +16,14 @@ import pytest
 from gemmlab import driver
 from gemmlab.device import GPUInfo
 from gemmlab.kernels.cuda import _tc_plan
-from gemmlab.kernels.cuda._gpu import Resources
-from gemmlab.kernels.cuda._nvrtc import SOURCE_DIR, compile_cuda
+from gemmlab.kernels.cuda.launch.gpu import Resources
+from gemmlab.kernels.cuda.launch.nvrtc import SOURCE_DIRS, compile_cuda
 from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout
 from gemmlab.kernels.registry import get_kernel
 from gemmlab.problem import Problem
 
 H200 = GPUInfo("NVIDIA H200", 132, (9, 0), 60 * 2**20, 232448, 1980.0, 141 * 2**30, "13.0", "13.0")
+INCLUDES = [f"-I{d}" for d in SOURCE_DIRS]  # the folders NVRTC finds the headers in
 
 
 @pytest.fixture(scope="module")
@@ -134,7 +135,7 @@ def test_tc_args_layout_matches_the_compiled_struct(tmp_path, struct, cname):
         }}
         """))
     exe = tmp_path / "layout"
-    subprocess.run(["g++", "-std=c++17", f"-I{SOURCE_DIR}", "-o", str(exe), str(src)], check=True)
+    subprocess.run(["g++", "-std=c++17", *INCLUDES, "-o", str(exe), str(src)], check=True)
     printed = dict(line.split() for line in subprocess.run([str(exe)], capture_output=True, text=True,
                                                              check=True).stdout.splitlines())
     assert {f: int(printed[f]) for f in want} == want
@@ -323,7 +324,7 @@ def _forbid_files_and_the_compiler(monkeypatch):
     """From here on, opening a file or compiling raises: what a launch of a made plan may not do."""
     import builtins
 
-    from gemmlab.kernels.cuda import _nvrtc
+    from gemmlab.kernels.cuda.launch import nvrtc as _nvrtc
 
     def refuse(*args, **kwargs):
         raise AssertionError("the hot path touched a file or the compiler")
@@ -346,7 +347,7 @@ def test_launches_compile_nothing_and_read_no_file(stub, monkeypatch):
                                   "cuda/tc4_persistent_bf16", "cuda/tc4_persistent_tf32"])
 def test_the_public_plan_path_runs_on_the_default_resources(stub, monkeypatch, name):
     """spec.plan() as gemmlab.matmul and the harness call it: the default Resources object, every level kind."""
-    from gemmlab.kernels.cuda import _gpu
+    from gemmlab.kernels.cuda.launch import gpu as _gpu
 
     stub.stub_reset()
     host = HostGPU(stub)

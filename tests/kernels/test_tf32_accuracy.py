@@ -15,7 +15,7 @@ import pytest
 from gemmlab import numerics as nm
 from gemmlab.errors import InvalidConfigError
 from gemmlab.kernels.cuda import tc_common
-from gemmlab.kernels.cuda._nvrtc import SOURCE_DIR, compile_cuda
+from gemmlab.kernels.cuda.launch.nvrtc import compile_cuda, source_path
 from gemmlab.kernels.plan import COL, Layout
 from gemmlab.kernels.registry import get_kernel
 from gemmlab.problem import Problem
@@ -47,7 +47,7 @@ def edge_floats() -> np.ndarray:
 # ---- the device arithmetic on the host ------------------------------------------------------------------------
 @pytest.mark.skipif(CXX is None, reason="no host C++ compiler to run the device arithmetic with")
 def test_device_tf32_arithmetic_matches_numerics_bit_for_bit(tmp_path):
-    text = (SOURCE_DIR / "tc_tf32.cuh").read_text()
+    text = source_path("tc_tf32.cuh").read_text()
     block = text[text.index("// begin tf32 arithmetic"):text.index("// end tf32 arithmetic")]
     main = r"""
 int main() {

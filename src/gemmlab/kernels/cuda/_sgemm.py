@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
-from gemmlab.kernels.cuda._kernel import CudaKernel
+from gemmlab.kernels.cuda.launch.kernel import CudaKernel
 from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.plan import ROW_MAJOR
 from gemmlab.kernels.spec import SM_COUNT, Traffic, tiled_traffic

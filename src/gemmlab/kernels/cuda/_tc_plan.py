@@ -17,9 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gemmlab import driver
-from gemmlab.kernels.cuda._gpu import RESOURCES, Resources
-from gemmlab.kernels.cuda._nvrtc import compile_cuda
-from gemmlab.kernels.cuda._tma import LinearMap, TiledMap
+from gemmlab.kernels.cuda.launch.gpu import RESOURCES, Resources
+from gemmlab.kernels.cuda.launch.nvrtc import compile_cuda
+from gemmlab.kernels.cuda.launch.tma import LinearMap, TiledMap
 from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.plan import COL, Plan
 

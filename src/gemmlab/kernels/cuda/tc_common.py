@@ -29,8 +29,8 @@ from typing import ClassVar
 
 from gemmlab.errors import LayoutError, Refusal, SizeLimitError
 from gemmlab.fp8 import E4M3, E5M2
-from gemmlab.kernels.cuda._kernel import CudaKernel
-from gemmlab.kernels.cuda._tma import TiledMap
+from gemmlab.kernels.cuda.launch.kernel import CudaKernel
+from gemmlab.kernels.cuda.launch.tma import TiledMap
 from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout
 from gemmlab.kernels.spec import INT32_MAX, SM_COUNT, Instrumented, Traffic, tile_walk, tiled_traffic

@@ -24,7 +24,7 @@ loads' guards and C's stores are guarded (store_tile), so any M, N, K >= 1 is va
 
 Measured: docs/fp32_ladder.md (with the configuration each shape ran), results/h200/fp32.json.
 """
-from gemmlab.kernels.cuda._kernel import CudaKernel
+from gemmlab.kernels.cuda.launch.kernel import CudaKernel
 from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.cuda._sgemm import (AutotunedKernel, divides, residency_errors, traffic_of, warptile_errors,
                                         warptile_threads)

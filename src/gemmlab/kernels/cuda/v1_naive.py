@@ -8,7 +8,7 @@ Block 32×32 = 1024 threads, as in the seeds.
 
 Measured: docs/fp32_ladder.md (timings, counters), docs/seeds.md; results/h200/fp32.json.
 """
-from gemmlab.kernels.cuda._kernel import CudaKernel
+from gemmlab.kernels.cuda.launch.kernel import CudaKernel
 from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.spec import naive_traffic
 

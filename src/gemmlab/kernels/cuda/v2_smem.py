@@ -11,7 +11,7 @@ multiple of 32; this one stores only when both hold, and stages zeros for out-of
 
 Measured: docs/fp32_ladder.md (timings, counters), docs/seeds.md; results/h200/fp32.json.
 """
-from gemmlab.kernels.cuda._kernel import CudaKernel
+from gemmlab.kernels.cuda.launch.kernel import CudaKernel
 from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.spec import SM_COUNT, tiled_traffic
 

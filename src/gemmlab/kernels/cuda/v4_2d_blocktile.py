@@ -10,7 +10,7 @@ shared loads down a column: that is V5's target.
 
 Measured: docs/fp32_ladder.md, results/h200/fp32.json.
 """
-from gemmlab.kernels.cuda._kernel import CudaKernel
+from gemmlab.kernels.cuda.launch.kernel import CudaKernel
 from gemmlab.kernels.cuda._sgemm import block_tile_grid, scalar_staging_errors, thread_tile_warp, traffic_of
 
 

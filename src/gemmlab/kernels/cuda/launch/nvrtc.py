@@ -18,8 +18,19 @@ from typing import Mapping
 from gemmlab.cache import cache_root
 from gemmlab.errors import CompileError
 
-SOURCE_DIR = Path(__file__).parent
+_KERNELS = Path(__file__).parents[1]  # kernels/cuda
+# Where sources and headers are found, by file name alone (a spec's ``source``, an ``#include "x.cuh"``): a name
+# lives in one folder only, so where a file sits never changes the text NVRTC compiles.
+SOURCE_DIRS = (_KERNELS,)
 DEFAULT_ARCH = "sm_90a"
+
+
+def source_path(name: str) -> Path:
+    """The file ``name`` (a .cu source or a .cuh header) in the first folder of SOURCE_DIRS that holds it."""
+    for folder in SOURCE_DIRS:
+        if (folder / name).is_file():
+            return folder / name
+    raise CompileError(f"no CUDA source {name!r} under {', '.join(str(d) for d in SOURCE_DIRS)}")
 
 
 @dataclass(frozen=True)
@@ -107,7 +118,7 @@ def _read_source(source: str, seen: set[str] | None = None) -> str:
     """Source text with local ``#include "x.cuh"`` lines inlined, so the hash covers headers too. Each header is
     inlined once, where it is first included, as its ``#pragma once`` asks: NVRTC then compiles one text."""
     seen = set() if seen is None else seen
-    text = (SOURCE_DIR / source).read_text()
+    text = source_path(source).read_text()
 
     def inline(match: re.Match) -> str:
         header = match.group(1)
@@ -154,7 +165,7 @@ def _compile_cached(source: str, entry: str, defines: tuple[tuple[str, str], ...
 
 def compile_cuda(source: str, entry: str, defines: Mapping[str, object] | None = None,
                  arch: str = DEFAULT_ARCH) -> Compiled:
-    """Compile ``kernels/cuda/<source>`` and return the cubin with its ptxas report for ``entry``."""
+    """Compile ``source`` (a file name found through SOURCE_DIRS) and return the cubin with its ptxas report for ``entry``."""
     defs = tuple(sorted((str(k), str(v)) for k, v in (defines or {}).items()))
     return _compile_cached(source, entry, defs, arch)
 

@@ -9,7 +9,7 @@ from gemmlab.kernels.geometry import Geometry
 class Resources:
     def kernel(self, compiled, smem: int):
         """The loaded kernel (cuda.core): ``int(k.handle)`` is its CUkernel."""
-        from gemmlab.kernels.cuda._nvrtc import load_kernel
+        from gemmlab.kernels.cuda.launch.nvrtc import load_kernel
 
         return load_kernel(compiled, smem)
 
@@ -35,7 +35,7 @@ class Resources:
             import cupy
             from cuda.core import LaunchConfig
 
-            from gemmlab.kernels.cuda._nvrtc import _as_core_stream
+            from gemmlab.kernels.cuda.launch.nvrtc import _as_core_stream
 
             config = LaunchConfig(grid=(max(1, geo.grid[0] // cluster[0]), 1, 1), cluster=cluster, block=geo.block,
                                   shmem_size=geo.smem)

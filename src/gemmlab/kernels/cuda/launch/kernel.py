@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import Callable, ClassVar
 
 from gemmlab import driver
-from gemmlab.kernels.cuda._gpu import RESOURCES, Resources
-from gemmlab.kernels.cuda._nvrtc import DEFAULT_ARCH, Compiled, compile_cuda
+from gemmlab.kernels.cuda.launch.gpu import RESOURCES, Resources
+from gemmlab.kernels.cuda.launch.nvrtc import DEFAULT_ARCH, Compiled, compile_cuda
 from gemmlab.kernels.geometry import Geometry
 from gemmlab.kernels.plan import ROW_MAJOR, Layout, Plan
 from gemmlab.kernels.spec import GPU, KernelSpec
