@@ -26,7 +26,7 @@ LEVELS = {  # module: (level, most registers ptxas may assign, threads per block
 
 
 def spec_of(module: str):
-    (spec,) = importlib.import_module(f"gemmlab.kernels.cuda.{module}").SPECS
+    (spec,) = importlib.import_module(f"gemmlab.kernels.cuda.sgemm.{module}").SPECS
     return spec
 
 
@@ -79,7 +79,7 @@ def test_v9_uses_cached_tuning(tmp_path, monkeypatch):
 
 def test_tune_search_space_is_valid():
     from gemmlab import tune
-    from gemmlab.kernels.cuda.v8_cp_async import constraints
+    from gemmlab.kernels.cuda.sgemm.v8_cp_async import constraints
 
     assert all(constraints(p) == [] for p in tune.SEARCH_SPACE)
     assert len({tuple(sorted(p.items())) for p in tune.SEARCH_SPACE}) == len(tune.SEARCH_SPACE)
@@ -143,7 +143,7 @@ def test_v9_traffic_follows_tuned_tile(tmp_path, monkeypatch):
 def test_tuned_table_configs_compile_without_spills(module, level):
     import importlib
 
-    tuned = importlib.import_module(f"gemmlab.kernels.cuda.{module}")
+    tuned = importlib.import_module(f"gemmlab.kernels.cuda.sgemm.{module}")
     maker = importlib.import_module(tuned.make_spec.__module__)
     for gpu, entries in tuned.TUNED.items():
         for label, entry in entries.items():
@@ -165,8 +165,8 @@ def test_v10_h200_table_fills_the_waves_of_the_seed_shape():
 
 # ---- v10 register prefetch ----------------------------------------------------------------------------------
 def test_v10_default_is_one_block_of_256_threads_per_sm():
-    from gemmlab.kernels.cuda._sgemm import SM_REGISTERS
-    from gemmlab.kernels.cuda.v10_register_prefetch import quads_per_thread, smem_bytes, threads
+    from gemmlab.kernels.cuda.sgemm.common.sgemm import SM_REGISTERS
+    from gemmlab.kernels.cuda.sgemm.v10_register_prefetch import quads_per_thread, smem_bytes, threads
 
     spec = spec_of("v10_register_prefetch")
     p = dict(spec.params)
@@ -179,7 +179,7 @@ def test_v10_default_is_one_block_of_256_threads_per_sm():
 
 def test_v10_numba_tiling_fits_two_blocks_per_sm():
     """numba's v10_register_prefetch tiling in CUDA C: no spills, at most 128 registers (two 256-thread blocks)."""
-    from gemmlab.kernels.cuda.v10_register_prefetch import NUMBA_V8, make_spec, threads
+    from gemmlab.kernels.cuda.sgemm.v10_register_prefetch import NUMBA_V8, make_spec, threads
 
     assert threads(NUMBA_V8) == 256
     report = make_spec("cuda/v10_register_prefetch", 10, "numba", NUMBA_V8, "").compile("sm_90a").report
@@ -188,7 +188,7 @@ def test_v10_numba_tiling_fits_two_blocks_per_sm():
 
 def test_v10_search_space_is_valid_and_compiles_without_spills():
     from gemmlab import tune
-    from gemmlab.kernels.cuda.v10_register_prefetch import NUMBA_V8, PARAMS, constraints, make_spec
+    from gemmlab.kernels.cuda.sgemm.v10_register_prefetch import NUMBA_V8, PARAMS, constraints, make_spec
 
     space = tune.V10_SEARCH_SPACE
     assert all(constraints(p) == [] for p in space)
@@ -244,7 +244,7 @@ V10_HOST_CONFIGS = {
 @pytest.mark.usefixtures("host_builds")
 @pytest.mark.parametrize("config", V10_HOST_CONFIGS)
 def test_v10_kernel_source_on_cpu(config):
-    from gemmlab.kernels.cuda import v10_register_prefetch as v10
+    from gemmlab.kernels.cuda.sgemm import v10_register_prefetch as v10
 
     chosen = V10_HOST_CONFIGS[config]
     p = dict(v10.PARAMS) if chosen is None else getattr(v10, chosen) if isinstance(chosen, str) else chosen
@@ -260,7 +260,7 @@ def test_v10_kernel_source_on_cpu(config):
 
 def test_autotuned_records_the_parameters_it_runs_with():
     """v9 resolves its tile per shape: the spec the bench records and compiles is the tuned one, not v8's fallback."""
-    from gemmlab.kernels.cuda.v9_autotuned import TUNED
+    from gemmlab.kernels.cuda.sgemm.v9_autotuned import TUNED
     from gemmlab.kernels.registry import get_kernel
 
     spec = get_kernel("cuda/v9_autotuned")
@@ -273,7 +273,7 @@ def test_autotuned_records_the_parameters_it_runs_with():
 
 def test_v10_configurations_cover_every_tile_it_can_pick(tmp_path, monkeypatch):
     from gemmlab import tune
-    from gemmlab.kernels.cuda.v10_register_prefetch import TUNED
+    from gemmlab.kernels.cuda.sgemm.v10_register_prefetch import TUNED
 
     monkeypatch.setenv("GEMMLAB_CACHE", str(tmp_path))
     spec = spec_of("v10_register_prefetch")

@@ -29,7 +29,7 @@ SHAPES = {
 
 
 def spec_of(module: str):
-    (spec,) = importlib.import_module(f"gemmlab.kernels.cuda.{module}").SPECS
+    (spec,) = importlib.import_module(f"gemmlab.kernels.cuda.sgemm.{module}").SPECS
     return spec
 
 

@@ -4,7 +4,7 @@ import pytest
 from gemmlab.errors import InvalidConfigError
 from gemmlab.kernels.cuda.launch.kernel import CudaKernel
 from gemmlab.kernels.cuda.launch.nvrtc import parse_ptxas
-from gemmlab.kernels.cuda.v2_smem import _constraints, _geometry
+from gemmlab.kernels.cuda.sgemm.v2_smem import _constraints, _geometry
 from gemmlab.kernels.registry import get_kernel
 from gemmlab.problem import Problem
 

@@ -14,8 +14,8 @@ Predicted gain: 1.05-1.15× V5.
 Measured: docs/fp32_ladder.md (with V5's and V6's bank-conflict counters), results/h200/fp32.json.
 """
 from gemmlab.kernels.cuda.launch.kernel import CudaKernel
-from gemmlab.kernels.cuda._sgemm import block_tile_grid, thread_tile_warp, traffic_of
-from gemmlab.kernels.cuda.v5_vectorized import _constraints, _threads
+from gemmlab.kernels.cuda.sgemm.common.sgemm import block_tile_grid, thread_tile_warp, traffic_of
+from gemmlab.kernels.cuda.sgemm.v5_vectorized import _constraints, _threads
 
 PARAMS = {"BM": 128, "BN": 128, "BK": 8}
 SPECS = [

@@ -26,8 +26,8 @@ Measured: docs/fp32_ladder.md (with the configuration each shape ran), results/h
 """
 from gemmlab.kernels.cuda.launch.kernel import CudaKernel
 from gemmlab.kernels.geometry import Geometry, ceil_div
-from gemmlab.kernels.cuda._sgemm import (AutotunedKernel, divides, residency_errors, traffic_of, warptile_errors,
-                                        warptile_threads)
+from gemmlab.kernels.cuda.sgemm.common.sgemm import (AutotunedKernel, divides, residency_errors, traffic_of,
+                                                     warptile_errors, warptile_threads)
 
 # Every parameter the kernel source reads; a config must name them all.
 PARAM_NAMES = ("BM", "BN", "BK", "WM", "WN", "RM", "RN", "GROUP_M", "MIN_BLOCKS")

@@ -13,7 +13,8 @@ of B read by neighbouring lanes are 32 bytes apart (2-way conflicts too): V6 rem
 Measured: docs/fp32_ladder.md, results/h200/fp32.json.
 """
 from gemmlab.kernels.cuda.launch.kernel import CudaKernel
-from gemmlab.kernels.cuda._sgemm import block_tile_grid, divides, staged_quads_errors, thread_tile_warp, traffic_of
+from gemmlab.kernels.cuda.sgemm.common.sgemm import (block_tile_grid, divides, staged_quads_errors, thread_tile_warp,
+                                                     traffic_of)
 
 
 def _threads(p):

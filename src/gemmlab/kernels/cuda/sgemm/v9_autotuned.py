@@ -15,9 +15,9 @@ Measured: docs/fp32_ladder.md (with the configuration each shape ran), results/h
 """
 from __future__ import annotations
 
-from gemmlab.kernels.cuda._sgemm import AutotunedKernel
-from gemmlab.kernels.cuda.v8_cp_async import PARAMS as V8_PARAMS
-from gemmlab.kernels.cuda.v8_cp_async import make_spec
+from gemmlab.kernels.cuda.sgemm.common.sgemm import AutotunedKernel
+from gemmlab.kernels.cuda.sgemm.v8_cp_async import PARAMS as V8_PARAMS
+from gemmlab.kernels.cuda.sgemm.v8_cp_async import make_spec
 
 # Winners of `gemmlab tune` measured on the named GPU, used when the local cache has nothing.
 _T16x8 = {"BM": 256, "BN": 128, "BK": 16, "WM": 64, "WN": 64, "RM": 4, "RN": 2, "STAGES": 3, "GROUP_M": 1,

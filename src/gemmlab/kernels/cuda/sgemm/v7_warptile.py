@@ -13,7 +13,7 @@ Predicted gain: 1.05-1.10× V6. The global → shared staging still stalls every
 Measured: docs/fp32_ladder.md, results/h200/fp32.json.
 """
 from gemmlab.kernels.cuda.launch.kernel import CudaKernel
-from gemmlab.kernels.cuda._sgemm import block_tile_grid, divides, staged_quads_errors, traffic_of
+from gemmlab.kernels.cuda.sgemm.common.sgemm import block_tile_grid, divides, staged_quads_errors, traffic_of
 
 
 def _threads(p):

@@ -11,7 +11,7 @@ shared loads down a column: that is V5's target.
 Measured: docs/fp32_ladder.md, results/h200/fp32.json.
 """
 from gemmlab.kernels.cuda.launch.kernel import CudaKernel
-from gemmlab.kernels.cuda._sgemm import block_tile_grid, scalar_staging_errors, thread_tile_warp, traffic_of
+from gemmlab.kernels.cuda.sgemm.common.sgemm import block_tile_grid, scalar_staging_errors, thread_tile_warp, traffic_of
 
 
 def _threads(p):
