@@ -49,14 +49,14 @@ EOF
 
 step compile 90 python3 - <<'EOF'
 from gemmlab.kernels.registry import get_kernel
-from gemmlab.kernels.cuda import tc_common
+from gemmlab.kernels.cuda.tc.model.budget import smem_bytes
 for name in ("cuda/tc4_persistent_fp8", "cuda/tc8_block_scaled_fp8", "cuda/tc8_promoted_fp8"):
     for spec in get_kernel(name).configurations(formats=True):
         r = spec.compile("sm_90a").report
         p = spec.params
         print(f"{name} BN={p['BN']} A_E5M2={p['A_E5M2']} B_E5M2={p['B_E5M2']} OUT_BF16={p['OUT_BF16']}: "
               f"{r.registers} regs, {r.spills} spill bytes, {r.stack_bytes} stack, "
-              f"{tc_common.smem_bytes(dict(p))} B dynamic smem")
+              f"{smem_bytes(dict(p))} B dynamic smem")
 EOF
 
 step checks 90 python3 - <<'EOF'

@@ -7,7 +7,7 @@ import pytest
 
 from gemmlab.errors import GemmlabError
 from gemmlab.harness import timeline
-from gemmlab.kernels.cuda.tc_common import TL_SLOTS
+from gemmlab.kernels.cuda.tc.model.timeline import TL_SLOTS
 from gemmlab.kernels.registry import get_kernel, list_kernels
 from gemmlab.problem import Problem
 

@@ -316,7 +316,9 @@ def test_sanitizer_child_runs_the_stream_k_levels_through_whole_tiles_and_a_spli
 
     from gemmlab import device
     from gemmlab.harness import sweep
-    from gemmlab.kernels.cuda.tc_common import bk, ceil_div, stream_k_dp_tiles, stream_k_grid
+    from gemmlab.kernels.cuda.tc.model.stream_k import stream_k_dp_tiles, stream_k_grid
+    from gemmlab.kernels.cuda.tc.model.tiles import bk
+    from gemmlab.kernels.geometry import ceil_div
     from gemmlab.kernels.registry import get_kernel
     from gemmlab.problem import Problem
 

@@ -13,7 +13,8 @@ import sass
 
 from gemmlab import fp8
 from gemmlab.errors import InvalidConfigError, NoGPUError
-from gemmlab.kernels.cuda import tc_common
+from gemmlab.kernels.cuda.tc.model.budget import C_BOX_BYTES, SMEM_LIMIT, scale_bytes, smem_bytes, stage_bytes
+from gemmlab.kernels.cuda.tc.model.tiles import bk
 from gemmlab.kernels.cuda.launch.nvrtc import _nvrtc_version, source_path
 from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout, target_layout
 from gemmlab.kernels.registry import get_kernel, list_kernels
@@ -307,7 +308,7 @@ int main() {
     rows = [tuple(map(int, line.split())) for line in
             subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()]
     assert rows == [(256, 2, 16384, 1), (256, 4, 49152, 0), (192, 2, 8192, 1), (192, 4, 32768, 0)]
-    assert all(tc_common.stage_bytes(128, bn) == (128 + bn) * 128 for bn in (192, 256))
+    assert all(stage_bytes(128, bn) == (128 + bn) * 128 for bn in (192, 256))
 
 
 @pytest.mark.skipif(GXX is None, reason="no host C++ compiler to run the device arithmetic with")
@@ -317,7 +318,7 @@ int main() {
                                       "SCALE_TMA": 2}], ids=str)
 def test_scale_area_is_the_shared_memory_the_host_gives_it(changes, tmp_path):
     """tc8's scale slots and, with SCALE_TMA=2, their ring's barriers (scale_area_bytes, host-compiled) take the
-    bytes the launch's shared-memory model (tc_common.scale_bytes) gives them, so the ring's barriers after them
+    bytes the launch's shared-memory model (scale_bytes) gives them, so the ring's barriers after them
     stay inside the launch."""
     p = {**TC8.params, **changes}
     src = tmp_path / "area.cpp"
@@ -328,8 +329,8 @@ def test_scale_area_is_the_shared_memory_the_host_gives_it(changes, tmp_path):
     defines = [f"-D{k}={p[k]}" for k in ("BM", "BN", "STAGES", "SCALE_TMA")]
     subprocess.run([GXX, "-O1", "-std=c++17", *defines, "-o", str(exe), str(src)], check=True)
     area = int(subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout)
-    assert area == tc_common.scale_bytes(p) and (area > 0) == (p["SCALE_TMA"] > 0)
-    assert tc_common.smem_bytes(p) <= tc_common.SMEM_LIMIT
+    assert area == scale_bytes(p) and (area > 0) == (p["SCALE_TMA"] > 0)
+    assert smem_bytes(p) <= SMEM_LIMIT
 
 
 @pytest.mark.skipif(not sass.AVAILABLE, reason="no cuobjdump and nvdisasm to disassemble with")
@@ -458,14 +459,14 @@ int main() {
 
 # ---- operands, C and the shared memory they take ------------------------------------------------------------------
 def test_a_k_tile_is_128_of_k_in_the_same_stage_bytes():
-    assert tc_common.bk("fp8") == tc_common.bk("fp8_block") == 128
+    assert bk("fp8") == bk("fp8_block") == 128
     for spec, stage in ((TC4, 384 * 128), (TC8, 320 * 128)):
         p = Problem(1000, 520, 208, spec.precision)
         a, b = spec.operand_maps(p, lda=208, ldb=208, b_kmajor=True)
         assert a.dtype == b.dtype == "fp8" and not a.errors() and not b.errors()
         assert (a.rows, a.cols, a.box_rows, a.box_cols) == (1000, 208, spec.params["BM"], 128)  # A: M rows of K
         assert (b.rows, b.cols, b.box_rows, b.box_cols) == (520, 208, 64, 128)  # B: N rows of K, 64-row boxes
-        assert a.box_bytes + spec.params["BN"] // 64 * b.box_bytes == tc_common.stage_bytes(
+        assert a.box_bytes + spec.params["BN"] // 64 * b.box_bytes == stage_bytes(
             spec.params["BM"], spec.params["BN"]) == stage
     # a K whose rows are not 16 bytes is what the plan stages (TMA strides in 16-byte units)
     assert TC4.operand_maps(Problem(64, 64, 100, "fp8"), lda=100, ldb=100, b_kmajor=True)[0].errors()
@@ -474,7 +475,7 @@ def test_a_k_tile_is_128_of_k_in_the_same_stage_bytes():
 def test_c_maps_and_when_tma_stores_c():
     p = Problem(300, 520, 256, "fp8")
     c = TC4.c_map(p)
-    assert (c.dtype, c.box_rows, c.box_cols, c.box_bytes) == ("bf16", 64, 64, tc_common.C_BOX_BYTES)
+    assert (c.dtype, c.box_rows, c.box_cols, c.box_bytes) == ("bf16", 64, 64, C_BOX_BYTES)
     fp32 = TC4.for_formats(fp8.E4M3, fp8.E4M3, "float32")
     assert (fp32.c_map(p).dtype, fp32.c_map(p).box_cols) == ("fp32", 32)
     assert TC4.c_by_tma(p, 0x7F0000000000)
@@ -483,12 +484,12 @@ def test_c_maps_and_when_tma_stores_c():
     # tc4: 4 stages of 48 KB and 16 B of barriers, 2 warpgroups' two 8 KB boxes of C, 1 KB of alignment slack; tc8:
     # 4 stages of 40 KB, 3 warpgroups' boxes and each slot's scales (196 floats of A's in 896 bytes, two 128-byte
     # places of B's); tc4 with four boxes per warpgroup (its whole 64x256 BF16 fragment) on 3 stages
-    assert tc_common.smem_bytes(dict(TC4.params)) == 4 * (49152 + 16) + 2 * 2 * 8192 + 1024 == 230_464
+    assert smem_bytes(dict(TC4.params)) == 4 * (49152 + 16) + 2 * 2 * 8192 + 1024 == 230_464
     # the scale ring: twice the stages' slots of 896 + 256 bytes, and a full and an empty barrier per slot
     ring = 4 * (40960 + 16) + 8 * (896 + 256) + 8 * 16
-    assert tc_common.smem_bytes(dict(TC8.params)) == ring + 3 * 2 * 8192 + 1024 == 223_424
-    assert tc_common.smem_bytes({**TC4.params, "EPI_BOXES": 4, "STAGES": 3}) == 3 * (49152 + 16) + 2 * 4 * 8192 + 1024
-    assert max(tc_common.smem_bytes(dict(TC4.params)), tc_common.smem_bytes(dict(TC8.params))) <= tc_common.SMEM_LIMIT
+    assert smem_bytes(dict(TC8.params)) == ring + 3 * 2 * 8192 + 1024 == 223_424
+    assert smem_bytes({**TC4.params, "EPI_BOXES": 4, "STAGES": 3}) == 3 * (49152 + 16) + 2 * 4 * 8192 + 1024
+    assert max(smem_bytes(dict(TC4.params)), smem_bytes(dict(TC8.params))) <= SMEM_LIMIT
 
 
 def test_fp8_reads_b_k_major_only_and_refuses_a_row_major_b_with_the_reason():

@@ -12,7 +12,16 @@ import pytest
 import sass
 
 from gemmlab.errors import CompileError, InvalidConfigError
-from gemmlab.kernels.cuda import tc5_swap_ab, tc_common
+from gemmlab.kernels.cuda import tc5_swap_ab
+from gemmlab.kernels.cuda.tc.model.budget import (ALIGN_SLACK, C_BOX_BYTES, SMEM_LIMIT, epilogue_bytes,
+                                                  launch_registers, pass_bytes, smem_bytes, stage_bytes)
+from gemmlab.kernels.cuda.tc.model.constraints import wgmma_constraints
+from gemmlab.kernels.cuda.tc.model.kernel import WgmmaKernel
+from gemmlab.kernels.cuda.tc.model.stream_k import (SK_FILL, SK_MIN_KTILES, SK_SKIP_FILL, stream_k_dp_tiles,
+                                                    stream_k_grid, stream_k_partials, stream_k_units)
+from gemmlab.kernels.cuda.tc.model.tiles import ONE_LAUNCH_MAX_K, bk, narrow_pays, tile_order, wgmma_desc
+from gemmlab.kernels.cuda.tc.model.timeline import TIMELINE_SOURCES, TL_SLOTS
+from gemmlab.kernels.cuda.tc.model.traffic import wgmma_traffic
 from gemmlab.kernels.cuda.launch.nvrtc import SOURCE_DIRS, _read_source, compile_cuda, source_path
 from gemmlab.kernels.cuda.launch.tma import TiledMap
 from gemmlab.kernels.registry import list_kernels
@@ -127,35 +136,35 @@ def test_operand_maps_match_kernel_boxes(prec):
     spec = next(s for s in WGMMA if s.level == 4 and s.precision == prec)
     p = Problem(1000, 520, 200, prec)
     a, b = spec.operand_maps(p, lda=200, ldb=520 if prec == "bf16" else 200)
-    bk = tc_common.bk(prec)
-    assert (a.rows, a.cols, a.box_rows, a.box_cols) == (1000, 200, 128, bk)
+    kt = bk(prec)
+    assert (a.rows, a.cols, a.box_rows, a.box_cols) == (1000, 200, 128, kt)
     if prec == "bf16":  # B as given: K rows of N, boxes of BK rows x 64 columns
-        assert (b.rows, b.cols, b.box_rows, b.box_cols) == (200, 520, bk, 64)
+        assert (b.rows, b.cols, b.box_rows, b.box_cols) == (200, 520, kt, 64)
     else:  # Bᵀ: N rows of K
-        assert (b.rows, b.cols, b.box_rows, b.box_cols) == (520, 200, 64, bk)
+        assert (b.rows, b.cols, b.box_rows, b.box_cols) == (520, 200, 64, kt)
     # every box lands exactly in the stage bytes the kernel expects on its barrier
     boxes_b = spec.params["BN"] // 64
-    assert a.box_bytes + boxes_b * b.box_bytes == tc_common.stage_bytes(spec.params["BM"], spec.params["BN"])
+    assert a.box_bytes + boxes_b * b.box_bytes == stage_bytes(spec.params["BM"], spec.params["BN"])
     assert not a.errors() and not b.errors()
 
 
 # ---- wgmma descriptors -------------------------------------------------------------------------------------
 def test_wgmma_descriptor_fields():
-    d = tc_common.wgmma_desc(0x1_2400, 16, 1024)
+    d = wgmma_desc(0x1_2400, 16, 1024)
     assert d & 0x3FFF == 0x1_2400 >> 4
     assert (d >> 16) & 0x3FFF == 1  # leading byte offset, 16-byte units
     assert (d >> 32) & 0x3FFF == 64  # stride byte offset 1024
     assert (d >> 49) & 0x7 == 0  # base offset: tiles are 1024-byte aligned
     assert d >> 62 == 1  # 128-byte swizzle
-    d = tc_common.wgmma_desc(0x400, 8192, 1024)
+    d = wgmma_desc(0x400, 8192, 1024)
     assert (d >> 16) & 0x3FFF == 512
-    assert tc_common.wgmma_desc(0x4_0000 + 0x400, 16, 1024) & 0x3FFF == 0x400 >> 4  # 18-bit shared window
+    assert wgmma_desc(0x4_0000 + 0x400, 16, 1024) & 0x3FFF == 0x400 >> 4  # 18-bit shared window
 
 
 @pytest.mark.skipif(shutil.which("g++") is None and shutil.which("clang++") is None,
                     reason="no host C++ compiler to run the device arithmetic with")
 def test_device_descriptor_matches_host(tmp_path):
-    """tc_layout.cuh's descriptors compiled on the host: wgmma_desc equals tc_common.wgmma_desc, and the
+    """tc_layout.cuh's descriptors compiled on the host: wgmma_desc equals wgmma_desc, and the
     mainloop's split form (desc_lo plus 16-byte steps, then desc_of) equals the whole descriptor of the moved
     address, for tile starts across the shared window, with a cluster rank above it, at every K step."""
     cases = [(rank << 24 | addr, off, lbo) for rank in (0, 1) for addr in range(0, 227 * 1024, 3 * 1024)
@@ -178,8 +187,8 @@ int main() {
     assert len(out) == len(cases)
     for (addr, off, lbo), line in zip(cases, out):
         whole, split = map(int, line.split())
-        assert whole == tc_common.wgmma_desc(addr, lbo, 1024), (addr, lbo)
-        assert split == tc_common.wgmma_desc((addr & 0x3FFFF) + off, lbo, 1024), (addr, off, lbo)
+        assert whole == wgmma_desc(addr, lbo, 1024), (addr, lbo)
+        assert split == wgmma_desc((addr & 0x3FFFF) + off, lbo, 1024), (addr, off, lbo)
 
 
 @pytest.mark.parametrize("lbo", [16, 8192])
@@ -194,12 +203,12 @@ def test_split_descriptor_steps_equal_whole_descriptors(lbo):
         for addr in range(0, 227 * 1024 - 48 * 1024, 1024):
             for off in (0, 32, 64, 96, 2048, 4096, 6144):
                 a = (rank << 24) | addr
-                assert split(a, off, 1024) == tc_common.wgmma_desc(addr + off, lbo, 1024)
+                assert split(a, off, 1024) == wgmma_desc(addr + off, lbo, 1024)
 
 
 # ---- tile order and geometry -------------------------------------------------------------------------------
 def test_tile_order_is_a_grouped_snake():
-    order = tc_common.tile_order(5, 3, 2)
+    order = tile_order(5, 3, 2)
     assert sorted(order) == [(m, n) for m in range(5) for n in range(3)]
     assert order[:6] == [(0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (1, 2)]  # a group of 2 rows, column by column
     assert order[6:12] == [(2, 2), (3, 2), (2, 1), (3, 1), (2, 0), (3, 0)]  # the next group right to left
@@ -227,7 +236,7 @@ def test_tile_order_matches_device_scheduler(tmp_path):
     subprocess.run([shutil.which("g++") or shutil.which("clang++"), "-O1", "-o", str(exe), str(src)], check=True)
     got = [tuple(map(int, line.split()))
            for line in subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()]
-    want = [tile for m, n, g in cases for tile in tc_common.tile_order(m, n, g)]
+    want = [tile for m, n, g in cases for tile in tile_order(m, n, g)]
     assert got == want
 
 
@@ -274,7 +283,7 @@ int main() {
         for r in range(cm * cn):
             assert out[row] == f"G {tiles_m} {tiles_n} 128 {132 // (cm * cn)} {r if cm * cn > 1 else 0}"
             row += 1
-            for tm, tn in tc_common.tile_order(tiles_m, tiles_n, group_m):
+            for tm, tn in tile_order(tiles_m, tiles_n, group_m):
                 want = ((tm * cm + r) * bm, tn * bn) if cn == 1 else (tm * bm, (tn * cn + r) * bn)
                 assert tuple(map(int, out[row].split())) == want, (m, n, r, tm, tn)
                 row += 1
@@ -293,8 +302,8 @@ def test_launch_geometry(shape):
             cm, cn = spec.params.get("CM", 1), spec.params.get("CN", 1)
             tiles = -(-p.m // (bm * cm)) * -(-p.n // (bn * cn))
             if spec.params.get("STREAM_K"):
-                kt = -(-p.k // tc_common.bk(spec.precision))
-                assert geo.grid == (tc_common.stream_k_grid(tiles, kt, 132), 1, 1) and geo.grid[0] <= 132
+                kt = -(-p.k // bk(spec.precision))
+                assert geo.grid == (stream_k_grid(tiles, kt, 132), 1, 1) and geo.grid[0] <= 132
             else:
                 assert geo.grid == (min(tiles, 132 // (cm * cn)) * cm * cn, 1, 1)
             assert spec.cluster() == ((cm * cn, 1, 1) if cm * cn > 1 else None)
@@ -310,12 +319,12 @@ def test_shared_memory_budget():
     spec = next(s for s in WGMMA if s.level == 4 and s.precision == "bf16")
     ring = 4 * (384 * 128 + 16)  # 4 stages of a 128-row A and a 256-column B tile, 128 bytes deep, + barriers
     staging = 2 * 2 * 64 * 128  # EPI_TMA: two 64x32 FP32 boxes per consumer warpgroup
-    assert tc_common.smem_bytes(dict(spec.params)) == ring + staging + 1024 <= tc_common.SMEM_LIMIT
-    assert tc_common.smem_bytes({**spec.params, "EPI_TMA": 0}) == ring + 1024
+    assert smem_bytes(dict(spec.params)) == ring + staging + 1024 <= SMEM_LIMIT
+    assert smem_bytes({**spec.params, "EPI_TMA": 0}) == ring + 1024
     tf32 = next(s for s in WGMMA if s.level == 4 and s.precision == "tf32")
-    assert tc_common.smem_bytes(dict(tf32.params)) == ring + staging + 1024  # truncating: the BF16 build's budget
+    assert smem_bytes(dict(tf32.params)) == ring + staging + 1024  # truncating: the BF16 build's budget
     rounded = {**tf32.params, "TF32_ROUND": 2}  # the producer's pass: a `ready` barrier per slot
-    assert tc_common.smem_bytes(rounded) == ring + staging + 4 * 8 + 1024 <= tc_common.SMEM_LIMIT
+    assert smem_bytes(rounded) == ring + staging + 4 * 8 + 1024 <= SMEM_LIMIT
 
 
 # ---- tc4's epilogue through shared memory and TMA (EPI_TMA=1) ------------------------------------------------
@@ -323,7 +332,7 @@ def test_c_map_boxes_are_the_staging_boxes():
     spec = next(s for s in WGMMA if s.level == 4 and s.precision == "bf16")
     m = spec.c_map(Problem(300, 520, 200, "bf16"))
     assert (m.rows, m.cols, m.row_stride, m.box_rows, m.box_cols) == (300, 520, 520, 64, 32)
-    assert m.box_bytes == tc_common.C_BOX_BYTES and not m.errors()
+    assert m.box_bytes == C_BOX_BYTES and not m.errors()
 
 
 def test_c_by_tma_only_where_tma_can_address_c():
@@ -435,16 +444,16 @@ int main() {
                 got = list(map(int, subprocess.run([str(exe)], capture_output=True, text=True,
                                                    check=True).stdout.split()))
                 extra, full, empty, ready, end, launch, *staging = got
-                ring = p["STAGES"] * tc_common.stage_bytes(p["BM"], p["BN"])
+                ring = p["STAGES"] * stage_bytes(p["BM"], p["BN"])
                 assert extra == ring and empty == full + 8 * p["STAGES"] and ready == empty + 8 * p["STAGES"]
-                assert launch == end + tc_common.ALIGN_SLACK
-                assert launch == tc_common.smem_bytes(p), (c.name, p)
+                assert launch == end + ALIGN_SLACK
+                assert launch == smem_bytes(p), (c.name, p)
                 v = dataclasses.replace(c, params=p, whole_tiles=None)  # tc6: its own binary, not its base
                 assert launch == v.launch_geometry(Problem(4096, 4096, 4096, c.precision)).smem, (c.name, p)
-                assert full - extra == tc_common.epilogue_bytes(p) + (tc_common.pass_bytes(p) - 8 * p["STAGES"]
+                assert full - extra == epilogue_bytes(p) + (pass_bytes(p) - 8 * p["STAGES"]
                                                                       if c.source == "tc7_3xtf32.cu" else 0)
                 if epi:
-                    assert staging == [cw * 2 * tc_common.C_BOX_BYTES for cw in range(p["BM"] // 64 + 1)]
+                    assert staging == [cw * 2 * C_BOX_BYTES for cw in range(p["BM"] // 64 + 1)]
                     assert staging[-1] == full - extra  # the last warpgroup's pair ends where the barriers start
                 checked += 1
     assert checked >= 8
@@ -473,9 +482,9 @@ def test_the_compiler_refuses_what_the_constraints_refuse(source, change, messag
     bypasses the Python checks: NVRTC refuses the build with the constraint's reason."""
     spec = next(s for s in WGMMA if s.source == source and s.level in (4, 5))
     defines = {**spec.defines(), **change}
-    tc_common_refuses = tc_common.wgmma_constraints({**spec.params, **change}, specialized=True,
+    host_refuses = wgmma_constraints({**spec.params, **change}, specialized=True,
                                                     swap_ab=spec.swap_ab)
-    assert tc_common_refuses, change  # the host refuses it too
+    assert host_refuses, change  # the host refuses it too
     with pytest.raises(CompileError, match=message):
         compile_cuda(source, spec.entry, defines, "sm_90a")
 
@@ -495,9 +504,9 @@ def test_invalid_configurations_refused_before_compiling():
 
 def test_launch_register_pool():
     """__launch_bounds__(threads, 1) caps each thread at 65536 / threads rounded down to 8 (255 at most)."""
-    assert tc_common.launch_registers(384) == 384 * 168
-    assert tc_common.launch_registers(640) == 640 * 96
-    assert tc_common.launch_registers(256) == 65536 and tc_common.launch_registers(128) == 128 * 256
+    assert launch_registers(384) == 384 * 168
+    assert launch_registers(640) == 640 * 96
+    assert launch_registers(256) == 65536 and launch_registers(128) == 128 * 256
 
 
 def test_setmaxnreg_counts_fit_the_launch_pool():
@@ -512,12 +521,12 @@ def test_setmaxnreg_counts_fit_the_launch_pool():
         dataclasses.replace(spec, params={**spec.params, **wide, "CONSUMER_REGS": 112})
     ok = dataclasses.replace(spec, params={**spec.params, **wide, "CONSUMER_REGS": 104})
     report = ok.compile("sm_90a").report
-    assert report.spills == 0 and report.registers * 640 == tc_common.launch_registers(640)
+    assert report.spills == 0 and report.registers * 640 == launch_registers(640)
     for s in WGMMA:  # every specialized level's counts fill at most the pool ptxas assigned
         if s.level >= 3:
             threads = s.launch_geometry(Problem(4096, 4096, 4096, s.precision)).block[0]
             used = s.params["PRODUCER_REGS"] * 128 + s.params["CONSUMER_REGS"] * (threads - 128)
-            assert used <= s.compile("sm_90a").report.registers * threads == tc_common.launch_registers(threads)
+            assert used <= s.compile("sm_90a").report.registers * threads == launch_registers(threads)
 
 
 def test_validity_any_shape():
@@ -648,7 +657,7 @@ def test_tc5_operands_as_given_no_transpose():
     a, b = TC5.operand_maps(p, lda=200, ldb=520)
     assert (a.rows, a.cols, a.box_rows, a.box_cols) == (1000, 200, 256, 32)  # A: M rows of K, all BM rows
     assert (b.rows, b.cols, b.box_rows, b.box_cols) == (200, 520, 32, 32)  # B: K rows of N, 32-column boxes
-    assert a.box_bytes + TC5.params["BN"] // 32 * b.box_bytes == tc_common.stage_bytes(256, 128)
+    assert a.box_bytes + TC5.params["BN"] // 32 * b.box_bytes == stage_bytes(256, 128)
     import dataclasses
 
     cn2 = dataclasses.replace(TC5, params={**TC5.params, "CN": 2})
@@ -661,7 +670,7 @@ def test_tc5_operands_as_given_no_transpose():
     assert "Bᵀ" not in t.basis and "rounding pre-pass" in t.basis and t.prepass == 8 * 4096 * 4096
     assert t.global_write == 4 * 4096 * 4096 + 4 * 4096 * 4096
     assert t.global_read == 4 * (4096 * 4096 * 32 + 4096 * 4096 * 16) + 4 * 4096 * 4096
-    truncating = tc_common.wgmma_traffic("tf32", 256, 128, prepass=False, persistent=True, group_m=8, swap_ab=True)
+    truncating = wgmma_traffic("tf32", 256, 128, prepass=False, persistent=True, group_m=8, swap_ab=True)
     assert truncating(Problem(4096, 4096, 4096, "tf32")).prepass == 0
 
 
@@ -680,14 +689,14 @@ SK_CASES = [(t, g, kt) for t in (1, 2, 5, 25, 131, 132, 133, 192, 263, 264, 265,
             for g in (1, 3, 7, 68, 132) for kt in (1, 2, 3, 11, 64, 128)]
 
 
-FILLS = [(0, 100), (tc_common.SK_FILL, tc_common.SK_SKIP_FILL), (100, 100), (30, 60)]
+FILLS = [(0, 100), (SK_FILL, SK_SKIP_FILL), (100, 100), (30, 60)]
 
 
-def _sk_check(tiles: int, grid: int, kt: int, fill: int = tc_common.SK_FILL,
-              skip: int = tc_common.SK_SKIP_FILL) -> None:
+def _sk_check(tiles: int, grid: int, kt: int, fill: int = SK_FILL,
+              skip: int = SK_SKIP_FILL) -> None:
     """The properties the kernel's fixup relies on, for one (T, G, KT) and region rule."""
-    units = tc_common.stream_k_units(tiles, grid, kt, fill, skip)
-    dp = tc_common.stream_k_dp_tiles(tiles, grid, fill, skip)
+    units = stream_k_units(tiles, grid, kt, fill, skip)
+    dp = stream_k_dp_tiles(tiles, grid, fill, skip)
     waves, rest = divmod(tiles, grid)
     if rest == 0 or (waves and rest * 100 >= skip * grid):
         assert dp == tiles  # whole waves, or a last wave nearly full: no stream-K
@@ -741,20 +750,20 @@ def test_stream_k_partition_dense_small():
 
 def test_stream_k_split_of_the_seed_shapes():
     # 2048x3072x4096 BF16: 192 tiles for 132 SMs, 64 k-tiles each: no data-parallel wave, all stream-K
-    assert tc_common.stream_k_dp_tiles(192, 132) == 0
-    units = tc_common.stream_k_units(192, 132, 64)
+    assert stream_k_dp_tiles(192, 132) == 0
+    units = stream_k_units(192, 132, 64)
     assert {sum(ke - kb for _, kb, ke in us) for us in units} == {93, 94}  # 12288 iterations / 132
     # 4096³: 512 tiles = 3.88 waves, the last 88% full: all data-parallel (stream-K measured slower there);
     # 8192³: 2048 tiles, 15 whole waves and 68 tiles (52%) of stream-K
-    assert tc_common.stream_k_dp_tiles(512, 132) == 512 and tc_common.stream_k_dp_tiles(2048, 132) == 1980
-    assert tc_common.stream_k_dp_tiles(512, 132, fill=50, skip=100) == 396  # the variants measured
-    assert tc_common.stream_k_dp_tiles(512, 132, fill=100, skip=100) == 264  # the two-wave region of the first design
-    assert tc_common.stream_k_dp_tiles(264, 132) == 264  # whole waves: no stream-K at all
-    assert tc_common.stream_k_partials(264, 132, 64) == 0
+    assert stream_k_dp_tiles(512, 132) == 512 and stream_k_dp_tiles(2048, 132) == 1980
+    assert stream_k_dp_tiles(512, 132, fill=50, skip=100) == 396  # the variants measured
+    assert stream_k_dp_tiles(512, 132, fill=100, skip=100) == 264  # the two-wave region of the first design
+    assert stream_k_dp_tiles(264, 132) == 264  # whole waves: no stream-K at all
+    assert stream_k_partials(264, 132, 64) == 0
     # fewer tiles than SMs: the grid grows until each CTA holds about SK_MIN_KTILES k-tiles, at most one per SM
-    assert tc_common.stream_k_grid(25, 11, 132) == 25 * 11 // tc_common.SK_MIN_KTILES
-    assert tc_common.stream_k_grid(1, 1, 132) == 1 and tc_common.stream_k_grid(600, 64, 132) == 132
-    assert tc_common.stream_k_grid(3, 2, 132) == 3
+    assert stream_k_grid(25, 11, 132) == 25 * 11 // SK_MIN_KTILES
+    assert stream_k_grid(1, 1, 132) == 1 and stream_k_grid(600, 64, 132) == 132
+    assert stream_k_grid(3, 2, 132) == 3
 
 
 def test_producer_and_consumers_walk_the_same_grid():
@@ -815,7 +824,7 @@ def _compare_walk(exe, fill: int, skip: int) -> None:
                          text=True, check=True).stdout.splitlines()
     row = 0
     for t, g, kt in cases:
-        units = tc_common.stream_k_units(t, g, kt, fill, skip)
+        units = stream_k_units(t, g, kt, fill, skip)
         holders = {}
         for c, us in enumerate(units):
             for tile, kb, ke in us:
@@ -836,7 +845,7 @@ def _compare_walk(exe, fill: int, skip: int) -> None:
 def test_tc6_is_its_base_level_with_stream_k(spec):
     base = next(s for s in TC if s.level == (4 if spec.precision == "bf16" else 5) and s.precision == spec.precision)
     assert spec.source == base.source and spec.entry == base.entry
-    sk = {"STREAM_K": 1, "SK_FILL": tc_common.SK_FILL, "SK_SKIP_FILL": tc_common.SK_SKIP_FILL}
+    sk = {"STREAM_K": 1, "SK_FILL": SK_FILL, "SK_SKIP_FILL": SK_SKIP_FILL}
     own = {k: v for k, v in base.params.items() if k != "NARROW_BN"}  # narrower tiles are the base level's choice
     assert spec.params in ({**own, "CM": 1, **sk}, {**own, **sk})
     assert spec.params.get("CM", 1) * spec.params.get("CN", 1) == 1
@@ -869,7 +878,7 @@ def test_small_tf32_problems_round_a_in_shared_memory_in_one_launch():
     assert tf32.one_launch_mnk == limit == 512 ** 3
     # K past ONE_LAUNCH_MAX_K: the pass would cost each CTA more k-tiles than the launch saves; K % 4: A's rows are
     # not 16-byte pitched, so A is copied first anyway, which the pre-pass does as it rounds
-    assert tc_common.ONE_LAUNCH_MAX_K == 512
+    assert ONE_LAUNCH_MAX_K == 512
     for shape, rounds in (((512, 512, 512), 2), ((256, 256, 256), 2), ((17, 33, 8), 2), ((17, 33, 5), 3),
                           ((16, 16, 65536), 3), ((128, 128, 516), 3), ((513, 512, 512), 3),
                           ((1024, 1024, 1024), 3), ((4096, 4096, 4096), 3)):
@@ -886,7 +895,7 @@ def test_small_tf32_problems_round_a_in_shared_memory_in_one_launch():
     assert tf32.for_problem(tiny_k).params == {**tc5_swap_ab.PARAMS, "TF32_ROUND": 2}
     # the in-place pass reads and writes A's tiles in shared memory: more shared-memory bytes than the pre-pass build
     small = Problem(512, 512, 512, "tf32")
-    pre_pass = tc_common.wgmma_traffic("tf32", 256, 128, prepass=False, stream_k=True, group_m=8, swap_ab=True,
+    pre_pass = wgmma_traffic("tf32", 256, 128, prepass=False, stream_k=True, group_m=8, swap_ab=True,
                                        round_a=True)(small)
     assert tf32.traffic(small).smem > pre_pass.smem and tf32.traffic(small).global_read < pre_pass.global_read
     assert [c.params["TF32_ROUND"] for c in tf32.configurations()] == [3, 2]
@@ -926,10 +935,10 @@ def test_tc6_traffic_counts_the_partials():
         bm, bn = spec.params["BM"], spec.params["BN"]
         # the split walk runs with clusters off: its reads and writes are those of unclustered tiles plus partials
         t6 = spec.traffic(p)
-        tb = tc_common.wgmma_traffic(spec.precision, bm, bn, prepass=False,
+        tb = wgmma_traffic(spec.precision, bm, bn, prepass=False,
                                      round_a=spec.params.get("TF32_ROUND", 0) == 3)(p)
-        tiles, kt = -(-m // bm) * -(-n // bn), -(-k // tc_common.bk(spec.precision))
-        partials = tc_common.stream_k_partials(tiles, 132, kt)
+        tiles, kt = -(-m // bm) * -(-n // bn), -(-k // bk(spec.precision))
+        partials = stream_k_partials(tiles, 132, kt)
         assert 0 < partials <= 132
         assert t6.global_read - tb.global_read == t6.global_write - tb.global_write == 4 * bm * bn * partials
         assert "stream-K" in t6.basis
@@ -951,7 +960,7 @@ def test_timeline_build_compiles_without_spills(prec):
 
 @pytest.mark.skipif(shutil.which("g++") is None and shutil.which("clang++") is None,
                     reason="no host C++ compiler to run the device arithmetic with")
-@pytest.mark.parametrize("source", tc_common.TIMELINE_SOURCES)
+@pytest.mark.parametrize("source", TIMELINE_SOURCES)
 def test_timeline_slots_agree_with_the_kernel(tmp_path, source):
     """The slots per warpgroup and the units they hold, as each stamped kernel's own text (headers inlined) defines
     them, evaluated by the host compiler: the host allocates TL_SLOTS per warpgroup and harness/timeline.py reads
@@ -964,7 +973,7 @@ def test_timeline_slots_agree_with_the_kernel(tmp_path, source):
     exe = tmp_path / "slots"
     subprocess.run([shutil.which("g++") or shutil.which("clang++"), "-o", str(exe), str(src)], check=True)
     slots, units = map(int, subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split())
-    assert slots == tc_common.TL_SLOTS and units == (tc_common.TL_SLOTS - 4) // 3
+    assert slots == TL_SLOTS and units == (TL_SLOTS - 4) // 3
 
 
 # ---- tc4's narrower tile where it fills the last wave (NARROW_BN) ------------------------------------------------
@@ -975,13 +984,13 @@ def test_narrow_tiles_only_where_they_fill_the_last_wave():
     p = dict(TC4[0].params)
     assert p["BN"] == 256 and p["NARROW_BN"] == 192 and p["CM"] == 2
     # seed shape: 96 cluster tiles for 66 clusters take 2 rounds of 256 columns; 192-wide, 128 tiles take 2 of 192
-    assert tc_common.narrow_pays(2048, 3072, p)
-    assert not tc_common.narrow_pays(4096, 4096, p)  # 4 rounds of 256 against 6 of 192
-    assert not tc_common.narrow_pays(8192, 8192, p)  # 16 x 256 = 4096 against 21 x 192 = 4032: within NARROW_COST
-    assert not tc_common.narrow_pays(300, 520, p)  # one wave either way: the wide tile as before
-    assert not tc_common.narrow_pays(2048, 3072, p, sm_count=264)  # a GPU twice as wide holds every tile at once
-    assert not tc_common.narrow_pays(2048, 3072, {**p, "NARROW_BN": 0})
-    assert not tc_common.narrow_pays(2048, 3072, {**p, "STREAM_K": 1})
+    assert narrow_pays(2048, 3072, p)
+    assert not narrow_pays(4096, 4096, p)  # 4 rounds of 256 against 6 of 192
+    assert not narrow_pays(8192, 8192, p)  # 16 x 256 = 4096 against 21 x 192 = 4032: within NARROW_COST
+    assert not narrow_pays(300, 520, p)  # one wave either way: the wide tile as before
+    assert not narrow_pays(2048, 3072, p, sm_count=264)  # a GPU twice as wide holds every tile at once
+    assert not narrow_pays(2048, 3072, {**p, "NARROW_BN": 0})
+    assert not narrow_pays(2048, 3072, {**p, "STREAM_K": 1})
 
 
 @pytest.mark.parametrize("spec", TC4, ids=lambda s: s.name)
@@ -1022,7 +1031,7 @@ def test_a_spec_models_the_tile_its_parameters_name():
               for k in (256, 4096)]
     from gemmlab.kernels.registry import get_kernel, list_kernels
 
-    for spec in [s for s in list_kernels() if isinstance(s, tc_common.WgmmaKernel)]:
+    for spec in [s for s in list_kernels() if isinstance(s, WgmmaKernel)]:
         for shape in shapes:
             problem = Problem(*shape, spec.precision)
             runs = spec.for_problem(problem)

@@ -15,7 +15,7 @@ import pytest
 
 from gemmlab import driver
 from gemmlab.device import GPUInfo
-from gemmlab.kernels.cuda import _tc_plan
+from gemmlab.kernels.cuda.tc.model import plan as tc_plan
 from gemmlab.kernels.cuda.launch.gpu import Resources
 from gemmlab.kernels.cuda.launch.nvrtc import SOURCE_DIRS, compile_cuda
 from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout
@@ -89,7 +89,7 @@ def copy_record(stub, i):
     return dict(zip(("dst", "dst_pitch", "src", "src_pitch", "width", "height", "stream"), words))
 
 
-OFFSETS, SIZE, _ = _tc_plan.TC_ARGS.layout()
+OFFSETS, SIZE, _ = tc_plan.TC_ARGS.layout()
 
 
 def tc_args(raw: bytes) -> dict:
@@ -100,7 +100,7 @@ def tc_args(raw: bytes) -> dict:
         out[name] = np.frombuffer(raw, np.dtype(fmt).newbyteorder("<"), 1, OFFSETS[name])[0]
     if len(raw) > SIZE:  # Fp8Args: the scales' addresses after TcArgs, then their 1-D maps (tc8, SCALE_TMA)
         out["scale_a"], out["scale_b"] = np.frombuffer(raw, np.dtype("<u8"), 2, SIZE)
-        fp8_offsets = _tc_plan.FP8_ARGS.layout()[0]
+        fp8_offsets = tc_plan.FP8_ARGS.layout()[0]
         out.update({name: np.frombuffer(raw, np.uint64, 16, fp8_offsets[name]) for name in ("sa", "sb")})
     return out
 
@@ -117,7 +117,7 @@ def _flat_offsets(struct, base=0) -> dict:
     return out
 
 
-@pytest.mark.parametrize("struct,cname", [(_tc_plan.TC_ARGS, "TcArgs"), (_tc_plan.FP8_ARGS, "Fp8Args")])
+@pytest.mark.parametrize("struct,cname", [(tc_plan.TC_ARGS, "TcArgs"), (tc_plan.FP8_ARGS, "Fp8Args")])
 def test_tc_args_layout_matches_the_compiled_struct(tmp_path, struct, cname):
     """The host's TcArgs and Fp8Args offsets are the C++ compiler's for tc_args.cuh (the same rules NVCC follows;
     Fp8Args derives from TcArgs, so its fields are found from an object's address)."""
@@ -140,7 +140,7 @@ def test_tc_args_layout_matches_the_compiled_struct(tmp_path, struct, cname):
                                                              check=True).stdout.splitlines())
     assert {f: int(printed[f]) for f in want} == want
     assert int(printed["sizeof"]) == struct.layout()[1]
-    assert (struct is _tc_plan.TC_ARGS and want == OFFSETS) or want["scale_a"] == SIZE  # scales right after TcArgs
+    assert (struct is tc_plan.TC_ARGS and want == OFFSETS) or want["scale_a"] == SIZE  # scales right after TcArgs
 
 
 def test_params_flatten_nested_structs():
@@ -374,7 +374,7 @@ def test_fp8_plan_maps_k_major_operands_bf16_c_and_takes_scales_per_call(stub):
     plan.launch(a, b, c, 0x5EED, sa, sb)
     rec = launch_record(stub, 0)
     assert rec.cluster == (2, 1, 1) and rec.grid == (132, 1, 1) and rec.block == (384, 1, 1)
-    assert len(rec.params) == _tc_plan.FP8_ARGS.layout()[1] == 768
+    assert len(rec.params) == tc_plan.FP8_ARGS.layout()[1] == 768
     args = tc_args(rec.params)
     assert (args["M"], args["N"], args["K"], args["C"], args["c_tma"]) == (4096, 4096, 4096, c, 1)
     assert (args["scale_a"], args["scale_b"]) == (sa, sb)

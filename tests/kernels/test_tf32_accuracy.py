@@ -14,7 +14,7 @@ import pytest
 
 from gemmlab import numerics as nm
 from gemmlab.errors import InvalidConfigError
-from gemmlab.kernels.cuda import tc_common
+from gemmlab.kernels.cuda.tc.model.budget import SMEM_LIMIT, smem_bytes
 from gemmlab.kernels.cuda.launch.nvrtc import compile_cuda, source_path
 from gemmlab.kernels.plan import COL, Layout
 from gemmlab.kernels.registry import get_kernel
@@ -232,9 +232,9 @@ def test_tc7_shared_memory_holds_the_small_parts_and_ready_barriers():
     p = dict(TC7.params)
     ring = 4 * ((128 + 128) * 128 + 16)  # A and B tiles of 32 rows of K, full and empty barriers
     small = 4 * (128 * 128 + 8)  # A's small part per slot, and its `ready` barrier
-    assert tc_common.smem_bytes(p) == ring + small + 1024 <= tc_common.SMEM_LIMIT
+    assert smem_bytes(p) == ring + small + 1024 <= SMEM_LIMIT
     geo = TC7.launch_geometry(Problem(4096, 4096, 4096, "fp32"))
-    assert geo.smem == tc_common.smem_bytes(p) and geo.grid == (132, 1, 1) and geo.block == (384, 1, 1)
+    assert geo.smem == smem_bytes(p) and geo.grid == (132, 1, 1) and geo.block == (384, 1, 1)
     # the registers: two 64-register accumulator sets and the split fragments fit the consumers' count
     assert 2 * p["BM"] // 2 + 32 <= p["CONSUMER_REGS"]
 
@@ -310,7 +310,7 @@ def test_small_tf32_problems_are_one_launch_and_larger_ones_the_pre_pass_and_the
     main = launch_record(stub, launches - 1)
     runs = spec.for_problem(Problem(*shape, "tf32"))
     assert runs.params["TF32_ROUND"] == (2 if launches == 1 else 3) and main.stream == 5
-    assert main.smem == tc_common.smem_bytes(dict(runs.params))
+    assert main.smem == smem_bytes(dict(runs.params))
 
 
 def test_tc7_plan_is_one_launch_of_the_swapped_maps(stub):
@@ -321,7 +321,7 @@ def test_tc7_plan_is_one_launch_of_the_swapped_maps(stub):
     assert stub.stub_launches() == 1 and stub.stub_copies() == 0
     rec = launch_record(stub, 0)
     assert rec.grid == (132, 1, 1) and rec.block == (384, 1, 1) and rec.cluster == (0, 0, 0)
-    assert rec.smem == tc_common.smem_bytes(dict(TC7.params))
+    assert rec.smem == smem_bytes(dict(TC7.params))
     args = tc_args(rec.params)
     assert (args["M"], args["N"], args["K"], args["C"]) == (4096, 4096, 4096, c)
     # A: K-major boxes of 128 rows x 32 k; B: N-major boxes of 32 k x 32 n

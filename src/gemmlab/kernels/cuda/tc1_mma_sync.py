@@ -17,7 +17,7 @@ Measured: docs/tensor_cores.md, results/h200/tensor_cores.json.
 from dataclasses import dataclass
 
 from gemmlab.kernels.cuda.launch.kernel import SEED_SIGNATURE, CudaKernel
-from gemmlab.kernels.cuda.tc_common import TC_PRECISIONS
+from gemmlab.kernels.cuda.tc.model.kernel import TC_PRECISIONS
 from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.spec import SM_COUNT, tiled_traffic
 from gemmlab.problem import get_precision

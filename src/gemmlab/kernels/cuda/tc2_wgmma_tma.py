@@ -14,7 +14,9 @@ through a padded copy first (docs/tensor_cores.md, "Operand layouts").
 
 Measured: docs/tensor_cores.md, results/h200/tensor_cores.json.
 """
-from gemmlab.kernels.cuda.tc_common import TC_PRECISIONS, WgmmaKernel, wgmma_constraints, wgmma_traffic
+from gemmlab.kernels.cuda.tc.model.constraints import wgmma_constraints
+from gemmlab.kernels.cuda.tc.model.kernel import TC_PRECISIONS, WgmmaKernel
+from gemmlab.kernels.cuda.tc.model.traffic import wgmma_traffic
 
 PARAMS = {"BM": 128, "BN": 128, "STAGES": 4}
 

@@ -12,7 +12,9 @@ Operand layouts and edges as in tc2 (TF32 B through the transpose pre-pass).
 
 Measured: docs/tensor_cores.md, results/h200/tensor_cores.json.
 """
-from gemmlab.kernels.cuda.tc_common import TC_PRECISIONS, WgmmaKernel, wgmma_constraints, wgmma_traffic
+from gemmlab.kernels.cuda.tc.model.constraints import wgmma_constraints
+from gemmlab.kernels.cuda.tc.model.kernel import TC_PRECISIONS, WgmmaKernel
+from gemmlab.kernels.cuda.tc.model.traffic import wgmma_traffic
 
 PARAMS = {"BM": 128, "BN": 256, "STAGES": 4, "PRODUCER_REGS": 40, "CONSUMER_REGS": 232}
 

@@ -63,7 +63,10 @@ stores take from that k-tile's wgmma; with all four held nothing is stored at th
 the accumulators leave the compiler few registers for the rest. Each count is a variant's parameter. Measured:
 results/h200/fp8_variants.json and timeline.json; docs/tensor_cores.md (FP8, "Where tc4's epilogue went").
 """
-from gemmlab.kernels.cuda.tc_common import WgmmaKernel, fp8_constraints, wgmma_constraints, wgmma_traffic
+from gemmlab.kernels.cuda.tc.model.constraints import wgmma_constraints
+from gemmlab.kernels.cuda.tc.model.fp8 import fp8_constraints
+from gemmlab.kernels.cuda.tc.model.kernel import WgmmaKernel
+from gemmlab.kernels.cuda.tc.model.traffic import wgmma_traffic
 
 BASE = {"BM": 128, "BN": 256, "STAGES": 4, "GROUP_M": 8, "PRODUCER_REGS": 40, "CONSUMER_REGS": 232, "EPI_TMA": 1,
         "NARROW_BN": 192}

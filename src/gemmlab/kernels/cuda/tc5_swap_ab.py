@@ -29,7 +29,9 @@ costs the host about what the in-place pass costs the GPU (tc6, whose stream-K g
 SMs, keeps one launch up to 512³).
 Measured: docs/tensor_cores.md, docs/accuracy.md, results/h200/tensor_cores.json.
 """
-from gemmlab.kernels.cuda.tc_common import WgmmaKernel, wgmma_constraints, wgmma_traffic
+from gemmlab.kernels.cuda.tc.model.constraints import wgmma_constraints
+from gemmlab.kernels.cuda.tc.model.kernel import WgmmaKernel
+from gemmlab.kernels.cuda.tc.model.traffic import wgmma_traffic
 
 PARAMS = {"BM": 256, "BN": 128, "STAGES": 4, "CN": 1, "GROUP_M": 8, "PRODUCER_REGS": 40, "CONSUMER_REGS": 232,
           "TF32_ROUND": 3}

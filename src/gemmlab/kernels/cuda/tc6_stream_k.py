@@ -40,8 +40,11 @@ waves).
 Measured: results/h200/fp8.json.
 """
 from gemmlab.kernels.cuda import tc4_persistent, tc5_swap_ab, tc8_block_scaled_fp8 as tc8
-from gemmlab.kernels.cuda.tc_common import (SK_FILL, SK_SKIP_FILL, WgmmaKernel, fp8_constraints, wgmma_constraints,
-                                            wgmma_traffic)
+from gemmlab.kernels.cuda.tc.model.constraints import wgmma_constraints
+from gemmlab.kernels.cuda.tc.model.fp8 import fp8_constraints
+from gemmlab.kernels.cuda.tc.model.kernel import WgmmaKernel
+from gemmlab.kernels.cuda.tc.model.stream_k import SK_FILL, SK_SKIP_FILL
+from gemmlab.kernels.cuda.tc.model.traffic import wgmma_traffic
 
 SK = {"STREAM_K": 1, "SK_FILL": SK_FILL, "SK_SKIP_FILL": SK_SKIP_FILL}
 BF16 = {**{k: v for k, v in tc4_persistent.BASE.items() if k != "NARROW_BN"}, "CM": 1, **SK}

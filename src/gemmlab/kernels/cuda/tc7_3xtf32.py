@@ -32,7 +32,9 @@ FP32 adds of 128 promotions about 2e-7, the split about 1.5e-7), a third of SGEM
 growing more slowly than SGEMM's with K. Without promotion (PROMOTE=0) about 1e-5, the naive split's.
 Measured: docs/accuracy.md ("FP32 from the TF32 tensor cores").
 """
-from gemmlab.kernels.cuda.tc_common import WgmmaKernel, wgmma_constraints, wgmma_traffic
+from gemmlab.kernels.cuda.tc.model.constraints import wgmma_constraints
+from gemmlab.kernels.cuda.tc.model.kernel import WgmmaKernel
+from gemmlab.kernels.cuda.tc.model.traffic import wgmma_traffic
 
 PARAMS = {"BM": 128, "BN": 128, "STAGES": 4, "CN": 1, "GROUP_M": 8, "PRODUCER_REGS": 40, "CONSUMER_REGS": 232,
           "PROMOTE": 2}

@@ -70,7 +70,10 @@ tc8's speed, below tc4_persistent_fp8's, with an error at BF16 rounding's whatev
 
 Measured: results/h200/fp8.json; docs/tensor_cores.md (FP8).
 """
-from gemmlab.kernels.cuda.tc_common import WgmmaKernel, fp8_constraints, wgmma_constraints, wgmma_traffic
+from gemmlab.kernels.cuda.tc.model.constraints import wgmma_constraints
+from gemmlab.kernels.cuda.tc.model.fp8 import fp8_constraints
+from gemmlab.kernels.cuda.tc.model.kernel import WgmmaKernel
+from gemmlab.kernels.cuda.tc.model.traffic import wgmma_traffic
 
 PARAMS = {"BM": 192, "BN": 128, "STAGES": 4, "GROUP_M": 8, "PRODUCER_REGS": 32, "CONSUMER_REGS": 160, "EPI_TMA": 1,
           "CM": 1, "SCALE_TMA": 2, "SCALE_GATE": 1, "HALVES": 0, "EPI_DEFER": 0, "A_E5M2": 0, "B_E5M2": 0,
