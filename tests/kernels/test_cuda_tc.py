@@ -12,7 +12,7 @@ import pytest
 import sass
 
 from gemmlab.errors import CompileError, InvalidConfigError
-from gemmlab.kernels.cuda import tc5_swap_ab
+from gemmlab.kernels.cuda.tc import tc5_swap_ab
 from gemmlab.kernels.cuda.tc.model.budget import (ALIGN_SLACK, C_BOX_BYTES, SMEM_LIMIT, epilogue_bytes,
                                                   launch_registers, pass_bytes, smem_bytes, stage_bytes)
 from gemmlab.kernels.cuda.tc.model.constraints import wgmma_constraints
@@ -871,7 +871,7 @@ def test_tc6_is_its_base_level_with_stream_k(spec):
 def test_small_tf32_problems_round_a_in_shared_memory_in_one_launch():
     """tc6 TF32 up to ONE_LAUNCH_MNK multiply-adds: TF32_ROUND=2 (no pre-pass), split or not; above it, tc5's
     pre-pass. The traffic model and the configurations verify --sanitize runs follow the same rule."""
-    from gemmlab.kernels.cuda import tc6_stream_k
+    from gemmlab.kernels.cuda.tc import tc6_stream_k
 
     tf32 = next(s for s in TC6 if s.precision == "tf32")
     limit = tc6_stream_k.ONE_LAUNCH_MNK

@@ -39,7 +39,7 @@ ring's gain, which the split launches give up; elsewhere tc8 itself (8192³ and 
 waves).
 Measured: results/h200/fp8.json.
 """
-from gemmlab.kernels.cuda import tc4_persistent, tc5_swap_ab, tc8_block_scaled_fp8 as tc8
+from gemmlab.kernels.cuda.tc import tc4_persistent, tc5_swap_ab, tc8_block_scaled_fp8 as tc8
 from gemmlab.kernels.cuda.tc.model.constraints import wgmma_constraints
 from gemmlab.kernels.cuda.tc.model.fp8 import fp8_constraints
 from gemmlab.kernels.cuda.tc.model.kernel import WgmmaKernel
