@@ -1,5 +1,5 @@
 """The roofs measured on the GPU in use: DRAM copy bandwidth, L2 -> SM bandwidth, shared-memory bandwidth and the
-dense arithmetic rate of each precision, from small probe kernels (kernels/cuda/probe_*.cu, compiled by NVRTC),
+dense arithmetic rate of each precision, from small probe kernels (harness/probes/probe_*.cu, compiled by NVRTC),
 plus cuBLAS FP32 at 8192³ for reference (a result, not a roof).
 
 Bandwidths through DRAM and L2 are bytes per second over event-timed launches; shared memory and arithmetic are
