@@ -32,7 +32,7 @@ def test_level_matches_float64_reference(spec, shape):
 
 
 def test_variant_choice_follows_alignment():
-    from gemmlab.kernels.numba._codegen import vector_ok
+    from gemmlab.kernels.numba.codegen.level import vector_ok
 
     v8 = next(s for s in LEVELS if s.name == "numba/v8_cp_async")
     assert vector_ok(Problem(8, 8, 8)) and not vector_ok(Problem(8, 6, 8)) and not vector_ok(Problem(8, 8, 6))
@@ -43,7 +43,8 @@ def test_variant_choice_follows_alignment():
 
 def test_invalid_tilings_are_refused_before_compiling():
     from gemmlab.errors import InvalidConfigError
-    from gemmlab.kernels.numba._codegen import Tiling, level
+    from gemmlab.kernels.numba.codegen.level import level
+    from gemmlab.kernels.numba.codegen.tiling import Tiling
 
     assert "32 lanes" in "; ".join(Tiling(128, 128, 8, 64, 32, 2, 2, 8, 8).errors())
     assert any("48 KiB" in e for e in Tiling(128, 128, 32, 64, 32, 2, 2, 4, 4, STAGES=2).errors())
@@ -52,7 +53,8 @@ def test_invalid_tilings_are_refused_before_compiling():
 
 
 def test_generated_text_is_unrolled_with_scalar_accumulators():
-    from gemmlab.kernels.numba._codegen import Tiling, gemm_source
+    from gemmlab.kernels.numba.codegen.template import gemm_source
+    from gemmlab.kernels.numba.codegen.tiling import Tiling
 
     t = Tiling(128, 128, 8, 64, 32, 2, 2, 4, 4, VEC=4, SVEC=True, APAD=4, STAGES=3, ASYNC=True)
     src = gemm_source("k", t, simulated=False)

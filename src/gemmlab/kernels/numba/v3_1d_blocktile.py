@@ -14,7 +14,8 @@ Predicted gain: about 2-3× v2 at 4096³ (siboehm's ladder gained 2.8× at this 
 
 Measured: docs/numba.md, results/h200/fp32.json.
 """
-from gemmlab.kernels.numba._codegen import Tiling, level
+from gemmlab.kernels.numba.codegen.level import level
+from gemmlab.kernels.numba.codegen.tiling import Tiling
 
 # 64×64 block tile, BK=8; a warp is one row of 32 threads (WM=TM=8 rows, WN=32 columns), 16 warps.
 TILING = Tiling(BM=64, BN=64, BK=8, WM=8, WN=32, WMITER=1, WNITER=1, TM=8, TN=1)

@@ -17,7 +17,8 @@ was predicted against).
 
 Measured: docs/numba.md, results/h200/fp32.json.
 """
-from gemmlab.kernels.numba._codegen import Tiling, level
+from gemmlab.kernels.numba.codegen.level import level
+from gemmlab.kernels.numba.codegen.tiling import Tiling
 
 # A warp covers 2 rows of 16 threads: WM=16 (2×TM), WN=128 (16×TN).
 TILING = Tiling(BM=128, BN=128, BK=8, WM=16, WN=128, WMITER=1, WNITER=1, TM=8, TN=8)

@@ -15,7 +15,8 @@ Predicted gain: 10-20% over v4 (the instruction count of the loop falls 14%).
 
 Measured: docs/numba.md, results/h200/fp32.json.
 """
-from gemmlab.kernels.numba._codegen import Tiling, level
+from gemmlab.kernels.numba.codegen.level import level
+from gemmlab.kernels.numba.codegen.tiling import Tiling
 
 TILING = Tiling(BM=128, BN=128, BK=8, WM=16, WN=128, WMITER=1, WNITER=1, TM=8, TN=8, VEC=4, SVEC=True, APAD=0)
 

@@ -12,7 +12,8 @@ Predicted gain: about 10% over v5, from relieving the shared-memory pipe.
 
 Measured: docs/numba.md (with why it fell short of the prediction), results/h200/fp32.json.
 """
-from gemmlab.kernels.numba._codegen import Tiling, level
+from gemmlab.kernels.numba.codegen.level import level
+from gemmlab.kernels.numba.codegen.tiling import Tiling
 
 TILING = Tiling(BM=128, BN=128, BK=8, WM=64, WN=32, WMITER=2, WNITER=2, TM=4, TN=4, VEC=4, SVEC=True, APAD=4)
 
