@@ -1,5 +1,5 @@
 """gemmlab timeline's arithmetic on stamps written here by hand, and its refusals; the stamps themselves come from
-tc4 built with TIMELINE=1, compiled in tests/kernels/test_cuda_tc.py."""
+tc4 built with TIMELINE=1, compiled in tests/kernels/cuda/tc/test_tc4_options.py."""
 import dataclasses
 
 import numpy as np

@@ -25,9 +25,9 @@ loads' guards and C's stores are guarded (store_tile), so any M, N, K >= 1 is va
 Measured: docs/fp32_ladder.md (with the configuration each shape ran), results/h200/fp32.json.
 """
 from gemmlab.kernels.cuda.launch.kernel import CudaKernel
-from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.cuda.sgemm.common.sgemm import (AutotunedKernel, divides, residency_errors, traffic_of,
                                                      warptile_errors, warptile_threads)
+from gemmlab.kernels.geometry import Geometry, ceil_div
 
 # Every parameter the kernel source reads; a config must name them all.
 PARAM_NAMES = ("BM", "BN", "BK", "WM", "WN", "RM", "RN", "GROUP_M", "MIN_BLOCKS")

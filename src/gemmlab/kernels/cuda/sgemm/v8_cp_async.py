@@ -15,9 +15,9 @@ Predicted gain: 1.2-1.4× V7, toward 0.8× cuBLAS FP32.
 Measured: docs/fp32_ladder.md, results/h200/fp32.json.
 """
 from gemmlab.kernels.cuda.launch.kernel import CudaKernel
-from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.cuda.sgemm.common.sgemm import (divides, residency_errors, traffic_of, warptile_errors,
                                                      warptile_threads)
+from gemmlab.kernels.geometry import Geometry, ceil_div
 
 # Every parameter the kernel source reads; a config must name them all.
 PARAM_NAMES = ("BM", "BN", "BK", "WM", "WN", "RM", "RN", "STAGES", "GROUP_M", "MIN_BLOCKS", "KUNROLL")

@@ -14,14 +14,14 @@ import pytest
 
 from gemmlab import numerics as nm
 from gemmlab.errors import InvalidConfigError
-from gemmlab.kernels.cuda.tc.model.budget import SMEM_LIMIT, smem_bytes
 from gemmlab.kernels.cuda.launch.nvrtc import compile_cuda, source_path
+from gemmlab.kernels.cuda.tc.model.budget import SMEM_LIMIT, smem_bytes
 from gemmlab.kernels.plan import COL, Layout
 from gemmlab.kernels.registry import get_kernel
 from gemmlab.problem import Problem
 
 from sass import CUOBJDUMP, NVDISASM
-from test_cuda_tc import _ptx
+from tc_levels import ptx_of
 from test_plans import H200, HostGPU, launch_record, signature, SIGNATURE_SIZES, stub, tc_args  # noqa: F401
 
 TC4, TC5, TC6 = (get_kernel(f"cuda/{n}") for n in ("tc4_persistent_tf32", "tc5_swap_ab_tf32", "tc6_stream_k_tf32"))
@@ -184,7 +184,7 @@ def test_configuration_compiles_without_spills(name, spec):
 
 
 def test_rounding_is_compiled_in_only_where_asked():
-    ptx = {r: _ptx(with_params(TC5, TF32_ROUND=r)) for r in (0, 1, 2)}
+    ptx = {r: ptx_of(with_params(TC5, TF32_ROUND=r)) for r in (0, 1, 2)}
     assert "cvt.rna.tf32.f32" not in ptx[0] and "fence.proxy.async" not in ptx[0]
     assert "cvt.rna.tf32.f32" in ptx[1] and "fence.proxy.async" not in ptx[1]  # registers only
     assert "cvt.rna.tf32.f32" in ptx[2] and "fence.proxy.async.shared::cta" in ptx[2]  # the pass writes smem

@@ -13,9 +13,9 @@ import sass
 
 from gemmlab import fp8
 from gemmlab.errors import InvalidConfigError, NoGPUError
+from gemmlab.kernels.cuda.launch.nvrtc import _nvrtc_version, source_path
 from gemmlab.kernels.cuda.tc.model.budget import C_BOX_BYTES, SMEM_LIMIT, scale_bytes, smem_bytes, stage_bytes
 from gemmlab.kernels.cuda.tc.model.tiles import bk
-from gemmlab.kernels.cuda.launch.nvrtc import _nvrtc_version, source_path
 from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout, target_layout
 from gemmlab.kernels.registry import get_kernel, list_kernels
 from gemmlab.problem import Problem

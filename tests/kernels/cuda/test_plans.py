@@ -15,9 +15,9 @@ import pytest
 
 from gemmlab import driver
 from gemmlab.device import GPUInfo
-from gemmlab.kernels.cuda.tc.model import plan as tc_plan
 from gemmlab.kernels.cuda.launch.gpu import Resources
 from gemmlab.kernels.cuda.launch.nvrtc import SOURCE_DIRS, compile_cuda
+from gemmlab.kernels.cuda.tc.model import plan as tc_plan
 from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout
 from gemmlab.kernels.registry import get_kernel
 from gemmlab.problem import Problem
@@ -29,7 +29,7 @@ INCLUDES = [f"-I{d}" for d in SOURCE_DIRS]  # the folders NVRTC finds the header
 @pytest.fixture(scope="module")
 def stub(tmp_path_factory):
     out = tmp_path_factory.mktemp("stub") / "libcuda_stub.so"
-    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-o", str(out), str(Path(__file__).with_name("libcuda_stub.c"))],
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-o", str(out), str(Path(__file__).parents[1] / "libcuda_stub.c")],
                    check=True)
     lib = ctypes.CDLL(str(out))
     lib.stub_signature.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(ctypes.c_size_t)]
