@@ -7,7 +7,7 @@ import pytest
 import sass
 
 from gemmlab.errors import CompileError, InvalidConfigError
-from gemmlab.kernels.cuda.launch.nvrtc import _read_source, compile_cuda
+from gemmlab.kernels.cuda.launch.nvrtc import compile_cuda
 from gemmlab.kernels.cuda.tc.model.budget import launch_registers
 from gemmlab.kernels.cuda.tc.model.constraints import wgmma_constraints
 from gemmlab.problem import Problem
@@ -37,23 +37,6 @@ def test_compiles_sm90a_without_spills(spec):
     if spec.level >= 3:
         # the 384-thread launch bound caps registers at 168; setmaxnreg then moves them to the consumers
         assert report.registers <= 168
-
-
-def ptx_of(spec) -> str:
-    """The PTX NVRTC makes of the level (through the nvrtc bindings: no driver needed)."""
-    from cuda.bindings import nvrtc
-
-    src = _read_source(spec.source).encode()
-    err, prog = nvrtc.nvrtcCreateProgram(src, spec.source.encode(), 0, [], [])
-    opts = [b"--gpu-architecture=compute_90a", b"--std=c++17"]
-    opts += [f"-D{k}={v}".encode() for k, v in spec.defines().items()]
-    (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
-    assert err == nvrtc.nvrtcResult.NVRTC_SUCCESS, err
-    err, size = nvrtc.nvrtcGetPTXSize(prog)
-    buf = b" " * size
-    (err,) = nvrtc.nvrtcGetPTX(prog, buf)
-    nvrtc.nvrtcDestroyProgram(prog)
-    return buf.decode(errors="replace")
 
 
 @pytest.mark.parametrize("spec", TC, ids=lambda s: s.name)

@@ -125,12 +125,6 @@ def test_tile_order_is_a_grouped_snake():
     assert order[-3:] == [(4, 0), (4, 1), (4, 2)]  # the last, short group, left to right again
 
 
-def host_block(header: str, name: str) -> str:
-    text = source_path(header).read_text()
-    begin, end = f"// begin {name} arithmetic", f"// end {name} arithmetic"
-    return text[text.index(begin):text.index(end)]
-
-
 @pytest.mark.skipif(shutil.which("g++") is None and shutil.which("clang++") is None,
                     reason="no host C++ compiler to run the device arithmetic with")
 def test_tile_order_matches_device_scheduler(tmp_path):
