@@ -80,7 +80,7 @@ def test_tensor_core_facts(name, defines, k_tile, tma, b_n_major, b_kmajor):
 
 @pytest.mark.parametrize("name", list(PRECISIONS))
 def test_a_k_tile_is_the_one_swizzle_row_tma_copies(name):
-    from gemmlab.kernels.cuda._tma import TiledMap
+    from gemmlab.kernels.cuda.launch.tma import TiledMap
 
     p = PRECISIONS[name]
     rows = TiledMap(p.tma_dtype, 256, 4 * p.k_tile, 4 * p.k_tile, 64, p.k_tile)

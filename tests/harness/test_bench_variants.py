@@ -12,7 +12,7 @@ from gemmlab.cli import main
 from gemmlab.errors import InvalidConfigError, UnknownKernelError
 from gemmlab.harness import bench, bench_gpu, bench_records
 from gemmlab.harness.record import BenchRecord, Status
-from gemmlab.kernels.cuda.tc_common import wgmma_traffic
+from gemmlab.kernels.cuda.tc.model.traffic import wgmma_traffic
 from gemmlab.kernels.registry import get_kernel
 from gemmlab.problem import Problem
 

@@ -11,8 +11,8 @@ import sass
 
 from gemmlab.analysis.roofline import DEVICES, ceilings_for
 from gemmlab.harness import roof_probes
-from gemmlab.kernels.cuda._nvrtc import SOURCE_DIR, compile_cuda
-from gemmlab.kernels.cuda._tma import TiledMap
+from gemmlab.kernels.cuda.launch.nvrtc import compile_cuda, source_path
+from gemmlab.kernels.cuda.launch.tma import TiledMap
 
 GXX = shutil.which("g++") or shutil.which("clang++")
 needs_sass = pytest.mark.skipif(not sass.AVAILABLE, reason="no cuobjdump and nvdisasm to disassemble with")
@@ -106,12 +106,12 @@ def test_tma_probe_copies_the_stage_it_counts(source, entry, defines, tmp_path):
 @pytest.mark.skipif(GXX is None, reason="no host C++ compiler")
 def test_tma_probe_args_match_the_kernels_struct(tmp_path):
     """TMA_ARGS lays ProbeTmaArgs out as the C++ compiler does."""
-    text = (SOURCE_DIR / "probe_l2_tma.cu").read_text()
+    text = source_path("probe_l2_tma.cu").read_text()
     struct = text[text.index("// begin args struct"):text.index("// end args struct")]
     offsets, size, _ = roof_probes.TMA_ARGS.layout()
     fields = [name for name, _ in roof_probes.TMA_ARGS.fields]
     src = tmp_path / "args.cpp"
-    src.write_text(f'#include <cstddef>\n#include <cstdio>\n#include "{SOURCE_DIR / "tc_args.cuh"}"\n{struct}'
+    src.write_text(f'#include <cstddef>\n#include <cstdio>\n#include "{source_path("tc_args.cuh")}"\n{struct}'
                    "int main() {\n" + "".join(f'  printf("%zu\\n", offsetof(ProbeTmaArgs, {f}));\n' for f in fields)
                    + '  printf("%zu\\n", sizeof(ProbeTmaArgs));\n}\n')
     exe = tmp_path / "args"

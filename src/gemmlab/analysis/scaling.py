@@ -8,7 +8,7 @@ where ``estimate`` is this module's model of one call (gemmlab.dispatch):
 - the arithmetic of the busiest SM: whole tiles, each on one SM (or cluster), so T tiles over P places cost
   ceil(T / P) tiles, padded to the tile and the k-tile (a fractional last wave costs a whole one, and a problem of
   few tiles leaves most SMs idle); a stream-K launch spreads its split tail over its whole grid
-  (tc_common.stream_k_grid, stream_k_dp_tiles);
+  (tc/model/stream_k.py: stream_k_grid, stream_k_dp_tiles);
 - the bytes: each input once from DRAM and C once, the stream-K partials written and read back, and on the L2
   level the tiled re-reads (A once per tile column, B once per tile row), each over its roof;
 - what runs before the kernel on every call, one after the other: the copies gemmlab.matmul makes of an operand
@@ -72,7 +72,7 @@ def _tile(runs) -> tuple[int, int, int, int, int]:
 def _launch(runs, m: int, n: int, k: int, sm_count: int) -> tuple[int, int, int, float]:
     """(tiles, places, split tiles, tiles' worth of arithmetic on the busiest place) of one launch; places are the
     SMs, or the clusters they hold."""
-    from gemmlab.kernels.cuda.tc_common import SK_FILL, SK_SKIP_FILL, stream_k_dp_tiles, stream_k_grid
+    from gemmlab.kernels.cuda.tc.model.stream_k import SK_FILL, SK_SKIP_FILL, stream_k_dp_tiles, stream_k_grid
 
     bm, bn, cm, cn, kt = _tile(runs)
     tiles = ceil_div(m, bm * cm) * ceil_div(n, bn * cn)

@@ -647,7 +647,7 @@ def _store_guard(f: Facts) -> Row:
                 f"越界写入 C 的次数：{label(SEED)} 时 {fmt(seed)}，1000×1000 时 {fmt(ragged)}"), FAILS,
                ("`||` stores from threads past one edge; gemmlab's V2 stores only when both hold, and verifies on "
                 "ragged shapes", "`||` 让越过一条边界的线程也写入；gemmlab 的 V2 要求两者同时成立，并在非整块形状上验证"),
-               "pytest tests/kernels/test_cuda_host.py -k v2_seed_store_guard", "model",
+               "pytest tests/kernels/cuda/sgemm/test_cuda_host.py -k v2_seed_store_guard", "model",
                values={"seed": seed, "ragged": ragged})
 
 

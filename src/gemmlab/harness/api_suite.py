@@ -331,7 +331,7 @@ def _run_gpu(opts: SuiteOptions, info, say) -> dict:
     import torch
 
     from gemmlab.harness import env
-    from gemmlab.harness.ceilings import copy_bandwidth
+    from gemmlab.harness.roof_probes import copy_bandwidth
 
     todo = cases(opts.precisions, opts.shapes, opts.ops)
     copy = copy_bandwidth()

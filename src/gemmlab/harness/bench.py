@@ -84,7 +84,8 @@ def variant(name: str, changes: dict) -> KernelSpec:
     names in its ``varies`` (the seed levels' block and tile, V1's thread mapping); the numba levels compile
     their registered tiling, the tuned levels take the tuned table's, and the other FFMA levels' models keep the
     registered tile."""
-    from gemmlab.kernels.cuda.tc_common import FP8_OPTIONS, WgmmaKernel
+    from gemmlab.kernels.cuda.tc.model.fp8 import FP8_OPTIONS
+    from gemmlab.kernels.cuda.tc.model.kernel import WgmmaKernel
     from gemmlab.kernels.registry import get_kernel
 
     base = get_kernel(name)

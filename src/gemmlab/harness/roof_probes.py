@@ -1,5 +1,5 @@
 """The roofs measured on the GPU in use: DRAM copy bandwidth, L2 -> SM bandwidth, shared-memory bandwidth and the
-dense arithmetic rate of each precision, from small probe kernels (kernels/cuda/probe_*.cu, compiled by NVRTC),
+dense arithmetic rate of each precision, from small probe kernels (harness/probes/probe_*.cu, compiled by NVRTC),
 plus cuBLAS FP32 at 8192³ for reference (a result, not a roof).
 
 Bandwidths through DRAM and L2 are bytes per second over event-timed launches; shared memory and arithmetic are
@@ -91,14 +91,14 @@ def probe_builds() -> list[tuple[str, str, dict]]:
 def _launch(kernel, grid, block, args, smem: int = 0) -> None:
     """The launch of every probe whose arguments are scalars and pointers; the TMA probe's tensor maps go by value
     through gemmlab.driver, as the wgmma levels' do."""
-    from gemmlab.kernels.cuda._nvrtc import launch
+    from gemmlab.kernels.cuda.launch.nvrtc import launch
 
     launch(kernel, grid, block, args, smem)
 
 
 def _kernel(source: str, entry: str, defines: dict, smem: int = 0):
     from gemmlab.device import require_gpu
-    from gemmlab.kernels.cuda._nvrtc import compile_cuda, load_kernel
+    from gemmlab.kernels.cuda.launch.nvrtc import compile_cuda, load_kernel
 
     return load_kernel(compile_cuda(source, entry, defines, require_gpu("the ceiling probes").arch), smem)
 
@@ -149,7 +149,7 @@ def tma_launch(sm_count: int, bm: int, bn: int, nbytes: int, own: bool):
     which must outlive the launches)."""
     import cupy
 
-    from gemmlab.kernels.cuda._tma import TiledMap
+    from gemmlab.kernels.cuda.launch.tma import TiledMap
 
     w = tma_walk(sm_count, bm, bn, nbytes, own)
     m, n, k = w["m"], w["n"], w["k"]

@@ -2,7 +2,8 @@
 Changed against v7: two shared stages, tile t+1 loaded into registers while tile t's FFMAs run, one barrier per k
 tile. Why: v8's ring transposes A by 4-byte copies and spills. Predicted gain: ~10% over v7. docs/numba.md (v10)
 """
-from gemmlab.kernels.numba._codegen import Tiling, level
+from gemmlab.kernels.numba.codegen.level import level
+from gemmlab.kernels.numba.codegen.tiling import Tiling
 
 TILING = Tiling(BM=128, BN=128, BK=8, WM=64, WN=32, WMITER=2, WNITER=2, TM=4, TN=4, VEC=4, SVEC=True, APAD=4,
                 STAGES=2)

@@ -2,7 +2,8 @@
 Changed against v5: the thread-to-output map and a padded A tile. Why: v5's B reads and A stores conflict in shared
 memory. Predicted gain: about 10% over v5. docs/numba.md#v7_warptile
 """
-from gemmlab.kernels.numba._codegen import Tiling, level
+from gemmlab.kernels.numba.codegen.level import level
+from gemmlab.kernels.numba.codegen.tiling import Tiling
 
 TILING = Tiling(BM=128, BN=128, BK=8, WM=64, WN=32, WMITER=2, WNITER=2, TM=4, TN=4, VEC=4, SVEC=True, APAD=4)
 

@@ -2,7 +2,8 @@
 Changed against v7: two tiles in flight, one barrier per k tile. Why: v7 waits for global memory once per k tile.
 Predicted gain: 1.1-1.3× v7. docs/numba.md#v8_cp_async
 """
-from gemmlab.kernels.numba._codegen import Tiling, level
+from gemmlab.kernels.numba.codegen.level import level
+from gemmlab.kernels.numba.codegen.tiling import Tiling
 
 TILING = Tiling(BM=128, BN=128, BK=8, WM=64, WN=32, WMITER=2, WNITER=2, TM=4, TN=4, VEC=4, SVEC=True, APAD=4,
                 STAGES=3, ASYNC=True)
