@@ -18,13 +18,15 @@ def fp8_constraints(p: dict, promoted: bool) -> list[str]:
     e = [f"{name}={p.get(name)}: 0 or 1" for name in FP8_OPTIONS if p.get(name, 0) not in (0, 1)]
     if p.get("PER_TENSOR", 0) and not promoted:
         e.append("PER_TENSOR=1 is an option of tc8's source (its scales through zero strides)")
-    widths = (128, 192) if promoted else (128, 192, 256)
+    # n64: tc9's narrow tile of tokens, whose C leaves from registers (C_TRANSPOSED); tc4's epilogue boxes are not
+    # built at that width
+    widths = (128, 192) if promoted else (64, 128, 192, 256) if p.get("C_TRANSPOSED", 0) else (128, 192, 256)
     for name in ("BN", "NARROW_BN"):
         if p.get(name, 0) and p[name] not in widths:
             e.append(f"{name}={p[name]}: " + ("two accumulator sets of BN/2 registers must fit beside each other in "
                                               "a consumer thread's registers (232 at most), and a tile may straddle at "
                                               "most two 128-wide blocks of B's scales: 128 or 192" if promoted else
-                                              "the fp8 wgmma shapes here are n128, n192 and n256"))
+                                              "the fp8 wgmma shapes here are n128, n192 and n256 (n64 with C_TRANSPOSED=1)"))
     if promoted and p.get("BN") in widths and p["BN"] > p.get("CONSUMER_REGS", 232) - 32:
         e.append(f"BN={p['BN']}: the two accumulator sets take BN of a consumer thread's CONSUMER_REGS="
                  f"{p.get('CONSUMER_REGS', 232)} registers, which must leave 32 for the rest")
