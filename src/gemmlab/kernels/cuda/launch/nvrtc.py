@@ -23,7 +23,7 @@ _KERNELS = Path(__file__).parents[1]  # kernels/cuda
 # lives in one folder only, so where a file sits never changes the text NVRTC compiles. The last folder holds the
 # ceiling probes (harness/roof_probes.py), which include the tc levels' headers.
 SOURCE_DIRS = (_KERNELS / "sgemm", _KERNELS / "sgemm" / "common", _KERNELS / "tc", _KERNELS / "tc" / "include",
-               _KERNELS / "tc" / "prepass", _KERNELS.parents[1] / "harness" / "probes")
+               _KERNELS / "tc" / "prepass", _KERNELS / "gemv", _KERNELS.parents[1] / "harness" / "probes")
 DEFAULT_ARCH = "sm_90a"
 
 

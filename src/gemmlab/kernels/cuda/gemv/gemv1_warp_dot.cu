@@ -1,0 +1,204 @@
+// gemv1: C = A·Bᵀ for a few rows of A (M <= MAX_M), B handed over as an N×K row-major matrix (x @ w.t()), on the
+// CUDA cores. A block of WARPS warps owns ROWS consecutive rows of B (ROWS columns of C) for every row of A: the
+// warps cut K into WARPS contiguous segments, each lane walks its segment in 16-byte chunks (VEC elements) of the
+// ROWS rows of B and the M rows of A, and FMAs them into MAX_M x ROWS FP32 accumulators. The partial sums meet in a
+// fixed order (a butterfly over the lanes, then the warps in index order in shared memory), so every call gives the
+// same bits. Each element of B is read once from DRAM; A's few rows come from L1/L2.
+// IN_FP32 / IN_BF16 / IN_FP8 select the operand type (FP8: A_E5M2 and B_E5M2 pick the formats); SCALED: 1 one
+// FP32 scale per operand, 2 DeepGEMM's blocks (A per 1x128 stored (ceil(K/128), M), B per 128x128 stored
+// (ceil(N/128), ceil(K/128)), as gemmlab.fp8 lays them out); OUT_BF16 writes BF16 C.
+#ifndef MAX_M
+#define MAX_M 8
+#endif
+#ifndef ROWS
+#define ROWS 4
+#endif
+#ifndef WARPS
+#define WARPS 8
+#endif
+#ifndef UNROLL
+#define UNROLL 2
+#endif
+#ifndef IN_FP32
+#define IN_FP32 0
+#endif
+#ifndef IN_BF16
+#define IN_BF16 0
+#endif
+#ifndef IN_FP8
+#define IN_FP8 0
+#endif
+#ifndef A_E5M2
+#define A_E5M2 0
+#endif
+#ifndef B_E5M2
+#define B_E5M2 0
+#endif
+#ifndef SCALED
+#define SCALED 0
+#endif
+#ifndef OUT_BF16
+#define OUT_BF16 0
+#endif
+static_assert(IN_FP32 + IN_BF16 + IN_FP8 == 1, "exactly one operand type");
+static_assert(MAX_M >= 1 && MAX_M <= 16 && ROWS >= 1 && ROWS <= 8 && WARPS >= 1 && WARPS <= 32 && UNROLL >= 1,
+              "tile");
+static_assert(SCALED == 0 || IN_FP8, "scales belong to FP8 operands");
+
+typedef unsigned int u32;
+typedef unsigned short u16;
+#if IN_FP32
+typedef float InT;
+#elif IN_BF16
+typedef u16 InT;
+#else
+typedef unsigned char InT;
+#endif
+constexpr int VEC = 16 / sizeof(InT);  // elements per 16-byte chunk
+#if OUT_BF16
+typedef u16 OutT;
+#else
+typedef float OutT;
+#endif
+
+// A 16-byte chunk's VEC values as FP32.
+__device__ __forceinline__ void widen(const uint4 &v, float (&x)[VEC], bool e5m2) {
+  const u32 w[4] = {v.x, v.y, v.z, v.w};
+#if IN_FP32
+#pragma unroll
+  for (int i = 0; i < 4; ++i) x[i] = __uint_as_float(w[i]);
+#elif IN_BF16
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    x[2 * i] = __uint_as_float(w[i] << 16);
+    x[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+  }
+#else
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const u16 pair = (u16)(w[i] >> (16 * h));
+      u32 half2;
+      if (e5m2)
+        asm("cvt.rn.f16x2.e5m2x2 %0, %1;" : "=r"(half2) : "h"(pair));
+      else
+        asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(half2) : "h"(pair));
+      float lo, hi;
+      asm("{.reg .f16 l, h;\n mov.b32 {l, h}, %2;\n cvt.f32.f16 %0, l;\n cvt.f32.f16 %1, h;}"
+          : "=f"(lo), "=f"(hi) : "r"(half2));
+      x[4 * i + 2 * h] = lo;
+      x[4 * i + 2 * h + 1] = hi;
+    }
+  }
+#endif
+}
+
+// The chunk of row `row` (of `cols` elements) starting at element k: one 16-byte load where rows are 16-byte
+// aligned (`aligned`), else element by element with zeros past the row's end.
+__device__ __forceinline__ uint4 chunk(const InT *row, int k, int cols, bool aligned) {
+  if (aligned) return __ldg(reinterpret_cast<const uint4 *>(row + k));
+  InT e[VEC];
+#pragma unroll
+  for (int i = 0; i < VEC; ++i) e[i] = k + i < cols ? row[k + i] : (InT)0;
+  uint4 v;
+  memcpy(&v, e, 16);
+  return v;
+}
+
+__device__ __forceinline__ void store(float *p, float x) { *p = x; }
+__device__ __forceinline__ void store(u16 *p, float x) {
+  u16 v;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(v) : "f"(x));
+  *p = v;
+}
+
+extern "C" __global__ void __launch_bounds__(WARPS * 32)
+gemv1_warp_dot(OutT *__restrict__ C, const InT *__restrict__ A, const InT *__restrict__ B, int M, int N, int K,
+               int aligned, const float *__restrict__ scale_a, const float *__restrict__ scale_b) {
+  __shared__ float partial[WARPS][MAX_M][ROWS];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int n0 = blockIdx.x * ROWS;
+  const int chunks = (K + VEC - 1) / VEC;
+  const int per_warp = (chunks + WARPS - 1) / WARPS;
+  const int c_end = min(chunks, (warp + 1) * per_warp);
+  const bool vec = aligned != 0;
+  const InT *brow[ROWS];
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r) brow[r] = B + (long long)min(n0 + r, N - 1) * K;  // rows past N: read row N-1
+
+  float acc[MAX_M][ROWS];
+#pragma unroll
+  for (int m = 0; m < MAX_M; ++m)
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) acc[m][r] = 0.0f;
+
+  // UNROLL chunks a lane apart are loaded before any is used, so each lane keeps UNROLL x ROWS 16-byte loads of B
+  // in flight: what covers DRAM latency when a block's whole share is one or two rounds of loads.
+  for (int c0 = warp * per_warp + lane; c0 < c_end; c0 += 32 * UNROLL) {
+    uint4 raw[UNROLL][ROWS];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+      for (int r = 0; r < ROWS; ++r)
+        raw[u][r] = c0 + 32 * u < c_end ? chunk(brow[r], (c0 + 32 * u) * VEC, K, vec) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      const int c = c0 + 32 * u;
+      if (c < c_end) {
+        const int k = c * VEC;
+#if SCALED == 2
+        const int kb = k / 128, kblocks = (K + 127) / 128;
+        const float sb = scale_b[(long long)(n0 / 128) * kblocks + kb];  // ROWS divides 128: one block of B
+#endif
+        float b[ROWS][VEC];
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r) widen(raw[u][r], b[r], B_E5M2);
+#pragma unroll
+        for (int m = 0; m < MAX_M; ++m) {
+          if (m < M) {
+            float a[VEC];
+            widen(chunk(A + (long long)m * K, k, K, vec), a, A_E5M2);
+#if SCALED == 2
+            const float s = scale_a[(long long)kb * M + m] * sb;
+#endif
+#pragma unroll
+            for (int r = 0; r < ROWS; ++r) {
+              float dot = 0.0f;
+#pragma unroll
+              for (int i = 0; i < VEC; ++i) dot = fmaf(a[i], b[r][i], dot);
+#if SCALED == 2
+              acc[m][r] = fmaf(dot, s, acc[m][r]);
+#else
+              acc[m][r] += dot;
+#endif
+            }
+          }
+        }
+      }
+    }
+  }
+
+#pragma unroll
+  for (int m = 0; m < MAX_M; ++m)
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) {
+      float v = acc[m][r];
+#pragma unroll
+      for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
+      if (lane == 0) partial[warp][m][r] = v;
+    }
+  __syncthreads();
+  for (int i = threadIdx.x; i < MAX_M * ROWS; i += WARPS * 32) {  // a one-warp block has fewer threads than sums
+    const int m = i / ROWS, r = i % ROWS;
+    if (m < M && n0 + r < N) {
+      float v = 0.0f;
+#pragma unroll
+      for (int w = 0; w < WARPS; ++w) v += partial[w][m][r];
+#if SCALED == 1
+      v *= scale_a[0] * scale_b[0];
+#endif
+      store(C + (long long)m * N + n0 + r, v);
+    }
+  }
+}

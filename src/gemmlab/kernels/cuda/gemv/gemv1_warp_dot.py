@@ -1,0 +1,228 @@
+"""gemv1: a few rows of A against an N×K weight on the CUDA cores, K split across a block's warps.
+
+What changed: the tensor-core levels tile M in 64 or 128 rows, so at decode sizes (M = 1-8 tokens against an LLM
+weight handed over as ``w.t()``) most of each wgmma multiplies padding and few CTAs share the weight's rows. Here a
+block of up to 8 warps owns ROWS rows of the weight (ROWS columns of C) for every row of A; its warps cut K into
+segments and each lane reads 16-byte chunks of the ROWS rows and of A's M rows, so the weight is read once, in
+whole sectors, by ceil(N / ROWS) blocks that fill the GPU whatever K is. Partial sums meet in a fixed order (lanes
+by a butterfly, warps in index order), so a call gives the same bits every time; FP32 and TF32 compute in FP32,
+as torch's matrix-vector path does.
+Why: a decode GEMM is the weight's bytes over the DRAM bandwidth; per element of the weight a thread does M FMAs
+and one conversion, which the CUDA cores sustain at the DRAM rate up to about M = 8 (BF16) and M = 4 (FP8).
+Prediction: at M <= 8, 75-90% of the DRAM roof (A, B and C bytes at the measured copy bandwidth); beyond that the
+CUDA cores bind and the tensor-core levels win. Measured: docs/gemv.md.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from gemmlab import driver
+from gemmlab.errors import Refusal, ShapeError
+from gemmlab.fp8 import E4M3, E5M2
+from gemmlab.kernels.cuda.launch.kernel import CudaKernel, CudaPlan
+from gemmlab.kernels.geometry import Geometry, ceil_div
+from gemmlab.kernels.plan import COL, Layout
+from gemmlab.kernels.spec import SM_COUNT, Traffic
+from gemmlab.problem import Problem
+
+MAX_M_CHOICES = (1, 2, 4, 8, 16)  # each its own binary: accumulators and loads for exactly that many rows of A
+WARP_CHOICES = (1, 2, 4, 8)
+SIGNATURE = (("C", "ptr"), ("A", "ptr"), ("B", "ptr"), ("M", "i32"), ("N", "i32"), ("K", "i32"), ("aligned", "i32"),
+             ("scale_a", "ptr"), ("scale_b", "ptr"))
+MIN_BLOCKS_PER_SM = 4  # enough independent 16-byte loads in flight per SM to cover DRAM latency
+
+
+def rows_for(n: int, sm_count: int = SM_COUNT) -> int:
+    """Rows of the weight per block: the most (fewer loads of A per weight byte) that still give every SM
+    MIN_BLOCKS_PER_SM blocks."""
+    for rows in (4, 2):
+        if ceil_div(n, rows) >= MIN_BLOCKS_PER_SM * sm_count:
+            return rows
+    return 1
+
+
+def max_m_for(m: int) -> int:
+    """Accumulator rows for M rows of A (the largest build past it: is_valid refuses such an M)."""
+    return next((c for c in MAX_M_CHOICES if c >= m), MAX_M_CHOICES[-1])
+
+
+def unroll_for(max_m: int) -> int:
+    """Chunks a lane loads before it uses any: two, except where eight or more rows of A's accumulators leave no
+    registers for a second round of loads (it spills)."""
+    return 2 if max_m <= 4 else 1
+
+
+def warps_for(k: int, vec: int, unroll: int) -> int:
+    """Warps splitting K: eight, fewer where K is so short that a lane would get less than one round of ``unroll``
+    chunks."""
+    rounds = ceil_div(k, vec) // (32 * unroll)
+    return max((w for w in WARP_CHOICES if w <= rounds), default=1)
+
+
+def _traffic(problem: Problem, sm_count: int = SM_COUNT, params: dict | None = None) -> Traffic:
+    """The weight and C once from DRAM; A's rows once per block, from L2 after the first block's read."""
+    p = problem.prec
+    m, n, k = problem.shape
+    rows = (params or {}).get("ROWS") or rows_for(n, sm_count)
+    a_bytes, b_bytes, c_bytes = p.input_bytes * m * k, p.input_bytes * n * k, p.output_bytes * m * n
+    blocks = ceil_div(n, rows)
+    return Traffic(a_bytes + b_bytes, c_bytes, f"B and C once, A once per block of {rows} rows ({blocks} blocks)",
+                   l2_read=a_bytes * blocks + b_bytes, l2_write=c_bytes)
+
+
+@dataclass
+class GemvPlan(CudaPlan):
+    """One launch; each call writes the operands' addresses, whether the 16-byte chunks are aligned, and for FP8 the
+    scales' addresses."""
+
+    vec: int = 1
+
+    def __post_init__(self):
+        super().__post_init__()
+        self._aligned, self._sa, self._sb = self.main.params.views("aligned", "scale_a", "scale_b")
+
+    def launch(self, a, b, c, stream: int = 0, scale_a: int = 0, scale_b: int = 0) -> None:
+        self._aligned.value = int(self.problem.k % self.vec == 0 and not (a | b) & 15)
+        self._sa.value, self._sb.value = scale_a, scale_b
+        super().launch(a, b, c, stream)
+
+    def run(self, a, b, c) -> None:
+        """The harness's call: CuPy arrays (B as the transpose view of an N×K array), or gemmlab.fp8.Scaled
+        operands (B stored N×K)."""
+        import cupy
+
+        stream = cupy.cuda.get_current_stream().ptr
+        if self.spec.fp8:
+            self.launch(a.data.data.ptr, b.data.data.ptr, c.data.ptr, stream, a.scale.data.ptr, b.scale.data.ptr)
+        else:
+            self.launch(a.data.ptr, b.data.ptr, c.data.ptr, stream)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GemvKernel(CudaKernel):
+    source: str = "gemv1_warp_dot.cu"
+    entry: str = "gemv1_warp_dot"
+    signature: tuple = SIGNATURE
+    int32_indices: bool = False  # row offsets are 64-bit; M, N, K themselves fit an int (checked below)
+
+    @property
+    def fp8(self) -> bool:
+        return self.prec.scaling is not None
+
+    @property
+    def vec(self) -> int:
+        return 16 // self.prec.input_bytes
+
+    @property
+    def layouts(self) -> frozenset:
+        return frozenset({Layout(b=COL)})
+
+    def natural_layout(self, problem: Problem) -> Layout:
+        return Layout(b=COL)
+
+    def layout_refusal(self, layout: Layout) -> str:
+        return (f"{self.name} reads B as the transpose of an N×K matrix (x @ w.t(), what nn.Linear computes), each "
+                "of its rows once in 16-byte chunks; a row-major K×N B would be copied on every call")
+
+    def auto_refusal(self) -> str:
+        return self.not_auto  # FP32 products: TF32 calls get FP32 accuracy, never a truncation
+
+    def make_inputs(self, problem: Problem, seed: int = 0, xp=None):
+        """A (M×K) and B as the K×N transpose view of an N×K array, the layout this kernel reads; FP8 as
+        gemmlab.fp8.Scaled operands (B stored N×K)."""
+        import numpy as np
+
+        xp = np if xp is None else xp
+        if self.fp8:
+            return problem.make_inputs(seed, xp, formats=self.formats)
+        a, b = problem.with_precision(problem.precision).make_inputs(seed, xp)
+        return a, xp.ascontiguousarray(b.T).T
+
+    @property
+    def formats(self) -> tuple[str, str]:
+        return tuple(E5M2 if self.params.get(f"{x}_E5M2", 0) else E4M3 for x in "AB")
+
+    def output_dtype(self, problem: Problem):
+        import numpy as np
+
+        from gemmlab.problem import np_dtype
+
+        return np_dtype("bfloat16") if self.params.get("OUT_BF16", 0) else np.dtype(np.float32)
+
+    def for_formats(self, a: str, b: str, out: str) -> "GemvKernel":
+        if not self.fp8:
+            return super().for_formats(a, b, out)
+        if a not in (E4M3, E5M2) or b not in (E4M3, E5M2) or out not in ("bfloat16", "float32"):
+            return super().for_formats(a, b, out)
+        return dataclasses.replace(self, params={**self.params, "A_E5M2": int(a == E5M2), "B_E5M2": int(b == E5M2),
+                                                 "OUT_BF16": int(out == "bfloat16")})
+
+    def is_valid(self, problem: Problem) -> Refusal | None:
+        why = super().is_valid(problem)
+        if why:
+            return why
+        if problem.m > MAX_M_CHOICES[-1]:
+            return Refusal(f"{self.name} computes at most {MAX_M_CHOICES[-1]} rows of A (M={problem.m}); larger M "
+                           "runs on the tensor-core levels", ShapeError)
+        if max(problem.shape) > 2**31 - 1:
+            return Refusal(f"{problem.label()}: a dimension past 2^31 does not fit the kernel's int arguments",
+                           ShapeError)
+        return None
+
+    def for_problem(self, problem: Problem, sm_count: int = SM_COUNT) -> "GemvKernel":
+        """The build for ``problem``: accumulators for the fewest rows that hold M, ROWS by N."""
+        max_m = max_m_for(problem.m)
+        unroll = unroll_for(max_m)
+        params = {**self.params, "MAX_M": max_m, "ROWS": rows_for(problem.n, sm_count), "UNROLL": unroll,
+                  "WARPS": warps_for(problem.k, self.vec, unroll)}
+        return self if params == dict(self.params) else dataclasses.replace(self, params=params)
+
+    def configurations(self) -> list["GemvKernel"]:
+        """Every accumulator count at four rows per block, and one row per block (the other row counts change the
+        same loop's trip count only); FP8 in both output types."""
+        builds = [dataclasses.replace(self, params={**self.params, "MAX_M": m, "ROWS": 4, "UNROLL": unroll_for(m)})
+                  for m in MAX_M_CHOICES]
+        builds += [dataclasses.replace(self, params={**self.params, "MAX_M": 4, "ROWS": 1, "UNROLL": 2, "WARPS": w})
+                   for w in WARP_CHOICES]
+        if self.fp8:
+            builds = [b.for_formats(*self.formats, out) for b in builds for out in ("bfloat16", "float32")]
+        return builds
+
+    def launch_geometry(self, problem: Problem) -> Geometry:
+        runs = self.for_problem(problem)
+        return Geometry(grid=(ceil_div(problem.n, runs.params["ROWS"]), 1, 1), block=(runs.params["WARPS"] * 32, 1, 1))
+
+    def traffic(self, problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
+        return _traffic(problem, sm_count, dict(self.for_problem(problem, sm_count).params))
+
+    def make_plan(self, problem: Problem, layout: Layout, info, gpu=None) -> GemvPlan:
+        from gemmlab.kernels.cuda.launch.gpu import RESOURCES
+
+        if layout not in self.layouts:
+            raise ShapeError(self.layout_refusal(layout))
+        runs = self.for_problem(problem, info.sm_count)
+        geo = runs.launch_geometry(problem)
+        kernel = (gpu or RESOURCES).kernel(runs.compile(info.arch), geo.smem)
+        params = driver.Params(self.signature)
+        params.M, params.N, params.K = problem.shape
+        main = driver.Launch(int(kernel.handle), geo.grid, geo.block, geo.smem, params)
+        return GemvPlan(runs, problem, layout, main=main, vec=self.vec,
+                        steps=[f"{self.entry}: grid {geo.grid}, block {geo.block}, MAX_M={runs.params['MAX_M']}, "
+                               f"ROWS={runs.params['ROWS']}, WARPS={runs.params['WARPS']}, UNROLL={runs.params['UNROLL']}"])
+
+
+_TYPES = {"fp32": {"IN_FP32": 1}, "tf32": {"IN_FP32": 1}, "bf16": {"IN_BF16": 1},
+          "fp8": {"IN_FP8": 1, "SCALED": 1, "OUT_BF16": 1}, "fp8_block": {"IN_FP8": 1, "SCALED": 2, "OUT_BF16": 1}}
+_TITLES = {"fp32": "FP32 FFMA", "tf32": "FP32 FFMA (FP32 accuracy for TF32 calls, as torch's matrix-vector path)",
+           "bf16": "BF16 operands, FP32 FFMA", "fp8": "FP8 operands, one scale each, FP32 FFMA, BF16 C",
+           "fp8_block": "FP8 operands, 1x128 / 128x128 block scales applied per 16 of K, FP32 FFMA, BF16 C"}
+
+SPECS = [
+    GemvKernel(name=f"cuda/gemv1_warp_dot_{prec}", level=None, precision=prec,
+               title=f"M <= 16 rows against an N×K weight (w.t()), K across 8 warps: {_TITLES[prec]}",
+               params={**_TYPES[prec], "MAX_M": 8, "ROWS": 4, "UNROLL": 1, "WARPS": 8},
+               traffic_model=_traffic, doc=__doc__,
+               unmodeled="the CUDA cores: M FMAs and a conversion per weight element bind above M of about 8")
+    for prec in ("fp32", "tf32", "bf16", "fp8", "fp8_block")
+]
