@@ -35,6 +35,7 @@ class Ceilings:
     seed_tflops: dict  # the datasheet's dense peaks: the seeds' compute roof
     source: dict = field(default_factory=dict)  # level or precision -> "datasheet", "assumed" or "measured"
     origin: str = "datasheet"  # where the measured figures come from (a file and when it was measured)
+    memory_bytes: int = 0  # device memory (0: unknown): the largest problem a model is made for
 
     def compute_tflops(self, precision: str, clock_mhz: float | None = None) -> float:
         clock = clock_mhz or self.max_clock_mhz
@@ -63,7 +64,7 @@ def datasheet(dev) -> Ceilings:
     source = {"dram": "datasheet", "l2": "assumed", "smem": "datasheet", **{p: "datasheet" for p in dev.flop_per_clk}}
     return Ceilings(dev.name, dev.sm_count, dev.max_clock_mhz, dev.l2_bytes, dev.dram_gbs,
                     dev.l2_bytes_per_clk * dev.max_clock_mhz * 1e6 / 1e9, dev.smem_bytes_per_clk,
-                    dict(dev.flop_per_clk), dict(dev.tflops), source)
+                    dict(dev.flop_per_clk), dict(dev.tflops), source, memory_bytes=dev.memory_bytes)
 
 
 def with_measured(base: Ceilings, measured: dict, origin: str) -> Ceilings:
