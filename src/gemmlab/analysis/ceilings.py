@@ -8,6 +8,7 @@ and clock, so a record's own clock scales them: a kernel timed at 1500 MHz is he
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -85,12 +86,41 @@ def with_measured(base: Ceilings, measured: dict, origin: str) -> Ceilings:
     return replace(base, **values, flop_per_clk=flops, source=source, origin=origin)
 
 
+def _positive(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+
+
+def _check_figures(measured, path) -> None:
+    """Refuse a file that is not a ceilings JSON, or whose figures are not positive numbers: taken on trust, any
+    JSON (a results file, ``{}``) printed as "measured" while every roof stayed the datasheet's."""
+    wanted = ", ".join([*LEVEL_KEYS.values(), "flop_per_clk"])
+    if not isinstance(measured, dict):
+        raise CeilingsError(f"{path} is not a ceilings file: a JSON object with {wanted} (gemmlab roofline --measure "
+                            "--json writes one)")
+    if "records" in measured:
+        raise CeilingsError(f"{path} is a results file, not ceilings: give --ceilings the JSON that gemmlab roofline "
+                            "--measure --json writes")
+    flops = measured.get("flop_per_clk")
+    if flops is not None and not isinstance(flops, dict):
+        raise CeilingsError(f"{path}: flop_per_clk must map precisions to FLOP per clock, got {flops!r}")
+    figures = {key: measured[key] for key in LEVEL_KEYS.values() if key in measured}
+    figures.update({f"flop_per_clk.{p}": v for p, v in (flops or {}).items()})
+    if not figures:
+        raise CeilingsError(f"{path} holds none of the figures a ceilings file carries ({wanted}): nothing to measure "
+                            "the roofs by")
+    figures.update({key: measured[key] for key in ("sm_count", "max_clock_mhz", "l2_bytes") if key in measured})
+    bad = [f"{key}={value!r}" for key, value in figures.items() if not _positive(value)]
+    if bad:
+        raise CeilingsError(f"{path}: {', '.join(bad)}: every figure must be a positive number")
+
+
 def load(path: str | os.PathLike, base: Ceilings) -> Ceilings:
     """``base`` (the datasheet of the GPU the records ran on) with the figures of the ceilings JSON at ``path``."""
     try:
         measured = json.loads(Path(path).read_text())
     except (OSError, ValueError) as exc:
         raise CeilingsError(f"cannot read ceilings {path}: {exc}") from None
+    _check_figures(measured, path)
     gpu = measured.get("gpu")
     if gpu and base.gpu and gpu.replace("NVIDIA ", "") not in base.gpu and base.gpu not in gpu:
         raise CeilingsError(f"{path} holds ceilings measured on {gpu}, the records ran on {base.gpu}")
