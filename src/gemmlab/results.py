@@ -16,11 +16,13 @@ from gemmlab.errors import ResultsFileError
 RECORD_FIELDS = {"bench": ("kernel", "precision", "m", "n", "k", "status"),
                  "timeline": ("kernel", "problem", "summary"),
                  "verify": ("kernel", "shape", "result"),
-                 "accuracy": ("sweep", "series", "dist", "k", "rel_err")}
+                 "accuracy": ("sweep", "series", "dist", "k", "rel_err"),
+                 "api": ("kernel", "precision", "m", "n", "k", "layout", "verified")}
 
 
 def load(path: str | os.PathLike) -> tuple[str, dict]:
-    """(kind, results) of a JSON that gemmlab wrote: "bench", "timeline", "verify" or "accuracy" (their --json);
+    """(kind, results) of a JSON that gemmlab wrote: "bench", "timeline", "verify", "accuracy" (their --json) or
+    "api" (bench --api --json);
     anything else is refused with a ResultsFileError naming why."""
     try:
         text = Path(path).read_text()
@@ -48,7 +50,8 @@ def load(path: str | os.PathLike) -> tuple[str, dict]:
         if all(isinstance(r, dict) and all(f in r for f in fields) for r in records):
             results.setdefault("env", {})
             return kind, results
-    raise ResultsFileError(f"{path}: its records are not those of gemmlab bench, verify, timeline or accuracy --json")
+    raise ResultsFileError(f"{path}: its records are not those of gemmlab bench, bench --api, verify, timeline or "
+                           "accuracy --json")
 
 
 def load_results(path: str | os.PathLike) -> dict:

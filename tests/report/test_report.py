@@ -352,6 +352,20 @@ def test_timeline_json_renders_its_own_table(tmp_path):
     assert rows[0][5] == f"{epilogue:,.0f}"
 
 
+def test_api_json_renders_the_table_bench_api_writes_beside_it(tmp_path):
+    """The file ``bench --api --json`` writes is a results file like the others: report renders the same table
+    the command wrote beside it, and --summary prints it."""
+    from gemmlab.report import summary
+
+    api = Path(__file__).resolve().parents[2] / "results" / "h200" / "api.json"
+    kind, results = D.load(api)
+    assert kind == "api"
+    paths = render_report(api, tmp_path / "out")
+    assert [p.name for p in paths] == ["report.md"]
+    assert paths[0].read_text() == api.with_suffix(".md").read_text()
+    assert "| fp8 | 8192×8192×8192 | x @ w.T (B column-major) | `cuda/tc4_persistent_fp8` |" in summary(api)
+
+
 def _verify_rows(text: str) -> dict:
     return {cells[0].strip("`"): cells for cells in
             ([c.strip() for c in line.strip("|").split("|")] for line in text.splitlines() if line.startswith("| `"))}

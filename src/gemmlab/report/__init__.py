@@ -2,8 +2,8 @@
 
 ``render_report(results_json_path, out_dir)`` writes ``report.md`` and, for bench results, one roofline PNG per
 precision and shape and one ladder PNG per shape, and returns the paths it wrote; ``summary(path)`` is the compact
-table. Both take every JSON gemmlab writes (bench, verify, timeline and accuracy --json) and refuse anything
-else (an accuracy study gets its tables and its figure, accuracy.png). Nothing is measured here, so a committed
+table. Both take every JSON gemmlab writes (bench, bench --api, verify, timeline and accuracy --json) and refuse
+anything else (an accuracy study gets its tables and its figure, accuracy.png; bench --api its table against torch). Nothing is measured here, so a committed
 JSON renders the same report on any machine, with or without a GPU.
 """
 from __future__ import annotations
@@ -32,6 +32,10 @@ def render_report(results_json_path: str | os.PathLike, out_dir: str | os.PathLi
 
         figures = [("accuracy.png", accuracy.figure(results))]
         text = accuracy.markdown(results) + "\n![error against K and against the inputs](accuracy.png)\n"
+    elif kind == "api":
+        from gemmlab.harness import api_bench
+
+        text = api_bench.markdown(results)
     else:
         from gemmlab.harness import timeline
 
@@ -78,5 +82,9 @@ def summary(results_json_path: str | os.PathLike) -> str:
         from gemmlab.report import accuracy
 
         return accuracy.markdown(results)
+    if kind == "api":
+        from gemmlab.harness import api_bench
+
+        return api_bench.markdown(results)
     return {"bench": markdown.summary_markdown, "verify": markdown.verify_summary,
             "timeline": markdown.timeline_summary}[kind](results)
