@@ -33,6 +33,18 @@ def test_out_tensor_is_written_in_place_and_checked():
         gemmlab.matmul(A, B, out=np.empty((37, 23), np.float32))
 
 
+@pytest.mark.parametrize("a, b, out, match", [
+    (A.to_sparse(), B, None, "A is a sparse_coo tensor on cpu"),
+    (A, B.to_sparse_csr(), None, "B is a sparse_csr tensor on cpu"),
+    (A.to("meta"), B.to("meta"), None, "A is a strided tensor on meta"),
+    (A, B, torch.empty(37, 23).to_sparse(), "out is a sparse_coo tensor"),
+])
+def test_tensors_gemmlab_cannot_read_are_refused_by_name(a, b, out, match):
+    """Once a TypeError from .numpy() or a RuntimeError from .stride(): each is a LayoutError naming the tensor."""
+    with pytest.raises(LayoutError, match=match):
+        gemmlab.matmul(a, b, out=out)
+
+
 def test_tensor_errors():
     with pytest.raises(LayoutError, match="pass two tensors"):
         gemmlab.matmul(A, B.numpy())

@@ -149,6 +149,8 @@ def _layout(shape, strides) -> str | None:
 
 
 def facts(x, name: str) -> Facts:
+    if isinstance(x, np.ma.MaskedArray):  # its mask would be ignored: a product of the hidden entries, silently
+        raise OperandTypeError(f"{name} is a NumPy masked array; gemmlab does not apply masks: pass {name}.filled(0)")
     kind = _kind(x)
     if kind == "cuda-interface":
         import cupy
@@ -363,8 +365,8 @@ def prepare(fa: Facts, fb: Facts, kernel, precision, device: int | None, scales:
 
 def check_out(out, kind: str, shape: tuple, device, dtype: str = "float32") -> None:
     """The checks an ``out`` array gets once per key (shape, dtype, layout, device, writability)."""
-    if _kind(out) != kind and not (kind == "numpy" and _kind(out) == "torch" and not out.is_cuda):
-        raise LayoutError(f"out is a {_kind(out)} array; the operands are {kind} arrays")
+    if _kind(out) != kind:  # a torch out for NumPy operands too: NumPy cannot write into a tensor
+        raise LayoutError(f"out is a {_kind(out)} array; the operands are {kind} arrays: pass out of their kind")
     if kind == "torch":
         ok = (tuple(out.shape) == shape and str(out.dtype) == f"torch.{dtype}" and out.is_contiguous()
               and (out.device.index if out.is_cuda else None) == device)
