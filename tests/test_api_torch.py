@@ -63,6 +63,25 @@ def test_custom_op_is_registered_with_a_fake():
         fa, fb = torch.empty(5, 7), torch.empty(7, 3)
         fake = torch.ops.gemmlab.mm(fa, fb, "auto", None)
     assert fake.shape == (5, 3) and fake.dtype == torch.float32
+    with FakeTensorMode():  # FP32 out whatever the inputs: BF16 in, as the real op returns
+        fake = torch.ops.gemmlab.mm(torch.empty(5, 7, dtype=torch.bfloat16), torch.empty(7, 3, dtype=torch.bfloat16),
+                                    "auto", None)
+    assert fake.dtype == torch.float32
+
+
+def test_a_plan_is_kept_per_stride_pattern():
+    """The plan cache is keyed by the operands' and out's strides: a column-major A gets a plan of its own, and an
+    out that is not C-contiguous is refused even after a contiguous one of its shape was taken."""
+    from gemmlab import call
+
+    call.plans.clear()
+    out = torch.empty(37, 23)
+    gemmlab.matmul(A, B, kernel="cpu/v0_naive", out=out)
+    col_major = A.t().contiguous().t()
+    torch.testing.assert_close(gemmlab.matmul(col_major, B, kernel="cpu/v0_naive"), A @ B, rtol=1e-4, atol=1e-4)
+    assert sorted(key[6] for key in call.plans) == [(1, 37), (29, 1)]  # A's strides, one plan each
+    with pytest.raises(LayoutError, match="C-contiguous"):
+        gemmlab.matmul(A, B, kernel="cpu/v0_naive", out=torch.empty(23, 37).t())
 
 
 @pytest.mark.parametrize("kernel", ["auto", "cpu/v0_naive"])
@@ -74,6 +93,17 @@ def test_autograd_matches_torch(kernel):
     ((ra @ rb) * weight).sum().backward()
     torch.testing.assert_close(a.grad, ra.grad, rtol=1e-4, atol=1e-4)
     torch.testing.assert_close(b.grad, rb.grad, rtol=1e-4, atol=1e-4)
+
+
+def test_backward_runs_the_kernel_the_forward_named(monkeypatch):
+    from gemmlab import torch_op
+
+    ran, direct = [], torch_op.direct
+    monkeypatch.setattr(torch_op, "direct", lambda a, b, kernel, *rest: ran.append(kernel) or direct(a, b, kernel, *rest))
+    a, b = A.clone().requires_grad_(), B.clone().requires_grad_()
+    gemmlab.matmul(a, b, kernel="cpu/v0_naive").sum().backward()
+    assert ran == ["cpu/v0_naive"] * 3  # C, then dA = dC·Bᵀ and dB = Aᵀ·dC
+    torch.testing.assert_close(a.grad, torch.ones(37, 23) @ B.t(), rtol=1e-4, atol=1e-4)
 
 
 def test_out_refused_under_autograd():

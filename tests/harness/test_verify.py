@@ -38,13 +38,14 @@ def test_tolerance_grows_with_k_beyond_4096():
 
 
 def _unwritten_corner(A, B, C):
-    np.matmul(A, B, out=C)
-    C[-1, -1] = np.nan  # what NaN poisoning exists to catch: an element nobody wrote
+    # every element but the last written: what that element holds is whatever verify put in C before the launch
+    C.flat[:-1] = np.matmul(A, B).flat[:-1]
 
 
 def test_an_unwritten_element_fails_verification():
     spec = CpuKernel(name="cpu/test_skips_corner", level=None, precision="fp32", title="", function=_unwritten_corner)
     result = check(spec, Problem(5, 7, 3), seed=1)
+    # found as a NaN: C poisoned before the launch, so an unwritten element never passes for a right one
     assert result.status == "FAILED" and result.error.nonfinite == 1
 
 
