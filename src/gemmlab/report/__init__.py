@@ -41,9 +41,11 @@ def render_report(results_json_path: str | os.PathLike, out_dir: str | os.PathLi
 
         text = timeline.markdown(results)  # the table timeline --json writes beside the JSON
     out.mkdir(parents=True, exist_ok=True)
-    from gemmlab.report import plots
+    written = []
+    if figures:  # tables alone (verify, timeline, api) need no matplotlib
+        from gemmlab.report import plots
 
-    written = [plots.save(fig, out / name) for name, fig in figures]
+        written = [plots.save(fig, out / name) for name, fig in figures]
     report = out / "report.md"
     report.write_text(text)
     return written + [report]

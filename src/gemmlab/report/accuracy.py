@@ -12,8 +12,7 @@ import json
 import os
 from pathlib import Path
 
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
+from gemmlab.report._mpl import Figure, FigureCanvasAgg
 
 BASELINE = "cublas_fp32"
 

@@ -12,10 +12,10 @@ import json
 import os
 from pathlib import Path
 
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 from rich.console import Console
 from rich.table import Table
+
+from gemmlab.report._mpl import Figure, FigureCanvasAgg
 
 OP_COLOR = {"all_gather_matmul": "#1f77b4", "matmul_reduce_scatter": "#d62728", "summa": "#2ca02c"}
 WEAK_EFFICIENCY_BAR = 0.90  # what the distributed work sets out to reach at every count

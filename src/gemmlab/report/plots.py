@@ -13,10 +13,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
 from gemmlab.report import data as D
+from gemmlab.report._mpl import Figure, FigureCanvasAgg
 
 _PRECISION_COLOR = {"fp32": "#1f77b4", "tf32": "#ff7f0e", "bf16": "#2ca02c", "fp8": "#d62728",
                     "fp8_block": "#9467bd"}
