@@ -45,6 +45,14 @@ def test_tensors_gemmlab_cannot_read_are_refused_by_name(a, b, out, match):
         gemmlab.matmul(a, b, out=out)
 
 
+def test_explain_names_the_layouts_and_tensors_it_was_given():
+    """A transposed weight (x @ w.t()) is column-major, not "row-major"; a tensor is not called a NumPy array."""
+    w = torch.randn(23, 29, generator=gen)
+    text = gemmlab.plan(A, w.t()).explain()
+    assert "(A row-major, B column-major)" in text and "NumPy arrays" not in text
+    assert "(A strided, B row-major)" in gemmlab.plan(torch.randn(37, 58, generator=gen)[:, ::2], B).explain()
+
+
 def test_tensor_errors():
     with pytest.raises(LayoutError, match="pass two tensors"):
         gemmlab.matmul(A, B.numpy())

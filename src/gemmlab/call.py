@@ -336,7 +336,7 @@ def prepare(fa: Facts, fb: Facts, kernel, precision, device: int | None, scales:
         if device is not None:
             raise LayoutError(f"{spec.name} runs on the host; A and B are on cuda:{device} (use a GPU kernel, or "
                               "move them to the host)")
-        plan = spec.plan(problem)
+        plan = spec.plan(problem, Layout(fa.layout or "strided", fb.layout or "strided"))  # read as they are
         return Prepared(plan, why, out_shape=(problem.m, problem.n))
     if device is None:  # host operands, a GPU kernel named: run it on GPU 0
         dev.require_gpu(spec.name)
