@@ -148,3 +148,14 @@ def test_a_real_process_says_the_same_one_line(args, tmp_path):
                           cwd=tmp_path, env=env)
     assert proc.returncode == 2
     assert proc.stdout == "" and len(proc.stderr.splitlines()) == 1 and "Traceback" not in proc.stderr
+
+
+def test_version_and_a_help_that_names_every_command(capsys):
+    from gemmlab import __version__
+    from gemmlab.cli import build_parser
+
+    assert _run(["--version"], capsys) == (0, f"gemmlab {__version__}\n")
+    code, text = _run(["--help"], capsys)
+    summary = " ".join(text.split("positional arguments")[0].split())  # the description, unwrapped
+    commands = build_parser()._subparsers._group_actions[0].choices
+    assert code == 0 and all(f" {name} " in summary or f" {name}." in summary for name in commands), summary

@@ -1,4 +1,4 @@
-"""gemmlab command line: list | bench | verify | roofline | report | profile | timeline | accuracy | tune."""
+"""gemmlab command line: list | bench | verify | roofline | report | profile | timeline | accuracy | dispatch | tune."""
 from __future__ import annotations
 
 import argparse
@@ -526,6 +526,9 @@ def build_parser() -> argparse.ArgumentParser:
     seconds, idle = _number(float, 0, above=True), _number(float, 0)
     shape_help = "4096 or MxNxK, e.g. 2048x3072x4096; repeatable"
     p = _Parser(prog="gemmlab", description=__doc__)
+    from gemmlab import __version__
+
+    p.add_argument("--version", action="version", version=f"gemmlab {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("list", help="registered kernels")
