@@ -159,3 +159,25 @@ def test_version_and_a_help_that_names_every_command(capsys):
     summary = " ".join(text.split("positional arguments")[0].split())  # the description, unwrapped
     commands = build_parser()._subparsers._group_actions[0].choices
     assert code == 0 and all(f" {name} " in summary or f" {name}." in summary for name in commands), summary
+
+
+def test_an_interrupted_bench_writes_what_it_finished(tmp_path, capsys, monkeypatch):
+    """Ctrl-C after the CPU table: the JSON holds those records, marked partial, and reads back as a bench file."""
+    from gemmlab import console
+    from gemmlab.results import load_results
+
+    step = console.BenchPrinter.step
+
+    def interrupt_at_the_gpu_kernels(self, label, *rest):
+        if label.startswith("cuda/"):
+            raise KeyboardInterrupt
+        return step(self, label, *rest)
+
+    monkeypatch.setattr(console.BenchPrinter, "step", interrupt_at_the_gpu_kernels)
+    out = tmp_path / "r.json"
+    code, text = _run(["bench", "--kernels", "cpu/*,cuda/v1_naive", "--shape", "32", "--repeat", "3", "--json",
+                       str(out)], capsys)
+    assert code == 130 and "interrupted: wrote the 2 records finished so far" in text
+    results = load_results(out)
+    assert results["partial"].startswith("interrupted") and results["env"]["command"].startswith("gemmlab bench")
+    assert sorted(r["kernel"] for r in results["records"]) == ["cpu/blas", "cpu/v0_naive"]

@@ -164,8 +164,25 @@ def cmd_bench(args) -> int:
     dev = device_spec(info.name if info else args.gpu)
     console.print(Text.assemble(("gemmlab bench", "bold"), f"{' on ' + info.name if info else ''} (git "
                                 f"{env.git_sha()[:12]}): {bench.plan(opts, info, why, dev, specs)}"))
+    finished = {}  # each table's records as it is printed: what an interrupted run still writes
     with BenchPrinter(console) as printer:
-        results = bench.run_bench(opts, printer)
+        print_table = printer.table
+        printer.table = lambda kind, title, records: (
+            finished.update({tuple(r[k] for k in ("kernel", "precision", "m", "n", "k")): r for r in records}),
+            print_table(kind, title, records))
+        try:
+            results = bench.run_bench(opts, printer)
+        except KeyboardInterrupt:
+            if not json_path or not finished:
+                raise
+            results = {"env": {**env.collect(info, "gpu" if info else "cpu-only"), "command": _command(args)},
+                       "records": list(finished.values()), "partial": "interrupted: the records of the tables "
+                       "printed before Ctrl-C", "notes": []}
+            if earlier is not None:  # --append: the earlier run's records stay
+                results = {**_merge(earlier, results), "partial": results["partial"]}
+            _write(json_path, json.dumps(results, indent=1, default=float))
+            console.print(f"interrupted: wrote the {len(finished)} records finished so far to {json_path} (partial)")
+            return 130
     for n in results.get("noise", []):
         console.print(f"noise: {n['kernel']} at {n['m']}x{n['n']}x{n['k']} timed twice: {n['first_ms']:.4f} vs "
                       f"{n['second_ms']:.4f} ms ({n['diff_pct']:.2f}%); smaller gaps between kernels are noise")
