@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from gemmlab.console import Fitted
 from gemmlab.errors import GemmlabError, OutputPathError, UnknownKernelError
 
 # Records tables are wide; a pipe or CI log gets 160 columns instead of rich's 80-column default.
@@ -125,7 +126,7 @@ def cmd_list(args) -> int:
     for s in _specs(args.kernels):
         t.add_row(s.name, "" if s.level is None else str(s.level), s.precision, s.device,
                   " ".join(f"{k}={v}" for k, v in s.params.items()), s.title)
-    console.print(t)
+    console.print(Fitted(t))
     return 0
 
 
@@ -360,7 +361,7 @@ def cmd_roofline(args) -> int:
                 t.add_row(Path(name).name, row.kernel, row.shape, f"{row.clock_mhz or 0:.0f}",
                           f"{row.measured_tflops:.1f}", f"{row.predicted_tflops:.1f}", row.bound,
                           "[bold red]ABOVE[/]" if row.above else f"{row.ratio:.2f}" + (" *" if named else ""))
-        console.print(t)
+        console.print(Fitted(t))
         for kernel, reason in reasons.items():
             console.print(f"* {kernel}: {reason}", highlight=False)
         console.print(f"{above} record(s) above their own ceiling", highlight=False)
@@ -377,13 +378,14 @@ def cmd_roofline(args) -> int:
     if not args.ceilings and info is not None and not args.gpu:
         roofs = stored_ceilings(roofs)
     t = Table(title="devices (dense datasheet peaks: the seeds' roofs)", header_style="bold", title_justify="left")
-    listed = [p for p in PRECISIONS.values() if all(p.name in d.tflops for d in DEVICES.values())]  # A100: no FP8
+    listed = [p for p in PRECISIONS.values() if any(p.name in d.tflops for d in DEVICES.values())]  # A100: no FP8
     for col in ("device", "DRAM GB/s", *(p.label for p in listed), *(f"ridge {p.label}" for p in listed)):
         t.add_column(col, justify="left" if col == "device" else "right")
     for d in DEVICES.values():
-        t.add_row(d.name, f"{d.dram_gbs:.0f}", *(f"{d.tflops[p.name]:.1f}" for p in listed),
-                  *(f"{d.ridge(p.name):.1f}" for p in listed))
-    console.print(t)
+        t.add_row(d.name, f"{d.dram_gbs:.0f}", *(f"{d.tflops[p.name]:.1f}" if p.name in d.tflops else "—"
+                                                 for p in listed),
+                  *(f"{d.ridge(p.name):.1f}" if p.name in d.tflops else "—" for p in listed))
+    console.print(Fitted(t))
     ex = seed_examples()
     console.print(f"the seeds' numbers: A100 ridge {ex['a100_ridge']:.1f} FLOP/byte; naive kernel intensity "
                   f"{ex['naive_intensity']:.2f} FLOP/byte at any size; 4096³ best intensity {ex['square_intensity_4096']:.1f} "
@@ -392,9 +394,10 @@ def cmd_roofline(args) -> int:
     for shape in args.shape or [SEED_SHAPE]:
         t = Table(title=f"{dev.name}, {shape[0]}×{shape[1]}×{shape[2]} (M×N×K): the seeds' cache-free view, then "
                         "the hierarchy beneath it", header_style="bold", title_justify="left")
-        for col in ("kernel", "GFLOP", "best I", "seeds: global MB", "I", "ridge", "bound", "TFLOPS",
-                    "DRAM MB", "L2 MB", "smem/L1 MB", "bound ", "TFLOPS "):
-            t.add_column(col, justify="left" if col.strip() in ("kernel", "bound") else "right")
+        # each view's columns named by it: the two have a bound and a TFLOPS each
+        for col in ("kernel", "GFLOP", "best I", "seeds: global MB", "seeds: I", "seeds: ridge", "seeds: bound",
+                    "seeds: TFLOPS", "DRAM MB", "L2 MB", "smem/L1 MB", "hierarchy: bound", "hierarchy: TFLOPS"):
+            t.add_column(col, justify="left" if col == "kernel" or col.endswith("bound") else "right")
         for s in specs:
             km = model(s, Problem(*shape, s.precision), roofs)
             t.add_row(s.name, f"{km.flops / 1e9:.1f}", f"{km.intensity:.1f}",
@@ -402,7 +405,7 @@ def cmd_roofline(args) -> int:
                       f"{km.seed_ridge:.1f}", km.seed_bound, f"{km.seed_predicted_tflops:.1f}",
                       f"{km.dram_bytes / 1e6:,.0f}", f"{km.l2_bytes / 1e6:,.0f}", f"{km.smem_bytes / 1e6:,.0f}",
                       km.bound, f"{km.predicted_tflops:.1f}")
-        console.print(t)
+        console.print(Fitted(t))
     console.print("seeds: every global load counted as DRAM traffic (I = FLOP per such byte, against the datasheet "
                   "ridge); hierarchy: each level's modeled bytes against its own roof, the arithmetic at the maximum "
                   "clock, the largest time binds", style="dim")
@@ -472,7 +475,7 @@ def cmd_tune(args) -> int:
         t.add_row("x".join(map(str, r.shape)), " ".join(f"{k}={v}" for k, v in (r.best or {}).items()) or "none ran",
                   f"{r.ms:.3f}" if r.ms else "—", f"{r.tflops:.1f}" if r.tflops else "—", str(ran),
                   str(len(r.trials) - ran))
-    console.print(t)
+    console.print(Fitted(t))
     for kernel in sorted({r.kernel for r in results}):
         console.print(f"{kernel}: cached in {cache_path(kernel)}, read when the kernel builds on this GPU")
     return 0

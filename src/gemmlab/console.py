@@ -29,6 +29,30 @@ def _table(columns) -> Table:
     return t
 
 
+class Fitted:
+    """A table as it is where the terminal is wide enough for it; else stacked, one block per row and a line per
+    column, so that no header or cell is cut to an ellipsis (rich's way of fitting a table) on a narrow one."""
+
+    def __init__(self, table: Table):
+        self.table = table
+
+    def __rich_console__(self, console, options):
+        from rich.measure import Measurement
+        from rich.text import Text
+
+        natural = Measurement.get(console, options.update(max_width=10_000), self.table).maximum  # unclamped
+        if natural <= options.max_width:
+            yield self.table
+            return
+        columns = self.table.columns
+        if self.table.title:
+            yield Text(str(self.table.title), style="bold")
+        for row in zip(*(column._cells for column in columns)):
+            yield Text.assemble(console.render_str(str(row[0]), style="bold"))
+            for column, cell in zip(columns[1:], row[1:]):
+                yield Text.assemble(f"  {column.header}: ", console.render_str(str(cell)))
+
+
 def _peer_column(records) -> str:
     peer = records[0].get("peer") if records else None
     return f"× {peer.split('/')[-1] if peer else 'peer'}"
@@ -214,7 +238,7 @@ class BenchPrinter(Steps):
 
     def table(self, kind: str, title: str, records: list[dict]) -> None:
         self.print(title, style="bold", markup=False, highlight=False, soft_wrap=True)  # a line, whatever the width
-        self.print(BENCH_TABLES[kind](records))
+        self.print(Fitted(BENCH_TABLES[kind](records)))
         if kind != "model":  # the model table repeats kernels whose reasons the tables above gave
             for line in reasons(records):
                 self.print(f"  {line}", markup=False, highlight=False)
