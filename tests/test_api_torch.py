@@ -107,7 +107,8 @@ def test_backward_runs_the_kernel_the_forward_named(monkeypatch):
     from gemmlab import torch_op
 
     ran, direct = [], torch_op.direct
-    monkeypatch.setattr(torch_op, "direct", lambda a, b, kernel, *rest: ran.append(kernel) or direct(a, b, kernel, *rest))
+    monkeypatch.setattr(torch_op, "direct",
+                        lambda a, b, kernel, *rest: ran.append(kernel) or direct(a, b, kernel, *rest))
     a, b = A.clone().requires_grad_(), B.clone().requires_grad_()
     gemmlab.matmul(a, b, kernel="cpu/v0_naive").sum().backward()
     assert ran == ["cpu/v0_naive"] * 3  # C, then dA = dC·Bᵀ and dB = Aᵀ·dC

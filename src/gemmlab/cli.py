@@ -614,7 +614,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_roofline)
 
     s = sub.add_parser("report", help="Markdown and PNG report from a saved results JSON")
-    s.add_argument("results", help="a JSON that gemmlab bench, verify, timeline or accuracy wrote (--json)")
+    s.add_argument("results", help="a JSON that gemmlab bench, bench --api, verify, timeline or accuracy wrote "
+                                   "(--json)")
     what = s.add_mutually_exclusive_group(required=True)
     what.add_argument("--out", help="directory for report.md (and, for bench results, the PNG figures)")
     what.add_argument("--summary", action="store_true", help="print the compact table (Markdown) instead")

@@ -3,8 +3,9 @@
 ``render_report(results_json_path, out_dir)`` writes ``report.md`` and, for bench results, one roofline PNG per
 precision and shape and one ladder PNG per shape, and returns the paths it wrote; ``summary(path)`` is the compact
 table. Both take every JSON gemmlab writes (bench, bench --api, verify, timeline and accuracy --json) and refuse
-anything else (an accuracy study gets its tables and its figure, accuracy.png; bench --api its table against torch). Nothing is measured here, so a committed
-JSON renders the same report on any machine, with or without a GPU.
+anything else (an accuracy study gets its tables and its figure, accuracy.png; bench --api its table against
+torch). Nothing is measured here, so a committed JSON renders the same report on any machine, with or without a
+GPU; only the figures need matplotlib (gemmlab[plots]).
 """
 from __future__ import annotations
 
