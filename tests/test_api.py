@@ -100,6 +100,13 @@ def test_operands_that_are_not_arrays():
         gemmlab.matmul(A, np.ma.masked_array(B, mask=B > 0))
 
 
+def test_byte_ranges_overlap_only_where_they_share_a_byte():
+    """The GPU paths' out= check (its arrays' addresses): C ending where A begins is no overlap, one byte is."""
+    assert not call.overlaps(100, 10, 110, 5) and not call.overlaps(110, 5, 100, 10)
+    assert call.overlaps(100, 10, 109, 5) and call.overlaps(109, 5, 100, 10)
+    assert call.overlaps(100, 10, 102, 2) and call.overlaps(102, 2, 100, 10)
+
+
 def test_an_out_of_another_kind_is_refused_before_any_work():
     """NumPy operands with a torch ``out``: once a TypeError from NumPy's dtype parser."""
     torch = pytest.importorskip("torch")

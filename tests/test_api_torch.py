@@ -115,6 +115,12 @@ def test_backward_runs_the_kernel_the_forward_named(monkeypatch):
     torch.testing.assert_close(a.grad, torch.ones(37, 23) @ B.t(), rtol=1e-4, atol=1e-4)
 
 
+def test_an_out_that_requires_grad_is_refused():
+    """Operands outside autograd, an out that requires grad: written in place, it would leave autograd's record."""
+    with pytest.raises(LayoutError, match="out requires grad"):
+        gemmlab.matmul(A, B, out=torch.empty(37, 23, requires_grad=True))
+
+
 def test_out_refused_under_autograd():
     with pytest.raises(GemmlabError, match="outside autograd"):
         gemmlab.matmul(A.clone().requires_grad_(), B, out=torch.empty(37, 23))
