@@ -171,7 +171,7 @@ def test_a_second_call_reuses_its_plan_and_reads_no_file(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("the second call prepared a plan or opened a file")
 
-    monkeypatch.setattr(call, "prepare", refuse)
+    monkeypatch.setattr(call.checks, "prepare", refuse)
     monkeypatch.setattr(builtins, "open", refuse)
     np.testing.assert_allclose(gemmlab.matmul(A, B), REF, rtol=1e-5, atol=1e-5)
     other = rng.standard_normal((33, 65), dtype=np.float32)

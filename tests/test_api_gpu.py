@@ -167,7 +167,7 @@ def test_the_hot_path_prepares_nothing_the_second_time(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("prepared a plan on the hot path")
 
-    monkeypatch.setattr(call, "prepare", refuse)
+    monkeypatch.setattr(call.checks, "prepare", refuse)
     a2, b2 = operands(512, 512, 512, "bf16", seed=4)
     assert rel_err(gemmlab.matmul(a2, b2), a2, b2) <= 1e-2
 

@@ -105,30 +105,6 @@ def test_bench_append_replaces_a_kernel_timed_again_at_a_shape(tmp_path):
     assert [r.get("records") for r in runs] == [None, 1, 1]
 
 
-def test_append_says_what_a_replacement_drops_and_which_ratios_stay_with_an_earlier_peer():
-    from gemmlab.cli import _merge
-
-    def rec(kernel, backend="cuda", **extra):
-        return {"kernel": kernel, "backend": backend, "precision": "bf16", "m": 64, "n": 64, "k": 64,
-                "peer": "peers/cublas_bf16", **extra}
-
-    old = {"env": {"command": "first", "git_sha": "aaa", "time": "t0"}, "notes": [],
-           "records": [rec("peers/cublas_bf16", "peer"), rec("cuda/tc4_persistent_bf16", profile={"dram": 1}),
-                       rec("cuda/tc2_wgmma_tma_bf16")],
-           "noise": [{"kernel": "peers/cublas_bf16", "m": 64, "n": 64, "k": 64, "diff_pct": 9.0}]}
-    new = {"env": {"command": "second", "git_sha": "bbb", "time": "t1"}, "notes": [],
-           "records": [rec("peers/cublas_bf16", "peer"), rec("cuda/tc4_persistent_bf16")],
-           "noise": [{"kernel": "peers/cublas_bf16", "m": 64, "n": 64, "k": 64, "diff_pct": 1.0}]}
-    merged = _merge(old, new)
-    assert [r["kernel"] for r in merged["records"]] == ["cuda/tc2_wgmma_tma_bf16", "peers/cublas_bf16",
-                                                         "cuda/tc4_persistent_bf16"]
-    assert [n["diff_pct"] for n in merged["noise"]] == [1.0]
-    assert any("tc4_persistent_bf16" in n and "profile" in n for n in merged["notes"])
-    assert any("cuda/tc2_wgmma_tma_bf16 keep their ratios" in n for n in merged["notes"])
-    assert merged["env"]["runs"] == [{"command": "first", "git_sha": "aaa", "time": "t0"},
-                                     {"command": "second", "git_sha": "bbb", "time": "t1", "records": 2}]
-
-
 def test_timeline_names_what_it_cannot_do():
     proc = gemmlab("timeline", "--kernels", "cuda/tc5_swap_ab_tf32")
     assert proc.returncode == 2 and "has none" in proc.stderr

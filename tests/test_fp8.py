@@ -1,5 +1,6 @@
 """FP8 operands on the host: quantization with amax scaling (per tensor, per 1×128, per 128×128), the scale layouts
-the kernels index, round trips, the reference and the measures FP8 kernels are judged by."""
+the kernels index, round trips, the reference and the measures FP8 kernels are judged by; on a GPU, its rounding
+(cvt.rn.satfinite) bit for bit the host's (ml_dtypes')."""
 import ml_dtypes
 import numpy as np
 import pytest
@@ -158,3 +159,16 @@ def test_fp8_tolerances_grow_as_their_errors_do():
     assert tolerance_for(Problem(8, 8, 8192, "fp8")) == pytest.approx(2e-2)  # truncating accumulation: like K
     assert tolerance_for(Problem(8, 8, 16384, "fp8_block")) == pytest.approx(1e-2)  # promoted: BF16 output only
     assert tolerance_for(Problem(8, 8, 16384, "bf16")) == pytest.approx(2e-2)  # like sqrt(K)
+
+
+@pytest.mark.parametrize("fmt", [fp8.E4M3, fp8.E5M2])
+def test_gpu_rounding_is_the_hosts_bit_for_bit(fmt):
+    from gemmlab import device
+
+    if device.gpu() is None:
+        pytest.skip("needs a CUDA GPU")
+    cupy = pytest.importorskip("cupy")
+    x = np.concatenate([np.random.default_rng(1).standard_normal(1 << 20).astype(np.float32) * 100,
+                        np.float32([0, -0.0, 1.0625, 1.1875, 2 ** -9, 2 ** -10, 447.9, 448, 57344])])
+    x = np.clip(x, -fp8.FP8_MAX[fmt], fp8.FP8_MAX[fmt])
+    assert np.array_equal(cupy.asnumpy(fp8.to_bits(cupy.asarray(x), fmt)), fp8.to_bits(x, fmt))

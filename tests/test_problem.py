@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from gemmlab.errors import ShapeError
-from gemmlab.problem import PRECISIONS, SEED_SHAPE, Problem, parse_shape
+from gemmlab.problem import PRECISIONS, SEED_SHAPE, Precision, Problem, parse_shape, precisions_of, scaled_dtype
 
 
 def test_seed_formulas():
@@ -80,7 +80,7 @@ def test_tensor_core_facts(name, defines, k_tile, tma, b_n_major, b_kmajor):
 
 @pytest.mark.parametrize("name", list(PRECISIONS))
 def test_a_k_tile_is_the_one_swizzle_row_tma_copies(name):
-    from gemmlab.kernels.cuda._tma import TiledMap
+    from gemmlab.kernels.cuda.launch.tma import TiledMap
 
     p = PRECISIONS[name]
     rows = TiledMap(p.tma_dtype, 256, 4 * p.k_tile, 4 * p.k_tile, 64, p.k_tile)
@@ -103,3 +103,63 @@ def test_input_and_output_dtypes_name_torch_dtypes():
 def test_precisions_are_listed_in_their_order_with_distinct_labels():
     assert sorted(PRECISIONS, key=lambda n: PRECISIONS[n].order) == list(PRECISIONS)
     assert len({p.label for p in PRECISIONS.values()}) == len(PRECISIONS)
+
+
+# -- the precision record: every table keyed by precision reads it ---------------------------------------------------
+FP16 = Precision("fp16", "float16", ("float32", "float16"), "fp16 tensor core", 1e-2, "FP16 in, FP32 accumulate and out",
+                 5, "FP16", "bf16", peer="peers/cublas_fp16", auto_defaults=("cuda/tc4_persistent_fp16",),
+                 operand_dtypes=("float16",), peak_key="bf16")
+
+
+@pytest.fixture
+def with_fp16(monkeypatch):
+    monkeypatch.setitem(PRECISIONS, "fp16", FP16)
+    return FP16
+
+
+def test_a_new_record_is_in_every_table_keyed_by_precision(with_fp16):
+    from gemmlab import dispatch
+    from gemmlab.analysis.roofline import DEVICES, listed_precisions
+    from gemmlab.call.checks import resolve
+    from gemmlab.cli_parser import build_parser
+    from gemmlab.harness.bench_records import FALLBACK_PEERS, PEERS
+
+    assert precisions_of("float16") == ("fp16",) and not scaled_dtype("float16")
+    assert precisions_of("float32") == ("fp32", "tf32")  # the default of a dtype first
+    assert PEERS["fp16"] == "peers/cublas_fp16" and "fp16" not in FALLBACK_PEERS
+    assert list(PEERS) == ["fp32", "tf32", "bf16", "fp8", "fp8_block", "fp16"]
+    assert dispatch.DEFAULTS["fp16"] == ("cuda/tc4_persistent_fp16",)
+    for dev in DEVICES.values():  # the peak of the units it runs on, on every device that has them
+        assert dev.tflops["fp16"] == dev.tflops["bf16"] and dev.flop_per_clk["fp16"] == dev.flop_per_clk["bf16"]
+    assert with_fp16 in listed_precisions()
+    assert build_parser().parse_args(["dispatch", "--precision", "fp16"]).precision == ["fp16"]
+    assert Problem(64, 64, 64, "fp16").compulsory_bytes() == 2 * 2 * 64 * 64 + 4 * 64 * 64
+    # a call's checks: float16 operands select it, and out_dtype may be any it writes, only those
+    from gemmlab.call.operands import Facts
+    from gemmlab.errors import DTypeError
+
+    a = Facts("numpy", (64, 64), "float16", "row", None)
+    with pytest.raises(DTypeError, match="on the host gemmlab computes fp32"):
+        resolve(a, a, "auto", None, False, None, out_dtype="float16")
+    with pytest.raises(DTypeError, match="fp16 writes float32 or float16"):
+        resolve(a, a, "auto", None, False, None, out_dtype="bfloat16")
+
+
+def test_the_tables_without_a_new_record_are_what_they_were():
+    from gemmlab import dispatch
+    from gemmlab.analysis.roofline import DEVICES
+    from gemmlab.harness.bench_records import FALLBACK_PEERS, PEERS
+
+    assert dict(PEERS) == {"fp32": "peers/cublas_fp32", "tf32": "peers/cublas_tf32", "bf16": "peers/cublas_bf16",
+                           "fp8": "peers/cublaslt_fp8", "fp8_block": "peers/cublaslt_fp8_block"}
+    assert dict(FALLBACK_PEERS) == {"fp8_block": "fp8"}
+    assert dispatch.DEFAULTS["tf32"] == ("cuda/tc6_stream_k_tf32", "cuda/tc1_mma_sync_tf32")
+    assert {d: precisions_of(d) for d in ("float32", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float16")} == {
+        "float32": ("fp32", "tf32"), "bfloat16": ("bf16",), "float8_e4m3fn": ("fp8", "fp8_block"),
+        "float8_e5m2": ("fp8", "fp8_block"), "float16": ()}
+    assert [n for n, p in PRECISIONS.items() if p.unscaled_tensor_core] == ["tf32", "bf16"]
+    assert [n for n, p in PRECISIONS.items() if p.scaled] == ["fp8", "fp8_block"]
+    assert {n: p.output_dtypes for n, p in PRECISIONS.items() if len(p.output_dtypes) > 1} == {
+        "fp8": ("bfloat16", "float32"), "fp8_block": ("bfloat16", "float32")}
+    assert DEVICES["h200"].tflops == {"fp32": 66.9, "tf32": 494.7, "bf16": 989.4, "fp8": 1979.0, "fp8_block": 1979.0}
+    assert "fp8" not in DEVICES["a100"].tflops

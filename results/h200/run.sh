@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Reproduces everything under results/h200/ on an H200 (or writes the same files for another GPU into $1).
+# Reproduces everything under results/h200/ on an H200 (or writes the same files for another GPU into $1): the one
+# recipe of the committed results (docs/README.md says what each file is).
 # Every number in the README and the docs comes from one of these gemmlab commands. The committed files were written
 # by these commands in separate sessions; each file's env records its git SHA and the commands that wrote it.
 set -uo pipefail
@@ -12,12 +13,14 @@ TC='cuda/tc[123567]*,cuda/tc4_persistent_[bt]*,peers/cublas_tf32,peers/cublas_bf
 FP8='cuda/tc4_persistent_fp8,cuda/tc8_block_scaled_fp8,cuda/tc8_cluster_fp8_block,cuda/tc6_stream_k_fp8_block,cuda/tc8_promoted_fp8,peers/cublaslt_fp8,peers/cublaslt_fp8_promoted,peers/cublaslt_fp8_block,cuda/tc4_persistent_bf16,peers/cublas_bf16'
 R="--repeat 30 --max-seconds 1.5 --pause 0.1"
 T="--repeat 30 --max-seconds 1.0 --pause 0.1 --no-ceilings"
-rm -f "$OUT"/{fp32,tensor_cores,blocks,fp8,fp8_variants,seed_1024,api,verify,verify_tf32,verify_fp8,verify_fp8_gate,verify_stream_k,timeline,timeline_fp8,accuracy,ceilings}.json
+rm -f "$OUT"/grid_{fp32,tf32,bf16,fp8,fp8_block}.json "$OUT"/{fp32,tensor_cores,blocks,fp8,fp8_variants,seed_1024,chapter,api,api_suite,verify,verify_tf32,verify_fp8,verify_fp8_gate,verify_stream_k,timeline,timeline_fp8,accuracy,ceilings,candidates}.json
 # The roofs of this GPU (DRAM, L2, shared memory, FLOPs per clock per precision), then the seeds' table at 1024³
 g roofline --measure --json "$OUT/ceilings.json"
 g bench --kernels 'cuda/v1_naive,numba/v1_naive,cuda/v2_smem,peers/cublas_fp32' --shape 1024 --no-ceilings --repeat 30 \
   --max-seconds 1 --json "$OUT/seed_1024.json"
 g bench --kernels 'cpu/v0_naive,cpu/blas' --shape 1024 --no-ceilings --repeat 3 --max-seconds 1 --json "$OUT/seed_1024.json" --append
+# The seed chapter, claim by claim (the roofs and counters it cites: results/h200's ceilings.json and fp32.json)
+g chapter --json "$OUT/chapter.json"
 # The FP32 ladder (CUDA C, numba, Triton, cuBLAS), then its upper levels at 8192³ and at small and MLP shapes
 g bench --shape 2048x3072x4096 --shape 4096 --kernels "$FP32" $R --json "$OUT/fp32.json"
 g bench --shape 8192 --kernels "$FAST" $R --no-ceilings --json "$OUT/fp32.json" --append
@@ -53,9 +56,20 @@ g profile "cuda/tc4_persistent_fp8,cuda/tc8*,cuda/tc6_stream_k_fp8_block,peers/c
 # The models of every record under the roofs measured above, and each record against its own ceiling
 g roofline --remodel "$OUT"/{fp32,tensor_cores,fp8,fp8_variants,blocks,seed_1024}.json --ceilings "$OUT/ceilings.json"
 g roofline --check "$OUT"/{fp32,tensor_cores,fp8,fp8_variants,blocks,seed_1024}.json
+# The suite's grid for kernel="auto": every candidate of each precision at every grid shape, B handed over as w.t()
+# (the kernels that do not read it in place timed with gemmlab.matmul's copy), skipped where the shipped table
+# predicts it over 3x the fastest there; a few minutes each
+for P in fp32 tf32 bf16 fp8 fp8_block; do
+  g bench --suite-grid "$P" --layout row,col --no-peers --no-ceilings --repeat 30 --max-seconds 0.25 --pause 0 \
+    --json "$OUT/grid_$P.json"
+done
 # kernel="auto"'s table from these runs (shipped as src/gemmlab/data/dispatch-h200.json), then the public API
-g dispatch --build "$OUT"/{fp32,tensor_cores,fp8}.json --out "$OUT/dispatch.json"
-g bench --api --json "$OUT/api.json"  # kernel="auto" reads the table the bench runs above wrote for this GPU
+g dispatch --build "$OUT"/{fp32,tensor_cores,fp8}.json "$OUT"/grid_*.json --out "$OUT/dispatch.json"
+g dispatch --write "$OUT"/{fp32,tensor_cores,fp8}.json "$OUT"/grid_*.json  # this GPU's table, which kernel="auto" reads
+g bench --api --json "$OUT/api.json"
+# The shape suite: x @ w.T at 69 shapes per precision, GPU and eager time against torch; a run per precision, each
+# adding its records to the one file
+for p in fp32 tf32 bf16 fp8 fp8_block; do g bench --api --suite --precision $p --json "$OUT/api_suite.json"; done
 # Ragged shapes with NaN-poisoned C for every CUDA kernel, under compute-sanitizer memcheck and racecheck
 g verify --kernels 'cuda/*' --sample 4 --sanitize --json "$OUT/verify.json"
 # ... and the kernels changed after it: tc5 and tc6 TF32 (one launch for small problems), tc4 FP8 (three boxes of C
@@ -79,5 +93,8 @@ python3 -m torch.distributed.run --standalone --nproc-per-node 1 -m gemmlab benc
   --json "${OUT}x1/distributed.json"
 # Error against float64 of FP32, TF32 and 3xTF32 products against K and input scale (accuracy.md, .png beside it)
 g accuracy --mn 1024 --json "$OUT/accuracy.json"
+# The builds that decided TF32 rounding and tc7's promotion interval, each pinned by its parameters: ragged shapes,
+# errors on the same inputs, times interleaved with the cuBLAS peer (docs/accuracy.md)
+python3 "$(dirname "$0")/candidates.py" "$OUT"
 # The reports are rendered from the JSON alone, on any machine:
-for f in fp32 tensor_cores blocks fp8 fp8_variants seed_1024; do g report "$OUT/$f.json" --out "$OUT/$f"; done
+for f in fp32 tensor_cores blocks fp8 fp8_variants seed_1024 chapter api_suite; do g report "$OUT/$f.json" --out "$OUT/$f"; done

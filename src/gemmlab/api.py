@@ -62,7 +62,7 @@ def plan(A, B, kernel: str = AUTO, *, precision: str | None = None, scale_a=None
     if fa.device != fb.device:
         raise LayoutError(call.devices_differ(fa, fb))
     scales = (call.scale_facts(scale_a, "scale_a"), call.scale_facts(scale_b, "scale_b"))
-    return call.prepare(fa, fb, kernel, precision, fa.device, scales, call.out_dtype_name(out_dtype))
+    return call.checks.prepare(fa, fb, kernel, precision, fa.device, scales, call.out_dtype_name(out_dtype))
 
 
 def clear_plans() -> None:

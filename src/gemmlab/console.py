@@ -1,4 +1,5 @@
-"""Terminal output for bench, verify, list and roofline: rich tables, and progress while a command works."""
+"""Terminal output of every command: its rich tables, the bench run's closing lines, and progress while a command
+works. The CLI prints what these return."""
 from __future__ import annotations
 
 from rich.table import Table
@@ -183,6 +184,109 @@ def timeline_table(records: list[dict]) -> Table:
         t.add_column(col)
     for row in timeline.table_rows(records):
         t.add_row(*row)
+    return t
+
+
+def kernels_table(specs) -> Table:
+    """gemmlab list: each registered kernel, its level, precision, device, parameters and what it does."""
+    t = Table(header_style="bold")
+    for col in ("kernel", "level", "precision", "runs on", "params", "what it does"):
+        t.add_column(col)
+    for s in specs:
+        t.add_row(s.name, "" if s.level is None else str(s.level), s.precision, s.device,
+                  " ".join(f"{k}={v}" for k, v in s.params.items()), s.title)
+    return t
+
+
+def bench_closing(results: dict, info, dev) -> list[tuple[str, dict]]:
+    """What gemmlab bench prints after its tables: the run's noise, the ceilings it measured and what the columns
+    mean, each a (line, print options) pair."""
+    lines = [(f"noise: {n['kernel']} at {n['m']}x{n['n']}x{n['k']} timed twice: {n['first_ms']:.4f} vs "
+              f"{n['second_ms']:.4f} ms ({n['diff_pct']:.2f}%); smaller gaps between kernels are noise", {})
+             for n in results.get("noise", [])]
+    dim = {"style": "dim", "highlight": False}
+    if info is None:
+        return lines + [("columns: × blas = cpu/blas time / kernel time; model I = FLOP per modeled global byte; "
+                         "bound and roofline TFLOPS: the levels model (each memory level's bytes over its own roof and the "
+                       "arithmetic at the maximum clock; the slowest binds), not the seeds' min(peak, DRAM × model I)",
+                       dim)]
+    ceil = results["env"].get("ceilings")
+    if ceil:
+        lines.append((f"measured ceilings: copy {ceil['copy_bw_gbs']:.0f} GB/s, cuBLAS FP32 "
+                      f"{ceil['cublas_fp32_tflops']:.1f} TFLOPS at {ceil['cublas_fp32_shape']}³ (datasheet: "
+                      f"{dev.dram_gbs:.0f} GB/s, {dev.tflops['fp32']} TFLOPS FP32)", {}))
+    return lines + [("columns: × peer = peer time / kernel time (same precision, same run, launches of the two "
+                     "interleaved); × prev = speedup over the previous level of the same backend (a --variant: "
+                     "over the registered parameters, the two interleaved, 'reg.'); model I = FLOP "
+                     "per modeled global byte; BW util = modeled global bytes/s over DRAM bandwidth (>100%: caches "
+                     "absorbed re-reads)", dim)]
+
+
+def check_table(checked) -> tuple[Table, dict, int]:
+    """gemmlab roofline --check: ``checked`` is (file name, remodel.Check) pairs; the table, the reasons the specs
+    give for records far below their roof, and how many records are above theirs."""
+    from gemmlab.analysis.remodel import RATIO_NAMED
+
+    above, named_reasons = 0, {}
+    t = Table(title="verified GPU records against their own roofline", header_style="bold", title_justify="left")
+    for col in ("file", "kernel", "shape", "MHz", "measured TFLOPS", "predicted TFLOPS", "bound",
+                "time / predicted"):
+        t.add_column(col, justify="right" if "TFLOPS" in col or col in ("MHz", "time / predicted") else "left")
+    for name, row in checked:
+        above += row.above
+        named = row.ratio > RATIO_NAMED and row.unmodeled
+        if named:
+            named_reasons[row.kernel] = row.unmodeled
+        t.add_row(name, row.kernel, row.shape, f"{row.clock_mhz or 0:.0f}",
+                  f"{row.measured_tflops:.1f}", f"{row.predicted_tflops:.1f}", row.bound,
+                  "[bold red]ABOVE[/]" if row.above else f"{row.ratio:.2f}" + (" *" if named else ""))
+    return t, named_reasons, above
+
+
+def devices_table() -> Table:
+    """Each device's DRAM bandwidth, dense peak and ridge point per precision: the seeds' roofs (— where a device
+    has no units for one)."""
+    from gemmlab.analysis.roofline import DEVICES, listed_precisions
+
+    t = Table(title="devices (dense datasheet peaks: the seeds' roofs)", header_style="bold", title_justify="left")
+    listed = listed_precisions()
+    for col in ("device", "DRAM GB/s", *(p.label for p in listed), *(f"ridge {p.label}" for p in listed)):
+        t.add_column(col, justify="left" if col == "device" else "right")
+    for d in DEVICES.values():
+        t.add_row(d.name, f"{d.dram_gbs:.0f}", *(f"{d.tflops[p.name]:.1f}" if p.name in d.tflops else "—"
+                                                 for p in listed),
+                  *(f"{d.ridge(p.name):.1f}" if p.name in d.tflops else "—" for p in listed))
+    return t
+
+
+def roofline_table(dev, shape, models) -> Table:
+    """Each kernel's model at one shape (``models``: (spec, KernelModel) pairs): the seeds' cache-free view, then
+    the hierarchy beneath it."""
+    t = Table(title=f"{dev.name}, {shape[0]}×{shape[1]}×{shape[2]} (M×N×K): the seeds' cache-free view, then "
+                    "the hierarchy beneath it", header_style="bold", title_justify="left")
+    # each view's columns named by it: the two have a bound and a TFLOPS each
+    for col in ("kernel", "GFLOP", "best I", "seeds: global MB", "seeds: I", "seeds: ridge", "seeds: bound",
+                "seeds: TFLOPS", "DRAM MB", "L2 MB", "smem/L1 MB", "hierarchy: bound", "hierarchy: TFLOPS"):
+        t.add_column(col, justify="left" if col == "kernel" or col.endswith("bound") else "right")
+    for s, km in models:
+        t.add_row(s.name, f"{km.flops / 1e9:.1f}", f"{km.intensity:.1f}",
+                  f"{(km.modeled_read_bytes + km.modeled_write_bytes) / 1e6:,.0f}", f"{km.modeled_intensity:.2f}",
+                  f"{km.seed_ridge:.1f}", km.seed_bound, f"{km.seed_predicted_tflops:.1f}",
+                  f"{km.dram_bytes / 1e6:,.0f}", f"{km.l2_bytes / 1e6:,.0f}", f"{km.smem_bytes / 1e6:,.0f}",
+                  km.bound, f"{km.predicted_tflops:.1f}")
+    return t
+
+
+def tune_table(results) -> Table:
+    """gemmlab tune: the best parameters found per shape, and how many candidates ran."""
+    t = Table(title="gemmlab tune", header_style="bold", title_justify="left")
+    for col in ("shape", "best parameters", "ms", "TFLOPS", "candidates run", "dropped"):
+        t.add_column(col)
+    for r in results:
+        ran = sum("ms" in trial for trial in r.trials)
+        t.add_row("x".join(map(str, r.shape)), " ".join(f"{k}={v}" for k, v in (r.best or {}).items()) or "none ran",
+                  f"{r.ms:.3f}" if r.ms else "—", f"{r.tflops:.1f}" if r.tflops else "—", str(ran),
+                  str(len(r.trials) - ran))
     return t
 
 

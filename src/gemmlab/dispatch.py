@@ -1,17 +1,27 @@
 """kernel="auto": which kernel runs a problem, from what was measured on this GPU.
 
 The dispatch table holds, per GPU, precision and measured shape, gemmlab's own kernels that verified there, fastest
-first (peers are never picked: gemmlab.matmul runs gemmlab's kernels). ``gemmlab bench`` writes the table of the
-GPU it ran on into ``$GEMMLAB_CACHE/dispatch.json`` from its records; the H200's, from the runs committed under
-results/h200/, ships with gemmlab (data/dispatch-h200.json) as the default. For a problem, the entry of the
-nearest measured shape (in log space over M, N and K) is read in order, and the first kernel that takes the problem
-and reads the operands' layout in place wins; if none reads the layout in place, the first that takes the problem,
-after a copy. Without an entry for this GPU, each precision's default level runs.
+first (peers are never picked: gemmlab.matmul runs gemmlab's kernels), each row with the layout it was timed in where
+that is not the harness's natural one (``gemmlab bench --layout``: B as w.t(), and the copies its time includes).
+``gemmlab dispatch --write`` adds a bench run's results to the table of this machine (``$GEMMLAB_CACHE/dispatch.json``);
+the H200's, from the runs committed under results/h200/ (the suite's grid among them: ``gemmlab bench --suite-grid``),
+ships with gemmlab (data/dispatch-h200.json, ``gemmlab dispatch --build``) as the default.
+
+For a problem, ``rank`` reads the measured shapes nearest to it (in log space over M, N and K: the shape itself if it
+was measured, else the nearest and those within a doubling of it) and predicts each kernel measured there: its
+measured time scaled by a model of how the kernel's time changes between the two shapes (analysis/scaling.py:
+waves and tile fill from its tile and the SM count, bytes and flops against this GPU's roofs, the copies and
+pre-passes of each call). ``choose`` takes the first, fastest predicted, that takes the problem and reads the
+operands' layout in place; if none reads it in place, the first that takes the problem after a copy. Between
+measured shapes the model's ratio is trusted only so far: the winner measured at the nearest shape stands against a
+prediction less than (1 + MARGIN)^(1 + distance) faster. Without an entry for this GPU, each precision's default
+level runs.
 
 "Fastest" is what a caller issuing calls back to back waits per call: the GPU time, or where a record carries it
 (small problems, ``call_host_us``), the host time of one gemmlab.matmul call with that kernel if that is longer; a
 record without one, at a shape where others have it, counts the shape's median. A kernel whose plan launches twice
-(a pre-pass, then the kernel) can be the faster on the GPU and the slower to call.
+(a pre-pass, then the kernel) can be the faster on the GPU and the slower to call. A kernel that failed verification
+at a shape a prediction reads is never run.
 
 Host arrays (NumPy, CPU tensors) run on the host (cpu/blas), as torch runs CPU tensors on the CPU. A measured kernel
 whose spec says why it is not for "auto" (``KernelSpec.auto_refusal``: tc7_3xtf32, whose splits turn an infinite
@@ -27,15 +37,24 @@ from functools import lru_cache
 from pathlib import Path
 
 from gemmlab.cache import cache_root, read_json, write_json
-from gemmlab.kernels.plan import ANY, Layout, target_layout
-from gemmlab.problem import Problem
+from gemmlab.kernels.plan import ANY, COL, ROW, Layout, target_layout
+from gemmlab.problem import PrecisionTable, Problem
 
 SHIPPED = Path(__file__).parent / "data" / "dispatch-h200.json"
 # Without a measured entry: each precision's levels in the order they are tried, the first one this GPU runs
-DEFAULTS = {"fp32": ("cuda/v10_register_prefetch",), "tf32": ("cuda/tc6_stream_k_tf32", "cuda/tc1_mma_sync_tf32"),
-            "bf16": ("cuda/tc4_persistent_bf16", "cuda/tc1_mma_sync_bf16"), "fp8": ("cuda/tc4_persistent_fp8",),
-            "fp8_block": ("cuda/tc8_block_scaled_fp8",)}
+DEFAULTS = PrecisionTable(lambda p: p.auto_defaults)
 HOST_DEFAULT = "cpu/blas"
+NEIGHBOURS = 4  # measured shapes a prediction between them reads, at most
+REACH = math.log(2)  # ... those within one doubling of one dimension farther than the nearest
+MARGIN = 0.10  # between measured shapes, how much faster a prediction must be to displace the nearest's winner
+
+
+def shipped_gpu():
+    """The GPU the shipped table was measured on, as gemmlab.device describes one: what ``gemmlab dispatch`` and a grid
+    plan answer for on a machine without a GPU."""
+    from gemmlab.device import GPUInfo
+
+    return GPUInfo("NVIDIA H200", 132, (9, 0), 60 * 2**20, 232448, 1980.0, 141 * 2**30, "", "")
 
 
 def local_path() -> Path:
@@ -56,10 +75,12 @@ def per_call_ms(row: dict, typical_host_us: float = 0.0) -> float:
 
 
 def table_from_results(results: dict) -> dict:
-    """{gpu: {precision: {"MxNxK": [{"kernel", "ms"[, "host_us"]}, ...fastest per call first]}}} from a results
-    JSON's verified records of gemmlab's registered GPU kernels (not bench --variant's). A kernel that failed
-    verification at a shape gets a row {"kernel", "failed": true} there, last: it replaces that kernel's earlier
-    measurement when tables merge, and ``choose`` never runs it."""
+    """{gpu: {precision: {"MxNxK": [{"kernel", "ms"[, "host_us"][, "layout", "copies"]}, ...fastest per call
+    first]}}} from a results JSON's verified records of gemmlab's registered GPU kernels (not bench --variant's). A
+    record timed in a layout of its own (bench --layout) keeps it, and the copies its time includes; a kernel has a
+    row per layout it was timed in. A kernel that failed verification at a shape gets a row {"kernel", "failed":
+    true} there, last: it replaces that kernel's earlier measurement when tables merge, and ``choose`` never runs
+    it."""
     gpu = ((results.get("env") or {}).get("gpu") or {}).get("name")
     table: dict = {}
     if not gpu:
@@ -72,10 +93,13 @@ def table_from_results(results: dict) -> dict:
             continue
         label = f"{r['m']}x{r['n']}x{r['k']}"
         rows = table.setdefault(gpu, {}).setdefault(r["precision"], {}).setdefault(label, [])
+        layout = {"layout": r["layout"]} if r.get("layout") else {}
         if failed:
-            rows.append({"kernel": r["kernel"], "failed": True})
+            rows.append({"kernel": r["kernel"], "failed": True, **layout})
             continue
-        row = {"kernel": r["kernel"], "ms": r["median_ms"]}
+        row = {"kernel": r["kernel"], "ms": r["median_ms"], **layout}
+        if r.get("copies"):
+            row["copies"] = list(r["copies"])
         if r.get("call_host_us"):
             row["host_us"] = r["call_host_us"]
         rows.append(row)
@@ -85,22 +109,28 @@ def table_from_results(results: dict) -> dict:
     return table
 
 
+def _key(row: dict) -> tuple[str, str]:
+    """What a table holds one row of per shape: a kernel in a layout ("": the natural one)."""
+    return row["kernel"], row.get("layout", "")
+
+
 def _ranked(rows: list[dict]) -> list[dict]:
-    """One row per kernel, fastest per call first; a kernel that failed in any of them, last, as failed."""
-    failed = {row["kernel"] for row in rows if row.get("failed")}
+    """One row per kernel and layout, fastest per call first; a kernel that failed in any of them, last, as
+    failed."""
+    failed = {_key(row) for row in rows if row.get("failed")}
     best: dict = {}
     for row in rows:  # a kernel timed twice (two runs merged) keeps its record with a host time, the faster
-        if row["kernel"] in failed:
+        if _key(row) in failed:
             continue
-        old = best.get(row["kernel"])
+        old = best.get(_key(row))
         if old is None or ("host_us" in row, -_rank(row)[0]) > ("host_us" in old, -_rank(old)[0]):
-            best[row["kernel"]] = row
+            best[_key(row)] = row
     # a record without a host time where others of the shape have one (an older run): the shape's median, not none
     # at all, so that it does not rank above the kernels whose host time binds
     known = [row["host_us"] for row in best.values() if "host_us" in row]
     typical = statistics.median(known) if known else 0.0
-    return sorted(best.values(), key=lambda row: _rank(row, typical)) + [{"kernel": k, "failed": True}
-                                                                          for k in sorted(failed)]
+    return sorted(best.values(), key=lambda row: _rank(row, typical)) + [
+        {"kernel": k, "failed": True, **({"layout": layout} if layout else {})} for k, layout in sorted(failed)]
 
 
 def _rank(row: dict, typical_host_us: float = 0.0) -> tuple:
@@ -130,21 +160,31 @@ def merge(old: dict, new: dict) -> dict:
         for p, shapes in precs.items():
             mine = out.setdefault(gpu, {}).setdefault(p, {})
             for label, rows in shapes.items():
-                timed = {row["kernel"] for row in rows}
-                mine[label] = _ranked([row for row in mine.get(label, []) if row["kernel"] not in timed] + rows)
+                timed = {_key(row) for row in rows}
+                mine[label] = _ranked([row for row in mine.get(label, []) if _key(row) not in timed] + rows)
     return out
+
+
+def write_table(runs: list[dict], path: Path | None = None, replace: bool = False) -> tuple[Path, dict] | None:
+    """Write the table of ``runs`` (results JSONs, their records pooled per GPU: table_from_runs) over the table at
+    ``path`` (default: this machine's, which kernel="auto" reads over the shipped one), each kernel's rows replacing
+    its own there (merge); with ``replace``, the table of these runs alone (the shipped one: ``gemmlab dispatch
+    --build``). The path and the table written; None where the runs hold no row or the file cannot be written."""
+    new = table_from_runs(runs)
+    if not new:
+        return None
+    path = local_path() if path is None else Path(path)
+    table = new if replace else merge(read_json(path), new)
+    if not write_json(path, table):
+        return None
+    load_table.cache_clear()
+    return path, table
 
 
 def record(results: dict) -> Path | None:
     """Add a run's measurements to this machine's dispatch table; the path written, None if nothing was."""
-    new = table_from_results(results)
-    if not new:
-        return None
-    path = local_path()
-    if not write_json(path, merge(read_json(path), new)):
-        return None
-    load_table.cache_clear()
-    return path
+    written = write_table([results])
+    return written[0] if written else None
 
 
 @lru_cache(maxsize=1)
@@ -153,58 +193,207 @@ def load_table() -> dict:
     return merge(read_json(SHIPPED), read_json(local_path()))
 
 
-def _nearest(shapes: dict, problem: Problem) -> tuple[str, list] | None:
-    best, best_d = None, math.inf
+def layout_key(layout: Layout) -> str:
+    """A layout as table rows and bench records name it: "row,col" (A row-major, B the transpose of an N×K matrix)."""
+    return f"{layout.a},{layout.b}"
+
+
+def parse_layout(text: str) -> Layout:
+    """"row,col" -> Layout(ROW, COL); a GemmlabError naming what is wrong otherwise."""
+    from gemmlab.errors import GemmlabError
+
+    parts = [x.strip().lower() for x in str(text).split(",")]
+    if len(parts) != 2 or any(x not in (ROW, COL) for x in parts):
+        raise GemmlabError(f"layout {text!r}: A's and B's, each row or col, e.g. row,col (B handed over as w.t())")
+    return Layout(*parts)
+
+
+def _row_layout(row: dict, precision: str) -> Layout:
+    """The layout a row was measured in: its own, or the one bench hands operands over in (Problem-natural)."""
+    from gemmlab.kernels.spec import KernelSpec
+
+    text = row.get("layout")
+    return parse_layout(text) if text else KernelSpec.natural_layout(Problem(1, 1, 1, precision))
+
+
+def _dims(label: str) -> tuple[int, int, int] | None:
+    try:
+        dims = tuple(int(x) for x in label.split("x"))
+    except ValueError:
+        return None
+    return dims if len(dims) == 3 and min(dims) > 0 else None
+
+
+@dataclass(frozen=True)
+class Point:
+    """A measured shape near a problem: its label, dimensions, distance in log space and rows."""
+
+    label: str
+    dims: tuple
+    distance: float
+    rows: list
+
+
+def neighbours(shapes: dict, problem: Problem) -> list[Point]:
+    """The measured shapes a prediction for ``problem`` reads: the exact one if it was measured; else the nearest
+    (the sum over M, N and K of |log(ratio)|) and up to NEIGHBOURS - 1 more within REACH of it."""
+    points = []
     for label, rows in shapes.items():
-        try:
-            dims = tuple(int(x) for x in label.split("x"))
-        except ValueError:
+        dims = _dims(label)
+        if dims:
+            points.append(Point(label, dims, sum(abs(math.log(a / b)) for a, b in zip(dims, problem.shape)), rows))
+    points.sort(key=lambda p: p.distance)
+    if not points or points[0].distance == 0:
+        return points[:1]
+    return [p for p in points[:NEIGHBOURS] if p.distance <= points[0].distance + REACH]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A kernel measured near a problem, with its predicted time there and where the prediction comes from."""
+
+    spec: object
+    ms: float  # predicted GPU time of a call, copies included
+    per_call_ms: float  # ... or the host time of a call where that binds
+    copies: tuple | None  # operands gemmlab.matmul copies first; None where no copy makes the layout readable
+    refusal: str  # why kernel="auto" passes it over ("" if it may run it)
+    basis: tuple  # (label, measured row, ratio, distance) per measured shape the prediction reads, nearest first
+    model: object = None  # the scaling model's Estimate at the problem, None where it has none
+
+    @property
+    def exact(self) -> bool:
+        return len(self.basis) == 1 and self.basis[0][3] == 0
+
+
+@lru_cache(maxsize=8)
+def _roofs(gpu_name: str, sm_count: int):
+    """The roofs of this GPU for the scaling model: its stored measurement over the datasheet, its own SM count."""
+    import dataclasses
+
+    from gemmlab.analysis.ceilings import stored_ceilings
+    from gemmlab.analysis.roofline import DEVICES, ceilings_for, device_spec
+    from gemmlab.errors import GemmlabError
+
+    try:
+        dev = device_spec(gpu_name)
+    except GemmlabError:  # a GPU without a datasheet here: the H200's per-SM rates, its own SM count
+        dev = DEVICES["h200"]
+    return dataclasses.replace(stored_ceilings(ceilings_for(dev)), sm_count=sm_count)
+
+
+def _pick_rows(rows: list, layout: Layout, precision: str) -> tuple[dict, set]:
+    """Per kernel the row measured in ``layout`` where there is one, else in the natural layout, else any; and the
+    kernels that failed verification there."""
+    failed = {row["kernel"] for row in rows if row.get("failed")}
+    natural = _row_layout({}, precision)
+    best: dict = {}
+    for row in rows:
+        if row.get("failed") or row["kernel"] in failed:
             continue
-        d = sum(abs(math.log(a / b)) for a, b in zip(dims, problem.shape))
-        if d < best_d:
-            best, best_d = (label, rows), d
-    return best
+        measured = _row_layout(row, precision)
+        score = 2 if measured == layout else 1 if measured == natural else 0
+        if row["kernel"] not in best or score > best[row["kernel"]][0]:
+            best[row["kernel"]] = (score, row)
+    return {k: row for k, (_, row) in best.items()}, failed
 
 
-def choose(problem: Problem, layout: Layout, gpu) -> Choice:
-    """The kernel gemmlab.matmul runs for ``problem`` on ``gpu`` (a GPUInfo), and why."""
-    from gemmlab.errors import UnknownKernelError
+def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> list[Candidate]:
+    """The kernels measured at the shapes near ``problem`` (``neighbours``) for ``gpu``, fastest predicted per call
+    first. A kernel's prediction from one measured shape g is its time there times estimate(problem) / estimate(g)
+    (analysis/scaling.py: waves, tile fill, bytes and copies under this GPU's roofs), its host time there where that
+    binds; from several, their geometric mean weighted by 1 / distance. At a measured shape, the measurement. A
+    kernel that failed verification at any of the shapes is left out; one this gemmlab does not have too."""
+    from gemmlab.analysis.scaling import estimate
+    from gemmlab.errors import GemmlabError, UnknownKernelError
     from gemmlab.kernels.registry import get_kernel
 
-    refusals: list = []
-
-    def usable(name: str, measured: bool = True):
+    table = load_table() if table is None else table
+    points = neighbours(table.get(gpu.name, {}).get(problem.precision, {}), problem)
+    roofs = _roofs(gpu.name, gpu.sm_count)
+    picked, banned = [], set()
+    for point in points:
+        rows, failed = _pick_rows(point.rows, layout, problem.precision)
+        known = [row["host_us"] for row in rows.values() if "host_us" in row]
+        picked.append((point, rows, statistics.median(known) if known else 0.0))
+        banned |= failed
+    out = []
+    for name in dict.fromkeys(k for _, rows, _ in picked for k in rows):
+        if name in banned:
+            continue
         try:
             spec = get_kernel(name)
         except UnknownKernelError:
-            return None  # a table from another version of gemmlab
+            continue  # a table from another version of gemmlab
+        copies = _copies(layout, spec)
+        refusal = spec.is_valid(problem) or spec.unsupported(gpu) or spec.auto_refusal()
+        try:
+            here = estimate(spec, problem, roofs, layout, copies or ())
+        except (GemmlabError, KeyError):  # no model of this kernel here: the measurements as they are
+            here = None
+        basis, predicted = [], []  # (weight, GPU ms, ms a call) from each measured shape
+        for point, rows, typical in picked:
+            row = rows.get(name)
+            if row is None:
+                continue
+            ratio = 1.0
+            if here is not None:
+                there = estimate(spec, Problem(*point.dims, problem.precision), roofs,
+                                 _row_layout(row, problem.precision), tuple(row.get("copies", ())))
+                ratio = here.ms / there.ms
+            gpu_ms = row["ms"] * ratio
+            basis.append((point.label, row, ratio, point.distance))
+            predicted.append((1.0 / point.distance if point.distance else 1.0, gpu_ms,
+                              max(gpu_ms, row.get("host_us", typical) / 1e3)))
+        if len(predicted) == 1:
+            _, ms, per_call = predicted[0]
+        else:  # the geometric mean, weighted by closeness
+            total = sum(w for w, _, _ in predicted)
+            ms = math.exp(sum(w * math.log(g) for w, g, _ in predicted) / total)
+            per_call = math.exp(sum(w * math.log(c) for w, _, c in predicted) / total)
+        out.append(Candidate(spec, ms, per_call, copies, str(refusal or ""), tuple(basis), here))
+    return sorted(out, key=lambda c: (c.per_call_ms, c.ms))
+
+
+def choose(problem: Problem, layout: Layout, gpu) -> Choice:
+    """The kernel gemmlab.matmul runs for ``problem`` on ``gpu`` (a GPUInfo), and why: of the kernels ``rank``
+    predicts fastest per call, the first that takes the problem and reads the layout in place, else the first that
+    takes it after a copy. Between measured shapes, the winner measured at the nearest one stands against a
+    prediction faster by less than a factor (1 + MARGIN)^(1 + d), d that shape's distance: the model's ratio is
+    trusted less the farther it reaches. Without a measured kernel that takes the problem, the precision's
+    defaults."""
+    from gemmlab.kernels.registry import get_kernel
+    from gemmlab.errors import UnknownKernelError
+
+    refusals: list = []
+    ranked = rank(problem, layout, gpu)
+    for c in ranked:
+        runs = c.spec.is_valid(problem) or c.spec.unsupported(gpu)
+        if runs:
+            refusals.append(runs)
+    usable = [c for c in ranked if not c.refusal]
+    in_place = [c for c in usable if c.copies == ()]
+    if in_place:
+        pick = _anchored(in_place)
+        return Choice(pick.spec, _why(gpu, problem, layout, ranked, pick, "in place"))
+    copied = [c for c in usable if c.copies is not None]
+    if copied:
+        pick = _anchored(copied)
+        return Choice(pick.spec, _why(gpu, problem, layout, ranked, pick, "after a copy"), copies=pick.copies)
+    if usable:
+        _refuse(layout, usable[0].spec)
+
+    def default(name: str):
+        try:
+            spec = get_kernel(name)
+        except UnknownKernelError:
+            return None
         why = spec.is_valid(problem) or spec.unsupported(gpu)
         if why:
             refusals.append(why)
             return None
-        return None if measured and spec.auto_refusal() else spec
+        return spec
 
-    entry = _nearest(load_table().get(gpu.name, {}).get(problem.precision, {}), problem)
-    if entry:
-        label, rows = entry
-        rows = [row for row in rows if not row.get("failed")]
-        specs = [s for s in (usable(row["kernel"]) for row in rows) if s is not None]
-        copies = [(spec, _copies(layout, spec)) for spec in specs]  # None: no copy makes the layout readable
-        for spec, copied in copies:
-            if copied == ():  # read as given
-                rank = next(i for i, row in enumerate(rows) if row["kernel"] == spec.name)
-                return Choice(spec, f"dispatch table for {gpu.name}: #{rank + 1} of the {len(rows)} kernels "
-                                    f"measured at {label} ({_measured(rows[rank])} there) that takes "
-                                    f"{problem.label()} with {layout.label()} in place")
-        for spec, copied in copies:
-            if copied is not None:
-                return Choice(spec, f"dispatch table for {gpu.name}: fastest at {label} that takes "
-                                    f"{problem.label()}; none of the measured kernels it may run reads "
-                                    f"{layout.label()} in place", copies=copied)
-        if specs:
-            _refuse(layout, specs[0])
-    spec = next((s for s in (usable(name, measured=False) for name in DEFAULTS[problem.precision]) if s is not None),
-                None)
+    spec = next((s for s in (default(name) for name in DEFAULTS[problem.precision]) if s is not None), None)
     if spec is None:
         from gemmlab.errors import NoGPUError
 
@@ -217,6 +406,46 @@ def choose(problem: Problem, layout: Layout, gpu) -> Choice:
     if copied is None:
         _refuse(layout, spec)
     return Choice(spec, why, copies=copied)
+
+
+def _anchored(candidates: list[Candidate]) -> Candidate:
+    """The first of ``candidates`` (fastest predicted), or the one measured fastest at the nearest shape where its
+    prediction is within the factor ``choose`` names of the first's."""
+    best = candidates[0]
+    if best.exact:
+        return best
+    nearest = min((c.basis[0] for c in candidates), key=lambda b: b[3])
+    at_nearest = [c for c in candidates if c.basis[0][0] == nearest[0]]
+    anchor = min(at_nearest, key=lambda c: _rank(c.basis[0][1]))
+    return anchor if anchor.per_call_ms <= best.per_call_ms * (1 + MARGIN) ** (1 + nearest[3]) else best
+
+
+def _why(gpu, problem: Problem, layout: Layout, ranked: list[Candidate], pick: Candidate, how: str) -> str:
+    place = ranked.index(pick) + 1
+    label, row, _, _ = pick.basis[0]
+    if pick.exact:
+        if how == "in place":
+            return (f"dispatch table for {gpu.name}: #{place} of the {len(ranked)} kernels measured at {label} "
+                    f"({_measured(row)} there) that takes {problem.label()} with {layout.label()} in place")
+        return (f"dispatch table for {gpu.name}: fastest at {label} that takes {problem.label()}; none of the "
+                f"measured kernels it may run reads {layout.label()} in place")
+    taken = "with " + layout.label() + " in place" if how == "in place" else \
+        f"after a copy (none of the measured kernels it may run reads {layout.label()} in place)"
+    ahead = [c for c in ranked[:place - 1] if not c.refusal and (c.copies == () or how != "in place")]
+    kept = (f"; the fastest measured at {label}, which stands against {ahead[0].spec.name}'s "
+            f"{ahead[0].per_call_ms:.4g} ms, within the model's margin there") if ahead else ""
+    return (f"dispatch table for {gpu.name}: #{place} of the {len(ranked)} kernels measured near {problem.label()} "
+            f"that takes {problem.label()} {taken}, predicted {pick.per_call_ms:.4g} ms a call "
+            f"({explain(pick)}){kept}")
+
+
+def explain(c: Candidate) -> str:
+    """Where a prediction comes from: each measured shape's time and the model's ratio, and the model's factors."""
+    parts = [f"{row['ms']:.4g} ms at {label} × {ratio:.3g}" for label, row, ratio, _ in c.basis]
+    text = "; ".join(parts)
+    if c.model is not None:
+        text += f"; model here: {c.model.factors()}"
+    return text
 
 
 def _measured(row: dict) -> str:

@@ -204,7 +204,7 @@ def encode_tiled(dest: int, dtype: str, global_dim: Sequence[int], global_stride
                  box_dim: Sequence[int], address: int, swizzle: bool = True) -> None:
     """Encode a tiled tensor map (zero fill) at host address ``dest``: dimensions and box innermost first, the
     strides of every dimension but the innermost in bytes. 2-D with the 128-byte swizzle and 128-byte L2 promotion
-    (kernels/cuda/_tma.py's TiledMap.encode_args), or 1-D without either (LinearMap: tc8's scales)."""
+    (kernels/cuda/launch/tma.py's TiledMap.encode_args), or 1-D without either (LinearMap: tc8's scales)."""
     rank = len(global_dim)
     dims = (ctypes.c_uint64 * rank)(*global_dim)
     strides = (ctypes.c_uint64 * max(1, rank - 1))(*global_strides)

@@ -1,4 +1,4 @@
-"""TF32 arithmetic on FP32 arrays (NumPy or CuPy), bit for bit what the kernels do (kernels/cuda/tc_tf32.cuh).
+"""TF32 arithmetic on FP32 arrays (NumPy or CuPy), bit for bit what the kernels do (kernels/cuda/tc/include/tc_tf32.cuh).
 
 - ``tf32_trunc``: the value a TF32 tensor core reads from an FP32 operand, its low 13 mantissa bits dropped.
 - ``tf32_rna``: cvt.rna.tf32.f32, round to nearest with ties away from zero: the integer add of 0x1000 to the

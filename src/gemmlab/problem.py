@@ -7,6 +7,7 @@ in FP32; intensity = FLOPs / compulsory bytes = MNK / (2(MK+KN+MN)) in FP32, N/6
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,11 +17,16 @@ from gemmlab.errors import ShapeError, SizeLimitError
 
 @dataclass(frozen=True)
 class Precision:
-    """Input, multiply and output types of one precision, and the error a correct kernel stays under."""
+    """Everything gemmlab knows of one precision, and the one place it is written: the operand dtypes that select it,
+    the types it multiplies in and writes, the error a correct kernel stays under, the peer it is measured against,
+    the roof it is modeled under, the kernels kernel="auto" falls back on, how the tensor cores take its operands.
+    Every table keyed by precision reads these records (``PrecisionTable``); a new precision is a new record here,
+    plus its kernels, its peer and its devices' peaks."""
 
     name: str
-    input_dtype: str  # numpy dtype name of A and B
-    output_dtype: str  # numpy dtype name of C
+    input_dtype: str  # numpy dtype name of A and B as gemmlab draws them (a kernel's operands)
+    # what C may be written in, numpy dtype names, the first by default (gemmlab.matmul's out_dtype)
+    output_dtypes: tuple[str, ...]
     multiply: str  # what the hardware multiplies in
     rel_tolerance: float  # relative Frobenius error against float64 at K=4096
     description: str
@@ -29,6 +35,18 @@ class Precision:
     # the type the tensor cores take its operands in: "tf32" (FP32 in memory), "bf16" or "fp8"; None where the
     # products are FP32 FFMA (FP32's one tensor-core level, tc7, builds each from three TF32 products: its `math`)
     tensor_core_type: str | None
+    peer: str  # the library kernel every kernel of this precision is timed against in the same run
+    # the kernels kernel="auto" tries, in order, where the dispatch table has no entry for a GPU
+    auto_defaults: tuple[str, ...]
+    # the operand dtypes gemmlab.matmul computes in this precision; ``default`` is the one it computes them in
+    # when the call names none (FP8's two are told apart by the scales instead)
+    operand_dtypes: tuple[str, ...] = ()
+    default: bool = True
+    # the key of its dense peak in a device's datasheet (analysis.roofline.DEVICES): the units that do its arithmetic
+    peak_key: str = ""
+    # where ``peer`` cannot run (a torch without blockwise scaled matmul), the precision whose peer the ratio is
+    # taken against instead, from the two's own medians, the record saying so
+    fallback: str | None = None
     # FP8: "tensor" (one FP32 scale per operand) or "block" (A per 1×128, B per 128×128); gemmlab.fp8 has the layouts.
     # Scaled operands are gemmlab.fp8.Scaled, both K-major (B stored N×K), and the reference is the float64 product
     # of the dequantized operands.
@@ -36,6 +54,11 @@ class Precision:
     tolerance_growth: float = 0.5  # past K=4096 the tolerance grows like (K / 4096) ** tolerance_growth
     # block scaling: DeepGEMM's measure against the product of the unquantized inputs (fp8.recipe_diff) stays below
     recipe_tolerance: float | None = None
+
+    @property
+    def output_dtype(self) -> str:
+        """C's dtype unless a call asks for another of ``output_dtypes``."""
+        return self.output_dtypes[0]
 
     @property
     def input_bytes(self) -> int:
@@ -46,13 +69,23 @@ class Precision:
         return np.dtype(np_dtype(self.output_dtype)).itemsize
 
     @property
+    def scaled(self) -> bool:
+        """Its operands come with FP32 scales (FP8): a call passes them, a kernel reads them by address."""
+        return self.scaling is not None
+
+    @property
     def kmajor_b(self) -> bool:
         """B is handed over as its N×K transpose (FP8 tensor cores read both operands K-major)."""
-        return self.scaling is not None
+        return self.scaled
 
     @property
     def block_scaled(self) -> bool:
         return self.scaling == "block"
+
+    @property
+    def tensor_scaled(self) -> bool:
+        """One scale per operand: the tensor cores' own accumulation, as torch._scaled_mm's use_fast_accum keeps it."""
+        return self.scaling == "tensor"
 
     @property
     def fp32_multiply(self) -> bool:
@@ -64,6 +97,11 @@ class Precision:
         """FP32 operands multiplied as TF32 (what torch's allow_tf32 turns on): the tensor cores truncate them to 10
         mantissa bits unless a kernel rounds them to nearest first (TF32_ROUND), as cuBLAS does."""
         return self.tensor_core_type == "tf32"
+
+    @property
+    def unscaled_tensor_core(self) -> bool:
+        """Tensor-core products of operands without scales (TF32 and BF16): tc1, tc2 and tc3 build one spec of each."""
+        return self.tensor_core_type is not None and not self.scaled
 
     @property
     def reads_b_n_major(self) -> bool:
@@ -100,27 +138,36 @@ def np_dtype(name: str):
     return np.dtype(name)
 
 
+_FP8 = ("float8_e4m3fn", "float8_e5m2")
 # FP32 rounding error of a K-term dot product grows like sqrt(K)·2^-24 with random signs; 1e-5 leaves
 # room for K up to ~10^5. TF32 keeps 10 mantissa bits (2^-11 per product), BF16 7 bits (2^-8).
 PRECISIONS: dict[str, Precision] = {
-    "fp32": Precision("fp32", "float32", "float32", "fp32 FFMA", 1e-5, "FP32 in, FP32 multiply and accumulate", 0,
-                      "FP32", None),
-    "tf32": Precision("tf32", "float32", "float32", "tf32 tensor core", 2e-3,
-                      "FP32 in and out, TF32 multiply (10-bit mantissa), FP32 accumulate", 1, "TF32", "tf32"),
-    "bf16": Precision("bf16", "bfloat16", "float32", "bf16 tensor core", 1e-2,
-                      "BF16 in, FP32 accumulate and out", 2, "BF16", "bf16"),
+    "fp32": Precision("fp32", "float32", ("float32",), "fp32 FFMA", 1e-5, "FP32 in, FP32 multiply and accumulate", 0,
+                      "FP32", None, peer="peers/cublas_fp32", auto_defaults=("cuda/v10_register_prefetch",),
+                      operand_dtypes=("float32",), peak_key="fp32"),
+    "tf32": Precision("tf32", "float32", ("float32",), "tf32 tensor core", 2e-3,
+                      "FP32 in and out, TF32 multiply (10-bit mantissa), FP32 accumulate", 1, "TF32", "tf32",
+                      peer="peers/cublas_tf32", auto_defaults=("cuda/tc6_stream_k_tf32", "cuda/tc1_mma_sync_tf32"),
+                      operand_dtypes=("float32",), default=False, peak_key="tf32"),
+    "bf16": Precision("bf16", "bfloat16", ("float32",), "bf16 tensor core", 1e-2,
+                      "BF16 in, FP32 accumulate and out", 2, "BF16", "bf16", peer="peers/cublas_bf16",
+                      auto_defaults=("cuda/tc4_persistent_bf16", "cuda/tc1_mma_sync_bf16"),
+                      operand_dtypes=("bfloat16",), peak_key="bf16"),
     # Against the dequantized operands' float64 product only the kernel's own rounding counts: BF16 output (about
     # 1.7e-3 relative) and the tensor cores' FP8 accumulation, which keeps about 14 bits and, truncating, errs in
     # proportion to K (modeled 3.7e-3 at K=4096, 1.3e-2 at 16384), hence growth 1. Block scaling promotes every 128
     # of K into FP32, so only the output's rounding is left; its recipe measure against the unquantized FP32 product
     # is dominated by e4m3's 3-bit quantization (about 7e-4 for N(0,1), whatever K): DeepGEMM's bound is 1e-3.
-    "fp8": Precision("fp8", "float8_e4m3fn", "bfloat16", "fp8 e4m3 tensor core", 1e-2,
+    "fp8": Precision("fp8", "float8_e4m3fn", ("bfloat16", "float32"), "fp8 e4m3 tensor core", 1e-2,
                      "FP8 e4m3 in with one FP32 scale per operand, tensor-core accumulation, BF16 out", 3, "FP8",
-                     "fp8", scaling="tensor", tolerance_growth=1.0),
-    "fp8_block": Precision("fp8_block", "float8_e4m3fn", "bfloat16", "fp8 e4m3 tensor core, FP32 promotion", 1e-2,
+                     "fp8", peer="peers/cublaslt_fp8", auto_defaults=("cuda/tc4_persistent_fp8",),
+                     operand_dtypes=_FP8, peak_key="fp8", scaling="tensor", tolerance_growth=1.0),
+    "fp8_block": Precision("fp8_block", "float8_e4m3fn", ("bfloat16", "float32"),
+                           "fp8 e4m3 tensor core, FP32 promotion", 1e-2,
                            "FP8 e4m3 in, FP32 scales per 1x128 of A and 128x128 of B, FP32 accumulation every 128 "
-                           "of K, BF16 out", 4, "FP8 block-scaled", "fp8", scaling="block", tolerance_growth=0.0,
-                           recipe_tolerance=1e-3),
+                           "of K, BF16 out", 4, "FP8 block-scaled", "fp8", peer="peers/cublaslt_fp8_block",
+                           auto_defaults=("cuda/tc8_block_scaled_fp8",), operand_dtypes=_FP8, peak_key="fp8",
+                           fallback="fp8", scaling="block", tolerance_growth=0.0, recipe_tolerance=1e-3),
 }
 
 
@@ -129,6 +176,46 @@ def get_precision(name: str) -> Precision:
         return PRECISIONS[name]
     except KeyError:
         raise ShapeError(f"unknown precision {name!r}; known: {', '.join(PRECISIONS)}") from None
+
+
+class PrecisionTable(Mapping):
+    """A table keyed by precision name, read from the records whenever it is used: {name: read(record)} for each
+    record where ``read`` gives something (not None or empty), in the records' order. A record added to PRECISIONS
+    is in every such table at once."""
+
+    def __init__(self, read):
+        self._read = read
+
+    def _value(self, precision: Precision):
+        value = self._read(precision)
+        return None if value in (None, (), "") else value
+
+    def __getitem__(self, name: str):
+        value = self._value(PRECISIONS[name]) if name in PRECISIONS else None
+        if value is None:
+            raise KeyError(name)
+        return value
+
+    def __iter__(self):
+        return (name for name, p in PRECISIONS.items() if self._value(p) is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+
+def precisions_of(dtype: str) -> tuple[str, ...]:
+    """The precisions operands of numpy dtype name ``dtype`` can be computed in, the default first (FP8: chosen by
+    the scales); empty for a dtype gemmlab does not take."""
+    taking = [p for p in PRECISIONS.values() if dtype in p.operand_dtypes]
+    return tuple(p.name for p in sorted(taking, key=lambda p: (not p.default, p.order)))
+
+
+def scaled_dtype(dtype: str) -> bool:
+    """Operands of this dtype come with scales (the FP8 formats)."""
+    return any(p.scaled and dtype in p.operand_dtypes for p in PRECISIONS.values())
 
 
 SEED_SHAPE = (2048, 3072, 4096)  # M, N, K of the seeds' harness
@@ -187,7 +274,7 @@ class Problem:
         """
         rng = xp.random.default_rng(seed)
         a = rng.standard_normal((self.m, self.k), dtype=xp.float32)
-        if self.prec.scaling:
+        if self.prec.scaled:
             from gemmlab import fp8
 
             b = rng.standard_normal((self.n, self.k), dtype=xp.float32)

@@ -113,7 +113,7 @@ def _prepare(key, A, B, kernel, precision, out, scale_a=None, scale_b=None, out_
     if fa.device != fb.device:
         raise LayoutError(call.devices_differ(fa, fb))
     scales = (call.scale_facts(scale_a, "scale_a"), call.scale_facts(scale_b, "scale_b"))
-    prepared = call.prepare(fa, fb, kernel, precision, fa.device, scales, call.out_dtype_name(out_dtype))
+    prepared = call.checks.prepare(fa, fb, kernel, precision, fa.device, scales, call.out_dtype_name(out_dtype))
     if out is not None:
         call.check_out(out, "torch", prepared.out_shape, fa.device, prepared.out_dtype)
     prepared.torch_template = torch.empty(0, dtype=getattr(torch, prepared.out_dtype), device=A.device)

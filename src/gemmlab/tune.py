@@ -82,8 +82,9 @@ V10_SEARCH_SPACE: tuple[dict, ...] = (
 
 # kernel -> (module with make_spec and constraints, default search space, cache file name, level)
 _FAMILIES = {
-    "cuda/v9_autotuned": ("gemmlab.kernels.cuda.v8_cp_async", SEARCH_SPACE, tuned.CACHE_FILES["cuda/v9_autotuned"], 9),
-    "cuda/v10_register_prefetch": ("gemmlab.kernels.cuda.v10_register_prefetch", V10_SEARCH_SPACE,
+    "cuda/v9_autotuned": ("gemmlab.kernels.cuda.sgemm.v8_cp_async", SEARCH_SPACE, tuned.CACHE_FILES["cuda/v9_autotuned"],
+                          9),
+    "cuda/v10_register_prefetch": ("gemmlab.kernels.cuda.sgemm.v10_register_prefetch", V10_SEARCH_SPACE,
                                    tuned.CACHE_FILES["cuda/v10_register_prefetch"], 10),
 }
 

@@ -137,12 +137,12 @@ def test_stream_k_partials_and_its_balanced_tail():
     """tc6 TF32 at 2048×3072×4096: 192 tiles of 256×128 for 132 CTAs, a last wave of 60 (under SK_FILL): all 192
     tiles form the stream-K region, spread evenly, so the busiest SM does 192/132 tiles' FLOPs where tc5 does 2;
     each partial adds 4·256·128 bytes written and read back through L2, none to DRAM."""
-    from gemmlab.kernels.cuda import tc_common
+    from gemmlab.kernels.cuda.tc.model.stream_k import stream_k_partials
 
     p = Problem(2048, 3072, 4096, "tf32")
     tc5, tc6 = get_kernel("cuda/tc5_swap_ab_tf32"), get_kernel("cuda/tc6_stream_k_tf32")
     t5, t6 = tc5.traffic(p), tc6.traffic(p)
-    partials = tc_common.stream_k_partials(192, 132, 128)
+    partials = stream_k_partials(192, 132, 128)
     assert t6.walk.split_tail == 192
     assert t6.l2 - t5.l2 == 2 * 4 * 256 * 128 * partials
     m5, m6 = model(tc5, p, H200), model(tc6, p, H200)

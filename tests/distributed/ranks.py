@@ -19,7 +19,7 @@ _CTX = mp.get_context("forkserver")
 # failing rank asks for on a machine without a GPU
 _CTX.set_forkserver_preload(["torch", "torch.distributed", "numpy", "gemmlab.distributed", "gemmlab.distributed.bench",
                              "gemmlab.report.distributed", "gemmlab.kernels.cpu.blas", "gemmlab.kernels.cpu.v0_naive",
-                             "gemmlab.kernels.cuda.v1_naive"])
+                             "gemmlab.kernels.cuda.sgemm.v1_naive"])
 
 
 def _free_port() -> int:

@@ -92,6 +92,43 @@ def test_a_failing_rank_fails_every_rank_and_the_group_goes_on(world):
         assert status == "ok" and rel_err(c, reference(37, 23, 29)) < FP32_TOLERANCE
 
 
+@pytest.mark.parametrize("world", [2, 3])
+def test_a_failing_gemm_is_raised_on_every_rank_by_the_next_agreement(world):
+    outs = run_ranks(workers.folded_failures, world, deadline_s=30)
+    last = world - 1
+    ref = reference(37, 23, 29)
+    for rank, got in enumerate(outs):
+        for first, then in (("first_call", "next_call"), ("cached_call", "check")):
+            assert got[first][0] == "ok"  # the failing rank returns too: its failure travels with the next exchange
+            status, message = got[then]
+            assert status == "DistributedError" and f"failed on 1 of {world} ranks" in message, (first, message)
+            assert f"rank {last}: NoGPUError in the local GEMM" in message and "needs a CUDA GPU" in message
+            assert "in an earlier all_gather_matmul call on this group" in message
+            assert f"this is rank {rank})" in message
+        assert got["short"][0] == "ok"
+        status, message = got["crossed"]  # both calls agreed before; this time the ranks bring different ones
+        assert status == "DistributedError" and "A's column count K differs" in message
+        assert f"20 on rank {last}" in message
+        status, message = got["check_or_op"]  # closing the group while another rank calls an op: a mismatch
+        assert status == "DistributedError" and ("the call differs" if rank == last else "the op called differs") \
+            in message and f"check() on rank {last}" in message
+        status, c = got["after"]
+        assert status == "ok" and rel_err(c, ref) < FP32_TOLERANCE
+        assert got["closed"] == ("ok", None)
+
+
+@pytest.mark.parametrize("world", [1, 2])
+def test_a_call_agreed_on_before_exchanges_once(world, capsys):
+    calls = 50
+    outs = run_ranks(workers.agreements, world, calls, deadline_s=60)
+    for first, later, host_us in outs:
+        # before the agreement was folded every call exchanged twice (its opening and its closing agreement)
+        assert (first, later) == ((0, 0) if world == 1 else (1, 1))
+    with capsys.disabled():
+        print(f"\n{world} gloo rank(s): all_gather_matmul 4×4×4, host time per call "
+              + ", ".join(f"rank {r}: {us:.0f} µs" for r, (_, _, us) in enumerate(outs)))
+
+
 def test_a_rank_that_never_calls_ends_in_a_timeout_error_not_a_hang():
     timeout_s = 1.5
     (status, message), waited = run_ranks(workers.late_rank, 2, timeout_s, deadline_s=30)[0]

@@ -80,12 +80,60 @@ def failures(rank, world):
                                                           kernel=KERNEL)),
         "dtype_differs": outcome(lambda: gd.all_gather_matmul(a.bfloat16() if rank == 0 else a,
                                                               b.bfloat16() if rank == 0 else b, kernel=KERNEL)),
-        "gemm_raises": outcome(lambda: gd.matmul_reduce_scatter(a_k, b_k,
-                                                                kernel="cuda/v1_naive" if rank == last else KERNEL)),
+        "gemm_raises": outcome(lambda: (gd.matmul_reduce_scatter(a_k, b_k, kernel="cuda/v1_naive" if rank == last
+                                                                 else KERNEL), gd.check())[0]),
         "other_op": outcome(lambda: gd.matmul_reduce_scatter(a_k, b_k, kernel=KERNEL) if rank == last else
                             gd.all_gather_matmul(a, b, kernel=KERNEL)),
         "after": outcome(lambda: gd.all_gather_matmul(a, b, kernel=KERNEL)),
     }
+
+
+def folded_failures(rank, world):
+    """A GEMM that raises on the last rank only: on the first call of its kind, raised by the next call; on a
+    call the ranks agreed on before, raised by check(); and ranks calling two shapes each agreed on earlier, in
+    a different order, raise too. Then the group goes on."""
+    A, B = matrices(37, 23, 29)
+    a, b = tensor(rows(A, world, rank)), tensor(B)
+    short_a, short_b = a[:, :20].contiguous(), b[:20].contiguous()  # a second valid call: K = 20
+    last = world - 1
+
+    def call(failing=False, a=a, b=b):
+        return gd.all_gather_matmul(a, b, kernel="cuda/v1_naive" if failing and rank == last else KERNEL)
+
+    return {
+        "first_call": outcome(lambda: call(failing=True)),  # returns on every rank: nothing is waited for
+        "next_call": outcome(call),
+        "cached_call": outcome(lambda: call(failing=True)),
+        "check": outcome(lambda: gd.check()),
+        "short": outcome(lambda: call(a=short_a, b=short_b)),
+        "crossed": outcome(lambda: call(a=short_a, b=short_b) if rank == last else call()),
+        "check_or_op": outcome(lambda: gd.check() if rank == last else call()),
+        "after": outcome(call),
+        "closed": outcome(lambda: gd.check()),
+    }
+
+
+def agreements(rank, world, calls):
+    """How many exchanges among the ranks the first call and each later call of one op make (counted where every
+    exchange goes through), and the host time per later call on a 4×4×4 problem, in microseconds."""
+    from gemmlab.distributed import collective
+
+    exchanged = []
+    plain = collective.all_gather_flat
+    collective.all_gather_flat = lambda *args, **kwargs: (exchanged.append(1), plain(*args, **kwargs))[1]
+    a, b = torch.ones(4, 4), torch.ones(4, 4)
+    try:
+        gd.all_gather_matmul(a, b, kernel=KERNEL)
+        first = len(exchanged)
+        start = time.perf_counter()
+        for _ in range(calls):
+            gd.all_gather_matmul(a, b, kernel=KERNEL)
+        elapsed = time.perf_counter() - start
+        later = (len(exchanged) - first) / calls
+        gd.check()
+    finally:
+        collective.all_gather_flat = plain
+    return first, later, elapsed / calls * 1e6
 
 
 def late_rank(rank, world, timeout_s):

@@ -10,7 +10,7 @@ import pytest
 
 from gemmlab import device
 from gemmlab.analysis.roofline import device_spec
-from gemmlab.harness import bench
+from gemmlab.harness import bench, bench_gpu, bench_progress, bench_records
 from gemmlab.harness.record import Status
 from gemmlab.harness.timing import TimingOptions
 from gemmlab.kernels.registry import list_kernels
@@ -62,19 +62,19 @@ def test_cpu_only_run_hands_over_each_table_before_the_next_kernel_starts():
 
 
 def test_gpu_run_hands_over_each_shape_and_precision_as_its_last_record_is_in():
-    """_run_gpu reports through rich's add_task/update/advance; the adapter turns them into steps and a table
-    per shape and precision, its ratios linked, at the advance that completes it (driven here as _run_gpu does)."""
+    """run_gpu reports through rich's add_task/update/advance; the adapter turns them into steps and a table
+    per shape and precision, its ratios linked, at the advance that completes it (driven here as run_gpu does)."""
     specs = list_kernels("cuda/v1_naive,cuda/v2_smem,peers/cublas_fp32,cuda/tc1_mma_sync_tf32,peers/cublas_tf32")
     records = []
     rec = Recorder()
-    progress = bench._GpuProgress(rec, records, specs)
+    progress = bench_progress.GpuProgress(rec, records, specs)
     task = progress.add_task("bench", total=2 * len(specs))
     dev = device_spec("h200")
     for shape in ((64, 64, 64), (128, 64, 32)):
         for precision in ("fp32", "tf32"):
-            for spec in bench._order(specs, precision):
+            for spec in bench_gpu.peers_first(specs, precision):
                 progress.update(task, description=f"{spec.name} {shape}")
-                r = bench._record(spec, Problem(*shape, precision), dev, None)
+                r = bench_records.new_record(spec, Problem(*shape, precision), dev, None)
                 r.update({"status": Status.OK, "median_ms": 1.0 if spec.backend == "peer" else 2.0})
                 records.append(r)
                 progress.advance(task)
@@ -140,7 +140,7 @@ def test_a_record_is_its_json_and_back():
     saved = json.loads((ROOT / "results" / "h200" / "tensor_cores.json").read_text())["records"]
     for data in saved:
         assert BenchRecord.from_json(data).to_json() == data
-    rec = bench._record(list_kernels("cuda/v2_smem")[0], Problem(64, 64, 64), device_spec("h200"), None)
+    rec = bench_records.new_record(list_kernels("cuda/v2_smem")[0], Problem(64, 64, 64), device_spec("h200"), None)
     out = rec.to_json()
     assert out["status"] is None and "interleaved" not in out and "registers" not in out
     rec.fail(Status.FAILED, "rel err 1e-1 > tolerance 1e-5")

@@ -10,9 +10,9 @@ from gemmlab.analysis.remodel import remodel_record
 from gemmlab.analysis.roofline import ceilings_for, device_spec
 from gemmlab.cli import main
 from gemmlab.errors import InvalidConfigError, UnknownKernelError
-from gemmlab.harness import bench
+from gemmlab.harness import bench, bench_gpu, bench_records
 from gemmlab.harness.record import BenchRecord, Status
-from gemmlab.kernels.cuda.tc_common import wgmma_traffic
+from gemmlab.kernels.cuda.tc.model.traffic import wgmma_traffic
 from gemmlab.kernels.registry import get_kernel
 from gemmlab.problem import Problem
 
@@ -42,6 +42,8 @@ def test_a_variant_is_the_registered_kernel_with_its_changes():
     (TC8, {"CONSUMER_REGS": 232}, InvalidConfigError, "setmaxnreg"),
     ("peers/cublas_fp32", {"X": 1}, InvalidConfigError, "takes the wgmma levels"),
     ("numba/v2_smem", {"TILE": 16}, InvalidConfigError, "takes the wgmma levels"),  # compiled from its tiling
+    ("cuda/v1_naive", {"FOO": 1}, InvalidConfigError, "may set BX, BY, ROWS_ON_X, not FOO"),
+    ("cuda/v1_naive", {"BX": 64}, InvalidConfigError, "1024-thread block limit"),
     ("cuda/v10_register_prefetch", {"BN": 128}, InvalidConfigError, "takes the wgmma levels"),  # tuned table's
     ("cuda/tc4_persistent_fp8", {"OUT_BF16": 0}, InvalidConfigError, "a call's dtypes pick"),
     ("cuda/nope", {"BM": 1}, UnknownKernelError, "no kernel named"),
@@ -89,7 +91,7 @@ def test_variant_gain_is_the_speedup_over_the_registered_kernel_timed_beside_it(
     base, v = _rec(TC8, 1.25, 1.0), _rec(TC8 + "[CM=2]", 1.0, 0.96, variant_of=TC8)
     v.variant_interleaved = {"kernel_ms": 1.02, "registered_ms": 1.275, "rounds": 20}
     alone = _rec(TC8 + "[CM=1]", 1.1, 1.0, variant_of=TC8)  # its registered kernel's launch did not time with it
-    bench._link_ratios([peer, base, v, alone])
+    bench_records.link_ratios([peer, base, v, alone])
     assert base.peer_ratio == pytest.approx(0.8) and v.peer_ratio == pytest.approx(0.96)
     assert v.variant_gain == pytest.approx(1.25) and base.variant_gain is None
     assert alone.variant_gain == pytest.approx(1.25 / 1.1)  # their own medians
@@ -101,7 +103,7 @@ def test_variant_gain_is_the_speedup_over_the_registered_kernel_timed_beside_it(
 
 
 def test_a_gpu_run_times_each_variant_interleaved_with_its_registered_kernel(monkeypatch):
-    """_run_gpu hands the registered kernel's launch to each of its variants, whose _bench_one times the two
+    """run_gpu hands the registered kernel's launch to each of its variants, whose bench_one times the two
     launch by launch (the GPU-free part: the launches handed over and the record's fields)."""
     calls = []
 
@@ -110,9 +112,9 @@ def test_a_gpu_run_times_each_variant_interleaved_with_its_registered_kernel(mon
         rec.status = Status.OK
         return f"launch:{spec.name}"
 
-    monkeypatch.setattr(bench, "_bench_one", fake_bench_one)
-    monkeypatch.setattr(bench, "_check_memory", lambda problem, n: 1)
-    monkeypatch.setattr(bench, "_gpu_sets", lambda problem, n, seed: [])
+    monkeypatch.setattr(bench_gpu, "bench_one", fake_bench_one)
+    monkeypatch.setattr(bench_gpu, "check_memory", lambda problem, n: 1)
+    monkeypatch.setattr(bench_gpu, "gpu_sets", lambda problem, n, seed: [])
 
     class Info:
         l2_bytes, arch, max_sm_clock_mhz = 50 << 20, "sm_90a", 1980
@@ -126,7 +128,7 @@ def test_a_gpu_run_times_each_variant_interleaved_with_its_registered_kernel(mon
     v = bench.variant(TC8, {"CM": 2})
     specs = [get_kernel("peers/cublaslt_fp8_block"), get_kernel(TC8), v]
     records = []
-    bench._run_gpu(specs, [(256, 256, 256)], bench.BenchOptions(pause_s=0), device_spec("h200"), None, Info(),
+    bench_gpu.run_gpu(specs, [(256, 256, 256)], bench.BenchOptions(pause_s=0), device_spec("h200"), None, Info(),
                    records, {}, None)
     assert calls == [("peers/cublaslt_fp8_block", None, None),
                      (TC8, "launch:peers/cublaslt_fp8_block", None),

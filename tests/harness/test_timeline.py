@@ -1,5 +1,5 @@
 """gemmlab timeline's arithmetic on stamps written here by hand, and its refusals; the stamps themselves come from
-tc4 built with TIMELINE=1, compiled in tests/kernels/test_cuda_tc.py."""
+tc4 built with TIMELINE=1, compiled in tests/kernels/cuda/tc/test_tc4_options.py."""
 import dataclasses
 
 import numpy as np
@@ -7,7 +7,7 @@ import pytest
 
 from gemmlab.errors import GemmlabError
 from gemmlab.harness import timeline
-from gemmlab.kernels.cuda.tc_common import TL_SLOTS
+from gemmlab.kernels.cuda.tc.model.timeline import TL_SLOTS
 from gemmlab.kernels.registry import get_kernel, list_kernels
 from gemmlab.problem import Problem
 

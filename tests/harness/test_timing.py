@@ -181,3 +181,71 @@ def test_host_time_per_call_is_the_median_wall_time_with_the_queue_kept_short(mo
     us = timing.host_us_per_call(call, lambda: syncs.append(len(calls)), calls=30, warmup=2, queue=10)
     assert len(calls) == 32 and us == pytest.approx(1.0)
     assert syncs == [2, 2, 12, 22, 32]
+
+
+class _FakeTorch:
+    """torch.cuda as gpu_times sees it, on a simulated GPU clock: a call advances it by its duration, a spin by its
+    cycles at 2000 per µs, and the start event reads as passed (the host late) while the spin is under ``host_us``."""
+
+    def __init__(self, host_us: float):
+        self.clock_ms, self.host_us, self.spins, self.cuda = 0.0, host_us, [], self
+
+    def _sleep(self, cycles):
+        self.spins.append(cycles)
+        self.clock_ms += cycles / 2000 / 1e3
+
+    def current_stream(self):
+        return None
+
+    def synchronize(self):
+        pass
+
+    def Event(self, enable_timing=True):  # noqa: N802 (torch's name)
+        fake = self
+
+        class Event:
+            def record(self, stream=None):
+                self.t = fake.clock_ms
+
+            def query(self):
+                return fake.spins[-1] / 2000 < fake.host_us
+
+            def synchronize(self):
+                pass
+
+            def elapsed_time(self, other):
+                return other.t - self.t
+
+        return Event()
+
+
+def _calls(fake, log):
+    def call(ms, name):
+        def run(*args):
+            log.append(name)
+            fake.clock_ms += ms
+        return run
+    return [call(0.5, "ours"), call(0.25, "theirs")]
+
+
+def test_gpu_times_are_the_calls_own_and_alternate_after_a_flush_and_a_spin():
+    from gemmlab.harness.timing import gpu_times
+
+    fake, log, cleans = _FakeTorch(host_us=30), [], []
+    t = gpu_times(fake, _calls(fake, log), [()], rounds=20, max_seconds=10, min_rounds=20,
+                  clean=lambda: cleans.append(1))
+    assert t.median_ms == pytest.approx([0.5, 0.25]) and t.calls == 20 and t.late == [0, 0]
+    assert t.head_start_us == 100 and len(cleans) == 40
+    assert set(fake.spins[2:]) == {200_000}  # 100 µs at 2000 cycles per µs, after the rate probe's two spins
+    assert log[2:6] == ["ours", "theirs", "theirs", "ours"]  # after the warm-up, who goes first alternates
+
+
+def test_a_host_late_for_the_spin_doubles_it_and_the_run_starts_again():
+    from gemmlab.harness.timing import gpu_times
+
+    fake = _FakeTorch(host_us=150)
+    t = gpu_times(fake, _calls(fake, []), [()], rounds=20, max_seconds=10, min_rounds=20, clean=lambda: None)
+    assert t.head_start_us == 200 and t.late == [0, 0] and t.median_ms == pytest.approx([0.5, 0.25])
+    fake = _FakeTorch(host_us=10_000)  # never enough: the count of late samples is kept, after three tries
+    t = gpu_times(fake, _calls(fake, []), [()], rounds=20, max_seconds=10, min_rounds=20, clean=lambda: None)
+    assert t.head_start_us == 400 and t.late == [20, 20]  # the spin of the last run

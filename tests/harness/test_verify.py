@@ -8,7 +8,7 @@ from gemmlab.harness.reference import compare, reference, tolerance_for
 from gemmlab.harness.verify import SPECIAL_SHAPES, SWEEP_DIMS, check, sweep_shapes
 from gemmlab.kernels.cpu._kernel import CpuKernel
 from gemmlab.kernels.geometry import Geometry, ceil_div
-from gemmlab.kernels.numba._kernel import NumbaKernel
+from gemmlab.kernels.numba.launch.kernel import NumbaKernel
 from gemmlab.problem import Problem
 
 

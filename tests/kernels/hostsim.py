@@ -131,7 +131,7 @@ _PTX_HELPER = re.compile(r"(\w+)\s*\([^)]*\)\s*\{\s*asm\s+volatile\s*\(\s*\"([\w
 
 def kernel_source(source: str) -> str:
     """The text NVRTC compiles for `source` (a file under kernels/cuda/), local headers inlined."""
-    from gemmlab.kernels.cuda._nvrtc import _read_source
+    from gemmlab.kernels.cuda.launch.nvrtc import _read_source
 
     return _read_source(source)
 
@@ -147,10 +147,10 @@ def ptx_blockers(source: str) -> list[str]:
     """What keeps `source` (a level's .cu file under kernels/cuda/) off the host: the helpers whose body is an
     inline PTX `asm` statement that the level's own text calls, directly or through a struct of its headers, as
     'name (instruction)'. Empty when the level can run here."""
-    from gemmlab.kernels.cuda._nvrtc import SOURCE_DIR
+    from gemmlab.kernels.cuda.launch.nvrtc import source_path
 
     text = kernel_source(source)
-    own = (SOURCE_DIR / source).read_text()
+    own = source_path(source).read_text()
     helpers = dict(_PTX_HELPER.findall(text))
 
     def calls(body: str, name: str) -> bool:

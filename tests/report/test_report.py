@@ -145,7 +145,7 @@ def test_no_ratio_against_another_precision(results):
 
 
 def test_ratio_comes_from_the_interleaved_timing_when_the_run_made_one(results):
-    from gemmlab.harness.bench import _link_ratios
+    from gemmlab.harness.bench_records import link_ratios
     from gemmlab.harness.record import BenchRecord
 
     paired = copy.deepcopy(results)
@@ -159,7 +159,7 @@ def test_ratio_comes_from_the_interleaved_timing_when_the_run_made_one(results):
     assert D.peer_ratio_own_medians(rec, paired["records"]) == pytest.approx(own)
     assert D.peer_ratio_own_medians(_rec(paired, "cuda/v2_smem"), paired["records"]) is None  # not interleaved
     typed = [BenchRecord.from_json(r) for r in paired["records"]]
-    _link_ratios(typed)
+    link_ratios(typed)
     assert typed[paired["records"].index(rec)].peer_ratio == pytest.approx(0.75)
     paired["records"] = [r.to_json() for r in typed]
     rec = _rec(paired, "cuda/v4_2d_blocktile")

@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from gemmlab.cache import cache_root, read_json
 from gemmlab.errors import GemmlabError
 
 # the figures a ceilings JSON may carry, and the level each one roofs
@@ -126,3 +128,23 @@ def load(path: str | os.PathLike, base: Ceilings) -> Ceilings:
         raise CeilingsError(f"{path} holds ceilings measured on {gpu}, the records ran on {base.gpu}")
     when = measured.get("time") or "undated"
     return with_measured(base, measured, f"{path} ({when}, git {measured.get('git_sha') or '?'})")
+
+
+LEVEL_KEYS_BY_NAME = {key: level for level, key in LEVEL_KEYS.items()}
+
+
+def stored_path(gpu_name: str) -> Path:
+    """Where ``gemmlab roofline --measure`` keeps the last measurement of a GPU in gemmlab's cache."""
+    return cache_root() / "ceilings" / (re.sub(r"[^A-Za-z0-9]+", "_", gpu_name).strip("_") + ".json")
+
+
+def stored_ceilings(base: Ceilings) -> Ceilings:
+    """``base`` with the figures of this GPU's last stored measurement in place of those ``base`` did not measure
+    itself (a copy bandwidth measured in the same run stays)."""
+    stored = read_json(stored_path(base.gpu))
+    if not stored:
+        return base
+    own = {level for level, source in base.source.items() if source == "measured"}
+    keep = {k: v for k, v in stored.items() if LEVEL_KEYS_BY_NAME.get(k) not in own}
+    origin = f"{stored_path(base.gpu)} ({stored.get('time', 'undated')})"
+    return with_measured(base, keep, origin if base.origin == "datasheet" else f"{base.origin}; {origin}")

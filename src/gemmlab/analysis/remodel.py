@@ -16,6 +16,7 @@ from gemmlab.analysis.ceilings import Ceilings
 from gemmlab.analysis.roofline import model
 from gemmlab.errors import GemmlabError
 from gemmlab.problem import Problem
+from gemmlab.provenance import git_sha
 
 RATIO_NAMED = 1.5  # measured time past this many predicted times: the spec names what the model leaves out
 
@@ -67,8 +68,6 @@ def remodel_results(results: dict, ceilings: Ceilings, note: str) -> tuple[dict,
     """A copy of ``results`` with every record's model recomputed, and env.remodel naming the remodel that wrote
     them (command, ceilings, the code's git sha, the records that kept their model): one entry, since an earlier
     remodel's models are gone once this one has run. Also the kernels left as they were, with why."""
-    from gemmlab.harness.env import git_sha
-
     out = copy.deepcopy(results)
     shared = _kernel_resources(out.get("records", []))
     skipped = []
@@ -120,3 +119,20 @@ def check_records(results: dict) -> list[Check]:
         rows.append(Check(rec["kernel"], f"{rec['m']}x{rec['n']}x{rec['k']}", float(rec["tflops"]),
                           float(m["predicted_tflops"]), str(m.get("bound")), clock_of(rec), m.get("unmodeled", "")))
     return rows
+
+
+def remodel_file(path, ceilings_path: str | None, command: str) -> tuple[int, list[str], Ceilings]:
+    """``remodel_results`` on a results file, written back in place under the roofs of the GPU it ran on (its own
+    measurement, then ``ceilings_path``): the records remodeled, those that kept their model, and the roofs."""
+    from pathlib import Path
+
+    from gemmlab.analysis.roofline import device_spec, roofs_of
+    from gemmlab.results import load_results
+
+    path = Path(path)
+    results = load_results(path)
+    gpu = ((results.get("env") or {}).get("gpu") or {}).get("name") or "h200"
+    roofs = roofs_of(device_spec(gpu), results, ceilings_path)
+    out, skipped = remodel_results(results, roofs, command)
+    path.write_text(json.dumps(out, indent=1, default=float))
+    return len(out["records"]) - len(skipped), skipped, roofs

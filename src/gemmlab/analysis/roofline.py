@@ -4,8 +4,10 @@ The seeds' view (kept in every record as ``modeled_read_bytes``, ``modeled_inten
 ``seed_predicted_tflops``): attainable performance at intensity I is min(P_peak, BW × I), I = FLOPs over every
 global byte a thread loads, as if no cache served any; the ridge point I = P_peak / BW separates memory-bound from
 compute-bound. The seeds' worked example: A100, 1555 GB/s and 19.5 TFLOPS FP32, ridge ≈ 12.5 FLOP/byte. Each
-precision has its own compute roof: the seeds' cuBLAS line (4096³ in 0.8 ms, ≈172 TFLOPS) is a tensor-core (TF32)
-result, nine times the A100's FP32 peak.
+precision has its own compute roof: the seeds' cuBLAS line (4096³ in 0.8 ms, ≈172 TFLOPS) is nine times the A100's
+FP32 peak and past its dense TF32 peak (156, DEVICES["a100"]): a half-precision (FP16/BF16) tensor-core figure, not
+an FP32 or TF32 one. The seeds' own V1 figure (1150 GFLOPS) passes their own roof for it (0.25 × 1555 GB/s): the
+A100's caches served V1's re-reads too (gemmlab chapter judges each of the seeds' claims).
 
 The hierarchical view (``dram_bytes``, ``l2_bytes``, ``smem_bytes``, ``levels``, ``bound``, ``predicted_tflops``):
 each level's bytes over its own roof, and the arithmetic over the precision's peak at the clock the record held;
@@ -25,7 +27,7 @@ from gemmlab.analysis import hierarchy
 from gemmlab.analysis.ceilings import Ceilings, datasheet, with_measured
 from gemmlab.errors import SizeLimitError
 from gemmlab.kernels.geometry import ceil_div
-from gemmlab.problem import Problem, require_fits
+from gemmlab.problem import PRECISIONS, Problem, require_fits
 
 
 @dataclass(frozen=True)
@@ -33,20 +35,32 @@ class DeviceSpec:
     key: str
     name: str
     dram_gbs: float  # datasheet DRAM bandwidth, GB/s
-    tflops: dict  # datasheet dense peak per precision (the seeds' compute roof)
+    # datasheet dense peak per peak key (a precision's ``peak_key``: the units that do its arithmetic), the seeds'
+    # compute roof
+    peak_tflops_of: dict
     note: str = ""
     sm_count: int = 0
     max_clock_mhz: float = 0.0
     l2_bytes: int = 0
-    # dense FLOPs per SM and clock: FP32 two per FMA lane; the tensor cores' rates are the ones gemmlab timeline
-    # measures tc4's k-tiles at (1,024 cycles for 128x256x64 BF16). Hopper's datasheet peaks are quoted at a lower
-    # clock than the SMs' maximum.
-    flop_per_clk: dict = field(default_factory=dict)
+    # dense FLOPs per SM and clock per peak key: FP32 two per FMA lane; the tensor cores' rates are the ones gemmlab
+    # timeline measures tc4's k-tiles at (1,024 cycles for 128x256x64 BF16). Hopper's datasheet peaks are quoted at
+    # a lower clock than the SMs' maximum.
+    flop_per_clk_of: dict = field(default_factory=dict)
     smem_bytes_per_clk: float = 128.0  # per SM: 32 banks of 4 bytes
     # L2 -> SM bytes per clock for the whole GPU: the A100 whitepaper's figure; none is published for Hopper, so
     # there it is an assumption until `gemmlab roofline --measure` replaces it
     l2_bytes_per_clk: float = 5120.0
     memory_bytes: int = 0  # the datasheet's device memory: a problem whose operands exceed it has no model here
+
+    @property
+    def tflops(self) -> dict:
+        """The datasheet dense peak of each precision this device has units for, from its peak key."""
+        return _per_precision(self.peak_tflops_of)
+
+    @property
+    def flop_per_clk(self) -> dict:
+        """Dense FLOPs per SM and clock of each precision this device has units for."""
+        return _per_precision(self.flop_per_clk_of)
 
     def peak_tflops(self, precision: str) -> float:
         return self.tflops[precision]
@@ -67,19 +81,22 @@ class DeviceSpec:
                 "l2_bytes_per_clk": self.l2_bytes_per_clk, "memory_bytes": self.memory_bytes}
 
 
-_HOPPER = {"fp32": 256, "tf32": 2048, "bf16": 4096, "fp8": 8192, "fp8_block": 8192}
+def _per_precision(by_key: dict) -> dict:
+    """{precision: by_key[its peak key]} over the precision records whose units ``by_key`` has, in their order."""
+    return {p.name: by_key[p.peak_key] for p in PRECISIONS.values() if p.peak_key in by_key}
+
+
+_HOPPER_PEAKS = {"fp32": 66.9, "tf32": 494.7, "bf16": 989.4, "fp8": 1979.0}
+_HOPPER = {"fp32": 256, "tf32": 2048, "bf16": 4096, "fp8": 8192}
 DEVICES: dict[str, DeviceSpec] = {
     "a100": DeviceSpec("a100", "NVIDIA A100 (the seeds' example)", 1555.0,
                        {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0}, "40 GB HBM2, the seeds' numbers",
                        108, 1410.0, 40 * 2**20, {"fp32": 128, "tf32": 1024, "bf16": 2048},
                        memory_bytes=40 * 2**30),
-    "h100": DeviceSpec("h100", "NVIDIA H100 SXM", 3350.0, {"fp32": 66.9, "tf32": 494.7, "bf16": 989.4,
-                                                           "fp8": 1979.0, "fp8_block": 1979.0},
-                       "80 GB HBM3", 132, 1980.0, 50 * 2**20, dict(_HOPPER), memory_bytes=80 * 2**30),
-    "h200": DeviceSpec("h200", "NVIDIA H200", 4800.0, {"fp32": 66.9, "tf32": 494.7, "bf16": 989.4,
-                                                       "fp8": 1979.0, "fp8_block": 1979.0},
-                       "141 GB HBM3e; same SMs as H100 SXM", 132, 1980.0, 60 * 2**20, dict(_HOPPER),
-                       memory_bytes=141 * 2**30),
+    "h100": DeviceSpec("h100", "NVIDIA H100 SXM", 3350.0, dict(_HOPPER_PEAKS), "80 GB HBM3", 132, 1980.0, 50 * 2**20,
+                       dict(_HOPPER), memory_bytes=80 * 2**30),
+    "h200": DeviceSpec("h200", "NVIDIA H200", 4800.0, dict(_HOPPER_PEAKS), "141 GB HBM3e; same SMs as H100 SXM", 132,
+                       1980.0, 60 * 2**20, dict(_HOPPER), memory_bytes=141 * 2**30),
 }
 
 
@@ -285,3 +302,27 @@ def seed_examples() -> dict:
         "tile32_intensity": sq.flops() / tiled_traffic(sq, 32, 32).global_read,
         "naive_redundancy_4096": naive_traffic(sq).global_read / (4 * (sq.m * sq.k + sq.k * sq.n)),
     }
+
+
+def roofs_of(dev: DeviceSpec, results: dict | None = None, ceilings_path: str | None = None) -> Ceilings:
+    """The roofs a kernel is modeled under: the datasheet of ``dev``, what a results file measured in its own run,
+    then a ceilings JSON (``gemmlab roofline --measure --json``) on top."""
+    from gemmlab.analysis.ceilings import load
+
+    base = ceilings_for(dev)
+    measured = ((results or {}).get("env") or {}).get("ceilings") or {}
+    if measured:  # older runs measured the copy alone, as copy_bw_gbs
+        base = with_measured(base, {**measured, "dram_gbs": measured.get("dram_gbs") or measured.get("copy_bw_gbs")},
+                             "the run's own measurement (env.ceilings)")
+    return load(ceilings_path, base) if ceilings_path else base
+
+
+def listed_precisions() -> list:
+    """The precisions any device has units for, in their order: the device table's columns (A100: — for FP8)."""
+    return [p for p in PRECISIONS.values() if any(p.name in d.tflops for d in DEVICES.values())]
+
+
+def models_at(specs, shape, dev: DeviceSpec, roofs: Ceilings) -> list:
+    """(spec, KernelModel) of each GPU kernel at ``shape`` that ``dev`` has units for, under ``roofs``."""
+    return [(s, model(s, Problem(*shape, s.precision), roofs)) for s in specs
+            if s.device != "cpu" and s.precision in dev.tflops]

@@ -79,7 +79,7 @@ def all_gather_matmul(a_shard, b, *, group=None, chunks: int = 1, kernel: str | 
     ``a_shard``: this rank's rows of A (M_r × K); ``b``: this rank's B (K × N_r), replicated or its column
     shard. Returns this rank's C (M × N_r) in ``out`` or a new tensor of gemmlab's output dtype (FP32 for FP32
     and BF16 operands). ``chunks``: pieces each shard is sent in. ``kernel``: the local GEMM for
-    ``gemmlab.matmul`` (None: its default). Raises DistributedError on every rank if any rank's operands or
-    GEMM fail.
+    ``gemmlab.matmul`` (None: its default). Raises DistributedError on every rank if any rank's operands fail;
+    a rank's failed GEMM is raised on every rank by the group's next call or ``check()``.
     """
     return AllGatherMatmul(a_shard, b, group=group, chunks=chunks, kernel=kernel, out=out).run()

@@ -33,7 +33,7 @@ import torch.distributed as dist
 
 from gemmlab.distributed import peers, runtime
 from gemmlab.distributed.all_gather import AllGatherMatmul, all_gather_matmul
-from gemmlab.distributed.collective import FACT_COUNT, exchange, gather_rows, local_matmul, output_dtype
+from gemmlab.distributed.collective import FACT_COUNT, check, exchange, gather_rows, local_matmul, output_dtype
 from gemmlab.distributed.partition import bounds, grid_coords, grid_side
 from gemmlab.distributed.reduce_scatter import MatmulReduceScatter, matmul_reduce_scatter
 from gemmlab.distributed.scaling import SCALINGS, efficiency, global_problem, hidden_fraction, tflops
@@ -41,9 +41,10 @@ from gemmlab.distributed.summa import Summa, summa
 from gemmlab.errors import DistributedError, GemmlabError
 from gemmlab.harness.reference import compare, tolerance_for
 from gemmlab.harness.timing import Timing
-from gemmlab.problem import Problem, parse_shape
+from gemmlab.problem import PRECISIONS, Problem, parse_shape
 
-DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16}
+# the precisions whose operands come without scales, as torch names their dtypes
+DTYPES = {name: getattr(torch, p.input_dtype) for name, p in PRECISIONS.items() if not p.scaled}
 GPU_DEFAULTS = {"shape": "8192", "strong_shape": "16384", "precision": "bf16"}
 CPU_DEFAULTS = {"shape": "128", "strong_shape": "256", "precision": "fp32"}  # a smoke test, not a measurement
 
@@ -246,7 +247,9 @@ def measure_op(spec: OpBench, scaling: str, shape, gpus: int, group, opt: Option
     if spec.takes_chunks and opt.chunks is not None:
         kwargs["chunks"] = opt.chunks
     plan = spec.plan(a, b, **kwargs)
-    verified, rel_err = _verify(plan.run(), ref, tol, group)
+    c = plan.run()
+    check(group)  # a rank whose GEMM failed stops the sweep here, on every rank, as the op's next call would
+    verified, rel_err = _verify(c, ref, tol, group)
     record.update(verified=verified, rel_err=rel_err, chunks=plan.chunks if spec.takes_chunks else None)
     if not verified:
         record["status"] = "FAILED"

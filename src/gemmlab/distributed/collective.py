@@ -1,27 +1,36 @@
 """What every distributed GEMM shares: agreeing before communicating, and failing on every rank at once.
 
 A rank that raises on its own leaves the others blocked in a collective it will never join. So each op goes
-through the same three steps:
+through the same steps:
 
 1. **Agree.** Every rank checks its own operands (2-D torch tensors, one dtype and device, ``out`` as the op
    needs) and then all ranks exchange a fixed row of ten integers (op, dtype, device, shapes, chunks) plus an
    error flag: one all-gather of CPU tensors on the group's gloo backend (``runtime.init`` gives the group one),
-   so agreeing never waits for the GPU. A flagged rank's message is
-   gathered next and every rank raises ``DistributedError`` with it. The op's consistency check then runs on
-   the same rows on every rank (K equal across shards, ...), so every rank reaches the same verdict and raises
-   the same error without another message.
+   so agreeing never waits for the GPU. A flagged rank's message is gathered next and every rank raises
+   ``DistributedError`` with it. The op's consistency check then runs on the same rows on every rank (K equal
+   across shards, ...), so every rank reaches the same verdict and raises the same error without another
+   message. The verdict is worked out once per distinct table of rows and kept (``agreed``); the exchange itself
+   runs on every call, because it is what tells a rank that the others brought the same call this time: sizes
+   decided from a remembered table would send mismatched ranks into a data collective that hangs or mixes
+   pieces of different shapes. A group of one rank exchanges nothing.
 2. **Run.** Only agreed sizes decide what is sent, so all ranks issue the same collectives in the same order.
    A local GEMM that raises is caught; that rank skips its remaining GEMMs but keeps taking part in every
    collective, so nobody waits on it.
-3. **Finish.** A second exchange of the error flags; any failure is raised on every rank.
+3. **Finish, folded into the next agreement.** A rank whose GEMM failed keeps the failure as the group's pending
+   one and returns; its flag and message travel in the group's next exchange (the next op called on the group,
+   or ``check(group)``), where every rank raises it. So a failure in call i is raised on every rank no later
+   than call i + 1 on the same group, or the ``check`` that closes it, and the outputs of call i are then
+   undefined on every rank. On a group of one rank it is raised at once.
 
 A rank that never arrives (dead, or calling something else) is caught by the process group's timeout
 (``runtime.init``): the waiting ranks raise ``DistributedError`` saying so. Not covered by the agreement, and so
-ended only by that timeout: a rank that dies, or fails to allocate its buffers, between the two exchanges; on
-NCCL, the watchdog then ends every rank's process.
+ended only by that timeout: a rank that dies, or fails to allocate its buffers, after the exchange; on NCCL, the
+watchdog then ends every rank's process.
 """
 from __future__ import annotations
 
+import functools
+import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -40,9 +49,11 @@ MESSAGE_BYTES = 512  # a failing rank's message, UTF-8, cut to this length
 NO_OUT = (-1, -1)
 # torch 2.13 renamed all_gather_into_tensor (and deprecated the old name); earlier versions have only the old one
 all_gather_flat = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
-FACT_COUNT = 10  # integers per rank in the exchanged row, the same in both exchanges of a call
+FACT_COUNT = 10  # integers per rank in the exchanged row, the same for every op and for check()
+CHECK = len(OPS)  # the op code check() sends: a rank closing the group while another calls an op is a mismatch
 
 
+@functools.lru_cache(maxsize=None)
 def output_dtype(dtype: torch.dtype) -> torch.dtype:
     """C's dtype for operands of ``dtype``: gemmlab's precision table (FP32 and BF16 in, FP32 out)."""
     name = str(dtype).removeprefix("torch.")
@@ -129,11 +140,28 @@ def _local_reason(a, b, out, chunks, inner: bool) -> str | None:
 
 def gather_rows(values: list, group, dtype=torch.int64) -> list[list]:
     """Every rank's equally long list of numbers, by rank, through the group's control device (gloo's CPU)."""
-    device = control_device(group)
-    mine = torch.tensor(values, dtype=dtype, device=device)
-    table = torch.empty(group.size() * mine.numel(), dtype=dtype, device=device)  # flat: gloo takes no other shape
+    mine, table = _buffers(group, len(values), dtype)
+    if mine.is_cpu:  # written through NumPy: a tensor built from a Python list costs more than the exchange itself
+        mine.numpy()[:] = values
+    else:
+        mine.copy_(torch.tensor(values, dtype=dtype))
     all_gather_flat(table, mine, group=group)
     return table.view(group.size(), -1).tolist()
+
+
+# per group: its control device's send and receive buffers by (length, dtype), reused by every exchange (each
+# returns only when the exchange is complete), and the failure of its last call waiting for the next agreement
+_BUFFERS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_PENDING: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _buffers(group, n: int, dtype):
+    kept = _BUFFERS.setdefault(group, {})
+    if (n, dtype) not in kept:
+        device = control_device(group)
+        kept[(n, dtype)] = (torch.empty(n, dtype=dtype, device=device),
+                            torch.empty(group.size() * n, dtype=dtype, device=device))  # flat: gloo takes no other
+    return kept[(n, dtype)]
 
 
 def exchange(group, op: str, row: list[int], reason: str | None) -> list[list[int]]:
@@ -147,10 +175,48 @@ def exchange(group, op: str, row: list[int], reason: str | None) -> list[list[in
         encoded = (reason or "").encode()[:MESSAGE_BYTES]
         texts = gather_rows(list(encoded) + [0] * (MESSAGE_BYTES - len(encoded)), group, torch.uint8)
     messages = [bytes(t).rstrip(b"\0").decode(errors="replace") for t in texts]
-    ranks = group.size()
+    raise DistributedError(_failed(op, messages, flags, group.rank()))
+
+
+def _failed(op: str, messages: list[str], flags: list[int], rank: int) -> str:
+    ranks = len(flags)
     failed = "; ".join(f"rank {r}: {messages[r]}" for r in range(ranks) if flags[r])
-    raise DistributedError(f"{op} failed on {sum(flags)} of {ranks} ranks: {failed} "
-                           f"(raised on every rank; this is rank {group.rank()})")
+    return f"{op} failed on {sum(flags)} of {ranks} ranks: {failed} (raised on every rank; this is rank {rank})"
+
+
+def agree(group, op: str, row: list[int], reason: str | None) -> list[list[int]]:
+    """``exchange`` with the group's pending failure folded in: the closing agreement of the previous call.
+
+    A group of one rank has nobody to agree with: its own row, or its own failure raised at once."""
+    pending = _PENDING.pop(group, None)
+    if pending is not None:
+        reason = pending if reason is None else f"{pending}; then {reason}"
+    if group.size() == 1:
+        if reason is not None:
+            raise DistributedError(_failed(op, [reason], [1], 0))
+        return [row]
+    return exchange(group, op, row, reason)
+
+
+def keep_failure(group, op: str, failure: str) -> None:
+    """A failure of this rank's part of ``op``, raised on every rank by the group's next agreement."""
+    if group.size() == 1:
+        raise DistributedError(_failed(op, [failure], [1], 0))
+    _PENDING[group] = f"{failure} (in an earlier {op} call on this group)"
+
+
+def check(group=None) -> None:
+    """The closing agreement on its own: raises DistributedError on every rank of ``group`` (default: the world)
+    if a rank's part of the last op called on it failed. Every rank calls it at the same point, as an op."""
+    group = group if group is not None else dist.group.WORLD
+    rows = agree(group, "check", [CHECK] + [0] * (FACT_COUNT - 1), None)
+    reason = disagreement([call_name(r[0]) for r in rows], "the call")
+    if reason:
+        raise DistributedError(f"check: {reason} (raised on every rank; this is rank {group.rank()})")
+
+
+def call_name(code: int) -> str:
+    return "check()" if code == CHECK else OPS[code]
 
 
 @contextmanager
@@ -178,10 +244,17 @@ def disagreement(values: list, what: str) -> str | None:
 
 def common_check(facts: list[Facts]) -> str | None:
     """What every op needs the ranks to share: the op itself, the dtype, the device type, the chunk count."""
-    return (disagreement([OPS[f.op] for f in facts], "the op called")
+    return (disagreement([call_name(f.op) for f in facts], "the op called")
             or disagreement([DTYPES[f.dtype] if f.dtype >= 0 else "other" for f in facts], "the operand dtype")
             or disagreement([DEVICES[f.device] if f.device >= 0 else "other" for f in facts], "the device type")
             or disagreement([f.chunks for f in facts], "chunks"))
+
+
+@functools.lru_cache(maxsize=256)
+def agreed(plan: type, table: tuple[tuple[int, ...], ...]) -> tuple[tuple[Facts, ...], str | None]:
+    """The ranks' facts and the verdict on them (None: go on), worked out once per distinct op and table."""
+    facts = tuple(Facts.from_row(list(row)) for row in table)
+    return facts, common_check(facts) or plan.check(facts)
 
 
 class Plan:
@@ -201,8 +274,8 @@ class Plan:
         self.kernel, self.chunks = kernel, chunks
         self.failure: str | None = None
         facts, reason = local_facts(self.op, a, b, out, chunks, self.inner)
-        self.facts = [Facts.from_row(r) for r in exchange(self.group, self.op, facts.row(), reason)]
-        reason = common_check(self.facts) or type(self).check(self.facts)
+        rows = agree(self.group, self.op, facts.row(), reason)
+        self.facts, reason = agreed(type(self), tuple(map(tuple, rows)))
         if reason:
             raise DistributedError(f"{self.op}: {reason} (raised on every rank; this is rank {self.rank})")
         self.out_dtype = output_dtype(a.dtype)
@@ -221,10 +294,11 @@ class Plan:
         return self.schedule(communicate and self.ranks > 1, compute)
 
     def run(self):
-        """execute, then the second agreement: a failure on any rank raises on all of them."""
+        """execute; a failure of this rank's GEMMs is raised on every rank by the group's next agreement."""
         with self.talking():
             result = self.execute()
-        exchange(self.group, self.op, [OPS.index(self.op)] + [0] * (FACT_COUNT - 1), self.failure)
+        if self.failure is not None:
+            keep_failure(self.group, self.op, self.failure)
         return result
 
     def talking(self):

@@ -78,8 +78,9 @@ def row_pieces(sizes: list[int], chunks: int) -> list[Piece]:
 
 
 def pieces_per_rank(ranks: int) -> int:
-    """Chunks per rank's block that make about TARGET_PIECES pieces in all."""
-    return max(1, math.ceil(TARGET_PIECES / ranks))
+    """Chunks per rank's block that make about TARGET_PIECES pieces in all; one on a single rank, where no
+    reduction travels and cutting the GEMM would only make it slower."""
+    return 1 if ranks == 1 else max(1, math.ceil(TARGET_PIECES / ranks))
 
 
 def grid_side(ranks: int) -> int:

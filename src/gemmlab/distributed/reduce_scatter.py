@@ -78,6 +78,7 @@ def matmul_reduce_scatter(a, b, *, group=None, chunks: int | None = None, kernel
     ``a``: A's columns of this rank's K slice (M × K_r); ``b``: B's rows of it (K_r × N). Returns rows
     ``partition.bounds(M, P, rank)`` of C in ``out`` or a new tensor of gemmlab's output dtype. ``chunks``:
     pieces per rank's block of rows (default: about 8 pieces in all). ``kernel``: the local GEMM for
-    ``gemmlab.matmul`` (None: its default). Raises DistributedError on every rank if any rank fails.
+    ``gemmlab.matmul`` (None: its default). Raises DistributedError on every rank if any rank's operands fail;
+    a rank's failed GEMM is raised on every rank by the group's next call or ``check()``.
     """
     return MatmulReduceScatter(a, b, group=group, chunks=chunks, kernel=kernel, out=out).run()

@@ -126,6 +126,7 @@ def summa(a_block, b_block, *, group=None, kernel: str | None = None, out=None):
     ``a_block``, ``b_block``: this rank's blocks (i, j) of A and B, rank = i·q + j. Returns C's block (i, j)
     in ``out`` or a new tensor of gemmlab's output dtype. ``kernel``: the local GEMM for ``gemmlab.matmul``
     (None: its default). Raises DistributedError on every rank for a non-square rank count, blocks that do not
-    fit together, or any rank's failure.
+    fit together, or any rank's unusable operands; a rank's failed GEMM is raised on every rank by the group's next
+    call or ``check()``.
     """
     return Summa(a_block, b_block, group=group, kernel=kernel, out=out).run()

@@ -18,18 +18,18 @@ both sides multiply) before it is timed.
 """
 from __future__ import annotations
 
-import statistics
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from gemmlab.errors import GemmlabError
+from gemmlab.problem import PRECISIONS as RECORDS, get_precision
 
 SHAPES = ((256, 256, 256), (1024, 1024, 1024), (2048, 3072, 4096), (4096, 4096, 4096), (8192, 8192, 8192),
           (4096, 14336, 4096))
-PRECISIONS = ("fp32", "tf32", "bf16", "fp8", "fp8_block")
-FP8 = {"fp8": None, "fp8_block": ("1x128", "128x128")}  # the recipes' blocks of A and of w (gemmlab.fp8)
+PRECISIONS = tuple(RECORDS)
+# the scaled precisions and their recipes' blocks of A and of w (gemmlab.fp8; None: one scale per tensor)
+FP8 = {name: ("1x128", "128x128") if p.block_scaled else None for name, p in RECORDS.items() if p.scaled}
 LINEAR_SHAPE = (4096, 4096, 4096)  # x @ w.T: B handed over as the transpose of w
 
 
@@ -72,21 +72,23 @@ def fp8_operands(torch, a, w, precision: str, reference: bool = True) -> tuple:
     qa, qw = (fp8.quantize(xp.from_dlpack(x.detach()), fp8.E4M3, blk) for x, blk in zip((a, w), blocks))
     a8, w8 = (to_torch(q.data).view(torch.float8_e4m3fn) for q in (qa, qw))
     sa, sw = to_torch(qa.scale), to_torch(qw.scale)
-    if precision == "fp8_block":  # stored (K/128, M) and (N/128, K/128), given transposed
+    if get_precision(precision).block_scaled:  # stored (K/128, M) and (N/128, K/128), given transposed
         sa, sw = sa.t(), sw.t()
     ref = to_torch(qa.dequantize() @ qw.dequantize().T) if reference else None
     return (a8, w8.t(), sa, sw), ref
 
 
-def _torch_call(torch, prec):
-    """torch's call for this precision: torch.mm with out_dtype where C's dtype is not the operands'; FP8:
-    torch._scaled_mm with the same scales, BF16 out, fast accumulation per tensor (tc4_persistent_fp8's)."""
-    if prec.name in FP8:
-        fast = prec.name == "fp8"
-        return lambda a, b, sa, sb: torch._scaled_mm(a, b, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16,
+def _torch_call(torch, prec, out_dtype=None):
+    """torch's call for this precision writing C as ``out_dtype`` (a torch dtype; default: the precision's C):
+    torch.mm with out_dtype where C's dtype is not the operands'; FP8: torch._scaled_mm with the same scales, fast
+    accumulation per tensor (tc4_persistent_fp8's)."""
+    if prec.scaled:
+        fast, out = prec.tensor_scaled, out_dtype or torch.bfloat16
+        return lambda a, b, sa, sb: torch._scaled_mm(a, b, scale_a=sa, scale_b=sb, out_dtype=out,
                                                      use_fast_accum=fast)
-    if prec.output_dtype != prec.input_dtype:
-        return lambda a, b: torch.mm(a, b, out_dtype=getattr(torch, prec.output_dtype))
+    out = out_dtype or getattr(torch, prec.output_dtype)  # torch names dtypes as NumPy does
+    if out != getattr(torch, prec.input_dtype):
+        return lambda a, b: torch.mm(a, b, out_dtype=out)
     return torch.matmul
 
 
@@ -94,9 +96,9 @@ def _tf32(torch, on: bool):
     torch.backends.cuda.matmul.allow_tf32 = on
 
 
-def _inputs(torch, problem, n_sets, seed, linear, device="cuda"):
-    """n_sets argument tuples of the calls (A, B; FP8: A, B, scale_a, scale_b), and the float64 product of the
-    first (FP8: of its dequantized operands)."""
+def _inputs(torch, problem, n_sets, seed, linear, device="cuda", reference=True):
+    """n_sets argument tuples of the calls (A, B; FP8: A, B, scale_a, scale_b), and (``reference``, else None) the
+    float64 product of the first (FP8: of its dequantized operands)."""
     gen = torch.Generator(device=device).manual_seed(seed)
     fp8 = problem.prec.name in FP8
     dtype = torch.float32 if fp8 else getattr(torch, problem.prec.input_dtype)  # torch names them as NumPy does
@@ -106,44 +108,20 @@ def _inputs(torch, problem, n_sets, seed, linear, device="cuda"):
         a = torch.randn(m, k, device=device, generator=gen).to(dtype)
         if fp8:  # always x @ w.T
             args, r = fp8_operands(torch, a, torch.randn(n, k, device=device, generator=gen), problem.prec.name,
-                                   reference=i == 0)
+                                   reference=reference and i == 0)
             ref = ref if r is None else r
         else:  # linear: w is N×K and the product reads w.T
             b = torch.randn(*((n, k) if linear else (k, n)), device=device, generator=gen).to(dtype)
             args = (a, b.t() if linear else b)
         sets.append(args)
-    return sets, ref if fp8 else sets[0][0].double() @ sets[0][1].double()
+    if not reference or fp8:
+        return sets, ref
+    return sets, sets[0][0].double() @ sets[0][1].double()
 
 
 def _verify(torch, c, ref, tolerance) -> tuple[float, bool]:
     err = float(torch.linalg.norm(c.double() - ref) / torch.linalg.norm(ref))
     return err, bool(torch.isfinite(c).all()) and err <= tolerance
-
-
-def _interleaved(torch, calls, sets, rounds, max_seconds, min_rounds, clean):
-    """Median event time of each call, alternating which goes first each round, over the rotating sets."""
-    stream = torch.cuda.current_stream()
-    for fn in calls:  # warm-up: plans, cuBLAS heuristics, allocator pools
-        for args in sets[:2]:
-            fn(*args)
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    times = [[] for _ in calls]
-    r = 0
-    while r < rounds and (r < min_rounds or time.perf_counter() - t0 < max_seconds):
-        order = range(len(calls)) if r % 2 == 0 else reversed(range(len(calls)))
-        for i in order:
-            args = sets[(r * len(calls) + i) % len(sets)]
-            clean()
-            stream.synchronize()  # an idle GPU: the call's host time lands inside its events
-            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            e0.record(stream)
-            calls[i](*args)
-            e1.record(stream)
-            e1.synchronize()
-            times[i].append(e0.elapsed_time(e1))
-        r += 1
-    return [statistics.median(t) for t in times], r
 
 
 def run_api_bench(opts: ApiBenchOptions, say=print) -> dict:
@@ -153,7 +131,7 @@ def run_api_bench(opts: ApiBenchOptions, say=print) -> dict:
     from gemmlab import device
     from gemmlab.harness import env
     from gemmlab.harness.reference import tolerance_for
-    from gemmlab.harness.timing import host_us_per_call, rotation_sets
+    from gemmlab.harness.timing import eager_times, host_us_per_call, rotation_sets
     from gemmlab.problem import Problem
 
     info = device.require_gpu("gemmlab bench --api")
@@ -190,7 +168,7 @@ def run_api_bench(opts: ApiBenchOptions, say=print) -> dict:
             theirs = None
         if ok:
             calls = [ours] if theirs is None else [ours, theirs]
-            times, rounds = _interleaved(torch, calls, sets, opts.rounds, opts.max_seconds, opts.min_rounds, clean)
+            times, rounds = eager_times(torch, calls, sets, opts.rounds, opts.max_seconds, opts.min_rounds, clean)
             rec.update(api_ms=times[0], rounds=rounds, api_tflops=problem.flops() / times[0] / 1e9)
             if theirs is not None:
                 rec.update(torch_ms=times[1], api_ratio=times[1] / times[0],

@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 import datetime
-import os
 import platform
-import subprocess
 from dataclasses import asdict
 from importlib import metadata
-from pathlib import Path
+
+from gemmlab.provenance import git_sha
 
 LIBRARIES = ("numpy", "numba", "numba-cuda", "cupy-cuda13x", "cuda-core", "cuda-bindings", "nvidia-cuda-nvrtc",
              "triton", "torch", "ml_dtypes", "rich", "matplotlib")
@@ -28,20 +27,6 @@ def library_versions() -> dict:
     except Exception:
         pass
     return versions
-
-
-def git_sha() -> str:
-    if os.environ.get("GEMMLAB_GIT_SHA"):
-        return os.environ["GEMMLAB_GIT_SHA"]
-    root = Path(__file__).resolve().parents[3]
-    try:
-        sha = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=5).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=5).stdout.strip()
-        return sha + ("-dirty" if dirty and sha else "") if sha else "unknown"
-    except Exception:
-        return "unknown"
 
 
 def collect(gpu_info, mode: str) -> dict:

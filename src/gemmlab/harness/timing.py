@@ -251,6 +251,107 @@ def host_us_per_call(call, synchronize, calls: int = 300, warmup: int = 10, queu
     return 1e6 * statistics.median(samples)
 
 
+def eager_times(torch, calls, sets, rounds: int, max_seconds: float, min_rounds: int, clean) -> tuple[list, int]:
+    """Eager time of each of ``calls`` on torch CUDA tensors: median CUDA-event time of one call started on an idle
+    GPU (the stream synchronized first, so the call's host time lands inside its events), the calls alternating
+    which goes first each round over the rotating ``sets``, ``clean`` (an L2 eviction) before each. Returns the
+    medians in ms and the rounds taken: ``rounds``, cut back past ``max_seconds`` but never below ``min_rounds``."""
+    stream = torch.cuda.current_stream()
+    for fn in calls:  # warm-up: plans, cuBLAS heuristics, allocator pools
+        for args in sets[:2]:
+            fn(*args)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    times = [[] for _ in calls]
+    r = 0
+    while r < rounds and (r < min_rounds or time.perf_counter() - t0 < max_seconds):
+        order = range(len(calls)) if r % 2 == 0 else reversed(range(len(calls)))
+        for i in order:
+            args = sets[(r * len(calls) + i) % len(sets)]
+            clean()
+            stream.synchronize()
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            e0.record(stream)
+            calls[i](*args)
+            e1.record(stream)
+            e1.synchronize()
+            times[i].append(e0.elapsed_time(e1))
+        r += 1
+    return [statistics.median(t) for t in times], r
+
+
+HEAD_START_US = 100.0  # the spin before each timed call: longer than any call's host time seen (~20-40 µs)
+
+
+@dataclass
+class GpuTimes:
+    """GPU time of each call (ms medians), the calls timed, and per call the samples whose host was late."""
+
+    median_ms: list
+    calls: int
+    late: list  # per call: samples where the GPU reached the call before the host had issued all of it
+    head_start_us: float
+
+
+def gpu_times(torch, calls, sets, rounds: int, max_seconds: float, min_rounds: int, clean,
+              head_start_us: float = HEAD_START_US, tries: int = 3) -> GpuTimes:
+    """GPU time of each of ``calls`` on torch CUDA tensors: the time from the call's first kernel to its last,
+    every kernel the call launches counted (pre-passes, copies, reductions), host time left out. Before each call
+    ``clean`` evicts the L2 and a spin kernel (torch.cuda._sleep) holds the GPU for ``head_start_us``; the host
+    issues the call while the GPU spins, so the events around it time the GPU's work alone, as
+    triton.testing.do_bench does behind its cache flush. A sample whose start event the GPU had already passed when
+    the call returned was host-bound (the host's issue time leaked into it): the run starts again with the spin
+    doubled, ``tries`` runs at most, and the last run's count of such samples is kept (``late``) so a record can
+    say so.
+
+    Why not CUDA graphs: capturing a plan that allocates its output, or makes per-stream workspaces, or a torch call
+    that picks its algorithm at first call, takes care per plan; the spin needs none, and it times the same Python
+    call the eager time does. Why not the profiler: its kernel durations leave out the gaps between a plan's
+    launches, which a caller's GPU does spend."""
+    stream = torch.cuda.current_stream()
+    for fn in calls:
+        for args in sets[:2]:
+            fn(*args)
+    torch.cuda.synchronize()
+    cycles_per_us = _spin_rate(torch)
+    for attempt in range(tries):
+        last = attempt == tries - 1
+        t0 = time.perf_counter()
+        samples = [[] for _ in calls]
+        late = [0 for _ in calls]
+        r = 0
+        while r < rounds and (r < min_rounds or time.perf_counter() - t0 < max_seconds) and (last or not any(late)):
+            order = range(len(calls)) if r % 2 == 0 else reversed(range(len(calls)))
+            for i in order:
+                args = sets[(r * len(calls) + i) % len(sets)]
+                clean()
+                torch.cuda._sleep(int(head_start_us * cycles_per_us))
+                e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                e0.record(stream)
+                calls[i](*args)
+                e1.record(stream)
+                late[i] += bool(e0.query())
+                e1.synchronize()
+                samples[i].append(e0.elapsed_time(e1))
+            r += 1
+        if last or not any(late):
+            break
+        head_start_us *= 2  # a late sample ends the try at once: the next starts with twice the spin
+    return GpuTimes([statistics.median(t) for t in samples], r, late, head_start_us)
+
+
+def _spin_rate(torch) -> float:
+    """torch.cuda._sleep's cycles per µs on this GPU (its clock as it runs now), from one timed spin."""
+    cycles = 2_000_000
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda._sleep(cycles // 10)  # the clock up from idle first
+    e0.record()
+    torch.cuda._sleep(cycles)
+    e1.record()
+    e1.synchronize()
+    return cycles / (e0.elapsed_time(e1) * 1e3)
+
+
 def time_cpu(launch, a, b, c, opts: TimingOptions) -> Timing:
     """Wall-clock samples of a host kernel (first call outside: it may JIT-compile)."""
     launch(a, b, c)
@@ -264,3 +365,38 @@ def time_cpu(launch, a, b, c, opts: TimingOptions) -> Timing:
         launch(a, b, c)
         samples.append((time.perf_counter() - t0) * 1e3)
     return Timing(samples, "host (warm caches)", {"available": False})
+
+
+def call_host_us(spec, problem, operands) -> float:
+    """Host time of one ``gemmlab.matmul(A, B, kernel=spec.name, out=C)`` on the run's operands (torch tensors over
+    the same memory where torch has CUDA, as most callers hold; else the CuPy arrays): the call's checks, plan
+    lookup and every launch its plan makes. kernel="auto" weighs it against the GPU time (gemmlab.dispatch)."""
+    import cupy
+
+    import gemmlab
+
+    a, b, c = operands
+    torch = _cuda_torch()
+    if torch is not None:
+        a, b, c = (_as_tensor(torch, x) for x in (a, b, c))
+        sync = torch.cuda.synchronize
+    else:
+        sync = cupy.cuda.get_current_stream().synchronize
+    return host_us_per_call(lambda: gemmlab.matmul(a, b, spec.name, precision=problem.precision, out=c), sync)
+
+
+def _as_tensor(torch, x):
+    """A torch tensor over CuPy array ``x``'s memory (BF16 through its bits: the CUDA array interface has no
+    bfloat16 type)."""
+    device = f"cuda:{x.device.id}"  # the array's own GPU: on another, as_tensor would copy it there
+    if x.dtype.name == "bfloat16":
+        return torch.as_tensor(x.view("int16"), device=device).view(torch.bfloat16)
+    return torch.as_tensor(x, device=device)
+
+
+def _cuda_torch():
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch if torch.cuda.is_available() else None

@@ -1,4 +1,7 @@
-"""Kernel discovery: every module under kernels/<backend>/ exports ``SPECS``; lookup by name or glob.
+"""Kernel discovery: the levels of a backend are the plain modules directly in its folder (kernels/<backend>/) and in
+each family folder its package names in ``FAMILIES`` (kernels/cuda/sgemm/, kernels/cuda/tc/); each exports ``SPECS``.
+Helpers live in sub-packages of those folders (kernels/cuda/launch/, kernels/cuda/tc/model/), which discovery does
+not walk. Lookup by name or glob.
 
 A backend's modules are imported the first time a kernel of that backend is asked for, so ``get_kernel("cpu/blas")``
 never imports numba's CUDA target, and the numba backend makes its simulator decision (kernels/numba/__init__.py)
@@ -21,12 +24,18 @@ _ORDER = {"cpu": 0, "numba": 1, "cuda": 2, "peer": 3}
 @lru_cache(maxsize=None)
 def _backend(backend: str) -> tuple[KernelSpec, ...]:
     package = importlib.import_module(f"gemmlab.kernels.{backend}")
+    folders = [package] + [importlib.import_module(f"{package.__name__}.{family}")
+                           for family in getattr(package, "FAMILIES", ())]
     specs: list[KernelSpec] = []
-    for info in pkgutil.iter_modules(package.__path__):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{package.__name__}.{info.name}")
-        specs.extend(getattr(module, "SPECS", ()))
+    for folder in folders:
+        for info in pkgutil.iter_modules(folder.__path__):
+            if info.ispkg or info.name.startswith("_"):
+                continue
+            module = importlib.import_module(f"{folder.__name__}.{info.name}")
+            if not hasattr(module, "SPECS"):
+                raise RuntimeError(f"{module.__name__} sits among the levels but exports no SPECS; a helper belongs "
+                                   "in a sub-package")
+            specs.extend(module.SPECS)
     return tuple(specs)
 
 

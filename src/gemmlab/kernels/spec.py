@@ -109,24 +109,34 @@ class Traffic:
         return problem.flops() / self.total
 
 
-def naive_traffic(problem: Problem, sm_count: int = SM_COUNT, bx: int = 32, by: int = 32) -> Traffic:
+def naive_traffic(problem: Problem, sm_count: int = SM_COUNT, bx: int = 32, by: int = 32,
+                  rows_on_x: bool = False) -> Traffic:
     """One thread per C element, each reading a row of A and a column of B: 2MNK loads, the seeds' 8MNK bytes.
 
     Beneath that: a warp is 32 threads along a row of C (of ``bx``-wide blocks), so at each k it asks L1 for one
     sector of A (all lanes read the same element) and 128 contiguous bytes of B: 5 sectors of 32 bytes, 5MNK bytes
     in all. A sector of A serves the next 8 k from L1, and the block's warps read the same sector of B at about the
-    same k, so L2 sees each block's rows of A and columns of B once: the traffic of ``by``×``bx`` tiles."""
+    same k, so L2 sees each block's rows of A and columns of B once: the traffic of ``by``×``bx`` tiles. With
+    ``rows_on_x`` threadIdx.x walks M instead (blocks of ``bx`` rows by ``by`` columns): a warp's lanes read 32 rows
+    of A, a sector each, and one element of B, 33 sectors per warp and k where the seeds' mapping asks for 5."""
     p = problem.prec
     m, n, k = problem.shape
     lanes = min(bx, 32)
-    rows = 32 // lanes  # rows of C one warp covers
+    across = 32 // lanes  # rows (columns, with rows_on_x) of C one warp covers
     sector = 32
-    per_warp_k = rows * sector + rows * ceil_div(lanes * p.input_bytes, sector) * sector
-    l1 = ceil_div(m, rows) * ceil_div(n, lanes) * k * per_warp_k
-    blocks = tiled_traffic(problem, by, bx)
+    contiguous = across * ceil_div(lanes * p.input_bytes, sector) * sector  # the lanes' consecutive elements
+    if rows_on_x:  # a sector of A per lane (rows K apart), the warp's few columns of B in one row
+        per_warp_k = lanes * sector + ceil_div(across * p.input_bytes, sector) * sector
+        l1 = ceil_div(m, lanes) * ceil_div(n, across) * k * per_warp_k
+    else:
+        per_warp_k = across * sector + contiguous
+        l1 = ceil_div(m, across) * ceil_div(n, lanes) * k * per_warp_k
+    blocks = tiled_traffic(problem, bx, by) if rows_on_x else tiled_traffic(problem, by, bx)
+    warp = f"{per_warp_k // sector} sectors per warp and k" + (": its lanes walk M" if rows_on_x else "")
+    tile = f"{bx}x{by}" if rows_on_x else f"{by}x{bx}"
     return Traffic(p.input_bytes * 2 * m * n * k, p.output_bytes * m * n,
                    "every thread reads its row of A and column of B: 2MNK elements; L1 serves each warp's "
-                   f"re-reads (5 sectors per warp and k), L2 sees {by}x{bx} tiles",
+                   f"re-reads ({warp}), L2 sees {tile} tiles",
                    l2_read=blocks.l2_read, l2_write=blocks.l2_write, l1=l1, walk=blocks.walk)
 
 
@@ -209,6 +219,9 @@ class KernelSpec:
     # the registered kernel whose parameters this one changes (gemmlab bench --variant; gemmlab.harness.bench's
     # variant), else empty
     variant_of: str = ""
+    # parameters a bench --variant may set on a level whose launch geometry and traffic model follow them (the
+    # wgmma levels take all of theirs); a name not among ``params`` has a default in the source (an #ifndef)
+    varies: tuple = ()
 
     @property
     def prec(self) -> Precision:
@@ -280,7 +293,15 @@ class KernelSpec:
         return None
 
     def traffic(self, problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
+        if self.varies:  # its model follows the parameters a variant changes
+            return self.traffic_model(problem, sm_count, params=dict(self.params))
         return self.traffic_model(problem, sm_count)
+
+    def with_params(self, changes: dict, **fields) -> "KernelSpec":
+        """This spec with ``changes`` to its parameters (and other ``fields`` replaced)."""
+        import dataclasses
+
+        return dataclasses.replace(self, params={**self.params, **changes}, **fields)
 
     # -- operands -----------------------------------------------------------------------------------
     def make_inputs(self, problem: Problem, seed: int = 0, xp=None):

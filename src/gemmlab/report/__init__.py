@@ -1,11 +1,13 @@
 """Reports rendered from a saved results JSON only: Markdown tables and PNG figures.
 
 ``render_report(results_json_path, out_dir)`` writes ``report.md`` and, for bench results, one roofline PNG per
-precision and shape and one ladder PNG per shape, and returns the paths it wrote; ``summary(path)`` is the compact
-table. Both take every JSON gemmlab writes (bench, bench --api, verify, timeline and accuracy --json) and refuse
-anything else (an accuracy study gets its tables and its figure, accuracy.png; bench --api its table against
-torch). Nothing is measured here, so a committed JSON renders the same report on any machine, with or without a
-GPU; only the figures need matplotlib (gemmlab[plots]).
+precision and shape and one ladder PNG per shape (for a chapter JSON: the seeds' single-roof roofline beside the
+roof-per-level one, and report_zh.md), and returns the paths it wrote; ``summary(path)`` is the compact
+table. Both take every JSON gemmlab writes (bench, bench --api, verify, timeline, accuracy, chapter and bench --api
+--suite --json) and refuse anything else (an accuracy study gets its tables and its figure, accuracy.png; the shape
+suite its tables and a figure per op and precision, suite_OP_PRECISION.png; bench --api its table against torch).
+Nothing is measured here, so a committed JSON renders the same report on any machine, with or without a GPU; only
+the figures need matplotlib (gemmlab[plots]).
 """
 from __future__ import annotations
 
@@ -23,11 +25,22 @@ def render_report(results_json_path: str | os.PathLike, out_dir: str | os.PathLi
     out = Path(out_dir)
     link = markdown.relpath(str(results_json_path), str(out))
     figures: list = []  # (file name, figure), rendered before the folder exists: a failure leaves no half report
+    pages: dict = {}  # further pages beside report.md (a chapter's Chinese walk-through)
     if kind == "bench":
         figures, names = _bench_figures(results)
         text = markdown.render_markdown(results, str(results_json_path), names, link=link, out_dir=str(out_dir))
     elif kind == "verify":
         text = markdown.verify_markdown(results, str(results_json_path), link=link, out_dir=str(out_dir))
+    elif kind == "suite":
+        from gemmlab.report import suite
+
+        figures, names = suite.figures(results)
+        text = suite.markdown(results, names)
+    elif kind == "chapter":
+        from gemmlab.report import chapter
+
+        figures, pages = chapter.render(results, link)
+        text = pages.pop("report.md")
     elif kind == "accuracy":
         from gemmlab.report import accuracy
 
@@ -49,7 +62,9 @@ def render_report(results_json_path: str | os.PathLike, out_dir: str | os.PathLi
         written = [plots.save(fig, out / name) for name, fig in figures]
     report = out / "report.md"
     report.write_text(text)
-    return written + [report]
+    for name, page in pages.items():
+        (out / name).write_text(page)
+    return written + [report] + [out / name for name in pages]
 
 
 def _bench_figures(results: dict) -> tuple[list, dict]:
@@ -89,5 +104,9 @@ def summary(results_json_path: str | os.PathLike) -> str:
         from gemmlab.harness import api_bench
 
         return api_bench.markdown(results)
+    if kind == "suite":
+        from gemmlab.report import suite
+
+        return suite.summary_markdown(results)
     return {"bench": markdown.summary_markdown, "verify": markdown.verify_summary,
             "timeline": markdown.timeline_summary}[kind](results)

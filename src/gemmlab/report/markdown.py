@@ -293,8 +293,10 @@ def render_markdown(results: dict, source: str, figures: dict | None = None, lin
                 basis = ("measured copy" if roofs.measured_bw_gbs else "datasheet") + \
                     f" {D.fmt(roofs.bw_for_util, 4)} GB/s"
                 lines += ["", f"Bandwidth utilization (model) = the bytes the kernel's traffic model counts / time / "
-                              f"{basis}, as the seeds compute it: past 100% means caches served re-reads the "
-                              "model counts. DRAM utilization uses the bytes ncu measured instead.", ""]
+                              f"{basis}, the seeds' count of bytes (8MNK for V1): past 100% means caches served "
+                              "re-reads the model counts. The seeds' own ~8% for V1 is not this count of their own figures, "
+                              "which passes 100% (`gemmlab chapter`, claim table.bw_util). DRAM utilization "
+                              "uses the bytes ncu measured instead.", ""]
             if ("roofline", p, shape) in figures:
                 lines += [f"![roofline {p} {D.shape_label(shape)}]({figures[('roofline', p, shape)]})", ""]
 
@@ -340,14 +342,13 @@ def summary_markdown(results: dict) -> str:
     """The README's ladder: one row per kernel, one column per shape, TFLOPS and × peer of the same precision
     (interleaved / own medians, where the run timed both; / blocks, where it also timed alternating blocks).
 
-    Only verified, timed records appear; a kernel that failed or was skipped at a shape shows its status. The
-    ladder is the GPU's; a run without a GPU has its CPU kernels in it, the only ones it timed."""
+    Only verified, timed records appear; a kernel that failed or was skipped at a shape shows its status. The CPU
+    kernels (V0 and the host BLAS, × cpu/blas) are rows of their precision's table too, the seeds' V0 beside V1."""
     records = D.attach_profiles(results)
     shapes = D.shapes(records)
-    shown = D.is_gpu if (results.get("env") or {}).get("gpu") else (lambda rec: True)
     lines: list[str] = []
     for precision in D.precisions(records):
-        mine = sorted({r["kernel"]: r for r in records if r.get("precision") == precision and shown(r)}.values(),
+        mine = sorted({r["kernel"]: r for r in records if r.get("precision") == precision}.values(),
                       key=D.sort_key)
         if not mine:
             continue

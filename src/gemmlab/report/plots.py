@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-
 from gemmlab.report import data as D
 from gemmlab.report._mpl import Figure, FigureCanvasAgg
 
@@ -285,7 +284,7 @@ def ladder_figure(results: dict, shape: D.Shape) -> Figure | None:
     from matplotlib.patches import Patch
 
     shown = [p for p in D.PRECISION_LABEL if any(r["precision"] == p for r in rows)]
-    handles = [Patch(color=_PRECISION_COLOR[p], label=D.PRECISION_LABEL[p]) for p in shown]
+    handles = [Patch(color=_PRECISION_COLOR.get(p, "gray"), label=D.PRECISION_LABEL[p]) for p in shown]
     if paired:
         handles.append(Line2D([], [], marker="D", color="black", ls="none", ms=5,
                               label="the peer in the paired timings\nthe ratios come from (median)"))

@@ -9,7 +9,7 @@ Measured: docs/numba.md, results/h200/fp32.json.
 from numba import cuda, float32
 
 from gemmlab.kernels.geometry import Geometry, ceil_div
-from gemmlab.kernels.numba._kernel import NumbaKernel
+from gemmlab.kernels.numba.launch.kernel import NumbaKernel
 from gemmlab.kernels.spec import SM_COUNT, tiled_traffic
 
 TILE = 32

@@ -5,7 +5,7 @@ handle and the caller's stream (peers/_cublas.py), the compute type pinned per p
 - tf32: FP32 in and out, CUBLAS_COMPUTE_32F_FAST_TF32 (TF32 tensor cores).
 - bf16: BF16 inputs, FP32 output, FP32 accumulation (CUBLAS_COMPUTE_32F).
 
-Measured: results/h200/fp32.json, results/h200/tensor_cores.json (docs/fp32_ladder.md, docs/tensor_cores.md).
+Measured: results/h200/fp32.json, results/h200/tensor_cores.json (docs/fp32_ladder.md, docs/tensor_cores/).
 """
 from __future__ import annotations
 

@@ -115,7 +115,7 @@ class ScaledMmPeer(KernelSpec):
         if self.blockwise and -(-problem.k // BLOCK) % 4:
             return Refusal(f"{problem.label()}: torch._scaled_mm's blockwise scales give a wrong product where "
                            "ceil(K/128) is not a multiple of 4 (torch 2.11 with CUDA 13, at K = 256, 384 and 640), "
-                           "and it refuses scale_b rows padded to 16 bytes (docs/tensor_cores.md, Peers)", ShapeError)
+                           "and it refuses scale_b rows padded to 16 bytes (docs/tensor_cores/peers.md)", ShapeError)
         return None
 
     def plan(self, problem: Problem, layout=Layout(b=COL)) -> ScaledMmPlan:

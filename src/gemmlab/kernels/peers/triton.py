@@ -13,7 +13,7 @@ Any M, N, K is valid: K is masked on every load, rows and columns past the edge 
 stores are masked. Registered only where Triton and PyTorch import (Triton launches on a PyTorch stream; the
 launcher wraps the caller's stream so the harness's events see it).
 
-Measured: results/h200/fp32.json, results/h200/tensor_cores.json (docs/fp32_ladder.md, docs/tensor_cores.md).
+Measured: results/h200/fp32.json, results/h200/tensor_cores.json (docs/fp32_ladder.md, docs/tensor_cores/).
 """
 from __future__ import annotations
 

@@ -1,0 +1,204 @@
+"""Every check of a call and the kernel it resolves to: the shapes, the dtypes and the precision they select, FP8's
+scales, the output type, the dispatcher's choice for kernel="auto", then the plan (``prepare``) and an ``out``."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gemmlab.call.operands import Facts, kind_of
+from gemmlab.call.cache import Prepared
+from gemmlab.errors import DTypeError, GemmlabError, LayoutError, NoGPUError, ShapeError, UnknownKernelError
+from gemmlab.kernels.plan import ANY, COL, ROW, Layout, target_layout
+from gemmlab.problem import PRECISIONS, Problem, get_precision, precisions_of, scaled_dtype
+
+AUTO = "auto"
+
+
+def _check_shapes(fa: Facts, fb: Facts) -> Problem | tuple:
+    (m, k), (k2, n) = fa.shape, fb.shape
+    if k != k2:
+        raise ShapeError(f"inner dimensions differ: A is {m}×{k} (M×K) but B is {k2}×{n} (K×N); A's columns must "
+                         "equal B's rows")
+    for dim, size in (("M", m), ("K", k), ("N", n)):
+        if size == 0:
+            raise ShapeError(f"{dim}=0: zero-sized matrices have no product to compute; every dimension must be >= 1")
+    return m, n, k
+
+
+@dataclass(frozen=True)
+class _Scales:
+    """What a call's scales are: the precision they make, and which must be copied per call."""
+
+    precision: str
+    copy: tuple = (False, False)
+
+
+def _check_scales(m: int, n: int, k: int, fa: Facts, sa: Facts | None, sb: Facts | None,
+                  precision: str | None) -> _Scales:
+    """The precision FP8 operands compute with these scales (``precision`` if the caller named one), or the error
+    that names what is wrong with them."""
+    kb, nb = -(-k // 128), -(-n // 128)
+    block_shapes = {"scale_a": (m, kb), "scale_b": (kb, nb)}
+    given = {"scale_a": sa, "scale_b": sb}
+    for name, f in given.items():
+        if f is None:
+            continue
+        if f.kind != fa.kind or f.device != fa.device:
+            where = "the host" if fa.device is None else f"cuda:{fa.device}"
+            raise LayoutError(f"{name} must be a {fa.kind} array on {where}, with the operands; got a {f.kind} array "
+                              f"on {'the host' if f.device is None else f'cuda:{f.device}'}")
+        if f.dtype != "float32":
+            raise DTypeError(f"{name} must be float32 (an FP32 dequantization factor), got {f.dtype}")
+    per_tensor = all(f is None or int(np.prod(f.shape)) == 1 for f in given.values())
+    block = all(f is not None and f.shape == block_shapes[name] for name, f in given.items())
+    for p in PRECISIONS.values():  # per-tensor scaling first: a single block's scales fit both
+        if p.scaled and (block if p.block_scaled else per_tensor) and precision in (None, p.name):
+            copy = tuple(f.layout != COL for f in given.values()) if p.block_scaled else (False, False)
+            return _Scales(p.name, copy)
+    shapes = ", ".join(f"{name} {'None' if f is None else f.shape}" for name, f in given.items())
+    raise ShapeError(f"FP8 scales: one per tensor (a 1-element float32 tensor, or None for 1) computes fp8, scale_a "
+                     f"of shape {block_shapes['scale_a']} (M, ceil(K/128)) and scale_b of shape "
+                     f"{block_shapes['scale_b']} (ceil(K/128), ceil(N/128)) compute fp8_block"
+                     f"{'' if precision is None else f' (asked: {precision})'}; got {shapes}")
+
+
+def resolve(fa: Facts, fb: Facts, kernel, precision, on_gpu: bool, gpu, scales: tuple = (None, None),
+             out_dtype: str | None = None):
+    """(spec, problem, why, scales) for a call, or the error that names what is wrong."""
+    from gemmlab.kernels.registry import get_kernel
+
+    m, n, k = _check_shapes(fa, fb)
+    fp8 = scaled_dtype(fa.dtype) and scaled_dtype(fb.dtype)
+    if not fp8 and any(s is not None for s in scales):
+        raise DTypeError(f"scale_a and scale_b scale FP8 operands; A is {fa.dtype} and B is {fb.dtype}")
+    if kernel is not None and kernel != AUTO:
+        if not isinstance(kernel, str):
+            raise UnknownKernelError(f"kernel must be a kernel name such as 'cuda/v2_smem', or 'auto'; got "
+                                     f"{type(kernel).__name__} {kernel!r}")
+        spec = get_kernel(kernel)
+        if precision is not None and precision != spec.precision:
+            raise DTypeError(f"{spec.name} computes {spec.precision}, not precision={precision!r}")
+        want = get_precision(spec.precision).input_dtype
+        for name, f in (("A", fa), ("B", fb)):
+            if f.dtype != want and not (fp8 and get_precision(spec.precision).scaled):
+                raise DTypeError(f"{spec.name} computes {spec.precision} and takes {want} operands; {name} is "
+                                 f"{f.dtype} (convert it first, e.g. .astype({want}))")
+        scaled = _check_scales(m, n, k, fa, *scales, spec.precision) if fp8 else None
+        return _formats(spec, fa, fb, out_dtype), Problem(m, n, k, spec.precision), "named by the caller", scaled
+    if fa.dtype != fb.dtype and not fp8:
+        raise DTypeError(f"A is {fa.dtype} and B is {fb.dtype}: gemmlab multiplies two operands of one dtype (FP8: "
+                         "e4m3 and e5m2 in any pair)")
+    options = precisions_of(fa.dtype)
+    if not options:
+        raise DTypeError(f"gemmlab computes {_what_takes_what()}; A and B are {fa.dtype} (convert them first, e.g. "
+                         ".astype(float32))")
+    if precision is not None and precision not in options:
+        raise DTypeError(f"precision={precision!r} does not take {fa.dtype} operands; {fa.dtype} takes "
+                         f"{', '.join(repr(p) for p in options)}")
+    scaled = _check_scales(m, n, k, fa, *scales, precision) if fp8 else None
+    problem = Problem(m, n, k, scaled.precision if fp8 else precision or options[0])
+    writes = problem.prec.output_dtypes
+    if out_dtype not in (None, *writes):
+        raise DTypeError(f"out_dtype={out_dtype!r}: {problem.precision} writes {' or '.join(writes)}")
+    if not on_gpu:
+        from gemmlab.dispatch import HOST_DEFAULT
+
+        spec = get_kernel(HOST_DEFAULT)
+        if spec.precision != problem.precision:
+            raise DTypeError(f"on the host gemmlab computes fp32 ({HOST_DEFAULT}); {problem.precision} needs CUDA "
+                             "operands (or a GPU kernel named with kernel=)")
+        return spec, problem, "host operands run on the host peer, as torch and NumPy run them", None
+    from gemmlab import dispatch
+
+    layout = Layout(fa.layout or ROW, fb.layout or ROW)  # strided operands are copied into row-major order
+    choice = dispatch.choose(problem, layout, gpu)
+    spec = _formats(choice.spec, fa, fb, out_dtype) if fp8 else choice.spec
+    return spec, problem, choice.why, scaled
+
+
+def _what_takes_what() -> str:
+    """Which precisions each operand dtype computes, from the records: "fp32 and tf32 on float32 operands, ..."."""
+    dtypes: dict = {}
+    for p in PRECISIONS.values():
+        names = dtypes.setdefault(p.operand_dtypes, [])
+        if not (p.scaled and names):  # the scales choose among FP8's: one name says them
+            names.append(p.name)
+    parts = [f"{' and '.join(names)} on {' / '.join(group)} operands" for group, names in dtypes.items()]
+    return ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]
+
+
+def _formats(spec, fa: Facts, fb: Facts, out_dtype: str | None):
+    """The FP8 spec for these operand formats and output type (each its own binary); others as they are."""
+    prec = get_precision(spec.precision)
+    if not (scaled_dtype(fa.dtype) and scaled_dtype(fb.dtype)):
+        if out_dtype not in (None, *prec.output_dtypes):
+            raise DTypeError(f"out_dtype={out_dtype!r}: {spec.precision} writes {' or '.join(prec.output_dtypes)}")
+        return spec
+    return spec.for_formats(fa.dtype, fb.dtype, out_dtype or prec.output_dtype)
+
+
+def prepare(fa: Facts, fb: Facts, kernel, precision, device: int | None, scales: tuple = (None, None),
+             out_dtype: str | None = None) -> Prepared:
+    """Every check and the plan for one call's key; raises the GemmlabError that names what is wrong."""
+    from gemmlab import device as dev
+
+    gpu = None
+    if device is not None:
+        gpu = dev.gpu_info(device)
+    spec, problem, why, scaled = resolve(fa, fb, kernel, precision, device is not None, gpu, scales, out_dtype)
+    refusal = spec.is_valid(problem)
+    if refusal:
+        raise refusal.exception() if hasattr(refusal, "exception") else GemmlabError(refusal)
+    host_copy = False
+    if spec.device == "cpu":
+        if device is not None:
+            raise LayoutError(f"{spec.name} runs on the host; A and B are on cuda:{device} (use a GPU kernel, or "
+                              "move them to the host)")
+        plan = spec.plan(problem, Layout(fa.layout or "strided", fb.layout or "strided"))  # read as they are
+        return Prepared(plan, why, out_shape=(problem.m, problem.n))
+    if device is None:  # host operands, a GPU kernel named: run it on GPU 0
+        dev.require_gpu(spec.name)
+        device, host_copy, gpu = 0, True, dev.gpu_info(0)
+    reason = spec.unsupported(gpu)
+    if reason:
+        raise NoGPUError(reason)
+    given = Layout(fa.layout or "strided", fb.layout or "strided")
+    if host_copy:  # copied to the GPU anyway: in the layout the kernel reads (FP8: B as N×K)
+        runs = spec.natural_layout(problem)
+    else:
+        runs = target_layout(given, spec.layouts)
+        if runs is None:
+            raise LayoutError(spec.layout_refusal(given))
+        given = Layout(runs.a if given.a == ANY else given.a, runs.b if given.b == ANY else given.b)
+    with dev.using(device):
+        plan = spec.plan(problem, runs)
+    elem = problem.prec.input_bytes
+    prepared = Prepared(plan, why, device, copy_a=runs.a != given.a, copy_b=runs.b != given.b, host_copy=host_copy,
+                        out_shape=(problem.m, problem.n), span_a=problem.m * problem.k * elem,
+                        span_b=problem.k * problem.n * elem, out_dtype=str(spec.output_dtype(problem)))
+    if scaled is not None:
+        prepared.scaled, prepared.copy_scales = True, scaled.copy
+    return prepared
+
+
+def check_out(out, kind: str, shape: tuple, device, dtype: str = "float32") -> None:
+    """The checks an ``out`` array gets once per key (shape, dtype, layout, device, writability)."""
+    if kind_of(out) != kind:  # a torch out for NumPy operands too: NumPy cannot write into a tensor
+        raise LayoutError(f"out is a {kind_of(out)} array; the operands are {kind} arrays: pass out of their kind")
+    if kind == "torch":
+        ok = (tuple(out.shape) == shape and str(out.dtype) == f"torch.{dtype}" and out.is_contiguous()
+              and (out.device.index if out.is_cuda else None) == device)
+        desc = f"{tuple(out.shape)} {str(out.dtype).removeprefix('torch.')} on {out.device}"
+    else:
+        ok = (tuple(out.shape) == shape and np.dtype(out.dtype).name == dtype and out.flags.c_contiguous
+              and (out.device.id if kind == "cupy" else None) == device)
+        desc = f"{tuple(out.shape)} {out.dtype}{'' if out.flags.c_contiguous else ' (not C-contiguous)'}"
+        if kind == "numpy" and not out.flags.writeable:
+            raise LayoutError(f"out is read-only; pass a writable {dtype} array")
+    if not ok:
+        where = "the host" if device is None else f"cuda:{device}"
+        raise LayoutError(f"out must be a C-contiguous {shape} {dtype} array on {where} (the product's shape and "
+                          f"dtype), got {desc}")
+    if kind == "torch" and out.requires_grad:
+        raise LayoutError("out requires grad; gemmlab writes out= in place outside autograd")

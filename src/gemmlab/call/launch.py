@@ -1,0 +1,166 @@
+"""The launches for NumPy and CuPy operands (and host tensors through gemmlab.torch_op): a plan found or prepared
+for the call's key, the operands copied where the plan says, C allocated or ``out`` checked, then the kernel."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from gemmlab.call import checks
+from gemmlab.call.operands import devices_differ, facts, kind_of, out_dtype_name, scale_facts
+from gemmlab.call.cache import Prepared, plans, remember
+from gemmlab.errors import LayoutError, SizeLimitError
+from gemmlab.kernels.plan import COL
+from gemmlab.problem import np_dtype, scaled_dtype
+
+
+def overlaps(c: int, c_bytes: int, x: int, x_bytes: int) -> bool:
+    return c < x + x_bytes and x < c + c_bytes
+
+
+def array_matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None):
+    """NumPy, CuPy and CUDA-array-interface operands (and CPU tensors through torch_op)."""
+    fa, fb = facts(A, "A"), facts(B, "B")
+    if fa.kind != fb.kind and {fa.kind, fb.kind} != {"cupy"}:
+        raise LayoutError(f"A is a {fa.kind} array and B a {fb.kind} array: pass two arrays of one kind")
+    if fa.device != fb.device:
+        raise LayoutError(devices_differ(fa, fb))
+    scales = (scale_facts(scale_a, "scale_a"), scale_facts(scale_b, "scale_b"))
+    out_name = out_dtype_name(out_dtype)
+    key = ("array", kernel, precision, fa, fb, _out_key(out), scales, out_name)
+    prepared = plans.get(key)
+    if prepared is None:
+        prepared = checks.prepare(fa, fb, kernel, precision, fa.device, scales, out_name)
+        if out is not None:
+            checks.check_out(out, fa.kind, prepared.out_shape, fa.device, prepared.out_dtype)
+        if prepared.scaled and fa.kind == "cupy" and None in (scale_a, scale_b):
+            import cupy
+
+            with cupy.cuda.Device(prepared.device):
+                prepared.ones = cupy.ones(1, cupy.float32)
+        remember(key, prepared)
+    if fa.kind == "cupy":
+        return _cupy_launch(prepared, A, B, out, (scale_a, scale_b))
+    return host_launch(prepared, A, B, out, (scale_a, scale_b))
+
+
+def _out_key(out):
+    if out is None:
+        return None
+    if kind_of(out) == "torch":
+        return ("torch", tuple(out.shape), str(out.dtype), out.stride(), str(out.device))
+    return (kind_of(out), tuple(out.shape), str(out.dtype), out.strides, getattr(out.flags, "writeable", True),
+            getattr(getattr(out, "device", None), "id", None))
+
+
+def _host_array(x):
+    """A NumPy array of the operand in host byte order (NumPy operands are used as they are)."""
+    if not x.dtype.isnative:
+        return x.astype(x.dtype.newbyteorder("="))
+    return x
+
+
+def _to_device(x, layout: str):
+    """A host operand copied to the GPU in ``layout`` (COL: its transpose's row-major storage), FP8 as its bytes."""
+    import cupy
+
+    x = np.ascontiguousarray(x.T if layout == COL else x)
+    return cupy.asarray(x.view(np.uint8) if scaled_dtype(x.dtype.name) else x)
+
+
+def host_launch(prepared: Prepared, A, B, out, scales=(None, None)):
+    plan = prepared.plan
+    m, n = prepared.out_shape
+    if prepared.host_copy:  # a GPU kernel on host operands
+        import cupy
+
+        a, b = _to_device(A, plan.layout.a), _to_device(B, plan.layout.b)
+        if prepared.scaled:  # scales in the layouts the kernel reads (gemmlab.fp8)
+            scales = tuple(None if s is None else cupy.asarray(np.ascontiguousarray(
+                np.asarray(s, np.float32).reshape(1) if np.size(s) == 1 else np.asarray(s, np.float32).T))
+                for s in scales)
+            if None in scales:
+                prepared.ones = cupy.ones(1, cupy.float32)
+            prepared = dataclasses.replace(prepared, copy_scales=(False, False))
+        c = cupy.empty(prepared.out_shape, np_dtype(prepared.out_dtype))
+        _cupy_run(prepared, a.data.ptr, b.data.ptr, c.data.ptr, scales)
+        result = c.get()
+        if out is None:
+            return result
+        out[...] = result
+        return out
+    a, b = _host_array(A), _host_array(B)
+    if out is None:
+        c = _host_empty(m, n)
+    else:
+        c = out
+        if np.shares_memory(c, a) or np.shares_memory(c, b):
+            raise LayoutError("out overlaps A or B; gemmlab writes C while it reads them")
+    plan.launch(a, b, c)
+    return c
+
+
+def _host_empty(m: int, n: int) -> np.ndarray:
+    import os
+
+    need = 4 * m * n
+    try:
+        total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):
+        total = None
+    if total and need > total:
+        raise SizeLimitError(f"C ({m}×{n} float32) needs {need / 2**30:.1f} GiB; this machine has "
+                             f"{total / 2**30:.1f} GiB of memory")
+    try:
+        return np.empty((m, n), np.float32)
+    except MemoryError:
+        raise SizeLimitError(f"C ({m}×{n} float32) needs {need / 2**30:.1f} GiB of host memory, which could not be "
+                             "allocated") from None
+
+
+def _cupy_launch(prepared: Prepared, A, B, out, scales=(None, None)):
+    import cupy
+
+    if prepared.copy_a:
+        A = cupy.ascontiguousarray(A)
+    if prepared.copy_b:
+        B = cupy.ascontiguousarray(B)
+    if out is None:
+        try:
+            c = cupy.empty(prepared.out_shape, np_dtype(prepared.out_dtype))
+        except cupy.cuda.memory.OutOfMemoryError:
+            raise SizeLimitError(gpu_memory_message(prepared.out_shape, prepared.out_dtype)) from None
+        cp = c.data.ptr
+    else:
+        c, cp = out, out.data.ptr
+        if overlaps(cp, prepared.c_bytes, A.data.ptr, prepared.span_a) or \
+                overlaps(cp, prepared.c_bytes, B.data.ptr, prepared.span_b):
+            raise LayoutError("out overlaps A or B; gemmlab writes C while it reads them")
+    _cupy_run(prepared, A.data.ptr, B.data.ptr, cp, scales)
+    return c
+
+
+def _cupy_run(prepared: Prepared, a: int, b: int, c: int, scales) -> None:
+    """Launch on CuPy's current stream, in the plan's device context; FP8 plans get their scales' addresses (a scale
+    in a layout the kernel does not read is copied into one first, on the same stream)."""
+    import cupy
+
+    stream = cupy.cuda.get_current_stream().ptr
+    plan = prepared.for_stream(stream)
+    extra = ()
+    if prepared.scaled:
+        (sa, sb), (copy_a, copy_b) = scales, prepared.copy_scales
+        sa = prepared.ones if sa is None else cupy.ascontiguousarray(sa.T).T if copy_a else sa
+        sb = prepared.ones if sb is None else cupy.ascontiguousarray(sb.T).T if copy_b else sb
+        extra = (sa.data.ptr, sb.data.ptr)
+    if cupy.cuda.runtime.getDevice() == prepared.device:
+        plan.launch(a, b, c, stream, *extra)
+    else:  # the arrays' device is not the current one: launch in its context
+        with cupy.cuda.Device(prepared.device):
+            plan.launch(a, b, c, stream, *extra)
+
+
+def gpu_memory_message(shape, dtype: str = "float32") -> str:
+    m, n = shape
+    size = np_dtype(dtype).itemsize * m * n
+    return f"C ({m}×{n} {dtype}, {size / 2**30:.1f} GiB) does not fit in the GPU memory left free"

@@ -1,0 +1,102 @@
+"""``gemmlab chapter``: run the chapter (or read a saved run), print the claims table, write the JSON and the pages."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from gemmlab.errors import ResultsFileError
+
+DEFAULT_JSON = "results/h200/chapter.json"
+FIGURES = "results/h200/chapter"  # where the docs expect gemmlab report's figures of the chapter JSON
+
+
+def add_parser(sub, shape_type) -> None:
+    s = sub.add_parser("chapter", help="each claim of the two seed texts beside gemmlab's measurement (V0, V1, V2, "
+                                       "cuBLAS), with a verdict")
+    s.add_argument("--json", nargs="?", const=DEFAULT_JSON, metavar="PATH",
+                   help=f"write the chapter JSON here (default path: {DEFAULT_JSON})")
+    s.add_argument("--lang", choices=["en", "zh"], default="en", help="the table's language (zh: Chinese)")
+    s.add_argument("--from", dest="source", metavar="CHAPTER.json",
+                   help="print (and with --docs write) from a saved chapter JSON instead of running")
+    s.add_argument("--docs", metavar="DIR", help="write DIR/chapter.md and DIR/zh/chapter.md, the walk-through in "
+                                                 "English and Chinese, from the run or --from")
+    s.add_argument("--cpu-shape", action="append", type=shape_type, metavar="MxNxK",
+                   help="V0's and the host BLAS's shapes (default 512³ and 1024³; the claims use the last)")
+
+
+def load(path: str) -> dict:
+    try:
+        results = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise ResultsFileError(f"{path}: no such file") from None
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise ResultsFileError(f"{path}: not JSON") from None
+    if not isinstance(results, dict) or results.get("kind") != "chapter" or not isinstance(results.get("claims"), list):
+        raise ResultsFileError(f"{path}: not a chapter JSON (gemmlab chapter --json)")
+    return results
+
+
+def write_docs(results: dict, folder: Path, source: str) -> list[Path]:
+    from gemmlab.chapter.render import page
+
+    written = []
+    drawn = (folder.parent / FIGURES / "roofline_single.png").exists()  # gemmlab report has drawn them
+    for lang, path in (("en", folder / "chapter.md"), ("zh", folder / "zh" / "chapter.md")):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        figures = ("../" if lang == "en" else "../../") + FIGURES if drawn else None
+        path.write_text(page(results, lang, source, figures))
+        written.append(path)
+    return written
+
+
+class _Steps:
+    """Each kernel's step, one dim line as it starts (bench's Listener; the tables come once, as the claims)."""
+
+    def __init__(self, console):
+        self.console = console
+
+    def step(self, label: str, done: int, total: int) -> None:
+        self.console.print(f"  {label}", style="dim", highlight=False, markup=False)
+
+    def table(self, kind: str, title: str, records: list) -> None:
+        pass
+
+
+def cmd_chapter(args, output) -> int:
+    from rich.console import Console
+
+    from gemmlab.chapter import ChapterOptions, counts, run
+    from gemmlab.chapter.render import console_table
+    from gemmlab.chapter.text import VERDICTS
+
+    console = Console(width=None if Console().is_terminal else 200)
+    json_path = output(args.json, "--json") if args.json else None
+    docs = output(args.docs, "--docs", folder=True) if args.docs else None
+    if args.source:
+        from gemmlab.chapter import claims_table, facts_of
+
+        results, source = load(args.source), args.source
+        results["claims"] = claims_table(facts_of(results))  # judged again on the saved records, by these claims
+        if results.get("not_measured"):
+            console.print(results["not_measured"][args.lang], style="yellow", highlight=False, markup=False)
+    else:
+        opts = ChapterOptions(cpu_shapes=tuple(args.cpu_shape)) if args.cpu_shape else ChapterOptions()
+        from gemmlab import device
+        from gemmlab.chapter import not_measured
+
+        info, why = device.probe()
+        if info is None:  # what this machine cannot measure, before anything runs
+            console.print(not_measured(why, opts)[args.lang], style="yellow", highlight=False, markup=False)
+        results = run(opts, _Steps(console))
+        source = str(json_path) if json_path else "gemmlab chapter"
+    console.print(console_table(results, args.lang))
+    tally = counts(results["claims"])
+    console.print(", ".join(f"{VERDICTS[v][args.lang].rstrip('：')}: {n}" for v, n in tally.items()), highlight=False)
+    if json_path:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps(results, indent=1, default=float))
+        console.print(f"wrote {json_path}", highlight=False)
+    if docs:
+        for path in write_docs(results, docs, source):
+            console.print(f"wrote {path}", highlight=False)
+    return 0

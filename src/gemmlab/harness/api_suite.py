@@ -1,0 +1,467 @@
+"""gemmlab bench --api --suite: the shape suite, gemmlab.matmul against torch over the shapes a model's layers meet.
+
+Each record is one (op, precision, shape). Op "mm" is ``gemmlab.matmul(x, w.t())`` (B as the transpose of an N×K
+weight, what nn.Linear computes) against torch's call on the same tensors (bench --api's peers: torch.matmul with
+TF32 off for fp32 and on for tf32, torch.mm with out_dtype for bf16, torch._scaled_mm for fp8 and fp8_block), torch
+writing C in the dtype gemmlab's result has. An op is one entry of OPS and a precision one of PRECISIONS: an op
+says how to make its arguments, gemmlab's and torch's calls and the float64 reference; the runner does the rest.
+
+Two times per side, both median CUDA-event times over the same tensors, gemmlab and torch alternating call by call,
+the L2 evicted before every call:
+- GPU time (timing.gpu_times): the GPU's work for the call, every kernel it launches counted; the host issues the
+  call behind a spin kernel, so its host time is left out.
+- eager time (timing.eager_times, bench --api's): from an idle GPU, host time included: what a caller waits for.
+
+Every result is checked against float64 (FP8: the product of the dequantized operands) before it is timed, torch's
+too: a peer off the reference (torch's blockwise scaled mm where ceil(K/128) is not a multiple of 4) is marked
+``peer_wrong`` and left out of the geomeans. The DRAM roof of a shape is its A, B and C bytes at the copy bandwidth
+measured once per run; ``dram_fraction`` is that roof over gemmlab's GPU time.
+
+The JSON is written after every record (a run cut short leaves its finished records, marked partial), and a run
+of some precisions replaces those records in an existing file and keeps the others: a run per precision fills one
+file.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from gemmlab.errors import GemmlabError, ResultsFileError
+from gemmlab.harness.api_bench import FP8, PRECISIONS
+
+LINEAR_M = tuple(2 ** i for i in range(14))  # 1 .. 8192: decode to prefill
+LINEAR_NK = ((4096, 4096), (14336, 4096), (4096, 14336), (1024, 8192))  # (N, K) of a 7-8B model's projections
+SQUARES = (256, 512, 768, 1024, 1536, 2048, 3072, 4096, 8192)
+LONG_K = ((256, 256, 16384), (512, 512, 16384), (1024, 1024, 16384), (256, 256, 65536))
+DECODE_M = 64  # rows up to this many are decode: held to the DRAM roof
+BARS = {"gpu_geomean": 1.0, "gpu_min": 0.85, "eager_geomean": 0.95, "decode_dram": 0.75}
+FULL_CHECK = 1 << 24  # elements of C up to which the whole product is checked; above, SAMPLED_ROWS rows
+SAMPLED_ROWS = 1024
+SUITE = "api_suite"  # the results file's "suite" field: what tells it apart
+
+
+@dataclass(frozen=True)
+class Case:
+    op: str
+    precision: str
+    group: str  # "linear" (M × a layer's N, K), "square", "long_k"
+    m: int
+    n: int
+    k: int
+
+
+def grid() -> list[tuple[str, tuple[int, int, int]]]:
+    """(group, (M, N, K)) of the suite: 56 linear, 9 square, 4 long-K shapes. 4096³ is both a linear shape and a
+    square: timed twice in a run, its two records show the spread between timings of one shape."""
+    return ([("linear", (m, n, k)) for n, k in LINEAR_NK for m in LINEAR_M]
+            + [("square", (s, s, s)) for s in SQUARES] + [("long_k", s) for s in LONG_K])
+
+
+def cases(precisions, shapes=None, ops=("mm",)) -> list[Case]:
+    """The records a run makes, precision by precision: the grid, or ``shapes`` (group "given") in its place."""
+    chosen = grid() if not shapes else [("given", tuple(s)) for s in shapes]
+    return [Case(op, p, g, *shape) for p in precisions for op in ops for g, shape in chosen]
+
+
+def key(rec: dict) -> tuple:
+    """What a record is of: a later run's record with the same key replaces it."""
+    return tuple(rec.get(f) for f in ("op", "precision", "group", "m", "n", "k", "layout"))
+
+
+# -- ops: how each makes its arguments, calls each side and computes its reference --------------------------------
+@dataclass(frozen=True)
+class Op:
+    name: str
+    layout: str
+    inputs: Callable  # (torch, Case, seed, device) -> the calls' arguments
+    ours: Callable  # (gemmlab, precision, args) -> gemmlab's result
+    plan: Callable  # (gemmlab, precision, args) -> gemmlab.plan's Prepared
+    theirs: Callable  # (torch, precision, out_dtype) -> torch's call, taking the same args
+    reference: Callable  # (torch, precision, args, rows or None) -> float64 rows of the exact result
+    bytes: Callable  # (Case, an operand's element size, C's) -> the bytes it must read and write at least
+
+
+def _mm_inputs(torch, case: Case, seed: int, device: str = "cuda"):
+    from gemmlab.harness.api_bench import _inputs
+    from gemmlab.problem import Problem
+
+    sets, _ = _inputs(torch, Problem(case.m, case.n, case.k, case.precision), 1, seed, True, device, reference=False)
+    return sets[0]
+
+
+def _mm_kwargs(precision, args) -> dict:
+    return {"scale_a": args[2], "scale_b": args[3]} if precision in FP8 else {"precision": precision}
+
+
+def _mm_theirs(torch, precision, out_dtype):
+    from gemmlab.harness.api_bench import _torch_call
+    from gemmlab.problem import get_precision
+
+    return _torch_call(torch, get_precision(precision), out_dtype)
+
+
+def operands64(torch, precision: str, args, rows=None):
+    """A (its ``rows``, all without) and B of an mm call in float64, FP8 dequantized with the call's own scales:
+    exactly the values both sides multiply."""
+    a, b = args[0].float(), args[1].float()  # float() first: FP8 converts to float32 exactly, and indexes
+    if rows is not None:
+        a = a[rows]
+    a, b = a.double(), b.double()
+    if precision == "fp8":
+        return a * args[2].double(), b * args[3].double()
+    if precision == "fp8_block":  # scale_a (M, K/128) per 1×128 of A, scale_b (K/128, N/128) per 128×128 of B
+        sa = args[2] if rows is None else args[2][rows]
+        k, n = b.shape
+        sa = sa.double().repeat_interleave(128, 1)[:, :k]
+        sb = args[3].double().repeat_interleave(128, 0).repeat_interleave(128, 1)[:k, :n]
+        return a * sa, b * sb
+    return a, b
+
+
+def _mm_reference(torch, precision, args, rows=None):
+    a, b = operands64(torch, precision, args, rows)
+    return a @ b
+
+
+OPS = {"mm": Op("mm", "x @ w.T (B column-major)", _mm_inputs,
+                ours=lambda gemmlab, p, args: gemmlab.matmul(args[0], args[1], **_mm_kwargs(p, args)),
+                plan=lambda gemmlab, p, args: gemmlab.plan(args[0], args[1], **_mm_kwargs(p, args)),
+                theirs=_mm_theirs, reference=_mm_reference,
+                bytes=lambda c, size, c_size: size * (c.m + c.n) * c.k + c_size * c.m * c.n)}
+
+
+# -- checks -------------------------------------------------------------------------------------------------------
+def checked_rows(m: int, n: int):
+    """None (the whole product) while C is small, else SAMPLED_ROWS rows evenly spaced, the first and last in."""
+    if m * n <= FULL_CHECK:
+        return None
+    step = (m - 1) / (SAMPLED_ROWS - 1)
+    return sorted({round(i * step) for i in range(SAMPLED_ROWS)})
+
+
+def check(torch, c, ref, rows, tolerance: float) -> tuple[float, bool]:
+    """(relative error of the checked rows against float64, passed): NaN or Inf anywhere in C never passes."""
+    got = (c if rows is None else c[rows]).double()
+    err = float(torch.linalg.norm(got - ref) / torch.linalg.norm(ref))
+    return err, bool(torch.isfinite(c).all()) and err <= tolerance
+
+
+def verify_note(m: int, rows) -> str:
+    return "full" if rows is None else f"rows: {len(rows)} of {m}, evenly spaced (first and last included)"
+
+
+def peer_note(precision: str, k: int) -> str | None:
+    """The known cause where torch's blockwise result is wrong."""
+    if precision == "fp8_block" and math.ceil(k / 128) % 4:
+        return (f"torch's blockwise scaled mm is wrong where ceil(K/128) is not a multiple of 4 "
+                f"(here {math.ceil(k / 128)})")
+    return None
+
+
+# -- the summary the report and the run's last lines show ---------------------------------------------------------
+def geomean(xs) -> float | None:
+    xs = list(xs)
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def summarize(records: list[dict]) -> dict:
+    """Per (op, precision): the geomean and minimum GPU-time ratio and the eager geomean, over the records with a
+    correct peer (``peer_ok``) and over all timed ones (``all``), the decode rows' lowest DRAM fraction, the counts
+    left out (peer wrong, no peer, failed) and each bar met or not (on ``peer_ok``)."""
+    out = {}
+    for op, precision in dict.fromkeys((r["op"], r["precision"]) for r in records):
+        mine = [r for r in records if r["op"] == op and r["precision"] == precision]
+        timed = [r for r in mine if r.get("verified") and r.get("gpu_ratio")]
+        fair = [r for r in timed if not r.get("peer_wrong")]
+        entry = {"records": len(mine), "failed": sum(not r.get("verified") for r in mine),
+                 "no_peer": sum(bool(r.get("verified")) and not r.get("gpu_ratio") for r in mine),
+                 "peer_wrong": len(timed) - len(fair)}
+        for name, rows in (("peer_ok", fair), ("all", timed)):
+            low = min(rows, key=lambda r: r["gpu_ratio"], default=None)
+            entry[name] = {"n": len(rows), "gpu_geomean": geomean(r["gpu_ratio"] for r in rows),
+                           "gpu_min": low and low["gpu_ratio"],
+                           "gpu_min_at": low and f"{low['m']}x{low['n']}x{low['k']}",
+                           "eager_geomean": geomean(r["eager_ratio"] for r in rows if r.get("eager_ratio"))}
+        decode = [r for r in mine if r.get("group") == "linear" and r["m"] <= DECODE_M and r.get("dram_fraction")]
+        low = min(decode, key=lambda r: r["dram_fraction"], default=None)
+        entry["decode_dram_min"] = low and low["dram_fraction"]
+        entry["decode_dram_min_at"] = low and f"{low['m']}x{low['n']}x{low['k']}"
+        s = entry["peer_ok"]
+        entry["bars"] = {
+            "gpu_geomean": s["gpu_geomean"] is not None and s["gpu_geomean"] >= BARS["gpu_geomean"],
+            "gpu_min": s["gpu_min"] is not None and s["gpu_min"] >= BARS["gpu_min"] and not entry["failed"],
+            "eager_geomean": s["eager_geomean"] is not None and s["eager_geomean"] >= BARS["eager_geomean"],
+            "decode_dram": entry["decode_dram_min"] is not None and entry["decode_dram_min"] >= BARS["decode_dram"]}
+        out[f"{op} {precision}"] = entry
+    return out
+
+
+# -- the results file ---------------------------------------------------------------------------------------------
+class SuiteFile:
+    """The run's JSON, written after every record. An existing suite file is read first: this run's records
+    replace those with the same key, the others stay, with the runs that made them (``env.runs``). ``partial`` is
+    true while any run whose records the file holds has not finished."""
+
+    def __init__(self, path: Path | None, env: dict, run: dict):
+        self.path = path
+        self.results = {"suite": SUITE, "partial": True, "env": env, "records": [], "notes": []}
+        earlier = load(path) if path is not None and path.exists() else {"records": [], "env": {}}
+        self.results["records"] = earlier["records"]
+        self.results["env"]["runs"] = earlier["env"].get("runs", [])
+        self.run = run
+        self.results["env"]["runs"].append(run)
+        self.fresh: set = set()
+
+    def add(self, rec: dict) -> None:
+        rec["run"] = self.run["started"]
+        records = self.results["records"]
+        k = key(rec)
+        self.fresh.add(k)
+        records[:] = [r for r in records if key(r) != k] + [rec]
+        self.write()
+
+    def finish(self) -> None:
+        self.run["finished"] = True
+        self.write()
+
+    def write(self) -> None:
+        used = {r.get("run") for r in self.results["records"]}
+        runs = self.results["env"]["runs"] = [r for r in self.results["env"]["runs"]
+                                              if r["started"] in used or r is self.run]
+        self.results["partial"] = not all(r.get("finished") for r in runs)
+        if self.path is None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text(json.dumps(self.results, indent=1, default=float))
+        os.replace(tmp, self.path)  # whole or not at all: a kill mid-write leaves the previous record's file
+
+
+def load(path) -> dict:
+    """A suite results JSON; anything else is refused (a run must not overwrite another kind of results)."""
+    from gemmlab.results import load as load_any
+
+    kind, results = load_any(path)
+    if kind != "suite":
+        raise ResultsFileError(f"{path}: holds {kind} results, not those of gemmlab bench --api --suite")
+    return results
+
+
+# -- the run ------------------------------------------------------------------------------------------------------
+@dataclass
+class SuiteOptions:
+    precisions: tuple = PRECISIONS
+    shapes: tuple | None = None  # None: the grid
+    ops: tuple = ("mm",)
+    seed: int = 2026
+    rounds: int = 200  # timed calls per side and method, cut back past max_seconds, never below min_rounds
+    min_rounds: int = 20
+    max_seconds: float = 0.25
+    json_path: Path | None = None
+    command: str = "gemmlab bench --api --suite"
+
+
+def main(args, json_path: Path | None, command: str, say) -> int:
+    """``gemmlab bench --api --suite``: 0 when every record verified (or nothing could be timed here), else 1. An
+    existing --json file that is not a suite's is refused before anything runs."""
+    if json_path is not None and json_path.exists():
+        load(json_path)
+    opts = SuiteOptions(precisions=tuple(args.precision or PRECISIONS), shapes=tuple(args.shape or ()) or None,
+                        seed=args.seed, json_path=json_path, command=command)
+    results = run_suite(opts, say)
+    if results is None:
+        return 0
+    if json_path is not None:
+        say(f"wrote {json_path} ({len(results['records'])} records; gemmlab report {json_path} --out DIR renders it)")
+    this_run = results["env"]["runs"][-1]["started"]
+    return 0 if all(r["verified"] for r in results["records"] if r.get("run") == this_run) else 1
+
+
+def run_suite(opts: SuiteOptions, say=print) -> dict | None:
+    """Time every case on the GPU, writing each record as it completes; without a usable GPU and CUDA torch, say so
+    in the first line and list the cases with the kernel ``auto`` would choose on an H200 (returns None)."""
+    from gemmlab import device
+
+    info, why = device.probe()
+    torch_why = _torch_cuda_missing()
+    if info is None or torch_why:
+        say(f"gemmlab bench --api --suite: nothing timed: it needs a CUDA GPU and torch with CUDA "
+            f"({why if info is None else torch_why})" + (f"; {opts.json_path} not written" if opts.json_path else ""))
+        say(f"the {len(cases(opts.precisions, opts.shapes, opts.ops))} cases, and the kernel that kernel='auto' would "
+            "run for each on an NVIDIA H200 (the shipped dispatch table):")
+        for line in describe(opts):
+            say(line)
+        return None
+    return _run_gpu(opts, info, say)
+
+
+def _torch_cuda_missing() -> str | None:
+    try:
+        import torch
+    except ImportError:
+        return "torch is not installed"
+    return None if torch.cuda.is_available() else f"torch {torch.__version__} has no CUDA"
+
+
+def describe(opts: SuiteOptions) -> list[str]:
+    """Each case and the kernel dispatch chooses for it on the shipped table's GPU, with the dispatch's reason."""
+    from gemmlab import dispatch
+    from gemmlab.kernels.plan import COL, ROW, Layout
+    from gemmlab.problem import Problem
+
+    gpu, lines = dispatch.shipped_gpu(), []
+    for i, c in enumerate(cases(opts.precisions, opts.shapes, opts.ops), 1):
+        head = f"{i:>3} {c.precision:>9} {c.op} {c.group:7} {c.m}x{c.n}x{c.k}"
+        try:
+            choice = dispatch.choose(Problem(c.m, c.n, c.k, c.precision), Layout(ROW, COL), gpu)
+        except GemmlabError as exc:
+            lines.append(f"{head}: {exc}")
+            continue
+        copies = f"; {', '.join(choice.copies)} copied first" if choice.copies else ""
+        lines.append(f"{head}: {choice.spec.name} ({choice.why}{copies})")
+    return lines
+
+
+def _run_gpu(opts: SuiteOptions, info, say) -> dict:
+    import torch
+
+    from gemmlab.harness import env
+    from gemmlab.harness.roof_probes import copy_bandwidth
+
+    todo = cases(opts.precisions, opts.shapes, opts.ops)
+    copy = copy_bandwidth()
+    started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    run = {"started": started, "command": opts.command, "git_sha": env.git_sha(), "precisions": list(opts.precisions),
+           "cases": len(todo), "copy_gbs": copy["dram_gbs"], "finished": False}
+    out = SuiteFile(opts.json_path, {**env.collect(info, "gpu"), "copy": copy}, run)
+    say(f"gemmlab bench --api --suite on {info.name}: {len(todo)} cases; copy bandwidth {copy['dram_gbs']:.0f} GB/s")
+    scratch = torch.empty(2 * info.l2_bytes // 4, device="cuda")
+    ctx = {"clean": lambda: scratch.sum(), "copy_gbs": copy["dram_gbs"]}
+    try:
+        return run_cases(todo, lambda case: measure(torch, case, opts, ctx), out, say, lambda: _release(torch))
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = False
+
+
+def run_cases(todo: list[Case], one: Callable, out: SuiteFile, say, between=lambda: None) -> dict:
+    """Each case's record written as it completes, a progress line for each, the summary of this run's records
+    last; an interruption leaves the file with the records finished, marked partial."""
+    for i, case in enumerate(todo, 1):
+        rec = one(case)
+        out.add(rec)
+        say(f"{i:>3}/{len(todo)} {line(rec)}")
+        between()
+    out.finish()
+    for name, s in summarize([r for r in out.results["records"] if key(r) in out.fresh]).items():
+        say(summary_line(name, s))
+    return out.results
+
+
+def _release(torch) -> None:
+    """The case's memory back to the device: torch's cache and CuPy's pool (FP8 quantization allocates there)."""
+    import cupy
+
+    torch.cuda.empty_cache()
+    cupy.get_default_memory_pool().free_all_blocks()
+
+
+def measure(torch, case: Case, opts: SuiteOptions, ctx: dict) -> dict:
+    """One record: plan, verify both sides, then the GPU and eager times of both."""
+    import gemmlab
+    from gemmlab.harness.reference import tolerance_for
+    from gemmlab.harness.timing import eager_times, gpu_times
+    from gemmlab.problem import Problem
+
+    op = OPS[case.op]
+    rec = {"op": case.op, "precision": case.precision, "group": case.group, "m": case.m, "n": case.n, "k": case.k,
+           "layout": op.layout, "kernel": None, "verified": False}
+    torch.backends.cuda.matmul.allow_tf32 = case.precision == "tf32"
+    try:
+        args = op.inputs(torch, case, opts.seed, ctx.get("device", "cuda"))
+        chosen = op.plan(gemmlab, case.precision, args)
+        rec.update(kernel=chosen.plan.spec.name, why=chosen.why,
+                   copies=[x for x, c in (("A", chosen.copy_a), ("B", chosen.copy_b)) if c])
+        ours = lambda *a: op.ours(gemmlab, case.precision, a)  # noqa: E731
+        c = ours(*args)
+    except Exception as exc:  # a refusal, or a plan that fails to build: recorded, and the run goes on
+        rec["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        return rec
+    tol = tolerance_for(Problem(case.m, case.n, case.k, case.precision))
+    rows = checked_rows(case.m, case.n)
+    ref = op.reference(torch, case.precision, args, None if rows is None else torch.tensor(rows, device=c.device))
+    rec["rel_err"], rec["verified"] = check(torch, c, ref, rows, tol)
+    rec.update(verify=verify_note(case.m, rows), tolerance=tol, out_dtype=str(c.dtype).removeprefix("torch."))
+    theirs = op.theirs(torch, case.precision, c.dtype)  # C in gemmlab's dtype: like with like
+    try:
+        t = theirs(*args)
+        rec["torch_out_dtype"] = str(t.dtype).removeprefix("torch.")
+        rec["torch_rel_err"], rec["torch_verified"] = check(torch, t, ref, rows, tol)
+        rec["peer_wrong"] = not rec["torch_verified"]
+        if rec["peer_wrong"]:
+            rec["peer_note"] = peer_note(case.precision, case.k) or "torch's result is off the float64 reference"
+        del t
+    except (RuntimeError, TypeError) as exc:  # no such call or argument in this torch, or not at this shape
+        rec["torch_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+        theirs = None
+    del c, ref
+    nbytes = op.bytes(case, Problem(case.m, case.n, case.k, case.precision).prec.input_bytes,
+                      torch.finfo(getattr(torch, rec["out_dtype"])).bits // 8)
+    rec.update(bytes=nbytes, dram_roof_us=nbytes / (ctx["copy_gbs"] * 1e3))
+    if not rec["verified"]:
+        return rec
+    calls, sets = [ours] if theirs is None else [ours, theirs], [args]
+    timing = (opts.rounds, opts.max_seconds, opts.min_rounds, ctx["clean"])
+    g = gpu_times(torch, calls, sets, *timing)
+    eager, eager_rounds = eager_times(torch, calls, sets, *timing)
+    flops = 2 * case.m * case.n * case.k
+    rec.update(gpu_us=1e3 * g.median_ms[0], eager_us=1e3 * eager[0], gpu_calls=g.calls, eager_calls=eager_rounds,
+               gpu_method=f"events around the call after an L2 flush and a {g.head_start_us:.0f} µs spin",
+               gpu_late=g.late[0], tflops=flops / (g.median_ms[0] * 1e9))
+    rec["dram_fraction"] = rec["dram_roof_us"] / rec["gpu_us"]
+    if theirs is not None:
+        rec.update(torch_gpu_us=1e3 * g.median_ms[1], torch_eager_us=1e3 * eager[1], torch_gpu_late=g.late[1],
+                   torch_tflops=flops / (g.median_ms[1] * 1e9))
+        rec.update(gpu_ratio=rec["torch_gpu_us"] / rec["gpu_us"], eager_ratio=rec["torch_eager_us"] / rec["eager_us"],
+                   torch_dram_fraction=rec["dram_roof_us"] / rec["torch_gpu_us"])
+    return rec
+
+
+def line(r: dict) -> str:
+    """The progress line of one record."""
+    head = f"{r['precision']:>9} {r['op']} {r['m']}x{r['n']}x{r['k']:<6} {str(r['kernel']):32}"
+    if r.get("error"):
+        return f"{head} ERROR {r['error']}"
+    if not r["verified"]:
+        return f"{head} FAILED verification: rel err {r['rel_err']:.2e}"
+    tail = f" gpu {r['gpu_us']:9.1f} µs  eager {r['eager_us']:9.1f} µs  DRAM {100 * r['dram_fraction']:5.1f}%"
+    if r.get("gpu_ratio"):
+        tail += f"  ×{r['gpu_ratio']:.3f} gpu ×{r['eager_ratio']:.3f} eager"
+        if r.get("peer_wrong"):
+            tail += " (torch wrong)"
+    else:
+        tail += f"  torch: {r.get('torch_error')}"
+    if r.get("gpu_late") or r.get("torch_gpu_late"):
+        tail += f"  host-bound samples {r.get('gpu_late', 0)}/{r.get('torch_gpu_late', 0)}"
+    return head + tail
+
+
+def summary_line(name: str, s: dict) -> str:
+    def fmt(x, spec=".3f"):
+        return "—" if x is None else format(x, spec)
+
+    p, a = s["peer_ok"], s["all"]
+    out = (f"{name}: gpu geomean ×{fmt(p['gpu_geomean'])}, min ×{fmt(p['gpu_min'])} at {p['gpu_min_at']}, "
+           f"eager geomean ×{fmt(p['eager_geomean'])} over {p['n']} records")
+    if s["peer_wrong"]:
+        out += (f" (with the {s['peer_wrong']} whose peer is wrong: ×{fmt(a['gpu_geomean'])}, "
+                f"min ×{fmt(a['gpu_min'])})")
+    if s["decode_dram_min"] is not None:
+        out += f"; decode DRAM roof min {100 * s['decode_dram_min']:.0f}% at {s['decode_dram_min_at']}"
+    if s["failed"] or s["no_peer"]:
+        out += f"; {s['failed']} failed, {s['no_peer']} without a peer"
+    return out

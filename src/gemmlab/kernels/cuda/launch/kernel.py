@@ -1,0 +1,88 @@
+"""CudaKernel: the spec of a CUDA C++ kernel compiled by NVRTC and launched through the driver.
+
+A level's .py file declares its source, entry point, tile parameters (passed to NVRTC as -D defines),
+the constraints between them and its launch geometry; this class compiles and loads it into a plan whose launch
+writes three pointers into a prepared parameter buffer and calls cuLaunchKernel (gemmlab.driver).
+The kernel signature is the seeds': ``kernel(float *C, const float *A, const float *B, int M, int N, int K)``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, ClassVar
+
+from gemmlab import driver
+from gemmlab.kernels.cuda.launch.gpu import RESOURCES, Resources
+from gemmlab.kernels.cuda.launch.nvrtc import DEFAULT_ARCH, Compiled, compile_cuda
+from gemmlab.kernels.geometry import Geometry
+from gemmlab.kernels.plan import ROW_MAJOR, Layout, Plan
+from gemmlab.kernels.spec import GPU, KernelSpec
+from gemmlab.problem import Problem
+
+SEED_SIGNATURE = (("C", "ptr"), ("A", "ptr"), ("B", "ptr"), ("M", "i32"), ("N", "i32"), ("K", "i32"))
+
+
+@dataclass
+class CudaPlan(Plan):
+    """One launch of one kernel: the operands' addresses written into its parameters, then ``fill`` (a level's own
+    per-call values, if it has any)."""
+
+    main: driver.Launch | None = None
+    fill: Callable | None = None
+
+    def __post_init__(self):
+        self._c, self._a, self._b = self.main.params.views("C", "A", "B")
+
+    def launch(self, a, b, c, stream: int = 0) -> None:
+        self._c.value, self._a.value, self._b.value = c, a, b
+        if self.fill is not None:
+            self.fill(self.main.params, a, b, c)
+        self.main.launch(stream)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CudaKernel(KernelSpec):
+    source: str = ""  # file under kernels/cuda/
+    entry: str = ""  # extern "C" kernel name
+    geometry: Callable[[Problem, dict], Geometry] | None = None
+    constraints: Callable[[dict], list[str]] = field(default=lambda params: [])
+    backend: str = "cuda"
+    device: str = GPU
+    signature: tuple = SEED_SIGNATURE  # the kernel's parameters, in order (gemmlab.driver.Params)
+    compiles: ClassVar[bool] = True
+
+    def config_error(self) -> str | None:
+        broken = self.constraints(dict(self.params))
+        return "; ".join(broken) if broken else None
+
+    def defines(self) -> dict:
+        return dict(self.params)
+
+    def compile(self, arch: str = DEFAULT_ARCH) -> Compiled:
+        return compile_cuda(self.source, self.entry, self.defines(), arch)
+
+    def launch_geometry(self, problem: Problem) -> Geometry:
+        return self.geometry(problem, dict(self.params))
+
+    def fixed_args(self, problem: Problem) -> dict:
+        """Parameter values set once per plan."""
+        m, n, k = problem.shape
+        return {"M": m, "N": n, "K": k}
+
+    fill = None  # (params, a, b, c) -> None: per-call values beyond the operands' addresses, if a level has any
+
+    def plan(self, problem: Problem, layout: Layout = ROW_MAJOR) -> CudaPlan:
+        from gemmlab.device import require_gpu
+
+        return self.make_plan(problem, layout, require_gpu(self.name))
+
+    def make_plan(self, problem: Problem, layout: Layout, info, gpu: Resources = RESOURCES) -> CudaPlan:
+        """The plan on the GPU ``info`` describes, its loads and allocations through ``gpu``."""
+        geo = self.launch_geometry(problem)
+        kernel = gpu.kernel(self.compile(info.arch), geo.smem)
+        params = driver.Params(self.signature)
+        for name, value in self.fixed_args(problem).items():
+            setattr(params, name, value)
+        main = driver.Launch(int(kernel.handle), geo.grid, geo.block, geo.smem, params)
+        return CudaPlan(self, problem, layout, steps=[f"{self.entry}: grid {geo.grid}, block {geo.block}, "
+                                                      f"{geo.smem} B dynamic shared memory"],
+                        main=main, fill=self.fill)

@@ -1,0 +1,192 @@
+"""Shared pieces of the FP32 ladder's specs (v3 and up): launch geometry and the checks every level makes.
+
+Each level's own constraints live in its module; these are the limits of the hardware and of the shared
+device helpers in sgemm_common.cuh, phrased as the reason a configuration is rejected.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+from gemmlab.kernels.cuda.launch.kernel import CudaKernel
+from gemmlab.kernels.geometry import Geometry, ceil_div
+from gemmlab.kernels.plan import ROW_MAJOR
+from gemmlab.kernels.spec import SM_COUNT, Traffic, tiled_traffic
+from gemmlab.problem import Problem
+
+STATIC_SMEM_LIMIT = 48 * 1024  # a block's static __shared__ arrays
+DYNAMIC_SMEM_LIMIT = 227 * 1024  # sm_90 opt-in maximum per block
+SM_SMEM = 228 * 1024  # shared memory per SM, shared by the resident blocks
+SM_REGISTERS = 65536
+
+
+def block_tile_grid(threads_of):
+    """Geometry of the levels that launch a 2D grid of BM×BN block tiles: x over N, y over M."""
+
+    def geometry(problem, p):
+        return Geometry(grid=(ceil_div(problem.n, p["BN"]), ceil_div(problem.m, p["BM"]), 1),
+                        block=(threads_of(p), 1, 1))
+
+    return geometry
+
+
+def thread_errors(threads: int) -> list[str]:
+    errors = []
+    if threads > 1024:
+        errors.append(f"{threads} threads per block, past the 1024 limit")
+    if threads % 32:
+        errors.append(f"{threads} threads per block is not a whole number of warps")
+    return errors
+
+
+def divides(errors: list[str], a: int, b: int, what: str) -> None:
+    """Append '<what>: a does not divide b' when it does not."""
+    if a <= 0 or b % a:
+        errors.append(f"{what}: {a} does not divide {b}")
+
+
+def traffic_of(p, warp: tuple[int, int] | None = None):
+    """The tiled model of a level's parameters: its warp tile (WM×WN unless given) and tile order (GROUP_M)."""
+    warp = warp or (p["WM"], p["WN"])
+    return lambda problem, sm_count=SM_COUNT: tiled_traffic(problem, p["BM"], p["BN"], warp=warp,
+                                                            group_m=p.get("GROUP_M", 1))
+
+
+def thread_tile_warp(p, tm: int, tn: int) -> tuple[int, int]:
+    """The rows and columns of C one warp covers when threads hold TM×TN results in row-major order across the
+    block tile (v4-v6): BN/TN threads along a row, the warp's 32 spread over 32/(BN/TN) rows of threads."""
+    lanes_n = min(32, p["BN"] // tn)
+    return 32 // lanes_n * tm, lanes_n * tn
+
+
+def scalar_staging_errors(p: dict, threads_of, divisors: list[tuple[str, str]]) -> list[str]:
+    """v3 and v4: each (tile, dim) must divide its block dimension, the staging loops split the A and B tiles
+    evenly over the threads, and both tiles fit the static shared-memory limit."""
+    errors = []
+    for tile, dim in divisors:
+        divides(errors, p[tile], p[dim], f"{tile} must divide {dim}")
+    if errors:
+        return errors
+    threads = threads_of(p)
+    errors += thread_errors(threads)
+    divides(errors, threads, p["BM"] * p["BK"], "threads must split the A tile evenly")
+    divides(errors, threads, p["BK"] * p["BN"], "threads must split the B tile evenly")
+    if 4 * p["BK"] * (p["BM"] + p["BN"]) > STATIC_SMEM_LIMIT:
+        errors.append("the A and B tiles exceed 48 KiB of static shared memory")
+    return errors
+
+
+def staged_quads_errors(p: dict, threads: int) -> list[str]:
+    """sgemm_common's 128-bit staging (v5 to v7): the A and B tiles split into quads, evenly over threads."""
+    errors = thread_errors(threads)
+    divides(errors, 4, p["BK"], "BK must be a multiple of 4 (A is staged in quads along k)")
+    divides(errors, 4, p["BN"], "BN must be a multiple of 4 (B is staged in quads along n)")
+    if not errors:
+        divides(errors, threads, p["BM"] * p["BK"] // 4, "threads must split the A tile's quads evenly")
+        divides(errors, threads, p["BK"] * p["BN"] // 4, "threads must split the B tile's quads evenly")
+    smem = 4 * p["BK"] * (p["BM"] + 4 + p["BN"])
+    if smem > STATIC_SMEM_LIMIT:
+        errors.append(f"the A and B tiles need {smem} bytes of static shared memory, past 48 KiB")
+    return errors
+
+
+def warptile_threads(p) -> int:
+    """Threads of the warp-tiled levels (v7 and up): one warp per WM×WN warp tile of the BM×BN block tile."""
+    return (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32
+
+
+def warptile_errors(p: dict, names: tuple[str, ...]) -> list[str]:
+    """v8 and up: every parameter present, warp tiles dividing the block tile, 4·RM×4·RN per lane over 32 lanes,
+    quads along BM and BN, a legal block size."""
+    missing = [name for name in names if name not in p]
+    if missing:
+        return [f"missing parameters {', '.join(missing)}"]
+    errors = []
+    divides(errors, p["WM"], p["BM"], "WM must divide BM")
+    divides(errors, p["WN"], p["BN"], "WN must divide BN")
+    divides(errors, 4 * p["RM"], p["WM"], "a lane's 4·RM rows must divide WM")
+    divides(errors, 4 * p["RN"], p["WN"], "a lane's 4·RN columns must divide WN")
+    divides(errors, 4, p["BM"], "BM must be a multiple of 4 (rows of the transposed A tile are read as quads)")
+    divides(errors, 4, p["BN"], "BN must be a multiple of 4 (B is loaded in quads)")
+    for name in ("GROUP_M", "MIN_BLOCKS"):
+        if p[name] < 1:
+            errors.append(f"{name}={p[name]} must be at least 1")
+    if errors:
+        return errors
+    lanes = (p["WM"] // (4 * p["RM"])) * (p["WN"] // (4 * p["RN"]))
+    if lanes != 32:
+        errors.append(f"a {p['WM']}×{p['WN']} warp tile with {4 * p['RM']}×{4 * p['RN']} per lane needs {lanes} "
+                      "lanes, not 32")
+    return errors + thread_errors(warptile_threads(p))
+
+
+def residency_errors(p: dict, smem: int, what: str) -> list[str]:
+    """Shared memory within the per-block limit, and MIN_BLOCKS blocks fitting an SM's shared memory and
+    registers (the __launch_bounds__ minimum would otherwise force spills)."""
+    errors = []
+    if smem > DYNAMIC_SMEM_LIMIT:
+        errors.append(f"{what} need {smem} bytes of shared memory, past the {DYNAMIC_SMEM_LIMIT}-byte per-block limit")
+    elif p["MIN_BLOCKS"] * smem > SM_SMEM:
+        errors.append(f"MIN_BLOCKS={p['MIN_BLOCKS']} blocks of {smem} bytes exceed an SM's shared memory")
+    t = warptile_threads(p)
+    if p["MIN_BLOCKS"] * t * 32 > SM_REGISTERS:
+        errors.append(f"MIN_BLOCKS={p['MIN_BLOCKS']} blocks of {t} threads leave under 32 registers a thread")
+    return errors
+
+
+@dataclass(frozen=True, kw_only=True)
+class AutotunedKernel(CudaKernel):
+    """A CudaKernel whose tile parameters are chosen per problem: the ``gemmlab tune`` cache of ``family`` for
+    this GPU (the shape, else the nearest cached shape), then the ``tuned`` table measured when the level was
+    written, then ``params`` (the fallback). ``make`` builds the plain spec of the chosen parameters."""
+
+    family: str = ""
+    tuned: Mapping[str, Mapping[str, dict]] = field(default_factory=dict)
+    make: Callable[..., CudaKernel] | None = None
+
+    def params_for(self, problem: Problem, gpu_name: str | None = None) -> dict:
+        from gemmlab.kernels import tuned
+
+        gpu_name = _gpu_name(gpu_name)
+        return (tuned.lookup(gpu_name, problem, tuned.cache_path(self.family))
+                or tuned.nearest(self.tuned.get(gpu_name, {}), problem) or dict(self.params))
+
+    def configurations(self, gpu_name: str | None = None) -> list[CudaKernel]:
+        """Every distinct plain spec this kernel can run on this GPU (the cached choices, the built-in ones, the
+        fallback), for checks that must cover each, such as the sanitizer's."""
+        from gemmlab.kernels import tuned
+
+        gpu_name = _gpu_name(gpu_name)
+        entries = [*tuned.load_cache(tuned.cache_path(self.family)).get(gpu_name, {}).values(),
+                   *self.tuned.get(gpu_name, {}).values(), {"params": self.params}]
+        distinct = []
+        for entry in entries:
+            if dict(entry["params"]) not in distinct:
+                distinct.append(dict(entry["params"]))
+        return [self.make(self.name, self.level, self.title, p, self.doc) for p in distinct]
+
+    def concrete(self, problem: Problem, gpu_name: str | None = None) -> CudaKernel:
+        """The plain spec this problem runs with."""
+        return self.make(self.name, self.level, self.title, self.params_for(problem, gpu_name), self.doc)
+
+    def for_problem(self, problem: Problem) -> CudaKernel:
+        return self.concrete(problem)
+
+    def traffic(self, problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
+        return self.concrete(problem).traffic(problem, sm_count)
+
+    def launch_geometry(self, problem: Problem):
+        return self.concrete(problem).launch_geometry(problem)
+
+    def plan(self, problem: Problem, layout=ROW_MAJOR):
+        return self.concrete(problem).plan(problem, layout)
+
+
+def _gpu_name(name: str | None) -> str:
+    """The given GPU name, else the present GPU's, else "" (no GPU: only the fallback parameters apply)."""
+    if name is not None:
+        return name
+    from gemmlab.device import gpu
+
+    info = gpu()
+    return info.name if info else ""

@@ -1,0 +1,276 @@
+// The wgmma levels' epilogue: a consumer warpgroup's accumulator fragment into C, straight from registers or
+// through shared-memory staging boxes and TMA stores, in FP32 or BF16.
+#pragma once
+#include "tc_layout.cuh"
+#include "tc_ptx.cuh"
+
+// ---- output types ---------------------------------------------------------------------------------------------
+// C is FP32, or BF16 with OUT_BF16=1 (the FP8 levels): half the bytes through the epilogue. FP32 accumulators are
+// rounded to nearest even, a thread's two adjacent columns packed into one 32-bit word (cvt.rn.bf16x2).
+#ifndef OUT_BF16
+#define OUT_BF16 0
+#endif
+#if OUT_BF16
+typedef unsigned short OutT;  // BF16 bits
+#else
+typedef float OutT;
+#endif
+__device__ __forceinline__ float out_value(float *, float x) { return x; }
+__device__ __forceinline__ unsigned short out_value(unsigned short *, float x) {
+  unsigned short v;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(v) : "f"(x));
+  return v;
+}
+__device__ __forceinline__ void store_pair(float *p, float x, float y) {
+  *reinterpret_cast<float2 *>(p) = make_float2(x, y);
+}
+__device__ __forceinline__ void store_pair(unsigned short *p, float x, float y) {
+  *reinterpret_cast<u32 *>(p) = pack_bf16(x, y);
+}
+
+// ---- epilogue -------------------------------------------------------------------------------------------------
+// Store one warpgroup's m64nN FP32 accumulator fragment to row-major C (FP32 or BF16 bits) at (row0, col0).
+// Fragment layout: thread t of the warpgroup holds, for each 8-column group j, C[row][8j + 2(t%4) + {0,1}] and the
+// same 8 rows lower, row = 16(t/32) + (t%32)/4. Full tiles with an even N store pairs (float2, or one 32-bit word
+// of two BF16, which needs a 4-byte aligned base); edges check every element.
+// C_TRANSPOSED=1 (tc9's swap, EPI_TMA=0): C holds the transpose of the kernel's M×N product, element (r, c) at
+// C[c·M + r]; a warp's store then covers 8 consecutive elements in each of 4 columns, so every element is stored
+// alone.
+#ifndef C_TRANSPOSED
+#define C_TRANSPOSED 0
+#endif
+template <int TN, typename T>
+__device__ __forceinline__ void store_acc(T *C, const float (&d)[TN / 2], int row0, int col0, int M, int N) {
+  const int t = threadIdx.x % 128;
+  const int r = row0 + 16 * (t / 32) + (t % 32) / 4;
+  const int c = col0 + 2 * (t % 4);
+  if constexpr (C_TRANSPOSED) {
+#pragma unroll
+    for (int j = 0; j < TN / 8; ++j) {
+      const int cc = c + 8 * j;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int rr = r + 8 * h;
+        if (rr < M) {
+          if (cc < N) C[(long long)cc * M + rr] = out_value(C, d[4 * j + 2 * h]);
+          if (cc + 1 < N) C[(long long)(cc + 1) * M + rr] = out_value(C, d[4 * j + 2 * h + 1]);
+        }
+      }
+    }
+    return;
+  }
+  const bool full = row0 + 64 <= M && col0 + TN <= N && (N % 2) == 0 &&
+                    (sizeof(T) == 4 || (reinterpret_cast<unsigned long long>(C) & 3) == 0);
+  if (full) {
+    T *p0 = C + (long long)r * N + c;
+    T *p1 = p0 + 8LL * N;
+#pragma unroll
+    for (int j = 0; j < TN / 8; ++j) {
+      store_pair(p0 + 8 * j, d[4 * j], d[4 * j + 1]);
+      store_pair(p1 + 8 * j, d[4 * j + 2], d[4 * j + 3]);
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < TN / 8; ++j) {
+      const int cc = c + 8 * j;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int rr = r + 8 * h;
+        if (rr < M) {
+          if (cc < N) C[(long long)rr * N + cc] = out_value(C, d[4 * j + 2 * h]);
+          if (cc + 1 < N) C[(long long)rr * N + cc + 1] = out_value(C, d[4 * j + 2 * h + 1]);
+        }
+      }
+    }
+  }
+}
+
+// The same fragment through shared memory and TMA stores (tc4 and tc8 with EPI_TMA=1), for a C whose row stride TMA can
+// take (N % 4 == 0, 16-byte aligned base). C moves in boxes of 64 rows x 32 columns (one 128-byte swizzle row of
+// FP32 per tile row), in turn through the warpgroup's EPI_BOXES 8 KB staging boxes `stage`: with two, the
+// warpgroup writes one while the TMA unit reads the other out, so the warpgroup is back at its wgmma as soon as its last box is
+// in shared memory, and C reaches L2 in whole lines. Stored directly, each warp's float2 store touches 8 rows'
+// lines. Shared memory serves a warp's 8-byte stores one half-warp (4 rows x 4 threads) at a time, and the
+// 128-byte swizzle XORs those 4 rows into the low two bits of the 16-byte unit only: storing one 8-column group
+// across the warp puts each half-warp on 4 units twice, two wavefronts per half. So threads 2-3 of each quad store
+// the group two over (step s: group s ^ 2, unit bit 2 flipped): each half-warp fills all 8 units once, one
+// wavefront, the fewest 128 bytes can, for one FSEL per value.
+// TMA clips the box at M and N. Thread 0 of the warpgroup (`t` = 0) issues the stores and alone tracks their bulk
+// groups. The warpgroup meets once per box, on named barrier `bar_id`: box b is written and fenced for the async
+// proxy, and thread 0 has seen the store of box b + 1 - EPI_BOXES finish reading the staging box that box b + 1 is
+// written to. `boxes` counts the warpgroup's boxes across tiles, so the staging boxes keep their turn even where a
+// tile at the N edge stores fewer of them.
+// BF16 C (T = unsigned short: N % 8 == 0) moves in boxes of 64 rows x 64 columns, still 128 bytes a row, so the
+// staging boxes are the same. A thread's pair of 8-column group s is one 32-bit word, word t % 4 of the row's
+// 16-byte unit s, which the swizzle puts at unit s ^ (row % 8): a warp's 8 rows land on 8 different units and the
+// 4 threads of each quad fill one, so each 32-bit store instruction hits all 32 banks once, one wavefront.
+// begin staging arithmetic (plain C++: the tests compile it on the host)
+// At step s of a box, thread t of a warpgroup stores its float2 of 8-column group c_stage_group(t, s): fragment row
+// r = 16(t / 32) + (t % 32) / 4, box columns 8g + 2q and +1 (q = t % 4), bytes 32g + 8q of the row, 16-byte unit
+// 2s ^ 5h with h = q / 2. In a staging box (64 rows of 128 bytes, 1024-byte aligned, laid out as TMA's 128-byte
+// swizzle expects: unit u of row r sits at unit u ^ (r % 8)) only bits 5-6 of the offset depend on s:
+// c_stage_lane(t) once, then XOR s into them. Row r + 8 has the same swizzle, 1024 bytes on.
+__host__ __device__ __forceinline__ unsigned c_stage_group(unsigned t, int s) { return s ^ (t % 4 / 2 * 2); }
+__host__ __device__ __forceinline__ unsigned c_stage_lane(unsigned t) {
+  const unsigned row = 16 * (t / 32) + (t % 32) / 4, q = t % 4;
+  return row * 128 + (((5 * (q / 2)) ^ (row % 8)) << 4) + 8 * (q % 2);
+}
+__host__ __device__ __forceinline__ unsigned c_stage_offset(unsigned lane, int s) { return lane ^ (s << 5); }
+// BF16: thread t's word of group s sits at c_stage_offset_bf16(c_stage_lane_bf16(t), s); row r + 8 1024 bytes on.
+__host__ __device__ __forceinline__ unsigned c_stage_lane_bf16(unsigned t) {
+  const unsigned row = 16 * (t / 32) + (t % 32) / 4;
+  return row * 128 + ((row % 8) << 4) + 4 * (t % 4);
+}
+__host__ __device__ __forceinline__ unsigned c_stage_offset_bf16(unsigned lane, int s) { return lane ^ (s << 4); }
+// end staging arithmetic
+
+// begin lend arithmetic (plain C++: the tests compile it on the host)
+// EPI_LEND: the bytes of a warpgroup's boxes of C past its own `boxes`, for BN columns of C of `out_bytes` each
+// (64 rows x 128 bytes a box), and whether `consumers` warpgroups' of them fit in a ring stage of `stage` bytes
+__host__ __device__ constexpr int lent_bytes(int bn, int out_bytes, int boxes) {
+  return (bn / (128 / out_bytes) - boxes) * 64 * 128;
+}
+__host__ __device__ constexpr bool lends(int bn, int out_bytes, int boxes, int consumers, int stage) {
+  return lent_bytes(bn, out_bytes, boxes) > 0 && consumers * lent_bytes(bn, out_bytes, boxes) <= stage;
+}
+// end lend arithmetic
+
+// EPI_DEFER=n (tc4 FP8 and tc8, BF16 C through TMA): a warpgroup stores its tile's boxes of C at once but for the
+// last n (all, where a tile has fewer: held_boxes), which it holds packed into BF16 words (16 registers a box) until
+// it has issued the next tile's first k-tile of wgmma; stored then (TileStore::store_held), they leave under the
+// tensor cores' work, and so do the waits for the earlier boxes' stores to read out the staging boxes they reuse,
+// instead of between two tiles' mainloops. The words live across the tile boundary only: the kernels peel each
+// tile's first k-tile off the k loop and store the last tile's boxes there, never after the walk's loop (last_unit).
+#ifndef EPI_DEFER
+#define EPI_DEFER 0
+#endif
+// BF16 word i of a fragment: its values 2i and 2i + 1 packed (or, below, as a HeldC holds them packed)
+template <int R>
+__device__ __forceinline__ u32 bf16_word(const float (&d)[R], int i) {
+  return pack_bf16(d[2 * i], d[2 * i + 1]);
+}
+__host__ __device__ constexpr int held_boxes(int tn, int defer) { return defer < tn / 64 ? defer : tn / 64; }
+template <int TN, int HELD>
+struct HeldC {
+  static_assert(HELD >= 0 && HELD <= TN / 64, "a tile's boxes of BF16 C are 64 columns, TN / 64 of them");
+  static constexpr int FIRST = TN / 64 - HELD;  // the first held box (64 BF16 columns, 16 words a thread)
+  u32 w[HELD ? 16 * HELD : 1];
+  int m0 = -1, n0 = 0;  // m0 < 0: nothing held
+  __device__ __forceinline__ void hold(const float (&d)[TN / 2], int m, int n) {
+#pragma unroll
+    for (int i = 0; i < 16 * HELD; ++i) w[i] = bf16_word(d, 16 * FIRST + i);
+    m0 = m;
+    n0 = n;
+  }
+};
+template <int TN, int HELD>
+__device__ __forceinline__ u32 bf16_word(const HeldC<TN, HELD> &h, int i) {
+  return h.w[i - 16 * HeldC<TN, HELD>::FIRST];
+}
+
+// Boxes B0 .. B1 - 1 of the fragment F: the FP32 accumulators (float[TN / 2]), or for BF16 C a HeldC's boxes.
+// kLent (EPI_LEND): the boxes past the warpgroup's own EPI_BOXES go to `lent`, every box its own, so none waits for
+// another's store, and one fence and one meeting cover them all.
+template <int TN, typename T = float, bool kLent = false, int B0 = 0, int B1 = TN / (128 / sizeof(T)), typename F>
+__device__ __forceinline__ void store_acc_tma(const TmaMap *mapC, const F &d, unsigned char *stage,
+                                              int row0, int col0, int N, int bar_id, u32 &boxes,
+                                              unsigned char *lent = nullptr) {
+  constexpr int COLS = 128 / sizeof(T);  // C columns per box
+  static_assert(!kLent || B0 == 0, "lent boxes count from the tile's first");
+  // %tid.x through asm volatile: the address is computed here, per epilogue, not hoisted out of the tile loop
+  // into a register that would stay live across the mainloop.
+  u32 tid;
+  asm volatile("mov.u32 %0, %%tid.x;" : "=r"(tid));
+  const u32 t = tid % 128, lane = sizeof(T) == 4 ? c_stage_lane(t) : c_stage_lane_bf16(t), base = smem_u32(stage);
+  const bool swapped = c_stage_group(t, 0) != 0;
+  auto lent_box = [&](int b) {
+    return b < EPI_BOXES ? base + b * C_BOX_BYTES : smem_u32(lent) + (b - EPI_BOXES) * C_BOX_BYTES;
+  };
+  int written = 0;
+#pragma unroll
+  for (int b = B0; b < B1; ++b) {
+    if (col0 + COLS * b >= N) break;  // the same for the whole warpgroup
+    const u32 box = kLent ? lent_box(b) : base + (boxes++ % EPI_BOXES) * C_BOX_BYTES;
+#pragma unroll
+    for (int s = 0; s < COLS / 8; ++s) {
+      const int j = b * (COLS / 8) + s;
+      if constexpr (sizeof(T) == 4) {
+        const int jx = b * (COLS / 8) + (s ^ 2);  // c_stage_group's two cases
+        const u32 at = box + c_stage_offset(lane, s);
+        st_shared_f2(at, swapped ? d[4 * jx] : d[4 * j], swapped ? d[4 * jx + 1] : d[4 * j + 1]);
+        st_shared_f2(at + 8 * 128, swapped ? d[4 * jx + 2] : d[4 * j + 2], swapped ? d[4 * jx + 3] : d[4 * j + 3]);
+      } else {
+        const u32 at = box + c_stage_offset_bf16(lane, s);
+        st_shared_u32(at, bf16_word(d, 2 * j));
+        st_shared_u32(at + 8 * 128, bf16_word(d, 2 * j + 1));
+      }
+    }
+    ++written;
+    if (kLent) continue;
+    fence_proxy_async_smem();  // the box's writes, seen by the TMA store that reads it
+    // The store of box b + 1 - EPI_BOXES read the staging box that box b + 1 goes to: with two boxes, box b - 1's
+    // had the writing of box b to read it out.
+    if (t == 0) tma_store_wait_read<EPI_BOXES - 2>();
+    named_bar(bar_id, 128);
+    if (t == 0) {
+      tma_store_2d(mapC, box, col0 + COLS * b, row0);
+      tma_store_commit();
+    }
+  }
+  if constexpr (kLent) {
+    fence_proxy_async_smem();
+    named_bar(bar_id, 128);
+    if (t == 0) {
+      for (int b = 0; b < written; ++b) tma_store_2d(mapC, lent_box(b), col0 + COLS * b, row0);
+      tma_store_commit();
+    }
+  }
+}
+
+// A consumer warpgroup's stores of its tiles in the levels with the TMA-store epilogue (tc4, tc8): with EPI_TMA,
+// through its two staging boxes (at staging_offset(cw) of `staging`) and TMA wherever the host found that TMA can
+// address C (args.c_tma; args.c is then C's map), else from registers. `boxes` runs on across the tiles.
+struct TileStore {
+  u32 boxes = 0;
+  template <int TN, bool kLent = false, typename T>
+  __device__ __forceinline__ void store(const TcArgs &args, T *C, const float (&d)[TN / 2], unsigned char *staging,
+                                        int m0, int n0, int cw, int M, int N, unsigned char *lent = nullptr) {
+    if constexpr (EPI_TMA) {  // an EPI_TMA=0 build has no staging boxes, so not even dead code may address them
+      if (args.c_tma) {
+        if (m0 + cw * 64 < M)
+          store_acc_tma<TN, T, kLent>(&args.c, d, staging + staging_offset(cw), m0 + cw * 64, n0, N, 2 + cw, boxes,
+                                        lent);
+        return;
+      }
+    }
+    if (m0 < M) store_acc<TN>(C, d, m0 + cw * 64, n0, M, N);
+  }
+  // EPI_DEFER: the tile's C (origin m0 < 0: none) stored but for the boxes `held` keeps, to be stored under the next
+  // tile's first wgmma (store_held); where TMA cannot address C, stored now from registers. Packed either way: a path
+  // that left the words alone would keep an earlier tile's live across the mainloop, where they spill.
+  template <int TN, typename T, typename H>
+  __device__ __forceinline__ void hold(const TcArgs &args, T *C, H &held, const float (&d)[TN / 2],
+                                       unsigned char *staging, int m0, int n0, int cw, int M, int N) {
+    static_assert(!EPI_DEFER || (EPI_TMA && sizeof(T) == 2), "held boxes are BF16 C's, stored by TMA");
+    held.hold(d, args.c_tma ? m0 : -1, n0);
+    if (m0 < 0) return;
+    if (!args.c_tma) {
+      store<TN>(args, C, d, nullptr, m0, n0, cw, M, N);
+    } else if constexpr (EPI_TMA && H::FIRST > 0) {
+      if (m0 + cw * 64 < M)
+        store_acc_tma<TN, T, false, 0, H::FIRST>(&args.c, d, staging + staging_offset(cw), m0 + cw * 64, n0, N,
+                                                2 + cw, boxes);
+    }
+  }
+  // the boxes `held` holds, through the staging boxes and TMA, and nothing held after them
+  template <int TN, typename H>
+  __device__ __forceinline__ void store_held(const TcArgs &args, H &held, unsigned char *staging, int cw, int M,
+                                             int N) {
+    if constexpr (EPI_TMA && OUT_BF16) {
+      if (held.m0 >= 0 && held.m0 + cw * 64 < M)
+        store_acc_tma<TN, unsigned short, false, H::FIRST>(&args.c, held, staging + staging_offset(cw),
+                                                           held.m0 + cw * 64, held.n0, N, 2 + cw, boxes);
+    }
+    held.m0 = -1;
+  }
+};

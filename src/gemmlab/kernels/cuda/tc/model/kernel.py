@@ -1,0 +1,277 @@
+"""WgmmaKernel: the spec of a TMA + wgmma level (tc2..tc8): its defines, formats, launch geometry, the
+configuration that runs a problem, its tensor maps and its plan (plan.py)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from gemmlab.errors import LayoutError, Refusal, SizeLimitError
+from gemmlab.fp8 import E4M3, E5M2
+from gemmlab.kernels.cuda.launch.kernel import CudaKernel
+from gemmlab.kernels.cuda.launch.tma import TiledMap
+from gemmlab.kernels.cuda.tc.model.budget import smem_bytes
+from gemmlab.kernels.cuda.tc.model.fp8 import is_fp8
+from gemmlab.kernels.cuda.tc.model.stream_k import SK_FILL, SK_SKIP_FILL, stream_k_dp_tiles, stream_k_grid
+from gemmlab.kernels.cuda.tc.model.tiles import bk, narrow_pays, rounds_a_in_place
+from gemmlab.kernels.cuda.tc.model.timeline import TENSOR_FMA_PER_SM_CLOCK, TIMELINE_SOURCES, TL_SLOTS
+from gemmlab.kernels.geometry import Geometry, ceil_div
+from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout
+from gemmlab.kernels.spec import INT32_MAX, SM_COUNT, Instrumented, Traffic
+from gemmlab.problem import Problem
+
+TC_PRECISIONS = ("bf16", "tf32")  # the unscaled tensor-core precisions: tc1, tc2 and tc3 build one spec of each
+
+
+@dataclass(frozen=True, kw_only=True)
+class WgmmaKernel(CudaKernel):
+    """A TMA + wgmma level. ``kind`` picks the launch shape: plain (tc2), specialized (tc3), persistent (tc4,
+    tc5). ``swap_ab`` (tc5, TF32): the kernel computes Cᵀ = Bᵀ·Aᵀ from A and B as given, no pre-pass."""
+
+    kind: str = "plain"
+    swap_ab: bool = False
+    int32_indices: bool = False  # C offsets are 64-bit; M, N, K themselves must fit an int (checked below)
+    # STREAM_K=1 (tc6): what runs where no tile is split, the base level's parameters, its clusters included
+    whole_tiles: dict | None = None
+    # TF32_ROUND=3 levels: up to this many multiply-adds (M·N·K), A is rounded in shared memory (TF32_ROUND=2), one
+    # launch instead of the pre-pass's two (for_problem, rounds_a_in_place)
+    one_launch_mnk: int = 0
+    TIMELINE_SLOTS: ClassVar[int] = TL_SLOTS
+
+    @property
+    def k_tile(self) -> int:
+        """K elements per k-tile: one 128-byte swizzle row of the operands."""
+        return bk(self.precision)
+
+    @property
+    def layouts(self) -> frozenset:
+        """Row-major operands; and B as the transpose of an N×K matrix wherever B is a shared-memory operand
+        (wgmma reads it K-major: TF32 then needs no pre-pass), so not in tc5's swap, whose B goes through
+        registers from an N-major tile. FP8: B as the transpose of an N×K matrix only."""
+        if self.fp8:
+            return frozenset({Layout(b=COL)})
+        return frozenset({ROW_MAJOR} if self.swap_ab else {ROW_MAJOR, Layout(b=COL)})
+
+    def layout_refusal(self, layout: Layout) -> str:
+        if not self.fp8:
+            return super().layout_refusal(layout)
+        return (f"{self.name}: fp8 wgmma reads both operands K-major, so B must come as the transpose of an N×K "
+                "matrix (w.t(), as torch._scaled_mm takes it), not row-major K×N: transposing B on every call would "
+                "move as many bytes again as the product reads")
+
+    @property
+    def fp8(self) -> bool:
+        return is_fp8(self.precision)
+
+    @property
+    def args_struct(self):
+        """The kernel's one parameter (tc_args.cuh): TcArgs, or Fp8Args with the scales' addresses."""
+        from gemmlab.kernels.cuda.tc.model.plan import FP8_ARGS, TC_ARGS
+
+        return FP8_ARGS if self.fp8 else TC_ARGS
+
+    def defines(self) -> dict:
+        d = {k: v for k, v in self.params.items() if k != "NARROW_BN"}  # a host-side choice (for_problem)
+        d.update(self.prec.tensor_core_defines)
+        return d
+
+    # ---- FP8 operand formats and output type ------------------------------------------------------------------
+    @property
+    def formats(self) -> tuple[str, str]:
+        """The FP8 formats of A and B (ml_dtypes names)."""
+        return tuple(E5M2 if self.params.get(f"{x}_E5M2", 0) else E4M3 for x in "AB")
+
+    def output_dtype(self, problem: Problem):
+        if self.fp8 and not self.params.get("OUT_BF16", 1):
+            import numpy as np
+
+            return np.dtype(np.float32)
+        return problem.output_dtype()
+
+    def make_inputs(self, problem: Problem, seed: int = 0, xp=None):
+        import numpy as np
+
+        return problem.make_inputs(seed, np if xp is None else xp, formats=self.formats if self.fp8 else None)
+
+    def for_formats(self, a: str, b: str, out: str) -> "WgmmaKernel":
+        """This FP8 level for operands in formats ``a``, ``b`` (float8_e4m3fn or float8_e5m2) and C in ``out``
+        (bfloat16 or float32): each its own binary."""
+        if (a, b, out) == (*self.formats, str(self.output_dtype(Problem(1, 1, 1, self.precision)))):
+            return self
+        bad = [x for x in (a, b) if x not in (E4M3, E5M2)] + ([out] if out not in ("bfloat16", "float32") else [])
+        if not self.fp8 or bad:
+            return super().for_formats(a, b, out)
+        changes = {"A_E5M2": int(a == E5M2), "B_E5M2": int(b == E5M2), "OUT_BF16": int(out == "bfloat16")}
+        if out != "bfloat16" and "EPI_DEFER" in {**self.params, **(self.whole_tiles or {})}:
+            changes["EPI_DEFER"] = 0  # it holds boxes of C as BF16 words
+        return self.with_params(changes)
+
+    def with_params(self, changes: dict, **fields) -> "WgmmaKernel":
+        """This spec with ``changes`` to its parameters (and other ``fields`` replaced); a stream-K level's
+        whole-tile launches (``whole_tiles``, where no tile is split) take the changes to the parameters they have."""
+        import dataclasses
+
+        whole = self.whole_tiles and {**self.whole_tiles,
+                                      **{k: v for k, v in changes.items() if k in self.whole_tiles}}
+        return dataclasses.replace(self, params={**self.params, **changes}, whole_tiles=whole, **fields)
+
+    def config_error(self) -> str | None:
+        why = super().config_error()
+        if not why and not self.prec.tf32_multiply and self.params.get("TF32_ROUND", 0):
+            return f"TF32_ROUND={self.params['TF32_ROUND']}: rounding to TF32 is an option of the TF32 levels"
+        return why
+
+    def unsupported(self, gpu) -> str | None:
+        if tuple(gpu.cc) != (9, 0):
+            return (f"{self.name} uses wgmma, TMA and setmaxnreg, which exist on sm_90a (Hopper) only; "
+                    f"{gpu.name} is sm_{gpu.cc[0]}{gpu.cc[1]}")
+        return None
+
+    def is_valid(self, problem: Problem) -> str | None:
+        why = super().is_valid(problem)
+        if why:
+            return why
+        if max(problem.shape) > INT32_MAX // 2:
+            return Refusal(f"{problem.label()}: a dimension past 2^30 does not fit the kernel's int coordinates",
+                           SizeLimitError)
+        if self.kind != "persistent" and ceil_div(problem.m, self.params["BM"]) > 65535:
+            return Refusal(f"M={problem.m} needs more than 65535 row blocks in gridDim.y", SizeLimitError)
+        return None
+
+    def launch_geometry(self, problem: Problem, sm_count: int = 132, max_clusters: int | None = None) -> Geometry:
+        """Blocks, threads and shared memory of one launch. The persistent grid has one CTA per SM, or, with
+        clusters, as many clusters as can be resident at once (``max_clusters``, from the occupancy query): a
+        GPC with an odd number of free SMs cannot host a 2-CTA cluster on its last SM, and a cluster that is not
+        resident would run after the others, doubling the time."""
+        runs = self.for_problem(problem, sm_count)
+        if runs is not self:
+            return runs.launch_geometry(problem, sm_count, max_clusters)
+        p = dict(self.params)
+        bm, bn = p["BM"], p["BN"]
+        consumers = (bn if self.swap_ab else bm) // 64
+        threads = (consumers + (0 if self.kind == "plain" else 1)) * 128
+        smem = smem_bytes(p)
+        if self.kind == "persistent":
+            cm, cn = p.get("CM", 1), p.get("CN", 1)
+            size = cm * cn
+            tiles = ceil_div(problem.m, bm * cm) * ceil_div(problem.n, bn * cn)
+            if p.get("STREAM_K", 0):  # clusters off (constraints)
+                grid = stream_k_grid(tiles, ceil_div(problem.k, bk(self.precision)), sm_count)
+                return Geometry(grid=(grid, 1, 1), block=(threads, 1, 1), smem=smem)
+            resident = sm_count // size if max_clusters is None else min(max_clusters, sm_count // size)
+            clusters = max(1, min(tiles, resident))
+            return Geometry(grid=(clusters * size, 1, 1), block=(threads, 1, 1), smem=smem)
+        return Geometry(grid=(ceil_div(problem.n, bn), ceil_div(problem.m, bm), 1), block=(threads, 1, 1),
+                        smem=smem)
+
+    def cluster(self) -> tuple[int, int, int] | None:
+        size = self.params.get("CM", 1) * self.params.get("CN", 1)
+        return (size, 1, 1) if self.kind == "persistent" and size > 1 else None
+
+    def traffic(self, problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
+        """wgmma_traffic's model at this spec's own tile (BM, BN, CM, CN, GROUP_M, NARROW_BN): the registered
+        level's, a pinned configuration's or a bench --variant's alike."""
+        return self.traffic_model(problem, sm_count, params=dict(self.params))
+
+    def for_problem(self, problem: Problem, sm_count: int = 132) -> "WgmmaKernel":
+        """The spec that runs ``problem``: a TF32_ROUND=3 level with ``one_launch_mnk``, TF32_ROUND=2 where
+        rounds_a_in_place says so; with NARROW_BN, NARROW_BN-wide tiles where they fill the last wave better
+        (narrow_pays); with STREAM_K, the base level where no tile is split; else this one."""
+        import dataclasses
+
+        p = self.params
+        if p.get("TF32_ROUND", 0) == 3 and rounds_a_in_place(problem, self.one_launch_mnk):
+            return dataclasses.replace(self, params={**p, "TF32_ROUND": 2}).for_problem(problem, sm_count)
+        if p.get("STREAM_K", 0):
+            if self.stream_k_tiles(problem, sm_count):
+                return self
+            return self.without_stream_k().for_problem(problem, sm_count)
+        if narrow_pays(problem.m, problem.n, p, sm_count):
+            return dataclasses.replace(self, params={**p, "BN": p["NARROW_BN"], "NARROW_BN": 0})
+        return self
+
+    def instrumented(self, problem: Problem, sm_count: int = 132) -> Instrumented | None:
+        """tc4_persistent.cu and tc8's source walking whole tiles stamp their cycles with TIMELINE=1 (the
+        configuration that runs ``problem``: tc4's tile width is chosen per problem)."""
+        runs = self.for_problem(problem, sm_count)
+        if runs.source not in TIMELINE_SOURCES or runs.params.get("STREAM_K", 0):
+            return None
+        import dataclasses
+
+        p = runs.params
+        ideal = p["BM"] * p["BN"] * bk(self.precision) / TENSOR_FMA_PER_SM_CLOCK[self.precision]
+        return Instrumented(dataclasses.replace(runs, params={**p, "TIMELINE": 1}), bk(self.precision), ideal)
+
+    def configurations(self, formats: bool = False) -> list["WgmmaKernel"]:
+        """Every binary this spec can launch whose memory accesses differ, each pinned (gemmlab verify --sanitize
+        runs them all): the tile widths, the TF32 levels' two ways of rounding A (``one_launch_mnk``), and for FP8
+        both output types. With ``formats``, also every FP8 format pair, which changes only the wgmma instruction (the
+        compile tests build them all)."""
+        import dataclasses
+
+        if not self.params.get("NARROW_BN", 0):
+            specs = [self]
+        else:
+            wide = {**self.params, "NARROW_BN": 0}
+            narrow = {**wide, "BN": self.params["NARROW_BN"]}
+            specs = [dataclasses.replace(self, params=wide), dataclasses.replace(self, params=narrow)]
+        if self.one_launch_mnk:  # small problems round A in shared memory: another binary, and each pinned
+            specs = [dataclasses.replace(s, one_launch_mnk=0) for s in specs]
+            specs.append(dataclasses.replace(specs[0], params={**specs[0].params, "TF32_ROUND": 2}))
+        if not self.fp8:
+            return specs
+        pairs = [(a, b) for a in (E4M3, E5M2) for b in (E4M3, E5M2)] if formats else [self.formats]
+        return [s.for_formats(a, b, out) for s in specs for a, b in pairs for out in ("bfloat16", "float32")]
+
+    def stream_k_tiles(self, problem: Problem, sm_count: int = 132) -> int:
+        """How many tiles of ``problem`` the stream-K walk splits (0: whole waves, a last wave nearly full, or a
+        base level whose narrower tiles fill it)."""
+        if narrow_pays(problem.m, problem.n, self.without_stream_k().params, sm_count):
+            return 0
+        p = self.params
+        tiles = ceil_div(problem.m, p["BM"]) * ceil_div(problem.n, p["BN"])
+        grid = stream_k_grid(tiles, ceil_div(problem.k, bk(self.precision)), sm_count)
+        return tiles - stream_k_dp_tiles(tiles, grid, p.get("SK_FILL", SK_FILL), p.get("SK_SKIP_FILL", SK_SKIP_FILL))
+
+    def without_stream_k(self) -> "WgmmaKernel":
+        """The kernel launched where no tile is split: the base level's (``whole_tiles``), the same binary; else
+        this spec with STREAM_K=0 (the SK_* defines are read only under STREAM_K=1)."""
+        import dataclasses
+
+        params = self.whole_tiles or {k: v for k, v in self.params.items()
+                                      if k not in ("STREAM_K", "SK_FILL", "SK_SKIP_FILL")}
+        if "TF32_ROUND" in self.params:  # how A is rounded does not depend on whether a tile is split
+            params = {**params, "TF32_ROUND": self.params["TF32_ROUND"]}
+        return dataclasses.replace(self, params=dict(params), whole_tiles=None)
+
+    def operand_maps(self, problem: Problem, lda: int, ldb: int, b_kmajor: bool = False) -> tuple[TiledMap, TiledMap]:
+        """Tensor maps of the operands the kernel reads: A (M×K, row stride lda), and B (K×N, N-major, row stride
+        ldb) for BF16 and swap_ab TF32, or K-major (N×K, row stride ldb: Bᵀ) with ``b_kmajor`` and for the other
+        TF32 levels, whose pre-pass writes Bᵀ."""
+        m, n, k = problem.shape
+        bm, kt = self.params["BM"], bk(self.precision)
+        dtype = self.prec.tma_dtype
+        if self.swap_ab:  # each CTA of a cluster loads BM/CN rows of A; B in 32-column boxes (128-byte rows)
+            return (TiledMap(dtype, m, k, lda, bm // self.params.get("CN", 1), kt), TiledMap(dtype, k, n, ldb, kt, 32))
+        a = TiledMap(dtype, m, k, lda, bm, kt)
+        if b_kmajor or not self.prec.reads_b_n_major:
+            return a, TiledMap(dtype, n, k, ldb, 64, kt)
+        return a, TiledMap(dtype, k, n, ldb, kt, 64)
+
+    def c_map(self, problem: Problem) -> TiledMap:
+        """C's tensor map for the EPI_TMA epilogue: M×N in boxes of 64 rows of 128 bytes, 32 FP32 or 64 BF16
+        columns."""
+        if self.output_dtype(problem).itemsize == 2:
+            return TiledMap("bf16", problem.m, problem.n, problem.n, 64, 64)
+        return TiledMap("fp32", problem.m, problem.n, problem.n, 64, 32)
+
+    def c_by_tma(self, problem: Problem, ptr: int) -> bool:
+        """Whether TMA can store into C at ``ptr``: a 16-byte aligned base and whatever else C's map needs."""
+        return ptr % 16 == 0 and not self.c_map(problem).errors()
+
+    def make_plan(self, problem: Problem, layout: Layout, info, gpu=None):
+        from gemmlab.kernels.cuda.tc.model import plan
+
+        if layout not in self.layouts:
+            raise LayoutError(f"{self.name} reads {', '.join(sorted(x.label() for x in self.layouts))} in place, "
+                              f"not {layout.label()}")
+        return plan.make_plan(self.for_problem(problem, info.sm_count), problem, layout, info, gpu or plan.RESOURCES)

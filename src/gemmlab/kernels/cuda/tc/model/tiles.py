@@ -1,0 +1,61 @@
+"""How a wgmma level walks a problem: the k-tile, the shared-memory descriptor, the order tiles are handed out in,
+and the per-problem choices (NARROW_BN-wide tiles, A rounded in place instead of by a pre-pass)."""
+from __future__ import annotations
+
+from gemmlab.kernels.geometry import ceil_div
+from gemmlab.kernels.spec import tile_walk
+from gemmlab.problem import Problem, get_precision
+
+
+def bk(precision: str) -> int:
+    """K elements per k-tile: one 128-byte swizzle row (64 bf16, 32 tf32, 128 fp8)."""
+    return get_precision(precision).k_tile
+
+
+def wgmma_desc(addr: int, lbo: int, sbo: int) -> int:
+    """The 64-bit wgmma shared-memory descriptor (128-byte swizzle), as the kernels' wgmma_desc builds it."""
+    return ((addr & 0x3FFFF) >> 4) | ((lbo >> 4) << 16) | ((sbo >> 4) << 32) | (1 << 62)
+
+
+def tile_order(tiles_m: int, tiles_n: int, group_m: int) -> list[tuple[int, int]]:
+    """The (row, column) of each cluster tile in the order tc4's scheduler hands them out: grouped order, odd
+    groups walking their columns right to left (the snake order)."""
+    return tile_walk(tiles_m, tiles_n, group_m, snake=True)
+
+
+# A NARROW_BN-wide (n192) tile's cost per output column against the BN-wide (n256) one's: the narrower wgmma
+# reads more shared memory per multiply-add, and the per-tile costs weigh more (measured on the H200, see tc4)
+NARROW_COST = 1.1
+
+
+def narrow_pays(m: int, n: int, p: dict, sm_count: int = 132) -> bool:
+    """Whether whole tiles NARROW_BN wide finish an M×N problem sooner than BN-wide ones. Only for problems of more
+    BN-wide (cluster) tiles than resident clusters: the busiest cluster runs ceil(tiles / clusters) tiles, so a
+    partial last wave costs a whole tile; narrower tiles can fill it better. The busiest cluster's columns,
+    ceil(tiles / clusters) · width, are compared with the narrow ones weighted by NARROW_COST."""
+    narrow = p.get("NARROW_BN", 0)
+    if not narrow or p.get("STREAM_K", 0):
+        return False
+    cm, cn = p.get("CM", 1), p.get("CN", 1)
+    clusters = max(1, sm_count // (cm * cn))
+    rows = ceil_div(m, p["BM"] * cm)
+
+    def tiles(width: int) -> int:
+        return rows * ceil_div(n, width * cn)
+
+    def busiest(width: int) -> int:
+        return ceil_div(tiles(width), clusters) * width
+
+    return tiles(p["BN"]) > clusters and busiest(narrow) * NARROW_COST < busiest(p["BN"])
+
+
+ONE_LAUNCH_MAX_K = 512  # past it the in-place pass costs a CTA more k-tiles than the launch it saves
+
+
+def rounds_a_in_place(problem: Problem, one_launch_mnk: int) -> bool:
+    """Whether a TF32_ROUND=3 level runs ``problem`` in one launch, A rounded in shared memory (TF32_ROUND=2): up to
+    ``one_launch_mnk`` multiply-adds, K at most ONE_LAUNCH_MAX_K (the pass's cost grows with the k-tiles each CTA
+    walks, the launch it saves does not), and A's rows a whole number of 16 bytes (else A is copied into a pitched
+    workspace first anyway, which the pre-pass does as it rounds)."""
+    m, n, k = problem.shape
+    return m * n * k <= one_launch_mnk and k <= ONE_LAUNCH_MAX_K and k % 4 == 0

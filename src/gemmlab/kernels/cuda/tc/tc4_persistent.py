@@ -1,0 +1,55 @@
+"""tc4: persistent grid, tile scheduler, clusters with TMA multicast, epilogue through shared memory and TMA.
+
+What changed against tc3: one CTA per SM walks the tiles in a grouped snake order with the mbarrier ring running on
+across tiles (the next tile's loads overlap this one's epilogue); 2-CTA clusters along M multicast B (a third less
+L2->SM traffic per k-tile); C leaves through shared-memory staging boxes and TMA stores (EPI_TMA=1); a 128x192 tile
+where it fills the last wave better (NARROW_BN, chosen per problem on the host). Why: tc3 pays a launch tail and an
+un-overlapped epilogue per tile and reads every B tile once per CTA. Predicted gain: 5-10% over tc3, about 1.0x
+cuBLAS. TF32 truncates here (TF32_ROUND=0; rounding is an option, measured far slower: docs/accuracy.md).
+
+``cuda/tc4_persistent_fp8`` (TC_FP8=1), what changed against tc4 BF16: e4m3/e5m2 operands, both K-major, wgmma
+m64n256k32 on the same 48 KB stages, the per-tensor scales applied in the epilogue, BF16 C. Why: the tensor cores'
+doubled rate. Predicted: 1.7-1.8x tc4 BF16's TFLOPS, 1.05-1.15x cuBLASLt's fast-accumulation FP8 off the power
+limit. It holds three of a tile's four boxes of C until the next tile's first k-tile is issued (EPI_DEFER=3).
+
+Design, variants (EPI_BOXES, EPI_LEND, EPI_DEFER) and measurements: docs/tensor_cores/tc4.md, docs/tensor_cores/fp8.md.
+"""
+from gemmlab.kernels.cuda.tc.model.constraints import wgmma_constraints
+from gemmlab.kernels.cuda.tc.model.fp8 import fp8_constraints
+from gemmlab.kernels.cuda.tc.model.kernel import WgmmaKernel
+from gemmlab.kernels.cuda.tc.model.traffic import wgmma_traffic
+
+BASE = {"BM": 128, "BN": 256, "STAGES": 4, "GROUP_M": 8, "PRODUCER_REGS": 40, "CONSUMER_REGS": 232, "EPI_TMA": 1,
+        "NARROW_BN": 192}
+CM = 2
+BF16 = {**BASE, "CM": CM}
+TF32 = {**BF16, "TF32_ROUND": 0}
+FP8 = {**BF16, "EPI_BOXES": 2, "EPI_LEND": 0, "EPI_DEFER": 3, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
+# what the roofline leaves out here: its levels overlap, but a consumer warpgroup issues no wgmma while it stores
+EPILOGUE = ("latency: each tile's epilogue (C through shared memory and TMA) keeps its warpgroups off the tensor "
+            "cores; gemmlab timeline counts its cycles")
+
+SPECS = [
+    WgmmaKernel(
+        name=f"cuda/tc4_persistent_{prec}", level=4, precision=prec, kind="persistent",
+        title=f"{prec} persistent warp-specialized wgmma m64n256, grouped tile order, 2-CTA clusters with B "
+              "multicast, TMA-store epilogue",
+        source="tc4_persistent.cu", entry="tc4_persistent", params=dict(params),
+        constraints=lambda p: wgmma_constraints(p, specialized=True),
+        traffic_model=wgmma_traffic(prec, BASE["BM"], BASE["BN"], CM, narrow=params, persistent=True,
+                                    group_m=BASE["GROUP_M"], epi_tma=True,
+                                    a_pass=2 if params.get("TF32_ROUND") else 0),  # the rounding pass over A
+        doc=__doc__, unmodeled=EPILOGUE,
+    )
+    for prec, params in (("bf16", BF16), ("tf32", TF32))
+] + [
+    WgmmaKernel(
+        name="cuda/tc4_persistent_fp8", level=4, precision="fp8", kind="persistent",
+        title="fp8 e4m3 tc4: wgmma m64n256k32 (QGMMA), per-tensor FP32 scales and BF16 C in the TMA-store epilogue",
+        source="tc4_persistent.cu", entry="tc4_persistent", params=dict(FP8),
+        constraints=lambda p: wgmma_constraints(p, specialized=True, options=("EPI_LEND",))
+        + fp8_constraints(p, promoted=False),
+        traffic_model=wgmma_traffic("fp8", BASE["BM"], BASE["BN"], CM, narrow=FP8, persistent=True,
+                                    group_m=BASE["GROUP_M"], epi_tma=True), doc=__doc__, unmodeled=EPILOGUE,
+    )
+]

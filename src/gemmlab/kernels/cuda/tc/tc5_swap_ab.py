@@ -1,0 +1,43 @@
+"""tc5 (TF32): swap A and B, B from registers, no transpose pre-pass.
+
+What changed against tc4: Cᵀ = Bᵀ·Aᵀ: A, K-major as given, is wgmma's shared-memory operand; B, N-major as given, its
+register operand, loaded from the TMA tile bank-conflict-free; 256×128 tiles. Why: tc4 TF32 pays a second launch
+writing Bᵀ (8·K·N bytes). Predicted gain: the pre-pass's 8-9% of tc4 TF32's time, 0.97-1.0× cuBLAS TF32.
+TF32_ROUND=3 (default) rounds to nearest: B in registers, A by a pre-pass (predicted: cuBLAS TF32's error, 4-10% of
+the time); up to ONE_LAUNCH_MNK (256³) A is rounded in shared memory instead, one launch (TF32_ROUND=2).
+
+Design and measurements: docs/tensor_cores/tc5.md, docs/accuracy.md.
+"""
+from gemmlab.kernels.cuda.tc.model.constraints import wgmma_constraints
+from gemmlab.kernels.cuda.tc.model.kernel import WgmmaKernel
+from gemmlab.kernels.cuda.tc.model.traffic import wgmma_traffic
+
+PARAMS = {"BM": 256, "BN": 128, "STAGES": 4, "CN": 1, "GROUP_M": 8, "PRODUCER_REGS": 40, "CONSUMER_REGS": 232,
+          "TF32_ROUND": 3}
+ONE_LAUNCH_MNK = 256 ** 3
+# what the roofline leaves out here: the register operand's wait, and at small problems what few tiles cannot overlap
+REGISTER_OPERAND = ("latency: each consumer retires its previous k-tile's wgmma before it loads the next B "
+                    "fragments into registers (wgmma reads a register operand until it completes), which only the "
+                    "other warpgroup's queued wgmma cover; with few tiles (256³, 1024³) the ring's fill, the "
+                    "rounding of A and the epilogue are not overlapped by other tiles' work either")
+
+
+def traffic_model(one_launch_mnk: int):
+    """tc5's traffic, A rounded in place up to ``one_launch_mnk`` multiply-adds (tc6 runs this kernel where it splits
+    no tile, at its own limit)."""
+    return wgmma_traffic("tf32", PARAMS["BM"], PARAMS["BN"], cn=PARAMS["CN"], prepass=False, persistent=True,
+                         group_m=PARAMS["GROUP_M"], swap_ab=True, round_a=PARAMS["TF32_ROUND"] == 3,
+                         one_launch_mnk=one_launch_mnk)
+
+
+SPECS = [
+    WgmmaKernel(
+        name="cuda/tc5_swap_ab_tf32", level=5, precision="tf32", kind="persistent", swap_ab=True,
+        title="tf32 Cᵀ = Bᵀ·Aᵀ: B fragments from registers (ld.shared, rounded there), A rounded by a pre-pass "
+              "(in shared memory for small problems)",
+        source="tc5_swap_ab.cu", entry="tc5_swap_ab", params=dict(PARAMS), one_launch_mnk=ONE_LAUNCH_MNK,
+        constraints=lambda p: wgmma_constraints(p, specialized=True, swap_ab=True),
+        traffic_model=traffic_model(ONE_LAUNCH_MNK),
+        doc=__doc__, unmodeled=REGISTER_OPERAND,
+    )
+]

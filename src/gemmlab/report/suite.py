@@ -1,0 +1,203 @@
+"""The shape suite's report (gemmlab bench --api --suite --json): per op and precision, a table of every shape and a
+figure of the ratios against M, and the summary the suite's bars are read from (harness.api_suite.summarize).
+
+Ratios are torch's time over gemmlab's (above 1: gemmlab faster). A record whose torch result failed the float64
+check is marked † and left out of the geomeans and minimum of the first summary columns, kept in the columns "with
+†"; a record torch could not run has no ratio. Figures: GPU-time and eager ratio against M (log2) for each (N, K)
+of the linear shapes, the squares (M = N = K) dashed, the long-K shapes as lone points; a line at 1.0 and one at the
+bar every shape must clear (0.85); hollow markers where torch's result is wrong.
+"""
+from __future__ import annotations
+
+from gemmlab.harness.api_suite import BARS, DECODE_M, summarize
+from gemmlab.report import data as D
+
+
+def _f(x, spec=".3f", none="—"):
+    return none if x is None else format(x, spec)
+
+
+def groups(records: list[dict]) -> list[tuple[str, str]]:
+    """(op, precision) pairs in the order of the precisions, ops as they come."""
+    pairs = dict.fromkeys((r["op"], r["precision"]) for r in records)
+    return sorted(pairs, key=lambda p: (D.PRECISION_ORDER.get(p[1], 9), list(pairs).index(p)))
+
+
+def figure_name(op: str, precision: str) -> str:
+    return f"suite_{op}_{precision}.png"
+
+
+def markdown(results: dict, figures: dict | None = None) -> str:
+    """The report: how it was measured, the summary against the bars, then a section per op and precision;
+    ``figures`` maps (op, precision) to the file name of its figure."""
+    env, records = results.get("env", {}), results["records"]
+    gpu = (env.get("gpu") or {}).get("name", "no GPU")
+    lines = [f"# gemmlab.matmul against torch: the shape suite on {gpu}", "",
+             "Each op and precision over the suite's shapes, gemmlab (`kernel=\"auto\"`) and torch on the same "
+             "tensors, alternating call by call, the L2 evicted before each call, both writing C in the same dtype. "
+             "**GPU time**: CUDA events around the call, issued while the GPU spins after the flush, so every kernel "
+             "of the call counts and host time does not. **Eager time**: events around the call from an idle GPU, "
+             "host time included. Ratio = torch / gemmlab (above 1: gemmlab faster). DRAM = (A, B, C bytes at the "
+             "measured copy bandwidth) / gemmlab's GPU time. Every result checked against float64 (FP8: of the "
+             "dequantized operands) before it is timed, torch's too. torch's calls: `torch.matmul` with TF32 off "
+             "(FP32) and on (TF32), `torch.mm` with `out_dtype` where C's dtype is not the operands' (BF16), "
+             "`torch._scaled_mm` with the same scales (FP8: per tensor with fast accumulation; block-scaled: its "
+             "blockwise scaling).", ""]
+    for run in env.get("runs", []):
+        state = "finished" if run.get("finished") else "**not finished** (its completed records are here)"
+        lines.append(f"- `{run.get('command')}` at git {run.get('git_sha', 'unknown')}, {run.get('started')}: "
+                     f"{', '.join(run.get('precisions', []))}; copy bandwidth {_f(run.get('copy_gbs'), '.0f')} GB/s; "
+                     f"{state}")
+    if results.get("partial"):
+        lines += ["", "**Partial**: a run above did not finish."]
+    lines += ["", "## Summary", "",
+              f"Bars: GPU-time geomean ≥ {BARS['gpu_geomean']}×, no shape below {BARS['gpu_min']}×, eager geomean "
+              f"≥ {BARS['eager_geomean']}×, decode rows (M ≤ {DECODE_M}) at ≥ {BARS['decode_dram']:.0%} of the "
+              "DRAM roof; read over the records whose peer is correct.", "",
+              "| op | precision | records | GPU geomean | GPU min (at) | eager geomean | decode DRAM min (at) | "
+              "with †: GPU geomean / min | † | failed | no peer | bars met |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    summary = summarize(records)
+    for op, precision in groups(records):
+        s = summary[f"{op} {precision}"]
+        p, a = s["peer_ok"], s["all"]
+        met = ", ".join(f"{name} {'yes' if ok else 'no'}" for name, ok in s["bars"].items())
+        lines.append(f"| {op} | {D.PRECISION_LABEL.get(precision, precision)} | {s['records']} | "
+                     f"{_f(p['gpu_geomean'])} | {_f(p['gpu_min'])} ({p['gpu_min_at'] or '—'}) | "
+                     f"{_f(p['eager_geomean'])} | {_f(s['decode_dram_min'], '.0%')} "
+                     f"({s['decode_dram_min_at'] or '—'}) | {_f(a['gpu_geomean'])} / {_f(a['gpu_min'])} | {s['peer_wrong']} | {s['failed']} | "
+                     f"{s['no_peer']} | {met} |")
+    for op, precision in groups(records):
+        lines += ["", f"## {op}, {D.PRECISION_LABEL.get(precision, precision)}", ""]
+        if figures and (op, precision) in figures:
+            lines += [f"![ratio against M: {op} {precision}]({figures[(op, precision)]})", ""]
+        lines += _table(sorted((r for r in records if r["op"] == op and r["precision"] == precision), key=_order))
+    return "\n".join(lines) + "\n"
+
+
+_GROUP_ORDER = {"linear": 0, "square": 1, "long_k": 2}
+
+
+def _order(r: dict) -> tuple:
+    """Table order: the linear shapes by (K, N) then M, the squares, the long-K shapes, given shapes."""
+    return (_GROUP_ORDER.get(r.get("group"), 3), r["k"] if r.get("group") == "linear" else 0,
+            r["n"] if r.get("group") == "linear" else 0, r["m"], r["k"])
+
+
+def _table(records: list[dict]) -> list[str]:
+    lines = ["| shapes | M×N×K | kernel (auto) | GPU µs (gemmlab / torch) | × GPU | eager µs (gemmlab / torch) | "
+             "× eager | DRAM | rel err (gemmlab / torch) | C |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    notes = []
+    for r in records:
+        shape = f"{r['m']}×{r['n']}×{r['k']}"
+        head = f"| {r.get('group', '')} | {shape} | `{r.get('kernel')}` |"
+        if r.get("error"):
+            lines.append(f"{head} ERROR | | | | | | |")
+            notes.append(f"- {shape}: {r['error']}")
+            continue
+        if not r.get("verified"):
+            lines.append(f"{head} FAILED | | | | | {_f(r.get('rel_err'), '.1e')} | |")
+            continue
+        mark = " †" if r.get("peer_wrong") else ""
+        if r.get("peer_wrong"):
+            notes.append(f"- † {shape}: {r.get('peer_note')} (torch's rel err {_f(r.get('torch_rel_err'), '.2e')})")
+        if "torch_error" in r:
+            notes.append(f"- {shape}: torch could not run it: {r['torch_error']}")
+        if r.get("gpu_late") or r.get("torch_gpu_late"):
+            notes.append(f"- {shape}: host-bound GPU-time samples (gemmlab / torch): {r.get('gpu_late', 0)} / "
+                         f"{r.get('torch_gpu_late', 0)} of {r.get('gpu_calls')}")
+        sampled = "" if r.get("verify", "full") == "full" else " (rows sampled)"
+        c = r.get("out_dtype", "")
+        if r.get("torch_out_dtype") not in (None, c):
+            c += f" / {r['torch_out_dtype']}"
+        lines.append(f"{head} {_f(r.get('gpu_us'), '.1f')} / {_f(r.get('torch_gpu_us'), '.1f')} | "
+                     f"{_f(r.get('gpu_ratio'))}{mark} | {_f(r.get('eager_us'), '.1f')} / "
+                     f"{_f(r.get('torch_eager_us'), '.1f')} | {_f(r.get('eager_ratio'))}{mark} | "
+                     f"{_f(r.get('dram_fraction'), '.0%')} | {_f(r.get('rel_err'), '.1e')} / "
+                     f"{_f(r.get('torch_rel_err'), '.1e')}{sampled} | {c} |")
+    return lines + ([""] + notes if notes else [])
+
+
+def series(records: list[dict]) -> list[tuple[str, dict, list[dict]]]:
+    """(label, style, records sorted by M) of each line a figure draws: one per (N, K) of the linear shapes, the
+    squares, the long-K shapes, any given shapes."""
+    from gemmlab.report import plots  # matplotlib (gemmlab[plots]) for the figures only: the tables need none
+
+    out = []
+    linear = [r for r in records if r.get("group") == "linear"]
+    colors = plots._palette(len({(r["n"], r["k"]) for r in linear}))
+    for (n, k), color in zip(sorted({(r["n"], r["k"]) for r in linear}, key=lambda nk: (nk[1], nk[0])), colors):
+        mine = sorted((r for r in linear if (r["n"], r["k"]) == (n, k)), key=lambda r: r["m"])
+        out.append((f"N={n}, K={k}", dict(ls="-", marker="o", color=color), mine))
+    square = sorted((r for r in records if r.get("group") == "square"), key=lambda r: r["m"])
+    if square:
+        out.append(("M=N=K", dict(ls="--", marker="s", color="dimgray"), square))
+    for k, marker in zip(sorted({r["k"] for r in records if r.get("group") == "long_k"}), "D*PX"):
+        mine = sorted((r for r in records if r.get("group") == "long_k" and r["k"] == k), key=lambda r: r["m"])
+        out.append((f"long K: N=M, K={k}", dict(ls=":", marker=marker, color="black"), mine))
+    given = sorted((r for r in records if r.get("group") == "given"), key=lambda r: (r["m"], r["n"], r["k"]))
+    if given:
+        out.append(("given shapes", dict(ls="none", marker="^", color="tab:brown"), given))
+    return out
+
+
+def figure(records: list[dict], op: str, precision: str, gpu: str = ""):
+    """GPU-time and eager ratio against M, side by side, one line per series; the legend below both panels."""
+    from gemmlab.report import plots  # first: without matplotlib it stops with the extra to install
+    from matplotlib.lines import Line2D
+
+    fig = plots._new_figure(12.5, 5.4)
+    axes = fig.subplots(1, 2, sharey=True)
+    mine = [r for r in records if r["op"] == op and r["precision"] == precision and r.get("gpu_ratio")]
+    label = D.PRECISION_LABEL.get(precision, precision)
+    handles = []
+    for ax, field, title in zip(axes, ("gpu_ratio", "eager_ratio"), ("GPU time", "eager time (host included)")):
+        for name, style, rows in series(mine):
+            rows = [r for r in rows if r.get(field)]
+            if not rows:
+                continue
+            line, = ax.plot([r["m"] for r in rows], [r[field] for r in rows], lw=1.4, ms=5, label=name,
+                            gid=f"{field}:{name}", **style)
+            wrong = [r for r in rows if r.get("peer_wrong")]
+            if wrong:  # ringed: torch's result is wrong there
+                ax.plot([r["m"] for r in wrong], [r[field] for r in wrong], ls="none", marker="o", ms=11,
+                        mfc="none", mec="red", gid=f"{field}:wrong")
+            if ax is axes[0]:
+                handles.append(line)
+        ax.axhline(1.0, color="black", lw=1.0, gid="parity")
+        ax.axhline(BARS["gpu_min"], color="red", lw=1.0, ls=":", gid="bar")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("M (rows of x)")
+        ax.set_title(f"{title}: torch / gemmlab", fontsize=10)
+        ax.grid(True, which="both", lw=0.3, alpha=0.5)
+    axes[0].set_ylabel("ratio (above 1: gemmlab faster)")
+    ys = [r[f] for r in mine for f in ("gpu_ratio", "eager_ratio") if r.get(f)] + [BARS["gpu_min"], 1.0]
+    axes[0].set_ylim(min(ys) * 0.95, max(ys) * 1.05)
+    handles += [Line2D([], [], color="black", lw=1.0, label="parity (1.0)"),
+                Line2D([], [], color="red", lw=1.0, ls=":", label=f"bar ({BARS['gpu_min']})")]
+    if any(r.get("peer_wrong") for r in mine):
+        handles.append(Line2D([], [], ls="none", marker="o", ms=11, mfc="none", mec="red",
+                              label="torch's result wrong (†)"))
+    fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 4), fontsize=8, frameon=False)
+    fig.suptitle(f"gemmlab.matmul(x, w.t()) against torch, {op} {label}{' on ' + gpu if gpu else ''}", fontsize=11)
+    return fig
+
+
+def figures(results: dict) -> tuple[list, dict]:
+    """(file name, figure) of each op and precision with a ratio, and the names by (op, precision)."""
+    gpu = ((results.get("env") or {}).get("gpu") or {}).get("name", "")
+    out, names = [], {}
+    for op, precision in groups(results["records"]):
+        if any(r.get("gpu_ratio") for r in results["records"] if (r["op"], r["precision"]) == (op, precision)):
+            names[(op, precision)] = figure_name(op, precision)
+            out.append((names[(op, precision)], figure(results["records"], op, precision, gpu)))
+    return out, names
+
+
+def summary_markdown(results: dict) -> str:
+    """The summary table alone (gemmlab report --summary)."""
+    text = markdown(results)
+    start = text.index("## Summary")
+    end = text.find("\n## ", start + 1)
+    return text[start:] if end < 0 else text[start:end + 1]

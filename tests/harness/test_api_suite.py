@@ -1,0 +1,211 @@
+"""The shape suite's runner without a GPU: the grid, a record's fields (fp32 on the host, the timers stubbed), the
+float64 references, the summary's geomeans and minimum with and without records whose peer is wrong, the file
+written per record and merged per precision, and the CLI's no-GPU path."""
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from gemmlab import device  # noqa: E402
+from gemmlab.harness import api_bench, api_suite as S, timing  # noqa: E402
+
+
+def test_the_grid_is_56_linear_9_square_and_4_long_k_shapes():
+    g = S.grid()
+    groups = [grp for grp, _ in g]
+    assert (groups.count("linear"), groups.count("square"), groups.count("long_k"), len(g)) == (56, 9, 4, 69)
+    linear = {s for grp, s in g if grp == "linear"}
+    assert {m for m, _, _ in linear} == {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192}
+    assert {(n, k) for _, n, k in linear} == {(4096, 4096), (14336, 4096), (4096, 14336), (1024, 8192)}
+    assert [s for grp, s in g if grp == "square"] == [(s, s, s) for s in (256, 512, 768, 1024, 1536, 2048, 3072,
+                                                                         4096, 8192)]
+    assert [s for grp, s in g if grp == "long_k"] == [(256, 256, 16384), (512, 512, 16384), (1024, 1024, 16384),
+                                                      (256, 256, 65536)]
+    every = S.cases(S.PRECISIONS)
+    assert len(every) == 5 * 69 and [c.precision for c in every[::69]] == list(S.PRECISIONS)
+    given = S.cases(("bf16", "fp8"), [(8, 4096, 4096)])
+    assert [(c.precision, c.group, c.m) for c in given] == [("bf16", "given", 8), ("fp8", "given", 8)]
+
+
+def _stub_timers(monkeypatch, gpu_ms=(0.002, 0.003), eager_ms=(0.010, 0.011), late=(0, 0)):
+    seen = []
+
+    def gpu(torch_, calls, sets, *a, **k):
+        seen.append([f(*sets[0]).dtype for f in calls])
+        return timing.GpuTimes(list(gpu_ms[:len(calls)]), 20, list(late[:len(calls)]), 100.0)
+
+    monkeypatch.setattr(timing, "gpu_times", gpu)
+    monkeypatch.setattr(timing, "eager_times", lambda torch_, calls, *a: (list(eager_ms[:len(calls)]), 30))
+    return seen
+
+
+CTX = {"clean": lambda: None, "copy_gbs": 4000.0, "device": "cpu"}
+
+
+def test_a_record_holds_both_sides_times_ratios_checks_and_the_dram_roof(monkeypatch):
+    seen = _stub_timers(monkeypatch)
+    rec = S.measure(torch, S.Case("mm", "fp32", "linear", 8, 256, 384), S.SuiteOptions(), CTX)
+    assert rec["verified"] and rec["torch_verified"] and not rec["peer_wrong"] and rec["verify"] == "full"
+    assert rec["rel_err"] < 1e-5 and rec["layout"] == "x @ w.T (B column-major)" and rec["kernel"] == "cpu/blas"
+    assert rec["out_dtype"] == rec["torch_out_dtype"] == "float32" and seen == [[torch.float32, torch.float32]]
+    assert (rec["gpu_us"], rec["torch_gpu_us"], rec["eager_us"], rec["torch_eager_us"]) == (2.0, 3.0, 10.0, 11.0)
+    assert rec["gpu_ratio"] == pytest.approx(1.5) and rec["eager_ratio"] == pytest.approx(1.1)
+    nbytes = 4 * (8 * 384 + 256 * 384 + 8 * 256)
+    assert rec["bytes"] == nbytes and rec["dram_roof_us"] == pytest.approx(nbytes / 4e6)
+    assert rec["dram_fraction"] == pytest.approx(rec["dram_roof_us"] / 2.0)
+    assert (rec["gpu_calls"], rec["eager_calls"], rec["gpu_late"]) == (20, 30, 0) and "spin" in rec["gpu_method"]
+    for field in ("op", "precision", "m", "n", "k", "layout", "kernel", "verified", "gpu_us", "torch_gpu_us",
+                  "gpu_ratio", "eager_us", "torch_eager_us", "eager_ratio"):
+        assert field in rec
+
+
+def test_a_failed_check_is_recorded_and_not_timed(monkeypatch):
+    _stub_timers(monkeypatch)
+    monkeypatch.setitem(S.OPS, "mm", S.OPS["mm"].__class__(**{**S.OPS["mm"].__dict__,
+                                                               "ours": lambda g, p, args: (args[0] @ args[1]) * 1.01}))
+    rec = S.measure(torch, S.Case("mm", "fp32", "square", 16, 16, 16), S.SuiteOptions(), CTX)
+    assert not rec["verified"] and rec["rel_err"] == pytest.approx(0.01, rel=1e-3) and "gpu_us" not in rec
+
+
+def test_torch_is_called_for_c_in_the_dtype_gemmlabs_result_has(monkeypatch):
+    assert S.OPS["mm"].theirs(torch, "bf16", torch.bfloat16) is torch.matmul  # BF16 out: no out_dtype
+    assert S.OPS["mm"].theirs(torch, "tf32", torch.float32) is torch.matmul
+    calls = []
+    monkeypatch.setattr(torch, "mm", lambda a, b, **kw: calls.append(kw))
+    monkeypatch.setattr(torch, "_scaled_mm", lambda *a, **kw: calls.append(kw))
+    S.OPS["mm"].theirs(torch, "bf16", torch.float32)(None, None)
+    S.OPS["mm"].theirs(torch, "fp8_block", torch.float32)(None, None, "sa", "sb")
+    S.OPS["mm"].theirs(torch, "fp8", torch.bfloat16)(None, None, "sa", "sb")
+    assert calls == [{"out_dtype": torch.float32},
+                     {"scale_a": "sa", "scale_b": "sb", "out_dtype": torch.float32, "use_fast_accum": False},
+                     {"scale_a": "sa", "scale_b": "sb", "out_dtype": torch.bfloat16, "use_fast_accum": True}]
+
+
+@pytest.mark.parametrize("precision", ["fp8", "fp8_block"])
+def test_the_fp8_reference_is_the_product_of_the_operands_dequantized_with_the_calls_scales(precision):
+    x, w = torch.randn(40, 300), torch.randn(200, 300)
+    args, want = api_bench.fp8_operands(torch, x, w, precision)
+    a64, b64 = S.operands64(torch, precision, args)
+    assert torch.allclose(a64 @ b64, want, rtol=1e-12, atol=1e-12)
+    rows = torch.tensor([0, 7, 39])
+    assert torch.allclose(S.OPS["mm"].reference(torch, precision, args, rows), want[rows], rtol=1e-12, atol=1e-12)
+
+
+def test_large_products_are_checked_on_evenly_spaced_rows_and_nan_never_passes():
+    assert S.checked_rows(4096, 4096) is None and S.verify_note(4096, None) == "full"
+    rows = S.checked_rows(8192, 14336)
+    assert len(rows) == S.SAMPLED_ROWS and rows[0] == 0 and rows[-1] == 8191 and rows == sorted(set(rows))
+    assert S.verify_note(8192, rows).startswith("rows: 1024 of 8192")
+    c = torch.ones(4, 3)
+    assert S.check(torch, c, c.double(), None, 1e-6) == (0.0, True)
+    c[2, 1] = float("nan")
+    err, ok = S.check(torch, c, torch.ones(4, 3, dtype=torch.float64), None, 1e-6)
+    assert not ok
+    err, ok = S.check(torch, c, torch.ones(2, 3, dtype=torch.float64), [0, 3], 1e-6)  # NaN outside the rows
+    assert err == 0.0 and not ok
+
+
+def test_the_blockwise_peer_is_known_wrong_where_k_blocks_are_not_a_multiple_of_4():
+    assert [k for k in (256, 512, 768, 1024, 4096, 14336, 65536) if S.peer_note("fp8_block", k)] == [256, 768]
+    assert S.peer_note("fp8", 256) is None
+
+
+def _rec(precision, m, ratio, eager=1.0, group="linear", n=4096, k=4096, **extra):
+    return {"op": "mm", "precision": precision, "group": group, "m": m, "n": n, "k": k, "layout": "x @ w.T",
+            "kernel": "cuda/tc4_persistent_bf16", "verified": True, "gpu_us": 10.0, "eager_us": 20.0,
+            "gpu_ratio": ratio, "eager_ratio": eager, "dram_fraction": 0.8, **extra}
+
+
+def test_the_summary_leaves_wrong_peers_out_of_the_geomeans_and_counts_what_it_left():
+    records = [_rec("bf16", 1, 2.0, dram_fraction=0.7), _rec("bf16", 64, 0.5), _rec("bf16", 128, 1.0,
+                                                                                      dram_fraction=0.1),
+               _rec("bf16", 256, 0.25, group="square", n=256, k=256, peer_wrong=True),
+               {**_rec("bf16", 512, None), "gpu_ratio": None, "eager_ratio": None},  # torch could not run it
+               {**_rec("bf16", 1024, None), "verified": False},
+               _rec("fp8", 1, 1.2, eager=0.9)]
+    s = S.summarize(records)
+    bf16 = s["mm bf16"]
+    assert (bf16["records"], bf16["failed"], bf16["no_peer"], bf16["peer_wrong"]) == (6, 1, 1, 1)
+    assert bf16["peer_ok"]["n"] == 3 and bf16["peer_ok"]["gpu_geomean"] == pytest.approx(1.0)
+    assert bf16["peer_ok"]["gpu_min"] == 0.5 and bf16["peer_ok"]["gpu_min_at"] == "64x4096x4096"
+    assert bf16["all"]["n"] == 4 and bf16["all"]["gpu_geomean"] == pytest.approx(math.sqrt(0.5))
+    assert bf16["all"]["gpu_min"] == 0.25 and bf16["all"]["gpu_min_at"] == "256x256x256"
+    assert bf16["decode_dram_min"] == 0.7 and bf16["decode_dram_min_at"] == "1x4096x4096"  # M=128 is not decode
+    assert bf16["bars"] == {"gpu_geomean": True, "gpu_min": False, "eager_geomean": True, "decode_dram": False}
+    fp8 = s["mm fp8"]
+    assert fp8["bars"] == {"gpu_geomean": True, "gpu_min": True, "eager_geomean": False, "decode_dram": True}
+    assert "min ×0.500 at 64x4096x4096" in S.summary_line("mm bf16", bf16)
+    assert "with the 1 whose peer is wrong: ×0.707" in S.summary_line("mm bf16", bf16)
+
+
+def test_a_run_writes_each_record_as_it_finishes_and_an_interrupted_one_is_marked_partial(tmp_path):
+    path = tmp_path / "api_suite.json"
+    todo = S.cases(("bf16",), [(1, 64, 64), (2, 64, 64), (4, 64, 64)])
+
+    def run(started, fail_at=None, cases=todo):
+        def one(case):
+            if case.m == fail_at:
+                raise KeyboardInterrupt
+            return _rec(case.precision, case.m, 1.1, group=case.group, n=case.n, k=case.k, started=started)
+        out = S.SuiteFile(path, {"gpu": {"name": "NVIDIA H200"}}, {"started": started, "finished": False})
+        return S.run_cases(cases, one, out, lambda line: None)
+
+    with pytest.raises(KeyboardInterrupt):
+        run("t1", fail_at=4)
+    first = json.loads(path.read_text())
+    assert first["partial"] is True and [r["m"] for r in first["records"]] == [1, 2]
+    assert S.load(path)["records"] == first["records"]
+    run("t2", cases=S.cases(("fp8",), [(1, 64, 64)]))  # another precision: bf16's records stay, still partial
+    second = json.loads(path.read_text())
+    assert [(r["precision"], r["run"]) for r in second["records"]] == [("bf16", "t1"), ("bf16", "t1"), ("fp8", "t2")]
+    assert second["partial"] is True and [r["started"] for r in second["env"]["runs"]] == ["t1", "t2"]
+    run("t3")  # bf16 again, to the end: its records replace the interrupted run's, which leaves the file
+    third = json.loads(path.read_text())
+    assert third["partial"] is False and [r["started"] for r in third["env"]["runs"]] == ["t2", "t3"]
+    assert sorted((r["precision"], r["m"], r["run"]) for r in third["records"]) == [
+        ("bf16", 1, "t3"), ("bf16", 2, "t3"), ("bf16", 4, "t3"), ("fp8", 1, "t2")]
+
+
+def test_a_file_of_another_kind_is_refused_before_a_run(tmp_path):
+    from gemmlab.errors import ResultsFileError
+
+    other = tmp_path / "bench.json"
+    other.write_text(json.dumps({"env": {}, "records": [{"kernel": "x", "precision": "fp32", "m": 1, "n": 1, "k": 1,
+                                                         "status": "ok"}]}))
+    with pytest.raises(ResultsFileError, match="not those of gemmlab bench --api --suite"):
+        S.load(other)
+
+
+def _cli(*args):
+    env = dict(os.environ, COLUMNS="400")
+    return subprocess.run([sys.executable, "-m", "gemmlab.cli", *args], capture_output=True, text=True, timeout=600,
+                          env=env)
+
+
+@pytest.mark.skipif(device.gpu() is not None, reason="the CPU-only behaviour")
+def test_without_a_gpu_the_suite_says_so_first_and_lists_the_grid_with_autos_kernels(tmp_path):
+    out = tmp_path / "suite.json"
+    proc = _cli("bench", "--api", "--suite", "--precision", "bf16", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("gemmlab bench --api --suite: nothing timed: it needs a CUDA GPU and torch with CUDA")
+    assert f"{out} not written" in lines[0] and not out.exists() and lines[1].startswith("the 69 cases")
+    cases = lines[2:]
+    assert len(cases) == 69 and all(" bf16 mm " in line and ": cuda/" in line and "(" in line for line in cases)
+    proc = _cli("bench", "--api", "--suite", "--precision", "fp8", "--shape", "1x4096x4096")
+    assert proc.returncode == 0 and len(proc.stdout.splitlines()) == 3 and "1x4096x4096: cuda/" in proc.stdout
+
+
+@pytest.mark.skipif(device.gpu() is not None, reason="the CPU-only behaviour")
+def test_the_suite_refuses_a_json_of_another_kind_in_one_line(tmp_path):
+    other = tmp_path / "bench.json"
+    other.write_text(json.dumps({"env": {}, "records": [{"kernel": "x", "precision": "fp32", "m": 1, "n": 1, "k": 1,
+                                                         "status": "ok"}]}))
+    proc = _cli("bench", "--api", "--suite", "--json", str(other))
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert "not those of gemmlab bench --api --suite" in proc.stderr

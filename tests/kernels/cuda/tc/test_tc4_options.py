@@ -1,0 +1,117 @@
+"""tc4's options: clock stamps (TIMELINE=1, gemmlab timeline), the narrower tile where it fills the last wave
+(NARROW_BN), and each spec's traffic model at the tile its parameters name."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from gemmlab.errors import InvalidConfigError
+from gemmlab.kernels.cuda.launch.nvrtc import _read_source
+from gemmlab.kernels.cuda.tc.model.kernel import WgmmaKernel
+from gemmlab.kernels.cuda.tc.model.tiles import narrow_pays
+from gemmlab.kernels.cuda.tc.model.timeline import TIMELINE_SOURCES, TL_SLOTS
+from gemmlab.kernels.registry import list_kernels
+from gemmlab.problem import Problem
+
+from tc_levels import TC5, WGMMA, ptx_of
+
+
+# ---- tc4 with its clock stamps (TIMELINE=1, gemmlab timeline) ---------------------------------------------------
+@pytest.mark.parametrize("prec", ["bf16", "tf32"])
+def test_timeline_build_compiles_without_spills(prec):
+    spec = next(s for s in WGMMA if s.level == 4 and s.precision == prec)
+    stamped = spec.instrumented(Problem(4096, 4096, 4096, prec)).spec
+    report = stamped.compile("sm_90a").report
+    assert report.spills == 0 and report.stack_bytes == 0 and report.registers <= 168, report
+    # the stamps are compiled in only on request: the measured binary does not carry them
+    assert "globaltimer" not in ptx_of(spec.for_problem(Problem(4096, 4096, 4096, prec))) and \
+        "globaltimer" in ptx_of(stamped)
+
+
+@pytest.mark.skipif(shutil.which("g++") is None and shutil.which("clang++") is None,
+                    reason="no host C++ compiler to run the device arithmetic with")
+@pytest.mark.parametrize("source", TIMELINE_SOURCES)
+def test_timeline_slots_agree_with_the_kernel(tmp_path, source):
+    """The slots per warpgroup and the units they hold, as each stamped kernel's own text (headers inlined) defines
+    them, evaluated by the host compiler: the host allocates TL_SLOTS per warpgroup and harness/timeline.py reads
+    (TL_SLOTS - 4) // 3 units."""
+    text = _read_source(source)
+    macros = "".join(line + "\n" for line in text.splitlines()
+                     if line.startswith(("#define TL_SLOTS", "#define TL_UNITS")))
+    src = tmp_path / "slots.cpp"
+    src.write_text("#include <cstdio>\n" + macros + 'int main() { printf("%d %d\\n", TL_SLOTS, TL_UNITS); }\n')
+    exe = tmp_path / "slots"
+    subprocess.run([shutil.which("g++") or shutil.which("clang++"), "-o", str(exe), str(src)], check=True)
+    slots, units = map(int, subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split())
+    assert slots == TL_SLOTS and units == (TL_SLOTS - 4) // 3
+
+
+# ---- tc4's narrower tile where it fills the last wave (NARROW_BN) ------------------------------------------------
+TC4 = [s for s in WGMMA if s.level == 4]
+
+
+def test_narrow_tiles_only_where_they_fill_the_last_wave():
+    p = dict(TC4[0].params)
+    assert p["BN"] == 256 and p["NARROW_BN"] == 192 and p["CM"] == 2
+    # seed shape: 96 cluster tiles for 66 clusters take 2 rounds of 256 columns; 192-wide, 128 tiles take 2 of 192
+    assert narrow_pays(2048, 3072, p)
+    assert not narrow_pays(4096, 4096, p)  # 4 rounds of 256 against 6 of 192
+    assert not narrow_pays(8192, 8192, p)  # 16 x 256 = 4096 against 21 x 192 = 4032: within NARROW_COST
+    assert not narrow_pays(300, 520, p)  # one wave either way: the wide tile as before
+    assert not narrow_pays(2048, 3072, p, sm_count=264)  # a GPU twice as wide holds every tile at once
+    assert not narrow_pays(2048, 3072, {**p, "NARROW_BN": 0})
+    assert not narrow_pays(2048, 3072, {**p, "STREAM_K": 1})
+
+
+@pytest.mark.parametrize("spec", TC4, ids=lambda s: s.name)
+def test_narrow_tile_is_a_pinned_configuration(spec):
+    seed, big = Problem(2048, 3072, 4096, spec.precision), Problem(4096, 4096, 4096, spec.precision)
+    narrow = spec.for_problem(seed)
+    assert narrow.params == {**spec.params, "BN": 192, "NARROW_BN": 0} and spec.for_problem(big) is spec
+    assert narrow.for_problem(seed) is narrow  # pinned: no second choice
+    assert spec.launch_geometry(seed) == narrow.launch_geometry(seed)
+    assert spec.traffic(seed) == narrow.traffic(seed) and "192-column" in spec.traffic(seed).basis
+    assert "NARROW_BN" not in spec.defines()  # a host-side choice: the wide binary is the one measured before
+    wide_cfg, narrow_cfg = spec.configurations()
+    assert wide_cfg.params == {**spec.params, "NARROW_BN": 0} and narrow_cfg.params == narrow.params
+    report = narrow_cfg.compile("sm_90a").report
+    assert report.spills == 0 and report.stack_bytes == 0 and report.registers <= 168, report
+    assert "m64n192k" in ptx_of(narrow_cfg) and "m64n192k" not in ptx_of(wide_cfg)
+
+
+def test_narrow_tile_refused_where_it_cannot_work():
+    import dataclasses
+
+    bf16 = TC4[0] if TC4[0].precision == "bf16" else TC4[1]
+    for bad, why in (({"NARROW_BN": 256}, "below BN=256"), ({"NARROW_BN": 160}, "a wgmma N"),
+                     ({"NARROW_BN": 64}, "a B box per CTA")):  # CM=2: each CTA multicasts at least one B box
+        with pytest.raises(InvalidConfigError, match=why):
+            dataclasses.replace(bf16, params={**bf16.params, **bad})
+    with pytest.raises(InvalidConfigError, match="NARROW_BN"):
+        dataclasses.replace(TC5, params={**TC5.params, "NARROW_BN": 64})
+
+
+def test_a_spec_models_the_tile_its_parameters_name():
+    """WgmmaKernel.traffic hands the spec's own parameters to its traffic model; for the configuration each
+    registered level runs at a shape (for_problem: narrow tiles, stream-K or its base level, the one-launch TF32
+    build) that is the model it was registered with, and a pinned tile is modeled at that tile."""
+    import dataclasses
+
+    shapes = [(m, n, k) for m in (256, 1024, 1536, 2048, 2304, 4096) for n in (256, 2304, 3072, 5120, 4096, 14336)
+              for k in (256, 4096)]
+    from gemmlab.kernels.registry import get_kernel, list_kernels
+
+    for spec in [s for s in list_kernels() if isinstance(s, WgmmaKernel)]:
+        for shape in shapes:
+            problem = Problem(*shape, spec.precision)
+            runs = spec.for_problem(problem)
+            mine, registered = runs.traffic(problem), runs.traffic_model(problem)
+            assert (mine.global_read, mine.global_write, mine.smem, mine.l2) == \
+                (registered.global_read, registered.global_write, registered.smem, registered.l2), (spec.name, shape)
+    tc8 = get_kernel("cuda/tc8_block_scaled_fp8")
+    p = Problem(4096, 4096, 4096, "fp8_block")
+    pinned = dataclasses.replace(tc8, params={**tc8.params, "BM": 128, "STAGES": 5, "CONSUMER_REGS": 232,
+                                              "PRODUCER_REGS": 40})
+    assert pinned.traffic(p).global_read > tc8.traffic(p).global_read  # B once per 128 rows, not per 192

@@ -1,0 +1,138 @@
+"""tc5: Cᵀ = Bᵀ·Aᵀ with B's fragments from registers, checked against the host's model of its fragment map."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from gemmlab.errors import InvalidConfigError
+from gemmlab.kernels.cuda.launch.nvrtc import source_path
+from gemmlab.kernels.cuda.tc.model.budget import stage_bytes
+from gemmlab.kernels.cuda.tc.model.traffic import wgmma_traffic
+from gemmlab.problem import Problem
+
+from tc_levels import HOST_SHIM, TC5, host_block
+
+
+# ---- tc5: Cᵀ = Bᵀ·Aᵀ with B's fragments from registers ------------------------------------------------------
+
+
+def _frag_col(cw: int, w: int, g: int) -> int:
+    """tc5's frag_col: the tile column of fragment row g (row g + 8 is the next column) of warp w, warpgroup cw."""
+    return 64 * cw + 32 * (w // 2) + 8 * (w % 2) + 2 * (g % 2) + 16 * ((g // 2) % 2) + 4 * (g // 4)
+
+
+def _b_offset(k: int, c: int) -> int:
+    """tc5's b_offset without the A tile: byte offset of B (K row k, tile column c) in 128B-swizzled 32-column
+    boxes of BK = 32 rows (TMA's 128-byte swizzle: 16-byte chunk j of row k lands at chunk j ^ (k % 8))."""
+    cc = c % 32
+    return (c // 32) * 32 * 128 + k * 128 + ((((cc >> 2) ^ (k & 7)) << 4) | ((cc & 3) * 4))
+
+
+@pytest.mark.skipif(shutil.which("g++") is None and shutil.which("clang++") is None,
+                    reason="no host C++ compiler to run the device arithmetic with")
+def test_tc5_fragment_map_matches_device(tmp_path):
+    """tc_swap.cuh's fragment arithmetic (frag_col, b_offset, SwapThread) compiled on the host: every consumer
+    thread of tc5's tile gets the column and B offsets of the Python model above, which the tests below check for
+    coverage, bank conflicts and whole sectors."""
+    bm, bn = TC5.params["BM"], TC5.params["BN"]
+    main = r"""
+#include <cstdio>
+int main() {
+  for (int k = 0; k < 32; ++k)
+    for (int c = 0; c < BN; ++c) printf("B %d %d %u\n", k, c, b_offset(k, c) - A_TILE_BYTES);
+  for (int tid = 128; tid < 128 * (CW + 1); ++tid) {
+    const SwapThread me(tid, tid / 128);
+    printf("T %d %d %d %d %u %u\n", tid, me.cw, me.t, me.col, me.lo - A_TILE_BYTES, me.hi - A_TILE_BYTES);
+  }
+}
+"""
+    src = tmp_path / "frag.cpp"
+    src.write_text("typedef unsigned u32;\n" + "".join(
+        line + "\n" for line in source_path("tc_swap.cuh").read_text().splitlines()
+        if line.startswith(("#define CW", "#define B_BOX_COLS", "#define B_BOX_TILE_BYTES")))
+                   + host_block("tc_swap.cuh", "fragment") + main)
+    exe = tmp_path / "frag"
+    subprocess.run([shutil.which("g++") or shutil.which("clang++"), "-std=c++17", *HOST_SHIM, f"-DBM={bm}",
+                    f"-DBN={bn}", "-DBK=32", f"-DA_TILE_BYTES={bm * 128}", "-o", str(exe), str(src)], check=True)
+    rows = [line.split() for line in subprocess.run([str(exe)], capture_output=True, text=True,
+                                                     check=True).stdout.splitlines()]
+    offsets = [r for r in rows if r[0] == "B"]
+    assert len(offsets) == 32 * bn
+    for _, k, c, off in offsets:
+        assert int(off) == _b_offset(int(k), int(c)), (k, c)
+    threads = [tuple(map(int, r[1:])) for r in rows if r[0] == "T"]
+    assert len(threads) == 128 * (bn // 64)
+    for tid, cw, t, col, lo, hi in threads:
+        w, g = (tid // 32) % 4, (tid % 32) // 4
+        assert (cw, t, col) == (tid // 128 - 1, tid % 4, _frag_col(tid // 128 - 1, w, g)), tid
+        assert (lo, hi) == (_b_offset(t, col), _b_offset(t + 4, col)), tid
+
+
+def test_tc5_fragment_columns_cover_the_tile_once():
+    cols = sorted(_frag_col(cw, w, g) + e for cw in range(2) for w in range(4) for g in range(8) for e in (0, 1))
+    assert cols == list(range(TC5.params["BN"]))
+
+
+def test_tc5_fragment_loads_are_bank_conflict_free():
+    """Each half-warp's ld.shared.v2 (lanes 0-15, 16-31) touches each of the 32 banks once, for every k8 step."""
+    for cw in range(2):
+        for w in range(4):
+            for k in range(32):
+                if k % 8 >= 4:
+                    continue  # thread t reads rows 8s + t and 8s + t + 4: k is the first of the pair
+                for half in (0, 1):
+                    banks = []
+                    for lane in range(16 * half, 16 * half + 16):
+                        g, t = lane // 4, lane % 4
+                        for row in (k - k % 8 + t, k - k % 8 + t + 4):
+                            off = _b_offset(row, _frag_col(cw, w, g))
+                            assert off % 8 == 0  # 8-byte aligned: columns c, c + 1 in one ld.shared.v2
+                        off = _b_offset(k - k % 8 + t + (k % 8 // 4) * 4, _frag_col(cw, w, g))
+                        banks += [off // 4 % 32, off // 4 % 32 + 1]
+                    assert sorted(banks) == list(range(32)), (cw, w, k, half)
+
+
+def test_tc5_stores_fill_whole_sectors():
+    """One float2 store instruction of a warp (fixed j, v) writes 4 C rows x 16 columns: 8 whole 32-byte sectors."""
+    n = 4096
+    for w in range(4):
+        sectors, written = set(), 0
+        for lane in range(32):
+            g, t = lane // 4, lane % 4
+            addr = ((2 * t) * n + _frag_col(0, w, g)) * 4
+            sectors |= {addr // 32, (addr + 7) // 32}
+            written += 8
+        assert len(sectors) * 32 == written == 256
+
+
+def test_tc5_operands_as_given_no_transpose():
+    p = Problem(1000, 520, 200, "tf32")
+    a, b = TC5.operand_maps(p, lda=200, ldb=520)
+    assert (a.rows, a.cols, a.box_rows, a.box_cols) == (1000, 200, 256, 32)  # A: M rows of K, all BM rows
+    assert (b.rows, b.cols, b.box_rows, b.box_cols) == (200, 520, 32, 32)  # B: K rows of N, 32-column boxes
+    assert a.box_bytes + TC5.params["BN"] // 32 * b.box_bytes == stage_bytes(256, 128)
+    import dataclasses
+
+    cn2 = dataclasses.replace(TC5, params={**TC5.params, "CN": 2})
+    a2, _ = cn2.operand_maps(p, lda=200, ldb=520)
+    assert a2.box_rows == 128  # each CTA of the cluster loads and multicasts half of A's rows
+    assert cn2.cluster() == (2, 1, 1)
+    # B as given, no Bᵀ pre-pass; A per 128 columns, B per 256 rows; and TF32_ROUND=3's pre-pass reads A and writes
+    # it rounded, a launch of its own (prepass) before the kernel
+    t = TC5.traffic(Problem(4096, 4096, 4096, "tf32"))
+    assert "Bᵀ" not in t.basis and "rounding pre-pass" in t.basis and t.prepass == 8 * 4096 * 4096
+    assert t.global_write == 4 * 4096 * 4096 + 4 * 4096 * 4096
+    assert t.global_read == 4 * (4096 * 4096 * 32 + 4096 * 4096 * 16) + 4 * 4096 * 4096
+    truncating = wgmma_traffic("tf32", 256, 128, prepass=False, persistent=True, group_m=8, swap_ab=True)
+    assert truncating(Problem(4096, 4096, 4096, "tf32")).prepass == 0
+
+
+def test_tc5_invalid_configurations_refused():
+    import dataclasses
+
+    for bad in ({"CN": 3}, {"CM": 2}, {"BM": 192}, {"BN": 96}, {"STAGES": 5}):
+        with pytest.raises(InvalidConfigError):
+            dataclasses.replace(TC5, params={**TC5.params, **bad})
+    dataclasses.replace(TC5, params={**TC5.params, "BM": 128, "STAGES": 7})  # 32 KB stages: 7 fit

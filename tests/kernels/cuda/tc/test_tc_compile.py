@@ -1,0 +1,170 @@
+"""The tensor-core levels (cuda/tc*) without a GPU: every level registered, compiled for sm_90a through NVRTC with no
+spills and wgmma in its PTX (HGMMA in SASS where a disassembler is installed); the constraints refuse what the
+compiler would, launch registers fit their pool, and the models hold for every shape."""
+from __future__ import annotations
+
+import pytest
+import sass
+
+from gemmlab.errors import CompileError, InvalidConfigError
+from gemmlab.kernels.cuda.launch.nvrtc import compile_cuda
+from gemmlab.kernels.cuda.tc.model.budget import launch_registers
+from gemmlab.kernels.cuda.tc.model.constraints import wgmma_constraints
+from gemmlab.problem import Problem
+
+from tc_levels import TC, WGMMA, ptx_of
+
+
+def test_every_level_and_precision_registered():
+    names = {s.name for s in TC}
+    for level in ("tc1_mma_sync", "tc2_wgmma_tma", "tc3_warp_specialized", "tc4_persistent"):
+        for prec in ("bf16", "tf32"):
+            assert f"cuda/{level}_{prec}" in names
+    assert "cuda/tc5_swap_ab_tf32" in names  # TF32 only: BF16 wgmma reads N-major B as it is
+    assert {"cuda/tc6_stream_k_bf16", "cuda/tc6_stream_k_tf32"} <= names
+    assert "cuda/tc7_3xtf32" in names  # FP32 in and out: level 11, after v10 in the FP32 table
+    for s in TC:
+        assert (s.level, s.precision) == (11, "fp32") if s.name == "cuda/tc7_3xtf32" else \
+            s.level in (1, 2, 3, 4, 5, 6) and s.precision in ("bf16", "tf32")
+        assert s.doc and "changed" in s.doc
+
+
+@pytest.mark.parametrize("spec", TC, ids=lambda s: s.name)
+def test_compiles_sm90a_without_spills(spec):
+    report = spec.compile("sm_90a").report
+    assert report.spills == 0 and report.stack_bytes == 0, report
+    assert report.registers <= 255
+    if spec.level >= 3:
+        # the 384-thread launch bound caps registers at 168; setmaxnreg then moves them to the consumers
+        assert report.registers <= 168
+
+
+@pytest.mark.parametrize("spec", TC, ids=lambda s: s.name)
+def test_tensor_core_instructions_in_ptx(spec):
+    ptx = ptx_of(spec)
+    if spec.level == 1:
+        assert "mma.sync.aligned" in ptx and "cp.async" in ptx
+        assert "wgmma" not in ptx
+    else:
+        typ = "bf16" if spec.precision == "bf16" else "tf32"
+        assert f"wgmma.mma_async.sync.aligned.m64n{_wgmma_n(spec)}k" in ptx and f".f32.{typ}.{typ}" in ptx
+        assert "cp.async.bulk.tensor.2d" in ptx and "mbarrier.try_wait" in ptx
+    if spec.level >= 3:
+        assert "setmaxnreg.inc" in ptx and "setmaxnreg.dec" in ptx
+    if spec.level >= 4 and spec.params.get("CM", 1) * spec.params.get("CN", 1) > 1:
+        assert "multicast::cluster" in ptx and "mapa" in ptx
+    if getattr(spec, "swap_ab", False):  # B's fragments come from registers: no descriptor for wgmma's A
+        assert "ld.shared.v2" in ptx and "}, {%r" in ptx
+
+
+def _wgmma_n(spec) -> int:
+    """The wgmma N of a level: BN, or BM where the kernel computes Cᵀ (swap_ab)."""
+    return spec.params["BM"] if getattr(spec, "swap_ab", False) else spec.params["BN"]
+
+
+@pytest.mark.skipif(not sass.AVAILABLE, reason="no cuobjdump and nvdisasm to disassemble with")
+@pytest.mark.parametrize("spec", WGMMA, ids=lambda s: s.name)
+def test_hgmma_in_sass(spec, tmp_path):
+    listing = sass.sass(spec.compile("sm_90a").cubin, tmp_path)
+    typ = "BF16" if spec.precision == "bf16" else "TF32"
+    assert f"HGMMA.64x{_wgmma_n(spec)}x{16 if typ == 'BF16' else 8}.F32.{typ}" in listing
+    assert "UTMALDG" in listing and "LDL" not in listing and "STL" not in listing
+
+
+def test_no_setmaxnreg_warning():
+    for spec in TC:
+        log = spec.compile("sm_90a").log
+        assert "C7508" not in log and "setmaxnreg" not in log.lower(), log
+
+
+# ---- constraints -------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("source,change,message", [
+    ("tc4_persistent.cu", {"STAGES": 1}, "at least 2 slots"),
+    ("tc4_persistent.cu", {"STAGES": 6}, "227 KB"),
+    ("tc4_persistent.cu", {"CONSUMER_REGS": 236}, "multiples of 8"),
+    ("tc4_persistent.cu", {"CONSUMER_REGS": 256, "PRODUCER_REGS": 256}, "registers the block holds"),
+    ("tc4_persistent.cu", {"BN": 160}, "n64, n128, n192, n256"),
+    ("tc4_persistent.cu", {"BN": 64}, "64-column B boxes"),
+    ("tc5_swap_ab.cu", {"CN": 4}, "1 or 2 CTAs along N"),
+    ("tc5_swap_ab.cu", {"BN": 320}, "256 at most"),
+])
+def test_the_compiler_refuses_what_the_constraints_refuse(source, change, message):
+    """The static_asserts in the kernels' headers hold each build to wgmma_constraints even when a define set
+    bypasses the Python checks: NVRTC refuses the build with the constraint's reason."""
+    spec = next(s for s in WGMMA if s.source == source and s.level in (4, 5))
+    defines = {**spec.defines(), **change}
+    host_refuses = wgmma_constraints({**spec.params, **change}, specialized=True,
+                                                    swap_ab=spec.swap_ab)
+    assert host_refuses, change  # the host refuses it too
+    with pytest.raises(CompileError, match=message):
+        compile_cuda(source, spec.entry, defines, "sm_90a")
+
+
+def test_invalid_configurations_refused_before_compiling():
+    spec = next(s for s in WGMMA if s.level == 4)
+    import dataclasses
+
+    for bad in ({"STAGES": 5}, {"BN": 96}, {"BM": 96}, {"CM": 3}, {"CONSUMER_REGS": 236},
+                {"PRODUCER_REGS": 40, "CONSUMER_REGS": 256}, {"STAGES": 1}):
+        with pytest.raises(InvalidConfigError):
+            dataclasses.replace(spec, params={**spec.params, **bad})
+    tc1 = next(s for s in TC if s.level == 1)
+    with pytest.raises(InvalidConfigError):
+        dataclasses.replace(tc1, params={**tc1.params, "BM": 64})
+
+
+def test_launch_register_pool():
+    """__launch_bounds__(threads, 1) caps each thread at 65536 / threads rounded down to 8 (255 at most)."""
+    assert launch_registers(384) == 384 * 168
+    assert launch_registers(640) == 640 * 96
+    assert launch_registers(256) == 65536 and launch_registers(128) == 128 * 256
+
+
+def test_setmaxnreg_counts_fit_the_launch_pool():
+    """setmaxnreg moves registers between a block's warps and never adds any: a 256x128 tc4 tile (4 consumer
+    warpgroups, 640 threads, 96 registers each at launch) with consumers at 112 would leave setmaxnreg.inc
+    waiting forever (it hung on the H200), so it is refused; 104 fits and compiles with the pool ptxas gives."""
+    import dataclasses
+
+    spec = next(s for s in WGMMA if s.level == 4 and s.precision == "bf16")
+    wide = {"BM": 256, "BN": 128, "PRODUCER_REGS": 40, "EPI_TMA": 0, "NARROW_BN": 0}  # 4 warpgroups, no staging
+    with pytest.raises(InvalidConfigError, match="at launch"):
+        dataclasses.replace(spec, params={**spec.params, **wide, "CONSUMER_REGS": 112})
+    ok = dataclasses.replace(spec, params={**spec.params, **wide, "CONSUMER_REGS": 104})
+    report = ok.compile("sm_90a").report
+    assert report.spills == 0 and report.registers * 640 == launch_registers(640)
+    for s in WGMMA:  # every specialized level's counts fill at most the pool ptxas assigned
+        if s.level >= 3:
+            threads = s.launch_geometry(Problem(4096, 4096, 4096, s.precision)).block[0]
+            used = s.params["PRODUCER_REGS"] * 128 + s.params["CONSUMER_REGS"] * (threads - 128)
+            assert used <= s.compile("sm_90a").report.registers * threads == launch_registers(threads)
+
+
+def test_validity_any_shape():
+    for spec in TC:
+        for shape in [(1, 1, 1), (33, 17, 65), (4097, 4095, 4099), (8192, 8192, 8192)]:
+            assert spec.is_valid(Problem(*shape, spec.precision)) is None
+        other = "tf32" if spec.precision == "bf16" else "bf16"
+        assert spec.is_valid(Problem(64, 64, 64, other))
+
+
+def test_traffic_models():
+    p = Problem(4096, 4096, 4096, "tf32")
+    level = {s.level: s for s in WGMMA if s.precision == "tf32"}
+    assert level[4].params["CM"] == 2
+    t4, t3 = level[4].traffic(p), level[3].traffic(p)
+    assert t4.global_read < t3.global_read  # multicast halves B's reads
+    assert "pre-pass" in t4.basis and t4.global_write == 4 * 4096 * 4096 * 2
+    pb = Problem(4096, 4096, 4096, "bf16")
+    tb = next(s for s in WGMMA if s.level == 4 and s.precision == "bf16").traffic(pb)
+    assert tb.global_write == 4 * 4096 * 4096 and "pre-pass" not in tb.basis
+
+
+def test_persistent_grid_fits_resident_clusters():
+    spec = next(s for s in WGMMA if s.level == 4 and s.params["CM"] == 2)
+    p = Problem(4096, 4096, 4096, spec.precision)
+    assert spec.launch_geometry(p, sm_count=132).grid == (132, 1, 1)
+    # a GPU that holds only 60 two-CTA clusters at once gets 60 of them, never a second partial wave
+    assert spec.launch_geometry(p, sm_count=132, max_clusters=60).grid == (120, 1, 1)
+    small = Problem(256, 256, 64, spec.precision)  # one cluster tile
+    assert spec.launch_geometry(small, sm_count=132, max_clusters=60).grid == (2, 1, 1)

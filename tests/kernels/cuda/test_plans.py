@@ -1,0 +1,490 @@
+"""Plans on the host: what a plan hands the CUDA driver, checked against a stub libcuda that records each call.
+
+The plans are made with a host stand-in for the GPU (loads return fake handles, workspaces are NumPy memory), so
+everything but the kernel itself runs here: the parameter buffer, the TcArgs struct against the C++ layout, tensor
+maps and their in-place address updates, staging copies, pre-passes, cluster launches, the context guard.
+"""
+import ctypes
+import subprocess
+import textwrap
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from gemmlab import driver
+from gemmlab.device import GPUInfo
+from gemmlab.kernels.cuda.launch.gpu import Resources
+from gemmlab.kernels.cuda.launch.nvrtc import SOURCE_DIRS, compile_cuda
+from gemmlab.kernels.cuda.tc.model import plan as tc_plan
+from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout
+from gemmlab.kernels.registry import get_kernel
+from gemmlab.problem import Problem
+
+H200 = GPUInfo("NVIDIA H200", 132, (9, 0), 60 * 2**20, 232448, 1980.0, 141 * 2**30, "13.0", "13.0")
+INCLUDES = [f"-I{d}" for d in SOURCE_DIRS]  # the folders NVRTC finds the headers in
+
+
+@pytest.fixture(scope="module")
+def stub(tmp_path_factory):
+    out = tmp_path_factory.mktemp("stub") / "libcuda_stub.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-o", str(out), str(Path(__file__).parents[1] / "libcuda_stub.c")],
+                   check=True)
+    lib = ctypes.CDLL(str(out))
+    lib.stub_signature.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(ctypes.c_size_t)]
+    lib.stub_set_context.argtypes = [ctypes.c_void_p]
+    lib.stub_context.restype = ctypes.c_uint64
+    driver.use_library(str(out))
+    yield lib
+    driver.use_library("libcuda.so.1")
+
+
+class HostGPU(Resources):
+    """Loads hand out distinct fake handles; workspaces are NumPy arrays at real host addresses."""
+
+    def __init__(self, stub):
+        self.stub, self.loaded, self.synced = stub, [], 0
+
+    def kernel(self, compiled, smem):
+        handle = 0xC0DE00 + len(self.loaded)
+        self.loaded.append((compiled, smem, handle))
+        return SimpleNamespace(handle=handle)
+
+    def buffer(self, nbytes, zero=False):
+        return np.full(max(1, nbytes), 0 if zero else 0xAB, np.uint8)
+
+    @staticmethod
+    def address(buffer):
+        return buffer.ctypes.data
+
+    def synchronize(self):
+        self.synced += 1
+
+    def clusters(self, kernel, geo, cluster):
+        return 66
+
+    def blocks_per_sm(self, kernel, geo):
+        return 1
+
+
+def signature(stub, handle, sizes):
+    stub.stub_signature(handle, len(sizes), (ctypes.c_size_t * len(sizes))(*sizes))
+
+
+def launch_record(stub, i):
+    geometry = (ctypes.c_uint * 10)()
+    f_stream = (ctypes.c_uint64 * 2)()
+    params = (ctypes.c_ubyte * 1024)()
+    length = ctypes.c_size_t()
+    stub.stub_launch(i, geometry, f_stream, params, ctypes.byref(length))
+    return SimpleNamespace(grid=tuple(geometry[0:3]), block=tuple(geometry[3:6]), smem=geometry[6],
+                           cluster=tuple(geometry[7:10]), f=f_stream[0], stream=f_stream[1],
+                           params=bytes(params[:length.value]))
+
+
+def copy_record(stub, i):
+    words = (ctypes.c_uint64 * 7)()
+    stub.stub_copy(i, words)
+    return dict(zip(("dst", "dst_pitch", "src", "src_pitch", "width", "height", "stream"), words))
+
+
+OFFSETS, SIZE, _ = tc_plan.TC_ARGS.layout()
+
+
+def tc_args(raw: bytes) -> dict:
+    """TcArgs (or Fp8Args) decoded: the three stub-encoded maps as words, then the scalars."""
+    out = {name: np.frombuffer(raw, np.uint64, 16, OFFSETS[name]) for name in ("a", "b", "c")}
+    for name, fmt in (("C", "Q"), ("M", "i"), ("N", "i"), ("K", "i"), ("c_tma", "i"), ("sk_ws", "Q"),
+                      ("sk_flags", "Q"), ("timeline", "Q")):
+        out[name] = np.frombuffer(raw, np.dtype(fmt).newbyteorder("<"), 1, OFFSETS[name])[0]
+    if len(raw) > SIZE:  # Fp8Args: the scales' addresses after TcArgs, then their 1-D maps (tc8, SCALE_TMA)
+        out["scale_a"], out["scale_b"] = np.frombuffer(raw, np.dtype("<u8"), 2, SIZE)
+        fp8_offsets = tc_plan.FP8_ARGS.layout()[0]
+        out.update({name: np.frombuffer(raw, np.uint64, 16, fp8_offsets[name]) for name in ("sa", "sb")})
+    return out
+
+
+def _flat_offsets(struct, base=0) -> dict:
+    """Every scalar or map field of a host struct, nested structs flattened, at its byte offset."""
+    offsets, _, _ = struct.layout()
+    out = {}
+    for name, kind in struct.fields:
+        if isinstance(kind, driver.Struct):
+            out.update(_flat_offsets(kind, base + offsets[name]))
+        else:
+            out[name] = base + offsets[name]
+    return out
+
+
+@pytest.mark.parametrize("struct,cname", [(tc_plan.TC_ARGS, "TcArgs"), (tc_plan.FP8_ARGS, "Fp8Args")])
+def test_tc_args_layout_matches_the_compiled_struct(tmp_path, struct, cname):
+    """The host's TcArgs and Fp8Args offsets are the C++ compiler's for tc_args.cuh (the same rules NVCC follows;
+    Fp8Args derives from TcArgs, so its fields are found from an object's address)."""
+    want = _flat_offsets(struct)
+    prints = "\n".join(f'  printf("{f} %zu\\n", (size_t)((const char *)&x.{f} - (const char *)&x));' for f in want)
+    src = tmp_path / "layout.cpp"
+    src.write_text(textwrap.dedent(f"""\
+        #include <cstddef>
+        #include <cstdio>
+        #include "tc_args.cuh"
+        int main() {{
+          static {cname} x;
+        {prints}
+          printf("sizeof %zu\\n", sizeof({cname}));
+        }}
+        """))
+    exe = tmp_path / "layout"
+    subprocess.run(["g++", "-std=c++17", *INCLUDES, "-o", str(exe), str(src)], check=True)
+    printed = dict(line.split() for line in subprocess.run([str(exe)], capture_output=True, text=True,
+                                                             check=True).stdout.splitlines())
+    assert {f: int(printed[f]) for f in want} == want
+    assert int(printed["sizeof"]) == struct.layout()[1]
+    assert (struct is tc_plan.TC_ARGS and want == OFFSETS) or want["scale_a"] == SIZE  # scales right after TcArgs
+
+
+def test_params_flatten_nested_structs():
+    inner = driver.Struct((("x", "i32"), ("m", driver.MAP)))
+    outer = driver.Struct((("base", inner), ("p", "ptr")))
+    params = driver.Params((("s", outer),))
+    params.x, params.p = 5, 0xABC
+    base = params.array[0]
+    assert params.map_address("m") == base + 64 and ctypes.c_uint64.from_address(base + 192).value == 0xABC
+    assert ctypes.c_int32.from_address(base).value == 5
+
+
+def test_params_pack_scalars_structs_and_maps():
+    inner = driver.Struct((("m", driver.MAP), ("x", "i32"), ("p", "ptr")))
+    params = driver.Params((("first", "i32"), ("s", inner), ("last", "f32")))
+    params.first, params.x, params.p, params.last = 7, -3, 0xDEADBEEF, 1.5
+    assert params.first == 7 and params.x == -3 and params.p == 0xDEADBEEF and params.last == 1.5
+    places = [params.array[i] for i in range(3)]
+    assert places[0] % 4 == 0 and places[1] % 64 == 0 and places[2] == places[1] + inner.layout()[1]
+    assert params.map_address("m") == places[1]
+    assert ctypes.c_int32.from_address(places[1] + 128).value == -3
+    with pytest.raises(ValueError, match="not a tensor map"):
+        params.map_address("x")
+
+
+def SIGNATURE_SIZES(entry: str, args_bytes: int = SIZE) -> list[int]:
+    """Bytes of each parameter of a kernel entry: the wgmma levels' one TcArgs (Fp8Args: ``args_bytes``), the
+    transpose's five, the seeds' six, tc1's seven."""
+    if entry == "tc_transpose":
+        return [8, 8, 4, 4, 4]
+    if entry == "tc1_mma_sync":
+        return [8, 8, 8, 4, 4, 4, 4]
+    return [args_bytes] if entry.startswith("tc") else [8, 8, 8, 4, 4, 4]
+
+
+def make(stub, name, shape, layout=ROW_MAJOR, precision=None, spec=None):
+    spec = spec or get_kernel(name)
+    gpu = HostGPU(stub)
+    plan = spec.make_plan(Problem(*shape, precision or spec.precision), layout, H200, gpu)
+    args_bytes = spec.args_struct.layout()[1] if hasattr(spec, "args_struct") else SIZE
+    for compiled, smem, handle in gpu.loaded:
+        signature(stub, handle, SIGNATURE_SIZES(compiled.entry, args_bytes))
+    return plan, gpu
+
+
+def test_tc4_bf16_cluster_launch_and_maps_follow_the_operands(stub):
+    stub.stub_reset()
+    plan, gpu = make(stub, "cuda/tc4_persistent_bf16", (4096, 4096, 4096))
+    a, b, c = 0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000
+    plan.launch(a, b, c, stream=0x5EED)
+    rec = launch_record(stub, 0)
+    assert rec.cluster == (2, 1, 1) and rec.grid == (132, 1, 1) and rec.block == (384, 1, 1)
+    assert rec.stream == 0x5EED and rec.smem == plan.main.smem
+    args = tc_args(rec.params)
+    assert (args["M"], args["N"], args["K"], args["C"], args["c_tma"]) == (4096, 4096, 4096, c, 1)
+    # A: K-major 128 rows x 64 k per box; B: N-major 64 k x 64 n; C: 64 rows x 32 columns of FP32
+    assert list(args["a"][[1, 2, 3, 4, 5, 6, 7]]) == [9, a, 4096, 4096, 8192, 64, 128]
+    assert list(args["b"][[1, 2, 3, 4, 5, 6, 7]]) == [9, b, 4096, 4096, 8192, 64, 64]
+    assert list(args["c"][[1, 2, 3, 4, 5, 6, 7]]) == [7, c, 4096, 4096, 16384, 32, 64]
+    assert all(args[m][8] == driver.TMA_SWIZZLE_128B and args[m][9] == driver.TMA_L2_PROMOTION_128B for m in "abc")
+    plan.launch(a + 4096, b, c + 4096, stream=0x5EED)
+    args = tc_args(launch_record(stub, 1).params)
+    assert args["a"][2] == a + 4096 and args["b"][2] == b and args["c"][2] == c + 4096 and args["C"] == c + 4096
+    assert stub.stub_copies() == 0 and gpu.synced == 0
+    assert stub.stub_replaced() == 0  # this driver keeps the address as a plain word: 8-byte stores
+
+
+def test_maps_that_hide_their_address_change_through_the_driver(stub):
+    stub.stub_reset()
+    stub.stub_opaque_maps(1)
+    driver.use_library(driver._path)  # probe the maps of this "driver" anew
+    try:
+        assert driver.address_offset() is None
+        plan, _ = make(stub, "cuda/tc4_persistent_bf16", (4096, 4096, 4096))
+        a, b, c = 0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000
+        plan.launch(a, b, c)
+        assert stub.stub_replaced() == 3
+        plan.launch(a, b, c)
+        assert stub.stub_replaced() == 3  # same addresses: no map touched
+        plan.launch(a + 4096, b, c)
+        assert stub.stub_replaced() == 4
+        assert tc_args(launch_record(stub, 2).params)["a"][2] == a + 4096
+    finally:
+        stub.stub_opaque_maps(0)
+        driver.use_library(driver._path)
+
+
+def test_b_given_as_the_transpose_of_w_is_read_in_place(stub):
+    """x @ w.T: B arrives as the N×K row-major w; BF16 builds with B_KMAJOR and maps w directly, no copy."""
+    stub.stub_reset()
+    spec = get_kernel("cuda/tc4_persistent_bf16")
+    plan, gpu = make(stub, spec.name, (1024, 2048, 512), Layout(b=COL))
+    pinned = spec.for_problem(plan.problem, 132)
+    assert gpu.loaded[0][0] is compile_cuda(pinned.source, pinned.entry, {**pinned.defines(), "B_KMAJOR": 1},
+                                            "sm_90a")
+    w = 0x7300_0000_0000
+    plan.launch(0x7000_0000_0000, w, 0x7200_0000_0000)
+    b = tc_args(launch_record(stub, 0).params)["b"]
+    assert list(b[[2, 3, 4, 5, 6, 7]]) == [w, 512, 2048, 1024, 64, 64]  # N×K rows of K, boxes of 64 k x 64 n
+    assert stub.stub_copies() == 0
+
+
+def test_tf32_row_major_b_goes_through_the_transpose_pre_pass(stub):
+    stub.stub_reset()
+    plan, gpu = make(stub, "cuda/tc4_persistent_tf32", (512, 300, 130))
+    b = 0x7100_0000_0000
+    plan.launch(0x7000_0000_0000, b, 0x7200_0000_0000, stream=9)
+    assert stub.stub_launches() == 2
+    transpose, main = launch_record(stub, 0), launch_record(stub, 1)
+    assert transpose.stream == main.stream == 9
+    src, bt_ptr, kk, nn, ldt = np.frombuffer(transpose.params[:16], np.uint64).tolist() + \
+        np.frombuffer(transpose.params[16:], np.int32).tolist()
+    assert src == b and (kk, nn, ldt) == (130, 300, 132) and transpose.grid == (10, 5, 1)
+    args = tc_args(main.params)
+    assert args["b"][2] == bt_ptr != b and list(args["b"][[3, 4, 5]]) == [130, 300, 132 * 4]
+    assert args["c_tma"] == 1  # N = 300: 1200-byte rows, a multiple of 16
+
+
+def test_rows_tma_cannot_stride_are_staged_and_an_offset_view_once(stub):
+    stub.stub_reset()
+    plan, gpu = make(stub, "cuda/tc4_persistent_bf16", (257, 136, 100))  # K=100: 200-byte rows of A
+    a, b, c = 0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0008
+    plan.launch(a, b, c)
+    copy = copy_record(stub, 0)
+    assert stub.stub_copies() == 1
+    assert (copy["src"], copy["src_pitch"], copy["width"], copy["height"], copy["dst_pitch"]) == (a, 200, 200, 257, 208)
+    args = tc_args(launch_record(stub, 0).params)
+    assert args["a"][2] == copy["dst"] and args["a"][5] == 208
+    assert args["c_tma"] == 0  # C at an address off 16 bytes: stored from registers
+    plan.launch(a, b + 2, c + 8)  # B at an offset view: copied for this call only
+    assert stub.stub_copies() == 3
+    assert tc_args(launch_record(stub, 1).params)["c_tma"] == 1
+    plan.launch(a, b, c + 8)
+    assert stub.stub_copies() == 4 and tc_args(launch_record(stub, 2).params)["b"][2] == b
+
+
+def test_stream_k_plan_zeroes_its_flags_once(stub):
+    stub.stub_reset()
+    plan, gpu = make(stub, "cuda/tc6_stream_k_tf32", (2048, 3072, 4096))
+    assert gpu.synced == 1
+    plan.launch(0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000)
+    main = launch_record(stub, stub.stub_launches() - 1)  # after A's rounding pre-pass (TF32_ROUND=3)
+    assert main.f == plan.main.function
+    args = tc_args(main.params)
+    ws, flags = plan.buffers[-2:]
+    assert args["sk_ws"] == ws.ctypes.data and args["sk_flags"] == flags.ctypes.data and not flags.any()
+    assert main.cluster == (0, 0, 0)
+
+
+def test_seed_kernel_plan_writes_pointers_and_shape(stub):
+    stub.stub_reset()
+    plan, _ = make(stub, "cuda/v2_smem", (33, 17, 65))
+    plan.launch(0xA0, 0xB0, 0xC0, stream=3)
+    rec = launch_record(stub, 0)
+    c, a, b = np.frombuffer(rec.params[:24], np.uint64)
+    assert (c, a, b) == (0xC0, 0xA0, 0xB0) and tuple(np.frombuffer(rec.params[24:], np.int32)) == (33, 17, 65)
+    assert rec.grid == (1, 2, 1) and rec.block == (32, 32, 1) and rec.stream == 3
+
+
+def test_a_thread_without_a_context_gets_the_plans_own(stub):
+    stub.stub_reset()
+    plan, _ = make(stub, "cuda/v2_smem", (64, 64, 64))
+    assert plan.main.context == 0x1000  # made where the stub's context was current
+    plan.launch(0xA0, 0xB0, 0xC0)
+    assert stub.stub_set_context_calls() == 0
+    stub.stub_set_context(0)
+    stub.stub_fail_next(driver.CUDA_ERROR_INVALID_CONTEXT)
+    plan.launch(0xA0, 0xB0, 0xC0)
+    assert stub.stub_set_context_calls() == 1 and stub.stub_context() == 0x1000 and stub.stub_launches() == 2
+
+
+def test_a_failed_launch_names_the_driver_error(stub):
+    stub.stub_reset()
+    plan, _ = make(stub, "cuda/v2_smem", (64, 64, 64))
+    stub.stub_fail_next(700)
+    with pytest.raises(driver.DriverError, match=r"cuLaunchKernelEx\(grid \(2, 2, 1\).*CUDA_ERROR_STUB \(700\)"):
+        plan.launch(0xA0, 0xB0, 0xC0)
+
+
+def _forbid_files_and_the_compiler(monkeypatch):
+    """From here on, opening a file or compiling raises: what a launch of a made plan may not do."""
+    import builtins
+
+    from gemmlab.kernels.cuda.launch import nvrtc as _nvrtc
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the hot path touched a file or the compiler")
+
+    monkeypatch.setattr(builtins, "open", refuse)
+    monkeypatch.setattr(_nvrtc, "_compile_cached", refuse)
+    monkeypatch.setattr(Path, "read_text", refuse)
+
+
+def test_launches_compile_nothing_and_read_no_file(stub, monkeypatch):
+    stub.stub_reset()
+    plan, _ = make(stub, "cuda/tc4_persistent_bf16", (1024, 1024, 1024))
+    _forbid_files_and_the_compiler(monkeypatch)
+    for i in range(3):
+        plan.launch(0x7000_0000_0000 + 256 * i, 0x7100_0000_0000, 0x7200_0000_0000)
+    assert stub.stub_launches() == 3
+
+
+@pytest.mark.parametrize("name", ["cuda/v2_smem", "cuda/v10_register_prefetch", "cuda/tc1_mma_sync_bf16",
+                                  "cuda/tc4_persistent_bf16", "cuda/tc4_persistent_tf32"])
+def test_the_public_plan_path_runs_on_the_default_resources(stub, monkeypatch, name):
+    """spec.plan() as gemmlab.matmul and the harness call it: the default Resources object, every level kind."""
+    from gemmlab.kernels.cuda.launch import gpu as _gpu
+
+    stub.stub_reset()
+    host = HostGPU(stub)
+    for method in ("kernel", "buffer", "address", "synchronize", "clusters", "blocks_per_sm"):
+        monkeypatch.setattr(_gpu.RESOURCES, method, getattr(host, method))
+    monkeypatch.setattr("gemmlab.device.require_gpu", lambda what: H200)
+    spec = get_kernel(name)
+    plan = spec.plan(Problem(300, 200, 100, spec.precision))
+    for compiled, smem, handle in host.loaded:
+        signature(stub, handle, SIGNATURE_SIZES(compiled.entry))
+    plan.launch(0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000, stream=5)
+    main = launch_record(stub, stub.stub_launches() - 1)
+    assert main.stream == 5 and main.f == plan.main.function
+
+
+# ---- FP8 plans (tc4_persistent_fp8, tc8) ---------------------------------------------------------------------------
+FP8_COL = Layout(b=COL)
+
+
+def test_fp8_plan_maps_k_major_operands_bf16_c_and_takes_scales_per_call(stub):
+    stub.stub_reset()
+    plan, gpu = make(stub, "cuda/tc4_persistent_fp8", (4096, 4096, 4096), FP8_COL)
+    a, b, c, sa, sb = 0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000, 0x7300_0000_0000, 0x7300_0000_0010
+    plan.launch(a, b, c, 0x5EED, sa, sb)
+    rec = launch_record(stub, 0)
+    assert rec.cluster == (2, 1, 1) and rec.grid == (132, 1, 1) and rec.block == (384, 1, 1)
+    assert len(rec.params) == tc_plan.FP8_ARGS.layout()[1] == 768
+    args = tc_args(rec.params)
+    assert (args["M"], args["N"], args["K"], args["C"], args["c_tma"]) == (4096, 4096, 4096, c, 1)
+    assert (args["scale_a"], args["scale_b"]) == (sa, sb)
+    # A: M rows of 4096 one-byte K, 128-row boxes of 128 bytes; B: N rows of K (B's transpose), 64-row boxes;
+    # C: BF16, 8192-byte rows, boxes of 64 rows x 64 columns. FP8 moves as UINT8 (TMA only copies it).
+    assert list(args["a"][[1, 2, 3, 4, 5, 6, 7]]) == [driver.TMA_DTYPES["fp8"], a, 4096, 4096, 4096, 128, 128]
+    assert list(args["b"][[1, 2, 3, 4, 5, 6, 7]]) == [driver.TMA_DTYPES["fp8"], b, 4096, 4096, 4096, 128, 64]
+    assert list(args["c"][[1, 2, 3, 4, 5, 6, 7]]) == [driver.TMA_DTYPES["bf16"], c, 4096, 4096, 8192, 64, 64]
+    plan.launch(a, b, c, 0x5EED, sa + 64, sb + 64)
+    args = tc_args(launch_record(stub, 1).params)
+    assert (args["scale_a"], args["scale_b"]) == (sa + 64, sb + 64) and args["a"][2] == a
+    assert stub.stub_copies() == 0 and gpu.synced == 0
+    spec = get_kernel("cuda/tc4_persistent_fp8")  # K-major by the FP8 operand type: no B_KMAJOR define added
+    assert gpu.loaded[0][0] is compile_cuda(spec.source, spec.entry, spec.defines(), "sm_90a")
+
+
+def test_fp8_k_off_16_bytes_stages_both_operands_and_n_off_8_stores_c_from_registers(stub):
+    stub.stub_reset()
+    plan, gpu = make(stub, "cuda/tc4_persistent_fp8", (300, 100, 100), FP8_COL)
+    plan.launch(0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000, 0, 0x7300_0000_0000, 0x7300_0000_0010)
+    assert stub.stub_copies() == 2  # 100-byte rows of A and of Bᵀ, into 112-byte pitched workspaces
+    copies = [copy_record(stub, i) for i in range(2)]
+    assert [(c["width"], c["height"], c["dst_pitch"]) for c in copies] == [(100, 300, 112), (100, 100, 112)]
+    args = tc_args(launch_record(stub, 0).params)
+    assert args["a"][3] == 100 and args["a"][5] == 112  # the map keeps K: the padding is never read
+    assert args["c_tma"] == 0  # 200-byte BF16 rows: TMA cannot store them
+
+
+def test_fp8_plan_refuses_a_row_major_b(stub):
+    from gemmlab.errors import LayoutError
+
+    with pytest.raises(LayoutError, match="column-major"):
+        make(stub, "cuda/tc4_persistent_fp8", (64, 64, 64), ROW_MAJOR)
+
+
+def test_tc8_plan_and_fp32_output_variant(stub):
+    from gemmlab import fp8
+
+    stub.stub_reset()
+    plan, gpu = make(stub, "cuda/tc8_block_scaled_fp8", (1000, 520, 256), FP8_COL)
+    assert type(plan).__name__ == "Fp8Plan" and plan.main.smem == 223_424 and plan.main.block == (512, 1, 1)
+    plan.launch(0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000, 3, 0x7400_0000_0000, 0x7500_0000_0000)
+    args = tc_args(launch_record(stub, 0).params)
+    assert (args["scale_a"], args["scale_b"]) == (0x7400_0000_0000, 0x7500_0000_0000) and args["c"][1] == 9
+    spec = get_kernel("cuda/tc8_block_scaled_fp8").for_formats(fp8.E4M3, fp8.E5M2, "float32")
+    stub.stub_reset()
+    plan, gpu = make(stub, spec.name, (1000, 520, 256), FP8_COL, spec=spec)
+    assert {"OUT_BF16": 0, "B_E5M2": 1, "TC_FP8": 1}.items() <= spec.defines().items()
+    assert gpu.loaded[0][0] is compile_cuda(spec.source, spec.entry, spec.defines(), "sm_90a")
+    plan.launch(0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000, 3, 0x7400_0000_0000, 0x7500_0000_0000)
+    c = tc_args(launch_record(stub, 0).params)["c"]
+    assert list(c[[1, 5, 6, 7]]) == [driver.TMA_DTYPES["fp32"], 520 * 4, 32, 64]
+
+
+def test_tc8_block_scales_reach_their_1d_maps_per_call_and_an_unaligned_one_is_copied(stub):
+    """SCALE_TMA: scale_a (ceil(K/128) x M) and scale_b (ceil(N/128) x ceil(K/128)) as 1-D FP32 maps, unswizzled,
+    in boxes of BM + 4 and of 4 (each starts on 16 bytes at or below the scales it holds); each launch puts the
+    caller's addresses into them, and a scale tensor whose address TMA cannot take (off 16 bytes) is copied whole
+    into a workspace first, on the launch's stream."""
+    stub.stub_reset()
+    plan, _ = make(stub, "cuda/tc8_block_scaled_fp8", (1000, 520, 256), FP8_COL)
+    sa, sb = 0x7400_0000_0000, 0x7500_0000_0000
+    plan.launch(0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000, 3, sa, sb)
+    args = tc_args(launch_record(stub, 0).params)
+    fp32 = driver.TMA_DTYPES["fp32"]
+    # words: dtype, address, the one dimension, the box, swizzle, L2 promotion, rank
+    assert list(args["sa"][[1, 2, 3, 6, 8, 9, 10]]) == [fp32, sa, 2 * 1000, 196, 0, 0, 1]
+    assert list(args["sb"][[1, 2, 3, 6, 8, 9, 10]]) == [fp32, sb, 5 * 2, 4, 0, 0, 1]
+    assert stub.stub_copies() == 0
+    plan.launch(0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000, 3, sa + 4, sb + 64)
+    args = tc_args(launch_record(stub, 1).params)
+    assert stub.stub_copies() == 1
+    copy = copy_record(stub, 0)
+    assert (copy["src"], copy["width"], copy["height"], copy["stream"]) == (sa + 4, 4 * 2000, 1, 3)
+    assert args["sa"][2] == copy["dst"] != sa + 4 and args["sb"][2] == sb + 64
+    assert (args["scale_a"], args["scale_b"]) == (sa + 4, sb + 64)
+    stub.stub_reset()
+    plan, _ = make(stub, "cuda/tc8_promoted_fp8", (1000, 520, 256), FP8_COL)
+    plan.launch(0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000, 3, sa + 4, sb + 4)
+    args = tc_args(launch_record(stub, 0).params)
+    assert not args["sa"].any() and not args["sb"].any() and stub.stub_copies() == 0  # per tensor: no maps
+    assert plan.main.smem == 214_080
+
+
+def test_fp8_launches_compile_nothing_and_read_no_file(stub, monkeypatch):
+    stub.stub_reset()
+    plan, _ = make(stub, "cuda/tc8_block_scaled_fp8", (1024, 1024, 1024), FP8_COL)
+    _forbid_files_and_the_compiler(monkeypatch)
+    for i in range(3):
+        plan.launch(0x7000_0000_0000 + 256 * i, 0x7100_0000_0000, 0x7200_0000_0000, 0, 0x7300_0000_0000 + 16 * i,
+                    0x7400_0000_0000)
+    assert stub.stub_launches() == 3
+    assert tc_args(launch_record(stub, 2).params)["scale_a"] == 0x7300_0000_0000 + 32
+
+
+@pytest.mark.parametrize("k,offset,vec", [(4096, 0, 1), (4096, 4, 0), (4097, 0, 0)])
+def test_tf32_rounding_pre_pass_reads_a_and_feeds_the_kernel_its_workspace(stub, k, offset, vec):
+    """TF32_ROUND=3: a launch before the kernel rounds A into a pitched workspace, with 16-byte loads only where A's
+    address and rows allow them; the kernel's A map holds the workspace, whatever A the caller passes."""
+    stub.stub_reset()
+    plan, _ = make(stub, "cuda/tc5_swap_ab_tf32", (256, 256, k))
+    a = 0x7000_0000_0000 + offset
+    plan.launch(a, 0x7100_0000_0000, 0x7200_0000_0000, stream=9)
+    assert stub.stub_launches() == 2
+    pre, main = launch_record(stub, 0), launch_record(stub, 1)
+    src, dst = np.frombuffer(pre.params[:16], np.uint64)
+    rows, cols, ld_src, ld_dst, flag = np.frombuffer(pre.params[16:36], np.int32)
+    assert (src, rows, cols, ld_src, flag) == (a, 256, k, k, vec) and ld_dst % 4 == 0 and ld_dst >= k
+    assert pre.stream == main.stream == 9
+    assert tc_args(main.params)["a"][2] == dst
+    plan.launch(a + 16 * 4096, 0x7100_0000_0000, 0x7200_0000_0000)
+    assert np.frombuffer(launch_record(stub, 2).params[:8], np.uint64)[0] == a + 16 * 4096
+    assert tc_args(launch_record(stub, 3).params)["a"][2] == dst

@@ -1,0 +1,103 @@
+"""The shape suite's report (gemmlab.report.suite) from data/sample_suite.json, a made-up run of BF16 and
+FP8 block-scaled records (one whose torch result is wrong, one torch could not run, one failed): the summary, the
+tables, the figures and the command."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gemmlab.report import render_report, summary
+from gemmlab.report import suite as R
+from gemmlab.results import load
+
+SAMPLE = Path(__file__).parent / "data" / "sample_suite.json"
+
+
+def _rows(md: str, heading: str) -> list[list[str]]:
+    part = md[md.index(heading):]
+    part = part[:part.find("\n## ", 1)] if "\n## " in part[1:] else part
+    return [[c.strip() for c in line.strip("|").split("|")] for line in part.splitlines()
+            if line.startswith("| ") and not line.startswith("| op ") and not line.startswith("| shapes ")]
+
+
+def test_the_sample_is_a_suite_json():
+    kind, results = load(SAMPLE)
+    assert kind == "suite" and len(results["records"]) == 12
+
+
+def test_the_summary_reads_the_bars_without_the_records_whose_peer_is_wrong():
+    md = R.markdown(load(SAMPLE)[1])
+    bf16, block = _rows(md, "## Summary")
+    assert bf16[:7] == ["mm", "BF16", "8", "0.997", "0.833 (256x256x256)", "0.960", "80% (64x4096x4096)"]
+    assert bf16[-1] == "gpu_geomean no, gpu_min no, eager_geomean yes, decode_dram yes"
+    # fp8_block: 4 records, 256³ whose torch result is wrong (†), 1×4096×4096 without a peer, 16×4096×4096
+    # failed: the geomeans hold 1024³ alone; with † they hold 256³ too
+    assert block[:6] == ["mm", "FP8 block-scaled", "4", "0.900", "0.900 (1024x1024x1024)", "0.886"]
+    assert block[7:11] == ["0.900 / 0.900", "1", "1", "1"]
+
+
+def test_each_precision_gets_its_table_in_order_with_wrong_peers_marked():
+    md = R.markdown(load(SAMPLE)[1], {("mm", "bf16"): "suite_mm_bf16.png"})
+    assert "![ratio against M: mm bf16](suite_mm_bf16.png)" in md and "suite_mm_fp8_block.png" not in md
+    rows = _rows(md, "## mm, BF16")
+    assert [r[1] for r in rows] == ["1×4096×4096", "16×4096×4096", "64×4096×4096", "4096×4096×4096",
+                                    "1×14336×4096", "4096×14336×4096", "256×256×256", "256×256×16384"]
+    assert rows[0][3:8] == ["10.0 / 9.0", "0.900", "22.0 / 20.0", "0.909", "84%"]
+    assert rows[5][8].endswith("(rows sampled)")
+    block = _rows(md, "## mm, FP8 block-scaled")
+    assert [r[1] for r in block] == ["1×4096×4096", "16×4096×4096", "256×256×256", "1024×1024×1024"]
+    assert block[2][4] == "0.900 †" and block[3][4] == "0.900"
+    assert block[1][3] == "FAILED" and block[0][4] == "—"
+    assert "- † 256×256×256: torch's blockwise scaled mm is wrong where ceil(K/128) is not a multiple of 4" in md
+    assert "- 1×4096×4096: torch could not run it: RuntimeError: Invalid scaling configuration" in md
+
+
+def test_the_figure_plots_each_nk_against_m_with_parity_and_the_bar():
+    records = load(SAMPLE)[1]["records"]
+    fig = R.figure(records, "mm", "bf16", "NVIDIA H200")
+    gpu_ax, eager_ax = fig.axes[:2]
+    lines = {line.get_gid(): line for line in gpu_ax.get_lines()}
+    assert list(lines["gpu_ratio:N=4096, K=4096"].get_xdata()) == [1, 16, 64, 4096]
+    assert list(lines["gpu_ratio:N=4096, K=4096"].get_ydata()) == pytest.approx([0.9, 1.0, 1.1, 1.05])
+    assert list(lines["gpu_ratio:N=14336, K=4096"].get_xdata()) == [1, 4096]
+    assert "gpu_ratio:M=N=K" in lines and "gpu_ratio:long K: N=M, K=16384" in lines
+    assert list(lines["parity"].get_ydata()) == [1.0, 1.0] and list(lines["bar"].get_ydata()) == [0.85, 0.85]
+    assert gpu_ax.get_xscale() == "log" and "eager_ratio:N=4096, K=4096" in {x.get_gid() for x in eager_ax.get_lines()}
+    # the legend sits below both panels: no overlap with either
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    legend = fig.legends[0].get_window_extent(renderer)
+    for ax in (gpu_ax, eager_ax):
+        assert legend.y1 <= ax.get_tightbbox(renderer).y0 + 1
+    wrong = R.figure(records, "mm", "fp8_block")
+    assert any(line.get_gid() == "gpu_ratio:wrong" for line in wrong.axes[0].get_lines())
+
+
+def test_gemmlab_report_writes_the_markdown_and_a_png_per_op_and_precision(tmp_path):
+    written = render_report(SAMPLE, tmp_path)
+    assert sorted(p.name for p in written) == ["report.md", "suite_mm_bf16.png", "suite_mm_fp8_block.png"]
+    assert all(p.stat().st_size > 10_000 for p in written if p.suffix == ".png")
+    text = (tmp_path / "report.md").read_text()
+    assert "![ratio against M: mm fp8_block](suite_mm_fp8_block.png)" in text
+    short = summary(SAMPLE)
+    assert short.startswith("## Summary") and "## mm, BF16" not in short and "| mm | BF16 | 8 |" in short
+
+
+def test_a_partial_run_says_so(tmp_path):
+    results = json.loads(SAMPLE.read_text())
+    results["partial"], results["env"]["runs"][0]["finished"] = True, False
+    path = tmp_path / "partial.json"
+    path.write_text(json.dumps(results))
+    md = R.markdown(load(path)[1])
+    assert "**Partial**: a run above did not finish." in md and "**not finished**" in md
+
+
+def test_the_report_command_renders_it(tmp_path):
+    env = dict(os.environ, COLUMNS="200")
+    proc = subprocess.run([sys.executable, "-m", "gemmlab.cli", "report", str(SAMPLE), "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "suite_mm_bf16.png").exists() and (tmp_path / "report.md").exists()
