@@ -89,6 +89,8 @@ CASES = [
     (["roofline", "--kernels", "cpu/*"], "no GPU kernel matches 'cpu/*'"),
     (["roofline", "--gpu", "v100"], "no roofline data for GPU 'v100'"),
     (["roofline", "--measure"], "needs a CUDA GPU"),
+    # past the device's memory: refused before any table is printed
+    (["roofline", "--shape", "1000000"], "A, B and C take 11,175.9 GiB; NVIDIA H200 holds 141 GiB"),
     (["profile", "nope*"], "no kernel matches 'nope*'"),
     (["timeline", "--kernels", "nope*"], "no kernel matches 'nope*'"),
     (["timeline", "--kernels", "cuda/tc5_swap_ab_tf32"], "this one has none"),

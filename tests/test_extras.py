@@ -37,6 +37,22 @@ def test_tables_render_and_a_figure_names_the_plots_extra(tmp_path):
                                            "installed: python3 -m pip install 'gemmlab[plots]'"]
 
 
+def test_a_suite_and_a_chapter_import_matplotlib_only_for_their_figures(tmp_path):
+    """The shape suite's summary table renders on the core install; its report, which draws, names the extra; the
+    chapter's report module imports without matplotlib."""
+    sample = ROOT / "tests" / "report" / "data" / "sample_suite.json"
+    table = _gemmlab("report", str(sample), "--summary", cwd=tmp_path)
+    assert table.returncode == 0 and "## Summary" in table.stdout, table.stderr
+    figures = _gemmlab("report", str(sample), "--out", str(tmp_path / "s"), cwd=tmp_path)
+    assert figures.returncode == 2 and not (tmp_path / "s").exists()
+    assert figures.stderr.splitlines() == ["gemmlab report: error: this figure needs matplotlib, which is not "
+                                           "installed: python3 -m pip install 'gemmlab[plots]'"]
+    code = "import sys\nsys.modules['matplotlib'] = None\nimport gemmlab.report.chapter, gemmlab.report.suite\n"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr
+
+
 def test_a_gpu_kernel_on_numpy_operands_names_the_cupy_extra():
     code = ("import sys\nsys.modules['cupy'] = None\nimport numpy as np, gemmlab\nfrom gemmlab.errors import "
             "NoGPUError\ntry:\n    gemmlab.matmul(np.ones((3, 4), np.float32), np.ones((4, 2), np.float32), "
