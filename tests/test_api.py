@@ -95,6 +95,38 @@ def test_operands_that_are_not_arrays():
         gemmlab.matmul(A.tolist(), B)
     with pytest.raises(OperandTypeError, match="got float"):
         gemmlab.matmul(A, 2.0)
+    # a masked array's mask would be ignored: the product of the hidden entries, returned as if right
+    with pytest.raises(OperandTypeError, match="B is a NumPy masked array"):
+        gemmlab.matmul(A, np.ma.masked_array(B, mask=B > 0))
+
+
+def test_byte_ranges_overlap_only_where_they_share_a_byte():
+    """The GPU paths' out= check (its arrays' addresses): C ending where A begins is no overlap, one byte is."""
+    assert not call.overlaps(100, 10, 110, 5) and not call.overlaps(110, 5, 100, 10)
+    assert call.overlaps(100, 10, 109, 5) and call.overlaps(109, 5, 100, 10)
+    assert call.overlaps(100, 10, 102, 2) and call.overlaps(102, 2, 100, 10)
+
+
+def test_an_out_of_another_kind_is_refused_before_any_work():
+    """NumPy operands with a torch ``out``: once a TypeError from NumPy's dtype parser."""
+    torch = pytest.importorskip("torch")
+    for kernel in ("auto", "cpu/blas", "cpu/v0_naive"):
+        with pytest.raises(LayoutError, match="out is a torch array; the operands are numpy arrays"):
+            gemmlab.matmul(A, B, kernel=kernel, out=torch.empty(33, 17))
+
+
+def test_a_host_blas_out_of_memory_is_a_size_limit(monkeypatch):
+    """A MemoryError inside the host BLAS (its copy of a strided operand) reaches the caller as a SizeLimitError
+    naming the problem, not as a traceback through kernels/cpu."""
+    from gemmlab.kernels.cpu import blas
+
+    class NoMemory:
+        def matmul(self, *args, **kwargs):
+            raise MemoryError
+
+    monkeypatch.setattr(blas, "np", NoMemory())
+    with pytest.raises(SizeLimitError, match="33x17x65: the host BLAS ran out of memory"):
+        gemmlab.matmul(A, B, kernel="cpu/blas")
 
 
 @pytest.mark.parametrize("kernel,error,match", [

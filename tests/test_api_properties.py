@@ -2,7 +2,7 @@
 is a correct product or a GemmlabError, never another exception and never a wrong answer."""
 import ml_dtypes
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import gemmlab
@@ -44,11 +44,19 @@ def out_array(kind, m, n, a):
     return None
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# derandomize: the same examples every run, so a break the property finds is found every time, not 1 run in 8
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 @given(m=st.integers(0, 24), n=st.integers(0, 24), k=st.integers(0, 24), k2=st.sampled_from([0, 0, 0, 1]),
        dtype_a=st.sampled_from(DTYPES), dtype_b=st.sampled_from(DTYPES), view_a=st.sampled_from(VIEWS),
        view_b=st.sampled_from(VIEWS), kernel=st.sampled_from(KERNELS), out=st.sampled_from(OUTS),
        precision=st.sampled_from([None, None, "fp32", "tf32", "bf16", "fp64"]), seed=st.integers(0, 2**16))
+# inner dimensions that differ (3×4 @ 5×2), on each host kernel: the check a kernel without it silently skips
+@example(m=3, n=2, k=4, k2=1, dtype_a=np.float32, dtype_b=np.float32, view_a="contiguous", view_b="contiguous",
+         kernel="cpu/v0_naive", out=None, precision=None, seed=0)
+@example(m=3, n=2, k=4, k2=1, dtype_a=np.float32, dtype_b=np.float32, view_a="contiguous", view_b="contiguous",
+         kernel="cpu/blas", out="good", precision=None, seed=0)
+@example(m=3, n=2, k=4, k2=1, dtype_a=np.float32, dtype_b=np.float32, view_a="transposed", view_b="strided",
+         kernel="auto", out=None, precision="fp32", seed=0)
 def test_matmul_is_right_or_raises_a_gemmlab_error(m, n, k, k2, dtype_a, dtype_b, view_a, view_b, kernel, out,
                                                     precision, seed):
     rng = np.random.default_rng(seed)

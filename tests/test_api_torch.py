@@ -33,6 +33,26 @@ def test_out_tensor_is_written_in_place_and_checked():
         gemmlab.matmul(A, B, out=np.empty((37, 23), np.float32))
 
 
+@pytest.mark.parametrize("a, b, out, match", [
+    (A.to_sparse(), B, None, "A is a sparse_coo tensor on cpu"),
+    (A, B.to_sparse_csr(), None, "B is a sparse_csr tensor on cpu"),
+    (A.to("meta"), B.to("meta"), None, "A is a strided tensor on meta"),
+    (A, B, torch.empty(37, 23).to_sparse(), "out is a sparse_coo tensor"),
+])
+def test_tensors_gemmlab_cannot_read_are_refused_by_name(a, b, out, match):
+    """Once a TypeError from .numpy() or a RuntimeError from .stride(): each is a LayoutError naming the tensor."""
+    with pytest.raises(LayoutError, match=match):
+        gemmlab.matmul(a, b, out=out)
+
+
+def test_explain_names_the_layouts_and_tensors_it_was_given():
+    """A transposed weight (x @ w.t()) is column-major, not "row-major"; a tensor is not called a NumPy array."""
+    w = torch.randn(23, 29, generator=gen)
+    text = gemmlab.plan(A, w.t()).explain()
+    assert "(A row-major, B column-major)" in text and "NumPy arrays" not in text
+    assert "(A strided, B row-major)" in gemmlab.plan(torch.randn(37, 58, generator=gen)[:, ::2], B).explain()
+
+
 def test_tensor_errors():
     with pytest.raises(LayoutError, match="pass two tensors"):
         gemmlab.matmul(A, B.numpy())
@@ -51,6 +71,25 @@ def test_custom_op_is_registered_with_a_fake():
         fa, fb = torch.empty(5, 7), torch.empty(7, 3)
         fake = torch.ops.gemmlab.mm(fa, fb, "auto", None)
     assert fake.shape == (5, 3) and fake.dtype == torch.float32
+    with FakeTensorMode():  # FP32 out whatever the inputs: BF16 in, as the real op returns
+        fake = torch.ops.gemmlab.mm(torch.empty(5, 7, dtype=torch.bfloat16), torch.empty(7, 3, dtype=torch.bfloat16),
+                                    "auto", None)
+    assert fake.dtype == torch.float32
+
+
+def test_a_plan_is_kept_per_stride_pattern():
+    """The plan cache is keyed by the operands' and out's strides: a column-major A gets a plan of its own, and an
+    out that is not C-contiguous is refused even after a contiguous one of its shape was taken."""
+    from gemmlab import call
+
+    call.plans.clear()
+    out = torch.empty(37, 23)
+    gemmlab.matmul(A, B, kernel="cpu/v0_naive", out=out)
+    col_major = A.t().contiguous().t()
+    torch.testing.assert_close(gemmlab.matmul(col_major, B, kernel="cpu/v0_naive"), A @ B, rtol=1e-4, atol=1e-4)
+    assert sorted(key[6] for key in call.plans) == [(1, 37), (29, 1)]  # A's strides, one plan each
+    with pytest.raises(LayoutError, match="C-contiguous"):
+        gemmlab.matmul(A, B, kernel="cpu/v0_naive", out=torch.empty(23, 37).t())
 
 
 @pytest.mark.parametrize("kernel", ["auto", "cpu/v0_naive"])
@@ -62,6 +101,24 @@ def test_autograd_matches_torch(kernel):
     ((ra @ rb) * weight).sum().backward()
     torch.testing.assert_close(a.grad, ra.grad, rtol=1e-4, atol=1e-4)
     torch.testing.assert_close(b.grad, rb.grad, rtol=1e-4, atol=1e-4)
+
+
+def test_backward_runs_the_kernel_the_forward_named(monkeypatch):
+    from gemmlab import torch_op
+
+    ran, direct = [], torch_op.direct
+    monkeypatch.setattr(torch_op, "direct",
+                        lambda a, b, kernel, *rest: ran.append(kernel) or direct(a, b, kernel, *rest))
+    a, b = A.clone().requires_grad_(), B.clone().requires_grad_()
+    gemmlab.matmul(a, b, kernel="cpu/v0_naive").sum().backward()
+    assert ran == ["cpu/v0_naive"] * 3  # C, then dA = dC·Bᵀ and dB = Aᵀ·dC
+    torch.testing.assert_close(a.grad, torch.ones(37, 23) @ B.t(), rtol=1e-4, atol=1e-4)
+
+
+def test_an_out_that_requires_grad_is_refused():
+    """Operands outside autograd, an out that requires grad: written in place, it would leave autograd's record."""
+    with pytest.raises(LayoutError, match="out requires grad"):
+        gemmlab.matmul(A, B, out=torch.empty(37, 23, requires_grad=True))
 
 
 def test_out_refused_under_autograd():

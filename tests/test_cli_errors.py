@@ -15,7 +15,12 @@ from gemmlab.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 H200 = ROOT / "results" / "h200"
-pytestmark = pytest.mark.skipif(device.gpu() is not None, reason="checks the CPU-only behaviour")
+
+
+@pytest.fixture(autouse=True)
+def no_gpu(monkeypatch):
+    """The CPU-only behaviour on any machine: gemmlab is told there is no GPU, so a GPU here skips no case."""
+    monkeypatch.setattr(device, "probe", lambda: (None, "hidden from this test"))
 
 
 @pytest.fixture
@@ -84,6 +89,8 @@ CASES = [
     (["roofline", "--kernels", "cpu/*"], "no GPU kernel matches 'cpu/*'"),
     (["roofline", "--gpu", "v100"], "no roofline data for GPU 'v100'"),
     (["roofline", "--measure"], "needs a CUDA GPU"),
+    # past the device's memory: refused before any table is printed
+    (["roofline", "--shape", "1000000"], "A, B and C take 11,175.9 GiB; NVIDIA H200 holds 141 GiB"),
     (["profile", "nope*"], "no kernel matches 'nope*'"),
     (["timeline", "--kernels", "nope*"], "no kernel matches 'nope*'"),
     (["timeline", "--kernels", "cuda/tc5_swap_ab_tf32"], "this one has none"),
@@ -137,8 +144,42 @@ def test_bad_input_is_one_line_and_exit_2(args, words, files, capsys):
 @pytest.mark.parametrize("args", [["bench", "--repeat", "0"], ["report", "nonexistent.json", "--summary"],
                                   ["bench", "--kernels", "nope*"]])
 def test_a_real_process_says_the_same_one_line(args, tmp_path):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]),
+               CUDA_VISIBLE_DEVICES="")  # what a machine without a GPU sees, on one with
     proc = subprocess.run([sys.executable, "-m", "gemmlab", *args], capture_output=True, text=True, timeout=300,
                           cwd=tmp_path, env=env)
     assert proc.returncode == 2
     assert proc.stdout == "" and len(proc.stderr.splitlines()) == 1 and "Traceback" not in proc.stderr
+
+
+def test_version_and_a_help_that_names_every_command(capsys):
+    from gemmlab import __version__
+    from gemmlab.cli import build_parser
+
+    assert _run(["--version"], capsys) == (0, f"gemmlab {__version__}\n")
+    code, text = _run(["--help"], capsys)
+    summary = " ".join(text.split("positional arguments")[0].split())  # the description, unwrapped
+    commands = build_parser()._subparsers._group_actions[0].choices
+    assert code == 0 and all(f" {name} " in summary or f" {name}." in summary for name in commands), summary
+
+
+def test_an_interrupted_bench_writes_what_it_finished(tmp_path, capsys, monkeypatch):
+    """Ctrl-C after the CPU table: the JSON holds those records, marked partial, and reads back as a bench file."""
+    from gemmlab import console
+    from gemmlab.results import load_results
+
+    step = console.BenchPrinter.step
+
+    def interrupt_at_the_gpu_kernels(self, label, *rest):
+        if label.startswith("cuda/"):
+            raise KeyboardInterrupt
+        return step(self, label, *rest)
+
+    monkeypatch.setattr(console.BenchPrinter, "step", interrupt_at_the_gpu_kernels)
+    out = tmp_path / "r.json"
+    code, text = _run(["bench", "--kernels", "cpu/*,cuda/v1_naive", "--shape", "32", "--repeat", "3", "--json",
+                       str(out)], capsys)
+    assert code == 130 and "interrupted: wrote the 2 records finished so far" in text
+    results = load_results(out)
+    assert results["partial"].startswith("interrupted") and results["env"]["command"].startswith("gemmlab bench")
+    assert sorted(r["kernel"] for r in results["records"]) == ["cpu/blas", "cpu/v0_naive"]

@@ -1,4 +1,5 @@
-"""gemmlab command line: list | bench | verify | roofline | report | profile | timeline | accuracy | tune | chapter."""
+"""gemmlab command line: list | bench | verify | roofline | report | profile | timeline | accuracy | dispatch |
+tune | chapter. The commands; their arguments are in gemmlab.cli_parser, their tables in gemmlab.console."""
 from __future__ import annotations
 
 import json
@@ -12,6 +13,7 @@ from rich.console import Console
 from rich.text import Text
 
 from gemmlab.cli_parser import build_parser
+from gemmlab.console import Fitted
 from gemmlab.errors import GemmlabError, OutputPathError, UnknownKernelError
 
 # Records tables are wide; a pipe or CI log gets 160 columns instead of rich's 80-column default.
@@ -60,7 +62,7 @@ def _command(args) -> str:
 def cmd_list(args) -> int:
     from gemmlab.console import kernels_table
 
-    console.print(kernels_table(_specs(args.kernels)))
+    console.print(Fitted(kernels_table(_specs(args.kernels))))
     return 0
 
 
@@ -94,8 +96,18 @@ def cmd_bench(args) -> int:
     dev = device_spec(info.name if info else args.gpu)
     console.print(Text.assemble(("gemmlab bench", "bold"), f"{' on ' + info.name if info else ''} (git "
                                 f"{env.git_sha()[:12]}): {bench.plan(opts, info, why, dev, specs)}"))
+    finished = {}  # each table's records as it is printed: what an interrupted run still writes
     with BenchPrinter(console) as printer:
-        results = bench.run_bench(opts, printer)
+        print_table = printer.table
+        printer.table = lambda kind, title, records: (
+            finished.update({tuple(r[k] for k in ("kernel", "precision", "m", "n", "k")): r for r in records}),
+            print_table(kind, title, records))
+        try:
+            results = bench.run_bench(opts, printer)
+        except KeyboardInterrupt:
+            if not json_path or not finished:
+                raise
+            return _write_partial(args, json_path, earlier, info, list(finished.values()))
     for line, options in bench_closing(results, info, dev):
         console.print(line, **options)
     if json_path:
@@ -108,6 +120,22 @@ def cmd_bench(args) -> int:
         console.print(f"wrote {json_path}")
     failed = [r for r in results["records"] if r["status"] == "FAILED"]
     return 1 if failed else 0
+
+
+def _write_partial(args, json_path: Path, earlier: dict | None, info, records: list[dict]) -> int:
+    """bench --json interrupted (Ctrl-C): the records of the tables printed so far, marked partial (with --append,
+    beside the earlier run's); exit 130."""
+    from gemmlab.harness import env
+    from gemmlab.results import merge_runs
+
+    results = {"env": {**env.collect(info, "gpu" if info else "cpu-only"), "command": _command(args)},
+               "records": records, "partial": "interrupted: the records of the tables printed before Ctrl-C",
+               "notes": []}
+    if earlier is not None:  # --append: the earlier run's records stay
+        results = {**merge_runs(earlier, results), "partial": results["partial"]}
+    _write(json_path, json.dumps(results, indent=1, default=float))
+    console.print(f"interrupted: wrote the {len(records)} records finished so far to {json_path} (partial)")
+    return 130
 
 
 def _suite_grid(opts, precision: str, info):
@@ -219,7 +247,10 @@ def cmd_roofline(args) -> int:
     roofs = roofs_of(dev, ceilings_path=args.ceilings)
     if not args.ceilings and info is not None and not args.gpu:
         roofs = stored_ceilings(roofs)
-    console.print(devices_table())
+    # every shape's models first: one the model refuses (past the device's memory) is told before any table
+    shapes = args.shape or [SEED_SHAPE]
+    models = [models_at(_specs(args.kernels), shape, dev, roofs) for shape in shapes]
+    console.print(Fitted(devices_table()))
     ex = seed_examples()
     console.print(f"the seeds' numbers: A100 ridge {ex['a100_ridge']:.1f} FLOP/byte; naive kernel intensity "
                   f"{ex['naive_intensity']:.2f} FLOP/byte at any size; 4096³ best intensity {ex['square_intensity_4096']:.1f} "
@@ -231,8 +262,8 @@ def cmd_roofline(args) -> int:
                       f"{2 * pr.m * pr.n * pr.k / (pr.m * pr.k + pr.k * pr.n):.0f}× the compulsory input bytes",
                       highlight=False)
     console.print(f"roofs of the hierarchy: {roofs.describe()}", highlight=False)
-    for shape in args.shape or [SEED_SHAPE]:
-        console.print(roofline_table(dev, shape, models_at(_specs(args.kernels), shape, dev, roofs)))
+    for shape, at in zip(shapes, models):
+        console.print(Fitted(roofline_table(dev, shape, at)))
     console.print("seeds: every global load counted as DRAM traffic (I = FLOP per such byte, against the datasheet "
                   "ridge); hierarchy: each level's modeled bytes against its own roof, the arithmetic at the maximum "
                   "clock, the largest time binds", style="dim")
@@ -279,7 +310,7 @@ def _roofline_check(paths) -> int:
 
     table, reasons, above = check_table([(Path(name).name, row) for name in paths
                                          for row in check_records(load_results(name))])
-    console.print(table)
+    console.print(Fitted(table))
     for kernel, reason in reasons.items():
         console.print(f"* {kernel}: {reason}", highlight=False)
     console.print(f"{above} record(s) above their own ceiling", highlight=False)
@@ -342,7 +373,7 @@ def cmd_tune(args) -> int:
 
     kernels = [k.strip() for k in args.kernels.split(",") if k.strip()] if args.kernels else TUNABLE
     results = tune(args.shape or [SEED_SHAPE], kernels, log=lambda line: console.print(line, highlight=False))
-    console.print(tune_table(results))
+    console.print(Fitted(tune_table(results)))
     for kernel in sorted({r.kernel for r in results}):
         console.print(f"{kernel}: cached in {cache_path(kernel)}, read when the kernel builds on this GPU")
     return 0
@@ -366,61 +397,9 @@ def cmd_accuracy(args) -> int:
 
 
 def cmd_dispatch(args) -> int:
-    """What kernel='auto' runs for a shape, precision and layout on this GPU (or the H200's table without one): the
-    kernel, why, its predicted time and the other candidates' (or, with --build and --write, the table itself)."""
-    from gemmlab import dispatch
-    from gemmlab.device import gpu
-    from gemmlab.kernels.plan import COL, ROW, Layout
-    from gemmlab.problem import PRECISIONS, Problem
+    from gemmlab import dispatch_command
 
-    if args.build or args.write:
-        return _write_dispatch_table(args.build or args.write, args.out, replace=bool(args.build))
-    info = gpu()
-    if info is None:
-        info = dispatch.shipped_gpu()
-        console.print("no CUDA GPU here: what gemmlab.matmul would run on an NVIDIA H200 (the shipped table)",
-                      highlight=False)
-    layout = args.layout or Layout(b=COL if args.b_transposed else ROW)
-    for shape in args.shape or [(4096, 4096, 4096)]:
-        for precision in args.precision or [n for n, p in PRECISIONS.items() if not p.scaled]:
-            problem = Problem(*shape, precision)
-            head = f"{problem.label()} {precision}"
-            try:
-                choice = dispatch.choose(problem, layout, info)
-            except GemmlabError as exc:
-                console.print(f"{head}: {exc}", highlight=False)
-                continue
-            copies = f"; {', '.join(choice.copies)} copied into row-major order first" if choice.copies else ""
-            console.print(f"{head}: {choice.spec.name} ({choice.why}{copies})", highlight=False)
-            for c in dispatch.rank(problem, layout, info):
-                how = ("not for auto: " + c.refusal) if c.refusal else "reads it in place" if c.copies == () else \
-                    f"copies {', '.join(c.copies)}" if c.copies else "reads no layout a copy makes of it"
-                mark = "*" if c.spec is choice.spec else " "
-                console.print(f"  {mark} {c.spec.name:34} {c.per_call_ms:9.4g} ms a call  {how}; "
-                              f"{dispatch.explain(c)}", highlight=False, soft_wrap=True)
-    return 0
-
-
-def _write_dispatch_table(paths, out, replace: bool) -> int:
-    """--build (``replace``: the table of these results alone, the shipped one by default) or --write (these
-    results over this machine's table, or the table at --out)."""
-    from gemmlab import dispatch
-    from gemmlab.results import load_results
-
-    runs = [load_results(Path(p)) for p in paths]
-    table = dispatch.table_from_runs(runs)
-    if not any("ms" in row for precs in table.values() for shapes in precs.values() for rows in shapes.values()
-               for row in rows):
-        raise GemmlabError(f"no verified GPU records of gemmlab's kernels in {', '.join(paths)}")
-    flag = "--out" if out else "--build" if replace else "--write"
-    target = _output(out, "--out") if out else dispatch.SHIPPED if replace else dispatch.local_path()
-    written = dispatch.write_table(runs, target, replace=replace)
-    if written is None:
-        raise OutputPathError(f"{flag}: cannot write {target}")
-    path, table = written
-    shapes = sum(len(shapes) for precs in table.values() for shapes in precs.values())
-    console.print(f"wrote {path}: {', '.join(table)}, {shapes} (precision, shape) entries", highlight=False)
-    return 0
+    return dispatch_command.cmd_dispatch(args, console, _output)
 
 
 def cmd_chapter(args) -> int:

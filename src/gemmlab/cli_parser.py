@@ -8,7 +8,8 @@ import math
 from gemmlab.errors import GemmlabError
 from gemmlab.problem import PRECISIONS, parse_shape
 
-DESCRIPTION = "gemmlab command line: list | bench | verify | roofline | report | profile | timeline | accuracy | tune."
+DESCRIPTION = ("gemmlab command line: list | bench | verify | roofline | report | profile | timeline | accuracy | "
+               "dispatch | tune | chapter.")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -82,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
     seconds, idle = _number(float, 0, above=True), _number(float, 0)
     shape_help = "4096 or MxNxK, e.g. 2048x3072x4096; repeatable"
     p = _Parser(prog="gemmlab", description=DESCRIPTION)
+    from gemmlab import __version__
+
+    p.add_argument("--version", action="version", version=f"gemmlab {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("list", help="registered kernels")
@@ -156,7 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "TFLOPS; exit 1 if any is above")
 
     s = sub.add_parser("report", help="Markdown and PNG report from a saved results JSON")
-    s.add_argument("results", help="a JSON that gemmlab bench, verify, timeline or accuracy wrote (--json)")
+    s.add_argument("results", help="a JSON that gemmlab bench, bench --api (--suite), verify, timeline, accuracy "
+                                   "or chapter wrote (--json)")
     what = s.add_mutually_exclusive_group(required=True)
     what.add_argument("--out", help="directory for report.md (and, for bench results, the PNG figures)")
     what.add_argument("--summary", action="store_true", help="print the compact table (Markdown) instead")

@@ -30,6 +30,30 @@ def _table(columns) -> Table:
     return t
 
 
+class Fitted:
+    """A table as it is where the terminal is wide enough for it; else stacked, one block per row and a line per
+    column, so that no header or cell is cut to an ellipsis (rich's way of fitting a table) on a narrow one."""
+
+    def __init__(self, table: Table):
+        self.table = table
+
+    def __rich_console__(self, console, options):
+        from rich.measure import Measurement
+        from rich.text import Text
+
+        natural = Measurement.get(console, options.update(max_width=10_000), self.table).maximum  # unclamped
+        if natural <= options.max_width:
+            yield self.table
+            return
+        columns = self.table.columns
+        if self.table.title:
+            yield Text(str(self.table.title), style="bold")
+        for row in zip(*(column._cells for column in columns)):
+            yield Text.assemble(console.render_str(str(row[0]), style="bold"))
+            for column, cell in zip(columns[1:], row[1:]):
+                yield Text.assemble(f"  {column.header}: ", console.render_str(str(cell)))
+
+
 def _peer_column(records) -> str:
     peer = records[0].get("peer") if records else None
     return f"× {peer.split('/')[-1] if peer else 'peer'}"
@@ -220,7 +244,8 @@ def check_table(checked) -> tuple[Table, dict, int]:
 
 
 def devices_table() -> Table:
-    """Each device's DRAM bandwidth, dense peak and ridge point per precision: the seeds' roofs."""
+    """Each device's DRAM bandwidth, dense peak and ridge point per precision: the seeds' roofs (— where a device
+    has no units for one)."""
     from gemmlab.analysis.roofline import DEVICES, listed_precisions
 
     t = Table(title="devices (dense datasheet peaks: the seeds' roofs)", header_style="bold", title_justify="left")
@@ -228,8 +253,9 @@ def devices_table() -> Table:
     for col in ("device", "DRAM GB/s", *(p.label for p in listed), *(f"ridge {p.label}" for p in listed)):
         t.add_column(col, justify="left" if col == "device" else "right")
     for d in DEVICES.values():
-        t.add_row(d.name, f"{d.dram_gbs:.0f}", *(f"{d.tflops[p.name]:.1f}" for p in listed),
-                  *(f"{d.ridge(p.name):.1f}" for p in listed))
+        t.add_row(d.name, f"{d.dram_gbs:.0f}", *(f"{d.tflops[p.name]:.1f}" if p.name in d.tflops else "—"
+                                                 for p in listed),
+                  *(f"{d.ridge(p.name):.1f}" if p.name in d.tflops else "—" for p in listed))
     return t
 
 
@@ -238,9 +264,10 @@ def roofline_table(dev, shape, models) -> Table:
     the hierarchy beneath it."""
     t = Table(title=f"{dev.name}, {shape[0]}×{shape[1]}×{shape[2]} (M×N×K): the seeds' cache-free view, then "
                     "the hierarchy beneath it", header_style="bold", title_justify="left")
-    for col in ("kernel", "GFLOP", "best I", "seeds: global MB", "I", "ridge", "bound", "TFLOPS",
-                "DRAM MB", "L2 MB", "smem/L1 MB", "bound ", "TFLOPS "):
-        t.add_column(col, justify="left" if col.strip() in ("kernel", "bound") else "right")
+    # each view's columns named by it: the two have a bound and a TFLOPS each
+    for col in ("kernel", "GFLOP", "best I", "seeds: global MB", "seeds: I", "seeds: ridge", "seeds: bound",
+                "seeds: TFLOPS", "DRAM MB", "L2 MB", "smem/L1 MB", "hierarchy: bound", "hierarchy: TFLOPS"):
+        t.add_column(col, justify="left" if col == "kernel" or col.endswith("bound") else "right")
     for s, km in models:
         t.add_row(s.name, f"{km.flops / 1e9:.1f}", f"{km.intensity:.1f}",
                   f"{(km.modeled_read_bytes + km.modeled_write_bytes) / 1e6:,.0f}", f"{km.modeled_intensity:.2f}",
@@ -315,7 +342,7 @@ class BenchPrinter(Steps):
 
     def table(self, kind: str, title: str, records: list[dict]) -> None:
         self.print(title, style="bold", markup=False, highlight=False, soft_wrap=True)  # a line, whatever the width
-        self.print(BENCH_TABLES[kind](records))
+        self.print(Fitted(BENCH_TABLES[kind](records)))
         if kind != "model":  # the model table repeats kernels whose reasons the tables above gave
             for line in reasons(records):
                 self.print(f"  {line}", markup=False, highlight=False)

@@ -40,8 +40,8 @@ def probe() -> tuple[GPUInfo | None, str]:
     try:
         import cupy  # noqa: F401
         from cupy.cuda import runtime
-    except Exception as exc:  # pragma: no cover - cupy is a dependency
-        return None, f"CuPy is not importable ({exc})"
+    except Exception as exc:  # the cupy extra is not installed (or is broken)
+        return None, f"CuPy is not importable ({exc}); for GPU runs: python3 -m pip install 'gemmlab[cupy]'"
     try:
         count = runtime.getDeviceCount()
     except Exception as exc:

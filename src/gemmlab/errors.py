@@ -25,6 +25,11 @@ class SizeLimitError(GemmlabError, ValueError):
     """A problem past a kernel's index range or the device's memory."""
 
 
+class MissingDependencyError(GemmlabError, ImportError):
+    """A package of an optional extra (gemmlab[cupy], gemmlab[plots]) that the call needs and that is not installed;
+    the message names the install command."""
+
+
 class NoGPUError(GemmlabError, RuntimeError):
     """A GPU kernel was asked for on a machine without a usable CUDA GPU."""
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gemmlab.errors import ShapeError
+from gemmlab.errors import ShapeError, SizeLimitError
 
 
 @dataclass(frozen=True)
@@ -296,6 +296,16 @@ class Problem:
 
 
 _SHAPE_RE = re.compile(r"^\s*(\d+)\s*(?:[x×*,]\s*(\d+)\s*[x×*,]\s*(\d+))?\s*$")
+
+
+def require_fits(problem: "Problem", capacity_bytes: int, where: str) -> None:
+    """Refuse ``problem`` where A, B and C in its precision's types exceed ``capacity_bytes`` (the memory of
+    ``where``): no kernel runs it there, so no model or choice for it means anything. Closed form, so it answers at
+    once for any size."""
+    need = problem.compulsory_bytes()
+    if need > capacity_bytes:
+        raise SizeLimitError(f"{problem.label()} {problem.precision}: A, B and C take {need / 2**30:,.1f} GiB; "
+                             f"{where} holds {capacity_bytes / 2**30:,.0f} GiB")
 
 
 def parse_shape(text: str) -> tuple[int, int, int]:

@@ -1,5 +1,5 @@
-"""The results files gemmlab writes (bench, verify, timeline, accuracy, api and distributed --json), read back and
-told apart.
+"""The results files gemmlab writes (bench, verify, timeline, accuracy, chapter, bench --api, bench --api --suite
+and distributed --json), read back and told apart.
 
 Below the harness and the report, which both read them: the report renders them, the harness merges counters into
 them, the CLI checks a file before a run appends to it.
@@ -17,12 +17,14 @@ RECORD_FIELDS = {"bench": ("kernel", "precision", "m", "n", "k", "status"),
                  "timeline": ("kernel", "problem", "summary"),
                  "verify": ("kernel", "shape", "result"),
                  "accuracy": ("sweep", "series", "dist", "k", "rel_err"),
-                 "suite": ("op", "precision", "m", "n", "k", "layout", "verified")}
+                 # before api: a suite record names the kernel it ran too
+                 "suite": ("op", "precision", "m", "n", "k", "layout", "verified"),
+                 "api": ("kernel", "precision", "m", "n", "k", "layout", "verified")}
 
 
 def load(path: str | os.PathLike) -> tuple[str, dict]:
     """(kind, results) of a JSON that gemmlab wrote: "bench", "timeline", "verify", "accuracy", "chapter" (their
-    --json) or "suite" (bench --api --suite --json);
+    --json), "suite" (bench --api --suite --json) or "api" (bench --api --json);
     anything else is refused with a ResultsFileError naming why."""
     try:
         text = Path(path).read_text()
@@ -53,7 +55,8 @@ def load(path: str | os.PathLike) -> tuple[str, dict]:
         if all(isinstance(r, dict) and all(f in r for f in fields) for r in records):
             results.setdefault("env", {})
             return kind, results
-    raise ResultsFileError(f"{path}: its records are not those of gemmlab bench, verify, timeline or accuracy --json")
+    raise ResultsFileError(f"{path}: its records are not those of gemmlab bench, bench --api, verify, timeline, "
+                           "accuracy or chapter --json")
 
 
 def load_results(path: str | os.PathLike) -> dict:

@@ -63,6 +63,10 @@ def direct(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
         raise LayoutError(f"A is a torch tensor and B a {type(B).__name__}: pass two tensors on one device")
     if out is not None and not isinstance(out, torch.Tensor):
         raise LayoutError(f"out is a {type(out).__name__}; the operands are torch tensors")
+    for name, x in (("A", A), ("B", B), ("out", out)):
+        if x is not None and (x.layout != torch.strided or x.device.type not in ("cpu", "cuda")):
+            raise LayoutError(f"{name} is a {str(x.layout).removeprefix('torch.')} tensor on {x.device.type}: "
+                              "gemmlab takes dense (strided) tensors on the host or a CUDA GPU")
     key = (kernel, precision, A.dtype, B.dtype, A.shape, B.shape, A.stride(), B.stride(), A.device, B.device,
            None if out is None else (out.dtype, out.shape, out.stride(), out.device, out.requires_grad),
            None if scale_a is None else _scale_key(scale_a), None if scale_b is None else _scale_key(scale_b),

@@ -97,6 +97,31 @@ def test_ceilings_of_another_gpu_are_refused(tmp_path):
         load(path, ceilings_for(DEVICES["h200"]))
 
 
+@pytest.mark.parametrize("text, problem", [
+    ("{}", "holds none of the figures"),
+    ("[1, 2]", "is not a ceilings file"),
+    ('{"records": [], "env": {"ceilings": {"dram_gbs": 4000}}}', "is a results file, not ceilings"),
+    ('{"dram_gbs": -5}', "dram_gbs=-5: every figure must be a positive number"),
+    ('{"l2_gbs": "fast"}', "l2_gbs='fast'"),
+    ('{"dram_gbs": 4000, "flop_per_clk": {"fp32": 0}}', r"flop_per_clk\.fp32=0"),
+    ('{"flop_per_clk": 256}', "flop_per_clk must map precisions"),
+    ('{"dram_gbs": 4000, "sm_count": true}', "sm_count=True"),
+])
+def test_a_file_that_is_not_ceilings_is_refused(tmp_path, text, problem):
+    """Taken on trust, any of these printed as "measured" while every roof stayed the datasheet's."""
+    path = tmp_path / "c.json"
+    path.write_text(text)
+    with pytest.raises(CeilingsError, match=problem):
+        load(path, ceilings_for(DEVICES["h200"]))
+
+
+def test_the_committed_ceilings_file_is_taken():
+    roofs = load(Path(__file__).resolve().parents[2] / "results" / "h200" / "ceilings.json",
+                 ceilings_for(DEVICES["h200"]))
+    assert roofs.source["dram"] == roofs.source["l2"] == roofs.source["fp32"] == "measured"
+    assert roofs.dram_gbs != DEVICES["h200"].dram_gbs
+
+
 def _gemmlab(*args):
     return subprocess.run([sys.executable, "-m", "gemmlab", *args], capture_output=True, text=True,
                           env=dict(os.environ, COLUMNS="200"))

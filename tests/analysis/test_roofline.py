@@ -209,3 +209,33 @@ def test_device_lookup_by_driver_name():
     assert device_spec("a100").key == "a100"
     with pytest.raises(GemmlabError, match="no roofline data"):
         device_spec("Radeon")
+
+
+def test_a_problem_past_the_devices_memory_is_refused_at_once():
+    """1,000,000³ FP32 is 12 TB of operands: refused in closed form, before any tile is walked (it once walked
+    until the machine ran out of memory)."""
+    from gemmlab.errors import SizeLimitError
+
+    with pytest.raises(SizeLimitError, match=r"1000000x1000000x1000000 fp32: A, B and C take 11,175\.9 GiB; "
+                                             r"NVIDIA H200 holds 141 GiB"):
+        model(get_kernel("cuda/v1_naive"), Problem(10**6, 10**6, 10**6), H200)
+    # one that fits the A100's 40 GiB is modeled; the same problem is refused once it does not fit
+    assert model(get_kernel("cuda/v1_naive"), Problem(4096, 4096, 4096), DEVICES["a100"]).flops == 2 * 4096**3
+    with pytest.raises(SizeLimitError, match="A100"):
+        model(get_kernel("cuda/v1_naive"), Problem(110000, 110000, 8), DEVICES["a100"])
+    with pytest.raises(SizeLimitError, match="output tiles"):  # on the H200 it fits, and its walk is too long
+        model(get_kernel("cuda/v1_naive"), Problem(110000, 110000, 8), H200)
+
+
+def test_a_walk_past_the_models_bound_is_refused_not_walked(monkeypatch):
+    """The L2 model walks tiles one by one; a walk longer than MAX_WALK_TILES names the kernel and the bound."""
+    from gemmlab.analysis import hierarchy
+    from gemmlab.errors import SizeLimitError
+
+    def no_walk(*args, **kwargs):
+        raise AssertionError("walked the tiles of a refused problem")
+
+    monkeypatch.setattr(hierarchy, "dram_reads", no_walk)
+    with pytest.raises(SizeLimitError, match=r"cuda/v1_naive at 100000x100000x8: 9,765,625 output tiles; the L2 "
+                                             r"model walks at most 1,048,576"):
+        model(get_kernel("cuda/v1_naive"), Problem(100000, 100000, 8), H200)

@@ -38,13 +38,14 @@ def test_tolerance_grows_with_k_beyond_4096():
 
 
 def _unwritten_corner(A, B, C):
-    np.matmul(A, B, out=C)
-    C[-1, -1] = np.nan  # what NaN poisoning exists to catch: an element nobody wrote
+    # every element but the last written: what that element holds is whatever verify put in C before the launch
+    C.flat[:-1] = np.matmul(A, B).flat[:-1]
 
 
 def test_an_unwritten_element_fails_verification():
     spec = CpuKernel(name="cpu/test_skips_corner", level=None, precision="fp32", title="", function=_unwritten_corner)
     result = check(spec, Problem(5, 7, 3), seed=1)
+    # found as a NaN: C poisoned before the launch, so an unwritten element never passes for a right one
     assert result.status == "FAILED" and result.error.nonfinite == 1
 
 
@@ -86,6 +87,18 @@ def test_sweep_covers_the_listed_dimensions_and_special_shapes():
     assert sweep_shapes(full=False, sample=24, seed=3) == sample  # seeded
     assert all(2 * m * n * k <= 1e6 for m, n, k in sweep_shapes(max_flops=1e6))
     assert any(1 in s for s in sample) and any(4097 in s for s in sample)
+    # a sample of the combinations, drawn by the seed: another seed draws others
+    assert len(set(sample) - set(SPECIAL_SHAPES)) >= 20 and sweep_shapes(full=False, sample=24, seed=4) != sample
+    # the bound is inclusive: a shape of exactly max_flops stays
+    assert (33, 31, 4097) in sweep_shapes(max_flops=2 * 33 * 31 * 4097)
+
+
+def test_a_problem_the_kernel_refuses_is_skipped_without_a_launch():
+    launched = []
+    spec = CpuKernel(name="cpu/test_refuses", level=None, precision="fp32", title="", max_flops=10,
+                     function=lambda A, B, C: launched.append(1))
+    result = check(spec, Problem(5, 7, 3), seed=0)  # 210 FLOPs past its 10
+    assert result.status == "skipped" and "GFLOP" in result.reason and launched == []
 
 
 def test_reference_is_float64():

@@ -298,7 +298,49 @@ def test_ladder_bars(results):
     assert ratios["cuda/v4_2d_blocktile"] == pytest.approx(2.684 / 4.628)
     assert ratios["peers/triton_bf16"] == pytest.approx(0.1901 / 0.3450)
     assert ratios["peers/cublas_tf32"] == 1.0  # the peer is its own reference
-    assert top.get_yscale() == "log"
+    # linear from zero: a bar twice as tall is twice as fast (on a log axis from a clipped base, 440 against 1286
+    # TFLOPS looked tenfold); every value label inside the axes, below the title
+    assert top.get_yscale() == "linear" and top.get_ylim()[0] == 0
+    assert top.get_ylim()[1] > max(heights.values()) * 1.1
+
+
+H200 = Path(__file__).resolve().parents[2] / "results" / "h200"
+
+
+def test_ladder_marks_an_erratic_peer_and_the_ratios_against_it():
+    """The committed FP8 run at the seed shape: the cuBLASLt peers' quartiles spread 18-23% of their medians, so the
+    2.79× and 2.06× against them carry a * and the figure says they are no comparison."""
+    results = D.load_results(H200 / "fp8.json")
+    assert set(plots.erratic_peers(results["records"], SEED)) == {
+        "peers/cublaslt_fp8", "peers/cublaslt_fp8_promoted", "peers/cublaslt_fp8_block"}
+    fig = plots.ladder_figure(results, SEED)
+    top, bottom = fig.axes[:2]
+    texts = {a.get_text() for a in bottom.texts}
+    assert "2.79×*" in texts and "2.06×*" in texts and "1.00×" in texts  # BF16's peer ran steadily
+    note = next(t for t in bottom.texts if t.get_gid() == "erratic_note").get_text()
+    assert "peers/cublaslt_fp8: IQR 20% of its median" in note and "no comparison" in note
+    # a steady run marks nothing
+    assert plots.erratic_peers(results["records"], S4) == {}
+    assert not [t for t in plots.ladder_figure(results, S4).axes[1].texts if t.get_gid() == "erratic_note"]
+
+
+def test_ladder_shows_the_peer_where_the_paired_timings_had_it():
+    """fp8_variants at 4096³: cuBLASLt's own median is 345 TFLOPS while every ratio, from the paired timings,
+    reads about 1.00×; a diamond on its bar shows the TFLOPS it ran at beside the kernels."""
+    results = D.load_results(H200 / "fp8_variants.json")
+    peer = _rec(results, "peers/cublaslt_fp8")
+    paired = plots.paired_peer_tflops(peer, results["records"])
+    assert D.tflops(peer) == pytest.approx(344.7, abs=0.1) and paired > 1100
+    top = plots.ladder_figure(results, S4).axes[0]
+    (diamond,) = _by_gid(top, "peer_paired")
+    assert diamond.get_ydata()[0] == pytest.approx(paired)
+
+
+def test_ladder_wraps_a_variants_parameters_under_its_name():
+    label = plots._tick_label("cuda/tc8_block_scaled_fp8[BM=128,BN=192,CONSUMER_REGS=232,PRODUCER_REGS=40]")
+    assert label.split("\n") == ["cuda/tc8_block_scaled_fp8", "[BM=128,BN=192,", "CONSUMER_REGS=232,",
+                                  "PRODUCER_REGS=40]"]
+    assert plots._tick_label("cuda/tc4_persistent_fp8") == "cuda/tc4_persistent_fp8"
 
 
 def test_cpu_only_results_render(tmp_path):
@@ -350,6 +392,20 @@ def test_timeline_json_renders_its_own_table(tmp_path):
                                             ("cuda/tc4_persistent_tf32", "256x256x4096")]
     epilogue = results["records"][0]["summary"]["epilogue_cycles"]["median"]
     assert rows[0][5] == f"{epilogue:,.0f}"
+
+
+def test_api_json_renders_the_table_bench_api_writes_beside_it(tmp_path):
+    """The file ``bench --api --json`` writes is a results file like the others: report renders the same table
+    the command wrote beside it, and --summary prints it."""
+    from gemmlab.report import summary
+
+    api = Path(__file__).resolve().parents[2] / "results" / "h200" / "api.json"
+    kind, results = D.load(api)
+    assert kind == "api"
+    paths = render_report(api, tmp_path / "out")
+    assert [p.name for p in paths] == ["report.md"]
+    assert paths[0].read_text() == api.with_suffix(".md").read_text()
+    assert "| fp8 | 8192×8192×8192 | x @ w.T (B column-major) | `cuda/tc4_persistent_fp8` |" in summary(api)
 
 
 def _verify_rows(text: str) -> dict:

@@ -46,6 +46,13 @@ def test_figure_has_a_line_and_bars_per_series():
     assert left.get_xscale() == "log" and left.get_yscale() == "log"
     bars = {p.get_gid() for p in right.patches}
     assert bars == set(study.SERIES)
+    # the key stands below both panels, not over the lines of the left one (where it covered two)
+    assert left.get_legend() is None and right.get_legend() is None
+    (key,) = fig.legends
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    assert key.get_window_extent(renderer).y1 <= min(ax.get_tightbbox(renderer).y0 for ax in (left, right)) + 1
+    assert len(key.get_texts()) == len(study.SERIES)
 
 
 def test_render_writes_markdown_and_png_beside_the_json(tmp_path):

@@ -48,6 +48,21 @@ def test_figure_joins_runs_a_later_file_replacing_an_earlier_record():
                                                    "communication hidden (weak scaling)"]
 
 
+def test_one_key_below_the_panels_and_a_reason_for_an_empty_one():
+    """The keys stood inside the panels over the points; a one-GPU run's third panel was empty with no word why."""
+    one = results([record("all_gather_matmul", "weak", 1, 10.0, 8.0, peer_ms=9.0),
+                   record("all_gather_matmul", "strong", 1, 10.0, 9.5)], 1)
+    fig = scaling_figure([one])
+    weak, strong, hidden = fig.axes
+    assert all(ax.get_legend() is None for ax in fig.axes) and len(fig.legends) == 1
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    assert fig.legends[0].get_window_extent(renderer).y1 <= min(ax.get_tightbbox(renderer).y0 for ax in fig.axes) + 1
+    assert strong.get_ylim()[0] == 0
+    assert "no communication to hide" in next(t for t in hidden.texts if t.get_gid() == "empty").get_text()
+    assert not [t for t in scaling_figure([X4]).axes[2].texts if t.get_gid() == "empty"]
+
+
 def test_render_writes_a_png(tmp_path):
     paths = []
     for name, res in (("h200x2", X2), ("h200x4", X4)):

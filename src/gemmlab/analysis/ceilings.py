@@ -8,6 +8,7 @@ and clock, so a record's own clock scales them: a kernel timed at 1500 MHz is he
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from dataclasses import dataclass, field, replace
@@ -37,6 +38,7 @@ class Ceilings:
     seed_tflops: dict  # the datasheet's dense peaks: the seeds' compute roof
     source: dict = field(default_factory=dict)  # level or precision -> "datasheet", "assumed" or "measured"
     origin: str = "datasheet"  # where the measured figures come from (a file and when it was measured)
+    memory_bytes: int = 0  # device memory (0: unknown): the largest problem a model is made for
 
     def compute_tflops(self, precision: str, clock_mhz: float | None = None) -> float:
         clock = clock_mhz or self.max_clock_mhz
@@ -65,7 +67,7 @@ def datasheet(dev) -> Ceilings:
     source = {"dram": "datasheet", "l2": "assumed", "smem": "datasheet", **{p: "datasheet" for p in dev.flop_per_clk}}
     return Ceilings(dev.name, dev.sm_count, dev.max_clock_mhz, dev.l2_bytes, dev.dram_gbs,
                     dev.l2_bytes_per_clk * dev.max_clock_mhz * 1e6 / 1e9, dev.smem_bytes_per_clk,
-                    dict(dev.flop_per_clk), dict(dev.tflops), source)
+                    dict(dev.flop_per_clk), dict(dev.tflops), source, memory_bytes=dev.memory_bytes)
 
 
 def with_measured(base: Ceilings, measured: dict, origin: str) -> Ceilings:
@@ -86,12 +88,41 @@ def with_measured(base: Ceilings, measured: dict, origin: str) -> Ceilings:
     return replace(base, **values, flop_per_clk=flops, source=source, origin=origin)
 
 
+def _positive(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+
+
+def _check_figures(measured, path) -> None:
+    """Refuse a file that is not a ceilings JSON, or whose figures are not positive numbers: taken on trust, any
+    JSON (a results file, ``{}``) printed as "measured" while every roof stayed the datasheet's."""
+    wanted = ", ".join([*LEVEL_KEYS.values(), "flop_per_clk"])
+    if not isinstance(measured, dict):
+        raise CeilingsError(f"{path} is not a ceilings file: a JSON object with {wanted} (gemmlab roofline --measure "
+                            "--json writes one)")
+    if "records" in measured:
+        raise CeilingsError(f"{path} is a results file, not ceilings: give --ceilings the JSON that gemmlab roofline "
+                            "--measure --json writes")
+    flops = measured.get("flop_per_clk")
+    if flops is not None and not isinstance(flops, dict):
+        raise CeilingsError(f"{path}: flop_per_clk must map precisions to FLOP per clock, got {flops!r}")
+    figures = {key: measured[key] for key in LEVEL_KEYS.values() if key in measured}
+    figures.update({f"flop_per_clk.{p}": v for p, v in (flops or {}).items()})
+    if not figures:
+        raise CeilingsError(f"{path} holds none of the figures a ceilings file carries ({wanted}): nothing to measure "
+                            "the roofs by")
+    figures.update({key: measured[key] for key in ("sm_count", "max_clock_mhz", "l2_bytes") if key in measured})
+    bad = [f"{key}={value!r}" for key, value in figures.items() if not _positive(value)]
+    if bad:
+        raise CeilingsError(f"{path}: {', '.join(bad)}: every figure must be a positive number")
+
+
 def load(path: str | os.PathLike, base: Ceilings) -> Ceilings:
     """``base`` (the datasheet of the GPU the records ran on) with the figures of the ceilings JSON at ``path``."""
     try:
         measured = json.loads(Path(path).read_text())
     except (OSError, ValueError) as exc:
         raise CeilingsError(f"cannot read ceilings {path}: {exc}") from None
+    _check_figures(measured, path)
     gpu = measured.get("gpu")
     if gpu and base.gpu and gpu.replace("NVIDIA ", "") not in base.gpu and base.gpu not in gpu:
         raise CeilingsError(f"{path} holds ceilings measured on {gpu}, the records ran on {base.gpu}")

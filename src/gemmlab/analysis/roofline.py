@@ -25,8 +25,9 @@ from dataclasses import dataclass, field
 
 from gemmlab.analysis import hierarchy
 from gemmlab.analysis.ceilings import Ceilings, datasheet, with_measured
+from gemmlab.errors import SizeLimitError
 from gemmlab.kernels.geometry import ceil_div
-from gemmlab.problem import PRECISIONS, Problem
+from gemmlab.problem import PRECISIONS, Problem, require_fits
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ class DeviceSpec:
     # L2 -> SM bytes per clock for the whole GPU: the A100 whitepaper's figure; none is published for Hopper, so
     # there it is an assumption until `gemmlab roofline --measure` replaces it
     l2_bytes_per_clk: float = 5120.0
+    memory_bytes: int = 0  # the datasheet's device memory: a problem whose operands exceed it has no model here
 
     @property
     def tflops(self) -> dict:
@@ -76,7 +78,7 @@ class DeviceSpec:
                 **{f"{p}_tflops": v for p, v in self.tflops.items()}, "note": self.note,
                 "sm_count": self.sm_count, "max_clock_mhz": self.max_clock_mhz, "l2_bytes": self.l2_bytes,
                 "flop_per_clk": dict(self.flop_per_clk), "smem_bytes_per_clk": self.smem_bytes_per_clk,
-                "l2_bytes_per_clk": self.l2_bytes_per_clk}
+                "l2_bytes_per_clk": self.l2_bytes_per_clk, "memory_bytes": self.memory_bytes}
 
 
 def _per_precision(by_key: dict) -> dict:
@@ -89,11 +91,12 @@ _HOPPER = {"fp32": 256, "tf32": 2048, "bf16": 4096, "fp8": 8192}
 DEVICES: dict[str, DeviceSpec] = {
     "a100": DeviceSpec("a100", "NVIDIA A100 (the seeds' example)", 1555.0,
                        {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0}, "40 GB HBM2, the seeds' numbers",
-                       108, 1410.0, 40 * 2**20, {"fp32": 128, "tf32": 1024, "bf16": 2048}),
+                       108, 1410.0, 40 * 2**20, {"fp32": 128, "tf32": 1024, "bf16": 2048},
+                       memory_bytes=40 * 2**30),
     "h100": DeviceSpec("h100", "NVIDIA H100 SXM", 3350.0, dict(_HOPPER_PEAKS), "80 GB HBM3", 132, 1980.0, 50 * 2**20,
-                       dict(_HOPPER)),
+                       dict(_HOPPER), memory_bytes=80 * 2**30),
     "h200": DeviceSpec("h200", "NVIDIA H200", 4800.0, dict(_HOPPER_PEAKS), "141 GB HBM3e; same SMs as H100 SXM", 132,
-                       1980.0, 60 * 2**20, dict(_HOPPER)),
+                       1980.0, 60 * 2**20, dict(_HOPPER), memory_bytes=141 * 2**30),
 }
 
 
@@ -159,6 +162,11 @@ class KernelModel:
         return dict(self.__dict__)
 
 
+# The L2 model walks a launch's tiles in Python (hierarchy.dram_reads, about a microsecond and a hundred bytes a
+# tile): past this many tiles a kernel's model would take seconds and hundreds of MB, so it is refused instead
+MAX_WALK_TILES = 2**20
+
+
 def runs_for(spec, problem: Problem, params: dict | None = None):
     """The spec that runs ``problem``: ``spec.for_problem``, or, for a record that names the parameters it ran with
     (a tuned level's tile), the spec of exactly those."""
@@ -211,8 +219,13 @@ def model(spec, problem: Problem, ceilings: Ceilings | DeviceSpec, clock_mhz: fl
     a saved record."""
     if isinstance(ceilings, DeviceSpec):
         ceilings = ceilings_for(ceilings)
+    if ceilings.memory_bytes:
+        require_fits(problem, ceilings.memory_bytes, ceilings.gpu)
     runs = runs_for(spec, problem, params)
     traffic = runs.traffic(problem, ceilings.sm_count)
+    if traffic.walk is not None and traffic.walk.tiles > MAX_WALK_TILES:
+        raise SizeLimitError(f"{spec.name} at {problem.label()}: {traffic.walk.tiles:,} output tiles; the L2 model "
+                             f"walks at most {MAX_WALK_TILES:,}")
     flops = problem.flops()
     intensity = traffic.intensity(problem)
     units, ops = spec.peak_share()  # tensor cores for an FP32 level built on TF32 products (tc7)
@@ -305,8 +318,8 @@ def roofs_of(dev: DeviceSpec, results: dict | None = None, ceilings_path: str | 
 
 
 def listed_precisions() -> list:
-    """The precisions every device has units for (A100: no FP8), in their order: the device table's columns."""
-    return [p for p in PRECISIONS.values() if all(p.name in d.tflops for d in DEVICES.values())]
+    """The precisions any device has units for, in their order: the device table's columns (A100: — for FP8)."""
+    return [p for p in PRECISIONS.values() if any(p.name in d.tflops for d in DEVICES.values())]
 
 
 def models_at(specs, shape, dev: DeviceSpec, roofs: Ceilings) -> list:

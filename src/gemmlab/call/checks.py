@@ -155,7 +155,7 @@ def prepare(fa: Facts, fb: Facts, kernel, precision, device: int | None, scales:
         if device is not None:
             raise LayoutError(f"{spec.name} runs on the host; A and B are on cuda:{device} (use a GPU kernel, or "
                               "move them to the host)")
-        plan = spec.plan(problem)
+        plan = spec.plan(problem, Layout(fa.layout or "strided", fb.layout or "strided"))  # read as they are
         return Prepared(plan, why, out_shape=(problem.m, problem.n))
     if device is None:  # host operands, a GPU kernel named: run it on GPU 0
         dev.require_gpu(spec.name)
@@ -184,8 +184,8 @@ def prepare(fa: Facts, fb: Facts, kernel, precision, device: int | None, scales:
 
 def check_out(out, kind: str, shape: tuple, device, dtype: str = "float32") -> None:
     """The checks an ``out`` array gets once per key (shape, dtype, layout, device, writability)."""
-    if kind_of(out) != kind and not (kind == "numpy" and kind_of(out) == "torch" and not out.is_cuda):
-        raise LayoutError(f"out is a {kind_of(out)} array; the operands are {kind} arrays")
+    if kind_of(out) != kind:  # a torch out for NumPy operands too: NumPy cannot write into a tensor
+        raise LayoutError(f"out is a {kind_of(out)} array; the operands are {kind} arrays: pass out of their kind")
     if kind == "torch":
         ok = (tuple(out.shape) == shape and str(out.dtype) == f"torch.{dtype}" and out.is_contiguous()
               and (out.device.index if out.is_cuda else None) == device)

@@ -51,6 +51,8 @@ def _layout(shape, strides) -> str | None:
 
 
 def facts(x, name: str) -> Facts:
+    if isinstance(x, np.ma.MaskedArray):  # its mask would be ignored: a product of the hidden entries, silently
+        raise OperandTypeError(f"{name} is a NumPy masked array; gemmlab does not apply masks: pass {name}.filled(0)")
     kind = kind_of(x)
     if kind == "cuda-interface":
         import cupy

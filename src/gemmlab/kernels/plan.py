@@ -25,7 +25,7 @@ class Layout:
     b: str = ROW
 
     def label(self) -> str:
-        name = {ROW: "row-major", COL: "column-major", ANY: "a vector (either major)"}
+        name = {ROW: "row-major", COL: "column-major", ANY: "a vector (either major)", "strided": "strided"}
         return f"A {name[self.a]}, B {name[self.b]}"
 
 

@@ -3,10 +3,11 @@
 ``render_report(results_json_path, out_dir)`` writes ``report.md`` and, for bench results, one roofline PNG per
 precision and shape and one ladder PNG per shape (for a chapter JSON: the seeds' single-roof roofline beside the
 roof-per-level one, and report_zh.md), and returns the paths it wrote; ``summary(path)`` is the compact
-table. Both take every JSON gemmlab writes (bench, verify, timeline, accuracy, chapter and bench --api --suite
---json) and refuse anything else (an accuracy study gets its tables and its figure, accuracy.png; the shape suite its
-tables and a figure per op and precision, suite_OP_PRECISION.png). Nothing is measured here, so a committed
-JSON renders the same report on any machine, with or without a GPU.
+table. Both take every JSON gemmlab writes (bench, bench --api, verify, timeline, accuracy, chapter and bench --api
+--suite --json) and refuse anything else (an accuracy study gets its tables and its figure, accuracy.png; the shape
+suite its tables and a figure per op and precision, suite_OP_PRECISION.png; bench --api its table against torch).
+Nothing is measured here, so a committed JSON renders the same report on any machine, with or without a GPU; only
+the figures need matplotlib (gemmlab[plots]).
 """
 from __future__ import annotations
 
@@ -45,14 +46,20 @@ def render_report(results_json_path: str | os.PathLike, out_dir: str | os.PathLi
 
         figures = [("accuracy.png", accuracy.figure(results))]
         text = accuracy.markdown(results) + "\n![error against K and against the inputs](accuracy.png)\n"
+    elif kind == "api":
+        from gemmlab.harness import api_bench
+
+        text = api_bench.markdown(results)
     else:
         from gemmlab.harness import timeline
 
         text = timeline.markdown(results)  # the table timeline --json writes beside the JSON
     out.mkdir(parents=True, exist_ok=True)
-    from gemmlab.report import plots
+    written = []
+    if figures:  # tables alone (verify, timeline, api) need no matplotlib
+        from gemmlab.report import plots
 
-    written = [plots.save(fig, out / name) for name, fig in figures]
+        written = [plots.save(fig, out / name) for name, fig in figures]
     report = out / "report.md"
     report.write_text(text)
     for name, page in pages.items():
@@ -93,6 +100,10 @@ def summary(results_json_path: str | os.PathLike) -> str:
         from gemmlab.report import accuracy
 
         return accuracy.markdown(results)
+    if kind == "api":
+        from gemmlab.harness import api_bench
+
+        return api_bench.markdown(results)
     if kind == "suite":
         from gemmlab.report import suite
 

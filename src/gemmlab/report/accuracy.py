@@ -12,8 +12,7 @@ import json
 import os
 from pathlib import Path
 
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
+from gemmlab.report._mpl import Figure, FigureCanvasAgg
 
 BASELINE = "cublas_fp32"
 
@@ -71,7 +70,7 @@ def markdown(results: dict) -> str:
 
 
 def figure(results: dict) -> Figure:
-    fig = Figure(figsize=(11, 4.6), dpi=110, layout="constrained")
+    fig = Figure(figsize=(11, 5.2), dpi=110, layout="constrained")
     FigureCanvasAgg(fig)
     left, right = fig.subplots(1, 2)
     series = results["series"]
@@ -88,7 +87,6 @@ def figure(results: dict) -> Figure:
     left.set_ylabel("relative Frobenius error")
     left.set_title("error against K, N(0, 1) inputs")
     left.grid(True, which="both", alpha=0.3)
-    left.legend(fontsize=7)
     dists = list(results.get("distributions", {}))
     k = (results.get("options") or {}).get("scale_k")
     width = 0.8 / max(1, len(series))
@@ -106,6 +104,9 @@ def figure(results: dict) -> Figure:
     right.set_ylabel("relative Frobenius error")
     right.set_title(f"error against the inputs, K = {k}")
     right.grid(True, axis="y", which="both", alpha=0.3)
+    # one key for both panels, below them: inside the left panel it covered the lines it names
+    handles, labels = left.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=3, fontsize=8)
     return fig
 
 

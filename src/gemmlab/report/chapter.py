@@ -2,11 +2,13 @@
 single-roof roofline and gemmlab's roof-per-level one beside it, at 4096³ (the first seed's measured table)."""
 from __future__ import annotations
 
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
 
 from gemmlab.analysis.roofline import DEVICES
 from gemmlab.report import data as D
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 SHAPE = (4096, 4096, 4096)
 # the first seed's measured table (A100, 4096³), quoted: V1 ~1150 GFLOPS, cuBLAS ~172,000 GFLOPS
@@ -18,6 +20,8 @@ def single_roof_figure(results: dict) -> Figure:
     intensity the seeds count (every load from DRAM) and its measured TFLOPS. The A100's roof carries the seed's own
     two figures; the H200's this run's kernels at 4096³. A point above its roof is a load the roof took for DRAM
     traffic that a cache served."""
+    from gemmlab.report._mpl import Figure, FigureCanvasAgg  # matplotlib for the figures only (gemmlab[plots])
+
     fig = Figure(figsize=(7.5, 5.4), dpi=110)
     FigureCanvasAgg(fig)
     ax = fig.add_axes((0.1, 0.1, 0.86, 0.82))

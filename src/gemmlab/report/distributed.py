@@ -12,10 +12,10 @@ import json
 import os
 from pathlib import Path
 
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 from rich.console import Console
 from rich.table import Table
+
+from gemmlab.report._mpl import Figure, FigureCanvasAgg
 
 OP_COLOR = {"all_gather_matmul": "#1f77b4", "matmul_reduce_scatter": "#d62728", "summa": "#2ca02c"}
 WEAK_EFFICIENCY_BAR = 0.90  # what the distributed work sets out to reach at every count
@@ -45,7 +45,7 @@ def _one_gpu_over(r: dict, key: str) -> float | None:
 def scaling_figure(results: list[dict]) -> Figure:
     records = _merged(results)
     ops = [op for op in OP_COLOR if any(r["op"] == op for r in records)]
-    fig = Figure(figsize=(13, 4.2), dpi=110, layout="constrained")
+    fig = Figure(figsize=(13, 5.0), dpi=110, layout="constrained")
     FigureCanvasAgg(fig)
     weak, strong, hidden = fig.subplots(1, 3)
     for op in ops:
@@ -57,8 +57,10 @@ def scaling_figure(results: list[dict]) -> Figure:
             ax.plot(x, y, ls="--", marker=".", color=color, alpha=0.7, label=f"{op} peer", gid=f"{scaling}:{op}:peer")
         x, y = _series(records, op, "weak", lambda r: r.get("hidden_fraction"))
         hidden.plot(x, y, marker="o", color=color, label=op, gid=f"hidden:{op}")
-    weak.axhline(WEAK_EFFICIENCY_BAR, color="gray", ls=":", gid="bar", label=f"{WEAK_EFFICIENCY_BAR:.2f}")
-    hidden.axhline(HIDDEN_BAR, color="gray", ls=":", gid="bar", label=f"{HIDDEN_BAR:.2f}")
+    weak.axhline(WEAK_EFFICIENCY_BAR, color="gray", ls=":", gid="bar",
+                 label=f"weak-scaling bar ({WEAK_EFFICIENCY_BAR:.2f})")
+    hidden.axhline(HIDDEN_BAR, color="gray", ls=":", gid="bar",
+                   label=f"hidden-communication bar ({HIDDEN_BAR:.2f})")
     counts = sorted({r["gpus"] for r in records})
     strong.plot(counts, counts, color="gray", ls=":", gid="ideal", label="ideal (P×)")
     for ax, title, ylabel in ((weak, "weak scaling (fixed per-GPU problem)", "efficiency t(1) / t(P)"),
@@ -71,9 +73,19 @@ def scaling_figure(results: list[dict]) -> Figure:
         ax.set_xlim(min(counts) / 1.3, max(counts) * 1.3)  # explicit: a panel may have no points at all
         ax.set_xticks(counts, [str(c) for c in counts])
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
     weak.set_ylim(0, 1.1)
+    strong.set_ylim(0, max(counts) * 1.1)  # from zero: near 1.0 a clipped axis made 0.95 and 1.00 look far apart
     hidden.set_ylim(0, 1.05)
+    if not any(line.get_xdata().size for line in hidden.get_lines() if str(line.get_gid()).startswith("hidden:")):
+        hidden.text(0.5, 0.5, "no communication to hide\n(one GPU: nothing crosses between ranks)",
+                    ha="center", va="center", transform=hidden.transAxes, fontsize=9, gid="empty")
+    # one key for all three panels, below them: inside the panels it covered points
+    handles, labels = {}, {}
+    for ax in (weak, strong, hidden):
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, handle)
+    fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncols=min(4, len(handles)),
+               fontsize=8)
     env = (results[-1].get("env") or {}) if results else {}
     gpu = (env.get("gpu") or {}).get("name", "CPU")
     fig.suptitle(f"gemmlab distributed GEMM on {gpu}, git {str(env.get('git_sha', ''))[:12]}", fontsize=10)

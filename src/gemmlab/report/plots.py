@@ -13,10 +13,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-
 from gemmlab.report import data as D
+from gemmlab.report._mpl import Figure, FigureCanvasAgg
 
 _PRECISION_COLOR = {"fp32": "#1f77b4", "tf32": "#ff7f0e", "bf16": "#2ca02c", "fp8": "#d62728",
                     "fp8_block": "#9467bd"}
@@ -180,15 +178,63 @@ def _spread(want: list[float], gap: float, lo: float, hi: float) -> list[float]:
     return ys
 
 
+# a peer whose quartiles spread wider than this share of its median at a shape (the gemmlab levels' own: 1-3%) ran
+# erratically there: its bar, and every ratio taken against it, is marked as no comparison
+ERRATIC_IQR = 0.10
+
+
+def erratic_peers(records: list[dict], shape: D.Shape) -> dict:
+    """Peer -> its IQR over its median, for each timed peer at ``shape`` past ERRATIC_IQR."""
+    out = {}
+    for rec in records:
+        if rec.get("backend") == "peer" and D.shape_of(rec) == shape and D.is_timed(rec) and rec.get("iqr_ms"):
+            spread = rec["iqr_ms"] / rec["median_ms"]
+            if spread > ERRATIC_IQR:
+                out[rec["kernel"]] = spread
+    return out
+
+
+def paired_peer_tflops(peer: dict, records: list[dict]) -> float | None:
+    """The peer's TFLOPS in the interleaved timings the ratios against it come from (the median over the kernels
+    timed beside it), or None where no kernel was."""
+    times = sorted(r["interleaved"]["peer_ms"] for r in records
+                   if r.get("peer") == peer["kernel"] and r is not peer and D.shape_of(r) == D.shape_of(peer)
+                   and r.get("precision") == peer.get("precision") and (r.get("interleaved") or {}).get("peer_ms"))
+    if not times:
+        return None
+    return D.flops(peer) / (times[len(times) // 2] * 1e-3) / 1e12
+
+
+def _tick_label(kernel: str, width: int = 26) -> str:
+    """A kernel's name, and a variant's changed parameters (bench --variant) wrapped at their commas below it."""
+    name, bracket, changes = kernel.partition("[")
+    if not bracket:
+        return name
+    lines, line = [], ""
+    for part in ("[" + changes).split(","):
+        if line and len(line) + len(part) + 1 > width:
+            lines.append(line + ",")
+            line = part
+        else:
+            line = f"{line},{part}" if line else part
+    return "\n".join([name, *lines, line])
+
+
 def ladder_figure(results: dict, shape: D.Shape) -> Figure | None:
-    """Each timed GPU kernel at ``shape``: TFLOPS (log) above, ratio to the same-precision peer below."""
+    """Each timed GPU kernel at ``shape``: TFLOPS above on a linear axis from zero (bar heights compare as the
+    numbers do), the ratio to the same-precision peer below. A peer that ran erratically at the shape
+    (``erratic_peers``) is drawn pale, and it and every ratio against it carry a * that the footnote explains; where
+    its own median is far from what it ran at in the paired timings the ratios come from, a diamond marks the
+    latter on its bar."""
     records = D.attach_profiles(results)
     rows = []
     for precision in D.precisions(records):
         rows += [r for r in D.group(records, precision, shape) if D.is_gpu(r) and D.is_timed(r)]
     if not rows:
         return None
-    fig = _new_figure(max(7.0, 0.55 * len(rows) + 2.5), 6.4)
+    erratic = erratic_peers(rows, shape)
+    labels = [_tick_label(r["kernel"]) for r in rows]
+    fig = _new_figure(max(7.0, 0.55 * len(rows) + 3.5), 7.4)
     top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=[3, 2])
     xs = list(range(len(rows)))
     colors = [_PRECISION_COLOR.get(r["precision"], "gray") for r in rows]
@@ -198,12 +244,21 @@ def ladder_figure(results: dict, shape: D.Shape) -> Figure | None:
         if rec.get("backend") == "peer":
             bar.set_hatch("//")
             bar.set_edgecolor("white")
-    for x, v in zip(xs, values):
-        top.annotate(D.fmt(v), (x, v), textcoords="offset points", xytext=(0, 2), ha="center", fontsize=7)
-    top.set_yscale("log")
+        if rec["kernel"] in erratic:
+            bar.set_alpha(0.4)
+    paired = {}
+    for x, v, rec in zip(xs, values, rows):
+        at = paired_peer_tflops(rec, rows) if rec.get("backend") == "peer" else None
+        if at is not None and abs(at - v) > ERRATIC_IQR * v:
+            paired[x] = at
+            top.plot([x], [at], marker="D", color="black", ms=5, ls="none", gid="peer_paired")
+    for x, v, rec in zip(xs, values, rows):  # above the bar, or above its diamond where that stands higher
+        top.annotate(D.fmt(v) + ("*" if rec["kernel"] in erratic else ""), (x, max(v, paired.get(x, 0))),
+                     textcoords="offset points", xytext=(0, 5 if x in paired else 2), ha="center", fontsize=7)
+    top.set_ylim(0, max(values + list(paired.values())) * 1.12)  # room for the value labels inside the axes
     top.set_ylabel("TFLOPS")
     top.set_title(f"Ladder at {D.shape_label(shape)} (hatched: peers; colour: precision)")
-    top.grid(True, axis="y", which="both", lw=0.3, alpha=0.5)
+    top.grid(True, axis="y", lw=0.3, alpha=0.5)
 
     # a peer is its own reference: its bar stands at 1.0
     ratios = [1.0 if r.get("peer") == r.get("kernel") else D.peer_ratio(r, records) for r in rows]
@@ -214,18 +269,31 @@ def ladder_figure(results: dict, shape: D.Shape) -> Figure | None:
         elif rec.get("backend") == "peer":
             bar.set_hatch("//")
             bar.set_edgecolor("white")
-    for x, ratio in zip(xs, ratios):
+        if rec.get("peer") in erratic:
+            bar.set_alpha(0.4)
+    for x, ratio, rec in zip(xs, ratios, rows):
         if ratio is not None:
-            bottom.annotate(f"{ratio:.2f}×", (x, ratio), textcoords="offset points", xytext=(0, 2), ha="center",
-                            fontsize=7)
+            bottom.annotate(f"{ratio:.2f}×" + ("*" if rec.get("peer") in erratic else ""), (x, ratio),
+                            textcoords="offset points", xytext=(0, 2), ha="center", fontsize=7)
     bottom.axhline(1.0, color="black", lw=0.8, ls="--")
-    bottom.set_ylabel("× cuBLAS, same precision")
-    bottom.set_xticks(xs, [r["kernel"] for r in rows], rotation=40, ha="right", fontsize=8)
+    bottom.set_ylim(0, max([r for r in ratios if r is not None] + [1.0]) * 1.18)
+    bottom.set_ylabel("× peer, same precision")
+    # upright, so that a variant's wrapped lines stand side by side within its own bar's width
+    bottom.set_xticks(xs, labels, rotation=90, ha="right", va="center", rotation_mode="anchor", fontsize=7)
+    from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
     shown = [p for p in D.PRECISION_LABEL if any(r["precision"] == p for r in rows)]
-    top.legend(handles=[Patch(color=_PRECISION_COLOR.get(p, "gray"), label=D.PRECISION_LABEL[p]) for p in shown], fontsize=8,
-               loc="upper left")
+    handles = [Patch(color=_PRECISION_COLOR.get(p, "gray"), label=D.PRECISION_LABEL[p]) for p in shown]
+    if paired:
+        handles.append(Line2D([], [], marker="D", color="black", ls="none", ms=5,
+                              label="the peer in the paired timings\nthe ratios come from (median)"))
+    top.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+    if erratic:
+        notes = [f"{peer}: IQR {spread:.0%} of its median" for peer, spread in erratic.items()]
+        bottom.text(1.01, 1.0, "* ran erratically at this shape:\n" + "\n".join(notes) + "\nits time, and the ratios "
+                    "against it,\nare no comparison", transform=bottom.transAxes, fontsize=7, va="top",
+                    gid="erratic_note")
     return fig
 
 

@@ -9,11 +9,8 @@ bar every shape must clear (0.85); hollow markers where torch's result is wrong.
 """
 from __future__ import annotations
 
-from matplotlib.lines import Line2D
-
 from gemmlab.harness.api_suite import BARS, DECODE_M, summarize
 from gemmlab.report import data as D
-from gemmlab.report import plots
 
 
 def _f(x, spec=".3f", none="—"):
@@ -125,6 +122,8 @@ def _table(records: list[dict]) -> list[str]:
 def series(records: list[dict]) -> list[tuple[str, dict, list[dict]]]:
     """(label, style, records sorted by M) of each line a figure draws: one per (N, K) of the linear shapes, the
     squares, the long-K shapes, any given shapes."""
+    from gemmlab.report import plots  # matplotlib (gemmlab[plots]) for the figures only: the tables need none
+
     out = []
     linear = [r for r in records if r.get("group") == "linear"]
     colors = plots._palette(len({(r["n"], r["k"]) for r in linear}))
@@ -145,6 +144,9 @@ def series(records: list[dict]) -> list[tuple[str, dict, list[dict]]]:
 
 def figure(records: list[dict], op: str, precision: str, gpu: str = ""):
     """GPU-time and eager ratio against M, side by side, one line per series; the legend below both panels."""
+    from gemmlab.report import plots  # first: without matplotlib it stops with the extra to install
+    from matplotlib.lines import Line2D
+
     fig = plots._new_figure(12.5, 5.4)
     axes = fig.subplots(1, 2, sharey=True)
     mine = [r for r in records if r["op"] == op and r["precision"] == precision and r.get("gpu_ratio")]

@@ -1,0 +1,66 @@
+"""``gemmlab dispatch``: what kernel='auto' runs for a shape, precision and layout, the candidates ranked beside it;
+with --build or --write, the dispatch table made from bench results instead. ``console`` and ``output`` (the
+checked output path) are the command line's (gemmlab.cli)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from gemmlab.errors import GemmlabError, OutputPathError
+
+
+def cmd_dispatch(args, console, output) -> int:
+    """What kernel='auto' runs for a shape, precision and layout on this GPU (or the H200's table without one): the
+    kernel, why, its predicted time and the other candidates' (or, with --build and --write, the table itself)."""
+    from gemmlab import dispatch
+    from gemmlab.device import gpu
+    from gemmlab.kernels.plan import COL, ROW, Layout
+    from gemmlab.problem import PRECISIONS, Problem
+
+    if args.build or args.write:
+        return _write_table(args.build or args.write, args.out, console, output, replace=bool(args.build))
+    info = gpu()
+    if info is None:
+        info = dispatch.shipped_gpu()
+        console.print("no CUDA GPU here: what gemmlab.matmul would run on an NVIDIA H200 (the shipped table)",
+                      highlight=False)
+    layout = args.layout or Layout(b=COL if args.b_transposed else ROW)
+    for shape in args.shape or [(4096, 4096, 4096)]:
+        for precision in args.precision or [n for n, p in PRECISIONS.items() if not p.scaled]:
+            problem = Problem(*shape, precision)
+            head = f"{problem.label()} {precision}"
+            try:
+                choice = dispatch.choose(problem, layout, info)
+            except GemmlabError as exc:
+                console.print(f"{head}: {exc}", highlight=False)
+                continue
+            copies = f"; {', '.join(choice.copies)} copied into row-major order first" if choice.copies else ""
+            console.print(f"{head}: {choice.spec.name} ({choice.why}{copies})", highlight=False)
+            for c in dispatch.rank(problem, layout, info):
+                how = ("not for auto: " + c.refusal) if c.refusal else "reads it in place" if c.copies == () else \
+                    f"copies {', '.join(c.copies)}" if c.copies else "reads no layout a copy makes of it"
+                mark = "*" if c.spec is choice.spec else " "
+                console.print(f"  {mark} {c.spec.name:34} {c.per_call_ms:9.4g} ms a call  {how}; "
+                              f"{dispatch.explain(c)}", highlight=False, soft_wrap=True)
+    return 0
+
+
+def _write_table(paths, out, console, output, *, replace: bool) -> int:
+    """--build (``replace``: the table of these results alone, the shipped one by default) or --write (these
+    results over this machine's table, or the table at --out)."""
+    from gemmlab import dispatch
+    from gemmlab.results import load_results
+
+    runs = [load_results(Path(p)) for p in paths]
+    table = dispatch.table_from_runs(runs)
+    if not any("ms" in row for precs in table.values() for shapes in precs.values() for rows in shapes.values()
+               for row in rows):
+        raise GemmlabError(f"no verified GPU records of gemmlab's kernels in {', '.join(paths)}")
+    flag = "--out" if out else "--build" if replace else "--write"
+    target = output(out, "--out") if out else dispatch.SHIPPED if replace else dispatch.local_path()
+    written = dispatch.write_table(runs, target, replace=replace)
+    if written is None:
+        raise OutputPathError(f"{flag}: cannot write {target}")
+    path, table = written
+    shapes = sum(len(shapes) for precs in table.values() for shapes in precs.values())
+    console.print(f"wrote {path}: {', '.join(table)}, {shapes} (precision, shape) entries", highlight=False)
+    return 0
