@@ -35,11 +35,12 @@ def _resolve(a, b, sa=None, sb=None, kernel="auto", precision=None, out=None):
                         out)
 
 
-def test_per_tensor_scales_compute_fp8_on_tc4():
+def test_per_tensor_scales_compute_fp8_from_the_table():
     for sa, sb in ((ONE, ONE), (None, None), (np.float32([2.0]).reshape(1, 1), None)):
         spec, problem, why, scales = _resolve(A8, W8.T, sa, sb)
-        assert problem.precision == "fp8" and spec.name == "cuda/tc4_persistent_fp8" and problem.shape == (M, N, K)
-        assert scales.copy == (False, False) and "dispatch table for NVIDIA H200" in why  # its fp8 rows
+        # the kernel the shipped table's fp8 rows name for this shape, whichever level the H200 measured fastest
+        assert problem.precision == "fp8" and spec.precision == "fp8" and problem.shape == (M, N, K)
+        assert scales.copy == (False, False) and "dispatch table for NVIDIA H200" in why
 
 
 def test_block_scales_compute_fp8_block_on_tc8_and_their_layouts_decide_the_copies():

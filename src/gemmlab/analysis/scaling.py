@@ -72,14 +72,15 @@ def _tile(runs) -> tuple[int, int, int, int, int]:
 def _launch(runs, m: int, n: int, k: int, sm_count: int) -> tuple[int, int, int, float]:
     """(tiles, places, split tiles, tiles' worth of arithmetic on the busiest place) of one launch; places are the
     SMs, or the clusters they hold."""
-    from gemmlab.kernels.cuda.tc.model.stream_k import SK_FILL, SK_SKIP_FILL, stream_k_dp_tiles, stream_k_grid
+    from gemmlab.kernels.cuda.tc.model.stream_k import (SK_FILL, SK_MIN_KTILES, SK_SKIP_FILL, stream_k_dp_tiles,
+                                                        stream_k_grid)
 
     bm, bn, cm, cn, kt = _tile(runs)
     tiles = ceil_div(m, bm * cm) * ceil_div(n, bn * cn)
     places = max(1, sm_count // (cm * cn))
     p = runs.params
     if p.get("STREAM_K", 0):
-        grid = stream_k_grid(tiles, ceil_div(k, kt), sm_count)
+        grid = stream_k_grid(tiles, ceil_div(k, kt), sm_count, p.get("SK_MIN_KTILES", SK_MIN_KTILES))
         dp = stream_k_dp_tiles(tiles, grid, p.get("SK_FILL", SK_FILL), p.get("SK_SKIP_FILL", SK_SKIP_FILL))
         return tiles, places, tiles - dp, ceil_div(dp, grid) + (tiles - dp) / grid
     # a persistent grid of resident clusters, or one CTA per tile: whole tiles either way

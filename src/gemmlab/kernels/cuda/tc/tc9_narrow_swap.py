@@ -28,7 +28,7 @@ from gemmlab.kernels.spec import GPU, SM_COUNT, KernelSpec, Traffic
 from gemmlab.problem import Problem
 
 STAGES = {64: 8, 128: 6}  # ring depth per tile width: (128 + BN) x 128-byte stages in about 192 KB
-SWAP = {"BM": 128, "GROUP_M": 1, "PRODUCER_REGS": 40, "CONSUMER_REGS": 232, "EPI_TMA": 0, "CM": 1,
+SWAP = {"BM": 128, "GROUP_M": 1, "PRODUCER_REGS": 40, "CONSUMER_REGS": 232, "EPI_TMA": 0, "CM": 1, "SK_MIN_KTILES": 16,
         "STREAM_K": 1, "SK_FILL": SK_FILL, "SK_SKIP_FILL": SK_SKIP_FILL, "C_TRANSPOSED": 1}
 BF16 = {**SWAP, "B_KMAJOR": 1}
 FP8 = {**SWAP, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}

@@ -11,7 +11,8 @@ from gemmlab.kernels.cuda.launch.kernel import CudaKernel
 from gemmlab.kernels.cuda.launch.tma import TiledMap
 from gemmlab.kernels.cuda.tc.model.budget import smem_bytes
 from gemmlab.kernels.cuda.tc.model.fp8 import is_fp8
-from gemmlab.kernels.cuda.tc.model.stream_k import SK_FILL, SK_SKIP_FILL, stream_k_dp_tiles, stream_k_grid
+from gemmlab.kernels.cuda.tc.model.stream_k import (SK_FILL, SK_MIN_KTILES, SK_SKIP_FILL, stream_k_dp_tiles,
+                                                    stream_k_grid)
 from gemmlab.kernels.cuda.tc.model.tiles import bk, narrow_pays, rounds_a_in_place
 from gemmlab.kernels.cuda.tc.model.timeline import TENSOR_FMA_PER_SM_CLOCK, TIMELINE_SOURCES, TL_SLOTS
 from gemmlab.kernels.geometry import Geometry, ceil_div
@@ -70,7 +71,8 @@ class WgmmaKernel(CudaKernel):
         return FP8_ARGS if self.fp8 else TC_ARGS
 
     def defines(self) -> dict:
-        d = {k: v for k, v in self.params.items() if k != "NARROW_BN"}  # a host-side choice (for_problem)
+        # host-side choices: the tile width per problem (for_problem), the stream-K grid (launch_geometry)
+        d = {k: v for k, v in self.params.items() if k not in ("NARROW_BN", "SK_MIN_KTILES")}
         d.update(self.prec.tensor_core_defines)
         return d
 
@@ -155,7 +157,8 @@ class WgmmaKernel(CudaKernel):
             size = cm * cn
             tiles = ceil_div(problem.m, bm * cm) * ceil_div(problem.n, bn * cn)
             if p.get("STREAM_K", 0):  # clusters off (constraints)
-                grid = stream_k_grid(tiles, ceil_div(problem.k, bk(self.precision)), sm_count)
+                grid = stream_k_grid(tiles, ceil_div(problem.k, bk(self.precision)), sm_count,
+                                     p.get("SK_MIN_KTILES", SK_MIN_KTILES))
                 return Geometry(grid=(grid, 1, 1), block=(threads, 1, 1), smem=smem)
             resident = sm_count // size if max_clusters is None else min(max_clusters, sm_count // size)
             clusters = max(1, min(tiles, resident))
@@ -229,7 +232,8 @@ class WgmmaKernel(CudaKernel):
             return 0
         p = self.params
         tiles = ceil_div(problem.m, p["BM"]) * ceil_div(problem.n, p["BN"])
-        grid = stream_k_grid(tiles, ceil_div(problem.k, bk(self.precision)), sm_count)
+        grid = stream_k_grid(tiles, ceil_div(problem.k, bk(self.precision)), sm_count,
+                             p.get("SK_MIN_KTILES", SK_MIN_KTILES))
         return tiles - stream_k_dp_tiles(tiles, grid, p.get("SK_FILL", SK_FILL), p.get("SK_SKIP_FILL", SK_SKIP_FILL))
 
     def without_stream_k(self) -> "WgmmaKernel":

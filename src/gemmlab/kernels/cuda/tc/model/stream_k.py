@@ -5,13 +5,13 @@ each CTA's units, the model of SkWalk in tc_scheduler.cuh."""
 SK_MIN_KTILES = 4  # with fewer tiles than SMs, stream-K spreads K over at most tiles·KT / SK_MIN_KTILES CTAs
 
 
-def stream_k_grid(tiles: int, kt: int, sm_count: int) -> int:
+def stream_k_grid(tiles: int, kt: int, sm_count: int, min_ktiles: int = SK_MIN_KTILES) -> int:
     """CTAs of a stream-K launch: one per SM when the tiles fill them; with fewer tiles than SMs, enough CTAs that
-    each takes at least SK_MIN_KTILES k-tiles (a deeper split costs more in fixup than it saves), at least one per
-    tile."""
+    each takes at least ``min_ktiles`` k-tiles (a deeper split costs more in fixup than it saves; a level's
+    SK_MIN_KTILES parameter, a host-side choice), at least one per tile."""
     if tiles >= sm_count:
         return sm_count
-    return max(tiles, min(sm_count, tiles * kt // SK_MIN_KTILES))
+    return max(tiles, min(sm_count, tiles * kt // min_ktiles))
 
 
 SK_FILL = 50  # the last partial wave alone is the stream-K region when it fills at least this % of the grid

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from gemmlab.kernels.cuda.tc.model.stream_k import (SK_FILL, SK_SKIP_FILL, stream_k_dp_tiles, stream_k_grid,
+from gemmlab.kernels.cuda.tc.model.stream_k import (SK_FILL, SK_MIN_KTILES, SK_SKIP_FILL, stream_k_dp_tiles, stream_k_grid,
                                                     stream_k_partials)
 from gemmlab.kernels.cuda.tc.model.tiles import bk, narrow_pays, rounds_a_in_place
 from gemmlab.kernels.geometry import ceil_div
@@ -59,7 +59,7 @@ def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, pr
                 return whole(problem, sm_count)
             bn_ = narrow_["NARROW_BN"]
         tiles, kt = ceil_div(m, bm_) * ceil_div(n, bn_), ceil_div(k, bk(precision))
-        grid = stream_k_grid(tiles, kt, sm_count) if stream_k else 0
+        grid = stream_k_grid(tiles, kt, sm_count, p.get("SK_MIN_KTILES", SK_MIN_KTILES)) if stream_k else 0
         if stream_k and whole is not None and stream_k_dp_tiles(tiles, grid, fill, skip) == tiles:
             return whole(problem, sm_count)
         wave = None  # a 2-D grid: as many CTAs at once as the SMs hold
