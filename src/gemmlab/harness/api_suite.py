@@ -274,12 +274,12 @@ def measure(torch, case: Case, opts: SuiteOptions, ctx: dict) -> dict:
     import gemmlab
     from gemmlab.harness.reference import tolerance_for
     from gemmlab.harness.timing import eager_times, gpu_times
-    from gemmlab.problem import Problem
+    from gemmlab.problem import Problem, get_precision
 
     op = OPS[case.op]
     rec = {"op": case.op, "precision": case.precision, "group": case.group, "m": case.m, "n": case.n, "k": case.k,
            "layout": op.layout, "kernel": None, "verified": False}
-    torch.backends.cuda.matmul.allow_tf32 = case.precision == "tf32"
+    torch.backends.cuda.matmul.allow_tf32 = get_precision(case.precision).tf32_multiply
     try:
         args = op.inputs(torch, case, opts.seed, ctx.get("device", "cuda"))
         chosen = op.plan(gemmlab, case.precision, args)
