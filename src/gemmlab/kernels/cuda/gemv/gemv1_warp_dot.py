@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from gemmlab import driver
 from gemmlab.errors import Refusal, ShapeError
 from gemmlab.fp8 import E4M3, E5M2
-from gemmlab.kernels.cuda.launch.kernel import CudaKernel, CudaPlan
+from gemmlab.kernels.cuda.launch.kernel import CudaKernel, CudaPlan, run_on_cupy
 from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.plan import COL, Layout
 from gemmlab.kernels.spec import SM_COUNT, Traffic
@@ -88,15 +88,7 @@ class GemvPlan(CudaPlan):
         super().launch(a, b, c, stream)
 
     def run(self, a, b, c) -> None:
-        """The harness's call: CuPy arrays (B as the transpose view of an N×K array), or gemmlab.fp8.Scaled
-        operands (B stored N×K)."""
-        import cupy
-
-        stream = cupy.cuda.get_current_stream().ptr
-        if self.spec.fp8:
-            self.launch(a.data.data.ptr, b.data.data.ptr, c.data.ptr, stream, a.scale.data.ptr, b.scale.data.ptr)
-        else:
-            self.launch(a.data.ptr, b.data.ptr, c.data.ptr, stream)
+        run_on_cupy(self, a, b, c)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -224,5 +216,5 @@ SPECS = [
                params={**_TYPES[prec], "MAX_M": 8, "ROWS": 4, "UNROLL": 1, "WARPS": 8},
                traffic_model=_traffic, doc=__doc__,
                unmodeled="the CUDA cores: M FMAs and a conversion per weight element bind above M of about 8")
-    for prec in ("fp32", "tf32", "bf16", "fp8", "fp8_block")
+    for prec in _TITLES
 ]

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from gemmlab.errors import LayoutError, Refusal, ShapeError
+from gemmlab.kernels.cuda.launch.kernel import run_on_cupy
 from gemmlab.kernels.cuda.tc import tc4_persistent
 from gemmlab.kernels.cuda.tc.model.constraints import wgmma_constraints
 from gemmlab.kernels.cuda.tc.model.fp8 import fp8_constraints
@@ -57,15 +58,7 @@ class SwapPlan(Plan):
         self.inner.launch(b, a, c, stream, *scales[::-1])
 
     def run(self, a, b, c) -> None:
-        """The harness's call: CuPy arrays (B as the transpose view of an N×K array), or gemmlab.fp8.Scaled
-        operands (B stored N×K)."""
-        import cupy
-
-        stream = cupy.cuda.get_current_stream().ptr
-        if self.spec.fp8:
-            self.launch(a.data.data.ptr, b.data.data.ptr, c.data.ptr, stream, a.scale.data.ptr, b.scale.data.ptr)
-        else:
-            self.launch(a.data.ptr, b.data.ptr, c.data.ptr, stream)
+        run_on_cupy(self, a, b, c)
 
 
 @dataclass(frozen=True, kw_only=True)
