@@ -74,6 +74,19 @@ def missing(what: tuple[str, str], command: str, model: tuple[str, str] | None =
     return Row((en, zh), NOT_MEASURED, ("needs the H200 run", "需要在 H200 上运行"), command, "none")
 
 
+def with_more(text: tuple[str, str], more: tuple[str, str] | None) -> tuple[str, str]:
+    """``text`` (English, Chinese), each with its part of ``more`` appended where there is more (None: none)."""
+    return text if more is None else (text[0] + more[0], text[1] + more[1])
+
+
+def beside_model(model: tuple[str, str], measured: tuple[str, str] | None, reason: tuple[str, str], command: str,
+                 only_as: tuple[str, str], values: dict | None = None) -> Row:
+    """A claim that holds only as ``only_as``: the model's figures, then what this run measured where it has them
+    (``measured``, appended to each language's text; None without), so its source is this run or the model alone."""
+    return Row(with_more(model, measured), ONLY_AS, reason, command, "this run" if measured else "model", only_as,
+               values or {})
+
+
 def ms_text(ms: float) -> str:
     return fmt(ms, 3) if ms < 10 else fmt(ms, 1) if ms < 1000 else fmt(ms, 0)
 

@@ -2,8 +2,8 @@
 tiling."""
 from __future__ import annotations
 
-from gemmlab.chapter.claim import (CUBLAS, CUBLAS_TF32, FAILS, HOLDS, ONLY_AS, SEED, SQ, V1, V2, Row, bench_cmd, fmt,
-                                   judges, missing, ms_text)
+from gemmlab.chapter.claim import (CUBLAS, CUBLAS_TF32, FAILS, HOLDS, ONLY_AS, SEED, SQ, V1, V2, Row, beside_model,
+                                   bench_cmd, fmt, judges, missing, ms_text, with_more)
 from gemmlab.chapter.emulate import seed_guard_strays
 from gemmlab.chapter.facts import A100, H200, PROFILED, S4096, Facts, label
 
@@ -12,11 +12,10 @@ from gemmlab.chapter.facts import A100, H200, PROFILED, S4096, Facts, label
 def _v1_table(f: Facts) -> Row:
     seed_gflops = SQ.flops() / 0.120 / 1e9
     r = f.rec(V1, S4096)
-    en = f"the seed's 120 ms is {fmt(seed_gflops)} GFLOPS at 4096³"
-    zh = f"种子的 120 ms 在 4096³ 对应 {fmt(seed_gflops)} GFLOPS"
-    if r:
-        en += f"; H200 cuda/v1_naive {ms_text(r['median_ms'])} ms, {fmt(r['gflops'])} GFLOPS"
-        zh += f"；H200 上 cuda/v1_naive {ms_text(r['median_ms'])} ms，{fmt(r['gflops'])} GFLOPS"
+    en, zh = with_more((f"the seed's 120 ms is {fmt(seed_gflops)} GFLOPS at 4096³",
+                        f"种子的 120 ms 在 4096³ 对应 {fmt(seed_gflops)} GFLOPS"),
+                       (f"; H200 cuda/v1_naive {ms_text(r['median_ms'])} ms, {fmt(r['gflops'])} GFLOPS",
+                        f"；H200 上 cuda/v1_naive {ms_text(r['median_ms'])} ms，{fmt(r['gflops'])} GFLOPS") if r else None)
     return Row((en, zh), HOLDS, ("120 ms and 1150 GFLOPS agree with each other", "120 ms 与 1150 GFLOPS 彼此一致"),
                bench_cmd(V1, S4096), "this run" if r else "the seed's figures", values={"seed_gflops": seed_gflops})
 
@@ -42,9 +41,9 @@ def _bw_util(f: Facts) -> Row:
     en = (f"on the seed's own A100 figures: 8MNK bytes in 120 ms is {fmt(model_util)}% of 1555 GB/s; the compulsory "
           f"bytes {fmt(comp_util, 2)}%")
     zh = f"按种子自己的 A100 数据：120 ms 内 8MNK 字节为 1555 GB/s 的 {fmt(model_util)}%；必需字节为 {fmt(comp_util, 2)}%"
-    if r and r.get("bw_util_model") is not None:
-        en += f"; H200 V1: {fmt(r['bw_util_model'])}% (seed's count)"
-        zh += f"；H200 上 V1：{fmt(r['bw_util_model'])}%（种子计数）"
+    en, zh = with_more((en, zh), (f"; H200 V1: {fmt(r['bw_util_model'])}% (seed's count)",
+                                  f"；H200 上 V1：{fmt(r['bw_util_model'])}%（种子计数）")
+                       if r and r.get("bw_util_model") is not None else None)
     return Row((en, zh), FAILS, ("neither count gives 8%; the seed's count passes 100% because caches serve the loads",
                                  "两种计数都得不到 8%；按种子计数超过 100%，因为缓存服务了这些加载"),
                bench_cmd(V1, S4096), "the seed's figures" + ("; this run" if r else ""),
@@ -116,11 +115,11 @@ def _fewer_loads(f: Facts) -> Row:
     r = m1["modeled_read_bytes"] / m2["modeled_read_bytes"]
     p1, p2 = f.profile(V1), f.profile(V2)
     g1, g2 = fmt(m1["modeled_read_bytes"] / 1e9), fmt(m2["modeled_read_bytes"] / 1e9, 1)
-    en = f"loads issued at {label(S4096)}: V1 {g1} GB, V2 {g2} GB ({fmt(r)}× fewer)"
-    zh = f"{label(S4096)} 时发出的加载：V1 {g1} GB，V2 {g2} GB（少 {fmt(r)}×）"
-    if p1 and p2:
-        en += f"; through L2: V1 {fmt(p1['l2_bytes'] / 1e9, 1)} GB, V2 {fmt(p2['l2_bytes'] / 1e9, 1)} GB"
-        zh += f"；经 L2：V1 {fmt(p1['l2_bytes'] / 1e9, 1)} GB，V2 {fmt(p2['l2_bytes'] / 1e9, 1)} GB"
+    en, zh = with_more((f"loads issued at {label(S4096)}: V1 {g1} GB, V2 {g2} GB ({fmt(r)}× fewer)",
+                        f"{label(S4096)} 时发出的加载：V1 {g1} GB，V2 {g2} GB（少 {fmt(r)}×）"),
+                       (f"; through L2: V1 {fmt(p1['l2_bytes'] / 1e9, 1)} GB, V2 {fmt(p2['l2_bytes'] / 1e9, 1)} GB",
+                        f"；经 L2：V1 {fmt(p1['l2_bytes'] / 1e9, 1)} GB，V2 {fmt(p2['l2_bytes'] / 1e9, 1)} GB")
+                       if p1 and p2 else None)
     return Row((en, zh), ONLY_AS, ("L1 already served V1's re-reads, so L2 and DRAM see about the same bytes",
                                    "V1 的重复读取本已由 L1 提供，因此 L2 与 DRAM 看到的字节数相近"),
                "gemmlab roofline --shape 4096; gemmlab profile cuda/v1_naive,cuda/v2_smem --shape 4096",
@@ -163,15 +162,14 @@ def _near_ridge(f: Facts) -> Row:
           f"{fmt(m2['seed_ridge'], 1)}; gemmlab's levels bound V2 by {m2['bound']}")
     zh = (f"32×32 tile：{fmt(m2['modeled_intensity'], 2)} FLOP/byte，位于 H200 脊点 {fmt(m2['seed_ridge'], 1)} 左侧；"
           f"gemmlab 的分级模型中 V2 的瓶颈为 {m2['bound']}")
-    if r:
-        en += f"; V2 runs {fmt(r['gflops'])} GFLOPS against a single roof of {fmt(m2['seed_predicted_tflops'] * 1e3)}"
-        zh += f"；V2 实测 {fmt(r['gflops'])} GFLOPS，单屋顶为 {fmt(m2['seed_predicted_tflops'] * 1e3)}"
-    return Row((en, zh), ONLY_AS, ("larger tiles move the seed's intensity past the ridge; what then binds is shared "
-                                   "memory and issue, not DRAM",
-                                   "更大的 tile 才能越过脊点；此后的瓶颈是共享内存与指令发射，而非 DRAM"),
-               bench_cmd(V2, SEED), "this run" if r else "model",
-               ("a direction: 32×32 is not enough", "方向正确：32×32 还不够"),
-               {"intensity": m2["modeled_intensity"], "ridge": m2["seed_ridge"]})
+    measured = (f"; V2 runs {fmt(r['gflops'])} GFLOPS against a single roof of "
+                f"{fmt(m2['seed_predicted_tflops'] * 1e3)}",
+                f"；V2 实测 {fmt(r['gflops'])} GFLOPS，单屋顶为 {fmt(m2['seed_predicted_tflops'] * 1e3)}") if r else None
+    return beside_model((en, zh), measured, ("larger tiles move the seed's intensity past the ridge; what then binds "
+                                             "is shared memory and issue, not DRAM",
+                                             "更大的 tile 才能越过脊点；此后的瓶颈是共享内存与指令发射，而非 DRAM"),
+                        bench_cmd(V2, SEED), ("a direction: 32×32 is not enough", "方向正确：32×32 还不够"),
+                        {"intensity": m2["modeled_intensity"], "ridge": m2["seed_ridge"]})
 
 
 @judges("v2.store_guard")

@@ -3,7 +3,8 @@ ratio of arithmetic to access) and the next steps it promises."""
 from __future__ import annotations
 
 from gemmlab.chapter.claim import (BLAS, FAILS, HOLDS, NOT_MEASURED, NV1, ONLY_AS, SEED, SQ, V0, V1, V1_16, V1_ROWS, V2,
-                                   Row, bench_cmd, block_16, dram_counters, fmt, judges, missing, ms_text)
+                                   Row, beside_model, bench_cmd, block_16, dram_counters, fmt, judges, missing,
+                                   ms_text, with_more)
 from gemmlab.chapter.facts import H200, PROFILED, S1024, S4096, Facts, label
 
 
@@ -51,11 +52,10 @@ def _naive_kernel(f: Facts) -> Row:
     r, nr = f.rec(V1, S1024), f.rec(NV1, S1024)
     if not r:
         return missing(("V1 at 1024³", "1024³ 下的 V1"), bench_cmd(V1, S1024))
-    en = f"cuda/v1_naive {ms_text(r['median_ms'])} ms at {label(S1024)}"
-    zh = f"cuda/v1_naive 在 {label(S1024)}：{ms_text(r['median_ms'])} ms"
-    if nr:
-        en += f", numba/v1_naive {ms_text(nr['median_ms'])} ms"
-        zh += f"，numba/v1_naive {ms_text(nr['median_ms'])} ms"
+    en, zh = with_more((f"cuda/v1_naive {ms_text(r['median_ms'])} ms at {label(S1024)}",
+                        f"cuda/v1_naive 在 {label(S1024)}：{ms_text(r['median_ms'])} ms"),
+                       (f", numba/v1_naive {ms_text(nr['median_ms'])} ms",
+                        f"，numba/v1_naive {ms_text(nr['median_ms'])} ms") if nr else None)
     return Row((en, zh), HOLDS, ("the same kernel as sgemm_kernel1; it runs", "与 sgemm_kernel1 相同；能跑"),
                bench_cmd(V1, S1024), "this run")
 
@@ -66,11 +66,10 @@ def _slower_than_cpu(f: Facts) -> Row:
     if not v1 or not v0:
         return missing(("V1 and V0 at 1024³", "1024³ 下的 V1 与 V0"), bench_cmd(V1, S1024) + "; " + bench_cmd(V0, S1024))
     t1, t0, slower = ms_text(v1["median_ms"]), ms_text(v0["median_ms"]), fmt(v0["median_ms"] / v1["median_ms"])
-    en = f"at {label(S1024)}: V1 {t1} ms, V0 {t0} ms ({slower}× slower)"
-    zh = f"{label(S1024)} 时：V1 {t1} ms，V0 {t0} ms（慢 {slower}×）"
-    if blas:
-        en += f"; the host BLAS {ms_text(blas['median_ms'])} ms"
-        zh += f"；主机 BLAS {ms_text(blas['median_ms'])} ms"
+    en, zh = with_more((f"at {label(S1024)}: V1 {t1} ms, V0 {t0} ms ({slower}× slower)",
+                        f"{label(S1024)} 时：V1 {t1} ms，V0 {t0} ms（慢 {slower}×）"),
+                       (f"; the host BLAS {ms_text(blas['median_ms'])} ms",
+                        f"；主机 BLAS {ms_text(blas['median_ms'])} ms") if blas else None)
     return Row((en, zh), FAILS if v1["median_ms"] < v0["median_ms"] else HOLDS,
                ("kernel time against kernel time, V1 is far faster than the CPU loop; a first run's context start, "
                 "compilation and copies are not the kernel (not measured here)",
@@ -226,12 +225,10 @@ def _memory_bound(f: Facts) -> Row:
           f"{ms_text(lv['l1']['ms'])} ms, arithmetic {ms_text(lv['compute']['ms'])} ms")
     zh = (f"{label(S1024)} 时模型：DRAM {ms_text(lv['dram']['ms'])} ms，L2 {ms_text(lv['l2']['ms'])} ms，L1 "
           f"{ms_text(lv['l1']['ms'])} ms，计算 {ms_text(lv['compute']['ms'])} ms")
-    if r:
-        en += f"; measured {ms_text(r['median_ms'])} ms"
-        zh += f"；实测 {ms_text(r['median_ms'])} ms"
-    return Row((en, zh), ONLY_AS, ("the memory that binds is L1 and the loads' latency, not DRAM",
-                                   "起约束作用的是 L1 与加载延迟，而非 DRAM"),
-               bench_cmd(V1, S1024), "this run" if r else "model", ("the memory pipeline, not DRAM", "存储流水线，而非 DRAM"))
+    measured = (f"; measured {ms_text(r['median_ms'])} ms", f"；实测 {ms_text(r['median_ms'])} ms") if r else None
+    return beside_model((en, zh), measured, ("the memory that binds is L1 and the loads' latency, not DRAM",
+                                             "起约束作用的是 L1 与加载延迟，而非 DRAM"),
+                        bench_cmd(V1, S1024), ("the memory pipeline, not DRAM", "存储流水线，而非 DRAM"))
 
 
 @judges("next.smem")

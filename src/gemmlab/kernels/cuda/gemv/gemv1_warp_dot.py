@@ -22,8 +22,8 @@ from gemmlab.errors import Refusal, ShapeError
 from gemmlab.fp8 import E4M3, E5M2
 from gemmlab.kernels.cuda.launch.kernel import CudaKernel, CudaPlan, run_on_cupy
 from gemmlab.kernels.geometry import Geometry, ceil_div
-from gemmlab.kernels.plan import COL, Layout
-from gemmlab.kernels.spec import SM_COUNT, Traffic
+from gemmlab.kernels.plan import Layout
+from gemmlab.kernels.spec import SM_COUNT, ReadsWeightTransposed, Traffic
 from gemmlab.problem import Problem
 
 MAX_M_CHOICES = (1, 2, 4, 8, 16)  # each its own binary: accumulators and loads for exactly that many rows of A
@@ -92,7 +92,7 @@ class GemvPlan(CudaPlan):
 
 
 @dataclass(frozen=True, kw_only=True)
-class GemvKernel(CudaKernel):
+class GemvKernel(ReadsWeightTransposed, CudaKernel):
     source: str = "gemv1_warp_dot.cu"
     entry: str = "gemv1_warp_dot"
     signature: tuple = SIGNATURE
@@ -106,30 +106,12 @@ class GemvKernel(CudaKernel):
     def vec(self) -> int:
         return 16 // self.prec.input_bytes
 
-    @property
-    def layouts(self) -> frozenset:
-        return frozenset({Layout(b=COL)})
-
-    def natural_layout(self, problem: Problem) -> Layout:
-        return Layout(b=COL)
-
     def layout_refusal(self, layout: Layout) -> str:
         return (f"{self.name} reads B as the transpose of an N×K matrix (x @ w.t(), what nn.Linear computes), each "
                 "of its rows once in 16-byte chunks; a row-major K×N B would be copied on every call")
 
     def auto_refusal(self) -> str:
         return self.not_auto  # FP32 products: TF32 calls get FP32 accuracy, never a truncation
-
-    def make_inputs(self, problem: Problem, seed: int = 0, xp=None):
-        """A (M×K) and B as the K×N transpose view of an N×K array, the layout this kernel reads; FP8 as
-        gemmlab.fp8.Scaled operands (B stored N×K)."""
-        import numpy as np
-
-        xp = np if xp is None else xp
-        if self.fp8:
-            return problem.make_inputs(seed, xp, formats=self.formats)
-        a, b = problem.with_precision(problem.precision).make_inputs(seed, xp)
-        return a, xp.ascontiguousarray(b.T).T
 
     @property
     def formats(self) -> tuple[str, str]:

@@ -25,7 +25,7 @@ from gemmlab.kernels.cuda.tc.model.kernel import WgmmaKernel
 from gemmlab.kernels.cuda.tc.model.stream_k import SK_FILL, SK_SKIP_FILL
 from gemmlab.kernels.cuda.tc.model.traffic import wgmma_traffic
 from gemmlab.kernels.plan import COL, Layout, Plan
-from gemmlab.kernels.spec import GPU, SM_COUNT, KernelSpec, Traffic
+from gemmlab.kernels.spec import GPU, SM_COUNT, KernelSpec, ReadsWeightTransposed, Traffic
 from gemmlab.problem import Problem
 
 STAGES = {64: 8, 128: 6}  # ring depth per tile width: (128 + BN) x 128-byte stages in about 192 KB
@@ -62,7 +62,7 @@ class SwapPlan(Plan):
 
 
 @dataclass(frozen=True, kw_only=True)
-class NarrowSwap(KernelSpec):
+class NarrowSwap(ReadsWeightTransposed, KernelSpec):
     """A call's x @ w.t() run as the wgmma level ``inner`` on the transposed product."""
 
     inner: WgmmaKernel
@@ -106,26 +106,9 @@ class NarrowSwap(KernelSpec):
             return super().for_formats(a, b, out)
         return dataclasses.replace(self, inner=self.inner.for_formats(b, a, out))
 
-    @property
-    def layouts(self) -> frozenset:
-        return frozenset({Layout(b=COL)})
-
-    def natural_layout(self, problem: Problem) -> Layout:
-        return Layout(b=COL)
-
     def layout_refusal(self, layout: Layout) -> str:
         return (f"{self.name} reads B as the transpose of an N×K matrix (x @ w.t()), the weight wgmma's A operand "
                 "reads K-major; a row-major K×N B would be transposed on every call")
-
-    def make_inputs(self, problem: Problem, seed: int = 0, xp=None):
-        """A (M×K) and B as the K×N transpose view of an N×K array; FP8 as gemmlab.fp8.Scaled operands."""
-        import numpy as np
-
-        xp = np if xp is None else xp
-        if self.fp8:
-            return problem.make_inputs(seed, xp, formats=self.formats)
-        a, b = problem.make_inputs(seed, xp)
-        return a, xp.ascontiguousarray(b.T).T
 
     def unsupported(self, gpu) -> str | None:
         return self.inner.unsupported(gpu)
