@@ -12,8 +12,10 @@ import pytest
 
 from gemmlab import device
 from gemmlab.chapter import claims_table, facts_of
-from gemmlab.chapter.claims import (BLAS, CLAIMS, CUBLAS, CUBLAS_TF32, FAILS, HOLDS, NOT_MEASURED, NV1, NV1_16, NV2,
-                                    ONLY_AS, V0, V1, V1_16, V1_ROWS, V2, V2_16, emulate_swapped, seed_guard_strays)
+from gemmlab.chapter.claim import (BLAS, CUBLAS, CUBLAS_TF32, FAILS, HOLDS, NOT_MEASURED, NV1, NV1_16, NV2, ONLY_AS, V0,
+                                   V1, V1_16, V1_ROWS, V2, V2_16)
+from gemmlab.chapter.claims import CLAIMS
+from gemmlab.chapter.emulate import emulate_swapped, seed_guard_strays
 from gemmlab.chapter.command import load, write_docs
 from gemmlab.chapter.facts import S512, S1024, SHAPES
 from gemmlab.chapter.render import SECTIONS

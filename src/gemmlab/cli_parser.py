@@ -53,7 +53,7 @@ def _gpu(text: str) -> str:
 
 
 def _layout(text: str):
-    from gemmlab.dispatch import parse_layout
+    from gemmlab.dispatch_layout import parse_layout
 
     try:
         return parse_layout(text)

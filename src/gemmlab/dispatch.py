@@ -37,7 +37,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from gemmlab.cache import cache_root, read_json, write_json
-from gemmlab.kernels.plan import ANY, COL, ROW, Layout, target_layout
+from gemmlab.dispatch_layout import operand_copies, refuse_layout, row_layout
+from gemmlab.kernels.plan import Layout
 from gemmlab.problem import PrecisionTable, Problem
 
 SHIPPED = Path(__file__).parent / "data" / "dispatch-h200.json"
@@ -193,29 +194,6 @@ def load_table() -> dict:
     return merge(read_json(SHIPPED), read_json(local_path()))
 
 
-def layout_key(layout: Layout) -> str:
-    """A layout as table rows and bench records name it: "row,col" (A row-major, B the transpose of an N×K matrix)."""
-    return f"{layout.a},{layout.b}"
-
-
-def parse_layout(text: str) -> Layout:
-    """"row,col" -> Layout(ROW, COL); a GemmlabError naming what is wrong otherwise."""
-    from gemmlab.errors import GemmlabError
-
-    parts = [x.strip().lower() for x in str(text).split(",")]
-    if len(parts) != 2 or any(x not in (ROW, COL) for x in parts):
-        raise GemmlabError(f"layout {text!r}: A's and B's, each row or col, e.g. row,col (B handed over as w.t())")
-    return Layout(*parts)
-
-
-def _row_layout(row: dict, precision: str) -> Layout:
-    """The layout a row was measured in: its own, or the one bench hands operands over in (Problem-natural)."""
-    from gemmlab.kernels.spec import KernelSpec
-
-    text = row.get("layout")
-    return parse_layout(text) if text else KernelSpec.natural_layout(Problem(1, 1, 1, precision))
-
-
 def _dims(label: str) -> tuple[int, int, int] | None:
     try:
         dims = tuple(int(x) for x in label.split("x"))
@@ -285,12 +263,12 @@ def _pick_rows(rows: list, layout: Layout, precision: str) -> tuple[dict, set]:
     """Per kernel the row measured in ``layout`` where there is one, else in the natural layout, else any; and the
     kernels that failed verification there."""
     failed = {row["kernel"] for row in rows if row.get("failed")}
-    natural = _row_layout({}, precision)
+    natural = row_layout({}, precision)
     best: dict = {}
     for row in rows:
         if row.get("failed") or row["kernel"] in failed:
             continue
-        measured = _row_layout(row, precision)
+        measured = row_layout(row, precision)
         score = 2 if measured == layout else 1 if measured == natural else 0
         if row["kernel"] not in best or score > best[row["kernel"]][0]:
             best[row["kernel"]] = (score, row)
@@ -324,7 +302,7 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
             spec = get_kernel(name)
         except UnknownKernelError:
             continue  # a table from another version of gemmlab
-        copies = _copies(layout, spec)
+        copies = operand_copies(layout, spec)
         refusal = spec.is_valid(problem) or spec.unsupported(gpu) or spec.auto_refusal()
         try:
             here = estimate(spec, problem, roofs, layout, copies or ())
@@ -338,7 +316,7 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
             ratio = 1.0
             if here is not None:
                 there = estimate(spec, Problem(*point.dims, problem.precision), roofs,
-                                 _row_layout(row, problem.precision), tuple(row.get("copies", ())))
+                                 row_layout(row, problem.precision), tuple(row.get("copies", ())))
                 ratio = here.ms / there.ms
             gpu_ms = row["ms"] * ratio
             basis.append((point.label, row, ratio, point.distance))
@@ -380,7 +358,7 @@ def choose(problem: Problem, layout: Layout, gpu) -> Choice:
         pick = _anchored(copied)
         return Choice(pick.spec, _why(gpu, problem, layout, ranked, pick, "after a copy"), copies=pick.copies)
     if usable:
-        _refuse(layout, usable[0].spec)
+        refuse_layout(layout, usable[0].spec)
 
     def default(name: str):
         try:
@@ -402,9 +380,9 @@ def choose(problem: Problem, layout: Layout, gpu) -> Choice:
                     f"{refusals[0] if refusals else 'none is registered'}")
     why = (f"no dispatch table entry for {problem.precision} on {gpu.name}: {spec.name}, the first of the "
            f"{problem.precision} defaults ({', '.join(DEFAULTS[problem.precision])}) that runs there")
-    copied = _copies(layout, spec)
+    copied = operand_copies(layout, spec)
     if copied is None:
-        _refuse(layout, spec)
+        refuse_layout(layout, spec)
     return Choice(spec, why, copies=copied)
 
 
@@ -453,19 +431,3 @@ def _measured(row: dict) -> str:
     if row.get("host_us", 0.0) / 1e3 > row["ms"]:
         text += f", {row['host_us']:.3g} µs of host time a call, which binds"
     return text
-
-
-def _copies(layout: Layout, spec) -> tuple[str, ...] | None:
-    """The operands ``spec`` would copy to run ``layout`` (a vector, ANY, is read in either major); None where no
-    copy makes the layout readable."""
-    runs = target_layout(layout, spec.layouts)
-    if runs is None:
-        return None
-    return tuple(name for name, given, used in (("A", layout.a, runs.a), ("B", layout.b, runs.b))
-                 if given not in (used, ANY))
-
-
-def _refuse(layout: Layout, spec):
-    from gemmlab.errors import LayoutError
-
-    raise LayoutError(spec.layout_refusal(layout))

@@ -12,7 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from gemmlab import device  # noqa: E402
-from gemmlab.harness import api_bench, api_suite as S, timing  # noqa: E402
+from gemmlab.harness import api_bench, api_suite as S, suite_ops as O, timing  # noqa: E402
 
 
 def test_the_grid_is_56_linear_9_square_and_4_long_k_shapes():
@@ -49,7 +49,7 @@ CTX = {"clean": lambda: None, "copy_gbs": 4000.0, "device": "cpu"}
 
 def test_a_record_holds_both_sides_times_ratios_checks_and_the_dram_roof(monkeypatch):
     seen = _stub_timers(monkeypatch)
-    rec = S.measure(torch, S.Case("mm", "fp32", "linear", 8, 256, 384), S.SuiteOptions(), CTX)
+    rec = S.measure(torch, O.Case("mm", "fp32", "linear", 8, 256, 384), S.SuiteOptions(), CTX)
     assert rec["verified"] and rec["torch_verified"] and not rec["peer_wrong"] and rec["verify"] == "full"
     assert rec["rel_err"] < 1e-5 and rec["layout"] == "x @ w.T (B column-major)" and rec["kernel"] == "cpu/blas"
     assert rec["out_dtype"] == rec["torch_out_dtype"] == "float32" and seen == [[torch.float32, torch.float32]]
@@ -66,21 +66,21 @@ def test_a_record_holds_both_sides_times_ratios_checks_and_the_dram_roof(monkeyp
 
 def test_a_failed_check_is_recorded_and_not_timed(monkeypatch):
     _stub_timers(monkeypatch)
-    monkeypatch.setitem(S.OPS, "mm", S.OPS["mm"].__class__(**{**S.OPS["mm"].__dict__,
+    monkeypatch.setitem(O.OPS, "mm", O.OPS["mm"].__class__(**{**O.OPS["mm"].__dict__,
                                                                "ours": lambda g, p, args: (args[0] @ args[1]) * 1.01}))
-    rec = S.measure(torch, S.Case("mm", "fp32", "square", 16, 16, 16), S.SuiteOptions(), CTX)
+    rec = S.measure(torch, O.Case("mm", "fp32", "square", 16, 16, 16), S.SuiteOptions(), CTX)
     assert not rec["verified"] and rec["rel_err"] == pytest.approx(0.01, rel=1e-3) and "gpu_us" not in rec
 
 
 def test_torch_is_called_for_c_in_the_dtype_gemmlabs_result_has(monkeypatch):
-    assert S.OPS["mm"].theirs(torch, "bf16", torch.bfloat16) is torch.matmul  # BF16 out: no out_dtype
-    assert S.OPS["mm"].theirs(torch, "tf32", torch.float32) is torch.matmul
+    assert O.OPS["mm"].theirs(torch, "bf16", torch.bfloat16) is torch.matmul  # BF16 out: no out_dtype
+    assert O.OPS["mm"].theirs(torch, "tf32", torch.float32) is torch.matmul
     calls = []
     monkeypatch.setattr(torch, "mm", lambda a, b, **kw: calls.append(kw))
     monkeypatch.setattr(torch, "_scaled_mm", lambda *a, **kw: calls.append(kw))
-    S.OPS["mm"].theirs(torch, "bf16", torch.float32)(None, None)
-    S.OPS["mm"].theirs(torch, "fp8_block", torch.float32)(None, None, "sa", "sb")
-    S.OPS["mm"].theirs(torch, "fp8", torch.bfloat16)(None, None, "sa", "sb")
+    O.OPS["mm"].theirs(torch, "bf16", torch.float32)(None, None)
+    O.OPS["mm"].theirs(torch, "fp8_block", torch.float32)(None, None, "sa", "sb")
+    O.OPS["mm"].theirs(torch, "fp8", torch.bfloat16)(None, None, "sa", "sb")
     assert calls == [{"out_dtype": torch.float32},
                      {"scale_a": "sa", "scale_b": "sb", "out_dtype": torch.float32, "use_fast_accum": False},
                      {"scale_a": "sa", "scale_b": "sb", "out_dtype": torch.bfloat16, "use_fast_accum": True}]
@@ -90,29 +90,29 @@ def test_torch_is_called_for_c_in_the_dtype_gemmlabs_result_has(monkeypatch):
 def test_the_fp8_reference_is_the_product_of_the_operands_dequantized_with_the_calls_scales(precision):
     x, w = torch.randn(40, 300), torch.randn(200, 300)
     args, want = api_bench.fp8_operands(torch, x, w, precision)
-    a64, b64 = S.operands64(torch, precision, args)
+    a64, b64 = O.operands64(torch, precision, args)
     assert torch.allclose(a64 @ b64, want, rtol=1e-12, atol=1e-12)
     rows = torch.tensor([0, 7, 39])
-    assert torch.allclose(S.OPS["mm"].reference(torch, precision, args, rows), want[rows], rtol=1e-12, atol=1e-12)
+    assert torch.allclose(O.OPS["mm"].reference(torch, precision, args, rows), want[rows], rtol=1e-12, atol=1e-12)
 
 
 def test_large_products_are_checked_on_evenly_spaced_rows_and_nan_never_passes():
-    assert S.checked_rows(4096, 4096) is None and S.verify_note(4096, None) == "full"
-    rows = S.checked_rows(8192, 14336)
-    assert len(rows) == S.SAMPLED_ROWS and rows[0] == 0 and rows[-1] == 8191 and rows == sorted(set(rows))
-    assert S.verify_note(8192, rows).startswith("rows: 1024 of 8192")
+    assert O.checked_rows(4096, 4096) is None and O.verify_note(4096, None) == "full"
+    rows = O.checked_rows(8192, 14336)
+    assert len(rows) == O.SAMPLED_ROWS and rows[0] == 0 and rows[-1] == 8191 and rows == sorted(set(rows))
+    assert O.verify_note(8192, rows).startswith("rows: 1024 of 8192")
     c = torch.ones(4, 3)
-    assert S.check(torch, c, c.double(), None, 1e-6) == (0.0, True)
+    assert O.check(torch, c, c.double(), None, 1e-6) == (0.0, True)
     c[2, 1] = float("nan")
-    err, ok = S.check(torch, c, torch.ones(4, 3, dtype=torch.float64), None, 1e-6)
+    err, ok = O.check(torch, c, torch.ones(4, 3, dtype=torch.float64), None, 1e-6)
     assert not ok
-    err, ok = S.check(torch, c, torch.ones(2, 3, dtype=torch.float64), [0, 3], 1e-6)  # NaN outside the rows
+    err, ok = O.check(torch, c, torch.ones(2, 3, dtype=torch.float64), [0, 3], 1e-6)  # NaN outside the rows
     assert err == 0.0 and not ok
 
 
 def test_the_blockwise_peer_is_known_wrong_where_k_blocks_are_not_a_multiple_of_4():
-    assert [k for k in (256, 512, 768, 1024, 4096, 14336, 65536) if S.peer_note("fp8_block", k)] == [256, 768]
-    assert S.peer_note("fp8", 256) is None
+    assert [k for k in (256, 512, 768, 1024, 4096, 14336, 65536) if O.peer_note("fp8_block", k)] == [256, 768]
+    assert O.peer_note("fp8", 256) is None
 
 
 def _rec(precision, m, ratio, eager=1.0, group="linear", n=4096, k=4096, **extra):

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gemmlab.chapter.claims import (BLAS, CLAIMS, CUBLAS_TF32, NOT_MEASURED, NV1, NV2, SEED_TITLES, V0, V1, V2)
+from gemmlab.chapter.claim import BLAS, CUBLAS_TF32, NOT_MEASURED, NV1, NV2, SEED_TITLES, V0, V1, V2
+from gemmlab.chapter.claims import CLAIMS
 from gemmlab.chapter.facts import S512, S1024, SHAPES, Facts, committed_ceilings, committed_profiles, label
 from gemmlab.chapter.text import NO_GPU
 

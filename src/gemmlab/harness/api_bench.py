@@ -49,9 +49,9 @@ class ApiBenchOptions:
 def cases(precisions, shapes, linear: bool) -> list[tuple[str, tuple, bool, bool]]:
     """(precision, shape, B as w.T, host overhead timed) per record: every precision at every shape, FP8 always as
     x @ w.T; with ``linear``, the other precisions' x @ w.T at LINEAR_SHAPE too. Host overhead at the first shape."""
-    out = [(p, shape, p in FP8, shape == shapes[0]) for p in precisions for shape in shapes]
+    out = [(p, shape, get_precision(p).scaled, shape == shapes[0]) for p in precisions for shape in shapes]
     if linear:  # FP32 copies w.T first: measured
-        out += [(p, LINEAR_SHAPE, True, False) for p in precisions if p not in FP8]
+        out += [(p, LINEAR_SHAPE, True, False) for p in precisions if not get_precision(p).scaled]
     return out
 
 
@@ -100,7 +100,7 @@ def _inputs(torch, problem, n_sets, seed, linear, device="cuda", reference=True)
     """n_sets argument tuples of the calls (A, B; FP8: A, B, scale_a, scale_b), and (``reference``, else None) the
     float64 product of the first (FP8: of its dequantized operands)."""
     gen = torch.Generator(device=device).manual_seed(seed)
-    fp8 = problem.prec.name in FP8
+    fp8 = problem.prec.scaled
     dtype = torch.float32 if fp8 else getattr(torch, problem.prec.input_dtype)  # torch names them as NumPy does
     m, n, k = problem.shape
     sets, ref = [], None
@@ -149,7 +149,7 @@ def run_api_bench(opts: ApiBenchOptions, say=print) -> dict:
         n_sets = rotation_sets(per_set, info.l2_bytes, True, 8)
         sets, ref = _inputs(torch, problem, n_sets, opts.seed, linear)
         _tf32(torch, problem.prec.tf32_multiply)
-        if precision in FP8:  # the scales say the precision
+        if get_precision(precision).scaled:  # the scales say the precision
             ours = lambda a, b, sa, sb: gemmlab.matmul(a, b, scale_a=sa, scale_b=sb)  # noqa: E731
             chosen = gemmlab.plan(*sets[0][:2], scale_a=sets[0][2], scale_b=sets[0][3])
         else:

@@ -3,7 +3,7 @@
 Each record is one (op, precision, shape). Op "mm" is ``gemmlab.matmul(x, w.t())`` (B as the transpose of an N×K
 weight, what nn.Linear computes) against torch's call on the same tensors (bench --api's peers: torch.matmul with
 TF32 off for fp32 and on for tf32, torch.mm with out_dtype for bf16, torch._scaled_mm for fp8 and fp8_block), torch
-writing C in the dtype gemmlab's result has. An op is one entry of OPS and a precision one of PRECISIONS: an op
+writing C in the dtype gemmlab's result has. An op is one entry of suite_ops.OPS, a precision one of PRECISIONS: an op
 says how to make its arguments, gemmlab's and torch's calls and the float64 reference; the runner does the rest.
 
 Two times per side, both median CUDA-event times over the same tensors, gemmlab and torch alternating call by call,
@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Callable
 
 from gemmlab.errors import GemmlabError, ResultsFileError
-from gemmlab.harness.api_bench import FP8, PRECISIONS
+from gemmlab.harness.api_bench import PRECISIONS
+from gemmlab.harness.suite_ops import OPS, Case, check, checked_rows, peer_note, verify_note
 
 LINEAR_M = tuple(2 ** i for i in range(14))  # 1 .. 8192: decode to prefill
 LINEAR_NK = ((4096, 4096), (14336, 4096), (4096, 14336), (1024, 8192))  # (N, K) of a 7-8B model's projections
@@ -40,19 +41,7 @@ SQUARES = (256, 512, 768, 1024, 1536, 2048, 3072, 4096, 8192)
 LONG_K = ((256, 256, 16384), (512, 512, 16384), (1024, 1024, 16384), (256, 256, 65536))
 DECODE_M = 64  # rows up to this many are decode: held to the DRAM roof
 BARS = {"gpu_geomean": 1.0, "gpu_min": 0.85, "eager_geomean": 0.95, "decode_dram": 0.75}
-FULL_CHECK = 1 << 24  # elements of C up to which the whole product is checked; above, SAMPLED_ROWS rows
-SAMPLED_ROWS = 1024
 SUITE = "api_suite"  # the results file's "suite" field: what tells it apart
-
-
-@dataclass(frozen=True)
-class Case:
-    op: str
-    precision: str
-    group: str  # "linear" (M × a layer's N, K), "square", "long_k"
-    m: int
-    n: int
-    k: int
 
 
 def grid() -> list[tuple[str, tuple[int, int, int]]]:
@@ -71,96 +60,6 @@ def cases(precisions, shapes=None, ops=("mm",)) -> list[Case]:
 def key(rec: dict) -> tuple:
     """What a record is of: a later run's record with the same key replaces it."""
     return tuple(rec.get(f) for f in ("op", "precision", "group", "m", "n", "k", "layout"))
-
-
-# -- ops: how each makes its arguments, calls each side and computes its reference --------------------------------
-@dataclass(frozen=True)
-class Op:
-    name: str
-    layout: str
-    inputs: Callable  # (torch, Case, seed, device) -> the calls' arguments
-    ours: Callable  # (gemmlab, precision, args) -> gemmlab's result
-    plan: Callable  # (gemmlab, precision, args) -> gemmlab.plan's Prepared
-    theirs: Callable  # (torch, precision, out_dtype) -> torch's call, taking the same args
-    reference: Callable  # (torch, precision, args, rows or None) -> float64 rows of the exact result
-    bytes: Callable  # (Case, an operand's element size, C's) -> the bytes it must read and write at least
-
-
-def _mm_inputs(torch, case: Case, seed: int, device: str = "cuda"):
-    from gemmlab.harness.api_bench import _inputs
-    from gemmlab.problem import Problem
-
-    sets, _ = _inputs(torch, Problem(case.m, case.n, case.k, case.precision), 1, seed, True, device, reference=False)
-    return sets[0]
-
-
-def _mm_kwargs(precision, args) -> dict:
-    return {"scale_a": args[2], "scale_b": args[3]} if precision in FP8 else {"precision": precision}
-
-
-def _mm_theirs(torch, precision, out_dtype):
-    from gemmlab.harness.api_bench import _torch_call
-    from gemmlab.problem import get_precision
-
-    return _torch_call(torch, get_precision(precision), out_dtype)
-
-
-def operands64(torch, precision: str, args, rows=None):
-    """A (its ``rows``, all without) and B of an mm call in float64, FP8 dequantized with the call's own scales:
-    exactly the values both sides multiply."""
-    a, b = args[0].float(), args[1].float()  # float() first: FP8 converts to float32 exactly, and indexes
-    if rows is not None:
-        a = a[rows]
-    a, b = a.double(), b.double()
-    if precision == "fp8":
-        return a * args[2].double(), b * args[3].double()
-    if precision == "fp8_block":  # scale_a (M, K/128) per 1×128 of A, scale_b (K/128, N/128) per 128×128 of B
-        sa = args[2] if rows is None else args[2][rows]
-        k, n = b.shape
-        sa = sa.double().repeat_interleave(128, 1)[:, :k]
-        sb = args[3].double().repeat_interleave(128, 0).repeat_interleave(128, 1)[:k, :n]
-        return a * sa, b * sb
-    return a, b
-
-
-def _mm_reference(torch, precision, args, rows=None):
-    a, b = operands64(torch, precision, args, rows)
-    return a @ b
-
-
-OPS = {"mm": Op("mm", "x @ w.T (B column-major)", _mm_inputs,
-                ours=lambda gemmlab, p, args: gemmlab.matmul(args[0], args[1], **_mm_kwargs(p, args)),
-                plan=lambda gemmlab, p, args: gemmlab.plan(args[0], args[1], **_mm_kwargs(p, args)),
-                theirs=_mm_theirs, reference=_mm_reference,
-                bytes=lambda c, size, c_size: size * (c.m + c.n) * c.k + c_size * c.m * c.n)}
-
-
-# -- checks -------------------------------------------------------------------------------------------------------
-def checked_rows(m: int, n: int):
-    """None (the whole product) while C is small, else SAMPLED_ROWS rows evenly spaced, the first and last in."""
-    if m * n <= FULL_CHECK:
-        return None
-    step = (m - 1) / (SAMPLED_ROWS - 1)
-    return sorted({round(i * step) for i in range(SAMPLED_ROWS)})
-
-
-def check(torch, c, ref, rows, tolerance: float) -> tuple[float, bool]:
-    """(relative error of the checked rows against float64, passed): NaN or Inf anywhere in C never passes."""
-    got = (c if rows is None else c[rows]).double()
-    err = float(torch.linalg.norm(got - ref) / torch.linalg.norm(ref))
-    return err, bool(torch.isfinite(c).all()) and err <= tolerance
-
-
-def verify_note(m: int, rows) -> str:
-    return "full" if rows is None else f"rows: {len(rows)} of {m}, evenly spaced (first and last included)"
-
-
-def peer_note(precision: str, k: int) -> str | None:
-    """The known cause where torch's blockwise result is wrong."""
-    if precision == "fp8_block" and math.ceil(k / 128) % 4:
-        return (f"torch's blockwise scaled mm is wrong where ceil(K/128) is not a multiple of 4 "
-                f"(here {math.ceil(k / 128)})")
-    return None
 
 
 # -- the summary the report and the run's last lines show ---------------------------------------------------------
@@ -375,12 +274,12 @@ def measure(torch, case: Case, opts: SuiteOptions, ctx: dict) -> dict:
     import gemmlab
     from gemmlab.harness.reference import tolerance_for
     from gemmlab.harness.timing import eager_times, gpu_times
-    from gemmlab.problem import Problem
+    from gemmlab.problem import Problem, get_precision
 
     op = OPS[case.op]
     rec = {"op": case.op, "precision": case.precision, "group": case.group, "m": case.m, "n": case.n, "k": case.k,
            "layout": op.layout, "kernel": None, "verified": False}
-    torch.backends.cuda.matmul.allow_tf32 = case.precision == "tf32"
+    torch.backends.cuda.matmul.allow_tf32 = get_precision(case.precision).tf32_multiply
     try:
         args = op.inputs(torch, case, opts.seed, ctx.get("device", "cuda"))
         chosen = op.plan(gemmlab, case.precision, args)

@@ -50,26 +50,26 @@ def run_cpu_only(specs, opts, dev, records, listener):
         records.append(rec)
         return rec, problem
 
-    for shape in cpu_shapes:
+    def each(kind, shape, doing, work):
+        """The records of the ``kind`` kernels at ``shape``, each shown as ``doing`` and filled by ``work``."""
         recs = []
-        for spec in of["cpu"]:
-            step(f"{spec.name} at {shapes_text([shape])}: verify, then time on this host")
+        for spec in of[kind]:
+            step(f"{spec.name}{doing}")
             rec, problem = new(spec, shape)
             with _reported(rec):
-                _time_on_host(spec, problem, rec, opts, dev)
+                work(spec, problem, rec)
             recs.append(rec)
+        return recs
+
+    for shape in cpu_shapes:
+        recs = each("cpu", shape, f" at {shapes_text([shape])}: verify, then time on this host",
+                    lambda spec, problem, rec: _time_on_host(spec, problem, rec, opts, dev))
         link_ratios(recs)
         if recs:
             listener.table("cpu", f"CPU kernels at {shapes_text([shape])} (M×N×K), timed on this host",
                            [r.to_json() for r in recs])
     for shape in gpu_shapes:
-        recs = []
-        for spec in of["compiled"]:
-            step(f"{spec.name}: compile for {ARCH}, configured for {shapes_text([shape])}")
-            rec, problem = new(spec, shape)
-            with _reported(rec):
-                _compile(spec, problem, rec)
-            recs.append(rec)
+        recs = each("compiled", shape, f": compile for {ARCH}, configured for {shapes_text([shape])}", _compile)
         if recs:
             listener.table("compiled", f"CUDA C kernels compiled for {ARCH} by NVRTC, configured for "
                                        f"{shapes_text([shape])} (not run: no GPU)", [r.to_json() for r in recs])

@@ -133,7 +133,7 @@ def bench_one(spec, problem, rec, sets, opts, dev, bw, info, peer_launch=None, r
         return None
     layout = run_layout(opts, problem) if spec.device != CPU else None  # the host's kernels take NumPy's row-major
     if layout is not None:
-        from gemmlab.dispatch import layout_key
+        from gemmlab.dispatch_layout import layout_key
 
         rec.extra["layout"] = layout_key(layout)
     try:

@@ -369,3 +369,26 @@ class KernelSpec:
     @property
     def short(self) -> str:
         return self.name.split("/", 1)[1]
+
+
+class ReadsWeightTransposed:
+    """Mixed in before KernelSpec by a kernel that reads B only as the transpose of an N×K weight (x @ w.t(), what
+    nn.Linear computes): that layout in place, and verification's operands drawn in it."""
+
+    @property
+    def layouts(self) -> frozenset:
+        return frozenset({Layout(b=COL)})
+
+    def natural_layout(self, problem: Problem) -> Layout:
+        return Layout(b=COL)
+
+    def make_inputs(self, problem: Problem, seed: int = 0, xp=None):
+        """A (M×K) and B as the K×N transpose view of an N×K array; FP8 as gemmlab.fp8.Scaled operands (B stored
+        N×K) in the kernel's formats."""
+        import numpy as np
+
+        xp = np if xp is None else xp
+        if self.fp8:
+            return problem.make_inputs(seed, xp, formats=self.formats)
+        a, b = problem.make_inputs(seed, xp)
+        return a, xp.ascontiguousarray(b.T).T

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from gemmlab import driver
 from gemmlab.errors import Refusal, ShapeError
 from gemmlab.fp8 import E4M3, E5M2
-from gemmlab.kernels.cuda.launch.kernel import CudaKernel, CudaPlan
+from gemmlab.kernels.cuda.launch.kernel import CudaKernel, CudaPlan, run_on_cupy
 from gemmlab.kernels.geometry import Geometry, ceil_div
-from gemmlab.kernels.plan import COL, Layout
-from gemmlab.kernels.spec import SM_COUNT, Traffic
+from gemmlab.kernels.plan import Layout
+from gemmlab.kernels.spec import SM_COUNT, ReadsWeightTransposed, Traffic
 from gemmlab.problem import Problem
 
 MAX_M_CHOICES = (1, 2, 4, 8, 16)  # each its own binary: accumulators and loads for exactly that many rows of A
@@ -88,19 +88,11 @@ class GemvPlan(CudaPlan):
         super().launch(a, b, c, stream)
 
     def run(self, a, b, c) -> None:
-        """The harness's call: CuPy arrays (B as the transpose view of an N×K array), or gemmlab.fp8.Scaled
-        operands (B stored N×K)."""
-        import cupy
-
-        stream = cupy.cuda.get_current_stream().ptr
-        if self.spec.fp8:
-            self.launch(a.data.data.ptr, b.data.data.ptr, c.data.ptr, stream, a.scale.data.ptr, b.scale.data.ptr)
-        else:
-            self.launch(a.data.ptr, b.data.ptr, c.data.ptr, stream)
+        run_on_cupy(self, a, b, c)
 
 
 @dataclass(frozen=True, kw_only=True)
-class GemvKernel(CudaKernel):
+class GemvKernel(ReadsWeightTransposed, CudaKernel):
     source: str = "gemv1_warp_dot.cu"
     entry: str = "gemv1_warp_dot"
     signature: tuple = SIGNATURE
@@ -114,30 +106,12 @@ class GemvKernel(CudaKernel):
     def vec(self) -> int:
         return 16 // self.prec.input_bytes
 
-    @property
-    def layouts(self) -> frozenset:
-        return frozenset({Layout(b=COL)})
-
-    def natural_layout(self, problem: Problem) -> Layout:
-        return Layout(b=COL)
-
     def layout_refusal(self, layout: Layout) -> str:
         return (f"{self.name} reads B as the transpose of an N×K matrix (x @ w.t(), what nn.Linear computes), each "
                 "of its rows once in 16-byte chunks; a row-major K×N B would be copied on every call")
 
     def auto_refusal(self) -> str:
         return self.not_auto  # FP32 products: TF32 calls get FP32 accuracy, never a truncation
-
-    def make_inputs(self, problem: Problem, seed: int = 0, xp=None):
-        """A (M×K) and B as the K×N transpose view of an N×K array, the layout this kernel reads; FP8 as
-        gemmlab.fp8.Scaled operands (B stored N×K)."""
-        import numpy as np
-
-        xp = np if xp is None else xp
-        if self.fp8:
-            return problem.make_inputs(seed, xp, formats=self.formats)
-        a, b = problem.with_precision(problem.precision).make_inputs(seed, xp)
-        return a, xp.ascontiguousarray(b.T).T
 
     @property
     def formats(self) -> tuple[str, str]:
@@ -224,5 +198,5 @@ SPECS = [
                params={**_TYPES[prec], "MAX_M": 8, "ROWS": 4, "UNROLL": 1, "WARPS": 8},
                traffic_model=_traffic, doc=__doc__,
                unmodeled="the CUDA cores: M FMAs and a conversion per weight element bind above M of about 8")
-    for prec in ("fp32", "tf32", "bf16", "fp8", "fp8_block")
+    for prec in _TITLES
 ]

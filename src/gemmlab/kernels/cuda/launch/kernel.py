@@ -21,6 +21,19 @@ from gemmlab.problem import Problem
 SEED_SIGNATURE = (("C", "ptr"), ("A", "ptr"), ("B", "ptr"), ("M", "i32"), ("N", "i32"), ("K", "i32"))
 
 
+def run_on_cupy(plan: Plan, a, b, c) -> None:
+    """The harness's call of a plan that launches on device addresses: CuPy arrays (B as the transpose view of an N×K
+    array), or gemmlab.fp8.Scaled operands (B stored N×K) whose scales' addresses follow C's; on CuPy's current
+    stream."""
+    import cupy
+
+    stream = cupy.cuda.get_current_stream().ptr
+    if plan.spec.fp8:
+        plan.launch(a.data.data.ptr, b.data.data.ptr, c.data.ptr, stream, a.scale.data.ptr, b.scale.data.ptr)
+    else:
+        plan.launch(a.data.ptr, b.data.ptr, c.data.ptr, stream)
+
+
 @dataclass
 class CudaPlan(Plan):
     """One launch of one kernel: the operands' addresses written into its parameters, then ``fill`` (a level's own

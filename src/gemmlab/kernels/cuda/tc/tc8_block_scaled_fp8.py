@@ -18,6 +18,7 @@ from gemmlab.kernels.cuda.tc.model.constraints import wgmma_constraints
 from gemmlab.kernels.cuda.tc.model.fp8 import fp8_constraints
 from gemmlab.kernels.cuda.tc.model.kernel import WgmmaKernel
 from gemmlab.kernels.cuda.tc.model.traffic import wgmma_traffic
+from gemmlab.problem import get_precision
 
 PARAMS = {"BM": 192, "BN": 128, "STAGES": 4, "GROUP_M": 8, "PRODUCER_REGS": 32, "CONSUMER_REGS": 160, "EPI_TMA": 1,
           "CM": 1, "SCALE_TMA": 2, "SCALE_GATE": 1, "HALVES": 0, "EPI_DEFER": 0, "A_E5M2": 0, "B_E5M2": 0,
@@ -38,7 +39,8 @@ def _spec(name: str, precision: str, title: str, params: dict) -> WgmmaKernel:
         constraints=lambda p: wgmma_constraints(p, specialized=True, options=("HALVES",))
         + fp8_constraints(p, promoted=True),
         traffic_model=wgmma_traffic(precision, params["BM"], params["BN"], params["CM"], persistent=True,
-                                    group_m=params["GROUP_M"], epi_tma=True, block_scales=precision == "fp8_block"),
+                                    group_m=params["GROUP_M"], epi_tma=True,
+                                    block_scales=get_precision(precision).block_scaled),
         doc=__doc__, unmodeled=PROMOTION,
     )
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from gemmlab.errors import LayoutError, Refusal, ShapeError
+from gemmlab.kernels.cuda.launch.kernel import run_on_cupy
 from gemmlab.kernels.cuda.tc import tc4_persistent
 from gemmlab.kernels.cuda.tc.model.constraints import wgmma_constraints
 from gemmlab.kernels.cuda.tc.model.fp8 import fp8_constraints
@@ -24,7 +25,7 @@ from gemmlab.kernels.cuda.tc.model.kernel import WgmmaKernel
 from gemmlab.kernels.cuda.tc.model.stream_k import SK_FILL, SK_SKIP_FILL
 from gemmlab.kernels.cuda.tc.model.traffic import wgmma_traffic
 from gemmlab.kernels.plan import COL, Layout, Plan
-from gemmlab.kernels.spec import GPU, SM_COUNT, KernelSpec, Traffic
+from gemmlab.kernels.spec import GPU, SM_COUNT, KernelSpec, ReadsWeightTransposed, Traffic
 from gemmlab.problem import Problem
 
 STAGES = {64: 8, 128: 6}  # ring depth per tile width: (128 + BN) x 128-byte stages in about 192 KB
@@ -57,19 +58,11 @@ class SwapPlan(Plan):
         self.inner.launch(b, a, c, stream, *scales[::-1])
 
     def run(self, a, b, c) -> None:
-        """The harness's call: CuPy arrays (B as the transpose view of an N×K array), or gemmlab.fp8.Scaled
-        operands (B stored N×K)."""
-        import cupy
-
-        stream = cupy.cuda.get_current_stream().ptr
-        if self.spec.fp8:
-            self.launch(a.data.data.ptr, b.data.data.ptr, c.data.ptr, stream, a.scale.data.ptr, b.scale.data.ptr)
-        else:
-            self.launch(a.data.ptr, b.data.ptr, c.data.ptr, stream)
+        run_on_cupy(self, a, b, c)
 
 
 @dataclass(frozen=True, kw_only=True)
-class NarrowSwap(KernelSpec):
+class NarrowSwap(ReadsWeightTransposed, KernelSpec):
     """A call's x @ w.t() run as the wgmma level ``inner`` on the transposed product."""
 
     inner: WgmmaKernel
@@ -113,26 +106,9 @@ class NarrowSwap(KernelSpec):
             return super().for_formats(a, b, out)
         return dataclasses.replace(self, inner=self.inner.for_formats(b, a, out))
 
-    @property
-    def layouts(self) -> frozenset:
-        return frozenset({Layout(b=COL)})
-
-    def natural_layout(self, problem: Problem) -> Layout:
-        return Layout(b=COL)
-
     def layout_refusal(self, layout: Layout) -> str:
         return (f"{self.name} reads B as the transpose of an N×K matrix (x @ w.t()), the weight wgmma's A operand "
                 "reads K-major; a row-major K×N B would be transposed on every call")
-
-    def make_inputs(self, problem: Problem, seed: int = 0, xp=None):
-        """A (M×K) and B as the K×N transpose view of an N×K array; FP8 as gemmlab.fp8.Scaled operands."""
-        import numpy as np
-
-        xp = np if xp is None else xp
-        if self.fp8:
-            return problem.make_inputs(seed, xp, formats=self.formats)
-        a, b = problem.make_inputs(seed, xp)
-        return a, xp.ascontiguousarray(b.T).T
 
     def unsupported(self, gpu) -> str | None:
         return self.inner.unsupported(gpu)

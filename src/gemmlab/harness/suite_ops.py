@@ -1,0 +1,113 @@
+"""The shape suite's ops and checks: how an op (one entry of OPS) makes its arguments, calls gemmlab and torch and
+computes the float64 reference, and how a result is checked against it (the whole product while C is small, evenly
+spaced rows above)."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+from gemmlab.problem import get_precision
+
+FULL_CHECK = 1 << 24  # elements of C up to which the whole product is checked; above, SAMPLED_ROWS rows
+SAMPLED_ROWS = 1024
+
+
+@dataclass(frozen=True)
+class Case:
+    op: str
+    precision: str
+    group: str  # "linear" (M × a layer's N, K), "square", "long_k"
+    m: int
+    n: int
+    k: int
+
+
+# -- ops: how each makes its arguments, calls each side and computes its reference --------------------------------
+@dataclass(frozen=True)
+class Op:
+    name: str
+    layout: str
+    inputs: Callable  # (torch, Case, seed, device) -> the calls' arguments
+    ours: Callable  # (gemmlab, precision, args) -> gemmlab's result
+    plan: Callable  # (gemmlab, precision, args) -> gemmlab.plan's Prepared
+    theirs: Callable  # (torch, precision, out_dtype) -> torch's call, taking the same args
+    reference: Callable  # (torch, precision, args, rows or None) -> float64 rows of the exact result
+    bytes: Callable  # (Case, an operand's element size, C's) -> the bytes it must read and write at least
+
+
+def _mm_inputs(torch, case: Case, seed: int, device: str = "cuda"):
+    from gemmlab.harness.api_bench import _inputs
+    from gemmlab.problem import Problem
+
+    sets, _ = _inputs(torch, Problem(case.m, case.n, case.k, case.precision), 1, seed, True, device, reference=False)
+    return sets[0]
+
+
+def _mm_kwargs(precision, args) -> dict:
+    return {"scale_a": args[2], "scale_b": args[3]} if get_precision(precision).scaled else {"precision": precision}
+
+
+def _mm_theirs(torch, precision, out_dtype):
+    from gemmlab.harness.api_bench import _torch_call
+
+    return _torch_call(torch, get_precision(precision), out_dtype)
+
+
+def operands64(torch, precision: str, args, rows=None):
+    """A (its ``rows``, all without) and B of an mm call in float64, FP8 dequantized with the call's own scales:
+    exactly the values both sides multiply."""
+    a, b = args[0].float(), args[1].float()  # float() first: FP8 converts to float32 exactly, and indexes
+    if rows is not None:
+        a = a[rows]
+    a, b = a.double(), b.double()
+    prec = get_precision(precision)
+    if prec.tensor_scaled:
+        return a * args[2].double(), b * args[3].double()
+    if prec.block_scaled:  # scale_a (M, K/128) per 1×128 of A, scale_b (K/128, N/128) per 128×128 of B
+        sa = args[2] if rows is None else args[2][rows]
+        k, n = b.shape
+        sa = sa.double().repeat_interleave(128, 1)[:, :k]
+        sb = args[3].double().repeat_interleave(128, 0).repeat_interleave(128, 1)[:k, :n]
+        return a * sa, b * sb
+    return a, b
+
+
+def _mm_reference(torch, precision, args, rows=None):
+    a, b = operands64(torch, precision, args, rows)
+    return a @ b
+
+
+OPS = {"mm": Op("mm", "x @ w.T (B column-major)", _mm_inputs,
+                ours=lambda gemmlab, p, args: gemmlab.matmul(args[0], args[1], **_mm_kwargs(p, args)),
+                plan=lambda gemmlab, p, args: gemmlab.plan(args[0], args[1], **_mm_kwargs(p, args)),
+                theirs=_mm_theirs, reference=_mm_reference,
+                bytes=lambda c, size, c_size: size * (c.m + c.n) * c.k + c_size * c.m * c.n)}
+
+
+# -- checks -------------------------------------------------------------------------------------------------------
+def checked_rows(m: int, n: int):
+    """None (the whole product) while C is small, else SAMPLED_ROWS rows evenly spaced, the first and last in."""
+    if m * n <= FULL_CHECK:
+        return None
+    step = (m - 1) / (SAMPLED_ROWS - 1)
+    return sorted({round(i * step) for i in range(SAMPLED_ROWS)})
+
+
+def check(torch, c, ref, rows, tolerance: float) -> tuple[float, bool]:
+    """(relative error of the checked rows against float64, passed): NaN or Inf anywhere in C never passes."""
+    got = (c if rows is None else c[rows]).double()
+    err = float(torch.linalg.norm(got - ref) / torch.linalg.norm(ref))
+    return err, bool(torch.isfinite(c).all()) and err <= tolerance
+
+
+def verify_note(m: int, rows) -> str:
+    return "full" if rows is None else f"rows: {len(rows)} of {m}, evenly spaced (first and last included)"
+
+
+def peer_note(precision: str, k: int) -> str | None:
+    """The known cause where torch's blockwise result is wrong."""
+    if get_precision(precision).block_scaled and math.ceil(k / 128) % 4:
+        return (f"torch's blockwise scaled mm is wrong where ceil(K/128) is not a multiple of 4 "
+                f"(here {math.ceil(k / 128)})")
+    return None
