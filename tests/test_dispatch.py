@@ -49,7 +49,9 @@ def run(*records, gpu="NVIDIA H200"):
     ("bf16", (2048, 3072, 4096), ROW_MAJOR, "cuda/tc6_stream_k_bf16"),
     ("tf32", (2048, 3072, 4096), ROW_MAJOR, "cuda/tc6_stream_k_tf32"),
     ("tf32", (4096, 4096, 4096), ROW_MAJOR, "cuda/tc5_swap_ab_tf32"),
-    ("bf16", (4000, 4100, 4096), Layout(b=COL), "cuda/tc4_persistent_bf16"),
+    # between measured shapes with B as w.t(): the nearest shape's winner in that layout (the grid's rows at 4096³
+    # put tc6 0.2115 ms ahead of tc4 0.2169), which no prediction displaces by the margin
+    ("bf16", (4000, 4100, 4096), Layout(b=COL), "cuda/tc6_stream_k_bf16"),
 ])
 def test_the_shipped_table_picks_the_measured_winner(precision, shape, layout, expected):
     choice = dispatch.choose(Problem(*shape, precision), layout, H200)
@@ -197,9 +199,9 @@ def test_a_vector_is_read_in_whichever_major_the_kernel_takes():
     assert target_layout(Layout(ROW, ANY), fp8_like) == Layout(ROW, COL)  # a K×1 B is also a 1×K row
     assert target_layout(Layout(ANY, ANY), frozenset({ROW_MAJOR})) == ROW_MAJOR
     assert target_layout(Layout(ROW, ROW), fp8_like) is None  # a K×N B is not K-major, and no copy makes it so
-    # kernel="auto" on a K×1 FP8 B (w.t() of a 1×K w): the table's FP8 kernel, reading it in place
+    # kernel="auto" on a K×1 FP8 B (w.t() of a 1×K w): one of the table's FP8 kernels, reading it in place
     choice = dispatch.choose(Problem(17, 1, 200, "fp8"), Layout(ROW, ANY), H200)
-    assert choice.spec.name == "cuda/tc4_persistent_fp8" and choice.copies == ()
+    assert choice.spec.precision == "fp8" and Layout(ROW, COL) in choice.spec.layouts and choice.copies == ()
     assert "none of the measured" not in choice.why and "that takes 17x1x200 with A row-major, B a vector" in choice.why
     with pytest.raises(LayoutError, match="K-major"):
         dispatch.choose(Problem(17, 2, 200, "fp8"), ROW_MAJOR, H200)
