@@ -5,7 +5,9 @@ from __future__ import annotations
 from gemmlab.kernels.cuda.launch.nvrtc import SOURCE_DIRS, _read_source, source_path
 from gemmlab.kernels.registry import list_kernels
 
-TC = [s for s in list_kernels("cuda/tc*") if s.precision not in ("fp8", "fp8_block")]  # FP8: test_cuda_fp8.py
+# FP8: test_cuda_fp8.py. tc9 wraps the wgmma level that computes its transposed product (NarrowSwap.inner): that
+# level takes the checks every wgmma level takes; the swap itself is test_tc9_narrow_swap.py's
+TC = [getattr(s, "inner", s) for s in list_kernels("cuda/tc*") if s.precision not in ("fp8", "fp8_block")]
 WGMMA = [s for s in TC if s.level >= 2]
 TC5 = next(s for s in TC if s.level == 5)
 HOST_SHIM = ["-D__host__=", "-D__device__=", "-D__forceinline__=inline"]  # device qualifiers, gone on the host

@@ -41,9 +41,10 @@ def test_the_kernel_computes_the_transposed_product_across_every_sm():
     problem = Problem(16, 4096, 4096, "bf16")
     runs = spec.kernel_for(problem)
     assert tc9.swapped(problem).shape == (4096, 16, 4096)
-    # 32 tiles of 128 weight rows for 132 SMs: the stream-K walk splits K so that every SM takes a share
+    # 32 tiles of 128 weight rows, 64 k-tiles each: the stream-K walk splits every tile over 128 CTAs, 16 k-tiles
+    # each (SK_MIN_KTILES)
     assert runs.params["STREAM_K"] == 1 and runs.stream_k_tiles(tc9.swapped(problem)) == 32
-    assert spec.launch_geometry(problem).grid == (132, 1, 1)
+    assert spec.launch_geometry(problem).grid == (32 * 64 // 16, 1, 1)
 
 
 def test_takes_few_rows_and_the_transposed_weight_only():
@@ -76,9 +77,10 @@ def test_plan_hands_the_kernel_the_weight_as_a_and_the_tokens_as_b(stub):  # noq
     assert (args["M"], args["N"], args["K"], args["C"], args["c_tma"]) == (4000, 5, 1000, c, 0)
     assert args["a"][2] == w and list(args["a"][[3, 4]]) == [1000, 4000]  # w: N rows of K
     assert args["b"][2] == x and list(args["b"][[3, 4]]) == [1000, 5]  # x: M rows of K, read K-major
-    # 32 tiles of 16 k-tiles: a CTA per 4 k-tiles of work (SK_MIN_KTILES), 128 of the 132 SMs
-    assert args["sk_ws"] != 0 and rec.grid == (128, 1, 1) and rec.stream == 0x5EED
-    assert plan.buffers and plan.spec.name == NAMES[0]
+    # 32 tiles of 16 k-tiles: at 16 k-tiles a CTA (SK_MIN_KTILES) one CTA a tile, so no tile is split and the
+    # whole-tile build runs, without a stream-K workspace
+    assert args["sk_ws"] == 0 and rec.grid == (32, 1, 1) and rec.stream == 0x5EED
+    assert plan.spec.name == NAMES[0] and plan.problem.shape == (5, 4000, 1000)
 
 
 def test_fp8_plan_swaps_the_scales_too(stub):  # noqa: F811

@@ -13,7 +13,7 @@ from gemmlab.kernels.cuda.launch.nvrtc import source_path
 from gemmlab.kernels.cuda.launch.tma import TiledMap
 from gemmlab.kernels.cuda.tc.model.budget import (ALIGN_SLACK, C_BOX_BYTES, SMEM_LIMIT, epilogue_bytes, pass_bytes,
                                                   smem_bytes, stage_bytes)
-from gemmlab.kernels.cuda.tc.model.stream_k import stream_k_grid
+from gemmlab.kernels.cuda.tc.model.stream_k import SK_MIN_KTILES, stream_k_grid
 from gemmlab.kernels.cuda.tc.model.tiles import bk, tile_order, wgmma_desc
 from gemmlab.problem import Problem
 
@@ -205,7 +205,8 @@ def test_launch_geometry(shape):
             tiles = -(-p.m // (bm * cm)) * -(-p.n // (bn * cn))
             if spec.params.get("STREAM_K"):
                 kt = -(-p.k // bk(spec.precision))
-                assert geo.grid == (stream_k_grid(tiles, kt, 132), 1, 1) and geo.grid[0] <= 132
+                least = spec.params.get("SK_MIN_KTILES", SK_MIN_KTILES)  # k-tiles a CTA at least (tc9: 16)
+                assert geo.grid == (stream_k_grid(tiles, kt, 132, least), 1, 1) and geo.grid[0] <= 132
             else:
                 assert geo.grid == (min(tiles, 132 // (cm * cn)) * cm * cn, 1, 1)
             assert spec.cluster() == ((cm * cn, 1, 1) if cm * cn > 1 else None)
