@@ -35,7 +35,7 @@ __device__ __forceinline__ void store_pair(unsigned short *p, float x, float y) 
 // of two BF16, which needs a 4-byte aligned base); edges check every element.
 // C_TRANSPOSED=1 (tc9's swap, EPI_TMA=0): C holds the transpose of the kernel's M×N product, element (r, c) at
 // C[c·M + r]; a warp's store then covers 8 consecutive elements in each of 4 columns, so every element is stored
-// alone.
+// alone, by the edge path.
 #ifndef C_TRANSPOSED
 #define C_TRANSPOSED 0
 #endif
@@ -44,23 +44,10 @@ __device__ __forceinline__ void store_acc(T *C, const float (&d)[TN / 2], int ro
   const int t = threadIdx.x % 128;
   const int r = row0 + 16 * (t / 32) + (t % 32) / 4;
   const int c = col0 + 2 * (t % 4);
-  if constexpr (C_TRANSPOSED) {
-#pragma unroll
-    for (int j = 0; j < TN / 8; ++j) {
-      const int cc = c + 8 * j;
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int rr = r + 8 * h;
-        if (rr < M) {
-          if (cc < N) C[(long long)cc * M + rr] = out_value(C, d[4 * j + 2 * h]);
-          if (cc + 1 < N) C[(long long)(cc + 1) * M + rr] = out_value(C, d[4 * j + 2 * h + 1]);
-        }
-      }
-    }
-    return;
-  }
-  const bool full = row0 + 64 <= M && col0 + TN <= N && (N % 2) == 0 &&
+  const bool full = !C_TRANSPOSED && row0 + 64 <= M && col0 + TN <= N && (N % 2) == 0 &&
                     (sizeof(T) == 4 || (reinterpret_cast<unsigned long long>(C) & 3) == 0);
+  // element (rr, cc) of the fragment's product: row-major C, or with C_TRANSPOSED its transpose
+  auto at = [&](int rr, int cc) { return C_TRANSPOSED ? (long long)cc * M + rr : (long long)rr * N + cc; };
   if (full) {
     T *p0 = C + (long long)r * N + c;
     T *p1 = p0 + 8LL * N;
@@ -77,8 +64,8 @@ __device__ __forceinline__ void store_acc(T *C, const float (&d)[TN / 2], int ro
       for (int h = 0; h < 2; ++h) {
         const int rr = r + 8 * h;
         if (rr < M) {
-          if (cc < N) C[(long long)rr * N + cc] = out_value(C, d[4 * j + 2 * h]);
-          if (cc + 1 < N) C[(long long)rr * N + cc + 1] = out_value(C, d[4 * j + 2 * h + 1]);
+          if (cc < N) C[at(rr, cc)] = out_value(C, d[4 * j + 2 * h]);
+          if (cc + 1 < N) C[at(rr, cc + 1)] = out_value(C, d[4 * j + 2 * h + 1]);
         }
       }
     }
