@@ -21,12 +21,8 @@ H100 = GPUInfo("NVIDIA H100 PCIe", 114, (9, 0), 50 * 2**20, 232448, 1755.0, 80 *
 A100 = GPUInfo("NVIDIA A100-SXM4-80GB", 108, (8, 0), 40 * 2**20, 166912, 1410.0, 80 * 2**30, "13.0", "13.0")
 
 
-@pytest.fixture(autouse=True)
-def own_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("GEMMLAB_CACHE", str(tmp_path))
-    dispatch.load_table.cache_clear()
-    yield
-    dispatch.load_table.cache_clear()
+# each test on a dispatch table of its own: an empty cache folder, the tables read afresh (conftest.py)
+pytestmark = pytest.mark.usefixtures("own_dispatch_cache")
 
 
 def record(kernel, ms, precision="bf16", shape=(4096, 4096, 4096), verified=True, backend="cuda", host_us=None):
@@ -116,7 +112,7 @@ def test_where_host_time_binds_the_kernel_with_fewer_launches_wins():
 
 def test_a_bench_run_updates_this_machines_table(tmp_path):
     path = dispatch.record(run(record("cuda/tc6_stream_k_bf16", 0.10), record("cuda/tc4_persistent_bf16", 0.30)))
-    assert path == tmp_path / "dispatch.json" and path.exists()
+    assert path == tmp_path / "cache" / "dispatch.json" and path.exists()  # own_dispatch_cache sets the cache root
     choice = dispatch.choose(Problem(4096, 4096, 4096, "bf16"), ROW_MAJOR, H200)
     assert choice.spec.name == "cuda/tc6_stream_k_bf16"  # this machine's measurement over the shipped one
     # shapes this machine did not measure still come from the shipped table

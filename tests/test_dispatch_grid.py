@@ -26,12 +26,8 @@ W_T = Layout(ROW, COL)  # B handed over as w.t()
 TC2, TC4, TC6 = "cuda/tc2_wgmma_tma_bf16", "cuda/tc4_persistent_bf16", "cuda/tc6_stream_k_bf16"
 
 
-@pytest.fixture(autouse=True)
-def own_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("GEMMLAB_CACHE", str(tmp_path))
-    dispatch.load_table.cache_clear()
-    yield
-    dispatch.load_table.cache_clear()
+# each test on a dispatch table of its own: an empty cache folder, the tables read afresh (conftest.py)
+pytestmark = pytest.mark.usefixtures("own_dispatch_cache")
 
 
 def rec(kernel, ms, shape, precision="bf16", layout=None, copies=None, failed=False, host_us=None):

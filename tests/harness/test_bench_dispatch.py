@@ -19,12 +19,8 @@ H200 = GPUInfo("NVIDIA H200", 132, (9, 0), 60 * 2**20, 232448, 1980.0, 141 * 2**
 KERNEL = "cuda/tc4_persistent_bf16"
 
 
-@pytest.fixture(autouse=True)
-def own_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("GEMMLAB_CACHE", str(tmp_path / "cache"))
-    dispatch.load_table.cache_clear()
-    yield
-    dispatch.load_table.cache_clear()
+# each test on a dispatch table of its own (conftest.py)
+pytestmark = pytest.mark.usefixtures("own_dispatch_cache")
 
 
 def _gpu_run(monkeypatch) -> dict:
