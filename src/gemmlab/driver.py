@@ -24,6 +24,7 @@ CUDA_SUCCESS = 0
 CUDA_ERROR_INVALID_CONTEXT = 201
 CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4
 CU_MEMORYTYPE_DEVICE = 2
+CU_STREAM_CAPTURE_STATUS_ACTIVE = 1
 # cuTensorMapEncodeTiled's enums (cuda.h)
 TMA_DTYPES = {"fp8": 0, "bf16": 9, "fp32": 7}  # FP8 moves as UINT8: TMA only copies it
 TMA_SWIZZLE_128B = 3
@@ -69,6 +70,8 @@ _SIGNATURES = {
     "cuCtxGetCurrent": (ctypes.POINTER(_p),),
     "cuCtxSetCurrent": (_p,),
     "cuGetErrorName": (ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)),
+    "cuStreamIsCapturing": (_p, ctypes.POINTER(ctypes.c_int)),
+    "cuMemsetD8Async": (ctypes.c_uint64, ctypes.c_ubyte, _sz, _p),
 }
 
 
@@ -300,3 +303,17 @@ def copy_2d(dst: int, dst_pitch: int, src: int, src_pitch: int, width_bytes: int
                      dstMemoryType=CU_MEMORYTYPE_DEVICE, dstDevice=dst, dstPitch=dst_pitch,
                      WidthInBytes=width_bytes, Height=rows)
     check(lib().cuMemcpy2DAsync_v2(ctypes.byref(desc), stream), "cuMemcpy2DAsync")
+
+
+def capturing(stream: int) -> bool:
+    """Whether ``stream`` is being captured into a CUDA graph (cuStreamIsCapturing): what a launch enqueues there is
+    recorded, not run, and the stream may take no allocation of device memory but its own pool's, and no
+    synchronization."""
+    status = ctypes.c_int()
+    check(lib().cuStreamIsCapturing(stream, ctypes.byref(status)), "cuStreamIsCapturing")
+    return status.value == CU_STREAM_CAPTURE_STATUS_ACTIVE
+
+
+def zero_async(dst: int, nbytes: int, stream: int) -> None:
+    """Enqueue the zeroing of ``nbytes`` at ``dst`` on ``stream`` (under capture, a memset node of the graph)."""
+    check(lib().cuMemsetD8Async(dst, 0, nbytes, stream), "cuMemsetD8Async")

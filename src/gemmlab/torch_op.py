@@ -17,6 +17,7 @@ scales in the operator's schema); their scales' addresses are read per call with
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import Optional
 
 import numpy as np
@@ -109,6 +110,10 @@ def direct(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
 
 
 def _prepare(key, A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None) -> call.Prepared:
+    if A.is_cuda and torch.cuda.is_current_stream_capturing():
+        raise GemmlabError("gemmlab.matmul's first call with these operands is under CUDA graph capture, where its plan "
+                           "cannot be made (that compiles, loads and allocates): call it once before capturing, as "
+                           "torch's pattern does on a side stream")
     fa, fb = call.facts(A, "A"), call.facts(B, "B")
     if fa.device != fb.device:
         raise LayoutError(call.devices_differ(fa, fb))
@@ -117,9 +122,17 @@ def _prepare(key, A, B, kernel, precision, out, scale_a=None, scale_b=None, out_
     if out is not None:
         call.check_out(out, "torch", prepared.out_shape, fa.device, prepared.out_dtype)
     prepared.torch_template = torch.empty(0, dtype=getattr(torch, prepared.out_dtype), device=A.device)
+    if prepared.on_device:  # launches on torch's streams (a host operand's copies run on CuPy's)
+        prepared.workspace = partial(_workspace, prepared.torch_template)
     if prepared.scaled and A.is_cuda and (scale_a is None or scale_b is None):
         prepared.ones = torch.ones(1, dtype=torch.float32, device=A.device)
     return call.remember(key, prepared)
+
+
+def _workspace(template, nbytes: int):
+    """A stream's workspace from torch's caching allocator on the current stream: under capture, the graph's pool."""
+    buffer = template.new_empty(nbytes, dtype=torch.uint8)
+    return buffer, buffer.data_ptr()
 
 
 def _host(prepared: call.Prepared, A, B, out, scales=(None, None)):

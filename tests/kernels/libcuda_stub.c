@@ -26,8 +26,15 @@ struct Copy { uint64_t dst, dst_pitch, src, src_pitch, width, height; uintptr_t 
 static struct Copy copies[MAXL];
 static int n_copies;
 
+/* cuStreamIsCapturing says ACTIVE for the stream stub_capture names (0: none); cuMemsetD8Async is recorded */
+struct Memset { uint64_t dst, value, n; uintptr_t stream; };
+static struct Memset memsets[MAXL];
+static int n_memsets;
+static uintptr_t capture_stream;
+
 void stub_reset(void) {
-  n_sigs = n_launches = n_replaced = n_set_context = n_copies = fail_next = 0;
+  n_sigs = n_launches = n_replaced = n_set_context = n_copies = n_memsets = fail_next = 0;
+  capture_stream = 0;
   ctx_current = 0x1000;
 }
 /* opaque_maps = 1: encoded maps hide their address (mixed with a count of encodes), as a driver may */
@@ -56,6 +63,9 @@ void stub_launch(int i, unsigned *geometry, uintptr_t *f_stream, unsigned char *
   *len = launches[i].len;
 }
 void stub_copy(int i, uint64_t *out) { memcpy(out, &copies[i], 7 * sizeof(uint64_t)); }
+void stub_capture(uintptr_t stream) { capture_stream = stream; }
+int stub_memsets(void) { return n_memsets; }
+void stub_memset(int i, uint64_t *out) { memcpy(out, &memsets[i], 4 * sizeof(uint64_t)); }
 
 static CUresult record(uintptr_t f, const unsigned *grid, const unsigned *block, unsigned smem, uintptr_t stream,
                        const unsigned *cluster, void **params) {
@@ -124,3 +134,12 @@ CUresult cuMemcpy2DAsync_v2(const struct M2D *d, uintptr_t stream) {
 CUresult cuCtxGetCurrent(uintptr_t *ctx) { *ctx = ctx_current; return 0; }
 CUresult cuCtxSetCurrent(uintptr_t ctx) { ctx_current = ctx; n_set_context++; return 0; }
 CUresult cuGetErrorName(int err, const char **name) { *name = "CUDA_ERROR_STUB"; return 0; }
+CUresult cuStreamIsCapturing(uintptr_t stream, int *status) {
+  *status = capture_stream && stream == capture_stream;
+  return 0;
+}
+CUresult cuMemsetD8Async(uint64_t dst, unsigned char value, size_t n, uintptr_t stream) {
+  struct Memset *m = &memsets[n_memsets++ % MAXL];
+  m->dst = dst; m->value = value; m->n = n; m->stream = stream;
+  return 0;
+}

@@ -3,7 +3,9 @@ key, so that a later call with the same key only launches."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
+from gemmlab import driver
 from gemmlab.kernels.plan import Plan
 from gemmlab.problem import np_dtype
 
@@ -29,32 +31,48 @@ class Prepared:
     scaled: bool = False  # an FP8 plan: launches take the scales' addresses
     copy_scales: tuple = (False, False)  # a scale tensor copied into the layout the kernel reads before each launch
     ones: object = None  # a device float 1.0 for a scale given as None
+    # nbytes -> (buffer, device address) from the caller's allocator on its current stream (torch's caching
+    # allocator for tensors, under capture the graph's private pool); None: CuPy's pool
+    workspace: Callable[[int], tuple[object, int]] | None = None
+    resources: object = None  # what made the first plan (None: the GPU's): a stream's plan reuses its kernels
     # read on every call, so computed once from the plan and host_copy, which nothing changes after construction
     on_device: bool = field(init=False)  # the plan runs on the operands' GPU in place (not on the host or a copy)
-    shared: bool = field(init=False)  # the plan holds no workspace, so one plan serves every stream
+    shared: bool = field(init=False)  # the plan holds no workspace and makes none, so one plan serves every stream
 
     def __post_init__(self):
         self.on_device = self.plan.on_gpu and not self.host_copy
-        self.shared = not getattr(self.plan, "buffers", None)
+        self.shared = not (getattr(self.plan, "buffers", None) or getattr(self.plan, "may_stage", False))
 
     @property
     def c_bytes(self) -> int:
         return np_dtype(self.out_dtype).itemsize * self.out_shape[0] * self.out_shape[1]
 
     def for_stream(self, stream: int) -> Plan:
+        """The plan to launch on ``stream``. A plan holding workspaces never shares them between two streams that may
+        run at once: the first plan serves the first stream it meets, a later stream gets a plan of its own (kept),
+        and a stream under CUDA graph capture a plan of its own for each captured call, its workspaces from the
+        graph's private pool, freed into that pool after the call as the graph's other intermediates are. A graph
+        replays on whatever stream its caller picks, so workspaces kept for the capturing stream would be shared by
+        every graph captured there (torch captures on one stream by default) and by that stream's eager calls."""
         if self.shared:
             return self.plan
+        if driver.capturing(stream):
+            return self._stream_plan(stream)
         plan = self.by_stream.get(stream)
         if plan is None:
-            if not self.by_stream:
-                plan = self.plan
-            else:  # a second stream: workspaces of its own
-                from gemmlab import device
-
-                with device.using(self.device):
-                    plan = self.plan.spec.plan(self.plan.problem, self.plan.layout)
-            self.by_stream[stream] = plan
+            plan = self.by_stream[stream] = self._stream_plan(stream) if self.by_stream else self.plan
         return plan
+
+    def _stream_plan(self, stream: int) -> Plan:
+        """The first plan again with workspaces of its own, allocated and zeroed on ``stream`` only: no kernel
+        loaded, no occupancy asked (the first plan's answers, so the same grid), no cudaMalloc, no wait."""
+        from gemmlab import device
+        from gemmlab.kernels.cuda.launch.gpu import StreamResources
+
+        gpu = StreamResources(stream, self.workspace or _cupy_workspace, self.resources)
+        spec = self.plan.spec
+        with device.using(self.device):
+            return spec.make_plan(self.plan.problem, self.plan.layout, device.require_gpu(spec.name), gpu)
 
     def explain(self) -> str:
         lines = [self.plan.explain(), f"  chosen: {self.why}"]
@@ -69,6 +87,15 @@ class Prepared:
         if self.host_copy:
             lines.append("  host operands are copied to the GPU and the result back")
         return "\n".join(lines)
+
+
+def _cupy_workspace(nbytes: int) -> tuple[object, int]:
+    """Device memory from CuPy's pool, on CuPy's current stream (the stream a CuPy call launches on)."""
+    import cupy
+    import numpy as np
+
+    buffer = cupy.empty(nbytes, dtype=np.uint8)
+    return buffer, buffer.data.ptr
 
 
 plans: dict[tuple, Prepared] = {}

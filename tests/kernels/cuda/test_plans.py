@@ -168,9 +168,11 @@ def test_params_pack_scalars_structs_and_maps():
 
 def SIGNATURE_SIZES(entry: str, args_bytes: int = SIZE) -> list[int]:
     """Bytes of each parameter of a kernel entry: the wgmma levels' one TcArgs (Fp8Args: ``args_bytes``), the
-    transpose's five, the seeds' six, tc1's seven."""
+    transpose's five, the rounding copy's seven, the seeds' six, tc1's seven."""
     if entry == "tc_transpose":
         return [8, 8, 4, 4, 4]
+    if entry == "tc_round_copy":
+        return [8, 8, 4, 4, 4, 4, 4]
     if entry == "tc1_mma_sync":
         return [8, 8, 8, 4, 4, 4, 4]
     return [args_bytes] if entry.startswith("tc") else [8, 8, 8, 4, 4, 4]

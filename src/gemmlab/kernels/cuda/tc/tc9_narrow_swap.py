@@ -54,6 +54,10 @@ class SwapPlan(Plan):
     def buffers(self) -> list:  # the stream-K workspace: one plan per stream (gemmlab.call)
         return self.inner.buffers
 
+    @property
+    def may_stage(self) -> bool:
+        return self.inner.may_stage
+
     def launch(self, a, b, c, stream: int = 0, *scales) -> None:
         self.inner.launch(b, a, c, stream, *scales[::-1])
 

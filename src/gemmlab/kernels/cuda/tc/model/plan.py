@@ -10,7 +10,9 @@ addresses, and runs the pre-passes the layout needs (a pitched copy, the transpo
 caller's stream. No allocation, no synchronization, no file access.
 
 Workspaces belong to the plan: two launches of one plan on two streams at once would share them, so
-gemmlab.matmul keys plans that have any by stream.
+gemmlab.matmul keys plans that have any, or may make one (a staged operand), by stream, and makes one for each call
+under CUDA graph capture; a stream's plan is this function again with launch.gpu.StreamResources (the first plan's
+kernels and occupancy answers, workspaces from the caller's allocator on that stream).
 """
 from __future__ import annotations
 
@@ -126,6 +128,14 @@ class TcPlan(Plan):
 
     def __post_init__(self):
         self._c, = self.main.params.views("C")
+
+    @property
+    def may_stage(self) -> bool:
+        """Whether a launch may copy an operand into a workspace made then (one at an address off 16 bytes): a plan
+        that holds no workspace yet may hold one after any call, so it serves one stream only, as one that holds
+        workspaces does (gemmlab.call)."""
+        return any(isinstance(op, _Operand) and op.direct is not None
+                   for op in (*self.operands, *getattr(self, "scale_maps", ())))
 
     def launch(self, a, b, c, stream: int = 0) -> None:
         p = self.main.params
