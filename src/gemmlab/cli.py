@@ -82,9 +82,9 @@ def cmd_bench(args) -> int:
     if args.append and not json_path:
         raise GemmlabError("--append adds to the file named by --json; name one")
     earlier = _earlier_run(json_path) if args.append and json_path.exists() else None
+    info, why = device.probe()  # first: numba runs on the GPU the probe finds
     device.configure_numba()  # before any kernel module imports numba: it reads the simulator switch once
     specs = _specs(args.kernels) if args.kernels else None  # all kernels need no check (nor the import, yet)
-    info, why = device.probe()
     if earlier is not None:
         _check_same_gpu(earlier, json_path, info)
     opts = _bench_options(args)
@@ -212,6 +212,7 @@ def cmd_verify(args) -> int:
     from gemmlab.harness.sweep import VerifyOptions, run_verify
 
     json_path = _output(args.json, "--json") if args.json else None
+    device.probe()  # numba runs on the GPU the probe finds
     device.configure_numba()  # before any kernel module imports numba: it reads the simulator switch once
     opts = VerifyOptions(args.kernels, args.full, args.sample, args.seed, args.sanitize)
     with Steps(console) as steps:

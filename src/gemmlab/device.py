@@ -36,7 +36,10 @@ class GPUInfo:
 
 @lru_cache(maxsize=1)
 def probe() -> tuple[GPUInfo | None, str]:
-    """(info of GPU 0, "") when a CUDA GPU is usable, else (None, why not)."""
+    """(info of GPU 0, "") when a CUDA GPU is usable, else (None, why not). Without a driver the answer needs no
+    CuPy, whose import costs seconds."""
+    if not _driver_loads():
+        return None, _no_gpu_reason(None)
     try:
         import cupy  # noqa: F401
         from cupy.cuda import runtime
@@ -172,12 +175,28 @@ def configure_numba() -> str:
         from numba import config
 
         return "simulator" if config.ENABLE_CUDASIM else "gpu"
-    if gpu() is None:
+    if not _gpu_for_numba():
         os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
         if "numba" in sys.modules:
             sys.modules["numba"].config.ENABLE_CUDASIM = 1
         return "simulator"
     return "gpu"
+
+
+def _gpu_for_numba() -> bool:
+    """Whether numba's kernels run on a GPU: the probe's answer where it has run (commands that run kernels probe
+    first); else the driver's own count of devices, through ctypes, so that a command that only reads the registry
+    (gemmlab list) imports no CuPy: a machine without a driver answers at once."""
+    if probe.cache_info().currsize:
+        return gpu() is not None
+    try:
+        lib = ctypes.CDLL(DRIVER_LIBRARY)
+        count = ctypes.c_int()
+        if lib.cuInit(0) or lib.cuDeviceGetCount(ctypes.byref(count)):
+            return False
+    except (OSError, AttributeError):
+        return False
+    return count.value > 0
 
 
 def numba_mode() -> str:

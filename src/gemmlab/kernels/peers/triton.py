@@ -17,18 +17,16 @@ Measured: results/h200/fp32.json, results/h200/tensor_cores.json (docs/fp32_ladd
 """
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
 
 from gemmlab.kernels.plan import ROW_MAJOR, Plan
 from gemmlab.kernels.spec import GPU, SM_COUNT, KernelSpec, tiled_traffic
 from gemmlab.problem import Problem
 
-try:
-    import torch
-    import triton
-    import triton.language as tl
-except Exception:  # Triton is optional: no peer, no import error
-    triton = None
+# Triton is optional: the peer is registered where Triton and PyTorch are installed, and they load at its first
+# launch (_triton_kernels), so that reading the registry (gemmlab list) imports neither
+AVAILABLE = all(importlib.util.find_spec(name) is not None for name in ("triton", "torch"))
 
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages) the autotuner tries. FP32 IEEE runs on the FMA pipe: tiles stay at
@@ -38,56 +36,6 @@ _SHAPES = {
     True: [(128, 128, 32, 8, 3), (128, 64, 32, 4, 4), (64, 128, 32, 4, 4), (128, 128, 16, 8, 4)],
     False: [(128, 256, 64, 8, 3), (128, 128, 64, 8, 4), (128, 128, 64, 4, 4), (64, 128, 64, 4, 4)],
 }
-
-
-def _configs(fp32: bool):
-    return [triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8}, num_warps=w, num_stages=s)
-            for bm, bn, bk, w, s in _SHAPES[fp32]]
-
-
-if triton is not None:
-
-    def _matmul_body(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-                     IEEE: tl.constexpr):
-        pid = tl.program_id(axis=0)
-        num_pid_m = tl.cdiv(M, BLOCK_M)
-        num_pid_n = tl.cdiv(N, BLOCK_N)
-        num_pid_in_group = GROUP_M * num_pid_n
-        group_id = pid // num_pid_in_group
-        first_pid_m = group_id * GROUP_M
-        group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
-        pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-        pid_n = (pid % num_pid_in_group) // group_size_m
-
-        # rows and columns past the edge wrap to valid addresses; their results are masked at the store
-        offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
-        offs_bn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
-        offs_k = tl.arange(0, BLOCK_K)
-        a_ptrs = a_ptr + offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak
-        b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for kk in range(0, tl.cdiv(K, BLOCK_K)):
-            k_left = K - kk * BLOCK_K
-            a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
-            b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
-            if IEEE:
-                acc = tl.dot(a, b, acc, input_precision="ieee")
-            else:
-                acc = tl.dot(a, b, acc)
-            a_ptrs += BLOCK_K * stride_ak
-            b_ptrs += BLOCK_K * stride_bk
-
-        offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-        offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-        c_ptrs = c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn
-        tl.store(c_ptrs, acc, mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
-
-    # one autotuned kernel per precision, so each keeps its own tuning cache and config list
-    _KERNELS = {
-        "fp32": triton.autotune(configs=_configs(True), key=["M", "N", "K"])(triton.jit(_matmul_body)),
-        "bf16": triton.autotune(configs=_configs(False), key=["M", "N", "K"])(triton.jit(_matmul_body)),
-    }
 
 
 class _Pointer:
@@ -105,6 +53,8 @@ _streams: dict[int, object] = {}
 
 def _torch_stream(ptr: int):
     """PyTorch's handle on a CUstream, so Triton launches where the caller's events are."""
+    import torch
+
     stream = _streams.get(ptr)
     if stream is None:
         stream = torch.cuda.default_stream() if ptr == 0 else torch.cuda.ExternalStream(ptr)
@@ -115,6 +65,11 @@ def _torch_stream(ptr: int):
 @dataclass
 class TritonPlan(Plan):
     def launch(self, a, b, c, stream: int = 0) -> None:
+        import torch
+        import triton
+
+        from gemmlab.kernels.peers._triton_kernels import KERNELS
+
         m, n, k = self.problem.shape
         dtype = getattr(torch, self.spec.prec.input_dtype)  # torch names its dtypes as NumPy does
 
@@ -122,7 +77,7 @@ class TritonPlan(Plan):
             return (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)
 
         with torch.cuda.stream(_torch_stream(stream)):
-            _KERNELS[self.spec.precision][grid](_Pointer(a, dtype), _Pointer(b, dtype), _Pointer(c, torch.float32),
+            KERNELS[self.spec.precision][grid](_Pointer(a, dtype), _Pointer(b, dtype), _Pointer(c, torch.float32),
                                                 m, n, k, k, 1, n, 1, n, 1, IEEE=self.spec.prec.fp32_multiply)
 
 
@@ -149,7 +104,7 @@ def _traffic(fp32: bool):
     return model
 
 
-SPECS = [] if triton is None else [
+SPECS = [] if not AVAILABLE else [
     TritonPeer(name="peers/triton_fp32", level=None, precision="fp32", title="Triton tiled matmul, FP32 IEEE (FFMA)",
                traffic_model=_traffic(fp32=True), doc=__doc__),
     TritonPeer(name="peers/triton_bf16", level=None, precision="bf16", title="Triton tiled matmul, BF16 in, FP32 out",

@@ -1,0 +1,40 @@
+"""What the table commands import: gemmlab list prints the registry without torch or CuPy on any machine (the
+Triton peer is registered where Triton and torch are installed, not imported; numba's simulator switch comes from
+the driver's own device count), and gemmlab roofline without torch, and without CuPy where there is no driver."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gemmlab import device
+
+SRC = str(Path(__file__).parents[1] / "src")
+# runs one command in a fresh interpreter, then prints its exit status and the heavy modules it imported
+SCRIPT = """
+import contextlib, io, sys
+from gemmlab.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    status = main(sys.argv[1:])
+print(status, *sorted(m for m in ("torch", "cupy", "triton") if m in sys.modules))
+"""
+
+
+def imported_by(*command) -> list[str]:
+    env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "-c", SCRIPT, *command], capture_output=True, text=True, timeout=600,
+                          env=env)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.split()
+
+
+def test_list_imports_neither_torch_nor_cupy():
+    assert imported_by("list") == ["0"]
+
+
+def test_roofline_imports_no_torch_and_cupy_only_to_name_a_gpu():
+    got = imported_by("roofline")
+    assert got[0] == "0" and "torch" not in got
+    if not device._driver_loads():
+        assert got == ["0"]
