@@ -145,3 +145,23 @@ def test_a_record_is_its_json_and_back():
     assert out["status"] is None and "interleaved" not in out and "registers" not in out
     rec.fail(Status.FAILED, "rel err 1e-1 > tolerance 1e-5")
     assert rec.to_json()["status"] == "FAILED" and json.loads(json.dumps(rec.to_json()))["status"] == "FAILED"
+
+
+@cpu_only
+def test_cpu_only_run_models_no_kernel_at_a_shape_it_refuses():
+    """gemv1 takes at most a few rows of A and tc9 at most 128: at 4096³ each is skipped with its own reason, never
+    compiled there nor modeled as if it ran; at 16×4096×4096 both are compiled and modeled."""
+    names = "cuda/gemv1_warp_dot_bf16,cuda/tc9_narrow_swap_bf16"
+    opts = bench.BenchOptions(shapes=[(4096, 4096, 4096), (16, 4096, 4096)], kernels=names,
+                              timing=TimingOptions(repeat=3, min_repeat=3, max_seconds=0.5), pause_s=0)
+    rec = Recorder()
+    records = bench.run_bench(opts, rec)["records"]
+    refused = [r for r in records if (r["m"], r["n"], r["k"]) == (4096, 4096, 4096)]
+    assert {r["kernel"] for r in refused} == set(names.split(","))
+    for r in refused:
+        spec = next(s for s in list_kernels(r["kernel"]))
+        assert r["status"] == Status.SKIPPED and r["reason"] == str(spec.is_valid(Problem(4096, 4096, 4096, "bf16")))
+        assert not r["model"] and "registers" not in r
+    models = {e[2]: e[3] for e in rec.events if e[:2] == ("table", "model")}
+    assert [kernels for title, kernels in models.items() if "4096×4096×4096 " in title] == []
+    assert all(r["status"] == Status.COMPILED and r["model"] for r in records if r["m"] == 16)

@@ -45,8 +45,13 @@ def run_cpu_only(specs, opts, dev, records, listener):
         done += 1
 
     def new(spec, shape):
+        """The record of ``spec`` at ``shape``; one the GPU kernel refuses is skipped with the reason, unmodeled,
+        never compiled, simulated or modeled as if it ran there."""
         problem = Problem(*shape, spec.precision)
-        rec = new_record(spec, problem, dev, None)
+        refusal = spec.is_valid(problem) if spec.device != CPU else None
+        rec = new_record(spec, problem, dev, None, modeled=not refusal)
+        if refusal:
+            rec.fail(Status.SKIPPED, refusal)
         records.append(rec)
         return rec, problem
 
@@ -56,8 +61,9 @@ def run_cpu_only(specs, opts, dev, records, listener):
         for spec in of[kind]:
             step(f"{spec.name}{doing}")
             rec, problem = new(spec, shape)
-            with _reported(rec):
-                work(spec, problem, rec)
+            if rec.status is None:
+                with _reported(rec):
+                    work(spec, problem, rec)
             recs.append(rec)
         return recs
 
@@ -82,17 +88,20 @@ def run_cpu_only(specs, opts, dev, records, listener):
         except GemmlabError as exc:
             runs = {"status": Status.ERROR, "reason": str(exc)}
         for rec in recs:
-            rec.update(runs)
+            if rec.status is None:
+                rec.update(runs)
         simulated.append(recs[0])
     if simulated:
         listener.table("simulator", f"numba kernels on the CUDA simulator at {shapes_text(opts.sim_shapes)} "
                                     "(M×N×K; verified, not timed)", [r.to_json() for r in simulated])
     for spec in of["gpu"]:
         for shape in gpu_shapes:
-            new(spec, shape)[0].fail(Status.SKIPPED, "needs a GPU")
+            rec = new(spec, shape)[0]
+            if rec.status is None:
+                rec.fail(Status.SKIPPED, "needs a GPU")
     order = {s.name: i for i, s in enumerate(specs)}
     for shape in gpu_shapes:
-        modeled = [r for r in records if r.backend != CPU and r.shape == tuple(shape)]
+        modeled = [r for r in records if r.backend != CPU and r.shape == tuple(shape) and r.model]
         if modeled:
             listener.table("model", f"roofline model on the {dev.name} at {shapes_text([shape])} (M×N×K): "
                                     "predicted, not measured",

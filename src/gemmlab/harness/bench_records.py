@@ -32,11 +32,14 @@ CPU_MODEL_KEYS = ("flops", "compulsory_bytes", "intensity", "modeled_read_bytes"
                   "modeled_intensity", "basis")
 
 
-def new_record(spec: KernelSpec, problem: Problem, dev: DeviceSpec, bw_gbs: float | None) -> BenchRecord:
+def new_record(spec: KernelSpec, problem: Problem, dev: DeviceSpec, bw_gbs: float | None,
+               modeled: bool = True) -> BenchRecord:
+    """A kernel's record at ``problem``, with its model unless ``modeled`` is False (a kernel that refuses the
+    problem is not modeled there)."""
     # the roofs: this GPU's last measured ceilings where `gemmlab roofline --measure` stored some, with the copy
     # bandwidth this run measured; the clock is the maximum until the timing says which one the run held
-    km = model(spec, problem, stored_ceilings(ceilings_for(dev, bw_gbs))).as_dict()
-    if spec.device == CPU:  # a GPU's roofs and levels bound nothing a host loop does: the counts alone
+    km = model(spec, problem, stored_ceilings(ceilings_for(dev, bw_gbs))).as_dict() if modeled else {}
+    if spec.device == CPU and km:  # a GPU's roofs and levels bound nothing a host loop does: the counts alone
         km = {key: km[key] for key in CPU_MODEL_KEYS}
     return BenchRecord(spec.name, spec.backend, spec.level, spec.precision, spec.title,
                        dict(spec.for_problem(problem).params), problem.m, problem.n, problem.k,
