@@ -12,8 +12,13 @@ g++ -std=c++20 together with a small shim:
 - float4, make_float4, __ldg, fmaf, min and the qualifiers (__device__, __global__, __forceinline__,
   __launch_bounds__, __align__) get host meanings; a 128-bit access (a float4 read from or written to global
   or shared memory) of an address that is not 16-byte aligned, a fault on the GPU, is counted and reported.
-Inline PTX has no host meaning: a level whose source calls a helper that is an `asm` statement cannot run here
-(see `ptx_blockers`).
+- cp.async (LDGSTS) is a copy queued per thread: `cp.async.ca/cg.shared.global` joins the thread's open group
+  (zero-filling past its source size, a 16-byte copy checked for alignment like a float4), `commit_group` closes
+  the group, and `wait_group N` performs every closed group but the N most recent, oldest first. Nothing lands in
+  shared memory before its wait, so a stage read before the wait that covers it reads the NaN the block started
+  with; groups still queued when a block ends are dropped.
+Other inline PTX has no host meaning: a level whose source calls a helper that is another `asm` statement cannot
+run here (see `ptx_blockers`).
 
 Operands come from `guarded_matrix`: the data sits inside bands of a NaN with its own payload, so a load that
 strays past a matrix poisons the result and a store that strays past C changes the bits of C's bands.
@@ -71,6 +76,31 @@ struct alignas(16) float4 {
   }
 };
 inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
+
+// cp.async: per-thread groups of queued copies, performed at the wait that covers them
+struct hostsim_copy { void *dst; const void *src; int bytes, src_bytes; };
+thread_local std::vector<std::vector<hostsim_copy>> hostsim_groups;  // committed, oldest first
+thread_local std::vector<hostsim_copy> hostsim_open;  // issued since the last commit
+inline void hostsim_cp_async(void *dst, const void *src, int bytes, int src_bytes) {
+  if (bytes == 16) {
+    hostsim_check16(dst);
+    if (src_bytes) hostsim_check16(src);
+  }
+  hostsim_open.push_back({dst, src, bytes, src_bytes});
+}
+inline void hostsim_cp_async_commit() {
+  hostsim_groups.push_back(std::move(hostsim_open));
+  hostsim_open.clear();
+}
+inline void hostsim_cp_async_wait(int pending) {
+  while ((int)hostsim_groups.size() > pending) {
+    for (const hostsim_copy &c : hostsim_groups.front()) {
+      if (c.src_bytes) std::memcpy(c.dst, c.src, c.src_bytes);
+      std::memset(static_cast<char *>(c.dst) + c.src_bytes, 0, c.bytes - c.src_bytes);
+    }
+    hostsim_groups.erase(hostsim_groups.begin());
+  }
+}
 inline float __ldg(const float *p) { return *p; }
 inline float4 __ldg(const float4 *p) { return *p; }
 inline void __syncthreads() { hostsim_bar->arrive_and_wait(); }
@@ -116,6 +146,8 @@ extern "C" int hostsim_run(float *C, const float *A, const float *B, int M, int 
         if (t == 0) poison();
         bar.arrive_and_wait();  // shared memory poisoned before any thread of the block touches it
         blockIdx = {b % gx, b / gx % gy, b / (gx * gy)};
+        hostsim_groups.clear();  // copies a block left queued never land in the next one's shared memory
+        hostsim_open.clear();
         HOSTSIM_ENTRY(C, A, B, M, N, K);
         bar.arrive_and_wait();  // every thread is done with this block's shared memory
       }
@@ -127,6 +159,17 @@ extern "C" int hostsim_run(float *C, const float *A, const float *B, int M, int 
 
 _EXTERN_SHARED = re.compile(r"extern\s+__shared__\s+(?:__align__\(\d+\)\s+)?(\w+)\s+(\w+)\s*\[\s*\]\s*;")
 _PTX_HELPER = re.compile(r"(\w+)\s*\([^)]*\)\s*\{\s*asm\s+volatile\s*\(\s*\"([\w.]+)")
+# the cp.async statements the shim runs, each as a call of its host version
+_CP_ASYNC = [
+    (re.compile(r'asm\s+volatile\s*\(\s*"cp\.async\.c[ag]\.shared\.global \[%0\], \[%1\], (\d+), %2;(?:\\n)?"\s*'
+                r'::\s*"r"\(\s*smem_addr\((\w+)\)\s*\),\s*"l"\((\w+)\),\s*"r"\((.*?)\)\s*\);'),
+     r"hostsim_cp_async(\2, \3, \1, \4);"),
+    (re.compile(r'asm\s+volatile\s*\(\s*"cp\.async\.commit_group;(?:\\n)?"\s*::\s*\);'), "hostsim_cp_async_commit();"),
+    (re.compile(r'asm\s+volatile\s*\(\s*"cp\.async\.wait_group %0;(?:\\n)?"\s*::\s*"n"\((\w+)\)\s*\);'),
+     r"hostsim_cp_async_wait(\1);"),
+]
+SHIMMED_PTX = ("cp.async.ca.shared.global", "cp.async.cg.shared.global", "cp.async.commit_group",
+               "cp.async.wait_group")
 
 
 def kernel_source(source: str) -> str:
@@ -138,7 +181,9 @@ def kernel_source(source: str) -> str:
 
 def host_source(text: str) -> str:
     """`text` with each `extern __shared__ T name[];` turned into a pointer to the shim's dynamic shared array
-    (a static local cannot be `extern`); nothing else changes."""
+    (a static local cannot be `extern`), and each cp.async statement a call of the shim's; nothing else changes."""
+    for pattern, replacement in _CP_ASYNC:
+        text = pattern.sub(replacement, text)
     return _EXTERN_SHARED.sub(
         lambda m: f"{m.group(1)} *const {m.group(2)} = reinterpret_cast<{m.group(1)} *>(hostsim_dynamic_smem);", text)
 
@@ -151,7 +196,7 @@ def ptx_blockers(source: str) -> list[str]:
 
     text = kernel_source(source)
     own = source_path(source).read_text()
-    helpers = dict(_PTX_HELPER.findall(text))
+    helpers = {name: instr for name, instr in _PTX_HELPER.findall(text) if instr not in SHIMMED_PTX}
 
     def calls(body: str, name: str) -> bool:
         return re.search(rf"\b{name}\b", body) is not None
