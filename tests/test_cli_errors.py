@@ -65,6 +65,8 @@ CASES = [
     (["bench", "--append", "--json", "{tmp}/other.json"], "--append: {tmp}/other.json: not a results JSON"),
     (["bench", "--append", "--json", str(H200 / "timeline.json")], "holds timeline results, not those of gemmlab bench"),
     (["bench", "--append", "--json", "{tmp}/h200.json"], "holds results from NVIDIA H200, this run is on no GPU"),
+    (["bench", "--shape", "100000000000000000000"], "A, B and C take"),  # past the H200's memory at any precision
+    (["bench", "--kernels", "cuda/tc4*", "--shape", "8000000"], "fp8: A, B and C take 238,418.6 GiB; NVIDIA H200"),
     (["bench", "--api"], "gemmlab bench --api needs a CUDA GPU"),
     (["bench", "--api", "--json", "/proc/forbidden/x.json"], "cannot write in /proc"),
     (["bench", "--variant", "cuda/tc8_block_scaled_fp8"], "a variant is KERNEL:NAME=V[,NAME=V]"),
@@ -91,6 +93,8 @@ CASES = [
     (["roofline", "--measure"], "needs a CUDA GPU"),
     # past the device's memory: refused before any table is printed
     (["roofline", "--shape", "1000000"], "A, B and C take 11,175.9 GiB; NVIDIA H200 holds 141 GiB"),
+    (["dispatch", "--shape", "1000000x1000000x1000000"], "bf16: A, B and C take 7,450.6 GiB; NVIDIA H200 holds"),
+    (["dispatch", "--shape", "0"], "every dimension must be at least 1"),
     (["profile", "nope*"], "no kernel matches 'nope*'"),
     (["timeline", "--kernels", "nope*"], "no kernel matches 'nope*'"),
     (["timeline", "--kernels", "cuda/tc5_swap_ab_tf32"], "this one has none"),

@@ -54,6 +54,24 @@ def _specs(pattern: str | None):
     return select(pattern) if pattern else list_kernels()
 
 
+def _require_some_fit(shapes, specs, dev) -> None:
+    """Refuse, before anything runs, a shape whose operands fit the device's memory in none of the kernels'
+    precisions (every precision's when ``specs`` is None, which imports no kernel): no kernel runs or is modeled
+    there."""
+    from gemmlab.problem import PRECISIONS, Problem, require_fits
+
+    precisions = {s.precision for s in specs} if specs else set(PRECISIONS)
+    for shape in shapes or []:
+        refusals = []
+        for precision in sorted(precisions, key=lambda p: Problem(1, 1, 1, p).compulsory_bytes()):  # least first
+            try:
+                require_fits(Problem(*shape, precision), dev.memory_bytes, dev.name)
+            except GemmlabError as exc:
+                refusals.append(exc)
+        if dev.memory_bytes and len(refusals) == len(precisions):
+            raise refusals[0]
+
+
 def _command(args) -> str:
     return "gemmlab " + " ".join(shlex.quote(a) for a in args.argv)
 
@@ -94,6 +112,7 @@ def cmd_bench(args) -> int:
     if opts.variants:
         specs = bench.selected(opts)  # the variants' own errors (parameters, constraints) before anything runs
     dev = device_spec(info.name if info else args.gpu)
+    _require_some_fit(opts.shapes, specs, dev)
     console.print(Text.assemble(("gemmlab bench", "bold"), f"{' on ' + info.name if info else ''} (git "
                                 f"{env.git_sha()[:12]}): {bench.plan(opts, info, why, dev, specs)}"))
     finished = {}  # each table's records as it is printed: what an interrupted run still writes

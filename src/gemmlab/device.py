@@ -187,7 +187,8 @@ def _gpu_for_numba() -> bool:
     """Whether numba's kernels run on a GPU: the probe's answer where it has run (commands that run kernels probe
     first); else the driver's own count of devices, through ctypes, so that a command that only reads the registry
     (gemmlab list) imports no CuPy: a machine without a driver answers at once."""
-    if probe.cache_info().currsize:
+    cache = getattr(probe, "cache_info", None)  # a probe without a cache (a stand-in) is asked
+    if cache is None or cache().currsize:
         return gpu() is not None
     try:
         lib = ctypes.CDLL(DRIVER_LIBRARY)

@@ -14,21 +14,35 @@ def cmd_dispatch(args, console, output) -> int:
     from gemmlab import dispatch
     from gemmlab.device import gpu
     from gemmlab.kernels.plan import COL, ROW, Layout
-    from gemmlab.problem import PRECISIONS, Problem
+    from gemmlab.problem import PRECISIONS, Problem, require_fits
 
     if args.build or args.write:
         return _write_table(args.build or args.write, args.out, console, output, replace=bool(args.build))
     info = gpu()
-    if info is None:
-        info = dispatch.shipped_gpu()
+    here = info is not None
+    info = info or dispatch.shipped_gpu()
+    shapes = args.shape or [(4096, 4096, 4096)]
+    precisions = args.precision or [n for n, p in PRECISIONS.items() if not p.scaled]
+    for shape in shapes:  # a shape no precision fits in the GPU's memory is refused before anything is printed
+        fits = []
+        for precision in precisions:
+            try:
+                require_fits(Problem(*shape, precision), info.total_mem_bytes, info.name)
+                fits.append(precision)
+            except GemmlabError as exc:
+                refusal = exc
+        if not fits:
+            raise refusal
+    if not here:
         console.print("no CUDA GPU here: what gemmlab.matmul would run on an NVIDIA H200 (the shipped table)",
                       highlight=False)
     layout = args.layout or Layout(b=COL if args.b_transposed else ROW)
-    for shape in args.shape or [(4096, 4096, 4096)]:
-        for precision in args.precision or [n for n, p in PRECISIONS.items() if not p.scaled]:
+    for shape in shapes:
+        for precision in precisions:
             problem = Problem(*shape, precision)
             head = f"{problem.label()} {precision}"
             try:
+                require_fits(problem, info.total_mem_bytes, info.name)
                 choice = dispatch.choose(problem, layout, info)
             except GemmlabError as exc:
                 console.print(f"{head}: {exc}", highlight=False)

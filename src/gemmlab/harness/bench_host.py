@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 
-from gemmlab.errors import CompileError, GemmlabError
+from gemmlab.errors import CompileError, GemmlabError, SizeLimitError
 from gemmlab.harness.bench_records import bench_one, kernel_seed, link_ratios, new_record
 from gemmlab.harness.record import BenchRecord, Status
 from gemmlab.harness.verify import check
@@ -45,11 +45,17 @@ def run_cpu_only(specs, opts, dev, records, listener):
         done += 1
 
     def new(spec, shape):
-        """The record of ``spec`` at ``shape``; one the GPU kernel refuses is skipped with the reason, unmodeled,
-        never compiled, simulated or modeled as if it ran there."""
+        """The record of ``spec`` at ``shape``; one the kernel refuses (or the model cannot take) is skipped with the
+        reason, unmodeled, never timed, compiled, simulated or modeled as if it ran there."""
         problem = Problem(*shape, spec.precision)
-        refusal = spec.is_valid(problem) if spec.device != CPU else None
-        rec = new_record(spec, problem, dev, None, modeled=not refusal)
+        refusal = spec.is_valid(problem)
+        if not refusal:
+            try:
+                rec = new_record(spec, problem, dev, None)
+            except SizeLimitError as exc:  # past the device's memory, or more tiles than the model walks
+                refusal = exc
+        if refusal:
+            rec = new_record(spec, problem, dev, None, modeled=False)
         if refusal:
             rec.fail(Status.SKIPPED, refusal)
         records.append(rec)
