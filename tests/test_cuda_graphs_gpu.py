@@ -98,7 +98,8 @@ def test_a_level_holding_workspaces_captures_and_replays_the_eager_result(kernel
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):  # torch's own capture stream: no call of gemmlab ran there
         c = f()
-    assert all(not p.shared for key, p in call.plans.items() if key[0] == kernel)
+    plans = [p for key, p in call.plans.items() if key[0] == kernel]
+    assert plans and not any(p.shared for p in plans)  # the level holds (or may make) workspaces here
     for seed in (1, 2):
         f.refill(seed)
         graph.replay()
