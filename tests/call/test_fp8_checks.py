@@ -103,3 +103,35 @@ def test_torch_fp8_tensors_outside_autograd_only():
     with pytest.raises(GemmlabError, match="outside autograd"):
         gemmlab.matmul(torch.ones(2, 2, requires_grad=True), torch.ones(2, 2), scale_a=torch.ones(1))
 
+
+
+def test_block_scale_shapes_count_whole_and_part_blocks_of_128():
+    """K = 258 and N = 129: three k-blocks and two n-blocks (the last of 2 and 1 elements), not what 129 per block
+    would give."""
+    m, n, k = 48, 129, 258
+    a = rng.standard_normal((m, k)).astype(np.float32).astype(ml_dtypes.float8_e4m3fn)
+    w = rng.standard_normal((n, k)).astype(np.float32).astype(ml_dtypes.float8_e4m3fn)
+    sa, sb = np.ones((3, m), np.float32).T, np.ones((2, 3), np.float32).T
+    _, problem, _, _ = _resolve(a, w.T, sa, sb)
+    assert problem.precision == "fp8_block"
+    with pytest.raises(ShapeError, match=r"scale_a of shape \(48, 3\).*scale_b of shape \(3, 2\)"):
+        _resolve(a, w.T, np.ones((m, 2), np.float32), np.ones((2, 1), np.float32))
+
+
+def test_every_scale_given_is_checked_where_it_lives_and_its_dtype():
+    on_gpu = call.Facts("torch", (1,), "float32", COL, 0)  # a torch tensor on the operands' device, A a CuPy array
+    with pytest.raises(GemmlabError, match="scale_b must be a cupy array on cuda:0, with the operands; got a torch"):
+        call.resolve(_gpu_facts(A8), _gpu_facts(W8.T), "auto", None, True, H200, (None, on_gpu), None)
+    with pytest.raises(DTypeError, match="scale_b must be float32"):  # after a scale_a of None
+        _resolve(A8, W8.T, None, np.ones(1, np.float64))
+
+
+def test_the_plan_key_tells_apart_scales_a_plan_cannot_share():
+    """torch_op's key of a scale: a tensor of another dtype, shape, layout (strides), device or kind needs a plan
+    (and its checks) of its own."""
+    from gemmlab.torch_op import _scale_key
+
+    s = torch.ones(4, 3)
+    others = [s.double(), torch.ones(4, 2), torch.ones(3, 4).t(), torch.ones(4, 3, device="meta"), s.numpy()]
+    keys = [_scale_key(x) for x in (s, *others)]
+    assert len(set(keys)) == len(keys) and _scale_key(torch.ones(4, 3)) == keys[0]
