@@ -191,3 +191,19 @@ def test_importing_gemmlab_and_a_host_product_leave_numba_alone():
 def test_every_error_is_a_gemmlab_error():
     for err in (DTypeError, LayoutError, NoGPUError, OperandTypeError, ShapeError, SizeLimitError, UnknownKernelError):
         assert issubclass(err, GemmlabError)
+
+
+def test_explain_says_what_is_copied_first():
+    """Host arrays are read as they are; a plan that copies an operand, a scale or host operands says which."""
+    import numpy as np
+
+    from gemmlab.call import Prepared
+
+    a, b = np.ones((30, 20), np.float32), np.ones((20, 10), np.float32)
+    text = gemmlab.plan(a, b, kernel="cpu/v0_naive").explain()
+    assert "copied" not in text and "NumPy arrays as they are" in text
+    plan = gemmlab.plan(a, b, kernel="cpu/v0_naive").plan
+    lines = Prepared(plan, "named", copy_b=True, copy_scales=(True, False), host_copy=True).explain().splitlines()
+    assert lines[-3:] == ["  B is copied into row-major order first: the kernel does not read its layout in place",
+                          "  scale_a is copied into the layout the kernel reads first (the transpose of a row-major "
+                          "tensor: gemmlab.fp8)", "  host operands are copied to the GPU and the result back"]

@@ -126,3 +126,9 @@ def test_sanitizer_errors_are_attributed_to_the_kernel_they_happened_in():
     assert all(ok for _, ok, _ in clean)
     crashed = sanitizer_rows(specs, "Traceback ...\nImportError: boom\n", 1)
     assert not any(ok for _, ok, _ in crashed) and "boom" in crashed[0][2]
+
+
+def test_the_sweep_runs_its_shapes_smallest_product_first():
+    shapes = sweep_shapes(full=True)
+    sizes = [m * n * k for m, n, k in shapes]
+    assert sizes == sorted(sizes) and shapes == sorted(shapes, key=lambda s: (s[0] * s[1] * s[2], s))

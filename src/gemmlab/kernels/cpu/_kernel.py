@@ -18,5 +18,5 @@ class CpuKernel(KernelSpec):
 
     def plan(self, problem: Problem, layout=ROW_MAJOR) -> HostPlan:
         return HostPlan(self, problem, layout, on_gpu=False, function=self.function,
-                        steps=[f"{self.name} on the host, reading the operands in place (a CPU tensor through a "
-                               "NumPy view)"])
+                        steps=[f"{self.name} on the host, reading the operands in place (NumPy arrays as they are, "
+                               "a CPU tensor through a NumPy view)"])
