@@ -25,8 +25,8 @@ from gemmlab.call.launch import array_matmul, gpu_memory_message, host_launch, o
 from gemmlab.call.operands import Facts, devices_differ, facts, out_dtype_name, scale_facts
 from gemmlab.call.cache import MAX_PLANS, Prepared, plans, remember
 from gemmlab.call import batched
-from gemmlab.call.batched import Batch, batch_of, batched_matmul
+from gemmlab.call.batched import Batch, batch_of, batched_matmul, batched_plan
 
 __all__ = ["cache", "checks", "launch", "operands", "AUTO", "check_out", "resolve", "array_matmul", "gpu_memory_message",
            "host_launch", "overlaps", "Facts", "devices_differ", "facts", "out_dtype_name", "scale_facts", "MAX_PLANS",
-           "Prepared", "plans", "remember", "batched", "Batch", "batch_of", "batched_matmul"]
+           "Prepared", "plans", "remember", "batched", "Batch", "batch_of", "batched_matmul", "batched_plan"]

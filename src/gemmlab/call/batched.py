@@ -135,6 +135,20 @@ def batched_matmul(A, B, kernel="auto", precision=None, out=None, out_dtype=None
     Returns C of shape batch.shape + (M, N). Raises what gemmlab.matmul raises, and ShapeError (batch dimensions that
     do not broadcast, a Batch of the wrong rank), LayoutError (strides that reach past an operand, or that do not
     collapse into one stride per operand on the GPU) for a batch."""
+    prepared, batch = _prepared(A, B, kernel, precision, out, out_dtype, batch)
+    if not prepared.on_device:
+        return _host(prepared, A, B, out, batch)
+    return _gpu(prepared, A, B, out)
+
+
+def batched_plan(A, B, kernel="auto", precision=None, out_dtype=None, batch: Batch | None = None):
+    """What ``batched_matmul(A, B, ...)`` would run, resolved (and cached, as a call's): ``.explain()`` says which
+    kernel, why, and the batch in one launch."""
+    return _prepared(A, B, kernel, precision, None, out_dtype, batch)[0]
+
+
+def _prepared(A, B, kernel, precision, out, out_dtype, batch):
+    """(the call's Prepared from the plan cache, made on a miss; the Batch)."""
     fa, fb = _matrix(A, "A"), _matrix(B, "B")
     if fa.kind != fb.kind:
         raise LayoutError(f"A is a {fa.kind} array and B a {fb.kind} array: pass two arrays of one kind")
@@ -150,9 +164,7 @@ def batched_matmul(A, B, kernel="auto", precision=None, out=None, out_dtype=None
     prepared = plans.get(key)
     if prepared is None:
         prepared = remember(key, _prepare(fa, fb, kernel, precision, out_name, batch, out))
-    if not prepared.on_device:
-        return _host(prepared, A, B, out, batch)
-    return _gpu(prepared, A, B, out)
+    return prepared, batch
 
 
 def _out_key(out):
