@@ -4,6 +4,9 @@ the plans hand the driver one launch with rank-3 maps (tc4) or a grid over the b
 libcuda of test_plans."""
 from __future__ import annotations
 
+import subprocess
+import textwrap
+
 import numpy as np
 import pytest
 import sass
@@ -14,7 +17,8 @@ from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout
 from gemmlab.kernels.registry import get_kernel, list_kernels
 from gemmlab.problem import BatchedProblem, Problem
 
-from test_plans import SIZE, H200, HostGPU, SIGNATURE_SIZES, launch_record, signature, stub, tc_args  # noqa: F401
+from test_plans import (INCLUDES, SIZE, H200, HostGPU, SIGNATURE_SIZES, _flat_offsets, launch_record,  # noqa: F401
+                        signature, stub, tc_args)
 
 BATCHING = [s for s in list_kernels() if s.batches]
 
@@ -156,3 +160,27 @@ def test_levels_without_a_batch_refuse_it_and_auto_passes_them_over(own_dispatch
     tc3 = get_kernel("cuda/tc3_warp_specialized_bf16")
     refusal = tc3.is_valid(BatchedProblem(512, 512, 512, "bf16", 8, 512 * 512, 512 * 512))
     assert refusal and refusal.error is LayoutError
+
+
+def test_batch_args_layout_matches_the_compiled_struct(tmp_path):
+    """BatchArgs (tc_args.cuh) derives from TcArgs: its batch fields start at sizeof(TcArgs), where BATCH_ARGS's
+    nested struct puts them."""
+    want = _flat_offsets(tc_plan.BATCH_ARGS)
+    prints = "\n".join(f'  printf("{f} %zu\\n", (size_t)((const char *)&x.{f} - (const char *)&x));' for f in want)
+    src = tmp_path / "layout.cpp"
+    src.write_text(textwrap.dedent(f"""\
+        #include <cstddef>
+        #include <cstdio>
+        #include "tc_args.cuh"
+        int main() {{
+          static BatchArgs x;
+        {prints}
+          printf("sizeof %zu\\n", sizeof(BatchArgs));
+        }}
+        """))
+    exe = tmp_path / "layout"
+    subprocess.run(["g++", "-std=c++17", *INCLUDES, "-o", str(exe), str(src)], check=True)
+    printed = dict(line.split() for line in subprocess.run([str(exe)], capture_output=True, text=True,
+                                                             check=True).stdout.splitlines())
+    assert {f: int(printed[f]) for f in want} == want and want["batch"] == SIZE
+    assert int(printed["sizeof"]) == tc_plan.BATCH_ARGS.layout()[1]

@@ -12,11 +12,8 @@ m64n256k32 on the same 48 KB stages, the per-tensor scales applied in the epilog
 doubled rate. Predicted: 1.7-1.8x tc4 BF16's TFLOPS, 1.05-1.15x cuBLASLt's fast-accumulation FP8 off the power
 limit. It holds three of a tile's four boxes of C until the next tile's first k-tile is issued (EPI_DEFER=3).
 
-BATCHED=1 (the BF16 build for a batch, chosen per problem: for_problem), what changed against tc4: a batch of
-products in one launch, A and B through rank-3 tensor maps (the matrix outermost, each operand's batch stride; a
-broadcast operand one matrix), the persistent walk over batch x tiles in one grouped order, C the (batch·M) x N
-matrix it is. Why: a loop of launches pays a launch and a tail per product; one walk keeps every SM busy across
-products. Predicted: the flattened (batch·M) x N x K problem's time, about 1.0x torch.bmm (cuBLAS's batched GEMM).
+BATCHED=1 (BF16, for a batch): one launch walks batch x tiles, A and B through rank-3 maps. Why: no launch and tail
+per product. Predicted: the flattened (batch·M)×N×K problem's time, about 1.0x torch.bmm.
 
 Design, variants (EPI_BOXES, EPI_LEND, EPI_DEFER) and measurements: docs/tensor_cores/tc4.md, docs/tensor_cores/fp8.md.
 """
