@@ -18,7 +18,7 @@
 // consumer warpgroups meet once before they write there: each one's boxes overlay bytes the other's wgmma read.
 // EPI_DEFER=n (tc4_persistent_fp8; tc_epilogue.cuh's HeldC): the last n boxes of a warpgroup's BF16 C wait for the
 // next tile's first k-tile of wgmma (peeled off the loop: ktile's `first`); with TIMELINE=1 they count in that k-tile.
-// BATCHED=1 (a batch in one launch; BF16): the parameter is BatchArgs, A and B are 3-D maps, and the walk takes
+// BATCHED=1 (a batch in one launch; BF16, FP16): the parameter is BatchArgs, A and B are 3-D maps, and the walk takes
 // batch x tiles (PersistentGrid): each unit's product from its row, A's and B's matrix from it (0 where one is
 // broadcast), and C's rows at the product's index times M in the (batch·M) x N matrix C is.
 // TC_FP8=1 (tc4_persistent_fp8): fp8 operands, the parameter is Fp8Args, and each consumer thread multiplies its
@@ -51,7 +51,7 @@ constexpr int LENT_BYTES = lent_bytes(BN, sizeof(OutT), EPI_BOXES);
 constexpr bool kLend = EPI_LEND && EPI_TMA && lends(BN, sizeof(OutT), EPI_BOXES, CW, STAGE_BYTES);
 
 #if BATCHED && (TC_FP8 || STREAM_K || EPI_DEFER || EPI_LEND || TIMELINE)
-#error "a batch runs on tc4's own build: BF16, whole tiles, C stored by tile"
+#error "a batch runs on tc4's own 16-bit build: whole tiles, C stored by tile"
 #endif
 #if TC_FP8
 typedef Fp8Args KernelArgs;
