@@ -7,6 +7,7 @@ The kernel signature is the seeds': ``kernel(float *C, const float *A, const flo
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Callable, ClassVar
 
@@ -16,9 +17,14 @@ from gemmlab.kernels.cuda.launch.nvrtc import DEFAULT_ARCH, Compiled, compile_cu
 from gemmlab.kernels.geometry import Geometry
 from gemmlab.kernels.plan import ROW_MAJOR, Layout, Plan
 from gemmlab.kernels.spec import GPU, KernelSpec
-from gemmlab.problem import Problem
+from gemmlab.errors import Refusal, SizeLimitError
+from gemmlab.problem import BatchedProblem, Problem
 
 SEED_SIGNATURE = (("C", "ptr"), ("A", "ptr"), ("B", "ptr"), ("M", "i32"), ("N", "i32"), ("K", "i32"))
+# what a BATCHED=1 build takes after its own parameters: A's and B's batch strides in elements (0: broadcast); the
+# product is blockIdx.z, and C the contiguous (batch, M, N) array
+BATCH_SIGNATURE = (("stride_a", "i64"), ("stride_b", "i64"))
+MAX_GRID_Z = 65535
 
 
 def run_on_cupy(plan: Plan, a, b, c) -> None:
@@ -62,6 +68,7 @@ class CudaKernel(KernelSpec):
     device: str = GPU
     signature: tuple = SEED_SIGNATURE  # the kernel's parameters, in order (gemmlab.driver.Params)
     compiles: ClassVar[bool] = True
+    BATCH_IN_GRID_Z: ClassVar[bool] = True  # a batched build's product is blockIdx.z (batched())
 
     def config_error(self) -> str | None:
         broken = self.constraints(dict(self.params))
@@ -79,7 +86,21 @@ class CudaKernel(KernelSpec):
     def fixed_args(self, problem: Problem) -> dict:
         """Parameter values set once per plan."""
         m, n, k = problem.shape
+        if isinstance(problem, BatchedProblem):
+            return {"M": m, "N": n, "K": k, "stride_a": problem.stride_a, "stride_b": problem.stride_b}
         return {"M": m, "N": n, "K": k}
+
+    def is_valid(self, problem: Problem):
+        why = super().is_valid(problem)
+        if not why and isinstance(problem, BatchedProblem) and self.BATCH_IN_GRID_Z and problem.batch > MAX_GRID_Z:
+            return Refusal(f"{self.name} runs a product per gridDim.z index: a batch of {problem.batch} is past "
+                           f"{MAX_GRID_Z}", SizeLimitError)
+        return why
+
+    def batched(self) -> "CudaKernel":
+        """The BATCHED=1 build of this spec: the batch strides after its parameters, the product in blockIdx.z."""
+        return dataclasses.replace(self, params={**self.params, "BATCHED": 1},
+                                   signature=self.signature + BATCH_SIGNATURE)
 
     fill = None  # (params, a, b, c) -> None: per-call values beyond the operands' addresses, if a level has any
 
@@ -90,12 +111,19 @@ class CudaKernel(KernelSpec):
 
     def make_plan(self, problem: Problem, layout: Layout, info, gpu: Resources = RESOURCES) -> CudaPlan:
         """The plan on the GPU ``info`` describes, its loads and allocations through ``gpu``."""
+        batch = problem.batch if isinstance(problem, BatchedProblem) else 0
+        if batch and not self.params.get("BATCHED", 0):
+            return self.batched().make_plan(problem, layout, info, gpu)
         geo = self.launch_geometry(problem)
+        if batch:  # a product per gridDim.z index
+            geo = dataclasses.replace(geo, grid=(geo.grid[0], geo.grid[1], batch))
         kernel = gpu.kernel(self.compile(info.arch), geo.smem)
         params = driver.Params(self.signature)
         for name, value in self.fixed_args(problem).items():
             setattr(params, name, value)
         main = driver.Launch(int(kernel.handle), geo.grid, geo.block, geo.smem, params)
-        return CudaPlan(self, problem, layout, steps=[f"{self.entry}: grid {geo.grid}, block {geo.block}, "
-                                                      f"{geo.smem} B dynamic shared memory"],
-                        main=main, fill=self.fill)
+        steps = [f"{self.entry}: grid {geo.grid}, block {geo.block}, {geo.smem} B dynamic shared memory"]
+        if batch:
+            steps.append(f"batched: {batch} products in one launch, one per gridDim.z index, A's matrices "
+                         f"{problem.stride_a} and B's {problem.stride_b} elements apart (0: broadcast)")
+        return CudaPlan(self, problem, layout, steps=steps, main=main, fill=self.fill)

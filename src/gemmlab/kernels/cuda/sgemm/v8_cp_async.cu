@@ -12,9 +12,24 @@
 #define A_STAGE (BK * LDA)
 #define B_STAGE (BK * BN)
 
+// BATCHED=1 (v9 for a batch in one launch): product blockIdx.z of A's and B's batch, their matrices stride_a and
+// stride_b elements apart (0: broadcast), into the contiguous (batch, M, N) C.
+#ifndef BATCHED
+#define BATCHED 0
+#endif
+
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
-v8_cp_async(float *C, const float *A, const float *B, int M, int N, int K) {
+v8_cp_async(float *C, const float *A, const float *B, int M, int N, int K
+#if BATCHED
+            , long long stride_a, long long stride_b
+#endif
+) {
   extern __shared__ float4 smem[];
+#if BATCHED
+  A += blockIdx.z * stride_a;
+  B += blockIdx.z * stride_b;
+  C += (long long)blockIdx.z * M * N;
+#endif
   float *As = reinterpret_cast<float *>(smem), *Bs = As + STAGES * A_STAGE;
   int tm, tn;
   sgemm::tile_coords<GROUP_M>((M + BM - 1) / BM, (N + BN - 1) / BN, tm, tn);

@@ -32,3 +32,12 @@ struct Fp8Args : TcArgs {
   const float *scale_b;  // per tensor: one float; per 128x128 (tc8): ceil(N/128) x ceil(K/128), row-major
   TmaMap sa, sb;         // tc8 with SCALE_TMA 1 or 2: the block scales as 1-D maps (the host encodes them per plan)
 };
+
+// The batched builds' parameter (BATCHED=1, tc4): TcArgs, then the batch. A and B are rank-3 maps (the matrix the
+// outermost coordinate, each operand's batch stride in its map); an operand broadcast over the batch (stride 0) keeps
+// one matrix, a_batched or b_batched 0, and its coordinate stays 0. C is the contiguous (batch, M, N) array, stored as
+// the (batch·M) x N matrix it is (C's map too): a product's rows start at its index times M.
+struct BatchArgs : TcArgs {
+  int batch;
+  int a_batched, b_batched;  // 1: the operand's coordinate is the product's index; 0: broadcast
+};

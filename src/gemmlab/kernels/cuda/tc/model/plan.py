@@ -17,11 +17,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gemmlab import driver
+from gemmlab.errors import LayoutError
 from gemmlab.kernels.cuda.launch.gpu import RESOURCES, Resources
 from gemmlab.kernels.cuda.launch.nvrtc import compile_cuda
 from gemmlab.kernels.cuda.launch.tma import LinearMap, TiledMap
 from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.plan import COL, Plan
+from gemmlab.problem import BatchedProblem
 
 # tc_args.cuh's TcArgs, field for field, and Fp8Args: TcArgs (its base), then the scales' addresses
 TC_ARGS = driver.Struct((("a", driver.MAP), ("b", driver.MAP), ("c", driver.MAP), ("C", "ptr"), ("M", "i32"),
@@ -29,6 +31,8 @@ TC_ARGS = driver.Struct((("a", driver.MAP), ("b", driver.MAP), ("c", driver.MAP)
                          ("timeline", "ptr")))
 FP8_ARGS = driver.Struct((("base", TC_ARGS), ("scale_a", "ptr"), ("scale_b", "ptr"), ("sa", driver.MAP),
                           ("sb", driver.MAP)))
+# BatchArgs (BATCHED builds): TcArgs, then the batch and whether A and B step through it
+BATCH_ARGS = driver.Struct((("base", TC_ARGS), ("batch", "i32"), ("a_batched", "i32"), ("b_batched", "i32")))
 TRANSPOSE_SIGNATURE = (("B", "ptr"), ("BT", "ptr"), ("K", "i32"), ("N", "i32"), ("LDT", "i32"))
 ROUND_COPY_SIGNATURE = (("src", "ptr"), ("dst", "ptr"), ("rows", "i32"), ("cols", "i32"), ("ld_src", "i32"),
                         ("ld_dst", "i32"), ("vec", "i32"))
@@ -71,6 +75,7 @@ class _Operand:
     address: _MapAddress | None = None
     mode: str | None = None  # what TcArgs' map holds now: "direct" or "staged"
     current: int | None = None  # the address the direct map holds (None when staged: every call copies)
+    batched: bool = False  # a batch's map: read in place only (a staged copy would hold one matrix)
 
     def stage(self) -> None:
         self.workspace = self.gpu.buffer(self.rows * self.padded * self.elem)
@@ -86,6 +91,9 @@ class _Operand:
             self.address.set(ptr)
             self.current = ptr
             return
+        if self.batched:
+            raise LayoutError(f"{self.slot.upper()} at {ptr:#x} is not 16-byte aligned, where TMA reads a batch's "
+                              "first matrix from; a batch is read in place")
         if self.workspace is None:
             self.stage()
         width = self.cols * self.elem
@@ -217,13 +225,22 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
     params = driver.Params((("args", spec.args_struct),))
     params.M, params.N, params.K = m, n, k
     buffers, steps = [], []
+    batched = isinstance(problem, BatchedProblem)
+    if batched:
+        params.batch, params.a_batched, params.b_batched = problem.batch, int(problem.stride_a > 0), \
+            int(problem.stride_b > 0)
+        steps.append(f"batched: {problem.batch} products in one launch, A's matrices {problem.stride_a} and B's "
+                     f"{problem.stride_b} elements apart (0: broadcast), the persistent walk over batch x tiles")
 
     def operand(slot: str, rows: int, cols: int, map_for) -> _Operand:
         """An operand stored rows×cols row-major, whose ``map_for(pitch)`` TMA reads."""
         op = _Operand(slot, rows, cols, ceil_div(cols, align) * align, elem, map_for, gpu,
-                      address=_MapAddress(params.map_address(slot)))
+                      address=_MapAddress(params.map_address(slot)), batched=batched)
         if op.padded == cols:
             op.direct = _encoded(map_for(cols), _PLACEHOLDER)
+        elif batched:  # a pitched copy would be of one matrix
+            raise LayoutError(f"{spec.name}: {slot.upper()}'s {cols * elem}-byte rows are not a multiple of the 16 "
+                              "bytes TMA strides by; a batch is read in place")
         else:
             op.stage()
             buffers.append(op.workspace)
@@ -290,7 +307,7 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
         timeline = timeline.view("uint64").reshape(geo.grid[0], warpgroups, spec.TIMELINE_SLOTS)
         zeroed = True
     epi_tma = bool(spec.params.get("EPI_TMA", 0))
-    c_rows_ok = epi_tma and not spec.c_map(problem).errors()
+    c_rows_ok = epi_tma and spec.c_map_fits(problem)
     c_address = None
     if c_rows_ok:
         driver.ctypes.memmove(params.map_address("c"), _encoded(spec.c_map(problem), _PLACEHOLDER),
