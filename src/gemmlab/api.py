@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import sys
 
-from gemmlab import call
+import numpy as np
+
+from gemmlab import call, matmul_shapes
 from gemmlab.call import AUTO
-from gemmlab.errors import LayoutError
+from gemmlab.errors import LayoutError, ShapeError
 
 def matmul(A, B, kernel: str = AUTO, *, precision: str | None = None, out=None, scale_a=None, scale_b=None,
            out_dtype=None):
@@ -40,7 +42,44 @@ def matmul(A, B, kernel: str = AUTO, *, precision: str | None = None, out=None, 
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(A, torch.Tensor):
         return _load_torch_op().matmul(A, B, kernel, precision, out, *extra)
-    return call.array_matmul(A, B, kernel, precision, out, *extra)
+    if getattr(A, "ndim", 2) == 2 and getattr(B, "ndim", 2) == 2:
+        return call.array_matmul(A, B, kernel, precision, out, *extra)
+    return _array_nd(A, B, kernel, precision, out, *extra)
+
+
+def _array_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None):
+    """NumPy and CuPy operands of any rank: torch.matmul's route (gemmlab.matmul_shapes), then one 2-D GEMM or one
+    batched call; a 1-D @ 1-D NumPy product is a NumPy scalar, as numpy.matmul returns it."""
+    kind, kind_b = call.operands.kind_of(A), call.operands.kind_of(B)
+    if kind != kind_b:
+        raise LayoutError(f"A is a {kind} array and B a {kind_b} array: pass two arrays of one kind")
+    if kind == "cuda-interface":
+        import cupy
+
+        A, B, kind = cupy.asarray(A), cupy.asarray(B), "cupy"
+    r = matmul_shapes.route(A.shape, _element_strides(A), B.shape, _element_strides(B))
+    xp = np
+    if kind == "cupy":
+        import cupy as xp
+    a, b = matmul_shapes.views(r, A, B, xp.broadcast_to)
+    c_out = None
+    if out is not None:
+        c_out = matmul_shapes.out_view(out, r, bool(getattr(getattr(out, "flags", None), "c_contiguous", False)))
+    if r.batch is None:
+        c = call.array_matmul(a, b, kernel, precision, c_out, scale_a, scale_b, out_dtype)
+    elif scale_a is not None or scale_b is not None:
+        raise ShapeError(f"FP8 scales go with 2-D operands; these are a batch of shape {r.batch.shape}")
+    else:
+        c = call.batched_matmul(a, b, kernel, precision, c_out, out_dtype, r.batch)
+    if out is not None:
+        return out
+    c = c.reshape(r.out_shape)
+    return c[()] if kind == "numpy" and not r.out_shape else c
+
+
+def _element_strides(x) -> tuple:
+    itemsize = x.dtype.itemsize
+    return tuple(s // itemsize for s in x.strides)
 
 
 _torch_op = None

@@ -22,8 +22,8 @@ from typing import Optional
 import numpy as np
 import torch
 
-from gemmlab import call
-from gemmlab.errors import GemmlabError, LayoutError, SizeLimitError
+from gemmlab import call, matmul_shapes
+from gemmlab.errors import GemmlabError, LayoutError, ShapeError, SizeLimitError
 
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 _current_device = getattr(torch._C, "_cuda_getDevice", None)
@@ -40,6 +40,7 @@ _FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
 
 def matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None):
     fp8 = A.dtype in _FP8
+    matrices = A.dim() == 2 and isinstance(B, torch.Tensor) and B.dim() == 2
     if torch.compiler.is_compiling() or (torch.is_grad_enabled() and (A.requires_grad or getattr(B, "requires_grad",
                                                                                                   False))):
         if fp8 or scale_a is not None or scale_b is not None or out_dtype is not None:
@@ -48,8 +49,63 @@ def matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
         if out is not None:
             raise GemmlabError("out= is written outside autograd and torch.compile; call without out=, or under "
                                "torch.no_grad()")
+        if not matrices:
+            return _traced_nd(A, B, kernel, precision)
         return torch.ops.gemmlab.mm(A, B, kernel, precision)
+    if not matrices:
+        return direct_nd(A, B, kernel, precision, out, scale_a, scale_b, out_dtype)
     return direct(A, B, kernel, precision, out, scale_a, scale_b, out_dtype)
+
+
+def _route(A, B, out=None):
+    """torch.matmul's route for tensors of any rank (gemmlab.matmul_shapes), after the checks every tensor gets."""
+    if not isinstance(B, torch.Tensor):
+        raise LayoutError(f"A is a torch tensor and B a {type(B).__name__}: pass two tensors on one device")
+    _check_dense(A, B, out)
+    if A.device != B.device:
+        raise LayoutError(f"A is on {A.device} and B on {B.device}: pass both on the host or both on one GPU")
+    return matmul_shapes.route(A.shape, A.stride(), B.shape, B.stride())
+
+
+def _traced_nd(A, B, kernel, precision):
+    """Under autograd or torch.compile: the route's views (reshape, expand: torch's own autograd reduces a
+    broadcast operand's gradient), then gemmlab::mm for one GEMM or gemmlab::bmm for a batch."""
+    r = _route(A, B)
+    a, b = matmul_shapes.views(r, A, B, torch.Tensor.expand)
+    op = torch.ops.gemmlab.mm if r.batch is None else torch.ops.gemmlab.bmm
+    return op(a, b, kernel, precision).reshape(r.out_shape)
+
+
+def direct_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None):
+    """Tensors of any rank outside autograd: one 2-D GEMM where the route collapses, else one batched call."""
+    if out is not None and not isinstance(out, torch.Tensor):
+        raise LayoutError(f"out is a {type(out).__name__}; the operands are torch tensors")
+    r = _route(A, B, out)
+    a, b = matmul_shapes.views(r, A, B, torch.Tensor.expand)
+    c_out = None if out is None else matmul_shapes.out_view(out, r, out.is_contiguous())
+    if r.batch is None:
+        c = direct(a, b, kernel, precision, c_out, scale_a, scale_b, out_dtype)
+    else:
+        c = _batched(a, b, kernel, precision, c_out, scale_a, scale_b, out_dtype, r.batch)
+    return out if out is not None else c.reshape(r.out_shape)
+
+
+def _batched(a, b, kernel, precision, out, scale_a, scale_b, out_dtype, batch):
+    """One batched call (gemmlab.call.batched_matmul): CPU tensors as NumPy views, CUDA tensors as they are."""
+    if scale_a is not None or scale_b is not None:
+        raise ShapeError(f"FP8 scales go with 2-D operands; these are a batch of shape {batch.shape}")
+    if a.is_cuda:
+        return call.batched_matmul(a, b, kernel, precision, out, out_dtype, batch)
+    c = call.batched_matmul(_numpy(a), _numpy(b), kernel, precision, None if out is None else _numpy(out), out_dtype,
+                            batch)
+    return out if out is not None else _from_numpy(c)
+
+
+def _check_dense(A, B, out) -> None:
+    for name, x in (("A", A), ("B", B), ("out", out)):
+        if x is not None and (x.layout != torch.strided or x.device.type not in ("cpu", "cuda")):
+            raise LayoutError(f"{name} is a {str(x.layout).removeprefix('torch.')} tensor on {x.device.type}: "
+                              "gemmlab takes dense (strided) tensors on the host or a CUDA GPU")
 
 
 def _scale_key(s):
@@ -63,10 +119,7 @@ def direct(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
         raise LayoutError(f"A is a torch tensor and B a {type(B).__name__}: pass two tensors on one device")
     if out is not None and not isinstance(out, torch.Tensor):
         raise LayoutError(f"out is a {type(out).__name__}; the operands are torch tensors")
-    for name, x in (("A", A), ("B", B), ("out", out)):
-        if x is not None and (x.layout != torch.strided or x.device.type not in ("cpu", "cuda")):
-            raise LayoutError(f"{name} is a {str(x.layout).removeprefix('torch.')} tensor on {x.device.type}: "
-                              "gemmlab takes dense (strided) tensors on the host or a CUDA GPU")
+    _check_dense(A, B, out)
     key = (kernel, precision, A.dtype, B.dtype, A.shape, B.shape, A.stride(), B.stride(), A.device, B.device,
            None if out is None else (out.dtype, out.shape, out.stride(), out.device, out.requires_grad),
            None if scale_a is None else _scale_key(scale_a), None if scale_b is None else _scale_key(scale_b),
@@ -180,3 +233,36 @@ def _backward(ctx, grad):
 
 
 mm.register_autograd(_backward, setup_context=_setup_context)
+
+
+def _fake_dtype(a, b, kernel_name, precision):
+    """The dtype gemmlab::mm's fake gives these operands: every op here returns what the 2-D product would."""
+    return _mm_fake(a.new_empty((1, 1)), b.new_empty((1, 1)), kernel_name, precision).dtype
+
+
+@torch.library.custom_op("gemmlab::bmm", mutates_args=())
+def bmm(a: torch.Tensor, b: torch.Tensor, kernel_name: str = "auto", precision: Optional[str] = None) -> torch.Tensor:
+    """C[i] = A[i] @ B[i] for A (*batch, M, K) and B (*batch, K, N) of one batch shape (broadcast views, read in
+    place); the operator behind gemmlab.matmul's batches under autograd and torch.compile."""
+    return direct_nd(a, b, kernel_name, precision, None)
+
+
+@bmm.register_fake
+def _bmm_fake(a, b, kernel_name="auto", precision=None):
+    torch._check(a.dim() >= 3 and a.dim() == b.dim() and a.shape[:-2] == b.shape[:-2],
+                 lambda: f"gemmlab::bmm takes two batches of one batch shape: {tuple(a.shape)} @ {tuple(b.shape)}")
+    torch._check(a.shape[-1] == b.shape[-2], lambda: f"inner dimensions differ: {tuple(a.shape)} @ {tuple(b.shape)}")
+    return a.new_empty((*a.shape[:-1], b.shape[-1]), dtype=_fake_dtype(a, b, kernel_name, precision))
+
+
+def _bmm_backward(ctx, grad):
+    a, b = ctx.saved_tensors
+    grad_a = grad_b = None
+    if ctx.needs_input_grad[0]:  # dA[i] = dC[i] · B[i]ᵀ
+        grad_a = bmm(grad.to(b.dtype), b.mT, ctx.kernel, ctx.precision).to(a.dtype)
+    if ctx.needs_input_grad[1]:  # dB[i] = A[i]ᵀ · dC[i]
+        grad_b = bmm(a.mT, grad.to(a.dtype), ctx.kernel, ctx.precision).to(b.dtype)
+    return grad_a, grad_b, None, None
+
+
+bmm.register_autograd(_bmm_backward, setup_context=_setup_context)
