@@ -65,10 +65,10 @@ def _array_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtyp
     c_out = None
     if out is not None:
         c_out = matmul_shapes.out_view(out, r, bool(getattr(getattr(out, "flags", None), "c_contiguous", False)))
-    if r.batch is None:
+    if not r.batched:
         c = call.array_matmul(a, b, kernel, precision, c_out, scale_a, scale_b, out_dtype)
     elif scale_a is not None or scale_b is not None:
-        raise ShapeError(f"FP8 scales go with 2-D operands; these are a batch of shape {r.batch.shape}")
+        raise ShapeError(f"FP8 scales go with 2-D operands; these are a batch of shape {r.c_shape[:-2]}")
     else:
         c = call.batched_matmul(a, b, kernel, precision, c_out, out_dtype, r.batch)
     if out is not None:

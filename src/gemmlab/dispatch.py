@@ -39,7 +39,7 @@ from pathlib import Path
 from gemmlab.cache import cache_root, read_json, write_json
 from gemmlab.dispatch_layout import operand_copies, refuse_layout, row_layout
 from gemmlab.kernels.plan import Layout
-from gemmlab.problem import PrecisionTable, Problem
+from gemmlab.problem import BatchedProblem, PrecisionTable, Problem
 
 SHIPPED = Path(__file__).parent / "data" / "dispatch-h200.json"
 # Without a measured entry: each precision's levels in the order they are tried, the first one this GPU runs
@@ -286,6 +286,9 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
     from gemmlab.kernels.registry import get_kernel
 
     table = load_table() if table is None else table
+    asked = problem  # a batch: ranked at its flattened shape (its tiles and work), each kernel asked if it takes it
+    if isinstance(problem, BatchedProblem):
+        problem = problem.flattened()
     points = neighbours(table.get(gpu.name, {}).get(problem.precision, {}), problem)
     roofs = _roofs(gpu.name, gpu.sm_count)
     picked, banned = [], set()
@@ -303,7 +306,7 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
         except UnknownKernelError:
             continue  # a table from another version of gemmlab
         copies = operand_copies(layout, spec)
-        refusal = spec.is_valid(problem) or spec.unsupported(gpu) or spec.auto_refusal()
+        refusal = spec.is_valid(asked) or spec.unsupported(gpu) or spec.auto_refusal()
         try:
             here = estimate(spec, problem, roofs, layout, copies or ())
         except (GemmlabError, KeyError):  # no model of this kernel here: the measurements as they are
@@ -371,7 +374,12 @@ def choose(problem: Problem, layout: Layout, gpu) -> Choice:
             return None
         return spec
 
-    spec = next((s for s in (default(name) for name in DEFAULTS[problem.precision]) if s is not None), None)
+    names = DEFAULTS[problem.precision]
+    if isinstance(problem, BatchedProblem):  # then the levels that take a batch, in the registry's order
+        from gemmlab.kernels.registry import list_kernels
+
+        names += tuple(s.name for s in list_kernels() if s.batches and s.precision == problem.precision)
+    spec = next((s for s in (default(name) for name in names) if s is not None), None)
     if spec is None:
         from gemmlab.errors import NoGPUError
 

@@ -26,15 +26,23 @@ from gemmlab.errors import LayoutError, ShapeError
 @dataclass(frozen=True)
 class Route:
     """What a call runs: A viewed as ``a_shape`` and B as ``b_shape`` (``views``: reshapes that need no copy, and
-    broadcasts), their product of shape ``c_shape``, reshaped to torch's ``out_shape``. ``batch`` is None for one 2-D
-    GEMM, else the broadcast batch (the leading dimensions of a_shape, b_shape and c_shape)."""
+    broadcasts), their product of shape ``c_shape``, reshaped to torch's ``out_shape``. One 2-D GEMM, or (``batched``)
+    a broadcast batch: the leading dimensions of a_shape, b_shape and c_shape, each operand's strides over them in
+    ``batch_strides``."""
 
     out_shape: tuple
     a_shape: tuple
     b_shape: tuple
     c_shape: tuple
-    batch: Batch | None = None
-    a_broadcast: tuple = ()  # A broadcast to the batch: (*batch, M, K)
+    a_broadcast: tuple = ()  # A broadcast to the batch, (*batch, M, K): what a_shape reshapes
+    batched: bool = False
+    batch_strides: tuple = ((), ())
+
+    @property
+    def batch(self) -> Batch | None:
+        """The call layer's description of the batch (None for one GEMM). Built on demand: under torch.compile the
+        sizes may be symbolic, and only the direct path, on real tensors, hands a batch to the call layer."""
+        return Batch(self.c_shape[:-2], *self.batch_strides) if self.batched else None
 
 
 def views(r: Route, A, B, broadcast_to):
@@ -42,7 +50,7 @@ def views(r: Route, A, B, broadcast_to):
     broadcast (torch's expand, NumPy's and CuPy's broadcast_to)."""
     a = A.reshape(1, A.shape[0]) if A.ndim == 1 else A
     b = B.reshape(B.shape[0], 1) if B.ndim == 1 else B
-    if r.batch is not None:
+    if r.batched:
         return broadcast_to(a, r.a_shape), broadcast_to(b, r.b_shape)
     if tuple(a.shape) != r.a_shape:  # batch and rows collapse (route checked); broadcast first where B has the batch
         a = (a if math.prod(a.shape[:-1]) == r.a_shape[0] else broadcast_to(a, r.a_broadcast)).reshape(r.a_shape)
@@ -81,10 +89,11 @@ def route(a_shape, a_strides, b_shape, b_strides) -> Route:
     if not any(strides_b):  # B is one matrix for the whole batch: A's batch and rows may collapse into one GEMM
         rows = _collapse((*batch, m), (*strides_a, a_strides[-2]))
         if rows is not None:
-            return Route(out_shape, (rows, k), (k, n), (rows, n), a_broadcast=(*batch, m, k))
+            return Route(out_shape, (rows, k), (k, n), (rows, n), (*batch, m, k))
     if not batch:
-        return Route(out_shape, (m, k), (k, n), (m, n))
-    return Route(out_shape, (*batch, m, k), (*batch, k, n), (*batch, m, n), Batch(batch, strides_a, strides_b))
+        return Route(out_shape, (m, k), (k, n), (m, n), (m, k))
+    return Route(out_shape, (*batch, m, k), (*batch, k, n), (*batch, m, n), batched=True,
+                 batch_strides=(strides_a, strides_b))
 
 
 def _broadcast(a_batch, a_strides, b_batch, b_strides, shapes: str):

@@ -72,7 +72,7 @@ def _traced_nd(A, B, kernel, precision):
     broadcast operand's gradient), then gemmlab::mm for one GEMM or gemmlab::bmm for a batch."""
     r = _route(A, B)
     a, b = matmul_shapes.views(r, A, B, torch.Tensor.expand)
-    op = torch.ops.gemmlab.mm if r.batch is None else torch.ops.gemmlab.bmm
+    op = torch.ops.gemmlab.bmm if r.batched else torch.ops.gemmlab.mm
     return op(a, b, kernel, precision).reshape(r.out_shape)
 
 
@@ -83,7 +83,7 @@ def direct_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtyp
     r = _route(A, B, out)
     a, b = matmul_shapes.views(r, A, B, torch.Tensor.expand)
     c_out = None if out is None else matmul_shapes.out_view(out, r, out.is_contiguous())
-    if r.batch is None:
+    if not r.batched:
         c = direct(a, b, kernel, precision, c_out, scale_a, scale_b, out_dtype)
     else:
         c = _batched(a, b, kernel, precision, c_out, scale_a, scale_b, out_dtype, r.batch)
@@ -91,14 +91,10 @@ def direct_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtyp
 
 
 def _batched(a, b, kernel, precision, out, scale_a, scale_b, out_dtype, batch):
-    """One batched call (gemmlab.call.batched_matmul): CPU tensors as NumPy views, CUDA tensors as they are."""
+    """One batched call (gemmlab.call.batched_matmul), on the broadcast views."""
     if scale_a is not None or scale_b is not None:
         raise ShapeError(f"FP8 scales go with 2-D operands; these are a batch of shape {batch.shape}")
-    if a.is_cuda:
-        return call.batched_matmul(a, b, kernel, precision, out, out_dtype, batch)
-    c = call.batched_matmul(_numpy(a), _numpy(b), kernel, precision, None if out is None else _numpy(out), out_dtype,
-                            batch)
-    return out if out is not None else _from_numpy(c)
+    return call.batched_matmul(a, b, kernel, precision, out, out_dtype, batch)
 
 
 def _check_dense(A, B, out) -> None:

@@ -2,6 +2,7 @@
 key, so that a later call with the same key only launches."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from gemmlab.kernels.plan import Plan
@@ -20,7 +21,8 @@ class Prepared:
     copy_a: bool = False  # A copied into row-major order before each launch
     copy_b: bool = False
     host_copy: bool = False  # host operands run on a GPU kernel: copied there and back
-    out_shape: tuple = ()
+    out_shape: tuple = ()  # C's shape: (M, N), or a batch's (..., M, N)
+    batch: object = None  # a batched call's gemmlab.call.batched.Batch (explain says so), else None
     span_a: int = 0  # bytes each operand covers, to refuse an out= that overlaps it
     span_b: int = 0
     by_stream: dict = field(default_factory=dict)  # plans with workspaces: one per stream
@@ -39,7 +41,7 @@ class Prepared:
 
     @property
     def c_bytes(self) -> int:
-        return np_dtype(self.out_dtype).itemsize * self.out_shape[0] * self.out_shape[1]
+        return np_dtype(self.out_dtype).itemsize * math.prod(self.out_shape)
 
     def for_stream(self, stream: int) -> Plan:
         if self.shared:
@@ -68,6 +70,9 @@ class Prepared:
                              "row-major tensor: gemmlab.fp8)")
         if self.host_copy:
             lines.append("  host operands are copied to the GPU and the result back")
+        if self.batch is not None:
+            how = "in one launch" if self.on_device else "by numpy.matmul on the host"
+            lines.append(f"  batched: {self.batch.describe()}, {how}")
         return "\n".join(lines)
 
 

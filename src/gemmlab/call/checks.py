@@ -10,7 +10,7 @@ from gemmlab.call.operands import Facts, kind_of
 from gemmlab.call.cache import Prepared
 from gemmlab.errors import DTypeError, GemmlabError, LayoutError, NoGPUError, ShapeError, UnknownKernelError
 from gemmlab.kernels.plan import ANY, COL, ROW, Layout, target_layout
-from gemmlab.problem import PRECISIONS, Problem, get_precision, precisions_of, scaled_dtype
+from gemmlab.problem import PRECISIONS, BatchedProblem, Problem, get_precision, precisions_of, scaled_dtype
 
 AUTO = "auto"
 
@@ -63,9 +63,15 @@ def _check_scales(m: int, n: int, k: int, fa: Facts, sa: Facts | None, sb: Facts
                      f"{'' if precision is None else f' (asked: {precision})'}; got {shapes}")
 
 
+def _problem(m: int, n: int, k: int, precision: str, batch: tuple | None) -> Problem:
+    """The call's problem: with ``batch`` = (count, stride_a, stride_b), a BatchedProblem (gemmlab.call.batched)."""
+    return Problem(m, n, k, precision) if batch is None else BatchedProblem(m, n, k, precision, *batch)
+
+
 def resolve(fa: Facts, fb: Facts, kernel, precision, on_gpu: bool, gpu, scales: tuple = (None, None),
-             out_dtype: str | None = None):
-    """(spec, problem, why, scales) for a call, or the error that names what is wrong."""
+             out_dtype: str | None = None, batch: tuple | None = None):
+    """(spec, problem, why, scales) for a call, or the error that names what is wrong; ``batch`` = (count,
+    stride_a, stride_b) for a strided batch in one launch."""
     from gemmlab.kernels.registry import get_kernel
 
     m, n, k = _check_shapes(fa, fb)
@@ -85,7 +91,8 @@ def resolve(fa: Facts, fb: Facts, kernel, precision, on_gpu: bool, gpu, scales: 
                 raise DTypeError(f"{spec.name} computes {spec.precision} and takes {want} operands; {name} is "
                                  f"{f.dtype} (convert it first, e.g. .astype({want}))")
         scaled = _check_scales(m, n, k, fa, *scales, spec.precision) if fp8 else None
-        return _formats(spec, fa, fb, out_dtype), Problem(m, n, k, spec.precision), "named by the caller", scaled
+        return _formats(spec, fa, fb, out_dtype), _problem(m, n, k, spec.precision, batch), "named by the caller", \
+            scaled
     if fa.dtype != fb.dtype and not fp8:
         raise DTypeError(f"A is {fa.dtype} and B is {fb.dtype}: gemmlab multiplies two operands of one dtype (FP8: "
                          "e4m3 and e5m2 in any pair)")
@@ -97,7 +104,7 @@ def resolve(fa: Facts, fb: Facts, kernel, precision, on_gpu: bool, gpu, scales: 
         raise DTypeError(f"precision={precision!r} does not take {fa.dtype} operands; {fa.dtype} takes "
                          f"{', '.join(repr(p) for p in options)}")
     scaled = _check_scales(m, n, k, fa, *scales, precision) if fp8 else None
-    problem = Problem(m, n, k, scaled.precision if fp8 else precision or options[0])
+    problem = _problem(m, n, k, scaled.precision if fp8 else precision or options[0], batch)
     writes = problem.prec.output_dtypes
     if out_dtype not in (None, *writes):
         raise DTypeError(f"out_dtype={out_dtype!r}: {problem.precision} writes {' or '.join(writes)}")
@@ -139,14 +146,15 @@ def _formats(spec, fa: Facts, fb: Facts, out_dtype: str | None):
 
 
 def prepare(fa: Facts, fb: Facts, kernel, precision, device: int | None, scales: tuple = (None, None),
-             out_dtype: str | None = None) -> Prepared:
-    """Every check and the plan for one call's key; raises the GemmlabError that names what is wrong."""
+             out_dtype: str | None = None, batch: tuple | None = None) -> Prepared:
+    """Every check and the plan for one call's key; raises the GemmlabError that names what is wrong. ``batch``:
+    (count, stride_a, stride_b) of a strided batch run in one launch (C then (count, M, N))."""
     from gemmlab import device as dev
 
     gpu = None
     if device is not None:
         gpu = dev.gpu_info(device)
-    spec, problem, why, scaled = resolve(fa, fb, kernel, precision, device is not None, gpu, scales, out_dtype)
+    spec, problem, why, scaled = resolve(fa, fb, kernel, precision, device is not None, gpu, scales, out_dtype, batch)
     refusal = spec.is_valid(problem)
     if refusal:
         raise refusal.exception() if hasattr(refusal, "exception") else GemmlabError(refusal)

@@ -3,6 +3,7 @@ for the call's key, the operands copied where the plan says, C allocated or ``ou
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 
@@ -161,6 +162,5 @@ def _cupy_run(prepared: Prepared, a: int, b: int, c: int, scales) -> None:
 
 
 def gpu_memory_message(shape, dtype: str = "float32") -> str:
-    m, n = shape
-    size = np_dtype(dtype).itemsize * m * n
-    return f"C ({m}×{n} {dtype}, {size / 2**30:.1f} GiB) does not fit in the GPU memory left free"
+    size = np_dtype(dtype).itemsize * math.prod(shape)
+    return f"C ({'×'.join(map(str, shape))} {dtype}, {size / 2**30:.1f} GiB) does not fit in the GPU memory left free"

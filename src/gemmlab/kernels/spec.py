@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Mapping
 
-from gemmlab.errors import DTypeError, Refusal, SizeLimitError
+from gemmlab.errors import DTypeError, LayoutError, Refusal, SizeLimitError
 from gemmlab.kernels.geometry import ceil_div
 from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout, Plan
-from gemmlab.problem import Precision, Problem, get_precision
+from gemmlab.problem import BatchedProblem, Precision, Problem, get_precision
 
 INT32_MAX = 2**31 - 1
 
@@ -222,6 +222,8 @@ class KernelSpec:
     # parameters a bench --variant may set on a level whose launch geometry and traffic model follow them (the
     # wgmma levels take all of theirs); a name not among ``params`` has a default in the source (an #ifndef)
     varies: tuple = ()
+    # runs a BatchedProblem (a strided batch of products) in one launch, through its BATCHED=1 build (for_problem)
+    batches: bool = False
 
     @property
     def prec(self) -> Precision:
@@ -259,6 +261,9 @@ class KernelSpec:
         if problem.precision != self.precision:
             return Refusal(f"{self.name} computes {self.precision}, the problem asks for {problem.precision}",
                            DTypeError)
+        if isinstance(problem, BatchedProblem) and not self.batches:
+            return Refusal(f"{self.name} runs one product a launch, not a batch of {problem.batch} in one; "
+                           "kernel=\"auto\" picks a level that does", LayoutError)
         if self.int32_indices:
             m, n, k = problem.shape
             worst = max(m * k, k * n, m * n)
