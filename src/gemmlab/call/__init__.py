@@ -19,9 +19,11 @@ takes it.
 from gemmlab.call import cache, checks, launch, operands
 from gemmlab.call.checks import AUTO, check_out, resolve
 from gemmlab.call.launch import array_matmul, gpu_memory_message, host_launch, overlaps
-from gemmlab.call.operands import Facts, devices_differ, facts, out_dtype_name, scale_facts
+from gemmlab.call.operands import (AddendFacts, Facts, addend_facts, devices_differ, facts, out_dtype_name,
+                                   scale_facts)
 from gemmlab.call.cache import MAX_PLANS, Prepared, plans, remember
 
 __all__ = ["cache", "checks", "launch", "operands", "AUTO", "check_out", "resolve", "array_matmul", "gpu_memory_message",
-           "host_launch", "overlaps", "Facts", "devices_differ", "facts", "out_dtype_name", "scale_facts", "MAX_PLANS",
+           "host_launch", "overlaps", "AddendFacts", "Facts", "addend_facts", "devices_differ", "facts",
+           "out_dtype_name", "scale_facts", "MAX_PLANS",
            "Prepared", "plans", "remember"]
