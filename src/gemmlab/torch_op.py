@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from gemmlab import call, matmul_shapes
-from gemmlab.errors import GemmlabError, LayoutError, ShapeError, SizeLimitError
+from gemmlab.errors import EpilogueError, GemmlabError, LayoutError, ShapeError, SizeLimitError
 
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 _current_device = getattr(torch._C, "_cuda_getDevice", None)
@@ -38,7 +38,7 @@ def _stream(index: int) -> int:
 _FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
 
 
-def matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None):
+def matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None, epilogue=None, addend=None):
     fp8 = A.dtype in _FP8
     matrices = A.dim() == 2 and isinstance(B, torch.Tensor) and B.dim() == 2
     if torch.compiler.is_compiling() or (torch.is_grad_enabled() and (A.requires_grad or getattr(B, "requires_grad",
@@ -52,9 +52,12 @@ def matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
         if not matrices:
             return _traced_nd(A, B, kernel, precision)
         return torch.ops.gemmlab.mm(A, B, kernel, precision)
+    if epilogue is not None and (torch.compiler.is_compiling() or torch.is_grad_enabled() and any(
+            getattr(x, "requires_grad", False) for x in (A, B, addend))):
+        raise GemmlabError("a fused epilogue through gemmlab.matmul runs outside autograd and torch.compile")
     if not matrices:
-        return direct_nd(A, B, kernel, precision, out, scale_a, scale_b, out_dtype)
-    return direct(A, B, kernel, precision, out, scale_a, scale_b, out_dtype)
+        return direct_nd(A, B, kernel, precision, out, scale_a, scale_b, out_dtype, epilogue, addend)
+    return direct(A, B, kernel, precision, out, scale_a, scale_b, out_dtype, epilogue, addend)
 
 
 def _route(A, B, out=None):
@@ -76,15 +79,19 @@ def _traced_nd(A, B, kernel, precision):
     return op(a, b, kernel, precision).reshape(r.out_shape)
 
 
-def direct_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None):
-    """Tensors of any rank outside autograd: one 2-D GEMM where the route collapses, else one batched call."""
+def direct_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None, epilogue=None, addend=None):
+    """Tensors of any rank outside autograd: one 2-D GEMM where the route collapses (``epilogue`` and a bias
+    ``addend`` fused into it, as ``direct`` takes them), else one batched call."""
     if out is not None and not isinstance(out, torch.Tensor):
         raise LayoutError(f"out is a {type(out).__name__}; the operands are torch tensors")
     r = _route(A, B, out)
     a, b = matmul_shapes.views(r, A, B, torch.Tensor.expand)
     c_out = None if out is None else matmul_shapes.out_view(out, r, out.is_contiguous())
     if not r.batched:
-        c = direct(a, b, kernel, precision, c_out, scale_a, scale_b, out_dtype)
+        c = direct(a, b, kernel, precision, c_out, scale_a, scale_b, out_dtype, epilogue, addend)
+    elif epilogue is not None:
+        raise EpilogueError(f"a fused epilogue takes one 2-D GEMM; these operands are a batch of shape "
+                            f"{r.c_shape[:-2]}")
     else:
         c = _batched(a, b, kernel, precision, c_out, scale_a, scale_b, out_dtype, r.batch)
     return out if out is not None else c.reshape(r.out_shape)
@@ -109,8 +116,10 @@ def _scale_key(s):
             s.stride() if isinstance(s, torch.Tensor) else None, getattr(s, "device", None))
 
 
-def direct(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None):
-    """One call on tensors outside autograd: a cached plan, launched on torch's current stream."""
+def direct(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None, epilogue=None, addend=None):
+    """One call on tensors outside autograd: a cached plan, launched on torch's current stream; ``epilogue`` (a
+    gemmlab.epilogue.Epilogue) fused into the kernel's store, ``addend`` its bias or D (a tensor on the operands'
+    device, of C's dtype or float32)."""
     if not isinstance(B, torch.Tensor):
         raise LayoutError(f"A is a torch tensor and B a {type(B).__name__}: pass two tensors on one device")
     if out is not None and not isinstance(out, torch.Tensor):
@@ -119,12 +128,12 @@ def direct(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
     key = (kernel, precision, A.dtype, B.dtype, A.shape, B.shape, A.stride(), B.stride(), A.device, B.device,
            None if out is None else (out.dtype, out.shape, out.stride(), out.device, out.requires_grad),
            None if scale_a is None else _scale_key(scale_a), None if scale_b is None else _scale_key(scale_b),
-           out_dtype)
+           out_dtype, epilogue, None if addend is None else _scale_key(addend))
     prepared = call.plans.get(key)
     if prepared is None:
-        prepared = _prepare(key, A, B, kernel, precision, out, scale_a, scale_b, out_dtype)
+        prepared = _prepare(key, A, B, kernel, precision, out, scale_a, scale_b, out_dtype, epilogue, addend)
     if not prepared.on_device:
-        return _host(prepared, A, B, out, (scale_a, scale_b))
+        return _host(prepared, A, B, out, (scale_a, scale_b), addend)
     if prepared.copy_a:
         A = A.contiguous()
     if prepared.copy_b:
@@ -149,6 +158,8 @@ def direct(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
         sa = prepared.ones if scale_a is None else scale_a.t().contiguous().t() if copy_a else scale_a
         sb = prepared.ones if scale_b is None else scale_b.t().contiguous().t() if copy_b else scale_b
         extra = (sa.data_ptr(), sb.data_ptr())
+    if addend is not None:
+        plan.set_addend(addend.data_ptr())
     if _current_device() == index:
         plan.launch(A.data_ptr(), B.data_ptr(), c.data_ptr(), stream, *extra)
     else:  # the tensors' device is not the current one: launch in its context
@@ -157,12 +168,14 @@ def direct(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
     return c
 
 
-def _prepare(key, A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None) -> call.Prepared:
+def _prepare(key, A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None, epilogue=None,
+             addend=None) -> call.Prepared:
     fa, fb = call.facts(A, "A"), call.facts(B, "B")
     if fa.device != fb.device:
         raise LayoutError(call.devices_differ(fa, fb))
     scales = (call.scale_facts(scale_a, "scale_a"), call.scale_facts(scale_b, "scale_b"))
-    prepared = call.checks.prepare(fa, fb, kernel, precision, fa.device, scales, call.out_dtype_name(out_dtype))
+    prepared = call.checks.prepare(fa, fb, kernel, precision, fa.device, scales, call.out_dtype_name(out_dtype),
+                                   epilogue, call.addend_facts(addend))
     if out is not None:
         call.check_out(out, "torch", prepared.out_shape, fa.device, prepared.out_dtype)
     prepared.torch_template = torch.empty(0, dtype=getattr(torch, prepared.out_dtype), device=A.device)
@@ -171,12 +184,13 @@ def _prepare(key, A, B, kernel, precision, out, scale_a=None, scale_b=None, out_
     return call.remember(key, prepared)
 
 
-def _host(prepared: call.Prepared, A, B, out, scales=(None, None)):
+def _host(prepared: call.Prepared, A, B, out, scales=(None, None), addend=None):
     """CPU tensors: NumPy views for a host kernel; a GPU kernel named for them copies to the GPU and back (FP8
     through their bytes: NumPy has no float8 of torch's)."""
     a, b = (_numpy(x) for x in (A, B))
     host_scales = tuple(None if s is None else s.detach().numpy() for s in scales)
-    result = call.host_launch(prepared, a, b, None if out is None else _numpy(out), host_scales)
+    result = call.host_launch(prepared, a, b, None if out is None else _numpy(out), host_scales,
+                              None if addend is None else _numpy(addend))
     return out if out is not None else _from_numpy(result)
 
 
