@@ -107,3 +107,73 @@ def plan(A, B, kernel: str = AUTO, *, precision: str | None = None, scale_a=None
 def clear_plans() -> None:
     """Drop every cached plan (and the workspaces they hold)."""
     call.plans.clear()
+
+
+def linear(x, w, bias=None, activation: str | None = None, *, kernel: str = AUTO, precision: str | None = None):
+    """F.linear with a fused epilogue: act(x @ w.T + bias), one GEMM and one launch.
+
+    x: (..., K) (any leading dimensions, or 1-D); w: the (N, K) weight, read in place as w.T; bias: (N,) or None,
+    of C's dtype or float32; activation: None, "relu", "gelu" (erf's), "gelu_tanh" or "silu". Returns (..., N).
+    NumPy, CuPy and PyTorch operands; tensors take autograd (the bias's gradient and the activation's derivative
+    included) and torch.compile(fullgraph=True) through the gemmlab::linear operator. kernel and precision: as
+    ``matmul``'s.
+
+    Raises ShapeError (a weight that is not 2-D, x's last dimension not the weight's, a bias not of length N),
+    EpilogueError (an activation gemmlab does not fuse), DTypeError (a bias dtype the kernel does not add) and what
+    ``matmul`` raises.
+    """
+    if _is_tensor(x):
+        return _load_torch_fused().linear(x, w, bias, activation, kernel, precision)
+    from gemmlab.epilogue import Epilogue
+
+    call.operands.kind_of(x), call.operands.kind_of(w)
+    rows, _, out_shape = matmul_shapes.linear_shapes(x.shape, w.shape, None if bias is None else bias.shape)
+    epilogue = Epilogue(activation, addend=None if bias is None else "bias")
+    y = call.array_matmul(x.reshape(rows, x.shape[-1]), w.T, kernel, precision, None, epilogue=epilogue,
+                          addend=bias)
+    return y.reshape(out_shape)
+
+
+def addmm(c, a, b, *, beta: float = 1, alpha: float = 1, kernel: str = AUTO, precision: str | None = None):
+    """torch.addmm: beta·c + alpha·(a @ b) with the sum fused into the GEMM's store, one launch.
+
+    a: (M, K); b: (K, N); c: anything that broadcasts to (M, N) (a matrix, a row, a column, a scalar: read in place
+    through a broadcast view), of C's dtype or float32; beta = 0 ignores c, NaNs included, as torch does. NumPy, CuPy
+    and PyTorch operands; tensors take autograd and torch.compile through the gemmlab::addmm operator.
+
+    Raises ShapeError (operands that are not 2-D, inner dimensions that differ, a c that does not broadcast),
+    EpilogueError (an alpha or beta that is not a finite number) and what ``matmul`` raises.
+    """
+    if _is_tensor(a):
+        return _load_torch_fused().addmm(c, a, b, beta, alpha, kernel, precision)
+    from gemmlab.epilogue import Epilogue
+
+    kind = call.operands.kind_of(a)
+    call.operands.kind_of(b), call.operands.kind_of(c)
+    m, n = matmul_shapes.addmm_shapes(c.shape, a.shape, b.shape)
+    if beta == 0:
+        return call.array_matmul(a, b, kernel, precision, None, epilogue=Epilogue(alpha=alpha))
+    xp = np
+    if kind == "cupy":
+        import cupy as xp
+    return call.array_matmul(a, b, kernel, precision, None, epilogue=Epilogue(alpha=alpha, beta=beta,
+                                                                              addend="matrix"),
+                             addend=xp.broadcast_to(c, (m, n)))
+
+
+def _is_tensor(x) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+_torch_fused = None
+
+
+def _load_torch_fused():
+    """gemmlab.torch_fused, imported the first time a tensor arrives (it registers gemmlab::linear and addmm)."""
+    global _torch_fused
+    if _torch_fused is None:
+        from gemmlab import torch_fused
+
+        _torch_fused = torch_fused
+    return _torch_fused

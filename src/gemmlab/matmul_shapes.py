@@ -129,3 +129,36 @@ def out_view(out, r: Route, c_contiguous: bool):
         raise LayoutError(f"out must be a C-contiguous array of the product's shape {_shape_text(r.out_shape)}, got "
                           f"{_shape_text(tuple(out.shape))}{'' if c_contiguous else ' (not C-contiguous)'}")
     return out.reshape(r.c_shape)
+
+
+def linear_shapes(x_shape, w_shape, bias_shape) -> tuple:
+    """F.linear's shapes: x (..., K), w (N, K), bias (N,) or None; returns (rows of x, N, the output's shape)."""
+    x_shape, w_shape = tuple(x_shape), tuple(w_shape)
+    if len(w_shape) != 2:
+        raise ShapeError(f"the weight must be a 2-D (N, K) matrix, as F.linear takes it; got {_shape_text(w_shape)}")
+    if not x_shape:
+        raise ShapeError("x is a 0-D scalar: linear takes x of shape (..., K)")
+    n, k = w_shape
+    if x_shape[-1] != k:
+        raise ShapeError(f"x's last dimension ({x_shape[-1]}, of x {_shape_text(x_shape)}) must equal the weight's "
+                         f"second ({k}, of the (N, K) weight {_shape_text(w_shape)})")
+    if bias_shape is not None and tuple(bias_shape) != (n,):
+        raise ShapeError(f"the bias must have shape ({n},), one per output feature (the weight is "
+                         f"{_shape_text(w_shape)}); got {_shape_text(tuple(bias_shape))}")
+    return math.prod(x_shape[:-1]), n, (*x_shape[:-1], n)
+
+
+def addmm_shapes(c_shape, a_shape, b_shape) -> tuple:
+    """torch.addmm's shapes: a (M, K), b (K, N), c broadcastable to (M, N); returns (M, N)."""
+    c_shape, a_shape, b_shape = tuple(c_shape), tuple(a_shape), tuple(b_shape)
+    for name, shape in (("a", a_shape), ("b", b_shape)):
+        if len(shape) != 2:
+            raise ShapeError(f"addmm multiplies two 2-D matrices, as torch.addmm does; {name} is "
+                             f"{_shape_text(shape)}")
+    (m, k), (k2, n) = a_shape, b_shape
+    if k != k2:
+        raise ShapeError(f"inner dimensions differ: a {_shape_text(a_shape)} and b {_shape_text(b_shape)}")
+    padded = (1,) * (2 - len(c_shape)) + c_shape
+    if len(c_shape) > 2 or any(size not in (1, want) for size, want in zip(padded, (m, n))):
+        raise ShapeError(f"c {_shape_text(c_shape)} does not broadcast to the product's shape ({m}, {n})")
+    return m, n
