@@ -79,7 +79,7 @@ def route(a_shape, a_strides, b_shape, b_strides) -> Route:
         b_shape, b_strides = (*b_shape, 1), (*b_strides, 0)
     (m, k), (k2, n) = a_shape[-2:], b_shape[-2:]
     if k != k2:
-        where = "its length" if b_vector else "its second-to-last dimension"
+        where = "length" if b_vector else "second-to-last dimension"
         raise ShapeError(f"inner dimensions differ: {shapes}; A's last dimension ({k}) must equal B's {where} ({k2})")
     batch, strides_a, strides_b = _broadcast(a_shape[:-2], a_strides[:-2], b_shape[:-2], b_strides[:-2], shapes)
     out_shape = (*batch, *(() if a_vector else (m,)), *(() if b_vector else (n,)))
