@@ -1,11 +1,14 @@
-"""gemmlab.matmul: C = A @ B with gemmlab's kernels, on NumPy, CuPy and PyTorch arrays.
+"""gemmlab.matmul, linear and addmm: C = A @ B with gemmlab's kernels, on NumPy, CuPy and PyTorch arrays, with
+torch.matmul's, F.linear's and torch.addmm's semantics.
 
 The result is an FP32 array of the inputs' kind on their device (FP8 operands: BF16, or ``out_dtype``). CUDA
 tensors and CuPy arrays are read in place through their addresses and the kernel runs on the caller's current
 stream; the output comes from the caller's allocator (torch's caching allocator, CuPy's pool). Host arrays run on
 the host (cpu/blas by default); naming a GPU kernel for them copies them to the GPU and the result back. Tensors
 that need a gradient, and calls traced by torch.compile, go through the gemmlab::mm operator (gemmlab.torch_op). The
-call itself, its checks and its plan cache are in gemmlab.call.
+call itself, its checks and its plan cache are in gemmlab.call. Operands of other ranks than 2 follow torch.matmul's
+rules (gemmlab.matmul_shapes): one 2-D GEMM where the batch collapses into A's rows, else one batched call.
+``linear`` and ``addmm`` are one GEMM with a fused epilogue (gemmlab.epilogue); on tensors, gemmlab.torch_fused.
 """
 from __future__ import annotations
 
@@ -19,19 +22,24 @@ from gemmlab.errors import LayoutError, ShapeError
 
 def matmul(A, B, kernel: str = AUTO, *, precision: str | None = None, out=None, scale_a=None, scale_b=None,
            out_dtype=None):
-    """C = A @ B (A is M×K, B is K×N; C is FP32 M×N, on A's and B's device, of their kind).
+    """C = A @ B (A is M×K, B is K×N; C is FP32 M×N, on A's and B's device, of their kind), with torch.matmul's
+    semantics for other ranks: a 1-D A is a row and a 1-D B a column (their dimension dropped from C; 1-D @ 1-D is a
+    0-D dot product, a NumPy scalar for NumPy operands as numpy.matmul returns it), and the dimensions before the last
+    two a batch broadcast as torch broadcasts it. (..., M, K) @ (K, N) whose leading dimensions collapse into A's rows
+    runs as one 2-D GEMM on a view; any other batch runs as one batched call (gemmlab.call.batched_matmul).
 
     kernel: "auto" (the gemmlab kernel measured fastest per call for the shape on this GPU; host arrays: cpu/blas) or
     a name from ``gemmlab list``. precision: for float32 operands "fp32" (default) or "tf32"; bfloat16 operands compute
     "bf16"; FP8 operands "fp8" or "fp8_block", as their scales say. out: a C-contiguous array of the product's shape
-    and dtype on the same device, written in place.
+    and dtype on the same device, written in place (C-contiguous, of the result's shape).
 
     FP8 (float8_e4m3fn / float8_e5m2 A and B, B as the transpose of an N×K matrix): C = (scale_a·A)(scale_b·B).
     scale_a, scale_b: FP32 on the operands' device; one element each (or None for 1): per tensor; scale_a (M,
     ceil(K/128)) and scale_b (ceil(K/128), ceil(N/128)): per 1×128 of A and 128×128 of B. out_dtype: bfloat16
     (default) or float32.
 
-    Raises ShapeError (not 2-D, inner dimensions differ, a zero dimension, scales of no recipe's shape), DTypeError
+    Raises ShapeError (a 0-D operand, inner dimensions differ, batch dimensions that do not broadcast, a zero
+    dimension, scales of no recipe's shape or scales with a batch), DTypeError
     (a dtype or precision the kernel does not take), LayoutError (operands on different devices, a wrong ``out``, a
     row-major FP8 B), SizeLimitError (past a kernel's index range, or memory), NoGPUError (a GPU kernel without a
     usable GPU), UnknownKernelError, OperandTypeError (not an array); all derive from gemmlab.errors.GemmlabError.
