@@ -39,8 +39,9 @@ _FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
 
 
 def matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None, epilogue=None, addend=None):
+    if A.dim() != 2 or not isinstance(B, torch.Tensor) or B.dim() != 2:  # torch.matmul's other ranks
+        return matmul_nd(A, B, kernel, precision, out, scale_a, scale_b, out_dtype, epilogue, addend)
     fp8 = A.dtype in _FP8
-    matrices = A.dim() == 2 and isinstance(B, torch.Tensor) and B.dim() == 2
     if torch.compiler.is_compiling() or (torch.is_grad_enabled() and (A.requires_grad or getattr(B, "requires_grad",
                                                                                                   False))):
         if fp8 or scale_a is not None or scale_b is not None or out_dtype is not None:
@@ -49,15 +50,24 @@ def matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
         if out is not None:
             raise GemmlabError("out= is written outside autograd and torch.compile; call without out=, or under "
                                "torch.no_grad()")
-        if not matrices:
-            return _traced_nd(A, B, kernel, precision)
         return torch.ops.gemmlab.mm(A, B, kernel, precision)
     if epilogue is not None and (torch.compiler.is_compiling() or torch.is_grad_enabled() and any(
             getattr(x, "requires_grad", False) for x in (A, B, addend))):
         raise GemmlabError("a fused epilogue through gemmlab.matmul runs outside autograd and torch.compile")
-    if not matrices:
-        return direct_nd(A, B, kernel, precision, out, scale_a, scale_b, out_dtype, epilogue, addend)
     return direct(A, B, kernel, precision, out, scale_a, scale_b, out_dtype, epilogue, addend)
+
+
+def matmul_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None, epilogue=None, addend=None):
+    """Operands of other ranks than 2 (gemmlab.matmul_shapes): under autograd or torch.compile through gemmlab::mm
+    or gemmlab::bmm on the route's views, else the direct path."""
+    if torch.compiler.is_compiling() or (torch.is_grad_enabled() and any(
+            getattr(x, "requires_grad", False) for x in (A, B, addend))):
+        if A.dtype in _FP8 or epilogue is not None or out is not None or out_dtype is not None or \
+                scale_a is not None or scale_b is not None:
+            raise GemmlabError("under autograd and torch.compile gemmlab.matmul takes no FP8 operands, scales, "
+                               "out_dtype, out= or epilogue: call them under torch.no_grad()")
+        return _traced_nd(A, B, kernel, precision)
+    return direct_nd(A, B, kernel, precision, out, scale_a, scale_b, out_dtype, epilogue, addend)
 
 
 def _route(A, B, out=None):
@@ -275,4 +285,10 @@ def _bmm_backward(ctx, grad):
     return grad_a, grad_b, None, None
 
 
-bmm.register_autograd(_bmm_backward, setup_context=_setup_context)
+def _bmm_setup(ctx, inputs, output):
+    a, b, kernel, precision = inputs
+    ctx.save_for_backward(a, b)
+    ctx.kernel, ctx.precision = kernel, precision
+
+
+bmm.register_autograd(_bmm_backward, setup_context=_bmm_setup)
