@@ -57,70 +57,6 @@ def matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
     return direct(A, B, kernel, precision, out, scale_a, scale_b, out_dtype, epilogue, addend)
 
 
-def matmul_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None, epilogue=None, addend=None):
-    """Operands of other ranks than 2 (gemmlab.matmul_shapes): under autograd or torch.compile through gemmlab::mm
-    or gemmlab::bmm on the route's views, else the direct path."""
-    if torch.compiler.is_compiling() or (torch.is_grad_enabled() and any(
-            getattr(x, "requires_grad", False) for x in (A, B, addend))):
-        if A.dtype in _FP8 or epilogue is not None or out is not None or out_dtype is not None or \
-                scale_a is not None or scale_b is not None:
-            raise GemmlabError("under autograd and torch.compile gemmlab.matmul takes no FP8 operands, scales, "
-                               "out_dtype, out= or epilogue: call them under torch.no_grad()")
-        return _traced_nd(A, B, kernel, precision)
-    return direct_nd(A, B, kernel, precision, out, scale_a, scale_b, out_dtype, epilogue, addend)
-
-
-def _route(A, B, out=None):
-    """torch.matmul's route for tensors of any rank (gemmlab.matmul_shapes), after the checks every tensor gets."""
-    if not isinstance(B, torch.Tensor):
-        raise LayoutError(f"A is a torch tensor and B a {type(B).__name__}: pass two tensors on one device")
-    _check_dense(A, B, out)
-    if A.device != B.device:
-        raise LayoutError(f"A is on {A.device} and B on {B.device}: pass both on the host or both on one GPU")
-    return matmul_shapes.route(A.shape, A.stride(), B.shape, B.stride())
-
-
-def _traced_nd(A, B, kernel, precision):
-    """Under autograd or torch.compile: the route's views (reshape, expand: torch's own autograd reduces a
-    broadcast operand's gradient), then gemmlab::mm for one GEMM or gemmlab::bmm for a batch."""
-    r = _route(A, B)
-    a, b = matmul_shapes.views(r, A, B, torch.Tensor.expand)
-    op = torch.ops.gemmlab.bmm if r.batched else torch.ops.gemmlab.mm
-    return op(a, b, kernel, precision).reshape(r.out_shape)
-
-
-def direct_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None, epilogue=None, addend=None):
-    """Tensors of any rank outside autograd: one 2-D GEMM where the route collapses (``epilogue`` and a bias
-    ``addend`` fused into it, as ``direct`` takes them), else one batched call."""
-    if out is not None and not isinstance(out, torch.Tensor):
-        raise LayoutError(f"out is a {type(out).__name__}; the operands are torch tensors")
-    r = _route(A, B, out)
-    a, b = matmul_shapes.views(r, A, B, torch.Tensor.expand)
-    c_out = None if out is None else matmul_shapes.out_view(out, r, out.is_contiguous())
-    if not r.batched:
-        c = direct(a, b, kernel, precision, c_out, scale_a, scale_b, out_dtype, epilogue, addend)
-    elif epilogue is not None:
-        raise EpilogueError(f"a fused epilogue takes one 2-D GEMM; these operands are a batch of shape "
-                            f"{r.c_shape[:-2]}")
-    else:
-        c = _batched(a, b, kernel, precision, c_out, scale_a, scale_b, out_dtype, r.batch)
-    return out if out is not None else c.reshape(r.out_shape)
-
-
-def _batched(a, b, kernel, precision, out, scale_a, scale_b, out_dtype, batch):
-    """One batched call (gemmlab.call.batched_matmul), on the broadcast views."""
-    if scale_a is not None or scale_b is not None:
-        raise ShapeError(f"FP8 scales go with 2-D operands; these are a batch of shape {batch.shape}")
-    return call.batched_matmul(a, b, kernel, precision, out, out_dtype, batch)
-
-
-def _check_dense(A, B, out) -> None:
-    for name, x in (("A", A), ("B", B), ("out", out)):
-        if x is not None and (x.layout != torch.strided or x.device.type not in ("cpu", "cuda")):
-            raise LayoutError(f"{name} is a {str(x.layout).removeprefix('torch.')} tensor on {x.device.type}: "
-                              "gemmlab takes dense (strided) tensors on the host or a CUDA GPU")
-
-
 def _scale_key(s):
     return (type(s).__name__, getattr(s, "dtype", None), tuple(getattr(s, "shape", ())),
             s.stride() if isinstance(s, torch.Tensor) else None, getattr(s, "device", None))
@@ -292,3 +228,67 @@ def _bmm_setup(ctx, inputs, output):
 
 
 bmm.register_autograd(_bmm_backward, setup_context=_bmm_setup)
+
+
+def matmul_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None, epilogue=None, addend=None):
+    """Operands of other ranks than 2 (gemmlab.matmul_shapes): under autograd or torch.compile through gemmlab::mm
+    or gemmlab::bmm on the route's views, else the direct path."""
+    if torch.compiler.is_compiling() or (torch.is_grad_enabled() and any(
+            getattr(x, "requires_grad", False) for x in (A, B, addend))):
+        if A.dtype in _FP8 or epilogue is not None or out is not None or out_dtype is not None or \
+                scale_a is not None or scale_b is not None:
+            raise GemmlabError("under autograd and torch.compile gemmlab.matmul takes no FP8 operands, scales, "
+                               "out_dtype, out= or epilogue: call them under torch.no_grad()")
+        return _traced_nd(A, B, kernel, precision)
+    return direct_nd(A, B, kernel, precision, out, scale_a, scale_b, out_dtype, epilogue, addend)
+
+
+def _route(A, B, out=None):
+    """torch.matmul's route for tensors of any rank (gemmlab.matmul_shapes), after the checks every tensor gets."""
+    if not isinstance(B, torch.Tensor):
+        raise LayoutError(f"A is a torch tensor and B a {type(B).__name__}: pass two tensors on one device")
+    _check_dense(A, B, out)
+    if A.device != B.device:
+        raise LayoutError(f"A is on {A.device} and B on {B.device}: pass both on the host or both on one GPU")
+    return matmul_shapes.route(A.shape, A.stride(), B.shape, B.stride())
+
+
+def _traced_nd(A, B, kernel, precision):
+    """Under autograd or torch.compile: the route's views (reshape, expand: torch's own autograd reduces a
+    broadcast operand's gradient), then gemmlab::mm for one GEMM or gemmlab::bmm for a batch."""
+    r = _route(A, B)
+    a, b = matmul_shapes.views(r, A, B, torch.Tensor.expand)
+    op = torch.ops.gemmlab.bmm if r.batched else torch.ops.gemmlab.mm
+    return op(a, b, kernel, precision).reshape(r.out_shape)
+
+
+def direct_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None, epilogue=None, addend=None):
+    """Tensors of any rank outside autograd: one 2-D GEMM where the route collapses (``epilogue`` and a bias
+    ``addend`` fused into it, as ``direct`` takes them), else one batched call."""
+    if out is not None and not isinstance(out, torch.Tensor):
+        raise LayoutError(f"out is a {type(out).__name__}; the operands are torch tensors")
+    r = _route(A, B, out)
+    a, b = matmul_shapes.views(r, A, B, torch.Tensor.expand)
+    c_out = None if out is None else matmul_shapes.out_view(out, r, out.is_contiguous())
+    if not r.batched:
+        c = direct(a, b, kernel, precision, c_out, scale_a, scale_b, out_dtype, epilogue, addend)
+    elif epilogue is not None:
+        raise EpilogueError(f"a fused epilogue takes one 2-D GEMM; these operands are a batch of shape "
+                            f"{r.c_shape[:-2]}")
+    else:
+        c = _batched(a, b, kernel, precision, c_out, scale_a, scale_b, out_dtype, r.batch)
+    return out if out is not None else c.reshape(r.out_shape)
+
+
+def _batched(a, b, kernel, precision, out, scale_a, scale_b, out_dtype, batch):
+    """One batched call (gemmlab.call.batched_matmul), on the broadcast views."""
+    if scale_a is not None or scale_b is not None:
+        raise ShapeError(f"FP8 scales go with 2-D operands; these are a batch of shape {batch.shape}")
+    return call.batched_matmul(a, b, kernel, precision, out, out_dtype, batch)
+
+
+def _check_dense(A, B, out) -> None:
+    for name, x in (("A", A), ("B", B), ("out", out)):
+        if x is not None and (x.layout != torch.strided or x.device.type not in ("cpu", "cuda")):
+            raise LayoutError(f"{name} is a {str(x.layout).removeprefix('torch.')} tensor on {x.device.type}: "
+                              "gemmlab takes dense (strided) tensors on the host or a CUDA GPU")
