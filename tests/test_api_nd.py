@@ -211,3 +211,23 @@ def test_every_refusal_is_a_gemmlab_error():
         gemmlab.matmul(randn(2, 3, 4), np.ones((4, 5), np.float32))
     with pytest.raises(LayoutError, match="pass two arrays of one kind"):
         gemmlab.matmul(np.ones((2, 3, 4), np.float32), randn(4, 5))
+
+
+def test_broadcast_operands_a_caller_expanded_are_read_through_their_zero_strides():
+    """A B expanded over the batch (stride 0) is one matrix: A's batch collapses into one GEMM; an A expanded over
+    the batch does not collapse, and is one batched call with its stride 0."""
+    x, w = randn(3, 4, 5), randn(5, 6)
+    r = matmul_shapes.route(x.shape, x.stride(), (3, 5, 6), w.expand(3, 5, 6).stride())
+    assert not r.batched and r.a_shape == (12, 5)
+    torch.testing.assert_close(gemmlab.matmul(x, w.expand(3, 5, 6)), x @ w, rtol=1e-5, atol=1e-5)
+    a = randn(1, 4, 5).expand(3, 4, 5)
+    r = matmul_shapes.route(a.shape, a.stride(), w.shape, w.stride())
+    assert r.batch == call.Batch((3,), (0,), (0,))
+    torch.testing.assert_close(gemmlab.matmul(a, w), a @ w, rtol=1e-5, atol=1e-5)
+
+
+def test_plan_explains_the_one_gemm_an_nd_call_runs():
+    x, w = randn(3, 4, 5), randn(6, 5)
+    assert "12x6x5" in gemmlab.plan(x, w.t()).explain()  # M = 3·4 rows
+    with pytest.raises(ShapeError, match="one batched call"):
+        gemmlab.plan(x, randn(3, 5, 6))

@@ -65,11 +65,7 @@ def _array_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtyp
         import cupy
 
         A, B, kind = cupy.asarray(A), cupy.asarray(B), "cupy"
-    r = matmul_shapes.route(A.shape, _element_strides(A), B.shape, _element_strides(B))
-    xp = np
-    if kind == "cupy":
-        import cupy as xp
-    a, b = matmul_shapes.views(r, A, B, xp.broadcast_to)
+    r, a, b = _routed(A, B)
     c_out = None
     if out is not None:
         c_out = matmul_shapes.out_view(out, r, bool(getattr(getattr(out, "flags", None), "c_contiguous", False)))
@@ -83,6 +79,18 @@ def _array_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtyp
         return out
     c = c.reshape(r.out_shape)
     return c[()] if kind == "numpy" and not r.out_shape else c
+
+
+def _routed(A, B):
+    """torch.matmul's route for two tensors or two arrays of one kind, and A and B as views it runs on."""
+    if _is_tensor(A):
+        r = matmul_shapes.route(A.shape, A.stride(), B.shape, B.stride())
+        return (r, *matmul_shapes.views(r, A, B, type(A).expand))
+    r = matmul_shapes.route(A.shape, _element_strides(A), B.shape, _element_strides(B))
+    xp = np
+    if call.operands.kind_of(A) == "cupy":
+        import cupy as xp
+    return (r, *matmul_shapes.views(r, A, B, xp.broadcast_to))
 
 
 def _element_strides(x) -> tuple:
@@ -104,7 +112,16 @@ def _load_torch_op():
 
 def plan(A, B, kernel: str = AUTO, *, precision: str | None = None, scale_a=None, scale_b=None,
          out_dtype=None) -> call.Prepared:
-    """What ``matmul(A, B, ...)`` would run, resolved: ``.explain()`` says which kernel and why."""
+    """What ``matmul(A, B, ...)`` would run, resolved: ``.explain()`` says which kernel and why. Operands of other
+    ranks: the one 2-D GEMM they run as (a batch that does not collapse is one batched call, not one GEMM)."""
+    if getattr(A, "ndim", 2) != 2 or getattr(B, "ndim", 2) != 2:
+        if _is_tensor(A) != _is_tensor(B) or call.operands.kind_of(A) != call.operands.kind_of(B):
+            raise LayoutError("pass A and B of one kind: two tensors, or two arrays")
+        r, A, B = _routed(A, B)
+        if r.batched:
+            raise ShapeError(f"A {tuple(A.shape[-2:])} @ B {tuple(B.shape[-2:])} over a batch of shape "
+                             f"{r.c_shape[:-2]} runs as one batched call (gemmlab.call.batched_matmul), not one "
+                             "2-D GEMM: plan explains 2-D GEMMs")
     fa, fb = call.facts(A, "A"), call.facts(B, "B")
     if fa.device != fb.device:
         raise LayoutError(call.devices_differ(fa, fb))
