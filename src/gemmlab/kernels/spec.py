@@ -228,8 +228,8 @@ class KernelSpec:
     # it, with the addend's dtype, which selects its loads
     epilogue: Any = None
     addend_dtype: str | None = None
-    #: whether the kernel applies an epilogue in its store (the host kernels: after their GEMM)
-    fuses_epilogue: ClassVar[bool] = False
+    # whether the kernel applies an epilogue in its store (the host kernels: after their GEMM)
+    fuses_epilogue: bool = False
 
     @property
     def prec(self) -> Precision:

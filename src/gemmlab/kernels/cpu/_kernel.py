@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, ClassVar
+from typing import Callable
 
 from gemmlab.kernels.plan import ROW_MAJOR, HostPlan
 from gemmlab.kernels.spec import CPU, KernelSpec
@@ -15,7 +15,7 @@ class CpuKernel(KernelSpec):
     backend: str = "cpu"
     device: str = CPU
     int32_indices: bool = False
-    fuses_epilogue: ClassVar[bool] = True  # applied with NumPy after the GEMM (HostPlan)
+    fuses_epilogue: bool = True  # applied with NumPy after the GEMM (HostPlan)
 
     def plan(self, problem: Problem, layout=ROW_MAJOR) -> HostPlan:
         return HostPlan(self, problem, layout, on_gpu=False, function=self.function,

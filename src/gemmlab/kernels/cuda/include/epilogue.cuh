@@ -33,6 +33,13 @@ struct EpiArgs {
   float alpha, beta;
 };
 
+// A kernel that takes its own parameter list (the FP32 ladder, gemv1) ends it with EPI_PARAM: EpiArgs where EPI=1
+#if EPI
+#define EPI_PARAM , const EpiArgs epi
+#else
+#define EPI_PARAM
+#endif
+
 #ifdef __CUDACC__
 __device__ __forceinline__ float epi_act(float x) {
 #if EPI_ACT == 1

@@ -37,6 +37,9 @@ class WgmmaKernel(CudaKernel):
     # launch instead of the pre-pass's two (for_problem, rounds_a_in_place)
     one_launch_mnk: int = 0
     TIMELINE_SLOTS: ClassVar[int] = TL_SLOTS
+    # the levels that store through tc_epilogue.cuh (store_epi, TileStore) fuse an epilogue; tc5's and tc7's swapped
+    # store (tc_swap.cuh's store_acc_t) does not
+    fuses_epilogue: bool = True
 
     @property
     def k_tile(self) -> int:
@@ -66,14 +69,18 @@ class WgmmaKernel(CudaKernel):
     @property
     def args_struct(self):
         """The kernel's one parameter (tc_args.cuh): TcArgs, or Fp8Args with the scales' addresses."""
-        from gemmlab.kernels.cuda.tc.model.plan import FP8_ARGS, TC_ARGS
+        from gemmlab.kernels.cuda.tc.model.plan import FP8_ARGS, FP8_ARGS_EPI, TC_ARGS, TC_ARGS_EPI
 
+        if self.epilogue is not None:  # EPI=1: TcArgs ends with the epilogue's EpiArgs
+            return FP8_ARGS_EPI if self.fp8 else TC_ARGS_EPI
         return FP8_ARGS if self.fp8 else TC_ARGS
+
 
     def defines(self) -> dict:
         # host-side choices: the tile width per problem (for_problem), the stream-K grid (launch_geometry)
         d = {k: v for k, v in self.params.items() if k not in ("NARROW_BN", "SK_MIN_KTILES")}
         d.update(self.prec.tensor_core_defines)
+        d.update(self.epilogue_defines())
         return d
 
     # ---- FP8 operand formats and output type ------------------------------------------------------------------

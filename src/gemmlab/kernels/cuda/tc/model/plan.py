@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from gemmlab import driver
 from gemmlab.kernels.cuda.launch.gpu import RESOURCES, Resources
+from gemmlab.kernels.cuda.launch.kernel import EPI_ARGS, bind_epilogue
 from gemmlab.kernels.cuda.launch.nvrtc import compile_cuda
 from gemmlab.kernels.cuda.launch.tma import LinearMap, TiledMap
 from gemmlab.kernels.geometry import Geometry, ceil_div
@@ -29,6 +30,9 @@ TC_ARGS = driver.Struct((("a", driver.MAP), ("b", driver.MAP), ("c", driver.MAP)
                          ("timeline", "ptr")))
 FP8_ARGS = driver.Struct((("base", TC_ARGS), ("scale_a", "ptr"), ("scale_b", "ptr"), ("sa", driver.MAP),
                           ("sb", driver.MAP)))
+# EPI=1 builds (a fused epilogue): TcArgs ends with EpiArgs
+TC_ARGS_EPI = driver.Struct((*TC_ARGS.fields, ("epi", EPI_ARGS)))
+FP8_ARGS_EPI = driver.Struct((("base", TC_ARGS_EPI), *FP8_ARGS.fields[1:]))
 TRANSPOSE_SIGNATURE = (("B", "ptr"), ("BT", "ptr"), ("K", "i32"), ("N", "i32"), ("LDT", "i32"))
 ROUND_COPY_SIGNATURE = (("src", "ptr"), ("dst", "ptr"), ("rows", "i32"), ("cols", "i32"), ("ld_src", "i32"),
                         ("ld_dst", "i32"), ("vec", "i32"))
@@ -126,6 +130,12 @@ class TcPlan(Plan):
 
     def __post_init__(self):
         self._c, = self.main.params.views("C")
+
+    def bind_epilogue(self, strides: tuple | None) -> None:
+        bind_epilogue(self.main.params, self.spec.epilogue, strides, bool(self.spec.params.get("C_TRANSPOSED", 0)))
+
+    def set_addend(self, d: int) -> None:
+        self.main.params.D = d
 
     def launch(self, a, b, c, stream: int = 0) -> None:
         p = self.main.params
