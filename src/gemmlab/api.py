@@ -84,9 +84,9 @@ def _array_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtyp
 def _routed(A, B):
     """torch.matmul's route for two tensors or two arrays of one kind, and A and B as views it runs on."""
     if _is_tensor(A):
-        r = matmul_shapes.route(A.shape, A.stride(), B.shape, B.stride())
+        r = matmul_shapes.route_of(tuple(A.shape), A.stride(), tuple(B.shape), B.stride())
         return (r, *matmul_shapes.views(r, A, B, type(A).expand))
-    r = matmul_shapes.route(A.shape, _element_strides(A), B.shape, _element_strides(B))
+    r = matmul_shapes.route_of(tuple(A.shape), _element_strides(A), tuple(B.shape), _element_strides(B))
     xp = np
     if call.operands.kind_of(A) == "cupy":
         import cupy as xp

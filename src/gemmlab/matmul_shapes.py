@@ -16,6 +16,7 @@ torch.compile (where the sizes may be symbolic) as the direct path does on real 
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -38,7 +39,7 @@ class Route:
     batched: bool = False
     batch_strides: tuple = ((), ())
 
-    @property
+    @functools.cached_property
     def batch(self) -> Batch | None:
         """The call layer's description of the batch (None for one GEMM). Built on demand: under torch.compile the
         sizes may be symbolic, and only the direct path, on real tensors, hands a batch to the call layer."""
@@ -94,6 +95,10 @@ def route(a_shape, a_strides, b_shape, b_strides) -> Route:
         return Route(out_shape, (m, k), (k, n), (m, n), (m, k))
     return Route(out_shape, (*batch, m, k), (*batch, k, n), (*batch, m, n), batched=True,
                  batch_strides=(strides_a, strides_b))
+
+
+# route on concrete sizes (tuples of ints), as a call with the same shapes and strides as an earlier one meets it
+route_of = functools.lru_cache(maxsize=1024)(route)
 
 
 def _broadcast(a_batch, a_strides, b_batch, b_strides, shapes: str):

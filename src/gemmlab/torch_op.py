@@ -250,7 +250,9 @@ def _route(A, B, out=None):
     _check_dense(A, B, out)
     if A.device != B.device:
         raise LayoutError(f"A is on {A.device} and B on {B.device}: pass both on the host or both on one GPU")
-    return matmul_shapes.route(A.shape, A.stride(), B.shape, B.stride())
+    if torch.compiler.is_compiling():  # sizes may be symbolic
+        return matmul_shapes.route(A.shape, A.stride(), B.shape, B.stride())
+    return matmul_shapes.route_of(tuple(A.shape), A.stride(), tuple(B.shape), B.stride())
 
 
 def _traced_nd(A, B, kernel, precision):
