@@ -1,6 +1,8 @@
 """gemmlab.linear, gemmlab.addmm and gemmlab.nn.Linear on the host: values against F.linear and torch.addmm,
 gradients against torch's autograd (the bias's and each activation's), the refusals, torch.compile(fullgraph=True)
 without a graph break, and a two-layer MLP that trains as torch.nn.Linear's does."""
+import shutil
+
 import numpy as np
 import pytest
 
@@ -129,7 +131,11 @@ def test_linear_and_addmm_have_fakes():
     assert y.shape == (5, 4) and z.shape == (5, 4) and y.dtype == z.dtype == torch.float32
 
 
-def test_torch_compile_fullgraph_of_linear_and_addmm_has_no_graph_break():
+@pytest.mark.parametrize("backend", ["aot_eager", pytest.param("inductor", marks=pytest.mark.skipif(
+    shutil.which("g++") is None and shutil.which("clang++") is None, reason="inductor compiles C++ on the CPU"))])
+def test_torch_compile_fullgraph_of_linear_and_addmm_has_no_graph_break(backend):
+    """aot_eager runs the ops' fakes and autograd formulas; inductor also lowers them (Optional[Tensor], str and
+    float arguments) through its fallback kernels."""
     torch._dynamo.reset()
 
     def f(x, w, bias, c):
@@ -138,7 +144,7 @@ def test_torch_compile_fullgraph_of_linear_and_addmm_has_no_graph_break():
     x, w, bias, c = randn(2, 3, 7).requires_grad_(), randn(4, 7).requires_grad_(), randn(4).requires_grad_(), randn(7)
     assert torch._dynamo.explain(f)(x, w, bias, c).graph_break_count == 0
     torch._dynamo.reset()
-    out = torch.compile(f, fullgraph=True, backend="aot_eager")(x, w, bias, c)
+    out = torch.compile(f, fullgraph=True, backend=backend)(x, w, bias, c)
     refs = [t.detach().clone().requires_grad_() for t in (x, w, bias)]
     ref = torch.addmm(c, F.gelu(F.linear(*refs)).flatten(0, 1), refs[1], beta=0.5)
     torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
