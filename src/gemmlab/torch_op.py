@@ -12,6 +12,11 @@ in place by the BF16 and TF32 tensor-core levels; Aᵀ is copied into row-major 
 The BF16 levels compute in BF16 and return FP32: their backward pass rounds dC to BF16 for its GEMMs, as mixed
 precision training does, and returns gradients in the operands' dtypes.
 
+Tensors of other ranks than 2 follow torch.matmul's rules (gemmlab.matmul_shapes): 1-D operands and broadcast
+batches become views, then one 2-D GEMM (the batch collapsed into A's rows, gemmlab::mm under autograd) or one
+batched call (gemmlab.call.batched_matmul, ``torch.ops.gemmlab.bmm`` under autograd, whose backward is two more
+batched calls; torch's own autograd of the views sums a broadcast operand's gradient over its batch).
+
 FP8 tensors take the direct path only (the scaled product has no backward here, and torch.compile would need the
 scales in the operator's schema); their scales' addresses are read per call with ``data_ptr()``, like the operands'.
 """
