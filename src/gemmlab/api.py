@@ -22,21 +22,23 @@ from gemmlab.errors import LayoutError, ShapeError
 
 def matmul(A, B, kernel: str = AUTO, *, precision: str | None = None, out=None, scale_a=None, scale_b=None,
            out_dtype=None):
-    """C = A @ B (A is M×K, B is K×N; C is FP32 M×N, on A's and B's device, of their kind), with torch.matmul's
-    semantics for other ranks: a 1-D A is a row and a 1-D B a column (their dimension dropped from C; 1-D @ 1-D is a
-    0-D dot product, a NumPy scalar for NumPy operands as numpy.matmul returns it), and the dimensions before the last
-    two a batch broadcast as torch broadcasts it. (..., M, K) @ (K, N) whose leading dimensions collapse into A's rows
-    runs as one 2-D GEMM on a view; any other batch runs as one batched call (gemmlab.call.batched_matmul).
+    """C = A @ B (A is M×K, B is K×N; C is FP32 M×N, on A's and B's device, of their kind).
 
     kernel: "auto" (the gemmlab kernel measured fastest per call for the shape on this GPU; host arrays: cpu/blas) or
     a name from ``gemmlab list``. precision: for float32 operands "fp32" (default) or "tf32"; bfloat16 operands compute
     "bf16"; FP8 operands "fp8" or "fp8_block", as their scales say. out: a C-contiguous array of the product's shape
-    and dtype on the same device, written in place (C-contiguous, of the result's shape).
+    and dtype on the same device, written in place.
 
     FP8 (float8_e4m3fn / float8_e5m2 A and B, B as the transpose of an N×K matrix): C = (scale_a·A)(scale_b·B).
     scale_a, scale_b: FP32 on the operands' device; one element each (or None for 1): per tensor; scale_a (M,
     ceil(K/128)) and scale_b (ceil(K/128), ceil(N/128)): per 1×128 of A and 128×128 of B. out_dtype: bfloat16
     (default) or float32.
+
+    Other ranks, as torch.matmul takes them: a 1-D A is a row and a 1-D B a column (their dimension dropped from C;
+    1-D @ 1-D is a 0-D dot product, a NumPy scalar for NumPy operands as numpy.matmul returns it), and the dimensions
+    before the last two a batch broadcast as torch broadcasts it; ``out`` then has the result's shape. (..., M, K) @
+    (K, N) whose leading dimensions collapse into A's rows runs as one 2-D GEMM on a view; any other batch runs as one
+    batched call (gemmlab.call.batched_matmul).
 
     Raises ShapeError (a 0-D operand, inner dimensions differ, batch dimensions that do not broadcast, a zero
     dimension, scales of no recipe's shape or scales with a batch), DTypeError
