@@ -11,7 +11,7 @@ F = torch.nn.functional
 
 import gemmlab  # noqa: E402
 import gemmlab.nn  # noqa: E402
-from gemmlab.errors import EpilogueError, GemmlabError, LayoutError, ShapeError  # noqa: E402
+from gemmlab.errors import DTypeError, EpilogueError, GemmlabError, LayoutError, ShapeError  # noqa: E402
 from gemmlab.torch_fused import activation_derivative  # noqa: E402
 
 gen = torch.Generator().manual_seed(3)
@@ -110,6 +110,9 @@ def test_addmm_gradients_match_torchs(c_shape):
     (lambda: gemmlab.linear(randn(5, 6), randn(4, 7)), ShapeError, r"x's last dimension \(6"),
     (lambda: gemmlab.linear(randn(5, 7), randn(7)), ShapeError, "weight must be a 2-D"),
     (lambda: gemmlab.linear(randn(5, 7), randn(4, 7).numpy()), LayoutError, "w is a ndarray"),
+    (lambda: gemmlab.linear(randn(5, 7), randn(4, 7), randn(4).double()), DTypeError, "bias must be float32"),
+    (lambda: gemmlab.linear(randn(5, 7).requires_grad_(), randn(4, 7), randn(4).double()), DTypeError,
+     "bias must be float32"),
     (lambda: gemmlab.linear(randn(5, 7).numpy(), randn(4, 7).numpy(), None, "swiglu"), EpilogueError, "swiglu"),
     (lambda: gemmlab.addmm(randn(3, 4), randn(5, 3), randn(3, 4)), ShapeError, r"c \(3, 4\) does not broadcast"),
     (lambda: gemmlab.addmm(randn(4), randn(5, 3, 1), randn(3, 4)), ShapeError, "two 2-D matrices"),
