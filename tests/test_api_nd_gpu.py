@@ -49,3 +49,15 @@ def test_nd_gradients_on_cuda():
     torch.matmul(ra, rb).sum().backward()
     torch.testing.assert_close(a.grad.double(), ra.grad, rtol=1e-4, atol=1e-3)
     torch.testing.assert_close(b.grad.double(), rb.grad, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("a_shape, b_shape", [((3, 64, 128), (128, 32)), ((4, 64, 128), (4, 128, 32)),
+                                              ((128,), (128, 32)), ((128,), (128,))])
+def test_cupy_operands_get_cupys_matmul_shape(a_shape, b_shape):
+    cupy = pytest.importorskip("cupy")
+    rng = cupy.random.default_rng(0)
+    a = rng.standard_normal(a_shape, dtype=cupy.float32)
+    b = rng.standard_normal(b_shape, dtype=cupy.float32)
+    c, ref = gemmlab.matmul(a, b), cupy.matmul(a.astype(cupy.float64), b.astype(cupy.float64))
+    assert isinstance(c, cupy.ndarray) and c.shape == ref.shape and c.dtype == cupy.float32
+    cupy.testing.assert_allclose(c, ref, rtol=1e-4, atol=1e-3)
