@@ -153,7 +153,8 @@ def linear(x, w, bias=None, activation: str | None = None, *, kernel: str = AUTO
         return _load_torch_fused().linear(x, w, bias, activation, kernel, precision)
     from gemmlab.epilogue import Epilogue
 
-    call.operands.kind_of(x), call.operands.kind_of(w)
+    for operand in (x, w):
+        call.operands.kind_of(operand)  # an OperandTypeError for what is not an array
     rows, _, out_shape = matmul_shapes.linear_shapes(x.shape, w.shape, None if bias is None else bias.shape)
     epilogue = Epilogue(activation, addend=None if bias is None else "bias")
     y = call.array_matmul(x.reshape(rows, x.shape[-1]), w.T, kernel, precision, None, epilogue=epilogue,
@@ -176,7 +177,8 @@ def addmm(c, a, b, *, beta: float = 1, alpha: float = 1, kernel: str = AUTO, pre
     from gemmlab.epilogue import Epilogue
 
     kind = call.operands.kind_of(a)
-    call.operands.kind_of(b), call.operands.kind_of(c)
+    for operand in (b, c):
+        call.operands.kind_of(operand)  # an OperandTypeError for what is not an array
     m, n = matmul_shapes.addmm_shapes(c.shape, a.shape, b.shape)
     if beta == 0:
         return call.array_matmul(a, b, kernel, precision, None, epilogue=Epilogue(alpha=alpha))
