@@ -38,3 +38,22 @@ def test_linear_fuses_bias_and_activation_on_cuda(activation, dtype):
     assert y.shape == (4, 64, 384)
     tol = 1e-4 if dtype == torch.float32 else 2e-2
     torch.testing.assert_close(y.double(), ref, rtol=tol, atol=tol)
+
+
+def test_compiled_mlp_of_gemmlab_linear_on_cuda_matches_torchs():
+    """torch.compile(fullgraph=True) of gemmlab.nn.Linear layers on CUDA tensors: the forward pass and every
+    gradient against the same layers in torch.nn.Linear, FP32."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    reference = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.GELU(), torch.nn.Linear(512, 128)).cuda()
+    ours = torch.nn.Sequential(gemmlab.nn.Linear.from_linear(torch.nn.Linear(256, 512).cuda(), activation="gelu"),
+                               gemmlab.nn.Linear.from_linear(torch.nn.Linear(512, 128).cuda()))
+    ours.load_state_dict({k.replace("2.", "1."): v for k, v in reference.state_dict().items()})
+    x = torch.randn(4, 32, 256, device="cuda")
+    out = torch.compile(ours, fullgraph=True)(x)
+    ref = reference(x)
+    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4)
+    out.square().sum().backward()
+    ref.square().sum().backward()
+    for (name, got), want in zip(ours.named_parameters(), reference.parameters()):
+        torch.testing.assert_close(got.grad, want.grad, rtol=1e-3, atol=1e-3, msg=name)
