@@ -335,10 +335,10 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
     return sorted(out, key=lambda c: (c.per_call_ms, c.ms))
 
 
-def choose(problem: Problem, layout: Layout, gpu) -> Choice:
+def choose(problem: Problem, layout: Layout, gpu, epilogue=None) -> Choice:
     """The kernel gemmlab.matmul runs for ``problem`` on ``gpu`` (a GPUInfo), and why: of the kernels ``rank``
     predicts fastest per call, the first that takes the problem and reads the layout in place, else the first that
-    takes it after a copy. Between measured shapes, the winner measured at the nearest one stands against a
+    takes it after a copy (with a fused ``epilogue``, of the kernels that fuse it). Between measured shapes, the winner measured at the nearest one stands against a
     prediction faster by less than a factor (1 + MARGIN)^(1 + d), d that shape's distance: the model's ratio is
     trusted less the farther it reaches. Without a measured kernel that takes the problem, the precision's
     defaults."""
@@ -351,7 +351,7 @@ def choose(problem: Problem, layout: Layout, gpu) -> Choice:
         runs = c.spec.is_valid(problem) or c.spec.unsupported(gpu)
         if runs:
             refusals.append(runs)
-    usable = [c for c in ranked if not c.refusal]
+    usable = [c for c in ranked if not c.refusal and not c.spec.epilogue_refusal(epilogue)]
     in_place = [c for c in usable if c.copies == ()]
     if in_place:
         pick = _anchored(in_place)
@@ -368,7 +368,7 @@ def choose(problem: Problem, layout: Layout, gpu) -> Choice:
             spec = get_kernel(name)
         except UnknownKernelError:
             return None
-        why = spec.is_valid(problem) or spec.unsupported(gpu)
+        why = spec.is_valid(problem) or spec.unsupported(gpu) or spec.epilogue_refusal(epilogue)
         if why:
             refusals.append(why)
             return None

@@ -22,11 +22,13 @@ of a kernel that takes a strided batch; on the host, numpy.matmul on the broadca
 from gemmlab.call import cache, checks, launch, operands
 from gemmlab.call.checks import AUTO, check_out, resolve
 from gemmlab.call.launch import array_matmul, gpu_memory_message, host_launch, overlaps
-from gemmlab.call.operands import Facts, devices_differ, facts, out_dtype_name, scale_facts
+from gemmlab.call.operands import (AddendFacts, Facts, addend_facts, devices_differ, facts, out_dtype_name,
+                                   scale_facts)
 from gemmlab.call.cache import MAX_PLANS, Prepared, plans, remember
 from gemmlab.call import batched
 from gemmlab.call.batched import Batch, batch_of, batched_matmul, batched_plan
 
 __all__ = ["cache", "checks", "launch", "operands", "AUTO", "check_out", "resolve", "array_matmul", "gpu_memory_message",
-           "host_launch", "overlaps", "Facts", "devices_differ", "facts", "out_dtype_name", "scale_facts", "MAX_PLANS",
-           "Prepared", "plans", "remember", "batched", "Batch", "batch_of", "batched_matmul", "batched_plan"]
+           "host_launch", "overlaps", "AddendFacts", "Facts", "addend_facts", "devices_differ", "facts",
+           "out_dtype_name", "scale_facts", "MAX_PLANS", "Prepared", "plans", "remember", "batched", "Batch", "batch_of",
+           "batched_matmul", "batched_plan"]

@@ -31,6 +31,8 @@ class Prepared:
     scaled: bool = False  # an FP8 plan: launches take the scales' addresses
     copy_scales: tuple = (False, False)  # a scale tensor copied into the layout the kernel reads before each launch
     ones: object = None  # a device float 1.0 for a scale given as None
+    epilogue: object = None  # the gemmlab.epilogue.Epilogue fused into the kernel's store (None: C = AB)
+    addend_strides: tuple | None = None  # the addend's (row, column) element strides the plan reads it with
     # read on every call, so computed once from the plan and host_copy, which nothing changes after construction
     on_device: bool = field(init=False)  # the plan runs on the operands' GPU in place (not on the host or a copy)
     shared: bool = field(init=False)  # the plan holds no workspace, so one plan serves every stream
@@ -55,6 +57,8 @@ class Prepared:
 
                 with device.using(self.device):
                     plan = self.plan.spec.plan(self.plan.problem, self.plan.layout)
+                    if self.epilogue is not None:
+                        plan.bind_epilogue(self.addend_strides)
             self.by_stream[stream] = plan
         return plan
 
@@ -68,6 +72,10 @@ class Prepared:
             if copied:
                 lines.append(f"  {name} is copied into the layout the kernel reads first (the transpose of a "
                              "row-major tensor: gemmlab.fp8)")
+        if self.epilogue is not None:
+            where = ("applied on the host after the GEMM (NumPy)" if not self.plan.on_gpu else
+                     "fused into the kernel's store, in registers before C is converted and written (no extra launch)")
+            lines.append(f"  epilogue: C = {self.epilogue.describe()}, {where}")
         if self.host_copy:
             lines.append("  host operands are copied to the GPU and the result back")
         if self.batch is not None:

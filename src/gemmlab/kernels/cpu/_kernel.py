@@ -15,6 +15,7 @@ class CpuKernel(KernelSpec):
     backend: str = "cpu"
     device: str = CPU
     int32_indices: bool = False
+    fuses_epilogue: bool = True  # applied with NumPy after the GEMM (HostPlan)
 
     def plan(self, problem: Problem, layout=ROW_MAJOR) -> HostPlan:
         return HostPlan(self, problem, layout, on_gpu=False, function=self.function,

@@ -25,6 +25,16 @@ SEED_SIGNATURE = (("C", "ptr"), ("A", "ptr"), ("B", "ptr"), ("M", "i32"), ("N", 
 # product is blockIdx.z, and C the contiguous (batch, M, N) array
 BATCH_SIGNATURE = (("stride_a", "i64"), ("stride_b", "i64"))
 MAX_GRID_Z = 65535
+# epilogue.cuh's EpiArgs: a fused epilogue's addend and constants, one parameter after the seeds' (EPI=1 builds)
+EPI_ARGS = driver.Struct((("D", "ptr"), ("d_rs", "i64"), ("d_cs", "i64"), ("alpha", "f32"), ("beta", "f32")))
+
+
+def bind_epilogue(params: driver.Params, epilogue, strides: tuple | None, transposed: bool = False) -> None:
+    """alpha, beta and the addend's strides into a plan's EpiArgs; a kernel that stores the transpose of its
+    product (``transposed``) reads D with the strides swapped."""
+    params.alpha, params.beta = epilogue.alpha, epilogue.beta
+    rs, cs = strides or (0, 0)
+    params.d_rs, params.d_cs = (cs, rs) if transposed else (rs, cs)
 
 
 def run_on_cupy(plan: Plan, a, b, c) -> None:
@@ -51,6 +61,12 @@ class CudaPlan(Plan):
     def __post_init__(self):
         self._c, self._a, self._b = self.main.params.views("C", "A", "B")
 
+    def bind_epilogue(self, strides: tuple | None) -> None:
+        bind_epilogue(self.main.params, self.spec.epilogue, strides)
+
+    def set_addend(self, d: int) -> None:
+        self.main.params.D = d
+
     def launch(self, a, b, c, stream: int = 0) -> None:
         self._c.value, self._a.value, self._b.value = c, a, b
         if self.fill is not None:
@@ -75,7 +91,12 @@ class CudaKernel(KernelSpec):
         return "; ".join(broken) if broken else None
 
     def defines(self) -> dict:
-        return dict(self.params)
+        return {**self.params, **self.epilogue_defines()}
+
+    @property
+    def parameters(self) -> tuple:
+        """The kernel's parameters: its ``signature``, then EpiArgs where it fuses an epilogue (EPI=1)."""
+        return (*self.signature, ("epi", EPI_ARGS)) if self.epilogue is not None else self.signature
 
     def compile(self, arch: str = DEFAULT_ARCH) -> Compiled:
         return compile_cuda(self.source, self.entry, self.defines(), arch)
@@ -118,7 +139,7 @@ class CudaKernel(KernelSpec):
         if batch:  # a product per gridDim.z index
             geo = dataclasses.replace(geo, grid=(geo.grid[0], geo.grid[1], batch))
         kernel = gpu.kernel(self.compile(info.arch), geo.smem)
-        params = driver.Params(self.signature)
+        params = driver.Params(self.parameters)
         for name, value in self.fixed_args(problem).items():
             setattr(params, name, value)
         main = driver.Launch(int(kernel.handle), geo.grid, geo.block, geo.smem, params)

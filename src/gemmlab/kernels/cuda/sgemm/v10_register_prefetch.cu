@@ -14,7 +14,7 @@
 
 template <bool kVec>
 __device__ __forceinline__ void register_prefetch_gemm(float *C, const float *A, const float *B, int M, int N, int K,
-                                                       float *As, float *Bs) {
+                                                       float *As, float *Bs, const EpiArgs &epi) {
   int tm, tn;
   sgemm::tile_coords<GROUP_M>((M + BM - 1) / BM, (N + BN - 1) / BN, tm, tn);
   const int m0 = tm * BM, n0 = tn * BN;
@@ -38,17 +38,20 @@ __device__ __forceinline__ void register_prefetch_gemm(float *C, const float *A,
     tile.store(As + cur * A_STAGE, Bs + cur * B_STAGE);
     __syncthreads();
   }
-  sgemm::store_tile<RM, RN, WM / RM, WN / RN>(C, M, N, m0 + row, n0 + col, acc);
+  sgemm::store_tile<RM, RN, WM / RM, WN / RN>(C, M, N, m0 + row, n0 + col, acc, epi);
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
-v10_register_prefetch(float *C, const float *A, const float *B, int M, int N, int K) {
+v10_register_prefetch(float *C, const float *A, const float *B, int M, int N, int K EPI_PARAM) {
+#if !EPI
+  const EpiArgs epi = {};  // unread: store_tile stores the accumulators as they are
+#endif
   extern __shared__ float4 smem[];  // two stages of A (transposed, padded) then two of B
   float *As = reinterpret_cast<float *>(smem), *Bs = As + 2 * A_STAGE;
   // One uniform branch per launch: both paths are the same template, the 128-bit one only where every row
   // start of A and B is 16-byte aligned (C's stores make their own check in store_tile).
   if (sgemm::rows_vectorizable(A, K) && sgemm::rows_vectorizable(B, N))
-    register_prefetch_gemm<true>(C, A, B, M, N, K, As, Bs);
+    register_prefetch_gemm<true>(C, A, B, M, N, K, As, Bs, epi);
   else
-    register_prefetch_gemm<false>(C, A, B, M, N, K, As, Bs);
+    register_prefetch_gemm<false>(C, A, B, M, N, K, As, Bs, epi);
 }

@@ -68,7 +68,7 @@ def constraints(p) -> list[str]:
 def make_spec(name: str, level: int, title: str, params: dict, doc: str, cls=CudaKernel, **extra):
     return cls(name=name, level=level, precision="fp32", title=title, source="v10_register_prefetch.cu",
                entry="v10_register_prefetch", params=params, geometry=geometry, constraints=constraints,
-               traffic_model=traffic_of(params), doc=doc, **extra)
+               traffic_model=traffic_of(params), doc=doc, fuses_epilogue=True, **extra)
 
 
 # numba's v10_register_prefetch tiling. Under __launch_bounds__(256, 2) ptxas spills 4 bytes (the 4-byte path's

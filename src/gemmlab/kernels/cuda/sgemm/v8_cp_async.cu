@@ -19,11 +19,14 @@
 #endif
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
-v8_cp_async(float *C, const float *A, const float *B, int M, int N, int K
+v8_cp_async(float *C, const float *A, const float *B, int M, int N, int K EPI_PARAM
 #if BATCHED
             , long long stride_a, long long stride_b
 #endif
 ) {
+#if !EPI
+  const EpiArgs epi = {};  // unread: store_tile stores the accumulators as they are
+#endif
   extern __shared__ float4 smem[];
 #if BATCHED
   A += blockIdx.z * stride_a;
@@ -59,5 +62,5 @@ v8_cp_async(float *C, const float *A, const float *B, int M, int N, int K
     read = read + 1 == STAGES ? 0 : read + 1;
     write = write + 1 == STAGES ? 0 : write + 1;
   }
-  sgemm::store_tile<RM, RN, WM / RM, WN / RN>(C, M, N, m0 + row, n0 + col, acc);
+  sgemm::store_tile<RM, RN, WM / RM, WN / RN>(C, M, N, m0 + row, n0 + col, acc, epi);
 }

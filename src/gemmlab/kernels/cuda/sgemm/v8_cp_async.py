@@ -57,7 +57,7 @@ def constraints(p) -> list[str]:
 def make_spec(name: str, level: int, title: str, params: dict, doc: str, cls=CudaKernel, **extra):
     return cls(name=name, level=level, precision="fp32", title=title, source="v8_cp_async.cu",
                entry="v8_cp_async", params=params, geometry=geometry, constraints=constraints,
-               traffic_model=traffic_of(params), doc=doc, **extra)
+               traffic_model=traffic_of(params), doc=doc, fuses_epilogue=True, **extra)
 
 
 PARAMS = {"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "RM": 2, "RN": 2, "STAGES": 3, "GROUP_M": 1,

@@ -166,8 +166,14 @@ class AutotunedKernel(CudaKernel):
         return [self.make(self.name, self.level, self.title, p, self.doc) for p in distinct]
 
     def concrete(self, problem: Problem, gpu_name: str | None = None) -> CudaKernel:
-        """The plain spec this problem runs with."""
-        return self.make(self.name, self.level, self.title, self.params_for(problem, gpu_name), self.doc)
+        """The plain spec this problem runs with (and this spec's fused epilogue)."""
+        import dataclasses
+
+        made = self.make(self.name, self.level, self.title, self.params_for(problem, gpu_name), self.doc)
+        if self.epilogue is None:
+            return made
+        return dataclasses.replace(made, epilogue=self.epilogue, addend_dtype=self.addend_dtype,
+                                   fuses_epilogue=True)
 
     def for_problem(self, problem: Problem) -> CudaKernel:
         return self.concrete(problem)

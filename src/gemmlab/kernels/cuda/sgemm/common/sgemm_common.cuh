@@ -2,6 +2,7 @@
 // M, N, K >= 1: tiles that hang over an edge are staged with zeros and stores are guarded. 128-bit paths
 // are taken only where the row starts they touch are 16-byte aligned (leading dimension a multiple of 4
 // and an aligned base pointer); otherwise the same tile moves one float at a time.
+#include "epilogue.cuh"
 
 namespace sgemm {
 
@@ -102,9 +103,10 @@ __device__ __forceinline__ void outer_product(const float *As_k, const float *Bs
 
 // Write a register tile laid out as outer_product builds it: rows row0 + s*SA + i, columns
 // col0 + t*SB + j. Quads go out as one 128-bit store where C's rows are aligned; ragged edges per float.
+// EPI=1 (epilogue.cuh): each quad is the fused epilogue's values, made just before its store.
 template <int kRM, int kRN, int kSA, int kSB>
 __device__ __forceinline__ void store_tile(float *C, int M, int N, int row0, int col0,
-                                           const float (&acc)[4 * kRM][4 * kRN]) {
+                                           const float (&acc)[4 * kRM][4 * kRN], const EpiArgs &epi = {}) {
   const bool vec = rows_vectorizable(C, N);
 #pragma unroll
   for (int s = 0; s < kRM; ++s)
@@ -116,7 +118,13 @@ __device__ __forceinline__ void store_tile(float *C, int M, int N, int row0, int
 #pragma unroll
       for (int t = 0; t < kRN; ++t) {
         const int col = col0 + t * kSB;
+#if EPI
+        float v[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) v[j] = epi_apply(epi, acc[4 * s + i][4 * t + j], row, col + j, col + j < N);
+#else
         const float *v = &acc[4 * s + i][4 * t];
+#endif
         if (vec && col < N) {
           *reinterpret_cast<float4 *>(out + col) = make_float4(v[0], v[1], v[2], v[3]);
         } else {

@@ -7,6 +7,7 @@
 #ifndef __CUDACC__
 #define __align__(n) alignas(n)
 #endif
+#include "epilogue.cuh"
 
 // The driver's CUtensorMap: 128 opaque bytes, 64-byte aligned, encoded by the host (cuTensorMapEncodeTiled).
 struct __align__(64) TmaMap {
@@ -21,6 +22,9 @@ struct TcArgs {
   float *sk_ws;                  // STREAM_K: one BM x BN FP32 partial per CTA
   unsigned *sk_flags;            // STREAM_K: one arrival count per tile
   unsigned long long *timeline;  // TIMELINE: the clock stamps gemmlab timeline reads
+#if EPI
+  EpiArgs epi;                   // the fused epilogue's addend and constants (epilogue.cuh)
+#endif
 };
 
 // The FP8 levels' parameter (tc4 with TC_FP8=1, tc8): TcArgs, then the scales' addresses, set per call (gemmlab.fp8

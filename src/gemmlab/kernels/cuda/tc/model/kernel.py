@@ -39,6 +39,9 @@ class WgmmaKernel(CudaKernel):
     one_launch_mnk: int = 0
     TIMELINE_SLOTS: ClassVar[int] = TL_SLOTS
     BATCH_IN_GRID_Z: ClassVar[bool] = False  # the persistent walk takes the batch (tc_persistent.cuh)
+    # the levels that store through tc_epilogue.cuh (store_epi, TileStore) fuse an epilogue; tc5's and tc7's swapped
+    # store (tc_swap.cuh's store_acc_t) does not
+    fuses_epilogue: bool = True
 
     @property
     def k_tile(self) -> int:
@@ -67,15 +70,19 @@ class WgmmaKernel(CudaKernel):
 
     @property
     def args_struct(self):
-        """The kernel's one parameter (tc_args.cuh): TcArgs, or Fp8Args with the scales' addresses."""
-        from gemmlab.kernels.cuda.tc.model.plan import BATCH_ARGS, FP8_ARGS, TC_ARGS
+        """The kernel's one parameter (tc_args.cuh): TcArgs, Fp8Args with the scales' addresses, BatchArgs with the
+        batch (BATCHED builds), each ending with EpiArgs in EPI=1 builds."""
+        from gemmlab.kernels.cuda.tc.model.plan import BATCH_ARGS, FP8_ARGS, FP8_ARGS_EPI, TC_ARGS, TC_ARGS_EPI
 
+        if self.epilogue is not None:  # EPI=1: TcArgs ends with the epilogue's EpiArgs
+            return FP8_ARGS_EPI if self.fp8 else TC_ARGS_EPI
         return FP8_ARGS if self.fp8 else BATCH_ARGS if self.params.get("BATCHED", 0) else TC_ARGS
 
     def defines(self) -> dict:
         # host-side choices: the tile width per problem (for_problem), the stream-K grid (launch_geometry)
         d = {k: v for k, v in self.params.items() if k not in ("NARROW_BN", "SK_MIN_KTILES")}
         d.update(self.prec.tensor_core_defines)
+        d.update(self.epilogue_defines())
         return d
 
     # ---- FP8 operand formats and output type ------------------------------------------------------------------

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from gemmlab import driver
 from gemmlab.errors import LayoutError
 from gemmlab.kernels.cuda.launch.gpu import RESOURCES, Resources
+from gemmlab.kernels.cuda.launch.kernel import EPI_ARGS, bind_epilogue
 from gemmlab.kernels.cuda.launch.nvrtc import compile_cuda
 from gemmlab.kernels.cuda.launch.tma import LinearMap, TiledMap
 from gemmlab.kernels.geometry import Geometry, ceil_div
@@ -33,6 +34,9 @@ FP8_ARGS = driver.Struct((("base", TC_ARGS), ("scale_a", "ptr"), ("scale_b", "pt
                           ("sb", driver.MAP)))
 # BatchArgs (BATCHED builds): TcArgs, then the batch and whether A and B step through it
 BATCH_ARGS = driver.Struct((("base", TC_ARGS), ("batch", "i32"), ("a_batched", "i32"), ("b_batched", "i32")))
+# EPI=1 builds (a fused epilogue): TcArgs ends with EpiArgs
+TC_ARGS_EPI = driver.Struct((*TC_ARGS.fields, ("epi", EPI_ARGS)))
+FP8_ARGS_EPI = driver.Struct((("base", TC_ARGS_EPI), *FP8_ARGS.fields[1:]))
 TRANSPOSE_SIGNATURE = (("B", "ptr"), ("BT", "ptr"), ("K", "i32"), ("N", "i32"), ("LDT", "i32"))
 ROUND_COPY_SIGNATURE = (("src", "ptr"), ("dst", "ptr"), ("rows", "i32"), ("cols", "i32"), ("ld_src", "i32"),
                         ("ld_dst", "i32"), ("vec", "i32"))
@@ -134,6 +138,12 @@ class TcPlan(Plan):
 
     def __post_init__(self):
         self._c, = self.main.params.views("C")
+
+    def bind_epilogue(self, strides: tuple | None) -> None:
+        bind_epilogue(self.main.params, self.spec.epilogue, strides, bool(self.spec.params.get("C_TRANSPOSED", 0)))
+
+    def set_addend(self, d: int) -> None:
+        self.main.params.D = d
 
     def launch(self, a, b, c, stream: int = 0) -> None:
         p = self.main.params
