@@ -8,8 +8,9 @@ where ``estimate`` is this module's model of one call (gemmlab.dispatch):
 - the arithmetic of the busiest SM: whole tiles, each on one SM (or cluster), so T tiles over P places cost
   ceil(T / P) tiles, padded to the tile and the k-tile (a fractional last wave costs a whole one, and a problem of
   few tiles leaves most SMs idle); a stream-K launch spreads its split tail over its whole grid
-  (tc/model/stream_k.py: stream_k_grid, stream_k_dp_tiles);
-- the bytes: each input once from DRAM and C once, the stream-K partials written and read back, and on the L2
+  (tc/model/stream_k.py: stream_k_grid, stream_k_dp_tiles), a split-K one (tc10, SPLITS = S) runs tiles x S CTAs
+  of 1/S of a tile's k-tiles each (tc/model/split_k.py);
+- the bytes: each input once from DRAM and C once, the stream-K or split-K partials written and read back, and on the L2
   level the tiled re-reads (A once per tile column, B once per tile row), each over its roof;
 - what runs before the kernel on every call, one after the other: the copies gemmlab.matmul makes of an operand
   the kernel does not read in place, the TF32 pre-passes (Bᵀ, A rounded), each its bytes over DRAM and a launch;
@@ -37,7 +38,7 @@ class Estimate:
     tiles: int  # output tiles (cluster tiles) of the launch; 0 for a kernel without a tile
     places: int  # where tiles run at once: the SMs, or the clusters they hold
     fill: float  # the arithmetic over what the busiest place's share would give every place (1: whole waves)
-    split: int  # tiles split along K over the grid (stream-K)
+    split: int  # tiles split along K over the grid (stream-K, split-K)
     compute_ms: float
     dram_ms: float
     l2_ms: float
@@ -83,6 +84,10 @@ def _launch(runs, m: int, n: int, k: int, sm_count: int) -> tuple[int, int, int,
         grid = stream_k_grid(tiles, ceil_div(k, kt), sm_count, p.get("SK_MIN_KTILES", SK_MIN_KTILES))
         dp = stream_k_dp_tiles(tiles, grid, p.get("SK_FILL", SK_FILL), p.get("SK_SKIP_FILL", SK_SKIP_FILL))
         return tiles, places, tiles - dp, ceil_div(dp, grid) + (tiles - dp) / grid
+    splits = p.get("SPLITS", 0)
+    if splits > 1:  # tc10: tiles x S CTAs in waves over the SMs, each ceil(KT / S) of its tile's KT k-tiles
+        ktiles = ceil_div(k, kt)
+        return tiles, places, tiles, ceil_div(tiles * splits, places) * ceil_div(ktiles, splits) / ktiles
     # a persistent grid of resident clusters, or one CTA per tile: whole tiles either way
     return tiles, places, 0, ceil_div(tiles, places)
 
@@ -119,7 +124,8 @@ def estimate(spec, problem: Problem, roofs, layout=None, copies: tuple = ()) -> 
         compute = busiest * tile_flops / (cm * cn) / sm_rate
         fill = tiles / (busiest * places)
         l2 = prec.input_bytes * (m * k * ceil_div(n, bn * cn) + k * n * ceil_div(m, bm * cm))
-        partials = min(places, split * ceil_div(k, kt)) if split else 0
+        splits = runs.params.get("SPLITS", 0)
+        partials = tiles * splits if splits > 1 else min(places, split * ceil_div(k, kt)) if split else 0
         spill = 8.0 * bm * bn * partials
     else:
         tiles = places = split = 0
