@@ -67,14 +67,17 @@ class SplitK(WgmmaKernel):
         return Geometry(grid=s.grid, block=((s.bm // 64 + 1) * 128, 1, 1), smem=smem_bytes(runs.params))
 
     def traffic(self, problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
-        """tc3's at the chosen tile, plus each partial written once and read once (S > 1)."""
+        """tc3's at the chosen tile, plus each partial written once and read once (S > 1); the walk's tiles are all
+        split along K over the grid's CTAs (a wave of them, as stream-K's split tail), so the busiest SM holds about
+        1/S of a tile's arithmetic."""
         runs = self.for_problem(problem, sm_count)
         s = runs.split_plan(problem, sm_count)
         t = self.traffic_model(problem, sm_count, params=dict(runs.params))
         ws = s.workspace_bytes
         if not ws:
             return t
-        return dataclasses.replace(t, global_read=t.global_read + ws, global_write=t.global_write + ws,
+        walk = t.walk and dataclasses.replace(t.walk, split_tail=s.tiles, wave=min(s.ctas, sm_count))
+        return dataclasses.replace(t, global_read=t.global_read + ws, global_write=t.global_write + ws, walk=walk,
                                    l2_read=(t.l2_read or t.global_read) + ws,
                                    l2_write=(t.l2_write or t.global_write) + ws,
                                    basis=f"{t.basis}, plus {s.ctas} partials of {s.bm}x{s.bn} written and read back "
