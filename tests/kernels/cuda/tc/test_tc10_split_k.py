@@ -159,6 +159,9 @@ def test_every_build_compiles_to_wgmma_without_local_memory(name, tmp_path):
         threads = (build.params["BM"] // 64 + 1) * 128
         assert compiled.report.registers <= 65536 // threads // 8 * 8
         assert "SPLITS" not in build.defines()  # S is gridDim.y: one binary for every S
+        problem = Problem(100, 100, 4097, build.precision)
+        assert build.for_problem(problem).params == build.params  # pinned: the tile stays, S = 3 splits
+        assert build.launch_geometry(problem).grid[1] == 3
         if sass.AVAILABLE:
             ops = {i.op for i in sass.instructions(sass.sass(compiled.cubin, tmp_path))}
             mma = "HGMMA" if "bf16" in name else "QGMMA"

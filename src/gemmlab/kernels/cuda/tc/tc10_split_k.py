@@ -35,6 +35,7 @@ from gemmlab.problem import Problem
 BASE = {"BM": 128, "BN": 128, "STAGES": 6, "PRODUCER_REGS": 40, "CONSUMER_REGS": 232, "SPLITS": 0}
 FP8 = {**BASE, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
 FP8_BLOCK = {**FP8, "BLOCK_SCALED": 1}
+PINNED_SPLITS = 3  # configurations(): S where the tile is pinned
 REDUCTION = ("latency: the last split of a tile reads the S partials back alone, and S = 1 stores C from registers "
              "with no mainloop to hide it under")
 
@@ -84,8 +85,10 @@ class SplitK(WgmmaKernel):
                                          f"({s.splits} splits of K a tile)")
 
     def configurations(self, formats: bool = False) -> list[WgmmaKernel]:
-        """A build per tile of the precision (split_k.tiles_for), each in every FP8 output type."""
-        builds = [self.with_params({"BM": bm, "BN": bn, "STAGES": st})
+        """A build per tile of the precision (split_k.tiles_for), each in every FP8 output type, pinned at
+        PINNED_SPLITS (at most KT), so that a sanitizer run at any shape of 3 k-tiles or more goes through the
+        partials and the tickets on every tile."""
+        builds = [self.with_params({"BM": bm, "BN": bn, "STAGES": st, "SPLITS": PINNED_SPLITS})
                   for bm, bn, st in split_k.tiles_for(self.precision)]
         return [c for b in builds for c in WgmmaKernel.configurations(b, formats)]
 
