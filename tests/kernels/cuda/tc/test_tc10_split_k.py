@@ -39,10 +39,10 @@ def test_splits_cover_k_in_order_without_an_empty_one(kt):
 
 @pytest.mark.parametrize("precision", list(NAMES))
 @pytest.mark.parametrize("shape", LONG_K)
-def test_long_k_splits_over_the_gpu_with_a_ring_of_k_tiles_each(precision, shape):
+def test_long_k_splits_over_the_gpu_with_a_pipeline_of_k_tiles_each(precision, shape):
     plan = split_k.choose(*shape, precision, 132)
     assert plan.splits > 1 and 66 <= plan.ctas <= split_k.MAX_WAVES * 132, plan
-    assert plan.kt // plan.splits >= plan.stages  # the producer runs a ring ahead in every split
+    assert plan.kt // plan.splits >= split_k.MIN_SPLIT_KTILES  # the producer's copies run ahead in every split
     assert (plan.bm, plan.bn, plan.stages) in split_k.tiles_for(precision)
     # fewer splits or none would cost more, in the model's own clocks
     assert plan.clocks < split_k.clocks(*shape, precision, plan.bm, plan.bn, 1, 132)
@@ -52,7 +52,7 @@ def test_long_k_splits_over_the_gpu_with_a_ring_of_k_tiles_each(precision, shape
 @pytest.mark.parametrize("precision", list(NAMES))
 def test_many_tiles_and_short_k_do_not_split(precision):
     assert split_k.choose(4096, 4096, 4096, precision).splits == 1
-    assert split_k.choose(300, 200, 100, precision).splits == 1  # 1-2 k-tiles: no split keeps a ring
+    assert split_k.choose(300, 200, 100, precision).splits == 1  # 1-2 k-tiles: no split keeps a pipeline
     assert split_k.choose(1, 1, 1, precision).splits == 1
 
 
@@ -231,7 +231,7 @@ def test_dispatch_model_counts_the_splits():
     assert mine.ms < estimate(get_kernel("cuda/tc2_wgmma_tma_bf16"), long_k, roofs).ms  # tc2: 2 of 132 SMs busy
 
 
-# ---- on a GPU ----------------------------------------------------------------------------------------------------------
+# ---- on a GPU --------------------------------------------------------------------------------------------------------
 GPU_SHAPES = [(1, 33, 4097), (3, 257, 1001), (17, 255, 8191), (127, 129, 777), (256, 256, 16384)]
 
 

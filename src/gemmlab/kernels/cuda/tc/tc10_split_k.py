@@ -7,7 +7,7 @@ CTA waits: each writes its FP32 partial to the plan's workspace and takes a tick
 last adds the S partials in split order 0..S-1 from zero, so C has the same bits on every call, stores C through
 the levels' epilogue (TileStore), and sets the ticket back to zero for the next call (one launch, no memset). The
 tile (64x64, 64x128 or 128x128) and S are chosen per problem by tc/model/split_k.py: waves of CTAs, k-tiles per CTA
-(at least the ring's depth), and the reduction one CTA does alone. BF16 and FP8 per tensor (tc3's mainloop, the
+(at least 4: a pipeline's depth), and the reduction one CTA does alone. BF16 and FP8 per tensor (tc3's mainloop, the
 scales on the summed tile, BF16 C for FP8); FP8 block-scaled (``_fp8_block``) promotes each k-tile into FP32 with
 its scales as tc8 does, on the tiles whose BN divides 128. No TF32 build: its mainloop would truncate, which
 kernel="auto" passes over.

@@ -7,7 +7,8 @@ in SM clocks: the waves of CTAs over the SMs, each CTA's k-tiles at the slower o
 bytes it reads from L2, a CTA's start (the ring's first copies, no k-tile to hide them under), and the reduction
 that one CTA does alone: its partial written, S partials read. More splits fill more SMs and shorten each CTA's
 k-range but lengthen the reduction, and smaller tiles make the partials cheaper but read the operands more often;
-each split keeps at least its ring's depth of k-tiles (STAGES), so the producer runs ahead of the wgmma.
+each split keeps at least MIN_SPLIT_KTILES k-tiles, the depth of tc3's and tc4's rings, so that the producer's
+copies run ahead of the wgmma (a deeper ring only serves a longer split).
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from gemmlab.problem import get_precision
 TILES = ((64, 64, 8), (64, 128, 8), (128, 128, 6))
 SM_BYTES_PER_CLOCK = 64  # assumed: what one SM reads from L2 per clock, the operands' tiles and the partials alike
 CTA_START_CLOCKS = 2000  # assumed: a CTA's ring set-up and its first k-tile's copies, about 1 µs, not overlapped
+MIN_SPLIT_KTILES = 4  # k-tiles a split at least: the pipeline depth that covers a TMA copy's latency
 MAX_WAVES = 2  # S is capped where the tiles x S CTAs would take more waves than this: the partials grow with S
 
 
@@ -87,12 +89,12 @@ def clocks(m: int, n: int, k: int, precision: str, bm: int, bn: int, splits: int
 
 def choose(m: int, n: int, k: int, precision: str, sm_count: int = 132) -> SplitPlan:
     """The tile and S of least modeled clocks (ties: fewer splits, then the earlier tile in TILES): S from 1 up to
-    KT // STAGES (each split at least a ring of k-tiles) and at most MAX_WAVES waves of CTAs."""
+    KT // MIN_SPLIT_KTILES and at most MAX_WAVES waves of CTAs."""
     kt = ceil_div(k, bk(precision))
     best = None
     for bm, bn, stages in tiles_for(precision):
         tiles = ceil_div(m, bm) * ceil_div(n, bn)
-        most = max(1, min(kt // stages, MAX_WAVES * sm_count // tiles))
+        most = max(1, min(kt // MIN_SPLIT_KTILES, MAX_WAVES * sm_count // tiles))
         for splits in range(1, most + 1):
             c = clocks(m, n, k, precision, bm, bn, splits, sm_count)
             if best is None or c < best.clocks:
