@@ -76,9 +76,10 @@ __host__ __device__ __forceinline__ void split_reduce(float (&d)[R], int splits,
 }
 // end split arithmetic
 
-// The reduction's loads in flight a consumer thread: 2 partials x 8 float4s (64 registers), fewer at BN = 64
-#define REDUCE_U 2
-#define REDUCE_J (BN / 8 < 8 ? BN / 8 : 8)
+// The reduction's loads in flight a consumer thread: 8 float4s of each of 2 partials (64 registers), of 4 at
+// BN = 64 (a thread's whole share of each: 128 registers beside its 32 accumulators)
+#define REDUCE_U (BN <= 64 ? 4 : 2)
+#define REDUCE_J 8
 
 // The ticket: one consumer thread adds 1 to the tile's count (acquire and release: after the CTA's partial, before
 // the others' reads) and returns the count before it.
