@@ -14,7 +14,9 @@ where ``estimate`` is this module's model of one call (gemmlab.dispatch):
   level the tiled re-reads (A once per tile column, B once per tile row), each over its roof;
 - what runs before the kernel on every call, one after the other: the copies gemmlab.matmul makes of an operand
   the kernel does not read in place, the TF32 pre-passes (Bᵀ, A rounded), each its bytes over DRAM and a launch;
-- ``LAUNCH_US`` per launch: the floor of a call that the roofs do not see, which keeps small problems' ratios near 1.
+- ``LAUNCH_US`` per launch: the floor of a call that the roofs do not see, which keeps small problems' ratios near 1;
+- split-K's reduction (tc10): a tile's last split reads S partials and writes its own through one SM, its share of
+  the L2 bandwidth, after the mainloops.
 
 The overlapped levels take the largest; the serial ones add. Every term is a closed form in M, N, K and the tile,
 so an estimate costs microseconds at any size (the roofline analysis walks the tiles to model the L2 and is not
@@ -44,6 +46,7 @@ class Estimate:
     l2_ms: float
     serial_ms: float  # copies and pre-passes before the kernel
     bound: str  # "compute", "dram" or "l2": the largest overlapped level
+    reduce_ms: float = 0.0  # split-K (tc10): a tile's last split reading the S partials back, on one SM
 
     @property
     def waves(self) -> float:
@@ -58,6 +61,8 @@ class Estimate:
         parts.append(f"{self.bound}-bound")
         if self.serial_ms:
             parts.append(f"{1e3 * self.serial_ms:.3g} µs of copies or pre-passes")
+        if self.reduce_ms:
+            parts.append(f"{1e3 * self.reduce_ms:.3g} µs of split-K reduction on one SM")
         return ", ".join(parts)
 
 
@@ -118,6 +123,7 @@ def estimate(spec, problem: Problem, roofs, layout=None, copies: tuple = ()) -> 
     units, ops = spec.peak_share()
     sm_rate = roofs.flop_per_clk[units] / ops * roofs.max_clock_mhz * 1e6  # FLOP/s of one SM
     bm, bn, cm, cn, kt = _tile(runs)
+    reduce = 0.0
     if bm:
         tiles, places, split, busiest = _launch(runs, m, n, k, roofs.sm_count)
         tile_flops = 2.0 * bm * cm * bn * cn * ceil_div(k, kt) * kt
@@ -127,6 +133,8 @@ def estimate(spec, problem: Problem, roofs, layout=None, copies: tuple = ()) -> 
         splits = runs.params.get("SPLITS", 0)
         partials = tiles * splits if splits > 1 else min(places, split * ceil_div(k, kt)) if split else 0
         spill = 8.0 * bm * bn * partials
+        if splits > 1:  # after the mainloops: S + 1 partials through one SM's share of the L2 bandwidth
+            reduce = (splits + 1) * 4.0 * bm * bn / (roofs.l2_gbs * 1e9 / roofs.sm_count) * 1e3
     else:
         tiles = places = split = 0
         fill, spill = 1.0, 0.0
@@ -139,5 +147,5 @@ def estimate(spec, problem: Problem, roofs, layout=None, copies: tuple = ()) -> 
     bound = max(levels, key=levels.get)
     moved, launches = _serial_bytes(runs, problem, layout, copies)
     serial = moved / (roofs.dram_gbs * 1e9) * 1e3 + launches * LAUNCH_US / 1e3
-    return Estimate(LAUNCH_US / 1e3 + levels[bound] + serial, tiles, places, fill, split, levels["compute"],
-                    levels["dram"], levels["l2"], serial, bound)
+    return Estimate(LAUNCH_US / 1e3 + levels[bound] + serial + reduce, tiles, places, fill, split, levels["compute"],
+                    levels["dram"], levels["l2"], serial, bound, reduce)

@@ -228,6 +228,10 @@ def test_dispatch_model_counts_the_splits():
     long_k = Problem(256, 256, 16384, "bf16")
     mine = estimate(get_kernel(NAMES["bf16"]), long_k, roofs)
     assert mine.split == mine.tiles and mine.fill > 0.4
+    plan = split_k.choose(256, 256, 16384, "bf16", 132)  # its last split reads S partials and writes its own
+    want = (plan.splits + 1) * 4 * plan.bm * plan.bn / (roofs.l2_gbs * 1e9 / 132) * 1e3
+    assert mine.reduce_ms == pytest.approx(want) and "split-K reduction" in mine.factors()
+    assert estimate(get_kernel("cuda/tc4_persistent_bf16"), long_k, roofs).reduce_ms == 0
     assert mine.ms < estimate(get_kernel("cuda/tc2_wgmma_tma_bf16"), long_k, roofs).ms  # tc2: 2 of 132 SMs busy
 
 
