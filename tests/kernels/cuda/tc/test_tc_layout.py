@@ -249,6 +249,11 @@ def test_launch_geometry(shape):
     for spec in TC:
         p = Problem(*shape, spec.precision)
         geo = spec.launch_geometry(p) if spec.level < 4 else spec.launch_geometry(p, sm_count=132)
+        if "SPLITS" in spec.params:  # tc10: tiles x S CTAs of the tile chosen per problem (test_tc10_split_k.py)
+            s = spec.for_problem(p, 132).split_plan(p, 132)
+            assert geo.grid == (-(-p.m // s.bm) * -(-p.n // s.bn), s.splits, 1) and s.splits <= max(1, s.kt // 4)
+            assert geo.threads == (s.bm // 64 + 1) * 128 and geo.smem <= 227 * 1024
+            continue
         if spec.level >= 4:  # the launch of the spec that runs the problem (tc6 splitting nothing runs tc4's)
             spec = spec.for_problem(p, 132)
         bm, bn = spec.params["BM"], spec.params["BN"]

@@ -215,6 +215,15 @@ def _stream_k_workspace(spec, kernel, geo: Geometry, problem, sm_count: int, gpu
     return gpu.buffer(4 * grid * p["BM"] * p["BN"]), gpu.buffer(4 * tiles, zero=True)
 
 
+def _split_k_workspace(spec, problem, gpu: Resources):
+    """tc10 (SPLITS > 1): S FP32 partials of BM×BN a tile, and one u32 ticket a tile, zeroed once: the CTA that draws
+    a tile's last ticket sets it back to zero for the next launch. No CTA waits for another, so unlike stream-K's
+    fixup the grid need not be resident at once."""
+    p = spec.params
+    tiles = ceil_div(problem.m, p["BM"]) * ceil_div(problem.n, p["BN"])
+    return gpu.buffer(4 * tiles * p["SPLITS"] * p["BM"] * p["BN"]), gpu.buffer(4 * tiles, zero=True)
+
+
 def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan:
     """The plan of ``spec`` (already the configuration that runs ``problem``) on the GPU described by ``info``."""
     b_kmajor = layout.b == COL
@@ -309,6 +318,13 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
         buffers += [ws, flags]
         params.sk_ws, params.sk_flags = gpu.address(ws), gpu.address(flags)
         zeroed = True
+    elif spec.params.get("SPLITS", 0) > 1:
+        ws, tickets = _split_k_workspace(spec, problem, gpu)
+        buffers += [ws, tickets]
+        params.sk_ws, params.sk_flags = gpu.address(ws), gpu.address(tickets)
+        steps.append(f"split-K: {geo.grid[1]} splits of K a tile, their FP32 partials in a workspace and a ticket a "
+                     "tile; the last split of a tile adds them in split order and stores C")
+        zeroed = True
     timeline = None
     if spec.params.get("TIMELINE", 0):  # gemmlab timeline reads plan.timeline after a launch
         warpgroups = geo.threads // 128 - 1
@@ -326,7 +342,7 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
     if zeroed:
         gpu.synchronize()  # the zeroing ran on CuPy's stream: done before any caller's launch
     main = driver.Launch(int(kernel.handle), geo.grid, geo.block, geo.smem, params, cluster=cluster)
-    steps.append(f"{spec.entry}: {geo.grid[0]} CTAs of {geo.threads} threads"
+    steps.append(f"{spec.entry}: {geo.grid[0] * geo.grid[1]} CTAs of {geo.threads} threads"
                  f"{f' in clusters of {cluster[0]}' if cluster else ''}, {geo.smem} B shared memory, "
                  f"{ceil_div(k, spec.k_tile)} k-tiles of {spec.k_tile}"
                  f"{', C through TMA stores where it is 16-byte aligned' if c_rows_ok else ''}")
