@@ -32,7 +32,7 @@ def traffic_model(one_launch_mnk: int):
 
 SPECS = [
     WgmmaKernel(
-        name="cuda/tc5_swap_ab_tf32", level=5, precision="tf32", kind="persistent", swap_ab=True,
+        name="cuda/tc5_swap_ab_tf32", level=5, precision="tf32", kind="persistent", swap_ab=True, swap_kmajor_b=True,
         title="tf32 Cᵀ = Bᵀ·Aᵀ: B fragments from registers (ld.shared, rounded there), A rounded by a pre-pass "
               "(in shared memory for small problems)",
         source="tc5_swap_ab.cu", entry="tc5_swap_ab", params=dict(PARAMS), one_launch_mnk=ONE_LAUNCH_MNK,

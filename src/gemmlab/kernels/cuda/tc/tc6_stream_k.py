@@ -39,7 +39,7 @@ SPECS = [
         doc=__doc__, unmodeled=tc4_persistent.EPILOGUE,
     ),
     WgmmaKernel(
-        name="cuda/tc6_stream_k_tf32", level=6, precision="tf32", kind="persistent", swap_ab=True,
+        name="cuda/tc6_stream_k_tf32", level=6, precision="tf32", kind="persistent", swap_ab=True, swap_kmajor_b=True,
         title="tf32 tc5 (Cᵀ = Bᵀ·Aᵀ, B fragments from registers) with a stream-K tail, deterministic fixup",
         source="tc5_swap_ab.cu", entry="tc5_swap_ab", params=dict(TF32), whole_tiles=dict(tc5_swap_ab.PARAMS),
         one_launch_mnk=ONE_LAUNCH_MNK,
