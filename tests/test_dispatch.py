@@ -70,15 +70,24 @@ def test_fp32_and_tf32_read_b_given_as_w_t_in_place(precision, shape, expected):
     assert choice.spec.name == expected and choice.copies == () and "in place" in choice.why
 
 
-@pytest.mark.parametrize("precision", ["fp32", "tf32"])
-@pytest.mark.parametrize("shape,layout", [((1, 4096, 4096), Layout(ANY, COL)), ((8, 1000, 129), Layout(b=COL)),
-                                          ((16, 14336, 4096), Layout(b=COL)), ((4096, 1, 4096), Layout(ROW, ANY)),
-                                          ((1, 1, 1), Layout(ANY, ANY))])
-def test_few_rows_against_w_t_and_vectors_run_gemv_in_fp32(precision, shape, layout):
-    """M <= 16 against w.t(), or N = 1: gemv1, FP32 products for TF32 calls too (torch's matrix-vector path)."""
+@pytest.mark.parametrize("precision,shape,layout", [
+    *[(p, shape, layout) for p in ("fp32", "tf32")
+      for shape, layout in (((1, 4096, 4096), Layout(ANY, COL)), ((1, 1000, 129), Layout(ANY, COL)),
+                            ((4096, 1, 4096), Layout(ROW, ANY)), ((17, 1, 33), Layout(ROW, ANY)),
+                            ((1, 1, 1), Layout(ANY, ANY)))],
+    ("fp32", (8, 1000, 129), Layout(b=COL)), ("fp32", (16, 14336, 4096), Layout(b=COL))])
+def test_vectors_and_few_fp32_rows_against_w_t_run_gemv_in_fp32(precision, shape, layout):
+    """M = 1 or N = 1, and in FP32 M <= 16 against w.t(): gemv1, FP32 products for TF32 calls too (torch's
+    matrix-vector path), wherever the table would have put them."""
     choice = dispatch.choose(Problem(*shape, precision), layout, H200)
     assert choice.spec.name == f"cuda/gemv1_warp_dot_{precision}" and choice.copies == ()
     assert "FP32 matrix-vector" in choice.why
+
+
+def test_few_tf32_rows_follow_the_table():
+    """TF32 with 2 to 16 rows against w.t(): the table's choice (gemv1 where it was measured fastest)."""
+    choice = dispatch.choose(Problem(8, 4096, 4096, "tf32"), Layout(b=COL), H200)
+    assert choice.spec.name == "cuda/gemv1_warp_dot_tf32" and "FP32 matrix-vector" not in choice.why
 
 
 def test_past_gemv_or_where_it_would_need_a_copy_the_table_decides():

@@ -1,6 +1,7 @@
 """tc5: Cᵀ = Bᵀ·Aᵀ with B's fragments from registers, checked against the host's model of its fragment map."""
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 
@@ -228,3 +229,29 @@ def test_tc5_invalid_configurations_refused():
         with pytest.raises(InvalidConfigError):
             dataclasses.replace(TC5, params={**TC5.params, **bad})
     dataclasses.replace(TC5, params={**TC5.params, "BM": 128, "STAGES": 7})  # 32 KB stages: 7 fit
+
+
+@pytest.mark.parametrize("name", ["cuda/tc5_swap_ab_tf32", "cuda/tc6_stream_k_tf32"])
+def test_kmajor_builds_compile_for_sm90a_without_spills(name, tmp_path):
+    """Every binary tc5 and tc6 launch for B as w.t() (SWAP_B_KMAJOR=1): no spills within the launch bound's 168
+    registers, wgmma tf32 with B's fragments from 4-byte shared loads (no ld.shared.v2 of the N-major tile), HGMMA
+    in SASS where a disassembler is installed."""
+    from types import SimpleNamespace
+
+    import sass
+
+    from gemmlab.kernels.cuda.launch.nvrtc import compile_cuda
+    from gemmlab.kernels.registry import get_kernel
+    from tc_levels import ptx_of
+
+    spec = get_kernel(name)
+    for build in spec.configurations():
+        compiled = compile_cuda(build.source, build.entry, {**build.defines(), "SWAP_B_KMAJOR": 1}, "sm_90a")
+        report = compiled.report
+        assert report.spills == 0 and report.stack_bytes == 0 and report.registers <= 168, (build.params, report)
+        if sass.AVAILABLE:
+            listing = sass.sass(compiled.cubin, tmp_path)
+            assert f"HGMMA.64x{build.params['BM']}x8.F32.TF32" in listing and "LDL" not in listing
+    ptx = ptx_of(SimpleNamespace(source=spec.source, defines=lambda: {**spec.defines(), "SWAP_B_KMAJOR": 1}))
+    assert f"wgmma.mma_async.sync.aligned.m64n{spec.params['BM']}k8.f32.tf32.tf32" in ptx
+    assert "ld.shared.v2" not in ptx and re.search(r"ld\.shared\.(u32|b32|f32)", ptx)

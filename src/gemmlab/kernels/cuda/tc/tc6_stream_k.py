@@ -7,6 +7,7 @@ would be split (whole waves, a last wave at least SK_SKIP_FILL = 70% full, or tc
 launches the base level's binary. Why: a persistent grid pays for its last partial wave in full (2048x3072x4096:
 2 tiles of makespan for 1.45 of work). Predicted gain: up to 25-30% at 2048x3072x4096, 1-2.5% at 4096³ and 8192³.
 TF32 up to ONE_LAUNCH_MNK (512³): one launch, A rounded in shared memory (TF32_ROUND=2).
+TF32 reads B handed over as w.t() in place, as tc5 does (SWAP_B_KMAJOR).
 
 ``cuda/tc6_stream_k_fp8_block``: the same tail on tc8_block_scaled_fp8, its split launches with the scales beside
 each k-tile (SCALE_TMA=1). Why: tc8's 192-row tiles make 4096³ 5.33 waves. Predicted: up to 12% faster at 4096³,
