@@ -23,6 +23,11 @@ record without one, at a shape where others have it, counts the shape's median. 
 (a pre-pass, then the kernel) can be the faster on the GPU and the slower to call. A kernel that failed verification
 at a shape a prediction reads is never run.
 
+Matrix-vector products (M = 1 or N = 1) in FP32 and TF32, and FP32 with up to 16 rows of A against B as w.t(), run
+gemv1 in FP32 wherever it reads the layout in place (``SMALL_M``), before the table: the SIMT and tensor-core levels
+tile M in 64 or more rows, and torch's matrix-vector path computes TF32 calls in FP32, so a TF32 call there gets
+FP32's accuracy as torch's does. TF32 with 2 to 16 rows follows the table (gemv1 where it was measured fastest).
+
 Host arrays (NumPy, CPU tensors) run on the host (cpu/blas), as torch runs CPU tensors on the CPU. A measured kernel
 whose spec says why it is not for "auto" (``KernelSpec.auto_refusal``: tc7_3xtf32, whose splits turn an infinite
 input into NaN; the TF32 builds that truncate instead of rounding to nearest) runs only when named; the defaults are
@@ -45,6 +50,8 @@ SHIPPED = Path(__file__).parent / "data" / "dispatch-h200.json"
 # Without a measured entry: each precision's levels in the order they are tried, the first one this GPU runs
 DEFAULTS = PrecisionTable(lambda p: p.auto_defaults)
 HOST_DEFAULT = "cpu/blas"
+# FP32 products for matrix-vector shapes and, in FP32, up to this many rows of A against w.t(), ahead of the table
+SMALL_M = {"fp32": ("cuda/gemv1_warp_dot_fp32", 16), "tf32": ("cuda/gemv1_warp_dot_tf32", 1)}
 NEIGHBOURS = 4  # measured shapes a prediction between them reads, at most
 REACH = math.log(2)  # ... those within one doubling of one dimension farther than the nearest
 MARGIN = 0.10  # between measured shapes, how much faster a prediction must be to displace the nearest's winner
@@ -345,6 +352,9 @@ def choose(problem: Problem, layout: Layout, gpu, epilogue=None) -> Choice:
     from gemmlab.kernels.registry import get_kernel
     from gemmlab.errors import UnknownKernelError
 
+    small = _small_m(problem, layout, gpu)
+    if small is not None:
+        return small
     refusals: list = []
     ranked = rank(problem, layout, gpu)
     for c in ranked:
@@ -392,6 +402,22 @@ def choose(problem: Problem, layout: Layout, gpu, epilogue=None) -> Choice:
     if copied is None:
         refuse_layout(layout, spec)
     return Choice(spec, why, copies=copied)
+
+
+def _small_m(problem: Problem, layout: Layout, gpu) -> Choice | None:
+    """gemv1 in FP32 (SMALL_M) for a matrix-vector ``problem`` (M = 1 or N = 1) and, in FP32, up to 16 rows of A,
+    where it reads ``layout`` in place; None elsewhere."""
+    from gemmlab.kernels.registry import get_kernel
+
+    name, rows = SMALL_M.get(problem.precision, (None, 0))
+    if name is None or (problem.m > rows and problem.n != 1):
+        return None
+    spec = get_kernel(name)
+    if spec.is_valid(problem) or spec.unsupported(gpu) or operand_copies(layout, spec) != ():
+        return None
+    return Choice(spec, f"{problem.label()} with {layout.label()}: {name}, the FP32 matrix-vector kernel, ahead of "
+                        f"the tiled levels for M <= {rows} against w.t() or a vector B, in place (TF32 calls computed "
+                        "in FP32, as torch's matrix-vector path does)")
 
 
 def _anchored(candidates: list[Candidate]) -> Candidate:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from gemmlab.kernels.plan import Plan
+from gemmlab.kernels.plan import COL, Plan
 from gemmlab.problem import np_dtype
 
 MAX_PLANS = 512
@@ -68,6 +68,8 @@ class Prepared:
             if copied:
                 lines.append(f"  {name} is copied into row-major order first: the kernel does not read its layout "
                              "in place")
+        if self.plan.on_gpu and self.plan.layout.b == COL and not self.copy_b:
+            lines.append("  B is read in place as the transpose of an N×K matrix (w.t()): no copy")
         for name, copied in zip(("scale_a", "scale_b"), self.copy_scales):
             if copied:
                 lines.append(f"  {name} is copied into the layout the kernel reads first (the transpose of a "

@@ -31,6 +31,9 @@ class WgmmaKernel(CudaKernel):
 
     kind: str = "plain"
     swap_ab: bool = False
+    # a swap_ab level whose source also loads B's fragments from a K-major tile (SWAP_B_KMAJOR, tc_swap.cuh), so B
+    # handed over as the N×K Bᵀ is read in place (tc5 and tc6 TF32)
+    swap_kmajor_b: bool = False
     int32_indices: bool = False  # C offsets are 64-bit; M, N, K themselves must fit an int (checked below)
     # STREAM_K=1 (tc6): what runs where no tile is split, the base level's parameters, its clusters included
     whole_tiles: dict | None = None
@@ -51,11 +54,12 @@ class WgmmaKernel(CudaKernel):
     @property
     def layouts(self) -> frozenset:
         """Row-major operands; and B as the transpose of an N×K matrix wherever B is a shared-memory operand
-        (wgmma reads it K-major: TF32 then needs no pre-pass), so not in tc5's swap, whose B goes through
-        registers from an N-major tile. FP8: B as the transpose of an N×K matrix only."""
+        (wgmma reads it K-major: TF32 then needs no pre-pass) or, in a swap, where the source loads B's register
+        fragments from a K-major tile too (``swap_kmajor_b``: tc5, tc6 TF32; not tc7). FP8: B as the transpose of
+        an N×K matrix only."""
         if self.fp8:
             return frozenset({Layout(b=COL)})
-        return frozenset({ROW_MAJOR} if self.swap_ab else {ROW_MAJOR, Layout(b=COL)})
+        return frozenset({ROW_MAJOR} if self.swap_ab and not self.swap_kmajor_b else {ROW_MAJOR, Layout(b=COL)})
 
     def layout_refusal(self, layout: Layout) -> str:
         if not self.fp8:
@@ -292,7 +296,10 @@ class WgmmaKernel(CudaKernel):
 
             return batched(a, problem.stride_a), batched(b, problem.stride_b)
         if self.swap_ab:  # each CTA of a cluster loads BM/CN rows of A; B in 32-column boxes (128-byte rows)
-            return (TiledMap(dtype, m, k, lda, bm // self.params.get("CN", 1), kt), TiledMap(dtype, k, n, ldb, kt, 32))
+            a = TiledMap(dtype, m, k, lda, bm // self.params.get("CN", 1), kt)
+            if b_kmajor:  # SWAP_B_KMAJOR: one box of BN rows of Bᵀ, 128 bytes of K each
+                return a, TiledMap(dtype, n, k, ldb, self.params["BN"], kt)
+            return a, TiledMap(dtype, k, n, ldb, kt, 32)
         a = TiledMap(dtype, m, k, lda, bm, kt)
         if b_kmajor or not self.prec.reads_b_n_major:
             return a, TiledMap(dtype, n, k, ldb, 64, kt)

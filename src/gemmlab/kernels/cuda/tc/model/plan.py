@@ -228,10 +228,12 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
     """The plan of ``spec`` (already the configuration that runs ``problem``) on the GPU described by ``info``."""
     b_kmajor = layout.b == COL
     defines = spec.defines()
-    if b_kmajor and spec.prec.reads_b_n_major:  # the other types read B K-major always (tc_ktile.cuh)
+    if b_kmajor and spec.swap_ab:  # B's register fragments from a K-major tile (tc_swap.cuh), rounded there
+        defines["SWAP_B_KMAJOR"] = 1
+    elif b_kmajor and spec.prec.reads_b_n_major:  # the other types read B K-major always (tc_ktile.cuh)
         defines["B_KMAJOR"] = 1
     rounds_smem = spec.params.get("TF32_ROUND", 0) == 2  # TF32 operands rounded to nearest in shared memory
-    if b_kmajor and rounds_smem:  # no pre-pass rounds this B: the producer's pass rounds its tiles too
+    if b_kmajor and rounds_smem and not spec.swap_ab:  # no pre-pass rounds this B: the producer's pass rounds it
         defines["ROUND_B_SMEM"] = 1
     geo = spec.launch_geometry(problem, info.sm_count)
     kernel = gpu.kernel(compile_cuda(spec.source, spec.entry, defines, info.arch), geo.smem)
