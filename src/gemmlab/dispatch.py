@@ -352,7 +352,7 @@ def choose(problem: Problem, layout: Layout, gpu, epilogue=None) -> Choice:
     from gemmlab.kernels.registry import get_kernel
     from gemmlab.errors import UnknownKernelError
 
-    small = _small_m(problem, layout, gpu)
+    small = _small_m(problem, layout, gpu, epilogue)
     if small is not None:
         return small
     refusals: list = []
@@ -404,16 +404,17 @@ def choose(problem: Problem, layout: Layout, gpu, epilogue=None) -> Choice:
     return Choice(spec, why, copies=copied)
 
 
-def _small_m(problem: Problem, layout: Layout, gpu) -> Choice | None:
+def _small_m(problem: Problem, layout: Layout, gpu, epilogue=None) -> Choice | None:
     """gemv1 in FP32 (SMALL_M) for a matrix-vector ``problem`` (M = 1 or N = 1) and, in FP32, up to 16 rows of A,
-    where it reads ``layout`` in place; None elsewhere."""
+    where it reads ``layout`` in place and fuses ``epilogue``; None elsewhere."""
     from gemmlab.kernels.registry import get_kernel
 
     name, rows = SMALL_M.get(problem.precision, (None, 0))
     if name is None or (problem.m > rows and problem.n != 1):
         return None
     spec = get_kernel(name)
-    if spec.is_valid(problem) or spec.unsupported(gpu) or operand_copies(layout, spec) != ():
+    if spec.is_valid(problem) or spec.unsupported(gpu) or operand_copies(layout, spec) != () or \
+            spec.epilogue_refusal(epilogue):
         return None
     return Choice(spec, f"{problem.label()} with {layout.label()}: {name}, the FP32 matrix-vector kernel, ahead of "
                         f"the tiled levels for M <= {rows} against w.t() or a vector B, in place (TF32 calls computed "
