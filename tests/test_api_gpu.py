@@ -59,11 +59,38 @@ def test_transposed_b_is_read_in_place(precision, kernel, shape):
     assert rel_err(c, a, b) <= tolerance_for(Problem(m, n, k, precision))
 
 
-def test_fp32_transposed_b_is_copied_and_says_so():
-    a, b = operands(300, 200, 100, "fp32", b_transposed=True)
+@pytest.mark.parametrize("precision,kernel", [("fp32", "cuda/v10_register_prefetch"), ("fp32", "cuda/v9_autotuned"),
+                                              ("fp32", "cuda/v8_cp_async"), ("tf32", "cuda/tc5_swap_ab_tf32"),
+                                              ("tf32", "cuda/tc6_stream_k_tf32")])
+@pytest.mark.parametrize("shape", [(1, 17, 33), (17, 33, 127), (127, 1, 17), (129, 200, 72), (300, 520, 101),
+                                   (2047, 3071, 4097)])
+def test_fp32_and_tf32_read_a_transposed_b_in_place(precision, kernel, shape):
+    m, n, k = shape
+    a, b = operands(m, n, k, precision, seed=5, b_transposed=True)
+    prepared = gemmlab.plan(a, b, kernel=kernel)
+    assert not prepared.copy_b and "B is read in place" in prepared.explain()
+    assert rel_err(gemmlab.matmul(a, b, kernel=kernel), a, b) <= tolerance_for(Problem(m, n, k, precision))
+
+
+def test_fp32_transposed_a_is_copied_and_says_so():
+    a, b = operands(200, 300, 100, "fp32")
+    a = a.t().contiguous().t()  # Aᵀ handed over: no FP32 level reads it in place
     prepared = gemmlab.plan(a, b)
-    assert prepared.copy_b and "copied" in prepared.explain()
+    assert prepared.copy_a and "copied" in prepared.explain()
     assert rel_err(gemmlab.matmul(a, b), a, b) <= 1e-5
+
+
+@pytest.mark.parametrize("shape", [(1, 4096, 4096), (1, 14336, 4096), (4096, 1, 4096), (8, 4096, 4096)])
+def test_tf32_matrix_vector_products_are_fp32_accurate_as_torch_s(shape):
+    """M = 1 or N = 1 (and few rows against w.t()): TF32 calls run in FP32, within 2× of torch's error."""
+    m, n, k = shape
+    a, b = operands(m, n, k, "tf32", seed=7, b_transposed=n > 1)
+    before, torch.backends.cuda.matmul.allow_tf32 = torch.backends.cuda.matmul.allow_tf32, True
+    try:
+        ours, theirs = rel_err(gemmlab.matmul(a, b, precision="tf32"), a, b), rel_err(a @ b, a, b)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before
+    assert ours <= 2 * max(theirs, 1e-7), (ours, theirs)
 
 
 @pytest.mark.parametrize("kernel", ["cuda/tc4_persistent_bf16", "cuda/tc5_swap_ab_tf32", "cuda/v10_register_prefetch",

@@ -11,7 +11,7 @@ import pytest
 from gemmlab import dispatch
 from gemmlab.device import GPUInfo
 from gemmlab.errors import LayoutError, SizeLimitError
-from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout
+from gemmlab.kernels.plan import ANY, COL, ROW, ROW_MAJOR, Layout
 from gemmlab.kernels.registry import get_kernel
 from gemmlab.problem import Problem
 
@@ -56,8 +56,44 @@ def test_the_shipped_table_picks_the_measured_winner(precision, shape, layout, e
 
 
 def test_no_kernel_reads_the_layout_in_place_so_the_fastest_runs_after_a_copy():
-    choice = dispatch.choose(Problem(4096, 4096, 4096, "fp32"), Layout(b=COL), H200)
-    assert choice.spec.name == "cuda/v10_register_prefetch" and choice.copies == ("B",)
+    choice = dispatch.choose(Problem(4096, 4096, 4096, "fp32"), Layout(a=COL), H200)  # no FP32 level reads Aᵀ
+    assert choice.spec.name == "cuda/v10_register_prefetch" and choice.copies == ("A",)
+
+
+@pytest.mark.parametrize("precision,shape,expected", [
+    ("fp32", (4096, 4096, 4096), "cuda/v10_register_prefetch"), ("fp32", (2048, 2048, 2048), "cuda/v9_autotuned"),
+    ("fp32", (64, 4096, 4096), "cuda/v9_autotuned"), ("tf32", (4096, 4096, 4096), "cuda/tc5_swap_ab_tf32"),
+    ("tf32", (64, 4096, 4096), "cuda/tc6_stream_k_tf32"), ("tf32", (512, 512, 32768), "cuda/tc6_stream_k_tf32")])
+def test_fp32_and_tf32_read_b_given_as_w_t_in_place(precision, shape, expected):
+    """x @ w.t(): the SIMT levels (B_KMAJOR) and the swapped TF32 levels (SWAP_B_KMAJOR) read w as it is."""
+    choice = dispatch.choose(Problem(*shape, precision), Layout(b=COL), H200)
+    assert choice.spec.name == expected and choice.copies == () and "in place" in choice.why
+
+
+@pytest.mark.parametrize("precision,shape,layout", [
+    *[(p, shape, layout) for p in ("fp32", "tf32")
+      for shape, layout in (((1, 4096, 4096), Layout(ANY, COL)), ((1, 1000, 129), Layout(ANY, COL)),
+                            ((4096, 1, 4096), Layout(ROW, ANY)), ((17, 1, 33), Layout(ROW, ANY)),
+                            ((1, 1, 1), Layout(ANY, ANY)))],
+    ("fp32", (8, 1000, 129), Layout(b=COL)), ("fp32", (16, 14336, 4096), Layout(b=COL))])
+def test_vectors_and_few_fp32_rows_against_w_t_run_gemv_in_fp32(precision, shape, layout):
+    """M = 1 or N = 1, and in FP32 M <= 16 against w.t(): gemv1, FP32 products for TF32 calls too (torch's
+    matrix-vector path), wherever the table would have put them."""
+    choice = dispatch.choose(Problem(*shape, precision), layout, H200)
+    assert choice.spec.name == f"cuda/gemv1_warp_dot_{precision}" and choice.copies == ()
+    assert "FP32 matrix-vector" in choice.why
+
+
+def test_few_tf32_rows_follow_the_table():
+    """TF32 with 2 to 16 rows against w.t(): the table's choice (gemv1 where it was measured fastest)."""
+    choice = dispatch.choose(Problem(8, 4096, 4096, "tf32"), Layout(b=COL), H200)
+    assert choice.spec.name == "cuda/gemv1_warp_dot_tf32" and "FP32 matrix-vector" not in choice.why
+
+
+def test_past_gemv_or_where_it_would_need_a_copy_the_table_decides():
+    assert dispatch.choose(Problem(17, 4096, 4096, "tf32"), Layout(b=COL), H200).spec.name.startswith("cuda/tc")
+    # a row-major K×N B is not gemv's layout: the table's kernels run it
+    assert not dispatch.choose(Problem(8, 4096, 4096, "fp32"), ROW_MAJOR, H200).spec.name.startswith("cuda/gemv")
 
 
 def test_a_gpu_without_a_table_runs_the_defaults_it_can():
@@ -206,14 +242,14 @@ def test_a_vector_is_read_in_whichever_major_the_kernel_takes():
 
 
 def test_auto_runs_tf32_rounded_to_nearest_whichever_kernel_the_shape_picks():
-    """A truncating TF32 build measured fastest is passed over for a rounding one, after a copy where only the
-    truncating build read the layout in place; a named truncating build still runs."""
+    """A truncating TF32 build measured fastest is passed over for a rounding one, in place with B as w.t() too
+    (the swapped levels read a K-major B); a named truncating build still runs."""
     dispatch.record(run(record("cuda/tc4_persistent_tf32", 0.30, precision="tf32"),
                         record("cuda/tc5_swap_ab_tf32", 0.40, precision="tf32")))
     choice = dispatch.choose(Problem(4096, 4096, 4096, "tf32"), ROW_MAJOR, H200)
     assert choice.spec.name == "cuda/tc5_swap_ab_tf32" and "#2" in choice.why
     choice = dispatch.choose(Problem(4096, 4096, 4096, "tf32"), Layout(b=COL), H200)
-    assert choice.spec.name == "cuda/tc5_swap_ab_tf32" and choice.copies == ("B",)
+    assert choice.spec.name == "cuda/tc5_swap_ab_tf32" and choice.copies == ()
     assert "truncates" in get_kernel("cuda/tc4_persistent_tf32").auto_refusal()
     assert get_kernel("cuda/tc5_swap_ab_tf32").auto_refusal() == ""
     rounded = dataclasses.replace(get_kernel("cuda/tc4_persistent_tf32"), params={

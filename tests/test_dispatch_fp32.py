@@ -25,7 +25,7 @@ def test_an_fp32_tensor_core_level_is_ranked_but_never_picked(monkeypatch):
     monkeypatch.setattr(dispatch, "load_table", lambda: table)
     choice = dispatch.choose(Problem(4000, 4100, 4096, "fp32"), ROW_MAJOR, H200)
     assert choice.spec.name == "cuda/v10_register_prefetch" and "#2" in choice.why
-    # v10 does not read a transposed B in place: it runs after a copy, and tc7 is still passed over
+    # v10 reads a transposed B in place (B_KMAJOR), and tc7 is still passed over
     choice = dispatch.choose(Problem(4096, 4096, 4096, "fp32"), Layout(b=COL), H200)
-    assert choice.spec.name == "cuda/v10_register_prefetch" and choice.copies == ("B",)
+    assert choice.spec.name == "cuda/v10_register_prefetch" and choice.copies == ()
     assert "Inf" in get_kernel("cuda/tc7_3xtf32").not_auto

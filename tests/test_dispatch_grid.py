@@ -11,7 +11,7 @@ import pytest
 
 from gemmlab import dispatch
 from gemmlab.analysis.roofline import ceilings_for, device_spec
-from gemmlab.dispatch_layout import parse_layout
+from gemmlab.dispatch_layout import operand_copies, parse_layout
 from gemmlab.analysis.scaling import estimate
 from gemmlab.harness import bench, grid
 from gemmlab.harness.layouts import arrange, launch
@@ -176,6 +176,11 @@ def test_the_shipped_table_gives_its_measured_choices_at_its_measured_shapes():
             rows = [r for r in rows if r.get("layout") == rows[0].get("layout")]
             problem = Problem(*map(int, label.split("x")), precision)
             specs = [get_kernel(r["kernel"]) for r in rows if not r.get("failed")]
+            # rows timed with a copy their kernel no longer makes (FP32 and TF32 on w.t(), measured before those
+            # levels read it in place) describe another call: the model ranks them now, not the measurement
+            if any(tuple(r.get("copies", ())) != operand_copies(layout, s) for r, s in
+                   zip([r for r in rows if not r.get("failed")], specs)):
+                continue
             usable = [s for s in specs if not s.auto_refusal() and not s.is_valid(problem)]
             # one that reads the layout in place first; where none does (FP32 on w.t()), the first after a copy
             expected = next((s for s in usable if layout in s.layouts), usable[0])

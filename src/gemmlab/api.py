@@ -1,19 +1,24 @@
-"""gemmlab.matmul: C = A @ B with gemmlab's kernels, on NumPy, CuPy and PyTorch arrays.
+"""gemmlab.matmul, linear and addmm: C = A @ B with gemmlab's kernels, on NumPy, CuPy and PyTorch arrays, with
+torch.matmul's, F.linear's and torch.addmm's semantics.
 
 The result is an FP32 array of the inputs' kind on their device (FP8 operands: BF16, or ``out_dtype``). CUDA
 tensors and CuPy arrays are read in place through their addresses and the kernel runs on the caller's current
 stream; the output comes from the caller's allocator (torch's caching allocator, CuPy's pool). Host arrays run on
 the host (cpu/blas by default); naming a GPU kernel for them copies them to the GPU and the result back. Tensors
 that need a gradient, and calls traced by torch.compile, go through the gemmlab::mm operator (gemmlab.torch_op). The
-call itself, its checks and its plan cache are in gemmlab.call.
+call itself, its checks and its plan cache are in gemmlab.call. Operands of other ranks than 2 follow torch.matmul's
+rules (gemmlab.matmul_shapes): one 2-D GEMM where the batch collapses into A's rows, else one batched call.
+``linear`` and ``addmm`` are one GEMM with a fused epilogue (gemmlab.epilogue); on tensors, gemmlab.torch_fused.
 """
 from __future__ import annotations
 
 import sys
 
-from gemmlab import call
+import numpy as np
+
+from gemmlab import call, matmul_shapes
 from gemmlab.call import AUTO
-from gemmlab.errors import LayoutError
+from gemmlab.errors import LayoutError, ShapeError
 
 def matmul(A, B, kernel: str = AUTO, *, precision: str | None = None, out=None, scale_a=None, scale_b=None,
            out_dtype=None):
@@ -29,7 +34,14 @@ def matmul(A, B, kernel: str = AUTO, *, precision: str | None = None, out=None, 
     ceil(K/128)) and scale_b (ceil(K/128), ceil(N/128)): per 1×128 of A and 128×128 of B. out_dtype: bfloat16
     (default) or float32.
 
-    Raises ShapeError (not 2-D, inner dimensions differ, a zero dimension, scales of no recipe's shape), DTypeError
+    Other ranks, as torch.matmul takes them: a 1-D A is a row and a 1-D B a column (their dimension dropped from C;
+    1-D @ 1-D is a 0-D dot product, a NumPy scalar for NumPy operands as numpy.matmul returns it), and the dimensions
+    before the last two a batch broadcast as torch broadcasts it; ``out`` then has the result's shape. (..., M, K) @
+    (K, N) whose leading dimensions collapse into A's rows runs as one 2-D GEMM on a view; any other batch runs as one
+    batched call (gemmlab.call.batched_matmul).
+
+    Raises ShapeError (a 0-D operand, inner dimensions differ, batch dimensions that do not broadcast, a zero
+    dimension, scales of no recipe's shape or scales with a batch), DTypeError
     (a dtype or precision the kernel does not take), LayoutError (operands on different devices, a wrong ``out``, a
     row-major FP8 B), SizeLimitError (past a kernel's index range, or memory), NoGPUError (a GPU kernel without a
     usable GPU), UnknownKernelError, OperandTypeError (not an array); all derive from gemmlab.errors.GemmlabError.
@@ -40,7 +52,52 @@ def matmul(A, B, kernel: str = AUTO, *, precision: str | None = None, out=None, 
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(A, torch.Tensor):
         return _load_torch_op().matmul(A, B, kernel, precision, out, *extra)
-    return call.array_matmul(A, B, kernel, precision, out, *extra)
+    if getattr(A, "ndim", 2) == 2 and getattr(B, "ndim", 2) == 2:
+        return call.array_matmul(A, B, kernel, precision, out, *extra)
+    return _array_nd(A, B, kernel, precision, out, *extra)
+
+
+def _array_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None):
+    """NumPy and CuPy operands of any rank: torch.matmul's route (gemmlab.matmul_shapes), then one 2-D GEMM or one
+    batched call; a 1-D @ 1-D NumPy product is a NumPy scalar, as numpy.matmul returns it."""
+    kind, kind_b = call.operands.kind_of(A), call.operands.kind_of(B)
+    if kind != kind_b:
+        raise LayoutError(f"A is a {kind} array and B a {kind_b} array: pass two arrays of one kind")
+    if kind == "cuda-interface":
+        import cupy
+
+        A, B, kind = cupy.asarray(A), cupy.asarray(B), "cupy"
+    r, a, b = _routed(A, B)
+    c_out = None
+    if out is not None:
+        c_out = matmul_shapes.out_view(out, r, bool(getattr(getattr(out, "flags", None), "c_contiguous", False)))
+    if not r.batched:
+        c = call.array_matmul(a, b, kernel, precision, c_out, scale_a, scale_b, out_dtype)
+    elif scale_a is not None or scale_b is not None:
+        raise ShapeError(f"FP8 scales go with 2-D operands; these are a batch of shape {r.c_shape[:-2]}")
+    else:
+        c = call.batched_matmul(a, b, kernel, precision, c_out, out_dtype, r.batch)
+    if out is not None:
+        return out
+    c = c.reshape(r.out_shape)
+    return c[()] if kind == "numpy" and not r.out_shape else c
+
+
+def _routed(A, B):
+    """torch.matmul's route for two tensors or two arrays of one kind, and A and B as views it runs on."""
+    if _is_tensor(A):
+        r = matmul_shapes.route_of(tuple(A.shape), A.stride(), tuple(B.shape), B.stride())
+        return (r, *matmul_shapes.views(r, A, B, type(A).expand))
+    r = matmul_shapes.route_of(tuple(A.shape), _element_strides(A), tuple(B.shape), _element_strides(B))
+    xp = np
+    if call.operands.kind_of(A) == "cupy":
+        import cupy as xp
+    return (r, *matmul_shapes.views(r, A, B, xp.broadcast_to))
+
+
+def _element_strides(x) -> tuple:
+    itemsize = x.dtype.itemsize
+    return tuple(s // itemsize for s in x.strides)
 
 
 _torch_op = None
@@ -57,7 +114,16 @@ def _load_torch_op():
 
 def plan(A, B, kernel: str = AUTO, *, precision: str | None = None, scale_a=None, scale_b=None,
          out_dtype=None) -> call.Prepared:
-    """What ``matmul(A, B, ...)`` would run, resolved: ``.explain()`` says which kernel and why."""
+    """What ``matmul(A, B, ...)`` would run, resolved: ``.explain()`` says which kernel and why. Operands of other
+    ranks: the one 2-D GEMM they run as (a batch that does not collapse is one batched call, not one GEMM)."""
+    if getattr(A, "ndim", 2) != 2 or getattr(B, "ndim", 2) != 2:
+        if _is_tensor(A) != _is_tensor(B) or call.operands.kind_of(A) != call.operands.kind_of(B):
+            raise LayoutError("pass A and B of one kind: two tensors, or two arrays")
+        r, A, B = _routed(A, B)
+        if r.batched:
+            raise ShapeError(f"A {tuple(A.shape[-2:])} @ B {tuple(B.shape[-2:])} over a batch of shape "
+                             f"{r.c_shape[:-2]} runs as one batched call (gemmlab.call.batched_matmul), not one "
+                             "2-D GEMM: plan explains 2-D GEMMs")
     fa, fb = call.facts(A, "A"), call.facts(B, "B")
     if fa.device != fb.device:
         raise LayoutError(call.devices_differ(fa, fb))
@@ -68,3 +134,75 @@ def plan(A, B, kernel: str = AUTO, *, precision: str | None = None, scale_a=None
 def clear_plans() -> None:
     """Drop every cached plan (and the workspaces they hold)."""
     call.plans.clear()
+
+
+def linear(x, w, bias=None, activation: str | None = None, *, kernel: str = AUTO, precision: str | None = None):
+    """F.linear with a fused epilogue: act(x @ w.T + bias), one GEMM and one launch.
+
+    x: (..., K) (any leading dimensions, or 1-D); w: the (N, K) weight, read in place as w.T; bias: (N,) or None,
+    of C's dtype or float32; activation: None, "relu", "gelu" (erf's), "gelu_tanh" or "silu". Returns (..., N).
+    NumPy, CuPy and PyTorch operands; tensors take autograd (the bias's gradient and the activation's derivative
+    included) and torch.compile(fullgraph=True) through the gemmlab::linear operator. kernel and precision: as
+    ``matmul``'s.
+
+    Raises ShapeError (a weight that is not 2-D, x's last dimension not the weight's, a bias not of length N),
+    EpilogueError (an activation gemmlab does not fuse), DTypeError (a bias dtype the kernel does not add) and what
+    ``matmul`` raises.
+    """
+    if _is_tensor(x):
+        return _load_torch_fused().linear(x, w, bias, activation, kernel, precision)
+    from gemmlab.epilogue import Epilogue
+
+    for operand in (x, w):
+        call.operands.kind_of(operand)  # an OperandTypeError for what is not an array
+    rows, _, out_shape = matmul_shapes.linear_shapes(x.shape, w.shape, None if bias is None else bias.shape)
+    epilogue = Epilogue(activation, addend=None if bias is None else "bias")
+    y = call.array_matmul(x.reshape(rows, x.shape[-1]), w.T, kernel, precision, None, epilogue=epilogue,
+                          addend=bias)
+    return y.reshape(out_shape)
+
+
+def addmm(c, a, b, *, beta: float = 1, alpha: float = 1, kernel: str = AUTO, precision: str | None = None):
+    """torch.addmm: beta·c + alpha·(a @ b) with the sum fused into the GEMM's store, one launch.
+
+    a: (M, K); b: (K, N); c: anything that broadcasts to (M, N) (a matrix, a row, a column, a scalar: read in place
+    through a broadcast view), of C's dtype or float32; beta = 0 ignores c, NaNs included, as torch does. NumPy, CuPy
+    and PyTorch operands; tensors take autograd and torch.compile through the gemmlab::addmm operator.
+
+    Raises ShapeError (operands that are not 2-D, inner dimensions that differ, a c that does not broadcast),
+    EpilogueError (an alpha or beta that is not a finite number) and what ``matmul`` raises.
+    """
+    if _is_tensor(a):
+        return _load_torch_fused().addmm(c, a, b, beta, alpha, kernel, precision)
+    from gemmlab.epilogue import Epilogue
+
+    kind = call.operands.kind_of(a)
+    for operand in (b, c):
+        call.operands.kind_of(operand)  # an OperandTypeError for what is not an array
+    m, n = matmul_shapes.addmm_shapes(c.shape, a.shape, b.shape)
+    if beta == 0:
+        return call.array_matmul(a, b, kernel, precision, None, epilogue=Epilogue(alpha=alpha))
+    xp = np
+    if kind == "cupy":
+        import cupy as xp
+    return call.array_matmul(a, b, kernel, precision, None, epilogue=Epilogue(alpha=alpha, beta=beta,
+                                                                              addend="matrix"),
+                             addend=xp.broadcast_to(c, (m, n)))
+
+
+def _is_tensor(x) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+_torch_fused = None
+
+
+def _load_torch_fused():
+    """gemmlab.torch_fused, imported the first time a tensor arrives (it registers gemmlab::linear and addmm)."""
+    global _torch_fused
+    if _torch_fused is None:
+        from gemmlab import torch_fused
+
+        _torch_fused = torch_fused
+    return _torch_fused

@@ -23,6 +23,11 @@ record without one, at a shape where others have it, counts the shape's median. 
 (a pre-pass, then the kernel) can be the faster on the GPU and the slower to call. A kernel that failed verification
 at a shape a prediction reads is never run.
 
+Matrix-vector products (M = 1 or N = 1) in FP32 and TF32, and FP32 with up to 16 rows of A against B as w.t(), run
+gemv1 in FP32 wherever it reads the layout in place (``SMALL_M``), before the table: the SIMT and tensor-core levels
+tile M in 64 or more rows, and torch's matrix-vector path computes TF32 calls in FP32, so a TF32 call there gets
+FP32's accuracy as torch's does. TF32 with 2 to 16 rows follows the table (gemv1 where it was measured fastest).
+
 Host arrays (NumPy, CPU tensors) run on the host (cpu/blas), as torch runs CPU tensors on the CPU. A measured kernel
 whose spec says why it is not for "auto" (``KernelSpec.auto_refusal``: tc7_3xtf32, whose splits turn an infinite
 input into NaN; the TF32 builds that truncate instead of rounding to nearest) runs only when named; the defaults are
@@ -39,12 +44,14 @@ from pathlib import Path
 from gemmlab.cache import cache_root, read_json, write_json
 from gemmlab.dispatch_layout import operand_copies, refuse_layout, row_layout
 from gemmlab.kernels.plan import Layout
-from gemmlab.problem import PrecisionTable, Problem
+from gemmlab.problem import BatchedProblem, PrecisionTable, Problem
 
 SHIPPED = Path(__file__).parent / "data" / "dispatch-h200.json"
 # Without a measured entry: each precision's levels in the order they are tried, the first one this GPU runs
 DEFAULTS = PrecisionTable(lambda p: p.auto_defaults)
 HOST_DEFAULT = "cpu/blas"
+# FP32 products for matrix-vector shapes and, in FP32, up to this many rows of A against w.t(), ahead of the table
+SMALL_M = {"fp32": ("cuda/gemv1_warp_dot_fp32", 16), "tf32": ("cuda/gemv1_warp_dot_tf32", 1)}
 NEIGHBOURS = 4  # measured shapes a prediction between them reads, at most
 REACH = math.log(2)  # ... those within one doubling of one dimension farther than the nearest
 MARGIN = 0.10  # between measured shapes, how much faster a prediction must be to displace the nearest's winner
@@ -286,6 +293,9 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
     from gemmlab.kernels.registry import get_kernel
 
     table = load_table() if table is None else table
+    asked = problem  # a batch: ranked at its flattened shape (its tiles and work), each kernel asked if it takes it
+    if isinstance(problem, BatchedProblem):
+        problem = problem.flattened()
     points = neighbours(table.get(gpu.name, {}).get(problem.precision, {}), problem)
     roofs = _roofs(gpu.name, gpu.sm_count)
     picked, banned = [], set()
@@ -303,7 +313,7 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
         except UnknownKernelError:
             continue  # a table from another version of gemmlab
         copies = operand_copies(layout, spec)
-        refusal = spec.is_valid(problem) or spec.unsupported(gpu) or spec.auto_refusal()
+        refusal = spec.is_valid(asked) or spec.unsupported(gpu) or spec.auto_refusal()
         try:
             here = estimate(spec, problem, roofs, layout, copies or ())
         except (GemmlabError, KeyError):  # no model of this kernel here: the measurements as they are
@@ -332,23 +342,26 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
     return sorted(out, key=lambda c: (c.per_call_ms, c.ms))
 
 
-def choose(problem: Problem, layout: Layout, gpu) -> Choice:
+def choose(problem: Problem, layout: Layout, gpu, epilogue=None) -> Choice:
     """The kernel gemmlab.matmul runs for ``problem`` on ``gpu`` (a GPUInfo), and why: of the kernels ``rank``
     predicts fastest per call, the first that takes the problem and reads the layout in place, else the first that
-    takes it after a copy. Between measured shapes, the winner measured at the nearest one stands against a
+    takes it after a copy (with a fused ``epilogue``, of the kernels that fuse it). Between measured shapes, the winner measured at the nearest one stands against a
     prediction faster by less than a factor (1 + MARGIN)^(1 + d), d that shape's distance: the model's ratio is
     trusted less the farther it reaches. Without a measured kernel that takes the problem, the precision's
     defaults."""
     from gemmlab.kernels.registry import get_kernel
     from gemmlab.errors import UnknownKernelError
 
+    small = _small_m(problem, layout, gpu, epilogue)
+    if small is not None:
+        return small
     refusals: list = []
     ranked = rank(problem, layout, gpu)
     for c in ranked:
         runs = c.spec.is_valid(problem) or c.spec.unsupported(gpu)
         if runs:
             refusals.append(runs)
-    usable = [c for c in ranked if not c.refusal]
+    usable = [c for c in ranked if not c.refusal and not c.spec.epilogue_refusal(epilogue)]
     in_place = [c for c in usable if c.copies == ()]
     if in_place:
         pick = _anchored(in_place)
@@ -365,13 +378,18 @@ def choose(problem: Problem, layout: Layout, gpu) -> Choice:
             spec = get_kernel(name)
         except UnknownKernelError:
             return None
-        why = spec.is_valid(problem) or spec.unsupported(gpu)
+        why = spec.is_valid(problem) or spec.unsupported(gpu) or spec.epilogue_refusal(epilogue)
         if why:
             refusals.append(why)
             return None
         return spec
 
-    spec = next((s for s in (default(name) for name in DEFAULTS[problem.precision]) if s is not None), None)
+    names = DEFAULTS[problem.precision]
+    if isinstance(problem, BatchedProblem):  # then the levels that take a batch, in the registry's order
+        from gemmlab.kernels.registry import list_kernels
+
+        names += tuple(s.name for s in list_kernels() if s.batches and s.precision == problem.precision)
+    spec = next((s for s in (default(name) for name in names) if s is not None), None)
     if spec is None:
         from gemmlab.errors import NoGPUError
 
@@ -384,6 +402,23 @@ def choose(problem: Problem, layout: Layout, gpu) -> Choice:
     if copied is None:
         refuse_layout(layout, spec)
     return Choice(spec, why, copies=copied)
+
+
+def _small_m(problem: Problem, layout: Layout, gpu, epilogue=None) -> Choice | None:
+    """gemv1 in FP32 (SMALL_M) for a matrix-vector ``problem`` (M = 1 or N = 1) and, in FP32, up to 16 rows of A,
+    where it reads ``layout`` in place and fuses ``epilogue``; None elsewhere."""
+    from gemmlab.kernels.registry import get_kernel
+
+    name, rows = SMALL_M.get(problem.precision, (None, 0))
+    if name is None or (problem.m > rows and problem.n != 1):
+        return None
+    spec = get_kernel(name)
+    if spec.is_valid(problem) or spec.unsupported(gpu) or operand_copies(layout, spec) != () or \
+            spec.epilogue_refusal(epilogue):
+        return None
+    return Choice(spec, f"{problem.label()} with {layout.label()}: {name}, the FP32 matrix-vector kernel, ahead of "
+                        f"the tiled levels for M <= {rows} against w.t() or a vector B, in place (TF32 calls computed "
+                        "in FP32, as torch's matrix-vector path does)")
 
 
 def _anchored(candidates: list[Candidate]) -> Candidate:

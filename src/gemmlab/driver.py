@@ -110,7 +110,7 @@ def current_context() -> int:
 
 # ---- kernel parameters -------------------------------------------------------------------------------------------
 _SCALARS = {"ptr": (8, ctypes.c_uint64), "i32": (4, ctypes.c_int32), "u32": (4, ctypes.c_uint32),
-            "f32": (4, ctypes.c_float)}
+            "f32": (4, ctypes.c_float), "i64": (8, ctypes.c_int64)}
 MAP = "map"  # a CUtensorMap: 128 bytes, 64-byte aligned
 
 

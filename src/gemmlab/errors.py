@@ -75,3 +75,8 @@ class Refusal(str):
 class DistributedError(GemmlabError, RuntimeError):
     """A distributed GEMM that cannot go on: a rank's bad input or failure, ranks that disagree, a rank that never
     joined. Raised on every rank of the group with the same message, so no rank is left waiting."""
+
+
+class EpilogueError(GemmlabError, ValueError):
+    """A fused epilogue that cannot be: an activation gemmlab does not know, beta without an addend, an addend of the
+    wrong shape for the kind named, a kernel that does not fuse it."""

@@ -321,3 +321,47 @@ def parse_shape(text: str) -> tuple[int, int, int]:
     if min(dims) < 1:
         raise ShapeError(f"shape {text!r}: every dimension must be at least 1")
     return dims
+
+
+@dataclass(frozen=True)
+class BatchedProblem(Problem):
+    """``batch`` products C[i] = A[i] @ B[i] of one M×N×K shape in one launch: A[i] starts ``stride_a`` elements after
+    A[i - 1] and B[i] ``stride_b`` after B[i - 1] (0: one matrix broadcast to every product); C is (batch, M, N)
+    contiguous. gemmlab.call.batched collapses a broadcast batch of any rank into this one dimension."""
+
+    batch: int = 1
+    stride_a: int = 0
+    stride_b: int = 0
+
+    def __post_init__(self):
+        super().__post_init__()
+        if isinstance(self.batch, bool) or not isinstance(self.batch, (int, np.integer)) or self.batch < 1:
+            raise ShapeError(f"a batch counts products: an integer >= 1, got {self.batch!r}")
+        for name in ("stride_a", "stride_b"):
+            if getattr(self, name) < 0:
+                raise ShapeError(f"{name}={getattr(self, name)}: a batch stride is >= 0 elements (0: broadcast)")
+        object.__setattr__(self, "batch", int(self.batch))
+
+    def label(self) -> str:
+        return f"{self.batch}x{super().label()}"
+
+    def flops(self) -> int:
+        return self.batch * super().flops()
+
+    def compulsory_bytes(self) -> int:
+        p = self.prec
+        count = lambda stride: self.batch if stride else 1  # noqa: E731 (a broadcast operand is read once)
+        return (p.input_bytes * (count(self.stride_a) * self.m * self.k + count(self.stride_b) * self.k * self.n)
+                + p.output_bytes * self.batch * self.m * self.n)
+
+    def with_precision(self, precision: str) -> "BatchedProblem":
+        return BatchedProblem(self.m, self.n, self.k, precision, self.batch, self.stride_a, self.stride_b)
+
+    def matrix(self) -> Problem:
+        """One product of the batch."""
+        return Problem(self.m, self.n, self.k, self.precision)
+
+    def flattened(self) -> Problem:
+        """The unbatched problem with the batch's tiles and work, (batch·M)×N×K: where the dispatch table and the
+        models rank the kernels for a batch."""
+        return Problem(self.batch * self.m, self.n, self.k, self.precision)

@@ -12,6 +12,11 @@ in place by the BF16 and TF32 tensor-core levels; Aᵀ is copied into row-major 
 The BF16 levels compute in BF16 and return FP32: their backward pass rounds dC to BF16 for its GEMMs, as mixed
 precision training does, and returns gradients in the operands' dtypes.
 
+Tensors of other ranks than 2 follow torch.matmul's rules (gemmlab.matmul_shapes): 1-D operands and broadcast
+batches become views, then one 2-D GEMM (the batch collapsed into A's rows, gemmlab::mm under autograd) or one
+batched call (gemmlab.call.batched_matmul, ``torch.ops.gemmlab.bmm`` under autograd, whose backward is two more
+batched calls; torch's own autograd of the views sums a broadcast operand's gradient over its batch).
+
 FP8 tensors take the direct path only (the scaled product has no backward here, and torch.compile would need the
 scales in the operator's schema); their scales' addresses are read per call with ``data_ptr()``, like the operands'.
 """
@@ -23,8 +28,8 @@ from typing import Optional
 import numpy as np
 import torch
 
-from gemmlab import call
-from gemmlab.errors import GemmlabError, LayoutError, SizeLimitError
+from gemmlab import call, matmul_shapes
+from gemmlab.errors import EpilogueError, GemmlabError, LayoutError, ShapeError, SizeLimitError
 
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 _current_device = getattr(torch._C, "_cuda_getDevice", None)
@@ -39,7 +44,9 @@ def _stream(index: int) -> int:
 _FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
 
 
-def matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None):
+def matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None, epilogue=None, addend=None):
+    if A.dim() != 2 or not isinstance(B, torch.Tensor) or B.dim() != 2:  # torch.matmul's other ranks
+        return matmul_nd(A, B, kernel, precision, out, scale_a, scale_b, out_dtype, epilogue, addend)
     fp8 = A.dtype in _FP8
     if torch.compiler.is_compiling() or (torch.is_grad_enabled() and (A.requires_grad or getattr(B, "requires_grad",
                                                                                                   False))):
@@ -50,7 +57,10 @@ def matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
             raise GemmlabError("out= is written outside autograd and torch.compile; call without out=, or under "
                                "torch.no_grad()")
         return torch.ops.gemmlab.mm(A, B, kernel, precision)
-    return direct(A, B, kernel, precision, out, scale_a, scale_b, out_dtype)
+    if epilogue is not None and (torch.compiler.is_compiling() or torch.is_grad_enabled() and any(
+            getattr(x, "requires_grad", False) for x in (A, B, addend))):
+        raise GemmlabError("a fused epilogue through gemmlab.matmul runs outside autograd and torch.compile")
+    return direct(A, B, kernel, precision, out, scale_a, scale_b, out_dtype, epilogue, addend)
 
 
 def _scale_key(s):
@@ -58,25 +68,24 @@ def _scale_key(s):
             s.stride() if isinstance(s, torch.Tensor) else None, getattr(s, "device", None))
 
 
-def direct(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None):
-    """One call on tensors outside autograd: a cached plan, launched on torch's current stream."""
+def direct(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None, epilogue=None, addend=None):
+    """One call on tensors outside autograd: a cached plan, launched on torch's current stream; ``epilogue`` (a
+    gemmlab.epilogue.Epilogue) fused into the kernel's store, ``addend`` its bias or D (a tensor on the operands'
+    device, of C's dtype or float32)."""
     if not isinstance(B, torch.Tensor):
         raise LayoutError(f"A is a torch tensor and B a {type(B).__name__}: pass two tensors on one device")
     if out is not None and not isinstance(out, torch.Tensor):
         raise LayoutError(f"out is a {type(out).__name__}; the operands are torch tensors")
-    for name, x in (("A", A), ("B", B), ("out", out)):
-        if x is not None and (x.layout != torch.strided or x.device.type not in ("cpu", "cuda")):
-            raise LayoutError(f"{name} is a {str(x.layout).removeprefix('torch.')} tensor on {x.device.type}: "
-                              "gemmlab takes dense (strided) tensors on the host or a CUDA GPU")
+    _check_dense(A, B, out)
     key = (kernel, precision, A.dtype, B.dtype, A.shape, B.shape, A.stride(), B.stride(), A.device, B.device,
            None if out is None else (out.dtype, out.shape, out.stride(), out.device, out.requires_grad),
            None if scale_a is None else _scale_key(scale_a), None if scale_b is None else _scale_key(scale_b),
-           out_dtype)
+           out_dtype, epilogue, None if addend is None else _scale_key(addend))
     prepared = call.plans.get(key)
     if prepared is None:
-        prepared = _prepare(key, A, B, kernel, precision, out, scale_a, scale_b, out_dtype)
+        prepared = _prepare(key, A, B, kernel, precision, out, scale_a, scale_b, out_dtype, epilogue, addend)
     if not prepared.on_device:
-        return _host(prepared, A, B, out, (scale_a, scale_b))
+        return _host(prepared, A, B, out, (scale_a, scale_b), addend)
     if prepared.copy_a:
         A = A.contiguous()
     if prepared.copy_b:
@@ -101,6 +110,8 @@ def direct(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
         sa = prepared.ones if scale_a is None else scale_a.t().contiguous().t() if copy_a else scale_a
         sb = prepared.ones if scale_b is None else scale_b.t().contiguous().t() if copy_b else scale_b
         extra = (sa.data_ptr(), sb.data_ptr())
+    if addend is not None:
+        plan.set_addend(addend.data_ptr())
     if _current_device() == index:
         plan.launch(A.data_ptr(), B.data_ptr(), c.data_ptr(), stream, *extra)
     else:  # the tensors' device is not the current one: launch in its context
@@ -109,7 +120,8 @@ def direct(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
     return c
 
 
-def _prepare(key, A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None) -> call.Prepared:
+def _prepare(key, A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None, epilogue=None,
+             addend=None) -> call.Prepared:
     if A.is_cuda and torch.cuda.is_current_stream_capturing():
         raise GemmlabError("gemmlab.matmul's first call with these operands is under CUDA graph capture, where its plan "
                            "cannot be made (that compiles, loads and allocates): call it once before capturing, as "
@@ -118,7 +130,8 @@ def _prepare(key, A, B, kernel, precision, out, scale_a=None, scale_b=None, out_
     if fa.device != fb.device:
         raise LayoutError(call.devices_differ(fa, fb))
     scales = (call.scale_facts(scale_a, "scale_a"), call.scale_facts(scale_b, "scale_b"))
-    prepared = call.checks.prepare(fa, fb, kernel, precision, fa.device, scales, call.out_dtype_name(out_dtype))
+    prepared = call.checks.prepare(fa, fb, kernel, precision, fa.device, scales, call.out_dtype_name(out_dtype),
+                                   epilogue, call.addend_facts(addend))
     if out is not None:
         call.check_out(out, "torch", prepared.out_shape, fa.device, prepared.out_dtype)
     prepared.torch_template = torch.empty(0, dtype=getattr(torch, prepared.out_dtype), device=A.device)
@@ -135,12 +148,13 @@ def _workspace(template, nbytes: int):
     return buffer, buffer.data_ptr()
 
 
-def _host(prepared: call.Prepared, A, B, out, scales=(None, None)):
+def _host(prepared: call.Prepared, A, B, out, scales=(None, None), addend=None):
     """CPU tensors: NumPy views for a host kernel; a GPU kernel named for them copies to the GPU and back (FP8
     through their bytes: NumPy has no float8 of torch's)."""
     a, b = (_numpy(x) for x in (A, B))
     host_scales = tuple(None if s is None else s.detach().numpy() for s in scales)
-    result = call.host_launch(prepared, a, b, None if out is None else _numpy(out), host_scales)
+    result = call.host_launch(prepared, a, b, None if out is None else _numpy(out), host_scales,
+                              None if addend is None else _numpy(addend))
     return out if out is not None else _from_numpy(result)
 
 
@@ -193,3 +207,108 @@ def _backward(ctx, grad):
 
 
 mm.register_autograd(_backward, setup_context=_setup_context)
+
+
+def _fake_dtype(a, b, kernel_name, precision):
+    """The dtype gemmlab::mm's fake gives these operands: every op here returns what the 2-D product would."""
+    return _mm_fake(a.new_empty((1, 1)), b.new_empty((1, 1)), kernel_name, precision).dtype
+
+
+@torch.library.custom_op("gemmlab::bmm", mutates_args=())
+def bmm(a: torch.Tensor, b: torch.Tensor, kernel_name: str = "auto", precision: Optional[str] = None) -> torch.Tensor:
+    """C[i] = A[i] @ B[i] for A (*batch, M, K) and B (*batch, K, N) of one batch shape (broadcast views, read in
+    place); the operator behind gemmlab.matmul's batches under autograd and torch.compile."""
+    return direct_nd(a, b, kernel_name, precision, None)
+
+
+@bmm.register_fake
+def _bmm_fake(a, b, kernel_name="auto", precision=None):
+    torch._check(a.dim() >= 3 and a.dim() == b.dim() and a.shape[:-2] == b.shape[:-2],
+                 lambda: f"gemmlab::bmm takes two batches of one batch shape: {tuple(a.shape)} @ {tuple(b.shape)}")
+    torch._check(a.shape[-1] == b.shape[-2], lambda: f"inner dimensions differ: {tuple(a.shape)} @ {tuple(b.shape)}")
+    return a.new_empty((*a.shape[:-1], b.shape[-1]), dtype=_fake_dtype(a, b, kernel_name, precision))
+
+
+def _bmm_backward(ctx, grad):
+    a, b = ctx.saved_tensors
+    grad_a = grad_b = None
+    if ctx.needs_input_grad[0]:  # dA[i] = dC[i] · B[i]ᵀ
+        grad_a = bmm(grad.to(b.dtype), b.mT, ctx.kernel, ctx.precision).to(a.dtype)
+    if ctx.needs_input_grad[1]:  # dB[i] = A[i]ᵀ · dC[i]
+        grad_b = bmm(a.mT, grad.to(a.dtype), ctx.kernel, ctx.precision).to(b.dtype)
+    return grad_a, grad_b, None, None
+
+
+def _bmm_setup(ctx, inputs, output):
+    a, b, kernel, precision = inputs
+    ctx.save_for_backward(a, b)
+    ctx.kernel, ctx.precision = kernel, precision
+
+
+bmm.register_autograd(_bmm_backward, setup_context=_bmm_setup)
+
+
+def matmul_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None, epilogue=None, addend=None):
+    """Operands of other ranks than 2 (gemmlab.matmul_shapes): under autograd or torch.compile through gemmlab::mm
+    or gemmlab::bmm on the route's views, else the direct path."""
+    if torch.compiler.is_compiling() or (torch.is_grad_enabled() and any(
+            getattr(x, "requires_grad", False) for x in (A, B, addend))):
+        if A.dtype in _FP8 or epilogue is not None or out is not None or out_dtype is not None or \
+                scale_a is not None or scale_b is not None:
+            raise GemmlabError("under autograd and torch.compile gemmlab.matmul takes no FP8 operands, scales, "
+                               "out_dtype, out= or epilogue: call them under torch.no_grad()")
+        return _traced_nd(A, B, kernel, precision)
+    return direct_nd(A, B, kernel, precision, out, scale_a, scale_b, out_dtype, epilogue, addend)
+
+
+def _route(A, B, out=None):
+    """torch.matmul's route for tensors of any rank (gemmlab.matmul_shapes), after the checks every tensor gets."""
+    if not isinstance(B, torch.Tensor):
+        raise LayoutError(f"A is a torch tensor and B a {type(B).__name__}: pass two tensors on one device")
+    _check_dense(A, B, out)
+    if A.device != B.device:
+        raise LayoutError(f"A is on {A.device} and B on {B.device}: pass both on the host or both on one GPU")
+    if torch.compiler.is_compiling():  # sizes may be symbolic
+        return matmul_shapes.route(A.shape, A.stride(), B.shape, B.stride())
+    return matmul_shapes.route_of(tuple(A.shape), A.stride(), tuple(B.shape), B.stride())
+
+
+def _traced_nd(A, B, kernel, precision):
+    """Under autograd or torch.compile: the route's views (reshape, expand: torch's own autograd reduces a
+    broadcast operand's gradient), then gemmlab::mm for one GEMM or gemmlab::bmm for a batch."""
+    r = _route(A, B)
+    a, b = matmul_shapes.views(r, A, B, torch.Tensor.expand)
+    op = torch.ops.gemmlab.bmm if r.batched else torch.ops.gemmlab.mm
+    return op(a, b, kernel, precision).reshape(r.out_shape)
+
+
+def direct_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None, epilogue=None, addend=None):
+    """Tensors of any rank outside autograd: one 2-D GEMM where the route collapses (``epilogue`` and a bias
+    ``addend`` fused into it, as ``direct`` takes them), else one batched call."""
+    if out is not None and not isinstance(out, torch.Tensor):
+        raise LayoutError(f"out is a {type(out).__name__}; the operands are torch tensors")
+    r = _route(A, B, out)
+    a, b = matmul_shapes.views(r, A, B, torch.Tensor.expand)
+    c_out = None if out is None else matmul_shapes.out_view(out, r, out.is_contiguous())
+    if not r.batched:
+        c = direct(a, b, kernel, precision, c_out, scale_a, scale_b, out_dtype, epilogue, addend)
+    elif epilogue is not None:
+        raise EpilogueError(f"a fused epilogue takes one 2-D GEMM; these operands are a batch of shape "
+                            f"{r.c_shape[:-2]}")
+    else:
+        c = _batched(a, b, kernel, precision, c_out, scale_a, scale_b, out_dtype, r.batch)
+    return out if out is not None else c.reshape(r.out_shape)
+
+
+def _batched(a, b, kernel, precision, out, scale_a, scale_b, out_dtype, batch):
+    """One batched call (gemmlab.call.batched_matmul), on the broadcast views."""
+    if scale_a is not None or scale_b is not None:
+        raise ShapeError(f"FP8 scales go with 2-D operands; these are a batch of shape {batch.shape}")
+    return call.batched_matmul(a, b, kernel, precision, out, out_dtype, batch)
+
+
+def _check_dense(A, B, out) -> None:
+    for name, x in (("A", A), ("B", B), ("out", out)):
+        if x is not None and (x.layout != torch.strided or x.device.type not in ("cpu", "cuda")):
+            raise LayoutError(f"{name} is a {str(x.layout).removeprefix('torch.')} tensor on {x.device.type}: "
+                              "gemmlab takes dense (strided) tensors on the host or a CUDA GPU")

@@ -38,8 +38,8 @@ def test_bench_records_scaling_and_hidden_communication(tmp_path):
         assert r["tflops"] == pytest.approx(tflops(r["m"], r["n"], r["k"], r["ms"]))
         if op == "gemm":
             continue
-        one = records[("gemm", scaling, 1)]["ms"]
-        assert r["one_gpu_ms"] == one
+        one = r["one_gpu_ms"]  # the one-GPU GEMM timed again beside this op, not the sweep's first timing
+        assert one > 0
         assert r["efficiency"] == pytest.approx(efficiency(one, r["ms"], gpus, scaling))
         assert r["comm_ms"] > 0 and r["compute_ms"] > 0 and r["peer_ms"] > 0
         assert r["peer"] in ("all_gather_then_mm", "mm_then_reduce_scatter", "gather_blocks_then_mm")

@@ -194,9 +194,13 @@ def test_without_a_gpu_the_suite_says_so_first_and_lists_the_grid_with_autos_ker
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("gemmlab bench --api --suite: nothing timed: it needs a CUDA GPU and torch with CUDA")
-    assert f"{out} not written" in lines[0] and not out.exists() and lines[1].startswith("the 69 cases")
+    assert f"{out} not written" in lines[0] and not out.exists() and lines[1].startswith("the 81 cases")
     cases = lines[2:]
-    assert len(cases) == 69 and all(" bf16 mm " in line and ": cuda/" in line and "(" in line for line in cases)
+    assert len(cases) == 81 and all(": cuda/" in line and "(" in line for line in cases)
+    assert all(" bf16 mm " in line for line in cases[:69])
+    # bmm: every batch of every square, on a level that takes a batch in one launch
+    assert all(" bf16 bmm bmm " in line and ": cuda/tc4_persistent_bf16 " in line for line in cases[69:])
+    assert any("64x2048x2048x2048" in line for line in cases[69:])
     proc = _cli("bench", "--api", "--suite", "--precision", "fp8", "--shape", "1x4096x4096")
     assert proc.returncode == 0 and len(proc.stdout.splitlines()) == 3 and "1x4096x4096: cuda/" in proc.stdout
 
@@ -209,3 +213,57 @@ def test_the_suite_refuses_a_json_of_another_kind_in_one_line(tmp_path):
     proc = _cli("bench", "--api", "--suite", "--json", str(other))
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
     assert "not those of gemmlab bench --api --suite" in proc.stderr
+
+
+def test_bmm_records_are_bf16_batches_of_squares_beside_the_mm_records():
+    every = S.cases(S.PRECISIONS, ops=S.OPS_RUN)
+    bmm = [c for c in every if c.op == "bmm"]
+    assert len(every) == 5 * 69 + 12 and {c.precision for c in bmm} == {"bf16"}
+    assert sorted((c.m, c.batch) for c in bmm) == sorted((s, b) for s in (512, 1024, 2048) for b in (8, 16, 32, 64))
+    assert all(c.m == c.n == c.k and c.group == "bmm" and c.rows == c.batch * c.m for c in bmm)
+    assert [c for c in every if c.op == "mm"] == S.cases(S.PRECISIONS)  # the mm records as they were
+    assert not [c for c in S.cases(("bf16",), [(8, 4096, 4096)], S.OPS_RUN) if c.op == "bmm"]  # given shapes: mm's
+    assert S.SuiteOptions().ops == ("mm", "bmm")
+
+
+def test_a_bmm_record_holds_the_mm_records_fields_and_its_batch(monkeypatch):
+    """On the CPU (FP32 host tensors: numpy.matmul on the batch's views, torch.bmm beside it), with the timers
+    stubbed: the BF16 record's GPU run is the same code on CUDA tensors."""
+    from gemmlab import call
+
+    seen = _stub_timers(monkeypatch)
+    rec = S.measure(torch, O.Case("bmm", "fp32", "bmm", 24, 16, 8, batch=5), S.SuiteOptions(), CTX)
+    mm = S.measure(torch, O.Case("mm", "fp32", "square", 16, 16, 16), S.SuiteOptions(), CTX)
+    assert set(mm) | {"batch"} == set(rec) and rec["batch"] == 5 and "batch" not in mm
+    assert rec["verified"] and rec["torch_verified"] and rec["verify"] == "full" and rec["rel_err"] < 1e-5
+    assert rec["layout"] == O.OPS["bmm"].layout and seen[0] == [torch.float32, torch.float32]
+    assert rec["bytes"] == 5 * 4 * (24 * 8 + 8 * 16 + 24 * 16) and rec["tflops"] == pytest.approx(2 * 5 * 24 * 16 * 8 / (0.002 * 1e9))
+    assert "numpy.matmul" in rec["why"]
+    assert S.key(rec) != S.key({**rec, "batch": 6})  # a batch is its own record
+    assert any(k[0] == "batched" for k in call.plans)
+
+
+def test_the_bmm_reference_indexes_the_batch_rows_stacked():
+    a, b = torch.randn(3, 5, 4), torch.randn(3, 4, 6)
+    whole = O.OPS["bmm"].reference(torch, "bf16", (a, b))
+    want = torch.bmm(a.double(), b.double()).reshape(15, 6)
+    assert torch.allclose(whole, want)
+    rows = torch.tensor([0, 4, 5, 14])
+    assert torch.allclose(O.OPS["bmm"].reference(torch, "bf16", (a, b), rows), want[rows])
+    assert O.OPS["bmm"].matrix(torch.zeros(3, 5, 6)).shape == (15, 6)
+    assert O.checked_rows(64 * 2048, 2048) is not None and O.checked_rows(8 * 512, 512) is None
+
+
+def test_bmm_calls_torch_bmm_for_c_in_gemmlabs_dtype(monkeypatch):
+    assert O.OPS["bmm"].theirs(torch, "bf16", torch.bfloat16) is torch.bmm
+    calls = []
+    monkeypatch.setattr(torch, "bmm", lambda a, b, **kw: calls.append(kw))
+    O.OPS["bmm"].theirs(torch, "bf16", torch.float32)(None, None)
+    assert calls == [{"out_dtype": torch.float32}]
+
+
+def test_bmms_bar_is_its_own():
+    rec = dict(_rec("bf16", 512, 0.96, group="bmm", n=512, k=512), op="bmm", batch=8)
+    s = S.summarize([rec, dict(rec, batch=16, gpu_ratio=0.97)])["bmm bf16"]
+    assert s["records"] == 2 and s["bars"]["gpu_geomean"]  # 0.95× for bmm, where mm's is 1.0×
+    assert not S.summarize([dict(rec, op="mm")])["mm bf16"]["bars"]["gpu_geomean"]

@@ -258,15 +258,21 @@ def host_builds(tmp_path_factory) -> HostBuilds:
     return use_build_dir(tmp_path_factory.mktemp("hostsim"))
 
 
-def run_on_host(spec, problem, A: np.ndarray, B: np.ndarray, C: np.ndarray, *, source_text: str | None = None) -> None:
+def run_on_host(spec, problem, A: np.ndarray, B: np.ndarray, C: np.ndarray, *, source_text: str | None = None,
+                b_kmajor: bool = False) -> None:
     """Launch `spec`'s kernel on the CPU for `problem`: C = A·B with the spec's defines and launch geometry.
-    A, B and C are C-contiguous float32 (M×K, K×N, M×N), placed as the caller wants (misaligned ones too).
-    `source_text` replaces the source file's text (a deliberately broken variant, say)."""
+    A, B and C are C-contiguous float32 (M×K, K×N, M×N; with `b_kmajor`, B is the N×K Bᵀ and the spec's build for
+    that layout runs), placed as the caller wants (misaligned ones too). `source_text` replaces the source file's
+    text (a deliberately broken variant, say)."""
     if _builds is None:
         raise RuntimeError("hostsim.use_build_dir() was not called: no directory for the host builds")
     spec = spec.for_problem(problem)  # a per-shape kernel's defines and geometry must come from one choice
+    if b_kmajor:
+        from gemmlab.kernels.plan import COL, Layout
+
+        spec = spec.for_layout(Layout(b=COL))
     m, n, k = problem.shape
-    for x, shape in ((A, (m, k)), (B, (k, n)), (C, (m, n))):
+    for x, shape in ((A, (m, k)), (B, (n, k) if b_kmajor else (k, n)), (C, (m, n))):
         assert x.dtype == np.float32 and x.flags.c_contiguous and x.shape == shape, (x.dtype, x.shape, shape)
     geo = spec.launch_geometry(problem)
     if geo.smem > DYNAMIC_SMEM_BYTES:
@@ -291,16 +297,18 @@ def guarded_matrix(rng: np.random.Generator, rows: int, cols: int, offset: int) 
 
 
 def check_gemm_on_host(spec, problem, offset: int, seed: int = 0, *, source_text: str | None = None,
-                       tol: float = 1e-5) -> None:
-    """Run `spec` on guarded operands (data `offset` floats past a 16-byte boundary) and assert: relative error
-    under `tol` against float64, every element of C written (C starts as NaN), and no store outside C."""
+                       tol: float = 1e-5, b_kmajor: bool = False) -> None:
+    """Run `spec` on guarded operands (data `offset` floats past a 16-byte boundary; with `b_kmajor`, B stored as
+    the N×K Bᵀ) and assert: relative error under `tol` against float64, every element of C written (C starts as
+    NaN), and no store outside C."""
     m, n, k = problem.shape
     rng = np.random.default_rng(seed)
     _, a = guarded_matrix(rng, m, k, offset)
-    _, b = guarded_matrix(rng, k, n, offset)
+    _, b = guarded_matrix(rng, *((n, k) if b_kmajor else (k, n)), offset)
     c_raw, c = guarded_matrix(rng, m, n, offset)
     c[...] = np.nan
-    run_on_host(spec, problem, a, b, c, source_text=source_text)
+    run_on_host(spec, problem, a, b, c, source_text=source_text, b_kmajor=b_kmajor)
+    b = b.T if b_kmajor else b
     start = (c.ctypes.data - c_raw.ctypes.data) // 4
     outside = np.ones(c_raw.shape, bool)
     outside[start:start + m * n] = False

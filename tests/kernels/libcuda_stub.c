@@ -111,6 +111,7 @@ CUresult cuTensorMapEncodeTiled(void *map, int dtype, unsigned rank, void *addr,
   n_encoded++;
   w[0] = 0x50414d; w[1] = dtype; w[2] = (uintptr_t)addr; w[3] = dims[0];
   if (rank > 1) { w[4] = dims[1]; w[5] = strides[0]; w[7] = box[1]; }
+  if (rank > 2) { w[12] = dims[2]; w[13] = strides[1]; w[14] = box[2]; }
   if (opaque_maps) { w[2] ^= (uint64_t)n_encoded << 40; w[11] = n_encoded; }
   w[6] = box[0]; w[8] = swizzle; w[9] = l2; w[10] = rank;
   return 0;

@@ -101,3 +101,24 @@ def test_the_report_command_renders_it(tmp_path):
                           capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "suite_mm_bf16.png").exists() and (tmp_path / "report.md").exists()
+
+
+def test_bmm_records_get_their_table_figure_and_bar():
+    results = load(SAMPLE)[1]
+    base = {"op": "bmm", "precision": "bf16", "group": "bmm", "layout": "A (batch, M, K) @ B (batch, K, N)",
+            "kernel": "cuda/tc4_persistent_bf16", "verified": True, "gpu_us": 10.0, "torch_gpu_us": 9.7,
+            "eager_us": 20.0, "torch_eager_us": 19.0, "gpu_ratio": 0.97, "eager_ratio": 0.95, "dram_fraction": 0.5,
+            "rel_err": 1e-3, "torch_rel_err": 1e-3, "verify": "full", "out_dtype": "float32"}
+    bmm = [dict(base, m=s, n=s, k=s, batch=b) for s in (1024, 512) for b in (16, 8)]
+    results = dict(results, records=results["records"] + bmm)
+    md = R.markdown(results)
+    rows = _rows(md, "## bmm, BF16")
+    assert [r[1] for r in rows] == ["8 × 512×512×512", "16 × 512×512×512", "8 × 1024×1024×1024",
+                                    "16 × 1024×1024×1024"]
+    assert "`torch.bmm`" in md and "bmm: gpu_geomean ≥ 0.95×" in md
+    summary_row = next(r for r in _rows(md, "## Summary") if r[0] == "bmm")
+    assert "gpu_geomean yes" in summary_row[-1]
+    fig = R.figure(results["records"], "bmm", "bf16")
+    lines = {line.get_gid(): line for line in fig.axes[0].get_lines()}
+    assert list(lines["gpu_ratio:bmm: batch 8 of M=N=K"].get_xdata()) == [512, 1024]
+    assert "batched matmul" in fig._suptitle.get_text()

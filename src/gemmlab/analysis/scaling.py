@@ -8,12 +8,15 @@ where ``estimate`` is this module's model of one call (gemmlab.dispatch):
 - the arithmetic of the busiest SM: whole tiles, each on one SM (or cluster), so T tiles over P places cost
   ceil(T / P) tiles, padded to the tile and the k-tile (a fractional last wave costs a whole one, and a problem of
   few tiles leaves most SMs idle); a stream-K launch spreads its split tail over its whole grid
-  (tc/model/stream_k.py: stream_k_grid, stream_k_dp_tiles);
-- the bytes: each input once from DRAM and C once, the stream-K partials written and read back, and on the L2
+  (tc/model/stream_k.py: stream_k_grid, stream_k_dp_tiles), a split-K one (tc10, SPLITS = S) runs tiles x S CTAs
+  of 1/S of a tile's k-tiles each (tc/model/split_k.py);
+- the bytes: each input once from DRAM and C once, the stream-K or split-K partials written and read back, and on the L2
   level the tiled re-reads (A once per tile column, B once per tile row), each over its roof;
 - what runs before the kernel on every call, one after the other: the copies gemmlab.matmul makes of an operand
   the kernel does not read in place, the TF32 pre-passes (Bᵀ, A rounded), each its bytes over DRAM and a launch;
-- ``LAUNCH_US`` per launch: the floor of a call that the roofs do not see, which keeps small problems' ratios near 1.
+- ``LAUNCH_US`` per launch: the floor of a call that the roofs do not see, which keeps small problems' ratios near 1;
+- split-K's reduction (tc10): a tile's last split reads S partials and writes its own through one SM, its share of
+  the L2 bandwidth, after the mainloops.
 
 The overlapped levels take the largest; the serial ones add. Every term is a closed form in M, N, K and the tile,
 so an estimate costs microseconds at any size (the roofline analysis walks the tiles to model the L2 and is not
@@ -37,12 +40,13 @@ class Estimate:
     tiles: int  # output tiles (cluster tiles) of the launch; 0 for a kernel without a tile
     places: int  # where tiles run at once: the SMs, or the clusters they hold
     fill: float  # the arithmetic over what the busiest place's share would give every place (1: whole waves)
-    split: int  # tiles split along K over the grid (stream-K)
+    split: int  # tiles split along K over the grid (stream-K, split-K)
     compute_ms: float
     dram_ms: float
     l2_ms: float
     serial_ms: float  # copies and pre-passes before the kernel
     bound: str  # "compute", "dram" or "l2": the largest overlapped level
+    reduce_ms: float = 0.0  # split-K (tc10): a tile's last split reading the S partials back, on one SM
 
     @property
     def waves(self) -> float:
@@ -57,6 +61,8 @@ class Estimate:
         parts.append(f"{self.bound}-bound")
         if self.serial_ms:
             parts.append(f"{1e3 * self.serial_ms:.3g} µs of copies or pre-passes")
+        if self.reduce_ms:
+            parts.append(f"{1e3 * self.reduce_ms:.3g} µs of split-K reduction on one SM")
         return ", ".join(parts)
 
 
@@ -83,6 +89,10 @@ def _launch(runs, m: int, n: int, k: int, sm_count: int) -> tuple[int, int, int,
         grid = stream_k_grid(tiles, ceil_div(k, kt), sm_count, p.get("SK_MIN_KTILES", SK_MIN_KTILES))
         dp = stream_k_dp_tiles(tiles, grid, p.get("SK_FILL", SK_FILL), p.get("SK_SKIP_FILL", SK_SKIP_FILL))
         return tiles, places, tiles - dp, ceil_div(dp, grid) + (tiles - dp) / grid
+    splits = p.get("SPLITS", 0)
+    if splits > 1:  # tc10: tiles x S CTAs in waves over the SMs, each ceil(KT / S) of its tile's KT k-tiles
+        ktiles = ceil_div(k, kt)
+        return tiles, places, tiles, ceil_div(tiles * splits, places) * ceil_div(ktiles, splits) / ktiles
     # a persistent grid of resident clusters, or one CTA per tile: whole tiles either way
     return tiles, places, 0, ceil_div(tiles, places)
 
@@ -113,14 +123,18 @@ def estimate(spec, problem: Problem, roofs, layout=None, copies: tuple = ()) -> 
     units, ops = spec.peak_share()
     sm_rate = roofs.flop_per_clk[units] / ops * roofs.max_clock_mhz * 1e6  # FLOP/s of one SM
     bm, bn, cm, cn, kt = _tile(runs)
+    reduce = 0.0
     if bm:
         tiles, places, split, busiest = _launch(runs, m, n, k, roofs.sm_count)
         tile_flops = 2.0 * bm * cm * bn * cn * ceil_div(k, kt) * kt
         compute = busiest * tile_flops / (cm * cn) / sm_rate
         fill = tiles / (busiest * places)
         l2 = prec.input_bytes * (m * k * ceil_div(n, bn * cn) + k * n * ceil_div(m, bm * cm))
-        partials = min(places, split * ceil_div(k, kt)) if split else 0
+        splits = runs.params.get("SPLITS", 0)
+        partials = tiles * splits if splits > 1 else min(places, split * ceil_div(k, kt)) if split else 0
         spill = 8.0 * bm * bn * partials
+        if splits > 1:  # after the mainloops: S + 1 partials through one SM's share of the L2 bandwidth
+            reduce = (splits + 1) * 4.0 * bm * bn / (roofs.l2_gbs * 1e9 / roofs.sm_count) * 1e3
     else:
         tiles = places = split = 0
         fill, spill = 1.0, 0.0
@@ -133,5 +147,5 @@ def estimate(spec, problem: Problem, roofs, layout=None, copies: tuple = ()) -> 
     bound = max(levels, key=levels.get)
     moved, launches = _serial_bytes(runs, problem, layout, copies)
     serial = moved / (roofs.dram_gbs * 1e9) * 1e3 + launches * LAUNCH_US / 1e3
-    return Estimate(LAUNCH_US / 1e3 + levels[bound] + serial, tiles, places, fill, split, levels["compute"],
-                    levels["dram"], levels["l2"], serial, bound)
+    return Estimate(LAUNCH_US / 1e3 + levels[bound] + serial + reduce, tiles, places, fill, split, levels["compute"],
+                    levels["dram"], levels["l2"], serial, bound, reduce)

@@ -15,13 +15,20 @@ and scale_b of shape (⌈K/128⌉, ⌈N/128⌉) compute fp8_block (DeepGEMM's re
 transposes of row-major (⌈K/128⌉, M) and (⌈N/128⌉, ⌈K/128⌉) tensors are read in place, others copied per call).
 FP8 tensor cores read both operands K-major: B must come as the transpose of an N×K matrix, as torch._scaled_mm
 takes it.
+
+A batch of products (``batched_matmul``, ``Batch``: a broadcast batch with a stride per operand) runs in one launch
+of a kernel that takes a strided batch; on the host, numpy.matmul on the broadcast views (``batched``).
 """
 from gemmlab.call import cache, checks, launch, operands
 from gemmlab.call.checks import AUTO, check_out, resolve
 from gemmlab.call.launch import array_matmul, gpu_memory_message, host_launch, overlaps
-from gemmlab.call.operands import Facts, devices_differ, facts, out_dtype_name, scale_facts
+from gemmlab.call.operands import (AddendFacts, Facts, addend_facts, devices_differ, facts, out_dtype_name,
+                                   scale_facts)
 from gemmlab.call.cache import MAX_PLANS, Prepared, plans, remember
+from gemmlab.call import batched
+from gemmlab.call.batched import Batch, batch_of, batched_matmul, batched_plan
 
 __all__ = ["cache", "checks", "launch", "operands", "AUTO", "check_out", "resolve", "array_matmul", "gpu_memory_message",
-           "host_launch", "overlaps", "Facts", "devices_differ", "facts", "out_dtype_name", "scale_facts", "MAX_PLANS",
-           "Prepared", "plans", "remember"]
+           "host_launch", "overlaps", "AddendFacts", "Facts", "addend_facts", "devices_differ", "facts",
+           "out_dtype_name", "scale_facts", "MAX_PLANS", "Prepared", "plans", "remember", "batched", "Batch", "batch_of",
+           "batched_matmul", "batched_plan"]

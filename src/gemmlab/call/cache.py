@@ -2,11 +2,12 @@
 key, so that a later call with the same key only launches."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Callable
 
 from gemmlab import driver
-from gemmlab.kernels.plan import Plan
+from gemmlab.kernels.plan import COL, Plan
 from gemmlab.problem import np_dtype
 
 MAX_PLANS = 512
@@ -22,7 +23,8 @@ class Prepared:
     copy_a: bool = False  # A copied into row-major order before each launch
     copy_b: bool = False
     host_copy: bool = False  # host operands run on a GPU kernel: copied there and back
-    out_shape: tuple = ()
+    out_shape: tuple = ()  # C's shape: (M, N), or a batch's (..., M, N)
+    batch: object = None  # a batched call's gemmlab.call.batched.Batch (explain says so), else None
     span_a: int = 0  # bytes each operand covers, to refuse an out= that overlaps it
     span_b: int = 0
     by_stream: dict = field(default_factory=dict)  # plans with workspaces: one per stream
@@ -35,6 +37,8 @@ class Prepared:
     # allocator for tensors, under capture the graph's private pool); None: CuPy's pool
     workspace: Callable[[int], tuple[object, int]] | None = None
     resources: object = None  # what made the first plan (None: the GPU's): a stream's plan reuses its kernels
+    epilogue: object = None  # the gemmlab.epilogue.Epilogue fused into the kernel's store (None: C = AB)
+    addend_strides: tuple | None = None  # the addend's (row, column) element strides the plan reads it with
     # read on every call, so computed once from the plan and host_copy, which nothing changes after construction
     on_device: bool = field(init=False)  # the plan runs on the operands' GPU in place (not on the host or a copy)
     shared: bool = field(init=False)  # the plan holds no workspace and makes none, so one plan serves every stream
@@ -45,7 +49,7 @@ class Prepared:
 
     @property
     def c_bytes(self) -> int:
-        return np_dtype(self.out_dtype).itemsize * self.out_shape[0] * self.out_shape[1]
+        return np_dtype(self.out_dtype).itemsize * math.prod(self.out_shape)
 
     def for_stream(self, stream: int) -> Plan:
         """The plan to launch on ``stream``. A plan holding workspaces never shares them between two streams that may
@@ -72,7 +76,10 @@ class Prepared:
         gpu = StreamResources(stream, self.workspace or _cupy_workspace, self.resources)
         spec = self.plan.spec
         with device.using(self.device):
-            return spec.make_plan(self.plan.problem, self.plan.layout, device.require_gpu(spec.name), gpu)
+            plan = spec.make_plan(self.plan.problem, self.plan.layout, device.require_gpu(spec.name), gpu)
+        if self.epilogue is not None:
+            plan.bind_epilogue(self.addend_strides)
+        return plan
 
     def explain(self) -> str:
         lines = [self.plan.explain(), f"  chosen: {self.why}"]
@@ -80,12 +87,21 @@ class Prepared:
             if copied:
                 lines.append(f"  {name} is copied into row-major order first: the kernel does not read its layout "
                              "in place")
+        if self.plan.on_gpu and self.plan.layout.b == COL and not self.copy_b:
+            lines.append("  B is read in place as the transpose of an N×K matrix (w.t()): no copy")
         for name, copied in zip(("scale_a", "scale_b"), self.copy_scales):
             if copied:
                 lines.append(f"  {name} is copied into the layout the kernel reads first (the transpose of a "
                              "row-major tensor: gemmlab.fp8)")
+        if self.epilogue is not None:
+            where = ("applied on the host after the GEMM (NumPy)" if not self.plan.on_gpu else
+                     "fused into the kernel's store, in registers before C is converted and written (no extra launch)")
+            lines.append(f"  epilogue: C = {self.epilogue.describe()}, {where}")
         if self.host_copy:
             lines.append("  host operands are copied to the GPU and the result back")
+        if self.batch is not None:
+            how = "in one launch" if self.on_device else "by numpy.matmul on the host"
+            lines.append(f"  batched: {self.batch.describe()}, {how}")
         return "\n".join(lines)
 
 

@@ -8,9 +8,10 @@ import numpy as np
 
 from gemmlab.call.operands import Facts, kind_of
 from gemmlab.call.cache import Prepared
-from gemmlab.errors import DTypeError, GemmlabError, LayoutError, NoGPUError, ShapeError, UnknownKernelError
+from gemmlab.errors import (DTypeError, EpilogueError, GemmlabError, LayoutError, NoGPUError, ShapeError,
+                            UnknownKernelError)
 from gemmlab.kernels.plan import ANY, COL, ROW, Layout, target_layout
-from gemmlab.problem import PRECISIONS, Problem, get_precision, precisions_of, scaled_dtype
+from gemmlab.problem import PRECISIONS, BatchedProblem, Problem, get_precision, precisions_of, scaled_dtype
 
 AUTO = "auto"
 
@@ -63,9 +64,15 @@ def _check_scales(m: int, n: int, k: int, fa: Facts, sa: Facts | None, sb: Facts
                      f"{'' if precision is None else f' (asked: {precision})'}; got {shapes}")
 
 
+def _problem(m: int, n: int, k: int, precision: str, batch: tuple | None) -> Problem:
+    """The call's problem: with ``batch`` = (count, stride_a, stride_b), a BatchedProblem (gemmlab.call.batched)."""
+    return Problem(m, n, k, precision) if batch is None else BatchedProblem(m, n, k, precision, *batch)
+
+
 def resolve(fa: Facts, fb: Facts, kernel, precision, on_gpu: bool, gpu, scales: tuple = (None, None),
-             out_dtype: str | None = None):
-    """(spec, problem, why, scales) for a call, or the error that names what is wrong."""
+             out_dtype: str | None = None, epilogue=None, batch: tuple | None = None):
+    """(spec, problem, why, scales) for a call, or the error that names what is wrong; kernel="auto" picks among the
+    kernels that fuse ``epilogue``; ``batch`` = (count, stride_a, stride_b) for a strided batch in one launch."""
     from gemmlab.kernels.registry import get_kernel
 
     m, n, k = _check_shapes(fa, fb)
@@ -85,7 +92,8 @@ def resolve(fa: Facts, fb: Facts, kernel, precision, on_gpu: bool, gpu, scales: 
                 raise DTypeError(f"{spec.name} computes {spec.precision} and takes {want} operands; {name} is "
                                  f"{f.dtype} (convert it first, e.g. .astype({want}))")
         scaled = _check_scales(m, n, k, fa, *scales, spec.precision) if fp8 else None
-        return _formats(spec, fa, fb, out_dtype), Problem(m, n, k, spec.precision), "named by the caller", scaled
+        return _formats(spec, fa, fb, out_dtype), _problem(m, n, k, spec.precision, batch), "named by the caller", \
+            scaled
     if fa.dtype != fb.dtype and not fp8:
         raise DTypeError(f"A is {fa.dtype} and B is {fb.dtype}: gemmlab multiplies two operands of one dtype (FP8: "
                          "e4m3 and e5m2 in any pair)")
@@ -97,7 +105,7 @@ def resolve(fa: Facts, fb: Facts, kernel, precision, on_gpu: bool, gpu, scales: 
         raise DTypeError(f"precision={precision!r} does not take {fa.dtype} operands; {fa.dtype} takes "
                          f"{', '.join(repr(p) for p in options)}")
     scaled = _check_scales(m, n, k, fa, *scales, precision) if fp8 else None
-    problem = Problem(m, n, k, scaled.precision if fp8 else precision or options[0])
+    problem = _problem(m, n, k, scaled.precision if fp8 else precision or options[0], batch)
     writes = problem.prec.output_dtypes
     if out_dtype not in (None, *writes):
         raise DTypeError(f"out_dtype={out_dtype!r}: {problem.precision} writes {' or '.join(writes)}")
@@ -112,7 +120,7 @@ def resolve(fa: Facts, fb: Facts, kernel, precision, on_gpu: bool, gpu, scales: 
     from gemmlab import dispatch
 
     layout = Layout(fa.layout or ROW, fb.layout or ROW)  # strided operands are copied into row-major order
-    choice = dispatch.choose(problem, layout, gpu)
+    choice = dispatch.choose(problem, layout, gpu, epilogue)
     spec = _formats(choice.spec, fa, fb, out_dtype) if fp8 else choice.spec
     return spec, problem, choice.why, scaled
 
@@ -138,25 +146,64 @@ def _formats(spec, fa: Facts, fb: Facts, out_dtype: str | None):
     return spec.for_formats(fa.dtype, fb.dtype, out_dtype or prec.output_dtype)
 
 
+def check_epilogue(epilogue, addend, fa: Facts, m: int, n: int, out_dtype: str) -> None:
+    """An epilogue and its addend (AddendFacts or None) that fit the call: the addend its epilogue names, of the
+    operands' kind and device, of the right shape (bias: N; matrix: M×N) and dtype (C's, or float32)."""
+    from gemmlab.epilogue import Epilogue
+
+    if epilogue is not None and not isinstance(epilogue, Epilogue):
+        raise EpilogueError(f"epilogue must be a gemmlab.epilogue.Epilogue, got {type(epilogue).__name__}")
+    wants = None if epilogue is None else epilogue.addend
+    if wants is None:
+        if addend is not None:
+            raise EpilogueError("an addend was given but the epilogue adds none: name it with "
+                                "Epilogue(addend='bias') or Epilogue(addend='matrix', beta=...)")
+        return
+    if addend is None:
+        raise EpilogueError(f"the epilogue {epilogue.describe()} adds a {wants}; pass it as addend=")
+    if addend.kind != fa.kind or addend.device != fa.device:
+        def where(f):
+            return "the host" if f.device is None else f"cuda:{f.device}"
+
+        raise LayoutError(f"the {wants} must be a {fa.kind} array on {where(fa)}, with the operands; got a "
+                          f"{addend.kind} array on {where(addend)}")
+    want = (n,) if wants == "bias" else (m, n)
+    if addend.shape != want:
+        what = f"N={n} elements (one per column of C)" if wants == "bias" else f"shape {want} (M×N, C's shape)"
+        raise ShapeError(f"the {wants} must have {what}; got shape {addend.shape}")
+    if addend.dtype not in (out_dtype, "float32"):
+        allowed = "float32" if out_dtype == "float32" else f"{out_dtype} (C's dtype) or float32"
+        raise DTypeError(f"the {wants} must be {allowed}; got {addend.dtype}")
+
+
 def prepare(fa: Facts, fb: Facts, kernel, precision, device: int | None, scales: tuple = (None, None),
-             out_dtype: str | None = None) -> Prepared:
-    """Every check and the plan for one call's key; raises the GemmlabError that names what is wrong."""
+             out_dtype: str | None = None, epilogue=None, addend=None, batch: tuple | None = None) -> Prepared:
+    """Every check and the plan for one call's key; raises the GemmlabError that names what is wrong. ``epilogue``
+    (a gemmlab.epilogue.Epilogue, None: C = AB) is fused into the kernel's store, ``addend`` (AddendFacts) its bias
+    or D; a kernel named that cannot fuse it is refused, kernel="auto" picks among those that can. ``batch``:
+    (count, stride_a, stride_b) of a strided batch run in one launch (C then (count, M, N))."""
     from gemmlab import device as dev
 
+    if epilogue is not None and getattr(epilogue, "is_identity", False) and addend is None:
+        epilogue = None  # C = AB: every kernel's default build
     gpu = None
     if device is not None:
         gpu = dev.gpu_info(device)
-    spec, problem, why, scaled = resolve(fa, fb, kernel, precision, device is not None, gpu, scales, out_dtype)
+    spec, problem, why, scaled = resolve(fa, fb, kernel, precision, device is not None, gpu, scales, out_dtype,
+                                         epilogue, batch)
     refusal = spec.is_valid(problem)
     if refusal:
         raise refusal.exception() if hasattr(refusal, "exception") else GemmlabError(refusal)
+    check_epilogue(epilogue, addend, fa, problem.m, problem.n, str(spec.output_dtype(problem)))
+    if epilogue is not None:
+        spec = spec.with_epilogue(epilogue, None if addend is None else addend.dtype)
     host_copy = False
     if spec.device == "cpu":
         if device is not None:
             raise LayoutError(f"{spec.name} runs on the host; A and B are on cuda:{device} (use a GPU kernel, or "
                               "move them to the host)")
         plan = spec.plan(problem, Layout(fa.layout or "strided", fb.layout or "strided"))  # read as they are
-        return Prepared(plan, why, out_shape=(problem.m, problem.n))
+        return Prepared(plan, why, out_shape=(problem.m, problem.n), epilogue=epilogue)
     if device is None:  # host operands, a GPU kernel named: run it on GPU 0
         dev.require_gpu(spec.name)
         device, host_copy, gpu = 0, True, dev.gpu_info(0)
@@ -171,12 +218,20 @@ def prepare(fa: Facts, fb: Facts, kernel, precision, device: int | None, scales:
         if runs is None:
             raise LayoutError(spec.layout_refusal(given))
         given = Layout(runs.a if given.a == ANY else given.a, runs.b if given.b == ANY else given.b)
+    strides = None  # the addend's (row, column) strides in elements; host operands' addend is copied contiguous
+    if addend is not None and addend.shape == (problem.n,):
+        strides = (0, 1 if host_copy else addend.strides[0])
+    elif addend is not None:
+        strides = (problem.n, 1) if host_copy else addend.strides
     with dev.using(device):
         plan = spec.plan(problem, runs)
+        if epilogue is not None:
+            plan.bind_epilogue(strides)
     elem = problem.prec.input_bytes
     prepared = Prepared(plan, why, device, copy_a=runs.a != given.a, copy_b=runs.b != given.b, host_copy=host_copy,
                         out_shape=(problem.m, problem.n), span_a=problem.m * problem.k * elem,
-                        span_b=problem.k * problem.n * elem, out_dtype=str(spec.output_dtype(problem)))
+                        span_b=problem.k * problem.n * elem, out_dtype=str(spec.output_dtype(problem)),
+                        epilogue=epilogue, addend_strides=strides)
     if scaled is not None:
         prepared.scaled, prepared.copy_scales = True, scaled.copy
     return prepared

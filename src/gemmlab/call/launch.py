@@ -3,11 +3,12 @@ for the call's key, the operands copied where the plan says, C allocated or ``ou
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 
 from gemmlab.call import checks
-from gemmlab.call.operands import devices_differ, facts, kind_of, out_dtype_name, scale_facts
+from gemmlab.call.operands import addend_facts, devices_differ, facts, kind_of, out_dtype_name, scale_facts
 from gemmlab.call.cache import Prepared, plans, remember
 from gemmlab.errors import LayoutError, SizeLimitError
 from gemmlab.kernels.plan import COL
@@ -18,8 +19,10 @@ def overlaps(c: int, c_bytes: int, x: int, x_bytes: int) -> bool:
     return c < x + x_bytes and x < c + c_bytes
 
 
-def array_matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None):
-    """NumPy, CuPy and CUDA-array-interface operands (and CPU tensors through torch_op)."""
+def array_matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None, epilogue=None,
+                 addend=None):
+    """NumPy, CuPy and CUDA-array-interface operands (and CPU tensors through torch_op); ``epilogue`` (a
+    gemmlab.epilogue.Epilogue) fused, ``addend`` its bias or D (an array of the operands' kind and device)."""
     fa, fb = facts(A, "A"), facts(B, "B")
     if fa.kind != fb.kind and {fa.kind, fb.kind} != {"cupy"}:
         raise LayoutError(f"A is a {fa.kind} array and B a {fb.kind} array: pass two arrays of one kind")
@@ -27,10 +30,11 @@ def array_matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_d
         raise LayoutError(devices_differ(fa, fb))
     scales = (scale_facts(scale_a, "scale_a"), scale_facts(scale_b, "scale_b"))
     out_name = out_dtype_name(out_dtype)
-    key = ("array", kernel, precision, fa, fb, _out_key(out), scales, out_name)
+    fd = addend_facts(addend)
+    key = ("array", kernel, precision, fa, fb, _out_key(out), scales, out_name, epilogue, fd)
     prepared = plans.get(key)
     if prepared is None:
-        prepared = checks.prepare(fa, fb, kernel, precision, fa.device, scales, out_name)
+        prepared = checks.prepare(fa, fb, kernel, precision, fa.device, scales, out_name, epilogue, fd)
         if out is not None:
             checks.check_out(out, fa.kind, prepared.out_shape, fa.device, prepared.out_dtype)
         if prepared.scaled and fa.kind == "cupy" and None in (scale_a, scale_b):
@@ -40,8 +44,8 @@ def array_matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_d
                 prepared.ones = cupy.ones(1, cupy.float32)
         remember(key, prepared)
     if fa.kind == "cupy":
-        return _cupy_launch(prepared, A, B, out, (scale_a, scale_b))
-    return host_launch(prepared, A, B, out, (scale_a, scale_b))
+        return _cupy_launch(prepared, A, B, out, (scale_a, scale_b), addend)
+    return host_launch(prepared, A, B, out, (scale_a, scale_b), addend)
 
 
 def _out_key(out):
@@ -68,7 +72,7 @@ def _to_device(x, layout: str):
     return cupy.asarray(x.view(np.uint8) if scaled_dtype(x.dtype.name) else x)
 
 
-def host_launch(prepared: Prepared, A, B, out, scales=(None, None)):
+def host_launch(prepared: Prepared, A, B, out, scales=(None, None), addend=None):
     plan = prepared.plan
     m, n = prepared.out_shape
     if prepared.host_copy:  # a GPU kernel on host operands
@@ -83,7 +87,8 @@ def host_launch(prepared: Prepared, A, B, out, scales=(None, None)):
                 prepared.ones = cupy.ones(1, cupy.float32)
             prepared = dataclasses.replace(prepared, copy_scales=(False, False))
         c = cupy.empty(prepared.out_shape, np_dtype(prepared.out_dtype))
-        _cupy_run(prepared, a.data.ptr, b.data.ptr, c.data.ptr, scales)
+        d = None if addend is None else cupy.asarray(np.ascontiguousarray(_host_array(addend)))
+        _cupy_run(prepared, a.data.ptr, b.data.ptr, c.data.ptr, scales, d)
         result = c.get()
         if out is None:
             return result
@@ -96,6 +101,8 @@ def host_launch(prepared: Prepared, A, B, out, scales=(None, None)):
         c = out
         if np.shares_memory(c, a) or np.shares_memory(c, b):
             raise LayoutError("out overlaps A or B; gemmlab writes C while it reads them")
+    if addend is not None:
+        plan.set_addend(_host_array(addend))
     plan.launch(a, b, c)
     return c
 
@@ -118,7 +125,7 @@ def _host_empty(m: int, n: int) -> np.ndarray:
                              "allocated") from None
 
 
-def _cupy_launch(prepared: Prepared, A, B, out, scales=(None, None)):
+def _cupy_launch(prepared: Prepared, A, B, out, scales=(None, None), addend=None):
     import cupy
 
     if prepared.copy_a:
@@ -136,13 +143,13 @@ def _cupy_launch(prepared: Prepared, A, B, out, scales=(None, None)):
         if overlaps(cp, prepared.c_bytes, A.data.ptr, prepared.span_a) or \
                 overlaps(cp, prepared.c_bytes, B.data.ptr, prepared.span_b):
             raise LayoutError("out overlaps A or B; gemmlab writes C while it reads them")
-    _cupy_run(prepared, A.data.ptr, B.data.ptr, cp, scales)
+    _cupy_run(prepared, A.data.ptr, B.data.ptr, cp, scales, addend)
     return c
 
 
-def _cupy_run(prepared: Prepared, a: int, b: int, c: int, scales) -> None:
+def _cupy_run(prepared: Prepared, a: int, b: int, c: int, scales, addend=None) -> None:
     """Launch on CuPy's current stream, in the plan's device context; FP8 plans get their scales' addresses (a scale
-    in a layout the kernel does not read is copied into one first, on the same stream)."""
+    in a layout the kernel does not read is copied into one first, on the same stream), an epilogue its addend's."""
     import cupy
 
     stream = cupy.cuda.get_current_stream().ptr
@@ -153,6 +160,8 @@ def _cupy_run(prepared: Prepared, a: int, b: int, c: int, scales) -> None:
         sa = prepared.ones if sa is None else cupy.ascontiguousarray(sa.T).T if copy_a else sa
         sb = prepared.ones if sb is None else cupy.ascontiguousarray(sb.T).T if copy_b else sb
         extra = (sa.data.ptr, sb.data.ptr)
+    if addend is not None:
+        plan.set_addend(addend.data.ptr)
     if cupy.cuda.runtime.getDevice() == prepared.device:
         plan.launch(a, b, c, stream, *extra)
     else:  # the arrays' device is not the current one: launch in its context
@@ -161,6 +170,5 @@ def _cupy_run(prepared: Prepared, a: int, b: int, c: int, scales) -> None:
 
 
 def gpu_memory_message(shape, dtype: str = "float32") -> str:
-    m, n = shape
-    size = np_dtype(dtype).itemsize * m * n
-    return f"C ({m}×{n} {dtype}, {size / 2**30:.1f} GiB) does not fit in the GPU memory left free"
+    size = np_dtype(dtype).itemsize * math.prod(shape)
+    return f"C ({'×'.join(map(str, shape))} {dtype}, {size / 2**30:.1f} GiB) does not fit in the GPU memory left free"

@@ -96,6 +96,40 @@ def scale_facts(x, name: str) -> Facts | None:
     return Facts(kind, shape, dtype, _layout(shape, strides) if len(shape) == 2 else ROW, device)
 
 
+@dataclass(frozen=True)
+class AddendFacts:
+    """The facts of an epilogue's addend (a bias vector or a D matrix): its strides in elements, 0 included."""
+
+    kind: str
+    shape: tuple
+    dtype: str
+    strides: tuple
+    device: int | None
+
+
+def addend_facts(x) -> AddendFacts | None:
+    """The facts of ``addend`` (None stays None)."""
+    if x is None:
+        return None
+    if isinstance(x, (int, float)):
+        raise OperandTypeError(f"addend must be an array (the bias vector or the matrix D), not a Python "
+                               f"{type(x).__name__}; a constant is alpha's or beta's business")
+    kind = kind_of(x)
+    if kind == "cuda-interface":
+        import cupy
+
+        x, kind = cupy.asarray(x), "cupy"
+    shape = tuple(x.shape)
+    if kind == "torch":
+        return AddendFacts(kind, shape, str(x.dtype).removeprefix("torch."), tuple(x.stride()),
+                           x.device.index if x.is_cuda else None)
+    item = x.dtype.itemsize
+    if any(s % item for s in x.strides):
+        raise OperandTypeError(f"addend's strides {x.strides} are not whole elements of {item} bytes")
+    return AddendFacts(kind, shape, np.dtype(x.dtype).name, tuple(s // item for s in x.strides),
+                       x.device.id if kind == "cupy" else None)
+
+
 def out_dtype_name(out_dtype) -> str | None:
     if out_dtype is None:
         return None

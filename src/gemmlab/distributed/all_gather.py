@@ -29,7 +29,7 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-from gemmlab.distributed.collective import NO_OUT, Facts, Plan, disagreement
+from gemmlab.distributed.collective import NO_OUT, Facts, Plan, disagreement, solo
 from gemmlab.distributed.partition import row_pieces
 
 
@@ -82,4 +82,6 @@ def all_gather_matmul(a_shard, b, *, group=None, chunks: int = 1, kernel: str | 
     ``gemmlab.matmul`` (None: its default). Raises DistributedError on every rank if any rank's operands fail;
     a rank's failed GEMM is raised on every rank by the group's next call or ``check()``.
     """
+    if (group if group is not None else dist.group.WORLD).size() == 1:
+        return solo(AllGatherMatmul, a_shard, b, out, chunks, kernel)
     return AllGatherMatmul(a_shard, b, group=group, chunks=chunks, kernel=kernel, out=out).run()

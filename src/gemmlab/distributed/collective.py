@@ -306,12 +306,38 @@ class Plan:
 
     def gemm(self, a, b, out) -> None:
         """out = a @ b through gemmlab.matmul, once this rank has not failed; a failure is kept for finish."""
-        if self.failure is not None or out.numel() == 0:
-            return
-        if a.shape[1] == 0:  # a rank holding no K columns contributes zeros; matmul refuses a zero dimension
-            out.zero_()
-            return
-        try:
-            local_matmul(a, b, out, self.kernel)
-        except Exception as exc:  # noqa: BLE001 - any failure must reach every rank, not end this one alone
-            self.failure = f"{type(exc).__name__} in the local GEMM ({a.shape[0]}×{b.shape[1]}×{a.shape[1]}): {exc}"
+        if self.failure is None:
+            self.failure = guarded_gemm(a, b, out, self.kernel)
+
+
+def guarded_gemm(a, b, out, kernel: str | None) -> str | None:
+    """out = a @ b through gemmlab.matmul; what went wrong, or None. Never raises: a failure must reach every
+    rank, not end this one alone."""
+    if out.numel() == 0:
+        return None
+    if a.shape[1] == 0:  # a rank holding no K columns contributes zeros; matmul refuses a zero dimension
+        out.zero_()
+        return None
+    try:
+        local_matmul(a, b, out, kernel)
+    except Exception as exc:  # noqa: BLE001 - reported to every rank by the caller
+        return f"{type(exc).__name__} in the local GEMM ({a.shape[0]}×{b.shape[1]}×{a.shape[1]}): {exc}"
+    return None
+
+
+def solo(plan: type, a, b, out, chunks: int, kernel: str | None):
+    """``plan``'s op on a group of one rank: nothing to send, so it is its one local GEMM, out = a @ b, after
+    the same checks and with the same errors as the op's own path (the verdict kept per distinct call). This is
+    what keeps a one-rank call as cheap on the host as a plain gemmlab.matmul: no pieces, no buffers."""
+    facts, reason = local_facts(plan.op, a, b, out, chunks, plan.inner)
+    if reason is not None:
+        raise DistributedError(_failed(plan.op, [reason], [1], 0))
+    _, reason = agreed(plan, (tuple(facts.row()),))
+    if reason:
+        raise DistributedError(f"{plan.op}: {reason} (raised on every rank; this is rank 0)")
+    if out is None:
+        out = torch.empty((a.shape[0], b.shape[1]), dtype=output_dtype(a.dtype), device=a.device)
+    failure = guarded_gemm(a, b, out, kernel)
+    if failure is not None:  # a group of one rank raises its failure at once, as keep_failure does
+        raise DistributedError(_failed(plan.op, [failure], [1], 0))
+    return out

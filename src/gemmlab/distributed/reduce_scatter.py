@@ -25,7 +25,7 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-from gemmlab.distributed.collective import NO_OUT, Facts, Plan, disagreement
+from gemmlab.distributed.collective import NO_OUT, Facts, Plan, disagreement, solo
 from gemmlab.distributed.partition import bounds, pieces_per_rank, row_pieces, split
 
 
@@ -81,4 +81,6 @@ def matmul_reduce_scatter(a, b, *, group=None, chunks: int | None = None, kernel
     ``gemmlab.matmul`` (None: its default). Raises DistributedError on every rank if any rank's operands fail;
     a rank's failed GEMM is raised on every rank by the group's next call or ``check()``.
     """
+    if (group if group is not None else dist.group.WORLD).size() == 1:
+        return solo(MatmulReduceScatter, a, b, out, 1 if chunks is None else chunks, kernel)
     return MatmulReduceScatter(a, b, group=group, chunks=chunks, kernel=kernel, out=out).run()

@@ -27,7 +27,7 @@ import torch
 import torch.distributed as dist
 
 from gemmlab.distributed import runtime
-from gemmlab.distributed.collective import NO_OUT, Facts, Plan, disagreement
+from gemmlab.distributed.collective import NO_OUT, Facts, Plan, disagreement, solo
 from gemmlab.distributed.partition import grid_coords, grid_rank, grid_side, summa_order
 
 _GRIDS: dict = {}  # (parent group name, q) -> (this rank's row group, its column group), created once
@@ -129,4 +129,6 @@ def summa(a_block, b_block, *, group=None, kernel: str | None = None, out=None):
     fit together, or any rank's unusable operands; a rank's failed GEMM is raised on every rank by the group's next
     call or ``check()``.
     """
+    if (group if group is not None else dist.group.WORLD).size() == 1:
+        return solo(Summa, a_block, b_block, out, 1, kernel)
     return Summa(a_block, b_block, group=group, kernel=kernel, out=out).run()

@@ -1,6 +1,8 @@
 """gemmlab bench --api --suite: the shape suite, gemmlab.matmul against torch over the shapes a model's layers meet.
 
-Each record is one (op, precision, shape). Op "mm" is ``gemmlab.matmul(x, w.t())`` (B as the transpose of an N×K
+Each record is one (op, precision, shape). Op "bmm" is ``gemmlab.call.batched_matmul(A, B)`` on a contiguous batch
+of squares (one launch) against ``torch.bmm`` on the same tensors, BF16, batch 8 to 64 of 512 to 2048 (BMM_SIZES,
+BMM_BATCHES); its records hold ``batch``, and its checks index the batch's rows stacked. Op "mm" is ``gemmlab.matmul(x, w.t())`` (B as the transpose of an N×K
 weight, what nn.Linear computes) against torch's call on the same tensors (bench --api's peers: torch.matmul with
 TF32 off for fp32 and on for tf32, torch.mm with out_dtype for bf16, torch._scaled_mm for fp8 and fp8_block), torch
 writing C in the dtype gemmlab's result has. An op is one entry of suite_ops.OPS, a precision one of PRECISIONS: an op
@@ -39,8 +41,13 @@ LINEAR_M = tuple(2 ** i for i in range(14))  # 1 .. 8192: decode to prefill
 LINEAR_NK = ((4096, 4096), (14336, 4096), (4096, 14336), (1024, 8192))  # (N, K) of a 7-8B model's projections
 SQUARES = (256, 512, 768, 1024, 1536, 2048, 3072, 4096, 8192)
 LONG_K = ((256, 256, 16384), (512, 512, 16384), (1024, 1024, 16384), (256, 256, 65536))
+BMM_SIZES = (512, 1024, 2048)  # M = N = K of each product
+BMM_BATCHES = (8, 16, 32, 64)  # at 64 x 2048², BF16 A and B and an FP32 C take 2 GiB
+BMM_PRECISIONS = ("bf16",)
 DECODE_M = 64  # rows up to this many are decode: held to the DRAM roof
 BARS = {"gpu_geomean": 1.0, "gpu_min": 0.85, "eager_geomean": 0.95, "decode_dram": 0.75}
+OP_BARS = {"bmm": {"gpu_geomean": 0.95}}  # where an op's bar differs from BARS'
+OPS_RUN = ("mm", "bmm")  # the ops a run makes records of
 SUITE = "api_suite"  # the results file's "suite" field: what tells it apart
 
 
@@ -51,15 +58,28 @@ def grid() -> list[tuple[str, tuple[int, int, int]]]:
             + [("square", (s, s, s)) for s in SQUARES] + [("long_k", s) for s in LONG_K])
 
 
+def bmm_grid() -> list[tuple[int, int]]:
+    """(size, batch) of the bmm records: every batch of every square."""
+    return [(size, batch) for size in BMM_SIZES for batch in BMM_BATCHES]
+
+
 def cases(precisions, shapes=None, ops=("mm",)) -> list[Case]:
-    """The records a run makes, precision by precision: the grid, or ``shapes`` (group "given") in its place."""
+    """The records a run makes, precision by precision: the grid, or ``shapes`` (group "given") in its place; bmm
+    at its own grid (BF16), and not among given shapes (which are M×N×K, no batch)."""
     chosen = grid() if not shapes else [("given", tuple(s)) for s in shapes]
-    return [Case(op, p, g, *shape) for p in precisions for op in ops for g, shape in chosen]
+    out = []
+    for p in precisions:
+        for op in ops:
+            if op != "bmm":
+                out += [Case(op, p, g, *shape) for g, shape in chosen]
+            elif not shapes and p in BMM_PRECISIONS:
+                out += [Case(op, p, "bmm", size, size, size, batch) for size, batch in bmm_grid()]
+    return out
 
 
 def key(rec: dict) -> tuple:
     """What a record is of: a later run's record with the same key replaces it."""
-    return tuple(rec.get(f) for f in ("op", "precision", "group", "m", "n", "k", "layout"))
+    return tuple(rec.get(f) for f in ("op", "precision", "group", "m", "n", "k", "layout", "batch"))
 
 
 # -- the summary the report and the run's last lines show ---------------------------------------------------------
@@ -90,12 +110,12 @@ def summarize(records: list[dict]) -> dict:
         low = min(decode, key=lambda r: r["dram_fraction"], default=None)
         entry["decode_dram_min"] = low and low["dram_fraction"]
         entry["decode_dram_min_at"] = low and f"{low['m']}x{low['n']}x{low['k']}"
-        s = entry["peer_ok"]
+        s, bars = entry["peer_ok"], {**BARS, **OP_BARS.get(op, {})}
         entry["bars"] = {
-            "gpu_geomean": s["gpu_geomean"] is not None and s["gpu_geomean"] >= BARS["gpu_geomean"],
-            "gpu_min": s["gpu_min"] is not None and s["gpu_min"] >= BARS["gpu_min"] and not entry["failed"],
-            "eager_geomean": s["eager_geomean"] is not None and s["eager_geomean"] >= BARS["eager_geomean"],
-            "decode_dram": entry["decode_dram_min"] is not None and entry["decode_dram_min"] >= BARS["decode_dram"]}
+            "gpu_geomean": s["gpu_geomean"] is not None and s["gpu_geomean"] >= bars["gpu_geomean"],
+            "gpu_min": s["gpu_min"] is not None and s["gpu_min"] >= bars["gpu_min"] and not entry["failed"],
+            "eager_geomean": s["eager_geomean"] is not None and s["eager_geomean"] >= bars["eager_geomean"],
+            "decode_dram": entry["decode_dram_min"] is not None and entry["decode_dram_min"] >= bars["decode_dram"]}
         out[f"{op} {precision}"] = entry
     return out
 
@@ -156,7 +176,7 @@ def load(path) -> dict:
 class SuiteOptions:
     precisions: tuple = PRECISIONS
     shapes: tuple | None = None  # None: the grid
-    ops: tuple = ("mm",)
+    ops: tuple = OPS_RUN
     seed: int = 2026
     rounds: int = 200  # timed calls per side and method, cut back past max_seconds, never below min_rounds
     min_rounds: int = 20
@@ -210,14 +230,16 @@ def _torch_cuda_missing() -> str | None:
 def describe(opts: SuiteOptions) -> list[str]:
     """Each case and the kernel dispatch chooses for it on the shipped table's GPU, with the dispatch's reason."""
     from gemmlab import dispatch
-    from gemmlab.kernels.plan import COL, ROW, Layout
-    from gemmlab.problem import Problem
+    from gemmlab.kernels.plan import ROW, Layout
+    from gemmlab.problem import BatchedProblem, Problem
 
     gpu, lines = dispatch.shipped_gpu(), []
     for i, c in enumerate(cases(opts.precisions, opts.shapes, opts.ops), 1):
-        head = f"{i:>3} {c.precision:>9} {c.op} {c.group:7} {c.m}x{c.n}x{c.k}"
+        head = f"{i:>3} {c.precision:>9} {c.op} {c.group:7} {f'{c.batch}x' if c.batch > 1 else ''}{c.m}x{c.n}x{c.k}"
+        problem = (BatchedProblem(c.m, c.n, c.k, c.precision, c.batch, c.m * c.k, c.k * c.n) if c.batch > 1
+                   else Problem(c.m, c.n, c.k, c.precision))
         try:
-            choice = dispatch.choose(Problem(c.m, c.n, c.k, c.precision), Layout(ROW, COL), gpu)
+            choice = dispatch.choose(problem, Layout(ROW, OPS[c.op].b_layout), gpu)
         except GemmlabError as exc:
             lines.append(f"{head}: {exc}")
             continue
@@ -279,6 +301,8 @@ def measure(torch, case: Case, opts: SuiteOptions, ctx: dict) -> dict:
     op = OPS[case.op]
     rec = {"op": case.op, "precision": case.precision, "group": case.group, "m": case.m, "n": case.n, "k": case.k,
            "layout": op.layout, "kernel": None, "verified": False}
+    if case.batch > 1:
+        rec["batch"] = case.batch
     torch.backends.cuda.matmul.allow_tf32 = get_precision(case.precision).tf32_multiply
     try:
         args = op.inputs(torch, case, opts.seed, ctx.get("device", "cuda"))
@@ -291,15 +315,15 @@ def measure(torch, case: Case, opts: SuiteOptions, ctx: dict) -> dict:
         rec["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         return rec
     tol = tolerance_for(Problem(case.m, case.n, case.k, case.precision))
-    rows = checked_rows(case.m, case.n)
+    rows = checked_rows(case.rows, case.n)
     ref = op.reference(torch, case.precision, args, None if rows is None else torch.tensor(rows, device=c.device))
-    rec["rel_err"], rec["verified"] = check(torch, c, ref, rows, tol)
-    rec.update(verify=verify_note(case.m, rows), tolerance=tol, out_dtype=str(c.dtype).removeprefix("torch."))
+    rec["rel_err"], rec["verified"] = check(torch, op.matrix(c), ref, rows, tol)
+    rec.update(verify=verify_note(case.rows, rows), tolerance=tol, out_dtype=str(c.dtype).removeprefix("torch."))
     theirs = op.theirs(torch, case.precision, c.dtype)  # C in gemmlab's dtype: like with like
     try:
         t = theirs(*args)
         rec["torch_out_dtype"] = str(t.dtype).removeprefix("torch.")
-        rec["torch_rel_err"], rec["torch_verified"] = check(torch, t, ref, rows, tol)
+        rec["torch_rel_err"], rec["torch_verified"] = check(torch, op.matrix(t), ref, rows, tol)
         rec["peer_wrong"] = not rec["torch_verified"]
         if rec["peer_wrong"]:
             rec["peer_note"] = peer_note(case.precision, case.k) or "torch's result is off the float64 reference"
@@ -317,7 +341,7 @@ def measure(torch, case: Case, opts: SuiteOptions, ctx: dict) -> dict:
     timing = (opts.rounds, opts.max_seconds, opts.min_rounds, ctx["clean"])
     g = gpu_times(torch, calls, sets, *timing)
     eager, eager_rounds = eager_times(torch, calls, sets, *timing)
-    flops = 2 * case.m * case.n * case.k
+    flops = case.flops()
     rec.update(gpu_us=1e3 * g.median_ms[0], eager_us=1e3 * eager[0], gpu_calls=g.calls, eager_calls=eager_rounds,
                gpu_method=f"events around the call after an L2 flush and a {g.head_start_us:.0f} µs spin",
                gpu_late=g.late[0], tflops=flops / (g.median_ms[0] * 1e9))
@@ -332,7 +356,8 @@ def measure(torch, case: Case, opts: SuiteOptions, ctx: dict) -> dict:
 
 def line(r: dict) -> str:
     """The progress line of one record."""
-    head = f"{r['precision']:>9} {r['op']} {r['m']}x{r['n']}x{r['k']:<6} {str(r['kernel']):32}"
+    shape = f"{r['batch']}x" if r.get("batch") else ""
+    head = f"{r['precision']:>9} {r['op']} {shape}{r['m']}x{r['n']}x{r['k']:<6} {str(r['kernel']):32}"
     if r.get("error"):
         return f"{head} ERROR {r['error']}"
     if not r["verified"]:

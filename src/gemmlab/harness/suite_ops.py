@@ -17,10 +17,19 @@ SAMPLED_ROWS = 1024
 class Case:
     op: str
     precision: str
-    group: str  # "linear" (M × a layer's N, K), "square", "long_k"
+    group: str  # "linear" (M × a layer's N, K), "square", "long_k", "bmm" (a batch of squares)
     m: int
     n: int
     k: int
+    batch: int = 1  # products in the call (bmm): C is batch × M × N
+
+    @property
+    def rows(self) -> int:
+        """C's rows, the batch's stacked: what the checks sample."""
+        return self.batch * self.m
+
+    def flops(self) -> int:
+        return 2 * self.batch * self.m * self.n * self.k
 
 
 # -- ops: how each makes its arguments, calls each side and computes its reference --------------------------------
@@ -34,6 +43,8 @@ class Op:
     theirs: Callable  # (torch, precision, out_dtype) -> torch's call, taking the same args
     reference: Callable  # (torch, precision, args, rows or None) -> float64 rows of the exact result
     bytes: Callable  # (Case, an operand's element size, C's) -> the bytes it must read and write at least
+    matrix: Callable = lambda c: c  # a result as the 2-D matrix the reference's rows index (bmm: the batch stacked)
+    b_layout: str = "col"  # how B reaches the kernel (the dispatch's layout of the suite's listing)
 
 
 def _mm_inputs(torch, case: Case, seed: int, device: str = "cuda"):
@@ -78,11 +89,53 @@ def _mm_reference(torch, precision, args, rows=None):
     return a @ b
 
 
+def _bmm_inputs(torch, case: Case, seed: int, device: str = "cuda"):
+    """A (batch, M, K) and B (batch, K, N), both contiguous, drawn from N(0, 1) in the precision's operand dtype."""
+    gen = torch.Generator(device=device).manual_seed(seed)
+    dtype = getattr(torch, get_precision(case.precision).input_dtype)  # torch names dtypes as NumPy does
+    a = torch.randn(case.batch, case.m, case.k, device=device, generator=gen).to(dtype)
+    return a, torch.randn(case.batch, case.k, case.n, device=device, generator=gen).to(dtype)
+
+
+def _bmm_ours(gemmlab, precision, args):
+    from gemmlab.call import batched_matmul
+
+    return batched_matmul(args[0], args[1], precision=precision)
+
+
+def _bmm_plan(gemmlab, precision, args):
+    from gemmlab.call import batched_plan
+
+    return batched_plan(args[0], args[1], precision=precision)
+
+
+def _bmm_theirs(torch, precision, out_dtype):
+    """torch.bmm, with out_dtype where C's dtype is not the operands' (as the mm records' torch.mm)."""
+    dtype = getattr(torch, get_precision(precision).input_dtype)
+    if out_dtype is not None and out_dtype != dtype:
+        return lambda a, b: torch.bmm(a, b, out_dtype=out_dtype)
+    return torch.bmm
+
+
+def _bmm_reference(torch, precision, args, rows=None):
+    """Rows of the batch's C stacked ((batch·M) × N), in float64: row r is row r % M of product r // M."""
+    a, b = args
+    batch, m, k = a.shape
+    if rows is None:
+        return (a.double() @ b.double()).reshape(batch * m, -1)
+    which, within = rows // m, rows % m
+    return (a[which, within].double().unsqueeze(1) @ b[which].double()).squeeze(1)
+
+
 OPS = {"mm": Op("mm", "x @ w.T (B column-major)", _mm_inputs,
                 ours=lambda gemmlab, p, args: gemmlab.matmul(args[0], args[1], **_mm_kwargs(p, args)),
                 plan=lambda gemmlab, p, args: gemmlab.plan(args[0], args[1], **_mm_kwargs(p, args)),
                 theirs=_mm_theirs, reference=_mm_reference,
-                bytes=lambda c, size, c_size: size * (c.m + c.n) * c.k + c_size * c.m * c.n)}
+                bytes=lambda c, size, c_size: size * (c.m + c.n) * c.k + c_size * c.m * c.n),
+       "bmm": Op("bmm", "A (batch, M, K) @ B (batch, K, N), both row-major", _bmm_inputs, ours=_bmm_ours,
+                 plan=_bmm_plan, theirs=_bmm_theirs, reference=_bmm_reference,
+                 bytes=lambda c, size, c_size: c.batch * (size * (c.m + c.n) * c.k + c_size * c.m * c.n),
+                 matrix=lambda c: c.reshape(-1, c.shape[-1]), b_layout="row")}
 
 
 # -- checks -------------------------------------------------------------------------------------------------------

@@ -76,6 +76,8 @@ def check(spec: KernelSpec, problem: Problem, seed: int = 0, launch=None, inputs
     a, b = inputs if inputs is not None else spec.make_inputs(problem, seed, xp)
     if ref is None:
         ref = reference(a, b)
+    if spec.epilogue is not None:  # the fused epilogue on the float64 product, with an addend drawn here
+        ref, launch = _with_epilogue(spec, problem, ref, seed, xp, launch)
     try:
         c = run_once(spec, problem, a, b, launch)
     except GemmlabError:
@@ -84,6 +86,42 @@ def check(spec: KernelSpec, problem: Problem, seed: int = 0, launch=None, inputs
         return CheckResult(spec.name, problem, where, None, f"{type(exc).__name__}: {exc}")
     error = compare(c, ref, tolerance_for(problem), problem.prec.recipe_tolerance)
     return CheckResult(spec.name, problem, where, error)
+
+
+def draw_addend(spec: KernelSpec, problem: Problem, seed: int, xp):
+    """The addend of ``spec``'s epilogue for ``problem`` (None if it adds none): N(0, K) values, the product's scale,
+    a length-N bias or an M×N matrix, in the spec's addend dtype."""
+    from gemmlab.problem import np_dtype
+
+    kind = spec.epilogue.addend
+    if kind is None:
+        return None
+    rng = xp.random.default_rng(seed + 1)
+    shape = (problem.n,) if kind == "bias" else (problem.m, problem.n)
+    d = rng.standard_normal(shape, dtype=xp.float32) * np.float32(problem.k ** 0.5)
+    return d.astype(np_dtype(spec.addend_dtype or "float32"))
+
+
+def _with_epilogue(spec: KernelSpec, problem: Problem, ref, seed: int, xp, launch):
+    """The reference with ``spec``'s epilogue applied in float64 (FP8's exact and recipe products both), and the
+    launch of a plan that reads the addend drawn for it."""
+    from gemmlab.harness.reference import ScaledReference
+
+    d = draw_addend(spec, problem, seed, xp)
+    if isinstance(ref, ScaledReference):
+        ref = ScaledReference(spec.epilogue.apply_numpy(ref.exact, d),
+                              None if ref.recipe is None else spec.epilogue.apply_numpy(ref.recipe, d))
+    else:
+        ref = spec.epilogue.apply_numpy(ref, d)
+    if launch is None:
+        plan = spec.plan(problem, spec.natural_layout(problem))
+        plan.bind_epilogue(None if d is None else (0, 1) if d.ndim == 1 else (problem.n, 1))
+        if d is not None:
+            plan.set_addend(d if xp is np else d.data.ptr)
+
+        def launch(a, b, c, addend=d):  # holds the addend until the launch has read it
+            plan.run(a, b, c)
+    return ref, launch
 
 
 # Dimensions the sweep draws from: tiny, around warp and tile multiples, past a tile, odd large.

@@ -60,6 +60,16 @@ class Plan:
     def launch(self, a, b, c, stream: int = 0) -> None:
         raise NotImplementedError
 
+    # A plan of a spec with a fused epilogue (spec.epilogue, gemmlab.epilogue): alpha and beta are the spec's;
+    # the addend's strides are set once per plan, its address (a device address; on the host, the array) before
+    # each launch that reads it.
+    def bind_epilogue(self, strides: tuple | None) -> None:
+        """The addend's (row, column) strides in elements (a bias: (0, its stride)); None without an addend."""
+        raise NotImplementedError(f"{self.spec.name} fuses no epilogue")
+
+    def set_addend(self, d) -> None:
+        raise NotImplementedError(f"{self.spec.name} fuses no epilogue")
+
     def run(self, a, b, c) -> None:
         """The harness's call: arrays of the plan's device (CuPy on the GPU), on CuPy's current stream."""
         if not self.on_gpu:
@@ -84,6 +94,17 @@ class HostPlan(Plan):
     """A CPU kernel: ``launch`` calls it on NumPy arrays."""
 
     function: object = None
+    addend: object = None  # the next launch's bias or D (NumPy), with an epilogue that adds one
+
+    def bind_epilogue(self, strides: tuple | None) -> None:
+        pass  # NumPy reads the addend with its own strides
+
+    def set_addend(self, d) -> None:
+        self.addend = d
 
     def launch(self, a, b, c, stream: int = 0) -> None:
         self.function(a, b, c)
+        epilogue = self.spec.epilogue
+        if epilogue is not None:  # on the host, after the GEMM: C = act(alpha·C + beta·D), in float64
+            c[...] = epilogue.apply_numpy(c, self.addend if epilogue.addend else None)
+            self.addend = None  # the caller's array, not kept alive by the plan

@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Mapping
 
-from gemmlab.errors import DTypeError, Refusal, SizeLimitError
+from gemmlab.errors import DTypeError, LayoutError, Refusal, SizeLimitError
 from gemmlab.kernels.geometry import ceil_div
 from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout, Plan
-from gemmlab.problem import Precision, Problem, get_precision
+from gemmlab.problem import BatchedProblem, Precision, Problem, get_precision
 
 INT32_MAX = 2**31 - 1
 
@@ -222,6 +222,14 @@ class KernelSpec:
     # parameters a bench --variant may set on a level whose launch geometry and traffic model follow them (the
     # wgmma levels take all of theirs); a name not among ``params`` has a default in the source (an #ifndef)
     varies: tuple = ()
+    # runs a BatchedProblem (a strided batch of products) in one launch, through its BATCHED=1 build (for_problem)
+    batches: bool = False
+    # a fused epilogue (gemmlab.epilogue.Epilogue: out = act(alpha·AB + beta·D)), None for C = AB; with_epilogue sets
+    # it, with the addend's dtype, which selects its loads
+    epilogue: Any = None
+    addend_dtype: str | None = None
+    # whether the kernel applies an epilogue in its store (the host kernels: after their GEMM)
+    fuses_epilogue: bool = False
 
     @property
     def prec(self) -> Precision:
@@ -236,6 +244,30 @@ class KernelSpec:
         if self.prec.tf32_multiply and not self.params.get("TF32_ROUND", 0):
             return "truncates FP32 to TF32 (TF32_ROUND=0); kernel=\"auto\" runs TF32 rounded to nearest, as cuBLAS"
         return ""
+
+    def epilogue_refusal(self, epilogue) -> str:
+        """Why this kernel cannot fuse ``epilogue`` ("" if it can, or if there is nothing to fuse)."""
+        if epilogue is None or epilogue.is_identity or self.fuses_epilogue:
+            return ""
+        from gemmlab.errors import EpilogueError
+
+        return Refusal(f"{self.name} has no fused epilogue: it stores C = AB as it is, so {epilogue.describe()} "
+                       "would cost another launch; kernel='auto' picks a kernel that fuses it", EpilogueError)
+
+    def with_epilogue(self, epilogue, addend_dtype: str | None = None) -> "KernelSpec":
+        """This kernel with ``epilogue`` fused (its own binary), reading an addend of ``addend_dtype``."""
+        import dataclasses
+
+        if epilogue is None or epilogue.is_identity:
+            return self
+        why = self.epilogue_refusal(epilogue)
+        if why:
+            raise why.exception()
+        return dataclasses.replace(self, epilogue=epilogue, addend_dtype=addend_dtype if epilogue.addend else None)
+
+    def epilogue_defines(self) -> dict:
+        """The epilogue's compile-time switches (gemmlab.epilogue.Epilogue.defines); none without one."""
+        return {} if self.epilogue is None else self.epilogue.defines(self.addend_dtype)
 
     def peak_share(self) -> tuple[str, int]:
         """(the precision whose units do the arithmetic, how many of their operations one multiply-add takes)."""
@@ -259,6 +291,9 @@ class KernelSpec:
         if problem.precision != self.precision:
             return Refusal(f"{self.name} computes {self.precision}, the problem asks for {problem.precision}",
                            DTypeError)
+        if isinstance(problem, BatchedProblem) and not self.batches:
+            return Refusal(f"{self.name} runs one product a launch, not a batch of {problem.batch} in one; "
+                           "kernel=\"auto\" picks a level that does", LayoutError)
         if self.int32_indices:
             m, n, k = problem.shape
             worst = max(m * k, k * n, m * n)

@@ -9,7 +9,7 @@ bar every shape must clear (0.85); hollow markers where torch's result is wrong.
 """
 from __future__ import annotations
 
-from gemmlab.harness.api_suite import BARS, DECODE_M, summarize
+from gemmlab.harness.api_suite import BARS, DECODE_M, OP_BARS, summarize
 from gemmlab.report import data as D
 
 
@@ -42,7 +42,8 @@ def markdown(results: dict, figures: dict | None = None) -> str:
              "dequantized operands) before it is timed, torch's too. torch's calls: `torch.matmul` with TF32 off "
              "(FP32) and on (TF32), `torch.mm` with `out_dtype` where C's dtype is not the operands' (BF16), "
              "`torch._scaled_mm` with the same scales (FP8: per tensor with fast accumulation; block-scaled: its "
-             "blockwise scaling).", ""]
+             "blockwise scaling); for bmm (a batch of squares in one call, `gemmlab.call.batched_matmul`), "
+             "`torch.bmm` on the same tensors.", ""]
     for run in env.get("runs", []):
         state = "finished" if run.get("finished") else "**not finished** (its completed records are here)"
         lines.append(f"- `{run.get('command')}` at git {run.get('git_sha', 'unknown')}, {run.get('started')}: "
@@ -53,7 +54,9 @@ def markdown(results: dict, figures: dict | None = None) -> str:
     lines += ["", "## Summary", "",
               f"Bars: GPU-time geomean ≥ {BARS['gpu_geomean']}×, no shape below {BARS['gpu_min']}×, eager geomean "
               f"≥ {BARS['eager_geomean']}×, decode rows (M ≤ {DECODE_M}) at ≥ {BARS['decode_dram']:.0%} of the "
-              "DRAM roof; read over the records whose peer is correct.", "",
+              "DRAM roof; read over the records whose peer is correct."
+              + "".join(f" {op}: " + ", ".join(f"{k} ≥ {v}×" for k, v in bars.items()) + "." for op, bars in
+                        OP_BARS.items() if any(r["op"] == op for r in records)), "",
               "| op | precision | records | GPU geomean | GPU min (at) | eager geomean | decode DRAM min (at) | "
               "with †: GPU geomean / min | † | failed | no peer | bars met |",
               "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
@@ -75,13 +78,14 @@ def markdown(results: dict, figures: dict | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-_GROUP_ORDER = {"linear": 0, "square": 1, "long_k": 2}
+_GROUP_ORDER = {"linear": 0, "square": 1, "long_k": 2, "bmm": 3}
 
 
 def _order(r: dict) -> tuple:
-    """Table order: the linear shapes by (K, N) then M, the squares, the long-K shapes, given shapes."""
-    return (_GROUP_ORDER.get(r.get("group"), 3), r["k"] if r.get("group") == "linear" else 0,
-            r["n"] if r.get("group") == "linear" else 0, r["m"], r["k"])
+    """Table order: the linear shapes by (K, N) then M, the squares, the long-K shapes, bmm's by size then batch,
+    given shapes."""
+    return (_GROUP_ORDER.get(r.get("group"), 4), r["k"] if r.get("group") == "linear" else 0,
+            r["n"] if r.get("group") == "linear" else 0, r["m"], r["k"], r.get("batch", 1))
 
 
 def _table(records: list[dict]) -> list[str]:
@@ -90,7 +94,8 @@ def _table(records: list[dict]) -> list[str]:
              "|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
     notes = []
     for r in records:
-        shape = f"{r['m']}×{r['n']}×{r['k']}"
+        shape = f"{r['batch']} × " if r.get("batch") else ""
+        shape += f"{r['m']}×{r['n']}×{r['k']}"
         head = f"| {r.get('group', '')} | {shape} | `{r.get('kernel')}` |"
         if r.get("error"):
             lines.append(f"{head} ERROR | | | | | | |")
@@ -121,7 +126,7 @@ def _table(records: list[dict]) -> list[str]:
 
 def series(records: list[dict]) -> list[tuple[str, dict, list[dict]]]:
     """(label, style, records sorted by M) of each line a figure draws: one per (N, K) of the linear shapes, the
-    squares, the long-K shapes, any given shapes."""
+    squares, the long-K shapes, one per batch of the bmm records, any given shapes."""
     from gemmlab.report import plots  # matplotlib (gemmlab[plots]) for the figures only: the tables need none
 
     out = []
@@ -136,6 +141,9 @@ def series(records: list[dict]) -> list[tuple[str, dict, list[dict]]]:
     for k, marker in zip(sorted({r["k"] for r in records if r.get("group") == "long_k"}), "D*PX"):
         mine = sorted((r for r in records if r.get("group") == "long_k" and r["k"] == k), key=lambda r: r["m"])
         out.append((f"long K: N=M, K={k}", dict(ls=":", marker=marker, color="black"), mine))
+    for batch, marker in zip(sorted({r["batch"] for r in records if r.get("group") == "bmm"}), "v<>^h"):
+        mine = sorted((r for r in records if r.get("group") == "bmm" and r["batch"] == batch), key=lambda r: r["m"])
+        out.append((f"bmm: batch {batch} of M=N=K", dict(ls="-.", marker=marker, color="tab:purple"), mine))
     given = sorted((r for r in records if r.get("group") == "given"), key=lambda r: (r["m"], r["n"], r["k"]))
     if given:
         out.append(("given shapes", dict(ls="none", marker="^", color="tab:brown"), given))
@@ -180,7 +188,8 @@ def figure(records: list[dict], op: str, precision: str, gpu: str = ""):
         handles.append(Line2D([], [], ls="none", marker="o", ms=11, mfc="none", mec="red",
                               label="torch's result wrong (†)"))
     fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 4), fontsize=8, frameon=False)
-    fig.suptitle(f"gemmlab.matmul(x, w.t()) against torch, {op} {label}{' on ' + gpu if gpu else ''}", fontsize=11)
+    what = "gemmlab's batched matmul" if op == "bmm" else "gemmlab.matmul(x, w.t())"
+    fig.suptitle(f"{what} against torch, {op} {label}{' on ' + gpu if gpu else ''}", fontsize=11)
     return fig
 
 

@@ -245,6 +245,117 @@ def test_b_given_as_the_transpose_of_w_is_read_in_place(stub):
     assert stub.stub_copies() == 0
 
 
+@pytest.mark.parametrize("name,shape", [("cuda/tc5_swap_ab_tf32", (4096, 4096, 4096)),
+                                        ("cuda/tc5_swap_ab_tf32", (100, 300, 64)),
+                                        ("cuda/tc6_stream_k_tf32", (2048, 3072, 4096))])
+def test_tf32_swap_reads_b_given_as_the_transpose_of_w_in_place(stub, name, shape):
+    """x @ w.T on the rounding TF32 levels: the build loads B's fragments from a K-major tile (SWAP_B_KMAJOR), the
+    map reads w itself (N×K, one box of BN rows of 32 k), and the only launch before the kernel, if any, rounds A."""
+    stub.stub_reset()
+    spec = get_kernel(name)
+    m, n, k = shape
+    plan, gpu = make(stub, name, shape, Layout(b=COL))
+    pinned = spec.for_problem(plan.problem, 132)
+    assert gpu.loaded[0][0] is compile_cuda(pinned.source, pinned.entry, {**pinned.defines(), "SWAP_B_KMAJOR": 1},
+                                            "sm_90a")
+    w = 0x7300_0000_0000
+    plan.launch(0x7000_0000_0000, w, 0x7200_0000_0000)
+    rounds_a = pinned.params["TF32_ROUND"] == 3
+    assert stub.stub_launches() == 1 + rounds_a and stub.stub_copies() == 0
+    b = tc_args(launch_record(stub, stub.stub_launches() - 1).params)["b"]
+    assert list(b[[2, 3, 4, 5, 6, 7]]) == [w, k, n, 4 * k, 32, pinned.params["BN"]]
+    assert not any("transpose" in step for step in plan.steps)
+
+
+@pytest.mark.parametrize("name", ["cuda/v8_cp_async", "cuda/v9_autotuned", "cuda/v10_register_prefetch"])
+def test_fp32_ladder_reads_b_given_as_the_transpose_of_w_in_place(stub, name):
+    """x @ w.T on the SIMT levels: the plan runs the B_KMAJOR=1 build (its own binary, its padded B tile in the
+    shared memory it asks for) on w's address; a row-major B keeps the row-major build."""
+    stub.stub_reset()
+    col, gpu = make(stub, name, (300, 200, 100), Layout(b=COL))
+    row, _ = make(stub, name, (300, 200, 100))
+    assert col.spec.params["B_KMAJOR"] == 1 and "B_KMAJOR" not in row.spec.params
+    assert "B_KMAJOR=1" in col.explain() and "B_KMAJOR" not in row.explain()
+    assert gpu.loaded[0][0] is col.spec.compile("sm_90a")
+    p = col.spec.params
+    stages = p.get("STAGES", 2)
+    assert gpu.loaded[0][1] == 4 * stages * p["BK"] * (p["BM"] + 4 + p["BN"] + 4)
+    col.launch(0xA0, 0xB0, 0xC0)
+    c, a, b = np.frombuffer(launch_record(stub, 0).params[:24], np.uint64)
+    assert (c, a, b) == (0xC0, 0xA0, 0xB0) and stub.stub_copies() == 0
+
+
+def test_gemv_runs_a_vector_b_as_the_transposed_product(stub):
+    """N = 1: the kernel gets b where it reads the row of A, A where it reads the weight, and M = 1, N = M."""
+    stub.stub_reset()
+    plan, _ = make(stub, "cuda/gemv1_warp_dot_tf32", (4096, 1, 1000), Layout(b=COL))
+    plan.launch(0xA0, 0xB0, 0xC0)
+    c, a, b = np.frombuffer(launch_record(stub, 0).params[:24], np.uint64)
+    assert (c, a, b) == (0xC0, 0xB0, 0xA0)
+    assert tuple(np.frombuffer(launch_record(stub, 0).params[24:36], np.int32)) == (1, 4096, 1000)
+    assert "Cᵀ = bᵀ·Aᵀ" in plan.explain()
+
+
+@pytest.fixture
+def on_host_h200(stub, monkeypatch):
+    """gemmlab's checks and plans for operands that say they are on cuda:0, an H200 with the shipped dispatch
+    table, the plans made on the host stand-in: what a call there would run, without a GPU."""
+    import contextlib
+    import json
+
+    from gemmlab import device, dispatch
+    from gemmlab.kernels.cuda.launch import gpu as gpu_module
+
+    host = HostGPU(stub)
+    for name in ("kernel", "buffer", "synchronize", "clusters", "blocks_per_sm"):
+        monkeypatch.setattr(gpu_module.Resources, name,
+                            lambda self, *args, _f=getattr(host, name), **kw: _f(*args, **kw))
+    monkeypatch.setattr(gpu_module.Resources, "address", staticmethod(HostGPU.address))
+    monkeypatch.setattr(device, "gpu_info", lambda index: H200)
+    monkeypatch.setattr(device, "require_gpu", lambda what: H200)
+    monkeypatch.setattr(device, "using", lambda index: contextlib.nullcontext())
+    shipped = json.loads(dispatch.SHIPPED.read_text())
+    monkeypatch.setattr(dispatch, "load_table", lambda: shipped)
+    return host
+
+
+@pytest.mark.parametrize("precision", ["fp32", "tf32"])
+@pytest.mark.parametrize("m", [1, 16, 17, 64, 1024, 4096])
+def test_a_call_with_w_t_reads_w_in_place_and_explain_says_so(on_host_h200, precision, m):
+    """gemmlab.plan(x, w.t(), precision=...) on the GPU: no copy of w at any M; gemv1 (FP32 products) up to
+    M = 16, the SIMT levels' B_KMAJOR build (FP32) or the swapped levels' K-major build (TF32) past it."""
+    from gemmlab.call import checks
+    from gemmlab.call.operands import Facts
+    from gemmlab.kernels.plan import ANY, ROW
+
+    k, n = 4096, 4096
+    fa = Facts("torch", (m, k), "float32", ANY if m == 1 else ROW, 0)
+    fb = Facts("torch", (k, n), "float32", COL, 0)
+    prepared = checks.prepare(fa, fb, "auto", precision, 0)
+    text = prepared.explain()
+    assert not prepared.copy_a and not prepared.copy_b
+    assert "copied" not in text and "B is read in place" in text
+    name = prepared.plan.spec.name
+    if m <= 16:
+        assert name == f"cuda/gemv1_warp_dot_{precision}"
+    elif precision == "fp32":
+        assert name in ("cuda/v9_autotuned", "cuda/v10_register_prefetch") and "B_KMAJOR=1" in text
+    else:
+        assert name in ("cuda/tc5_swap_ab_tf32", "cuda/tc6_stream_k_tf32")
+        assert on_host_h200.loaded[0][0].entry == "tc5_swap_ab"
+
+
+def test_a_row_major_b_is_still_copied_where_no_level_reads_it_and_explain_says_so(on_host_h200):
+    from gemmlab.call import checks
+    from gemmlab.call.operands import Facts
+
+    fa = Facts("torch", (4096, 64), "float32", COL, 0)  # Aᵀ handed over: no FP32 level reads it in place
+    fb = Facts("torch", (64, 4096), "float32", COL, 0)
+    prepared = checks.prepare(fa, fb, "auto", "fp32", 0)
+    assert prepared.copy_a and not prepared.copy_b
+    assert "A is copied into row-major order first" in prepared.explain()
+
+
 def test_tf32_row_major_b_goes_through_the_transpose_pre_pass(stub):
     stub.stub_reset()
     plan, gpu = make(stub, "cuda/tc4_persistent_tf32", (512, 300, 130))

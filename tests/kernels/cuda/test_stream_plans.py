@@ -22,7 +22,7 @@ A, B, C = 0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000
 
 # every kind of workspace a wgmma plan holds: the TF32 transpose (tc2-tc4, row-major B), the TF32 rounding pre-pass
 # (tc5, tc6), stream-K partials and flags (tc6 of each precision, tc9), block scales beside stream-K, a staged
-# operand (rows TMA cannot stride)
+# operand (rows TMA cannot stride), split-K partials and tile counters (tc10)
 WORKSPACES = [("cuda/tc2_wgmma_tma_tf32", (1024, 1024, 1024), ROW_MAJOR),
               ("cuda/tc3_warp_specialized_tf32", (1024, 1024, 1024), ROW_MAJOR),
               ("cuda/tc4_persistent_tf32", (1024, 1024, 1024), ROW_MAJOR),
@@ -32,7 +32,8 @@ WORKSPACES = [("cuda/tc2_wgmma_tma_tf32", (1024, 1024, 1024), ROW_MAJOR),
               ("cuda/tc6_stream_k_bf16", (1024, 1024, 8192), ROW_MAJOR),
               ("cuda/tc9_narrow_swap_bf16", (16, 4096, 4096), Layout(b=COL)),
               ("cuda/tc6_stream_k_fp8_block", (256, 4096, 8192), Layout(b=COL)),
-              ("cuda/tc4_persistent_bf16", (257, 136, 100), ROW_MAJOR)]
+              ("cuda/tc4_persistent_bf16", (257, 136, 100), ROW_MAJOR),
+              ("cuda/tc10_split_k_bf16", (128, 256, 16384), ROW_MAJOR)]
 
 
 class OnceGPU(HostGPU):

@@ -15,8 +15,9 @@ class CpuKernel(KernelSpec):
     backend: str = "cpu"
     device: str = CPU
     int32_indices: bool = False
+    fuses_epilogue: bool = True  # applied with NumPy after the GEMM (HostPlan)
 
     def plan(self, problem: Problem, layout=ROW_MAJOR) -> HostPlan:
         return HostPlan(self, problem, layout, on_gpu=False, function=self.function,
-                        steps=[f"{self.name} on the host, reading the operands in place (NumPy arrays as they are, "
-                               "a CPU tensor through a NumPy view)"])
+                        steps=[f"{self.name} on the host, reading the operands in place (a CPU tensor through a "
+                               "NumPy view)"])

@@ -109,3 +109,24 @@ def test_traffic_reads_the_weight_once_and_a_per_block():
     a, w = 2 * 4 * 8192, 2 * 4096 * 8192
     assert t.global_read == a + w and t.global_write == 4 * 4 * 4096
     assert t.l2_read == a * (4096 // 4) + w
+
+
+@pytest.mark.parametrize("precision", ["fp32", "tf32", "bf16"])
+@pytest.mark.parametrize("m", [2, 17, 4096])
+def test_a_vector_b_runs_as_its_transpose_against_a_as_the_weight(precision, m):
+    """N = 1: Cᵀ = bᵀ·Aᵀ, one row of accumulators against A's M rows, whatever M; the layout it reads is A
+    row-major and the vector b, which is either major."""
+    s, problem = spec(precision), Problem(m, 1, 4096, precision)
+    assert gemv.swaps(problem) and gemv.runs_as(problem).shape == (1, m, 4096)
+    assert s.is_valid(problem) is None
+    build = s.for_problem(problem)
+    assert build.params["MAX_M"] == 1 and build.params["ROWS"] == gemv.rows_for(m)
+    assert s.launch_geometry(problem).grid[0] * build.params["ROWS"] >= m
+    t = s.traffic(problem)
+    assert t.global_read == problem.prec.input_bytes * (4096 + m * 4096)
+
+
+def test_fp8_vectors_do_not_swap_and_few_rows_do_not_either():
+    assert not gemv.swaps(Problem(4096, 1, 4096, "fp8_block"))  # block scales are not symmetric in A and B
+    assert spec("fp8_block").is_valid(Problem(4096, 1, 4096, "fp8_block")).error is ShapeError
+    assert not gemv.swaps(Problem(1, 1, 64, "fp32")) and not gemv.swaps(Problem(16, 2, 64, "fp32"))

@@ -87,3 +87,30 @@ def test_host_run_catches_broken_source(variant):
     hostsim.check_gemm_on_host(spec, problem, offset, source_text=text)  # the source as it is passes
     with pytest.raises(AssertionError, match=symptom):
         hostsim.check_gemm_on_host(spec, problem, offset, source_text=text.replace(old, new))
+
+
+# B handed over as the N×K Bᵀ (x @ w.t(), B_KMAJOR=1): ragged in every dimension over 1, 17, 33 and 127 (one row
+# or column of a tile, a K under one k tile, K % 4 != 0 so Bᵀ's rows are not 16-byte aligned), and several
+# block tiles each way.
+KMAJOR_SHAPES = [(1, 1, 1), (1, 17, 33), (17, 33, 127), (33, 127, 1), (127, 1, 17), (127, 33, 33), (33, 17, 127),
+                 (257, 260, 36)]
+
+
+@pytest.mark.parametrize("offset", [0, 1], ids=["aligned", "misaligned"])
+@pytest.mark.parametrize("shape", KMAJOR_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_v10_reads_a_transposed_b_in_place_on_cpu(shape, offset):
+    spec = spec_of("v10_register_prefetch")
+    hostsim.check_gemm_on_host(spec, Problem(*shape), offset, seed=sum(shape), b_kmajor=True)
+
+
+def test_host_run_catches_a_transposed_b_read_with_the_row_major_stride():
+    """The K-major build's B tile is stored with its padded stride: an FFMA loop that read it with the row-major
+    one would take the wrong k rows, and the host run sees it."""
+    spec = spec_of("v10_register_prefetch")
+    text = hostsim.kernel_source(spec.source)
+    old = "(as + k * LDA, bs + k * LDB, acc)"
+    assert text.count(old) == 1
+    hostsim.check_gemm_on_host(spec, Problem(33, 17, 65), 0, source_text=text, b_kmajor=True)
+    with pytest.raises(AssertionError, match="relative error"):
+        hostsim.check_gemm_on_host(spec, Problem(33, 17, 65), 0, source_text=text.replace(old, "(as + k * LDA, bs + k * BN, acc)"),
+                                   b_kmajor=True)

@@ -1,6 +1,7 @@
 """tc5: Cᵀ = Bᵀ·Aᵀ with B's fragments from registers, checked against the host's model of its fragment map."""
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 
@@ -70,6 +71,98 @@ int main() {
         assert (lo, hi) == (_b_offset(t, col), _b_offset(t + 4, col)), tid
 
 
+def _kmajor_frag_col(cw: int, w: int, g: int) -> int:
+    """SWAP_B_KMAJOR's frag_col: fragment row g is column 16w + g of warpgroup cw's 64 (row g + 8: 8 columns on)."""
+    return 64 * cw + 16 * w + g
+
+
+def _kmajor_b_offset(k: int, c: int) -> int:
+    """SWAP_B_KMAJOR's b_offset without the A tile: row c of the BN-row box of Bᵀ, 128 bytes of K, TMA's 128-byte
+    swizzle (16-byte chunk j of row c at chunk j ^ (c % 8))."""
+    return c * 128 + ((((k >> 2) ^ (c & 7)) << 4) | ((k & 3) * 4))
+
+
+def _host_fragments(tmp_path, kmajor: int, main: str) -> list[list[str]]:
+    """tc_swap.cuh's fragment arithmetic compiled on the host at tc5's tile, with SWAP_B_KMAJOR=kmajor, running
+    ``main``; its output lines split into words."""
+    bm, bn = TC5.params["BM"], TC5.params["BN"]
+    src = tmp_path / "frag.cpp"
+    src.write_text("typedef unsigned u32;\n" + "".join(
+        line + "\n" for line in source_path("tc_swap.cuh").read_text().splitlines()
+        if line.startswith(("#define CW", "#define B_BOX_COLS", "#define B_BOX_TILE_BYTES")))
+                   + host_block("tc_swap.cuh", "fragment") + main)
+    exe = tmp_path / "frag"
+    subprocess.run([shutil.which("g++") or shutil.which("clang++"), "-std=c++17", *HOST_SHIM, f"-DBM={bm}",
+                    f"-DBN={bn}", "-DBK=32", f"-DA_TILE_BYTES={bm * 128}", f"-DSWAP_B_KMAJOR={kmajor}", "-o",
+                    str(exe), str(src)], check=True)
+    return [line.split() for line in subprocess.run([str(exe)], capture_output=True, text=True,
+                                                    check=True).stdout.splitlines()]
+
+
+@pytest.mark.skipif(shutil.which("g++") is None and shutil.which("clang++") is None,
+                    reason="no host C++ compiler to run the device arithmetic with")
+def test_tc5_kmajor_fragment_map_matches_device(tmp_path):
+    """SWAP_B_KMAJOR=1 (B handed over as the N×K Bᵀ): every consumer thread's column, and the offset of each of its
+    four values per k8 step (kmajor_frag_offset from lo), are the Python model's: (column c or c + 8, K row
+    8kk + t or 8kk + t + 4) in the swizzled box of Bᵀ."""
+    bn = TC5.params["BN"]
+    rows = _host_fragments(tmp_path, 1, r"""
+#include <cstdio>
+int main() {
+  for (int k = 0; k < 32; ++k)
+    for (int c = 0; c < BN; ++c) printf("B %d %d %u\n", k, c, b_offset(k, c) - A_TILE_BYTES);
+  for (int tid = 128; tid < 128 * (CW + 1); ++tid) {
+    const SwapThread me(tid, tid / 128);
+    for (int kk = 0; kk < 4; ++kk)
+      for (int i = 0; i < 4; ++i)
+        printf("T %d %d %d %d %d %d %u\n", tid, me.cw, me.t, me.col, kk, i,
+               kmajor_frag_offset(me.lo, kk, i / 2, i % 2) - A_TILE_BYTES);
+  }
+}
+""")
+    offsets = [r for r in rows if r[0] == "B"]
+    assert len(offsets) == 32 * bn
+    for _, k, c, off in offsets:
+        assert int(off) == _kmajor_b_offset(int(k), int(c)), (k, c)
+    values = [tuple(map(int, r[1:])) for r in rows if r[0] == "T"]
+    assert len(values) == 128 * (bn // 64) * 16
+    for tid, cw, t, col, kk, i, off in values:
+        w, g = (tid // 32) % 4, (tid % 32) // 4
+        assert (cw, t, col) == (tid // 128 - 1, tid % 4, _kmajor_frag_col(tid // 128 - 1, w, g)), tid
+        # a[kk][i]: (row g, k t), (row g + 8, k t), (row g, k t + 4), (row g + 8, k t + 4)
+        assert off == _kmajor_b_offset(8 * kk + t + 4 * (i // 2), col + 8 * (i % 2)), (tid, kk, i)
+
+
+def test_tc5_kmajor_fragment_columns_cover_the_tile_once():
+    cols = sorted(_kmajor_frag_col(cw, w, g) + e for cw in range(2) for w in range(4) for g in range(8)
+                  for e in (0, 8))
+    assert cols == list(range(TC5.params["BN"]))
+
+
+def test_tc5_kmajor_fragment_loads_are_bank_conflict_free():
+    """SWAP_B_KMAJOR=1: each 4-byte load of a warp (one of a thread's four values of a k8 step) touches each of the
+    32 banks once."""
+    for cw in range(2):
+        for w in range(4):
+            for kk in range(4):
+                for h in (0, 1):
+                    for pair in (0, 8):
+                        banks = [_kmajor_b_offset(8 * kk + lane % 4 + 4 * h, _kmajor_frag_col(cw, w, lane // 4) + pair)
+                                 // 4 % 32 for lane in range(32)]
+                        assert sorted(banks) == list(range(32)), (cw, w, kk, h, pair)
+
+
+def test_tc5_kmajor_stores_fill_whole_sectors():
+    """SWAP_B_KMAJOR=1: one 4-byte store instruction of a warp (fixed j, v, column c or c + 8) writes 4 C rows x 8
+    consecutive columns: 4 whole 32-byte sectors."""
+    n = 4096
+    for w in range(4):
+        for pair in (0, 8):
+            sectors = {(((2 * (lane % 4)) * n + _kmajor_frag_col(0, w, lane // 4) + pair) * 4) // 32
+                       for lane in range(32)}
+            assert len(sectors) * 32 == 32 * 4
+
+
 def test_tc5_fragment_columns_cover_the_tile_once():
     cols = sorted(_frag_col(cw, w, g) + e for cw in range(2) for w in range(4) for g in range(8) for e in (0, 1))
     assert cols == list(range(TC5.params["BN"]))
@@ -136,3 +229,29 @@ def test_tc5_invalid_configurations_refused():
         with pytest.raises(InvalidConfigError):
             dataclasses.replace(TC5, params={**TC5.params, **bad})
     dataclasses.replace(TC5, params={**TC5.params, "BM": 128, "STAGES": 7})  # 32 KB stages: 7 fit
+
+
+@pytest.mark.parametrize("name", ["cuda/tc5_swap_ab_tf32", "cuda/tc6_stream_k_tf32"])
+def test_kmajor_builds_compile_for_sm90a_without_spills(name, tmp_path):
+    """Every binary tc5 and tc6 launch for B as w.t() (SWAP_B_KMAJOR=1): no spills within the launch bound's 168
+    registers, wgmma tf32 with B's fragments from 4-byte shared loads (no ld.shared.v2 of the N-major tile), HGMMA
+    in SASS where a disassembler is installed."""
+    from types import SimpleNamespace
+
+    import sass
+
+    from gemmlab.kernels.cuda.launch.nvrtc import compile_cuda
+    from gemmlab.kernels.registry import get_kernel
+    from tc_levels import ptx_of
+
+    spec = get_kernel(name)
+    for build in spec.configurations():
+        compiled = compile_cuda(build.source, build.entry, {**build.defines(), "SWAP_B_KMAJOR": 1}, "sm_90a")
+        report = compiled.report
+        assert report.spills == 0 and report.stack_bytes == 0 and report.registers <= 168, (build.params, report)
+        if sass.AVAILABLE:
+            listing = sass.sass(compiled.cubin, tmp_path)
+            assert f"HGMMA.64x{build.params['BM']}x8.F32.TF32" in listing and "LDL" not in listing
+    ptx = ptx_of(SimpleNamespace(source=spec.source, defines=lambda: {**spec.defines(), "SWAP_B_KMAJOR": 1}))
+    assert f"wgmma.mma_async.sync.aligned.m64n{spec.params['BM']}k8.f32.tf32.tf32" in ptx
+    assert "ld.shared.v2" not in ptx and re.search(r"ld\.shared\.(u32|b32|f32)", ptx)

@@ -24,9 +24,10 @@ def test_every_level_and_precision_registered():
     assert {"cuda/tc6_stream_k_bf16", "cuda/tc6_stream_k_tf32"} <= names
     assert "cuda/tc7_3xtf32" in names  # FP32 in and out: level 11, after v10 in the FP32 table
     assert "cuda/tc9_narrow_swap_bf16" in names  # BF16 (and FP8): few rows of A on a narrow tile
+    assert "cuda/tc10_split_k_bf16" in names  # BF16 (and both FP8s): split-K, no TF32 build
     for s in TC:
         assert (s.level, s.precision) == (11, "fp32") if s.name == "cuda/tc7_3xtf32" else \
-            s.level in (1, 2, 3, 4, 5, 6, 9) and s.precision in ("bf16", "tf32")
+            s.level in (1, 2, 3, 4, 5, 6, 9, 10) and s.precision in ("bf16", "tf32")
         assert s.doc and "changed" in s.doc
 
 

@@ -192,11 +192,68 @@ int main() {
     assert row == len(out)
 
 
+@pytest.mark.skipif(shutil.which("g++") is None and shutil.which("clang++") is None,
+                    reason="no host C++ compiler to run the device arithmetic with")
+@pytest.mark.parametrize("cm", [1, 2])
+def test_batched_grid_walks_every_products_tiles_once(tmp_path, cm):
+    """PersistentGrid with BATCHED=1 (tc4's batch build): the walk's rows are every product's cluster-tile rows in
+    turn, in tile_order of (batch x tiles_m) rows; product() takes a unit's row apart into the product and its row
+    there, so each (product, tile) of every CTA rank comes once, at the origin the unbatched grid gives that tile."""
+    bm, bn, group_m = 128, 256, 8
+    main = r"""
+#include <cstdio>
+int main() {
+  int M, N, batch;
+  while (scanf("%d %d %d", &M, &N, &batch) == 3)
+    for (unsigned r = 0; r < CM; ++r) {
+      blockIdx.x = r, gridDim.x = 132, rank_now = r;
+      const PersistentGrid<CM, 1> grid(M, N, 4096, batch);
+      printf("G %d %d %d\n", grid.tiles_m, grid.tiles_n, grid.tiles);
+      for (int t = 0; t < grid.tiles; ++t) {
+        int m = grid.origin(t).x;
+        const int b = grid.product(m);
+        printf("%d %d %d\n", b, m, grid.origin(t).y);
+      }
+    }
+}
+"""
+    src = tmp_path / "grid.cpp"
+    src.write_text("#include <algorithm>\nusing std::min;\ntypedef unsigned u32;\nstruct int2 { int x, y; };\n"
+                   "int2 make_int2(int x, int y) { return {x, y}; }\nstruct { unsigned x; } blockIdx, gridDim;\n"
+                   "unsigned rank_now;\nu32 cluster_rank() { return rank_now; }\n"
+                   + host_block("tc_scheduler.cuh", "schedule") + host_block("tc_persistent.cuh", "grid") + main)
+    exe = tmp_path / "grid"
+    subprocess.run([shutil.which("g++") or shutil.which("clang++"), "-O1", "-std=c++17", *HOST_SHIM, "-DBATCHED=1",
+                    f"-DCM={cm}", "-DCN=1", f"-DBM={bm}", f"-DBN={bn}", "-DBK=32", f"-DGROUP_M={group_m}",
+                    "-o", str(exe), str(src)], check=True)
+    shapes = [(512, 512, 8), (300, 520, 3), (2048, 2048, 64), (1, 1, 5), (640, 256, 7)]
+    out = subprocess.run([str(exe)], input="\n".join(" ".join(map(str, s)) for s in shapes), capture_output=True,
+                         text=True, check=True).stdout.splitlines()
+    row = 0
+    for m, n, batch in shapes:
+        per, tiles_n = -(-m // (cm * bm)), -(-n // bn)
+        for r in range(cm):
+            assert out[row] == f"G {batch * per} {tiles_n} {batch * per * tiles_n}"
+            row += 1
+            got = [tuple(map(int, line.split())) for line in out[row:row + batch * per * tiles_n]]
+            row += batch * per * tiles_n
+            want = [(tm // per, (tm % per * cm + r) * bm, tn * bn) for tm, tn in tile_order(batch * per, tiles_n,
+                                                                                              group_m)]
+            assert got == want
+            assert len(set(got)) == len(got) and {b for b, _, _ in got} == set(range(batch))
+    assert row == len(out)
+
+
 @pytest.mark.parametrize("shape", [(4096, 4096, 4096), (8192, 8192, 8192), (33, 17, 65), (1, 1, 1)])
 def test_launch_geometry(shape):
     for spec in TC:
         p = Problem(*shape, spec.precision)
         geo = spec.launch_geometry(p) if spec.level < 4 else spec.launch_geometry(p, sm_count=132)
+        if "SPLITS" in spec.params:  # tc10: tiles x S CTAs of the tile chosen per problem (test_tc10_split_k.py)
+            s = spec.for_problem(p, 132).split_plan(p, 132)
+            assert geo.grid == (-(-p.m // s.bm) * -(-p.n // s.bn), s.splits, 1) and s.splits <= max(1, s.kt // 4)
+            assert geo.threads == (s.bm // 64 + 1) * 128 and geo.smem <= 227 * 1024
+            continue
         if spec.level >= 4:  # the launch of the spec that runs the problem (tc6 splitting nothing runs tc4's)
             spec = spec.for_problem(p, 132)
         bm, bn = spec.params["BM"], spec.params["BN"]

@@ -11,6 +11,12 @@ Why: a decode GEMM is the weight's bytes over the DRAM bandwidth; per element of
 and one conversion, which the CUDA cores sustain at the DRAM rate up to about M = 8 (BF16) and M = 4 (FP8).
 Prediction: at M <= 8, 75-90% of the DRAM roof (A, B and C bytes at the measured copy bandwidth); beyond that the
 CUDA cores bind and the tensor-core levels win. Measured: docs/gemv.md.
+
+A matrix-vector product the other way round (N = 1: C = A·b, A row-major M×K, any M) runs as its transpose,
+Cᵀ = bᵀ·Aᵀ: b is the one row of "A", A the N×K weight, and Cᵀ (1×M) is C's own memory (``swaps``). The unscaled
+precisions only (FP8's block scales are not symmetric in A and B). Why: FP32 and TF32 calls at N = 1 then get
+FP32 accuracy, as torch's matrix-vector path gives, at the weight's DRAM time. Prediction: the same fraction of the
+DRAM roof as M = 1 against an M×K weight.
 """
 from __future__ import annotations
 
@@ -60,8 +66,19 @@ def warps_for(k: int, vec: int, unroll: int) -> int:
     return max((w for w in WARP_CHOICES if w <= rounds), default=1)
 
 
+def swaps(problem: Problem) -> bool:
+    """Whether ``problem`` runs as its transpose: a vector B (N = 1) against more than one row of A."""
+    return problem.n == 1 and problem.m > 1 and problem.prec.scaling is None
+
+
+def runs_as(problem: Problem) -> Problem:
+    """The product the kernel computes for ``problem``: Cᵀ = bᵀ·Aᵀ (1 × M × K) where it swaps, else the problem."""
+    return Problem(1, problem.m, problem.k, problem.precision) if swaps(problem) else problem
+
+
 def _traffic(problem: Problem, sm_count: int = SM_COUNT, params: dict | None = None) -> Traffic:
     """The weight and C once from DRAM; A's rows once per block, from L2 after the first block's read."""
+    problem = runs_as(problem)
     p = problem.prec
     m, n, k = problem.shape
     rows = (params or {}).get("ROWS") or rows_for(n, sm_count)
@@ -73,10 +90,11 @@ def _traffic(problem: Problem, sm_count: int = SM_COUNT, params: dict | None = N
 
 @dataclass
 class GemvPlan(CudaPlan):
-    """One launch; each call writes the operands' addresses, whether the 16-byte chunks are aligned, and for FP8 the
-    scales' addresses."""
+    """One launch; each call writes the operands' addresses (swapped where the kernel computes Cᵀ = bᵀ·Aᵀ), whether
+    the 16-byte chunks are aligned, and for FP8 the scales' addresses."""
 
     vec: int = 1
+    swapped: bool = False
 
     def __post_init__(self):
         super().__post_init__()
@@ -85,7 +103,7 @@ class GemvPlan(CudaPlan):
     def launch(self, a, b, c, stream: int = 0, scale_a: int = 0, scale_b: int = 0) -> None:
         self._aligned.value = int(self.problem.k % self.vec == 0 and not (a | b) & 15)
         self._sa.value, self._sb.value = scale_a, scale_b
-        super().launch(a, b, c, stream)
+        super().launch(*((b, a) if self.swapped else (a, b)), c, stream)
 
     def run(self, a, b, c) -> None:
         run_on_cupy(self, a, b, c)
@@ -136,16 +154,18 @@ class GemvKernel(ReadsWeightTransposed, CudaKernel):
         why = super().is_valid(problem)
         if why:
             return why
-        if problem.m > MAX_M_CHOICES[-1]:
-            return Refusal(f"{self.name} computes at most {MAX_M_CHOICES[-1]} rows of A (M={problem.m}); larger M "
-                           "runs on the tensor-core levels", ShapeError)
+        if runs_as(problem).m > MAX_M_CHOICES[-1]:
+            return Refusal(f"{self.name} computes at most {MAX_M_CHOICES[-1]} rows of A (M={problem.m}), or a vector B "
+                           "(N = 1) against any M; larger M runs on the tensor-core levels", ShapeError)
         if max(problem.shape) > 2**31 - 1:
             return Refusal(f"{problem.label()}: a dimension past 2^31 does not fit the kernel's int arguments",
                            ShapeError)
         return None
 
     def for_problem(self, problem: Problem, sm_count: int = SM_COUNT) -> "GemvKernel":
-        """The build for ``problem``: accumulators for the fewest rows that hold M, ROWS by N."""
+        """The build for ``problem`` (as it runs: ``runs_as``): accumulators for the fewest rows that hold M, ROWS by
+        N."""
+        problem = runs_as(problem)
         max_m = max_m_for(problem.m)
         unroll = unroll_for(max_m)
         params = {**self.params, "MAX_M": max_m, "ROWS": rows_for(problem.n, sm_count), "UNROLL": unroll,
@@ -165,7 +185,8 @@ class GemvKernel(ReadsWeightTransposed, CudaKernel):
 
     def launch_geometry(self, problem: Problem) -> Geometry:
         runs = self.for_problem(problem)
-        return Geometry(grid=(ceil_div(problem.n, runs.params["ROWS"]), 1, 1), block=(runs.params["WARPS"] * 32, 1, 1))
+        return Geometry(grid=(ceil_div(runs_as(problem).n, runs.params["ROWS"]), 1, 1),
+                        block=(runs.params["WARPS"] * 32, 1, 1))
 
     def traffic(self, problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
         return _traffic(problem, sm_count, dict(self.for_problem(problem, sm_count).params))
@@ -179,11 +200,14 @@ class GemvKernel(ReadsWeightTransposed, CudaKernel):
         geo = runs.launch_geometry(problem)
         kernel = (gpu or RESOURCES).kernel(runs.compile(info.arch), geo.smem)
         params = driver.Params(self.signature)
-        params.M, params.N, params.K = problem.shape
+        params.M, params.N, params.K = runs_as(problem).shape
         main = driver.Launch(int(kernel.handle), geo.grid, geo.block, geo.smem, params)
-        return GemvPlan(runs, problem, layout, main=main, vec=self.vec,
-                        steps=[f"{self.entry}: grid {geo.grid}, block {geo.block}, MAX_M={runs.params['MAX_M']}, "
-                               f"ROWS={runs.params['ROWS']}, WARPS={runs.params['WARPS']}, UNROLL={runs.params['UNROLL']}"])
+        steps = [f"{self.entry}: grid {geo.grid}, block {geo.block}, MAX_M={runs.params['MAX_M']}, "
+                 f"ROWS={runs.params['ROWS']}, WARPS={runs.params['WARPS']}, UNROLL={runs.params['UNROLL']}"]
+        if swaps(problem):
+            steps.insert(0, f"computes Cᵀ = bᵀ·Aᵀ: the vector B as the one row, A ({problem.m}x{problem.k}) as the "
+                            "weight; Cᵀ is C's memory")
+        return GemvPlan(runs, problem, layout, main=main, vec=self.vec, swapped=swaps(problem), steps=steps)
 
 
 _TYPES = {"fp32": {"IN_FP32": 1}, "tf32": {"IN_FP32": 1}, "bf16": {"IN_BF16": 1},

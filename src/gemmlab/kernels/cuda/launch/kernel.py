@@ -7,6 +7,7 @@ The kernel signature is the seeds': ``kernel(float *C, const float *A, const flo
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Callable, ClassVar
 
@@ -16,9 +17,24 @@ from gemmlab.kernels.cuda.launch.nvrtc import DEFAULT_ARCH, Compiled, compile_cu
 from gemmlab.kernels.geometry import Geometry
 from gemmlab.kernels.plan import ROW_MAJOR, Layout, Plan
 from gemmlab.kernels.spec import GPU, KernelSpec
-from gemmlab.problem import Problem
+from gemmlab.errors import Refusal, SizeLimitError
+from gemmlab.problem import BatchedProblem, Problem
 
 SEED_SIGNATURE = (("C", "ptr"), ("A", "ptr"), ("B", "ptr"), ("M", "i32"), ("N", "i32"), ("K", "i32"))
+# what a BATCHED=1 build takes after its own parameters: A's and B's batch strides in elements (0: broadcast); the
+# product is blockIdx.z, and C the contiguous (batch, M, N) array
+BATCH_SIGNATURE = (("stride_a", "i64"), ("stride_b", "i64"))
+MAX_GRID_Z = 65535
+# epilogue.cuh's EpiArgs: a fused epilogue's addend and constants, one parameter after the seeds' (EPI=1 builds)
+EPI_ARGS = driver.Struct((("D", "ptr"), ("d_rs", "i64"), ("d_cs", "i64"), ("alpha", "f32"), ("beta", "f32")))
+
+
+def bind_epilogue(params: driver.Params, epilogue, strides: tuple | None, transposed: bool = False) -> None:
+    """alpha, beta and the addend's strides into a plan's EpiArgs; a kernel that stores the transpose of its
+    product (``transposed``) reads D with the strides swapped."""
+    params.alpha, params.beta = epilogue.alpha, epilogue.beta
+    rs, cs = strides or (0, 0)
+    params.d_rs, params.d_cs = (cs, rs) if transposed else (rs, cs)
 
 
 def run_on_cupy(plan: Plan, a, b, c) -> None:
@@ -45,6 +61,12 @@ class CudaPlan(Plan):
     def __post_init__(self):
         self._c, self._a, self._b = self.main.params.views("C", "A", "B")
 
+    def bind_epilogue(self, strides: tuple | None) -> None:
+        bind_epilogue(self.main.params, self.spec.epilogue, strides)
+
+    def set_addend(self, d: int) -> None:
+        self.main.params.D = d
+
     def launch(self, a, b, c, stream: int = 0) -> None:
         self._c.value, self._a.value, self._b.value = c, a, b
         if self.fill is not None:
@@ -62,13 +84,19 @@ class CudaKernel(KernelSpec):
     device: str = GPU
     signature: tuple = SEED_SIGNATURE  # the kernel's parameters, in order (gemmlab.driver.Params)
     compiles: ClassVar[bool] = True
+    BATCH_IN_GRID_Z: ClassVar[bool] = True  # a batched build's product is blockIdx.z (batched())
 
     def config_error(self) -> str | None:
         broken = self.constraints(dict(self.params))
         return "; ".join(broken) if broken else None
 
     def defines(self) -> dict:
-        return dict(self.params)
+        return {**self.params, **self.epilogue_defines()}
+
+    @property
+    def parameters(self) -> tuple:
+        """The kernel's parameters: its ``signature``, then EpiArgs where it fuses an epilogue (EPI=1)."""
+        return (*self.signature, ("epi", EPI_ARGS)) if self.epilogue is not None else self.signature
 
     def compile(self, arch: str = DEFAULT_ARCH) -> Compiled:
         return compile_cuda(self.source, self.entry, self.defines(), arch)
@@ -79,7 +107,21 @@ class CudaKernel(KernelSpec):
     def fixed_args(self, problem: Problem) -> dict:
         """Parameter values set once per plan."""
         m, n, k = problem.shape
+        if isinstance(problem, BatchedProblem):
+            return {"M": m, "N": n, "K": k, "stride_a": problem.stride_a, "stride_b": problem.stride_b}
         return {"M": m, "N": n, "K": k}
+
+    def is_valid(self, problem: Problem):
+        why = super().is_valid(problem)
+        if not why and isinstance(problem, BatchedProblem) and self.BATCH_IN_GRID_Z and problem.batch > MAX_GRID_Z:
+            return Refusal(f"{self.name} runs a product per gridDim.z index: a batch of {problem.batch} is past "
+                           f"{MAX_GRID_Z}", SizeLimitError)
+        return why
+
+    def batched(self) -> "CudaKernel":
+        """The BATCHED=1 build of this spec: the batch strides after its parameters, the product in blockIdx.z."""
+        return dataclasses.replace(self, params={**self.params, "BATCHED": 1},
+                                   signature=self.signature + BATCH_SIGNATURE)
 
     fill = None  # (params, a, b, c) -> None: per-call values beyond the operands' addresses, if a level has any
 
@@ -90,12 +132,19 @@ class CudaKernel(KernelSpec):
 
     def make_plan(self, problem: Problem, layout: Layout, info, gpu: Resources = RESOURCES) -> CudaPlan:
         """The plan on the GPU ``info`` describes, its loads and allocations through ``gpu``."""
+        batch = problem.batch if isinstance(problem, BatchedProblem) else 0
+        if batch and not self.params.get("BATCHED", 0):
+            return self.batched().make_plan(problem, layout, info, gpu)
         geo = self.launch_geometry(problem)
+        if batch:  # a product per gridDim.z index
+            geo = dataclasses.replace(geo, grid=(geo.grid[0], geo.grid[1], batch))
         kernel = gpu.kernel(self.compile(info.arch), geo.smem)
-        params = driver.Params(self.signature)
+        params = driver.Params(self.parameters)
         for name, value in self.fixed_args(problem).items():
             setattr(params, name, value)
         main = driver.Launch(int(kernel.handle), geo.grid, geo.block, geo.smem, params)
-        return CudaPlan(self, problem, layout, steps=[f"{self.entry}: grid {geo.grid}, block {geo.block}, "
-                                                      f"{geo.smem} B dynamic shared memory"],
-                        main=main, fill=self.fill)
+        steps = [f"{self.entry}: grid {geo.grid}, block {geo.block}, {geo.smem} B dynamic shared memory"]
+        if batch:
+            steps.append(f"batched: {batch} products in one launch, one per gridDim.z index, A's matrices "
+                         f"{problem.stride_a} and B's {problem.stride_b} elements apart (0: broadcast)")
+        return CudaPlan(self, problem, layout, steps=steps, main=main, fill=self.fill)

@@ -21,9 +21,11 @@ from gemmlab.errors import CompileError
 _KERNELS = Path(__file__).parents[1]  # kernels/cuda
 # Where sources and headers are found, by file name alone (a spec's ``source``, an ``#include "x.cuh"``): a name
 # lives in one folder only, so where a file sits never changes the text NVRTC compiles. The last folder holds the
-# ceiling probes (harness/roof_probes.py), which include the tc levels' headers.
+# ceiling probes (harness/roof_probes.py), which include the tc levels' headers; include/ what every family shares
+# (the fused epilogue).
 SOURCE_DIRS = (_KERNELS / "sgemm", _KERNELS / "sgemm" / "common", _KERNELS / "tc", _KERNELS / "tc" / "include",
-               _KERNELS / "tc" / "prepass", _KERNELS / "gemv", _KERNELS.parents[1] / "harness" / "probes")
+               _KERNELS / "tc" / "prepass", _KERNELS / "gemv", _KERNELS / "include",
+               _KERNELS.parents[1] / "harness" / "probes")
 DEFAULT_ARCH = "sm_90a"
 
 

@@ -1,6 +1,9 @@
 """TMA tensor maps for the tc levels: the arguments of cuTensorMapEncodeTiled, checked in Python, and a cache
 of encoded maps in device memory.
 
+A batch of matrices (BATCHED builds) adds a third, outermost dimension: the matrix, with its own stride in bytes
+(a multiple of 16 too) and a box one matrix deep.
+
 A 2-D row-major matrix is described innermost dimension first: dims (cols, rows), one row stride in bytes, a box
 (box_cols, box_rows) copied per instruction. The hardware needs the base address and the row stride to be
 multiples of 16 bytes, the box to be at most 256 elements per side, and with the 128-byte swizzle the box's
@@ -44,6 +47,9 @@ class TiledMap:
     row_stride: int  # elements between the starts of consecutive rows (>= cols)
     box_rows: int
     box_cols: int
+    # a batch of such matrices (a rank-3 map, the matrix outermost): how many, and the elements between their starts
+    batch: int = 1
+    batch_stride: int = 0
 
     @property
     def elem(self) -> int:
@@ -68,19 +74,27 @@ class TiledMap:
             e.append(f"box rows are {self.box_cols * self.elem} bytes; the 128-byte swizzle needs exactly 128")
         if self.rows < 1 or self.cols < 1 or self.rows >= 2**32 or self.cols >= 2**32:
             e.append(f"dimensions {self.rows}x{self.cols} are outside 1..2^32-1")
+        if self.batch > 1 or self.batch_stride:
+            if not 1 <= self.batch < 2**32:
+                e.append(f"a batch of {self.batch} matrices is outside 1..2^32-1")
+            if (self.batch_stride * self.elem) % 16 or not 0 < self.batch_stride * self.elem < 2**40:
+                e.append(f"batch stride {self.batch_stride * self.elem} bytes is not a positive multiple of 16 "
+                         "below 2^40")
         return e
 
     def encode_args(self, ptr: int) -> dict:
         """The cuTensorMapEncodeTiled arguments, innermost dimension first, before the enums are looked up."""
         _check_encodable(self, ptr)
+        batched = bool(self.batch_stride)  # rank 3: the batch outermost, one matrix a box
         return {
             "dtype": self.dtype,
-            "rank": 2,
+            "rank": 3 if batched else 2,
             "address": ptr,
-            "global_dim": [self.cols, self.rows],
-            "global_strides": [self.row_stride * self.elem],  # bytes, every dimension but the innermost
-            "box_dim": [self.box_cols, self.box_rows],
-            "element_strides": [1, 1],
+            "global_dim": [self.cols, self.rows] + ([self.batch] if batched else []),
+            # bytes, every dimension but the innermost
+            "global_strides": [self.row_stride * self.elem] + ([self.batch_stride * self.elem] if batched else []),
+            "box_dim": [self.box_cols, self.box_rows] + ([1] if batched else []),
+            "element_strides": [1, 1] + ([1] if batched else []),
             "swizzle": SWIZZLE_BYTES,
         }
 

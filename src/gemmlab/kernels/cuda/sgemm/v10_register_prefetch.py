@@ -21,12 +21,13 @@ tile 8 STS.32 + 4 STS.128, against 16 + 2). At 2048×3072×4096, 128×192 with 8
 Edges: rows that are not 16-byte aligned (K or N % 4 != 0, or an offset pointer) take the same template with
 four guarded 4-byte loads per quad, chosen by one uniform branch per launch; edge tiles are zero-filled by the
 loads' guards and C's stores are guarded (store_tile), so any M, N, K >= 1 is valid.
+B handed over as the N×K Bᵀ (x @ w.t()) is read in place (B_KMAJOR=1, set by the plan: KMajorBKernel): its quads
+run along K and are stored transposed like A's, into a tile padded like A's; the FFMA loop is unchanged.
 
 Measured: docs/fp32_ladder.md (with the configuration each shape ran), results/h200/fp32.json.
 """
-from gemmlab.kernels.cuda.launch.kernel import CudaKernel
-from gemmlab.kernels.cuda.sgemm.common.sgemm import (AutotunedKernel, divides, residency_errors, traffic_of,
-                                                     warptile_errors, warptile_threads)
+from gemmlab.kernels.cuda.sgemm.common.sgemm import (AutotunedKernel, KMajorBKernel, b_stride, divides,
+                                                     residency_errors, traffic_of, warptile_errors, warptile_threads)
 from gemmlab.kernels.geometry import Geometry, ceil_div
 
 # Every parameter the kernel source reads; a config must name them all.
@@ -38,7 +39,7 @@ threads = warptile_threads
 
 
 def smem_bytes(p) -> int:
-    return 4 * STAGES * p["BK"] * (p["BM"] + 4 + p["BN"])
+    return 4 * STAGES * p["BK"] * (p["BM"] + 4 + b_stride(p))
 
 
 def geometry(problem, p):
@@ -47,7 +48,7 @@ def geometry(problem, p):
 
 
 def quads_per_thread(p) -> tuple[int, int]:
-    """(A, B) quads each thread loads per k tile (RegisterTileLoader::kQuadsA, kQuadsB)."""
+    """(A, B) quads each thread loads per k tile (RegisterTileLoader's a.kQuads and b.kQuads)."""
     t = threads(p)
     return p["BM"] * p["BK"] // 4 // t, p["BK"] * p["BN"] // 4 // t
 
@@ -65,10 +66,10 @@ def constraints(p) -> list[str]:
     return errors + residency_errors(p, smem_bytes(p), "two stages")
 
 
-def make_spec(name: str, level: int, title: str, params: dict, doc: str, cls=CudaKernel, **extra):
+def make_spec(name: str, level: int, title: str, params: dict, doc: str, cls=KMajorBKernel, **extra):
     return cls(name=name, level=level, precision="fp32", title=title, source="v10_register_prefetch.cu",
                entry="v10_register_prefetch", params=params, geometry=geometry, constraints=constraints,
-               traffic_model=traffic_of(params), doc=doc, **extra)
+               traffic_model=traffic_of(params), doc=doc, fuses_epilogue=True, **extra)
 
 
 # numba's v10_register_prefetch tiling. Under __launch_bounds__(256, 2) ptxas spills 4 bytes (the 4-byte path's

@@ -6,6 +6,8 @@ fastest per GPU and shape; this spec takes the cached choice for the shape (or t
 H200's choice (TUNED below), else V8's configuration.
 Why: the best tile depends on the shape (wave quantization, L2 reuse, registers per lane), and on Hopper every
 non-FFMA instruction takes an FFMA issue slot, which a larger per-lane tile saves.
+A batch (BATCHED=1, CudaKernel.batched): the same kernel, a product per gridDim.z index, each operand's matrices
+its batch stride apart; one launch runs the whole batch at the tile chosen for one product.
 Predicted gain: 1.1-1.2× V8 at the three bar shapes, toward 0.9× cuBLAS FP32. docs/fp32_ladder.md ("v9").
 """
 from __future__ import annotations
@@ -30,4 +32,5 @@ TUNED: dict[str, dict[str, dict]] = {
 
 SPECS = [make_spec("cuda/v9_autotuned", 9, "v8 with tile parameters tuned per shape", dict(V8_PARAMS), __doc__,
                    cls=AutotunedKernel, family="cuda/v9_autotuned", tuned=TUNED, make=make_spec,
-                   unmodeled="issue slots: V8's A path, four 4-byte LDGSTS per quad of A, at the tuned tile")]
+                   unmodeled="issue slots: V8's A path, four 4-byte LDGSTS per quad of A, at the tuned tile",
+                   batches=True)]

@@ -18,6 +18,9 @@
 // consumer warpgroups meet once before they write there: each one's boxes overlay bytes the other's wgmma read.
 // EPI_DEFER=n (tc4_persistent_fp8; tc_epilogue.cuh's HeldC): the last n boxes of a warpgroup's BF16 C wait for the
 // next tile's first k-tile of wgmma (peeled off the loop: ktile's `first`); with TIMELINE=1 they count in that k-tile.
+// BATCHED=1 (a batch in one launch; BF16, FP16): the parameter is BatchArgs, A and B are 3-D maps, and the walk takes
+// batch x tiles (PersistentGrid): each unit's product from its row, A's and B's matrix from it (0 where one is
+// broadcast), and C's rows at the product's index times M in the (batch·M) x N matrix C is.
 // TC_FP8=1 (tc4_persistent_fp8): fp8 operands, the parameter is Fp8Args, and each consumer thread multiplies its
 // accumulators by the two per-tensor scales (read once, at its start) before storing C, in BF16 with OUT_BF16.
 #include "tc_epilogue.cuh"
@@ -47,8 +50,13 @@
 constexpr int LENT_BYTES = lent_bytes(BN, sizeof(OutT), EPI_BOXES);
 constexpr bool kLend = EPI_LEND && EPI_TMA && lends(BN, sizeof(OutT), EPI_BOXES, CW, STAGE_BYTES);
 
+#if BATCHED && (TC_FP8 || STREAM_K || EPI_DEFER || EPI_LEND || TIMELINE)
+#error "a batch runs on tc4's own 16-bit build: whole tiles, C stored by tile"
+#endif
 #if TC_FP8
 typedef Fp8Args KernelArgs;
+#elif BATCHED
+typedef BatchArgs KernelArgs;
 #else
 typedef TcArgs KernelArgs;
 #endif
@@ -61,7 +69,11 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
   OutT *C = reinterpret_cast<OutT *>(args.C);
   const int M = args.M, N = args.N, K = args.K;
   const int tid = threadIdx.x, wg = tid / 128;
+#if BATCHED
+  const PersistentGrid<CM, 1> grid(M, N, K, args.batch);
+#else
   const PersistentGrid<CM, 1> grid(M, N, K);
+#endif
   const u32 rank = grid.rank;
 
   // every consumer warp of every CTA that reads the multicast B arrives on `empty`
@@ -71,7 +83,12 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
     produce<TF32_ROUND == 2>(
         grid, sm, tid,
         [&](unsigned char *stage, u64 *bar, int m0, int n0, int k0) {
+#if BATCHED
+          const int b = grid.product(m0);
+          load_stage<CM>(stage, mapA, mapB, bar, m0, n0, k0, rank, 0, b * args.a_batched, b * args.b_batched);
+#else
           load_stage<CM>(stage, mapA, mapB, bar, m0, n0, k0, rank);
+#endif
         },
         [&](u32 s, int t) {
           unsigned char *stage = sm.smem + s * STAGE_BYTES;
@@ -95,7 +112,13 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
 #endif
     for (Walk u(grid.cluster, grid.clusters, grid.tiles, grid.KT); u.valid(); u.next()) {
       const int2 o = grid.origin(u.tile);
+#if BATCHED
+      int m0 = o.x;
+      const int n0 = o.y;
+      const int rows = grid.product(m0) * M;  // the product's first row of C
+#else
       const int m0 = o.x, n0 = o.y;
+#endif
 #if TIMELINE
       mbar_wait(&sm.full[it % STAGES], (it / STAGES) & 1);  // the loop's first wait, early: it returns at once again
       tlog.unit(unit, 0);
@@ -152,7 +175,12 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
         out.hold<BN>(args, C, held, d, sm.extra, m0, n0, cw, M, N);
         if (last_unit(u)) out.store_held<BN>(args, held, sm.extra, cw, M, N);  // no next tile to store it under
       } else {
+#if BATCHED
+        // the product's rows of the (batch·M) x N matrix C: its first row at `rows`, its last before rows + M
+        out.store<BN>(args, C, d, sm.extra, rows + m0, n0, cw, rows + M, N);
+#else
         out.store<BN, kLend>(args, C, d, sm.extra, m0, n0, cw, M, N, sm.smem + last * STAGE_BYTES + cw * LENT_BYTES);
+#endif
       }
 #if TIMELINE
       tlog.unit(unit++, 2);

@@ -12,6 +12,9 @@ m64n256k32 on the same 48 KB stages, the per-tensor scales applied in the epilog
 doubled rate. Predicted: 1.7-1.8x tc4 BF16's TFLOPS, 1.05-1.15x cuBLASLt's fast-accumulation FP8 off the power
 limit. It holds three of a tile's four boxes of C until the next tile's first k-tile is issued (EPI_DEFER=3).
 
+BATCHED=1 (BF16, for a batch): one launch walks batch x tiles, A and B through rank-3 maps. Why: no launch and tail
+per product. Predicted: the flattened (batch·M)×N×K problem's time, about 1.0x torch.bmm.
+
 Design, variants (EPI_BOXES, EPI_LEND, EPI_DEFER) and measurements: docs/tensor_cores/tc4.md, docs/tensor_cores/fp8.md.
 """
 from gemmlab.kernels.cuda.tc.model.constraints import wgmma_constraints
@@ -39,7 +42,7 @@ SPECS = [
         traffic_model=wgmma_traffic(prec, BASE["BM"], BASE["BN"], CM, narrow=params, persistent=True,
                                     group_m=BASE["GROUP_M"], epi_tma=True,
                                     a_pass=2 if params.get("TF32_ROUND") else 0),  # the rounding pass over A
-        doc=__doc__, unmodeled=EPILOGUE,
+        doc=__doc__, unmodeled=EPILOGUE, batches=prec != "tf32",  # TF32's row-major B goes through a pre-pass of one matrix
     )
     for prec, params in (("bf16", BF16), ("tf32", TF32))
 ] + [

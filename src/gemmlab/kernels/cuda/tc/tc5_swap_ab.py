@@ -6,6 +6,13 @@ writing Bᵀ (8·K·N bytes). Predicted gain: the pre-pass's 8-9% of tc4 TF32's 
 TF32_ROUND=3 (default) rounds to nearest: B in registers, A by a pre-pass (predicted: cuBLAS TF32's error, 4-10% of
 the time); up to ONE_LAUNCH_MNK (256³) A is rounded in shared memory instead, one launch (TF32_ROUND=2).
 
+B handed over as the N×K Bᵀ (x @ w.t()) is read in place (SWAP_B_KMAJOR=1, set by the plan; ``swap_kmajor_b``): one
+TMA box of 128 rows of Bᵀ per k-tile, the fragments four conflict-free 4-byte loads per k8 step from it (fragment
+rows g and g + 8 are columns c and c + 8), rounded in registers as before. Why: a row-major copy of w moved 8·N·K
+bytes and a launch on every call. Prediction: the kernel within 2% of the row-major build (the same shared-memory
+wavefronts, two more load instructions per k8 step, C stored as floats 8 apart instead of float2), the call faster by
+the copy: docs/tensor_cores/tc5.md.
+
 Design and measurements: docs/tensor_cores/tc5.md, docs/accuracy.md.
 """
 from gemmlab.kernels.cuda.tc.model.constraints import wgmma_constraints
@@ -32,7 +39,8 @@ def traffic_model(one_launch_mnk: int):
 
 SPECS = [
     WgmmaKernel(
-        name="cuda/tc5_swap_ab_tf32", level=5, precision="tf32", kind="persistent", swap_ab=True,
+        name="cuda/tc5_swap_ab_tf32", level=5, precision="tf32", kind="persistent", swap_ab=True, swap_kmajor_b=True,
+        fuses_epilogue=False,
         title="tf32 Cᵀ = Bᵀ·Aᵀ: B fragments from registers (ld.shared, rounded there), A rounded by a pre-pass "
               "(in shared memory for small problems)",
         source="tc5_swap_ab.cu", entry="tc5_swap_ab", params=dict(PARAMS), one_launch_mnk=ONE_LAUNCH_MNK,

@@ -7,6 +7,7 @@ would be split (whole waves, a last wave at least SK_SKIP_FILL = 70% full, or tc
 launches the base level's binary. Why: a persistent grid pays for its last partial wave in full (2048x3072x4096:
 2 tiles of makespan for 1.45 of work). Predicted gain: up to 25-30% at 2048x3072x4096, 1-2.5% at 4096³ and 8192³.
 TF32 up to ONE_LAUNCH_MNK (512³): one launch, A rounded in shared memory (TF32_ROUND=2).
+TF32 reads B handed over as w.t() in place, as tc5 does (SWAP_B_KMAJOR).
 
 ``cuda/tc6_stream_k_fp8_block``: the same tail on tc8_block_scaled_fp8, its split launches with the scales beside
 each k-tile (SCALE_TMA=1). Why: tc8's 192-row tiles make 4096³ 5.33 waves. Predicted: up to 12% faster at 4096³,
@@ -39,7 +40,7 @@ SPECS = [
         doc=__doc__, unmodeled=tc4_persistent.EPILOGUE,
     ),
     WgmmaKernel(
-        name="cuda/tc6_stream_k_tf32", level=6, precision="tf32", kind="persistent", swap_ab=True,
+        name="cuda/tc6_stream_k_tf32", level=6, precision="tf32", kind="persistent", swap_ab=True, swap_kmajor_b=True,
         title="tf32 tc5 (Cᵀ = Bᵀ·Aᵀ, B fragments from registers) with a stream-K tail, deterministic fixup",
         source="tc5_swap_ab.cu", entry="tc5_swap_ab", params=dict(TF32), whole_tiles=dict(tc5_swap_ab.PARAMS),
         one_launch_mnk=ONE_LAUNCH_MNK,

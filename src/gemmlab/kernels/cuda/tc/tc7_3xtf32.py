@@ -36,6 +36,7 @@ def constraints(p: dict) -> list[str]:
 SPECS = [
     WgmmaKernel(
         name="cuda/tc7_3xtf32", level=11, precision="fp32", kind="persistent", swap_ab=True,
+        fuses_epilogue=False,
         title="fp32 on tf32 tensor cores: 3xTF32 splits (B in registers, A's small part by the producer), "
               "promoted to FP32 every 64 of K",
         source="tc7_3xtf32.cu", entry="tc7_3xtf32", params=dict(PARAMS), constraints=constraints, math=("tf32", 3),

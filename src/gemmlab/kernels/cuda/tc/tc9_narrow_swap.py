@@ -58,6 +58,12 @@ class SwapPlan(Plan):
     def may_stage(self) -> bool:
         return self.inner.may_stage
 
+    def bind_epilogue(self, strides: tuple | None) -> None:
+        self.inner.bind_epilogue(strides)  # the inner plan's kernel stores Cᵀ: it swaps them
+
+    def set_addend(self, d: int) -> None:
+        self.inner.set_addend(d)
+
     def launch(self, a, b, c, stream: int = 0, *scales) -> None:
         self.inner.launch(b, a, c, stream, *scales[::-1])
 
@@ -96,6 +102,14 @@ class NarrowSwap(ReadsWeightTransposed, KernelSpec):
 
     def compile(self, arch: str = "sm_90a"):
         return self.inner.compile(arch)
+
+    fuses_epilogue: bool = True  # tc4's TileStore, from registers, transposed (a bias on the kernel's rows)
+
+    def with_epilogue(self, epilogue, addend_dtype: str | None = None) -> "NarrowSwap":
+        runs = super().with_epilogue(epilogue, addend_dtype)
+        if runs is self:
+            return self
+        return dataclasses.replace(runs, inner=self.inner.with_epilogue(epilogue, addend_dtype))
 
     @property
     def formats(self) -> tuple[str, str]:

@@ -5,12 +5,14 @@ device helpers in sgemm_common.cuh, phrased as the reason a configuration is rej
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
+from gemmlab.kernels.cuda.launch.gpu import RESOURCES, Resources
 from gemmlab.kernels.cuda.launch.kernel import CudaKernel
 from gemmlab.kernels.geometry import Geometry, ceil_div
-from gemmlab.kernels.plan import ROW_MAJOR
+from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout
 from gemmlab.kernels.spec import SM_COUNT, Traffic, tiled_traffic
 from gemmlab.problem import Problem
 
@@ -134,8 +136,35 @@ def residency_errors(p: dict, smem: int, what: str) -> list[str]:
     return errors
 
 
+def b_stride(p: dict) -> int:
+    """Floats between two k rows of a shared B tile: BN, or BN + 4 where B is stored transposed (B_KMAJOR=1),
+    padded as A's tile is so that the transposing stores spread over the banks."""
+    return p["BN"] + 4 * p.get("B_KMAJOR", 0)
+
+
 @dataclass(frozen=True, kw_only=True)
-class AutotunedKernel(CudaKernel):
+class KMajorBKernel(CudaKernel):
+    """A level whose source also reads B handed over as the N×K matrix Bᵀ (x @ w.t(), what nn.Linear computes) in
+    place: B_KMAJOR=1 loads B's tile along K, as A's, and stores it transposed into shared memory. The plan sets it
+    from the operands' layout, so a call with w.t() makes no row-major copy of w."""
+
+    @property
+    def layouts(self) -> frozenset:
+        return frozenset({ROW_MAJOR, Layout(b=COL)})
+
+    def for_layout(self, layout: Layout) -> "KMajorBKernel":
+        """The build that reads ``layout``: B_KMAJOR=1 for a K-major B (its own binary, and its own parameters in
+        the plan's explain())."""
+        if layout.b != COL or self.params.get("B_KMAJOR", 0):
+            return self
+        return dataclasses.replace(self, params={**self.params, "B_KMAJOR": 1})
+
+    def make_plan(self, problem: Problem, layout: Layout, info, gpu: Resources = RESOURCES):
+        return CudaKernel.make_plan(self.for_layout(layout), problem, layout, info, gpu)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AutotunedKernel(KMajorBKernel):
     """A CudaKernel whose tile parameters are chosen per problem: the ``gemmlab tune`` cache of ``family`` for
     this GPU (the shape, else the nearest cached shape), then the ``tuned`` table measured when the level was
     written, then ``params`` (the fallback). ``make`` builds the plain spec of the chosen parameters."""
@@ -166,8 +195,14 @@ class AutotunedKernel(CudaKernel):
         return [self.make(self.name, self.level, self.title, p, self.doc) for p in distinct]
 
     def concrete(self, problem: Problem, gpu_name: str | None = None) -> CudaKernel:
-        """The plain spec this problem runs with."""
-        return self.make(self.name, self.level, self.title, self.params_for(problem, gpu_name), self.doc)
+        """The plain spec this problem runs with (and this spec's fused epilogue)."""
+        import dataclasses
+
+        made = self.make(self.name, self.level, self.title, self.params_for(problem, gpu_name), self.doc)
+        if self.epilogue is None:
+            return made
+        return dataclasses.replace(made, epilogue=self.epilogue, addend_dtype=self.addend_dtype,
+                                   fuses_epilogue=True)
 
     def for_problem(self, problem: Problem) -> CudaKernel:
         return self.concrete(problem)
@@ -180,6 +215,9 @@ class AutotunedKernel(CudaKernel):
 
     def plan(self, problem: Problem, layout=ROW_MAJOR):
         return self.concrete(problem).plan(problem, layout)
+
+    def make_plan(self, problem: Problem, layout: Layout, info, gpu: Resources = RESOURCES):
+        return self.concrete(problem, info.name).make_plan(problem, layout, info, gpu)
 
 
 def _gpu_name(name: str | None) -> str:

@@ -2,6 +2,7 @@
 // M, N, K >= 1: tiles that hang over an edge are staged with zeros and stores are guarded. 128-bit paths
 // are taken only where the row starts they touch are 16-byte aligned (leading dimension a multiple of 4
 // and an aligned base pointer); otherwise the same tile moves one float at a time.
+#include "epilogue.cuh"
 
 namespace sgemm {
 
@@ -102,9 +103,10 @@ __device__ __forceinline__ void outer_product(const float *As_k, const float *Bs
 
 // Write a register tile laid out as outer_product builds it: rows row0 + s*SA + i, columns
 // col0 + t*SB + j. Quads go out as one 128-bit store where C's rows are aligned; ragged edges per float.
+// EPI=1 (epilogue.cuh): each quad is the fused epilogue's values, made just before its store.
 template <int kRM, int kRN, int kSA, int kSB>
 __device__ __forceinline__ void store_tile(float *C, int M, int N, int row0, int col0,
-                                           const float (&acc)[4 * kRM][4 * kRN]) {
+                                           const float (&acc)[4 * kRM][4 * kRN], const EpiArgs &epi = {}) {
   const bool vec = rows_vectorizable(C, N);
 #pragma unroll
   for (int s = 0; s < kRM; ++s)
@@ -116,7 +118,13 @@ __device__ __forceinline__ void store_tile(float *C, int M, int N, int row0, int
 #pragma unroll
       for (int t = 0; t < kRN; ++t) {
         const int col = col0 + t * kSB;
+#if EPI
+        float v[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) v[j] = epi_apply(epi, acc[4 * s + i][4 * t + j], row, col + j, col + j < N);
+#else
         const float *v = &acc[4 * s + i][4 * t];
+#endif
         if (vec && col < N) {
           *reinterpret_cast<float4 *>(out + col) = make_float4(v[0], v[1], v[2], v[3]);
         } else {
@@ -171,67 +179,101 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
 }
 
-// Copies the BM×BK tile of A (transposed into As[k*LDA + m]) and the BK×BN tile of B (Bs[k*BN + n]) of
-// one k step into a shared-memory stage with cp.async. Everything that does not change along K (source
-// pointers, which rows and columns are inside) is worked out once.
-// A moves in 4-byte copies (a 16-byte copy cannot transpose). A warp copies 8 consecutive k of 4
-// consecutive rows: each copy instruction touches 4 32-byte sectors of global memory (few L1 wavefronts;
-// 16 rows × 2 quads per warp measured 5-10% slower) and, with LDA ≡ 4 (mod 32), 32 distinct banks.
-// B moves in 16-byte copies where its rows are 16-byte aligned, else in 4-byte ones.
-template <int kBM, int kBN, int kBK, int kLDA, int kThreads>
-struct CpAsyncTileLoader {
-  static constexpr int kRowsA = kThreads / 8;        // rows of A one pass of the block covers
-  static constexpr int kPassesA = kBM / kRowsA;       // passes down the rows of the A tile
-  static constexpr int kQuadsB = kBN / 4;             // 16-byte chunks in a row of the B tile
-  static constexpr int kRowsB = kThreads / kQuadsB;   // rows of B one pass of 16-byte copies covers
-  static_assert(kThreads % 8 == 0 && kBM % kRowsA == 0 && kBK % 8 == 0, "A copy passes must tile BM×BK");
-  static_assert(kThreads % kQuadsB == 0 && kBK % kRowsB == 0 && (kBK * kBN) % kThreads == 0,
-                "B copy passes must tile BK×BN");
-  static_assert(kPassesA <= 32, "row masks hold 32 passes");
+// One of two operand types, chosen at compile time (std::conditional, which NVRTC has no header for).
+template <bool kFirst, class T, class F>
+struct pick { using type = T; };
+template <class T, class F>
+struct pick<false, T, F> { using type = F; };
 
-  const float *a_src, *b_src;  // this thread's element (m0 + a_m, a_k) of A; B at column n0
-  int K, N, n0, a_dst, a_k, b_k, b_n;
-  unsigned a_rows_ok;  // bit p: row m0 + tid/8 + p*kRowsA is inside A
-  bool vec_b;
+// cp.async copies of one k step of a K-major operand (rows×K, row-major: A, or B handed over as the N×K Bᵀ)
+// into a shared tile transposed, S[k*LD + r] for the kRows rows from r0. Everything that does not change along
+// K (source pointer, which rows are inside) is worked out once. 4-byte copies (a 16-byte copy cannot
+// transpose): a warp copies 8 consecutive k of 4 consecutive rows, so each copy instruction touches 4 32-byte
+// sectors of global memory (few L1 wavefronts; 16 rows × 2 quads per warp measured 5-10% slower for A) and,
+// with LD ≡ 4 (mod 32), 32 distinct banks.
+template <int kRows, int kBK, int kLD, int kThreads>
+struct TransposingCopies {
+  static constexpr int kRowsPass = kThreads / 8;  // rows one pass of the block covers
+  static constexpr int kPasses = kRows / kRowsPass;  // passes down the rows of the tile
+  static_assert(kThreads % 8 == 0 && kRows % kRowsPass == 0 && kBK % 8 == 0, "copy passes must tile rows×BK");
+  static_assert(kPasses <= 32, "row masks hold 32 passes");
 
-  __device__ __forceinline__ CpAsyncTileLoader(const float *A, const float *B, int M, int N_, int K_, int m0, int n0_)
-      : K(K_), N(N_), n0(n0_) {
-    const int tid = threadIdx.x, a_m = tid / 8;
-    a_k = tid % 8;
-    a_src = A + (size_t)(m0 + a_m) * K + a_k;
-    a_dst = a_k * kLDA + a_m;
-    a_rows_ok = 0;
+  const float *src;  // this thread's element (r0 + tid/8, tid%8)
+  int K, dst, k;
+  unsigned rows_ok;  // bit p: row r0 + tid/8 + p*kRowsPass is inside the operand
+
+  __device__ __forceinline__ TransposingCopies(const float *X, int rows, int K_, int r0) : K(K_) {
+    const int tid = threadIdx.x, r = tid / 8;
+    k = tid % 8;
+    src = X + (size_t)(r0 + r) * K + k;
+    dst = k * kLD + r;
+    rows_ok = 0;
 #pragma unroll
-    for (int p = 0; p < kPassesA; ++p) a_rows_ok |= (m0 + a_m + p * kRowsA < M ? 1u : 0u) << p;
-    b_src = B + n0;
-    vec_b = rows_vectorizable(B, N);
-    b_k = tid / kQuadsB, b_n = (tid % kQuadsB) * 4;
+    for (int p = 0; p < kPasses; ++p) rows_ok |= (r0 + r + p * kRowsPass < rows ? 1u : 0u) << p;
   }
 
-  // Issue the copies of the tile whose first k is k0 into (As, Bs); the caller commits the group.
-  // Copies that fall outside A or B get src-size 0: nothing is read and the stage holds zeros.
-  __device__ __forceinline__ void load(float *As, float *Bs, int k0) const {
-    const int k_left = K - k0;  // k0 + k < K  <=>  k < k_left
+  // Copies that fall outside the operand get src-size 0: nothing is read and the stage holds zeros.
+  __device__ __forceinline__ void load(float *S, int k0) const {
+    const int k_left = K - k0;  // k0 + kk < K  <=>  kk < k_left
 #pragma unroll
     for (int g = 0; g < kBK / 8; ++g)
 #pragma unroll
-      for (int p = 0; p < kPassesA; ++p)
-        cp_async4(As + a_dst + g * 8 * kLDA + p * kRowsA, a_src + (size_t)p * kRowsA * K + k0 + g * 8,
-                  ((a_rows_ok >> p) & 1u) && a_k + g * 8 < k_left);
-    const float *b_tile = b_src + (size_t)k0 * N;
-    if (vec_b) {
+      for (int p = 0; p < kPasses; ++p)
+        cp_async4(S + dst + g * 8 * kLD + p * kRowsPass, src + (size_t)p * kRowsPass * K + k0 + g * 8,
+                  ((rows_ok >> p) & 1u) && k + g * 8 < k_left);
+  }
+};
+
+// cp.async copies of one k step of a row-major K×N B into Bs[k*BN + n] as it is: 16-byte copies where its rows
+// are 16-byte aligned, else 4-byte ones.
+template <int kBK, int kBN, int kThreads>
+struct RowCopies {
+  static constexpr int kQuads = kBN / 4;             // 16-byte chunks in a row of the tile
+  static constexpr int kRowsPass = kThreads / kQuads;  // rows of B one pass of 16-byte copies covers
+  static_assert(kThreads % kQuads == 0 && kBK % kRowsPass == 0 && (kBK * kBN) % kThreads == 0,
+                "B copy passes must tile BK×BN");
+
+  const float *src;  // B at column n0
+  int N, K, n0, k, n;
+  bool vec;
+
+  __device__ __forceinline__ RowCopies(const float *B, int N_, int K_, int n0_)
+      : src(B + n0_), N(N_), K(K_), n0(n0_), k(threadIdx.x / kQuads), n((threadIdx.x % kQuads) * 4),
+        vec(rows_vectorizable(B, N_)) {}
+
+  __device__ __forceinline__ void load(float *Bs, int k0) const {
+    const int k_left = K - k0;
+    const float *tile = src + (size_t)k0 * N;
+    if (vec) {
 #pragma unroll
-      for (int p = 0; p < kBK / kRowsB; ++p) {
-        const int k = b_k + p * kRowsB;
-        cp_async16(Bs + k * kBN + b_n, b_tile + (size_t)k * N + b_n, k < k_left && n0 + b_n < N);
+      for (int p = 0; p < kBK / kRowsPass; ++p) {
+        const int kk = k + p * kRowsPass;
+        cp_async16(Bs + kk * kBN + n, tile + (size_t)kk * N + n, kk < k_left && n0 + n < N);
       }
     } else {
 #pragma unroll
       for (int p = 0; p < kBK * kBN / kThreads; ++p) {
-        const int e = threadIdx.x + p * kThreads, k = e / kBN, n = e % kBN;
-        cp_async4(Bs + e, b_tile + (size_t)k * N + n, k < k_left && n0 + n < N);
+        const int e = threadIdx.x + p * kThreads, kk = e / kBN, nn = e % kBN;
+        cp_async4(Bs + e, tile + (size_t)kk * N + nn, kk < k_left && n0 + nn < N);
       }
     }
+  }
+};
+
+// Copies the BM×BK tile of A (transposed into As[k*LDA + m]) and the BK×BN tile of B of one k step into a
+// shared-memory stage with cp.async: B as it is (Bs[k*BN + n]), or, with kBKMajor (B handed over as the N×K
+// matrix Bᵀ, x @ w.t()), transposed like A (Bs[k*LDB + n]). The caller commits the group.
+template <int kBM, int kBN, int kBK, int kLDA, int kLDB, int kThreads, bool kBKMajor>
+struct CpAsyncTileLoader {
+  TransposingCopies<kBM, kBK, kLDA, kThreads> a;
+  typename pick<kBKMajor, TransposingCopies<kBN, kBK, kLDB, kThreads>, RowCopies<kBK, kBN, kThreads>>::type b;
+
+  __device__ __forceinline__ CpAsyncTileLoader(const float *A, const float *B, int M, int N, int K, int m0, int n0)
+      : a(A, M, K, m0), b(B, N, K, n0) {}
+
+  __device__ __forceinline__ void load(float *As, float *Bs, int k0) const {
+    a.load(As, k0);
+    b.load(Bs, k0);
   }
 };
 
@@ -252,64 +294,105 @@ __device__ __forceinline__ void tile_coords(int tiles_m, int tiles_n, int &tm, i
 }
 
 // ---- Register prefetch (v10): global -> registers -> shared, two shared stages ---------------------------
-// One thread's share of a k tile: the BM×BK tile of A and the BK×BN tile of B cut into quads (4 floats along
-// a row), handed out so that consecutive threads take consecutive quads of a row (a warp's loads cover whole
-// 32-byte sectors). load() issues the loads of the tile whose first k is k0 into registers and does not wait
-// for them; store() puts them into a shared stage: A transposed (As[k*LDA + m], four 4-byte stores per quad),
-// B as it is (Bs[k*BN + n], one 16-byte store). Between the two the thread computes on the other stage, so
-// the global latency hides behind the FFMAs. Quads outside A or B are zeros (load_quad's guards), so a tile
-// past K loads nothing and stores zeros. kVec: every row start of A and B is 16-byte aligned, so a quad is
-// one 128-bit read-only load; otherwise four guarded 4-byte loads.
-template <int kBM, int kBN, int kBK, int kLDA, int kThreads, bool kVec>
-struct RegisterTileLoader {
-  static constexpr int kQuadsA = kBM * kBK / 4 / kThreads;  // quads of A per thread and tile
-  static constexpr int kQuadsB = kBK * kBN / 4 / kThreads;  // quads of B per thread and tile
-  static_assert(kBK % 4 == 0 && kBN % 4 == 0, "quads run along k in A and along n in B");
-  static_assert(kQuadsA * 4 * kThreads == kBM * kBK && kQuadsB * 4 * kThreads == kBK * kBN,
-                "the A and B tiles' quads must split evenly over the threads");
+// One thread's share of a k tile of one operand, cut into quads (4 floats along a row), handed out so that
+// consecutive threads take consecutive quads of a row (a warp's loads cover whole 32-byte sectors). load()
+// issues the loads of the tile whose first k is k0 into registers and does not wait for them; store() puts them
+// into a shared stage. Between the two the thread computes on the other stage, so the global latency hides
+// behind the FFMAs. Quads outside the operand are zeros (load_quad's guards), so a tile past K loads nothing and
+// stores zeros. kVec: every row start is 16-byte aligned, so a quad is one 128-bit read-only load; otherwise
+// four guarded 4-byte loads.
+//
+// A K-major operand (rows×K row-major: A, or B handed over as the N×K Bᵀ): the kRows×BK tile at row r0, quads
+// along k, stored transposed (S[k*LD + r], four 4-byte stores per quad).
+template <int kRows, int kBK, int kLD, int kThreads, bool kVec>
+struct TransposedQuads {
+  static constexpr int kQuads = kRows * kBK / 4 / kThreads;  // quads per thread and tile
+  static_assert(kBK % 4 == 0 && kQuads * 4 * kThreads == kRows * kBK, "the tile's quads must split evenly");
 
-  const float *A, *B;
-  int M, N, K, m0, n0;
-  // Element offsets of each quad's row start in A and of its (row, n0) in B, computed once. 32-bit unsigned:
-  // offsets that are read are below 2^31 (the spec rejects larger operands); those of rows past the edge may
-  // wrap, harmlessly, since their loads are guarded off. Half the registers of 64-bit row pointers.
-  unsigned a_off[kQuadsA], b_off[kQuadsB];
-  float4 a[kQuadsA], b[kQuadsB];
+  const float *X;
+  int rows, K, r0;
+  // Element offsets of each quad's row start, computed once. 32-bit unsigned: offsets that are read are below
+  // 2^31 (the spec rejects larger operands); those of rows past the edge may wrap, harmlessly, since their
+  // loads are guarded off. Half the registers of 64-bit row pointers.
+  unsigned off[kQuads];
+  float4 v[kQuads];
 
-  // Quad i of this thread: row m, first column kq of the A tile; row k, first column nq of the B tile.
-  __device__ __forceinline__ static int a_row(int i) { return (threadIdx.x + i * kThreads) / (kBK / 4); }
-  __device__ __forceinline__ static int a_col(int i) { return ((threadIdx.x + i * kThreads) % (kBK / 4)) * 4; }
-  __device__ __forceinline__ static int b_row(int i) { return (threadIdx.x + i * kThreads) / (kBN / 4); }
-  __device__ __forceinline__ static int b_col(int i) { return ((threadIdx.x + i * kThreads) % (kBN / 4)) * 4; }
+  __device__ __forceinline__ static int row(int i) { return (threadIdx.x + i * kThreads) / (kBK / 4); }
+  __device__ __forceinline__ static int col(int i) { return ((threadIdx.x + i * kThreads) % (kBK / 4)) * 4; }
 
-  __device__ __forceinline__ RegisterTileLoader(const float *A_, const float *B_, int M_, int N_, int K_, int m0_,
-                                                int n0_)
-      : A(A_), B(B_), M(M_), N(N_), K(K_), m0(m0_), n0(n0_) {
+  __device__ __forceinline__ TransposedQuads(const float *X_, int rows_, int K_, int r0_)
+      : X(X_), rows(rows_), K(K_), r0(r0_) {
 #pragma unroll
-    for (int i = 0; i < kQuadsA; ++i) a_off[i] = unsigned(m0 + a_row(i)) * unsigned(K);
-#pragma unroll
-    for (int i = 0; i < kQuadsB; ++i) b_off[i] = unsigned(b_row(i)) * unsigned(N) + unsigned(n0);
+    for (int i = 0; i < kQuads; ++i) off[i] = unsigned(r0 + row(i)) * unsigned(K);
   }
 
   __device__ __forceinline__ void load(int k0) {
 #pragma unroll
-    for (int i = 0; i < kQuadsA; ++i) a[i] = load_quad(A + a_off[i], k0 + a_col(i), K, m0 + a_row(i) < M, kVec);
+    for (int i = 0; i < kQuads; ++i) v[i] = load_quad(X + off[i], k0 + col(i), K, r0 + row(i) < rows, kVec);
+  }
+
+  __device__ __forceinline__ void store(float *S) const {
 #pragma unroll
-    for (int i = 0; i < kQuadsB; ++i)
-      b[i] = load_quad(B + (b_off[i] + unsigned(k0) * unsigned(N)), b_col(i), N - n0, k0 + b_row(i) < K, kVec);
+    for (int i = 0; i < kQuads; ++i) {
+      float *dst = S + col(i) * kLD + row(i);
+      dst[0 * kLD] = v[i].x;
+      dst[1 * kLD] = v[i].y;
+      dst[2 * kLD] = v[i].z;
+      dst[3 * kLD] = v[i].w;
+    }
+  }
+};
+
+// A row-major K×N B: the BK×BN tile at column n0, quads along n, stored as it is (Bs[k*BN + n], one 16-byte
+// store per quad).
+template <int kBK, int kBN, int kThreads, bool kVec>
+struct RowQuads {
+  static constexpr int kQuads = kBK * kBN / 4 / kThreads;
+  static_assert(kBN % 4 == 0 && kQuads * 4 * kThreads == kBK * kBN, "the tile's quads must split evenly");
+
+  const float *B;
+  int N, K, n0;
+  unsigned off[kQuads];  // of each quad's (row, n0), as TransposedQuads's
+  float4 v[kQuads];
+
+  __device__ __forceinline__ static int row(int i) { return (threadIdx.x + i * kThreads) / (kBN / 4); }
+  __device__ __forceinline__ static int col(int i) { return ((threadIdx.x + i * kThreads) % (kBN / 4)) * 4; }
+
+  __device__ __forceinline__ RowQuads(const float *B_, int N_, int K_, int n0_) : B(B_), N(N_), K(K_), n0(n0_) {
+#pragma unroll
+    for (int i = 0; i < kQuads; ++i) off[i] = unsigned(row(i)) * unsigned(N) + unsigned(n0);
+  }
+
+  __device__ __forceinline__ void load(int k0) {
+#pragma unroll
+    for (int i = 0; i < kQuads; ++i)
+      v[i] = load_quad(B + (off[i] + unsigned(k0) * unsigned(N)), col(i), N - n0, k0 + row(i) < K, kVec);
+  }
+
+  __device__ __forceinline__ void store(float *Bs) const {
+#pragma unroll
+    for (int i = 0; i < kQuads; ++i) *reinterpret_cast<float4 *>(Bs + row(i) * kBN + col(i)) = v[i];
+  }
+};
+
+// Both operands' shares of a k tile: A transposed into As[k*LDA + m]; B as it is (Bs[k*BN + n]), or, with
+// kBKMajor (B handed over as the N×K Bᵀ, x @ w.t()), transposed like A into Bs[k*LDB + n].
+template <int kBM, int kBN, int kBK, int kLDA, int kLDB, int kThreads, bool kVec, bool kBKMajor>
+struct RegisterTileLoader {
+  TransposedQuads<kBM, kBK, kLDA, kThreads, kVec> a;
+  typename pick<kBKMajor, TransposedQuads<kBN, kBK, kLDB, kThreads, kVec>, RowQuads<kBK, kBN, kThreads, kVec>>::type b;
+
+  __device__ __forceinline__ RegisterTileLoader(const float *A, const float *B, int M, int N, int K, int m0, int n0)
+      : a(A, M, K, m0), b(B, N, K, n0) {}
+
+  __device__ __forceinline__ void load(int k0) {
+    a.load(k0);
+    b.load(k0);
   }
 
   __device__ __forceinline__ void store(float *As, float *Bs) const {
-#pragma unroll
-    for (int i = 0; i < kQuadsA; ++i) {
-      float *dst = As + a_col(i) * kLDA + a_row(i);
-      dst[0 * kLDA] = a[i].x;
-      dst[1 * kLDA] = a[i].y;
-      dst[2 * kLDA] = a[i].z;
-      dst[3 * kLDA] = a[i].w;
-    }
-#pragma unroll
-    for (int i = 0; i < kQuadsB; ++i) *reinterpret_cast<float4 *>(Bs + b_row(i) * kBN + b_col(i)) = b[i];
+    a.store(As);
+    b.store(Bs);
   }
 };
 

@@ -7,6 +7,7 @@
 #ifndef __CUDACC__
 #define __align__(n) alignas(n)
 #endif
+#include "epilogue.cuh"
 
 // The driver's CUtensorMap: 128 opaque bytes, 64-byte aligned, encoded by the host (cuTensorMapEncodeTiled).
 struct __align__(64) TmaMap {
@@ -21,6 +22,9 @@ struct TcArgs {
   float *sk_ws;                  // STREAM_K: one BM x BN FP32 partial per CTA
   unsigned *sk_flags;            // STREAM_K: one arrival count per tile
   unsigned long long *timeline;  // TIMELINE: the clock stamps gemmlab timeline reads
+#if EPI
+  EpiArgs epi;                   // the fused epilogue's addend and constants (epilogue.cuh)
+#endif
 };
 
 // The FP8 levels' parameter (tc4 with TC_FP8=1, tc8): TcArgs, then the scales' addresses, set per call (gemmlab.fp8
@@ -31,4 +35,13 @@ struct Fp8Args : TcArgs {
   const float *scale_a;  // per tensor: one float; per 1x128 (tc8): ceil(K/128) x M, row-major
   const float *scale_b;  // per tensor: one float; per 128x128 (tc8): ceil(N/128) x ceil(K/128), row-major
   TmaMap sa, sb;         // tc8 with SCALE_TMA 1 or 2: the block scales as 1-D maps (the host encodes them per plan)
+};
+
+// The batched builds' parameter (BATCHED=1, tc4): TcArgs, then the batch. A and B are rank-3 maps (the matrix the
+// outermost coordinate, each operand's batch stride in its map); an operand broadcast over the batch (stride 0) keeps
+// one matrix, a_batched or b_batched 0, and its coordinate stays 0. C is the contiguous (batch, M, N) array, stored as
+// the (batch·M) x N matrix it is (C's map too): a product's rows start at its index times M.
+struct BatchArgs : TcArgs {
+  int batch;
+  int a_batched, b_batched;  // 1: the operand's coordinate is the product's index; 0: broadcast
 };

@@ -28,6 +28,30 @@ __device__ __forceinline__ void store_pair(unsigned short *p, float x, float y) 
   *reinterpret_cast<u32 *>(p) = pack_bf16(x, y);
 }
 
+// ---- the fused epilogue (EPI=1, epilogue.cuh) --------------------------------------------------------------------
+// A warpgroup's m64nN fragment (the layout store_acc describes) turned in place into the epilogue's values, in the
+// kernel's coordinates: in place, because the accumulators are dead past their store (the next tile's first wgmma
+// overwrites them) and a copy would double the fragment's registers. D is read for the elements inside M×N only (a
+// TMA store clips the rest; a TileStore::hold of no tile has rows below 0).
+template <int TN>
+__device__ __forceinline__ void epi_fragment(float (&d)[TN / 2], const TcArgs &args, int row0, int col0, int M,
+                                             int N) {
+#if EPI
+  const int t = threadIdx.x % 128;
+  const int r = row0 + 16 * (t / 32) + (t % 32) / 4, c = col0 + 2 * (t % 4);
+#pragma unroll
+  for (int j = 0; j < TN / 8; ++j)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int v = 0; v < 2; ++v) {
+        const int rr = r + 8 * h, cc = c + 8 * j + v;
+        float &x = d[4 * j + 2 * h + v];
+        x = epi_apply(args.epi, x, rr, cc, (unsigned)rr < M && cc < N);
+      }
+#endif
+}
+
 // ---- epilogue -------------------------------------------------------------------------------------------------
 // Store one warpgroup's m64nN FP32 accumulator fragment to row-major C (FP32 or BF16 bits) at (row0, col0).
 // Fragment layout: thread t of the warpgroup holds, for each 8-column group j, C[row][8j + 2(t%4) + {0,1}] and the
@@ -70,6 +94,14 @@ __device__ __forceinline__ void store_acc(T *C, const float (&d)[TN / 2], int ro
       }
     }
   }
+}
+
+// store_acc of the fused epilogue's values (EPI=1, computed in place); without it, store_acc itself.
+template <int TN, typename T>
+__device__ __forceinline__ void store_epi(const TcArgs &args, T *C, float (&d)[TN / 2], int row0, int col0, int M,
+                                          int N) {
+  epi_fragment<TN>(d, args, row0, col0, M, N);
+  store_acc<TN>(C, d, row0, col0, M, N);
 }
 
 // The same fragment through shared memory and TMA stores (tc4 and tc8 with EPI_TMA=1), for a C whose row stride TMA can
@@ -220,8 +252,9 @@ __device__ __forceinline__ void store_acc_tma(const TmaMap *mapC, const F &d, un
 struct TileStore {
   u32 boxes = 0;
   template <int TN, bool kLent = false, typename T>
-  __device__ __forceinline__ void store(const TcArgs &args, T *C, const float (&d)[TN / 2], unsigned char *staging,
+  __device__ __forceinline__ void store(const TcArgs &args, T *C, float (&d)[TN / 2], unsigned char *staging,
                                         int m0, int n0, int cw, int M, int N, unsigned char *lent = nullptr) {
+    epi_fragment<TN>(d, args, m0 + cw * 64, n0, M, N);  // EPI: the accumulators become the epilogue's values
     if constexpr (EPI_TMA) {  // an EPI_TMA=0 build has no staging boxes, so not even dead code may address them
       if (args.c_tma) {
         if (m0 + cw * 64 < M)
@@ -236,13 +269,14 @@ struct TileStore {
   // tile's first wgmma (store_held); where TMA cannot address C, stored now from registers. Packed either way: a path
   // that left the words alone would keep an earlier tile's live across the mainloop, where they spill.
   template <int TN, typename T, typename H>
-  __device__ __forceinline__ void hold(const TcArgs &args, T *C, H &held, const float (&d)[TN / 2],
+  __device__ __forceinline__ void hold(const TcArgs &args, T *C, H &held, float (&d)[TN / 2],
                                        unsigned char *staging, int m0, int n0, int cw, int M, int N) {
     static_assert(!EPI_DEFER || (EPI_TMA && sizeof(T) == 2), "held boxes are BF16 C's, stored by TMA");
+    epi_fragment<TN>(d, args, m0 + cw * 64, n0, M, N);  // EPI: the accumulators become the epilogue's values
     held.hold(d, args.c_tma ? m0 : -1, n0);
     if (m0 < 0) return;
     if (!args.c_tma) {
-      store<TN>(args, C, d, nullptr, m0, n0, cw, M, N);
+      if (m0 < M) store_acc<TN>(C, d, m0 + cw * 64, n0, M, N);
     } else if constexpr (EPI_TMA && H::FIRST > 0) {
       if (m0 + cw * 64 < M)
         store_acc_tma<TN, T, false, 0, H::FIRST>(&args.c, d, staging + staging_offset(cw), m0 + cw * 64, n0, N,

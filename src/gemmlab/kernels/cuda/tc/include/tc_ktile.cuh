@@ -52,13 +52,22 @@ __device__ __forceinline__ void wgmma_ktile(float (&d)[N / 2], u32 a_tile, u32 b
 
 // Issue the TMA copies of one k-tile (A: one BM x BK box; B: BN/64 boxes) into a stage and count them on `bar`,
 // with `extra_bytes` more that the caller copies on the same barrier (tc8's scales). With a cluster of NCTA CTAs along M sharing the B tile, CTA `rank` loads every NCTA-th B box and multicasts it.
+// BATCHED=1: the maps are 3-D, and the box is of matrix ba of A and bb of B.
+#ifndef BATCHED
+#define BATCHED 0
+#endif
 template <int NCTA>
 __device__ __forceinline__ void load_stage(unsigned char *stage, const TmaMap *mapA, const TmaMap *mapB, u64 *bar,
-                                           int m0, int n0, int k0, u32 rank, u32 extra_bytes = 0) {
+                                           int m0, int n0, int k0, u32 rank, u32 extra_bytes = 0, int ba = 0,
+                                           int bb = 0) {
   static_assert(NCTA == 1 || NCTA == 2, "clusters of 1 or 2 CTAs along M (CM)");
   static_assert(BN / 64 >= NCTA, "each CTA of a cluster loads at least one of the tile's 64-column B boxes");
   mbar_expect_tx(bar, STAGE_BYTES + extra_bytes);
+#if BATCHED
+  tma_load_3d(stage, mapA, bar, k0, m0, ba);
+#else
   tma_load_2d(stage, mapA, bar, k0, m0);
+#endif
   unsigned char *b = stage + A_TILE_BYTES;
 #pragma unroll
   for (int j = 0; j < BN / 64; ++j) {
@@ -68,9 +77,16 @@ __device__ __forceinline__ void load_stage(unsigned char *stage, const TmaMap *m
 #else
     const int c0 = k0, c1 = n0 + 64 * j;
 #endif
+#if BATCHED
+    if (NCTA > 1)
+      tma_load_3d_multicast(b + j * B_BOX_BYTES, mapB, bar, c0, c1, bb, (unsigned short)((1u << NCTA) - 1));
+    else
+      tma_load_3d(b + j * B_BOX_BYTES, mapB, bar, c0, c1, bb);
+#else
     if (NCTA > 1)
       tma_load_2d_multicast(b + j * B_BOX_BYTES, mapB, bar, c0, c1, (unsigned short)((1u << NCTA) - 1));
     else
       tma_load_2d(b + j * B_BOX_BYTES, mapB, bar, c0, c1);
+#endif
   }
 }

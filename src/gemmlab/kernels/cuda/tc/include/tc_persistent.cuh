@@ -10,12 +10,35 @@
 // tiles of CM·BM x CN·BN elements in schedule()'s order, K in k-tiles of BK. CTA `rank` of a cluster computes the
 // rank-th BM rows (CM > 1) or BN columns (CN > 1) of its cluster's tile.
 // begin grid arithmetic (plain C++ but for blockIdx and cluster_rank: the tests run it on the host)
+// BATCHED=1 (a batch of `batch` products): the walk's rows of cluster tiles are every product's in turn, so the
+// grid walks batch x tiles in one schedule, and origin's row m is row m % mpad of product m / mpad (product()).
+#ifndef BATCHED
+#define BATCHED 0
+#endif
 template <int CM_, int CN_>
 struct PersistentGrid {
   static_assert(CM_ == 1 || CN_ == 1, "a cluster shares one operand: it stacks its CTAs along M or along N");
   enum : int { NCTA = CM_ * CN_ };
   u32 rank;  // this CTA's place in its cluster
   int cluster, clusters, tiles_m, tiles_n, tiles, KT;
+#if BATCHED
+  int mpad;  // a product's rows, rounded up to whole cluster tiles
+  __device__ __forceinline__ PersistentGrid(int M, int N, int K, int batch)
+      : rank(NCTA > 1 ? cluster_rank() : 0),
+        cluster(blockIdx.x / NCTA),
+        clusters(gridDim.x / NCTA),
+        tiles_m(batch * ((M + CM_ * BM - 1) / (CM_ * BM))),
+        tiles_n((N + CN_ * BN - 1) / (CN_ * BN)),
+        tiles(tiles_m * tiles_n),
+        KT((K + BK - 1) / BK),
+        mpad((M + CM_ * BM - 1) / (CM_ * BM) * (CM_ * BM)) {}
+  // the product that origin's row m lies in; m becomes its row there
+  __device__ __forceinline__ int product(int &m) const {
+    const int b = m / mpad;
+    m -= b * mpad;
+    return b;
+  }
+#else
   __device__ __forceinline__ PersistentGrid(int M, int N, int K)
       : rank(NCTA > 1 ? cluster_rank() : 0),
         cluster(blockIdx.x / NCTA),
@@ -24,6 +47,7 @@ struct PersistentGrid {
         tiles_n((N + CN_ * BN - 1) / (CN_ * BN)),
         tiles(tiles_m * tiles_n),
         KT((K + BK - 1) / BK) {}
+#endif
   // The first row and column of this CTA's part of tile `tile`.
   __device__ __forceinline__ int2 origin(int tile) const {
     int tm, tn;

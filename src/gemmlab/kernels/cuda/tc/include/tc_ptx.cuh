@@ -93,6 +93,22 @@ __device__ __forceinline__ void tma_load_2d_multicast(void *dst, const TmaMap *m
       "l"(map), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "h"(mask)
       : "memory");
 }
+// The 3-D forms (BATCHED builds: a batch of matrices, c2 the matrix).
+__device__ __forceinline__ void tma_load_3d(void *dst, const TmaMap *map, u64 *bar, int c0, int c1, int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];" ::
+          "r"(smem_u32(dst)),
+      "l"(map), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+__device__ __forceinline__ void tma_load_3d_multicast(void *dst, const TmaMap *map, u64 *bar, int c0, int c1, int c2,
+                                                      unsigned short mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%3, %4, %5}], [%2], %6;" ::"r"(smem_u32(dst)),
+      "l"(map), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "r"(c2), "h"(mask)
+      : "memory");
+}
 
 // ---- clusters -------------------------------------------------------------------------------------------------
 __device__ __forceinline__ u32 cluster_rank() {

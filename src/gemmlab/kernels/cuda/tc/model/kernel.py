@@ -2,6 +2,7 @@
 configuration that runs a problem, its tensor maps and its plan (plan.py)."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -18,7 +19,7 @@ from gemmlab.kernels.cuda.tc.model.timeline import TENSOR_FMA_PER_SM_CLOCK, TIME
 from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout
 from gemmlab.kernels.spec import INT32_MAX, SM_COUNT, Instrumented, Traffic
-from gemmlab.problem import Problem
+from gemmlab.problem import BatchedProblem, Problem
 
 TC_PRECISIONS = ("bf16", "tf32")  # the unscaled tensor-core precisions: tc1, tc2 and tc3 build one spec of each
 
@@ -30,6 +31,9 @@ class WgmmaKernel(CudaKernel):
 
     kind: str = "plain"
     swap_ab: bool = False
+    # a swap_ab level whose source also loads B's fragments from a K-major tile (SWAP_B_KMAJOR, tc_swap.cuh), so B
+    # handed over as the N×K Bᵀ is read in place (tc5 and tc6 TF32)
+    swap_kmajor_b: bool = False
     int32_indices: bool = False  # C offsets are 64-bit; M, N, K themselves must fit an int (checked below)
     # STREAM_K=1 (tc6): what runs where no tile is split, the base level's parameters, its clusters included
     whole_tiles: dict | None = None
@@ -37,6 +41,10 @@ class WgmmaKernel(CudaKernel):
     # launch instead of the pre-pass's two (for_problem, rounds_a_in_place)
     one_launch_mnk: int = 0
     TIMELINE_SLOTS: ClassVar[int] = TL_SLOTS
+    BATCH_IN_GRID_Z: ClassVar[bool] = False  # the persistent walk takes the batch (tc_persistent.cuh)
+    # the levels that store through tc_epilogue.cuh (store_epi, TileStore) fuse an epilogue; tc5's and tc7's swapped
+    # store (tc_swap.cuh's store_acc_t) does not
+    fuses_epilogue: bool = True
 
     @property
     def k_tile(self) -> int:
@@ -46,11 +54,12 @@ class WgmmaKernel(CudaKernel):
     @property
     def layouts(self) -> frozenset:
         """Row-major operands; and B as the transpose of an N×K matrix wherever B is a shared-memory operand
-        (wgmma reads it K-major: TF32 then needs no pre-pass), so not in tc5's swap, whose B goes through
-        registers from an N-major tile. FP8: B as the transpose of an N×K matrix only."""
+        (wgmma reads it K-major: TF32 then needs no pre-pass) or, in a swap, where the source loads B's register
+        fragments from a K-major tile too (``swap_kmajor_b``: tc5, tc6 TF32; not tc7). FP8: B as the transpose of
+        an N×K matrix only."""
         if self.fp8:
             return frozenset({Layout(b=COL)})
-        return frozenset({ROW_MAJOR} if self.swap_ab else {ROW_MAJOR, Layout(b=COL)})
+        return frozenset({ROW_MAJOR} if self.swap_ab and not self.swap_kmajor_b else {ROW_MAJOR, Layout(b=COL)})
 
     def layout_refusal(self, layout: Layout) -> str:
         if not self.fp8:
@@ -65,15 +74,19 @@ class WgmmaKernel(CudaKernel):
 
     @property
     def args_struct(self):
-        """The kernel's one parameter (tc_args.cuh): TcArgs, or Fp8Args with the scales' addresses."""
-        from gemmlab.kernels.cuda.tc.model.plan import FP8_ARGS, TC_ARGS
+        """The kernel's one parameter (tc_args.cuh): TcArgs, Fp8Args with the scales' addresses, BatchArgs with the
+        batch (BATCHED builds), each ending with EpiArgs in EPI=1 builds."""
+        from gemmlab.kernels.cuda.tc.model.plan import BATCH_ARGS, FP8_ARGS, FP8_ARGS_EPI, TC_ARGS, TC_ARGS_EPI
 
-        return FP8_ARGS if self.fp8 else TC_ARGS
+        if self.epilogue is not None:  # EPI=1: TcArgs ends with the epilogue's EpiArgs
+            return FP8_ARGS_EPI if self.fp8 else TC_ARGS_EPI
+        return FP8_ARGS if self.fp8 else BATCH_ARGS if self.params.get("BATCHED", 0) else TC_ARGS
 
     def defines(self) -> dict:
         # host-side choices: the tile width per problem (for_problem), the stream-K grid (launch_geometry)
         d = {k: v for k, v in self.params.items() if k not in ("NARROW_BN", "SK_MIN_KTILES")}
         d.update(self.prec.tensor_core_defines)
+        d.update(self.epilogue_defines())
         return d
 
     # ---- FP8 operand formats and output type ------------------------------------------------------------------
@@ -137,6 +150,21 @@ class WgmmaKernel(CudaKernel):
                            SizeLimitError)
         if self.kind != "persistent" and ceil_div(problem.m, self.params["BM"]) > 65535:
             return Refusal(f"M={problem.m} needs more than 65535 row blocks in gridDim.y", SizeLimitError)
+        if isinstance(problem, BatchedProblem):
+            return self._batch_refusal(problem)
+        return None
+
+    def _batch_refusal(self, problem: BatchedProblem) -> Refusal | None:
+        """Why the BATCHED build cannot take this batch: C's rows of every product and a product's padded rows are
+        int coordinates, and TMA steps from matrix to matrix in multiples of 16 bytes."""
+        if problem.batch * ceil_div(problem.m, 256) * 256 > INT32_MAX // 2:
+            return Refusal(f"{problem.label()}: the batch's rows of C (batch x M) pass 2^30, past the kernel's int "
+                           "coordinates", SizeLimitError)
+        elem = self.prec.input_bytes
+        for name, stride in (("A", problem.stride_a), ("B", problem.stride_b)):
+            if (stride * elem) % 16:
+                return Refusal(f"{name}'s batch stride of {stride} elements ({stride * elem} bytes) is not a multiple "
+                               "of the 16 bytes TMA steps from matrix to matrix by", LayoutError)
         return None
 
     def launch_geometry(self, problem: Problem, sm_count: int = 132, max_clusters: int | None = None) -> Geometry:
@@ -148,6 +176,7 @@ class WgmmaKernel(CudaKernel):
         if runs is not self:
             return runs.launch_geometry(problem, sm_count, max_clusters)
         p = dict(self.params)
+        batch = problem.batch if isinstance(problem, BatchedProblem) else 1  # the persistent walk takes batch x tiles
         bm, bn = p["BM"], p["BN"]
         consumers = (bn if self.swap_ab else bm) // 64
         threads = (consumers + (0 if self.kind == "plain" else 1)) * 128
@@ -155,7 +184,7 @@ class WgmmaKernel(CudaKernel):
         if self.kind == "persistent":
             cm, cn = p.get("CM", 1), p.get("CN", 1)
             size = cm * cn
-            tiles = ceil_div(problem.m, bm * cm) * ceil_div(problem.n, bn * cn)
+            tiles = batch * ceil_div(problem.m, bm * cm) * ceil_div(problem.n, bn * cn)
             if p.get("STREAM_K", 0):  # clusters off (constraints)
                 grid = stream_k_grid(tiles, ceil_div(problem.k, bk(self.precision)), sm_count,
                                      p.get("SK_MIN_KTILES", SK_MIN_KTILES))
@@ -182,6 +211,10 @@ class WgmmaKernel(CudaKernel):
         import dataclasses
 
         p = self.params
+        if isinstance(problem, BatchedProblem):  # the batched build of what runs the batch's flattened shape
+            if p.get("BATCHED", 0):
+                return self
+            return self.for_problem(problem.flattened(), sm_count).with_params({"BATCHED": 1})
         if p.get("TF32_ROUND", 0) == 3 and rounds_a_in_place(problem, self.one_launch_mnk):
             return dataclasses.replace(self, params={**p, "TF32_ROUND": 2}).for_problem(problem, sm_count)
         if p.get("STREAM_K", 0):
@@ -254,8 +287,19 @@ class WgmmaKernel(CudaKernel):
         m, n, k = problem.shape
         bm, kt = self.params["BM"], bk(self.precision)
         dtype = self.prec.tma_dtype
+        if isinstance(problem, BatchedProblem):  # each a batch of matrices; a broadcast operand a batch of one
+            a, b = self.operand_maps(problem.matrix(), lda, ldb, b_kmajor)
+
+            def batched(m: TiledMap, stride: int) -> TiledMap:
+                one = m.rows * m.row_stride  # any 16-byte multiple: a batch of one never steps
+                return dataclasses.replace(m, batch=problem.batch if stride else 1, batch_stride=stride or one)
+
+            return batched(a, problem.stride_a), batched(b, problem.stride_b)
         if self.swap_ab:  # each CTA of a cluster loads BM/CN rows of A; B in 32-column boxes (128-byte rows)
-            return (TiledMap(dtype, m, k, lda, bm // self.params.get("CN", 1), kt), TiledMap(dtype, k, n, ldb, kt, 32))
+            a = TiledMap(dtype, m, k, lda, bm // self.params.get("CN", 1), kt)
+            if b_kmajor:  # SWAP_B_KMAJOR: one box of BN rows of Bᵀ, 128 bytes of K each
+                return a, TiledMap(dtype, n, k, ldb, self.params["BN"], kt)
+            return a, TiledMap(dtype, k, n, ldb, kt, 32)
         a = TiledMap(dtype, m, k, lda, bm, kt)
         if b_kmajor or not self.prec.reads_b_n_major:
             return a, TiledMap(dtype, n, k, ldb, 64, kt)
@@ -264,13 +308,21 @@ class WgmmaKernel(CudaKernel):
     def c_map(self, problem: Problem) -> TiledMap:
         """C's tensor map for the EPI_TMA epilogue: M×N in boxes of 64 rows of 128 bytes, 32 FP32 or 64 BF16
         columns."""
+        rows = problem.m * (problem.batch if isinstance(problem, BatchedProblem) else 1)  # a batch: (batch·M) x N
         if self.output_dtype(problem).itemsize == 2:
-            return TiledMap("bf16", problem.m, problem.n, problem.n, 64, 64)
-        return TiledMap("fp32", problem.m, problem.n, problem.n, 64, 32)
+            return TiledMap("bf16", rows, problem.n, problem.n, 64, 64)
+        return TiledMap("fp32", rows, problem.n, problem.n, 64, 32)
 
     def c_by_tma(self, problem: Problem, ptr: int) -> bool:
         """Whether TMA can store into C at ``ptr``: a 16-byte aligned base and whatever else C's map needs."""
-        return ptr % 16 == 0 and not self.c_map(problem).errors()
+        return ptr % 16 == 0 and self.c_map_fits(problem)
+
+    def c_map_fits(self, problem: Problem) -> bool:
+        """Whether C's map can take C: its errors, and for a batch a product's rows in whole 64-row boxes (a box that
+        crossed into the next product's rows would write them; else the register path, which stops at M)."""
+        if isinstance(problem, BatchedProblem) and problem.m % 64:
+            return False
+        return not self.c_map(problem).errors()
 
     def make_plan(self, problem: Problem, layout: Layout, info, gpu=None):
         from gemmlab.kernels.cuda.tc.model import plan

@@ -19,11 +19,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gemmlab import driver
+from gemmlab.errors import LayoutError
 from gemmlab.kernels.cuda.launch.gpu import RESOURCES, Resources
+from gemmlab.kernels.cuda.launch.kernel import EPI_ARGS, bind_epilogue
 from gemmlab.kernels.cuda.launch.nvrtc import compile_cuda
 from gemmlab.kernels.cuda.launch.tma import LinearMap, TiledMap
 from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.plan import COL, Plan
+from gemmlab.problem import BatchedProblem
 
 # tc_args.cuh's TcArgs, field for field, and Fp8Args: TcArgs (its base), then the scales' addresses
 TC_ARGS = driver.Struct((("a", driver.MAP), ("b", driver.MAP), ("c", driver.MAP), ("C", "ptr"), ("M", "i32"),
@@ -31,6 +34,11 @@ TC_ARGS = driver.Struct((("a", driver.MAP), ("b", driver.MAP), ("c", driver.MAP)
                          ("timeline", "ptr")))
 FP8_ARGS = driver.Struct((("base", TC_ARGS), ("scale_a", "ptr"), ("scale_b", "ptr"), ("sa", driver.MAP),
                           ("sb", driver.MAP)))
+# BatchArgs (BATCHED builds): TcArgs, then the batch and whether A and B step through it
+BATCH_ARGS = driver.Struct((("base", TC_ARGS), ("batch", "i32"), ("a_batched", "i32"), ("b_batched", "i32")))
+# EPI=1 builds (a fused epilogue): TcArgs ends with EpiArgs
+TC_ARGS_EPI = driver.Struct((*TC_ARGS.fields, ("epi", EPI_ARGS)))
+FP8_ARGS_EPI = driver.Struct((("base", TC_ARGS_EPI), *FP8_ARGS.fields[1:]))
 TRANSPOSE_SIGNATURE = (("B", "ptr"), ("BT", "ptr"), ("K", "i32"), ("N", "i32"), ("LDT", "i32"))
 ROUND_COPY_SIGNATURE = (("src", "ptr"), ("dst", "ptr"), ("rows", "i32"), ("cols", "i32"), ("ld_src", "i32"),
                         ("ld_dst", "i32"), ("vec", "i32"))
@@ -73,6 +81,7 @@ class _Operand:
     address: _MapAddress | None = None
     mode: str | None = None  # what TcArgs' map holds now: "direct" or "staged"
     current: int | None = None  # the address the direct map holds (None when staged: every call copies)
+    batched: bool = False  # a batch's map: read in place only (a staged copy would hold one matrix)
 
     def stage(self) -> None:
         self.workspace = self.gpu.buffer(self.rows * self.padded * self.elem)
@@ -88,6 +97,9 @@ class _Operand:
             self.address.set(ptr)
             self.current = ptr
             return
+        if self.batched:
+            raise LayoutError(f"{self.slot.upper()} at {ptr:#x} is not 16-byte aligned, where TMA reads a batch's "
+                              "first matrix from; a batch is read in place")
         if self.workspace is None:
             self.stage()
         width = self.cols * self.elem
@@ -136,6 +148,12 @@ class TcPlan(Plan):
         workspaces does (gemmlab.call)."""
         return any(isinstance(op, _Operand) and op.direct is not None
                    for op in (*self.operands, *getattr(self, "scale_maps", ())))
+
+    def bind_epilogue(self, strides: tuple | None) -> None:
+        bind_epilogue(self.main.params, self.spec.epilogue, strides, bool(self.spec.params.get("C_TRANSPOSED", 0)))
+
+    def set_addend(self, d: int) -> None:
+        self.main.params.D = d
 
     def launch(self, a, b, c, stream: int = 0) -> None:
         p = self.main.params
@@ -207,14 +225,25 @@ def _stream_k_workspace(spec, kernel, geo: Geometry, problem, sm_count: int, gpu
     return gpu.buffer(4 * grid * p["BM"] * p["BN"]), gpu.buffer(4 * tiles, zero=True)
 
 
+def _split_k_workspace(spec, problem, gpu: Resources):
+    """tc10 (SPLITS > 1): S FP32 partials of BM×BN a tile, and one u32 ticket a tile, zeroed once: the CTA that draws
+    a tile's last ticket sets it back to zero for the next launch. No CTA waits for another, so unlike stream-K's
+    fixup the grid need not be resident at once."""
+    p = spec.params
+    tiles = ceil_div(problem.m, p["BM"]) * ceil_div(problem.n, p["BN"])
+    return gpu.buffer(4 * tiles * p["SPLITS"] * p["BM"] * p["BN"]), gpu.buffer(4 * tiles, zero=True)
+
+
 def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan:
     """The plan of ``spec`` (already the configuration that runs ``problem``) on the GPU described by ``info``."""
     b_kmajor = layout.b == COL
     defines = spec.defines()
-    if b_kmajor and spec.prec.reads_b_n_major:  # the other types read B K-major always (tc_ktile.cuh)
+    if b_kmajor and spec.swap_ab:  # B's register fragments from a K-major tile (tc_swap.cuh), rounded there
+        defines["SWAP_B_KMAJOR"] = 1
+    elif b_kmajor and spec.prec.reads_b_n_major:  # the other types read B K-major always (tc_ktile.cuh)
         defines["B_KMAJOR"] = 1
     rounds_smem = spec.params.get("TF32_ROUND", 0) == 2  # TF32 operands rounded to nearest in shared memory
-    if b_kmajor and rounds_smem:  # no pre-pass rounds this B: the producer's pass rounds its tiles too
+    if b_kmajor and rounds_smem and not spec.swap_ab:  # no pre-pass rounds this B: the producer's pass rounds it
         defines["ROUND_B_SMEM"] = 1
     geo = spec.launch_geometry(problem, info.sm_count)
     kernel = gpu.kernel(compile_cuda(spec.source, spec.entry, defines, info.arch), geo.smem)
@@ -227,13 +256,22 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
     params = driver.Params((("args", spec.args_struct),))
     params.M, params.N, params.K = m, n, k
     buffers, steps = [], []
+    batched = isinstance(problem, BatchedProblem)
+    if batched:
+        params.batch, params.a_batched, params.b_batched = problem.batch, int(problem.stride_a > 0), \
+            int(problem.stride_b > 0)
+        steps.append(f"batched: {problem.batch} products in one launch, A's matrices {problem.stride_a} and B's "
+                     f"{problem.stride_b} elements apart (0: broadcast), the persistent walk over batch x tiles")
 
     def operand(slot: str, rows: int, cols: int, map_for) -> _Operand:
         """An operand stored rows×cols row-major, whose ``map_for(pitch)`` TMA reads."""
         op = _Operand(slot, rows, cols, ceil_div(cols, align) * align, elem, map_for, gpu,
-                      address=_MapAddress(params.map_address(slot)))
+                      address=_MapAddress(params.map_address(slot)), batched=batched)
         if op.padded == cols:
             op.direct = _encoded(map_for(cols), _PLACEHOLDER)
+        elif batched:  # a pitched copy would be of one matrix
+            raise LayoutError(f"{spec.name}: {slot.upper()}'s {cols * elem}-byte rows are not a multiple of the 16 "
+                              "bytes TMA strides by; a batch is read in place")
         else:
             op.stage()
             buffers.append(op.workspace)
@@ -292,6 +330,13 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
         buffers += [ws, flags]
         params.sk_ws, params.sk_flags = gpu.address(ws), gpu.address(flags)
         zeroed = True
+    elif spec.params.get("SPLITS", 0) > 1:
+        ws, tickets = _split_k_workspace(spec, problem, gpu)
+        buffers += [ws, tickets]
+        params.sk_ws, params.sk_flags = gpu.address(ws), gpu.address(tickets)
+        steps.append(f"split-K: {geo.grid[1]} splits of K a tile, their FP32 partials in a workspace and a ticket a "
+                     "tile; the last split of a tile adds them in split order and stores C")
+        zeroed = True
     timeline = None
     if spec.params.get("TIMELINE", 0):  # gemmlab timeline reads plan.timeline after a launch
         warpgroups = geo.threads // 128 - 1
@@ -300,7 +345,7 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
         timeline = timeline.view("uint64").reshape(geo.grid[0], warpgroups, spec.TIMELINE_SLOTS)
         zeroed = True
     epi_tma = bool(spec.params.get("EPI_TMA", 0))
-    c_rows_ok = epi_tma and not spec.c_map(problem).errors()
+    c_rows_ok = epi_tma and spec.c_map_fits(problem)
     c_address = None
     if c_rows_ok:
         driver.ctypes.memmove(params.map_address("c"), _encoded(spec.c_map(problem), _PLACEHOLDER),
@@ -309,7 +354,7 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
     if zeroed:
         gpu.synchronize()  # the zeroing ran on CuPy's stream: done before any caller's launch
     main = driver.Launch(int(kernel.handle), geo.grid, geo.block, geo.smem, params, cluster=cluster)
-    steps.append(f"{spec.entry}: {geo.grid[0]} CTAs of {geo.threads} threads"
+    steps.append(f"{spec.entry}: {geo.grid[0] * geo.grid[1]} CTAs of {geo.threads} threads"
                  f"{f' in clusters of {cluster[0]}' if cluster else ''}, {geo.smem} B shared memory, "
                  f"{ceil_div(k, spec.k_tile)} k-tiles of {spec.k_tile}"
                  f"{', C through TMA stores where it is 16-byte aligned' if c_rows_ok else ''}")

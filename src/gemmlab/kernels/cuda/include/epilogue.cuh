@@ -1,0 +1,81 @@
+// The fused epilogue (gemmlab.epilogue): out = act(alpha·acc + beta·D) on an FP32 accumulator, in registers, before
+// C is converted and stored. Compile-time switches, all 0 by default, so a build without them is the plain GEMM:
+//   EPI=1         the kernel takes an EpiArgs (D's address and strides, alpha, beta) and applies epi_apply
+//   EPI_ACT       0 none, 1 relu, 2 gelu (erf), 3 gelu (tanh), 4 silu
+//   EPI_ADDEND    0 none, 1 a bias (one value per column of C, added as it is), 2 a matrix D read with beta
+//   EPI_D         D's type: 0 FP32, 1 BF16, 2 FP16
+// D's element (r, c) of the kernel's product is D[r·rs + c·cs] (strides in elements, 0 for a broadcast); a kernel
+// that stores the transpose of its product (C_TRANSPOSED) is handed D's strides swapped, so its bias follows its rows.
+// The activations are the accurate library functions (erff, tanhf, expf): a few instructions per element, against
+// the 2·K flops each element took.
+#pragma once
+
+#ifndef EPI
+#define EPI 0
+#endif
+#ifndef EPI_ACT
+#define EPI_ACT 0
+#endif
+#ifndef EPI_ADDEND
+#define EPI_ADDEND 0
+#endif
+#ifndef EPI_D
+#define EPI_D 0
+#endif
+#ifndef C_TRANSPOSED
+#define C_TRANSPOSED 0
+#endif
+
+// the host's EPI_ARGS (gemmlab.kernels.cuda.launch.kernel), field for field
+struct EpiArgs {
+  const void *D;
+  long long rs, cs;  // D's row and column strides, in elements
+  float alpha, beta;
+};
+
+// A kernel that takes its own parameter list (the FP32 ladder, gemv1) ends it with EPI_PARAM: EpiArgs where EPI=1
+#if EPI
+#define EPI_PARAM , const EpiArgs epi
+#else
+#define EPI_PARAM
+#endif
+
+#ifdef __CUDACC__
+__device__ __forceinline__ float epi_act(float x) {
+#if EPI_ACT == 1
+  return x < 0.0f ? 0.0f : x;  // NaN stays NaN, as torch.relu keeps it
+#elif EPI_ACT == 2
+  return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+#elif EPI_ACT == 3
+  return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+#elif EPI_ACT == 4
+  return x / (1.0f + expf(-x));  // e^-x = inf below -88: x / inf = -0, silu's limit
+#else
+  return x;
+#endif
+}
+
+__device__ __forceinline__ float epi_load(const EpiArgs &e, long long at) {
+#if EPI_D == 1
+  return __uint_as_float((unsigned)__ldg(reinterpret_cast<const unsigned short *>(e.D) + at) << 16);
+#elif EPI_D == 2
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(__ldg(reinterpret_cast<const unsigned short *>(e.D) + at)));
+  return f;
+#else
+  return __ldg(reinterpret_cast<const float *>(e.D) + at);
+#endif
+}
+
+// The epilogue of the kernel's element (r, c); the caller reads D only for elements inside C (`inside`), where a
+// tile's edge hangs over it.
+__device__ __forceinline__ float epi_apply(const EpiArgs &e, float acc, int r, int c, bool inside = true) {
+  float x = e.alpha * acc;
+#if EPI_ADDEND == 1  // one value per column of C: the kernel's column, or its row where it stores the transpose
+  if (inside) x += epi_load(e, C_TRANSPOSED ? (long long)r * e.rs : (long long)c * e.cs);
+#elif EPI_ADDEND == 2
+  if (inside) x = fmaf(e.beta, epi_load(e, (long long)r * e.rs + (long long)c * e.cs), x);
+#endif
+  return epi_act(x);
+}
+#endif

@@ -1,0 +1,182 @@
+// tc10: split-K with a deterministic parallel reduction, for problems of few output tiles and long K.
+// The grid is tiles x S: CTA (tile, s) runs tc3's producer/consumer warpgroups over split s of K, k-tiles
+// [split_begin(s), split_begin(s + 1)) of the tile, so S CTAs share a tile's K and the whole grid is busy where the
+// tiles alone would leave most SMs idle. With S > 1 each CTA writes its FP32 partial tile to the workspace
+// (args.sk_ws: tile-major, S partials a tile, in the stream-K fixup's fragment order) and takes a ticket on its
+// tile (args.sk_flags, one u32 a tile): the CTA that draws the last ticket, whichever split it ran, adds the S
+// partials in the fixed order 0, 1, ..., S-1 starting from zero (split_reduce), so C has the same bits whatever
+// order the splits arrive in, and stores the tile through the epilogue every level uses (TileStore). It also sets
+// the ticket back to zero, so the next launch starts from zero without a memset launch. No CTA waits for another:
+// the grid need not be resident at once, and a tile's reduction runs beside the other tiles' mainloops.
+// TC_FP8=1: e4m3/e5m2 operands, both K-major, Fp8Args; the per-tensor scales multiply the summed tile (one
+// rounding, as tc4's). BLOCK_SCALED=1 (fp8_block): each k-tile (128 of K, one scale block) runs from zero into
+// `part` and is added, scaled by its rows' A scales and its tile's B scale, into the FP32 accumulator on the CUDA
+// cores (tc8's promotion, with the scales loaded from global memory under the k-tile's wgmma); BN divides 128, so a
+// tile takes one B scale a k-tile.
+#include "tc_epilogue.cuh"
+#include "tc_ktile.cuh"
+#include "tc_pipeline.cuh"
+#include "tc_stream_k.cuh"
+
+#define CW (BM / 64)  // consumer warpgroups
+#define CT (CW * 128)  // consumer threads
+#ifndef BLOCK_SCALED
+#define BLOCK_SCALED 0
+#endif
+#if BLOCK_SCALED && !(TC_FP8 && 128 % BN == 0)
+#error "BLOCK_SCALED: fp8 operands, and a tile inside one 128-wide block of B's scales"
+#endif
+
+#if TC_FP8
+typedef Fp8Args KernelArgs;
+#else
+typedef TcArgs KernelArgs;
+#endif
+
+// begin split arithmetic (plain C++: the tests compile it on the host against tc/model/split_k.py)
+// Split s of S takes k-tiles [split_begin(s), split_begin(s + 1)) of KT: KT / S or one more each, none empty
+// where S <= KT (the host's choice).
+__host__ __device__ __forceinline__ int split_begin(int s, int splits, int kt) {
+  return (int)((long long)s * kt / splits);
+}
+// The reduction of a tile's S partials: d = ((0 + p_0) + p_1) + ... + p_{S-1}, element by element, in this order
+// whatever split draws the last ticket. load(s, j) returns float4 j of this thread's share of partial s. The loads of
+// U partials' J float4s are issued before their adds (more L2 reads in flight, 4·U·J registers), which leaves each
+// element's adds in split order.
+template <int R, int U, int J, class Load>
+__host__ __device__ __forceinline__ void split_reduce(float (&d)[R], int splits, Load load) {
+  static_assert(R % (4 * J) == 0, "the fragment's float4s in whole chunks of J");
+#pragma unroll
+  for (int i = 0; i < R; ++i) d[i] = 0.f;
+  auto add = [&](int s, int n) {  // partials s .. s + n - 1 (n <= U)
+#pragma unroll
+    for (int j0 = 0; j0 < R / 4; j0 += J) {
+      float4 v[U][J];
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+#pragma unroll
+        for (int j = 0; j < J; ++j)
+          if (u < n) v[u][j] = load(s + u, j0 + j);
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+#pragma unroll
+        for (int j = 0; j < J; ++j)
+          if (u < n) {
+            float *x = d + 4 * (j0 + j);
+            x[0] += v[u][j].x;
+            x[1] += v[u][j].y;
+            x[2] += v[u][j].z;
+            x[3] += v[u][j].w;
+          }
+    }
+  };
+  int s = 0;
+  for (; s + U <= splits; s += U) add(s, U);
+  if (s < splits) add(s, splits - s);
+}
+// end split arithmetic
+
+// The reduction's loads in flight a consumer thread: 8 float4s of each of 2 partials (64 registers), of 4 at
+// BN = 64 (a thread's whole share of each: 128 registers beside its 32 accumulators)
+#define REDUCE_U (BN <= 64 ? 4 : 2)
+#define REDUCE_J 8
+
+// The ticket: one consumer thread adds 1 to the tile's count (acquire and release: after the CTA's partial, before
+// the others' reads) and returns the count before it.
+__device__ __forceinline__ u32 take_ticket(u32 *ticket) {
+  u32 old;
+  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(old) : "l"(ticket) : "memory");
+  return old;
+}
+
+extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1) tc10_split_k(const __grid_constant__ KernelArgs args) {
+  extern __shared__ unsigned char smem_raw[];
+  __shared__ int reduces;  // set by the ticket's thread: this CTA drew its tile's last ticket
+  unsigned char *smem = aligned_smem(smem_raw);
+  u64 *full = reinterpret_cast<u64 *>(smem + STAGES * STAGE_BYTES);
+  u64 *empty = full + STAGES;
+  const TmaMap *mapA = &args.a, *mapB = &args.b;
+  OutT *C = reinterpret_cast<OutT *>(args.C);
+  const int M = args.M, N = args.N, K = args.K;
+  const int tid = threadIdx.x, wg = tid / 128;
+  const int tiles_n = (N + BN - 1) / BN, tile = blockIdx.x, split = blockIdx.y, splits = gridDim.y;
+  const int m0 = tile / tiles_n * BM, n0 = tile % tiles_n * BN;
+  const int KT = (K + BK - 1) / BK;
+  const int kb = split_begin(split, splits, KT), ke = split_begin(split + 1, splits, KT);
+
+  ring_init<STAGES, 1>(full, empty, CW * 4, mapA, mapB);  // one arrival per consumer warp
+
+  if (wg == 0) {
+    setmaxnreg_dec<PRODUCER_REGS>();
+    if (tid == 0)
+      for (int kt = kb, i = 0; kt < ke; ++kt, ++i) {
+        const int s = i % STAGES;
+        if (i >= STAGES) mbar_wait(&empty[s], (i / STAGES - 1) & 1);
+        load_stage<1>(smem + s * STAGE_BYTES, mapA, mapB, &full[s], m0, n0, kt * BK, 0);
+      }
+    return;
+  }
+  setmaxnreg_inc<CONSUMER_REGS>();
+  const int cw = wg - 1, ct = tid - 128;
+  float d[BN / 2];
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) d[i] = 0.f;
+#if BLOCK_SCALED
+  float part[BN / 2];
+  // this thread's two rows of the fragment (clamped: rows past M are never stored) and the tile's block of B
+  const int r0 = min(m0 + cw * 64 + 16 * (ct % 128 / 32) + ct % 32 / 4, M - 1), r1 = min(r0 + 8, M - 1);
+  const float *sb = args.scale_b + (long long)(n0 / 128) * ((K + 127) / 128);
+#endif
+  for (int kt = kb, i = 0; kt < ke; ++kt, ++i) {
+    const int s = i % STAGES;
+    mbar_wait(&full[s], (i / STAGES) & 1);
+    const u32 a = smem_u32(smem + s * STAGE_BYTES) + cw * 64 * 128;
+    const u32 b = smem_u32(smem + s * STAGE_BYTES + A_TILE_BYTES);
+    wgmma_fence();
+#if BLOCK_SCALED
+    wgmma_ktile<BN>(part, a, b, 0);
+    wgmma_commit();
+    const float *sa = args.scale_a + (long long)kt * M;
+    const float b_scale = __ldg(sb + kt), s0 = __ldg(sa + r0) * b_scale, s1 = __ldg(sa + r1) * b_scale;
+    wgmma_wait<0>();
+    fence_acc(part);
+    if (tid % 32 == 0) mbar_arrive(&empty[s]);
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+      d[4 * j] += part[4 * j] * s0;
+      d[4 * j + 1] += part[4 * j + 1] * s0;
+      d[4 * j + 2] += part[4 * j + 2] * s1;
+      d[4 * j + 3] += part[4 * j + 3] * s1;
+    }
+#else
+    wgmma_ktile<BN>(d, a, b, 1);
+    wgmma_commit();
+    wgmma_wait<1>();  // the previous k-tile's group is done: its slot can be refilled
+    if (i > 0 && tid % 32 == 0) mbar_arrive(&empty[(i - 1) % STAGES]);
+#endif
+  }
+  wgmma_wait<0>();
+  fence_acc(d);
+  if (splits > 1) {
+    float *tile_ws = args.sk_ws + (long long)tile * splits * (BN / 2 * CT);
+    sk_store_partial<BN / 2, CT>(tile_ws + (long long)split * (BN / 2 * CT), d, ct);
+    __threadfence();
+    consumer_bar(CT);  // every consumer thread's part of the partial is stored before the ticket
+    if (ct == 0) {
+      reduces = take_ticket(args.sk_flags + tile) == (u32)splits - 1;
+      if (reduces) args.sk_flags[tile] = 0;  // every split of the tile has counted: none touches it again
+    }
+    consumer_bar(CT);
+    if (!reduces) return;
+    const float4 *p = reinterpret_cast<const float4 *>(tile_ws) + ct;
+    split_reduce<BN / 2, REDUCE_U, REDUCE_J>(
+        d, splits, [&](int s, int j) { return __ldcg(p + (long long)s * (BN / 8 * CT) + j * CT); });
+  }
+#if TC_FP8 && !BLOCK_SCALED
+  const float scale = *args.scale_a * *args.scale_b;
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) d[i] *= scale;
+#endif
+  TileStore out;
+  out.store<BN>(args, C, d, nullptr, m0, n0, cw, M, N);
+}

@@ -1,0 +1,128 @@
+"""tc10: split-K over a tiles x S grid, the partials added by the last split to arrive, in a fixed order.
+
+What changed against tc3 (and tc6's stream-K): each output tile's k-tiles are cut into S splits, one CTA each, so
+tiles x S CTAs fill the GPU where the tiles alone would not (256x256x16384 is 2 tiles of 128x256: tc2 and tc4 run
+them on 2 of 132 SMs; tc6's owner CTA waits for its peers, then adds their partials after its own k-range). Here no
+CTA waits: each writes its FP32 partial to the plan's workspace and takes a ticket on its tile; whichever draws the
+last adds the S partials in split order 0..S-1 from zero, so C has the same bits on every call, stores C through
+the levels' epilogue (TileStore), and sets the ticket back to zero for the next call (one launch, no memset). The
+tile (64x64, 64x128 or 128x128) and S are chosen per problem by tc/model/split_k.py: waves of CTAs, k-tiles per CTA
+(at least 4: a pipeline's depth), and the reduction one CTA does alone. BF16 and FP8 per tensor (tc3's mainloop, the
+scales on the summed tile, BF16 C for FP8); FP8 block-scaled (``_fp8_block``) promotes each k-tile into FP32 with
+its scales as tc8 does, on the tiles whose BN divides 128. No TF32 build: its mainloop would truncate, which
+kernel="auto" passes over.
+Why: at long K and few tiles a launch takes one CTA's whole K; split S ways, about 1/S of it plus S partial tiles
+read back by one CTA. Predicted (split_k.choose's clocks): the long-K shapes of the suite within 1.5x of their DRAM
+bytes' time and 1.0-1.3x torch; the 256-1024 squares about tc4's time or better; elsewhere slower than tc4, whose
+persistent grid overlaps the epilogue.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from gemmlab.kernels.cuda.tc.model import split_k
+from gemmlab.kernels.cuda.tc.model.budget import smem_bytes
+from gemmlab.kernels.cuda.tc.model.constraints import wgmma_constraints
+from gemmlab.kernels.cuda.tc.model.fp8 import fp8_constraints
+from gemmlab.kernels.cuda.tc.model.kernel import WgmmaKernel
+from gemmlab.kernels.cuda.tc.model.traffic import wgmma_traffic
+from gemmlab.kernels.geometry import Geometry
+from gemmlab.kernels.spec import SM_COUNT, Traffic
+from gemmlab.problem import Problem
+
+# SPLITS = 0: the tile and S chosen per problem (split_k.choose); a configuration that names S (> 0) keeps its tile
+BASE = {"BM": 128, "BN": 128, "STAGES": 6, "PRODUCER_REGS": 40, "CONSUMER_REGS": 232, "SPLITS": 0}
+FP8 = {**BASE, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
+FP8_BLOCK = {**FP8, "BLOCK_SCALED": 1}
+PINNED_SPLITS = 3  # configurations(): S where the tile is pinned
+REDUCTION = ("latency: the last split of a tile reads the S partials back alone, and S = 1 stores C from registers "
+             "with no mainloop to hide it under")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SplitK(WgmmaKernel):
+    """A wgmma level over a tiles x S grid; the plan holds the partials' workspace and the tickets."""
+
+    kind: str = "specialized"
+
+    def defines(self) -> dict:
+        d = super().defines()
+        d.pop("SPLITS")  # the kernel reads S from gridDim.y
+        return d
+
+    def split_plan(self, problem: Problem, sm_count: int = SM_COUNT) -> split_k.SplitPlan:
+        m, n, k = problem.shape
+        p = self.params
+        if p["SPLITS"]:
+            return split_k.pinned(m, n, k, self.precision, p["BM"], p["BN"], p["STAGES"], p["SPLITS"], sm_count)
+        return split_k.choose(m, n, k, self.precision, sm_count)
+
+    def for_problem(self, problem: Problem, sm_count: int = SM_COUNT) -> "SplitK":
+        s = self.split_plan(problem, sm_count)
+        return self.with_params({"BM": s.bm, "BN": s.bn, "STAGES": s.stages, "SPLITS": s.splits})
+
+    def launch_geometry(self, problem: Problem, sm_count: int = SM_COUNT, max_clusters: int | None = None) -> Geometry:
+        runs = self.for_problem(problem, sm_count)
+        s = runs.split_plan(problem, sm_count)
+        return Geometry(grid=s.grid, block=((s.bm // 64 + 1) * 128, 1, 1), smem=smem_bytes(runs.params))
+
+    def traffic(self, problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
+        """tc3's at the chosen tile, plus each partial written once and read once (S > 1); the walk's tiles are all
+        split along K over the grid's CTAs (a wave of them, as stream-K's split tail), so the busiest SM holds about
+        1/S of a tile's arithmetic."""
+        runs = self.for_problem(problem, sm_count)
+        s = runs.split_plan(problem, sm_count)
+        t = self.traffic_model(problem, sm_count, params=dict(runs.params))
+        ws = s.workspace_bytes
+        if not ws:
+            return t
+        walk = t.walk and dataclasses.replace(t.walk, split_tail=s.tiles, wave=min(s.ctas, sm_count))
+        return dataclasses.replace(t, global_read=t.global_read + ws, global_write=t.global_write + ws, walk=walk,
+                                   l2_read=(t.l2_read or t.global_read) + ws,
+                                   l2_write=(t.l2_write or t.global_write) + ws,
+                                   basis=f"{t.basis}, plus {s.ctas} partials of {s.bm}x{s.bn} written and read back "
+                                         f"({s.splits} splits of K a tile)")
+
+    def configurations(self, formats: bool = False) -> list[WgmmaKernel]:
+        """A build per tile of the precision (split_k.tiles_for), each in every FP8 output type, pinned at
+        PINNED_SPLITS (at most KT), so that a sanitizer run at any shape of 3 k-tiles or more goes through the
+        partials and the tickets on every tile."""
+        builds = [self.with_params({"BM": bm, "BN": bn, "STAGES": st, "SPLITS": PINNED_SPLITS})
+                  for bm, bn, st in split_k.tiles_for(self.precision)]
+        return [c for b in builds for c in WgmmaKernel.configurations(b, formats)]
+
+
+def _constraints(p: dict, fp8: bool, block: bool) -> list[str]:
+    e = wgmma_constraints(p, specialized=True)
+    if fp8:
+        e += fp8_constraints({**p, "BN": 128}, promoted=block)  # the formats and options; tc10's widths below
+    if p.get("SPLITS", 0) < 0:
+        e.append(f"SPLITS={p['SPLITS']}: 0 (chosen per problem) or the number of splits of K")
+    if p.get("EPI_TMA", 0):
+        e.append("EPI_TMA=1: tc10 stores C from registers (its few reducing CTAs have no mainloop to overlap)")
+    if block and 128 % p["BN"]:
+        e.append(f"BN={p['BN']}: a block-scaled tile's columns sit in one 128-wide block of B's scales (64 or 128)")
+    if block and p["BN"] > p.get("CONSUMER_REGS", 232) - 32:
+        e.append(f"BN={p['BN']}: the k-tile's and the accumulated sets take BN registers, more than CONSUMER_REGS - 32")
+    if p.get("BLOCK_SCALED", 0) not in (0, 1) or (p.get("BLOCK_SCALED", 0) and not fp8):
+        e.append(f"BLOCK_SCALED={p.get('BLOCK_SCALED')}: 0, or 1 for the block-scaled fp8 build")
+    return e
+
+
+def _spec(precision: str, params: dict, title: str) -> SplitK:
+    fp8, block = precision.startswith("fp8"), precision == "fp8_block"
+    return SplitK(name=f"cuda/tc10_split_k_{precision}", level=10, precision=precision, title=title,
+                  source="tc10_split_k.cu", entry="tc10_split_k", params=dict(params),
+                  constraints=lambda p: _constraints(p, fp8, block),
+                  traffic_model=wgmma_traffic(precision, params["BM"], params["BN"], block_scales=block),
+                  doc=__doc__, unmodeled=REDUCTION)
+
+
+SPECS = [
+    _spec("bf16", BASE, "bf16 split-K: tiles x S CTAs of tc3's warpgroups, the last split of a tile adds the S FP32 "
+                        "partials in split order (deterministic), tile and S per problem"),
+    _spec("fp8", FP8, "fp8 e4m3 split-K, per-tensor scales on the summed tile, BF16 C, deterministic reduction"),
+    _spec("fp8_block", FP8_BLOCK, "fp8 block-scaled split-K, each k-tile promoted into FP32 with its 1x128 and "
+                                  "128x128 scales, deterministic reduction, BF16 C"),
+]

@@ -1,0 +1,135 @@
+"""gemmlab.call.batched: the broadcast batch's description, its plan key, the host path's values against
+numpy.matmul, and the refusals of a batch no kernel can take."""
+import numpy as np
+import pytest
+
+from gemmlab import call
+from gemmlab.call import Batch, batch_of, batched_matmul
+from gemmlab.errors import GemmlabError, LayoutError, ShapeError
+from gemmlab.problem import BatchedProblem, Problem
+
+
+@pytest.fixture(autouse=True)
+def fresh_plans():
+    call.plans.clear()
+    yield
+    call.plans.clear()
+
+
+def _rand(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape, dtype=np.float32)
+
+
+def test_broadcast_batch_strides_after_broadcasting():
+    a, b = _rand(4, 1, 5, 3), _rand(3, 3, 6)
+    batch = batch_of(a, b)
+    assert batch == Batch((4, 3), (15, 0), (0, 18))
+    assert batch.count == 12
+    assert batch.collapsed() is None  # A walks the outer dimension, B the inner: no one stride per operand
+
+
+@pytest.mark.parametrize("a_shape, b_shape, expected", [
+    ((8, 5, 3), (8, 3, 6), (8, 15, 18)),
+    ((2, 4, 5, 3), (3, 6), (8, 15, 0)),  # a matrix B broadcast: stride 0
+    ((5, 3), (2, 4, 3, 6), (8, 0, 18)),
+    ((1, 5, 3), (7, 3, 6), (7, 0, 18)),
+    ((5, 3), (3, 6), (1, 0, 0)),
+])
+def test_collapsed_batch(a_shape, b_shape, expected):
+    assert batch_of(_rand(*a_shape), _rand(*b_shape)).collapsed() == expected
+
+
+def test_batch_dimensions_that_do_not_broadcast_are_refused():
+    with pytest.raises(ShapeError, match="do not broadcast"):
+        batch_of(_rand(3, 5, 3), _rand(4, 3, 6))
+
+
+@pytest.mark.parametrize("bad", [dict(shape=(2,), a=(1, 2), b=(0,)), dict(shape=(0,), a=(1,), b=(1,)),
+                                 dict(shape=(2,), a=(-1,), b=(0,)), dict(shape=(2.0,), a=(1,), b=(0,))])
+def test_malformed_batch_descriptions(bad):
+    with pytest.raises(ShapeError):
+        Batch(**bad)
+
+
+@pytest.mark.parametrize("a_shape, b_shape", [((8, 5, 3), (8, 3, 6)), ((4, 1, 5, 3), (3, 3, 6)),
+                                              ((2, 4, 5, 3), (3, 6)), ((5, 3), (2, 3, 6)), ((1, 5, 3), (6, 3, 7))])
+def test_host_values_match_numpy_matmul(a_shape, b_shape):
+    a, b = _rand(*a_shape), _rand(*b_shape, seed=1)
+    c = batched_matmul(a, b)
+    expected = np.matmul(a, b)
+    assert c.shape == expected.shape and c.dtype == np.float32
+    np.testing.assert_allclose(c, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_host_values_with_explicit_broadcast_strides():
+    """A described batch walks from each operand's address: B's one matrix broadcast by stride 0, A's matrices every
+    20 elements (a padded batch)."""
+    storage = _rand(6 * 20)
+    a = np.lib.stride_tricks.as_strided(storage, (6, 5, 3), (80, 12, 4))
+    b = _rand(1, 3, 7, seed=2)
+    c = batched_matmul(a, b, batch=Batch((6,), (20,), (0,)))
+    np.testing.assert_allclose(c, np.matmul(a, b[0]), rtol=1e-5, atol=1e-5)
+
+
+def test_host_out_is_written():
+    a, b = _rand(3, 4, 5), _rand(3, 5, 2)
+    out = np.empty((3, 4, 2), np.float32)
+    assert batched_matmul(a, b, out=out) is out
+    np.testing.assert_allclose(out, a @ b, rtol=1e-5, atol=1e-5)
+    with pytest.raises(LayoutError, match="out must be"):
+        batched_matmul(a, b, out=np.empty((4, 2), np.float32))
+
+
+def test_torch_cpu_tensors_take_the_host_path():
+    torch = pytest.importorskip("torch")
+    a, b = torch.randn(4, 1, 5, 3), torch.randn(3, 3, 6)
+    c = batched_matmul(a, b)
+    assert isinstance(c, torch.Tensor)
+    torch.testing.assert_close(c, torch.matmul(a, b), rtol=1e-5, atol=1e-5)
+
+
+def test_plan_key_holds_the_batch():
+    a, b = _rand(4, 5, 3), _rand(4, 3, 6)
+    batched_matmul(a, b)
+    batched_matmul(a, b[:1])  # B broadcast: another batch, another plan
+    keys = [k for k in call.plans if k[0] == "batched"]
+    assert len(keys) == 2
+    assert {k[5] for k in keys} == {Batch((4,), (15,), (18,)), Batch((4,), (15,), (0,))}
+    batched_matmul(a, b)
+    assert len([k for k in call.plans if k[0] == "batched"]) == 2
+    prepared = call.plans[keys[0]]
+    assert "batched: 4 products" in prepared.explain()
+
+
+def test_a_batch_reaching_past_an_operand_is_refused():
+    a, b = _rand(2, 5, 3), _rand(2, 3, 6)
+    with pytest.raises(LayoutError, match="reach past"):
+        batched_matmul(a, b, batch=Batch((3,), (15,), (18,)))
+
+
+def test_host_bf16_is_refused_as_matmul_refuses_it():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    a = _rand(2, 4, 4).astype(ml_dtypes.bfloat16)
+    with pytest.raises(GemmlabError, match="host"):
+        batched_matmul(a, a)
+
+
+def test_batched_problem():
+    p = BatchedProblem(512, 512, 512, "bf16", 8, 512 * 512, 0)
+    assert p.label() == "8x512x512x512"
+    assert p.flops() == 8 * Problem(512, 512, 512, "bf16").flops()
+    assert p.flattened() == Problem(8 * 512, 512, 512, "bf16")
+    assert p.with_precision("fp32").batch == 8
+    # B broadcast: read once
+    assert p.compulsory_bytes() == 2 * (8 + 1) * 512 * 512 + 4 * 8 * 512 * 512
+    with pytest.raises(ShapeError):
+        BatchedProblem(4, 4, 4, "fp32", 0)
+
+
+def test_kernels_that_run_one_product_refuse_a_batch():
+    from gemmlab.kernels.registry import get_kernel
+
+    refusal = get_kernel("cuda/tc2_wgmma_tma_bf16").is_valid(BatchedProblem(256, 256, 256, "bf16", 4, 65536, 65536))
+    assert refusal and "one product a launch" in refusal
+    with pytest.raises(LayoutError, match="one product a launch"):
+        raise refusal.exception()

@@ -1,0 +1,202 @@
+"""gemmlab.linear, gemmlab.addmm and gemmlab.nn.Linear on the host: values against F.linear and torch.addmm,
+gradients against torch's autograd (the bias's and each activation's), the refusals, torch.compile(fullgraph=True)
+without a graph break, and a two-layer MLP that trains as torch.nn.Linear's does."""
+import shutil
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+import gemmlab  # noqa: E402
+import gemmlab.nn  # noqa: E402
+from gemmlab.errors import DTypeError, EpilogueError, GemmlabError, LayoutError, ShapeError  # noqa: E402
+from gemmlab.torch_fused import activation_derivative  # noqa: E402
+
+gen = torch.Generator().manual_seed(3)
+ACTIVATIONS = {None: lambda z: z, "relu": F.relu, "gelu": F.gelu, "gelu_tanh": lambda z: F.gelu(z, approximate="tanh"),
+               "silu": F.silu}
+
+
+def randn(*shape):
+    return torch.randn(shape, generator=gen)
+
+
+@pytest.mark.parametrize("activation", list(ACTIVATIONS))
+@pytest.mark.parametrize("x_shape", [(7,), (5, 7), (2, 3, 7)])
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_linear_is_f_linear_then_the_activation(activation, x_shape, with_bias):
+    x, w, bias = randn(*x_shape), randn(4, 7), randn(4) if with_bias else None
+    y = gemmlab.linear(x, w, bias, activation)
+    ref = ACTIVATIONS[activation](F.linear(x, w, bias))
+    assert y.shape == ref.shape and y.dtype == ref.dtype
+    torch.testing.assert_close(y, ref, rtol=1e-5, atol=1e-5)
+    arrays = gemmlab.linear(x.numpy(), w.numpy(), None if bias is None else bias.numpy(), activation)
+    np.testing.assert_allclose(arrays, ref.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_linear_reads_a_strided_x():
+    x = randn(3, 9, 14)[:, ::2, ::2]  # (3, 5, 7), strided in both
+    w, bias = randn(4, 7), randn(4)
+    torch.testing.assert_close(gemmlab.linear(x, w, bias, "relu"), F.relu(F.linear(x, w, bias)), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("c_shape", [(5, 4), (4,), (1, 4), (5, 1), ()])
+@pytest.mark.parametrize("beta, alpha", [(1, 1), (0.5, 2.0), (-1.0, 0.25)])
+def test_addmm_is_torch_addmm(c_shape, beta, alpha):
+    c, a, b = randn(*c_shape), randn(5, 3), randn(3, 4)
+    ref = torch.addmm(c, a, b, beta=beta, alpha=alpha)
+    torch.testing.assert_close(gemmlab.addmm(c, a, b, beta=beta, alpha=alpha), ref, rtol=1e-5, atol=1e-5)
+    arrays = gemmlab.addmm(c.numpy(), a.numpy(), b.numpy(), beta=beta, alpha=alpha)
+    np.testing.assert_allclose(arrays, ref.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_addmm_with_beta_zero_ignores_c_nans_included():
+    c, a, b = torch.full((5, 4), float("nan")), randn(5, 3), randn(3, 4)
+    torch.testing.assert_close(gemmlab.addmm(c, a, b, beta=0, alpha=3), 3 * (a @ b), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("activation", list(ACTIVATIONS))
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_linear_gradients_match_torchs(activation, with_bias):
+    """float32 against torch's autograd of F.linear then the activation (the host kernels take float32): x, the
+    weight and the bias, through a 3-D x."""
+    x, w = randn(2, 3, 7), randn(4, 7)
+    bias = randn(4) if with_bias else None
+    ours = [t.clone().requires_grad_() for t in (x, w, bias) if t is not None]
+    refs = [t.clone().requires_grad_() for t in (x, w, bias) if t is not None]
+    weight = randn(2, 3, 4)
+    (gemmlab.linear(*ours[:2], ours[2] if with_bias else None, activation) * weight).sum().backward()
+    (ACTIVATIONS[activation](F.linear(*refs)) * weight).sum().backward()
+    for got, ref in zip(ours, refs):
+        torch.testing.assert_close(got.grad, ref.grad, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("activation", ["relu", "gelu", "gelu_tanh", "silu"])
+def test_activation_derivatives_are_torchs(activation):
+    z = torch.linspace(-6, 6, 241, dtype=torch.float64).requires_grad_()
+    ACTIVATIONS[activation](z).sum().backward()
+    torch.testing.assert_close(activation_derivative(activation, z.detach()), z.grad, rtol=1e-12, atol=1e-12)
+
+
+def test_linear_backward_runs_gemmlab_gemms(monkeypatch):
+    """dx and dw are gemmlab::mm calls with the forward's kernel; gelu's pre-activation is one more gemmlab GEMM."""
+    from gemmlab import torch_op
+
+    ran, direct = [], torch_op.direct
+    monkeypatch.setattr(torch_op, "direct", lambda a, b, kernel, *rest, **kw: ran.append((kernel, bool(kw.get(
+        "epilogue") and kw["epilogue"].activation))) or direct(a, b, kernel, *rest, **kw))
+    x, w, bias = randn(5, 7).requires_grad_(), randn(4, 7).requires_grad_(), randn(4).requires_grad_()
+    gemmlab.linear(x, w, bias, "gelu", kernel="cpu/v0_naive").sum().backward()
+    assert ran == [("cpu/v0_naive", True), ("cpu/v0_naive", False), ("cpu/v0_naive", False), ("cpu/v0_naive", False)]
+
+
+@pytest.mark.parametrize("c_shape", [(5, 4), (4,), (5, 1), ()])
+def test_addmm_gradients_match_torchs(c_shape):
+    c, a, b = randn(*c_shape), randn(5, 3), randn(3, 4)
+    ours = [t.clone().requires_grad_() for t in (c, a, b)]
+    refs = [t.clone().requires_grad_() for t in (c, a, b)]
+    weight = randn(5, 4)
+    (gemmlab.addmm(*ours, beta=0.5, alpha=-2.0) * weight).sum().backward()
+    (torch.addmm(*refs, beta=0.5, alpha=-2.0) * weight).sum().backward()
+    for got, ref in zip(ours, refs):
+        torch.testing.assert_close(got.grad, ref.grad, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: gemmlab.linear(randn(5, 7), randn(4, 7), None, "tanh"), EpilogueError, "activation='tanh'"),
+    (lambda: gemmlab.linear(randn(5, 7), randn(4, 7), randn(5)), ShapeError, r"bias must have shape \(4,\)"),
+    (lambda: gemmlab.linear(randn(5, 6), randn(4, 7)), ShapeError, r"x's last dimension \(6"),
+    (lambda: gemmlab.linear(randn(5, 7), randn(7)), ShapeError, "weight must be a 2-D"),
+    (lambda: gemmlab.linear(randn(5, 7), randn(4, 7).numpy()), LayoutError, "w is a ndarray"),
+    (lambda: gemmlab.linear(randn(5, 7), randn(4, 7), randn(4).double()), DTypeError, "bias must be float32"),
+    (lambda: gemmlab.linear(randn(5, 7).requires_grad_(), randn(4, 7), randn(4).double()), DTypeError,
+     "bias must be float32"),
+    (lambda: gemmlab.linear(randn(5, 7).numpy(), randn(4, 7).numpy(), None, "swiglu"), EpilogueError, "swiglu"),
+    (lambda: gemmlab.addmm(randn(3, 4), randn(5, 3), randn(3, 4)), ShapeError, r"c \(3, 4\) does not broadcast"),
+    (lambda: gemmlab.addmm(randn(4), randn(5, 3, 1), randn(3, 4)), ShapeError, "two 2-D matrices"),
+    (lambda: gemmlab.addmm(randn(4), randn(5, 3), randn(3, 4), alpha=float("inf")), EpilogueError, "alpha"),
+    (lambda: gemmlab.addmm(randn(4).numpy(), randn(5, 3).numpy(), randn(2, 4).numpy()), ShapeError, "inner"),
+])
+def test_refusals_name_the_problem(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+    assert issubclass(error, GemmlabError)
+
+
+def test_linear_and_addmm_have_fakes():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        y = torch.ops.gemmlab.linear(torch.empty(5, 7), torch.empty(4, 7), torch.empty(4), "gelu", "auto", None)
+        z = torch.ops.gemmlab.addmm(torch.empty(4), torch.empty(5, 3), torch.empty(3, 4), 1.0, 2.0, "auto", None)
+    assert y.shape == (5, 4) and z.shape == (5, 4) and y.dtype == z.dtype == torch.float32
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", pytest.param("inductor", marks=pytest.mark.skipif(
+    shutil.which("g++") is None and shutil.which("clang++") is None, reason="inductor compiles C++ on the CPU"))])
+def test_torch_compile_fullgraph_of_linear_and_addmm_has_no_graph_break(backend):
+    """aot_eager runs the ops' fakes and autograd formulas; inductor also lowers them (Optional[Tensor], str and
+    float arguments) through its fallback kernels."""
+    torch._dynamo.reset()
+
+    def f(x, w, bias, c):
+        return gemmlab.addmm(c, gemmlab.linear(x, w, bias, "gelu").flatten(0, 1), w, beta=0.5)
+
+    x, w, bias, c = randn(2, 3, 7).requires_grad_(), randn(4, 7).requires_grad_(), randn(4).requires_grad_(), randn(7)
+    assert torch._dynamo.explain(f)(x, w, bias, c).graph_break_count == 0
+    torch._dynamo.reset()
+    out = torch.compile(f, fullgraph=True, backend=backend)(x, w, bias, c)
+    refs = [t.detach().clone().requires_grad_() for t in (x, w, bias)]
+    ref = torch.addmm(c, F.gelu(F.linear(*refs)).flatten(0, 1), refs[1], beta=0.5)
+    torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
+    out.sum().backward()
+    ref.sum().backward()
+    for got, want in zip((x, w, bias), refs):
+        torch.testing.assert_close(got.grad, want.grad, rtol=1e-5, atol=1e-5)
+
+
+def test_nn_linear_is_a_torch_linear_with_its_parameters():
+    layer = torch.nn.Linear(7, 4)
+    ours = gemmlab.nn.Linear.from_linear(layer, activation="silu")
+    assert isinstance(ours, torch.nn.Linear) and ours.weight is layer.weight and ours.bias is layer.bias
+    assert ours.state_dict().keys() == layer.state_dict().keys() and "activation='silu'" in repr(ours)
+    x = randn(3, 7)
+    torch.testing.assert_close(ours(x), F.silu(layer(x)), rtol=1e-5, atol=1e-5)
+    fresh = gemmlab.nn.Linear(7, 4, bias=False)
+    assert fresh.bias is None and fresh.weight.shape == (4, 7)
+    with pytest.raises(EpilogueError):
+        gemmlab.nn.Linear(7, 4, activation="tanh")
+
+
+def train_mlp(layer, device, dtype, steps=20, seed=0):
+    """A two-layer MLP of ``layer`` (torch.nn.Linear or gemmlab.nn.Linear) trained with SGD to fit a fixed teacher,
+    from one seed's initial weights; the losses step by step."""
+    torch.manual_seed(seed)
+    reference = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.Linear(64, 8))
+    first, second = (layer(m.in_features, m.out_features, device=device, dtype=dtype) for m in reference)
+    with torch.no_grad():
+        for mine, ref in zip((first, second), reference):
+            mine.weight.copy_(ref.weight)
+            mine.bias.copy_(ref.bias)
+    g = torch.Generator(device="cpu").manual_seed(seed + 1)
+    x = torch.randn(128, 32, generator=g).to(device, dtype)
+    target = torch.tanh(x.float().cpu() @ torch.randn(32, 8, generator=g)).to(device, dtype)  # a teacher's output
+    params = [*first.parameters(), *second.parameters()]
+    opt = torch.optim.SGD(params, lr=0.2)
+    losses = []
+    for _ in range(steps):
+        opt.zero_grad()
+        hidden = F.gelu(first(x).to(dtype))
+        loss = F.mse_loss(second(hidden).to(dtype).float(), target.float())
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+def test_two_layer_mlp_trains_as_torch_nn_linear_does():
+    ours, ref = train_mlp(gemmlab.nn.Linear, "cpu", torch.float32), train_mlp(torch.nn.Linear, "cpu", torch.float32)
+    assert ours[-1] < 0.9 * ours[0]  # it learns
+    np.testing.assert_allclose(ours, ref, rtol=1e-2)

@@ -1,0 +1,59 @@
+"""gemmlab.nn.Linear training on a GPU (skipped without one; run with GEMMLAB_TEST_GPU=1): the two-layer MLP of
+test_api_linear, BF16 and FP32 on CUDA, its losses within 1e-2 relative of torch.nn.Linear's step by step; and
+gemmlab.linear's fused bias and activation against F.linear on CUDA tensors."""
+import numpy as np
+import pytest
+
+from gemmlab import device
+
+pytestmark = pytest.mark.skipif(device.gpu() is None, reason="needs a CUDA GPU")
+torch = pytest.importorskip("torch")
+
+import gemmlab  # noqa: E402
+import gemmlab.nn  # noqa: E402
+from test_api_linear import train_mlp  # noqa: E402
+
+F = torch.nn.functional
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_two_layer_mlp_trains_as_torch_nn_linear_does_on_cuda(dtype):
+    ours = train_mlp(gemmlab.nn.Linear, "cuda", dtype)
+    ref = train_mlp(torch.nn.Linear, "cuda", dtype)
+    assert ours[-1] < 0.9 * ours[0]
+    np.testing.assert_allclose(ours, ref, rtol=1e-2)
+
+
+@pytest.mark.parametrize("activation", [None, "relu", "gelu", "gelu_tanh", "silu"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_linear_fuses_bias_and_activation_on_cuda(activation, dtype):
+    g = torch.Generator(device="cuda").manual_seed(0)
+    x = torch.randn(4, 64, 256, device="cuda", generator=g).to(dtype)
+    w = torch.randn(384, 256, device="cuda", generator=g).to(dtype) / 16
+    bias = torch.randn(384, device="cuda", generator=g).to(dtype)
+    y = gemmlab.linear(x, w, bias, activation)
+    z = F.linear(x.double(), w.double(), bias.double())
+    ref = {None: z, "relu": F.relu(z), "gelu": F.gelu(z), "gelu_tanh": F.gelu(z, approximate="tanh"),
+           "silu": F.silu(z)}[activation]
+    assert y.shape == (4, 64, 384)
+    tol = 1e-4 if dtype == torch.float32 else 2e-2
+    torch.testing.assert_close(y.double(), ref, rtol=tol, atol=tol)
+
+
+def test_compiled_mlp_of_gemmlab_linear_on_cuda_matches_torchs():
+    """torch.compile(fullgraph=True) of gemmlab.nn.Linear layers on CUDA tensors: the forward pass and every
+    gradient against the same layers in torch.nn.Linear, FP32."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    reference = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.GELU(), torch.nn.Linear(512, 128)).cuda()
+    ours = torch.nn.Sequential(gemmlab.nn.Linear.from_linear(torch.nn.Linear(256, 512).cuda(), activation="gelu"),
+                               gemmlab.nn.Linear.from_linear(torch.nn.Linear(512, 128).cuda()))
+    ours.load_state_dict({k.replace("2.", "1."): v for k, v in reference.state_dict().items()})
+    x = torch.randn(4, 32, 256, device="cuda")
+    out = torch.compile(ours, fullgraph=True)(x)
+    ref = reference(x)
+    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4)
+    out.square().sum().backward()
+    ref.square().sum().backward()
+    for (name, got), want in zip(ours.named_parameters(), reference.parameters()):
+        torch.testing.assert_close(got.grad, want.grad, rtol=1e-3, atol=1e-3, msg=name)

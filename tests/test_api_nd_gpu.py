@@ -1,0 +1,63 @@
+"""gemmlab.matmul with torch.matmul's semantics on a GPU (skipped without one; run with GEMMLAB_TEST_GPU=1): an
+activation of (batch, seq, hidden) against a weight as one 2-D GEMM, a true batch as one batched call, broadcast
+batches and 1-D operands, and their gradients, on CUDA tensors against float64."""
+import pytest
+
+from gemmlab import device
+
+pytestmark = pytest.mark.skipif(device.gpu() is None, reason="needs a CUDA GPU")
+torch = pytest.importorskip("torch")
+
+import gemmlab  # noqa: E402
+from gemmlab import call  # noqa: E402
+
+TOL = {torch.float32: 1e-4, torch.bfloat16: 2e-2}
+
+
+def randn(*shape, dtype=torch.float32, seed=0):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    return torch.randn(shape, device="cuda", generator=g).to(dtype)
+
+
+def check(c, a, b, dtype):
+    ref = torch.matmul(a.double(), b.double())
+    assert c.shape == ref.shape and c.is_cuda
+    torch.testing.assert_close(c.double(), ref, rtol=TOL[dtype], atol=TOL[dtype] * ref.abs().max().item())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_an_activation_against_a_weight_is_one_2d_gemm(dtype, monkeypatch):
+    calls, batched = [], call.batched_matmul
+    monkeypatch.setattr(call, "batched_matmul", lambda *args: calls.append(args) or batched(*args))
+    x, w = randn(4, 64, 256, dtype=dtype), randn(384, 256, dtype=dtype, seed=1)
+    check(gemmlab.matmul(x, w.t()), x, w.t(), dtype)
+    assert not calls
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("a_shape, b_shape", [((8, 128, 256), (8, 256, 192)), ((256, 128), (4, 128, 64)),
+                                              ((2, 1, 64, 128), (3, 128, 96)), ((128,), (6, 128, 64))])
+def test_true_batches_and_broadcasts(dtype, a_shape, b_shape):
+    a, b = randn(*a_shape, dtype=dtype), randn(*b_shape, dtype=dtype, seed=1)
+    check(gemmlab.matmul(a, b), a, b, dtype)
+
+
+def test_nd_gradients_on_cuda():
+    a, b = randn(2, 3, 64, 96).requires_grad_(), randn(96, 32, seed=1).requires_grad_()
+    ra, rb = a.detach().double().requires_grad_(), b.detach().double().requires_grad_()
+    gemmlab.matmul(a, b).sum().backward()
+    torch.matmul(ra, rb).sum().backward()
+    torch.testing.assert_close(a.grad.double(), ra.grad, rtol=1e-4, atol=1e-3)
+    torch.testing.assert_close(b.grad.double(), rb.grad, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("a_shape, b_shape", [((3, 64, 128), (128, 32)), ((4, 64, 128), (4, 128, 32)),
+                                              ((128,), (128, 32)), ((128,), (128,))])
+def test_cupy_operands_get_cupys_matmul_shape(a_shape, b_shape):
+    cupy = pytest.importorskip("cupy")
+    rng = cupy.random.default_rng(0)
+    a = rng.standard_normal(a_shape, dtype=cupy.float32)
+    b = rng.standard_normal(b_shape, dtype=cupy.float32)
+    c, ref = gemmlab.matmul(a, b), cupy.matmul(a.astype(cupy.float64), b.astype(cupy.float64))
+    assert isinstance(c, cupy.ndarray) and c.shape == ref.shape and c.dtype == cupy.float32
+    cupy.testing.assert_allclose(c, ref, rtol=1e-4, atol=1e-3)
