@@ -132,3 +132,45 @@ def test_the_sweep_runs_its_shapes_smallest_product_first():
     shapes = sweep_shapes(full=True)
     sizes = [m * n * k for m, n, k in shapes]
     assert sizes == sorted(sizes) and shapes == sorted(shapes, key=lambda s: (s[0] * s[1] * s[2], s))
+
+
+def test_check_launches_what_it_is_given_on_the_inputs_it_is_given_into_a_nan_c_of_the_output_type():
+    from gemmlab.kernels.registry import get_kernel
+
+    blas, problem = get_kernel("cpu/blas"), Problem(5, 6, 7)
+    seen = []
+
+    def launch(a, b, c):  # a launch of the caller's: records what C it is handed, writes a wrong product
+        seen.append((c.dtype, bool(np.isnan(c).all())))
+        c[...] = 0
+
+    assert not check(blas, problem, launch=launch).passed and seen == [(np.float32, True)]
+    a, b = (np.arange(x * y, dtype=np.float32).reshape(x, y) / 10 for x, y in ((5, 7), (7, 6)))
+    assert check(blas, problem, inputs=(a, b), ref=reference(a, b)).passed
+    assert not check(blas, problem, inputs=(a, b), ref=reference(a, b) + 1).passed  # the reference given is used
+    first, again = (check(blas, problem, seed=5).error.rel_err for _ in range(2))
+    assert first == again  # seeded inputs
+
+
+def test_check_of_a_refused_problem_names_the_kernel_and_problem_and_runs_nowhere():
+    from gemmlab.kernels.registry import get_kernel
+
+    naive, problem = get_kernel("cpu/v0_naive"), Problem(4096, 4096, 4096)
+    result = check(naive, problem)
+    assert (result.kernel, result.problem, result.where, result.error) == (naive.name, problem, "", None)
+    assert result.reason.startswith("skipped: ")
+
+
+def test_where_runs_a_cuda_kernel_is_a_gpu_or_a_named_error():
+    from gemmlab import device
+    from gemmlab.errors import NoGPUError
+    from gemmlab.harness.verify import where_runs
+    from gemmlab.kernels.registry import get_kernel
+
+    assert where_runs(get_kernel("cpu/blas")) == "cpu"
+    if device.gpu() is None:
+        with pytest.raises(NoGPUError, match="cuda/v2_smem needs a CUDA GPU"):
+            where_runs(get_kernel("cuda/v2_smem"))
+        assert where_runs(get_kernel("numba/v2_smem")) == "simulator"
+    else:
+        assert where_runs(get_kernel("cuda/v2_smem")) == "gpu"
