@@ -258,3 +258,16 @@ def test_auto_runs_tf32_rounded_to_nearest_whichever_kernel_the_shape_picks():
     # without a table, the explicit defaults: tc1 TF32 (truncating) is what a GPU without wgmma runs
     dispatch.load_table.cache_clear()
     assert dispatch.choose(Problem(1024, 1024, 1024, "tf32"), ROW_MAJOR, A100).spec.name == "cuda/tc1_mma_sync_tf32"
+
+
+def test_the_shipped_gpu_is_the_h200_its_table_was_measured_on():
+    """Without a GPU, dispatch answers for the GPU of the shipped table: the H200 its results record (memory: the
+    datasheet's 141 GiB, as the roofline's device has it)."""
+    from gemmlab.analysis.roofline import device_spec
+
+    measured = json.loads((Path(__file__).parents[1] / "results" / "h200" / "fp32.json").read_text())["env"]["gpu"]
+    shipped = dispatch.shipped_gpu()
+    for name in ("name", "sm_count", "l2_bytes", "smem_per_block_optin", "max_sm_clock_mhz"):
+        assert getattr(shipped, name) == measured[name], name
+    assert list(shipped.cc) == measured["cc"] and shipped.arch == "sm_90a"
+    assert shipped.total_mem_bytes == device_spec("h200").memory_bytes
