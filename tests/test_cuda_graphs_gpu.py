@@ -93,7 +93,8 @@ def warm_up(f, stream=None):
     torch.cuda.current_stream().wait_stream(side)
 
 
-@pytest.mark.parametrize("kernel,m,n,k,transposed", WORKSPACES, ids=[f"{w[0]}-{w[1]}x{w[2]}x{w[3]}" for w in WORKSPACES])
+@pytest.mark.parametrize("kernel,m,n,k,transposed", WORKSPACES,
+                         ids=[f"{w[0]}-{w[1]}x{w[2]}x{w[3]}" for w in WORKSPACES])
 def test_a_level_holding_workspaces_captures_and_replays_the_eager_result(kernel, m, n, k, transposed):
     f = Call(kernel, m, n, k, transposed)
     warm_up(f)

@@ -123,9 +123,9 @@ def direct(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
 def _prepare(key, A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None, epilogue=None,
              addend=None) -> call.Prepared:
     if A.is_cuda and torch.cuda.is_current_stream_capturing():
-        raise GemmlabError("gemmlab.matmul's first call with these operands is under CUDA graph capture, where its plan "
-                           "cannot be made (that compiles, loads and allocates): call it once before capturing, as "
-                           "torch's pattern does on a side stream")
+        raise GemmlabError("gemmlab.matmul's first call with these operands is under CUDA graph capture, where its "
+                           "plan cannot be made (that compiles, loads and allocates): call it once before capturing, "
+                           "as torch's pattern does on a side stream")
     fa, fb = call.facts(A, "A"), call.facts(B, "B")
     if fa.device != fb.device:
         raise LayoutError(call.devices_differ(fa, fb))

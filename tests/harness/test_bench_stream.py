@@ -166,4 +166,5 @@ def test_cpu_only_run_models_no_kernel_at_a_shape_it_refuses():
         assert not r["model"] and "registers" not in r and r["median_ms"] is None
     models = {e[2]: e[3] for e in rec.events if e[:2] == ("table", "model")}
     assert [kernels for title, kernels in models.items() if "4096×4096×4096 " in title] == []
-    assert all(r["status"] == Status.COMPILED and r["model"] for r in records if r["m"] == 16 and r["backend"] == "cuda")
+    assert all(r["status"] == Status.COMPILED and r["model"]
+               for r in records if r["m"] == 16 and r["backend"] == "cuda")
