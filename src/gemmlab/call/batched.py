@@ -198,6 +198,13 @@ def _prepare(fa: Facts, fb: Facts, kernel, precision, out_name, batch: Batch, ou
             raise LayoutError(f"{which}'s matrices are neither row-major nor the transpose of row-major ones the "
                               f"kernel reads in place; a batch is read in place: make {which} contiguous first")
         prepared.out_shape, prepared.batch = out_shape, batch
+        if fa.kind == "torch":  # a stream's workspaces from torch's allocator (under capture: the graph's pool)
+            from functools import partial
+
+            from gemmlab.torch_op import _workspace
+
+            torch = sys.modules["torch"]
+            prepared.workspace = partial(_workspace, torch.empty(0, device=f"cuda:{fa.device}"))
         elem = prepared.plan.problem.prec.input_bytes
         prepared.span_a = elem * (sum((n_ - 1) * s for n_, s in zip(batch.shape, batch.a)) + m * k)
         prepared.span_b = elem * (sum((n_ - 1) * s for n_, s in zip(batch.shape, batch.b)) + k * n)
