@@ -113,8 +113,7 @@ def resolve(fa: Facts, fb: Facts, kernel, precision, on_gpu: bool, gpu, scales: 
 
     layout = Layout(fa.layout or ROW, fb.layout or ROW)  # strided operands are copied into row-major order
     choice = dispatch.choose(problem, layout, gpu)
-    spec = _formats(choice.spec, fa, fb, out_dtype) if fp8 else choice.spec
-    return spec, problem, choice.why, scaled
+    return _formats(choice.spec, fa, fb, out_dtype), problem, choice.why, scaled
 
 
 def _what_takes_what() -> str:
@@ -129,13 +128,17 @@ def _what_takes_what() -> str:
 
 
 def _formats(spec, fa: Facts, fb: Facts, out_dtype: str | None):
-    """The FP8 spec for these operand formats and output type (each its own binary); others as they are."""
+    """The spec for these operand formats (FP8's e4m3 / e5m2) and C's type (the precision's default where the call
+    names none: BF16 C for BF16 operands, as torch): each its own binary."""
     prec = get_precision(spec.precision)
+    if out_dtype not in (None, *prec.output_dtypes):
+        raise DTypeError(f"out_dtype={out_dtype!r}: {spec.precision} writes {' or '.join(prec.output_dtypes)}")
+    out = out_dtype or prec.output_dtype
     if not (scaled_dtype(fa.dtype) and scaled_dtype(fb.dtype)):
-        if out_dtype not in (None, *prec.output_dtypes):
-            raise DTypeError(f"out_dtype={out_dtype!r}: {spec.precision} writes {' or '.join(prec.output_dtypes)}")
-        return spec
-    return spec.for_formats(fa.dtype, fb.dtype, out_dtype or prec.output_dtype)
+        if out == str(spec.output_dtype(Problem(1, 1, 1, spec.precision))):
+            return spec
+        return spec.for_formats(prec.input_dtype, prec.input_dtype, out)
+    return spec.for_formats(fa.dtype, fb.dtype, out)
 
 
 def prepare(fa: Facts, fb: Facts, kernel, precision, device: int | None, scales: tuple = (None, None),

@@ -16,9 +16,19 @@ from gemmlab.kernels.cuda.launch.nvrtc import DEFAULT_ARCH, Compiled, compile_cu
 from gemmlab.kernels.geometry import Geometry
 from gemmlab.kernels.plan import ROW_MAJOR, Layout, Plan
 from gemmlab.kernels.spec import GPU, KernelSpec
-from gemmlab.problem import Problem
+from gemmlab.problem import Problem, get_precision, np_dtype
 
 SEED_SIGNATURE = (("C", "ptr"), ("A", "ptr"), ("B", "ptr"), ("M", "i32"), ("N", "i32"), ("K", "i32"))
+
+# C's type in the CUDA C sources: one define per 16-bit type (tc_out.cuh, gemv1_warp_dot.cu); FP32 where none is set
+OUT_DEFINES = {"bfloat16": "OUT_BF16", "float16": "OUT_F16"}
+
+
+def output_params(precision: str) -> dict:
+    """The define that makes a kernel of ``precision`` write its default C (Precision.output_dtypes' first): OUT_BF16
+    for BF16, OUT_F16 for FP16, none for FP32 C."""
+    out = get_precision(precision).output_dtype
+    return {OUT_DEFINES[out]: 1} if out in OUT_DEFINES else {}
 
 
 def run_on_cupy(plan: Plan, a, b, c) -> None:
@@ -69,6 +79,34 @@ class CudaKernel(KernelSpec):
 
     def defines(self) -> dict:
         return dict(self.params)
+
+    # ---- C's type ---------------------------------------------------------------------------------------------
+    def output_dtype(self, problem: Problem):
+        """C's dtype: the 16-bit type an OUT_* define selects, FP32 where a kernel's are all 0, else the problem's."""
+        import numpy as np
+
+        for dtype, define in OUT_DEFINES.items():
+            if self.params.get(define, 0):
+                return np_dtype(dtype)
+        if any(define in self.params for define in OUT_DEFINES.values()):
+            return np.dtype(np.float32)
+        return problem.output_dtype()
+
+    def for_formats(self, a: str, b: str, out: str) -> "CudaKernel":
+        """This kernel writing C in ``out``, one of its precision's output dtypes (each its own binary: the OUT_*
+        defines); FP8's formats are the FP8 levels' own."""
+        prec = self.prec
+        if prec.scaled or (a, b) != (prec.input_dtype, prec.input_dtype) or out not in prec.output_dtypes:
+            return super().for_formats(a, b, out)
+        if out == str(self.output_dtype(Problem(1, 1, 1, self.precision))):
+            return self
+        return self.with_params({define: int(out == dtype) for dtype, define in OUT_DEFINES.items()
+                                 if out == dtype or define in self.params})
+
+    def output_builds(self, specs: list) -> list:
+        """``specs`` (builds of this kernel) in each output type its precision writes."""
+        dtype = self.prec.input_dtype
+        return [s.for_formats(dtype, dtype, out) for s in specs for out in self.prec.output_dtypes]
 
     def compile(self, arch: str = DEFAULT_ARCH) -> Compiled:
         return compile_cuda(self.source, self.entry, self.defines(), arch)
