@@ -155,3 +155,26 @@ def test_torch_compile_fullgraph_traces_through_gemmlab(backend):
     torch.relu(ref_x @ model.w.t()).sum().backward()
     torch.testing.assert_close(x.grad, ref_x.grad, rtol=1e-4, atol=1e-4)
     assert model.w.grad is not None and model.w.grad.shape == (23, 29)
+
+
+@pytest.mark.parametrize("dtype,out_dtype,want", [(torch.bfloat16, None, torch.bfloat16),
+                                                  (torch.float16, None, torch.float16),
+                                                  (torch.bfloat16, torch.float32, torch.float32),
+                                                  (torch.float32, None, torch.float32)])
+def test_torch_compile_sees_the_dtype_the_kernel_writes(dtype, out_dtype, want):
+    """torch.compile traces gemmlab::mm through its fake: the graph's output has torch's dtype for the operands (BF16
+    in -> BF16 out), or out_dtype's, as the kernel writes it. The graph is traced on the host, so the backend only
+    records what it sees."""
+    torch._dynamo.reset()
+    seen = []
+
+    def backend(gm, example_inputs):
+        seen.extend(node.meta["example_value"].dtype for node in gm.graph.nodes
+                    if node.op == "call_function" and "gemmlab" in str(node.target))
+        return lambda *args: (torch.empty(0),)  # never runs the kernel: 16-bit operands need a GPU
+
+    def f(x, w):
+        return gemmlab.matmul(x, w.t(), out_dtype=out_dtype)
+
+    torch.compile(f, fullgraph=True, backend=backend)(torch.ones(8, 16, dtype=dtype), torch.ones(4, 16, dtype=dtype))
+    assert seen == [want]

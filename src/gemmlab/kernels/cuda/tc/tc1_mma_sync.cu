@@ -139,8 +139,8 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 #pragma unroll
         for (int j = 0; j < NI; ++j)
           asm volatile(
-              "mma.sync.aligned.m16n8k16.row.col.f32." MMA16_TYPE "." MMA16_TYPE ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-              "{%8, %9}, {%0, %1, %2, %3};"
+              "mma.sync.aligned.m16n8k16.row.col.f32." MMA16_TYPE "." MMA16_TYPE ".f32 "
+              "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
               : "+f"(acc[i][j][0]), "+f"(acc[i][j][1]), "+f"(acc[i][j][2]), "+f"(acc[i][j][3])
               : "r"(a[i][0]), "r"(a[i][1]), "r"(a[i][2]), "r"(a[i][3]), "r"(b[j][0]), "r"(b[j][1]));
 #else

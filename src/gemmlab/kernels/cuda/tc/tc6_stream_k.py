@@ -14,8 +14,8 @@ less the fixup; elsewhere tc8 itself.
 
 Design and measurements: docs/tensor_cores/tc6.md.
 """
-from gemmlab.kernels.cuda.tc import tc4_persistent, tc5_swap_ab, tc8_block_scaled_fp8 as tc8
 from gemmlab.kernels.cuda.launch.kernel import output_params
+from gemmlab.kernels.cuda.tc import tc4_persistent, tc5_swap_ab, tc8_block_scaled_fp8 as tc8
 from gemmlab.kernels.cuda.tc.model.constraints import wgmma_constraints
 from gemmlab.kernels.cuda.tc.model.fp8 import fp8_constraints
 from gemmlab.kernels.cuda.tc.model.kernel import WgmmaKernel

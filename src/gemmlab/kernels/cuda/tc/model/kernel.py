@@ -91,16 +91,17 @@ class WgmmaKernel(CudaKernel):
         return problem.make_inputs(seed, np if xp is None else xp, formats=self.formats if self.fp8 else None)
 
     def for_formats(self, a: str, b: str, out: str) -> "WgmmaKernel":
-        """This FP8 level for operands in formats ``a``, ``b`` (float8_e4m3fn or float8_e5m2) and C in ``out``
-        (bfloat16 or float32): each its own binary."""
+        """This level for operands in formats ``a``, ``b`` and C in ``out``, each its own binary: an FP8 level's
+        float8_e4m3fn or float8_e5m2 and bfloat16 or float32 C; a 16-bit level's C types (CudaKernel.for_formats)."""
         if (a, b, out) == (*self.formats, str(self.output_dtype(Problem(1, 1, 1, self.precision)))):
             return self
+        # EPI_DEFER holds boxes of C as 16-bit words: FP32 C stores them at once
+        defer = {"EPI_DEFER": 0} if out == "float32" and "EPI_DEFER" in {**self.params, **(self.whole_tiles or {})} \
+            else {}
         bad = [x for x in (a, b) if x not in (E4M3, E5M2)] + ([out] if out not in ("bfloat16", "float32") else [])
         if not self.fp8 or bad:
-            return super().for_formats(a, b, out)
-        changes = {"A_E5M2": int(a == E5M2), "B_E5M2": int(b == E5M2), "OUT_BF16": int(out == "bfloat16")}
-        if out != "bfloat16" and "EPI_DEFER" in {**self.params, **(self.whole_tiles or {})}:
-            changes["EPI_DEFER"] = 0  # it holds boxes of C as BF16 words
+            return super(WgmmaKernel, self.with_params(defer) if defer else self).for_formats(a, b, out)
+        changes = {"A_E5M2": int(a == E5M2), "B_E5M2": int(b == E5M2), "OUT_BF16": int(out == "bfloat16"), **defer}
         return self.with_params(changes)
 
     def with_params(self, changes: dict, **fields) -> "WgmmaKernel":
