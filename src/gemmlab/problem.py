@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gemmlab.errors import ShapeError, SizeLimitError
+from gemmlab.errors import DTypeError, ShapeError, SizeLimitError
 
 
 @dataclass(frozen=True)
@@ -249,12 +249,14 @@ SEED_SHAPE = (2048, 3072, 4096)  # M, N, K of the seeds' harness
 
 @dataclass(frozen=True)
 class Problem:
-    """One matrix product C[M,N] = A[M,K] @ B[K,N], row-major, at one precision."""
+    """One matrix product C[M,N] = A[M,K] @ B[K,N], row-major, at one precision; C in ``out_dtype``, one of the
+    precision's output dtypes (None: its default, the first)."""
 
     m: int
     n: int
     k: int
     precision: str = "fp32"
+    out_dtype: str | None = None
 
     def __post_init__(self):
         for dim in ("m", "n", "k"):
@@ -264,7 +266,9 @@ class Problem:
             if value < 1:
                 raise ShapeError(f"{dim.upper()}={value}: every dimension must be at least 1")
             object.__setattr__(self, dim, int(value))
-        get_precision(self.precision)
+        writes = get_precision(self.precision).output_dtypes
+        if self.out_dtype not in (None, *writes):
+            raise DTypeError(f"out_dtype={self.out_dtype!r}: {self.precision} writes {' or '.join(writes)}")
 
     @property
     def prec(self) -> Precision:
@@ -280,9 +284,14 @@ class Problem:
     def flops(self) -> int:
         return 2 * self.m * self.n * self.k
 
+    @property
+    def output_bytes(self) -> int:
+        """Bytes of one element of C."""
+        return self.output_dtype().itemsize
+
     def compulsory_bytes(self) -> int:
         p = self.prec
-        return p.input_bytes * (self.m * self.k + self.k * self.n) + p.output_bytes * self.m * self.n
+        return p.input_bytes * (self.m * self.k + self.k * self.n) + self.output_bytes * self.m * self.n
 
     def intensity(self) -> float:
         """FLOP per compulsory byte: the best intensity any kernel can reach on this problem."""
@@ -315,7 +324,7 @@ class Problem:
         return a, b
 
     def output_dtype(self):
-        return np_dtype(self.prec.output_dtype)
+        return np_dtype(self.out_dtype or self.prec.output_dtype)
 
     def input_dtype(self):
         return np_dtype(self.prec.input_dtype)

@@ -85,7 +85,8 @@ def resolve(fa: Facts, fb: Facts, kernel, precision, on_gpu: bool, gpu, scales: 
                 raise DTypeError(f"{spec.name} computes {spec.precision} and takes {want} operands; {name} is "
                                  f"{f.dtype} (convert it first, e.g. .astype({want}))")
         scaled = _check_scales(m, n, k, fa, *scales, spec.precision) if fp8 else None
-        return _formats(spec, fa, fb, out_dtype), Problem(m, n, k, spec.precision), "named by the caller", scaled
+        spec = _formats(spec, fa, fb, out_dtype)
+        return spec, Problem(m, n, k, spec.precision, out_dtype), "named by the caller", scaled
     if fa.dtype != fb.dtype and not fp8:
         raise DTypeError(f"A is {fa.dtype} and B is {fb.dtype}: gemmlab multiplies two operands of one dtype (FP8: "
                          "e4m3 and e5m2 in any pair)")
@@ -97,10 +98,8 @@ def resolve(fa: Facts, fb: Facts, kernel, precision, on_gpu: bool, gpu, scales: 
         raise DTypeError(f"precision={precision!r} does not take {fa.dtype} operands; {fa.dtype} takes "
                          f"{', '.join(repr(p) for p in options)}")
     scaled = _check_scales(m, n, k, fa, *scales, precision) if fp8 else None
-    problem = Problem(m, n, k, scaled.precision if fp8 else precision or options[0])
-    writes = problem.prec.output_dtypes
-    if out_dtype not in (None, *writes):
-        raise DTypeError(f"out_dtype={out_dtype!r}: {problem.precision} writes {' or '.join(writes)}")
+    # C's type is part of the problem (its bytes in the dispatcher's model); one the precision does not write is refused
+    problem = Problem(m, n, k, scaled.precision if fp8 else precision or options[0], out_dtype)
     if not on_gpu:
         from gemmlab.dispatch import HOST_DEFAULT
 

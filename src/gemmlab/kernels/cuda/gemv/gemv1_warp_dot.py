@@ -65,7 +65,7 @@ def _traffic(problem: Problem, sm_count: int = SM_COUNT, params: dict | None = N
     p = problem.prec
     m, n, k = problem.shape
     rows = (params or {}).get("ROWS") or rows_for(n, sm_count)
-    a_bytes, b_bytes, c_bytes = p.input_bytes * m * k, p.input_bytes * n * k, p.output_bytes * m * n
+    a_bytes, b_bytes, c_bytes = p.input_bytes * m * k, p.input_bytes * n * k, problem.output_bytes * m * n
     blocks = ceil_div(n, rows)
     return Traffic(a_bytes + b_bytes, c_bytes, f"B and C once, A once per block of {rows} rows ({blocks} blocks)",
                    l2_read=a_bytes * blocks + b_bytes, l2_write=c_bytes)
