@@ -70,8 +70,8 @@ class Prepared:
             lines.append("  host operands are copied to the GPU and the result back")
         return "\n".join(lines)
 
-
     def _output_note(self) -> str:
+        """Why C has its dtype: torch's rule (the precision's default) or the call's out_dtype."""
         prec = self.plan.problem.prec
         others = [d for d in prec.output_dtypes if d != self.out_dtype]
         if self.out_dtype != prec.output_dtype:
