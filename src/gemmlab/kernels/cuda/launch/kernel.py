@@ -82,15 +82,14 @@ class CudaKernel(KernelSpec):
 
     # ---- C's type ---------------------------------------------------------------------------------------------
     def output_dtype(self, problem: Problem):
-        """C's dtype: the 16-bit type an OUT_* define selects, FP32 where a kernel's are all 0, else the problem's."""
+        """C's dtype: the 16-bit type an OUT_* define selects, else FP32, what the sources write without one (a
+        16-bit level declares its default C with ``output_params``)."""
         import numpy as np
 
         for dtype, define in OUT_DEFINES.items():
             if self.params.get(define, 0):
                 return np_dtype(dtype)
-        if any(define in self.params for define in OUT_DEFINES.values()):
-            return np.dtype(np.float32)
-        return problem.output_dtype()
+        return np.dtype(np.float32)
 
     def for_formats(self, a: str, b: str, out: str) -> "CudaKernel":
         """This kernel writing C in ``out``, one of its precision's output dtypes (each its own binary: the OUT_*
