@@ -82,7 +82,10 @@ def test_dtype_errors_name_what_the_kernel_takes():
         gemmlab.matmul(A, B.astype(np.int32), kernel="cpu/blas")
     with pytest.raises(DTypeError, match="A is float64 and B is float32"):
         gemmlab.matmul(A.astype(np.float64), B)
-    with pytest.raises(DTypeError, match="float16"):
+    with pytest.raises(DTypeError, match="A and B are float64"):  # a dtype no precision takes
+        gemmlab.matmul(A.astype(np.float64), B.astype(np.float64))
+    # float16 operands compute fp16 (it named float16 as a dtype gemmlab did not take before the fp16 record)
+    with pytest.raises(DTypeError, match="fp16 needs CUDA operands"):
         gemmlab.matmul(A.astype(np.float16), B.astype(np.float16))
     with pytest.raises(DTypeError, match="precision='bf16' does not take float32"):
         gemmlab.matmul(A, B, precision="bf16")

@@ -17,7 +17,7 @@ from gemmlab.problem import Problem  # noqa: E402
 
 SHAPES = [(1, 1, 1), (17, 33, 65), (127, 257, 129), (1000, 1, 4097), (257, 1000, 31), (2047, 3071, 4097),
           (4096, 4096, 4096)]
-DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16}
+DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 def rel_err(c, a, b):
@@ -33,22 +33,26 @@ def operands(m, n, k, precision, seed=0, b_transposed=False):
     return a, torch.randn(k, n, device="cuda", generator=g).to(DTYPES[precision])
 
 
-@pytest.mark.parametrize("precision", ["fp32", "tf32", "bf16"])
+@pytest.mark.parametrize("precision", ["fp32", "tf32", "bf16", "fp16"])
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("b_transposed", [False, True])
-def test_auto_is_right_on_ragged_shapes(precision, shape, b_transposed):
+@pytest.mark.parametrize("out_dtype", [None, torch.float32])
+def test_auto_is_right_on_ragged_shapes(precision, shape, b_transposed, out_dtype):
+    """C in torch's dtype for the operands (BF16 in, BF16 out; it was FP32 for BF16 before), or FP32 on request."""
     m, n, k = shape
     a, b = operands(m, n, k, precision, seed=m + n + k, b_transposed=b_transposed)
-    c = gemmlab.matmul(a, b, precision=precision)
+    c = gemmlab.matmul(a, b, precision=precision, out_dtype=out_dtype)
     torch.cuda.synchronize()
-    assert c.dtype == torch.float32 and c.shape == (m, n) and c.is_cuda
+    assert c.dtype == (out_dtype or DTYPES[precision]) and c.shape == (m, n) and c.is_cuda
+    assert c.dtype == torch.matmul(a, b).dtype or out_dtype is not None
     assert bool(torch.isfinite(c).all())
     assert rel_err(c, a, b) <= tolerance_for(Problem(m, n, k, precision))
 
 
 @pytest.mark.parametrize("precision,kernel", [("bf16", "cuda/tc4_persistent_bf16"), ("tf32", "cuda/tc4_persistent_tf32"),
                                               ("bf16", "cuda/tc6_stream_k_bf16"), ("bf16", "cuda/tc3_warp_specialized_bf16"),
-                                              ("bf16", "cuda/tc2_wgmma_tma_bf16")])
+                                              ("bf16", "cuda/tc2_wgmma_tma_bf16"), ("fp16", "cuda/tc4_persistent_fp16"),
+                                              ("fp16", "cuda/tc6_stream_k_fp16"), ("fp16", "cuda/tc1_mma_sync_fp16")])
 @pytest.mark.parametrize("shape", [(129, 200, 72), (2047, 3071, 4097), (300, 520, 100)])
 def test_transposed_b_is_read_in_place(precision, kernel, shape):
     m, n, k = shape
@@ -178,10 +182,11 @@ def test_torch_compile_and_autograd_on_cuda(backend):
     y = f(x, w)
     ref_x, ref_w = x.detach().float().requires_grad_(), w.detach().float().requires_grad_()
     ref = (ref_x @ ref_w.t()).relu()
-    assert float((y - ref).norm() / ref.norm()) <= 1e-2
+    assert y.dtype == torch.bfloat16  # torch's rule through the op and its fake
+    assert float((y.float() - ref).norm() / ref.norm()) <= 1e-2
     grad = torch.randn_like(y)
     y.backward(grad)
-    ref.backward(grad)
+    ref.backward(grad.float())
     for got, want in ((x.grad, ref_x.grad), (w.grad, ref_w.grad)):
         assert got.dtype == torch.bfloat16
         assert float((got.float() - want).norm() / want.norm()) <= 2e-2

@@ -71,10 +71,14 @@ def test_custom_op_is_registered_with_a_fake():
         fa, fb = torch.empty(5, 7), torch.empty(7, 3)
         fake = torch.ops.gemmlab.mm(fa, fb, "auto", None)
     assert fake.shape == (5, 3) and fake.dtype == torch.float32
-    with FakeTensorMode():  # FP32 out whatever the inputs: BF16 in, as the real op returns
-        fake = torch.ops.gemmlab.mm(torch.empty(5, 7, dtype=torch.bfloat16), torch.empty(7, 3, dtype=torch.bfloat16),
-                                    "auto", None)
-    assert fake.dtype == torch.float32
+    # C's dtype by torch's rule, as the real op returns it: BF16 in -> BF16 out (it was FP32 whatever the inputs
+    # before the rule), FP16 in -> FP16 out, FP32 where out_dtype asks
+    for dtype, out_dtype, want in ((torch.bfloat16, None, torch.bfloat16), (torch.float16, None, torch.float16),
+                                   (torch.bfloat16, "float32", torch.float32), (torch.float16, "float32", torch.float32)):
+        with FakeTensorMode():
+            fake = torch.ops.gemmlab.mm(torch.empty(5, 7, dtype=dtype), torch.empty(7, 3, dtype=dtype), "auto", None,
+                                        out_dtype)
+        assert fake.dtype == want and fake.shape == (5, 3)
 
 
 def test_a_plan_is_kept_per_stride_pattern():
@@ -108,7 +112,7 @@ def test_backward_runs_the_kernel_the_forward_named(monkeypatch):
 
     ran, direct = [], torch_op.direct
     monkeypatch.setattr(torch_op, "direct",
-                        lambda a, b, kernel, *rest: ran.append(kernel) or direct(a, b, kernel, *rest))
+                        lambda a, b, kernel, *rest, **kw: ran.append(kernel) or direct(a, b, kernel, *rest, **kw))
     a, b = A.clone().requires_grad_(), B.clone().requires_grad_()
     gemmlab.matmul(a, b, kernel="cpu/v0_naive").sum().backward()
     assert ran == ["cpu/v0_naive"] * 3  # C, then dA = dC·Bᵀ and dB = Aᵀ·dC
@@ -151,3 +155,26 @@ def test_torch_compile_fullgraph_traces_through_gemmlab(backend):
     torch.relu(ref_x @ model.w.t()).sum().backward()
     torch.testing.assert_close(x.grad, ref_x.grad, rtol=1e-4, atol=1e-4)
     assert model.w.grad is not None and model.w.grad.shape == (23, 29)
+
+
+@pytest.mark.parametrize("dtype,out_dtype,want", [(torch.bfloat16, None, torch.bfloat16),
+                                                  (torch.float16, None, torch.float16),
+                                                  (torch.bfloat16, torch.float32, torch.float32),
+                                                  (torch.float32, None, torch.float32)])
+def test_torch_compile_sees_the_dtype_the_kernel_writes(dtype, out_dtype, want):
+    """torch.compile traces gemmlab::mm through its fake: the graph's output has torch's dtype for the operands (BF16
+    in -> BF16 out), or out_dtype's, as the kernel writes it. The graph is traced on the host, so the backend only
+    records what it sees."""
+    torch._dynamo.reset()
+    seen = []
+
+    def backend(gm, example_inputs):
+        seen.extend(node.meta["example_value"].dtype for node in gm.graph.nodes
+                    if node.op == "call_function" and "gemmlab" in str(node.target))
+        return lambda *args: (torch.empty(0),)  # never runs the kernel: 16-bit operands need a GPU
+
+    def f(x, w):
+        return gemmlab.matmul(x, w.t(), out_dtype=out_dtype)
+
+    torch.compile(f, fullgraph=True, backend=backend)(torch.ones(8, 16, dtype=dtype), torch.ones(4, 16, dtype=dtype))
+    assert seen == [want]

@@ -18,9 +18,11 @@ def test_square_intensity_is_n_over_6():
         assert Problem(size, size, size).intensity() == pytest.approx(size / 6)
 
 
-def test_bf16_bytes_count_two_byte_inputs_and_fp32_output():
+def test_bf16_bytes_count_two_byte_inputs_and_output():
+    # BF16 operands write BF16 C by default (torch's rule; it was FP32 C, 4 * 64 * 32 bytes, before)
     p = Problem(64, 32, 16, "bf16")
-    assert p.compulsory_bytes() == 2 * (64 * 16 + 16 * 32) + 4 * 64 * 32
+    assert p.compulsory_bytes() == 2 * (64 * 16 + 16 * 32) + 2 * 64 * 32
+    assert Problem(64, 32, 16, "fp16").compulsory_bytes() == p.compulsory_bytes()
 
 
 @pytest.mark.parametrize("bad", [(0, 1, 1), (1, -3, 1), (1, 1, 0), (1.5, 1, 1), (True, 1, 1)])
@@ -106,60 +108,69 @@ def test_precisions_are_listed_in_their_order_with_distinct_labels():
 
 
 # -- the precision record: every table keyed by precision reads it ---------------------------------------------------
-FP16 = Precision("fp16", "float16", ("float32", "float16"), "fp16 tensor core", 1e-2, "FP16 in, FP32 accumulate and out",
-                 5, "FP16", "bf16", peer="peers/cublas_fp16", auto_defaults=("cuda/tc4_persistent_fp16",),
-                 operand_dtypes=("float16",), peak_key="bf16")
+# A record that exists nowhere else (a BF16 twin under another name), to show that a record alone fills the tables
+FP16X = Precision("fp16x", "float16", ("float32", "float16"), "fp16 tensor core", 1e-2,
+                  "FP16 in, FP32 accumulate and out", 6, "FP16X", "f16", peer="peers/cublas_fp16x",
+                  auto_defaults=("cuda/tc4_persistent_fp16x",), operand_dtypes=("float16",), default=False,
+                  peak_key="bf16")
 
 
 @pytest.fixture
-def with_fp16(monkeypatch):
-    monkeypatch.setitem(PRECISIONS, "fp16", FP16)
-    return FP16
+def with_fp16x(monkeypatch):
+    monkeypatch.setitem(PRECISIONS, "fp16x", FP16X)
+    return FP16X
 
 
-def test_a_new_record_is_in_every_table_keyed_by_precision(with_fp16):
+def test_a_new_record_is_in_every_table_keyed_by_precision(with_fp16x):
     from gemmlab import dispatch
     from gemmlab.analysis.roofline import DEVICES, listed_precisions
     from gemmlab.call.checks import resolve
     from gemmlab.cli_parser import build_parser
     from gemmlab.harness.bench_records import FALLBACK_PEERS, PEERS
 
-    assert precisions_of("float16") == ("fp16",) and not scaled_dtype("float16")
+    assert precisions_of("float16") == ("fp16", "fp16x") and not scaled_dtype("float16")
     assert precisions_of("float32") == ("fp32", "tf32")  # the default of a dtype first
-    assert PEERS["fp16"] == "peers/cublas_fp16" and "fp16" not in FALLBACK_PEERS
-    assert list(PEERS) == ["fp32", "tf32", "bf16", "fp8", "fp8_block", "fp16"]
-    assert dispatch.DEFAULTS["fp16"] == ("cuda/tc4_persistent_fp16",)
+    assert PEERS["fp16x"] == "peers/cublas_fp16x" and "fp16x" not in FALLBACK_PEERS
+    assert list(PEERS) == ["fp32", "tf32", "bf16", "fp8", "fp8_block", "fp16", "fp16x"]
+    assert dispatch.DEFAULTS["fp16x"] == ("cuda/tc4_persistent_fp16x",)
     for dev in DEVICES.values():  # the peak of the units it runs on, on every device that has them
-        assert dev.tflops["fp16"] == dev.tflops["bf16"] and dev.flop_per_clk["fp16"] == dev.flop_per_clk["bf16"]
-    assert with_fp16 in listed_precisions()
-    assert build_parser().parse_args(["dispatch", "--precision", "fp16"]).precision == ["fp16"]
-    assert Problem(64, 64, 64, "fp16").compulsory_bytes() == 2 * 2 * 64 * 64 + 4 * 64 * 64
+        assert dev.tflops["fp16x"] == dev.tflops["bf16"] and dev.flop_per_clk["fp16x"] == dev.flop_per_clk["bf16"]
+    assert with_fp16x in listed_precisions()
+    assert build_parser().parse_args(["dispatch", "--precision", "fp16x"]).precision == ["fp16x"]
+    assert Problem(64, 64, 64, "fp16x").compulsory_bytes() == 2 * 2 * 64 * 64 + 4 * 64 * 64
     # a call's checks: float16 operands select it, and out_dtype may be any it writes, only those
     from gemmlab.call.operands import Facts
     from gemmlab.errors import DTypeError
 
     a = Facts("numpy", (64, 64), "float16", "row", None)
     with pytest.raises(DTypeError, match="on the host gemmlab computes fp32"):
-        resolve(a, a, "auto", None, False, None, out_dtype="float16")
-    with pytest.raises(DTypeError, match="fp16 writes float32 or float16"):
-        resolve(a, a, "auto", None, False, None, out_dtype="bfloat16")
+        resolve(a, a, "auto", "fp16x", False, None, out_dtype="float16")
+    with pytest.raises(DTypeError, match="fp16x writes float32 or float16"):
+        resolve(a, a, "auto", "fp16x", False, None, out_dtype="bfloat16")
 
 
 def test_the_tables_without_a_new_record_are_what_they_were():
+    """The records' own tables. fp16 is a record (float16 operands on the BF16 levels): its peer, its operand dtype,
+    its output dtypes, BF16's peak; and BF16 writes BF16 C by default now, FP32 on request."""
     from gemmlab import dispatch
     from gemmlab.analysis.roofline import DEVICES
     from gemmlab.harness.bench_records import FALLBACK_PEERS, PEERS
 
     assert dict(PEERS) == {"fp32": "peers/cublas_fp32", "tf32": "peers/cublas_tf32", "bf16": "peers/cublas_bf16",
-                           "fp8": "peers/cublaslt_fp8", "fp8_block": "peers/cublaslt_fp8_block"}
+                           "fp8": "peers/cublaslt_fp8", "fp8_block": "peers/cublaslt_fp8_block",
+                           "fp16": "peers/cublas_fp16"}
     assert dict(FALLBACK_PEERS) == {"fp8_block": "fp8"}
     assert dispatch.DEFAULTS["tf32"] == ("cuda/tc6_stream_k_tf32", "cuda/tc1_mma_sync_tf32")
     assert {d: precisions_of(d) for d in ("float32", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float16")} == {
         "float32": ("fp32", "tf32"), "bfloat16": ("bf16",), "float8_e4m3fn": ("fp8", "fp8_block"),
-        "float8_e5m2": ("fp8", "fp8_block"), "float16": ()}
-    assert [n for n, p in PRECISIONS.items() if p.unscaled_tensor_core] == ["tf32", "bf16"]
+        "float8_e5m2": ("fp8", "fp8_block"), "float16": ("fp16",)}
+    assert [n for n, p in PRECISIONS.items() if p.unscaled_tensor_core] == ["tf32", "bf16", "fp16"]
     assert [n for n, p in PRECISIONS.items() if p.scaled] == ["fp8", "fp8_block"]
     assert {n: p.output_dtypes for n, p in PRECISIONS.items() if len(p.output_dtypes) > 1} == {
-        "fp8": ("bfloat16", "float32"), "fp8_block": ("bfloat16", "float32")}
-    assert DEVICES["h200"].tflops == {"fp32": 66.9, "tf32": 494.7, "bf16": 989.4, "fp8": 1979.0, "fp8_block": 1979.0}
+        "bf16": ("bfloat16", "float32"), "fp8": ("bfloat16", "float32"), "fp8_block": ("bfloat16", "float32"),
+        "fp16": ("float16", "float32")}
+    assert dispatch.DEFAULTS["fp16"] == ("cuda/tc4_persistent_fp16", "cuda/tc1_mma_sync_fp16")
+    assert PRECISIONS["fp16"].dispatch_precision == "bf16" and PRECISIONS["bf16"].dispatch_precision == "bf16"
+    assert DEVICES["h200"].tflops == {"fp32": 66.9, "tf32": 494.7, "bf16": 989.4, "fp8": 1979.0, "fp8_block": 1979.0,
+                                      "fp16": 989.4}
     assert "fp8" not in DEVICES["a100"].tflops

@@ -1,7 +1,8 @@
 """gemmlab.matmul, linear and addmm: C = A @ B with gemmlab's kernels, on NumPy, CuPy and PyTorch arrays, with
 torch.matmul's, F.linear's and torch.addmm's semantics.
 
-The result is an FP32 array of the inputs' kind on their device (FP8 operands: BF16, or ``out_dtype``). CUDA
+The result is an array of the inputs' kind on their device, its dtype by torch's rule: FP32 for float32 operands,
+the operands' own for bfloat16 and float16, BF16 for FP8 (``out_dtype=float32`` for FP32 C of the last three). CUDA
 tensors and CuPy arrays are read in place through their addresses and the kernel runs on the caller's current
 stream; the output comes from the caller's allocator (torch's caching allocator, CuPy's pool). Host arrays run on
 the host (cpu/blas by default); naming a GPU kernel for them copies them to the GPU and the result back. Tensors
@@ -22,12 +23,13 @@ from gemmlab.errors import LayoutError, ShapeError
 
 def matmul(A, B, kernel: str = AUTO, *, precision: str | None = None, out=None, scale_a=None, scale_b=None,
            out_dtype=None):
-    """C = A @ B (A is M×K, B is K×N; C is FP32 M×N, on A's and B's device, of their kind).
+    """C = A @ B (A is M×K, B is K×N; C is M×N, on A's and B's device, of their kind, in torch's dtype for it).
 
     kernel: "auto" (the gemmlab kernel measured fastest per call for the shape on this GPU; host arrays: cpu/blas) or
     a name from ``gemmlab list``. precision: for float32 operands "fp32" (default) or "tf32"; bfloat16 operands compute
-    "bf16"; FP8 operands "fp8" or "fp8_block", as their scales say. out: a C-contiguous array of the product's shape
-    and dtype on the same device, written in place.
+    "bf16", float16 operands "fp16"; FP8 operands "fp8" or "fp8_block", as their scales say. out: a C-contiguous array
+    of the product's shape and dtype on the same device, written in place. out_dtype: C's dtype where the precision
+    writes several: bf16 and fp16 their operands' dtype (default) or float32.
 
     FP8 (float8_e4m3fn / float8_e5m2 A and B, B as the transpose of an N×K matrix): C = (scale_a·A)(scale_b·B).
     scale_a, scale_b: FP32 on the operands' device; one element each (or None for 1): per tensor; scale_a (M,

@@ -35,6 +35,7 @@ an explicit list and are not filtered so (tc1 TF32, which truncates, is the TF32
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from dataclasses import dataclass
@@ -287,7 +288,9 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
     first. A kernel's prediction from one measured shape g is its time there times estimate(problem) / estimate(g)
     (analysis/scaling.py: waves, tile fill, bytes and copies under this GPU's roofs), its host time there where that
     binds; from several, their geometric mean weighted by 1 / distance. At a measured shape, the measurement. A
-    kernel that failed verification at any of the shapes is left out; one this gemmlab does not have too."""
+    kernel that failed verification at any of the shapes is left out; one this gemmlab does not have too. A precision
+    without a table of its own (``Precision.dispatch_from``: FP16) reads that precision's, each kernel by its own
+    name for this precision (``_renamed``)."""
     from gemmlab.analysis.scaling import estimate
     from gemmlab.errors import GemmlabError, UnknownKernelError
     from gemmlab.kernels.registry import get_kernel
@@ -296,11 +299,12 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
     asked = problem  # a batch: ranked at its flattened shape (its tiles and work), each kernel asked if it takes it
     if isinstance(problem, BatchedProblem):
         problem = problem.flattened()
-    points = neighbours(table.get(gpu.name, {}).get(problem.precision, {}), problem)
+    source = problem.prec.dispatch_precision
+    points = neighbours(table.get(gpu.name, {}).get(source, {}), problem)
     roofs = _roofs(gpu.name, gpu.sm_count)
     picked, banned = [], set()
     for point in points:
-        rows, failed = _pick_rows(point.rows, layout, problem.precision)
+        rows, failed = _pick_rows(point.rows, layout, source)
         known = [row["host_us"] for row in rows.values() if "host_us" in row]
         picked.append((point, rows, statistics.median(known) if known else 0.0))
         banned |= failed
@@ -309,9 +313,9 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
         if name in banned:
             continue
         try:
-            spec = get_kernel(name)
+            spec = get_kernel(_renamed(name, source, problem.precision))
         except UnknownKernelError:
-            continue  # a table from another version of gemmlab
+            continue  # a table from another version of gemmlab, or a level without a build for this precision
         copies = operand_copies(layout, spec)
         refusal = spec.is_valid(asked) or spec.unsupported(gpu) or spec.auto_refusal()
         try:
@@ -325,7 +329,7 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
                 continue
             ratio = 1.0
             if here is not None:
-                there = estimate(spec, Problem(*point.dims, problem.precision), roofs,
+                there = estimate(spec, Problem(*point.dims, problem.precision, problem.out_dtype), roofs,
                                  row_layout(row, problem.precision), tuple(row.get("copies", ())))
                 ratio = here.ms / there.ms
             gpu_ms = row["ms"] * ratio
@@ -342,7 +346,26 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
     return sorted(out, key=lambda c: (c.per_call_ms, c.ms))
 
 
+def _renamed(name: str, source: str, precision: str) -> str:
+    """The name of table precision ``source``'s kernel ``name`` for ``precision``: the precision is a kernel name's
+    last part (cuda/tc4_persistent_bf16 -> cuda/tc4_persistent_fp16)."""
+    if source == precision or not name.endswith("_" + source):
+        return name
+    return name[:-len(source)] + precision
+
+
 def choose(problem: Problem, layout: Layout, gpu, epilogue=None) -> Choice:
+    """The kernel gemmlab.matmul runs for ``problem`` on ``gpu`` (a GPUInfo), and why (``_choose``); a precision that
+    reads another's dispatch table says so."""
+    choice = _choose(problem, layout, gpu, epilogue)
+    source = problem.prec.dispatch_precision
+    if source == problem.precision:
+        return choice
+    return dataclasses.replace(choice, why=f"{choice.why} ({problem.precision} has no measured grid of its own: "
+                                           f"{source}'s dispatch table, the same tensor-core instruction rates)")
+
+
+def _choose(problem: Problem, layout: Layout, gpu, epilogue=None) -> Choice:
     """The kernel gemmlab.matmul runs for ``problem`` on ``gpu`` (a GPUInfo), and why: of the kernels ``rank``
     predicts fastest per call, the first that takes the problem and reads the layout in place, else the first that
     takes it after a copy (with a fused ``epilogue``, of the kernels that fuse it). Between measured shapes, the winner measured at the nearest one stands against a

@@ -26,7 +26,7 @@ CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4
 CU_MEMORYTYPE_DEVICE = 2
 CU_STREAM_CAPTURE_STATUS_ACTIVE = 1
 # cuTensorMapEncodeTiled's enums (cuda.h)
-TMA_DTYPES = {"fp8": 0, "bf16": 9, "fp32": 7}  # FP8 moves as UINT8: TMA only copies it
+TMA_DTYPES = {"fp8": 0, "bf16": 9, "f16": 6, "fp32": 7}  # FP8 moves as UINT8: TMA only copies it
 TMA_SWIZZLE_128B = 3
 TMA_L2_PROMOTION_128B = 2
 MAP_BYTES = 128

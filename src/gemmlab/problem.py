@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from gemmlab.errors import ShapeError, SizeLimitError
+from gemmlab.errors import DTypeError, ShapeError, SizeLimitError
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class Precision:
     description: str
     order: int  # where tables and listings put it
     label: str  # what tables and figures call it
-    # the type the tensor cores take its operands in: "tf32" (FP32 in memory), "bf16" or "fp8"; None where the
+    # the type the tensor cores take its operands in: "tf32" (FP32 in memory), "bf16", "f16" or "fp8"; None where the
     # products are FP32 FFMA (FP32's one tensor-core level, tc7, builds each from three TF32 products: its `math`)
     tensor_core_type: str | None
     peer: str  # the library kernel every kernel of this precision is timed against in the same run
@@ -54,6 +54,9 @@ class Precision:
     tolerance_growth: float = 0.5  # past K=4096 the tolerance grows like (K / 4096) ** tolerance_growth
     # block scaling: DeepGEMM's measure against the product of the unquantized inputs (fp8.recipe_diff) stays below
     recipe_tolerance: float | None = None
+    # the precision whose measured dispatch table kernel="auto" reads for this one (its kernels by the same names,
+    # this precision's suffix for that one's): FP16 has no grid of its own, its instruction rates are BF16's
+    dispatch_from: str | None = None
 
     @property
     def output_dtype(self) -> str:
@@ -100,14 +103,20 @@ class Precision:
 
     @property
     def unscaled_tensor_core(self) -> bool:
-        """Tensor-core products of operands without scales (TF32 and BF16): tc1, tc2 and tc3 build one spec of each."""
+        """Tensor-core products of operands without scales (TF32, BF16, FP16): tc1, tc2 and tc3 build one spec of
+        each."""
         return self.tensor_core_type is not None and not self.scaled
 
     @property
+    def sixteen_bit(self) -> bool:
+        """BF16 or FP16 operands: the same wgmma and mma.sync shapes, layouts and rates, told apart by TC_F16."""
+        return self.tensor_core_type in ("bf16", "f16")
+
+    @property
     def reads_b_n_major(self) -> bool:
-        """The tensor cores read a K×N row-major B from shared memory as it is (bf16, through wgmma's transpose bit
-        and ldmatrix.trans); tf32 and fp8 read K-major operands only."""
-        return self.tensor_core_type == "bf16"
+        """The tensor cores read a K×N row-major B from shared memory as it is (bf16 and f16, through wgmma's
+        transpose bit and ldmatrix.trans); tf32 and fp8 read K-major operands only."""
+        return self.sixteen_bit
 
     @property
     def k_tile(self) -> int:
@@ -121,12 +130,20 @@ class Precision:
 
     @property
     def tensor_core_defines(self) -> dict:
-        """The defines that select its operand type in the tensor-core sources (tc_layout.cuh, tc1_mma_sync.cu):
-        TC_BF16=1 for bf16, TC_FP8=1 for fp8, else TF32 from FP32 operands."""
-        defines = {"TC_BF16": int(self.tensor_core_type == "bf16")}
+        """The defines that select its operand type in the tensor-core sources (tc_layout.cuh, tc_wgmma.cuh,
+        tc1_mma_sync.cu): TC_BF16=1 for the 16-bit operands, with TC_F16=1 for f16; TC_FP8=1 for fp8; else TF32
+        from FP32 operands."""
+        defines = {"TC_BF16": int(self.sixteen_bit)}
+        if self.tensor_core_type == "f16":
+            defines["TC_F16"] = 1
         if self.tensor_core_type == "fp8":
             defines["TC_FP8"] = 1
         return defines
+
+    @property
+    def dispatch_precision(self) -> str:
+        """The precision whose dispatch table kernel="auto" reads for this one."""
+        return self.dispatch_from or self.name
 
 
 def np_dtype(name: str):
@@ -141,6 +158,9 @@ def np_dtype(name: str):
 _FP8 = ("float8_e4m3fn", "float8_e5m2")
 # FP32 rounding error of a K-term dot product grows like sqrt(K)·2^-24 with random signs; 1e-5 leaves
 # room for K up to ~10^5. TF32 keeps 10 mantissa bits (2^-11 per product), BF16 7 bits (2^-8).
+# BF16 and FP16 write C in the operands' type by default, as torch does (float32 on request): against the float64
+# product of the operands as given only the accumulation and C's rounding count, about 1.1e-3 relative for BF16 C
+# (2^-8 unit roundoff) and 1.4e-4 for FP16 C (2^-11), each under its tolerance with room (FP32 C: far under).
 PRECISIONS: dict[str, Precision] = {
     "fp32": Precision("fp32", "float32", ("float32",), "fp32 FFMA", 1e-5, "FP32 in, FP32 multiply and accumulate", 0,
                       "FP32", None, peer="peers/cublas_fp32", auto_defaults=("cuda/v10_register_prefetch",),
@@ -149,9 +169,9 @@ PRECISIONS: dict[str, Precision] = {
                       "FP32 in and out, TF32 multiply (10-bit mantissa), FP32 accumulate", 1, "TF32", "tf32",
                       peer="peers/cublas_tf32", auto_defaults=("cuda/tc6_stream_k_tf32", "cuda/tc1_mma_sync_tf32"),
                       operand_dtypes=("float32",), default=False, peak_key="tf32"),
-    "bf16": Precision("bf16", "bfloat16", ("float32",), "bf16 tensor core", 1e-2,
-                      "BF16 in, FP32 accumulate and out", 2, "BF16", "bf16", peer="peers/cublas_bf16",
-                      auto_defaults=("cuda/tc4_persistent_bf16", "cuda/tc1_mma_sync_bf16"),
+    "bf16": Precision("bf16", "bfloat16", ("bfloat16", "float32"), "bf16 tensor core", 1e-2,
+                      "BF16 in, FP32 accumulate, BF16 out (FP32 on request)", 2, "BF16", "bf16",
+                      peer="peers/cublas_bf16", auto_defaults=("cuda/tc4_persistent_bf16", "cuda/tc1_mma_sync_bf16"),
                       operand_dtypes=("bfloat16",), peak_key="bf16"),
     # Against the dequantized operands' float64 product only the kernel's own rounding counts: BF16 output (about
     # 1.7e-3 relative) and the tensor cores' FP8 accumulation, which keeps about 14 bits and, truncating, errs in
@@ -168,6 +188,12 @@ PRECISIONS: dict[str, Precision] = {
                            "of K, BF16 out", 4, "FP8 block-scaled", "fp8", peer="peers/cublaslt_fp8_block",
                            auto_defaults=("cuda/tc8_block_scaled_fp8",), operand_dtypes=_FP8, peak_key="fp8",
                            fallback="fp8", scaling="block", tolerance_growth=0.0, recipe_tolerance=1e-3),
+    # FP16's tensor-core rates are BF16's (one peak key, one dispatch table); its 10 stored mantissa bits make C's
+    # rounding 8x smaller than BF16's, hence the tighter tolerance
+    "fp16": Precision("fp16", "float16", ("float16", "float32"), "f16 tensor core", 2e-3,
+                      "FP16 in, FP32 accumulate, FP16 out (FP32 on request)", 5, "FP16", "f16",
+                      peer="peers/cublas_fp16", auto_defaults=("cuda/tc4_persistent_fp16", "cuda/tc1_mma_sync_fp16"),
+                      operand_dtypes=("float16",), peak_key="bf16", dispatch_from="bf16"),
 }
 
 
@@ -223,12 +249,15 @@ SEED_SHAPE = (2048, 3072, 4096)  # M, N, K of the seeds' harness
 
 @dataclass(frozen=True)
 class Problem:
-    """One matrix product C[M,N] = A[M,K] @ B[K,N], row-major, at one precision."""
+    """One matrix product C[M,N] = A[M,K] @ B[K,N], row-major, at one precision; C in ``out_dtype``, one of the
+    precision's output dtypes (None: its default, the first)."""
 
     m: int
     n: int
     k: int
     precision: str = "fp32"
+    # keyword-only: BatchedProblem's batch fields follow the shape positionally
+    out_dtype: str | None = field(default=None, kw_only=True)
 
     def __post_init__(self):
         for dim in ("m", "n", "k"):
@@ -238,7 +267,9 @@ class Problem:
             if value < 1:
                 raise ShapeError(f"{dim.upper()}={value}: every dimension must be at least 1")
             object.__setattr__(self, dim, int(value))
-        get_precision(self.precision)
+        writes = get_precision(self.precision).output_dtypes
+        if self.out_dtype not in (None, *writes):
+            raise DTypeError(f"out_dtype={self.out_dtype!r}: {self.precision} writes {' or '.join(writes)}")
 
     @property
     def prec(self) -> Precision:
@@ -254,9 +285,14 @@ class Problem:
     def flops(self) -> int:
         return 2 * self.m * self.n * self.k
 
+    @property
+    def output_bytes(self) -> int:
+        """Bytes of one element of C."""
+        return self.output_dtype().itemsize
+
     def compulsory_bytes(self) -> int:
         p = self.prec
-        return p.input_bytes * (self.m * self.k + self.k * self.n) + p.output_bytes * self.m * self.n
+        return p.input_bytes * (self.m * self.k + self.k * self.n) + self.output_bytes * self.m * self.n
 
     def intensity(self) -> float:
         """FLOP per compulsory byte: the best intensity any kernel can reach on this problem."""
@@ -289,7 +325,7 @@ class Problem:
         return a, b
 
     def output_dtype(self):
-        return np_dtype(self.prec.output_dtype)
+        return np_dtype(self.out_dtype or self.prec.output_dtype)
 
     def input_dtype(self):
         return np_dtype(self.prec.input_dtype)
@@ -352,16 +388,16 @@ class BatchedProblem(Problem):
         p = self.prec
         count = lambda stride: self.batch if stride else 1  # noqa: E731 (a broadcast operand is read once)
         return (p.input_bytes * (count(self.stride_a) * self.m * self.k + count(self.stride_b) * self.k * self.n)
-                + p.output_bytes * self.batch * self.m * self.n)
+                + self.output_bytes() * self.batch * self.m * self.n)
 
     def with_precision(self, precision: str) -> "BatchedProblem":
         return BatchedProblem(self.m, self.n, self.k, precision, self.batch, self.stride_a, self.stride_b)
 
     def matrix(self) -> Problem:
         """One product of the batch."""
-        return Problem(self.m, self.n, self.k, self.precision)
+        return Problem(self.m, self.n, self.k, self.precision, out_dtype=self.out_dtype)
 
     def flattened(self) -> Problem:
         """The unbatched problem with the batch's tiles and work, (batch·M)×N×K: where the dispatch table and the
         models rank the kernels for a batch."""
-        return Problem(self.batch * self.m, self.n, self.k, self.precision)
+        return Problem(self.batch * self.m, self.n, self.k, self.precision, out_dtype=self.out_dtype)

@@ -9,7 +9,9 @@ fake implementation gives torch.compile the output's shape and dtype without run
 it compiles with fullgraph=True; its backward pass is two more gemmlab GEMMs, dA = dC·Bᵀ and dB = Aᵀ·dC (Bᵀ is read
 in place by the BF16 and TF32 tensor-core levels; Aᵀ is copied into row-major order).
 
-The BF16 levels compute in BF16 and return FP32: their backward pass rounds dC to BF16 for its GEMMs, as mixed
+C's dtype follows torch's rule (the precision records' first output dtype): BF16 and FP16 operands give C in their
+own dtype, FP32 operands FP32; ``out_dtype="float32"`` keeps FP32 C for the 16-bit operands, in the operator too, so
+the fake reports what the kernel writes. The backward pass rounds dC to the operands' dtype for its GEMMs, as mixed
 precision training does, and returns gradients in the operands' dtypes.
 
 Tensors of other ranks than 2 follow torch.matmul's rules (gemmlab.matmul_shapes): 1-D operands and broadcast
@@ -50,13 +52,13 @@ def matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
     fp8 = A.dtype in _FP8
     if torch.compiler.is_compiling() or (torch.is_grad_enabled() and (A.requires_grad or getattr(B, "requires_grad",
                                                                                                   False))):
-        if fp8 or scale_a is not None or scale_b is not None or out_dtype is not None:
+        if fp8 or scale_a is not None or scale_b is not None:
             raise GemmlabError("gemmlab's FP8 matmul runs outside autograd and torch.compile: it has no backward, and "
                                "gemmlab::mm takes no scales")
         if out is not None:
             raise GemmlabError("out= is written outside autograd and torch.compile; call without out=, or under "
                                "torch.no_grad()")
-        return torch.ops.gemmlab.mm(A, B, kernel, precision)
+        return torch.ops.gemmlab.mm(A, B, kernel, precision, call.out_dtype_name(out_dtype))
     if epilogue is not None and (torch.compiler.is_compiling() or torch.is_grad_enabled() and any(
             getattr(x, "requires_grad", False) for x in (A, B, addend))):
         raise GemmlabError("a fused epilogue through gemmlab.matmul runs outside autograd and torch.compile")
@@ -176,22 +178,36 @@ def _from_numpy(x):
 
 
 @torch.library.custom_op("gemmlab::mm", mutates_args=())
-def mm(a: torch.Tensor, b: torch.Tensor, kernel_name: str = "auto", precision: Optional[str] = None) -> torch.Tensor:
-    """C = A @ B with gemmlab (FP32 out); the operator behind gemmlab.matmul under autograd and torch.compile.
-    (``kernel_name``, not ``kernel``: inductor lowers the op through FallbackKernel.create(kernel, ...), whose own
-    first parameter a keyword ``kernel`` would collide with.)"""
-    return direct(a, b, kernel_name, precision, None)
+def mm(a: torch.Tensor, b: torch.Tensor, kernel_name: str = "auto", precision: Optional[str] = None,
+       out_dtype: Optional[str] = None) -> torch.Tensor:
+    """C = A @ B with gemmlab, C in ``out_dtype`` (a dtype name) or by torch's rule; the operator behind
+    gemmlab.matmul under autograd and torch.compile. (``kernel_name``, not ``kernel``: inductor lowers the op through
+    FallbackKernel.create(kernel, ...), whose own first parameter a keyword ``kernel`` would collide with.)"""
+    return direct(a, b, kernel_name, precision, None, out_dtype=out_dtype)
+
+
+def output_dtype(a: torch.Tensor, precision: Optional[str] = None, out_dtype: Optional[str] = None) -> torch.dtype:
+    """The dtype of the C gemmlab writes for operands like ``a``: ``out_dtype``, else the first output dtype of the
+    precision they compute (``precision``, or their dtype's default): torch's rule, BF16 in -> BF16 out. Operands
+    no precision takes keep their dtype (the call itself refuses them)."""
+    from gemmlab.problem import PRECISIONS, precisions_of
+
+    if out_dtype is not None:
+        return getattr(torch, out_dtype)
+    options = precisions_of(str(a.dtype).removeprefix("torch."))
+    name = precision if precision in options else options[0] if options else None
+    return getattr(torch, PRECISIONS[name].output_dtype) if name else a.dtype
 
 
 @mm.register_fake
-def _mm_fake(a, b, kernel_name="auto", precision=None):
+def _mm_fake(a, b, kernel_name="auto", precision=None, out_dtype=None):
     torch._check(a.dim() == 2 and b.dim() == 2, lambda: "gemmlab::mm takes two 2-D matrices")
     torch._check(a.shape[1] == b.shape[0], lambda: f"inner dimensions differ: {tuple(a.shape)} @ {tuple(b.shape)}")
-    return a.new_empty((a.shape[0], b.shape[1]), dtype=torch.float32)
+    return a.new_empty((a.shape[0], b.shape[1]), dtype=output_dtype(a, precision, out_dtype))
 
 
 def _setup_context(ctx, inputs, output):
-    a, b, kernel, precision = inputs
+    a, b, kernel, precision, _ = inputs
     ctx.save_for_backward(a, b)
     ctx.kernel, ctx.precision = kernel, precision
 
@@ -203,7 +219,7 @@ def _backward(ctx, grad):
         grad_a = mm(grad.to(b.dtype), b.t(), ctx.kernel, ctx.precision).to(a.dtype)
     if ctx.needs_input_grad[1]:  # dB = Aᵀ · dC
         grad_b = mm(a.t(), grad.to(a.dtype), ctx.kernel, ctx.precision).to(b.dtype)
-    return grad_a, grad_b, None, None
+    return grad_a, grad_b, None, None, None
 
 
 mm.register_autograd(_backward, setup_context=_setup_context)

@@ -110,12 +110,15 @@ def test_shared_memory_bytes_of_a_warp_tile():
 def test_cluster_multicast_halves_one_operand_at_l2_not_in_shared_memory():
     """tc4's 2-CTA clusters share B: at 4096³ BF16, A is read once per 256 columns (16 times), B once per 256 rows
     (16 times, against 32 without the cluster); each CTA still receives its whole B tile in shared memory."""
-    p = Problem(4096, 4096, 4096, "bf16")
+    p = Problem(4096, 4096, 4096, "bf16", out_dtype="float32")  # FP32 C, as out_dtype asks (BF16 C below)
     clustered = tiled_traffic(p, 128, 256, warp=(64, 256), cluster=(2, 1))
     alone = tiled_traffic(p, 128, 256, warp=(64, 256))
     n2 = 4096 * 4096
     assert clustered.l2 == 2 * (n2 * 16 + n2 * 16) + 4 * n2
     assert alone.l2 == 2 * (n2 * 16 + n2 * 32) + 4 * n2
+    # BF16 C, the default (torch's rule): C's writes halve
+    assert tiled_traffic(Problem(4096, 4096, 4096, "bf16"), 128, 256, warp=(64, 256), cluster=(2, 1)).l2 == \
+        clustered.l2 - 2 * n2
     assert clustered.smem == alone.smem
     tc4 = get_kernel("cuda/tc4_persistent_bf16").traffic(p)
     assert tc4.l2 == clustered.l2
@@ -127,10 +130,12 @@ def test_snake_order_with_a_wave_larger_than_the_l2_keeps_what_the_last_wave_rea
     groups right to left): 8 A + 9 B panels (34 MiB), 12 + 8 (40), 8 + 9 (34), 8 + 8 (32). Each walks K the other
     way from the last, so of the panels two waves share (18, 24, 18 MiB) the next finds the part read last, the
     30 MiB of L2 over the bytes between the two reads: 30/(34+40-18), 30/(40+34-24), 30/(34+32-18)."""
-    km = model(get_kernel("cuda/tc4_persistent_bf16"), Problem(4096, 4096, 4096, "bf16"), H200)
+    km = model(get_kernel("cuda/tc4_persistent_bf16"), Problem(4096, 4096, 4096, "bf16", out_dtype="float32"), H200)
     reads = 140 - 18 * 30 / 56 - 24 * 30 / 50 - 18 * 30 / 48
     assert km.wave == 66
-    assert km.dram_bytes == pytest.approx(reads * MiB + 4 * 4096 * 4096)
+    assert km.dram_bytes == pytest.approx(reads * MiB + 4 * 4096 * 4096)  # FP32 C, as out_dtype asks
+    km = model(get_kernel("cuda/tc4_persistent_bf16"), Problem(4096, 4096, 4096, "bf16"), H200)
+    assert km.dram_bytes == pytest.approx(reads * MiB + 2 * 4096 * 4096)  # BF16 C, the default
 
 
 def test_stream_k_partials_and_its_balanced_tail():

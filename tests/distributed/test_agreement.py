@@ -22,7 +22,8 @@ def facts(a, b, out=NO_OUT, op=0, dtype=0, chunks=1):
 
 def test_output_dtype_follows_gemmlabs_precisions():
     assert output_dtype(torch.float32) == torch.float32
-    assert output_dtype(torch.bfloat16) == torch.float32  # BF16 in, FP32 out
+    # BF16 in, BF16 out: torch's rule, the precision records' default (it was FP32 out before); FP16 the same
+    assert output_dtype(torch.bfloat16) == torch.bfloat16 and output_dtype(torch.float16) == torch.float16
     with pytest.raises(DTypeError, match="got float64"):
         output_dtype(torch.float64)
 

@@ -11,14 +11,16 @@ from gemmlab.harness import api_bench
 
 def test_every_precision_is_timed_at_every_shape_fp8_as_x_at_w_t_and_host_overhead_at_the_first():
     cases = api_bench.cases(api_bench.PRECISIONS, api_bench.SHAPES, linear=True)
-    assert {p for p, *_ in cases} == {"fp32", "tf32", "bf16", "fp8", "fp8_block"}
+    # every precision record: fp16's too since it has one
+    assert {p for p, *_ in cases} == {"fp32", "tf32", "bf16", "fp8", "fp8_block", "fp16"}
     for p in api_bench.PRECISIONS:
         mine = [c for c in cases if c[0] == p]
         assert [s for _, s, lin, _ in mine if lin == (p in api_bench.FP8)] == list(api_bench.SHAPES)
         assert [s for _, s, _, timed in mine if timed] == [api_bench.SHAPES[0]]
     # x @ w.T again for the precisions that also take a row-major B; FP8 takes only that layout
-    assert [(p, lin) for p, s, lin, _ in cases[-3:]] == [("fp32", True), ("tf32", True), ("bf16", True)]
-    assert len(cases) == 5 * len(api_bench.SHAPES) + 3
+    assert [(p, lin) for p, s, lin, _ in cases[-4:]] == [("fp32", True), ("tf32", True), ("bf16", True),
+                                                         ("fp16", True)]
+    assert len(cases) == 6 * len(api_bench.SHAPES) + 4
     assert len(api_bench.cases(("fp8",), ((64, 64, 64),), linear=True)) == 1
 
 

@@ -69,10 +69,12 @@ def test_bad_stamps_are_refused():
 
 
 def test_tensor_cores_own_cycles_per_k_tile():
-    # 128x256 tiles: 64 (BF16), 32 (TF32) or 128 (FP8) deep, at 2048, 1024 or 4096 multiply-adds per SM per clock
+    # 128x256 tiles: 64 (BF16, FP16), 32 (TF32) or 128 (FP8) deep, at 2048, 1024 or 4096 multiply-adds per SM per
+    # clock
     for spec in list_kernels("cuda/tc4_persistent_*"):
         build = spec.instrumented(Problem(4096, 4096, 4096, spec.precision))
-        assert build.ideal_ktile_cycles == 1024 and build.k_tile == {"bf16": 64, "tf32": 32, "fp8": 128}[spec.precision]
+        assert build.ideal_ktile_cycles == 1024
+        assert build.k_tile == {"bf16": 64, "fp16": 64, "tf32": 32, "fp8": 128}[spec.precision]
 
 
 def test_the_stamped_build_follows_the_tile_tc4_picks():

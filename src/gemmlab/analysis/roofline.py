@@ -232,7 +232,7 @@ def model(spec, problem: Problem, ceilings: Ceilings | DeviceSpec, clock_mhz: fl
     seed_peak = ceilings.seed_tflops[units] / ops
     ridge = seed_peak * 1e12 / (ceilings.dram_gbs * 1e9)
     walk, wave = traffic.walk, None
-    c_bytes = problem.prec.output_bytes * problem.m * problem.n
+    c_bytes = problem.output_bytes * problem.m * problem.n
     if walk is not None:
         wave = walk.wave or ceilings.sm_count * resident_ctas(runs, problem, resources)
         dram = hierarchy.dram_reads(walk, wave, ceilings.l2_bytes) + c_bytes

@@ -140,7 +140,7 @@ def estimate(spec, problem: Problem, roofs, layout=None, copies: tuple = ()) -> 
         fill, spill = 1.0, 0.0
         compute = problem.flops() / roofs.sm_count / sm_rate
         l2 = prec.input_bytes * (m * k + k * n)
-    out = prec.output_bytes * m * n
+    out = problem.output_bytes * m * n
     dram = prec.input_bytes * (m * k + k * n) + out + spill
     levels = {"compute": compute * 1e3, "dram": dram / (roofs.dram_gbs * 1e9) * 1e3,
               "l2": (l2 + out + spill) / (roofs.l2_gbs * 1e9) * 1e3}

@@ -82,7 +82,7 @@ class Prepared:
         return plan
 
     def explain(self) -> str:
-        lines = [self.plan.explain(), f"  chosen: {self.why}"]
+        lines = [self.plan.explain(), f"  chosen: {self.why}", f"  C: {self.out_dtype} ({self._output_note()})"]
         for name, copied in (("A", self.copy_a), ("B", self.copy_b)):
             if copied:
                 lines.append(f"  {name} is copied into row-major order first: the kernel does not read its layout "
@@ -103,6 +103,16 @@ class Prepared:
             how = "in one launch" if self.on_device else "by numpy.matmul on the host"
             lines.append(f"  batched: {self.batch.describe()}, {how}")
         return "\n".join(lines)
+
+    def _output_note(self) -> str:
+        """Why C has its dtype: torch's rule (the precision's default) or the call's out_dtype."""
+        prec = self.plan.problem.prec
+        others = [d for d in prec.output_dtypes if d != self.out_dtype]
+        if self.out_dtype != prec.output_dtype:
+            return f"as out_dtype asks; {prec.name}'s default is {prec.output_dtype}"
+        rule = "the operands' dtype, as torch" if self.out_dtype == prec.input_dtype else f"{prec.name}'s default"
+        return rule + (f"; out_dtype={' or '.join(others)} writes {'it' if len(others) == 1 else 'those'}"
+                       if others else "")
 
 
 def _cupy_workspace(nbytes: int) -> tuple[object, int]:

@@ -64,9 +64,12 @@ def _check_scales(m: int, n: int, k: int, fa: Facts, sa: Facts | None, sb: Facts
                      f"{'' if precision is None else f' (asked: {precision})'}; got {shapes}")
 
 
-def _problem(m: int, n: int, k: int, precision: str, batch: tuple | None) -> Problem:
-    """The call's problem: with ``batch`` = (count, stride_a, stride_b), a BatchedProblem (gemmlab.call.batched)."""
-    return Problem(m, n, k, precision) if batch is None else BatchedProblem(m, n, k, precision, *batch)
+def _problem(m: int, n: int, k: int, precision: str, batch: tuple | None, out_dtype: str | None = None) -> Problem:
+    """The call's problem, C in ``out_dtype``: with ``batch`` = (count, stride_a, stride_b), a BatchedProblem
+    (gemmlab.call.batched)."""
+    if batch is None:
+        return Problem(m, n, k, precision, out_dtype=out_dtype)
+    return BatchedProblem(m, n, k, precision, *batch, out_dtype=out_dtype)
 
 
 def resolve(fa: Facts, fb: Facts, kernel, precision, on_gpu: bool, gpu, scales: tuple = (None, None),
@@ -92,8 +95,8 @@ def resolve(fa: Facts, fb: Facts, kernel, precision, on_gpu: bool, gpu, scales: 
                 raise DTypeError(f"{spec.name} computes {spec.precision} and takes {want} operands; {name} is "
                                  f"{f.dtype} (convert it first, e.g. .astype({want}))")
         scaled = _check_scales(m, n, k, fa, *scales, spec.precision) if fp8 else None
-        return _formats(spec, fa, fb, out_dtype), _problem(m, n, k, spec.precision, batch), "named by the caller", \
-            scaled
+        spec = _formats(spec, fa, fb, out_dtype)
+        return spec, _problem(m, n, k, spec.precision, batch, out_dtype), "named by the caller", scaled
     if fa.dtype != fb.dtype and not fp8:
         raise DTypeError(f"A is {fa.dtype} and B is {fb.dtype}: gemmlab multiplies two operands of one dtype (FP8: "
                          "e4m3 and e5m2 in any pair)")
@@ -105,10 +108,8 @@ def resolve(fa: Facts, fb: Facts, kernel, precision, on_gpu: bool, gpu, scales: 
         raise DTypeError(f"precision={precision!r} does not take {fa.dtype} operands; {fa.dtype} takes "
                          f"{', '.join(repr(p) for p in options)}")
     scaled = _check_scales(m, n, k, fa, *scales, precision) if fp8 else None
-    problem = _problem(m, n, k, scaled.precision if fp8 else precision or options[0], batch)
-    writes = problem.prec.output_dtypes
-    if out_dtype not in (None, *writes):
-        raise DTypeError(f"out_dtype={out_dtype!r}: {problem.precision} writes {' or '.join(writes)}")
+    # C's type is part of the problem (its bytes in the dispatcher's model); one the precision does not write is refused
+    problem = _problem(m, n, k, scaled.precision if fp8 else precision or options[0], batch, out_dtype)
     if not on_gpu:
         from gemmlab.dispatch import HOST_DEFAULT
 
@@ -121,8 +122,7 @@ def resolve(fa: Facts, fb: Facts, kernel, precision, on_gpu: bool, gpu, scales: 
 
     layout = Layout(fa.layout or ROW, fb.layout or ROW)  # strided operands are copied into row-major order
     choice = dispatch.choose(problem, layout, gpu, epilogue)
-    spec = _formats(choice.spec, fa, fb, out_dtype) if fp8 else choice.spec
-    return spec, problem, choice.why, scaled
+    return _formats(choice.spec, fa, fb, out_dtype), problem, choice.why, scaled
 
 
 def _what_takes_what() -> str:
@@ -137,13 +137,17 @@ def _what_takes_what() -> str:
 
 
 def _formats(spec, fa: Facts, fb: Facts, out_dtype: str | None):
-    """The FP8 spec for these operand formats and output type (each its own binary); others as they are."""
+    """The spec for these operand formats (FP8's e4m3 / e5m2) and C's type (the precision's default where the call
+    names none: BF16 C for BF16 operands, as torch): each its own binary."""
     prec = get_precision(spec.precision)
+    if out_dtype not in (None, *prec.output_dtypes):
+        raise DTypeError(f"out_dtype={out_dtype!r}: {spec.precision} writes {' or '.join(prec.output_dtypes)}")
+    out = out_dtype or prec.output_dtype
     if not (scaled_dtype(fa.dtype) and scaled_dtype(fb.dtype)):
-        if out_dtype not in (None, *prec.output_dtypes):
-            raise DTypeError(f"out_dtype={out_dtype!r}: {spec.precision} writes {' or '.join(prec.output_dtypes)}")
-        return spec
-    return spec.for_formats(fa.dtype, fb.dtype, out_dtype or prec.output_dtype)
+        if out == str(spec.output_dtype(Problem(1, 1, 1, spec.precision))):
+            return spec
+        return spec.for_formats(prec.input_dtype, prec.input_dtype, out)
+    return spec.for_formats(fa.dtype, fb.dtype, out)
 
 
 def check_epilogue(epilogue, addend, fa: Facts, m: int, n: int, out_dtype: str) -> None:

@@ -55,7 +55,8 @@ CHECK = len(OPS)  # the op code check() sends: a rank closing the group while an
 
 @functools.lru_cache(maxsize=None)
 def output_dtype(dtype: torch.dtype) -> torch.dtype:
-    """C's dtype for operands of ``dtype``: gemmlab's precision table (FP32 and BF16 in, FP32 out)."""
+    """C's dtype for operands of ``dtype``: gemmlab's precision table (torch's rule: FP32, BF16 and FP16 in, the same
+    out)."""
     name = str(dtype).removeprefix("torch.")
     outs = {p.output_dtype for p in PRECISIONS.values() if p.input_dtype == name}
     if len(outs) != 1:

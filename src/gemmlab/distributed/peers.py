@@ -3,8 +3,8 @@
 Non-overlapped: the textbook sequence a user writes first, one collective for the whole operand and then one
 ``torch.mm`` (cuBLAS on the GPU), so communication and computation add up. Ragged shards are padded to the
 largest for the collective (``all_gather``/``reduce_scatter`` take equal sizes) and cut back after. Outputs
-have gemmlab's output dtype (``torch.mm(..., out_dtype=)`` for BF16 in, FP32 out), so both sides do the same
-work.
+have gemmlab's output dtype (``torch.mm(..., out_dtype=)`` where C's dtype is not the operands'), so both sides do
+the same work.
 
 Fused: PyTorch's ``torch.ops.symm_mem.fused_all_gather_matmul`` / ``fused_matmul_reduce_scatter`` (async tensor
 parallelism: symmetric memory, copy engines, micro-pipelined cuBLAS), where they run: CUDA tensors, an NCCL

@@ -3,9 +3,9 @@
 For each precision and shape, gemmlab.matmul(a, b) with its default kernel="auto" and torch's own call are timed in
 alternation over the same rotating CUDA tensors (cold L2: the sets together exceed twice the L2, and a read of a
 buffer twice the L2's size evicts it before every call): FP32 against torch.matmul with TF32 off, TF32 against
-torch.matmul with it on, BF16 (BF16 in, FP32 out) against torch.mm(a, b, out_dtype=torch.float32), and FP8 (e4m3,
-BF16 out, B as w.t() of an N×K w, the only layout FP8 tensor cores read) against torch._scaled_mm on the same
-tensors and scales: per tensor ("fp8") with use_fast_accum=True, the tensor cores' own accumulation, as
+torch.matmul with it on, BF16 and FP16 (C in the operands' dtype on both sides, torch's rule) against torch.matmul,
+and FP8 (e4m3, BF16 out, B as w.t() of an N×K w, the only layout FP8 tensor cores read) against torch._scaled_mm on
+the same tensors and scales: per tensor ("fp8") with use_fast_accum=True, the tensor cores' own accumulation, as
 tc4_persistent_fp8 keeps it; DeepGEMM's blocks ("fp8_block", scale_a M×K/128, scale_b K/128×N/128) with torch's
 blockwise scaled matmul, where a torch without one leaves gemmlab timed alone and says why. Both sides
 allocate their output from torch's caching allocator. Each timed call starts on an idle GPU (the stream is

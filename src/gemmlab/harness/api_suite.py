@@ -4,7 +4,8 @@ Each record is one (op, precision, shape). Op "bmm" is ``gemmlab.call.batched_ma
 of squares (one launch) against ``torch.bmm`` on the same tensors, BF16, batch 8 to 64 of 512 to 2048 (BMM_SIZES,
 BMM_BATCHES); its records hold ``batch``, and its checks index the batch's rows stacked. Op "mm" is ``gemmlab.matmul(x, w.t())`` (B as the transpose of an N×K
 weight, what nn.Linear computes) against torch's call on the same tensors (bench --api's peers: torch.matmul with
-TF32 off for fp32 and on for tf32, torch.mm with out_dtype for bf16, torch._scaled_mm for fp8 and fp8_block), torch
+TF32 off for fp32 and on for tf32, torch.matmul for bf16 and fp16 (BF16 / FP16 C on both sides, torch's default),
+torch._scaled_mm for fp8 and fp8_block), torch
 writing C in the dtype gemmlab's result has. An op is one entry of suite_ops.OPS, a precision one of PRECISIONS: an op
 says how to make its arguments, gemmlab's and torch's calls and the float64 reference; the runner does the rest.
 

@@ -45,7 +45,7 @@ def new_record(spec: KernelSpec, problem: Problem, dev: DeviceSpec, bw_gbs: floa
                        dict(spec.for_problem(problem).params), problem.m, problem.n, problem.k,
                        tolerance=tolerance_for(problem), model=km,
                        peer=PEERS.get(spec.precision) if spec.device != CPU else "cpu/blas",
-                       variant_of=spec.variant_of or None)
+                       variant_of=spec.variant_of or None, out_dtype=str(spec.output_dtype(problem)))
 
 
 def fill_timing(rec: BenchRecord, timing, problem: Problem, dev: DeviceSpec, bw_gbs: float | None,

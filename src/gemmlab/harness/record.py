@@ -23,7 +23,7 @@ class Status(str, Enum):
 
 _OPTIONAL = ("registers", "spills", "smem_static", "smem_bytes", "call_host_us", "interleaved", "blocks", "prev_kernel",
              "simulator", "recipe_err", "recipe_tolerance", "peer_note", "variant_of", "variant_gain",
-             "variant_interleaved")
+             "variant_interleaved", "out_dtype")
 
 
 @dataclass
@@ -73,6 +73,7 @@ class BenchRecord:
     peer_note: str | None = None  # the ratio is against another precision's peer (FALLBACK_PEERS), and why
     variant_of: str | None = None  # bench --variant: the registered kernel whose parameters this one changes
     variant_gain: float | None = None  # ... its speedup over the registered kernel in the same run
+    out_dtype: str | None = None  # C's dtype as the kernel wrote it (the remodel's C bytes)
     variant_interleaved: dict | None = None  # ... the two timed launch by launch, which gives variant_gain
     extra: dict = field(default_factory=dict)  # what later commands added to a saved record (profile counters)
 

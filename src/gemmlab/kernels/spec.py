@@ -134,7 +134,7 @@ def naive_traffic(problem: Problem, sm_count: int = SM_COUNT, bx: int = 32, by: 
     blocks = tiled_traffic(problem, bx, by) if rows_on_x else tiled_traffic(problem, by, bx)
     warp = f"{per_warp_k // sector} sectors per warp and k" + (": its lanes walk M" if rows_on_x else "")
     tile = f"{bx}x{by}" if rows_on_x else f"{by}x{bx}"
-    return Traffic(p.input_bytes * 2 * m * n * k, p.output_bytes * m * n,
+    return Traffic(p.input_bytes * 2 * m * n * k, problem.output_bytes * m * n,
                    "every thread reads its row of A and column of B: 2MNK elements; L1 serves each warp's "
                    f"re-reads ({warp}), L2 sees {tile} tiles",
                    l2_read=blocks.l2_read, l2_write=blocks.l2_write, l1=l1, walk=blocks.walk)
@@ -160,7 +160,7 @@ def tiled_traffic(problem: Problem, bm: int, bn: int, split_k: int = 1, warp: tu
     cm, cn = cluster
     tiles_n, tiles_m = ceil_div(n, bn * cn), ceil_div(m, bm * cm)
     read = e * (m * k * tiles_n + k * n * tiles_m)
-    write = p.output_bytes * m * n
+    write = problem.output_bytes * m * n
     shared = " (multicast in a cluster)" if cm * cn > 1 else ""
     basis = f"A read once per {bn * cn}-column tile, B once per {bm * cm}-row tile{shared}"
     smem = 0.0
@@ -180,7 +180,7 @@ def tiled_traffic(problem: Problem, bm: int, bn: int, split_k: int = 1, warp: tu
 def compulsory_traffic(problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
     p = problem.prec
     m, n, k = problem.shape
-    return Traffic(p.input_bytes * (m * k + k * n), p.output_bytes * m * n, "each input read once, C written once")
+    return Traffic(p.input_bytes * (m * k + k * n), problem.output_bytes * m * n, "each input read once, C written once")
 
 
 @dataclass(frozen=True)

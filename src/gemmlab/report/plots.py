@@ -16,7 +16,7 @@ from pathlib import Path
 from gemmlab.report import data as D
 from gemmlab.report._mpl import Figure, FigureCanvasAgg
 
-_PRECISION_COLOR = {"fp32": "#1f77b4", "tf32": "#ff7f0e", "bf16": "#2ca02c", "fp8": "#d62728",
+_PRECISION_COLOR = {"fp32": "#1f77b4", "tf32": "#ff7f0e", "bf16": "#2ca02c", "fp16": "#8c564b", "fp8": "#d62728",
                     "fp8_block": "#9467bd"}
 
 

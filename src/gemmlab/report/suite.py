@@ -40,7 +40,7 @@ def markdown(results: dict, figures: dict | None = None) -> str:
              "host time included. Ratio = torch / gemmlab (above 1: gemmlab faster). DRAM = (A, B, C bytes at the "
              "measured copy bandwidth) / gemmlab's GPU time. Every result checked against float64 (FP8: of the "
              "dequantized operands) before it is timed, torch's too. torch's calls: `torch.matmul` with TF32 off "
-             "(FP32) and on (TF32), `torch.mm` with `out_dtype` where C's dtype is not the operands' (BF16), "
+             "(FP32) and on (TF32), `torch.mm` with `out_dtype` where C's dtype is not the operands' (FP32 C of 16-bit operands), "
              "`torch._scaled_mm` with the same scales (FP8: per tensor with fast accumulation; block-scaled: its "
              "blockwise scaling); for bmm (a batch of squares in one call, `gemmlab.call.batched_matmul`), "
              "`torch.bmm` on the same tensors.", ""]

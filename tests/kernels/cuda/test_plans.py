@@ -198,16 +198,39 @@ def test_tc4_bf16_cluster_launch_and_maps_follow_the_operands(stub):
     assert rec.stream == 0x5EED and rec.smem == plan.main.smem
     args = tc_args(rec.params)
     assert (args["M"], args["N"], args["K"], args["C"], args["c_tma"]) == (4096, 4096, 4096, c, 1)
-    # A: K-major 128 rows x 64 k per box; B: N-major 64 k x 64 n; C: 64 rows x 32 columns of FP32
+    # A: K-major 128 rows x 64 k per box; B: N-major 64 k x 64 n; C: 64 rows x 64 columns of BF16 (BF16 C by
+    # default, torch's rule: it was FP32's 32 columns, dtype 7, before)
     assert list(args["a"][[1, 2, 3, 4, 5, 6, 7]]) == [9, a, 4096, 4096, 8192, 64, 128]
     assert list(args["b"][[1, 2, 3, 4, 5, 6, 7]]) == [9, b, 4096, 4096, 8192, 64, 64]
-    assert list(args["c"][[1, 2, 3, 4, 5, 6, 7]]) == [7, c, 4096, 4096, 16384, 32, 64]
+    assert list(args["c"][[1, 2, 3, 4, 5, 6, 7]]) == [9, c, 4096, 4096, 8192, 64, 64]
     assert all(args[m][8] == driver.TMA_SWIZZLE_128B and args[m][9] == driver.TMA_L2_PROMOTION_128B for m in "abc")
     plan.launch(a + 4096, b, c + 4096, stream=0x5EED)
     args = tc_args(launch_record(stub, 1).params)
     assert args["a"][2] == a + 4096 and args["b"][2] == b and args["c"][2] == c + 4096 and args["C"] == c + 4096
     assert stub.stub_copies() == 0 and gpu.synced == 0
     assert stub.stub_replaced() == 0  # this driver keeps the address as a plain word: 8-byte stores
+
+
+@pytest.mark.parametrize("name,out,dtype,row_bytes,box_cols", [
+    ("cuda/tc4_persistent_bf16", "float32", "fp32", 16384, 32),
+    ("cuda/tc4_persistent_fp16", "float16", "f16", 8192, 64),
+    ("cuda/tc4_persistent_fp16", "float32", "fp32", 16384, 32),
+    ("cuda/tc6_stream_k_fp16", "float16", "f16", 8192, 64)])
+def test_c_map_is_in_the_type_the_build_writes(stub, name, out, dtype, row_bytes, box_cols):
+    """Each output type is its own build of a 16-bit level: its OUT_* define compiled in, C's tensor map in C's type
+    (64 rows of 128 bytes a box either way); the operands' maps are the operands' type (FP16: dtype 6)."""
+    spec = get_kernel(name)
+    build = spec.for_formats(spec.prec.input_dtype, spec.prec.input_dtype, out)
+    stub.stub_reset()
+    plan, gpu = make(stub, name, (4096, 4096, 4096), spec=build)
+    plan.launch(0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000, stream=0)
+    args = tc_args(launch_record(stub, 0).params)
+    assert list(args["c"][[1, 5, 6, 7]]) == [driver.TMA_DTYPES[dtype], row_bytes, box_cols, 64] and args["c_tma"] == 1
+    assert args["a"][1] == args["b"][1] == driver.TMA_DTYPES[spec.prec.tma_dtype]
+    define = "OUT_BF16" if spec.precision == "bf16" else "OUT_F16"
+    runs = plan.spec  # tc6 at 4096³ splits no tile: its base level's whole-tile build, in the same C type
+    assert build.defines()[define] == runs.defines()[define] == int(out != "float32")
+    assert gpu.loaded[0][0] is compile_cuda(runs.source, runs.entry, runs.defines(), "sm_90a")
 
 
 def test_maps_that_hide_their_address_change_through_the_driver(stub):

@@ -3,7 +3,8 @@ handle and the caller's stream (peers/_cublas.py), the compute type pinned per p
 
 - fp32: FP32 in and out, CUBLAS_COMPUTE_32F_PEDANTIC, so no tensor cores: cuBLAS runs FP32 FFMA kernels (SGEMM).
 - tf32: FP32 in and out, CUBLAS_COMPUTE_32F_FAST_TF32 (TF32 tensor cores).
-- bf16: BF16 inputs, FP32 output, FP32 accumulation (CUBLAS_COMPUTE_32F).
+- bf16: BF16 inputs, FP32 accumulation (CUBLAS_COMPUTE_32F), BF16 output (torch's rule, the precision's default).
+- fp16: the same for FP16 inputs and output.
 
 Measured: results/h200/fp32.json, results/h200/tensor_cores.json (docs/fp32_ladder.md, docs/tensor_cores/).
 """
@@ -62,5 +63,7 @@ SPECS = [
     CublasPeer(name="peers/cublas_tf32", level=None, precision="tf32", title="cuBLAS with TF32 tensor cores",
                traffic_model=persistent_traffic(128, 256, (2, 1)), doc=__doc__),
     CublasPeer(name="peers/cublas_bf16", level=None, precision="bf16", title="cuBLAS BF16 in, FP32 accumulate",
+               traffic_model=persistent_traffic(256, 128, (1, 2)), doc=__doc__),
+    CublasPeer(name="peers/cublas_fp16", level=None, precision="fp16", title="cuBLAS FP16 in, FP32 accumulate",
                traffic_model=persistent_traffic(256, 128, (1, 2)), doc=__doc__),
 ]

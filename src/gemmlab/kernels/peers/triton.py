@@ -77,7 +77,8 @@ class TritonPlan(Plan):
             return (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)
 
         with torch.cuda.stream(_torch_stream(stream)):
-            KERNELS[self.spec.precision][grid](_Pointer(a, dtype), _Pointer(b, dtype), _Pointer(c, torch.float32),
+            out = getattr(torch, self.spec.prec.output_dtype)
+            KERNELS[self.spec.precision][grid](_Pointer(a, dtype), _Pointer(b, dtype), _Pointer(c, out),
                                                 m, n, k, k, 1, n, 1, n, 1, IEEE=self.spec.prec.fp32_multiply)
 
 
@@ -107,6 +108,6 @@ def _traffic(fp32: bool):
 SPECS = [] if not AVAILABLE else [
     TritonPeer(name="peers/triton_fp32", level=None, precision="fp32", title="Triton tiled matmul, FP32 IEEE (FFMA)",
                traffic_model=_traffic(fp32=True), doc=__doc__),
-    TritonPeer(name="peers/triton_bf16", level=None, precision="bf16", title="Triton tiled matmul, BF16 in, FP32 out",
+    TritonPeer(name="peers/triton_bf16", level=None, precision="bf16", title="Triton tiled matmul, BF16 in and out, FP32 accumulate",
                traffic_model=_traffic(fp32=False), doc=__doc__),
 ]

@@ -179,7 +179,7 @@ def _compare_walk(exe, fill: int, skip: int) -> None:
 
 @pytest.mark.parametrize("spec", TC6, ids=lambda s: s.name)
 def test_tc6_is_its_base_level_with_stream_k(spec):
-    base = next(s for s in TC if s.level == (4 if spec.precision == "bf16" else 5) and s.precision == spec.precision)
+    base = next(s for s in TC if s.level == (4 if spec.prec.sixteen_bit else 5) and s.precision == spec.precision)
     assert spec.source == base.source and spec.entry == base.entry
     sk = {"STREAM_K": 1, "SK_FILL": SK_FILL, "SK_SKIP_FILL": SK_SKIP_FILL}
     own = {k: v for k, v in base.params.items() if k != "NARROW_BN"}  # narrower tiles are the base level's choice
@@ -199,8 +199,8 @@ def test_tc6_is_its_base_level_with_stream_k(spec):
     assert spec.stream_k_tiles(Problem(8192, 8192, 8192, spec.precision)) == 68
     # BF16: tc4's 192-wide tiles fill the seed shape's last wave (128 cluster tiles for 66 clusters), so tc6 runs them
     seed = Problem(2048, 3072, 4096, spec.precision)
-    assert spec.stream_k_tiles(seed) == (0 if spec.precision == "bf16" else 192)
-    if spec.precision == "bf16":
+    assert spec.stream_k_tiles(seed) == (0 if spec.prec.sixteen_bit else 192)  # FP16: BF16's tiles
+    if spec.prec.sixteen_bit:
         assert spec.for_problem(seed).params == {**base.params, "BN": 192, "NARROW_BN": 0}
 
 
@@ -264,8 +264,8 @@ def test_tc6_refuses_clusters_and_bad_values():
 
 def test_tc6_traffic_counts_the_partials():
     for spec in TC6:
-        base = next(s for s in TC if s.level == (4 if spec.precision == "bf16" else 5) and s.precision == spec.precision)
-        # the seed shape for TF32; for BF16 a shape where tc4 keeps its 256-wide tile, so tc6 splits
+        base = next(s for s in TC if s.level == (4 if spec.prec.sixteen_bit else 5) and s.precision == spec.precision)
+        # the seed shape for TF32; for BF16 and FP16 a shape where tc4 keeps its 256-wide tile, so tc6 splits
         m, n, k = (2048, 3072, 4096) if spec.precision == "tf32" else (2048, 2048, 4096)
         p = Problem(m, n, k, spec.precision)
         bm, bn = spec.params["BM"], spec.params["BN"]

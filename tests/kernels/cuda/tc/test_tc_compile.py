@@ -3,10 +3,12 @@ spills and wgmma in its PTX (HGMMA in SASS where a disassembler is installed); t
 compiler would, launch registers fit their pool, and the models hold for every shape."""
 from __future__ import annotations
 
+import re
+
 import pytest
 import sass
 
-from gemmlab.errors import CompileError, InvalidConfigError
+from gemmlab.errors import CompileError, DTypeError, InvalidConfigError
 from gemmlab.kernels.cuda.launch.nvrtc import compile_cuda
 from gemmlab.kernels.cuda.tc.model.budget import launch_registers
 from gemmlab.kernels.cuda.tc.model.constraints import wgmma_constraints
@@ -18,17 +20,20 @@ from tc_levels import TC, WGMMA, ptx_of
 def test_every_level_and_precision_registered():
     names = {s.name for s in TC}
     for level in ("tc1_mma_sync", "tc2_wgmma_tma", "tc3_warp_specialized", "tc4_persistent"):
-        for prec in ("bf16", "tf32"):
+        for prec in ("bf16", "fp16", "tf32"):
             assert f"cuda/{level}_{prec}" in names
     assert "cuda/tc5_swap_ab_tf32" in names  # TF32 only: BF16 wgmma reads N-major B as it is
-    assert {"cuda/tc6_stream_k_bf16", "cuda/tc6_stream_k_tf32"} <= names
+    assert {"cuda/tc6_stream_k_bf16", "cuda/tc6_stream_k_fp16", "cuda/tc6_stream_k_tf32"} <= names
     assert "cuda/tc7_3xtf32" in names  # FP32 in and out: level 11, after v10 in the FP32 table
-    assert "cuda/tc9_narrow_swap_bf16" in names  # BF16 (and FP8): few rows of A on a narrow tile
-    assert "cuda/tc10_split_k_bf16" in names  # BF16 (and both FP8s): split-K, no TF32 build
-    for s in TC:
+    # BF16 and FP16 (and FP8): few rows of A on a narrow tile; split-K (no TF32 build)
+    assert {"cuda/tc9_narrow_swap_bf16", "cuda/tc9_narrow_swap_fp16", "cuda/tc10_split_k_bf16",
+            "cuda/tc10_split_k_fp16"} <= names
+    for s in TC:  # FP16 on every BF16 level: the same levels, one precision record
         assert (s.level, s.precision) == (11, "fp32") if s.name == "cuda/tc7_3xtf32" else \
-            s.level in (1, 2, 3, 4, 5, 6, 9, 10) and s.precision in ("bf16", "tf32")
+            s.level in (1, 2, 3, 4, 5, 6, 9, 10) and s.precision in ("bf16", "fp16", "tf32")
         assert s.doc and "changed" in s.doc
+    assert sorted(s.name.replace("_bf16", "") for s in TC if s.precision == "bf16") == \
+        sorted(s.name.replace("_fp16", "") for s in TC if s.precision == "fp16")
 
 
 @pytest.mark.parametrize("spec", TC, ids=lambda s: s.name)
@@ -48,7 +53,7 @@ def test_tensor_core_instructions_in_ptx(spec):
         assert "mma.sync.aligned" in ptx and "cp.async" in ptx
         assert "wgmma" not in ptx
     else:
-        typ = "bf16" if spec.precision == "bf16" else "tf32"
+        typ = spec.prec.tensor_core_type or "tf32"  # bf16, f16 (TC_F16) or tf32 (tc7's FP32 too: 3 TF32 products)
         assert f"wgmma.mma_async.sync.aligned.m64n{_wgmma_n(spec)}k" in ptx and f".f32.{typ}.{typ}" in ptx
         assert "cp.async.bulk.tensor.2d" in ptx and "mbarrier.try_wait" in ptx
     if spec.level >= 3:
@@ -68,9 +73,56 @@ def _wgmma_n(spec) -> int:
 @pytest.mark.parametrize("spec", WGMMA, ids=lambda s: s.name)
 def test_hgmma_in_sass(spec, tmp_path):
     listing = sass.sass(spec.compile("sm_90a").cubin, tmp_path)
-    typ = "BF16" if spec.precision == "bf16" else "TF32"
-    assert f"HGMMA.64x{_wgmma_n(spec)}x{16 if typ == 'BF16' else 8}.F32.{typ}" in listing
+    assert re.search(_hgmma(spec), listing), _hgmma(spec)
     assert "UTMALDG" in listing and "LDL" not in listing and "STL" not in listing
+
+
+def _hgmma(spec) -> str:
+    """The HGMMA a level's SASS holds: .F32.BF16 and .F32.TF32 name their operands; f16, the instruction's own
+    type, has no suffix after .F32."""
+    typ = {"bf16": r"\.BF16", "f16": r"(?![.\w])", "tf32": r"\.TF32"}[spec.prec.tensor_core_type or "tf32"]
+    return rf"HGMMA\.64x{_wgmma_n(spec)}x{16 if spec.prec.sixteen_bit else 8}\.F32{typ}"
+
+
+# ---- C's type: every 16-bit level in each output type its precision writes ---------------------------------------
+SIXTEEN = [s for s in TC if s.prec.sixteen_bit]
+OUTPUTS = [(s, out) for s in SIXTEEN for out in s.prec.output_dtypes]
+PACK = {"bfloat16": "F2FP.BF16.F32.PACK_AB", "float16": "F2FP.F16.F32.PACK_AB"}
+
+
+def test_a_16_bit_level_writes_its_operands_type_by_default_and_fp32_on_request():
+    for s in SIXTEEN:
+        dtype = s.prec.input_dtype
+        assert str(s.output_dtype(Problem(64, 64, 64, s.precision))) == dtype  # torch's rule
+        fp32 = s.for_formats(dtype, dtype, "float32")
+        assert str(fp32.output_dtype(Problem(64, 64, 64, s.precision))) == "float32"
+        assert fp32.for_formats(dtype, dtype, dtype).defines() == s.defines()
+        assert {k: v for k, v in fp32.defines().items() if k.startswith("OUT_")} == \
+            {"OUT_BF16" if s.precision == "bf16" else "OUT_F16": 0}
+        with pytest.raises(DTypeError, match="float64 C"):  # a C its precision does not write
+            s.for_formats(dtype, dtype, "float64")
+
+
+@pytest.mark.skipif(not sass.AVAILABLE, reason="no cuobjdump and nvdisasm to disassemble with")
+@pytest.mark.parametrize("spec,out", OUTPUTS, ids=lambda x: getattr(x, "name", x))
+def test_each_output_type_compiles_without_spills_and_packs_c_in_its_type(spec, out, tmp_path):
+    """BF16 or FP16 C: the pairs rounded and packed by one F2FP of C's type; FP32 C none. HGMMA (tc1: HMMA) of the
+    operands' type either way, no local memory, registers within the launch bound."""
+    dtype = spec.prec.input_dtype
+    build = spec.for_formats(dtype, dtype, out)
+    compiled = build.compile("sm_90a")
+    report = compiled.report
+    assert report.spills == 0 and report.stack_bytes == 0 and report.registers <= (255 if spec.level < 3 else 168)
+    listing = sass.sass(compiled.cubin, tmp_path)
+    assert "LDL" not in listing and "STL" not in listing
+    if spec.level == 1:
+        assert "HMMA.16816.F32" + (".BF16" if spec.precision == "bf16" else " ") in listing
+    else:
+        assert re.search(_hgmma(spec), listing)
+    for dtype_name, pack in PACK.items():
+        assert (pack in listing) == (out == dtype_name), (out, pack)
+    if build.params.get("EPI_TMA", 0):  # C's tensor map in C's own type: TMA stores either way
+        assert "UTMASTG" in listing
 
 
 def test_no_setmaxnreg_warning():
@@ -159,7 +211,8 @@ def test_traffic_models():
     assert "pre-pass" in t4.basis and t4.global_write == 4 * 4096 * 4096 * 2
     pb = Problem(4096, 4096, 4096, "bf16")
     tb = next(s for s in WGMMA if s.level == 4 and s.precision == "bf16").traffic(pb)
-    assert tb.global_write == 4 * 4096 * 4096 and "pre-pass" not in tb.basis
+    # BF16 C by default (torch's rule): 2 bytes an element, where it was FP32's 4 before
+    assert tb.global_write == 2 * 4096 * 4096 and "pre-pass" not in tb.basis
 
 
 def test_persistent_grid_fits_resident_clusters():

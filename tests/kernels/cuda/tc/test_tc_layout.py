@@ -290,9 +290,12 @@ def test_shared_memory_budget():
 # ---- tc4's epilogue through shared memory and TMA (EPI_TMA=1) ------------------------------------------------
 def test_c_map_boxes_are_the_staging_boxes():
     spec = next(s for s in WGMMA if s.level == 4 and s.precision == "bf16")
-    m = spec.c_map(Problem(300, 520, 200, "bf16"))
-    assert (m.rows, m.cols, m.row_stride, m.box_rows, m.box_cols) == (300, 520, 520, 64, 32)
-    assert m.box_bytes == C_BOX_BYTES and not m.errors()
+    # FP32 C (out_dtype=float32): 32 columns of 4 bytes a box row; BF16 C, the default now, and FP16 C: 64 of 2
+    for build, dtype, cols in ((spec.for_formats("bfloat16", "bfloat16", "float32"), "fp32", 32), (spec, "bf16", 64),
+                               (next(s for s in WGMMA if s.level == 4 and s.precision == "fp16"), "f16", 64)):
+        m = build.c_map(Problem(300, 520, 200, build.precision))
+        assert (m.dtype, m.rows, m.cols, m.row_stride, m.box_rows, m.box_cols) == (dtype, 300, 520, 520, 64, cols)
+        assert m.box_bytes == C_BOX_BYTES and not m.errors()
 
 
 def test_c_by_tma_only_where_tma_can_address_c():

@@ -82,7 +82,7 @@ def _traffic(problem: Problem, sm_count: int = SM_COUNT, params: dict | None = N
     p = problem.prec
     m, n, k = problem.shape
     rows = (params or {}).get("ROWS") or rows_for(n, sm_count)
-    a_bytes, b_bytes, c_bytes = p.input_bytes * m * k, p.input_bytes * n * k, p.output_bytes * m * n
+    a_bytes, b_bytes, c_bytes = p.input_bytes * m * k, p.input_bytes * n * k, problem.output_bytes * m * n
     blocks = ceil_div(n, rows)
     return Traffic(a_bytes + b_bytes, c_bytes, f"B and C once, A once per block of {rows} rows ({blocks} blocks)",
                    l2_read=a_bytes * blocks + b_bytes, l2_write=c_bytes)
@@ -135,13 +135,6 @@ class GemvKernel(ReadsWeightTransposed, CudaKernel):
     def formats(self) -> tuple[str, str]:
         return tuple(E5M2 if self.params.get(f"{x}_E5M2", 0) else E4M3 for x in "AB")
 
-    def output_dtype(self, problem: Problem):
-        import numpy as np
-
-        from gemmlab.problem import np_dtype
-
-        return np_dtype("bfloat16") if self.params.get("OUT_BF16", 0) else np.dtype(np.float32)
-
     def for_formats(self, a: str, b: str, out: str) -> "GemvKernel":
         if not self.fp8:
             return super().for_formats(a, b, out)
@@ -174,14 +167,14 @@ class GemvKernel(ReadsWeightTransposed, CudaKernel):
 
     def configurations(self) -> list["GemvKernel"]:
         """Every accumulator count at four rows per block, and one row per block (the other row counts change the
-        same loop's trip count only); FP8 in both output types."""
+        same loop's trip count only); each in every output type its precision writes."""
         builds = [dataclasses.replace(self, params={**self.params, "MAX_M": m, "ROWS": 4, "UNROLL": unroll_for(m)})
                   for m in MAX_M_CHOICES]
         builds += [dataclasses.replace(self, params={**self.params, "MAX_M": 4, "ROWS": 1, "UNROLL": 2, "WARPS": w})
                    for w in WARP_CHOICES]
         if self.fp8:
-            builds = [b.for_formats(*self.formats, out) for b in builds for out in ("bfloat16", "float32")]
-        return builds
+            return [b.for_formats(*self.formats, out) for b in builds for out in ("bfloat16", "float32")]
+        return self.output_builds(builds)
 
     def launch_geometry(self, problem: Problem) -> Geometry:
         runs = self.for_problem(problem)
@@ -210,10 +203,10 @@ class GemvKernel(ReadsWeightTransposed, CudaKernel):
         return GemvPlan(runs, problem, layout, main=main, vec=self.vec, swapped=swaps(problem), steps=steps)
 
 
-_TYPES = {"fp32": {"IN_FP32": 1}, "tf32": {"IN_FP32": 1}, "bf16": {"IN_BF16": 1},
+_TYPES = {"fp32": {"IN_FP32": 1}, "tf32": {"IN_FP32": 1}, "bf16": {"IN_BF16": 1, "OUT_BF16": 1},
           "fp8": {"IN_FP8": 1, "SCALED": 1, "OUT_BF16": 1}, "fp8_block": {"IN_FP8": 1, "SCALED": 2, "OUT_BF16": 1}}
 _TITLES = {"fp32": "FP32 FFMA", "tf32": "FP32 FFMA (FP32 accuracy for TF32 calls, as torch's matrix-vector path)",
-           "bf16": "BF16 operands, FP32 FFMA", "fp8": "FP8 operands, one scale each, FP32 FFMA, BF16 C",
+           "bf16": "BF16 operands, FP32 FFMA, BF16 C", "fp8": "FP8 operands, one scale each, FP32 FFMA, BF16 C",
            "fp8_block": "FP8 operands, 1x128 / 128x128 block scales applied per 16 of K, FP32 FFMA, BF16 C"}
 
 SPECS = [

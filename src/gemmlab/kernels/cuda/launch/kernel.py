@@ -18,7 +18,7 @@ from gemmlab.kernels.geometry import Geometry
 from gemmlab.kernels.plan import ROW_MAJOR, Layout, Plan
 from gemmlab.kernels.spec import GPU, KernelSpec
 from gemmlab.errors import Refusal, SizeLimitError
-from gemmlab.problem import BatchedProblem, Problem
+from gemmlab.problem import BatchedProblem, Problem, get_precision, np_dtype
 
 SEED_SIGNATURE = (("C", "ptr"), ("A", "ptr"), ("B", "ptr"), ("M", "i32"), ("N", "i32"), ("K", "i32"))
 # what a BATCHED=1 build takes after its own parameters: A's and B's batch strides in elements (0: broadcast); the
@@ -35,6 +35,16 @@ def bind_epilogue(params: driver.Params, epilogue, strides: tuple | None, transp
     params.alpha, params.beta = epilogue.alpha, epilogue.beta
     rs, cs = strides or (0, 0)
     params.d_rs, params.d_cs = (cs, rs) if transposed else (rs, cs)
+
+# C's type in the CUDA C sources: one define per 16-bit type (tc_out.cuh, gemv1_warp_dot.cu); FP32 where none is set
+OUT_DEFINES = {"bfloat16": "OUT_BF16", "float16": "OUT_F16"}
+
+
+def output_params(precision: str) -> dict:
+    """The define that makes a kernel of ``precision`` write its default C (Precision.output_dtypes' first): OUT_BF16
+    for BF16, OUT_F16 for FP16, none for FP32 C."""
+    out = get_precision(precision).output_dtype
+    return {OUT_DEFINES[out]: 1} if out in OUT_DEFINES else {}
 
 
 def run_on_cupy(plan: Plan, a, b, c) -> None:
@@ -97,6 +107,33 @@ class CudaKernel(KernelSpec):
     def parameters(self) -> tuple:
         """The kernel's parameters: its ``signature``, then EpiArgs where it fuses an epilogue (EPI=1)."""
         return (*self.signature, ("epi", EPI_ARGS)) if self.epilogue is not None else self.signature
+
+    # ---- C's type ---------------------------------------------------------------------------------------------
+    def output_dtype(self, problem: Problem):
+        """C's dtype: the 16-bit type an OUT_* define selects, else FP32, what the sources write without one (a
+        16-bit level declares its default C with ``output_params``)."""
+        import numpy as np
+
+        for dtype, define in OUT_DEFINES.items():
+            if self.params.get(define, 0):
+                return np_dtype(dtype)
+        return np.dtype(np.float32)
+
+    def for_formats(self, a: str, b: str, out: str) -> "CudaKernel":
+        """This kernel writing C in ``out``, one of its precision's output dtypes (each its own binary: the OUT_*
+        defines); FP8's formats are the FP8 levels' own."""
+        prec = self.prec
+        if prec.scaled or (a, b) != (prec.input_dtype, prec.input_dtype) or out not in prec.output_dtypes:
+            return super().for_formats(a, b, out)
+        if out == str(self.output_dtype(Problem(1, 1, 1, self.precision))):
+            return self
+        return self.with_params({define: int(out == dtype) for dtype, define in OUT_DEFINES.items()
+                                 if out == dtype or define in self.params})
+
+    def output_builds(self, specs: list) -> list:
+        """``specs`` (builds of this kernel) in each output type its precision writes."""
+        dtype = self.prec.input_dtype
+        return [s.for_formats(dtype, dtype, out) for s in specs for out in self.prec.output_dtypes]
 
     def compile(self, arch: str = DEFAULT_ARCH) -> Compiled:
         return compile_cuda(self.source, self.entry, self.defines(), arch)

@@ -41,7 +41,7 @@ def _check_encodable(m, ptr: int) -> None:
 class TiledMap:
     """One 2-D tiled tensor map: a rows×cols matrix with a row stride, read in boxes of box_rows×box_cols."""
 
-    dtype: str  # "fp8" | "bf16" | "fp32"
+    dtype: str  # "fp8" | "bf16" | "f16" | "fp32"
     rows: int
     cols: int
     row_stride: int  # elements between the starts of consecutive rows (>= cols)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from gemmlab.kernels.cuda.launch.kernel import output_params
 from gemmlab.kernels.cuda.tc.model import split_k
 from gemmlab.kernels.cuda.tc.model.budget import smem_bytes
 from gemmlab.kernels.cuda.tc.model.constraints import wgmma_constraints
@@ -120,8 +121,9 @@ def _spec(precision: str, params: dict, title: str) -> SplitK:
 
 
 SPECS = [
-    _spec("bf16", BASE, "bf16 split-K: tiles x S CTAs of tc3's warpgroups, the last split of a tile adds the S FP32 "
-                        "partials in split order (deterministic), tile and S per problem"),
+    *(_spec(prec, {**BASE, **output_params(prec)},
+            f"{prec} split-K: tiles x S CTAs of tc3's warpgroups, the last split of a tile adds the S FP32 partials in "
+            "split order (deterministic), tile and S per problem") for prec in ("bf16", "fp16")),
     _spec("fp8", FP8, "fp8 e4m3 split-K, per-tensor scales on the summed tile, BF16 C, deterministic reduction"),
     _spec("fp8_block", FP8_BLOCK, "fp8 block-scaled split-K, each k-tile promoted into FP32 with its 1x128 and "
                                   "128x128 scales, deterministic reduction, BF16 C"),

@@ -1,12 +1,23 @@
 // tc1: warp-level tensor cores the Ampere way. A 128x128 block tile, 8 warps in a 2x4 grid, each warp a 64x32
-// tile of mma.sync (m16n8k16 bf16 or m16n8k8 tf32) with FP32 accumulators in registers. Operands stream through a
-// STAGES-deep cp.async ring; bf16 fragments come from shared memory by ldmatrix (.trans for the N-major B).
+// tile of mma.sync (m16n8k16 bf16 or f16, or m16n8k8 tf32) with FP32 accumulators in registers. Operands stream
+// through a STAGES-deep cp.async ring; 16-bit fragments come from shared memory by ldmatrix (.trans for the N-major
+// B).
 // Rows are padded by 16 bytes (32 for the fp32 B tile) so fragment loads hit 32 distinct banks. Any M, N, K:
 // 16-byte chunks past an edge are zero-filled by cp.async, and when a row stride is not a multiple of 16 bytes
 // (ALIGNED=0 at run time) the tile is staged element by element instead.
 #ifndef TC_BF16
 #define TC_BF16 1
 #endif
+// TC_F16=1 (with TC_BF16=1): f16 operands, the same fragments and mma.sync shape as bf16
+#ifndef TC_F16
+#define TC_F16 0
+#endif
+#if TC_F16
+#define MMA16_TYPE "f16"
+#else
+#define MMA16_TYPE "bf16"
+#endif
+#include "tc_out.cuh"
 #define WARPS_M 2
 #define WARPS_N 4
 #define WM (BM / WARPS_M)  // 64
@@ -16,7 +27,7 @@
 #define THREADS (WARPS_M * WARPS_N * 32)
 
 #if TC_BF16
-typedef unsigned short elem_t;  // bf16 bits
+typedef unsigned short elem_t;  // bf16 or f16 bits
 #define VEC 8                   // elements per 16-byte chunk
 #define MMA_K 16
 #define A_LD (BK + 8)
@@ -66,7 +77,7 @@ __device__ __forceinline__ void load_tile(elem_t *s, int sld, const elem_t *g, i
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS)
-    tc1_mma_sync(float *C, const elem_t *A, const elem_t *B, int M, int N, int K, int aligned) {
+    tc1_mma_sync(OutT *C, const elem_t *A, const elem_t *B, int M, int N, int K, int aligned) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   elem_t *As = reinterpret_cast<elem_t *>(smem_raw);
   elem_t *Bs = As + STAGES * A_STAGE;
@@ -128,8 +139,8 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 #pragma unroll
         for (int j = 0; j < NI; ++j)
           asm volatile(
-              "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-              "{%8, %9}, {%0, %1, %2, %3};"
+              "mma.sync.aligned.m16n8k16.row.col.f32." MMA16_TYPE "." MMA16_TYPE ".f32 "
+              "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
               : "+f"(acc[i][j][0]), "+f"(acc[i][j][1]), "+f"(acc[i][j][2]), "+f"(acc[i][j][3])
               : "r"(a[i][0]), "r"(a[i][1]), "r"(a[i][2]), "r"(a[i][3]), "r"(b[j][0]), "r"(b[j][1]));
 #else
@@ -162,8 +173,10 @@ extern "C" __global__ void __launch_bounds__(THREADS)
   }
   cp_async_wait<0>();
 
-  // Accumulator fragment of m16n8: c0, c1 at (row g, cols 2*t4, 2*t4+1); c2, c3 eight rows lower.
+  // Accumulator fragment of m16n8: c0, c1 at (row g, cols 2*t4, 2*t4+1); c2, c3 eight rows lower. C is FP32, or
+  // BF16 / FP16 (tc_out.cuh), whose pairs are one 32-bit word: a 4-byte aligned base.
   const int g = lane / 4, t4 = lane % 4;
+  const bool pairs = (N % 2) == 0 && (sizeof(OutT) == 4 || (reinterpret_cast<unsigned long long>(C) & 3) == 0);
 #pragma unroll
   for (int i = 0; i < MI; ++i)
 #pragma unroll
@@ -173,12 +186,12 @@ extern "C" __global__ void __launch_bounds__(THREADS)
         const int r = m0 + wm * WM + i * 16 + g + 8 * h;
         const int c = n0 + wn * WN + j * 8 + 2 * t4;
         if (r < M) {
-          float *p = C + (long long)r * N + c;
-          if (c + 1 < N && (N % 2) == 0) {
-            *reinterpret_cast<float2 *>(p) = make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+          OutT *p = C + (long long)r * N + c;
+          if (c + 1 < N && pairs) {
+            store_pair(p, acc[i][j][2 * h], acc[i][j][2 * h + 1]);
           } else {
-            if (c < N) p[0] = acc[i][j][2 * h];
-            if (c + 1 < N) p[1] = acc[i][j][2 * h + 1];
+            if (c < N) p[0] = out_value(p, acc[i][j][2 * h]);
+            if (c + 1 < N) p[1] = out_value(p, acc[i][j][2 * h + 1]);
           }
         }
       }

@@ -16,7 +16,7 @@ Measured: docs/tensor_cores/tc1_tc3.md, results/h200/tensor_cores.json.
 """
 from dataclasses import dataclass
 
-from gemmlab.kernels.cuda.launch.kernel import SEED_SIGNATURE, CudaKernel
+from gemmlab.kernels.cuda.launch.kernel import SEED_SIGNATURE, CudaKernel, output_params
 from gemmlab.kernels.cuda.tc.model.kernel import TC_PRECISIONS
 from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.spec import SM_COUNT, tiled_traffic
@@ -55,9 +55,13 @@ class _Tc1(CudaKernel):
     def defines(self):
         return {**self.params, **self.prec.tensor_core_defines}
 
+    def configurations(self) -> list["_Tc1"]:
+        """One build per output type its precision writes."""
+        return self.output_builds([self])
+
     def unsupported(self, gpu):
         if tuple(gpu.cc) < (8, 0):
-            return f"{self.name} uses bf16/tf32 mma.sync and cp.async (sm_80 and later); {gpu.name} is older"
+            return f"{self.name} uses {self.prec.tensor_core_type} mma.sync and cp.async (sm_80 and later); {gpu.name} is older"
         return None
 
     def fill(self, params, a, b, c):
@@ -78,7 +82,7 @@ SPECS = [
     _Tc1(
         name=f"cuda/tc1_mma_sync_{prec}", level=1, precision=prec,
         title=f"{prec} mma.sync tensor cores, ldmatrix, 3-stage cp.async, 128x128 tile",
-        source="tc1_mma_sync.cu", entry="tc1_mma_sync", params=dict(PARAMS),
+        source="tc1_mma_sync.cu", entry="tc1_mma_sync", params={**PARAMS, **output_params(prec)},
         geometry=_geometry(prec), constraints=_constraints(prec),
         traffic_model=lambda pr, sm_count=SM_COUNT: tiled_traffic(pr, 128, 128, warp=(64, 32)),
         doc=__doc__, unmodeled="a pipeline the model leaves out: warp-level mma.sync fed by ldmatrix, slower on "

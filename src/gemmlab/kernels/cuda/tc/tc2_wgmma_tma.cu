@@ -12,7 +12,7 @@ extern "C" __global__ void __launch_bounds__(BM / 64 * 128, 1)
   unsigned char *smem = aligned_smem(smem_raw);
   u64 *full = reinterpret_cast<u64 *>(smem + STAGES * STAGE_BYTES);
   const TmaMap *mapA = &args.a, *mapB = &args.b;
-  float *C = args.C;
+  OutT *C = reinterpret_cast<OutT *>(args.C);
   const int M = args.M, N = args.N, K = args.K;
   const int tid = threadIdx.x, wg = tid / 128;
   const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;

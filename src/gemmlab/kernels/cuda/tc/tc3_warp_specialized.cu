@@ -15,7 +15,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
   u64 *full = reinterpret_cast<u64 *>(smem + STAGES * STAGE_BYTES);
   u64 *empty = full + STAGES;
   const TmaMap *mapA = &args.a, *mapB = &args.b;
-  float *C = args.C;
+  OutT *C = reinterpret_cast<OutT *>(args.C);
   const int M = args.M, N = args.N, K = args.K;
   const int tid = threadIdx.x, wg = tid / 128;
   const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;

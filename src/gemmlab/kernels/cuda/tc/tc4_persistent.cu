@@ -42,8 +42,8 @@
 #ifndef EPI_LEND
 #define EPI_LEND 0
 #endif
-#if EPI_DEFER && !(OUT_BF16 && EPI_TMA && !EPI_LEND && !STREAM_K)
-#error "EPI_DEFER holds a tile's C as BF16 words for the TMA stores, beside neither EPI_LEND's lent slot nor stream-K"
+#if EPI_DEFER && !((OUT_BF16 || OUT_F16) && EPI_TMA && !EPI_LEND && !STREAM_K)
+#error "EPI_DEFER holds a tile's C as 16-bit words for the TMA stores, beside neither EPI_LEND's lent slot nor stream-K"
 #endif
 // EPI_LEND: a warpgroup's C boxes past its own EPI_BOXES, staged in the tile's last ring slot; it lends them only
 // where the slot holds both warpgroups' (BF16 C: 2 of 4 boxes each at 128x256), else the build stores as without

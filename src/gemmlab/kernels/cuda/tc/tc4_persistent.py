@@ -17,6 +17,7 @@ per product. Predicted: the flattened (batch·M)×N×K problem's time, about 1.0
 
 Design, variants (EPI_BOXES, EPI_LEND, EPI_DEFER) and measurements: docs/tensor_cores/tc4.md, docs/tensor_cores/fp8.md.
 """
+from gemmlab.kernels.cuda.launch.kernel import output_params
 from gemmlab.kernels.cuda.tc.model.constraints import wgmma_constraints
 from gemmlab.kernels.cuda.tc.model.fp8 import fp8_constraints
 from gemmlab.kernels.cuda.tc.model.kernel import WgmmaKernel
@@ -37,14 +38,14 @@ SPECS = [
         name=f"cuda/tc4_persistent_{prec}", level=4, precision=prec, kind="persistent",
         title=f"{prec} persistent warp-specialized wgmma m64n256, grouped tile order, 2-CTA clusters with B "
               "multicast, TMA-store epilogue",
-        source="tc4_persistent.cu", entry="tc4_persistent", params=dict(params),
+        source="tc4_persistent.cu", entry="tc4_persistent", params={**params, **output_params(prec)},
         constraints=lambda p: wgmma_constraints(p, specialized=True),
         traffic_model=wgmma_traffic(prec, BASE["BM"], BASE["BN"], CM, narrow=params, persistent=True,
                                     group_m=BASE["GROUP_M"], epi_tma=True,
                                     a_pass=2 if params.get("TF32_ROUND") else 0),  # the rounding pass over A
         doc=__doc__, unmodeled=EPILOGUE, batches=prec != "tf32",  # TF32's row-major B goes through a pre-pass of one matrix
     )
-    for prec, params in (("bf16", BF16), ("tf32", TF32))
+    for prec, params in (("bf16", BF16), ("fp16", BF16), ("tf32", TF32))
 ] + [
     WgmmaKernel(
         name="cuda/tc4_persistent_fp8", level=4, precision="fp8", kind="persistent",

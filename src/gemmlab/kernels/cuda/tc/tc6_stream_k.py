@@ -15,6 +15,7 @@ less the fixup; elsewhere tc8 itself.
 
 Design and measurements: docs/tensor_cores/tc6.md.
 """
+from gemmlab.kernels.cuda.launch.kernel import output_params
 from gemmlab.kernels.cuda.tc import tc4_persistent, tc5_swap_ab, tc8_block_scaled_fp8 as tc8
 from gemmlab.kernels.cuda.tc.model.constraints import wgmma_constraints
 from gemmlab.kernels.cuda.tc.model.fp8 import fp8_constraints
@@ -28,17 +29,23 @@ TF32 = {**tc5_swap_ab.PARAMS, "CN": 1, **SK}
 FP8_BLOCK = {**tc8.PARAMS, "SCALE_TMA": 1, "SCALE_GATE": 0, **SK}
 ONE_LAUNCH_MNK = 512 ** 3
 
+
+def _tc4(precision: str) -> WgmmaKernel:
+    return next(s for s in tc4_persistent.SPECS if s.precision == precision)
+
+
 SPECS = [
     WgmmaKernel(
-        name="cuda/tc6_stream_k_bf16", level=6, precision="bf16", kind="persistent",
-        title="bf16 tc4 (persistent wgmma m64n256, clusters off) with a stream-K tail, deterministic fixup",
-        source="tc4_persistent.cu", entry="tc4_persistent", params=dict(BF16), whole_tiles=dict(tc4_persistent.BF16),
-        constraints=lambda p: wgmma_constraints(p, specialized=True),
-        traffic_model=wgmma_traffic("bf16", BF16["BM"], BF16["BN"], stream_k=True, group_m=BF16["GROUP_M"],
-                                    epi_tma=True, whole=tc4_persistent.SPECS[0].traffic_model,
-                                    narrow=tc4_persistent.BF16),
+        name=f"cuda/tc6_stream_k_{prec}", level=6, precision=prec, kind="persistent",
+        title=f"{prec} tc4 (persistent wgmma m64n256, clusters off) with a stream-K tail, deterministic fixup",
+        source="tc4_persistent.cu", entry="tc4_persistent", params={**BF16, **output_params(prec)},
+        whole_tiles=dict(_tc4(prec).params), constraints=lambda p: wgmma_constraints(p, specialized=True),
+        traffic_model=wgmma_traffic(prec, BF16["BM"], BF16["BN"], stream_k=True, group_m=BF16["GROUP_M"],
+                                    epi_tma=True, whole=_tc4(prec).traffic_model, narrow=tc4_persistent.BF16),
         doc=__doc__, unmodeled=tc4_persistent.EPILOGUE,
-    ),
+    )
+    for prec in ("bf16", "fp16")
+] + [
     WgmmaKernel(
         name="cuda/tc6_stream_k_tf32", level=6, precision="tf32", kind="persistent", swap_ab=True, swap_kmajor_b=True,
         title="tf32 tc5 (Cᵀ = Bᵀ·Aᵀ, B fragments from registers) with a stream-K tail, deterministic fixup",

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from gemmlab.errors import LayoutError, Refusal, ShapeError
-from gemmlab.kernels.cuda.launch.kernel import run_on_cupy
+from gemmlab.kernels.cuda.launch.kernel import output_params, run_on_cupy
 from gemmlab.kernels.cuda.tc import tc4_persistent
 from gemmlab.kernels.cuda.tc.model.constraints import wgmma_constraints
 from gemmlab.kernels.cuda.tc.model.fp8 import fp8_constraints
@@ -37,7 +37,7 @@ FP8 = {**SWAP, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
 
 def swapped(problem: Problem) -> Problem:
     """The product the kernel computes: Cᵀ (N×M) = w (N×K) · xᵀ."""
-    return Problem(problem.n, problem.m, problem.k, problem.precision)
+    return Problem(problem.n, problem.m, problem.k, problem.precision, out_dtype=problem.out_dtype)
 
 
 def width_for(m: int) -> int:
@@ -120,9 +120,12 @@ class NarrowSwap(ReadsWeightTransposed, KernelSpec):
         return self.inner.output_dtype(problem)
 
     def for_formats(self, a: str, b: str, out: str) -> "NarrowSwap":
-        if not self.fp8:
-            return super().for_formats(a, b, out)
-        return dataclasses.replace(self, inner=self.inner.for_formats(b, a, out))
+        """The call's formats, the kernel's B and A, and C's type (stored transposed by the edge path in any)."""
+        inner = self.inner.for_formats(b, a, out)
+        if inner is self.inner:
+            return self
+        return dataclasses.replace(self, inner=inner,
+                                   params={**self.params, **{k: inner.params[k] for k in self.params}})
 
     def layout_refusal(self, layout: Layout) -> str:
         return (f"{self.name} reads B as the transpose of an N×K matrix (x @ w.t()), the weight wgmma's A operand "
@@ -159,11 +162,9 @@ class NarrowSwap(ReadsWeightTransposed, KernelSpec):
         return self.for_problem(problem, sm_count).inner.traffic(swapped(problem), sm_count)
 
     def configurations(self) -> list["NarrowSwap"]:
-        """Both tile widths; FP8 in both output types."""
+        """Both tile widths, in every output type its precision writes."""
         builds = [self.for_problem(Problem(m, 1, 1, self.precision)) for m in (64, 128)]
-        if self.fp8:
-            builds = [b.for_formats(*self.formats, out) for b in builds for out in ("bfloat16", "float32")]
-        return builds
+        return [b.for_formats(*self.formats, out) for b in builds for out in self.prec.output_dtypes]
 
     def plan(self, problem: Problem, layout: Layout = Layout(b=COL)) -> SwapPlan:
         from gemmlab.device import require_gpu
@@ -194,8 +195,9 @@ def _level(precision: str, base: dict, constraints, title: str) -> NarrowSwap:
 
 
 SPECS = [
-    _level("bf16", BF16, lambda p: wgmma_constraints(p, specialized=True),
-           "bf16 x @ w.t() for M <= 128 as Cᵀ = w·xᵀ: 128 rows of w per tile, x on a 64/128-wide B tile, stream-K"),
+    *(_level(prec, {**BF16, **output_params(prec)}, lambda p: wgmma_constraints(p, specialized=True),
+             f"{prec} x @ w.t() for M <= 128 as Cᵀ = w·xᵀ: 128 rows of w per tile, x on a 64/128-wide B tile, "
+             "stream-K") for prec in ("bf16", "fp16")),
     _level("fp8", FP8, lambda p: wgmma_constraints(p, specialized=True) + fp8_constraints(p, promoted=False),
            "fp8 x @ w.t() for M <= 128 as Cᵀ = w·xᵀ, per-tensor scales, stream-K, BF16 C"),
 ]

@@ -1,32 +1,12 @@
 // The wgmma levels' epilogue: a consumer warpgroup's accumulator fragment into C, straight from registers or
-// through shared-memory staging boxes and TMA stores, in FP32 or BF16.
+// through shared-memory staging boxes and TMA stores, in FP32 or a 16-bit type (BF16, FP16).
 #pragma once
 #include "tc_layout.cuh"
 #include "tc_ptx.cuh"
 
 // ---- output types ---------------------------------------------------------------------------------------------
-// C is FP32, or BF16 with OUT_BF16=1 (the FP8 levels): half the bytes through the epilogue. FP32 accumulators are
-// rounded to nearest even, a thread's two adjacent columns packed into one 32-bit word (cvt.rn.bf16x2).
-#ifndef OUT_BF16
-#define OUT_BF16 0
-#endif
-#if OUT_BF16
-typedef unsigned short OutT;  // BF16 bits
-#else
-typedef float OutT;
-#endif
-__device__ __forceinline__ float out_value(float *, float x) { return x; }
-__device__ __forceinline__ unsigned short out_value(unsigned short *, float x) {
-  unsigned short v;
-  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(v) : "f"(x));
-  return v;
-}
-__device__ __forceinline__ void store_pair(float *p, float x, float y) {
-  *reinterpret_cast<float2 *>(p) = make_float2(x, y);
-}
-__device__ __forceinline__ void store_pair(unsigned short *p, float x, float y) {
-  *reinterpret_cast<u32 *>(p) = pack_bf16(x, y);
-}
+// C is FP32, BF16 (OUT_BF16=1) or FP16 (OUT_F16=1): OutT, out_value, store_pair and pack_out in tc_out.cuh.
+#include "tc_out.cuh"
 
 // ---- the fused epilogue (EPI=1, epilogue.cuh) --------------------------------------------------------------------
 // A warpgroup's m64nN fragment (the layout store_acc describes) turned in place into the epilogue's values, in the
@@ -53,7 +33,7 @@ __device__ __forceinline__ void epi_fragment(float (&d)[TN / 2], const TcArgs &a
 }
 
 // ---- epilogue -------------------------------------------------------------------------------------------------
-// Store one warpgroup's m64nN FP32 accumulator fragment to row-major C (FP32 or BF16 bits) at (row0, col0).
+// Store one warpgroup's m64nN FP32 accumulator fragment to row-major C (FP32, or BF16 or FP16 bits) at (row0, col0).
 // Fragment layout: thread t of the warpgroup holds, for each 8-column group j, C[row][8j + 2(t%4) + {0,1}] and the
 // same 8 rows lower, row = 16(t/32) + (t%32)/4. Full tiles with an even N store pairs (float2, or one 32-bit word
 // of two BF16, which needs a 4-byte aligned base); edges check every element.
@@ -119,7 +99,7 @@ __device__ __forceinline__ void store_epi(const TcArgs &args, T *C, float (&d)[T
 // proxy, and thread 0 has seen the store of box b + 1 - EPI_BOXES finish reading the staging box that box b + 1 is
 // written to. `boxes` counts the warpgroup's boxes across tiles, so the staging boxes keep their turn even where a
 // tile at the N edge stores fewer of them.
-// BF16 C (T = unsigned short: N % 8 == 0) moves in boxes of 64 rows x 64 columns, still 128 bytes a row, so the
+// BF16 or FP16 C (T = unsigned short: N % 8 == 0) moves in boxes of 64 rows x 64 columns, still 128 bytes a row, so the
 // staging boxes are the same. A thread's pair of 8-column group s is one 32-bit word, word t % 4 of the row's
 // 16-byte unit s, which the swizzle puts at unit s ^ (row % 8): a warp's 8 rows land on 8 different units and the
 // 4 threads of each quad fill one, so each 32-bit store instruction hits all 32 banks once, one wavefront.
@@ -163,10 +143,11 @@ __host__ __device__ constexpr bool lends(int bn, int out_bytes, int boxes, int c
 #ifndef EPI_DEFER
 #define EPI_DEFER 0
 #endif
-// BF16 word i of a fragment: its values 2i and 2i + 1 packed (or, below, as a HeldC holds them packed)
+// 16-bit word i of a fragment (BF16, or FP16 with OUT_F16): its values 2i and 2i + 1 packed (or, below, as a
+// HeldC holds them packed)
 template <int R>
 __device__ __forceinline__ u32 bf16_word(const float (&d)[R], int i) {
-  return pack_bf16(d[2 * i], d[2 * i + 1]);
+  return pack_out(d[2 * i], d[2 * i + 1]);
 }
 __host__ __device__ constexpr int held_boxes(int tn, int defer) { return defer < tn / 64 ? defer : tn / 64; }
 template <int TN, int HELD>
@@ -287,7 +268,7 @@ struct TileStore {
   template <int TN, typename H>
   __device__ __forceinline__ void store_held(const TcArgs &args, H &held, unsigned char *staging, int cw, int M,
                                              int N) {
-    if constexpr (EPI_TMA && OUT_BF16) {
+    if constexpr (EPI_TMA && sizeof(OutT) == 2) {
       if (held.m0 >= 0 && held.m0 + cw * 64 < M)
         store_acc_tma<TN, unsigned short, false, H::FIRST>(&args.c, held, staging + staging_offset(cw),
                                                            held.m0 + cw * 64, held.n0, N, 2 + cw, boxes);

@@ -4,7 +4,8 @@
 #pragma once
 
 // ---- operand types --------------------------------------------------------------------------------------------
-// TC_BF16=1: bf16 A (M×K, K-major) and B (K×N, N-major, read through wgmma's transpose bit; K-major with B_KMAJOR).
+// TC_BF16=1: bf16 A (M×K, K-major) and B (K×N, N-major, read through wgmma's transpose bit; K-major with B_KMAJOR);
+// with TC_F16=1 the same for f16 operands (tc_wgmma.cuh's TC16_TYPE), whose layout and k-tile are bf16's.
 // TC_BF16=0: tf32 from fp32 A (M×K, K-major) and Bᵀ (N×K, K-major: written by the transpose pre-pass, or handed
 // over as such), because tf32 wgmma takes K-major operands only.
 // TC_FP8=1 (with TC_BF16=0): fp8 A (M×K) and Bᵀ (N×K), both K-major, as fp8 wgmma reads them; e4m3 unless A_E5M2 /

@@ -1,6 +1,6 @@
 // The sm_90a instructions the tensor-core levels issue, one inline-asm wrapper each (so the levels need no CUDA
 // headers under NVRTC): mbarriers, TMA loads and stores, the async-proxy fence, clusters, named barriers,
-// shared-memory stores, BF16 packing, wgmma's fences and waits, setmaxnreg. Policy (what waits on what, in which
+// shared-memory stores, wgmma's fences and waits, setmaxnreg. Policy (what waits on what, in which
 // order) lives in the headers that use them.
 #pragma once
 #include "tc_args.cuh"
@@ -146,12 +146,6 @@ __device__ __forceinline__ void st_shared_f2(u32 addr, float x, float y) {
 }
 __device__ __forceinline__ void st_shared_u32(u32 addr, u32 x) {
   asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(x) : "memory");
-}
-// Two FP32 values rounded to nearest even into one word of two BF16, `lo` in the low half.
-__device__ __forceinline__ u32 pack_bf16(float lo, float hi) {
-  u32 v;
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(v) : "f"(hi), "f"(lo));  // the first source goes to the high half
-  return v;
 }
 
 // ---- wgmma and register allocation ---------------------------------------------------------------------------

@@ -21,7 +21,8 @@ from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout
 from gemmlab.kernels.spec import INT32_MAX, SM_COUNT, Instrumented, Traffic
 from gemmlab.problem import BatchedProblem, Problem
 
-TC_PRECISIONS = ("bf16", "tf32")  # the unscaled tensor-core precisions: tc1, tc2 and tc3 build one spec of each
+TC_PRECISIONS = ("bf16", "fp16", "tf32")  # the unscaled tensor-core precisions: tc1..tc4 build one spec of each
+C_TMA_TYPES = {"bfloat16": "bf16", "float16": "f16", "float32": "fp32"}  # C's dtype -> its tensor map's element type
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -92,15 +93,10 @@ class WgmmaKernel(CudaKernel):
     # ---- FP8 operand formats and output type ------------------------------------------------------------------
     @property
     def formats(self) -> tuple[str, str]:
-        """The FP8 formats of A and B (ml_dtypes names)."""
+        """The formats of A and B (ml_dtypes names): FP8's e4m3 or e5m2 each, else the precision's one dtype."""
+        if not self.fp8:
+            return (self.prec.input_dtype,) * 2
         return tuple(E5M2 if self.params.get(f"{x}_E5M2", 0) else E4M3 for x in "AB")
-
-    def output_dtype(self, problem: Problem):
-        if self.fp8 and not self.params.get("OUT_BF16", 1):
-            import numpy as np
-
-            return np.dtype(np.float32)
-        return problem.output_dtype()
 
     def make_inputs(self, problem: Problem, seed: int = 0, xp=None):
         import numpy as np
@@ -108,16 +104,17 @@ class WgmmaKernel(CudaKernel):
         return problem.make_inputs(seed, np if xp is None else xp, formats=self.formats if self.fp8 else None)
 
     def for_formats(self, a: str, b: str, out: str) -> "WgmmaKernel":
-        """This FP8 level for operands in formats ``a``, ``b`` (float8_e4m3fn or float8_e5m2) and C in ``out``
-        (bfloat16 or float32): each its own binary."""
+        """This level for operands in formats ``a``, ``b`` and C in ``out``, each its own binary: an FP8 level's
+        float8_e4m3fn or float8_e5m2 and bfloat16 or float32 C; a 16-bit level's C types (CudaKernel.for_formats)."""
         if (a, b, out) == (*self.formats, str(self.output_dtype(Problem(1, 1, 1, self.precision)))):
             return self
+        # EPI_DEFER holds boxes of C as 16-bit words: FP32 C stores them at once
+        defer = {"EPI_DEFER": 0} if out == "float32" and "EPI_DEFER" in {**self.params, **(self.whole_tiles or {})} \
+            else {}
         bad = [x for x in (a, b) if x not in (E4M3, E5M2)] + ([out] if out not in ("bfloat16", "float32") else [])
         if not self.fp8 or bad:
-            return super().for_formats(a, b, out)
-        changes = {"A_E5M2": int(a == E5M2), "B_E5M2": int(b == E5M2), "OUT_BF16": int(out == "bfloat16")}
-        if out != "bfloat16" and "EPI_DEFER" in {**self.params, **(self.whole_tiles or {})}:
-            changes["EPI_DEFER"] = 0  # it holds boxes of C as BF16 words
+            return super(WgmmaKernel, self.with_params(defer) if defer else self).for_formats(a, b, out)
+        changes = {"A_E5M2": int(a == E5M2), "B_E5M2": int(b == E5M2), "OUT_BF16": int(out == "bfloat16"), **defer}
         return self.with_params(changes)
 
     def with_params(self, changes: dict, **fields) -> "WgmmaKernel":
@@ -239,8 +236,8 @@ class WgmmaKernel(CudaKernel):
 
     def configurations(self, formats: bool = False) -> list["WgmmaKernel"]:
         """Every binary this spec can launch whose memory accesses differ, each pinned (gemmlab verify --sanitize
-        runs them all): the tile widths, the TF32 levels' two ways of rounding A (``one_launch_mnk``), and for FP8
-        both output types. With ``formats``, also every FP8 format pair, which changes only the wgmma instruction (the
+        runs them all): the tile widths, the TF32 levels' two ways of rounding A (``one_launch_mnk``), and every
+        output type its precision writes. With ``formats``, also every FP8 format pair, which changes only the wgmma instruction (the
         compile tests build them all)."""
         import dataclasses
 
@@ -254,7 +251,7 @@ class WgmmaKernel(CudaKernel):
             specs = [dataclasses.replace(s, one_launch_mnk=0) for s in specs]
             specs.append(dataclasses.replace(specs[0], params={**specs[0].params, "TF32_ROUND": 2}))
         if not self.fp8:
-            return specs
+            return self.output_builds(specs)
         pairs = [(a, b) for a in (E4M3, E5M2) for b in (E4M3, E5M2)] if formats else [self.formats]
         return [s.for_formats(a, b, out) for s in specs for a, b in pairs for out in ("bfloat16", "float32")]
 
@@ -306,12 +303,11 @@ class WgmmaKernel(CudaKernel):
         return a, TiledMap(dtype, k, n, ldb, kt, 64)
 
     def c_map(self, problem: Problem) -> TiledMap:
-        """C's tensor map for the EPI_TMA epilogue: M×N in boxes of 64 rows of 128 bytes, 32 FP32 or 64 BF16
-        columns."""
-        rows = problem.m * (problem.batch if isinstance(problem, BatchedProblem) else 1)  # a batch: (batch·M) x N
-        if self.output_dtype(problem).itemsize == 2:
-            return TiledMap("bf16", rows, problem.n, problem.n, 64, 64)
-        return TiledMap("fp32", rows, problem.n, problem.n, 64, 32)
+        """C's tensor map for the EPI_TMA epilogue: M×N in boxes of 64 rows of 128 bytes, 32 FP32 or 64 BF16 or
+        FP16 columns; a batch's C is one (batch·M)×N matrix."""
+        rows = problem.m * (problem.batch if isinstance(problem, BatchedProblem) else 1)
+        out = self.output_dtype(problem)
+        return TiledMap(C_TMA_TYPES[str(out)], rows, problem.n, problem.n, 64, 128 // out.itemsize)
 
     def c_by_tma(self, problem: Problem, ptr: int) -> bool:
         """Whether TMA can store into C at ``ptr``: a 16-byte aligned base and whatever else C's map needs."""

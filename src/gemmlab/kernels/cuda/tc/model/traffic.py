@@ -75,7 +75,7 @@ def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, pr
         basis = (f"A once per {bn_ * cn_}-column {'cluster' if cn_ > 1 else 'tile'}, "
                  f"B once per {bm_ * cm_}-row {'cluster' if cm_ > 1 else 'tile'}")
         if epi_tma:
-            smem += 2 * problem.prec.output_bytes * walk.tiles_m * bm_ * cm_ * walk.tiles_n * bn_ * cn_
+            smem += 2 * problem.output_bytes * walk.tiles_m * bm_ * cm_ * walk.tiles_n * bn_ * cn_
         if a_reads > 1 or a_pass_:  # per output element and k: A's share of a warp's reads is 1 / WN, a tile's 1 / BN
             area = walk.tiles_m * bm_ * cm_ * walk.tiles_n * bn_ * cn_ * k
             smem += problem.prec.input_bytes * area * ((a_reads - 1) / warp[1] + a_pass_ / bn_)
