@@ -202,7 +202,9 @@ def test_dispatch_prints_the_choice_its_prediction_and_the_runners_up():
     assert "predicted" in proc.stdout and "tiles over" in proc.stdout
     proc = subprocess.run([sys.executable, "-m", "gemmlab", "dispatch", "--shape", "1000000", "--precision", "bf16",
                            "--precision", "fp32"], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0 and "1000000x1000000x1000000 fp32: no gemmlab fp32 kernel" in proc.stdout
+    # no precision's A, B and C fit the GPU: refused in one line before any choice is printed
+    assert proc.returncode == 2 and proc.stdout == "" and len(proc.stderr.strip().splitlines()) == 1
+    assert "GiB" in proc.stderr and "H200" in proc.stderr
     proc = subprocess.run([sys.executable, "-m", "gemmlab", "dispatch", "--layout", "row,diagonal"],
                           capture_output=True, text=True)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "row or col" in proc.stderr

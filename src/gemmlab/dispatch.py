@@ -329,7 +329,7 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
                 continue
             ratio = 1.0
             if here is not None:
-                there = estimate(spec, Problem(*point.dims, problem.precision, problem.out_dtype), roofs,
+                there = estimate(spec, Problem(*point.dims, problem.precision, out_dtype=problem.out_dtype), roofs,
                                  row_layout(row, problem.precision), tuple(row.get("copies", ())))
                 ratio = here.ms / there.ms
             gpu_ms = row["ms"] * ratio

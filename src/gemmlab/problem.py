@@ -388,7 +388,7 @@ class BatchedProblem(Problem):
         p = self.prec
         count = lambda stride: self.batch if stride else 1  # noqa: E731 (a broadcast operand is read once)
         return (p.input_bytes * (count(self.stride_a) * self.m * self.k + count(self.stride_b) * self.k * self.n)
-                + self.output_bytes() * self.batch * self.m * self.n)
+                + self.output_bytes * self.batch * self.m * self.n)
 
     def with_precision(self, precision: str) -> "BatchedProblem":
         return BatchedProblem(self.m, self.n, self.k, precision, self.batch, self.stride_a, self.stride_b)

@@ -120,8 +120,10 @@ def test_batched_problem():
     assert p.flops() == 8 * Problem(512, 512, 512, "bf16").flops()
     assert p.flattened() == Problem(8 * 512, 512, 512, "bf16")
     assert p.with_precision("fp32").batch == 8
-    # B broadcast: read once
-    assert p.compulsory_bytes() == 2 * (8 + 1) * 512 * 512 + 4 * 8 * 512 * 512
+    # B broadcast: read once; C in BF16 (torch's rule), or FP32 when asked
+    assert p.compulsory_bytes() == 2 * (8 + 1) * 512 * 512 + 2 * 8 * 512 * 512
+    wide = BatchedProblem(512, 512, 512, "bf16", 8, 512 * 512, 0, out_dtype="float32")
+    assert wide.compulsory_bytes() == 2 * (8 + 1) * 512 * 512 + 4 * 8 * 512 * 512
     with pytest.raises(ShapeError):
         BatchedProblem(4, 4, 4, "fp32", 0)
 

@@ -47,7 +47,7 @@ def remodel_record(rec: dict, ceilings: Ceilings, resources: dict | None = None)
     precision = rec.get("precision") or spec.precision
     # C as the record's run wrote it; a record that does not say predates BF16's BF16 C, when BF16 wrote FP32 C
     out = rec.get("out_dtype") or ("float32" if precision == "bf16" else None)
-    problem = Problem(int(rec["m"]), int(rec["n"]), int(rec["k"]), precision, out)
+    problem = Problem(int(rec["m"]), int(rec["n"]), int(rec["k"]), precision, out_dtype=out)
     params = rec.get("params") if rec.get("params") else None
     return model(spec, problem, ceilings, clock_of(rec), resources or resources_of(rec), params).as_dict()
 
