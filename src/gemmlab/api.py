@@ -78,7 +78,12 @@ def _array_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtyp
     elif scale_a is not None or scale_b is not None:
         raise ShapeError(f"FP8 scales go with 2-D operands; these are a batch of shape {r.c_shape[:-2]}")
     else:
-        c = call.batched_matmul(a, b, kernel, precision, c_out, out_dtype, r.batch)
+        batch = r.batch
+        if kind == "cupy":
+            import cupy
+
+            a, b, batch = call.batched.stepped(a, b, batch, cupy.ascontiguousarray)
+        c = call.batched_matmul(a, b, kernel, precision, c_out, out_dtype, batch)
     if out is not None:
         return out
     c = c.reshape(r.out_shape)

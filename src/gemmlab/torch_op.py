@@ -320,6 +320,8 @@ def _batched(a, b, kernel, precision, out, scale_a, scale_b, out_dtype, batch):
     """One batched call (gemmlab.call.batched_matmul), on the broadcast views."""
     if scale_a is not None or scale_b is not None:
         raise ShapeError(f"FP8 scales go with 2-D operands; these are a batch of shape {batch.shape}")
+    if a.is_cuda:
+        a, b, batch = call.batched.stepped(a, b, batch, torch.Tensor.contiguous)
     return call.batched_matmul(a, b, kernel, precision, out, out_dtype, batch)
 
 

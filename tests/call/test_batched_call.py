@@ -135,3 +135,17 @@ def test_kernels_that_run_one_product_refuse_a_batch():
     assert refusal and "one product a launch" in refusal
     with pytest.raises(LayoutError, match="one product a launch"):
         raise refusal.exception()
+
+
+def test_an_operand_broadcast_over_part_of_the_batch_is_made_contiguous_over_it_for_the_gpu():
+    from gemmlab.call.batched import stepped
+
+    a = np.broadcast_to(np.arange(40, dtype=np.float32).reshape(2, 1, 4, 5), (2, 3, 4, 5))
+    b = np.broadcast_to(np.arange(90, dtype=np.float32).reshape(3, 5, 6), (2, 3, 5, 6))
+    whole = np.broadcast_to(np.ones((4, 5), np.float32), (2, 3, 4, 5))  # broadcast over the whole batch: kept
+    batch = batch_of(a, b)
+    assert batch.collapsed() is None  # (20, 0) and (0, 30): no one stride walks either
+    a2, b2, stepped_batch = stepped(a, b, batch, np.ascontiguousarray)
+    assert stepped_batch.collapsed() == (6, 20, 30) and (a2 == a).all() and (b2 == b).all()
+    a3, b3, kept = stepped(whole, b, batch_of(whole, b), np.ascontiguousarray)
+    assert a3 is whole and kept.collapsed() == (6, 0, 30)

@@ -25,8 +25,8 @@ def test_gpu_time_counts_every_kernel_of_the_call_and_leaves_its_host_time_out(c
     a, b = torch.randn(2048, 2048, device="cuda"), torch.randn(2048, 2048, device="cuda")
 
     def twice(x, y):
+        time.sleep(50e-6)  # host work before the launches (an idle GPU waits for it), inside the spin's head start
         torch.mm(x, y)
-        time.sleep(50e-6)  # host work between the launches, inside the spin's head start
         return torch.mm(x, y)
 
     one, two = gpu_times(torch, [torch.mm, twice], [(a, b)], 50, 1.0, 20, clean).median_ms

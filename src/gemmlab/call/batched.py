@@ -99,6 +99,22 @@ def _strides(x) -> tuple:
     return tuple(s // x.dtype.itemsize for s in x.strides)
 
 
+def stepped(A, B, batch: Batch, contiguous):
+    """A and B (views over the whole batch) such that each walks ``batch`` in one stride, as the GPU kernels read it:
+    an operand broadcast over only some batch dimensions ((4, 1, M, K) against (3, K, N)) made ``contiguous`` over
+    the batch first, a copy as torch.matmul's expand makes; then their Batch."""
+    if batch.collapsed() is not None:
+        return A, B, batch
+
+    def one_step(strides) -> bool:
+        dims = [(n, s) for n, s in zip(batch.shape, strides) if n > 1]
+        return all(s0 == s1 * n1 for (_, s0), (n1, s1) in zip(dims, dims[1:]))
+
+    A = A if one_step(batch.a) else contiguous(A)
+    B = B if one_step(batch.b) else contiguous(B)
+    return A, B, batch_of(A, B)
+
+
 def batch_of(A, B) -> Batch:
     """The Batch torch.matmul makes of two operands of two or more dimensions."""
     return Batch.broadcast(tuple(A.shape), _strides(A), tuple(B.shape), _strides(B))
