@@ -194,13 +194,17 @@ def test_without_a_gpu_the_suite_says_so_first_and_lists_the_grid_with_autos_ker
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("gemmlab bench --api --suite: nothing timed: it needs a CUDA GPU and torch with CUDA")
-    assert f"{out} not written" in lines[0] and not out.exists() and lines[1].startswith("the 81 cases")
+    assert f"{out} not written" in lines[0] and not out.exists() and lines[1].startswith("the 113 cases")
     cases = lines[2:]
-    assert len(cases) == 81 and all(": cuda/" in line and "(" in line for line in cases)
+    assert len(cases) == 113 and all(": cuda/" in line and "(" in line for line in cases)
     assert all(" bf16 mm " in line for line in cases[:69])
     # bmm: every batch of every square, on a level that takes a batch in one launch
-    assert all(" bf16 bmm bmm " in line and ": cuda/tc4_persistent_bf16 " in line for line in cases[69:])
-    assert any("64x2048x2048x2048" in line for line in cases[69:])
+    assert all(" bf16 bmm bmm " in line and ": cuda/tc4_persistent_bf16 " in line for line in cases[69:81])
+    assert all(" bf16 bmm bmm " in line for line in cases[69:81])
+    assert any("64x2048x2048x2048" in line for line in cases[69:81])
+    # linear_bias and linear_bias_gelu: the layers' (N, K) at 4 row counts each, on kernels that fuse the epilogue
+    assert [line.split()[2] for line in cases[81:]] == ["linear_bias"] * 16 + ["linear_bias_gelu"] * 16
+    assert all("gemv1" not in line and "tc5" not in line for line in cases[81:])
     proc = _cli("bench", "--api", "--suite", "--precision", "fp8", "--shape", "1x4096x4096")
     assert proc.returncode == 0 and len(proc.stdout.splitlines()) == 3 and "1x4096x4096: cuda/" in proc.stdout
 
@@ -218,12 +222,14 @@ def test_the_suite_refuses_a_json_of_another_kind_in_one_line(tmp_path):
 def test_bmm_records_are_bf16_batches_of_squares_beside_the_mm_records():
     every = S.cases(S.PRECISIONS, ops=S.OPS_RUN)
     bmm = [c for c in every if c.op == "bmm"]
-    assert len(every) == 5 * 69 + 12 and {c.precision for c in bmm} == {"bf16"}
+    assert len(every) == len(S.PRECISIONS) * 69 + 12 + 2 * 16 and {c.precision for c in bmm} == {"bf16"}
     assert sorted((c.m, c.batch) for c in bmm) == sorted((s, b) for s in (512, 1024, 2048) for b in (8, 16, 32, 64))
     assert all(c.m == c.n == c.k and c.group == "bmm" and c.rows == c.batch * c.m for c in bmm)
     assert [c for c in every if c.op == "mm"] == S.cases(S.PRECISIONS)  # the mm records as they were
     assert not [c for c in S.cases(("bf16",), [(8, 4096, 4096)], S.OPS_RUN) if c.op == "bmm"]  # given shapes: mm's
-    assert S.SuiteOptions().ops == ("mm", "bmm")
+    assert S.SuiteOptions().ops == ("mm", "bmm", "linear_bias", "linear_bias_gelu")
+    linear = [c for c in every if c.op.startswith("linear")]
+    assert {(c.precision, c.group) for c in linear} == {("bf16", "linear")} and {c.m for c in linear} == {16, 128, 2048, 8192}
 
 
 def test_a_bmm_record_holds_the_mm_records_fields_and_its_batch(monkeypatch):

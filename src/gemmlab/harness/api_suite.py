@@ -45,10 +45,12 @@ LONG_K = ((256, 256, 16384), (512, 512, 16384), (1024, 1024, 16384), (256, 256, 
 BMM_SIZES = (512, 1024, 2048)  # M = N = K of each product
 BMM_BATCHES = (8, 16, 32, 64)  # at 64 x 2048², BF16 A and B and an FP32 C take 2 GiB
 BMM_PRECISIONS = ("bf16",)
+LINEAR_OPS_M = (16, 128, 2048, 8192)  # linear_bias and linear_bias_gelu: at the layers' (N, K), decode to prefill
+LINEAR_OPS_PRECISIONS = ("bf16",)
 DECODE_M = 64  # rows up to this many are decode: held to the DRAM roof
 BARS = {"gpu_geomean": 1.0, "gpu_min": 0.85, "eager_geomean": 0.95, "decode_dram": 0.75}
 OP_BARS = {"bmm": {"gpu_geomean": 0.95}}  # where an op's bar differs from BARS'
-OPS_RUN = ("mm", "bmm")  # the ops a run makes records of
+OPS_RUN = ("mm", "bmm", "linear_bias", "linear_bias_gelu")  # the ops a run makes records of
 SUITE = "api_suite"  # the results file's "suite" field: what tells it apart
 
 
@@ -71,10 +73,12 @@ def cases(precisions, shapes=None, ops=("mm",)) -> list[Case]:
     out = []
     for p in precisions:
         for op in ops:
-            if op != "bmm":
+            if op == "mm":
                 out += [Case(op, p, g, *shape) for g, shape in chosen]
-            elif not shapes and p in BMM_PRECISIONS:
+            elif op == "bmm" and not shapes and p in BMM_PRECISIONS:
                 out += [Case(op, p, "bmm", size, size, size, batch) for size, batch in bmm_grid()]
+            elif op.startswith("linear") and not shapes and p in LINEAR_OPS_PRECISIONS:
+                out += [Case(op, p, "linear", m, n, k) for n, k in LINEAR_NK for m in LINEAR_OPS_M]
     return out
 
 
@@ -240,7 +244,7 @@ def describe(opts: SuiteOptions) -> list[str]:
         problem = (BatchedProblem(c.m, c.n, c.k, c.precision, c.batch, c.m * c.k, c.k * c.n) if c.batch > 1
                    else Problem(c.m, c.n, c.k, c.precision))
         try:
-            choice = dispatch.choose(problem, Layout(ROW, OPS[c.op].b_layout), gpu)
+            choice = dispatch.choose(problem, Layout(ROW, OPS[c.op].b_layout), gpu, OPS[c.op].epilogue)
         except GemmlabError as exc:
             lines.append(f"{head}: {exc}")
             continue

@@ -45,6 +45,7 @@ class Op:
     bytes: Callable  # (Case, an operand's element size, C's) -> the bytes it must read and write at least
     matrix: Callable = lambda c: c  # a result as the 2-D matrix the reference's rows index (bmm: the batch stacked)
     b_layout: str = "col"  # how B reaches the kernel (the dispatch's layout of the suite's listing)
+    epilogue: object = None  # the gemmlab.epilogue.Epilogue gemmlab's call fuses (the dispatch's choice among those)
 
 
 def _mm_inputs(torch, case: Case, seed: int, device: str = "cuda"):
@@ -127,6 +128,54 @@ def _bmm_reference(torch, precision, args, rows=None):
     return (a[which, within].double().unsqueeze(1) @ b[which].double()).squeeze(1)
 
 
+def _linear_inputs(torch, case: Case, seed: int, device: str = "cuda"):
+    """x (M, K), the weight w (N, K) and a bias (N,), N(0, 1) in the precision's operand dtype (the bias too)."""
+    gen = torch.Generator(device=device).manual_seed(seed)
+    dtype = getattr(torch, get_precision(case.precision).input_dtype)
+    x = torch.randn(case.m, case.k, device=device, generator=gen).to(dtype)
+    w = torch.randn(case.n, case.k, device=device, generator=gen).to(dtype)
+    return x, w, torch.randn(case.n, device=device, generator=gen).to(dtype)
+
+
+def _linear_op(name: str, activation: str | None) -> Op:
+    """gemmlab.linear(x, w, bias, activation), one launch with the epilogue fused, against torch's F.linear (its
+    bias in cuBLASLt's epilogue) and, with an activation, the activation's own call after it: what a model's layer
+    pays in eager PyTorch."""
+    torch_act = {None: None, "gelu": "gelu"}[activation]
+
+    def theirs(torch, precision, out_dtype):
+        f = torch.nn.functional
+        if torch_act is None:
+            return f.linear
+        return lambda x, w, bias: getattr(f, torch_act)(f.linear(x, w, bias))
+
+    def reference(torch, precision, args, rows=None):
+        x, w, bias = args
+        x = x.double() if rows is None else x[rows].double()
+        y = x @ w.double().t() + bias.double()
+        return y if torch_act is None else getattr(torch.nn.functional, torch_act)(y)
+
+    from gemmlab.epilogue import Epilogue
+
+    return Op(name, f"x @ w.T + bias{f', then {activation}' if activation else ''} (F.linear's operands)",
+              _linear_inputs, ours=lambda gemmlab, p, a: gemmlab.linear(a[0], a[1], a[2], activation, precision=p),
+              plan=lambda gemmlab, p, a: _linear_plan(gemmlab, p, a, activation), theirs=theirs,
+              reference=reference,
+              bytes=lambda c, size, c_size: size * ((c.m + c.n) * c.k + c.n) + c_size * c.m * c.n,
+              epilogue=Epilogue(activation, addend="bias"))
+
+
+def _linear_plan(gemmlab, precision, args, activation):
+    """The plan gemmlab.linear runs: the GEMM of x and w.T with the bias and the activation in its epilogue."""
+    from gemmlab import call
+    from gemmlab.epilogue import Epilogue
+
+    x, w, bias = args
+    fa, fb = call.facts(x, "A"), call.facts(w.t(), "B")
+    return call.checks.prepare(fa, fb, "auto", precision, fa.device, (None, None), None,
+                               Epilogue(activation, addend="bias"), call.addend_facts(bias))
+
+
 OPS = {"mm": Op("mm", "x @ w.T (B column-major)", _mm_inputs,
                 ours=lambda gemmlab, p, args: gemmlab.matmul(args[0], args[1], **_mm_kwargs(p, args)),
                 plan=lambda gemmlab, p, args: gemmlab.plan(args[0], args[1], **_mm_kwargs(p, args)),
@@ -135,7 +184,9 @@ OPS = {"mm": Op("mm", "x @ w.T (B column-major)", _mm_inputs,
        "bmm": Op("bmm", "A (batch, M, K) @ B (batch, K, N), both row-major", _bmm_inputs, ours=_bmm_ours,
                  plan=_bmm_plan, theirs=_bmm_theirs, reference=_bmm_reference,
                  bytes=lambda c, size, c_size: c.batch * (size * (c.m + c.n) * c.k + c_size * c.m * c.n),
-                 matrix=lambda c: c.reshape(-1, c.shape[-1]), b_layout="row")}
+                 matrix=lambda c: c.reshape(-1, c.shape[-1]), b_layout="row"),
+       "linear_bias": _linear_op("linear_bias", None),
+       "linear_bias_gelu": _linear_op("linear_bias_gelu", "gelu")}
 
 
 # -- checks -------------------------------------------------------------------------------------------------------
