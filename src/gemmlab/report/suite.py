@@ -43,7 +43,8 @@ def markdown(results: dict, figures: dict | None = None) -> str:
              "(FP32) and on (TF32), `torch.mm` with `out_dtype` where C's dtype is not the operands' (FP32 C of 16-bit operands), "
              "`torch._scaled_mm` with the same scales (FP8: per tensor with fast accumulation; block-scaled: its "
              "blockwise scaling); for bmm (a batch of squares in one call, `gemmlab.call.batched_matmul`), "
-             "`torch.bmm` on the same tensors.", ""]
+             "`torch.bmm` on the same tensors; for linear_bias and linear_bias_gelu (`gemmlab.linear` with the bias "
+             "and gelu fused into its one launch), `F.linear` (its bias in cuBLASLt's epilogue), then `F.gelu`.", ""]
     for run in env.get("runs", []):
         state = "finished" if run.get("finished") else "**not finished** (its completed records are here)"
         lines.append(f"- `{run.get('command')}` at git {run.get('git_sha', 'unknown')}, {run.get('started')}: "
@@ -188,7 +189,8 @@ def figure(records: list[dict], op: str, precision: str, gpu: str = ""):
         handles.append(Line2D([], [], ls="none", marker="o", ms=11, mfc="none", mec="red",
                               label="torch's result wrong (†)"))
     fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 4), fontsize=8, frameon=False)
-    what = "gemmlab's batched matmul" if op == "bmm" else "gemmlab.matmul(x, w.t())"
+    what = {"bmm": "gemmlab's batched matmul", "linear_bias": "gemmlab.linear(x, w, bias)",
+            "linear_bias_gelu": "gemmlab.linear(x, w, bias, 'gelu')"}.get(op, "gemmlab.matmul(x, w.t())")
     fig.suptitle(f"{what} against torch, {op} {label}{' on ' + gpu if gpu else ''}", fontsize=11)
     return fig
 
