@@ -97,6 +97,7 @@ class GemvKernel(ReadsWeightTransposed, CudaKernel):
     entry: str = "gemv1_warp_dot"
     signature: tuple = SIGNATURE
     int32_indices: bool = False  # row offsets are 64-bit; M, N, K themselves fit an int (checked below)
+    fuses_epilogue: bool = True  # applied to each sum before its store
 
     @property
     def fp8(self) -> bool:
@@ -178,7 +179,7 @@ class GemvKernel(ReadsWeightTransposed, CudaKernel):
         runs = self.for_problem(problem, info.sm_count)
         geo = runs.launch_geometry(problem)
         kernel = (gpu or RESOURCES).kernel(runs.compile(info.arch), geo.smem)
-        params = driver.Params(self.signature)
+        params = driver.Params(self.parameters)
         params.M, params.N, params.K = problem.shape
         main = driver.Launch(int(kernel.handle), geo.grid, geo.block, geo.smem, params)
         return GemvPlan(runs, problem, layout, main=main, vec=self.vec,
