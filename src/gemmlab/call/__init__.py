@@ -15,6 +15,11 @@ and scale_b of shape (⌈K/128⌉, ⌈N/128⌉) compute fp8_block (DeepGEMM's re
 transposes of row-major (⌈K/128⌉, M) and (⌈N/128⌉, ⌈K/128⌉) tensors are read in place, others copied per call).
 FP8 tensor cores read both operands K-major: B must come as the transpose of an N×K matrix, as torch._scaled_mm
 takes it.
+
+A fused epilogue (``epilogue=``, a gemmlab.epilogue.Epilogue: out = act(alpha·AB + beta·D)) is part of the key: the
+kernel applies it in registers before C's store (the host kernels after their GEMM), reading ``addend=`` (the bias
+vector or D, an array of the operands' kind and device, of C's dtype or float32, D with any strides) by address on
+every call. A kernel named that cannot fuse it is refused; kernel="auto" picks among those that can.
 """
 from gemmlab.call import cache, checks, launch, operands
 from gemmlab.call.checks import AUTO, check_out, resolve
