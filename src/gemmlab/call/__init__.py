@@ -18,6 +18,10 @@ takes it.
 
 A batch of products (``batched_matmul``, ``Batch``: a broadcast batch with a stride per operand) runs in one launch
 of a kernel that takes a strided batch; on the host, numpy.matmul on the broadcast views (``batched``).
+A fused epilogue (``epilogue=``, a gemmlab.epilogue.Epilogue: out = act(alpha·AB + beta·D)) is part of the key: the
+kernel applies it in registers before C's store (the host kernels after their GEMM), reading ``addend=`` (the bias
+vector or D, an array of the operands' kind and device, of C's dtype or float32, D with any strides) by address on
+every call. A kernel named that cannot fuse it is refused; kernel="auto" picks among those that can.
 """
 from gemmlab.call import cache, checks, launch, operands
 from gemmlab.call.checks import AUTO, check_out, resolve

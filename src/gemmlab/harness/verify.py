@@ -113,14 +113,20 @@ def _with_epilogue(spec: KernelSpec, problem: Problem, ref, seed: int, xp, launc
                               None if ref.recipe is None else spec.epilogue.apply_numpy(ref.recipe, d))
     else:
         ref = spec.epilogue.apply_numpy(ref, d)
+    from gemmlab.kernels.plan import Plan
+
     if launch is None:
         plan = spec.plan(problem, spec.natural_layout(problem))
-        plan.bind_epilogue(None if d is None else (0, 1) if d.ndim == 1 else (problem.n, 1))
-        if d is not None:
-            plan.set_addend(d if xp is np else d.data.ptr)
-
-        def launch(a, b, c, addend=d):  # holds the addend until the launch has read it
-            plan.run(a, b, c)
+        launch = plan.run
+    else:  # the harness's own plan (which it times after): its run
+        plan = getattr(launch, "__self__", None)
+        if not isinstance(plan, Plan):
+            raise GemmlabError(f"{spec.name} fuses {spec.epilogue.describe()}: verify binds its addend to a plan, so "
+                               "the launch must be a plan's run")
+    plan.bind_epilogue(None if d is None else (0, 1) if d.ndim == 1 else (problem.n, 1))
+    if d is not None:
+        plan.set_addend(d if xp is np else d.data.ptr)
+        plan.keep = d  # read by address on every later launch of the plan (the harness times it after)
     return ref, launch
 
 

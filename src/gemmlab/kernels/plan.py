@@ -56,6 +56,7 @@ class Plan:
     layout: Layout = ROW_MAJOR
     on_gpu: bool = True
     steps: list[str] = field(default_factory=list)  # what a launch does, in order, for explain()
+    keep: object = None  # an array its launches read by address that the plan keeps alive (verify's addend)
 
     def launch(self, a, b, c, stream: int = 0) -> None:
         raise NotImplementedError

@@ -6,7 +6,9 @@
 // same bits. Each element of B is read once from DRAM; A's few rows come from L1/L2.
 // IN_FP32 / IN_BF16 / IN_FP8 select the operand type (FP8: A_E5M2 and B_E5M2 pick the formats); SCALED: 1 one
 // FP32 scale per operand, 2 DeepGEMM's blocks (A per 1x128 stored (ceil(K/128), M), B per 128x128 stored
-// (ceil(N/128), ceil(K/128)), as gemmlab.fp8 lays them out); OUT_BF16 writes BF16 C.
+// (ceil(N/128), ceil(K/128)), as gemmlab.fp8 lays them out); OUT_BF16 writes BF16 C. EPI=1 (epilogue.cuh): each
+// sum becomes the fused epilogue's value before its store.
+#include "epilogue.cuh"
 #ifndef MAX_M
 #define MAX_M 8
 #endif
@@ -115,7 +117,7 @@ __device__ __forceinline__ void store(u16 *p, float x) {
 
 extern "C" __global__ void __launch_bounds__(WARPS * 32)
 gemv1_warp_dot(OutT *__restrict__ C, const InT *__restrict__ A, const InT *__restrict__ B, int M, int N, int K,
-               int aligned, const float *__restrict__ scale_a, const float *__restrict__ scale_b) {
+               int aligned, const float *__restrict__ scale_a, const float *__restrict__ scale_b EPI_PARAM) {
   __shared__ float partial[WARPS][MAX_M][ROWS];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int n0 = blockIdx.x * ROWS;
@@ -197,6 +199,9 @@ gemv1_warp_dot(OutT *__restrict__ C, const InT *__restrict__ A, const InT *__res
       for (int w = 0; w < WARPS; ++w) v += partial[w][m][r];
 #if SCALED == 1
       v *= scale_a[0] * scale_b[0];
+#endif
+#if EPI
+      v = epi_apply(epi, v, m, n0 + r);
 #endif
       store(C + (long long)m * N + n0 + r, v);
     }

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from gemmlab import driver
 from gemmlab.errors import Refusal, ShapeError
 from gemmlab.fp8 import E4M3, E5M2
-from gemmlab.kernels.cuda.launch.kernel import CudaKernel, CudaPlan, run_on_cupy
+from gemmlab.kernels.cuda.launch.kernel import CudaKernel, CudaPlan, bind_epilogue, run_on_cupy
 from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.plan import Layout
 from gemmlab.kernels.spec import SM_COUNT, ReadsWeightTransposed, Traffic
@@ -105,6 +105,10 @@ class GemvPlan(CudaPlan):
         self._sa.value, self._sb.value = scale_a, scale_b
         super().launch(*((b, a) if self.swapped else (a, b)), c, stream)
 
+    def bind_epilogue(self, strides: tuple | None) -> None:
+        # swapped, the kernel's rows are C's columns: it reads the addend with the strides exchanged
+        bind_epilogue(self.main.params, self.spec.epilogue, strides, transposed=self.swapped)
+
     def run(self, a, b, c) -> None:
         run_on_cupy(self, a, b, c)
 
@@ -115,6 +119,7 @@ class GemvKernel(ReadsWeightTransposed, CudaKernel):
     entry: str = "gemv1_warp_dot"
     signature: tuple = SIGNATURE
     int32_indices: bool = False  # row offsets are 64-bit; M, N, K themselves fit an int (checked below)
+    fuses_epilogue: bool = True  # applied to each sum before its store
 
     @property
     def fp8(self) -> bool:
@@ -192,7 +197,7 @@ class GemvKernel(ReadsWeightTransposed, CudaKernel):
         runs = self.for_problem(problem, info.sm_count)
         geo = runs.launch_geometry(problem)
         kernel = (gpu or RESOURCES).kernel(runs.compile(info.arch), geo.smem)
-        params = driver.Params(self.signature)
+        params = driver.Params(self.parameters)
         params.M, params.N, params.K = runs_as(problem).shape
         main = driver.Launch(int(kernel.handle), geo.grid, geo.block, geo.smem, params)
         steps = [f"{self.entry}: grid {geo.grid}, block {geo.block}, MAX_M={runs.params['MAX_M']}, "

@@ -47,5 +47,5 @@ extern "C" __global__ void __launch_bounds__(BM / 64 * 128, 1)
       load_stage<1>(smem + s * STAGE_BYTES, mapA, mapB, &full[s], m0, n0, (kt + STAGES) * BK, 0);
   }
   fence_acc(d);
-  store_epi<BN>(args, C, d, m0 + wg * 64, n0, M, N);
+  store_acc<BN>(C, d, m0 + wg * 64, n0, M, N, args);
 }

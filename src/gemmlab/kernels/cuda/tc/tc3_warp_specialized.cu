@@ -51,6 +51,6 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
     }
     wgmma_wait<0>();
     fence_acc(d);
-    store_epi<BN>(args, C, d, m0 + cw * 64, n0, M, N);
+    store_acc<BN>(C, d, m0 + cw * 64, n0, M, N, args);
   }
 }

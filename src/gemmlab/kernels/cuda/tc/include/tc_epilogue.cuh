@@ -9,28 +9,44 @@
 #include "tc_out.cuh"
 
 // ---- the fused epilogue (EPI=1, epilogue.cuh) --------------------------------------------------------------------
-// A warpgroup's m64nN fragment (the layout store_acc describes) turned in place into the epilogue's values, in the
-// kernel's coordinates: in place, because the accumulators are dead past their store (the next tile's first wgmma
-// overwrites them) and a copy would double the fragment's registers. D is read for the elements inside M×N only (a
-// TMA store clips the rest; a TileStore::hold of no tile has rows below 0).
+// The 8-column groups j0 <= j < j1 of a warpgroup's m64nN fragment at (row0, col0) (the layout store_acc describes)
+// turned in place into the epilogue's values, in the kernel's coordinates. The stores below call it per group or per
+// box, just before the values leave, so a thread holds a group's addends and activations at a time, not a tile's (a
+// tile's worth spills at 168 registers); in place, because the accumulators are dead past their store (the next
+// tile's first wgmma overwrites them). The bounds are constants where the calls unroll. D is read for the elements
+// inside M×N only (a TMA store clips the rest; a TileStore::hold of no tile has rows below 0).
 template <int TN>
-__device__ __forceinline__ void epi_fragment(float (&d)[TN / 2], const TcArgs &args, int row0, int col0, int M,
-                                             int N) {
+__device__ __forceinline__ void epi_groups(float (&d)[TN / 2], const TcArgs &args, int row0, int col0, int M, int N,
+                                           int j0, int j1) {
 #if EPI
   const int t = threadIdx.x % 128;
   const int r = row0 + 16 * (t / 32) + (t % 32) / 4, c = col0 + 2 * (t % 4);
 #pragma unroll
-  for (int j = 0; j < TN / 8; ++j)
+  for (int j = 0; j < TN / 8; ++j) {
+    if (j < j0 || j >= j1) continue;
+    // the group's values and its column pass through empty volatile asm first, its values again after: the
+    // compiler keeps volatile asm in order, so it cannot start a later group's loads or arithmetic (and hold their
+    // registers) before this group's are done
+    int cj = c + 8 * j;
+    asm volatile("" : "+r"(cj));
+#pragma unroll
+    for (int i = 4 * j; i < 4 * j + 4; ++i) asm volatile("" : "+f"(d[i]));
 #pragma unroll
     for (int h = 0; h < 2; ++h)
 #pragma unroll
       for (int v = 0; v < 2; ++v) {
-        const int rr = r + 8 * h, cc = c + 8 * j + v;
+        const int rr = r + 8 * h, cc = cj + v;
         float &x = d[4 * j + 2 * h + v];
         x = epi_apply(args.epi, x, rr, cc, (unsigned)rr < M && cc < N);
       }
+#pragma unroll
+    for (int i = 4 * j; i < 4 * j + 4; ++i) asm volatile("" : "+f"(d[i]));
+  }
 #endif
 }
+// a HeldC holds values the epilogue has made already
+template <int TN, typename H>
+__device__ __forceinline__ void epi_groups(H &, const TcArgs &, int, int, int, int, int, int) {}
 
 // ---- epilogue -------------------------------------------------------------------------------------------------
 // Store one warpgroup's m64nN FP32 accumulator fragment to row-major C (FP32, or BF16 or FP16 bits) at (row0, col0).
@@ -43,8 +59,11 @@ __device__ __forceinline__ void epi_fragment(float (&d)[TN / 2], const TcArgs &a
 #ifndef C_TRANSPOSED
 #define C_TRANSPOSED 0
 #endif
+// EPI=1: `args`' epilogue is applied to each group of the fragment's first `epi_to` just before its stores (the rest
+// hold its values already: TileStore::hold's held boxes).
 template <int TN, typename T>
-__device__ __forceinline__ void store_acc(T *C, const float (&d)[TN / 2], int row0, int col0, int M, int N) {
+__device__ __forceinline__ void store_acc(T *C, float (&d)[TN / 2], int row0, int col0, int M, int N,
+                                          const TcArgs &args, int epi_to = TN / 8) {
   const int t = threadIdx.x % 128;
   const int r = row0 + 16 * (t / 32) + (t % 32) / 4;
   const int c = col0 + 2 * (t % 4);
@@ -57,12 +76,14 @@ __device__ __forceinline__ void store_acc(T *C, const float (&d)[TN / 2], int ro
     T *p1 = p0 + 8LL * N;
 #pragma unroll
     for (int j = 0; j < TN / 8; ++j) {
+      epi_groups<TN>(d, args, row0, col0, M, N, j, j < epi_to ? j + 1 : j);
       store_pair(p0 + 8 * j, d[4 * j], d[4 * j + 1]);
       store_pair(p1 + 8 * j, d[4 * j + 2], d[4 * j + 3]);
     }
   } else {
 #pragma unroll
     for (int j = 0; j < TN / 8; ++j) {
+      epi_groups<TN>(d, args, row0, col0, M, N, j, j < epi_to ? j + 1 : j);
       const int cc = c + 8 * j;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
@@ -74,14 +95,6 @@ __device__ __forceinline__ void store_acc(T *C, const float (&d)[TN / 2], int ro
       }
     }
   }
-}
-
-// store_acc of the fused epilogue's values (EPI=1, computed in place); without it, store_acc itself.
-template <int TN, typename T>
-__device__ __forceinline__ void store_epi(const TcArgs &args, T *C, float (&d)[TN / 2], int row0, int col0, int M,
-                                          int N) {
-  epi_fragment<TN>(d, args, row0, col0, M, N);
-  store_acc<TN>(C, d, row0, col0, M, N);
 }
 
 // The same fragment through shared memory and TMA stores (tc4 and tc8 with EPI_TMA=1), for a C whose row stride TMA can
@@ -171,10 +184,11 @@ __device__ __forceinline__ u32 bf16_word(const HeldC<TN, HELD> &h, int i) {
 // Boxes B0 .. B1 - 1 of the fragment F: the FP32 accumulators (float[TN / 2]), or for BF16 C a HeldC's boxes.
 // kLent (EPI_LEND): the boxes past the warpgroup's own EPI_BOXES go to `lent`, every box its own, so none waits for
 // another's store, and one fence and one meeting cover them all.
+// EPI=1: `args`' epilogue is applied to each box of an accumulator fragment just before it is staged.
 template <int TN, typename T = float, bool kLent = false, int B0 = 0, int B1 = TN / (128 / sizeof(T)), typename F>
-__device__ __forceinline__ void store_acc_tma(const TmaMap *mapC, const F &d, unsigned char *stage,
-                                              int row0, int col0, int N, int bar_id, u32 &boxes,
-                                              unsigned char *lent = nullptr) {
+__device__ __forceinline__ void store_acc_tma(const TcArgs &args, F &d, unsigned char *stage, int row0, int col0,
+                                              int M, int N, int bar_id, u32 &boxes, unsigned char *lent = nullptr) {
+  const TmaMap *mapC = &args.c;
   constexpr int COLS = 128 / sizeof(T);  // C columns per box
   static_assert(!kLent || B0 == 0, "lent boxes count from the tile's first");
   // %tid.x through asm volatile: the address is computed here, per epilogue, not hoisted out of the tile loop
@@ -191,6 +205,7 @@ __device__ __forceinline__ void store_acc_tma(const TmaMap *mapC, const F &d, un
   for (int b = B0; b < B1; ++b) {
     if (col0 + COLS * b >= N) break;  // the same for the whole warpgroup
     const u32 box = kLent ? lent_box(b) : base + (boxes++ % EPI_BOXES) * C_BOX_BYTES;
+    epi_groups<TN>(d, args, row0, col0, M, N, b * (COLS / 8), (b + 1) * (COLS / 8));
 #pragma unroll
     for (int s = 0; s < COLS / 8; ++s) {
       const int j = b * (COLS / 8) + s;
@@ -235,32 +250,32 @@ struct TileStore {
   template <int TN, bool kLent = false, typename T>
   __device__ __forceinline__ void store(const TcArgs &args, T *C, float (&d)[TN / 2], unsigned char *staging,
                                         int m0, int n0, int cw, int M, int N, unsigned char *lent = nullptr) {
-    epi_fragment<TN>(d, args, m0 + cw * 64, n0, M, N);  // EPI: the accumulators become the epilogue's values
     if constexpr (EPI_TMA) {  // an EPI_TMA=0 build has no staging boxes, so not even dead code may address them
       if (args.c_tma) {
         if (m0 + cw * 64 < M)
-          store_acc_tma<TN, T, kLent>(&args.c, d, staging + staging_offset(cw), m0 + cw * 64, n0, N, 2 + cw, boxes,
+          store_acc_tma<TN, T, kLent>(args, d, staging + staging_offset(cw), m0 + cw * 64, n0, M, N, 2 + cw, boxes,
                                         lent);
         return;
       }
     }
-    if (m0 < M) store_acc<TN>(C, d, m0 + cw * 64, n0, M, N);
+    if (m0 < M) store_acc<TN>(C, d, m0 + cw * 64, n0, M, N, args);
   }
   // EPI_DEFER: the tile's C (origin m0 < 0: none) stored but for the boxes `held` keeps, to be stored under the next
   // tile's first wgmma (store_held); where TMA cannot address C, stored now from registers. Packed either way: a path
-  // that left the words alone would keep an earlier tile's live across the mainloop, where they spill.
+  // that left the words alone would keep an earlier tile's live across the mainloop, where they spill. EPI=1: the
+  // held boxes' values are made before they are packed, the others' as they are stored.
   template <int TN, typename T, typename H>
   __device__ __forceinline__ void hold(const TcArgs &args, T *C, H &held, float (&d)[TN / 2],
                                        unsigned char *staging, int m0, int n0, int cw, int M, int N) {
     static_assert(!EPI_DEFER || (EPI_TMA && sizeof(T) == 2), "held boxes are BF16 C's, stored by TMA");
-    epi_fragment<TN>(d, args, m0 + cw * 64, n0, M, N);  // EPI: the accumulators become the epilogue's values
+    epi_groups<TN>(d, args, m0 + cw * 64, n0, M, N, 8 * H::FIRST, TN / 8);
     held.hold(d, args.c_tma ? m0 : -1, n0);
     if (m0 < 0) return;
     if (!args.c_tma) {
-      if (m0 < M) store_acc<TN>(C, d, m0 + cw * 64, n0, M, N);
+      if (m0 < M) store_acc<TN>(C, d, m0 + cw * 64, n0, M, N, args, 8 * H::FIRST);
     } else if constexpr (EPI_TMA && H::FIRST > 0) {
       if (m0 + cw * 64 < M)
-        store_acc_tma<TN, T, false, 0, H::FIRST>(&args.c, d, staging + staging_offset(cw), m0 + cw * 64, n0, N,
+        store_acc_tma<TN, T, false, 0, H::FIRST>(args, d, staging + staging_offset(cw), m0 + cw * 64, n0, M, N,
                                                 2 + cw, boxes);
     }
   }
@@ -270,8 +285,8 @@ struct TileStore {
                                              int N) {
     if constexpr (EPI_TMA && sizeof(OutT) == 2) {
       if (held.m0 >= 0 && held.m0 + cw * 64 < M)
-        store_acc_tma<TN, unsigned short, false, H::FIRST>(&args.c, held, staging + staging_offset(cw),
-                                                           held.m0 + cw * 64, held.n0, N, 2 + cw, boxes);
+        store_acc_tma<TN, unsigned short, false, H::FIRST>(args, held, staging + staging_offset(cw),
+                                                           held.m0 + cw * 64, held.n0, M, N, 2 + cw, boxes);
     }
     held.m0 = -1;
   }

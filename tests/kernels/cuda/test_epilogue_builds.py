@@ -1,0 +1,153 @@
+"""The fused epilogue's builds without a GPU: every kernel that fuses one compiles for sm_90a with each of its
+switches (activation, bias or matrix addend in FP32 or the output's type, alpha/beta) without spills and with
+about the registers of its plain build, the tensor-core levels still on HGMMA; the EPI=1 parameter structs the host
+lays out are the compiler's; and the plans write alpha, beta and the addend's strides where the kernel reads them
+(swapped for tc9's transposed store)."""
+from __future__ import annotations
+
+import ctypes
+import subprocess
+import textwrap
+
+import pytest
+import sass
+
+from gemmlab import driver
+from gemmlab.epilogue import Epilogue
+from gemmlab.kernels.cuda.launch.kernel import EPI_ARGS
+from gemmlab.kernels.cuda.launch.nvrtc import SOURCE_DIRS
+from gemmlab.kernels.cuda.tc.model import plan as tc_plan
+from gemmlab.kernels.registry import get_kernel, list_kernels
+
+INCLUDES = [f"-I{d}" for d in SOURCE_DIRS]
+BIAS_GELU = Epilogue("gelu", addend="bias")
+MATRIX_SILU = Epilogue("silu", 2.0, 0.5, "matrix")
+SCALED_GELU_TANH = Epilogue("gelu_tanh", alpha=3.0)
+BIAS_RELU = Epilogue("relu", addend="bias")
+ALL = (BIAS_GELU, MATRIX_SILU, SCALED_GELU_TANH, BIAS_RELU)
+
+# (kernel, epilogues, the addend's dtype): every switch on the levels auto runs most, two on the others; tc4 in its
+# registered and its narrow tile (the TMA store's boxes, 256 and 192 columns), tc8 and tc4 FP8 through the held
+# BF16 boxes (EPI_DEFER), tc6 through the stream-K fixup, tc9 through the transposed store
+CASES = [("cuda/tc4_persistent_bf16", ALL, "bfloat16"), ("cuda/tc4_persistent_bf16", ALL, "float32"),
+         ("cuda/tc2_wgmma_tma_bf16", (BIAS_GELU, MATRIX_SILU), "bfloat16"),
+         ("cuda/tc3_warp_specialized_tf32", (BIAS_GELU, SCALED_GELU_TANH), "float32"),
+         ("cuda/tc4_persistent_tf32", (MATRIX_SILU, BIAS_RELU), "float32"),
+         ("cuda/tc6_stream_k_bf16", (BIAS_GELU, MATRIX_SILU), "bfloat16"),
+         ("cuda/tc8_block_scaled_fp8", (BIAS_GELU, SCALED_GELU_TANH), "bfloat16"),
+         ("cuda/tc4_persistent_fp8", (SCALED_GELU_TANH, BIAS_RELU, MATRIX_SILU), "bfloat16"),
+         ("cuda/tc9_narrow_swap_bf16", (BIAS_GELU, MATRIX_SILU), "bfloat16"),
+         ("cuda/v10_register_prefetch", ALL, "float32"), ("cuda/v8_cp_async", (BIAS_GELU,), "float32"),
+         ("cuda/gemv1_warp_dot_bf16", ALL, "bfloat16"), ("cuda/gemv1_warp_dot_fp32", (MATRIX_SILU,), "float32")]
+# tc4 FP8 holds its last boxes of BF16 C as packed words across the next tile's first k-tile (EPI_DEFER) at 168
+# registers, the scale's beside them: an addend's loads and addresses there spill 4-16 bytes (not yet fixed)
+HELD_WITH_ADDEND = pytest.mark.xfail(strict=True, reason="tc4 FP8's held boxes leave no registers for an addend")
+# gelu with a BF16 bias on the 256-column tiles stored by TMA (tc4, tc6): NVVM keeps the whole fragment in a 512-byte
+# local array (no spill, but a stack) (not yet fixed)
+GELU_BF16_BIAS = pytest.mark.xfail(strict=True, reason="gelu + BF16 bias: the fragment in local memory")
+
+
+def _case(name, cfg, epi, dtype):
+    marks = [HELD_WITH_ADDEND] if name == "cuda/tc4_persistent_fp8" and epi.addend else []
+    if epi == BIAS_GELU and dtype == "bfloat16" and cfg.params.get("BN") == 256 and cfg.params.get("EPI_TMA", 0):
+        marks.append(GELU_BF16_BIAS)
+    return pytest.param(name, cfg, epi, dtype, marks=marks,
+                        id=f"{name}-{cfg.params.get('BN', '')}-{epi.describe()}-{dtype}")
+
+
+BUILDS = [_case(name, cfg, epi, dtype) for name, epis, dtype in CASES
+          for cfg in get_kernel(name).configurations()[:2 if name == "cuda/tc4_persistent_bf16" else 1]
+          for epi in epis]
+
+
+def _wgmma(spec) -> bool:
+    return spec.name.split("/")[1].startswith("tc")
+
+
+@pytest.mark.parametrize("name,cfg,epi,dtype", BUILDS)
+def test_each_switch_compiles_without_spills_near_the_plain_registers(name, cfg, epi, dtype, tmp_path):
+    plain = cfg.compile("sm_90a")
+    fused = cfg.with_epilogue(epi, dtype).compile("sm_90a")
+    assert fused.cubin != plain.cubin  # the epilogue is in the binary
+    report = fused.report
+    assert report.spills == 0 and report.stack_bytes == 0, report
+    assert report.registers <= plain.report.registers + 8, (report.registers, plain.report.registers)
+    if _wgmma(cfg) and sass.AVAILABLE:  # FP8 on QGMMA
+        assert ("QGMMA" if cfg.prec.scaled else "HGMMA") in sass.sass(fused.cubin, tmp_path)
+
+
+def test_the_defines_switch_only_with_an_epilogue():
+    spec = get_kernel("cuda/tc4_persistent_bf16")
+    assert spec.with_epilogue(Epilogue()) is spec and spec.with_epilogue(None) is spec
+    assert spec.defines() == spec.with_epilogue(Epilogue()).defines()
+    fused = spec.with_epilogue(Epilogue("silu", 0.5, 2.0, "matrix"), "bfloat16").defines()
+    assert {k: fused[k] for k in ("EPI", "EPI_ACT", "EPI_ADDEND", "EPI_D")} == {"EPI": 1, "EPI_ACT": 4,
+                                                                               "EPI_ADDEND": 2, "EPI_D": 1}
+    assert "EPI_D" not in spec.with_epilogue(BIAS_GELU, "float32").defines()
+    assert not any(k.startswith("EPI_") and k not in ("EPI_TMA", "EPI_BOXES", "EPI_DEFER", "EPI_LEND")
+                   for k in spec.defines())
+
+
+def _flat_offsets(struct, base=0):
+    offsets, _, _ = struct.layout()
+    out = {}
+    for name, kind in struct.fields:
+        if isinstance(kind, driver.Struct):
+            out.update(_flat_offsets(kind, base + offsets[name]))
+        else:
+            out[name] = base + offsets[name]
+    return out
+
+
+@pytest.mark.parametrize("struct,cname", [(tc_plan.TC_ARGS_EPI, "TcArgs"), (tc_plan.FP8_ARGS_EPI, "Fp8Args"),
+                                          (EPI_ARGS, "EpiArgs")])
+def test_epi_structs_match_the_compiled_ones(tmp_path, struct, cname):
+    """EPI=1's TcArgs (ending with EpiArgs), Fp8Args on it, and EpiArgs itself: the host's offsets are g++'s."""
+    want = _flat_offsets(struct)
+    prints = "\n".join(f'  printf("{f} %zu\\n", (size_t)((const char *)&x.{_path(struct, f)} - (const char *)&x));'
+                       for f in want)
+    src = tmp_path / "layout.cpp"
+    src.write_text(textwrap.dedent(f"""\
+        #include <cstddef>
+        #include <cstdio>
+        #include "tc_args.cuh"
+        int main() {{
+          static {cname} x;
+        {prints}
+          printf("sizeof %zu\\n", sizeof({cname}));
+        }}
+        """))
+    exe = tmp_path / "layout"
+    subprocess.run(["g++", "-std=c++17", "-DEPI=1", *INCLUDES, "-o", str(exe), str(src)], check=True)
+    printed = dict(line.split() for line in subprocess.run([str(exe)], capture_output=True, text=True,
+                                                             check=True).stdout.splitlines())
+    assert {f: int(printed[f]) for f in want} == want
+    assert int(printed["sizeof"]) == struct.layout()[1]
+
+
+def _path(struct, field):
+    """The C++ member path of a host field name: EpiArgs' fields sit in TcArgs' member ``epi``."""
+    names = {"D": "D", "d_rs": "rs", "d_cs": "cs", "alpha": "alpha", "beta": "beta"}
+    if struct is EPI_ARGS:
+        return names[field]
+    return f"epi.{names[field]}" if field in names else field
+
+
+def test_bind_epilogue_writes_alpha_beta_and_strides_swapped_for_a_transposed_store():
+    from gemmlab.kernels.cuda.launch.kernel import bind_epilogue
+
+    p = driver.Params((("args", tc_plan.TC_ARGS_EPI),))
+    bind_epilogue(p, Epilogue("relu", 2.0, -0.5, "matrix"), (7, 1))
+    assert (p.alpha, p.beta, p.d_rs, p.d_cs) == (2.0, -0.5, 7, 1)
+    bind_epilogue(p, BIAS_GELU, (0, 3), transposed=True)  # tc9: the bias follows the kernel's rows
+    assert (p.alpha, p.beta, p.d_rs, p.d_cs) == (1.0, 1.0, 3, 0)
+    p.D = 0xABCDEF00
+    assert ctypes.c_uint64.from_address(p.array[0] + tc_plan.TC_ARGS_EPI.layout()[0]["epi"]).value == 0xABCDEF00
+
+
+def test_every_registered_kernel_says_whether_it_fuses():
+    fusing = {s.name for s in list_kernels("cuda/*") if not s.epilogue_refusal(BIAS_GELU)}
+    assert {"cuda/tc2_wgmma_tma_bf16", "cuda/tc4_persistent_bf16", "cuda/tc6_stream_k_tf32",
+            "cuda/tc8_block_scaled_fp8", "cuda/tc9_narrow_swap_fp8", "cuda/v9_autotuned",
+            "cuda/gemv1_warp_dot_fp8_block"} <= fusing
+    assert not fusing & {"cuda/tc1_mma_sync_bf16", "cuda/tc5_swap_ab_tf32", "cuda/tc7_3xtf32", "cuda/v2_smem"}
