@@ -198,7 +198,7 @@ def test_dispatch_prints_the_choice_its_prediction_and_the_runners_up():
     lines = proc.stdout.splitlines()
     chosen = [line for line in lines if line.startswith("  * ")]
     assert len(chosen) == 1 and "ms a call" in chosen[0]
-    assert sum(line.startswith("    ") and " ms a call " in line for line in lines) == 4  # the runners-up
+    assert sum(line.startswith("    ") and " ms a call " in line for line in lines) == 5  # the runners-up
     assert "predicted" in proc.stdout and "tiles over" in proc.stdout
     proc = subprocess.run([sys.executable, "-m", "gemmlab", "dispatch", "--shape", "1000000", "--precision", "bf16",
                            "--precision", "fp32"], capture_output=True, text=True, timeout=120)
@@ -247,11 +247,11 @@ def test_the_grid_covers_the_suite_and_fits_the_budget():
 def test_a_grid_run_records_why_it_skips_a_candidate():
     skip = grid.pruner(W_T, H200)
     problem = Problem(1, 4096, 14336, "bf16")
-    reason = skip(get_kernel("cuda/tc1_mma_sync_bf16"), problem)
+    reason = skip(get_kernel("cuda/tc3_warp_specialized_bf16"), problem)
     assert "predicts" in reason and "the fastest candidate" in reason
-    r = BenchRecord("cuda/tc1_mma_sync_bf16", "cuda", 1, "bf16", "", {}, *problem.shape)
+    r = BenchRecord("cuda/tc3_warp_specialized_bf16", "cuda", 1, "bf16", "", {}, *problem.shape)
     opts = bench.BenchOptions(layout=W_T, skip=skip)
-    assert bench_one(get_kernel("cuda/tc1_mma_sync_bf16"), problem, r, None, opts, None, None, None) is None
+    assert bench_one(get_kernel("cuda/tc3_warp_specialized_bf16"), problem, r, None, opts, None, None, None) is None
     assert r.status == Status.SKIPPED and r.reason == reason
 
 

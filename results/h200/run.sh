@@ -63,9 +63,13 @@ for P in fp32 tf32 bf16 fp8 fp8_block; do
   g bench --suite-grid "$P" --layout row,col --no-peers --no-ceilings --repeat 30 --max-seconds 0.25 --pause 0 \
     --json "$OUT/grid_$P.json"
 done
+# tc10 (split-K) against the levels it displaces and the cuBLAS peers at the long-K shapes and two squares
+g bench --kernels 'cuda/tc10_split_k_*,cuda/tc2_wgmma_tma_bf16,cuda/tc4_persistent_bf16,cuda/tc6_stream_k_bf16,cuda/tc4_persistent_fp8,cuda/tc8_block_scaled_fp8,peers/cublas_bf16' \
+  --layout row,col --shape 256x256x16384 --shape 512x512x16384 --shape 1024x1024x16384 --shape 256x256x65536 \
+  --shape 512 --shape 1024 --repeat 20 --max-seconds 0.3 --pause 0 --no-ceilings --json "$OUT/split_k.json"
 # kernel="auto"'s table from these runs (shipped as src/gemmlab/data/dispatch-h200.json), then the public API
-g dispatch --build "$OUT"/{fp32,tensor_cores,fp8}.json "$OUT"/grid_*.json --out "$OUT/dispatch.json"
-g dispatch --write "$OUT"/{fp32,tensor_cores,fp8}.json "$OUT"/grid_*.json  # this GPU's table, which kernel="auto" reads
+g dispatch --build "$OUT"/{fp32,tensor_cores,fp8,split_k}.json "$OUT"/grid_*.json --out "$OUT/dispatch.json"
+g dispatch --write "$OUT"/{fp32,tensor_cores,fp8,split_k}.json "$OUT"/grid_*.json  # this GPU's table, which kernel="auto" reads
 g bench --api --json "$OUT/api.json"
 # The shape suite: x @ w.T at 69 shapes per precision, GPU and eager time against torch; a run per precision, each
 # adding its records to the one file
@@ -77,6 +81,7 @@ g verify --kernels 'cuda/*' --sample 4 --sanitize --json "$OUT/verify.json"
 # tail (tc6_stream_k_fp8_block)
 g verify --kernels 'cuda/tc5_swap_ab_tf32,cuda/tc6_stream_k_tf32' --sample 4 --sanitize --json "$OUT/verify_tf32.json"
 g verify --kernels 'cuda/gemv1*,cuda/tc9*' --sample 2 --sanitize --json "$OUT/verify_decode.json"
+g verify --kernels 'cuda/tc10*' --sample 2 --sanitize --json "$OUT/verify_split_k.json"
 g verify --kernels 'cuda/tc4_persistent_fp8,cuda/tc8*,cuda/tc6_stream_k_fp8_block' --sample 4 --sanitize --json "$OUT/verify_fp8.json"
 # ... and tc8 after its consumers' wait on the scale ring moved to the producer (SCALE_GATE), with its clustered spec
 g verify --kernels 'cuda/tc8_block_scaled_fp8,cuda/tc8_cluster_fp8_block' --sample 4 --sanitize \

@@ -393,8 +393,7 @@ def _choose(problem: Problem, layout: Layout, gpu, epilogue=None) -> Choice:
     if copied:
         pick = _anchored(copied)
         return Choice(pick.spec, _why(gpu, problem, layout, ranked, pick, "after a copy"), copies=pick.copies)
-    if usable:
-        refuse_layout(layout, usable[0].spec)
+    # measured kernels that cannot read the layout even after a copy (gemv1 against a row-major B): the defaults
 
     def default(name: str):
         try:
