@@ -93,7 +93,7 @@ CASES = [
     (["roofline", "--measure"], "needs a CUDA GPU"),
     # past the device's memory: refused before any table is printed
     (["roofline", "--shape", "1000000"], "A, B and C take 11,175.9 GiB; NVIDIA H200 holds 141 GiB"),
-    (["dispatch", "--shape", "1000000x1000000x1000000"], "bf16: A, B and C take 7,450.6 GiB; NVIDIA H200 holds"),
+    (["dispatch", "--shape", "1000000x1000000x1000000"], "fp16: A, B and C take 5,587.9 GiB; NVIDIA H200 holds"),
     (["dispatch", "--shape", "0"], "every dimension must be at least 1"),
     (["profile", "nope*"], "no kernel matches 'nope*'"),
     (["timeline", "--kernels", "nope*"], "no kernel matches 'nope*'"),

@@ -38,6 +38,9 @@ class GPUInfo:
 def probe() -> tuple[GPUInfo | None, str]:
     """(info of GPU 0, "") when a CUDA GPU is usable, else (None, why not). Without a driver the answer needs no
     CuPy, whose import costs seconds."""
+    missing = _cupy_missing()
+    if missing:
+        return None, f"CuPy is not importable ({missing}); for GPU runs: python3 -m pip install 'gemmlab[cupy]'"
     if not _driver_loads():
         return None, _no_gpu_reason(None)
     try:
@@ -105,6 +108,15 @@ DRIVER_LIBRARY = "nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1"
 
 def _cuda_version(v: int) -> str:
     return f"{v // 1000}.{v % 1000 // 10}"
+
+
+def _cupy_missing() -> str | None:
+    """Why CuPy cannot be imported, found without importing it (a module blocked or not installed), else None."""
+    if "cupy" in sys.modules:
+        return None if sys.modules["cupy"] is not None else "import of cupy halted; None in sys.modules"
+    import importlib.util
+
+    return None if importlib.util.find_spec("cupy") is not None else "No module named 'cupy'"
 
 
 def _driver_loads() -> bool:

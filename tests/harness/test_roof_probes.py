@@ -11,7 +11,7 @@ import sass
 
 from gemmlab.analysis.roofline import DEVICES, ceilings_for
 from gemmlab.harness import roof_probes
-from gemmlab.kernels.cuda.launch.nvrtc import compile_cuda, source_path
+from gemmlab.kernels.cuda.launch.nvrtc import SOURCE_DIRS, compile_cuda, source_path
 from gemmlab.kernels.cuda.launch.tma import TiledMap
 
 GXX = shutil.which("g++") or shutil.which("clang++")
@@ -115,7 +115,7 @@ def test_tma_probe_args_match_the_kernels_struct(tmp_path):
                    "int main() {\n" + "".join(f'  printf("%zu\\n", offsetof(ProbeTmaArgs, {f}));\n' for f in fields)
                    + '  printf("%zu\\n", sizeof(ProbeTmaArgs));\n}\n')
     exe = tmp_path / "args"
-    subprocess.run([GXX, "-o", str(exe), str(src)], check=True)
+    subprocess.run([GXX, *(f"-I{d}" for d in SOURCE_DIRS), "-o", str(exe), str(src)], check=True)
     got = [int(x) for x in subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split()]
     assert got == [offsets[f] for f in fields] + [size]
 

@@ -233,3 +233,19 @@ def test_dispatch_model_counts_the_splits():
     assert mine.reduce_ms == pytest.approx(want) and "split-K reduction" in mine.factors()
     assert estimate(get_kernel("cuda/tc4_persistent_bf16"), long_k, roofs).reduce_ms == 0
     assert mine.ms < estimate(get_kernel("cuda/tc2_wgmma_tma_bf16"), long_k, roofs).ms  # tc2: 2 of 132 SMs busy
+
+
+def test_traffic_adds_each_partial_written_once_and_read_once():
+    spec = get_kernel(NAMES["bf16"])
+    long_k = Problem(256, 256, 16384, "bf16")
+    runs = spec.for_problem(long_k)
+    plan = runs.split_plan(long_k, 132)
+    base = spec.traffic_model(long_k, 132, params=dict(runs.params))
+    t = spec.traffic(long_k)
+    ws = 4 * plan.bm * plan.bn * plan.ctas
+    assert plan.splits > 1 and plan.workspace_bytes == ws
+    assert (t.global_read - base.global_read, t.global_write - base.global_write) == (ws, ws)
+    one = Problem(4096, 4096, 256, "bf16")  # many tiles, 4 k-tiles: no split, the registered model as it is
+    assert spec.for_problem(one).split_plan(one, 132).splits == 1
+    assert spec.traffic(one).global_read == spec.traffic_model(one, 132, params=dict(
+        spec.for_problem(one).params)).global_read

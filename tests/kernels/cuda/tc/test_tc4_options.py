@@ -106,7 +106,10 @@ def test_a_spec_models_the_tile_its_parameters_name():
               for k in (256, 4096)]
     from gemmlab.kernels.registry import get_kernel, list_kernels
 
-    for spec in [s for s in list_kernels() if isinstance(s, WgmmaKernel)]:
+    from gemmlab.kernels.cuda.tc.tc10_split_k import SplitK
+
+    # tc10 models its partials' round trip on top of its registered model (its own traffic test covers it)
+    for spec in [s for s in list_kernels() if isinstance(s, WgmmaKernel) and not isinstance(s, SplitK)]:
         for shape in shapes:
             problem = Problem(*shape, spec.precision)
             runs = spec.for_problem(problem)
