@@ -6,20 +6,17 @@ lays out are the compiler's; and the plans write alpha, beta and the addend's st
 from __future__ import annotations
 
 import ctypes
-import subprocess
-import textwrap
 
 import pytest
 import sass
+from test_plans import _flat_offsets, compiled_layout
 
 from gemmlab import driver
 from gemmlab.epilogue import Epilogue
 from gemmlab.kernels.cuda.launch.kernel import EPI_ARGS
-from gemmlab.kernels.cuda.launch.nvrtc import SOURCE_DIRS
 from gemmlab.kernels.cuda.tc.model import plan as tc_plan
 from gemmlab.kernels.registry import get_kernel, list_kernels
 
-INCLUDES = [f"-I{d}" for d in SOURCE_DIRS]
 BIAS_GELU = Epilogue("gelu", addend="bias")
 MATRIX_SILU = Epilogue("silu", 2.0, 0.5, "matrix")
 SCALED_GELU_TANH = Epilogue("gelu_tanh", alpha=3.0)
@@ -88,41 +85,13 @@ def test_the_defines_switch_only_with_an_epilogue():
                    for k in spec.defines())
 
 
-def _flat_offsets(struct, base=0):
-    offsets, _, _ = struct.layout()
-    out = {}
-    for name, kind in struct.fields:
-        if isinstance(kind, driver.Struct):
-            out.update(_flat_offsets(kind, base + offsets[name]))
-        else:
-            out[name] = base + offsets[name]
-    return out
-
-
 @pytest.mark.parametrize("struct,cname", [(tc_plan.TC_ARGS_EPI, "TcArgs"), (tc_plan.FP8_ARGS_EPI, "Fp8Args"),
                                           (EPI_ARGS, "EpiArgs")])
 def test_epi_structs_match_the_compiled_ones(tmp_path, struct, cname):
     """EPI=1's TcArgs (ending with EpiArgs), Fp8Args on it, and EpiArgs itself: the host's offsets are g++'s."""
     want = _flat_offsets(struct)
-    prints = "\n".join(f'  printf("{f} %zu\\n", (size_t)((const char *)&x.{_path(struct, f)} - (const char *)&x));'
-                       for f in want)
-    src = tmp_path / "layout.cpp"
-    src.write_text(textwrap.dedent(f"""\
-        #include <cstddef>
-        #include <cstdio>
-        #include "tc_args.cuh"
-        int main() {{
-          static {cname} x;
-        {prints}
-          printf("sizeof %zu\\n", sizeof({cname}));
-        }}
-        """))
-    exe = tmp_path / "layout"
-    subprocess.run(["g++", "-std=c++17", "-DEPI=1", *INCLUDES, "-o", str(exe), str(src)], check=True)
-    printed = dict(line.split() for line in subprocess.run([str(exe)], capture_output=True, text=True,
-                                                             check=True).stdout.splitlines())
-    assert {f: int(printed[f]) for f in want} == want
-    assert int(printed["sizeof"]) == struct.layout()[1]
+    assert compiled_layout(tmp_path, struct, cname, lambda f: _path(struct, f), ["-DEPI=1"]) == \
+        (want, struct.layout()[1])
 
 
 def _path(struct, field):

@@ -117,12 +117,12 @@ def _flat_offsets(struct, base=0) -> dict:
     return out
 
 
-@pytest.mark.parametrize("struct,cname", [(tc_plan.TC_ARGS, "TcArgs"), (tc_plan.FP8_ARGS, "Fp8Args")])
-def test_tc_args_layout_matches_the_compiled_struct(tmp_path, struct, cname):
-    """The host's TcArgs and Fp8Args offsets are the C++ compiler's for tc_args.cuh (the same rules NVCC follows;
-    Fp8Args derives from TcArgs, so its fields are found from an object's address)."""
-    want = _flat_offsets(struct)
-    prints = "\n".join(f'  printf("{f} %zu\\n", (size_t)((const char *)&x.{f} - (const char *)&x));' for f in want)
+def compiled_layout(tmp_path, struct, cname: str, member=lambda field: field, defines=()) -> tuple[dict, int]:
+    """(each host field's offset, the size) of tc_args.cuh's ``cname`` as g++ lays it out, with ``defines``;
+    ``member`` maps a host field name to its C++ member path."""
+    fields = _flat_offsets(struct)
+    prints = "\n".join(f'  printf("{f} %zu\\n", (size_t)((const char *)&x.{member(f)} - (const char *)&x));'
+                       for f in fields)
     src = tmp_path / "layout.cpp"
     src.write_text(textwrap.dedent(f"""\
         #include <cstddef>
@@ -135,11 +135,18 @@ def test_tc_args_layout_matches_the_compiled_struct(tmp_path, struct, cname):
         }}
         """))
     exe = tmp_path / "layout"
-    subprocess.run(["g++", "-std=c++17", *INCLUDES, "-o", str(exe), str(src)], check=True)
+    subprocess.run(["g++", "-std=c++17", *defines, *INCLUDES, "-o", str(exe), str(src)], check=True)
     printed = dict(line.split() for line in subprocess.run([str(exe)], capture_output=True, text=True,
                                                              check=True).stdout.splitlines())
-    assert {f: int(printed[f]) for f in want} == want
-    assert int(printed["sizeof"]) == struct.layout()[1]
+    return {f: int(printed[f]) for f in fields}, int(printed["sizeof"])
+
+
+@pytest.mark.parametrize("struct,cname", [(tc_plan.TC_ARGS, "TcArgs"), (tc_plan.FP8_ARGS, "Fp8Args")])
+def test_tc_args_layout_matches_the_compiled_struct(tmp_path, struct, cname):
+    """The host's TcArgs and Fp8Args offsets are the C++ compiler's for tc_args.cuh (the same rules NVCC follows;
+    Fp8Args derives from TcArgs, so its fields are found from an object's address)."""
+    want = _flat_offsets(struct)
+    assert compiled_layout(tmp_path, struct, cname) == (want, struct.layout()[1])
     assert (struct is tc_plan.TC_ARGS and want == OFFSETS) or want["scale_a"] == SIZE  # scales right after TcArgs
 
 
