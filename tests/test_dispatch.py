@@ -146,6 +146,25 @@ def test_where_host_time_binds_the_kernel_with_fewer_launches_wins():
     assert choice.spec.name == "cuda/tc6_stream_k_tf32" and "14 µs of host time a call, which binds" in choice.why
 
 
+def test_calls_within_host_tie_of_the_fastest_go_by_gpu_time():
+    """Two kernels whose host time binds at nearly the same time a call (host times of one call path differ by a few
+    percent from run to run) are one time a call: the faster on the GPU leads, what a CUDA graph or a call from an
+    idle GPU waits for. Past HOST_TIE apart, the faster call leads whatever its GPU time."""
+    small = (512, 512, 512)
+    past = 19.5 * (1 + dispatch.HOST_TIE) + 0.1
+    tied = run(record("cuda/tc3_warp_specialized_bf16", 0.0143, "bf16", small, host_us=19.5),
+               record("cuda/tc10_split_k_bf16", 0.0085, "bf16", small, host_us=20.1),
+               record("cuda/tc2_wgmma_tma_bf16", 0.0060, "bf16", small, host_us=past))
+    assert [r["kernel"] for r in dispatch.table_from_results(tied)["NVIDIA H200"]["bf16"]["512x512x512"]] == [
+        "cuda/tc10_split_k_bf16", "cuda/tc3_warp_specialized_bf16", "cuda/tc2_wgmma_tma_bf16"]
+    apart = run(record("cuda/tc3_warp_specialized_bf16", 0.0143, "bf16", small, host_us=19.5),
+                record("cuda/tc10_split_k_bf16", 0.0085, "bf16", small, host_us=past))
+    assert [r["kernel"] for r in dispatch.table_from_results(apart)["NVIDIA H200"]["bf16"]["512x512x512"]] == [
+        "cuda/tc3_warp_specialized_bf16", "cuda/tc10_split_k_bf16"]
+    dispatch.record(tied)  # this machine's table: auto follows it
+    assert dispatch.choose(Problem(*small, "bf16"), ROW_MAJOR, H200).spec.name == "cuda/tc10_split_k_bf16"
+
+
 def test_a_bench_run_updates_this_machines_table(tmp_path):
     path = dispatch.record(run(record("cuda/tc6_stream_k_bf16", 0.10), record("cuda/tc4_persistent_bf16", 0.30)))
     assert path == tmp_path / "cache" / "dispatch.json" and path.exists()  # own_dispatch_cache sets the cache root

@@ -19,7 +19,8 @@ level runs.
 
 "Fastest" is what a caller issuing calls back to back waits per call: the GPU time, or where a record carries it
 (small problems, ``call_host_us``), the host time of one gemmlab.matmul call with that kernel if that is longer; a
-record without one, at a shape where others have it, counts the shape's median. A kernel whose plan launches twice
+record without one, at a shape where others have it, counts the shape's median. Calls within HOST_TIE of the
+fastest go by GPU time. A kernel whose plan launches twice
 (a pre-pass, then the kernel) can be the faster on the GPU and the slower to call. A kernel that failed verification
 at a shape a prediction reads is never run.
 
@@ -56,6 +57,10 @@ SMALL_M = {"fp32": ("cuda/gemv1_warp_dot_fp32", 16), "tf32": ("cuda/gemv1_warp_d
 NEIGHBOURS = 4  # measured shapes a prediction between them reads, at most
 REACH = math.log(2)  # ... those within one doubling of one dimension farther than the nearest
 MARGIN = 0.10  # between measured shapes, how much faster a prediction must be to displace the nearest's winner
+# Where host time binds, calls within this fraction of the fastest are one time (host times of one call path differ
+# by about this much from run to run) and go by GPU time: a call from an idle GPU waits for its host time and then
+# its kernels, a CUDA graph or a stream that runs ahead waits for the kernels alone
+HOST_TIE = 0.05
 
 
 def shipped_gpu():
@@ -132,18 +137,23 @@ def _ranked(rows: list[dict]) -> list[dict]:
         if _key(row) in failed:
             continue
         old = best.get(_key(row))
-        if old is None or ("host_us" in row, -_rank(row)[0]) > ("host_us" in old, -_rank(old)[0]):
+        if old is None or ("host_us" in row, -per_call_ms(row)) > ("host_us" in old, -per_call_ms(old)):
             best[_key(row)] = row
     # a record without a host time where others of the shape have one (an older run): the shape's median, not none
     # at all, so that it does not rank above the kernels whose host time binds
     known = [row["host_us"] for row in best.values() if "host_us" in row]
     typical = statistics.median(known) if known else 0.0
-    return sorted(best.values(), key=lambda row: _rank(row, typical)) + [
+    return fastest_first(best.values(), lambda row: per_call_ms(row, typical), lambda row: row["ms"]) + [
         {"kernel": k, "failed": True, **({"layout": layout} if layout else {})} for k, layout in sorted(failed)]
 
 
-def _rank(row: dict, typical_host_us: float = 0.0) -> tuple:
-    return per_call_ms(row, typical_host_us), row["ms"]
+def fastest_first(items, call, gpu) -> list:
+    """``items`` by ``call`` (ms a call), those within HOST_TIE of the fastest call first, by ``gpu`` (GPU ms)."""
+    by_call = sorted(items, key=lambda x: (call(x), gpu(x)))
+    if not by_call:
+        return by_call
+    tied = sum(call(x) <= call(by_call[0]) * (1 + HOST_TIE) for x in by_call)
+    return sorted(by_call[:tied], key=gpu) + by_call[tied:]
 
 
 def table_from_runs(runs: list[dict]) -> dict:
@@ -343,7 +353,7 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
             ms = math.exp(sum(w * math.log(g) for w, g, _ in predicted) / total)
             per_call = math.exp(sum(w * math.log(c) for w, _, c in predicted) / total)
         out.append(Candidate(spec, ms, per_call, copies, str(refusal or ""), tuple(basis), here))
-    return sorted(out, key=lambda c: (c.per_call_ms, c.ms))
+    return fastest_first(out, lambda c: c.per_call_ms, lambda c: c.ms)
 
 
 def _renamed(name: str, source: str, precision: str) -> str:
@@ -451,7 +461,7 @@ def _anchored(candidates: list[Candidate]) -> Candidate:
         return best
     nearest = min((c.basis[0] for c in candidates), key=lambda b: b[3])
     at_nearest = [c for c in candidates if c.basis[0][0] == nearest[0]]
-    anchor = min(at_nearest, key=lambda c: _rank(c.basis[0][1]))
+    anchor = fastest_first(at_nearest, lambda c: per_call_ms(c.basis[0][1]), lambda c: c.basis[0][1]["ms"])[0]
     return anchor if anchor.per_call_ms <= best.per_call_ms * (1 + MARGIN) ** (1 + nearest[3]) else best
 
 

@@ -39,15 +39,10 @@ CASES = [("cuda/tc4_persistent_bf16", ALL, "bfloat16"), ("cuda/tc4_persistent_bf
 # tc4 FP8 holds its last boxes of BF16 C as packed words across the next tile's first k-tile (EPI_DEFER) at 168
 # registers, the scale's beside them: an addend's loads and addresses there spill 4-16 bytes (not yet fixed)
 HELD_WITH_ADDEND = pytest.mark.xfail(strict=True, reason="tc4 FP8's held boxes leave no registers for an addend")
-# gelu with a BF16 bias on the 256-column tiles stored by TMA (tc4, tc6): NVVM keeps the whole fragment in a 512-byte
-# local array (no spill, but a stack) (not yet fixed)
-GELU_BF16_BIAS = pytest.mark.xfail(strict=True, reason="gelu + BF16 bias: the fragment in local memory")
 
 
 def _case(name, cfg, epi, dtype):
     marks = [HELD_WITH_ADDEND] if name == "cuda/tc4_persistent_fp8" and epi.addend else []
-    if epi == BIAS_GELU and dtype == "bfloat16" and cfg.params.get("BN") == 256 and cfg.params.get("EPI_TMA", 0):
-        marks.append(GELU_BF16_BIAS)
     return pytest.param(name, cfg, epi, dtype, marks=marks,
                         id=f"{name}-{cfg.params.get('BN', '')}-{epi.describe()}-{dtype}")
 

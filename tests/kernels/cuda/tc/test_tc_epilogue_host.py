@@ -35,7 +35,7 @@ Logged &Logged::operator=(float x) {
 inline float out_value(Logged *, float x) { return x; }
 inline void store_pair(Logged *p, float x, float y) { p[0] = x; p[1] = y; }
 struct TcArgs {};  // no fused epilogue: its per-group step does nothing, as in an EPI=0 build
-template <int TN, typename D> inline void epi_groups(D &, const TcArgs &, int, int, int, int, int, int) {}
+template <int TN, typename D> inline void epi_group(D &, const TcArgs &, int, int, int, int, int) {}
 
 STORE_ACC
 

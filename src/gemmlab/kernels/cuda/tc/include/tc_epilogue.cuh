@@ -9,44 +9,43 @@
 #include "tc_out.cuh"
 
 // ---- the fused epilogue (EPI=1, epilogue.cuh) --------------------------------------------------------------------
-// The 8-column groups j0 <= j < j1 of a warpgroup's m64nN fragment at (row0, col0) (the layout store_acc describes)
-// turned in place into the epilogue's values, in the kernel's coordinates. The stores below call it per group or per
-// box, just before the values leave, so a thread holds a group's addends and activations at a time, not a tile's (a
-// tile's worth spills at 168 registers); in place, because the accumulators are dead past their store (the next
-// tile's first wgmma overwrites them). The bounds are constants where the calls unroll. D is read for the elements
-// inside M×N only (a TMA store clips the rest; a TileStore::hold of no tile has rows below 0).
+// 8-column group j of a warpgroup's m64nN fragment at (row0, col0) (the layout store_acc describes) turned in place
+// into the epilogue's values, in the kernel's coordinates. The stores below call it for each group just before its
+// values leave, inside their own unrolled loops, so a thread holds a group's addends and activations at a time, not
+// a tile's (a tile's worth spills at 168 registers); in place, because the accumulators are dead past their store
+// (the next tile's first wgmma overwrites them). One group per call, j a constant once the caller's loop unrolls: a
+// call that took a range of groups put every group's body, each behind a test of the range, inside each of the
+// caller's iterations, which then grew past the unroller's limit and stayed a loop, with the fragment indexed by a
+// variable and so in local memory (gelu with a bias: a 512-byte stack). D is read for the elements inside M×N only
+// (a TMA store clips the rest; a TileStore::hold of no tile has rows below 0).
 template <int TN>
-__device__ __forceinline__ void epi_groups(float (&d)[TN / 2], const TcArgs &args, int row0, int col0, int M, int N,
-                                           int j0, int j1) {
+__device__ __forceinline__ void epi_group(float (&d)[TN / 2], const TcArgs &args, int row0, int col0, int M, int N,
+                                          int j) {
 #if EPI
   const int t = threadIdx.x % 128;
-  const int r = row0 + 16 * (t / 32) + (t % 32) / 4, c = col0 + 2 * (t % 4);
+  const int r = row0 + 16 * (t / 32) + (t % 32) / 4;
+  // the group's values and its column pass through empty volatile asm first, its values again after: the compiler
+  // keeps volatile asm in order, so it cannot start a later group's loads or arithmetic (and hold their registers)
+  // before this group's are done
+  int cj = col0 + 2 * (t % 4) + 8 * j;
+  asm volatile("" : "+r"(cj));
 #pragma unroll
-  for (int j = 0; j < TN / 8; ++j) {
-    if (j < j0 || j >= j1) continue;
-    // the group's values and its column pass through empty volatile asm first, its values again after: the
-    // compiler keeps volatile asm in order, so it cannot start a later group's loads or arithmetic (and hold their
-    // registers) before this group's are done
-    int cj = c + 8 * j;
-    asm volatile("" : "+r"(cj));
+  for (int i = 4 * j; i < 4 * j + 4; ++i) asm volatile("" : "+f"(d[i]));
 #pragma unroll
-    for (int i = 4 * j; i < 4 * j + 4; ++i) asm volatile("" : "+f"(d[i]));
+  for (int h = 0; h < 2; ++h)
 #pragma unroll
-    for (int h = 0; h < 2; ++h)
+    for (int v = 0; v < 2; ++v) {
+      const int rr = r + 8 * h, cc = cj + v;
+      float &x = d[4 * j + 2 * h + v];
+      x = epi_apply(args.epi, x, rr, cc, (unsigned)rr < M && cc < N);
+    }
 #pragma unroll
-      for (int v = 0; v < 2; ++v) {
-        const int rr = r + 8 * h, cc = cj + v;
-        float &x = d[4 * j + 2 * h + v];
-        x = epi_apply(args.epi, x, rr, cc, (unsigned)rr < M && cc < N);
-      }
-#pragma unroll
-    for (int i = 4 * j; i < 4 * j + 4; ++i) asm volatile("" : "+f"(d[i]));
-  }
+  for (int i = 4 * j; i < 4 * j + 4; ++i) asm volatile("" : "+f"(d[i]));
 #endif
 }
 // a HeldC holds values the epilogue has made already
 template <int TN, typename H>
-__device__ __forceinline__ void epi_groups(H &, const TcArgs &, int, int, int, int, int, int) {}
+__device__ __forceinline__ void epi_group(H &, const TcArgs &, int, int, int, int, int) {}
 
 // ---- epilogue -------------------------------------------------------------------------------------------------
 // Store one warpgroup's m64nN FP32 accumulator fragment to row-major C (FP32, or BF16 or FP16 bits) at (row0, col0).
@@ -76,14 +75,14 @@ __device__ __forceinline__ void store_acc(T *C, float (&d)[TN / 2], int row0, in
     T *p1 = p0 + 8LL * N;
 #pragma unroll
     for (int j = 0; j < TN / 8; ++j) {
-      epi_groups<TN>(d, args, row0, col0, M, N, j, j < epi_to ? j + 1 : j);
+      if (j < epi_to) epi_group<TN>(d, args, row0, col0, M, N, j);
       store_pair(p0 + 8 * j, d[4 * j], d[4 * j + 1]);
       store_pair(p1 + 8 * j, d[4 * j + 2], d[4 * j + 3]);
     }
   } else {
 #pragma unroll
     for (int j = 0; j < TN / 8; ++j) {
-      epi_groups<TN>(d, args, row0, col0, M, N, j, j < epi_to ? j + 1 : j);
+      if (j < epi_to) epi_group<TN>(d, args, row0, col0, M, N, j);
       const int cc = c + 8 * j;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
@@ -205,7 +204,8 @@ __device__ __forceinline__ void store_acc_tma(const TcArgs &args, F &d, unsigned
   for (int b = B0; b < B1; ++b) {
     if (col0 + COLS * b >= N) break;  // the same for the whole warpgroup
     const u32 box = kLent ? lent_box(b) : base + (boxes++ % EPI_BOXES) * C_BOX_BYTES;
-    epi_groups<TN>(d, args, row0, col0, M, N, b * (COLS / 8), (b + 1) * (COLS / 8));
+#pragma unroll
+    for (int s = 0; s < COLS / 8; ++s) epi_group<TN>(d, args, row0, col0, M, N, b * (COLS / 8) + s);
 #pragma unroll
     for (int s = 0; s < COLS / 8; ++s) {
       const int j = b * (COLS / 8) + s;
@@ -268,7 +268,8 @@ struct TileStore {
   __device__ __forceinline__ void hold(const TcArgs &args, T *C, H &held, float (&d)[TN / 2],
                                        unsigned char *staging, int m0, int n0, int cw, int M, int N) {
     static_assert(!EPI_DEFER || (EPI_TMA && sizeof(T) == 2), "held boxes are BF16 C's, stored by TMA");
-    epi_groups<TN>(d, args, m0 + cw * 64, n0, M, N, 8 * H::FIRST, TN / 8);
+#pragma unroll
+    for (int j = 8 * H::FIRST; j < TN / 8; ++j) epi_group<TN>(d, args, m0 + cw * 64, n0, M, N, j);
     held.hold(d, args.c_tma ? m0 : -1, n0);
     if (m0 < 0) return;
     if (!args.c_tma) {
