@@ -2,6 +2,7 @@
 scales, the output type, the dispatcher's choice for kernel="auto", then the plan (``prepare``) and an ``out``."""
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,7 +24,8 @@ def _check_shapes(fa: Facts, fb: Facts) -> Problem | tuple:
                          "equal B's rows")
     for dim, size in (("M", m), ("K", k), ("N", n)):
         if size == 0:
-            raise ShapeError(f"{dim}=0: zero-sized matrices have no product to compute; every dimension must be >= 1")
+            raise ShapeError(f"{dim}=0: a product with a zero dimension runs no kernel, so it has no plan "
+                             "(gemmlab.matmul, linear and addmm return torch's empty or zero result without one)")
     return m, n, k
 
 
@@ -239,6 +241,31 @@ def prepare(fa: Facts, fb: Facts, kernel, precision, device: int | None, scales:
     if scaled is not None:
         prepared.scaled, prepared.copy_scales = True, scaled.copy
     return prepared
+
+
+@functools.lru_cache(maxsize=256)
+def empty_dtype(kind: str, dtypes: tuple, device: int | None, mnk: tuple, kernel, precision, scales: tuple = (None, None),
+                out_dtype: str | None = None, epilogue=None, addend=None) -> str:
+    """C's dtype for a product with a zero dimension (M, N or K of ``mnk``, or a batch's), after every check a call
+    of these operands gets but its size's: ``resolve`` on the call one element long where a dimension is 0 (its
+    dtypes, precision, kernel name, out_dtype, scales' kinds, the dispatcher's choice among the kernels that fuse the
+    epilogue), then the epilogue's addend against the real M and N. Such a call runs no kernel (torch's result is
+    empty, or for K = 0 the epilogue of a zero product), so nothing is compiled and no plan is made: ``prepare``
+    still refuses it, as ``gemmlab.plan`` and the command line do. Layouts are not checked: there is nothing to read.
+    Cached by its arguments, the facts of a call."""
+    from gemmlab import device as dev
+
+    m, n, k = mnk
+    b_layout = COL if scaled_dtype(dtypes[0]) and scaled_dtype(dtypes[1]) else ROW  # as FP8 tensor cores read B
+    fa = Facts(kind, (max(m, 1), max(k, 1)), dtypes[0], ROW, device)
+    fb = Facts(kind, (max(k, 1), max(n, 1)), dtypes[1], b_layout, device)
+    if epilogue is not None and getattr(epilogue, "is_identity", False) and addend is None:
+        epilogue = None
+    gpu = None if device is None else dev.gpu_info(device)
+    spec, problem, _, _ = resolve(fa, fb, kernel, precision, device is not None, gpu, scales, out_dtype, epilogue)
+    out = str(spec.output_dtype(problem))
+    check_epilogue(epilogue, addend, fa, m, n, out)
+    return out
 
 
 def check_out(out, kind: str, shape: tuple, device, dtype: str = "float32") -> None:
