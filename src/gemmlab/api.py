@@ -80,10 +80,9 @@ def _array_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtyp
     elif r.empty:  # a batch with a zero dimension: no kernel (a 2-D product's is array_matmul's business)
         if kind == "cupy" and A.device != B.device:
             raise LayoutError(f"A is on cuda:{A.device.id} and B on cuda:{B.device.id}: pass both on one GPU")
-        (m, k), n = r.a_shape[-2:], r.b_shape[-1]
         c = call.launch.array_empty(kind, (np.dtype(A.dtype).name, np.dtype(B.dtype).name),
-                                    A.device.id if kind == "cupy" else None, (m, n, k), r.c_shape, kernel, precision,
-                                    c_out, out_dtype=call.out_dtype_name(out_dtype))
+                                    A.device.id if kind == "cupy" else None, (r.a_shape[-2:], r.b_shape[-2:]),
+                                    r.c_shape, kernel, precision, c_out, out_dtype=call.out_dtype_name(out_dtype))
     else:
         batch = r.batch
         if kind == "cupy":

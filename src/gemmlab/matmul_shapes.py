@@ -92,7 +92,7 @@ def route(a_shape, a_strides, b_shape, b_strides) -> Route:
         raise ShapeError(f"inner dimensions differ: {shapes}; A's last dimension ({k}) must equal B's {where} ({k2})")
     batch, strides_a, strides_b = _broadcast(a_shape[:-2], a_strides[:-2], b_shape[:-2], b_strides[:-2], shapes)
     out_shape = (*batch, *(() if a_vector else (m,)), *(() if b_vector else (n,)))
-    # B is one matrix for the whole batch (none of its batch dimensions 0): A's batch and rows may collapse into one GEMM
+    # B is one matrix for the whole batch (no batch dimension of it 0): A's batch and rows may collapse into one GEMM
     if not any(strides_b) and 0 not in b_shape[:-2]:
         rows = _collapse((*batch, m), (*strides_a, a_strides[-2]))
         if rows is not None:

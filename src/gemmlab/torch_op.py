@@ -133,12 +133,12 @@ def empty(A, B, shape, kernel, precision, out, scales=(None, None), out_dtype=No
     float64 with torch's activation functions and rounded once, as the kernels' FP32 epilogue rounds once."""
     if A.device != B.device:
         raise LayoutError(f"A is on {A.device} and B on {B.device}: pass both on the host or both on one GPU")
-    (m, k), n = A.shape[-2:], B.shape[-1]
     device = A.device.index if A.is_cuda else None
     names = tuple(str(x.dtype).removeprefix("torch.") for x in (A, B))
-    dtype = call.checks.empty_dtype("torch", names, device, (m, n, k), kernel, precision,
-                                    tuple(call.scale_facts(s, name) for s, name in zip(scales, ("scale_a", "scale_b"))),
-                                    call.out_dtype_name(out_dtype), epilogue, call.addend_facts(addend))
+    scales = tuple(call.scale_facts(s, name) for s, name in zip(scales, ("scale_a", "scale_b")))
+    dtype = call.checks.empty_dtype("torch", names, device, (tuple(A.shape[-2:]), tuple(B.shape[-2:])), kernel,
+                                    precision, scales, call.out_dtype_name(out_dtype), epilogue,
+                                    call.addend_facts(addend))
     if out is not None:
         call.check_out(out, "torch", tuple(shape), device, dtype)
     c = torch.empty(shape, dtype=getattr(torch, dtype), device=A.device) if out is None else out

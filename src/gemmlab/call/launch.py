@@ -34,10 +34,10 @@ def array_matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_d
     key = ("array", kernel, precision, fa, fb, _out_key(out), scales, out_name, epilogue, fd)
     prepared = plans.get(key)
     if prepared is None:
-        (m, k), n = fa.shape, fb.shape[1]
-        if 0 in (m, n, k):
-            return array_empty(fa.kind, (fa.dtype, fb.dtype), fa.device, (m, n, k), (m, n), kernel, precision, out,
-                               scales, out_name, epilogue, fd, addend)
+        if 0 in fa.shape + fb.shape:
+            return array_empty(fa.kind, (fa.dtype, fb.dtype), fa.device, (fa.shape, fb.shape),
+                               (fa.shape[0], fb.shape[1]), kernel, precision, out, scales, out_name, epilogue, fd,
+                               addend)
         prepared = checks.prepare(fa, fb, kernel, precision, fa.device, scales, out_name, epilogue, fd)
         if out is not None:
             checks.check_out(out, fa.kind, prepared.out_shape, fa.device, prepared.out_dtype)
@@ -52,9 +52,9 @@ def array_matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_d
     return host_launch(prepared, A, B, out, (scale_a, scale_b), addend)
 
 
-def array_empty(kind: str, dtypes: tuple, device, mnk: tuple, shape: tuple, kernel, precision, out, scales=(None, None),
-                out_dtype: str | None = None, epilogue=None, fd=None, addend=None):
-    """A product with a zero dimension (M, N or K of ``mnk``, or a batch's) for NumPy and CuPy operands: C of
+def array_empty(kind: str, dtypes: tuple, device, shapes: tuple, shape: tuple, kernel, precision, out,
+                scales=(None, None), out_dtype: str | None = None, epilogue=None, fd=None, addend=None):
+    """A product with a zero dimension (M, N or K of the matrices' ``shapes``, (M, K) and (K, N), or a batch's) for NumPy and CuPy operands: C of
     ``shape``, in the dtype a call of these operands writes (gemmlab.call.checks.empty_dtype: every other check
     too), made without a kernel: empty where M, N or the batch is 0; for K = 0 what the epilogue makes of a zero
     product: zeros (every activation keeps 0), act(bias) in every row, or beta·D (alpha times an empty sum is 0),
@@ -64,7 +64,7 @@ def array_empty(kind: str, dtypes: tuple, device, mnk: tuple, shape: tuple, kern
 
     from gemmlab.epilogue import activate
 
-    dtype = checks.empty_dtype(kind, dtypes, device, mnk, kernel, precision, scales, out_dtype, epilogue, fd)
+    dtype = checks.empty_dtype(kind, dtypes, device, shapes, kernel, precision, scales, out_dtype, epilogue, fd)
     if out is not None:
         checks.check_out(out, kind, shape, device, dtype)
     xp, where = np, contextlib.nullcontext()
