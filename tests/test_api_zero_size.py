@@ -11,6 +11,8 @@ F = torch.nn.functional
 import gemmlab  # noqa: E402
 import gemmlab.nn  # noqa: E402
 from gemmlab import call  # noqa: E402
+from gemmlab.device import GPUInfo  # noqa: E402
+from gemmlab.epilogue import Epilogue  # noqa: E402
 from gemmlab.errors import DTypeError, EpilogueError, LayoutError, ShapeError, UnknownKernelError  # noqa: E402
 
 gen = torch.Generator().manual_seed(5)
@@ -256,3 +258,45 @@ def test_torch_compile_fullgraph_with_zero_dimensions():
     sum(r.sum() for r in want).backward()
     for g, r in zip(args, refs):
         torch.testing.assert_close(g.grad, r.grad, rtol=1e-6, atol=1e-7)
+
+
+H200 = GPUInfo("NVIDIA H200", 132, (9, 0), 60 * 2**20, 232448, 1980.0, 141 * 2**30, "13.0", "13.0")
+
+
+@pytest.fixture
+def h200(monkeypatch):
+    """GPU operands' checks on this host: device 0 an H200 as its properties read (nothing runs on it)."""
+    monkeypatch.setattr(gemmlab.device, "gpu_info", lambda index: H200)
+    call.checks.empty_dtype.cache_clear()
+    yield
+    call.checks.empty_dtype.cache_clear()
+
+
+@pytest.mark.parametrize("dtypes, precision, out_dtype, want", [
+    (("float32", "float32"), None, None, "float32"),
+    (("float32", "float32"), "tf32", None, "float32"),
+    (("bfloat16", "bfloat16"), None, None, "bfloat16"),  # torch's rule: BF16 in, BF16 out
+    (("bfloat16", "bfloat16"), None, "float32", "float32"),
+    (("float16", "float16"), None, None, "float16"),
+    (("float8_e4m3fn", "float8_e5m2"), None, None, "bfloat16"),
+])
+@pytest.mark.parametrize("shapes", [((0, 64), (64, 32)), ((16, 0), (0, 32)), ((16, 64), (64, 0))])
+def test_gpu_operands_with_a_zero_dimension_get_the_dtype_their_call_writes(h200, dtypes, precision, out_dtype, want,
+                                                                             shapes):
+    got = call.checks.empty_dtype("torch", dtypes, 0, shapes, "auto", precision, (None, None), out_dtype)
+    assert got == want
+
+
+def test_gpu_operands_with_a_zero_dimension_keep_the_kernels_refusals(h200):
+    bf16, k0 = ("bfloat16", "bfloat16"), ((16, 0), (0, 32))
+    bias = call.AddendFacts("torch", (32,), "bfloat16", (1,), 0)
+    with pytest.raises(EpilogueError, match="cuda/tc1_mma_sync_bf16 has no fused epilogue"):
+        call.checks.empty_dtype("torch", bf16, 0, k0, "cuda/tc1_mma_sync_bf16", None, (None, None), None,
+                                Epilogue("gelu", addend="bias"), bias)
+    with pytest.raises(LayoutError, match="cpu/blas runs on the host"):
+        call.checks.empty_dtype("torch", ("float32", "float32"), 0, k0, "cpu/blas", None)
+    with pytest.raises(DTypeError, match=r"out_dtype='float16': bf16 writes"):
+        call.checks.empty_dtype("torch", bf16, 0, k0, "auto", None, (None, None), "float16")
+    with pytest.raises(DTypeError, match="bias must be bfloat16"):
+        call.checks.empty_dtype("torch", bf16, 0, k0, "auto", None, (None, None), None, Epilogue(addend="bias"),
+                                call.AddendFacts("torch", (32,), "float16", (1,), 0))

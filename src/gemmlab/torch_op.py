@@ -19,6 +19,10 @@ batches become views, then one 2-D GEMM (the batch collapsed into A's rows, gemm
 batched call (gemmlab.call.batched_matmul, ``torch.ops.gemmlab.bmm`` under autograd, whose backward is two more
 batched calls; torch's own autograd of the views sums a broadcast operand's gradient over its batch).
 
+A product with a zero dimension (M, N, K or a batch's) is torch's result made without a kernel or a plan (``empty``):
+empty, or for K = 0 zeros (act(bias) or beta·c with an epilogue). The operators' fakes give its shape as any other,
+and its backward pass is more such products (dB of an A with no rows is zeros of B's shape, as torch's).
+
 FP8 tensors take the direct path only (the scaled product has no backward here, and torch.compile would need the
 scales in the operator's schema); their scales' addresses are read per call with ``data_ptr()``, like the operands'.
 """
