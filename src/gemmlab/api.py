@@ -106,6 +106,8 @@ def _routed(A, B):
         r = matmul_shapes.route_of(tuple(A.shape), A.stride(), tuple(B.shape), B.stride())
         return (r, *matmul_shapes.views(r, A, B, type(A).expand))
     r = matmul_shapes.route_of(tuple(A.shape), _element_strides(A), tuple(B.shape), _element_strides(B))
+    if r.batched and r.empty:  # nothing to read: no views (CuPy's broadcast_to need not take a size 1 to 0)
+        return r, A, B
     xp = np
     if call.operands.kind_of(A) == "cupy":
         import cupy as xp

@@ -266,12 +266,12 @@ def _runs_where(spec, device: int | None, gpu) -> tuple:
 def empty_dtype(kind: str, dtypes: tuple, device: int | None, shapes: tuple, kernel, precision,
                 scales: tuple = (None, None), out_dtype: str | None = None, epilogue=None, addend=None) -> str:
     """C's dtype for a product with a zero dimension (M, N or K of the matrices' ``shapes``, (M, K) and (K, N), or a
-    batch's), after every check a call of these operands gets but its size's: ``resolve`` on the call one element long where a dimension is 0 (its
-    dtypes, precision, kernel name, out_dtype, scales' kinds, the dispatcher's choice among the kernels that fuse
-    the epilogue), the kernel's device, the epilogue's addend against the real M and N and a named kernel's
-    epilogue. Such a call runs no kernel (torch's result is empty, or for K = 0 the epilogue of a zero product), so
-    nothing is compiled and no plan is made; ``prepare`` still refuses it, as ``gemmlab.plan`` and the command line
-    do. Layouts are not checked: there is nothing to read. Cached by its arguments, the facts of a call."""
+    batch's), after every check a call of these operands gets but its size's: ``resolve`` on the call one element
+    long where a dimension is 0 (dtypes, precision, kernel name, out_dtype, the scales' kinds, the dispatcher's choice
+    among the kernels that fuse the epilogue), the kernel's device, the epilogue's addend against the real M and N,
+    and a named kernel's epilogue. Such a call runs no kernel (torch's result is empty, or for K = 0 the epilogue of a
+    zero product), so nothing is compiled and no plan is made; ``prepare`` still refuses it, as ``gemmlab.plan`` and
+    the command line do. Layouts are not checked: there is nothing to read. Cached by its arguments, a call's facts."""
     from gemmlab import device as dev
 
     m, n, k = _sizes(*shapes)

@@ -54,12 +54,12 @@ def array_matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_d
 
 def array_empty(kind: str, dtypes: tuple, device, shapes: tuple, shape: tuple, kernel, precision, out,
                 scales=(None, None), out_dtype: str | None = None, epilogue=None, fd=None, addend=None):
-    """A product with a zero dimension (M, N or K of the matrices' ``shapes``, (M, K) and (K, N), or a batch's) for NumPy and CuPy operands: C of
-    ``shape``, in the dtype a call of these operands writes (gemmlab.call.checks.empty_dtype: every other check
-    too), made without a kernel: empty where M, N or the batch is 0; for K = 0 what the epilogue makes of a zero
-    product: zeros (every activation keeps 0), act(bias) in every row, or beta·D (alpha times an empty sum is 0),
-    computed as ``Epilogue.apply_numpy`` computes it. ``out`` is checked and written as a call's is. ``scales`` and
-    ``fd`` are the call's facts of its scales and addend."""
+    """A product with a zero dimension for NumPy and CuPy operands (M, N or K of the matrices' ``shapes``, (M, K)
+    and (K, N), or a batch's): C of ``shape``, in the dtype a call of these operands writes (its other checks:
+    gemmlab.call.checks.empty_dtype), made without a kernel: empty where M, N or the batch is 0; for K = 0 what the
+    epilogue makes of a zero product: zeros (every activation keeps 0), act(bias) in every row, or beta·D (alpha
+    times an empty sum is 0), computed as ``Epilogue.apply_numpy`` computes it. ``out`` is checked and written as a
+    call's is. ``scales`` and ``fd`` are the call's facts of its scales and addend."""
     import contextlib
 
     from gemmlab.epilogue import activate
