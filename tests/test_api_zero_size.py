@@ -292,6 +292,18 @@ def test_gpu_operands_with_a_zero_dimension_get_the_dtype_their_call_writes(h200
     assert got == want
 
 
+@pytest.mark.parametrize("m, n, k", [(0, 512, 256), (64, 0, 256), (64, 512, 0)])
+def test_fp8_block_scales_of_a_zero_dimension_are_their_recipes_shapes(h200, m, n, k):
+    """DeepGEMM's scales for an expert with no tokens: scale_a (0, ceil(K/128)); they select fp8_block, BF16 C."""
+    kb, nb = -(-k // 128), -(-n // 128)
+    scales = (call.Facts("torch", (m, kb), "float32", "col", 0), call.Facts("torch", (kb, nb), "float32", "col", 0))
+    fp8 = ("float8_e4m3fn", "float8_e4m3fn")
+    assert call.checks.empty_dtype("torch", fp8, 0, ((m, k), (k, n)), "auto", None, scales) == "bfloat16"
+    with pytest.raises(ShapeError, match="FP8 scales"):
+        call.checks.empty_dtype("torch", fp8, 0, ((m, k), (k, n)), "auto", None,
+                                (scales[0], call.Facts("torch", (kb + 2, nb), "float32", "col", 0)))
+
+
 def test_gpu_operands_with_a_zero_dimension_keep_the_kernels_refusals(h200):
     bf16, k0 = ("bfloat16", "bfloat16"), ((16, 0), (0, 32))
     bias = call.AddendFacts("torch", (32,), "bfloat16", (1,), 0)

@@ -2,6 +2,7 @@
 scales, the output type, the dispatcher's choice for kernel="auto", then the plan (``prepare``) and an ``out``."""
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 
@@ -275,9 +276,14 @@ def empty_dtype(kind: str, dtypes: tuple, device: int | None, shapes: tuple, ker
     from gemmlab import device as dev
 
     m, n, k = _sizes(*shapes)
+    m1, n1, k1 = max(m, 1), max(n, 1), max(k, 1)
     b_layout = COL if scaled_dtype(dtypes[0]) and scaled_dtype(dtypes[1]) else ROW  # as FP8 tensor cores read B
-    fa = Facts(kind, (max(m, 1), max(k, 1)), dtypes[0], ROW, device)
-    fb = Facts(kind, (max(k, 1), max(n, 1)), dtypes[1], b_layout, device)
+    fa = Facts(kind, (m1, k1), dtypes[0], ROW, device)
+    fb = Facts(kind, (k1, n1), dtypes[1], b_layout, device)
+    # block scales of the real shapes ((M, ceil(K/128)), (ceil(K/128), ceil(N/128))) stand in for the larger call's
+    blocks = (((m, -(-k // 128)), (m1, -(-k1 // 128))), ((-(-k // 128), -(-n // 128)), (-(-k1 // 128), -(-n1 // 128))))
+    scales = tuple(dataclasses.replace(f, shape=larger) if f is not None and f.shape == real else f
+                   for f, (real, larger) in zip(scales, blocks))
     if epilogue is not None and getattr(epilogue, "is_identity", False) and addend is None:
         epilogue = None
     gpu = None if device is None else dev.gpu_info(device)
