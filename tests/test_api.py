@@ -66,9 +66,7 @@ def test_out_argument_is_filled_and_checked():
     (A[:, 0], B, r"inner dimensions differ: A \(33,\) and B \(65, 17\)"),
     (np.stack([A, A]), np.stack([B, B, B]), r"do not broadcast: A \(2, 33, 65\) and B \(3, 65, 17\)"),
     (np.float32(1.0), B, "0-D scalar"),
-    (A[:0], B, "M=0"),
-    (A[:, :0], B[:0], "K=0"),
-    (A, B[:, :0], "N=0"),
+    (A[:, :0], B, "inner dimensions differ"),  # K = 0 against B's 65 rows: zero sizes themselves are products
 ])
 def test_shape_errors(a, b, match):
     with pytest.raises(ShapeError, match=match):

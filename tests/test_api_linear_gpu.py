@@ -57,3 +57,43 @@ def test_compiled_mlp_of_gemmlab_linear_on_cuda_matches_torchs():
     ref.square().sum().backward()
     for (name, got), want in zip(ours.named_parameters(), reference.parameters()):
         torch.testing.assert_close(got.grad, want.grad, rtol=1e-3, atol=1e-3, msg=name)
+
+
+@pytest.mark.parametrize("activation", [None, "relu", "gelu", "gelu_tanh", "silu"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("x_shape, n", [((0, 256), 384), ((2, 8, 0), 384), ((8, 256), 0)])
+def test_linear_with_a_zero_dimension_on_cuda(activation, dtype, x_shape, n):
+    """K = 0: act(bias) in every row; no rows or N = 0: empty. Against F.linear then the activation in float64,
+    and the gradients of x, w and the bias against torch's (zeros where its are)."""
+    g = torch.Generator(device="cuda").manual_seed(0)
+    x = torch.randn(x_shape, device="cuda", generator=g).to(dtype).requires_grad_()
+    w = torch.randn(n, x_shape[-1], device="cuda", generator=g).to(dtype).requires_grad_()
+    bias = torch.randn(n, device="cuda", generator=g).to(dtype).requires_grad_()
+    y = gemmlab.linear(x, w, bias, activation)
+    refs = [t.detach().double().requires_grad_() for t in (x, w, bias)]
+    z = F.linear(*refs)
+    ref = {None: z, "relu": F.relu(z), "gelu": F.gelu(z), "gelu_tanh": F.gelu(z, approximate="tanh"),
+           "silu": F.silu(z)}[activation]
+    assert y.shape == ref.shape and y.dtype == dtype and y.is_cuda
+    tol = 1e-6 if dtype == torch.float32 else 1e-2
+    torch.testing.assert_close(y.double(), ref, rtol=tol, atol=tol)
+    y.double().sum().backward()
+    ref.sum().backward()
+    tol = 1e-5 if dtype == torch.float32 else 1e-2  # the bias's: 16 FP32 derivatives summed
+    for got, want in zip((x, w, bias), refs):
+        assert got.grad.shape == want.grad.shape and got.grad.dtype == dtype
+        torch.testing.assert_close(got.grad.double(), want.grad, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_addmm_and_nn_linear_with_a_zero_dimension_on_cuda(dtype):
+    c = torch.randn(16, 32, device="cuda").to(dtype)
+    out = gemmlab.addmm(c, torch.empty(16, 0, device="cuda", dtype=dtype), torch.empty(0, 32, device="cuda",
+                                                                                         dtype=dtype), beta=0.5)
+    assert out.dtype == dtype and torch.equal(out, 0.5 * c)  # beta·c, exact in either dtype
+    layer = torch.nn.Linear(64, 32, device="cuda", dtype=dtype)
+    y = gemmlab.nn.Linear.from_linear(layer, activation="gelu")(torch.empty(0, 64, device="cuda", dtype=dtype))
+    assert y.shape == (0, 32) and y.dtype == dtype
+    y.sum().backward()
+    assert torch.equal(layer.weight.grad, torch.zeros_like(layer.weight))
+    assert torch.equal(layer.bias.grad, torch.zeros_like(layer.bias))

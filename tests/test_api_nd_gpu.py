@@ -10,6 +10,7 @@ torch = pytest.importorskip("torch")
 
 import gemmlab  # noqa: E402
 from gemmlab import call  # noqa: E402
+from gemmlab.errors import ShapeError  # noqa: E402
 
 TOL = {torch.float32: 1e-4, torch.bfloat16: 2e-2}
 
@@ -61,3 +62,49 @@ def test_cupy_operands_get_cupys_matmul_shape(a_shape, b_shape):
     c, ref = gemmlab.matmul(a, b), cupy.matmul(a.astype(cupy.float64), b.astype(cupy.float64))
     assert isinstance(c, cupy.ndarray) and c.shape == ref.shape and c.dtype == cupy.float32
     cupy.testing.assert_allclose(c, ref, rtol=1e-4, atol=1e-3)
+
+
+def _no_plan(monkeypatch):
+    """A product with a zero dimension makes no plan (every kernel's path goes through prepare): one made fails."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("a plan was made for a product with a zero dimension")
+
+    monkeypatch.setattr(call.checks, "prepare", refuse)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("a_shape, b_shape", [((0, 64), (64, 32)), ((16, 0), (0, 32)), ((16, 64), (64, 0)),
+                                              ((0,), (0,)), ((3, 0, 64), (64, 32)), ((2, 16, 0), (2, 0, 32)),
+                                              ((1, 16, 64), (0, 64, 32))])
+def test_zero_sizes_on_cuda_are_torch_matmuls(dtype, a_shape, b_shape, monkeypatch):
+    """Empty, or zeros for K = 0, in torch's dtype on the operands' GPU, and the gradients torch gives."""
+    _no_plan(monkeypatch)
+    a, b = randn(*a_shape, dtype=dtype), randn(*b_shape, dtype=dtype, seed=1)
+    c, ref = gemmlab.matmul(a, b), torch.matmul(a, b)
+    assert c.shape == ref.shape and c.dtype == ref.dtype and c.device == ref.device and torch.equal(c, ref)
+    wide = gemmlab.matmul(a, b, out_dtype=torch.float32) if dtype != torch.float32 else c
+    assert wide.dtype == torch.float32 and torch.equal(wide, ref.float())
+    a.requires_grad_(), b.requires_grad_()
+    ra, rb = a.detach().clone().requires_grad_(), b.detach().clone().requires_grad_()
+    gemmlab.matmul(a, b).sum().backward()
+    torch.matmul(ra, rb).sum().backward()
+    assert torch.equal(a.grad, ra.grad) and torch.equal(b.grad, rb.grad)
+
+
+def test_zero_sizes_on_cuda_write_out_and_plan_refuses_them():
+    a, b = randn(16, 0), randn(0, 32)
+    out = torch.full((16, 32), float("nan"), device="cuda")
+    assert gemmlab.matmul(a, b, out=out) is out and not out.any()
+    with pytest.raises(ShapeError, match="K=0: a product with a zero dimension runs no kernel"):
+        gemmlab.plan(a, b)
+
+
+@pytest.mark.parametrize("a_shape, b_shape", [((0, 64), (64, 32)), ((16, 0), (0, 32)), ((0,), (0,)),
+                                              ((2, 16, 0), (2, 0, 32)), ((0, 16, 64), (1, 64, 32))])
+def test_zero_sizes_of_cupy_operands_are_cupys_matmul(a_shape, b_shape, monkeypatch):
+    cupy = pytest.importorskip("cupy")
+    _no_plan(monkeypatch)
+    a, b = cupy.ones(a_shape, cupy.float32), cupy.ones(b_shape, cupy.float32)
+    c, ref = gemmlab.matmul(a, b), cupy.matmul(a, b)
+    assert isinstance(c, cupy.ndarray) and c.shape == ref.shape and c.dtype == ref.dtype and c.device == a.device
+    cupy.testing.assert_array_equal(c, ref)

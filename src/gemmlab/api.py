@@ -42,8 +42,12 @@ def matmul(A, B, kernel: str = AUTO, *, precision: str | None = None, out=None, 
     (K, N) whose leading dimensions collapse into A's rows runs as one 2-D GEMM on a view; any other batch runs as one
     batched call (gemmlab.call.batched_matmul).
 
-    Raises ShapeError (a 0-D operand, inner dimensions differ, batch dimensions that do not broadcast, a zero
-    dimension, scales of no recipe's shape or scales with a batch), DTypeError
+    Zero sizes as torch.matmul takes them: M, N or a batch dimension of 0 gives an empty result, K = 0 zeros (``out``
+    is filled with them), in the dtype the same call of larger operands writes and after its checks; no kernel runs
+    and no plan is made.
+
+    Raises ShapeError (a 0-D operand, inner dimensions differ, batch dimensions that do not broadcast, scales of no
+    recipe's shape or scales with a batch), DTypeError
     (a dtype or precision the kernel does not take), LayoutError (operands on different devices, a wrong ``out``, a
     row-major FP8 B), SizeLimitError (past a kernel's index range, or memory), NoGPUError (a GPU kernel without a
     usable GPU), UnknownKernelError, OperandTypeError (not an array); all derive from gemmlab.errors.GemmlabError.
@@ -77,6 +81,12 @@ def _array_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtyp
         c = call.array_matmul(a, b, kernel, precision, c_out, scale_a, scale_b, out_dtype)
     elif scale_a is not None or scale_b is not None:
         raise ShapeError(f"FP8 scales go with 2-D operands; these are a batch of shape {r.c_shape[:-2]}")
+    elif r.empty:  # a batch with a zero dimension: no kernel (a 2-D product's is array_matmul's business)
+        if kind == "cupy" and A.device != B.device:
+            raise LayoutError(f"A is on cuda:{A.device.id} and B on cuda:{B.device.id}: pass both on one GPU")
+        c = call.launch.array_empty(kind, (np.dtype(A.dtype).name, np.dtype(B.dtype).name),
+                                    A.device.id if kind == "cupy" else None, (r.a_shape[-2:], r.b_shape[-2:]),
+                                    r.c_shape, kernel, precision, c_out, out_dtype=call.out_dtype_name(out_dtype))
     else:
         batch = r.batch
         if kind == "cupy":
@@ -96,6 +106,8 @@ def _routed(A, B):
         r = matmul_shapes.route_of(tuple(A.shape), A.stride(), tuple(B.shape), B.stride())
         return (r, *matmul_shapes.views(r, A, B, type(A).expand))
     r = matmul_shapes.route_of(tuple(A.shape), _element_strides(A), tuple(B.shape), _element_strides(B))
+    if r.batched and r.empty:  # nothing to read: no views (CuPy's broadcast_to need not take a size 1 to 0)
+        return r, A, B
     xp = np
     if call.operands.kind_of(A) == "cupy":
         import cupy as xp
@@ -122,7 +134,8 @@ def _load_torch_op():
 def plan(A, B, kernel: str = AUTO, *, precision: str | None = None, scale_a=None, scale_b=None,
          out_dtype=None) -> call.Prepared:
     """What ``matmul(A, B, ...)`` would run, resolved: ``.explain()`` says which kernel and why. Operands of other
-    ranks: the one 2-D GEMM they run as (a batch that does not collapse is one batched call, not one GEMM)."""
+    ranks: the one 2-D GEMM they run as (a batch that does not collapse is one batched call, not one GEMM). A zero
+    dimension is a ShapeError here: ``matmul`` runs no kernel for one, so there is no plan to explain."""
     if getattr(A, "ndim", 2) != 2 or getattr(B, "ndim", 2) != 2:
         if _is_tensor(A) != _is_tensor(B) or call.operands.kind_of(A) != call.operands.kind_of(B):
             raise LayoutError("pass A and B of one kind: two tensors, or two arrays")
@@ -150,7 +163,8 @@ def linear(x, w, bias=None, activation: str | None = None, *, kernel: str = AUTO
     of C's dtype or float32; activation: None, "relu", "gelu" (erf's), "gelu_tanh" or "silu". Returns (..., N).
     NumPy, CuPy and PyTorch operands; tensors take autograd (the bias's gradient and the activation's derivative
     included) and torch.compile(fullgraph=True) through the gemmlab::linear operator. kernel and precision: as
-    ``matmul``'s.
+    ``matmul``'s. Zero sizes as F.linear's: no rows or N = 0 give an empty result, K = 0 act(bias) in every row
+    (zeros without a bias), with no kernel.
 
     Raises ShapeError (a weight that is not 2-D, x's last dimension not the weight's, a bias not of length N),
     EpilogueError (an activation gemmlab does not fuse), DTypeError (a bias dtype the kernel does not add) and what
@@ -174,7 +188,9 @@ def addmm(c, a, b, *, beta: float = 1, alpha: float = 1, kernel: str = AUTO, pre
 
     a: (M, K); b: (K, N); c: anything that broadcasts to (M, N) (a matrix, a row, a column, a scalar: read in place
     through a broadcast view), of C's dtype or float32; beta = 0 ignores c, NaNs included, as torch does. NumPy, CuPy
-    and PyTorch operands; tensors take autograd and torch.compile through the gemmlab::addmm operator.
+    and PyTorch operands; tensors take autograd and torch.compile through the gemmlab::addmm operator. Zero sizes as
+    torch.addmm's: M or N = 0 gives an empty result, K = 0 beta·c broadcast (alpha times an empty sum is 0), with no
+    kernel.
 
     Raises ShapeError (operands that are not 2-D, inner dimensions that differ, a c that does not broadcast),
     EpilogueError (an alpha or beta that is not a finite number) and what ``matmul`` raises.

@@ -10,6 +10,8 @@ rank runs, and the result's shape.
   reshape of A, no copy, one launch.
 - Anything else with a batch is a true batch: both operands batched, or a broadcast that does not collapse. It runs as
   one batched call (gemmlab.call.batched_matmul) with each operand's batch strides, 0 where it is broadcast.
+- Zero sizes are torch's: M, N, K or a batch dimension may be 0 (a batch dimension of 0 broadcasts against 1, as
+  torch's does). Such a product (``Route.empty``) runs no kernel: its result is empty, or zeros for K = 0.
 
 Everything here reads shapes and strides only, so the torch path applies the same rules under autograd and
 torch.compile (where the sizes may be symbolic) as the direct path does on real tensors.
@@ -38,6 +40,12 @@ class Route:
     a_broadcast: tuple = ()  # A broadcast to the batch, (*batch, M, K): what a_shape reshapes
     batched: bool = False
     batch_strides: tuple = ((), ())
+
+    @property
+    def empty(self) -> bool:
+        """A product with a zero dimension (M, N, K or a batch's): torch's result is empty, or zeros for K = 0, and no
+        kernel runs for it."""
+        return 0 in self.a_shape or 0 in self.b_shape
 
     @functools.cached_property
     def batch(self) -> Batch | None:
@@ -84,10 +92,8 @@ def route(a_shape, a_strides, b_shape, b_strides) -> Route:
         raise ShapeError(f"inner dimensions differ: {shapes}; A's last dimension ({k}) must equal B's {where} ({k2})")
     batch, strides_a, strides_b = _broadcast(a_shape[:-2], a_strides[:-2], b_shape[:-2], b_strides[:-2], shapes)
     out_shape = (*batch, *(() if a_vector else (m,)), *(() if b_vector else (n,)))
-    if 0 in batch:
-        raise ShapeError(f"a batch dimension of size 0 ({shapes}): zero-sized matrices have no product to compute; "
-                         "every dimension must be >= 1")
-    if not any(strides_b):  # B is one matrix for the whole batch: A's batch and rows may collapse into one GEMM
+    # B is one matrix for the whole batch (no batch dimension of it 0): A's batch and rows may collapse into one GEMM
+    if not any(strides_b) and 0 not in b_shape[:-2]:
         rows = _collapse((*batch, m), (*strides_a, a_strides[-2]))
         if rows is not None:
             return Route(out_shape, (rows, k), (k, n), (rows, n), (*batch, m, k))

@@ -19,6 +19,10 @@ batches become views, then one 2-D GEMM (the batch collapsed into A's rows, gemm
 batched call (gemmlab.call.batched_matmul, ``torch.ops.gemmlab.bmm`` under autograd, whose backward is two more
 batched calls; torch's own autograd of the views sums a broadcast operand's gradient over its batch).
 
+A product with a zero dimension (M, N, K or a batch's) is torch's result made without a kernel or a plan (``empty``):
+empty, or for K = 0 zeros (act(bias) or beta·c with an epilogue). The operators' fakes give its shape as any other,
+and its backward pass is more such products (dB of an A with no rows is zeros of B's shape, as torch's).
+
 FP8 tensors take the direct path only (the scaled product has no backward here, and torch.compile would need the
 scales in the operator's schema); their scales' addresses are read per call with ``data_ptr()``, like the operands'.
 """
@@ -85,6 +89,9 @@ def direct(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
            out_dtype, epilogue, None if addend is None else _scale_key(addend))
     prepared = call.plans.get(key)
     if prepared is None:
+        if 0 in A.shape or 0 in B.shape:
+            return empty(A, B, (A.shape[0], B.shape[1]), kernel, precision, out, (scale_a, scale_b), out_dtype,
+                         epilogue, addend)
         prepared = _prepare(key, A, B, kernel, precision, out, scale_a, scale_b, out_dtype, epilogue, addend)
     if not prepared.on_device:
         return _host(prepared, A, B, out, (scale_a, scale_b), addend)
@@ -120,6 +127,38 @@ def direct(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
         with torch.cuda.device(index):
             plan.launch(A.data_ptr(), B.data_ptr(), c.data_ptr(), stream, *extra)
     return c
+
+
+def empty(A, B, shape, kernel, precision, out, scales=(None, None), out_dtype=None, epilogue=None, addend=None):
+    """A product with a zero dimension (M, N or K of A's and B's last two, or a batch's, C of ``shape``): torch's
+    result without a kernel, as gemmlab.call.launch.array_empty makes it for arrays, on A's device in the dtype a
+    call of these operands writes (its checks: gemmlab.call.checks.empty_dtype): empty where M, N or the batch is 0;
+    for K = 0 zeros, act(bias) in every row (F.linear's bias, then the activation) or beta·c (torch.addmm's), in
+    float64 with torch's activation functions and rounded once, as the kernels' FP32 epilogue rounds once."""
+    if A.device != B.device:
+        raise LayoutError(f"A is on {A.device} and B on {B.device}: pass both on the host or both on one GPU")
+    device = A.device.index if A.is_cuda else None
+    names = tuple(str(x.dtype).removeprefix("torch.") for x in (A, B))
+    scales = tuple(call.scale_facts(s, name) for s, name in zip(scales, ("scale_a", "scale_b")))
+    dtype = call.checks.empty_dtype("torch", names, device, (tuple(A.shape[-2:]), tuple(B.shape[-2:])), kernel,
+                                    precision, scales, call.out_dtype_name(out_dtype), epilogue,
+                                    call.addend_facts(addend))
+    if out is not None:
+        call.check_out(out, "torch", tuple(shape), device, dtype)
+    c = torch.empty(shape, dtype=getattr(torch, dtype), device=A.device) if out is None else out
+    if epilogue is None or epilogue.addend is None:
+        return c.zero_()
+    return c.copy_(_activate(epilogue.activation, addend.detach().double() * epilogue.beta))
+
+
+def _activate(activation, x):
+    """gemmlab.epilogue's activations by torch's own functions (relu keeps NaN, gelu_tanh is approximate='tanh')."""
+    F = torch.nn.functional
+    if activation is None:
+        return x
+    if activation == "gelu_tanh":
+        return F.gelu(x, approximate="tanh")
+    return getattr(F, activation)(x)
 
 
 def _prepare(key, A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None, epilogue=None,
@@ -306,7 +345,9 @@ def direct_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtyp
     r = _route(A, B, out)
     a, b = matmul_shapes.views(r, A, B, torch.Tensor.expand)
     c_out = None if out is None else matmul_shapes.out_view(out, r, out.is_contiguous())
-    if not r.batched:
+    if r.batched and r.empty and epilogue is None and scale_a is None and scale_b is None:
+        c = empty(a, b, r.c_shape, kernel, precision, c_out, out_dtype=out_dtype)  # a 2-D one: direct's business
+    elif not r.batched:
         c = direct(a, b, kernel, precision, c_out, scale_a, scale_b, out_dtype, epilogue, addend)
     elif epilogue is not None:
         raise EpilogueError(f"a fused epilogue takes one 2-D GEMM; these operands are a batch of shape "

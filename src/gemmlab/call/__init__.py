@@ -22,6 +22,8 @@ A fused epilogue (``epilogue=``, a gemmlab.epilogue.Epilogue: out = act(alpha·A
 kernel applies it in registers before C's store (the host kernels after their GEMM), reading ``addend=`` (the bias
 vector or D, an array of the operands' kind and device, of C's dtype or float32, D with any strides) by address on
 every call. A kernel named that cannot fuse it is refused; kernel="auto" picks among those that can.
+A product with a zero dimension runs no kernel: ``checks.empty_dtype`` makes every check but the size's and gives
+C's dtype, ``launch.array_empty`` the result (empty, or for K = 0 the epilogue of a zero product); no plan is made.
 """
 from gemmlab.call import cache, checks, launch, operands
 from gemmlab.call.checks import AUTO, check_out, resolve

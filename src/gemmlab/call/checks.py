@@ -2,6 +2,8 @@
 scales, the output type, the dispatcher's choice for kernel="auto", then the plan (``prepare``) and an ``out``."""
 from __future__ import annotations
 
+import dataclasses
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,14 +18,21 @@ from gemmlab.problem import PRECISIONS, BatchedProblem, Problem, get_precision, 
 AUTO = "auto"
 
 
-def _check_shapes(fa: Facts, fb: Facts) -> Problem | tuple:
-    (m, k), (k2, n) = fa.shape, fb.shape
+def _sizes(a_shape: tuple, b_shape: tuple) -> tuple:
+    """(M, N, K) of an M×K A and a K×N B, or the ShapeError for inner dimensions that differ."""
+    (m, k), (k2, n) = a_shape, b_shape
     if k != k2:
         raise ShapeError(f"inner dimensions differ: A is {m}×{k} (M×K) but B is {k2}×{n} (K×N); A's columns must "
                          "equal B's rows")
+    return m, n, k
+
+
+def _check_shapes(fa: Facts, fb: Facts) -> Problem | tuple:
+    m, n, k = _sizes(fa.shape, fb.shape)
     for dim, size in (("M", m), ("K", k), ("N", n)):
         if size == 0:
-            raise ShapeError(f"{dim}=0: zero-sized matrices have no product to compute; every dimension must be >= 1")
+            raise ShapeError(f"{dim}=0: a product with a zero dimension runs no kernel, so it has no plan "
+                             "(gemmlab.matmul, linear and addmm return torch's empty or zero result without one)")
     return m, n, k
 
 
@@ -201,19 +210,11 @@ def prepare(fa: Facts, fb: Facts, kernel, precision, device: int | None, scales:
     check_epilogue(epilogue, addend, fa, problem.m, problem.n, str(spec.output_dtype(problem)))
     if epilogue is not None:
         spec = spec.with_epilogue(epilogue, None if addend is None else addend.dtype)
-    host_copy = False
     if spec.device == "cpu":
-        if device is not None:
-            raise LayoutError(f"{spec.name} runs on the host; A and B are on cuda:{device} (use a GPU kernel, or "
-                              "move them to the host)")
+        _runs_where(spec, device, gpu)
         plan = spec.plan(problem, Layout(fa.layout or "strided", fb.layout or "strided"))  # read as they are
         return Prepared(plan, why, out_shape=(problem.m, problem.n), epilogue=epilogue)
-    if device is None:  # host operands, a GPU kernel named: run it on GPU 0
-        dev.require_gpu(spec.name)
-        device, host_copy, gpu = 0, True, dev.gpu_info(0)
-    reason = spec.unsupported(gpu)
-    if reason:
-        raise NoGPUError(reason)
+    device, host_copy, gpu = _runs_where(spec, device, gpu)
     given = Layout(fa.layout or "strided", fb.layout or "strided")
     if host_copy:  # copied to the GPU anyway: in the layout the kernel reads (FP8: B as N×K)
         runs = spec.natural_layout(problem)
@@ -239,6 +240,59 @@ def prepare(fa: Facts, fb: Facts, kernel, precision, device: int | None, scales:
     if scaled is not None:
         prepared.scaled, prepared.copy_scales = True, scaled.copy
     return prepared
+
+
+def _runs_where(spec, device: int | None, gpu) -> tuple:
+    """(device, host_copy, gpu) where ``spec`` runs for operands on ``device`` (None: the host), or the error: a host
+    kernel for GPU operands, a GPU kernel without a usable GPU (host operands run a GPU kernel on GPU 0, copied
+    there and back) or on a GPU it does not support."""
+    from gemmlab import device as dev
+
+    if spec.device == "cpu":
+        if device is not None:
+            raise LayoutError(f"{spec.name} runs on the host; A and B are on cuda:{device} (use a GPU kernel, or "
+                              "move them to the host)")
+        return None, False, None
+    host_copy = device is None
+    if host_copy:
+        dev.require_gpu(spec.name)
+        device, gpu = 0, dev.gpu_info(0)
+    reason = spec.unsupported(gpu)
+    if reason:
+        raise NoGPUError(reason)
+    return device, host_copy, gpu
+
+
+@functools.lru_cache(maxsize=256)
+def empty_dtype(kind: str, dtypes: tuple, device: int | None, shapes: tuple, kernel, precision,
+                scales: tuple = (None, None), out_dtype: str | None = None, epilogue=None, addend=None) -> str:
+    """C's dtype for a product with a zero dimension (M, N or K of the matrices' ``shapes``, (M, K) and (K, N), or a
+    batch's), after every check a call of these operands gets but its size's: ``resolve`` on the call one element
+    long where a dimension is 0 (dtypes, precision, kernel name, out_dtype, the scales' kinds, the dispatcher's choice
+    among the kernels that fuse the epilogue), the kernel's device, the epilogue's addend against the real M and N,
+    and a named kernel's epilogue. Such a call runs no kernel (torch's result is empty, or for K = 0 the epilogue of a
+    zero product), so nothing is compiled and no plan is made; ``prepare`` still refuses it, as ``gemmlab.plan`` and
+    the command line do. Layouts are not checked: there is nothing to read. Cached by its arguments, a call's facts."""
+    from gemmlab import device as dev
+
+    m, n, k = _sizes(*shapes)
+    m1, n1, k1 = max(m, 1), max(n, 1), max(k, 1)
+    b_layout = COL if scaled_dtype(dtypes[0]) and scaled_dtype(dtypes[1]) else ROW  # as FP8 tensor cores read B
+    fa = Facts(kind, (m1, k1), dtypes[0], ROW, device)
+    fb = Facts(kind, (k1, n1), dtypes[1], b_layout, device)
+    # block scales of the real shapes ((M, ceil(K/128)), (ceil(K/128), ceil(N/128))) stand in for the larger call's
+    blocks = (((m, -(-k // 128)), (m1, -(-k1 // 128))), ((-(-k // 128), -(-n // 128)), (-(-k1 // 128), -(-n1 // 128))))
+    scales = tuple(dataclasses.replace(f, shape=larger) if f is not None and f.shape == real else f
+                   for f, (real, larger) in zip(scales, blocks))
+    if epilogue is not None and getattr(epilogue, "is_identity", False) and addend is None:
+        epilogue = None
+    gpu = None if device is None else dev.gpu_info(device)
+    spec, problem, _, _ = resolve(fa, fb, kernel, precision, device is not None, gpu, scales, out_dtype, epilogue)
+    _runs_where(spec, device, gpu)
+    out = str(spec.output_dtype(problem))
+    check_epilogue(epilogue, addend, fa, m, n, out)
+    spec.with_epilogue(epilogue)  # a named kernel that cannot fuse it
+    return out
 
 
 def check_out(out, kind: str, shape: tuple, device, dtype: str = "float32") -> None:

@@ -34,6 +34,10 @@ def array_matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_d
     key = ("array", kernel, precision, fa, fb, _out_key(out), scales, out_name, epilogue, fd)
     prepared = plans.get(key)
     if prepared is None:
+        if 0 in fa.shape + fb.shape:
+            return array_empty(fa.kind, (fa.dtype, fb.dtype), fa.device, (fa.shape, fb.shape),
+                               (fa.shape[0], fb.shape[1]), kernel, precision, out, scales, out_name, epilogue, fd,
+                               addend)
         prepared = checks.prepare(fa, fb, kernel, precision, fa.device, scales, out_name, epilogue, fd)
         if out is not None:
             checks.check_out(out, fa.kind, prepared.out_shape, fa.device, prepared.out_dtype)
@@ -46,6 +50,35 @@ def array_matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_d
     if fa.kind == "cupy":
         return _cupy_launch(prepared, A, B, out, (scale_a, scale_b), addend)
     return host_launch(prepared, A, B, out, (scale_a, scale_b), addend)
+
+
+def array_empty(kind: str, dtypes: tuple, device, shapes: tuple, shape: tuple, kernel, precision, out,
+                scales=(None, None), out_dtype: str | None = None, epilogue=None, fd=None, addend=None):
+    """A product with a zero dimension for NumPy and CuPy operands (M, N or K of the matrices' ``shapes``, (M, K)
+    and (K, N), or a batch's): C of ``shape``, in the dtype a call of these operands writes (its other checks:
+    gemmlab.call.checks.empty_dtype), made without a kernel: empty where M, N or the batch is 0; for K = 0 what the
+    epilogue makes of a zero product: zeros (every activation keeps 0), act(bias) in every row, or beta·D (alpha
+    times an empty sum is 0), computed as ``Epilogue.apply_numpy`` computes it. ``out`` is checked and written as a
+    call's is. ``scales`` and ``fd`` are the call's facts of its scales and addend."""
+    import contextlib
+
+    from gemmlab.epilogue import activate
+
+    dtype = checks.empty_dtype(kind, dtypes, device, shapes, kernel, precision, scales, out_dtype, epilogue, fd)
+    if out is not None:
+        checks.check_out(out, kind, shape, device, dtype)
+    xp, where = np, contextlib.nullcontext()
+    if kind == "cupy":
+        import cupy as xp
+
+        where = xp.cuda.Device(device)
+    with where:
+        c = xp.empty(shape, np_dtype(dtype)) if out is None else out
+        if epilogue is None or epilogue.addend is None:
+            c[...] = 0
+        else:
+            c[...] = activate(epilogue.activation, xp.asarray(addend).astype(xp.float64) * epilogue.beta)
+    return c
 
 
 def _out_key(out):
