@@ -18,11 +18,13 @@ Why: at long K and few tiles a launch takes one CTA's whole K; split S ways, abo
 read back by one CTA. Predicted (split_k.choose's clocks): the long-K shapes of the suite within 1.5x of their DRAM
 bytes' time and 1.0-1.3x torch; the 256-1024 squares about tc4's time or better; elsewhere slower than tc4, whose
 persistent grid overlaps the epilogue.
-TF32: for x @ w.t() at long K and at small M (the weight streamed once over the SMs, split along K), where tc5 and
-tc6 pay a pre-pass rounding A (a full extra read and write of it) and few tiles, predicted within 1.5x of the DRAM
-bytes' time as BF16 (the rounding costs shared-memory bandwidth and a few ALU operations a value, both under the
-DRAM time at these shapes) and 0.9-1.2x torch TF32; about tc3 TF32's time where tiles are many. Its accuracy is
-cuBLAS TF32's (both operands rounded to nearest, FP32 accumulation, the partials added in FP32 in split order).
+TF32: for x @ w.t() at long K and at small M, where tc5 and tc6 pay a pre-pass rounding A (a full extra read and
+write of it) and few tiles. The rounding costs no DRAM bytes: a few ALU operations a value of A, and shared-memory
+bandwidth for B (its tile read and written once more a k-tile: 1.5-1.75x the tile's L2 bytes in all). Predicted:
+at the small-M rows, under or about at the weight's DRAM time, 0.85-1.1x torch TF32; at the 256-wide long-K shapes
+about 2x their DRAM bytes' time, 0.8-1.0x; at 512x512x16384 and 1024x1024x16384 bound by shared memory, 0.6-0.9x
+(docs/tensor_cores/tc10.md). Its accuracy is cuBLAS TF32's (both operands rounded to nearest, FP32 accumulation, the
+partials added in FP32 in split order).
 """
 from __future__ import annotations
 
