@@ -236,12 +236,25 @@ def test_the_table_is_written_from_results_files_and_read_back(tmp_path, monkeyp
 
 def test_the_grid_covers_the_suite_and_fits_the_budget():
     assert len(grid.SHAPES) == 14 * 4 + 9 + 4 and (512, 512, 16384) in grid.SHAPES and (1, 14336, 4096) in grid.SHAPES
-    for precision in ("bf16", "fp8_block"):
+    for precision in ("bf16", "fp8_block", "tf32"):
         rows, seconds = grid.plan(precision, W_T, H200)
         assert all(timed for _, timed, _ in rows)  # every shape times some candidate
         assert seconds < 240
         for name in grid.CANDIDATES[precision].split(","):
             assert not get_kernel(name).auto_refusal()  # "auto" may run every candidate
+
+
+def test_a_kernel_the_shipped_table_never_measured_is_timed_at_every_shape(monkeypatch):
+    """A new level (tc10 TF32, as before the table measured it) has no row for the pruner to predict it from: the
+    TF32 grid times it at every shape, so its records are there for the dispatch table to pick it from."""
+    name = "cuda/tc10_split_k_tf32"
+    table = grid.shipped_table()
+    without = {gpu: {prec: {shape: [r for r in rows if r["kernel"] != name] for shape, rows in shapes.items()}
+                     for prec, shapes in precs.items()} for gpu, precs in table.items()}
+    monkeypatch.setattr(grid, "shipped_table", lambda: without)
+    rows, _ = grid.plan("tf32", W_T, H200)
+    assert all(name in timed for _, timed, _ in rows)
+    assert any(skipped for _, _, skipped in rows)  # the others are still pruned where the table predicts them hopeless
 
 
 def test_a_grid_run_records_why_it_skips_a_candidate():

@@ -1,6 +1,7 @@
-"""tc10 (split-K): the model's choice of tile and S, each split's k-tiles and the reduction's order in the device
-arithmetic run on the host, every build compiled for sm_90a, the plan's grid and workspace on ragged shapes (a stub
-libcuda records the launch), and on a GPU (GEMMLAB_TEST_GPU=1) correct results with the same bits on every call."""
+"""tc10 (split-K): the model's choice of tile and S, each split's k-tiles, the reduction's order and the TF32 build's
+fragment offsets in the device arithmetic run on the host, every build compiled for sm_90a, the plan's grid and
+workspace on ragged shapes (a stub libcuda records the launch), the TF32 build's rounding per operand layout, and on
+a GPU (test_tc10_split_k_gpu.py) correct results with the same bits on every call."""
 from __future__ import annotations
 
 import shutil
@@ -12,7 +13,8 @@ import sass
 from test_plans import H200, launch_record, make, stub, tc_args  # noqa: F401  (stub: a pytest fixture)
 
 from gemmlab.errors import InvalidConfigError
-from gemmlab.harness.grid import LONG_K
+from gemmlab.harness.grid import LAYERS, LONG_K, M_SWEEP
+from gemmlab.kernels.cuda.launch.nvrtc import compile_cuda
 from gemmlab.kernels.cuda.tc.model import split_k
 from gemmlab.kernels.cuda.tc.model.budget import SMEM_LIMIT, smem_bytes
 from gemmlab.kernels.geometry import ceil_div
@@ -22,7 +24,10 @@ from gemmlab.problem import Problem
 
 from tc_levels import host_block
 
-NAMES = {"bf16": "cuda/tc10_split_k_bf16", "fp8": "cuda/tc10_split_k_fp8", "fp8_block": "cuda/tc10_split_k_fp8_block"}
+NAMES = {"bf16": "cuda/tc10_split_k_bf16", "fp8": "cuda/tc10_split_k_fp8", "fp8_block": "cuda/tc10_split_k_fp8_block",
+         "tf32": "cuda/tc10_split_k_tf32"}
+MMA = {"bf16": "HGMMA.64x{}x16.F32.BF16", "fp8": "QGMMA.64x{}x32.F32.E4M3.E4M3", "fp8_block": "QGMMA.64x{}x32.F32.E4M3.E4M3",
+       "tf32": "HGMMA.64x{}x8.F32.TF32"}  # the SASS instruction of each build's mainloop at tile width BN
 GXX = shutil.which("g++") or shutil.which("clang++")
 
 
@@ -47,6 +52,23 @@ def test_long_k_splits_over_the_gpu_with_a_pipeline_of_k_tiles_each(precision, s
     # fewer splits or none would cost more, in the model's own clocks
     assert plan.clocks < split_k.clocks(*shape, precision, plan.bm, plan.bn, 1, 132)
     assert plan.workspace_bytes == 4 * plan.bm * plan.bn * plan.ctas
+
+
+SMALL_M = [(m, n, k) for n, k in LAYERS for m in M_SWEEP if m <= 128]
+
+
+@pytest.mark.parametrize("shape", SMALL_M)
+def test_small_m_fills_the_gpu_on_64_row_tiles_where_m_fits_them(shape):
+    """The suite's decode rows, TF32 (4-byte operands: twice the k-tiles of BF16 at the same K): no 128-row tile
+    where 64 rows hold M, the weight's columns and splits of K over at least 80% of the SMs, each split a pipeline's
+    worth of k-tiles, and no more splits than the model's clocks pay for."""
+    m, n, k = shape
+    plan = split_k.choose(m, n, k, "tf32", 132)
+    assert plan.kt == ceil_div(k, 32) and (plan.bm == 64 or m > 64), plan
+    assert 0.8 * 132 <= plan.ctas <= split_k.MAX_WAVES * 132, plan
+    assert plan.splits == 1 or plan.kt // plan.splits >= split_k.MIN_SPLIT_KTILES
+    assert all(plan.clocks <= split_k.clocks(m, n, k, "tf32", plan.bm, plan.bn, s, 132)
+               for s in range(1, plan.splits))
 
 
 @pytest.mark.parametrize("precision", list(NAMES))
@@ -147,12 +169,47 @@ def test_the_reduction_adds_the_partials_in_split_order(split_exe, splits):
         assert [f"{int(x):08x}" for x in _in_order(p[::-1]).view(np.uint32)] != want
 
 
+FRAG_MAIN = r"""
+#include <cstdio>
+""" + "{block}" + r"""
+int main() {  // every thread's offset of every value of every k8 step
+  for (unsigned t = 0; t < 128; ++t)
+    for (int kk = 0; kk < 4; ++kk)
+      for (int i = 0; i < 4; ++i) printf("%u\n", a_frag_offset(t, kk, i));
+}
+"""
+
+
+@pytest.mark.skipif(GXX is None, reason="no host C++ compiler to run the device arithmetic with")
+def test_tf32_a_fragments_are_wgmmas_layout_in_the_swizzled_tile(tmp_path):
+    """a_frag_offset compiled on the host against the PTX m64k8 tf32 A fragment (thread t holds rows 16(t/32) +
+    (t%32)/4 and 8 more, K t%4 and 4 more) placed by the 128-byte swizzle of a K-major tile, 128 bytes a row: every
+    value of the warpgroup's 64 x 32 k-tile read once, and each warp's load on 32 distinct banks."""
+    src = tmp_path / "frag.cpp"
+    src.write_text("#define __host__\n#define __device__\n#define __forceinline__ inline\n"
+                   + FRAG_MAIN.replace("{block}", host_block("tc10_split_k.cu", "fragment")))
+    exe = tmp_path / "frag"
+    subprocess.run([GXX, "-O2", "-std=c++17", "-o", str(exe), str(src)], check=True)
+    got = np.array(_run(exe, []), np.int64).reshape(128, 4, 4)
+    t, kk, i = np.meshgrid(np.arange(128), np.arange(4), np.arange(4), indexing="ij")
+    row, k = 16 * (t // 32) + t % 32 // 4 + 8 * (i % 2), 8 * kk + t % 4 + 4 * (i // 2)
+    assert np.array_equal(got, row * 128 + ((k // 4) ^ (row % 8)) * 16 + k % 4 * 4)
+    assert sorted(got.ravel()) == list(range(0, 64 * 128, 4))  # the warpgroup's 64 rows x 32 floats, once each
+    banks = got.reshape(4, 32, 4, 4) // 4 % 32  # (warp, lane, kk, i)
+    assert all(len(set(banks[w, :, s, v])) == 32 for w in range(4) for s in range(4) for v in range(4))
+
+
 # ---- the builds ----------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", list(NAMES.values()))
 def test_every_build_compiles_to_wgmma_without_local_memory(name, tmp_path):
-    builds = get_kernel(name).configurations()
+    spec = get_kernel(name)
+    builds = spec.configurations()
     assert {(b.params["BM"], b.params["BN"]) for b in builds} == \
-        {(bm, bn) for bm, bn, _ in split_k.tiles_for(get_kernel(name).precision)}
+        {(bm, bn) for bm, bn, _ in split_k.tiles_for(spec.precision)}
+    # the rounded TF32 build: each tile with and without the pass over B's tiles (ROUND_B_SMEM, a K-major B)
+    assert {(b.params["BM"], b.params["BN"], b.params.get("ROUND_B_SMEM", 0)) for b in builds} == \
+        {(bm, bn, r) for bm, bn, _ in split_k.tiles_for(spec.precision)
+         for r in ((0, 1) if spec.precision == "tf32" else (0,))}
     for build in builds:
         compiled = build.compile("sm_90a")
         assert compiled.report.spills == 0 and compiled.report.stack_bytes == 0, build.params
@@ -164,9 +221,10 @@ def test_every_build_compiles_to_wgmma_without_local_memory(name, tmp_path):
         assert build.launch_geometry(problem).grid[1] == 3
         if sass.AVAILABLE:
             ops = {i.op for i in sass.instructions(sass.sass(compiled.cubin, tmp_path))}
-            mma = "HGMMA" if "bf16" in name else "QGMMA"
-            assert any(op.startswith(f"{mma}.64x{build.params['BN']}x") for op in ops), build.params
+            assert MMA[spec.precision].format(build.params["BN"]) in ops, (build.params, ops)
             assert not any(op.startswith(("LDL", "STL")) for op in ops)
+            if build.params.get("ROUND_B_SMEM", 0):  # the pass: 16-byte shared loads and stores of B's tiles
+                assert {"LDS.128", "STS.128"} <= ops
 
 
 def test_constraints_refuse_what_the_source_does_not_build():
@@ -176,6 +234,18 @@ def test_constraints_refuse_what_the_source_does_not_build():
         get_kernel(NAMES["bf16"]).with_params({"EPI_TMA": 1})
     with pytest.raises(InvalidConfigError, match="SPLITS"):
         get_kernel(NAMES["bf16"]).with_params({"SPLITS": -1})
+    for rounding in (1, 3):  # the register-operand-only and pre-pass roundings are tc5's swap's
+        with pytest.raises(InvalidConfigError, match=f"TF32_ROUND={rounding}"):
+            get_kernel(NAMES["tf32"]).with_params({"TF32_ROUND": rounding})
+    with pytest.raises(InvalidConfigError, match="ROUND_B_SMEM"):
+        get_kernel(NAMES["tf32"]).with_params({"TF32_ROUND": 0, "ROUND_B_SMEM": 1})
+
+
+def test_tf32_rounds_to_nearest_so_auto_may_pick_it():
+    spec = get_kernel(NAMES["tf32"])
+    assert spec.params["TF32_ROUND"] == 2 and spec.auto_refusal() == ""
+    assert "truncates" in spec.with_params({"TF32_ROUND": 0}).auto_refusal()
+    assert spec.is_valid(Problem(3, 4096, 14336, "tf32")) is None and spec.fuses_epilogue
 
 
 # ---- the plan on ragged shapes ---------------------------------------------------------------------------------------
@@ -189,7 +259,7 @@ def test_plan_launches_tiles_by_splits_with_its_workspace(stub, precision, shape
     holds S partials a tile and a ticket a tile, zeroed, and hands both to the kernel."""
     stub.stub_reset()
     spec = get_kernel(NAMES[precision]).with_params({"SPLITS": 5})
-    layout = Layout(b=COL) if precision != "bf16" else ROW_MAJOR
+    layout = Layout(b=COL) if precision != "bf16" else ROW_MAJOR  # TF32: x @ w.t(), B read and rounded in place
     plan, gpu = make(stub, spec.name, shape, layout, spec=spec)
     m, n, k = shape
     p = plan.spec.params
@@ -197,7 +267,7 @@ def test_plan_launches_tiles_by_splits_with_its_workspace(stub, precision, shape
     splits = 5
     tiles = ceil_div(m, p["BM"]) * ceil_div(n, p["BN"])
     ptrs = (0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000)
-    plan.launch(*ptrs, 0x5EED, *([0x7300_0000_0000, 0x7300_0000_0040] if precision != "bf16" else []))
+    plan.launch(*ptrs, 0x5EED, *([0x7300_0000_0000, 0x7300_0000_0040] if precision.startswith("fp8") else []))
     rec = launch_record(stub, 0)
     args = tc_args(rec.params)
     assert rec.grid == (tiles, splits, 1) and rec.block == ((p["BM"] // 64 + 1) * 128, 1, 1)
@@ -206,6 +276,40 @@ def test_plan_launches_tiles_by_splits_with_its_workspace(stub, precision, shape
     assert (args["sk_ws"], args["sk_flags"]) == (ws.ctypes.data, tickets.ctypes.data)
     assert ws.nbytes == 4 * tiles * splits * p["BM"] * p["BN"]
     assert tickets.nbytes == 4 * tiles and not tickets.any() and gpu.synced == 1
+
+
+@pytest.mark.parametrize("layout", [Layout(b=COL), ROW_MAJOR], ids=["w.t()", "row-major B"])
+def test_tf32_plan_rounds_each_operand_once(stub, layout):  # noqa: F811
+    """x @ w.t() (B K-major): one launch of the binary whose producer warps round B's tiles (ROUND_B_SMEM=1), B's map
+    the N×K weight in place. A row-major B: tc4's pattern, the transpose pre-pass writing Bᵀ rounded into the
+    workspace B's map holds, then the binary without the pass. A's fragments are rounded in registers either way:
+    no pre-pass over A."""
+    stub.stub_reset()
+    shape = (3, 4096, 14336)
+    plan, gpu = make(stub, NAMES["tf32"], shape, layout)
+    a, b, c = 0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000
+    plan.launch(a, b, c, 0x5EED)
+    runs = get_kernel(NAMES["tf32"]).for_problem(Problem(*shape, "tf32"), H200.sm_count)
+    entries = [compiled.entry for compiled, _, _ in gpu.loaded]
+    main = next(compiled for compiled, _, _ in gpu.loaded if compiled.entry == "tc10_split_k")
+    args = tc_args(launch_record(stub, stub.stub_launches() - 1).params)
+    m, n, k = shape
+    assert list(args["a"][[2, 3, 4, 5, 6, 7]]) == [a, k, m, 4 * k, 32, 64]  # A in place, 64-row boxes of 32 K
+    if layout == ROW_MAJOR:
+        assert sorted(entries) == ["tc10_split_k", "tc_transpose"] and stub.stub_launches() == 2
+        assert launch_record(stub, 0).block == (32, 8, 1)  # the transpose first, on the caller's stream
+        assert launch_record(stub, 0).stream == 0x5EED
+        transpose = next(compiled for compiled, _, _ in gpu.loaded if compiled.entry == "tc_transpose")
+        assert transpose is compile_cuda("tc_transpose.cu", "tc_transpose", {"TILE_T": 32, "ROUND": 1}, "sm_90a")
+        assert main is compile_cuda(runs.source, runs.entry, runs.defines(), "sm_90a")
+        assert args["b"][2] == plan.buffers[0].ctypes.data and any("rounded to TF32" in s for s in plan.steps)
+    else:
+        assert entries == ["tc10_split_k"] and stub.stub_launches() == 1
+        assert main is compile_cuda(runs.source, runs.entry, {**runs.defines(), "ROUND_B_SMEM": 1}, "sm_90a")
+        assert list(args["b"][[2, 3, 4, 5, 6, 7]]) == [b, k, n, 4 * k, 32, 64]  # w (N×K) in place
+    assert stub.stub_copies() == 0
+    assert (args["M"], args["N"], args["K"], args["C"]) == (m, n, k, c)
+    assert launch_record(stub, stub.stub_launches() - 1).smem == smem_bytes(dict(runs.params))
 
 
 def test_auto_choice_is_carried_into_the_plan(stub):  # noqa: F811

@@ -1,33 +1,93 @@
 """tc10_split_k on a GPU (skipped without one): right on ragged shapes at the chosen and at a pinned S, and the same
-bits on every call of one plan (its tickets back at zero after each). Apart from the CPU tests, whose stub driver
-(a module fixture) would take these launches."""
+bits on every call of one plan (its tickets back at zero after each); TF32 also as x @ w.t() (B read and rounded in
+place), at cuBLAS TF32's accuracy. Apart from the CPU tests, whose stub driver (a module fixture) would take these
+launches."""
 import numpy as np
 import pytest
 
+from gemmlab.kernels.plan import COL, Layout
 from gemmlab.kernels.registry import get_kernel
 from gemmlab.problem import Problem
 
 NAMES = {"bf16": "cuda/tc10_split_k_bf16", "fp16": "cuda/tc10_split_k_fp16", "fp8": "cuda/tc10_split_k_fp8",
-         "fp8_block": "cuda/tc10_split_k_fp8_block"}
+         "fp8_block": "cuda/tc10_split_k_fp8_block", "tf32": "cuda/tc10_split_k_tf32"}
 
 # ---- on a GPU --------------------------------------------------------------------------------------------------------
 GPU_SHAPES = [(1, 33, 4097), (3, 257, 1001), (17, 255, 8191), (127, 129, 777), (256, 256, 16384)]
 
 
-@pytest.mark.parametrize("precision", list(NAMES))
-@pytest.mark.parametrize("shape", GPU_SHAPES)
-def test_on_gpu_right_and_the_same_bits_on_every_call(precision, shape):
+def _needs_gpu():
     from gemmlab import device
-    from gemmlab.harness.verify import check, run_once
 
     if device.gpu() is None:
         pytest.skip("needs a CUDA GPU")
+
+
+def _same_bits_on_every_call(spec, problem, a, b, run):
+    from gemmlab.harness.verify import run_once
+
+    first = run_once(spec, problem, a, b, run).view(np.uint8).get()
+    for _ in range(4):
+        assert (run_once(spec, problem, a, b, run).view(np.uint8).get() == first).all()
+
+
+@pytest.mark.parametrize("precision", list(NAMES))
+@pytest.mark.parametrize("shape", GPU_SHAPES)
+def test_on_gpu_right_and_the_same_bits_on_every_call(precision, shape):
+    from gemmlab.harness.verify import check
+
+    _needs_gpu()
     problem = Problem(*shape, precision)
     for spec in (get_kernel(NAMES[precision]), get_kernel(NAMES[precision]).with_params({"SPLITS": 7})):
         result = check(spec, problem, seed=1)
         assert result.passed, result
         a, b = spec.make_inputs(problem, 2, __import__("cupy"))
-        run = spec.build(problem)  # one plan: its tickets must be back at zero after every call
-        first = run_once(spec, problem, a, b, run).view(np.uint8).get()
-        for _ in range(4):
-            assert (run_once(spec, problem, a, b, run).view(np.uint8).get() == first).all()
+        _same_bits_on_every_call(spec, problem, a, b, spec.build(problem))  # one plan: tickets back at zero
+
+
+@pytest.mark.parametrize("shape", GPU_SHAPES)
+def test_tf32_on_w_t_rounds_as_cublas_and_repeats_its_bits(shape):
+    """B handed over as w.t() (N×K): the binary whose producer warps round B's tiles in place, A's fragments rounded
+    in registers. Against float64 on NaN-poisoned C at TF32's tolerance, the same bits on 5 calls; where the product
+    has rows and columns enough for a relative error to mean something, that error is the error of both operands
+    rounded to nearest (their float64 product), within 20%, far from truncation's, and within 1.5x of torch's TF32
+    matmul on the same operands."""
+    import cupy
+
+    from gemmlab import numerics as nm
+    from gemmlab.harness.layouts import arrange, launch
+    from gemmlab.harness.verify import check
+
+    _needs_gpu()
+    problem = Problem(*shape, "tf32")
+    layout = Layout(b=COL)
+    for spec in (get_kernel(NAMES["tf32"]), get_kernel(NAMES["tf32"]).with_params({"SPLITS": 7})):
+        a, b = arrange(*spec.make_inputs(problem, 3, cupy), layout)
+        run, copies = launch(spec, problem, layout)
+        assert copies == ()  # read in place
+        result = check(spec, problem, launch=run, inputs=(a, b))
+        assert result.passed, result
+        _same_bits_on_every_call(spec, problem, a, b, run)
+    m, n, _ = shape
+    if m * n < 1000:
+        return
+    from gemmlab.harness.verify import run_once
+
+    c = run_once(spec, problem, a, b, run).get().astype(np.float64)
+    a_, b_ = a.get(), b.get()
+    ref = a_.astype(np.float64) @ b_.astype(np.float64)
+
+    def rel(x):
+        return np.linalg.norm(x - ref) / np.linalg.norm(ref)
+
+    rounded = rel(nm.tf32_rna(a_).astype(np.float64) @ nm.tf32_rna(np.ascontiguousarray(b_)).astype(np.float64))
+    truncated = rel(nm.tf32_trunc(a_).astype(np.float64) @ nm.tf32_trunc(np.ascontiguousarray(b_)).astype(np.float64))
+    assert rel(c) <= 1.2 * rounded and rel(c) < 0.6 * truncated, (rel(c), rounded, truncated)
+    torch = pytest.importorskip("torch")
+    before = torch.backends.cuda.matmul.allow_tf32
+    try:
+        torch.backends.cuda.matmul.allow_tf32 = True
+        theirs = (torch.as_tensor(a, device="cuda") @ torch.as_tensor(b, device="cuda")).cpu().numpy()
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before
+    assert rel(c) <= 1.5 * rel(theirs.astype(np.float64)), (rel(c), rel(theirs.astype(np.float64)))

@@ -25,9 +25,9 @@ def test_every_level_and_precision_registered():
     assert "cuda/tc5_swap_ab_tf32" in names  # TF32 only: BF16 wgmma reads N-major B as it is
     assert {"cuda/tc6_stream_k_bf16", "cuda/tc6_stream_k_fp16", "cuda/tc6_stream_k_tf32"} <= names
     assert "cuda/tc7_3xtf32" in names  # FP32 in and out: level 11, after v10 in the FP32 table
-    # BF16 and FP16 (and FP8): few rows of A on a narrow tile; split-K (no TF32 build)
+    # BF16 and FP16 (and FP8): few rows of A on a narrow tile; split-K, also in TF32
     assert {"cuda/tc9_narrow_swap_bf16", "cuda/tc9_narrow_swap_fp16", "cuda/tc10_split_k_bf16",
-            "cuda/tc10_split_k_fp16"} <= names
+            "cuda/tc10_split_k_fp16", "cuda/tc10_split_k_tf32"} <= names
     for s in TC:  # FP16 on every BF16 level: the same levels, one precision record
         assert (s.level, s.precision) == (11, "fp32") if s.name == "cuda/tc7_3xtf32" else \
             s.level in (1, 2, 3, 4, 5, 6, 9, 10) and s.precision in ("bf16", "fp16", "tf32")

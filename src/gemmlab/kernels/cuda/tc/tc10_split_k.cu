@@ -13,9 +13,19 @@
 // `part` and is added, scaled by its rows' A scales and its tile's B scale, into the FP32 accumulator on the CUDA
 // cores (tc8's promotion, with the scales loaded from global memory under the k-tile's wgmma); BN divides 128, so a
 // tile takes one B scale a k-tile.
+// TF32 (FP32 operands, TC_BF16=0 and TC_FP8=0): TF32_ROUND=0 truncates both operands (tc3's mainloop); TF32_ROUND=2
+// rounds both to nearest, as cuBLAS does, without a pre-pass over either: A is wgmma's register operand, each
+// consumer thread loading its m64k8 fragments from the landed K-major A tile (conflict-free 4-byte ld.shared, rows
+// of the 128-byte swizzle) and rounding them there (cvt.rna); B stays wgmma's shared-memory operand, which only a
+// rewrite in shared memory can round: with ROUND_B_SMEM=1 (B handed over K-major, x @ w.t(): the plan's choice)
+// producer warps 1-3 round each landed B tile in place (tc_round.cuh's tile_pass) and arrive on the slot's `ready`
+// barrier, which the consumers wait on after `full`; with a row-major B the plan's transpose pre-pass writes Bᵀ
+// rounded. A wgmma reads its register operand until it completes, so a consumer retires its previous k-tile's
+// wgmmas before it loads the next fragments (tc5's order).
 #include "tc_epilogue.cuh"
 #include "tc_ktile.cuh"
 #include "tc_pipeline.cuh"
+#include "tc_round.cuh"
 #include "tc_stream_k.cuh"
 
 #define CW (BM / 64)  // consumer warpgroups
@@ -26,6 +36,13 @@
 #if BLOCK_SCALED && !(TC_FP8 && 128 % BN == 0)
 #error "BLOCK_SCALED: fp8 operands, and a tile inside one 128-wide block of B's scales"
 #endif
+#ifndef ROUND_B_SMEM
+#define ROUND_B_SMEM 0
+#endif
+#if (TF32_ROUND && (TC_BF16 || TC_FP8)) || (TF32_ROUND != 0 && TF32_ROUND != 2) || (ROUND_B_SMEM && TF32_ROUND != 2)
+#error "TF32_ROUND: 0 or 2, on the TF32 build; ROUND_B_SMEM with TF32_ROUND=2"
+#endif
+#define B_PASS (TF32_ROUND == 2 && ROUND_B_SMEM)  // producer warps 1-3 round each landed B tile in place
 
 #if TC_FP8
 typedef Fp8Args KernelArgs;
@@ -76,6 +93,18 @@ __host__ __device__ __forceinline__ void split_reduce(float (&d)[R], int splits,
 }
 // end split arithmetic
 
+// begin fragment arithmetic (plain C++: the tests run it on the host against the Python model of the layouts)
+// TF32_ROUND=2: thread t (0..127) of a consumer warpgroup holds, for k8 step kk of a k-tile, value i (0..3) of
+// wgmma's m64k8 A fragment: row 16(t / 32) + (t % 32) / 4 (+ 8 for odd i) of the warpgroup's 64, K 8kk + t % 4
+// (+ 4 for i >= 2). Its byte offset in those rows of the A tile (K-major, 128 bytes a row, 128-byte swizzle: the
+// 16-byte chunk c of row r at chunk c ^ (r % 8)). The 8 rows a load of a warp reads have 8 different r % 8, so each
+// of its 4-byte loads covers the 32 banks once.
+__host__ __device__ __forceinline__ unsigned a_frag_offset(unsigned t, int kk, int i) {
+  const unsigned row = 16 * (t / 32) + t % 32 / 4 + 8 * (i % 2), k = 8 * kk + t % 4 + 4 * (i / 2);
+  return row * 128 + (((k / 4) ^ (row % 8)) << 4) + k % 4 * 4;
+}
+// end fragment arithmetic
+
 // The reduction's loads in flight a consumer thread: 8 float4s of each of 2 partials (64 registers), of 4 at
 // BN = 64 (a thread's whole share of each: 128 registers beside its 32 accumulators)
 #define REDUCE_U (BN <= 64 ? 4 : 2)
@@ -95,6 +124,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1) tc10_split_k(con
   unsigned char *smem = aligned_smem(smem_raw);
   u64 *full = reinterpret_cast<u64 *>(smem + STAGES * STAGE_BYTES);
   u64 *empty = full + STAGES;
+  u64 *ready = empty + STAGES;  // B_PASS: B's tile of each slot rounded in place
   const TmaMap *mapA = &args.a, *mapB = &args.b;
   OutT *C = reinterpret_cast<OutT *>(args.C);
   const int M = args.M, N = args.N, K = args.K;
@@ -104,6 +134,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1) tc10_split_k(con
   const int KT = (K + BK - 1) / BK;
   const int kb = split_begin(split, splits, KT), ke = split_begin(split + 1, splits, KT);
 
+  if (B_PASS) ready_init<STAGES>(ready);
   ring_init<STAGES, 1>(full, empty, CW * 4, mapA, mapB);  // one arrival per consumer warp
 
   if (wg == 0) {
@@ -114,6 +145,17 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1) tc10_split_k(con
         if (i >= STAGES) mbar_wait(&empty[s], (i / STAGES - 1) & 1);
         load_stage<1>(smem + s * STAGE_BYTES, mapA, mapB, &full[s], m0, n0, kt * BK, 0);
       }
+#if B_PASS
+    else if (tid >= 32)  // pass_ring's steps over this CTA's k-range (a slot comes round only after its consumers)
+      for (int kt = kb, i = 0; kt < ke; ++kt, ++i) {
+        const int s = i % STAGES;
+        unsigned char *b = smem + s * STAGE_BYTES + A_TILE_BYTES;
+        mbar_wait(&full[s], (i / STAGES) & 1);
+        tile_pass<B_TILE_BYTES>(b, b, tid - 32, [](float x) { return tf32_rna(x); });
+        fence_proxy_async_smem();
+        mbar_arrive(&ready[s]);
+      }
+#endif
     return;
   }
   setmaxnreg_inc<CONSUMER_REGS>();
@@ -132,8 +174,8 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1) tc10_split_k(con
     mbar_wait(&full[s], (i / STAGES) & 1);
     const u32 a = smem_u32(smem + s * STAGE_BYTES) + cw * 64 * 128;
     const u32 b = smem_u32(smem + s * STAGE_BYTES + A_TILE_BYTES);
-    wgmma_fence();
 #if BLOCK_SCALED
+    wgmma_fence();
     wgmma_ktile<BN>(part, a, b, 0);
     wgmma_commit();
     const float *sa = args.scale_a + (long long)kt * M;
@@ -148,7 +190,26 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1) tc10_split_k(con
       d[4 * j + 2] += part[4 * j + 2] * s1;
       d[4 * j + 3] += part[4 * j + 3] * s1;
     }
+#elif TF32_ROUND
+#if B_PASS
+    mbar_wait(&ready[s], (i / STAGES) & 1);
+#endif
+    wgmma_wait<0>();  // the previous k-tile's wgmmas are done with their fragments and their slot
+    if (i > 0 && tid % 32 == 0) mbar_arrive(&empty[(i - 1) % STAGES]);
+    u32 f[KSTEPS][4];
+    const unsigned char *rows = smem + s * STAGE_BYTES + cw * 64 * 128;
+#pragma unroll
+    for (int kk = 0; kk < KSTEPS; ++kk)
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        f[kk][j] = f32_bits(tf32_rna(*reinterpret_cast<const float *>(rows + a_frag_offset(ct % 128, kk, j))));
+    const u32 b_lo = desc_lo(b, 16);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < KSTEPS; ++kk) wgmma_rs<BN>(d, f[kk], desc_of(b_lo + 32 * kk / 16, 1024), 1);
+    wgmma_commit();
 #else
+    wgmma_fence();
     wgmma_ktile<BN>(d, a, b, 1);
     wgmma_commit();
     wgmma_wait<1>();  // the previous k-tile's group is done: its slot can be refilled

@@ -9,12 +9,22 @@ the levels' epilogue (TileStore), and sets the ticket back to zero for the next 
 tile (64x64, 64x128 or 128x128) and S are chosen per problem by tc/model/split_k.py: waves of CTAs, k-tiles per CTA
 (at least 4: a pipeline's depth), and the reduction one CTA does alone. BF16 and FP8 per tensor (tc3's mainloop, the
 scales on the summed tile, BF16 C for FP8); FP8 block-scaled (``_fp8_block``) promotes each k-tile into FP32 with
-its scales as tc8 does, on the tiles whose BN divides 128. No TF32 build: its mainloop would truncate, which
-kernel="auto" passes over.
+its scales as tc8 does, on the tiles whose BN divides 128. TF32 (``_tf32``, TF32_ROUND=2) rounds both operands to
+nearest in the kernel, as cuBLAS does, with no pre-pass: A is wgmma's register operand, its fragments loaded from the
+landed A tile and rounded in registers; B, wgmma's shared-memory operand, is rounded in place by the producer
+warpgroup's three idle warps (B handed over K-major, as x @ w.t() hands w over: read in place; a row-major B goes
+through the transpose pre-pass, rounded there, as tc4 TF32's does).
 Why: at long K and few tiles a launch takes one CTA's whole K; split S ways, about 1/S of it plus S partial tiles
 read back by one CTA. Predicted (split_k.choose's clocks): the long-K shapes of the suite within 1.5x of their DRAM
 bytes' time and 1.0-1.3x torch; the 256-1024 squares about tc4's time or better; elsewhere slower than tc4, whose
 persistent grid overlaps the epilogue.
+TF32: for x @ w.t() at long K and at small M, where tc5 and tc6 pay a pre-pass rounding A (a full extra read and
+write of it) and few tiles. The rounding costs no DRAM bytes: a few ALU operations a value of A, and shared-memory
+bandwidth for B (its tile read and written once more a k-tile: 1.5-1.75x the tile's L2 bytes in all). Predicted:
+at the small-M rows, under or about at the weight's DRAM time, 0.85-1.1x torch TF32; at the 256-wide long-K shapes
+about 2x their DRAM bytes' time, 0.8-1.0x; at 512x512x16384 and 1024x1024x16384 bound by shared memory, 0.6-0.9x
+(docs/tensor_cores/tc10.md). Its accuracy is cuBLAS TF32's (both operands rounded to nearest, FP32 accumulation, the
+partials added in FP32 in split order).
 """
 from __future__ import annotations
 
@@ -36,6 +46,7 @@ from gemmlab.problem import Problem
 BASE = {"BM": 128, "BN": 128, "STAGES": 6, "PRODUCER_REGS": 40, "CONSUMER_REGS": 232, "SPLITS": 0}
 FP8 = {**BASE, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
 FP8_BLOCK = {**FP8, "BLOCK_SCALED": 1}
+TF32 = {**BASE, "TF32_ROUND": 2}  # both operands rounded to nearest: A in registers, B in shared memory
 PINNED_SPLITS = 3  # configurations(): S where the tile is pinned
 REDUCTION = ("latency: the last split of a tile reads the S partials back alone, and S = 1 stores C from registers "
              "with no mainloop to hide it under")
@@ -88,9 +99,12 @@ class SplitK(WgmmaKernel):
     def configurations(self, formats: bool = False) -> list[WgmmaKernel]:
         """A build per tile of the precision (split_k.tiles_for), each in every FP8 output type, pinned at
         PINNED_SPLITS (at most KT), so that a sanitizer run at any shape of 3 k-tiles or more goes through the
-        partials and the tickets on every tile."""
+        partials and the tickets on every tile; the rounded TF32 build's also with the pass over B's tiles
+        (ROUND_B_SMEM=1, what the plan builds for a K-major B)."""
         builds = [self.with_params({"BM": bm, "BN": bn, "STAGES": st, "SPLITS": PINNED_SPLITS})
                   for bm, bn, st in split_k.tiles_for(self.precision)]
+        if self.params.get("TF32_ROUND", 0) == 2:
+            builds += [b.with_params({"ROUND_B_SMEM": 1}) for b in builds]
         return [c for b in builds for c in WgmmaKernel.configurations(b, formats)]
 
 
@@ -127,4 +141,6 @@ SPECS = [
     _spec("fp8", FP8, "fp8 e4m3 split-K, per-tensor scales on the summed tile, BF16 C, deterministic reduction"),
     _spec("fp8_block", FP8_BLOCK, "fp8 block-scaled split-K, each k-tile promoted into FP32 with its 1x128 and "
                                   "128x128 scales, deterministic reduction, BF16 C"),
+    _spec("tf32", TF32, "tf32 split-K, both operands rounded to nearest in the kernel (A's fragments in registers, "
+                        "B's tiles by the producer's idle warps), deterministic reduction"),
 ]

@@ -34,13 +34,6 @@
 #define B_BOX_TILE_BYTES (B_BOX_COLS * 4 * BK)
 #define A_BOX_ROWS (BM / CN)             // each CTA of a cluster loads (and multicasts) this many rows of A
 
-template <int N>
-__device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const u32 (&a)[4], u64 db, int scale_d) {
-  if constexpr (N == 64) wgmma_tf32_rs_n64(d, a, db, scale_d);
-  else if constexpr (N == 128) wgmma_tf32_rs_n128(d, a, db, scale_d);
-  else wgmma_tf32_rs_n256(d, a, db, scale_d);
-}
-
 // The tile column (0..BN) of fragment rows g (and g+8 -> column + 1) for warp w of consumer warpgroup cw. Within
 // a 32-column B box a warp takes 8-column blocks 0 and 2 (w even) or 1 and 3 (w odd); g picks the pair
 // 2(g%2) + 4(g/4) inside a block and the block by (g/2)%2. In the swizzled box, 16-byte chunk (c/4) of K row k

@@ -107,6 +107,15 @@ __device__ __forceinline__ void wgmma_tf32_rs_n256(float (&d)[128], const unsign
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
 }
 
+// The tf32 register-operand shape of an m64nN tile (tc5 and tc7's swapped product, tc10's rounded A).
+template <int N>
+__device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const unsigned int (&a)[4], unsigned long long db,
+                                         int scale_d) {
+  if constexpr (N == 64) wgmma_tf32_rs_n64(d, a, db, scale_d);
+  else if constexpr (N == 128) wgmma_tf32_rs_n128(d, a, db, scale_d);
+  else wgmma_tf32_rs_n256(d, a, db, scale_d);
+}
+
 // fp8: A and B K-major from descriptors, e4m3 unless A_E5M2 / B_E5M2 (wgmma takes either format for either operand)
 #if defined(A_E5M2) && A_E5M2
 #define FP8_A "e5m2"
