@@ -1,0 +1,251 @@
+"""GluonKernel: a Gluon level's spec and plan.
+
+Triton compiles a level's @gluon.jit source (kernels/gluon/source/) for sm_90a from its constexpr parameters and the
+operands' TMA descriptor types, with no GPU needed; one binary serves every shape (the shape travels in the
+descriptors). A plan launches that binary on the caller's stream, with descriptors of A, B and C built from their
+addresses: TMA zero-fills the reads past M, N and K and clips the stores, so ragged M, N and K need no masks.
+
+TMA's limits are the levels' limits: each row of A, B and C must start 16 bytes after the last (K and N multiples of
+8 for BF16 operands, N of 4 for FP32 C), and each base 16-byte aligned; other shapes are refused with that limit named.
+
+Triton is optional and Gluon's API changes between releases: the levels are written for Triton ``SUPPORTED`` (what
+torch brings on the H200, pinned by the gemmlab[gluon] extra). Without it, or with another version, every level
+refuses every problem with a MissingDependencyError naming the versions; reading the registry imports no Triton.
+Launching needs PyTorch too: Triton's CUDA driver finds the current device through it.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import importlib.util
+from dataclasses import dataclass
+from functools import lru_cache
+
+from gemmlab.errors import LayoutError, MissingDependencyError, Refusal
+from gemmlab.kernels.geometry import Geometry, ceil_div
+from gemmlab.kernels.plan import ROW_MAJOR, Layout, Plan
+from gemmlab.kernels.spec import GPU, SM_COUNT, KernelSpec, Traffic
+from gemmlab.problem import Problem
+
+SUPPORTED = "3.6.0"
+ARCH = 90  # wgmma, TMA and setmaxnreg: sm_90a, which Triton targets for compute capability 9.0
+SMEM_LIMIT = 227 * 1024  # an H100/H200 CTA's opt-in shared memory
+TMA_ALIGN = 16  # bytes: a TMA descriptor's base and row stride
+TRITON_TYPES = {"bfloat16": "bf16", "float32": "fp32"}
+
+
+@lru_cache(maxsize=1)
+def installed_triton() -> str | None:
+    """The installed Triton's version, or None; read from its metadata, without importing it."""
+    try:
+        return importlib.metadata.version("triton")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def triton_refusal(name: str) -> Refusal | None:
+    """Why the level ``name`` cannot compile here: no Triton, or not the version its Gluon code is written for."""
+    version = installed_triton()
+    fix = f"pip install 'gemmlab[gluon]' installs Triton {SUPPORTED}"
+    if version is None:
+        return Refusal(f"{name} is written in Triton's Gluon and needs Triton {SUPPORTED}, which is not installed; "
+                       f"{fix}", MissingDependencyError)
+    if version != SUPPORTED:
+        return Refusal(f"{name} is written for Gluon as Triton {SUPPORTED} has it (its API changes between "
+                       f"releases), and Triton {version} is installed; {fix}", MissingDependencyError)
+    return None
+
+
+class _Operand:
+    """What a TMA descriptor reads of its base: the address and the element type."""
+
+    def __init__(self, ptr: int, dtype: str):
+        self.ptr, self.dtype = ptr, dtype
+
+    def data_ptr(self) -> int:
+        return self.ptr
+
+
+_compiled: dict = {}
+
+
+@dataclass(frozen=True, kw_only=True)
+class GluonKernel(KernelSpec):
+    """A Gluon level: its device code (``entry`` in source/``source``.py), tile parameters BM, BN, STAGES (BK is
+    one 128-byte swizzle row, as in the CUDA levels) and OUT_BF16 (C's type: BF16, or FP32 where 0); BM/64 consumer
+    warpgroups, each owning 64 rows of the tile, and ``producer_warps`` more where a level specializes warps."""
+
+    backend: str = "gluon"
+    device: str = GPU
+    source: str = ""
+    entry: str = ""
+    producer_warps: int = 0
+    producer_regs: int = 0  # the producer's register budget (setmaxnreg), with producer_warps
+    consumer_regs: int = 0
+    varies: tuple = ("BM", "BN", "STAGES")
+
+    # ---- parameters ---------------------------------------------------------------------------------------------
+    @property
+    def bk(self) -> int:
+        return self.prec.k_tile
+
+    @property
+    def num_warps(self) -> int:
+        """The warps of the default partition: the consumer warpgroups."""
+        return self.params["BM"] // 64 * 4
+
+    def smem_bytes(self) -> int:
+        """The ring of STAGES A and B tiles and an 8-byte mbarrier per slot (two, full and empty, with a producer);
+        C's staging tile reuses the ring once the mainloop is done."""
+        p = self.params
+        barriers = (2 if self.producer_warps else 1) * p["STAGES"] * 8
+        return p["STAGES"] * (p["BM"] + p["BN"]) * self.bk * self.prec.input_bytes + barriers
+
+    def config_error(self) -> str | None:
+        p = self.params
+        if p["BM"] not in (64, 128, 192, 256):
+            return f"BM={p['BM']}: a warpgroup owns 64 rows of the tile, and 1 to 4 of them fit a CTA"
+        if p["BN"] % 16 or not 16 <= p["BN"] <= 256:
+            return f"BN={p['BN']}: one wgmma spans the tile's width, a multiple of 16 up to 256"
+        if p["STAGES"] < 2:
+            return f"STAGES={p['STAGES']}: the ring needs 2 slots or more to overlap a copy with the tensor cores"
+        if self.smem_bytes() > SMEM_LIMIT:
+            return f"the ring takes {self.smem_bytes()} bytes of shared memory, past the {SMEM_LIMIT} a CTA may have"
+        return None
+
+    # ---- C's type -------------------------------------------------------------------------------------------------
+    def output_dtype(self, problem: Problem):
+        import numpy as np
+
+        from gemmlab.problem import np_dtype
+
+        return np_dtype("bfloat16") if self.params.get("OUT_BF16", 1) else np.dtype(np.float32)
+
+    def for_formats(self, a: str, b: str, out: str) -> "GluonKernel":
+        """This level writing C in ``out`` (BF16 or FP32: OUT_BF16, each its own binary)."""
+        dtype = self.prec.input_dtype
+        if (a, b) != (dtype, dtype) or out not in self.prec.output_dtypes:
+            return super().for_formats(a, b, out)
+        return self.with_params({"OUT_BF16": int(out == "bfloat16")})
+
+    def configurations(self) -> list["GluonKernel"]:
+        return [self.for_formats(self.prec.input_dtype, self.prec.input_dtype, out) for out in self.prec.output_dtypes]
+
+    # ---- validity -------------------------------------------------------------------------------------------------
+    def is_valid(self, problem: Problem) -> Refusal | None:
+        return super().is_valid(problem) or triton_refusal(self.name) or self.alignment_refusal(problem)
+
+    def alignment_refusal(self, problem: Problem) -> Refusal | None:
+        """TMA's 16-byte row strides: K and N whole multiples of 16 bytes of A's and B's elements, N of C's."""
+        m, n, k = problem.shape
+        steps = {"K": (k, TMA_ALIGN // self.prec.input_bytes),
+                 "N": (n, TMA_ALIGN // min(self.prec.input_bytes, self.output_dtype(problem).itemsize))}
+        bad = [f"{dim}={value} is not a multiple of {step}" for dim, (value, step) in steps.items() if value % step]
+        if bad:
+            return Refusal(f"{self.name} moves A, B and C by TMA, whose rows must be a multiple of {TMA_ALIGN} bytes "
+                           f"long: {' and '.join(bad)}; kernel='auto' picks a level without that limit", LayoutError)
+        return None
+
+    def unsupported(self, gpu) -> str | None:
+        if tuple(gpu.cc) != (9, 0):
+            return f"{self.name} runs wgmma and TMA, which exist on sm_90a (Hopper) only; this GPU is sm_{gpu.cc[0]}{gpu.cc[1]}"
+        return None
+
+    # ---- geometry and traffic ---------------------------------------------------------------------------------------
+    def launch_geometry(self, problem: Problem) -> Geometry:
+        """One CTA per BM×BN tile, its x along N as in cuda/tc2 and tc3."""
+        p = self.params
+        threads = (self.num_warps + self.producer_warps) * 32
+        return Geometry(grid=(ceil_div(problem.n, p["BN"]), ceil_div(problem.m, p["BM"]), 1), block=(threads, 1, 1),
+                        smem=self.smem_bytes())
+
+    def traffic(self, problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
+        """The CUDA wgmma levels' model at this tile, C staged in shared memory on its way to a TMA store."""
+        from gemmlab.kernels.cuda.tc.model.traffic import wgmma_traffic
+
+        p = self.params
+        return wgmma_traffic(self.precision, p["BM"], p["BN"], epi_tma=True)(problem, sm_count, dict(p))
+
+    # ---- compiling ------------------------------------------------------------------------------------------------
+    def descriptor_blocks(self) -> dict:
+        """Each operand's TMA box (rows, columns) and element type."""
+        p = self.params
+        out = "bfloat16" if p.get("OUT_BF16", 1) else "float32"
+        dtype = self.prec.input_dtype
+        return {"a_desc": ((p["BM"], self.bk), dtype), "b_desc": ((self.bk, p["BN"]), dtype),
+                "c_desc": ((p["BM"], p["BN"]), out)}
+
+    def constexprs(self) -> dict:
+        """The device code's compile-time arguments after the descriptors."""
+        extra = {"PRODUCER_WARPS": self.producer_warps, "PRODUCER_REGS": self.producer_regs,
+                 "CONSUMER_REGS": self.consumer_regs} if self.producer_warps else {}
+        return {"STAGES": self.params["STAGES"], **extra, "num_warps": self.num_warps}
+
+    def gluon_compile(self):
+        """Triton's CompiledKernel of this level (its PTX, cubin and metadata in .asm and .metadata), compiled once a
+        process. Raises MissingDependencyError without the Triton it is written for."""
+        why = triton_refusal(self.name)
+        if why:
+            raise why.exception()
+        key = (self.source, self.entry, tuple(sorted(self.constexprs().items())), tuple(self.descriptor_blocks().items()))
+        if key not in _compiled:
+            import triton
+            from triton.backends.compiler import GPUTarget
+            from triton.experimental.gluon import language as gl
+            from triton.experimental.gluon._runtime import GluonASTSource
+
+            fn = getattr(importlib.import_module(f"gemmlab.kernels.gluon.source.{self.source}"), self.entry)
+            signature = {}
+            for arg, (block, dtype) in self.descriptor_blocks().items():
+                layout = gl.NVMMASharedLayout.get_default_for(list(block), getattr(gl, dtype))
+                signature[arg] = f"tensordesc<{TRITON_TYPES[dtype]}[{block[0]}, {block[1]}],{layout!r}>"
+            constexprs = self.constexprs()
+            signature.update({name: "constexpr" for name in constexprs})
+            source = GluonASTSource(fn=fn, signature=signature, constexprs=constexprs)
+            _compiled[key] = triton.compile(source, target=GPUTarget("cuda", ARCH, 32),
+                                            options={"num_warps": self.num_warps})
+        return _compiled[key]
+
+    # ---- running --------------------------------------------------------------------------------------------------
+    def plan(self, problem: Problem, layout: Layout = ROW_MAJOR) -> "GluonPlan":
+        from gemmlab.device import require_gpu
+
+        why = self.is_valid(problem)
+        if why:
+            raise why.exception()
+        if importlib.util.find_spec("torch") is None:
+            raise MissingDependencyError(f"{self.name} launches through Triton's CUDA driver, which needs PyTorch; "
+                                         "it is not installed")
+        require_gpu(self.name)
+        from triton.experimental.gluon import language as gl
+
+        geometry = self.launch_geometry(problem)
+        m, n, k = problem.shape
+        extents = {"a_desc": (m, k), "b_desc": (k, n), "c_desc": (m, n)}
+        descriptors = {arg: (extents[arg], list(block), dtype,
+                             gl.NVMMASharedLayout.get_default_for(list(block), getattr(gl, dtype)))
+                       for arg, (block, dtype) in self.descriptor_blocks().items()}
+        steps = [f"Triton {SUPPORTED} compiles {self.source}.py's {self.entry} for sm_90a (once a process)",
+                 f"TMA descriptors of A, B and C from their addresses, each launch; grid {geometry.grid[:2]}, "
+                 f"{geometry.threads} threads"]
+        return GluonPlan(self, problem, layout, steps=steps, kernel=self.gluon_compile(), grid=geometry.grid,
+                         descriptors=descriptors, constexprs=tuple(self.constexprs().values()))
+
+
+@dataclass
+class GluonPlan(Plan):
+    kernel: object = None  # triton's CompiledKernel
+    grid: tuple = ()
+    descriptors: dict | None = None  # argument: ((rows, columns), box, dtype, shared layout)
+    constexprs: tuple = ()
+
+    def launch(self, a, b, c, stream: int = 0) -> None:
+        from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+        args = []
+        for ptr, (arg, ((rows, cols), box, dtype, layout)) in zip((a, b, c), self.descriptors.items()):
+            if ptr % TMA_ALIGN:
+                raise LayoutError(f"{self.spec.name} moves its operands by TMA, whose base addresses must be "
+                                  f"{TMA_ALIGN}-byte aligned; {arg[0].upper()} starts at {ptr:#x}")
+            args.append(TensorDescriptor(_Operand(ptr, dtype), [rows, cols], [cols, 1], box, layout))
+        self.kernel[self.grid](*args, *self.constexprs, stream=stream)
