@@ -73,16 +73,15 @@ _compiled: dict = {}
 class GluonKernel(KernelSpec):
     """A Gluon level: its device code (``entry`` in source/``source``.py), tile parameters BM, BN, STAGES (BK is
     one 128-byte swizzle row, as in the CUDA levels) and OUT_BF16 (C's type: BF16, or FP32 where 0); BM/64 consumer
-    warpgroups, each owning 64 rows of the tile, and ``producer_warps`` more where a level specializes warps."""
+    warpgroups, each owning 64 rows of the tile, and ``producer_warps`` more where a level specializes warps, whose
+    warpgroup keeps PRODUCER_REGS registers a thread and leaves the consumers CONSUMER_REGS (cuda/tc3's names)."""
 
     backend: str = "gluon"
     device: str = GPU
     source: str = ""
     entry: str = ""
-    producer_warps: int = 0
-    producer_regs: int = 0  # the producer's register budget (setmaxnreg), with producer_warps
-    consumer_regs: int = 0
-    varies: tuple = ("BM", "BN", "STAGES")
+    producer_warps: int = 0  # with PRODUCER_REGS and CONSUMER_REGS, each partition's registers a thread
+    varies: tuple = ("BM", "BN", "STAGES", "PRODUCER_REGS", "CONSUMER_REGS")
 
     # ---- parameters ---------------------------------------------------------------------------------------------
     @property
@@ -93,6 +92,20 @@ class GluonKernel(KernelSpec):
     def num_warps(self) -> int:
         """The warps of the default partition: the consumer warpgroups."""
         return self.params["BM"] // 64 * 4
+
+    @property
+    def total_warps(self) -> int:
+        """The warps a CTA launches: registers are handed out a warpgroup at a time, so a producer warp takes one."""
+        return self.num_warps + ceil_div(self.producer_warps, 4) * 4
+
+    def maxnreg(self) -> int | None:
+        """The kernel's registers a thread, from which Triton gives the producer's warpgroup PRODUCER_REGS and the
+        consumers the rest: CONSUMER_REGS (None without a producer: ptxas decides)."""
+        if not self.producer_warps:
+            return None
+        p = self.params
+        producers = self.total_warps - self.num_warps
+        return (p["CONSUMER_REGS"] * self.num_warps + p["PRODUCER_REGS"] * producers) // self.total_warps // 8 * 8
 
     def smem_bytes(self) -> int:
         """The ring of STAGES A and B tiles and an 8-byte mbarrier per slot (two, full and empty, with a producer);
@@ -109,6 +122,13 @@ class GluonKernel(KernelSpec):
             return f"BN={p['BN']}: one wgmma spans the tile's width, a multiple of 16 up to 256"
         if p["STAGES"] < 2:
             return f"STAGES={p['STAGES']}: the ring needs 2 slots or more to overlap a copy with the tensor cores"
+        if self.producer_warps:
+            regs = (p["PRODUCER_REGS"], p["CONSUMER_REGS"])
+            if any(r % 8 or not 24 <= r <= 256 for r in regs):
+                return f"PRODUCER_REGS={regs[0]}, CONSUMER_REGS={regs[1]}: setmaxnreg takes multiples of 8 from 24 to 256"
+            used = 32 * (regs[1] * self.num_warps + regs[0] * (self.total_warps - self.num_warps))
+            if used > 65536:
+                return f"the partitions' registers ({used}) are past the SM's 65536"
         if self.smem_bytes() > SMEM_LIMIT:
             return f"the ring takes {self.smem_bytes()} bytes of shared memory, past the {SMEM_LIMIT} a CTA may have"
         return None
@@ -155,7 +175,7 @@ class GluonKernel(KernelSpec):
     def launch_geometry(self, problem: Problem) -> Geometry:
         """One CTA per BM×BN tile, its x along N as in cuda/tc2 and tc3."""
         p = self.params
-        threads = (self.num_warps + self.producer_warps) * 32
+        threads = self.total_warps * 32
         return Geometry(grid=(ceil_div(problem.n, p["BN"]), ceil_div(problem.m, p["BM"]), 1), block=(threads, 1, 1),
                         smem=self.smem_bytes())
 
@@ -177,8 +197,9 @@ class GluonKernel(KernelSpec):
 
     def constexprs(self) -> dict:
         """The device code's compile-time arguments after the descriptors."""
-        extra = {"PRODUCER_WARPS": self.producer_warps, "PRODUCER_REGS": self.producer_regs,
-                 "CONSUMER_REGS": self.consumer_regs} if self.producer_warps else {}
+        p = self.params
+        extra = {"PRODUCER_WARPS": self.producer_warps, "PRODUCER_REGS": p["PRODUCER_REGS"],
+                 "CONSUMER_REGS": p["CONSUMER_REGS"]} if self.producer_warps else {}
         return {"STAGES": self.params["STAGES"], **extra, "num_warps": self.num_warps}
 
     def gluon_compile(self):
@@ -203,7 +224,7 @@ class GluonKernel(KernelSpec):
             signature.update({name: "constexpr" for name in constexprs})
             source = GluonASTSource(fn=fn, signature=signature, constexprs=constexprs)
             _compiled[key] = triton.compile(source, target=GPUTarget("cuda", ARCH, 32),
-                                            options={"num_warps": self.num_warps})
+                                            options={"num_warps": self.num_warps, "maxnreg": self.maxnreg()})
         return _compiled[key]
 
     # ---- running --------------------------------------------------------------------------------------------------
