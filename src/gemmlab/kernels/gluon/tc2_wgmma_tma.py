@@ -1,13 +1,8 @@
-"""gluon/tc2: cuda/tc2's idea in Gluon: Hopper wgmma fed by a TMA + mbarrier ring of shared-memory slots.
+"""gluon/tc2: cuda/tc2's idea in Gluon: warpgroup_mma fed by a TMA + mbarrier ring of shared-memory slots.
 
-What it restates: each CTA computes one BM×BN tile of C; TMA copies A's and B's k-tiles into a STAGES-deep ring of
-128-byte-swizzled slots, an mbarrier per slot says when a slot's bytes have landed, and BM/64 warpgroups each run
-warpgroup_mma on their 64 rows of the slot. As in tc2, every k-tile drains its wgmma and the CTA meets at a barrier
-before the slot is refilled, so the tensor cores idle once per k-tile; C leaves through shared memory and a TMA store.
-What Gluon does that tc2 spells out: the accumulator's register layout and the wgmma descriptors follow from one
-NVMMADistributedLayout; the swizzled shared layouts from the descriptors; the copies are issued by one elected thread;
-registers are allocated by the compiler. Predicted: about tc2's time, the same schedule on the same instructions.
-Side by side with tc2: docs/gluon.md.
+Each CTA computes one BM×BN tile; TMA fills a STAGES-deep ring of swizzled A and B k-tiles, an mbarrier per slot says
+when its bytes have landed, and BM/64 warpgroups run m64n128 on their rows; as in tc2, each k-tile's wgmma is drained
+and the CTA meets at a barrier before the slot is refilled. Predicted: about tc2's time. Beside tc2: docs/gluon.md.
 """
 from gemmlab.kernels.gluon.launch.kernel import GluonKernel
 

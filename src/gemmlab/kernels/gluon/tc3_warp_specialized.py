@@ -1,12 +1,8 @@
 """gluon/tc3: cuda/tc3's idea in Gluon: warp specialization, a TMA producer and wgmma consumers.
 
-What changed against gluon/tc2: gl.warp_specialize forks a producer warp, which gives its warpgroup's registers back
-(PRODUCER_REGS) and streams k-tiles into the ring, waiting on each slot's `empty` mbarrier; the two consumer
-warpgroups take the registers left (CONSUMER_REGS, through the kernel's register limit), run m64n256 on a 128×256
-tile, keep one wgmma group in flight and release the slot before it. Why: no CTA-wide barrier and drain per k-tile,
-and a quarter fewer staged bytes per FLOP. What Gluon does that tc3 spells out: the partitions' warp ranges and
-setmaxnreg, the barrier inits' fences, an arrival per partition. Predicted: about tc3's time. Side by side with tc3:
-docs/gluon.md.
+Against gluon/tc2: a producer warp (PRODUCER_REGS) fills the ring, waiting on each slot's `empty` mbarrier; two
+consumer warpgroups (CONSUMER_REGS) run m64n256 on a 128×256 tile, one wgmma in flight, releasing the slot before it.
+Why: no CTA-wide drain per k-tile. Predicted: about tc3's time, 1.3× gluon/tc2. Beside tc3: docs/gluon.md.
 """
 from gemmlab.kernels.gluon.launch.kernel import GluonKernel
 

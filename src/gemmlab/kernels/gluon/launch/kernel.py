@@ -46,7 +46,7 @@ def installed_triton() -> str | None:
 def triton_refusal(name: str) -> Refusal | None:
     """Why the level ``name`` cannot compile here: no Triton, or not the version its Gluon code is written for."""
     version = installed_triton()
-    fix = f"pip install 'gemmlab[gluon]' installs Triton {SUPPORTED}"
+    fix = f"python3 -m pip install 'gemmlab[gluon]' installs Triton {SUPPORTED}"
     if version is None:
         return Refusal(f"{name} is written in Triton's Gluon and needs Triton {SUPPORTED}, which is not installed; "
                        f"{fix}", MissingDependencyError)

@@ -1,0 +1,116 @@
+"""The Gluon levels without a GPU: each compiles for sm_90a at its registered parameters in both C types (wgmma in
+the PTX, HGMMA in the SASS, no local memory), the host's launch geometry and shared memory against the compiled
+kernel's, TMA's alignment limits refused by name, and a Triton of another version refused by name.
+
+What cannot be checked here: that the kernels compute C (tests/kernels/gluon/test_gluon_gpu.py, on a GPU), the
+registers ptxas gave each partition (Triton reads them when it loads the cubin), that TMA zero-fills and clips the
+ragged edges as the descriptors ask, and the launch path (the descriptors encoded by Triton's driver, the stream).
+One binary serves every shape: the shape travels in the descriptors, so there is no ragged-shape specialization.
+"""
+import re
+import subprocess
+import sys
+
+import pytest
+
+import sass
+from gemmlab.errors import LayoutError, MissingDependencyError
+from gemmlab.kernels.gluon.launch import kernel as gluon_kernel
+from gemmlab.kernels.registry import get_kernel, list_kernels
+from gemmlab.problem import Problem
+
+triton_ok = gluon_kernel.triton_refusal("") is None
+needs_triton = pytest.mark.skipif(not triton_ok, reason=f"needs Triton {gluon_kernel.SUPPORTED} (gemmlab[gluon])")
+
+LEVELS = {"gluon/tc2_wgmma_tma_bf16": "cuda/tc2_wgmma_tma_bf16",
+          "gluon/tc3_warp_specialized_bf16": "cuda/tc3_warp_specialized_bf16"}
+BUILDS = [pytest.param(name, out, id=f"{name.split('/')[1]}-{out}") for name in LEVELS
+          for out in ("bfloat16", "float32")]
+
+
+def test_the_family_is_registered_beside_its_cuda_twins():
+    assert sorted(s.name for s in list_kernels("gluon/*")) == sorted(LEVELS)
+    for name, twin in LEVELS.items():
+        spec, cuda = get_kernel(name), get_kernel(twin)
+        assert (spec.backend, spec.level, spec.precision) == ("gluon", cuda.level, cuda.precision)
+        shared = {k: v for k, v in spec.params.items() if k in cuda.params}
+        assert shared == {k: cuda.params[k] for k in shared} and {"BM", "BN", "STAGES"} <= set(shared)
+
+
+def test_reading_the_registry_imports_no_triton():
+    code = ("import sys; from gemmlab.kernels.registry import list_kernels; "
+            "assert list_kernels('gluon/*'); print('triton' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+@needs_triton
+@pytest.mark.parametrize("name, out", BUILDS)
+def test_compiles_for_sm90a_with_wgmma_and_no_local_memory(name, out, tmp_path):
+    spec = get_kernel(name).for_formats("bfloat16", "bfloat16", out)
+    assert str(spec.output_dtype(Problem(8, 8, 8, "bf16"))) == out
+    compiled = spec.gluon_compile()
+    ptx = compiled.asm["ptx"]
+    assert ".target sm_90a" in ptx
+    bn = spec.params["BN"]
+    assert set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(\w+)\.f32\.bf16\.bf16", ptx)) == {f"m64n{bn}k16"}
+    assert "cp.async.bulk.tensor.2d" in ptx  # TMA copies, in and out
+    assert ".local" not in ptx
+    md = compiled.metadata
+    geometry = spec.launch_geometry(Problem(4096, 4096, 4096, "bf16"))
+    assert md.num_warps * 32 == geometry.threads
+    # the ring and its barriers; a warp-specialized kernel keeps a few bytes more for its partitions' state
+    assert geometry.smem <= md.shared <= geometry.smem + 256
+    if spec.producer_warps:
+        assert md.maxnreg == spec.maxnreg()
+        regs = {int(r) for r in re.findall(r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+(\d+)", ptx)}
+        assert {spec.params["PRODUCER_REGS"], spec.params["CONSUMER_REGS"]} <= regs
+    if sass.AVAILABLE:
+        instrs = sass.instructions(sass.sass(compiled.asm["cubin"], tmp_path))
+        assert {i.op for i in instrs if i.op.startswith("HGMMA")} == {f"HGMMA.64x{bn}x16.F32.BF16"}
+        assert not [i for i in instrs if i.op.startswith(("LDL", "STL"))], "local memory: spills"
+
+
+@pytest.mark.parametrize("name", LEVELS)
+def test_launch_geometry_one_cta_per_tile(name):
+    spec = get_kernel(name)
+    bm, bn = spec.params["BM"], spec.params["BN"]
+    for m, n, k in [(1, 8, 8), (17, 136, 72), (4097, 4104, 4104), (bm, bn, 64)]:
+        g = spec.launch_geometry(Problem(m, n, k, "bf16"))
+        assert g.grid == (-(-n // bn), -(-m // bm), 1)
+        assert g.threads == (bm // 64 + (1 if spec.producer_warps else 0)) * 128
+
+
+@pytest.mark.parametrize("name", LEVELS)
+def test_rows_that_are_not_16_bytes_are_refused_by_name(name, monkeypatch):
+    monkeypatch.setattr(gluon_kernel, "installed_triton", lambda: gluon_kernel.SUPPORTED)
+    spec = get_kernel(name)
+    for m in (1, 17, 127, 4097):  # M is free: TMA zero-fills rows past it and clips them from the store
+        assert spec.is_valid(Problem(m, 136, 72, "bf16")) is None
+    for shape, bad in [((17, 17, 64), "N=17"), ((17, 64, 127), "K=127"), ((4097, 4097, 4097), "K=4097")]:
+        why = spec.is_valid(Problem(*shape, "bf16"))
+        assert why and why.error is LayoutError and bad in why and "16 bytes" in why
+    with pytest.raises(LayoutError, match="N=1 is not a multiple of 8"):
+        spec.plan(Problem(64, 1, 64, "bf16"))
+
+
+@pytest.mark.parametrize("version, said", [(None, "not installed"), ("3.5.1", "Triton 3.5.1 is installed")])
+def test_another_triton_is_refused_by_name(version, said, monkeypatch):
+    monkeypatch.setattr(gluon_kernel, "installed_triton", lambda: version)
+    spec = get_kernel("gluon/tc2_wgmma_tma_bf16")
+    why = spec.is_valid(Problem(128, 128, 128, "bf16"))
+    assert why.error is MissingDependencyError and said in why and gluon_kernel.SUPPORTED in why
+    for call in (lambda: spec.plan(Problem(128, 128, 128, "bf16")), spec.gluon_compile):
+        with pytest.raises(MissingDependencyError, match=re.escape(gluon_kernel.SUPPORTED)):
+            call()
+
+
+def test_parameters_that_cannot_build_are_refused():
+    from gemmlab.errors import InvalidConfigError
+
+    spec = get_kernel("gluon/tc3_warp_specialized_bf16")
+    for change, said in [({"BM": 96}, "BM=96"), ({"BN": 264}, "BN=264"), ({"STAGES": 1}, "STAGES=1"),
+                         ({"STAGES": 6}, "shared memory"), ({"CONSUMER_REGS": 236}, "multiples of 8"),
+                         ({"BM": 256, "CONSUMER_REGS": 240}, "past the SM's 65536")]:
+        with pytest.raises(InvalidConfigError, match=said):
+            spec.with_params(change)
