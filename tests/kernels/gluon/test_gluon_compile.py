@@ -114,3 +114,40 @@ def test_parameters_that_cannot_build_are_refused():
                          ({"BM": 256, "CONSUMER_REGS": 240}, "past the SM's 65536")]:
         with pytest.raises(InvalidConfigError, match=said):
             spec.with_params(change)
+
+
+class _Recorder:
+    """Stands in for Triton's CompiledKernel at launch: records the grid, the arguments and the stream."""
+
+    def __init__(self, compiled):
+        self.compiled, self.calls = compiled, []
+
+    def __getitem__(self, grid):
+        return lambda *args, stream=None: self.calls.append((grid, args, stream))
+
+
+@needs_triton
+@pytest.mark.parametrize("name", LEVELS)
+def test_a_launch_passes_the_compiled_signature_its_descriptors(name, monkeypatch):
+    """The host half of a launch, up to Triton's launcher: one argument per parameter of the compiled signature,
+    descriptors of A (M×K), B (K×N) and C (M×N) row-major at the operands' addresses with the level's boxes, the
+    grid of the geometry and the caller's stream."""
+    from gemmlab import device
+
+    monkeypatch.setattr(device, "require_gpu", lambda what: None)
+    spec = get_kernel(name)
+    problem = Problem(127, 264, 4104, "bf16")
+    plan = spec.plan(problem)
+    plan.kernel = recorder = _Recorder(plan.kernel)
+    plan.launch(0x10000, 0x20000, 0x30000, 77)
+    (grid, args, stream), = recorder.calls
+    assert grid == spec.launch_geometry(problem).grid and stream == 77
+    assert len(args) == len(recorder.compiled.src.signature)
+    a, b, c = args[:3]
+    bm, bn, bk = spec.params["BM"], spec.params["BN"], spec.bk
+    assert [(d.base.data_ptr(), d.shape, d.strides, d.block_shape) for d in (a, b, c)] == [
+        (0x10000, [127, 4104], [4104, 1], [bm, bk]), (0x20000, [4104, 264], [264, 1], [bk, bn]),
+        (0x30000, [127, 264], [264, 1], [bm, bn])]
+    assert list(args[3:]) == list(spec.constexprs().values())
+    with pytest.raises(LayoutError, match="B starts at 0x20008"):
+        plan.launch(0x10000, 0x20008, 0x30000, 0)
