@@ -23,7 +23,8 @@ triton_ok = gluon_kernel.triton_refusal("") is None
 needs_triton = pytest.mark.skipif(not triton_ok, reason=f"needs Triton {gluon_kernel.SUPPORTED} (gemmlab[gluon])")
 
 LEVELS = {"gluon/tc2_wgmma_tma_bf16": "cuda/tc2_wgmma_tma_bf16",
-          "gluon/tc3_warp_specialized_bf16": "cuda/tc3_warp_specialized_bf16"}
+          "gluon/tc3_warp_specialized_bf16": "cuda/tc3_warp_specialized_bf16",
+          "gluon/tc4_persistent_bf16": "cuda/tc4_persistent_bf16"}
 BUILDS = [pytest.param(name, out, id=f"{name.split('/')[1]}-{out}") for name in LEVELS
           for out in ("bfloat16", "float32")]
 
@@ -52,7 +53,7 @@ def test_compiles_for_sm90a_with_wgmma_and_no_local_memory(name, out, tmp_path):
     compiled = spec.gluon_compile()
     ptx = compiled.asm["ptx"]
     assert ".target sm_90a" in ptx
-    bn = spec.params["BN"]
+    bn = spec.c_box[1]  # one wgmma spans the columns C is stored in: the tile, or a persistent level's half of it
     assert set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(\w+)\.f32\.bf16\.bf16", ptx)) == {f"m64n{bn}k16"}
     assert "cp.async.bulk.tensor.2d" in ptx  # TMA copies, in and out
     assert ".local" not in ptx
@@ -76,8 +77,9 @@ def test_launch_geometry_one_cta_per_tile(name):
     spec = get_kernel(name)
     bm, bn = spec.params["BM"], spec.params["BN"]
     for m, n, k in [(1, 8, 8), (17, 136, 72), (4097, 4104, 4104), (bm, bn, 64)]:
-        g = spec.launch_geometry(Problem(m, n, k, "bf16"))
-        assert g.grid == (-(-n // bn), -(-m // bm), 1)
+        g = spec.launch_geometry(Problem(m, n, k, "bf16"), sm_count=100)
+        tiles = (-(-n // bn), -(-m // bm))
+        assert g.grid == ((min(100, tiles[0] * tiles[1]), 1, 1) if spec.persistent else (*tiles, 1))
         assert g.threads == (bm // 64 + (1 if spec.producer_warps else 0)) * 128
 
 
@@ -103,6 +105,17 @@ def test_another_triton_is_refused_by_name(version, said, monkeypatch):
     for call in (lambda: spec.plan(Problem(128, 128, 128, "bf16")), spec.gluon_compile):
         with pytest.raises(MissingDependencyError, match=re.escape(gluon_kernel.SUPPORTED)):
             call()
+
+
+@pytest.mark.parametrize("name", LEVELS)
+def test_each_c_type_fits_shared_memory(name):
+    """FP32 C doubles a persistent level's staging tile: its build takes a ring slot fewer."""
+    spec = get_kernel(name)
+    builds = {out: spec.for_formats("bfloat16", "bfloat16", out) for out in ("bfloat16", "float32")}
+    assert all(b.smem_bytes() <= gluon_kernel.SMEM_LIMIT for b in builds.values())
+    stages = builds["float32"].params["STAGES"]
+    assert stages == spec.params["STAGES"] - (1 if spec.persistent else 0)
+    assert builds["float32"].for_formats("bfloat16", "bfloat16", "bfloat16").params == spec.params
 
 
 def test_parameters_that_cannot_build_are_refused():
@@ -147,7 +160,7 @@ def test_a_launch_passes_the_compiled_signature_its_descriptors(name, monkeypatc
     bm, bn, bk = spec.params["BM"], spec.params["BN"], spec.bk
     assert [(d.base.data_ptr(), d.shape, d.strides, d.block_shape) for d in (a, b, c)] == [
         (0x10000, [127, 4104], [4104, 1], [bm, bk]), (0x20000, [4104, 264], [264, 1], [bk, bn]),
-        (0x30000, [127, 264], [264, 1], [bm, bn])]
+        (0x30000, [127, 264], [264, 1], list(spec.c_box))]
     assert list(args[3:]) == list(spec.constexprs().values())
     with pytest.raises(LayoutError, match="B starts at 0x20008"):
         plan.launch(0x10000, 0x20008, 0x30000, 0)

@@ -8,13 +8,13 @@ from gemmlab.kernels.gluon.launch import kernel as gluon_kernel
 from gemmlab.kernels.registry import get_kernel
 from gemmlab.problem import Problem
 
-NAMES = ["gluon/tc2_wgmma_tma_bf16", "gluon/tc3_warp_specialized_bf16"]
+NAMES = ["gluon/tc2_wgmma_tma_bf16", "gluon/tc3_warp_specialized_bf16", "gluon/tc4_persistent_bf16"]
 
 # M takes any value (TMA zero-fills the rows past it and clips them from the store); N and K keep rows 16 bytes
 # long (multiples of 8 BF16 elements) and fall across the tiles' edges: N past a 128- and a 256-wide tile, K short of
 # one 64-wide k-tile, a k-tile and a bit, and more k-tiles than the ring has slots
 SHAPES = [(m, n, k) for m in (1, 17, 127, 4097) for n, k in ((8, 8), (136, 72), (264, 4104))] + \
-         [(4097, 4104, 520), (256, 256, 4096)]
+         [(4097, 4104, 520), (256, 256, 4096), (8192, 8192, 64)]  # the last: more tiles than SMs, walked in groups
 
 
 def _needs_gpu():

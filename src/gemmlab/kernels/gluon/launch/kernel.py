@@ -18,8 +18,9 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import importlib.util
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Mapping
 
 from gemmlab.errors import LayoutError, MissingDependencyError, Refusal
 from gemmlab.kernels.geometry import Geometry, ceil_div
@@ -81,7 +82,12 @@ class GluonKernel(KernelSpec):
     source: str = ""
     entry: str = ""
     producer_warps: int = 0  # with PRODUCER_REGS and CONSUMER_REGS, each partition's registers a thread
-    varies: tuple = ("BM", "BN", "STAGES", "PRODUCER_REGS", "CONSUMER_REGS")
+    # one CTA per SM walking the tiles GROUP_M rows at a time (spec.tile_walk's snake order), C stored in two halves
+    # through a staging tile of its own
+    persistent: bool = False
+    # parameters each C type builds with, where they differ (a staging tile of FP32 C takes a ring slot's bytes)
+    out_params: Mapping[str, Mapping] = field(default_factory=dict)
+    varies: tuple = ("BM", "BN", "STAGES", "GROUP_M", "PRODUCER_REGS", "CONSUMER_REGS")
 
     # ---- parameters ---------------------------------------------------------------------------------------------
     @property
@@ -107,12 +113,20 @@ class GluonKernel(KernelSpec):
         producers = self.total_warps - self.num_warps
         return (p["CONSUMER_REGS"] * self.num_warps + p["PRODUCER_REGS"] * producers) // self.total_warps // 8 * 8
 
+    @property
+    def c_box(self) -> tuple[int, int]:
+        """The rows and columns of C one TMA store writes: the tile, or half of it in a persistent level."""
+        p = self.params
+        return p["BM"], p["BN"] // (2 if self.persistent else 1)
+
     def smem_bytes(self) -> int:
         """The ring of STAGES A and B tiles and an 8-byte mbarrier per slot (two, full and empty, with a producer);
-        C's staging tile reuses the ring once the mainloop is done."""
+        C's staging tile reuses the ring once the mainloop is done, except in a persistent level, where the ring
+        runs on into the next tile and C has a tile of its own."""
         p = self.params
         barriers = (2 if self.producer_warps else 1) * p["STAGES"] * 8
-        return p["STAGES"] * (p["BM"] + p["BN"]) * self.bk * self.prec.input_bytes + barriers
+        staging = self.c_box[0] * self.c_box[1] * self.output_dtype(None).itemsize if self.persistent else 0
+        return p["STAGES"] * (p["BM"] + p["BN"]) * self.bk * self.prec.input_bytes + barriers + staging
 
     def config_error(self) -> str | None:
         p = self.params
@@ -120,6 +134,8 @@ class GluonKernel(KernelSpec):
             return f"BM={p['BM']}: a warpgroup owns 64 rows of the tile, and 1 to 4 of them fit a CTA"
         if p["BN"] % 16 or not 16 <= p["BN"] <= 256:
             return f"BN={p['BN']}: one wgmma spans the tile's width, a multiple of 16 up to 256"
+        if self.persistent and p.get("GROUP_M", 0) < 1:
+            return "a persistent level walks its tiles GROUP_M rows at a time: GROUP_M of 1 or more"
         if p["STAGES"] < 2:
             return f"STAGES={p['STAGES']}: the ring needs 2 slots or more to overlap a copy with the tensor cores"
         if self.producer_warps:
@@ -146,7 +162,7 @@ class GluonKernel(KernelSpec):
         dtype = self.prec.input_dtype
         if (a, b) != (dtype, dtype) or out not in self.prec.output_dtypes:
             return super().for_formats(a, b, out)
-        return self.with_params({"OUT_BF16": int(out == "bfloat16")})
+        return self.with_params({"OUT_BF16": int(out == "bfloat16"), **self.out_params.get(out, {})})
 
     def configurations(self) -> list["GluonKernel"]:
         return [self.for_formats(self.prec.input_dtype, self.prec.input_dtype, out) for out in self.prec.output_dtypes]
@@ -172,19 +188,21 @@ class GluonKernel(KernelSpec):
         return None
 
     # ---- geometry and traffic ---------------------------------------------------------------------------------------
-    def launch_geometry(self, problem: Problem) -> Geometry:
-        """One CTA per BM×BN tile, its x along N as in cuda/tc2 and tc3."""
+    def launch_geometry(self, problem: Problem, sm_count: int = SM_COUNT) -> Geometry:
+        """One CTA per BM×BN tile, its x along N as in cuda/tc2 and tc3; a persistent level's, one per SM (never more
+        than the tiles)."""
         p = self.params
-        threads = self.total_warps * 32
-        return Geometry(grid=(ceil_div(problem.n, p["BN"]), ceil_div(problem.m, p["BM"]), 1), block=(threads, 1, 1),
-                        smem=self.smem_bytes())
+        tiles_n, tiles_m = ceil_div(problem.n, p["BN"]), ceil_div(problem.m, p["BM"])
+        grid = (min(sm_count, tiles_m * tiles_n), 1, 1) if self.persistent else (tiles_n, tiles_m, 1)
+        return Geometry(grid=grid, block=(self.total_warps * 32, 1, 1), smem=self.smem_bytes())
 
     def traffic(self, problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
         """The CUDA wgmma levels' model at this tile, C staged in shared memory on its way to a TMA store."""
         from gemmlab.kernels.cuda.tc.model.traffic import wgmma_traffic
 
         p = self.params
-        return wgmma_traffic(self.precision, p["BM"], p["BN"], epi_tma=True)(problem, sm_count, dict(p))
+        return wgmma_traffic(self.precision, p["BM"], p["BN"], epi_tma=True, persistent=self.persistent,
+                             group_m=p.get("GROUP_M", 1))(problem, sm_count, dict(p))
 
     # ---- compiling ------------------------------------------------------------------------------------------------
     def descriptor_blocks(self) -> dict:
@@ -193,14 +211,15 @@ class GluonKernel(KernelSpec):
         out = "bfloat16" if p.get("OUT_BF16", 1) else "float32"
         dtype = self.prec.input_dtype
         return {"a_desc": ((p["BM"], self.bk), dtype), "b_desc": ((self.bk, p["BN"]), dtype),
-                "c_desc": ((p["BM"], p["BN"]), out)}
+                "c_desc": (self.c_box, out)}
 
     def constexprs(self) -> dict:
         """The device code's compile-time arguments after the descriptors."""
         p = self.params
         extra = {"PRODUCER_WARPS": self.producer_warps, "PRODUCER_REGS": p["PRODUCER_REGS"],
                  "CONSUMER_REGS": p["CONSUMER_REGS"]} if self.producer_warps else {}
-        return {"STAGES": self.params["STAGES"], **extra, "num_warps": self.num_warps}
+        group = {"GROUP_M": p["GROUP_M"]} if self.persistent else {}
+        return {"STAGES": p["STAGES"], **group, **extra, "num_warps": self.num_warps}
 
     def gluon_compile(self):
         """Triton's CompiledKernel of this level (its PTX, cubin and metadata in .asm and .metadata), compiled once a
@@ -237,10 +256,10 @@ class GluonKernel(KernelSpec):
         if importlib.util.find_spec("torch") is None:
             raise MissingDependencyError(f"{self.name} launches through Triton's CUDA driver, which needs PyTorch; "
                                          "it is not installed")
-        require_gpu(self.name)
+        gpu = require_gpu(self.name)
         from triton.experimental.gluon import language as gl
 
-        geometry = self.launch_geometry(problem)
+        geometry = self.launch_geometry(problem, gpu.sm_count if gpu is not None else SM_COUNT)
         m, n, k = problem.shape
         extents = {"a_desc": (m, k), "b_desc": (k, n), "c_desc": (m, n)}
         descriptors = {arg: (extents[arg], list(block), dtype,
