@@ -24,9 +24,16 @@ needs_triton = pytest.mark.skipif(not triton_ok, reason=f"needs Triton {gluon_ke
 
 LEVELS = {"gluon/tc2_wgmma_tma_bf16": "cuda/tc2_wgmma_tma_bf16",
           "gluon/tc3_warp_specialized_bf16": "cuda/tc3_warp_specialized_bf16",
-          "gluon/tc4_persistent_bf16": "cuda/tc4_persistent_bf16"}
+          "gluon/tc4_persistent_bf16": "cuda/tc4_persistent_bf16",
+          "gluon/tc4_persistent_fp8": "cuda/tc4_persistent_fp8"}
+# the tensor cores' operand type as PTX and SASS spell it, and a wgmma's K (32 bytes)
+MMA = {"bf16": ("bf16.bf16", "BF16", "HGMMA", 16), "fp8": ("e4m3.e4m3", "E4M3.E4M3", "QGMMA", 32)}
 BUILDS = [pytest.param(name, out, id=f"{name.split('/')[1]}-{out}") for name in LEVELS
           for out in ("bfloat16", "float32")]
+
+
+def _problem(spec, m, n, k):
+    return Problem(m, n, k, spec.precision)
 
 
 def test_the_family_is_registered_beside_its_cuda_twins():
@@ -48,17 +55,20 @@ def test_reading_the_registry_imports_no_triton():
 @needs_triton
 @pytest.mark.parametrize("name, out", BUILDS)
 def test_compiles_for_sm90a_with_wgmma_and_no_local_memory(name, out, tmp_path):
-    spec = get_kernel(name).for_formats("bfloat16", "bfloat16", out)
-    assert str(spec.output_dtype(Problem(8, 8, 8, "bf16"))) == out
+    base = get_kernel(name)
+    spec = base.for_formats(base.prec.input_dtype, base.prec.input_dtype, out)
+    assert str(spec.output_dtype(_problem(spec, 8, 8, 8))) == out
+    ptx_type, sass_type, sass_op, mma_k = MMA[spec.precision]
     compiled = spec.gluon_compile()
     ptx = compiled.asm["ptx"]
     assert ".target sm_90a" in ptx
     bn = spec.c_box[1]  # one wgmma spans the columns C is stored in: the tile, or a persistent level's half of it
-    assert set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(\w+)\.f32\.bf16\.bf16", ptx)) == {f"m64n{bn}k16"}
+    assert set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(\w+)\.f32\." + re.escape(ptx_type), ptx)) == \
+        {f"m64n{bn}k{mma_k}"}
     assert "cp.async.bulk.tensor.2d" in ptx  # TMA copies, in and out
     assert ".local" not in ptx
     md = compiled.metadata
-    geometry = spec.launch_geometry(Problem(4096, 4096, 4096, "bf16"))
+    geometry = spec.launch_geometry(_problem(spec, 4096, 4096, 4096))
     assert md.num_warps * 32 == geometry.threads
     # the ring and its barriers; a warp-specialized kernel keeps a few bytes more for its partitions' state
     assert geometry.smem <= md.shared <= geometry.smem + 256
@@ -68,7 +78,7 @@ def test_compiles_for_sm90a_with_wgmma_and_no_local_memory(name, out, tmp_path):
         assert {spec.params["PRODUCER_REGS"], spec.params["CONSUMER_REGS"]} <= regs
     if sass.AVAILABLE:
         instrs = sass.instructions(sass.sass(compiled.asm["cubin"], tmp_path))
-        assert {i.op for i in instrs if i.op.startswith("HGMMA")} == {f"HGMMA.64x{bn}x16.F32.BF16"}
+        assert {i.op for i in instrs if "GMMA" in i.op} == {f"{sass_op}.64x{bn}x{mma_k}.F32.{sass_type}"}
         assert not [i for i in instrs if i.op.startswith(("LDL", "STL"))], "local memory: spills"
 
 
@@ -77,7 +87,7 @@ def test_launch_geometry_one_cta_per_tile(name):
     spec = get_kernel(name)
     bm, bn = spec.params["BM"], spec.params["BN"]
     for m, n, k in [(1, 8, 8), (17, 136, 72), (4097, 4104, 4104), (bm, bn, 64)]:
-        g = spec.launch_geometry(Problem(m, n, k, "bf16"), sm_count=100)
+        g = spec.launch_geometry(_problem(spec, m, n, k), sm_count=100)
         tiles = (-(-n // bn), -(-m // bm))
         assert g.grid == ((min(100, tiles[0] * tiles[1]), 1, 1) if spec.persistent else (*tiles, 1))
         assert g.threads == (bm // 64 + (1 if spec.producer_warps else 0)) * 128
@@ -88,12 +98,15 @@ def test_rows_that_are_not_16_bytes_are_refused_by_name(name, monkeypatch):
     monkeypatch.setattr(gluon_kernel, "installed_triton", lambda: gluon_kernel.SUPPORTED)
     spec = get_kernel(name)
     for m in (1, 17, 127, 4097):  # M is free: TMA zero-fills rows past it and clips them from the store
-        assert spec.is_valid(Problem(m, 136, 72, "bf16")) is None
-    for shape, bad in [((17, 17, 64), "N=17"), ((17, 64, 127), "K=127"), ((4097, 4097, 4097), "K=4097")]:
-        why = spec.is_valid(Problem(*shape, "bf16"))
+        assert spec.is_valid(_problem(spec, m, 136, 80)) is None
+    bad_shapes = [((17, 17, 64), "N=17"), ((17, 64, 127), "K=127"), ((4097, 4097, 4097), "K=4097")]
+    if spec.prec.input_bytes == 1:  # FP8 rows of K: 16 elements
+        bad_shapes.append(((17, 64, 72), "K=72 is not a multiple of 16"))
+    for shape, bad in bad_shapes:
+        why = spec.is_valid(_problem(spec, *shape))
         assert why and why.error is LayoutError and bad in why and "16 bytes" in why
     with pytest.raises(LayoutError, match="N=1 is not a multiple of 8"):
-        spec.plan(Problem(64, 1, 64, "bf16"))
+        spec.plan(_problem(spec, 64, 1, 64))
 
 
 @pytest.mark.parametrize("version, said", [(None, "not installed"), ("3.5.1", "Triton 3.5.1 is installed")])
@@ -111,11 +124,12 @@ def test_another_triton_is_refused_by_name(version, said, monkeypatch):
 def test_each_c_type_fits_shared_memory(name):
     """FP32 C doubles a persistent level's staging tile: its build takes a ring slot fewer."""
     spec = get_kernel(name)
-    builds = {out: spec.for_formats("bfloat16", "bfloat16", out) for out in ("bfloat16", "float32")}
+    dtype = spec.prec.input_dtype
+    builds = {out: spec.for_formats(dtype, dtype, out) for out in ("bfloat16", "float32")}
     assert all(b.smem_bytes() <= gluon_kernel.SMEM_LIMIT for b in builds.values())
     stages = builds["float32"].params["STAGES"]
     assert stages == spec.params["STAGES"] - (1 if spec.persistent else 0)
-    assert builds["float32"].for_formats("bfloat16", "bfloat16", "bfloat16").params == spec.params
+    assert builds["float32"].for_formats(dtype, dtype, "bfloat16").params == spec.params
 
 
 def test_parameters_that_cannot_build_are_refused():
@@ -149,18 +163,19 @@ def test_a_launch_passes_the_compiled_signature_its_descriptors(name, monkeypatc
 
     monkeypatch.setattr(device, "require_gpu", lambda what: None)
     spec = get_kernel(name)
-    problem = Problem(127, 264, 4104, "bf16")
+    problem = _problem(spec, 127, 264, 4112)
     plan = spec.plan(problem)
     plan.kernel = recorder = _Recorder(plan.kernel)
-    plan.launch(0x10000, 0x20000, 0x30000, 77)
+    scales = (0x40000, 0x50000)[:len(spec.scale_args())]  # FP8's per-tensor scales follow the stream
+    plan.launch(0x10000, 0x20000, 0x30000, 77, *scales)
     (grid, args, stream), = recorder.calls
     assert grid == spec.launch_geometry(problem).grid and stream == 77
     assert len(args) == len(recorder.compiled.src.signature)
     a, b, c = args[:3]
     bm, bn, bk = spec.params["BM"], spec.params["BN"], spec.bk
+    b_rows = ([264, 4112], [4112, 1], [bn, bk]) if spec.prec.kmajor_b else ([4112, 264], [264, 1], [bk, bn])
     assert [(d.base.data_ptr(), d.shape, d.strides, d.block_shape) for d in (a, b, c)] == [
-        (0x10000, [127, 4104], [4104, 1], [bm, bk]), (0x20000, [4104, 264], [264, 1], [bk, bn]),
-        (0x30000, [127, 264], [264, 1], list(spec.c_box))]
-    assert list(args[3:]) == list(spec.constexprs().values())
+        (0x10000, [127, 4112], [4112, 1], [bm, bk]), (0x20000, *b_rows), (0x30000, [127, 264], [264, 1], list(spec.c_box))]
+    assert list(args[3:]) == [*scales, *spec.constexprs().values()]
     with pytest.raises(LayoutError, match="B starts at 0x20008"):
-        plan.launch(0x10000, 0x20008, 0x30000, 0)
+        plan.launch(0x10000, 0x20008, 0x30000, 0, *scales)

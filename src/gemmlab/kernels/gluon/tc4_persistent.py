@@ -3,10 +3,12 @@
 Against gluon/tc3: one CTA per SM walks the tiles GROUP_M rows at a time in snake order, the ring running on across
 tiles so the producer loads the next tile while the consumers store this one; C leaves in two halves through a staging
 tile and TMA. Unlike tc4: no 2-CTA cluster multicasting B, no narrow tiles. FP32 C's staging tile costs a ring slot.
-Predicted: 5-10% over gluon/tc3, short of cuda/tc4 by B's multicast. Beside tc4: docs/gluon.md.
+FP8 (e4m3, B as N×K, per-tensor scales in the epilogue): tc4_persistent_fp8's idea, the same walk. Predicted: 5-10%
+over gluon/tc3, short of cuda/tc4 by B's multicast; FP8 1.7× BF16. Beside tc4: docs/gluon.md.
 """
 from gemmlab.kernels.gluon.launch.kernel import GluonKernel
 
+EPILOGUE = "latency: each tile's epilogue keeps the consumer warpgroups off the tensor cores"
 PARAMS = {"BM": 128, "BN": 256, "STAGES": 4, "GROUP_M": 8, "PRODUCER_REGS": 40, "CONSUMER_REGS": 232, "OUT_BF16": 1}
 
 SPECS = [
@@ -16,6 +18,13 @@ SPECS = [
               "TMA-store epilogue",
         source="tc4_persistent", entry="tc4_persistent", params=PARAMS, producer_warps=1, persistent=True,
         out_params={"float32": {"STAGES": 3}, "bfloat16": {"STAGES": PARAMS["STAGES"]}}, doc=__doc__,
-        unmodeled="latency: each tile's epilogue keeps the consumer warpgroups off the tensor cores",
-    )
+        unmodeled=EPILOGUE,
+    ),
+    GluonKernel(
+        name="gluon/tc4_persistent_fp8", level=4, precision="fp8",
+        title="fp8 e4m3 gluon/tc4: wgmma m64n128k32 on N×K B, per-tensor FP32 scales and BF16 C in the epilogue",
+        source="tc4_persistent", entry="tc4_persistent_fp8", params=PARAMS, producer_warps=1, persistent=True,
+        out_params={"float32": {"STAGES": 3}, "bfloat16": {"STAGES": PARAMS["STAGES"]}}, doc=__doc__,
+        unmodeled=EPILOGUE,
+    ),
 ]

@@ -24,7 +24,7 @@ from typing import Mapping
 
 from gemmlab.errors import LayoutError, MissingDependencyError, Refusal
 from gemmlab.kernels.geometry import Geometry, ceil_div
-from gemmlab.kernels.plan import ROW_MAJOR, Layout, Plan
+from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout, Plan
 from gemmlab.kernels.spec import GPU, SM_COUNT, KernelSpec, Traffic
 from gemmlab.problem import Problem
 
@@ -32,7 +32,9 @@ SUPPORTED = "3.6.0"
 ARCH = 90  # wgmma, TMA and setmaxnreg: sm_90a, which Triton targets for compute capability 9.0
 SMEM_LIMIT = 227 * 1024  # an H100/H200 CTA's opt-in shared memory
 TMA_ALIGN = 16  # bytes: a TMA descriptor's base and row stride
-TRITON_TYPES = {"bfloat16": "bf16", "float32": "fp32"}
+# each operand dtype's name in a Triton signature and in gluon.language
+TRITON_TYPES = {"bfloat16": "bf16", "float32": "fp32", "float8_e4m3fn": "fp8e4nv"}
+GLUON_TYPES = {"bfloat16": "bfloat16", "float32": "float32", "float8_e4m3fn": "float8e4nv"}
 
 
 @lru_cache(maxsize=1)
@@ -172,10 +174,12 @@ class GluonKernel(KernelSpec):
         return super().is_valid(problem) or triton_refusal(self.name) or self.alignment_refusal(problem)
 
     def alignment_refusal(self, problem: Problem) -> Refusal | None:
-        """TMA's 16-byte row strides: K and N whole multiples of 16 bytes of A's and B's elements, N of C's."""
+        """TMA's 16-byte row strides: K a whole multiple of 16 bytes of A's elements (and of B's, where B is N×K), N of
+        C's (and of B's, where B is K×N)."""
         m, n, k = problem.shape
+        c_bytes = self.output_dtype(problem).itemsize
         steps = {"K": (k, TMA_ALIGN // self.prec.input_bytes),
-                 "N": (n, TMA_ALIGN // min(self.prec.input_bytes, self.output_dtype(problem).itemsize))}
+                 "N": (n, TMA_ALIGN // (c_bytes if self.prec.kmajor_b else min(self.prec.input_bytes, c_bytes)))}
         bad = [f"{dim}={value} is not a multiple of {step}" for dim, (value, step) in steps.items() if value % step]
         if bad:
             return Refusal(f"{self.name} moves A, B and C by TMA, whose rows must be a multiple of {TMA_ALIGN} bytes "
@@ -210,8 +214,12 @@ class GluonKernel(KernelSpec):
         p = self.params
         out = "bfloat16" if p.get("OUT_BF16", 1) else "float32"
         dtype = self.prec.input_dtype
-        return {"a_desc": ((p["BM"], self.bk), dtype), "b_desc": ((self.bk, p["BN"]), dtype),
-                "c_desc": (self.c_box, out)}
+        b_box = (p["BN"], self.bk) if self.prec.kmajor_b else (self.bk, p["BN"])
+        return {"a_desc": ((p["BM"], self.bk), dtype), "b_desc": (b_box, dtype), "c_desc": (self.c_box, out)}
+
+    def scale_args(self) -> tuple:
+        """The pointer arguments after the descriptors: an FP8 level's per-tensor scales of A and B."""
+        return ("scale_a", "scale_b") if self.prec.tensor_scaled else ()
 
     def constexprs(self) -> dict:
         """The device code's compile-time arguments after the descriptors."""
@@ -237,8 +245,9 @@ class GluonKernel(KernelSpec):
             fn = getattr(importlib.import_module(f"gemmlab.kernels.gluon.source.{self.source}"), self.entry)
             signature = {}
             for arg, (block, dtype) in self.descriptor_blocks().items():
-                layout = gl.NVMMASharedLayout.get_default_for(list(block), getattr(gl, dtype))
+                layout = gl.NVMMASharedLayout.get_default_for(list(block), getattr(gl, GLUON_TYPES[dtype]))
                 signature[arg] = f"tensordesc<{TRITON_TYPES[dtype]}[{block[0]}, {block[1]}],{layout!r}>"
+            signature.update({arg: "*fp32" for arg in self.scale_args()})
             constexprs = self.constexprs()
             signature.update({name: "constexpr" for name in constexprs})
             source = GluonASTSource(fn=fn, signature=signature, constexprs=constexprs)
@@ -247,6 +256,11 @@ class GluonKernel(KernelSpec):
         return _compiled[key]
 
     # ---- running --------------------------------------------------------------------------------------------------
+    @property
+    def layouts(self) -> frozenset:
+        """Row-major A, B row-major (K×N) or, for FP8, as the transpose of an N×K matrix: what its wgmma reads."""
+        return frozenset({Layout(b=COL) if self.prec.kmajor_b else ROW_MAJOR})
+
     def plan(self, problem: Problem, layout: Layout = ROW_MAJOR) -> "GluonPlan":
         from gemmlab.device import require_gpu
 
@@ -261,9 +275,9 @@ class GluonKernel(KernelSpec):
 
         geometry = self.launch_geometry(problem, gpu.sm_count if gpu is not None else SM_COUNT)
         m, n, k = problem.shape
-        extents = {"a_desc": (m, k), "b_desc": (k, n), "c_desc": (m, n)}
+        extents = {"a_desc": (m, k), "b_desc": (n, k) if self.prec.kmajor_b else (k, n), "c_desc": (m, n)}
         descriptors = {arg: (extents[arg], list(block), dtype,
-                             gl.NVMMASharedLayout.get_default_for(list(block), getattr(gl, dtype)))
+                             gl.NVMMASharedLayout.get_default_for(list(block), getattr(gl, GLUON_TYPES[dtype])))
                        for arg, (block, dtype) in self.descriptor_blocks().items()}
         steps = [f"Triton {SUPPORTED} compiles {self.source}.py's {self.entry} for sm_90a (once a process)",
                  f"TMA descriptors of A, B and C from their addresses, each launch; grid {geometry.grid[:2]}, "
@@ -279,7 +293,16 @@ class GluonPlan(Plan):
     descriptors: dict | None = None  # argument: ((rows, columns), box, dtype, shared layout)
     constexprs: tuple = ()
 
-    def launch(self, a, b, c, stream: int = 0) -> None:
+    def run(self, a, b, c) -> None:
+        """The harness's call: CuPy arrays, or FP8's Scaled operands, whose scales' addresses follow the stream."""
+        if not self.spec.prec.scaled:
+            super().run(a, b, c)
+            return
+        from gemmlab.kernels.cuda.launch.kernel import run_on_cupy
+
+        run_on_cupy(self, a, b, c)
+
+    def launch(self, a, b, c, stream: int = 0, *scales) -> None:
         from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
         args = []
@@ -288,4 +311,7 @@ class GluonPlan(Plan):
                 raise LayoutError(f"{self.spec.name} moves its operands by TMA, whose base addresses must be "
                                   f"{TMA_ALIGN}-byte aligned; {arg[0].upper()} starts at {ptr:#x}")
             args.append(TensorDescriptor(_Operand(ptr, dtype), [rows, cols], [cols, 1], box, layout))
-        self.kernel[self.grid](*args, *self.constexprs, stream=stream)
+        if len(scales) != len(self.spec.scale_args()):
+            raise TypeError(f"{self.spec.name} takes the addresses of {len(self.spec.scale_args())} scales after the "
+                            f"stream, got {len(scales)}")
+        self.kernel[self.grid](*args, *scales, *self.constexprs, stream=stream)
