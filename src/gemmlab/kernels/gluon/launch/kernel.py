@@ -298,9 +298,10 @@ class GluonPlan(Plan):
         if not self.spec.prec.scaled:
             super().run(a, b, c)
             return
-        from gemmlab.kernels.cuda.launch.kernel import run_on_cupy
+        import cupy
 
-        run_on_cupy(self, a, b, c)
+        self.launch(a.data.data.ptr, b.data.data.ptr, c.data.ptr, cupy.cuda.get_current_stream().ptr,
+                    a.scale.data.ptr, b.scale.data.ptr)
 
     def launch(self, a, b, c, stream: int = 0, *scales) -> None:
         from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
