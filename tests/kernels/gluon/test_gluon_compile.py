@@ -136,7 +136,8 @@ def test_parameters_that_cannot_build_are_refused():
     from gemmlab.errors import InvalidConfigError
 
     spec = get_kernel("gluon/tc3_warp_specialized_bf16")
-    for change, said in [({"BM": 96}, "BM=96"), ({"BN": 264}, "BN=264"), ({"STAGES": 1}, "STAGES=1"),
+    for change, said in [({"BM": 96}, "BM=96"), ({"BN": 264}, "BN=264"), ({"BM": 192}, "BM=192"),
+                         ({"STAGES": 1}, "STAGES=1"),
                          ({"STAGES": 6}, "shared memory"), ({"CONSUMER_REGS": 236}, "multiples of 8"),
                          ({"BM": 256, "CONSUMER_REGS": 240}, "past the SM's 65536")]:
         with pytest.raises(InvalidConfigError, match=said):
@@ -175,7 +176,8 @@ def test_a_launch_passes_the_compiled_signature_its_descriptors(name, monkeypatc
     bm, bn, bk = spec.params["BM"], spec.params["BN"], spec.bk
     b_rows = ([264, 4112], [4112, 1], [bn, bk]) if spec.prec.kmajor_b else ([4112, 264], [264, 1], [bk, bn])
     assert [(d.base.data_ptr(), d.shape, d.strides, d.block_shape) for d in (a, b, c)] == [
-        (0x10000, [127, 4112], [4112, 1], [bm, bk]), (0x20000, *b_rows), (0x30000, [127, 264], [264, 1], list(spec.c_box))]
+        (0x10000, [127, 4112], [4112, 1], [bm, bk]), (0x20000, *b_rows),
+        (0x30000, [127, 264], [264, 1], list(spec.c_box))]
     assert list(args[3:]) == [*scales, *spec.constexprs().values()]
     with pytest.raises(LayoutError, match="B starts at 0x20008"):
         plan.launch(0x10000, 0x20008, 0x30000, 0, *scales)

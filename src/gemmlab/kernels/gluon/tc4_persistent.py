@@ -8,23 +8,22 @@ over gluon/tc3, short of cuda/tc4 by B's multicast; FP8 1.7× BF16. Beside tc4: 
 """
 from gemmlab.kernels.gluon.launch.kernel import GluonKernel
 
-EPILOGUE = "latency: each tile's epilogue keeps the consumer warpgroups off the tensor cores"
 PARAMS = {"BM": 128, "BN": 256, "STAGES": 4, "GROUP_M": 8, "PRODUCER_REGS": 40, "CONSUMER_REGS": 232, "OUT_BF16": 1}
+
+VARIES = ("BM", "BN", "STAGES", "GROUP_M", "PRODUCER_REGS", "CONSUMER_REGS")
+
+TITLES = {
+    "bf16": "bf16 Gluon persistent producer warp + 2 wgmma consumer warpgroups, grouped snake tile order, TMA-store "
+            "epilogue",
+    "fp8": "fp8 e4m3 gluon/tc4: wgmma m64n128k32 on N×K B, per-tensor FP32 scales and BF16 C in the epilogue",
+}
 
 SPECS = [
     GluonKernel(
-        name="gluon/tc4_persistent_bf16", level=4, precision="bf16",
-        title="bf16 Gluon persistent producer warp + 2 wgmma consumer warpgroups, grouped snake tile order, "
-              "TMA-store epilogue",
-        source="tc4_persistent", entry="tc4_persistent", params=PARAMS, producer_warps=1, persistent=True,
-        out_params={"float32": {"STAGES": 3}, "bfloat16": {"STAGES": PARAMS["STAGES"]}}, doc=__doc__,
-        unmodeled=EPILOGUE,
-    ),
-    GluonKernel(
-        name="gluon/tc4_persistent_fp8", level=4, precision="fp8",
-        title="fp8 e4m3 gluon/tc4: wgmma m64n128k32 on N×K B, per-tensor FP32 scales and BF16 C in the epilogue",
-        source="tc4_persistent", entry="tc4_persistent_fp8", params=PARAMS, producer_warps=1, persistent=True,
-        out_params={"float32": {"STAGES": 3}, "bfloat16": {"STAGES": PARAMS["STAGES"]}}, doc=__doc__,
-        unmodeled=EPILOGUE,
-    ),
+        name=f"gluon/tc4_persistent_{prec}", level=4, precision=prec, title=title, source="tc4_persistent",
+        entry="tc4_persistent_fp8" if prec == "fp8" else "tc4_persistent", params=PARAMS, producer_warps=1,
+        varies=VARIES, persistent=True, out_params={"float32": {"STAGES": 3}, "bfloat16": {"STAGES": PARAMS["STAGES"]}},
+        doc=__doc__, unmodeled="latency: each tile's epilogue keeps the consumer warpgroups off the tensor cores",
+    )
+    for prec, title in TITLES.items()
 ]

@@ -5,8 +5,9 @@ operands' TMA descriptor types, with no GPU needed; one binary serves every shap
 descriptors). A plan launches that binary on the caller's stream, with descriptors of A, B and C built from their
 addresses: TMA zero-fills the reads past M, N and K and clips the stores, so ragged M, N and K need no masks.
 
-TMA's limits are the levels' limits: each row of A, B and C must start 16 bytes after the last (K and N multiples of
-8 for BF16 operands, N of 4 for FP32 C), and each base 16-byte aligned; other shapes are refused with that limit named.
+TMA's limits are the levels' limits: each row of A, B and C must start a multiple of 16 bytes after the last (K and N
+multiples of 8 for BF16 operands; K of 16 and N of 8 for FP8's, B being N×K; N of 4 for FP32 C), and each base
+16-byte aligned; other shapes are refused with that limit named.
 
 Triton is optional and Gluon's API changes between releases: the levels are written for Triton ``SUPPORTED`` (what
 torch brings on the H200, pinned by the gemmlab[gluon] extra). Without it, or with another version, every level
@@ -89,7 +90,7 @@ class GluonKernel(KernelSpec):
     persistent: bool = False
     # parameters each C type builds with, where they differ (a staging tile of FP32 C takes a ring slot's bytes)
     out_params: Mapping[str, Mapping] = field(default_factory=dict)
-    varies: tuple = ("BM", "BN", "STAGES", "GROUP_M", "PRODUCER_REGS", "CONSUMER_REGS")
+    varies: tuple = ("BM", "BN", "STAGES")
 
     # ---- parameters ---------------------------------------------------------------------------------------------
     @property
@@ -132,10 +133,11 @@ class GluonKernel(KernelSpec):
 
     def config_error(self) -> str | None:
         p = self.params
-        if p["BM"] not in (64, 128, 192, 256):
-            return f"BM={p['BM']}: a warpgroup owns 64 rows of the tile, and 1 to 4 of them fit a CTA"
-        if p["BN"] % 16 or not 16 <= p["BN"] <= 256:
-            return f"BN={p['BN']}: one wgmma spans the tile's width, a multiple of 16 up to 256"
+        if p["BM"] not in (64, 128, 256):
+            return f"BM={p['BM']}: a warpgroup owns 64 rows of the tile, and 1, 2 or 4 of them stack along M"
+        if self.c_box[1] % 16 or not 16 <= self.c_box[1] <= 256 or p["BN"] % self.c_box[1]:
+            return (f"BN={p['BN']}: one wgmma spans the columns C is stored in (the tile, or a persistent level's "
+                    "half of it), a multiple of 16 up to 256")
         if self.persistent and p.get("GROUP_M", 0) < 1:
             return "a persistent level walks its tiles GROUP_M rows at a time: GROUP_M of 1 or more"
         if p["STAGES"] < 2:
@@ -143,7 +145,8 @@ class GluonKernel(KernelSpec):
         if self.producer_warps:
             regs = (p["PRODUCER_REGS"], p["CONSUMER_REGS"])
             if any(r % 8 or not 24 <= r <= 256 for r in regs):
-                return f"PRODUCER_REGS={regs[0]}, CONSUMER_REGS={regs[1]}: setmaxnreg takes multiples of 8 from 24 to 256"
+                return (f"PRODUCER_REGS={regs[0]}, CONSUMER_REGS={regs[1]}: setmaxnreg takes multiples of 8 from 24 "
+                        "to 256")
             used = 32 * (regs[1] * self.num_warps + regs[0] * (self.total_warps - self.num_warps))
             if used > 65536:
                 return f"the partitions' registers ({used}) are past the SM's 65536"
@@ -188,7 +191,8 @@ class GluonKernel(KernelSpec):
 
     def unsupported(self, gpu) -> str | None:
         if tuple(gpu.cc) != (9, 0):
-            return f"{self.name} runs wgmma and TMA, which exist on sm_90a (Hopper) only; this GPU is sm_{gpu.cc[0]}{gpu.cc[1]}"
+            return (f"{self.name} runs wgmma and TMA, which exist on sm_90a (Hopper) only; this GPU is "
+                    f"sm_{gpu.cc[0]}{gpu.cc[1]}")
         return None
 
     # ---- geometry and traffic ---------------------------------------------------------------------------------------
@@ -235,7 +239,8 @@ class GluonKernel(KernelSpec):
         why = triton_refusal(self.name)
         if why:
             raise why.exception()
-        key = (self.source, self.entry, tuple(sorted(self.constexprs().items())), tuple(self.descriptor_blocks().items()))
+        key = (self.source, self.entry, tuple(self.constexprs().items()), tuple(self.descriptor_blocks().items()),
+               self.scale_args())
         if key not in _compiled:
             import triton
             from triton.backends.compiler import GPUTarget

@@ -44,8 +44,9 @@ def tc2_wgmma_tma(a_desc, b_desc, c_desc, STAGES: gl.constexpr, num_warps: gl.co
         gl.thread_barrier()
         refill = kt + STAGES < k_tiles
         mbarrier.expect(full.index(slot), stage_bytes, pred=refill)
-        tma.async_copy_global_to_shared(a_desc, [m0, (kt + STAGES) * BK], full.index(slot), a_ring.index(slot), pred=refill)
-        tma.async_copy_global_to_shared(b_desc, [(kt + STAGES) * BK, n0], full.index(slot), b_ring.index(slot), pred=refill)
+        k_next = (kt + STAGES) * BK
+        tma.async_copy_global_to_shared(a_desc, [m0, k_next], full.index(slot), a_ring.index(slot), pred=refill)
+        tma.async_copy_global_to_shared(b_desc, [k_next, n0], full.index(slot), b_ring.index(slot), pred=refill)
 
     for s in gl.static_range(STAGES):
         mbarrier.invalidate(full.index(s))
