@@ -12,7 +12,8 @@ multiples of 8 for BF16 operands; K of 16 and N of 8 for FP8's, B being N×K; N 
 Triton is optional and Gluon's API changes between releases: the levels are written for Triton ``SUPPORTED`` (what
 torch brings on the H200, pinned by the gemmlab[gluon] extra). Without it, or with another version, every level
 refuses every problem with a MissingDependencyError naming the versions; reading the registry imports no Triton.
-Launching needs PyTorch too: Triton's CUDA driver finds the current device through it.
+Launching needs PyTorch too: Triton's CUDA driver finds the current device through it, and loads each level's binary
+once a process on the device torch calls current: the levels run on one GPU.
 """
 from __future__ import annotations
 
