@@ -3,5 +3,5 @@ restated in Python, each level named and numbered as the CUDA C level whose idea
 side by side).
 
 - launch/: the levels' spec (GluonKernel), the Triton version they are written for, compiling and launching
-- source/: their device code, one @gluon.jit kernel a file (imported only when a level compiles)
+- source/: their device code, one level's @gluon.jit kernels a file (imported only when a level compiles)
 """
