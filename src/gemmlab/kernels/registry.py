@@ -17,8 +17,8 @@ from functools import lru_cache
 from gemmlab.errors import UnknownKernelError
 from gemmlab.kernels.spec import KernelSpec
 
-BACKENDS = ("cpu", "numba", "cuda", "peers")
-_ORDER = {"cpu": 0, "numba": 1, "cuda": 2, "peer": 3}
+BACKENDS = ("cpu", "numba", "cuda", "gluon", "peers")
+_ORDER = {"cpu": 0, "numba": 1, "cuda": 2, "gluon": 3, "peer": 4}
 
 
 @lru_cache(maxsize=None)

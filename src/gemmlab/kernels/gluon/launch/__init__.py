@@ -1,0 +1,1 @@
+"""The Gluon levels' host side: their spec, compile and plan (kernel.py)."""

@@ -1,0 +1,324 @@
+"""GluonKernel: a Gluon level's spec and plan.
+
+Triton compiles a level's @gluon.jit source (kernels/gluon/source/) for sm_90a from its constexpr parameters and the
+operands' TMA descriptor types, with no GPU needed; one binary serves every shape (the shape travels in the
+descriptors). A plan launches that binary on the caller's stream, with descriptors of A, B and C built from their
+addresses: TMA zero-fills the reads past M, N and K and clips the stores, so ragged M, N and K need no masks.
+
+TMA's limits are the levels' limits: each row of A, B and C must start a multiple of 16 bytes after the last (K and N
+multiples of 8 for BF16 operands; K of 16 and N of 8 for FP8's, B being N×K; N of 4 for FP32 C), and each base
+16-byte aligned; other shapes are refused with that limit named.
+
+Triton is optional and Gluon's API changes between releases: the levels are written for Triton ``SUPPORTED`` (what
+torch brings on the H200, pinned by the gemmlab[gluon] extra). Without it, or with another version, every level
+refuses every problem with a MissingDependencyError naming the versions; reading the registry imports no Triton.
+Launching needs PyTorch too: Triton's CUDA driver finds the current device through it, and loads each level's binary
+once a process on the device torch calls current: the levels run on one GPU.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import importlib.util
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Mapping
+
+from gemmlab.errors import LayoutError, MissingDependencyError, Refusal
+from gemmlab.kernels.geometry import Geometry, ceil_div
+from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout, Plan
+from gemmlab.kernels.spec import GPU, SM_COUNT, KernelSpec, Traffic
+from gemmlab.problem import Problem
+
+SUPPORTED = "3.6.0"
+ARCH = 90  # wgmma, TMA and setmaxnreg: sm_90a, which Triton targets for compute capability 9.0
+SMEM_LIMIT = 227 * 1024  # an H100/H200 CTA's opt-in shared memory
+TMA_ALIGN = 16  # bytes: a TMA descriptor's base and row stride
+# each operand dtype's name in a Triton signature and in gluon.language
+TRITON_TYPES = {"bfloat16": "bf16", "float32": "fp32", "float8_e4m3fn": "fp8e4nv"}
+GLUON_TYPES = {"bfloat16": "bfloat16", "float32": "float32", "float8_e4m3fn": "float8e4nv"}
+
+
+@lru_cache(maxsize=1)
+def installed_triton() -> str | None:
+    """The installed Triton's version, or None; read from its metadata, without importing it."""
+    try:
+        return importlib.metadata.version("triton")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def triton_refusal(name: str) -> Refusal | None:
+    """Why the level ``name`` cannot compile here: no Triton, or not the version its Gluon code is written for."""
+    version = installed_triton()
+    fix = f"python3 -m pip install 'gemmlab[gluon]' installs Triton {SUPPORTED}"
+    if version is None:
+        return Refusal(f"{name} is written in Triton's Gluon and needs Triton {SUPPORTED}, which is not installed; "
+                       f"{fix}", MissingDependencyError)
+    if version != SUPPORTED:
+        return Refusal(f"{name} is written for Gluon as Triton {SUPPORTED} has it (its API changes between "
+                       f"releases), and Triton {version} is installed; {fix}", MissingDependencyError)
+    return None
+
+
+class _Operand:
+    """What a TMA descriptor reads of its base: the address and the element type."""
+
+    def __init__(self, ptr: int, dtype: str):
+        self.ptr, self.dtype = ptr, dtype
+
+    def data_ptr(self) -> int:
+        return self.ptr
+
+
+_compiled: dict = {}
+
+
+@dataclass(frozen=True, kw_only=True)
+class GluonKernel(KernelSpec):
+    """A Gluon level: its device code (``entry`` in source/``source``.py), tile parameters BM, BN, STAGES (BK is
+    one 128-byte swizzle row, as in the CUDA levels) and OUT_BF16 (C's type: BF16, or FP32 where 0); BM/64 consumer
+    warpgroups, each owning 64 rows of the tile, and ``producer_warps`` more where a level specializes warps, whose
+    warpgroup keeps PRODUCER_REGS registers a thread and leaves the consumers CONSUMER_REGS (cuda/tc3's names)."""
+
+    backend: str = "gluon"
+    device: str = GPU
+    source: str = ""
+    entry: str = ""
+    producer_warps: int = 0  # with PRODUCER_REGS and CONSUMER_REGS, each partition's registers a thread
+    # one CTA per SM walking the tiles GROUP_M rows at a time (spec.tile_walk's snake order), C stored in two halves
+    # through a staging tile of its own
+    persistent: bool = False
+    # parameters each C type builds with, where they differ (a staging tile of FP32 C takes a ring slot's bytes)
+    out_params: Mapping[str, Mapping] = field(default_factory=dict)
+    varies: tuple = ("BM", "BN", "STAGES")
+
+    # ---- parameters ---------------------------------------------------------------------------------------------
+    @property
+    def bk(self) -> int:
+        return self.prec.k_tile
+
+    @property
+    def num_warps(self) -> int:
+        """The warps of the default partition: the consumer warpgroups."""
+        return self.params["BM"] // 64 * 4
+
+    @property
+    def total_warps(self) -> int:
+        """The warps a CTA launches: registers are handed out a warpgroup at a time, so a producer warp takes one."""
+        return self.num_warps + ceil_div(self.producer_warps, 4) * 4
+
+    def maxnreg(self) -> int | None:
+        """The kernel's registers a thread, from which Triton gives the producer's warpgroup PRODUCER_REGS and the
+        consumers the rest: CONSUMER_REGS (None without a producer: ptxas decides)."""
+        if not self.producer_warps:
+            return None
+        p = self.params
+        producers = self.total_warps - self.num_warps
+        return (p["CONSUMER_REGS"] * self.num_warps + p["PRODUCER_REGS"] * producers) // self.total_warps // 8 * 8
+
+    @property
+    def c_box(self) -> tuple[int, int]:
+        """The rows and columns of C one TMA store writes: the tile, or half of it in a persistent level."""
+        p = self.params
+        return p["BM"], p["BN"] // (2 if self.persistent else 1)
+
+    def smem_bytes(self) -> int:
+        """The ring of STAGES A and B tiles and an 8-byte mbarrier per slot (two, full and empty, with a producer);
+        C's staging tile reuses the ring once the mainloop is done, except in a persistent level, where the ring
+        runs on into the next tile and C has a tile of its own."""
+        p = self.params
+        barriers = (2 if self.producer_warps else 1) * p["STAGES"] * 8
+        staging = self.c_box[0] * self.c_box[1] * self.output_dtype(None).itemsize if self.persistent else 0
+        return p["STAGES"] * (p["BM"] + p["BN"]) * self.bk * self.prec.input_bytes + barriers + staging
+
+    def config_error(self) -> str | None:
+        p = self.params
+        if p["BM"] not in (64, 128, 256):
+            return f"BM={p['BM']}: a warpgroup owns 64 rows of the tile, and 1, 2 or 4 of them stack along M"
+        if self.c_box[1] % 16 or not 16 <= self.c_box[1] <= 256 or p["BN"] % self.c_box[1]:
+            return (f"BN={p['BN']}: one wgmma spans the columns C is stored in (the tile, or a persistent level's "
+                    "half of it), a multiple of 16 up to 256")
+        if self.persistent and p.get("GROUP_M", 0) < 1:
+            return "a persistent level walks its tiles GROUP_M rows at a time: GROUP_M of 1 or more"
+        if p["STAGES"] < 2:
+            return f"STAGES={p['STAGES']}: the ring needs 2 slots or more to overlap a copy with the tensor cores"
+        if self.producer_warps:
+            regs = (p["PRODUCER_REGS"], p["CONSUMER_REGS"])
+            if any(r % 8 or not 24 <= r <= 256 for r in regs):
+                return (f"PRODUCER_REGS={regs[0]}, CONSUMER_REGS={regs[1]}: setmaxnreg takes multiples of 8 from 24 "
+                        "to 256")
+            used = 32 * (regs[1] * self.num_warps + regs[0] * (self.total_warps - self.num_warps))
+            if used > 65536:
+                return f"the partitions' registers ({used}) are past the SM's 65536"
+        if self.smem_bytes() > SMEM_LIMIT:
+            return f"the ring takes {self.smem_bytes()} bytes of shared memory, past the {SMEM_LIMIT} a CTA may have"
+        return None
+
+    # ---- C's type -------------------------------------------------------------------------------------------------
+    def output_dtype(self, problem: Problem):
+        import numpy as np
+
+        from gemmlab.problem import np_dtype
+
+        return np_dtype("bfloat16") if self.params.get("OUT_BF16", 1) else np.dtype(np.float32)
+
+    def for_formats(self, a: str, b: str, out: str) -> "GluonKernel":
+        """This level writing C in ``out`` (BF16 or FP32: OUT_BF16, each its own binary)."""
+        dtype = self.prec.input_dtype
+        if (a, b) != (dtype, dtype) or out not in self.prec.output_dtypes:
+            return super().for_formats(a, b, out)
+        return self.with_params({"OUT_BF16": int(out == "bfloat16"), **self.out_params.get(out, {})})
+
+    def configurations(self) -> list["GluonKernel"]:
+        return [self.for_formats(self.prec.input_dtype, self.prec.input_dtype, out) for out in self.prec.output_dtypes]
+
+    # ---- validity -------------------------------------------------------------------------------------------------
+    def is_valid(self, problem: Problem) -> Refusal | None:
+        return super().is_valid(problem) or triton_refusal(self.name) or self.alignment_refusal(problem)
+
+    def alignment_refusal(self, problem: Problem) -> Refusal | None:
+        """TMA's 16-byte row strides: K a whole multiple of 16 bytes of A's elements (and of B's, where B is N×K), N of
+        C's (and of B's, where B is K×N)."""
+        m, n, k = problem.shape
+        c_bytes = self.output_dtype(problem).itemsize
+        steps = {"K": (k, TMA_ALIGN // self.prec.input_bytes),
+                 "N": (n, TMA_ALIGN // (c_bytes if self.prec.kmajor_b else min(self.prec.input_bytes, c_bytes)))}
+        bad = [f"{dim}={value} is not a multiple of {step}" for dim, (value, step) in steps.items() if value % step]
+        if bad:
+            return Refusal(f"{self.name} moves A, B and C by TMA, whose rows must be a multiple of {TMA_ALIGN} bytes "
+                           f"long: {' and '.join(bad)}; kernel='auto' picks a level without that limit", LayoutError)
+        return None
+
+    def unsupported(self, gpu) -> str | None:
+        if tuple(gpu.cc) != (9, 0):
+            return (f"{self.name} runs wgmma and TMA, which exist on sm_90a (Hopper) only; this GPU is "
+                    f"sm_{gpu.cc[0]}{gpu.cc[1]}")
+        return None
+
+    # ---- geometry and traffic ---------------------------------------------------------------------------------------
+    def launch_geometry(self, problem: Problem, sm_count: int = SM_COUNT) -> Geometry:
+        """One CTA per BM×BN tile, its x along N as in cuda/tc2 and tc3; a persistent level's, one per SM (never more
+        than the tiles)."""
+        p = self.params
+        tiles_n, tiles_m = ceil_div(problem.n, p["BN"]), ceil_div(problem.m, p["BM"])
+        grid = (min(sm_count, tiles_m * tiles_n), 1, 1) if self.persistent else (tiles_n, tiles_m, 1)
+        return Geometry(grid=grid, block=(self.total_warps * 32, 1, 1), smem=self.smem_bytes())
+
+    def traffic(self, problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
+        """The CUDA wgmma levels' model at this tile, C staged in shared memory on its way to a TMA store."""
+        from gemmlab.kernels.cuda.tc.model.traffic import wgmma_traffic
+
+        p = self.params
+        return wgmma_traffic(self.precision, p["BM"], p["BN"], epi_tma=True, persistent=self.persistent,
+                             group_m=p.get("GROUP_M", 1))(problem, sm_count, dict(p))
+
+    # ---- compiling ------------------------------------------------------------------------------------------------
+    def descriptor_blocks(self) -> dict:
+        """Each operand's TMA box (rows, columns) and element type."""
+        p = self.params
+        out = "bfloat16" if p.get("OUT_BF16", 1) else "float32"
+        dtype = self.prec.input_dtype
+        b_box = (p["BN"], self.bk) if self.prec.kmajor_b else (self.bk, p["BN"])
+        return {"a_desc": ((p["BM"], self.bk), dtype), "b_desc": (b_box, dtype), "c_desc": (self.c_box, out)}
+
+    def scale_args(self) -> tuple:
+        """The pointer arguments after the descriptors: an FP8 level's per-tensor scales of A and B."""
+        return ("scale_a", "scale_b") if self.prec.tensor_scaled else ()
+
+    def constexprs(self) -> dict:
+        """The device code's compile-time arguments after the descriptors."""
+        p = self.params
+        extra = {"PRODUCER_WARPS": self.producer_warps, "PRODUCER_REGS": p["PRODUCER_REGS"],
+                 "CONSUMER_REGS": p["CONSUMER_REGS"]} if self.producer_warps else {}
+        group = {"GROUP_M": p["GROUP_M"]} if self.persistent else {}
+        return {"STAGES": p["STAGES"], **group, **extra, "num_warps": self.num_warps}
+
+    def gluon_compile(self):
+        """Triton's CompiledKernel of this level (its PTX, cubin and metadata in .asm and .metadata), compiled once a
+        process. Raises MissingDependencyError without the Triton it is written for."""
+        why = triton_refusal(self.name)
+        if why:
+            raise why.exception()
+        key = (self.source, self.entry, tuple(self.constexprs().items()), tuple(self.descriptor_blocks().items()),
+               self.scale_args())
+        if key not in _compiled:
+            import triton
+            from triton.backends.compiler import GPUTarget
+            from triton.experimental.gluon import language as gl
+            from triton.experimental.gluon._runtime import GluonASTSource
+
+            fn = getattr(importlib.import_module(f"gemmlab.kernels.gluon.source.{self.source}"), self.entry)
+            signature = {}
+            for arg, (block, dtype) in self.descriptor_blocks().items():
+                layout = gl.NVMMASharedLayout.get_default_for(list(block), getattr(gl, GLUON_TYPES[dtype]))
+                signature[arg] = f"tensordesc<{TRITON_TYPES[dtype]}[{block[0]}, {block[1]}],{layout!r}>"
+            signature.update({arg: "*fp32" for arg in self.scale_args()})
+            constexprs = self.constexprs()
+            signature.update({name: "constexpr" for name in constexprs})
+            source = GluonASTSource(fn=fn, signature=signature, constexprs=constexprs)
+            _compiled[key] = triton.compile(source, target=GPUTarget("cuda", ARCH, 32),
+                                            options={"num_warps": self.num_warps, "maxnreg": self.maxnreg()})
+        return _compiled[key]
+
+    # ---- running --------------------------------------------------------------------------------------------------
+    @property
+    def layouts(self) -> frozenset:
+        """Row-major A, B row-major (K×N) or, for FP8, as the transpose of an N×K matrix: what its wgmma reads."""
+        return frozenset({Layout(b=COL) if self.prec.kmajor_b else ROW_MAJOR})
+
+    def plan(self, problem: Problem, layout: Layout = ROW_MAJOR) -> "GluonPlan":
+        from gemmlab.device import require_gpu
+
+        why = self.is_valid(problem)
+        if why:
+            raise why.exception()
+        if importlib.util.find_spec("torch") is None:
+            raise MissingDependencyError(f"{self.name} launches through Triton's CUDA driver, which needs PyTorch; "
+                                         "it is not installed")
+        gpu = require_gpu(self.name)
+        from triton.experimental.gluon import language as gl
+
+        geometry = self.launch_geometry(problem, gpu.sm_count if gpu is not None else SM_COUNT)
+        m, n, k = problem.shape
+        extents = {"a_desc": (m, k), "b_desc": (n, k) if self.prec.kmajor_b else (k, n), "c_desc": (m, n)}
+        descriptors = {arg: (extents[arg], list(block), dtype,
+                             gl.NVMMASharedLayout.get_default_for(list(block), getattr(gl, GLUON_TYPES[dtype])))
+                       for arg, (block, dtype) in self.descriptor_blocks().items()}
+        steps = [f"Triton {SUPPORTED} compiles {self.source}.py's {self.entry} for sm_90a (once a process)",
+                 f"TMA descriptors of A, B and C from their addresses, each launch; grid {geometry.grid[:2]}, "
+                 f"{geometry.threads} threads"]
+        return GluonPlan(self, problem, layout, steps=steps, kernel=self.gluon_compile(), grid=geometry.grid,
+                         descriptors=descriptors, constexprs=tuple(self.constexprs().values()))
+
+
+@dataclass
+class GluonPlan(Plan):
+    kernel: object = None  # triton's CompiledKernel
+    grid: tuple = ()
+    descriptors: dict | None = None  # argument: ((rows, columns), box, dtype, shared layout)
+    constexprs: tuple = ()
+
+    def run(self, a, b, c) -> None:
+        """The harness's call: CuPy arrays, or FP8's Scaled operands, whose scales' addresses follow the stream."""
+        if not self.spec.prec.scaled:
+            super().run(a, b, c)
+            return
+        import cupy
+
+        self.launch(a.data.data.ptr, b.data.data.ptr, c.data.ptr, cupy.cuda.get_current_stream().ptr,
+                    a.scale.data.ptr, b.scale.data.ptr)
+
+    def launch(self, a, b, c, stream: int = 0, *scales) -> None:
+        from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+        args = []
+        for ptr, (arg, ((rows, cols), box, dtype, layout)) in zip((a, b, c), self.descriptors.items()):
+            if ptr % TMA_ALIGN:
+                raise LayoutError(f"{self.spec.name} moves its operands by TMA, whose base addresses must be "
+                                  f"{TMA_ALIGN}-byte aligned; {arg[0].upper()} starts at {ptr:#x}")
+            args.append(TensorDescriptor(_Operand(ptr, dtype), [rows, cols], [cols, 1], box, layout))
+        if len(scales) != len(self.spec.scale_args()):
+            raise TypeError(f"{self.spec.name} takes the addresses of {len(self.spec.scale_args())} scales after the "
+                            f"stream, got {len(scales)}")
+        self.kernel[self.grid](*args, *scales, *self.constexprs, stream=stream)

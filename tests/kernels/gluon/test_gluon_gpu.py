@@ -1,0 +1,76 @@
+"""The Gluon levels on a GPU (skipped without one, or without the Triton they are written for): against float64 on
+ragged shapes, into NaN-poisoned C (gemmlab.harness.verify.check), in both C types; a shape TMA cannot take is
+refused by name before anything launches, and a base address off 16 bytes at launch."""
+import pytest
+
+from gemmlab.errors import LayoutError
+from gemmlab.kernels.gluon.launch import kernel as gluon_kernel
+from gemmlab.kernels.registry import get_kernel
+from gemmlab.problem import Problem
+
+NAMES = ["gluon/tc2_wgmma_tma_bf16", "gluon/tc3_warp_specialized_bf16", "gluon/tc4_persistent_bf16",
+         "gluon/tc4_persistent_fp8"]
+
+
+def _shapes(k_step: int):
+    """M takes any value (TMA zero-fills the rows past it and clips them from the store); N and K keep rows 16 bytes
+    long (K a multiple of ``k_step``: 8 BF16, 16 FP8 elements) and fall across the tiles' edges: N past a 128- and a
+    256-wide tile, K short of one k-tile, a k-tile and a bit, and more k-tiles than the ring has slots; the last
+    shape has more tiles than the SMs, which a persistent level walks in groups."""
+    nk = ((8, k_step), (136, 64 + k_step), (264, 4096 + k_step))
+    return [(m, n, k) for m in (1, 17, 127, 4097) for n, k in nk] + [(4097, 4104, 512 + k_step), (256, 256, 4096),
+                                                                      (8192, 8192, 128)]
+
+
+CASES = [pytest.param(name, shape, id=f"{name.split('/')[1]}-{'x'.join(map(str, shape))}") for name in NAMES
+         for shape in _shapes(16 if name.endswith("fp8") else 8)]
+
+
+def _needs_gpu():
+    from gemmlab import device
+
+    if device.gpu() is None:
+        pytest.skip("needs a CUDA GPU")
+    why = gluon_kernel.triton_refusal("the Gluon levels")
+    if why:
+        pytest.skip(str(why))
+
+
+@pytest.mark.parametrize("out", ["bfloat16", "float32"])
+@pytest.mark.parametrize("name, shape", CASES)
+def test_right_on_ragged_shapes(name, shape, out):
+    from gemmlab.harness.verify import check
+
+    _needs_gpu()
+    base = get_kernel(name)
+    spec = base.for_formats(base.prec.input_dtype, base.prec.input_dtype, out)
+    result = check(spec, Problem(*shape, spec.precision), seed=1)
+    assert result.passed, result
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_shapes_tma_cannot_take_are_refused(name):
+    from gemmlab.harness.verify import check
+
+    _needs_gpu()
+    spec = get_kernel(name)
+    for shape in [(17, 17, 64), (17, 64, 127), (4097, 4097, 4097)]:
+        result = check(spec, Problem(*shape, spec.precision))
+        assert result.error is None and "16 bytes" in result.reason
+        with pytest.raises(LayoutError, match="16 bytes"):
+            spec.plan(Problem(*shape, spec.precision))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_misaligned_base_is_refused_at_launch(name):
+    import cupy
+
+    _needs_gpu()
+    spec = get_kernel(name)
+    problem = Problem(64, 64, 64, spec.precision)
+    plan = spec.plan(problem)
+    a, b = (cupy.zeros(64 * 64, "uint16") for _ in "ab")
+    c = cupy.empty(64 * 64 + 8, spec.output_dtype(problem))
+    scales = [cupy.ones(1, "float32").data.ptr for _ in spec.scale_args()]
+    with pytest.raises(LayoutError, match="16-byte aligned; C starts at"):
+        plan.launch(a.data.ptr, b.data.ptr, c.data.ptr + 2, 0, *scales)
