@@ -101,6 +101,26 @@ def test_plan_key_holds_the_batch():
     assert "batched: 4 products" in prepared.explain()
 
 
+def test_a_call_like_an_earlier_one_finds_its_plan_without_the_checks(monkeypatch):
+    """A repeated call (same operand types, dtypes, shapes, strides, devices and arguments) takes its plan by those
+    attributes: the per-call checks, most of a small batch's host time, ran for the first call and do not run again.
+    Operands that differ in any of them (a transposed view: other strides) are checked and planned anew."""
+    from gemmlab.call import batched
+
+    a, b = _rand(4, 5, 3), _rand(4, 3, 6)
+    first = batched_matmul(a, b)
+    checked = []
+    real = batched._matrix
+    monkeypatch.setattr(batched, "_matrix", lambda x, name: checked.append(name) or real(x, name))
+    np.testing.assert_array_equal(batched_matmul(a.copy(), b.copy()), first)
+    assert checked == []
+    bt = np.ascontiguousarray(b.transpose(0, 2, 1)).transpose(0, 2, 1)  # B's matrices column-major
+    np.testing.assert_allclose(batched_matmul(a, bt), first, rtol=1e-6)
+    assert checked == ["A", "B"]
+    with pytest.raises(LayoutError, match="reach past"):  # an explicit batch is part of the key: checked
+        batched_matmul(a, b, batch=Batch((5,), (15,), (18,)))
+
+
 def test_a_batch_reaching_past_an_operand_is_refused():
     a, b = _rand(2, 5, 3), _rand(2, 3, 6)
     with pytest.raises(LayoutError, match="reach past"):

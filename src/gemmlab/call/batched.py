@@ -164,7 +164,39 @@ def batched_plan(A, B, kernel="auto", precision=None, out_dtype=None, batch: Bat
 
 
 def _prepared(A, B, kernel, precision, out, out_dtype, batch):
-    """(the call's Prepared from the plan cache, made on a miss; the Batch)."""
+    """(the call's Prepared from the plan cache, made on a miss; the Batch). A call like an earlier one (operands of
+    the same type, dtype, shape, strides and device, the same arguments) finds its plan by those attributes alone,
+    before the checks, which that earlier call passed; a miss runs them and files the plan under both keys."""
+    seen = _seen_key(A, B, kernel, precision, out, out_dtype, batch)
+    prepared = plans.get(seen) if seen is not None else None
+    if prepared is not None:
+        return prepared, prepared.batch
+    prepared, batch = _checked(A, B, kernel, precision, out, out_dtype, batch)
+    if seen is not None:
+        remember(seen, prepared)
+    return prepared, batch
+
+
+def _seen_key(A, B, kernel, precision, out, out_dtype, batch):
+    """The plan cache's key of a call from its operands' own attributes; None where one is not hashable (the checks
+    then name what is wrong)."""
+    try:
+        key = ("batched-seen", kernel, precision, _attributes(A), _attributes(B), batch, out_dtype,
+               None if out is None else _attributes(out))
+        hash(key)
+    except (AttributeError, TypeError):
+        return None
+    return key
+
+
+def _attributes(x) -> tuple:
+    if type(x).__module__.startswith("torch"):
+        return type(x), x.dtype, tuple(x.shape), x.stride(), x.device, x.layout, x.requires_grad
+    return type(x), x.dtype, x.shape, x.strides, getattr(getattr(x, "device", None), "id", None)
+
+
+def _checked(A, B, kernel, precision, out, out_dtype, batch):
+    """The checks of a call and its Prepared (from the plan cache by the checked facts, made on a miss)."""
     fa, fb = _matrix(A, "A"), _matrix(B, "B")
     if fa.kind != fb.kind:
         raise LayoutError(f"A is a {fa.kind} array and B a {fb.kind} array: pass two arrays of one kind")
