@@ -63,7 +63,7 @@ def test_no_kernel_reads_the_layout_in_place_so_the_fastest_runs_after_a_copy():
 @pytest.mark.parametrize("precision,shape,expected", [
     ("fp32", (4096, 4096, 4096), "cuda/v10_register_prefetch"), ("fp32", (2048, 2048, 2048), "cuda/v9_autotuned"),
     ("fp32", (64, 4096, 4096), "cuda/v9_autotuned"), ("tf32", (4096, 4096, 4096), "cuda/tc5_swap_ab_tf32"),
-    ("tf32", (64, 4096, 4096), "cuda/tc6_stream_k_tf32"), ("tf32", (512, 512, 32768), "cuda/tc6_stream_k_tf32")])
+    ("tf32", (64, 4096, 4096), "cuda/tc10_split_k_tf32"), ("tf32", (512, 512, 32768), "cuda/tc10_split_k_tf32")])
 def test_fp32_and_tf32_read_b_given_as_w_t_in_place(precision, shape, expected):
     """x @ w.t(): the SIMT levels (B_KMAJOR) and the swapped TF32 levels (SWAP_B_KMAJOR) read w as it is."""
     choice = dispatch.choose(Problem(*shape, precision), Layout(b=COL), H200)
@@ -85,9 +85,10 @@ def test_vectors_and_few_fp32_rows_against_w_t_run_gemv_in_fp32(precision, shape
 
 
 def test_few_tf32_rows_follow_the_table():
-    """TF32 with 2 to 16 rows against w.t(): the table's choice (gemv1 where it was measured fastest)."""
+    """TF32 with 2 to 16 rows against w.t(): the table's choice (the split-K level, measured fastest there), not the
+    FP32 matrix-vector path."""
     choice = dispatch.choose(Problem(8, 4096, 4096, "tf32"), Layout(b=COL), H200)
-    assert choice.spec.name == "cuda/gemv1_warp_dot_tf32" and "FP32 matrix-vector" not in choice.why
+    assert choice.spec.name == "cuda/tc10_split_k_tf32" and "FP32 matrix-vector" not in choice.why
 
 
 def test_past_gemv_or_where_it_would_need_a_copy_the_table_decides():
@@ -182,8 +183,9 @@ def test_a_later_run_of_fewer_kernels_replaces_only_their_rows(tmp_path):
                         record("cuda/tc6_stream_k_fp8_block", 0.151, "fp8_block", fp8),
                         record("cuda/tc8_cluster_fp8_block", 0.155, "fp8_block", fp8)))
     dispatch.record(run(record("cuda/tc8_block_scaled_fp8", 0.157, "fp8_block", fp8)))
+    mine = ("cuda/tc6_stream_k_fp8_block", "cuda/tc8_cluster_fp8_block", "cuda/tc8_block_scaled_fp8")
     rows = dispatch.load_table()["NVIDIA H200"]["fp8_block"]["4096x4096x4096"]
-    assert [(r["kernel"], r["ms"]) for r in rows] == [("cuda/tc6_stream_k_fp8_block", 0.151),
+    assert [(r["kernel"], r["ms"]) for r in rows if r["kernel"] in mine] == [("cuda/tc6_stream_k_fp8_block", 0.151),
                                                       ("cuda/tc8_cluster_fp8_block", 0.155),
                                                       ("cuda/tc8_block_scaled_fp8", 0.157)]
     dispatch.record(run(record("cuda/tc8_block_scaled_fp8", 0.150, "fp8_block", fp8)))
@@ -194,7 +196,7 @@ def test_a_later_run_of_fewer_kernels_replaces_only_their_rows(tmp_path):
     rows = dispatch.load_table()["NVIDIA H200"]["fp8_block"]["4096x4096x4096"]
     assert rows[-1] == {"kernel": "cuda/tc8_block_scaled_fp8", "failed": True}
     choice = dispatch.choose(Problem(*fp8, "fp8_block"), Layout(b=COL), H200)
-    assert choice.spec.name == "cuda/tc6_stream_k_fp8_block" and "#1 of the 2 kernels" in choice.why
+    assert choice.spec.name == "cuda/tc6_stream_k_fp8_block" and choice.why.count("#1 of the") == 1
 
 
 def test_kernels_this_gemmlab_lacks_or_that_refuse_the_problem_are_passed_over():
