@@ -39,8 +39,8 @@ MAX_WAVES = 2  # S is capped where the tiles x S CTAs would take more waves than
 @dataclass(frozen=True)
 class Engine:
     """What the model needs of a mainloop: a k-tile's K, an operand element's bytes, the multiply-adds an SM retires a
-    clock, C's element bytes, the (BM, BN, STAGES) builds, a split's least k-tiles, and how many CTAs of a BM x BN tile
-    an SM holds at once (which then share its multiply-adds)."""
+    clock, C's element bytes, the (BM, BN, STAGES) builds, a split's least k-tiles, how many CTAs of a BM x BN tile an
+    SM holds at once (which then share its multiply-adds), and the share of the SM's rate that tile's loop reaches."""
 
     k_tile: int
     operand_bytes: int
@@ -49,6 +49,7 @@ class Engine:
     tiles: tuple[tuple[int, int, int], ...]
     min_split_ktiles: int = MIN_SPLIT_KTILES
     per_sm: Callable[[int, int], int] = field(default=lambda bm, bn: 1)
+    share: Callable[[int, int], float] = field(default=lambda bm, bn: 1.0)
 
 
 def wgmma(precision: str) -> Engine:
@@ -124,7 +125,8 @@ def clocks(m: int, n: int, k: int, precision: str, bm: int, bn: int, splits: int
     e = engine or wgmma(precision)
     kt = ceil_div(k, e.k_tile)
     tiles = ceil_div(m, bm) * ceil_div(n, bn)
-    ktile = max(bm * bn * e.k_tile / e.fma_per_clock, (bm + bn) * e.k_tile * e.operand_bytes / SM_BYTES_PER_CLOCK)
+    ktile = max(bm * bn * e.k_tile / (e.fma_per_clock * e.share(bm, bn)),
+                (bm + bn) * e.k_tile * e.operand_bytes / SM_BYTES_PER_CLOCK)
     per_sm = e.per_sm(bm, bn)
     waves = ceil_div(tiles * splits, sm_count * per_sm)
     sharing = min(per_sm, ceil_div(tiles * splits, sm_count))  # CTAs on the busiest SM at once
