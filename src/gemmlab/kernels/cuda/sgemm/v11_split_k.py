@@ -12,9 +12,10 @@ reduction one CTA does alone. B as w.t() is read in place, as V10 reads it.
 Why: at long K and few tiles (256x256x65536: one 128x256 tile of V10's per SM for 2 of 132 SMs) and at small M
 against LLM weights (M = 32-128: 8-112 of V10's tiles) most SMs sit idle; split S ways, each CTA runs about 1/S of
 a tile's K, plus S partials read back by one CTA.
-Predicted gain (the model's clocks and waves, docs/fp32_ladder.md "v11"): the long-K shapes near the FP32 FFMA
-roof, 10-30x V10 there; M = 32-128 against 4096-14336-wide weights 2-4x V10; at the squares of 2048 and up no
-split, V10's tile and order winning.
+Predicted gain (docs/fp32_ladder.md "v11": the chosen tile and S, DRAM and L2 bytes, the roofline's TFLOPS): about a
+wave of CTAs at every long-K and M = 32-128 shape of the suite, so V10's share of the FFMA roof there, 4-130x V10's
+roofline; the DRAM bytes unchanged, the L2 bytes up to 2.7x (smaller tiles, the partials). At the squares of 2048
+and up no split, and V10's larger tuned tile ahead.
 """
 from __future__ import annotations
 
