@@ -8,7 +8,7 @@ import hostsim
 import numpy as np
 import pytest
 from hostsim import host_builds  # noqa: F401  (the session's host libraries, a pytest fixture)
-from test_plans import H200, launch_record, make, stub  # noqa: F401  (stub: a pytest fixture)
+from test_plans import H200, launch_record, make, on_host_h200, stub  # noqa: F401  (stub, on_host_h200: fixtures)
 
 from gemmlab.errors import InvalidConfigError
 from gemmlab.harness import grid
@@ -172,6 +172,21 @@ def test_an_unsplit_plan_holds_no_workspace(stub):  # noqa: F811
     stub.stub_reset()
     plan, gpu = make(stub, NAME, (4096, 4096, 4096))
     assert plan.spec.params["SPLITS"] == 1 and plan.buffers == [] and gpu.synced == 0
+
+
+def test_a_named_call_with_w_t_reads_w_in_place_and_keeps_its_workspace_to_one_stream(on_host_h200):  # noqa: F811
+    """gemmlab.plan(x, w.t(), kernel="cuda/v11_split_k") at a small-M shape: no copy of w, the split in explain(), and
+    a plan that holds partials and tickets, which gemmlab.call keeps to one stream (not shared)."""
+    from gemmlab.call import checks
+    from gemmlab.call.operands import Facts
+    from gemmlab.kernels.plan import ROW
+
+    fa = Facts("torch", (32, 4096), "float32", ROW, 0)
+    fb = Facts("torch", (4096, 4096), "float32", COL, 0)
+    prepared = checks.prepare(fa, fb, NAME, "fp32", 0)
+    text = prepared.explain()
+    assert not prepared.copy_a and not prepared.copy_b and "B is read in place" in text
+    assert "B_KMAJOR=1" in text and "split-K" in text and not prepared.shared
 
 
 # ---- the kernel source on the host ---------------------------------------------------------------------------------
