@@ -9,12 +9,12 @@ design (tc/tc10_split_k.py), whose arithmetic (include/split_k.cuh), model (tc/m
 ``ENGINE``) and workspace this level shares. The tiles are smaller than V10's (32x128, 64x64, 64x128, 128x128,
 several CTAs an SM), chosen per problem with S by split_k.choose: waves of CTAs, the FFMAs of each split, the
 reduction one CTA does alone. B as w.t() is read in place, as V10 reads it.
-Why: at long K and few tiles (256x256x65536: one 128x256 tile of V10's per SM for 2 of 132 SMs) and at small M
-against LLM weights (M = 32-128: 8-112 of V10's tiles) most SMs sit idle; split S ways, each CTA runs about 1/S of
-a tile's K, plus S partials read back by one CTA.
+Why: at long K and few tiles (256x256x65536: 4 of V10's 128x192 tiles on the H200, for 4 of 132 SMs) and at small
+M against LLM weights (M = 32-128: 6-75 tiles) most SMs sit idle; split S ways, each CTA runs about 1/S of a
+tile's K, plus S partials read back by one CTA.
 Predicted gain (docs/fp32_ladder.md "v11": the chosen tile and S, DRAM and L2 bytes, the roofline's TFLOPS): about a
-wave of CTAs at every long-K and M = 32-128 shape of the suite, so V10's share of the FFMA roof there, 4-130x V10's
-roofline; the DRAM bytes unchanged, the L2 bytes up to 2.7x (smaller tiles, the partials). At the squares of 2048
+wave of CTAs at every long-K and M = 32-128 shape of the suite, so V10's share of the FFMA roof there, 4-130x the
+roofline of V10's fallback tile; the DRAM bytes unchanged, the L2 bytes up to 2.7x (smaller tiles, the partials). At the squares of 2048
 and up no split, and V10's larger tuned tile ahead.
 """
 from __future__ import annotations
@@ -61,13 +61,15 @@ ENGINE = split_k.Engine(k_tile=16, operand_bytes=4, fma_per_clock=FFMA_PER_SM_CL
                         per_sm=lambda bm, bn: TILES.get((bm, bn), {}).get("MIN_BLOCKS", 1),
                         share=lambda bm, bn: ffma_share(bm, bn) if (bm, bn) in TILES else 0.9)
 PINNED_SPLITS = 3  # configurations(): S where the tile is pinned
+MAX_GRID_Y = 65535  # S is gridDim.y
 PARAM_NAMES = (*V10_PARAMS, "SPLITS")
 
 
 def constraints(p: dict) -> list[str]:
     errors = v10_constraints(p)
-    if p.get("SPLITS", -1) < 0:
-        errors.append(f"SPLITS={p.get('SPLITS')}: 0 (chosen per problem) or the number of splits of K")
+    if not 0 <= p.get("SPLITS", -1) <= MAX_GRID_Y:
+        errors.append(f"SPLITS={p.get('SPLITS')}: 0 (chosen per problem) or the number of splits of K, gridDim.y's "
+                      f"at most {MAX_GRID_Y}")
     if p.get("BK") != ENGINE.k_tile:
         errors.append(f"BK={p.get('BK')}: the split model's k tile is {ENGINE.k_tile}")
     return errors
