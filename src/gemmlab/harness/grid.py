@@ -23,8 +23,8 @@ SHAPES = tuple([(m, n, k) for n, k in LAYERS for m in M_SWEEP] + [(s, s, s) for 
 
 # The kernels "auto" may run, per precision (gemmlab.dispatch passes over the others)
 CANDIDATES = {
-    "fp32": "cuda/gemv1_warp_dot_fp32,cuda/v3_1d_blocktile,cuda/v8_cp_async,cuda/v9_autotuned,"
-            "cuda/v10_register_prefetch,cuda/v11_split_k",
+    "fp32": "cuda/gemv1_warp_dot_fp32,cuda/v3_1d_blocktile,cuda/v8_cp_async,cuda/v9_autotuned,cuda/v11_split_k,"
+            "cuda/v10_register_prefetch",
     "tf32": "cuda/gemv1_warp_dot_tf32,cuda/tc5_swap_ab_tf32,cuda/tc6_stream_k_tf32",
     "bf16": "cuda/gemv1_warp_dot_bf16,cuda/tc1_mma_sync_bf16,cuda/tc2_wgmma_tma_bf16,cuda/tc3_warp_specialized_bf16,"
             "cuda/tc4_persistent_bf16,cuda/tc6_stream_k_bf16,cuda/tc9_narrow_swap_bf16,cuda/tc10_split_k_bf16",

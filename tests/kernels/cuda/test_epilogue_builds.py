@@ -25,8 +25,7 @@ ALL = (BIAS_GELU, MATRIX_SILU, SCALED_GELU_TANH, BIAS_RELU)
 
 # (kernel, epilogues, the addend's dtype): every switch on the levels auto runs most, two on the others; tc4 in its
 # registered and its narrow tile (the TMA store's boxes, 256 and 192 columns), tc8 and tc4 FP8 through the held
-# BF16 boxes (EPI_DEFER), tc6 through the stream-K fixup, tc9 through the transposed store, v11 after its split-K
-# reduction
+# BF16 boxes (EPI_DEFER), tc6 through the stream-K fixup, tc9 through the transposed store
 CASES = [("cuda/tc4_persistent_bf16", ALL, "bfloat16"), ("cuda/tc4_persistent_bf16", ALL, "float32"),
          ("cuda/tc2_wgmma_tma_bf16", (BIAS_GELU, MATRIX_SILU), "bfloat16"),
          ("cuda/tc3_warp_specialized_tf32", (BIAS_GELU, SCALED_GELU_TANH), "float32"),
@@ -36,7 +35,7 @@ CASES = [("cuda/tc4_persistent_bf16", ALL, "bfloat16"), ("cuda/tc4_persistent_bf
          ("cuda/tc4_persistent_fp8", (SCALED_GELU_TANH, BIAS_RELU, MATRIX_SILU), "bfloat16"),
          ("cuda/tc9_narrow_swap_bf16", (BIAS_GELU, MATRIX_SILU), "bfloat16"),
          ("cuda/v10_register_prefetch", ALL, "float32"), ("cuda/v8_cp_async", (BIAS_GELU,), "float32"),
-         ("cuda/v11_split_k", (BIAS_GELU, MATRIX_SILU), "float32"),
+         ("cuda/v11_split_k", (BIAS_GELU, MATRIX_SILU), "float32"),  # after its split-K reduction
          ("cuda/gemv1_warp_dot_bf16", ALL, "bfloat16"), ("cuda/gemv1_warp_dot_fp32", (MATRIX_SILU,), "float32")]
 # tc4 FP8 holds its last boxes of BF16 C as packed words across the next tile's first k-tile (EPI_DEFER) at 168
 # registers, the scale's beside them: an addend's loads and addresses there spill 4-16 bytes (not yet fixed)

@@ -34,7 +34,6 @@ typedef Fp8Args KernelArgs;
 typedef TcArgs KernelArgs;
 #endif
 
-
 // The reduction's loads in flight a consumer thread: 8 float4s of each of 2 partials (64 registers), of 4 at
 // BN = 64 (a thread's whole share of each: 128 registers beside its 32 accumulators)
 #define REDUCE_U (BN <= 64 ? 4 : 2)
