@@ -56,10 +56,12 @@ def ffma_share(bm: int, bn: int) -> float:
     return ffma / (ffma + p["RM"] + p["RN"] + 5 * (qa + qb) / p["BK"])
 
 
+# A tile outside TILES is a variant's, pinned with its S: its clocks are compared with nothing, and taken at one CTA
+# an SM and every issue slot an FFMA
 ENGINE = split_k.Engine(k_tile=16, operand_bytes=4, fma_per_clock=FFMA_PER_SM_CLOCK, output_bytes=4,
                         tiles=tuple((bm, bn, STAGES) for bm, bn in TILES), min_split_ktiles=MIN_SPLIT_KTILES,
-                        per_sm=lambda bm, bn: TILES.get((bm, bn), {}).get("MIN_BLOCKS", 1),
-                        share=lambda bm, bn: ffma_share(bm, bn) if (bm, bn) in TILES else 0.9)
+                        per_sm=lambda bm, bn: TILES[(bm, bn)]["MIN_BLOCKS"] if (bm, bn) in TILES else 1,
+                        share=lambda bm, bn: ffma_share(bm, bn) if (bm, bn) in TILES else 1.0)
 PINNED_SPLITS = 3  # configurations(): S where the tile is pinned
 MAX_GRID_Y = 65535  # S is gridDim.y
 PARAM_NAMES = (*V10_PARAMS, "SPLITS")
