@@ -17,6 +17,10 @@ g++ -std=c++20 together with a small shim:
   the group, and `wait_group N` performs every closed group but the N most recent, oldest first. Nothing lands in
   shared memory before its wait, so a stage read before the wait that covers it reads the NaN the block started
   with; groups still queued when a block ends are dropped.
+- split-K's ticket (atomicAdd on a u32, __threadfence) and its partials' L2 loads and stores (__ldcg, __stcg) are
+  a std::atomic_ref add, a fence, plain loads and stores. A launch takes a workspace and a ticket array after K
+  where the level's kernel does (HOSTSIM_WORKSPACE=1), and may run its blocks in reverse order, so that another CTA
+  of a tile draws its last ticket.
 Other inline PTX has no host meaning: a level whose source calls a helper that is another `asm` statement cannot
 run here (see `ptx_blockers`).
 
@@ -101,6 +105,10 @@ inline void hostsim_cp_async_wait(int pending) {
     hostsim_groups.erase(hostsim_groups.begin());
   }
 }
+inline float4 __ldcg(const float4 *p) { return *p; }
+inline void __stcg(float4 *p, float4 v) { *p = v; }
+inline unsigned atomicAdd(unsigned *p, unsigned v) { return std::atomic_ref<unsigned>(*p).fetch_add(v); }
+inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 inline float __ldg(const float *p) { return *p; }
 inline float4 __ldg(const float4 *p) { return *p; }
 inline void __syncthreads() { hostsim_bar->arrive_and_wait(); }
@@ -123,10 +131,17 @@ extern "C" char __start_hostsim_shared[], __stop_hostsim_shared[];
 
 #include "kernel.inc"
 
-// One launch: grid (gx, gy, gz) of blocks of (bx, by, bz) threads. Returns how many 128-bit accesses were
-// misaligned.
+#if HOSTSIM_WORKSPACE
+#define HOSTSIM_ARGS C, A, B, M, N, K, static_cast<float *>(ws), static_cast<unsigned *>(tickets)
+#else
+#define HOSTSIM_ARGS C, A, B, M, N, K
+#endif
+
+// One launch: grid (gx, gy, gz) of blocks of (bx, by, bz) threads, the last block first with `reverse`. Returns how
+// many 128-bit accesses were misaligned.
 extern "C" int hostsim_run(float *C, const float *A, const float *B, int M, int N, int K,
-                           unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz) {
+                           unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                           void *ws, void *tickets, int reverse) {
   const unsigned threads = bx * by * bz, blocks = gx * gy * gz;
   blockDim = {bx, by, bz};
   gridDim = {gx, gy, gz};
@@ -142,13 +157,14 @@ extern "C" int hostsim_run(float *C, const float *A, const float *B, int M, int 
   for (unsigned t = 0; t < threads; ++t)
     pool.emplace_back([=, &bar] {
       threadIdx = {t % bx, t / bx % by, t / (bx * by)};
-      for (unsigned b = 0; b < blocks; ++b) {
+      for (unsigned i = 0; i < blocks; ++i) {
+        const unsigned b = reverse ? blocks - 1 - i : i;
         if (t == 0) poison();
         bar.arrive_and_wait();  // shared memory poisoned before any thread of the block touches it
         blockIdx = {b % gx, b / gx % gy, b / (gx * gy)};
         hostsim_groups.clear();  // copies a block left queued never land in the next one's shared memory
         hostsim_open.clear();
-        HOSTSIM_ENTRY(C, A, B, M, N, K);
+        HOSTSIM_ENTRY(HOSTSIM_ARGS);
         bar.arrive_and_wait();  // every thread is done with this block's shared memory
       }
     });
@@ -235,7 +251,8 @@ class HostBuilds:
                 raise RuntimeError(f"g++ could not build {entry} {defines} for the host:\n{done.stderr[-4000:]}")
             cdll = ctypes.CDLL(str(lib))
             cdll.hostsim_run.restype = ctypes.c_int
-            cdll.hostsim_run.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int] * 3 + [ctypes.c_uint] * 6
+            cdll.hostsim_run.argtypes = ([ctypes.c_void_p] * 3 + [ctypes.c_int] * 3 + [ctypes.c_uint] * 6
+                                         + [ctypes.c_void_p] * 2 + [ctypes.c_int])
             self._libs[key] = cdll
         return self._libs[key]
 
@@ -259,11 +276,13 @@ def host_builds(tmp_path_factory) -> HostBuilds:
 
 
 def run_on_host(spec, problem, A: np.ndarray, B: np.ndarray, C: np.ndarray, *, source_text: str | None = None,
-                b_kmajor: bool = False) -> None:
+                b_kmajor: bool = False, reverse_blocks: bool = False) -> None:
     """Launch `spec`'s kernel on the CPU for `problem`: C = A·B with the spec's defines and launch geometry.
     A, B and C are C-contiguous float32 (M×K, K×N, M×N; with `b_kmajor`, B is the N×K Bᵀ and the spec's build for
     that layout runs), placed as the caller wants (misaligned ones too). `source_text` replaces the source file's
-    text (a deliberately broken variant, say)."""
+    text (a deliberately broken variant, say). A split-K level (one with a ``split_plan``) gets its workspace, NaN
+    (a partial read before it was written poisons C), and its tickets at zero, which must be back at zero after the
+    launch; `reverse_blocks` runs the grid's blocks last first."""
     if _builds is None:
         raise RuntimeError("hostsim.use_build_dir() was not called: no directory for the host builds")
     spec = spec.for_problem(problem)  # a per-shape kernel's defines and geometry must come from one choice
@@ -278,10 +297,17 @@ def run_on_host(spec, problem, A: np.ndarray, B: np.ndarray, C: np.ndarray, *, s
     if geo.smem > DYNAMIC_SMEM_BYTES:
         raise ValueError(f"{spec.name} asks for {geo.smem} bytes of dynamic shared memory, past {DYNAMIC_SMEM_BYTES}")
     text = kernel_source(spec.source) if source_text is None else source_text
-    lib = _builds.library(text, spec.entry, spec.defines())
-    misaligned = lib.hostsim_run(C.ctypes.data, A.ctypes.data, B.ctypes.data, m, n, k, *geo.grid, *geo.block)
+    split = spec.split_plan(problem) if hasattr(spec, "split_plan") else None
+    ws = np.full(max(4, split.workspace_bytes // 4 if split else 4), np.nan, np.float32)
+    tickets = np.zeros(max(1, split.tiles if split else 1), np.uint32)
+    lib = _builds.library(text, spec.entry, {**spec.defines(), "HOSTSIM_WORKSPACE": int(split is not None)})
+    misaligned = lib.hostsim_run(C.ctypes.data, A.ctypes.data, B.ctypes.data, m, n, k, *geo.grid, *geo.block,
+                                 ws.ctypes.data, tickets.ctypes.data, int(reverse_blocks))
     if misaligned:
         raise AssertionError(f"{spec.name} made {misaligned} 128-bit accesses to addresses not 16-byte aligned")
+    if tickets.any():
+        raise AssertionError(f"{spec.name}: tickets left at {sorted(set(tickets.tolist()))} after the launch, not "
+                             "set back to zero for the next")
 
 
 def guarded_matrix(rng: np.random.Generator, rows: int, cols: int, offset: int) -> tuple[np.ndarray, np.ndarray]:
@@ -297,17 +323,17 @@ def guarded_matrix(rng: np.random.Generator, rows: int, cols: int, offset: int) 
 
 
 def check_gemm_on_host(spec, problem, offset: int, seed: int = 0, *, source_text: str | None = None,
-                       tol: float = 1e-5, b_kmajor: bool = False) -> None:
+                       tol: float = 1e-5, b_kmajor: bool = False, reverse_blocks: bool = False) -> np.ndarray:
     """Run `spec` on guarded operands (data `offset` floats past a 16-byte boundary; with `b_kmajor`, B stored as
-    the N×K Bᵀ) and assert: relative error under `tol` against float64, every element of C written (C starts as
-    NaN), and no store outside C."""
+    the N×K Bᵀ; `reverse_blocks`: see run_on_host) and assert: relative error under `tol` against float64, every
+    element of C written (C starts as NaN), and no store outside C. Returns a copy of C."""
     m, n, k = problem.shape
     rng = np.random.default_rng(seed)
     _, a = guarded_matrix(rng, m, k, offset)
     _, b = guarded_matrix(rng, *((n, k) if b_kmajor else (k, n)), offset)
     c_raw, c = guarded_matrix(rng, m, n, offset)
     c[...] = np.nan
-    run_on_host(spec, problem, a, b, c, source_text=source_text, b_kmajor=b_kmajor)
+    run_on_host(spec, problem, a, b, c, source_text=source_text, b_kmajor=b_kmajor, reverse_blocks=reverse_blocks)
     b = b.T if b_kmajor else b
     start = (c.ctypes.data - c_raw.ctypes.data) // 4
     outside = np.ones(c_raw.shape, bool)
@@ -318,3 +344,4 @@ def check_gemm_on_host(spec, problem, offset: int, seed: int = 0, *, source_text
     ref = a.astype(np.float64) @ b.astype(np.float64)
     err = np.linalg.norm(c - ref) / np.linalg.norm(ref)  # NaN when an element was unwritten or read a guard band
     assert err < tol, f"{spec.name} {problem.shape} offset {offset}: relative error {err}"
+    return c.copy()

@@ -37,6 +37,7 @@ CASES = [("cuda/tc4_persistent_bf16", ALL, "bfloat16"), ("cuda/tc4_persistent_bf
          ("cuda/tc9_narrow_swap_bf16", (BIAS_GELU, MATRIX_SILU), "bfloat16"),
          ("cuda/tc10_split_k_tf32", (BIAS_GELU, MATRIX_SILU), "float32"),
          ("cuda/v10_register_prefetch", ALL, "float32"), ("cuda/v8_cp_async", (BIAS_GELU,), "float32"),
+         ("cuda/v11_split_k", (BIAS_GELU, MATRIX_SILU), "float32"),  # after its split-K reduction
          ("cuda/gemv1_warp_dot_bf16", ALL, "bfloat16"), ("cuda/gemv1_warp_dot_fp32", (MATRIX_SILU,), "float32")]
 # tc4 FP8 holds its last boxes of BF16 C as packed words across the next tile's first k-tile (EPI_DEFER) at 168
 # registers, the scale's beside them: an addend's loads and addresses there spill 4-16 bytes (not yet fixed)

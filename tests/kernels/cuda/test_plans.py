@@ -175,13 +175,15 @@ def test_params_pack_scalars_structs_and_maps():
 
 def SIGNATURE_SIZES(entry: str, args_bytes: int = SIZE) -> list[int]:
     """Bytes of each parameter of a kernel entry: the wgmma levels' one TcArgs (Fp8Args: ``args_bytes``), the
-    transpose's five, the rounding copy's seven, the seeds' six, tc1's seven."""
+    transpose's five, the rounding copy's seven, the seeds' six, tc1's seven, v11's eight."""
     if entry == "tc_transpose":
         return [8, 8, 4, 4, 4]
     if entry == "tc_round_copy":
         return [8, 8, 4, 4, 4, 4, 4]
     if entry == "tc1_mma_sync":
         return [8, 8, 8, 4, 4, 4, 4]
+    if entry == "v11_split_k":  # the seeds' six, then the partials' workspace and the tickets
+        return [8, 8, 8, 4, 4, 4, 8, 8]
     return [args_bytes] if entry.startswith("tc") else [8, 8, 8, 4, 4, 4]
 
 

@@ -22,7 +22,7 @@ A, B, C = 0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000
 
 # every kind of workspace a wgmma plan holds: the TF32 transpose (tc2-tc4, row-major B), the TF32 rounding pre-pass
 # (tc5, tc6), stream-K partials and flags (tc6 of each precision, tc9), block scales beside stream-K, a staged
-# operand (rows TMA cannot stride), split-K partials and tile counters (tc10)
+# operand (rows TMA cannot stride), split-K partials and tile counters (tc10, and the FP32 ladder's v11)
 WORKSPACES = [("cuda/tc2_wgmma_tma_tf32", (1024, 1024, 1024), ROW_MAJOR),
               ("cuda/tc3_warp_specialized_tf32", (1024, 1024, 1024), ROW_MAJOR),
               ("cuda/tc4_persistent_tf32", (1024, 1024, 1024), ROW_MAJOR),
@@ -33,7 +33,8 @@ WORKSPACES = [("cuda/tc2_wgmma_tma_tf32", (1024, 1024, 1024), ROW_MAJOR),
               ("cuda/tc9_narrow_swap_bf16", (16, 4096, 4096), Layout(b=COL)),
               ("cuda/tc6_stream_k_fp8_block", (256, 4096, 8192), Layout(b=COL)),
               ("cuda/tc4_persistent_bf16", (257, 136, 100), ROW_MAJOR),
-              ("cuda/tc10_split_k_bf16", (128, 256, 16384), ROW_MAJOR)]
+              ("cuda/tc10_split_k_bf16", (128, 256, 16384), ROW_MAJOR),
+              ("cuda/v11_split_k", (256, 256, 16384), Layout(b=COL))]
 
 
 class OnceGPU(HostGPU):
@@ -106,7 +107,7 @@ def prepared(stub, name, shape, layout):
 def launches(stub, plan, stream):
     """The launches one call of ``plan`` on ``stream`` enqueues (FP8 plans with two scale addresses)."""
     first = stub.stub_launches()
-    plan.launch(A, B, C, stream, *((0x7300_0000_0000, 0x7400_0000_0000) if plan.spec.fp8 else ()))
+    plan.launch(A, B, C, stream, *((0x7300_0000_0000, 0x7400_0000_0000) if plan.spec.prec.scaled else ()))
     return [launch_record(stub, i) for i in range(first, stub.stub_launches())]
 
 
@@ -121,7 +122,11 @@ def memsets(stub) -> list[tuple[int, int, int, int]]:
 
 
 def workspace_fields(plan, record) -> dict:
-    """The addresses a launch reads that are workspaces (the kernel's TcArgs) or the pre-pass's output."""
+    """The addresses a launch reads that are workspaces (the kernel's TcArgs, v11's last two parameters) or the
+    pre-pass's output."""
+    if len(record.params) == sum(SIGNATURE_SIZES("v11_split_k")):  # the seeds' six, the partials, the tickets
+        ws, tickets = np.frombuffer(record.params[36:52], np.uint64)
+        return {"sk_ws": int(ws), "sk_flags": int(tickets)}
     if len(record.params) < 128:  # a pre-pass: its destination
         return {"dst": int(np.frombuffer(record.params[8:16], np.uint64)[0])}
     args = tc_args(record.params)

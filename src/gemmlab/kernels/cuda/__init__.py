@@ -1,7 +1,7 @@
 """CUDA C++ kernels compiled by NVRTC.
 
 - launch/: host launch machinery (NVRTC, GPU resources, the plain level's spec and plan, TMA tensor maps)
-- sgemm/: the FP32 ladder v1..v10 (.py spec beside its .cu source); sgemm/common/ what those levels share
+- sgemm/: the FP32 ladder v1..v11 (.py spec beside its .cu source); sgemm/common/ what those levels share
 - tc/: the tensor-core levels tc1..tc9; tc/model/ their host model (constraints, budgets, stream-K, traffic, the
   wgmma spec class) and plan, tc/include/ their device headers, tc/prepass/ the pre-pass kernels their plans launch
 - gemv/: matrix-vector shapes on the CUDA cores (a few rows of A against a weight), every precision

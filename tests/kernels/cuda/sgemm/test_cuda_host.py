@@ -15,7 +15,7 @@ pytestmark = [pytest.mark.skipif(not hostsim.HAVE_GXX, reason="needs g++ (C++20)
               pytest.mark.usefixtures("host_builds")]
 
 LEVELS = ["v1_naive", "v2_smem", "v3_1d_blocktile", "v4_2d_blocktile", "v5_vectorized", "v6_bank_conflict_free",
-          "v7_warptile", "v8_cp_async", "v9_autotuned", "v10_register_prefetch"]
+          "v7_warptile", "v8_cp_async", "v9_autotuned", "v10_register_prefetch", "v11_split_k"]
 
 SHAPES = {
     "1x1x1": (1, 1, 1),

@@ -128,7 +128,7 @@ def split_exe(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("split")
     src = tmp / "split.cpp"
     shim = "#define __host__\n#define __device__\n#define __forceinline__ inline\n"
-    src.write_text(shim + HOST_MAIN.replace("{block}", host_block("tc10_split_k.cu", "split")))
+    src.write_text(shim + HOST_MAIN.replace("{block}", host_block("split_k.cuh", "split")))
     exe = tmp / "split"
     subprocess.run([GXX, "-O2", "-std=c++17", "-ffp-contract=off", "-o", str(exe), str(src)], check=True)
     return exe

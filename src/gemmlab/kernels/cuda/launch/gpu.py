@@ -116,3 +116,10 @@ class StreamResources:
 
 
 RESOURCES = Resources()
+
+
+def split_k_workspace(gpu, tiles: int, splits: int, bm: int, bn: int) -> tuple:
+    """Split-K's buffers (tc10, v11), through ``gpu`` (a Resources or StreamResources): S FP32 partials of BM×BN a
+    tile, and one u32 ticket a tile, zeroed once: the CTA that draws a tile's last ticket sets it back to zero for the
+    next launch. No CTA waits for another, so unlike stream-K's fixup the grid need not be resident at once."""
+    return gpu.buffer(4 * tiles * splits * bm * bn), gpu.buffer(4 * tiles, zero=True)

@@ -67,6 +67,7 @@ class CudaPlan(Plan):
 
     main: driver.Launch | None = None
     fill: Callable | None = None
+    buffers: list = field(default_factory=list)  # workspaces (v11's partials and tickets), kept alive with the plan
 
     def __post_init__(self):
         self._c, self._a, self._b = self.main.params.views("C", "A", "B")

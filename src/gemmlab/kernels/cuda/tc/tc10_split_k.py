@@ -28,7 +28,6 @@ partials added in FP32 in split order).
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 from gemmlab.kernels.cuda.launch.kernel import output_params
@@ -84,17 +83,8 @@ class SplitK(WgmmaKernel):
         split along K over the grid's CTAs (a wave of them, as stream-K's split tail), so the busiest SM holds about
         1/S of a tile's arithmetic."""
         runs = self.for_problem(problem, sm_count)
-        s = runs.split_plan(problem, sm_count)
-        t = self.traffic_model(problem, sm_count, params=dict(runs.params))
-        ws = s.workspace_bytes
-        if not ws:
-            return t
-        walk = t.walk and dataclasses.replace(t.walk, split_tail=s.tiles, wave=min(s.ctas, sm_count))
-        return dataclasses.replace(t, global_read=t.global_read + ws, global_write=t.global_write + ws, walk=walk,
-                                   l2_read=(t.l2_read or t.global_read) + ws,
-                                   l2_write=(t.l2_write or t.global_write) + ws,
-                                   basis=f"{t.basis}, plus {s.ctas} partials of {s.bm}x{s.bn} written and read back "
-                                         f"({s.splits} splits of K a tile)")
+        return split_k.with_partials(self.traffic_model(problem, sm_count, params=dict(runs.params)),
+                                     runs.split_plan(problem, sm_count), sm_count)
 
     def configurations(self, formats: bool = False) -> list[WgmmaKernel]:
         """A build per tile of the precision (split_k.tiles_for), each in every FP8 output type, pinned at

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from gemmlab import driver
 from gemmlab.errors import LayoutError
-from gemmlab.kernels.cuda.launch.gpu import RESOURCES, Resources
+from gemmlab.kernels.cuda.launch.gpu import RESOURCES, Resources, split_k_workspace
 from gemmlab.kernels.cuda.launch.kernel import EPI_ARGS, bind_epilogue
 from gemmlab.kernels.cuda.launch.nvrtc import compile_cuda
 from gemmlab.kernels.cuda.launch.tma import LinearMap, TiledMap
@@ -225,15 +225,6 @@ def _stream_k_workspace(spec, kernel, geo: Geometry, problem, sm_count: int, gpu
     return gpu.buffer(4 * grid * p["BM"] * p["BN"]), gpu.buffer(4 * tiles, zero=True)
 
 
-def _split_k_workspace(spec, problem, gpu: Resources):
-    """tc10 (SPLITS > 1): S FP32 partials of BM×BN a tile, and one u32 ticket a tile, zeroed once: the CTA that draws
-    a tile's last ticket sets it back to zero for the next launch. No CTA waits for another, so unlike stream-K's
-    fixup the grid need not be resident at once."""
-    p = spec.params
-    tiles = ceil_div(problem.m, p["BM"]) * ceil_div(problem.n, p["BN"])
-    return gpu.buffer(4 * tiles * p["SPLITS"] * p["BM"] * p["BN"]), gpu.buffer(4 * tiles, zero=True)
-
-
 def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan:
     """The plan of ``spec`` (already the configuration that runs ``problem``) on the GPU described by ``info``."""
     b_kmajor = layout.b == COL
@@ -331,7 +322,8 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
         params.sk_ws, params.sk_flags = gpu.address(ws), gpu.address(flags)
         zeroed = True
     elif spec.params.get("SPLITS", 0) > 1:
-        ws, tickets = _split_k_workspace(spec, problem, gpu)
+        bm, bn = spec.params["BM"], spec.params["BN"]
+        ws, tickets = split_k_workspace(gpu, ceil_div(m, bm) * ceil_div(n, bn), spec.params["SPLITS"], bm, bn)
         buffers += [ws, tickets]
         params.sk_ws, params.sk_flags = gpu.address(ws), gpu.address(tickets)
         steps.append(f"split-K: {geo.grid[1]} splits of K a tile, their FP32 partials in a workspace and a ticket a "

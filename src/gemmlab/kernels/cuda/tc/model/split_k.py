@@ -9,14 +9,21 @@ that one CTA does alone: its partial written, S partials read. More splits fill 
 k-range but lengthen the reduction, and smaller tiles make the partials cheaper but read the operands more often;
 each split keeps at least MIN_SPLIT_KTILES k-tiles, the depth of tc3's and tc4's rings, so that the producer's
 copies run ahead of the wgmma (a deeper ring only serves a longer split).
+
+The FP32 ladder's split-K level (sgemm/v11_split_k.py) makes the same choice over its own tiles with an ``Engine`` of
+its own: the CUDA cores' FFMA rate, its k-tile, its splits' least k-tiles and the CTAs an SM holds at once; tc10's is
+``wgmma(precision)``, the default of every function here.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Callable
 
 from gemmlab.kernels.cuda.tc.model.tiles import bk
 from gemmlab.kernels.cuda.tc.model.timeline import TENSOR_FMA_PER_SM_CLOCK
 from gemmlab.kernels.geometry import ceil_div
+from gemmlab.kernels.spec import Traffic
 from gemmlab.problem import get_precision
 
 # (BM, BN, STAGES) of each build, the ring as deep as fits in about 200 KB of shared memory (stages of
@@ -27,6 +34,29 @@ SM_BYTES_PER_CLOCK = 64  # assumed: what one SM reads from L2 per clock, the ope
 CTA_START_CLOCKS = 2000  # assumed: a CTA's ring set-up and its first k-tile's copies, about 1 µs, not overlapped
 MIN_SPLIT_KTILES = 4  # k-tiles a split at least: the pipeline depth that covers a TMA copy's latency
 MAX_WAVES = 2  # S is capped where the tiles x S CTAs would take more waves than this: the partials grow with S
+
+
+@dataclass(frozen=True)
+class Engine:
+    """What the model needs of a mainloop: a k-tile's K, an operand element's bytes, the multiply-adds an SM retires a
+    clock, C's element bytes, the (BM, BN, STAGES) builds, a split's least k-tiles, how many CTAs of a BM x BN tile an
+    SM holds at once (which then share its multiply-adds), and the share of the SM's rate that tile's loop reaches."""
+
+    k_tile: int
+    operand_bytes: int
+    fma_per_clock: float
+    output_bytes: int
+    tiles: tuple[tuple[int, int, int], ...]
+    min_split_ktiles: int = MIN_SPLIT_KTILES
+    per_sm: Callable[[int, int], int] = field(default=lambda bm, bn: 1)
+    share: Callable[[int, int], float] = field(default=lambda bm, bn: 1.0)
+
+
+def wgmma(precision: str) -> Engine:
+    """tc10's engine: the tensor cores at ``precision``, one CTA an SM."""
+    prec = get_precision(precision)
+    return Engine(bk(precision), prec.input_bytes, TENSOR_FMA_PER_SM_CLOCK[precision], prec.output_bytes,
+                  tiles_for(precision))
 
 
 def tiles_for(precision: str) -> tuple[tuple[int, int, int], ...]:
@@ -74,38 +104,59 @@ class SplitPlan:
                 for s in range(self.splits)]
 
 
-def clocks(m: int, n: int, k: int, precision: str, bm: int, bn: int, splits: int, sm_count: int) -> float:
+def with_partials(t: Traffic, s: SplitPlan, sm_count: int) -> Traffic:
+    """The traffic ``t`` of the plan's tile plus each partial written once and read once (S > 1); the walk's tiles are
+    all split along K over the grid's CTAs (a wave of them, as stream-K's split tail), so the busiest SM holds about
+    1/S of a tile's arithmetic."""
+    ws = s.workspace_bytes
+    if not ws:
+        return t
+    walk = t.walk and dataclasses.replace(t.walk, split_tail=s.tiles, wave=min(s.ctas, sm_count))
+    return dataclasses.replace(t, global_read=t.global_read + ws, global_write=t.global_write + ws, walk=walk,
+                               l2_read=(t.l2_read or t.global_read) + ws,
+                               l2_write=(t.l2_write or t.global_write) + ws,
+                               basis=f"{t.basis}, plus {s.ctas} partials of {s.bm}x{s.bn} written and read back "
+                                     f"({s.splits} splits of K a tile)")
+
+
+def clocks(m: int, n: int, k: int, precision: str, bm: int, bn: int, splits: int, sm_count: int,
+           engine: Engine | None = None) -> float:
     """The model's SM clocks of one launch at this tile and S (module docstring)."""
-    prec = get_precision(precision)
-    kt = ceil_div(k, bk(precision))
+    e = engine or wgmma(precision)
+    kt = ceil_div(k, e.k_tile)
     tiles = ceil_div(m, bm) * ceil_div(n, bn)
-    ktile = max(bm * bn * bk(precision) / TENSOR_FMA_PER_SM_CLOCK[precision], (bm + bn) * 128 / SM_BYTES_PER_CLOCK)
-    waves = ceil_div(tiles * splits, sm_count)
-    main = waves * (ceil_div(kt, splits) * ktile + CTA_START_CLOCKS)
+    ktile = max(bm * bn * e.k_tile / (e.fma_per_clock * e.share(bm, bn)),
+                (bm + bn) * e.k_tile * e.operand_bytes / SM_BYTES_PER_CLOCK)
+    per_sm = e.per_sm(bm, bn)
+    waves = ceil_div(tiles * splits, sm_count * per_sm)
+    sharing = min(per_sm, ceil_div(tiles * splits, sm_count))  # CTAs on the busiest SM at once
+    main = waves * (ceil_div(kt, splits) * ktile * sharing + CTA_START_CLOCKS)
     partial = 4 * bm * bn / SM_BYTES_PER_CLOCK
     reduce = (1 + splits) * partial if splits > 1 else 0.0
-    return main + reduce + bm * bn * prec.output_bytes / SM_BYTES_PER_CLOCK
+    return main + reduce + bm * bn * e.output_bytes / SM_BYTES_PER_CLOCK
 
 
-def choose(m: int, n: int, k: int, precision: str, sm_count: int = 132) -> SplitPlan:
-    """The tile and S of least modeled clocks (ties: fewer splits, then the earlier tile in TILES): S from 1 up to
-    KT // MIN_SPLIT_KTILES and at most MAX_WAVES waves of CTAs."""
-    kt = ceil_div(k, bk(precision))
+def choose(m: int, n: int, k: int, precision: str, sm_count: int = 132, engine: Engine | None = None) -> SplitPlan:
+    """The tile and S of least modeled clocks (ties: fewer splits, then the earlier tile in the engine's): S from 1 up
+    to KT // its least k-tiles a split and at most MAX_WAVES waves of CTAs."""
+    e = engine or wgmma(precision)
+    kt = ceil_div(k, e.k_tile)
     best = None
-    for bm, bn, stages in tiles_for(precision):
+    for bm, bn, stages in e.tiles:
         tiles = ceil_div(m, bm) * ceil_div(n, bn)
-        most = max(1, min(kt // MIN_SPLIT_KTILES, MAX_WAVES * sm_count // tiles))
+        most = max(1, min(kt // e.min_split_ktiles, MAX_WAVES * sm_count * e.per_sm(bm, bn) // tiles))
         for splits in range(1, most + 1):
-            c = clocks(m, n, k, precision, bm, bn, splits, sm_count)
+            c = clocks(m, n, k, precision, bm, bn, splits, sm_count, e)
             if best is None or c < best.clocks:
                 best = SplitPlan(bm, bn, stages, splits, tiles, kt, c)
     return best
 
 
 def pinned(m: int, n: int, k: int, precision: str, bm: int, bn: int, stages: int, splits: int,
-           sm_count: int = 132) -> SplitPlan:
+           sm_count: int = 132, engine: Engine | None = None) -> SplitPlan:
     """The plan of a configuration that names its tile and S (a bench --variant's), S at most KT."""
-    kt = ceil_div(k, bk(precision))
+    e = engine or wgmma(precision)
+    kt = ceil_div(k, e.k_tile)
     splits = min(splits, kt)
     return SplitPlan(bm, bn, stages, splits, ceil_div(m, bm) * ceil_div(n, bn), kt,
-                     clocks(m, n, k, precision, bm, bn, splits, sm_count))
+                     clocks(m, n, k, precision, bm, bn, splits, sm_count, e))
