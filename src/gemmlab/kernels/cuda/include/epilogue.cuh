@@ -71,6 +71,25 @@ __device__ __forceinline__ float epi_load(const EpiArgs &e, long long at) {
 #endif
 }
 
+// epi_apply in two steps, for a caller that walks down a column of C (not C_TRANSPOSED): the column's bias, read once
+// (0 without one, or for a column past C's), then each element of the column
+__device__ __forceinline__ float epi_column_bias(const EpiArgs &e, int c, bool inside) {
+#if EPI_ADDEND == 1
+  return inside ? epi_load(e, (long long)c * e.cs) : 0.0f;
+#else
+  return 0.0f;
+#endif
+}
+__device__ __forceinline__ float epi_apply_column(const EpiArgs &e, float acc, float bias, int r, int c, bool inside) {
+  float x = e.alpha * acc;
+#if EPI_ADDEND == 1
+  x += bias;
+#elif EPI_ADDEND == 2
+  if (inside) x = fmaf(e.beta, epi_load(e, (long long)r * e.rs + (long long)c * e.cs), x);
+#endif
+  return epi_act(x);
+}
+
 // The epilogue of the kernel's element (r, c); the caller reads D only for elements inside C (`inside`), where a
 // tile's edge hangs over it.
 __device__ __forceinline__ float epi_apply(const EpiArgs &e, float acc, int r, int c, bool inside = true) {

@@ -180,16 +180,62 @@ __device__ __forceinline__ u32 bf16_word(const HeldC<TN, HELD> &h, int i) {
   return h.w[i - 16 * HeldC<TN, HELD>::FIRST];
 }
 
+// EPI=1 on the TMA-store path: the epilogue applied to a staged box of C in shared memory (64 rows x 128 bytes, the
+// 128-byte swizzle: 16-byte unit u of row r at unit u ^ (r % 8)) whose first element is C's (row0, col0), after the
+// warpgroup has written it and met, before it is fenced and stored. Thread t of the warpgroup takes 32-bit word
+// t % 32 of rows t / 32, t / 32 + 4, ...: one column pair (one FP32 column) for the whole box, so its bias is one
+// load, and a warp's 32 words are one row, 32 banks, and one line of a matrix addend. Why here and not in registers as
+// each group leaves: applied in the fragment's registers the epilogue is a copy of its code for each of a tile's 128
+// values in each store path, a tile's worth of instructions that do not fit the instruction cache; here it is one
+// short loop. BF16 or FP16 C is staged rounded, so the epilogue reads C's values as C holds them (what a separate
+// activation after the GEMM reads).
+template <typename T>
+__device__ __forceinline__ void epi_box(const TcArgs &args, u32 box, int row0, int col0, int M, int N, u32 t) {
+#if EPI
+  constexpr int PER = 4 / sizeof(T);  // C's values in a 32-bit word
+  const u32 w = t % 32;
+  const int c = col0 + PER * (int)w;
+  float bias[PER];
+#pragma unroll
+  for (int v = 0; v < PER; ++v) bias[v] = epi_column_bias(args.epi, c + v, c + v < N);
+#pragma unroll 2
+  for (int r = t / 32; r < 64; r += 4) {
+    const u32 at = box + r * 128 + (((w / 4) ^ (r % 8)) << 4) + 4 * (w % 4);
+    const int rr = row0 + r;
+    const u32 word = ld_shared_u32(at);
+    if constexpr (PER == 2) {
+      float2 x = unpack_out(word);
+      x.x = epi_apply_column(args.epi, x.x, bias[0], rr, c, rr < M && c < N);
+      x.y = epi_apply_column(args.epi, x.y, bias[PER - 1], rr, c + 1, rr < M && c + 1 < N);
+      st_shared_u32(at, pack_out(x.x, x.y));
+    } else {
+      st_shared_u32(at, __float_as_uint(epi_apply_column(args.epi, __uint_as_float(word), bias[0], rr, c,
+                                                         rr < M && c < N)));
+    }
+  }
+#endif
+}
+// whether store_acc_tma's fragment holds accumulators (the epilogue still to apply) or a HeldC's finished values
+template <typename F>
+struct Accumulators {
+  static constexpr bool value = true;
+};
+template <int TN, int HELD>
+struct Accumulators<HeldC<TN, HELD>> {
+  static constexpr bool value = false;
+};
+
 // Boxes B0 .. B1 - 1 of the fragment F: the FP32 accumulators (float[TN / 2]), or for BF16 C a HeldC's boxes.
 // kLent (EPI_LEND): the boxes past the warpgroup's own EPI_BOXES go to `lent`, every box its own, so none waits for
 // another's store, and one fence and one meeting cover them all.
-// EPI=1: `args`' epilogue is applied to each box of an accumulator fragment just before it is staged.
+// EPI=1: `args`' epilogue is applied to each staged box of an accumulator fragment in shared memory (epi_box).
 template <int TN, typename T = float, bool kLent = false, int B0 = 0, int B1 = TN / (128 / sizeof(T)), typename F>
 __device__ __forceinline__ void store_acc_tma(const TcArgs &args, F &d, unsigned char *stage, int row0, int col0,
                                               int M, int N, int bar_id, u32 &boxes, unsigned char *lent = nullptr) {
   const TmaMap *mapC = &args.c;
   constexpr int COLS = 128 / sizeof(T);  // C columns per box
   static_assert(!kLent || B0 == 0, "lent boxes count from the tile's first");
+  constexpr bool kEpi = EPI && Accumulators<F>::value;
   // %tid.x through asm volatile: the address is computed here, per epilogue, not hoisted out of the tile loop
   // into a register that would stay live across the mainloop.
   u32 tid;
@@ -204,8 +250,6 @@ __device__ __forceinline__ void store_acc_tma(const TcArgs &args, F &d, unsigned
   for (int b = B0; b < B1; ++b) {
     if (col0 + COLS * b >= N) break;  // the same for the whole warpgroup
     const u32 box = kLent ? lent_box(b) : base + (boxes++ % EPI_BOXES) * C_BOX_BYTES;
-#pragma unroll
-    for (int s = 0; s < COLS / 8; ++s) epi_group<TN>(d, args, row0, col0, M, N, b * (COLS / 8) + s);
 #pragma unroll
     for (int s = 0; s < COLS / 8; ++s) {
       const int j = b * (COLS / 8) + s;
@@ -222,6 +266,10 @@ __device__ __forceinline__ void store_acc_tma(const TcArgs &args, F &d, unsigned
     }
     ++written;
     if (kLent) continue;
+    if constexpr (kEpi) {  // the box written by the whole warpgroup, then its epilogue in place
+      named_bar(bar_id, 128);
+      epi_box<T>(args, box, row0, col0 + COLS * b, M, N, t);
+    }
     fence_proxy_async_smem();  // the box's writes, seen by the TMA store that reads it
     // The store of box b + 1 - EPI_BOXES read the staging box that box b + 1 goes to: with two boxes, box b - 1's
     // had the writing of box b to read it out.
@@ -233,6 +281,10 @@ __device__ __forceinline__ void store_acc_tma(const TcArgs &args, F &d, unsigned
     }
   }
   if constexpr (kLent) {
+    if constexpr (kEpi) {
+      named_bar(bar_id, 128);
+      for (int b = 0; b < written; ++b) epi_box<T>(args, lent_box(b), row0, col0 + COLS * b, M, N, t);
+    }
     fence_proxy_async_smem();
     named_bar(bar_id, 128);
     if (t == 0) {

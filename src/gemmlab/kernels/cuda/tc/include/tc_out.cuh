@@ -27,6 +27,17 @@ __device__ __forceinline__ unsigned pack_out(float lo, float hi) {
 #endif
   return v;
 }
+// pack_out's inverse: a word of two 16-bit values of C as FP32 (exact), the low half first
+__device__ __forceinline__ float2 unpack_out(unsigned w) {
+#if OUT_F16
+  float lo, hi;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(lo) : "h"((unsigned short)(w & 0xffff)));
+  asm("cvt.f32.f16 %0, %1;" : "=f"(hi) : "h"((unsigned short)(w >> 16)));
+  return make_float2(lo, hi);
+#else
+  return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
+#endif
+}
 __device__ __forceinline__ float out_value(float *, float x) { return x; }
 __device__ __forceinline__ unsigned short out_value(unsigned short *, float x) {
   unsigned short v;

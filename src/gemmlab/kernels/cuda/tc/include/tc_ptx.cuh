@@ -147,6 +147,11 @@ __device__ __forceinline__ void st_shared_f2(u32 addr, float x, float y) {
 __device__ __forceinline__ void st_shared_u32(u32 addr, u32 x) {
   asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(x) : "memory");
 }
+__device__ __forceinline__ u32 ld_shared_u32(u32 addr) {
+  u32 x;
+  asm volatile("ld.shared.b32 %0, [%1];" : "=r"(x) : "r"(addr) : "memory");
+  return x;
+}
 
 // ---- wgmma and register allocation ---------------------------------------------------------------------------
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
