@@ -1,6 +1,7 @@
 """The Gluon levels without a GPU: each compiles for sm_90a at its registered parameters in both C types (wgmma in
-the PTX, HGMMA in the SASS, no local memory), the host's launch geometry and shared memory against the compiled
-kernel's, TMA's alignment limits refused by name, and a Triton of another version refused by name.
+the PTX, HGMMA in the SASS, no local memory), and tc4 at its narrow tile too; the host's launch geometry and shared
+memory against the compiled kernel's, tc4's tile width per problem (cuda/tc4's rule), TMA's alignment limits refused
+by name, and a Triton of another version refused by name.
 
 What cannot be checked here: that the kernels compute C (tests/kernels/gluon/test_gluon_gpu.py, on a GPU), the
 registers ptxas gave each partition (Triton reads them when it loads the cubin), that TMA zero-fills and clips the
@@ -28,8 +29,11 @@ LEVELS = {"gluon/tc2_wgmma_tma_bf16": "cuda/tc2_wgmma_tma_bf16",
           "gluon/tc4_persistent_fp8": "cuda/tc4_persistent_fp8"}
 # the tensor cores' operand type as PTX and SASS spell it, and a wgmma's K (32 bytes)
 MMA = {"bf16": ("bf16.bf16", "BF16", "HGMMA", 16), "fp8": ("e4m3.e4m3", "E4M3.E4M3", "QGMMA", 32)}
-BUILDS = [pytest.param(name, out, id=f"{name.split('/')[1]}-{out}") for name in LEVELS
-          for out in ("bfloat16", "float32")]
+BUILDS = [pytest.param(name, out, narrow, id=f"{name.split('/')[1]}-{out}{'-narrow' if narrow else ''}")
+          for name in LEVELS for out in ("bfloat16", "float32")
+          for narrow in ((False, True) if "NARROW_BN" in get_kernel(name).params else (False,))]
+# the seed shape, whose last wave 192-wide tiles fill better on 132 SMs, and two whose 256-wide tiles fill theirs
+TILE_WIDTHS = [((2048, 3072, 4096), 192), ((4096, 4096, 4096), 256), ((8192, 8192, 8192), 256)]
 
 
 def _problem(spec, m, n, k):
@@ -53,18 +57,22 @@ def test_reading_the_registry_imports_no_triton():
 
 
 @needs_triton
-@pytest.mark.parametrize("name, out", BUILDS)
-def test_compiles_for_sm90a_with_wgmma_and_no_local_memory(name, out, tmp_path):
+@pytest.mark.parametrize("name, out, narrow", BUILDS)
+def test_compiles_for_sm90a_with_wgmma_and_no_local_memory(name, out, narrow, tmp_path):
     base = get_kernel(name)
     spec = base.for_formats(base.prec.input_dtype, base.prec.input_dtype, out)
+    if narrow:
+        spec = spec.narrow()
+        assert spec.params["BN"] == base.params["NARROW_BN"] and spec in base.configurations()
     assert str(spec.output_dtype(_problem(spec, 8, 8, 8))) == out
     ptx_type, sass_type, sass_op, mma_k = MMA[spec.precision]
     compiled = spec.gluon_compile()
     ptx = compiled.asm["ptx"]
     assert ".target sm_90a" in ptx
-    bn = spec.c_box[1]  # one wgmma spans the columns C is stored in: the tile, or a persistent level's half of it
+    widths = spec.accumulator_parts  # one wgmma a part: the tile, or a persistent level's two parts
+    assert sum(widths) == spec.params["BN"]
     assert set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(\w+)\.f32\." + re.escape(ptx_type), ptx)) == \
-        {f"m64n{bn}k{mma_k}"}
+        {f"m64n{bn}k{mma_k}" for bn in widths}
     assert "cp.async.bulk.tensor.2d" in ptx  # TMA copies, in and out
     assert ".local" not in ptx
     md = compiled.metadata
@@ -78,19 +86,55 @@ def test_compiles_for_sm90a_with_wgmma_and_no_local_memory(name, out, tmp_path):
         assert {spec.params["PRODUCER_REGS"], spec.params["CONSUMER_REGS"]} <= regs
     if sass.AVAILABLE:
         instrs = sass.instructions(sass.sass(compiled.asm["cubin"], tmp_path))
-        assert {i.op for i in instrs if "GMMA" in i.op} == {f"{sass_op}.64x{bn}x{mma_k}.F32.{sass_type}"}
+        assert {i.op for i in instrs if "GMMA" in i.op} == {f"{sass_op}.64x{bn}x{mma_k}.F32.{sass_type}"
+                                                            for bn in widths}
         assert not [i for i in instrs if i.op.startswith(("LDL", "STL"))], "local memory: spills"
 
 
 @pytest.mark.parametrize("name", LEVELS)
 def test_launch_geometry_one_cta_per_tile(name):
     spec = get_kernel(name)
-    bm, bn = spec.params["BM"], spec.params["BN"]
-    for m, n, k in [(1, 8, 8), (17, 136, 72), (4097, 4104, 4104), (bm, bn, 64)]:
-        g = spec.launch_geometry(_problem(spec, m, n, k), sm_count=100)
+    bm = spec.params["BM"]
+    for m, n, k in [(1, 8, 8), (17, 136, 72), (4097, 4104, 4104), (bm, spec.params["BN"], 64)]:
+        problem = _problem(spec, m, n, k)
+        bn = spec.for_problem(problem, sm_count=100).params["BN"]
+        g = spec.launch_geometry(problem, sm_count=100)
         tiles = (-(-n // bn), -(-m // bm))
         assert g.grid == ((min(100, tiles[0] * tiles[1]), 1, 1) if spec.persistent else (*tiles, 1))
         assert g.threads == (bm // 64 + (1 if spec.producer_warps else 0)) * 128
+
+
+@pytest.mark.parametrize("name", [n for n in LEVELS if "NARROW_BN" in get_kernel(n).params])
+@pytest.mark.parametrize("shape, bn", TILE_WIDTHS)
+def test_tc4_picks_its_tile_width_per_problem_by_cuda_tc4s_rule(name, shape, bn):
+    """192-wide tiles where they fill the last wave better: the seed shape's 16x12 = 192 tiles 256 wide take 1.45
+    waves of 132 SMs, its 16x16 = 256 tiles 192 wide 1.94. The same rule as the CUDA twin's, which picks the same
+    width (its 2-CTA clusters halve both the tiles it counts and the SMs it counts them against)."""
+    spec, twin = get_kernel(name), get_kernel(LEVELS[name])
+    problem = _problem(spec, *shape)
+    runs = spec.for_problem(problem, sm_count=132)
+    assert runs.params["BN"] == bn == twin.for_problem(problem, sm_count=132).params["BN"]
+    assert runs.accumulator_parts == ((128, 64) if bn == 192 else (128, 128)) and runs.c_box == (128, bn - 128)
+    m, n, _ = shape
+    tiles = -(-m // 128) * -(-n // bn)
+    assert tiles == {(2048, 3072): 256, (4096, 4096): 512, (8192, 8192): 2048}[(m, n)]
+    g = spec.launch_geometry(problem, sm_count=132)
+    assert g == runs.launch_geometry(problem, sm_count=132) and g.grid == (132, 1, 1)  # one CTA per SM
+    assert g.smem == runs.smem_bytes() and (g.smem < spec.smem_bytes()) == (bn == 192)
+    assert spec.traffic(problem, 132) == runs.traffic(problem, 132)
+    # a narrow build picks nothing more, and a level without NARROW_BN keeps its tile
+    assert runs.for_problem(problem, sm_count=132) is runs
+    wide_only = spec.with_params({"NARROW_BN": 0})
+    assert wide_only.for_problem(problem, sm_count=132) is wide_only
+
+
+def test_a_persistent_tile_other_than_256_or_192_is_refused():
+    from gemmlab.errors import InvalidConfigError
+
+    spec = get_kernel("gluon/tc4_persistent_bf16")
+    for change in ({"NARROW_BN": 160}, {"BN": 128}, {"NARROW_BN": 224}):
+        with pytest.raises(InvalidConfigError, match="64 or 128 columns"):
+            spec.with_params(change)
 
 
 @pytest.mark.parametrize("name", LEVELS)
@@ -126,7 +170,8 @@ def test_each_c_type_fits_shared_memory(name):
     spec = get_kernel(name)
     dtype = spec.prec.input_dtype
     builds = {out: spec.for_formats(dtype, dtype, out) for out in ("bfloat16", "float32")}
-    assert all(b.smem_bytes() <= gluon_kernel.SMEM_LIMIT for b in builds.values())
+    assert all(b.smem_bytes() <= gluon_kernel.SMEM_LIMIT for b in spec.configurations())
+    assert len(spec.configurations()) == (4 if spec.params.get("NARROW_BN") else 2)
     stages = builds["float32"].params["STAGES"]
     assert stages == spec.params["STAGES"] - (1 if spec.persistent else 0)
     assert builds["float32"].for_formats(dtype, dtype, "bfloat16").params == spec.params
@@ -155,17 +200,21 @@ class _Recorder:
 
 
 @needs_triton
-@pytest.mark.parametrize("name", LEVELS)
-def test_a_launch_passes_the_compiled_signature_its_descriptors(name, monkeypatch):
+@pytest.mark.parametrize("name, m, n", [pytest.param(name, *mn, id=f"{name.split('/')[1]}-{mn[0]}x{mn[1]}")
+                                        for name in LEVELS for mn in ((127, 264), (2047, 3064))])
+def test_a_launch_passes_the_compiled_signature_its_descriptors(name, m, n, monkeypatch):
     """The host half of a launch, up to Triton's launcher: one argument per parameter of the compiled signature,
-    descriptors of A (M×K), B (K×N) and C (M×N) row-major at the operands' addresses with the level's boxes, the
-    grid of the geometry and the caller's stream."""
+    descriptors of A (M×K), B (K×N) and C (M×N) row-major at the operands' addresses with the boxes of the build that
+    runs the problem (tc4's narrow tile at 2047x3064: B and C in 64-column boxes), the grid of the geometry and the
+    caller's stream."""
     from gemmlab import device
 
     monkeypatch.setattr(device, "require_gpu", lambda what: None)
-    spec = get_kernel(name)
-    problem = _problem(spec, 127, 264, 4112)
-    plan = spec.plan(problem)
+    problem = _problem(get_kernel(name), m, n, 4112)
+    plan = get_kernel(name).plan(problem)
+    spec = plan.spec
+    assert spec == get_kernel(name).for_problem(problem)
+    assert spec.params["BN"] == (192 if (m, spec.persistent) == (2047, True) else get_kernel(name).params["BN"])
     plan.kernel = recorder = _Recorder(plan.kernel)
     scales = (0x40000, 0x50000)[:len(spec.scale_args())]  # FP8's per-tensor scales follow the stream
     plan.launch(0x10000, 0x20000, 0x30000, 77, *scales)
@@ -173,11 +222,12 @@ def test_a_launch_passes_the_compiled_signature_its_descriptors(name, monkeypatc
     assert grid == spec.launch_geometry(problem).grid and stream == 77
     assert len(args) == len(recorder.compiled.src.signature)
     a, b, c = args[:3]
-    bm, bn, bk = spec.params["BM"], spec.params["BN"], spec.bk
-    b_rows = ([264, 4112], [4112, 1], [bn, bk]) if spec.prec.kmajor_b else ([4112, 264], [264, 1], [bk, bn])
+    bm, bk = spec.params["BM"], spec.bk
+    bn = spec.c_box[1] if spec.persistent else spec.params["BN"]  # a persistent level's B box: its right part
+    b_rows = ([n, 4112], [4112, 1], [bn, bk]) if spec.prec.kmajor_b else ([4112, n], [n, 1], [bk, bn])
     assert [(d.base.data_ptr(), d.shape, d.strides, d.block_shape) for d in (a, b, c)] == [
-        (0x10000, [127, 4112], [4112, 1], [bm, bk]), (0x20000, *b_rows),
-        (0x30000, [127, 264], [264, 1], list(spec.c_box))]
+        (0x10000, [m, 4112], [4112, 1], [bm, bk]), (0x20000, *b_rows),
+        (0x30000, [m, n], [n, 1], list(spec.c_box))]
     assert list(args[3:]) == [*scales, *spec.constexprs().values()]
     with pytest.raises(LayoutError, match="B starts at 0x20008"):
         plan.launch(0x10000, 0x20008, 0x30000, 0, *scales)

@@ -1,6 +1,6 @@
 """The Gluon levels on a GPU (skipped without one, or without the Triton they are written for): against float64 on
-ragged shapes, into NaN-poisoned C (gemmlab.harness.verify.check), in both C types; a shape TMA cannot take is
-refused by name before anything launches, and a base address off 16 bytes at launch."""
+ragged shapes, into NaN-poisoned C (gemmlab.harness.verify.check), in both C types, tc4 at both its tile widths; a
+shape TMA cannot take is refused by name before anything launches, and a base address off 16 bytes at launch."""
 import pytest
 
 from gemmlab.errors import LayoutError
@@ -45,6 +45,27 @@ def test_right_on_ragged_shapes(name, shape, out):
     base = get_kernel(name)
     spec = base.for_formats(base.prec.input_dtype, base.prec.input_dtype, out)
     result = check(spec, Problem(*shape, spec.precision), seed=1)
+    assert result.passed, result
+
+
+@pytest.mark.parametrize("out", ["bfloat16", "float32"])
+@pytest.mark.parametrize("name", [n for n in NAMES if "NARROW_BN" in get_kernel(n).params])
+@pytest.mark.parametrize("m, n", [(2047, 3064), (2048, 3000)])
+def test_the_narrow_tile_right_on_a_ragged_shape(name, m, n, out):
+    """tc4's 192-wide build, which runs the seed shape's neighbours: N and K no multiple of the tile or the k-tile
+    (N = 15 tiles and 184 columns, the last tile's right part cut at N, or 120 columns, its left part cut and its
+    right part wholly past N; K 16 bytes more than 4096), M ragged or whole. Asserts the rule picks the narrow
+    tile, so that the test cannot pass on the wide build alone should the rule change."""
+    from gemmlab import device
+    from gemmlab.harness.verify import check
+
+    _needs_gpu()
+    base = get_kernel(name)
+    spec = base.for_formats(base.prec.input_dtype, base.prec.input_dtype, out)
+    problem = Problem(m, n, 4096 + 16 // spec.prec.input_bytes, spec.precision)
+    runs = spec.for_problem(problem, device.gpu().sm_count)
+    assert runs.params["BN"] == spec.params["NARROW_BN"] == 192
+    result = check(spec, problem, seed=1)
     assert result.passed, result
 
 

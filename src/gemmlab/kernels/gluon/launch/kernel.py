@@ -37,6 +37,8 @@ TMA_ALIGN = 16  # bytes: a TMA descriptor's base and row stride
 # each operand dtype's name in a Triton signature and in gluon.language
 TRITON_TYPES = {"bfloat16": "bf16", "float32": "fp32", "float8_e4m3fn": "fp8e4nv"}
 GLUON_TYPES = {"bfloat16": "bfloat16", "float32": "float32", "float8_e4m3fn": "float8e4nv"}
+# a persistent level's left accumulator part and C's staging tile: 128 columns
+LEFT_COLUMNS = 128
 
 
 @lru_cache(maxsize=1)
@@ -86,8 +88,8 @@ class GluonKernel(KernelSpec):
     source: str = ""
     entry: str = ""
     producer_warps: int = 0  # with PRODUCER_REGS and CONSUMER_REGS, each partition's registers a thread
-    # one CTA per SM walking the tiles GROUP_M rows at a time (spec.tile_walk's snake order), C stored in two halves
-    # through a staging tile of its own
+    # one CTA per SM walking the tiles GROUP_M rows at a time (spec.tile_walk's snake order), C stored in two parts
+    # through a staging tile of its own; with NARROW_BN, tiles that wide where they fill the last wave better
     persistent: bool = False
     # parameters each C type builds with, where they differ (a staging tile of FP32 C takes a ring slot's bytes)
     out_params: Mapping[str, Mapping] = field(default_factory=dict)
@@ -118,27 +120,39 @@ class GluonKernel(KernelSpec):
         return (p["CONSUMER_REGS"] * self.num_warps + p["PRODUCER_REGS"] * producers) // self.total_warps // 8 * 8
 
     @property
+    def accumulator_parts(self) -> tuple[int, ...]:
+        """The columns of each accumulator a consumer warpgroup keeps, one wgmma each per k-tile: the tile, or in a
+        persistent level a left part of LEFT_COLUMNS and the rest (128 + 128 of a 256-wide tile, 128 + 64 of a
+        192-wide one), since the whole tile's C would not fit beside the ring in one staging tile."""
+        bn = self.params["BN"]
+        return (LEFT_COLUMNS, bn - LEFT_COLUMNS) if self.persistent else (bn,)
+
+    @property
     def c_box(self) -> tuple[int, int]:
-        """The rows and columns of C one TMA store writes: the tile, or half of it in a persistent level."""
-        p = self.params
-        return p["BM"], p["BN"] // (2 if self.persistent else 1)
+        """The rows and columns of C one TMA store writes: the tile, or a persistent level's right part (the left
+        part leaves in boxes of the same width)."""
+        return self.params["BM"], self.accumulator_parts[-1]
 
     def smem_bytes(self) -> int:
         """The ring of STAGES A and B tiles and an 8-byte mbarrier per slot (two, full and empty, with a producer);
         C's staging tile reuses the ring once the mainloop is done, except in a persistent level, where the ring
-        runs on into the next tile and C has a tile of its own."""
+        runs on into the next tile and C has a tile of its own, as wide as the left part."""
         p = self.params
         barriers = (2 if self.producer_warps else 1) * p["STAGES"] * 8
-        staging = self.c_box[0] * self.c_box[1] * self.output_dtype(None).itemsize if self.persistent else 0
+        staging = p["BM"] * self.accumulator_parts[0] * self.output_dtype(None).itemsize if self.persistent else 0
         return p["STAGES"] * (p["BM"] + p["BN"]) * self.bk * self.prec.input_bytes + barriers + staging
 
     def config_error(self) -> str | None:
         p = self.params
         if p["BM"] not in (64, 128, 256):
             return f"BM={p['BM']}: a warpgroup owns 64 rows of the tile, and 1, 2 or 4 of them stack along M"
-        if self.c_box[1] % 16 or not 16 <= self.c_box[1] <= 256 or p["BN"] % self.c_box[1]:
-            return (f"BN={p['BN']}: one wgmma spans the columns C is stored in (the tile, or a persistent level's "
-                    "half of it), a multiple of 16 up to 256")
+        if self.persistent:
+            for bn in {p["BN"], p.get("NARROW_BN", 0)} - {0}:
+                if bn not in (LEFT_COLUMNS + 64, 2 * LEFT_COLUMNS):
+                    return (f"BN={bn}: a persistent level's tile is a {LEFT_COLUMNS}-column left part and a right part "
+                            f"of 64 or {LEFT_COLUMNS} columns, whose width C's boxes take")
+        elif p["BN"] % 16 or not 16 <= p["BN"] <= 256:
+            return f"BN={p['BN']}: one wgmma spans the tile's columns, a multiple of 16 up to 256"
         if self.persistent and p.get("GROUP_M", 0) < 1:
             return "a persistent level walks its tiles GROUP_M rows at a time: GROUP_M of 1 or more"
         if p["STAGES"] < 2:
@@ -171,7 +185,24 @@ class GluonKernel(KernelSpec):
         return self.with_params({"OUT_BF16": int(out == "bfloat16"), **self.out_params.get(out, {})})
 
     def configurations(self) -> list["GluonKernel"]:
-        return [self.for_formats(self.prec.input_dtype, self.prec.input_dtype, out) for out in self.prec.output_dtypes]
+        """Each C type's build, and with NARROW_BN each one's narrow tile too."""
+        dtype = self.prec.input_dtype
+        builds = [self.for_formats(dtype, dtype, out) for out in self.prec.output_dtypes]
+        return builds + [b.narrow() for b in builds if b.params.get("NARROW_BN", 0)]
+
+    # ---- the tile per problem ---------------------------------------------------------------------------------------
+    def narrow(self) -> "GluonKernel":
+        """This level's NARROW_BN-wide build."""
+        return self.with_params({"BN": self.params["NARROW_BN"], "NARROW_BN": 0})
+
+    def for_problem(self, problem: Problem, sm_count: int = SM_COUNT) -> "GluonKernel":
+        """The build that runs ``problem``: with NARROW_BN, tiles that wide where they fill the last wave better, by
+        cuda/tc4's rule (narrow_pays: one CTA per SM here, no clusters); else this one."""
+        from gemmlab.kernels.cuda.tc.model.tiles import narrow_pays
+
+        if self.params.get("NARROW_BN", 0) and narrow_pays(problem.m, problem.n, self.params, sm_count):
+            return self.narrow()
+        return self
 
     # ---- validity -------------------------------------------------------------------------------------------------
     def is_valid(self, problem: Problem) -> Refusal | None:
@@ -199,17 +230,21 @@ class GluonKernel(KernelSpec):
     # ---- geometry and traffic ---------------------------------------------------------------------------------------
     def launch_geometry(self, problem: Problem, sm_count: int = SM_COUNT) -> Geometry:
         """One CTA per BM×BN tile, its x along N as in cuda/tc2 and tc3; a persistent level's, one per SM (never more
-        than the tiles)."""
+        than the tiles), at the tile width that runs the problem (for_problem)."""
+        runs = self.for_problem(problem, sm_count)
+        if runs is not self:
+            return runs.launch_geometry(problem, sm_count)
         p = self.params
         tiles_n, tiles_m = ceil_div(problem.n, p["BN"]), ceil_div(problem.m, p["BM"])
         grid = (min(sm_count, tiles_m * tiles_n), 1, 1) if self.persistent else (tiles_n, tiles_m, 1)
         return Geometry(grid=grid, block=(self.total_warps * 32, 1, 1), smem=self.smem_bytes())
 
     def traffic(self, problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
-        """The CUDA wgmma levels' model at this tile, C staged in shared memory on its way to a TMA store."""
+        """The CUDA wgmma levels' model at the tile that runs the problem, C staged in shared memory on its way to a
+        TMA store."""
         from gemmlab.kernels.cuda.tc.model.traffic import wgmma_traffic
 
-        p = self.params
+        p = self.for_problem(problem, sm_count).params
         return wgmma_traffic(self.precision, p["BM"], p["BN"], epi_tma=True, persistent=self.persistent,
                              group_m=p.get("GROUP_M", 1))(problem, sm_count, dict(p))
 
@@ -219,7 +254,8 @@ class GluonKernel(KernelSpec):
         p = self.params
         out = "bfloat16" if p.get("OUT_BF16", 1) else "float32"
         dtype = self.prec.input_dtype
-        b_box = (p["BN"], self.bk) if self.prec.kmajor_b else (self.bk, p["BN"])
+        b_n = self.c_box[1] if self.persistent else p["BN"]  # a persistent level's slot of B takes BN / b_n boxes
+        b_box = (b_n, self.bk) if self.prec.kmajor_b else (self.bk, b_n)
         return {"a_desc": ((p["BM"], self.bk), dtype), "b_desc": (b_box, dtype), "c_desc": (self.c_box, out)}
 
     def scale_args(self) -> tuple:
@@ -231,7 +267,7 @@ class GluonKernel(KernelSpec):
         p = self.params
         extra = {"PRODUCER_WARPS": self.producer_warps, "PRODUCER_REGS": p["PRODUCER_REGS"],
                  "CONSUMER_REGS": p["CONSUMER_REGS"]} if self.producer_warps else {}
-        group = {"GROUP_M": p["GROUP_M"]} if self.persistent else {}
+        group = {"GROUP_M": p["GROUP_M"], "BN": p["BN"]} if self.persistent else {}
         return {"STAGES": p["STAGES"], **group, **extra, "num_warps": self.num_warps}
 
     def gluon_compile(self):
@@ -277,9 +313,13 @@ class GluonKernel(KernelSpec):
             raise MissingDependencyError(f"{self.name} launches through Triton's CUDA driver, which needs PyTorch; "
                                          "it is not installed")
         gpu = require_gpu(self.name)
+        sm_count = gpu.sm_count if gpu is not None else SM_COUNT
+        runs = self.for_problem(problem, sm_count)
+        if runs is not self:
+            return runs.plan(problem, layout)
         from triton.experimental.gluon import language as gl
 
-        geometry = self.launch_geometry(problem, gpu.sm_count if gpu is not None else SM_COUNT)
+        geometry = self.launch_geometry(problem, sm_count)
         m, n, k = problem.shape
         extents = {"a_desc": (m, k), "b_desc": (n, k) if self.prec.kmajor_b else (k, n), "c_desc": (m, n)}
         descriptors = {arg: (extents[arg], list(block), dtype,
