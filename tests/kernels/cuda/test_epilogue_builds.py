@@ -114,7 +114,18 @@ def test_bind_epilogue_writes_alpha_beta_and_strides_swapped_for_a_transposed_st
 
 def test_every_registered_kernel_says_whether_it_fuses():
     fusing = {s.name for s in list_kernels("cuda/*") if not s.epilogue_refusal(BIAS_GELU)}
-    assert {"cuda/tc2_wgmma_tma_bf16", "cuda/tc4_persistent_bf16", "cuda/tc6_stream_k_tf32",
+    assert {"cuda/tc2_wgmma_tma_bf16", "cuda/tc4_persistent_bf16", "cuda/tc6_stream_k_bf16",
             "cuda/tc8_block_scaled_fp8", "cuda/tc9_narrow_swap_fp8", "cuda/v9_autotuned",
             "cuda/gemv1_warp_dot_fp8_block"} <= fusing
-    assert not fusing & {"cuda/tc1_mma_sync_bf16", "cuda/tc5_swap_ab_tf32", "cuda/tc7_3xtf32", "cuda/v2_smem"}
+    assert not fusing & {"cuda/tc1_mma_sync_bf16", "cuda/tc5_swap_ab_tf32", "cuda/tc6_stream_k_tf32",
+                         "cuda/tc7_3xtf32", "cuda/v2_smem"}
+
+
+def test_every_source_of_a_fusing_kernel_is_compiled_with_an_epilogue_above():
+    """A kernel that says it fuses while its source ignores the EPI switches returns the plain product: the test above
+    catches that (the fused cubin differs from the plain one) for each source it compiles, so every source of a
+    registered fusing kernel must be among them (tc6 TF32, on tc5_swap_ab.cu's store, once said it fused and did
+    not)."""
+    compiled = {get_kernel(name).source for name, _, _ in CASES}
+    fusing = {s.source for s in list_kernels("cuda/*") if not s.epilogue_refusal(BIAS_GELU)}
+    assert fusing <= compiled, fusing - compiled

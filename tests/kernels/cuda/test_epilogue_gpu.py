@@ -18,7 +18,7 @@ F = torch.nn.functional
 KERNELS = [("cuda/tc2_wgmma_tma_bf16", torch.bfloat16), ("cuda/tc3_warp_specialized_bf16", torch.bfloat16),
            ("cuda/tc4_persistent_bf16", torch.bfloat16), ("cuda/tc6_stream_k_bf16", torch.bfloat16),
            ("cuda/tc9_narrow_swap_bf16", torch.bfloat16), ("cuda/tc10_split_k_bf16", torch.bfloat16),
-           ("cuda/tc6_stream_k_tf32", torch.float32), ("cuda/tc10_split_k_tf32", torch.float32),
+           ("cuda/tc4_persistent_tf32", torch.float32), ("cuda/tc10_split_k_tf32", torch.float32),
            ("cuda/v10_register_prefetch", torch.float32), ("cuda/v11_split_k", torch.float32)]
 # (M, N, K): N past a whole 64-column box of BF16 C by 8, M past a 128-row tile; a few rows (tc9's regime); long K
 SHAPES = [(1000, 1032, 520), (130, 2056, 264), (24, 1032, 4104)]
@@ -40,7 +40,7 @@ def _poison(m, n, dtype):
 
 
 def _close(y, ref, dtype):
-    tol = 2e-2 if dtype == torch.bfloat16 else 2e-3  # BF16 C; TF32 operands
+    tol = 2e-2 if dtype == torch.bfloat16 else 5e-3  # BF16 C; TF32 operands (alpha up to 2 scales their error)
     torch.testing.assert_close(y.double(), ref, rtol=tol, atol=tol)
 
 

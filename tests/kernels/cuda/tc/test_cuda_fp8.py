@@ -624,7 +624,9 @@ def test_dispatch_defaults_and_the_row_major_b_refusal():
 
     h200 = GPUInfo("NVIDIA H200", 132, (9, 0), 60 * 2**20, 232448, 1980.0, 141 * 2**30, "", "")
     assert dispatch.choose(Problem(4096, 4096, 4096, "fp8"), Layout(b=COL), h200).spec is TC4  # not TC8P
-    assert dispatch.choose(Problem(300, 17, 1000, "fp8_block"), Layout(b=COL), h200).spec is TC8
+    ragged = Problem(300, 17, 1000, "fp8_block")  # a block-scaled level that takes it (the grid's: tc10 there)
+    spec = dispatch.choose(ragged, Layout(b=COL), h200).spec
+    assert spec.precision == "fp8_block" and spec.is_valid(ragged) is None and spec.name.startswith("cuda/tc")
     with pytest.raises(LayoutError, match="K-major"):
         dispatch.choose(Problem(64, 64, 64, "fp8"), ROW_MAJOR, h200)
 

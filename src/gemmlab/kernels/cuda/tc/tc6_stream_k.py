@@ -56,6 +56,7 @@ SPECS = [
                                     group_m=TF32["GROUP_M"], swap_ab=True, round_a=TF32["TF32_ROUND"] == 3,
                                     one_launch_mnk=ONE_LAUNCH_MNK, whole=tc5_swap_ab.traffic_model(ONE_LAUNCH_MNK)),
         doc=__doc__, unmodeled=tc5_swap_ab.REGISTER_OPERAND + "; and a split tile's owner waits for its partials",
+        fuses_epilogue=False,  # tc5_swap_ab.cu's transposed store (store_acc_t) applies no epilogue
     ),
     WgmmaKernel(
         name="cuda/tc6_stream_k_fp8_block", level=6, precision="fp8_block", kind="persistent",
