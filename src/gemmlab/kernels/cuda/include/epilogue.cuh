@@ -41,19 +41,32 @@ struct EpiArgs {
 #endif
 
 #ifdef __CUDACC__
+// e^x and a / b, accurate (expf, IEEE division) or, kSfu, the special-function unit's approximations (__expf,
+// __fdividef: a few ulp here, far below a BF16 or TF32 result's error, and fewer instructions). The epilogues in the
+// fragment's registers keep the accurate ones (with the SFU's, ptxas spills at 168 registers in tc4 and tc6); the
+// shared-memory pass (tc_epilogue.cuh's epi_box), whose cost is its instructions per element, takes the SFU's.
+template <bool kSfu>
+__device__ __forceinline__ float epi_exp(float x) {
+  return kSfu ? __expf(x) : expf(x);
+}
+template <bool kSfu>
+__device__ __forceinline__ float epi_div(float a, float b) {
+  return kSfu ? __fdividef(a, b) : a / b;  // __fdividef gives a·0 for b past 2^126: the activations' limits below
+}
+template <bool kSfu = false>
 __device__ __forceinline__ float epi_act(float x) {
 #if EPI_ACT == 1
   return x < 0.0f ? 0.0f : x;  // NaN stays NaN, as torch.relu keeps it
 #elif EPI_ACT == 2  // x·Φ(x), erf by Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7, FP32's resolution at 1): one
-  // expf and one division, no branch; erff's two ranges cost a tile's store dozens of registers or a spill
-  const float z = fabsf(x) * 0.70710678118654752f, t = 1.0f / fmaf(0.3275911f, z, 1.0f);
+  // exponential and one division, no branch; erff's two ranges cost a tile's store dozens of registers or a spill
+  const float z = fabsf(x) * 0.70710678118654752f, t = epi_div<kSfu>(1.0f, fmaf(0.3275911f, z, 1.0f));
   const float p = t * fmaf(fmaf(fmaf(fmaf(1.061405429f, t, -1.453152027f), t, 1.421413741f), t, -0.284496736f), t,
                            0.254829592f);
-  return 0.5f * x * (1.0f + copysignf(1.0f - p * expf(-z * z), x));
-#elif EPI_ACT == 3  // 0.5·x·(1 + tanh(u)) = x / (1 + e^-2u): one expf, where tanhf's branches cost registers
-  return x / (1.0f + expf(-1.5957691216057308f * (x + 0.044715f * x * x * x)));
+  return 0.5f * x * (1.0f + copysignf(1.0f - p * epi_exp<kSfu>(-z * z), x));
+#elif EPI_ACT == 3  // 0.5·x·(1 + tanh(u)) = x / (1 + e^-2u): one exponential, where tanhf's branches cost registers
+  return epi_div<kSfu>(x, 1.0f + epi_exp<kSfu>(-1.5957691216057308f * (x + 0.044715f * x * x * x)));
 #elif EPI_ACT == 4
-  return x / (1.0f + expf(-x));  // e^-x = inf below -88: x / inf = -0, silu's limit
+  return epi_div<kSfu>(x, 1.0f + epi_exp<kSfu>(-x));  // e^-x = inf below -88: x / inf = -0, silu's limit
 #else
   return x;
 #endif
@@ -80,14 +93,15 @@ __device__ __forceinline__ float epi_column_bias(const EpiArgs &e, int c, bool i
   return 0.0f;
 #endif
 }
-__device__ __forceinline__ float epi_apply_column(const EpiArgs &e, float acc, float bias, int r, int c, bool inside) {
+__device__ __forceinline__ float epi_apply_column(const EpiArgs &e, float acc, float bias, int r, int c,
+                                                  bool inside) {
   float x = e.alpha * acc;
 #if EPI_ADDEND == 1
   x += bias;
 #elif EPI_ADDEND == 2
   if (inside) x = fmaf(e.beta, epi_load(e, (long long)r * e.rs + (long long)c * e.cs), x);
 #endif
-  return epi_act(x);
+  return epi_act<true>(x);
 }
 
 // The epilogue of the kernel's element (r, c); the caller reads D only for elements inside C (`inside`), where a
