@@ -24,10 +24,9 @@ fastest go by GPU time. A kernel whose plan launches twice
 (a pre-pass, then the kernel) can be the faster on the GPU and the slower to call. A kernel that failed verification
 at a shape a prediction reads is never run.
 
-Matrix-vector products (M = 1 or N = 1) in FP32 and TF32, and FP32 with up to 16 rows of A against B as w.t(), run
-gemv1 in FP32 wherever it reads the layout in place (``SMALL_M``), before the table: the SIMT and tensor-core levels
-tile M in 64 or more rows, and torch's matrix-vector path computes TF32 calls in FP32, so a TF32 call there gets
-FP32's accuracy as torch's does. TF32 with 2 to 16 rows follows the table (gemv1 where it was measured fastest).
+Matrix-vector products (M = 1 or N = 1) in FP32 and TF32 run gemv1 in FP32 wherever it reads the layout in place
+(``SMALL_M``), before the table: the tiled levels spend most of a tile on one row, and torch's matrix-vector path
+computes TF32 calls in FP32, so a TF32 call there gets FP32's accuracy as torch's does. From 2 rows on, FP32 and TF32 follow the table (gemv1 where it was measured fastest).
 
 Host arrays (NumPy, CPU tensors) run on the host (cpu/blas), as torch runs CPU tensors on the CPU. A measured kernel
 whose spec says why it is not for "auto" (``KernelSpec.auto_refusal``: tc7_3xtf32, whose splits turn an infinite
@@ -52,8 +51,8 @@ SHIPPED = Path(__file__).parent / "data" / "dispatch-h200.json"
 # Without a measured entry: each precision's levels in the order they are tried, the first one this GPU runs
 DEFAULTS = PrecisionTable(lambda p: p.auto_defaults)
 HOST_DEFAULT = "cpu/blas"
-# FP32 products for matrix-vector shapes and, in FP32, up to this many rows of A against w.t(), ahead of the table
-SMALL_M = {"fp32": ("cuda/gemv1_warp_dot_fp32", 16), "tf32": ("cuda/gemv1_warp_dot_tf32", 1)}
+# The matrix-vector kernel per precision, ahead of the table for M = 1 or N = 1 (FP32 products for TF32 calls too)
+SMALL_M = {"fp32": "cuda/gemv1_warp_dot_fp32", "tf32": "cuda/gemv1_warp_dot_tf32"}
 NEIGHBOURS = 4  # measured shapes a prediction between them reads, at most
 REACH = math.log(2)  # ... those within one doubling of one dimension farther than the nearest
 MARGIN = 0.10  # between measured shapes, how much faster a prediction must be to displace the nearest's winner
@@ -437,20 +436,20 @@ def _choose(problem: Problem, layout: Layout, gpu, epilogue=None) -> Choice:
 
 
 def _small_m(problem: Problem, layout: Layout, gpu, epilogue=None) -> Choice | None:
-    """gemv1 in FP32 (SMALL_M) for a matrix-vector ``problem`` (M = 1 or N = 1) and, in FP32, up to 16 rows of A,
+    """gemv1 in FP32 (SMALL_M) for a matrix-vector ``problem`` (M = 1 or N = 1),
     where it reads ``layout`` in place and fuses ``epilogue``; None elsewhere."""
     from gemmlab.kernels.registry import get_kernel
 
-    name, rows = SMALL_M.get(problem.precision, (None, 0))
-    if name is None or (problem.m > rows and problem.n != 1):
+    name = SMALL_M.get(problem.precision)
+    if name is None or (problem.m > 1 and problem.n != 1):
         return None
     spec = get_kernel(name)
     if spec.is_valid(problem) or spec.unsupported(gpu) or operand_copies(layout, spec) != () or \
             spec.epilogue_refusal(epilogue):
         return None
     return Choice(spec, f"{problem.label()} with {layout.label()}: {name}, the FP32 matrix-vector kernel, ahead of "
-                        f"the tiled levels for M <= {rows} against w.t() or a vector B, in place (TF32 calls computed "
-                        "in FP32, as torch's matrix-vector path does)")
+                        "the tiled levels for a vector A or B, in place (TF32 calls computed in FP32, as torch's "
+                        "matrix-vector path does)")
 
 
 def _anchored(candidates: list[Candidate]) -> Candidate:
