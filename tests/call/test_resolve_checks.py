@@ -5,6 +5,7 @@ gives on the host; and C's dtype and the batch carried into the problem, for a k
 import ml_dtypes
 import numpy as np
 import pytest
+import torch
 
 import gemmlab
 from gemmlab import call, device
@@ -17,10 +18,17 @@ A = np.ones((6, 4), np.float32)
 B = np.ones((4, 5), np.float32)
 
 
-def test_a_precision_is_checked_against_the_kernel_named():
-    np.testing.assert_array_equal(gemmlab.matmul(A, B, kernel="cpu/blas", precision="fp32"), A @ B)
+OPERANDS = {"numpy": (A, B), "torch": (torch.from_numpy(A), torch.from_numpy(B))}
+
+
+@pytest.mark.parametrize("kind", OPERANDS)
+def test_a_precision_is_checked_against_the_kernel_named(kind):
+    a, b = OPERANDS[kind]
+    np.testing.assert_array_equal(np.asarray(gemmlab.matmul(a, b, kernel="cpu/blas", precision="fp32")), A @ B)
     with pytest.raises(DTypeError, match=r"cpu/blas computes fp32, not precision='tf32'"):
-        gemmlab.matmul(A, B, kernel="cpu/blas", precision="tf32")
+        gemmlab.matmul(a, b, kernel="cpu/blas", precision="tf32")
+    with pytest.raises(DTypeError, match="out_dtype='bfloat16': fp32 writes float32"):
+        gemmlab.matmul(a, b, out_dtype="bfloat16")
 
 
 def test_one_fp8_operand_with_a_float32_one_is_refused_naming_both():
@@ -35,11 +43,24 @@ def test_a_precision_the_dtype_does_not_take_is_refused_with_those_it_does():
         gemmlab.matmul(A, B, precision="bf16")
 
 
-def test_a_gpu_kernel_named_without_a_gpu_is_refused_by_its_name(monkeypatch):
+@pytest.mark.parametrize("kind", OPERANDS)
+def test_a_gpu_kernel_named_without_a_gpu_is_refused_by_its_name(monkeypatch, kind):
     monkeypatch.setattr(device, "probe", lambda *a, **k: (None, "no CUDA driver installed"))
     with pytest.raises(NoGPUError, match="cuda/v2_smem needs a CUDA GPU, and this machine has none usable: no CUDA "
                                          "driver installed"):
-        gemmlab.matmul(A, B, kernel="cuda/v2_smem")
+        gemmlab.matmul(*OPERANDS[kind], kernel="cuda/v2_smem")
+
+
+def test_a_second_call_on_tensors_of_one_key_reuses_the_first_calls_plan():
+    from gemmlab.call import cache
+
+    gemmlab.clear_plans()
+    a, b = OPERANDS["torch"]
+    gemmlab.matmul(a, b)
+    (first,) = cache.plans.values()
+    gemmlab.matmul(a.clone(), b.clone())
+    assert list(cache.plans.values()) == [first] and list(cache.plans.values())[0] is first
+    gemmlab.clear_plans()
 
 
 def test_explain_on_the_host_says_why_the_host_peer_runs():
