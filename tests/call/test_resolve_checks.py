@@ -81,3 +81,10 @@ def test_the_problem_carries_cs_dtype_and_the_batch_for_a_kernel_named_and_for_a
     assert problem.out_dtype == "float32" and str(problem.output_dtype()) == "float32"
     _, problem, _, _ = call.resolve(fa, fb, kernel, None, True, H200, batch=(3, 24, 0))
     assert isinstance(problem, BatchedProblem) and (problem.batch, problem.stride_a, problem.stride_b) == (3, 24, 0)
+
+
+def test_a_batch_of_tensors_passes_the_precision_on_to_its_checks():
+    a, b = torch.ones(2, 6, 4), torch.ones(2, 4, 5)
+    assert gemmlab.matmul(a, b, precision="fp32").shape == (2, 6, 5)
+    with pytest.raises(DTypeError, match=r"on the host gemmlab computes fp32 \(cpu/blas\); tf32 needs CUDA operands"):
+        gemmlab.matmul(a, b, precision="tf32")
