@@ -1,6 +1,7 @@
-"""What the table commands import: gemmlab list prints the registry without torch or CuPy on any machine (the
+"""What the table commands import: gemmlab list prints the registry without torch, CuPy or numba on any machine (the
 Triton peer is registered where Triton and torch are installed, not imported; numba's simulator switch comes from
-the driver's own device count), and gemmlab roofline without torch, and without CuPy where there is no driver."""
+the driver's own device count, and the numba and CPU levels compile their kernels on first use), and gemmlab
+roofline without torch or numba, and without CuPy where there is no driver."""
 import os
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import contextlib, io, sys
 from gemmlab.cli import main
 with contextlib.redirect_stdout(io.StringIO()):
     status = main(sys.argv[1:])
-print(status, *sorted(m for m in ("torch", "cupy", "triton") if m in sys.modules))
+print(status, *sorted(m for m in ("torch", "cupy", "triton", "numba", "ml_dtypes") if m in sys.modules))
 """
 
 
@@ -29,12 +30,12 @@ def imported_by(*command) -> list[str]:
     return proc.stdout.split()
 
 
-def test_list_imports_neither_torch_nor_cupy():
+def test_list_imports_neither_torch_nor_cupy_nor_numba():
     assert imported_by("list") == ["0"]
 
 
-def test_roofline_imports_no_torch_and_cupy_only_to_name_a_gpu():
+def test_roofline_imports_no_torch_nor_numba_and_cupy_only_to_name_a_gpu():
     got = imported_by("roofline")
-    assert got[0] == "0" and "torch" not in got
+    assert got[0] == "0" and "torch" not in got and "numba" not in got
     if not device._driver_loads():
         assert got == ["0"]

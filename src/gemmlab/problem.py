@@ -65,11 +65,11 @@ class Precision:
 
     @property
     def input_bytes(self) -> int:
-        return np.dtype(np_dtype(self.input_dtype)).itemsize
+        return itemsize(self.input_dtype)
 
     @property
     def output_bytes(self) -> int:
-        return np.dtype(np_dtype(self.output_dtype)).itemsize
+        return itemsize(self.output_dtype)
 
     @property
     def scaled(self) -> bool:
@@ -144,6 +144,15 @@ class Precision:
     def dispatch_precision(self) -> str:
         """The precision whose dispatch table kernel="auto" reads for this one."""
         return self.dispatch_from or self.name
+
+
+# ml_dtypes' sizes, known without importing it (about a second: the registry's TMA tables read these sizes)
+_ML_DTYPE_BYTES = {"bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1}
+
+
+def itemsize(name: str) -> int:
+    """Bytes per element of a dtype name."""
+    return _ML_DTYPE_BYTES.get(name) or np.dtype(name).itemsize
 
 
 def np_dtype(name: str):
@@ -288,7 +297,7 @@ class Problem:
     @property
     def output_bytes(self) -> int:
         """Bytes of one element of C."""
-        return self.output_dtype().itemsize
+        return itemsize(self.out_dtype or self.prec.output_dtype)
 
     def compulsory_bytes(self) -> int:
         p = self.prec

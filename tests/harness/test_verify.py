@@ -71,7 +71,7 @@ def _seed_v2_with_its_store_bug(C, A, B, M, N, K):
 
 def test_the_seeds_v2_store_bug_is_caught_on_a_ragged_shape():
     spec = NumbaKernel(name="numba/test_seed_v2_bug", level=None, precision="fp32", title="",
-                       kernel=_seed_v2_with_its_store_bug,
+                       jit=lambda: _seed_v2_with_its_store_bug,
                        geometry=lambda pr, p: Geometry((ceil_div(pr.n, 8), ceil_div(pr.m, 8), 1), (8, 8, 1)))
     assert check(spec, Problem(16, 16, 8), seed=0).passed  # multiples of the tile hide it
     result = check(spec, Problem(9, 10, 8), seed=0)

@@ -40,8 +40,8 @@ def test_every_kernel_documents_itself():
 
 
 def test_numba_kernels_reach_the_simulator_after_numba_is_imported_by_the_cpu_levels():
-    """cpu/v0_naive imports numba (its JIT) before the numba backend decides on the simulator; the decision must
-    still reach numba.cuda, so a numba kernel runs on the simulator without a GPU."""
+    """cpu/v0_naive's first run imports numba (its JIT) before the numba backend decides on the simulator; the
+    decision must still reach numba.cuda, so a numba kernel runs on the simulator without a GPU."""
     import os
     import subprocess
     import sys
@@ -51,7 +51,8 @@ def test_numba_kernels_reach_the_simulator_after_numba_is_imported_by_the_cpu_le
     if device.gpu() is not None:
         return
     code = ("import gemmlab; from gemmlab.harness.verify import check; from gemmlab.problem import Problem; "
-            "gemmlab.get_kernel('cpu/v0_naive'); "
+            "assert check(gemmlab.get_kernel('cpu/v0_naive'), Problem(3, 5, 4)).passed; "
+            "import sys; assert 'numba' in sys.modules and 'numba.cuda' not in sys.modules; "
             "r = check(gemmlab.get_kernel('numba/v2_smem'), Problem(33, 17, 65)); print(r.status, r.where)")
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)

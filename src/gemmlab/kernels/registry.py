@@ -5,7 +5,7 @@ not walk. Lookup by name or glob.
 
 A backend's modules are imported the first time a kernel of that backend is asked for, so ``get_kernel("cpu/blas")``
 never imports numba's CUDA target, and the numba backend makes its simulator decision (kernels/numba/__init__.py)
-only when its kernels are wanted.
+only when its kernels are wanted. Listing the levels imports no numba at all: they compile their kernels on first use.
 """
 from __future__ import annotations
 

@@ -9,16 +9,14 @@ launch, so the same compiled kernel runs it.
 
 Measured: docs/numba.md, results/h200/fp32.json.
 """
-from numba import cuda, float32
-
 from gemmlab.kernels.geometry import Geometry, ceil_div
-from gemmlab.kernels.numba.launch.kernel import NumbaKernel
+from gemmlab.kernels.numba.launch.kernel import NumbaKernel, jit_on_first_use
 from gemmlab.kernels.spec import SM_COUNT, naive_traffic
 
 BX, BY = 32, 32
 
 
-@cuda.jit
+# cuda and float32 are numba's, bound in this module when the kernel is first compiled (jit_on_first_use)
 def v1_naive(C, A, B, M, N, K):
     col, row = cuda.grid(2)
     if row < M and col < N:
@@ -35,7 +33,7 @@ def _traffic(problem, sm_count=SM_COUNT, params=None):
 SPECS = [
     NumbaKernel(
         name="numba/v1_naive", level=1, precision="fp32", title="naive: one thread per C element",
-        kernel=v1_naive, params={"BX": BX, "BY": BY},
+        jit=jit_on_first_use(v1_naive), params={"BX": BX, "BY": BY},
         geometry=lambda pr, p: Geometry((ceil_div(pr.n, p["BX"]), ceil_div(pr.m, p["BY"]), 1), (p["BX"], p["BY"], 1)),
         traffic_model=_traffic, varies=("BX", "BY"), doc=__doc__,
         unmodeled="issue slots: numba's array indexing puts 64-bit index arithmetic, wraparound selects and shape "

@@ -6,16 +6,14 @@ only where both row < M and col < N.
 
 Measured: docs/numba.md, results/h200/fp32.json.
 """
-from numba import cuda, float32
-
 from gemmlab.kernels.geometry import Geometry, ceil_div
-from gemmlab.kernels.numba.launch.kernel import NumbaKernel
+from gemmlab.kernels.numba.launch.kernel import NumbaKernel, jit_on_first_use
 from gemmlab.kernels.spec import SM_COUNT, tiled_traffic
 
 TILE = 32
 
 
-@cuda.jit
+# cuda and float32 are numba's, bound in this module when the kernel is first compiled (jit_on_first_use)
 def v2_smem(C, A, B, M, N, K):
     As = cuda.shared.array((TILE, TILE), float32)
     Bs = cuda.shared.array((TILE, TILE), float32)
@@ -37,7 +35,7 @@ def v2_smem(C, A, B, M, N, K):
 SPECS = [
     NumbaKernel(
         name="numba/v2_smem", level=2, precision="fp32", title="shared-memory tiling, 32×32 tiles",
-        kernel=v2_smem, params={"TILE": TILE},
+        jit=jit_on_first_use(v2_smem), params={"TILE": TILE},
         geometry=lambda pr, p: Geometry((ceil_div(pr.n, p["TILE"]), ceil_div(pr.m, p["TILE"]), 1), (p["TILE"], p["TILE"], 1)),
         traffic_model=lambda pr, sm_count=SM_COUNT: tiled_traffic(pr, TILE, TILE, warp=(1, TILE)),
         doc=__doc__, unmodeled="issue slots and barriers: two shared loads per FFMA through numba's array indexing, "

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numba import config
 
-SIMULATED = bool(config.ENABLE_CUDASIM)
+from gemmlab.device import numba_mode
+
 
 def _sim_flat(x):
     """The NumPy array behind a simulator kernel argument, as a flat view (writes land in the original)."""
@@ -194,7 +194,7 @@ def _gpu_intrinsics() -> dict[str, Any]:
 
 
 def _primitives() -> dict[str, Any]:
-    if SIMULATED:
+    if numba_mode() == "simulator":
         return {"ldg": _sim_ld, "ldg4": _sim_ld4, "stg": _sim_st, "stg4": _sim_st4,
                 "lds": _sim_ld, "lds4": _sim_ld4, "sts": _sim_st, "sts4": _sim_st4, "_flat": _sim_flat,
                 "cp4": _sim_cp, "cp16": _sim_cp16, "cp_commit": _sim_nop,

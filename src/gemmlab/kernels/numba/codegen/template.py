@@ -1,13 +1,13 @@
 """The kernel template: the Python source of one tiled GEMM kernel, written out for a Tiling with every tile size
-a literal, every accumulator a scalar and every inner loop unrolled; and the exec + cuda.jit that makes it a kernel."""
+a literal, every accumulator a scalar and every inner loop unrolled; and the exec + cuda.jit that makes it a kernel
+(numba is imported there, not here: writing the text needs none)."""
 from __future__ import annotations
 
 import linecache
 from typing import Any
 
-from numba import cuda, float32
-
-from gemmlab.kernels.numba.codegen.primitives import SIMULATED, primitives
+from gemmlab.device import numba_mode
+from gemmlab.kernels.numba.codegen.primitives import primitives
 from gemmlab.kernels.numba.codegen.tiling import Tiling
 
 
@@ -55,12 +55,15 @@ class _Indexing(_Intrinsics):
         return "; ".join(f"{arr}[{idx} + {e}] = {v}" for e, v in enumerate(vals))
 
 
-def gemm_source(name: str, t: Tiling, simulated: bool = SIMULATED, access: str = "intrinsic") -> str:
-    """Python source of a kernel ``name(C, A, B, M, N, K)`` computing C = A @ B with tiling ``t``.
+def gemm_source(name: str, t: Tiling, simulated: bool | None = None, access: str = "intrinsic") -> str:
+    """Python source of a kernel ``name(C, A, B, M, N, K)`` computing C = A @ B with tiling ``t``, for numba's
+    simulator or the GPU (``simulated``; by default, where numba runs kernels in this process).
 
     ``access="index"`` writes every access as numba array indexing instead (a baseline for measurements; the
     kernel then takes flat 1-D arrays)."""
     x = _Indexing if access == "index" else _Intrinsics
+    if simulated is None:
+        simulated = numba_mode() == "simulator"
     s = _Src()
     T, BK, BN, BMP = t.threads, t.BK, t.BN, t.bmp
     a_loads = t.BM * t.BK // (t.VEC * T)
@@ -231,6 +234,8 @@ _COUNTER = [0]
 
 def make_kernel(name: str, t: Tiling, access: str = "intrinsic", **jit_options):
     """Generate, exec and ``cuda.jit`` the kernel for tiling ``t``. Returns (dispatcher, source)."""
+    from numba import cuda, float32
+
     src = gemm_source(name, t, access=access)
     _COUNTER[0] += 1
     filename = f"<gemmlab-numba {name} #{_COUNTER[0]}>"
@@ -238,6 +243,6 @@ def make_kernel(name: str, t: Tiling, access: str = "intrinsic", **jit_options):
     namespace: dict[str, Any] = {"cuda": cuda, "float32": float32, **primitives()}
     exec(compile(src, filename, "exec"), namespace)
     fn = namespace[name]
-    if SIMULATED:
+    if numba_mode() == "simulator":
         return cuda.jit(fn), src
     return cuda.jit(**jit_options)(fn), src

@@ -5,11 +5,15 @@ them through the CUDA array interface, no copy) on the caller's stream; numba's 
 microseconds a call, which the plan cannot remove. Without a GPU the plan runs under numba's CUDA simulator on
 NumPy arrays, which executes the same Python code thread by thread: slow, so only small shapes, but the real
 kernel logic.
+
+A spec holds no compiled kernel: it holds what makes one, run on the first launch. Importing numba.cuda takes
+about a second, which the commands that only read the registry (gemmlab list, roofline) do not pay.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from functools import cache
+from typing import Any, Callable
 
 import numpy as np
 
@@ -52,12 +56,31 @@ def numba_plan(spec: KernelSpec, problem: Problem, layout, choose: Callable) -> 
                      steps=[f"numba launch: grid {geo.grid}, block {geo.block}"])
 
 
+def jit_on_first_use(fn: Callable) -> Callable[[], Any]:
+    """What makes ``cuda.jit(fn)``, once, when first called. ``fn`` is written with numba's ``cuda`` and ``float32``
+    as globals of its module, which imports neither: they are bound there here, where numba's simulator also
+    looks for ``cuda`` (it swaps the module's global for its per-thread stand-in)."""
+    @cache
+    def build():
+        from numba import cuda, float32
+
+        fn.__globals__.update(cuda=cuda, float32=float32)
+        return cuda.jit(fn)
+
+    return build
+
+
 @dataclass(frozen=True, kw_only=True)
 class NumbaKernel(KernelSpec):
-    kernel: Callable | None = None  # a @cuda.jit function taking (C, A, B, M, N, K)
+    jit: Callable[[], Any] | None = None  # makes the @cuda.jit kernel taking (C, A, B, M, N, K), once
     geometry: Callable[[Problem, dict], Geometry] | None = None
     backend: str = "numba"
     device: str = GPU
+
+    @property
+    def kernel(self):
+        """The numba dispatcher, made on first use (jit_on_first_use)."""
+        return self.jit()
 
     @property
     def simulable(self) -> bool:
