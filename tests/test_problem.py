@@ -160,7 +160,8 @@ def test_the_tables_without_a_new_record_are_what_they_were():
                            "fp8": "peers/cublaslt_fp8", "fp8_block": "peers/cublaslt_fp8_block",
                            "fp16": "peers/cublas_fp16"}
     assert dict(FALLBACK_PEERS) == {"fp8_block": "fp8"}
-    assert dispatch.DEFAULTS["tf32"] == ("cuda/tc6_stream_k_tf32", "cuda/tc1_mma_sync_tf32")
+    # tc10 after tc6: the rounding TF32 level that fuses an epilogue (tc6 TF32 does not), before the pre-Hopper tc1
+    assert dispatch.DEFAULTS["tf32"] == ("cuda/tc6_stream_k_tf32", "cuda/tc10_split_k_tf32", "cuda/tc1_mma_sync_tf32")
     assert {d: precisions_of(d) for d in ("float32", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float16")} == {
         "float32": ("fp32", "tf32"), "bfloat16": ("bf16",), "float8_e4m3fn": ("fp8", "fp8_block"),
         "float8_e5m2": ("fp8", "fp8_block"), "float16": ("fp16",)}

@@ -43,12 +43,14 @@ def test_per_tensor_scales_compute_fp8_from_the_table():
         assert scales.copy == (False, False) and "dispatch table for NVIDIA H200" in why
 
 
-def test_block_scales_compute_fp8_block_on_tc8_and_their_layouts_decide_the_copies():
+def test_block_scales_compute_fp8_block_and_their_layouts_decide_the_copies():
     kb, nb = -(-K // 128), -(-N // 128)
     sa_mmajor = np.ones((kb, M), np.float32).T  # (M, KB) as the transpose of a row-major (KB, M): read in place
     sb_kmajor = np.ones((nb, kb), np.float32).T  # (KB, NB) as the transpose of a row-major (NB, KB)
     spec, problem, _, scales = _resolve(A8, W8.T, sa_mmajor, sb_kmajor)
-    assert (problem.precision, spec.name, scales.copy) == ("fp8_block", "cuda/tc8_block_scaled_fp8", (False, False))
+    # the block-scaled level the shipped table measured fastest near this shape (tc8 or tc10's split-K build)
+    assert (problem.precision, spec.precision, scales.copy) == ("fp8_block", "fp8_block", (False, False))
+    assert spec.name in ("cuda/tc8_block_scaled_fp8", "cuda/tc10_split_k_fp8_block")
     _, _, _, scales = _resolve(A8, W8.T, np.ones((M, kb), np.float32), sb_kmajor)  # row-major (M, KB): copied
     assert scales.copy == (True, False)
 

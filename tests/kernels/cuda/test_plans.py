@@ -354,8 +354,9 @@ def on_host_h200(stub, monkeypatch):
 @pytest.mark.parametrize("precision", ["fp32", "tf32"])
 @pytest.mark.parametrize("m", [1, 16, 17, 64, 1024, 4096])
 def test_a_call_with_w_t_reads_w_in_place_and_explain_says_so(on_host_h200, precision, m):
-    """gemmlab.plan(x, w.t(), precision=...) on the GPU: no copy of w at any M; gemv1 (FP32 products) up to
-    M = 16, the SIMT levels' B_KMAJOR build (FP32) or the swapped levels' K-major build (TF32) past it."""
+    """gemmlab.plan(x, w.t(), precision=...) on the GPU: no copy of w at any M; gemv1 (FP32 products) for a vector,
+    past it the table's level that reads w in place: the SIMT levels' B_KMAJOR builds or FP32 split-K (FP32), the
+    swapped levels' K-major build or TF32 split-K (TF32)."""
     from gemmlab.call import checks
     from gemmlab.call.operands import Facts
     from gemmlab.kernels.plan import ANY, ROW
@@ -368,10 +369,15 @@ def test_a_call_with_w_t_reads_w_in_place_and_explain_says_so(on_host_h200, prec
     assert not prepared.copy_a and not prepared.copy_b
     assert "copied" not in text and "B is read in place" in text
     name = prepared.plan.spec.name
-    if m <= 16:
+    if m == 1:
         assert name == f"cuda/gemv1_warp_dot_{precision}"
     elif precision == "fp32":
-        assert name in ("cuda/v9_autotuned", "cuda/v10_register_prefetch") and "B_KMAJOR=1" in text
+        assert name in ("cuda/gemv1_warp_dot_fp32", "cuda/v9_autotuned", "cuda/v10_register_prefetch",
+                        "cuda/v11_split_k")
+        assert name.startswith("cuda/gemv1") or "B_KMAJOR=1" in text
+    elif name == "cuda/tc10_split_k_tf32":
+        # one kernel loaded: B rounded in shared memory by the producer warps, no transposing pre-pass
+        assert [entry[0].entry for entry in on_host_h200.loaded] == ["tc10_split_k"]
     else:
         assert name in ("cuda/tc5_swap_ab_tf32", "cuda/tc6_stream_k_tf32")
         assert on_host_h200.loaded[0][0].entry == "tc5_swap_ab"

@@ -139,7 +139,8 @@ class GluonKernel(KernelSpec):
         runs on into the next tile and C has a tile of its own, as wide as the left part."""
         p = self.params
         barriers = (2 if self.producer_warps else 1) * p["STAGES"] * 8
-        staging = p["BM"] * self.accumulator_parts[0] * self.output_dtype(None).itemsize if self.persistent else 0
+        out_bytes = 2 if p.get("OUT_BF16", 1) else 4  # output_dtype's, without importing ml_dtypes for its name
+        staging = p["BM"] * self.accumulator_parts[0] * out_bytes if self.persistent else 0
         return p["STAGES"] * (p["BM"] + p["BN"]) * self.bk * self.prec.input_bytes + barriers + staging
 
     def config_error(self) -> str | None:
