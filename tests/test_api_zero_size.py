@@ -16,10 +16,9 @@ from gemmlab import call  # noqa: E402
 from gemmlab.device import GPUInfo  # noqa: E402
 from gemmlab.epilogue import Epilogue  # noqa: E402
 from gemmlab.errors import DTypeError, EpilogueError, LayoutError, ShapeError, UnknownKernelError  # noqa: E402
+from test_api_linear import ACTIVATIONS  # noqa: E402
 
 gen = torch.Generator().manual_seed(5)
-ACTIVATIONS = {None: lambda z: z, "relu": F.relu, "gelu": F.gelu, "gelu_tanh": lambda z: F.gelu(z, approximate="tanh"),
-               "silu": F.silu}
 
 
 def randn(*shape):

@@ -11,6 +11,7 @@ pytestmark = pytest.mark.skipif(device.gpu() is None, reason="needs a CUDA GPU")
 torch = pytest.importorskip("torch")
 
 import gemmlab  # noqa: E402
+from test_api_linear import ACTIVATIONS  # noqa: E402
 
 F = torch.nn.functional
 
@@ -22,8 +23,6 @@ KERNELS = [("cuda/tc2_wgmma_tma_bf16", torch.bfloat16), ("cuda/tc3_warp_speciali
            ("cuda/v10_register_prefetch", torch.float32), ("cuda/v11_split_k", torch.float32)]
 # (M, N, K): N past a whole 64-column box of BF16 C by 8, M past a 128-row tile; a few rows (tc9's regime); long K
 SHAPES = [(1000, 1032, 520), (130, 2056, 264), (24, 1032, 4104)]
-ACTIVATIONS = {None: lambda z: z, "relu": F.relu, "gelu": F.gelu, "gelu_tanh": lambda z: F.gelu(z, approximate="tanh"),
-               "silu": F.silu}
 
 
 def _operands(m, n, k, dtype, seed=0):
