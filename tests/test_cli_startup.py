@@ -39,3 +39,17 @@ def test_roofline_imports_no_torch_nor_numba_and_cupy_only_to_name_a_gpu():
     assert got[0] == "0" and "torch" not in got and "numba" not in got
     if not device._driver_loads():
         assert got == ["0"]
+
+
+@pytest.mark.parametrize("broken", ["rich"])
+def test_a_dependency_of_the_command_line_that_fails_to_import_ends_in_one_line_and_exit_2(broken, tmp_path):
+    """`python -m gemmlab` (the `gemmlab` script's entry too) where a dependency the command line's modules import
+    cannot be imported: one line naming it, exit 2, no traceback. (NumPy, which `import gemmlab` itself needs, fails
+    before any of gemmlab's code runs.)"""
+    (tmp_path / f"{broken}.py").write_text(f"raise ImportError('{broken} is broken here')\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), SRC, os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, "-m", "gemmlab", "list"], capture_output=True, text=True, timeout=600,
+                          env=env)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gemmlab: error: ") and f"{broken} is broken here" in lines[0]
