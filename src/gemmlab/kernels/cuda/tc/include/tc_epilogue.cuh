@@ -43,9 +43,6 @@ __device__ __forceinline__ void epi_group(float (&d)[TN / 2], const TcArgs &args
   for (int i = 4 * j; i < 4 * j + 4; ++i) asm volatile("" : "+f"(d[i]));
 #endif
 }
-// a HeldC holds values the epilogue has made already
-template <int TN, typename H>
-__device__ __forceinline__ void epi_group(H &, const TcArgs &, int, int, int, int, int) {}
 
 // ---- epilogue -------------------------------------------------------------------------------------------------
 // Store one warpgroup's m64nN FP32 accumulator fragment to row-major C (FP32, or BF16 or FP16 bits) at (row0, col0).
