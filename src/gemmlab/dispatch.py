@@ -17,12 +17,12 @@ measured shapes the model's ratio is trusted only so far: the winner measured at
 prediction less than (1 + MARGIN)^(1 + distance) faster. Without an entry for this GPU, each precision's default
 level runs.
 
-"Fastest" is what a caller issuing calls back to back waits per call: the GPU time, or where a record carries it
-(small problems, ``call_host_us``), the host time of one gemmlab.matmul call with that kernel if that is longer; a
-record without one, at a shape where others have it, counts the shape's median. Calls within HOST_TIE of the
-fastest go by GPU time. A kernel whose plan launches twice
-(a pre-pass, then the kernel) can be the faster on the GPU and the slower to call. A kernel that failed verification
-at a shape a prediction reads is never run.
+"Fastest" is what a call from an idle GPU waits: where a record carries it (small problems, ``call_host_us``), the
+host time of one gemmlab.matmul call with that kernel, then its GPU time; a record without one, at a shape where
+others have it, counts the shape's median. A kernel whose plan launches twice (a pre-pass, then the kernel) pays
+more host time than one launch; a kernel faster on the GPU by more than its extra host time still leads, as it does
+for a CUDA graph or a stream that runs ahead, which wait for the kernels alone. A kernel that failed verification at
+a shape a prediction reads is never run.
 
 Matrix-vector products (M = 1 or N = 1) in FP32 and TF32 run gemv1 in FP32 wherever it reads the layout in place
 (``SMALL_M``), before the table: the tiled levels spend most of a tile on one row, and torch's matrix-vector path
@@ -56,10 +56,6 @@ SMALL_M = {"fp32": "cuda/gemv1_warp_dot_fp32", "tf32": "cuda/gemv1_warp_dot_tf32
 NEIGHBOURS = 4  # measured shapes a prediction between them reads, at most
 REACH = math.log(2)  # ... those within one doubling of one dimension farther than the nearest
 MARGIN = 0.10  # between measured shapes, how much faster a prediction must be to displace the nearest's winner
-# Where host time binds, calls within this fraction of the fastest are one time (host times of one call path differ
-# by about this much from run to run) and go by GPU time: a call from an idle GPU waits for its host time and then
-# its kernels, a CUDA graph or a stream that runs ahead waits for the kernels alone
-HOST_TIE = 0.05
 
 
 def shipped_gpu():
@@ -82,9 +78,9 @@ class Choice:
 
 
 def per_call_ms(row: dict, typical_host_us: float = 0.0) -> float:
-    """A table row's time per call: its GPU time, or its host time where that binds (``typical_host_us`` for a row
-    that has none)."""
-    return max(row["ms"], row.get("host_us", typical_host_us) / 1e3)
+    """A table row's time of one call from an idle GPU: its host time (``typical_host_us`` for a row that has none),
+    then its GPU time."""
+    return row["ms"] + row.get("host_us", typical_host_us) / 1e3
 
 
 def table_from_results(results: dict) -> dict:
@@ -139,7 +135,7 @@ def _ranked(rows: list[dict]) -> list[dict]:
         if old is None or ("host_us" in row, -per_call_ms(row)) > ("host_us" in old, -per_call_ms(old)):
             best[_key(row)] = row
     # a record without a host time where others of the shape have one (an older run): the shape's median, not none
-    # at all, so that it does not rank above the kernels whose host time binds
+    # at all, so that it does not rank above the kernels whose host time is counted
     known = [row["host_us"] for row in best.values() if "host_us" in row]
     typical = statistics.median(known) if known else 0.0
     return fastest_first(best.values(), lambda row: per_call_ms(row, typical), lambda row: row["ms"]) + [
@@ -147,12 +143,8 @@ def _ranked(rows: list[dict]) -> list[dict]:
 
 
 def fastest_first(items, call, gpu) -> list:
-    """``items`` by ``call`` (ms a call), those within HOST_TIE of the fastest call first, by ``gpu`` (GPU ms)."""
-    by_call = sorted(items, key=lambda x: (call(x), gpu(x)))
-    if not by_call:
-        return by_call
-    tied = sum(call(x) <= call(by_call[0]) * (1 + HOST_TIE) for x in by_call)
-    return sorted(by_call[:tied], key=gpu) + by_call[tied:]
+    """``items`` by ``call`` (ms a call from an idle GPU), equal ones by ``gpu`` (GPU ms)."""
+    return sorted(items, key=lambda x: (call(x), gpu(x)))
 
 
 def table_from_runs(runs: list[dict]) -> dict:
@@ -249,7 +241,7 @@ class Candidate:
 
     spec: object
     ms: float  # predicted GPU time of a call, copies included
-    per_call_ms: float  # ... or the host time of a call where that binds
+    per_call_ms: float  # ... after the host time of a call, where the measurements have one
     copies: tuple | None  # operands gemmlab.matmul copies first; None where no copy makes the layout readable
     refusal: str  # why kernel="auto" passes it over ("" if it may run it)
     basis: tuple  # (label, measured row, ratio, distance) per measured shape the prediction reads, nearest first
@@ -295,8 +287,8 @@ def _pick_rows(rows: list, layout: Layout, precision: str) -> tuple[dict, set]:
 def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> list[Candidate]:
     """The kernels measured at the shapes near ``problem`` (``neighbours``) for ``gpu``, fastest predicted per call
     first. A kernel's prediction from one measured shape g is its time there times estimate(problem) / estimate(g)
-    (analysis/scaling.py: waves, tile fill, bytes and copies under this GPU's roofs), its host time there where that
-    binds; from several, their geometric mean weighted by 1 / distance. At a measured shape, the measurement. A
+    (analysis/scaling.py: waves, tile fill, bytes and copies under this GPU's roofs), after its host time there where
+    that was measured; from several, their geometric mean weighted by 1 / distance. At a measured shape, the measurement. A
     kernel that failed verification at any of the shapes is left out; one this gemmlab does not have too. A precision
     without a table of its own (``Precision.dispatch_from``: FP16) reads that precision's, each kernel by its own
     name for this precision (``_renamed``)."""
@@ -344,7 +336,7 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
             gpu_ms = row["ms"] * ratio
             basis.append((point.label, row, ratio, point.distance))
             predicted.append((1.0 / point.distance if point.distance else 1.0, gpu_ms,
-                              max(gpu_ms, row.get("host_us", typical) / 1e3)))
+                              gpu_ms + row.get("host_us", typical) / 1e3))
         if len(predicted) == 1:
             _, ms, per_call = predicted[0]
         else:  # the geometric mean, weighted by closeness
@@ -494,6 +486,6 @@ def explain(c: Candidate) -> str:
 
 def _measured(row: dict) -> str:
     text = f"{row['ms']:.4g} ms on the GPU"
-    if row.get("host_us", 0.0) / 1e3 > row["ms"]:
-        text += f", {row['host_us']:.3g} µs of host time a call, which binds"
+    if "host_us" in row:
+        text += f" after {row['host_us']:.3g} µs of host time a call"
     return text

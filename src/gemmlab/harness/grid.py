@@ -33,7 +33,7 @@ CANDIDATES = {
     "fp8_block": "cuda/gemv1_warp_dot_fp8_block,cuda/tc8_block_scaled_fp8,cuda/tc8_cluster_fp8_block,"
                  "cuda/tc6_stream_k_fp8_block,cuda/tc10_split_k_fp8_block",
 }
-HOPELESS = 3.0  # predicted per call, against the fastest candidate's prediction at the shape
+HOPELESS = 3.0  # predicted GPU time, against the fastest candidate's prediction at the shape
 SECONDS_PER_RUN = 0.35  # an estimate: the warm-up alone takes 0.1 s, verification and the host-time calls the rest
 TIMED_LAUNCHES = 30  # warm-up, verification, probe and timed launches of one kernel at one shape
 
@@ -61,11 +61,11 @@ def pruner(layout, gpu):
         mine = ranked.get(spec.name)
         if mine is None or not ranked:
             return ""
-        best = min(c.per_call_ms for c in ranked.values())
-        if mine.per_call_ms <= HOPELESS * best:
+        best = min(c.ms for c in ranked.values())
+        if mine.ms <= HOPELESS * best:
             return ""
-        return (f"not timed in the grid: the shipped dispatch table predicts {mine.per_call_ms:.4g} ms a call, "
-                f"{mine.per_call_ms / best:.1f}× the fastest candidate's {best:.4g} ms (past {HOPELESS:g}×)")
+        return (f"not timed in the grid: the shipped dispatch table predicts {mine.ms:.4g} ms on the GPU, "
+                f"{mine.ms / best:.1f}× the fastest candidate's {best:.4g} ms (past {HOPELESS:g}×)")
 
     return skip
 
