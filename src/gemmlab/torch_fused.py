@@ -61,12 +61,13 @@ def linear(x, w, bias, activation, kernel, precision):
     _check(x=x, w=w, bias=bias)
     _check_activation(activation)
     rows, _, out_shape = matmul_shapes.linear_shapes(x.shape, w.shape, None if bias is None else bias.shape)
-    x2 = x.reshape(rows, x.shape[-1])
+    flat = x.dim() != 2  # a reshape costs a call's host time; a 2-D x is its own rows
+    x2 = x.reshape(rows, x.shape[-1]) if flat else x
     if _traced(x, w, bias):
         y = torch.ops.gemmlab.linear(x2, w, bias, activation, kernel, precision)
     else:
         y = _linear_direct(x2, w, bias, activation, kernel, precision)
-    return y.reshape(out_shape)
+    return y.reshape(out_shape) if flat else y
 
 
 def _linear_direct(x, w, bias, activation, kernel, precision):

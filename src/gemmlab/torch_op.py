@@ -39,6 +39,7 @@ from gemmlab.errors import EpilogueError, GemmlabError, LayoutError, ShapeError,
 
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 _current_device = getattr(torch._C, "_cuda_getDevice", None)
+_capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None)  # the current device's current stream
 
 
 def _stream(index: int) -> int:
@@ -78,17 +79,20 @@ def direct(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
     """One call on tensors outside autograd: a cached plan, launched on torch's current stream; ``epilogue`` (a
     gemmlab.epilogue.Epilogue) fused into the kernel's store, ``addend`` its bias or D (a tensor on the operands'
     device, of C's dtype or float32)."""
-    if not isinstance(B, torch.Tensor):
-        raise LayoutError(f"A is a torch tensor and B a {type(B).__name__}: pass two tensors on one device")
-    if out is not None and not isinstance(out, torch.Tensor):
-        raise LayoutError(f"out is a {type(out).__name__}; the operands are torch tensors")
-    _check_dense(A, B, out)
-    key = (kernel, precision, A.dtype, B.dtype, A.shape, B.shape, A.stride(), B.stride(), A.device, B.device,
-           None if out is None else (out.dtype, out.shape, out.stride(), out.device, out.requires_grad),
-           None if scale_a is None else _scale_key(scale_a), None if scale_b is None else _scale_key(scale_b),
-           out_dtype, epilogue, None if addend is None else _scale_key(addend))
-    prepared = call.plans.get(key)
-    if prepared is None:
+    try:  # a tensor without strides (sparse) or an operand of another kind has no key, and no plan
+        key = (kernel, precision, A.dtype, B.dtype, A.shape, B.shape, A.stride(), B.stride(), A.device, B.device,
+               None if out is None else (out.dtype, out.shape, out.stride(), out.device, out.requires_grad),
+               None if scale_a is None else _scale_key(scale_a), None if scale_b is None else _scale_key(scale_b),
+               out_dtype, epilogue, None if addend is None else _scale_key(addend))
+    except (AttributeError, RuntimeError, TypeError):
+        key = None
+    prepared = None if key is None else call.plans.get(key)
+    if prepared is None:  # the checks, once per key: a key a plan is kept under passed them
+        if not isinstance(B, torch.Tensor):
+            raise LayoutError(f"A is a torch tensor and B a {type(B).__name__}: pass two tensors on one device")
+        if out is not None and not isinstance(out, torch.Tensor):
+            raise LayoutError(f"out is a {type(out).__name__}; the operands are torch tensors")
+        _check_dense(A, B, out)
         if 0 in A.shape or 0 in B.shape:
             return empty(A, B, (A.shape[0], B.shape[1]), kernel, precision, out, (scale_a, scale_b), out_dtype,
                          epilogue, addend)
@@ -112,7 +116,9 @@ def direct(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
             raise LayoutError("out overlaps A or B; gemmlab writes C while it reads them")
     index = prepared.device
     stream = _stream(index)
-    plan = prepared.plan if prepared.shared else prepared.for_stream(stream)
+    current = _current_device() == index
+    plan = prepared.plan if prepared.shared else \
+        prepared.for_stream(stream, _capturing() if current and _capturing is not None else None)
     extra = ()
     if prepared.scaled:  # the scales' addresses; one in a layout the kernel does not read is copied into one
         copy_a, copy_b = prepared.copy_scales
@@ -121,7 +127,7 @@ def direct(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
         extra = (sa.data_ptr(), sb.data_ptr())
     if addend is not None:
         plan.set_addend(addend.data_ptr())
-    if _current_device() == index:
+    if current:
         plan.launch(A.data_ptr(), B.data_ptr(), c.data_ptr(), stream, *extra)
     else:  # the tensors' device is not the current one: launch in its context
         with torch.cuda.device(index):

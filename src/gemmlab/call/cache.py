@@ -51,16 +51,18 @@ class Prepared:
     def c_bytes(self) -> int:
         return np_dtype(self.out_dtype).itemsize * math.prod(self.out_shape)
 
-    def for_stream(self, stream: int) -> Plan:
+    def for_stream(self, stream: int, capturing: bool | None = None) -> Plan:
         """The plan to launch on ``stream``. A plan holding workspaces never shares them between two streams that may
         run at once: the first plan serves the first stream it meets, a later stream gets a plan of its own (kept),
         and a stream under CUDA graph capture a plan of its own for each captured call, its workspaces from the
         graph's private pool, freed into that pool after the call as the graph's other intermediates are. A graph
         replays on whatever stream its caller picks, so workspaces kept for the capturing stream would be shared by
-        every graph captured there (torch captures on one stream by default) and by that stream's eager calls."""
+        every graph captured there (torch captures on one stream by default) and by that stream's eager calls.
+        ``capturing``: whether ``stream`` is under capture, where the caller knows it more cheaply than the driver's
+        query (torch's own flag for its current stream)."""
         if self.shared:
             return self.plan
-        if driver.capturing(stream):
+        if driver.capturing(stream) if capturing is None else capturing:
             return self._stream_plan(stream)
         plan = self.by_stream.get(stream)
         if plan is None:
