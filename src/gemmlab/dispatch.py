@@ -20,9 +20,10 @@ level runs.
 "Fastest" is what a call from an idle GPU waits: where a record carries it (small problems, ``call_host_us``), the
 host time of one gemmlab.matmul call with that kernel, then its GPU time; a record without one, at a shape where
 others have it, counts the shape's median. A kernel whose plan launches twice (a pre-pass, then the kernel) pays
-more host time than one launch; a kernel faster on the GPU by more than its extra host time still leads, as it does
-for a CUDA graph or a stream that runs ahead, which wait for the kernels alone. A kernel that failed verification at
-a shape a prediction reads is never run.
+more host time than one launch; a kernel faster on the GPU by more than its extra host time still leads. Calls within
+HOST_TIE of the fastest go by GPU time: host times of one call path differ by about that much from run to run, and a
+CUDA graph or a stream that runs ahead waits for the kernels alone. A kernel that failed verification at a shape a
+prediction reads is never run.
 
 Matrix-vector products (M = 1 or N = 1) in FP32 and TF32 run gemv1 in FP32 wherever it reads the layout in place
 (``SMALL_M``), before the table: the tiled levels spend most of a tile on one row, and torch's matrix-vector path
@@ -53,6 +54,8 @@ DEFAULTS = PrecisionTable(lambda p: p.auto_defaults)
 HOST_DEFAULT = "cpu/blas"
 # The matrix-vector kernel per precision, ahead of the table for M = 1 or N = 1 (FP32 products for TF32 calls too)
 SMALL_M = {"fp32": "cuda/gemv1_warp_dot_fp32", "tf32": "cuda/gemv1_warp_dot_tf32"}
+# Calls within this fraction of the fastest call's time (host, then GPU) are one time and go by GPU time
+HOST_TIE = 0.05
 NEIGHBOURS = 4  # measured shapes a prediction between them reads, at most
 REACH = math.log(2)  # ... those within one doubling of one dimension farther than the nearest
 MARGIN = 0.10  # between measured shapes, how much faster a prediction must be to displace the nearest's winner
@@ -143,8 +146,13 @@ def _ranked(rows: list[dict]) -> list[dict]:
 
 
 def fastest_first(items, call, gpu) -> list:
-    """``items`` by ``call`` (ms a call from an idle GPU), equal ones by ``gpu`` (GPU ms)."""
-    return sorted(items, key=lambda x: (call(x), gpu(x)))
+    """``items`` by ``call`` (ms a call from an idle GPU), those within HOST_TIE of the fastest call first, by
+    ``gpu`` (GPU ms)."""
+    by_call = sorted(items, key=lambda x: (call(x), gpu(x)))
+    if not by_call:
+        return by_call
+    tied = sum(call(x) <= call(by_call[0]) * (1 + HOST_TIE) for x in by_call)
+    return sorted(by_call[:tied], key=gpu) + by_call[tied:]
 
 
 def table_from_runs(runs: list[dict]) -> dict:
