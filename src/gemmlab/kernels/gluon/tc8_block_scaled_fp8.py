@@ -5,7 +5,8 @@ warpgroup runs a k-tile's wgmma m64n128k32 from zero (use_acc=False), waits, giv
 products times scale_a[row]·scale_b[block] into its FP32 accumulator; tc8's 192×128 tile (one B scale a k-tile) and
 three consumer warpgroups at 160 registers, each a partition of its own so that one promotes while another's wgmma
 run. Unlike tc8: scales loaded from global memory a k-tile ahead, not a TMA ring. Why: per-block scales keep FP8's
-error at BF16 rounding's. Predicted: tc8's time (0.85-0.95× cuBLASLt's blockwise FP8). Beside tc8: docs/gluon.md.
+error at BF16 rounding's. Predicted: 0.9-1.0x cuda/tc8's TFLOPS (the scales' loads, two partition barriers a k-tile),
+so under cuBLASLt's blockwise FP8 by tc8's gap at 4096^3 and 8192^3, or a few percent more. Beside tc8: docs/gluon.md.
 """
 from gemmlab.kernels.gluon.launch.kernel import GluonKernel
 
