@@ -123,8 +123,9 @@ class GluonKernel(KernelSpec):
         return self.consumer_warps + ceil_div(self.producer_warps, 4) * 4
 
     def maxnreg(self) -> int | None:
-        """The kernel's registers a thread, from which Triton gives the producer's warpgroup PRODUCER_REGS and the
-        consumers the rest: CONSUMER_REGS (None without a producer: ptxas decides)."""
+        """The kernel's registers a thread, from which Triton gives the producer's warpgroup PRODUCER_REGS (and
+        consumer partitions past the first CONSUMER_REGS: warpgroup_partitions) and the default partition the rest:
+        CONSUMER_REGS (None without a producer: ptxas decides)."""
         if not self.producer_warps:
             return None
         p = self.params
@@ -272,9 +273,9 @@ class GluonKernel(KernelSpec):
         from gemmlab.kernels.cuda.tc.model.traffic import wgmma_traffic
 
         p = self.for_problem(problem, sm_count).params
-        return wgmma_traffic(self.precision, p["BM"], p["BN"], epi_tma=True, persistent=self.persistent,
-                             group_m=p.get("GROUP_M", 1), block_scales=self.prec.block_scaled)(problem, sm_count,
-                                                                                               dict(p))
+        model = wgmma_traffic(self.precision, p["BM"], p["BN"], epi_tma=True, persistent=self.persistent,
+                              group_m=p.get("GROUP_M", 1), block_scales=self.prec.block_scaled)
+        return model(problem, sm_count, dict(p))
 
     # ---- compiling ------------------------------------------------------------------------------------------------
     def descriptor_blocks(self) -> dict:
