@@ -129,3 +129,17 @@ def test_block_scales_spanning_orders_of_magnitude(name, out):
     assert min(spread) > 2 ** 6
     result = check(spec, Problem(m, n, k, spec.precision), inputs=inputs)
     assert result.passed, result
+
+
+@pytest.mark.parametrize("change", [{"BM": 128, "PRODUCER_REGS": 40, "CONSUMER_REGS": 232}, {"BN": 64}],
+                         ids=["two-partitions", "bn64"])
+@pytest.mark.parametrize("shape", [(4097, 264, 4112), (17, 136, 80)], ids=lambda s: "x".join(map(str, s)))
+def test_tc8_variants_right_on_ragged_shapes(change, shape):
+    """tc8's variants (bench --variant): two consumer partitions, the device code's other warp_specialize, and a
+    64-wide tile, two to a block of B's scales."""
+    from gemmlab.harness.verify import check
+
+    _needs_gpu()
+    spec = get_kernel("gluon/tc8_block_scaled_fp8").with_params(change)
+    result = check(spec, Problem(*shape, spec.precision), seed=1)
+    assert result.passed, result
