@@ -7,9 +7,9 @@ scale blocks, its variants of two partitions and 64-wide tiles compiled, and its
 traffic model those of its CUDA C twin.
 
 What cannot be checked here: that the kernels compute C (tests/kernels/gluon/test_gluon_gpu.py, on a GPU; for tc8
-that it reads each k-block's scales at the right place), the
-registers ptxas gave each partition (Triton reads them when it loads the cubin), that TMA zero-fills and clips the
-ragged edges as the descriptors ask, and the launch path (the descriptors encoded by Triton's driver, the stream).
+that it reads each k-block's scales at the right place), the registers ptxas gave each partition (Triton reads them
+when it loads the cubin), that TMA zero-fills and clips the ragged edges as the descriptors ask, and the launch path
+(the descriptors encoded by Triton's driver, the stream).
 One binary serves every shape: the shape travels in the descriptors, so there is no ragged-shape specialization.
 """
 import re
@@ -230,7 +230,7 @@ def test_a_launch_passes_the_compiled_signature_its_descriptors(name, m, n, monk
     narrows = "NARROW_BN" in get_kernel(name).params
     assert spec.params["BN"] == (192 if (m, narrows) == (2047, True) else get_kernel(name).params["BN"])
     plan.kernel = recorder = _Recorder(plan.kernel)
-    scales = (0x40000, 0x50000)[:len(spec.scale_args())]  # FP8's per-tensor scales follow the stream
+    scales = (0x40000, 0x50000)[:len(spec.scale_args())]  # FP8's scales, per tensor or per block, follow the stream
     plan.launch(0x10000, 0x20000, 0x30000, 77, *scales)
     (grid, args, stream), = recorder.calls
     assert grid == spec.launch_geometry(problem).grid and stream == 77
