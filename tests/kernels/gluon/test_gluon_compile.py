@@ -1,11 +1,15 @@
 """The Gluon levels without a GPU: each compiles for sm_90a at its registered parameters in both C types (wgmma in
 the PTX, HGMMA in the SASS, no local memory), and tc4 at its narrow tile too; the host's launch geometry and shared
 memory against the compiled kernel's, tc4's tile width per problem (cuda/tc4's rule), TMA's alignment limits refused
-by name, and a Triton of another version refused by name.
+by name, and a Triton of another version refused by name. tc8 (block-scaled FP8): each consumer partition's k-tile
+loop promotes into FP32 with the next k-tile's scales in flight, its tiles refused where they would straddle B's
+scale blocks, its variants of two partitions and 64-wide tiles compiled, and its operands' scale layouts and
+traffic model those of its CUDA C twin.
 
-What cannot be checked here: that the kernels compute C (tests/kernels/gluon/test_gluon_gpu.py, on a GPU), the
-registers ptxas gave each partition (Triton reads them when it loads the cubin), that TMA zero-fills and clips the
-ragged edges as the descriptors ask, and the launch path (the descriptors encoded by Triton's driver, the stream).
+What cannot be checked here: that the kernels compute C (tests/kernels/gluon/test_gluon_gpu.py, on a GPU; for tc8
+that it reads each k-block's scales at the right place), the registers ptxas gave each partition (Triton reads them
+when it loads the cubin), that TMA zero-fills and clips the ragged edges as the descriptors ask, and the launch path
+(the descriptors encoded by Triton's driver, the stream).
 One binary serves every shape: the shape travels in the descriptors, so there is no ragged-shape specialization.
 """
 import re
@@ -26,9 +30,12 @@ needs_triton = pytest.mark.skipif(not triton_ok, reason=f"needs Triton {gluon_ke
 LEVELS = {"gluon/tc2_wgmma_tma_bf16": "cuda/tc2_wgmma_tma_bf16",
           "gluon/tc3_warp_specialized_bf16": "cuda/tc3_warp_specialized_bf16",
           "gluon/tc4_persistent_bf16": "cuda/tc4_persistent_bf16",
-          "gluon/tc4_persistent_fp8": "cuda/tc4_persistent_fp8"}
+          "gluon/tc4_persistent_fp8": "cuda/tc4_persistent_fp8",
+          "gluon/tc8_block_scaled_fp8": "cuda/tc8_block_scaled_fp8"}
+TC8 = "gluon/tc8_block_scaled_fp8"
 # the tensor cores' operand type as PTX and SASS spell it, and a wgmma's K (32 bytes)
 MMA = {"bf16": ("bf16.bf16", "BF16", "HGMMA", 16), "fp8": ("e4m3.e4m3", "E4M3.E4M3", "QGMMA", 32)}
+MMA["fp8_block"] = MMA["fp8"]
 BUILDS = [pytest.param(name, out, narrow, id=f"{name.split('/')[1]}-{out}{'-narrow' if narrow else ''}")
           for name in LEVELS for out in ("bfloat16", "float32")
           for narrow in ((False, True) if "NARROW_BN" in get_kernel(name).params else (False,))]
@@ -65,6 +72,12 @@ def test_compiles_for_sm90a_with_wgmma_and_no_local_memory(name, out, narrow, tm
         spec = spec.narrow()
         assert spec.params["BN"] == base.params["NARROW_BN"] and spec in base.configurations()
     assert str(spec.output_dtype(_problem(spec, 8, 8, 8))) == out
+    _check_compiled(spec, tmp_path)
+
+
+def _check_compiled(spec, tmp_path):
+    """The compiled kernel: sm_90a, its wgmma shapes, TMA, no local memory, the host's threads, shared memory and
+    register split."""
     ptx_type, sass_type, sass_op, mma_k = MMA[spec.precision]
     compiled = spec.gluon_compile()
     ptx = compiled.asm["ptx"]
@@ -205,8 +218,8 @@ class _Recorder:
 def test_a_launch_passes_the_compiled_signature_its_descriptors(name, m, n, monkeypatch):
     """The host half of a launch, up to Triton's launcher: one argument per parameter of the compiled signature,
     descriptors of A (M×K), B (K×N) and C (M×N) row-major at the operands' addresses with the boxes of the build that
-    runs the problem (tc4's narrow tile at 2047x3064: B and C in 64-column boxes), the grid of the geometry and the
-    caller's stream."""
+    runs the problem (tc4's narrow tile at 2047x3064: B and C in 64-column boxes; tc8's A and C in a warpgroup's 64
+    rows), the grid of the geometry and the caller's stream, then the scales' addresses."""
     from gemmlab import device
 
     monkeypatch.setattr(device, "require_gpu", lambda what: None)
@@ -214,9 +227,10 @@ def test_a_launch_passes_the_compiled_signature_its_descriptors(name, m, n, monk
     plan = get_kernel(name).plan(problem)
     spec = plan.spec
     assert spec == get_kernel(name).for_problem(problem)
-    assert spec.params["BN"] == (192 if (m, spec.persistent) == (2047, True) else get_kernel(name).params["BN"])
+    narrows = "NARROW_BN" in get_kernel(name).params
+    assert spec.params["BN"] == (192 if (m, narrows) == (2047, True) else get_kernel(name).params["BN"])
     plan.kernel = recorder = _Recorder(plan.kernel)
-    scales = (0x40000, 0x50000)[:len(spec.scale_args())]  # FP8's per-tensor scales follow the stream
+    scales = (0x40000, 0x50000)[:len(spec.scale_args())]  # FP8's scales, per tensor or per block, follow the stream
     plan.launch(0x10000, 0x20000, 0x30000, 77, *scales)
     (grid, args, stream), = recorder.calls
     assert grid == spec.launch_geometry(problem).grid and stream == 77
@@ -226,8 +240,83 @@ def test_a_launch_passes_the_compiled_signature_its_descriptors(name, m, n, monk
     bn = spec.c_box[1] if spec.persistent else spec.params["BN"]  # a persistent level's B box: its right part
     b_rows = ([n, 4112], [4112, 1], [bn, bk]) if spec.prec.kmajor_b else ([4112, n], [n, 1], [bk, bn])
     assert [(d.base.data_ptr(), d.shape, d.strides, d.block_shape) for d in (a, b, c)] == [
-        (0x10000, [m, 4112], [4112, 1], [bm, bk]), (0x20000, *b_rows),
+        (0x10000, [m, 4112], [4112, 1], [64 if spec.warpgroup_partitions else bm, bk]), (0x20000, *b_rows),
         (0x30000, [m, n], [n, 1], list(spec.c_box))]
     assert list(args[3:]) == [*scales, *spec.constexprs().values()]
     with pytest.raises(LayoutError, match="B starts at 0x20008"):
         plan.launch(0x10000, 0x20008, 0x30000, 0, *scales)
+
+
+def _consumer_loops(spec, tmp_path) -> list[list[str]]:
+    """The ops of each innermost loop that issues QGMMA: a consumer's k-tile loop."""
+    instrs = sass.instructions(sass.sass(spec.gluon_compile().asm["cubin"], tmp_path))
+    loops = {}
+    for q in (i.addr for i in instrs if i.op.startswith("QGMMA")):
+        first, last = min(((f, l) for f, l in sass.loops(instrs) if f <= q <= l), key=lambda fl: fl[1] - fl[0])
+        loops[first] = [i.op for i in sass.between(instrs, first, last)]
+    return list(loops.values())
+
+
+@needs_triton
+@pytest.mark.skipif(not sass.AVAILABLE, reason="no cuobjdump and nvdisasm to disassemble with")
+def test_tc8_each_consumer_partition_promotes_every_k_tile(tmp_path):
+    """One k-tile loop a consumer partition (BM/64 of them): its BK/32 QGMMA from zero, the next k-tile's scales
+    loaded from global memory under them (the LDG before the wait), the wait, and at least BN/2 FFMA a thread into the
+    FP32 accumulators: cuda/tc8's promotion. gluon/tc4_persistent_fp8's k-tile loop has none (its scales wait for the
+    epilogue)."""
+    spec = get_kernel(TC8)
+    loops = _consumer_loops(spec, tmp_path)
+    assert len(loops) == spec.params["BM"] // 64
+    for ops in loops:
+        assert sum(op.startswith("QGMMA") for op in ops) == spec.bk // 32
+        wait = next(n for n, op in enumerate(ops) if op.startswith("WARPGROUP.DEPBAR"))
+        first_mma = next(n for n, op in enumerate(ops) if op.startswith("QGMMA"))
+        assert sum(op.startswith("LDG") for op in ops[first_mma:wait]) >= 2  # A's scales of its rows, B's one
+        assert sum(op == "FFMA" for op in ops[wait:]) >= spec.params["BN"] // 2
+    tc4_loops = _consumer_loops(get_kernel("gluon/tc4_persistent_fp8"), tmp_path)
+    assert tc4_loops and not any(op in ("FFMA", "FMUL") for ops in tc4_loops for op in ops)
+
+
+@needs_triton
+@pytest.mark.parametrize("change", [{"BM": 128, "PRODUCER_REGS": 40, "CONSUMER_REGS": 232}, {"BN": 64}],
+                         ids=["two-partitions", "bn64"])
+def test_tc8_variants_compile(change, tmp_path):
+    """A variant's tile: two consumer partitions (the device code's other branch), or 64 columns (m64n64 wgmma)."""
+    spec = get_kernel(TC8).with_params(change)
+    _check_compiled(spec, tmp_path)
+    assert spec.total_warps == spec.params["BM"] // 64 * 4 + 4 and spec.num_warps == 4
+
+
+def test_tc8_refuses_tiles_that_straddle_b_scale_blocks_or_its_partitions():
+    """One B scale a k-tile: BN divides 128; 2 or 3 consumer partitions; the SM's registers."""
+    from gemmlab.errors import InvalidConfigError
+
+    spec = get_kernel(TC8)
+    for change, said in [({"BN": 256}, "BN=256: a tile takes one B scale"), ({"BN": 192}, "BN divides 128"),
+                         ({"BN": 96}, "BN divides 128"), ({"BN": 8}, "16 or more"), ({"BM": 256}, "2 or 3 of them"),
+                         ({"BM": 64}, "BM=64"), ({"CONSUMER_REGS": 168}, "past the SM's 65536"),
+                         ({"STAGES": 5}, "shared memory")]:
+        with pytest.raises(InvalidConfigError, match=said):
+            spec.with_params(change)
+    assert spec.with_params({"BN": 64}).accumulator_parts == (64,) and spec.accumulator_parts == (128,)
+
+
+def test_tc8_takes_the_harness_block_scales_and_models_its_twins_traffic():
+    """The operands verification hands it: A scaled per 1x128 with scales stored (K/128, M), B (N×K) per 128x128
+    with (N/128, K/128), both row-major float32, the layouts its device code indexes; its launch, one CTA per SM of
+    512 threads (three consumer warpgroups and the producer's); its traffic, the CUDA twin's (the same tile, its
+    rows' A scales and one B scale per 128 of K)."""
+    from gemmlab import fp8
+
+    spec, twin = get_kernel(TC8), get_kernel(LEVELS[TC8])
+    m, n, k = 400, 264, 4112
+    a, b = spec.make_inputs(_problem(spec, m, n, k))
+    assert (a.block, b.block, a.shape, b.shape) == (fp8.ROWS_1X128, fp8.BLOCKS_128X128, (m, k), (n, k))
+    for op, shape in ((a, (33, m)), (b, (3, 33))):
+        assert op.scale.shape == shape and op.scale.dtype == "float32" and op.scale.flags.c_contiguous
+    for shape in [(m, n, k), *(s for s, _ in TILE_WIDTHS)]:
+        problem = _problem(spec, *shape)
+        g = spec.launch_geometry(problem, sm_count=132)
+        tiles = -(-shape[0] // 192) * -(-shape[1] // 128)
+        assert g.grid == (min(132, tiles), 1, 1) and g.threads == 512
+        assert spec.traffic(problem, 132) == twin.traffic(problem, 132)

@@ -25,6 +25,7 @@ from functools import lru_cache
 from typing import Mapping
 
 from gemmlab.errors import LayoutError, MissingDependencyError, Refusal
+from gemmlab.fp8 import BLOCK
 from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout, Plan
 from gemmlab.kernels.spec import GPU, SM_COUNT, KernelSpec, Traffic
@@ -81,7 +82,9 @@ class GluonKernel(KernelSpec):
     """A Gluon level: its device code (``entry`` in source/``source``.py), tile parameters BM, BN, STAGES (BK is
     one 128-byte swizzle row, as in the CUDA levels) and OUT_BF16 (C's type: BF16, or FP32 where 0); BM/64 consumer
     warpgroups, each owning 64 rows of the tile, and ``producer_warps`` more where a level specializes warps, whose
-    warpgroup keeps PRODUCER_REGS registers a thread and leaves the consumers CONSUMER_REGS (cuda/tc3's names)."""
+    warpgroup keeps PRODUCER_REGS registers a thread and leaves the consumers CONSUMER_REGS (cuda/tc3's names).
+    A block-scaled level (precision fp8_block) promotes each k-tile into FP32 with one B scale a tile: BN divides
+    128."""
 
     backend: str = "gluon"
     device: str = GPU
@@ -91,6 +94,10 @@ class GluonKernel(KernelSpec):
     # one CTA per SM walking the tiles GROUP_M rows at a time (spec.tile_walk's snake order), C stored in two parts
     # through a staging tile of its own; with NARROW_BN, tiles that wide where they fill the last wave better
     persistent: bool = False
+    # each consumer warpgroup a partition of its own (the default one and BM/64 - 1 workers, at CONSUMER_REGS each),
+    # which arrives on a slot's `empty` and waits for its wgmma apart from the others; A's slot in boxes of its 64
+    # rows, and C's staging tile and stores each warpgroup's
+    warpgroup_partitions: bool = False
     # parameters each C type builds with, where they differ (a staging tile of FP32 C takes a ring slot's bytes)
     out_params: Mapping[str, Mapping] = field(default_factory=dict)
     varies: tuple = ("BM", "BN", "STAGES")
@@ -101,37 +108,49 @@ class GluonKernel(KernelSpec):
         return self.prec.k_tile
 
     @property
-    def num_warps(self) -> int:
-        """The warps of the default partition: the consumer warpgroups."""
+    def consumer_warps(self) -> int:
+        """The consumer warpgroups' warps: a warpgroup owns 64 rows of the tile."""
         return self.params["BM"] // 64 * 4
+
+    @property
+    def num_warps(self) -> int:
+        """The warps of the default partition: the consumer warpgroups, or the first (warpgroup_partitions)."""
+        return 4 if self.warpgroup_partitions else self.consumer_warps
 
     @property
     def total_warps(self) -> int:
         """The warps a CTA launches: registers are handed out a warpgroup at a time, so a producer warp takes one."""
-        return self.num_warps + ceil_div(self.producer_warps, 4) * 4
+        return self.consumer_warps + ceil_div(self.producer_warps, 4) * 4
 
     def maxnreg(self) -> int | None:
-        """The kernel's registers a thread, from which Triton gives the producer's warpgroup PRODUCER_REGS and the
-        consumers the rest: CONSUMER_REGS (None without a producer: ptxas decides)."""
+        """The kernel's registers a thread, from which Triton gives the producer's warpgroup PRODUCER_REGS (and
+        consumer partitions past the first CONSUMER_REGS: warpgroup_partitions) and the default partition the rest:
+        CONSUMER_REGS (None without a producer: ptxas decides)."""
         if not self.producer_warps:
             return None
         p = self.params
-        producers = self.total_warps - self.num_warps
-        return (p["CONSUMER_REGS"] * self.num_warps + p["PRODUCER_REGS"] * producers) // self.total_warps // 8 * 8
+        producers = self.total_warps - self.consumer_warps
+        return (p["CONSUMER_REGS"] * self.consumer_warps + p["PRODUCER_REGS"] * producers) // self.total_warps // 8 * 8
 
     @property
     def accumulator_parts(self) -> tuple[int, ...]:
         """The columns of each accumulator a consumer warpgroup keeps, one wgmma each per k-tile: the tile, or in a
         persistent level a left part of LEFT_COLUMNS and the rest (128 + 128 of a 256-wide tile, 128 + 64 of a
-        192-wide one), since the whole tile's C would not fit beside the ring in one staging tile."""
+        192-wide one), since the whole tile's C would not fit beside the ring in one staging tile; a persistent tile
+        no wider than the left part is one."""
         bn = self.params["BN"]
-        return (LEFT_COLUMNS, bn - LEFT_COLUMNS) if self.persistent else (bn,)
+        return (LEFT_COLUMNS, bn - LEFT_COLUMNS) if self.persistent and bn > LEFT_COLUMNS else (bn,)
 
     @property
     def c_box(self) -> tuple[int, int]:
         """The rows and columns of C one TMA store writes: the tile, or a persistent level's right part (the left
-        part leaves in boxes of the same width)."""
-        return self.params["BM"], self.accumulator_parts[-1]
+        part leaves in boxes of the same width); a warpgroup partition's 64 rows of them."""
+        return self.box_rows, self.accumulator_parts[-1]
+
+    @property
+    def box_rows(self) -> int:
+        """The rows of A and C one TMA copy moves: the tile's, or a warpgroup partition's."""
+        return 64 if self.warpgroup_partitions else self.params["BM"]
 
     def smem_bytes(self) -> int:
         """The ring of STAGES A and B tiles and an 8-byte mbarrier per slot (two, full and empty, with a producer);
@@ -145,9 +164,17 @@ class GluonKernel(KernelSpec):
 
     def config_error(self) -> str | None:
         p = self.params
-        if p["BM"] not in (64, 128, 256):
-            return f"BM={p['BM']}: a warpgroup owns 64 rows of the tile, and 1, 2 or 4 of them stack along M"
-        if self.persistent:
+        if self.warpgroup_partitions and p["BM"] not in (128, 192):
+            return (f"BM={p['BM']}: a warpgroup owns 64 rows of the tile, and the device code runs 2 or 3 of them, "
+                    "each a partition")
+        if not self.warpgroup_partitions and p["BM"] not in (64, 128, 256):
+            return (f"BM={p['BM']}: a warpgroup owns 64 rows of the tile, and 1, 2 or 4 of them stack along M (a "
+                    "partition's warps are a power of 2)")
+        if self.prec.block_scaled:
+            if BLOCK % p["BN"] or p["BN"] < 16:
+                return (f"BN={p['BN']}: a tile takes one B scale a k-tile, so its columns lie in one of B's "
+                        f"{BLOCK}-column scale blocks: BN divides {BLOCK} (16 or more)")
+        elif self.persistent:
             for bn in {p["BN"], p.get("NARROW_BN", 0)} - {0}:
                 if bn not in (LEFT_COLUMNS + 64, 2 * LEFT_COLUMNS):
                     return (f"BN={bn}: a persistent level's tile is a {LEFT_COLUMNS}-column left part and a right part "
@@ -163,7 +190,7 @@ class GluonKernel(KernelSpec):
             if any(r % 8 or not 24 <= r <= 256 for r in regs):
                 return (f"PRODUCER_REGS={regs[0]}, CONSUMER_REGS={regs[1]}: setmaxnreg takes multiples of 8 from 24 "
                         "to 256")
-            used = 32 * (regs[1] * self.num_warps + regs[0] * (self.total_warps - self.num_warps))
+            used = 32 * (regs[1] * self.consumer_warps + regs[0] * (self.total_warps - self.consumer_warps))
             if used > 65536:
                 return f"the partitions' registers ({used}) are past the SM's 65536"
         if self.smem_bytes() > SMEM_LIMIT:
@@ -246,8 +273,9 @@ class GluonKernel(KernelSpec):
         from gemmlab.kernels.cuda.tc.model.traffic import wgmma_traffic
 
         p = self.for_problem(problem, sm_count).params
-        return wgmma_traffic(self.precision, p["BM"], p["BN"], epi_tma=True, persistent=self.persistent,
-                             group_m=p.get("GROUP_M", 1))(problem, sm_count, dict(p))
+        model = wgmma_traffic(self.precision, p["BM"], p["BN"], epi_tma=True, persistent=self.persistent,
+                              group_m=p.get("GROUP_M", 1), block_scales=self.prec.block_scaled)
+        return model(problem, sm_count, dict(p))
 
     # ---- compiling ------------------------------------------------------------------------------------------------
     def descriptor_blocks(self) -> dict:
@@ -257,11 +285,12 @@ class GluonKernel(KernelSpec):
         dtype = self.prec.input_dtype
         b_n = self.c_box[1] if self.persistent else p["BN"]  # a persistent level's slot of B takes BN / b_n boxes
         b_box = (b_n, self.bk) if self.prec.kmajor_b else (self.bk, b_n)
-        return {"a_desc": ((p["BM"], self.bk), dtype), "b_desc": (b_box, dtype), "c_desc": (self.c_box, out)}
+        return {"a_desc": ((self.box_rows, self.bk), dtype), "b_desc": (b_box, dtype), "c_desc": (self.c_box, out)}
 
     def scale_args(self) -> tuple:
-        """The pointer arguments after the descriptors: an FP8 level's per-tensor scales of A and B."""
-        return ("scale_a", "scale_b") if self.prec.tensor_scaled else ()
+        """The pointer arguments after the descriptors: an FP8 level's scales of A and B, per tensor or in
+        gemmlab.fp8's block layouts (A's (K/128, M), B's (N/128, K/128), each row-major)."""
+        return ("scale_a", "scale_b") if self.prec.scaled else ()
 
     def constexprs(self) -> dict:
         """The device code's compile-time arguments after the descriptors."""
@@ -269,6 +298,8 @@ class GluonKernel(KernelSpec):
         extra = {"PRODUCER_WARPS": self.producer_warps, "PRODUCER_REGS": p["PRODUCER_REGS"],
                  "CONSUMER_REGS": p["CONSUMER_REGS"]} if self.producer_warps else {}
         group = {"GROUP_M": p["GROUP_M"], "BN": p["BN"]} if self.persistent else {}
+        if self.warpgroup_partitions:
+            group["WGS"] = p["BM"] // 64
         return {"STAGES": p["STAGES"], **group, **extra, "num_warps": self.num_warps}
 
     def gluon_compile(self):
