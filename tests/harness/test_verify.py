@@ -174,3 +174,22 @@ def test_where_runs_a_cuda_kernel_is_a_gpu_or_a_named_error():
         assert where_runs(get_kernel("numba/v2_smem")) == "simulator"
     else:
         assert where_runs(get_kernel("cuda/v2_smem")) == "gpu"
+
+
+def test_a_level_that_takes_only_16_byte_rows_runs_the_sweep_rounded_up():
+    """The Gluon levels move every operand by TMA in place: the sweep's ragged N and K become multiples of 16, M stays
+    ragged (every tile still partial); a level that takes the shape as it is runs it as it is, and a shape refused for
+    another reason stays refused (skipped, not run at some other shape)."""
+    from gemmlab.harness.sweep import runnable
+    from gemmlab.kernels.registry import get_kernel
+
+    gluon = get_kernel("gluon/tc4_persistent_bf16")
+    assert gluon.is_valid(Problem(33, 17, 65, "bf16"))  # refused as it is
+    assert runnable(gluon, Problem(33, 17, 65, "bf16")).shape == (33, 32, 80)
+    assert runnable(gluon, Problem(4097, 3, 17, "bf16")).shape == (4097, 16, 32)
+    assert runnable(gluon, Problem(64, 128, 256, "bf16")).shape == (64, 128, 256)
+    cuda = get_kernel("cuda/tc4_persistent_bf16")  # stages a copy of an operand TMA cannot read in place
+    assert runnable(cuda, Problem(33, 17, 65, "bf16")).shape == (33, 17, 65)
+    fp8 = get_kernel("cuda/tc4_persistent_fp8")  # refuses BF16 operands at any shape
+    refused = Problem(33, 17, 65, "bf16")
+    assert fp8.is_valid(refused) and runnable(fp8, refused) is refused

@@ -2,8 +2,12 @@
 
 On a GPU every kernel runs every shape of the sweep. Without one, numba kernels run under the CUDA simulator at
 the shapes it can finish (small ones), CUDA C kernels are compile-checked, and the rest are reported not run.
-``--sanitize`` reruns the sweep's ragged shapes of each CUDA kernel under compute-sanitizer (memcheck and
+``--sanitize`` reruns the sweep's ragged shapes of each CUDA and Gluon kernel under compute-sanitizer (memcheck and
 racecheck) in a child process and reports its error count.
+
+A level that moves every operand by TMA in place (the Gluon levels: no staged copy) refuses N and K whose rows are not
+16-byte multiples; there the sweep runs the same M with N and K rounded up to a multiple of ALIGN (``runnable``):
+still ragged against every tile, so the partial tiles, NaN-poisoned C and the sanitizers reach it too.
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ from gemmlab.errors import GemmlabError, NoGPUError
 from gemmlab import device
 from gemmlab.harness import env
 from gemmlab.harness.verify import SIMULATOR_SHAPES, SWEEP_DIMS, check, compile_check, sweep_shapes, where_runs
+from gemmlab.kernels.geometry import ceil_div
 from gemmlab.kernels.registry import list_kernels, select
 from gemmlab.problem import Problem
 
@@ -27,6 +32,16 @@ from gemmlab.problem import Problem
 SANITIZE_SHAPES = ((33, 17, 65), (127, 129, 255), (257, 31, 1000), (300, 520, 200))
 # and for the stream-K levels, one whose walk runs whole tiles and then a split tail, ragged in M and N
 STREAM_K_SANITIZE_SHAPE = (2500, 2500, 384)
+ALIGN = 16  # elements: 16-byte rows of every operand and C at any element size gemmlab has (FP8 up to FP32)
+
+
+def runnable(spec, problem: Problem) -> Problem:
+    """``problem``, or where ``spec`` refuses it and takes its M with N and K rounded up to ALIGN, that problem."""
+    if not spec.is_valid(problem):
+        return problem
+    aligned = Problem(problem.m, ceil_div(problem.n, ALIGN) * ALIGN, ceil_div(problem.k, ALIGN) * ALIGN,
+                      problem.precision)
+    return problem if spec.is_valid(aligned) else aligned
 
 
 @dataclass(frozen=True)
@@ -83,7 +98,7 @@ def run_verify(opts: VerifyOptions, progress: Progress | None = None) -> tuple[d
             continue
         steps.step(f"{spec.name}: {len(shapes)} shapes on the {where}", done, total)
         for i, shape in enumerate(shapes):
-            problem = Problem(*shape, spec.precision)
+            problem = runnable(spec, Problem(*shape, spec.precision))
             steps.step(f"{spec.name} {problem.label()} on the {where}", done, total, log=False)
             done += 1
             result = check(spec, problem, seed=opts.seed + i)
@@ -98,7 +113,7 @@ def run_verify(opts: VerifyOptions, progress: Progress | None = None) -> tuple[d
     if opts.sanitize and not gpu:
         records.append(_row("(all)", "sanitize", "not run", "—", "compute-sanitizer needs a GPU"))
     elif opts.sanitize:
-        targets = [s for s in specs if s.backend in ("cuda", "numba")]
+        targets = [s for s in specs if s.backend in ("cuda", "numba", "gluon")]
         for tool in ("memcheck", "racecheck"):
             steps.step(f"compute-sanitizer {tool}: {len(targets)} kernels in one process", done, total)
             done += 1
@@ -160,7 +175,7 @@ def _sanitize_target(kernels: list[str]) -> int:
         for variant in spec.configurations():
             split = (STREAM_K_SANITIZE_SHAPE,) if variant.params.get("STREAM_K", 0) else ()
             for i, shape in enumerate(SANITIZE_SHAPES + split):
-                problem = Problem(*shape, spec.precision)
+                problem = runnable(variant, Problem(*shape, spec.precision))
                 if variant.is_valid(problem):
                     continue
                 if not check(variant, problem, seed=i).passed:
