@@ -193,3 +193,18 @@ def test_a_level_that_takes_only_16_byte_rows_runs_the_sweep_rounded_up():
     fp8 = get_kernel("cuda/tc4_persistent_fp8")  # refuses BF16 operands at any shape
     refused = Problem(33, 17, 65, "bf16")
     assert fp8.is_valid(refused) and runnable(fp8, refused) is refused
+
+
+def test_racecheck_hazards_of_a_gluon_level_are_its_own():
+    """A Gluon level's kernel is named in the log by its @gluon.jit function (its spec's entry), as racecheck prints
+    it: the hazards go to that level, not to every Gluon level of the run."""
+    from gemmlab.harness.sweep import sanitizer_rows
+    from gemmlab.kernels.registry import get_kernel
+
+    specs = [get_kernel("gluon/tc2_wgmma_tma_bf16"), get_kernel("gluon/tc8_block_scaled_fp8")]
+    log = """========= Error: Race reported between Read access at tc8_block_scaled_fp8+0x100 in tc8_block_scaled_fp8.py:85
+=========     and Write access at tc8_block_scaled_fp8+0x45f0 in tc8_block_scaled_fp8.py:85 [1 hazards]
+========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)
+"""
+    rows = {name: ok for name, ok, _ in sanitizer_rows(specs, log, 3)}
+    assert rows == {"gluon/tc2_wgmma_tma_bf16": True, "gluon/tc8_block_scaled_fp8": False}

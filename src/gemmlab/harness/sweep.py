@@ -152,7 +152,7 @@ def sanitizer_rows(specs, log: str, returncode: int) -> list[tuple[str, bool, st
     failed_checks = set(re.findall(r"^FAILED (\S+)", log, flags=re.M))
     rows = []
     for s in specs:
-        entry = s.entry if s.compiles else None
+        entry = getattr(s, "entry", None) if s.compiles or s.backend == "gluon" else None  # the name a log gives
         bad = s.name in failed_checks or (entry in faulty if entry else bool(faulty))
         if returncode not in (0, 3, 4) and not summary:
             rows.append((s.name, False, f"sanitizer exited {returncode}: {(log.strip().splitlines() or ['?'])[-1]}"))
