@@ -40,7 +40,10 @@ def test_out_tensor_is_written_in_place_and_checked():
     (A, B, torch.empty(37, 23).to_sparse(), "out is a sparse_coo tensor"),
 ])
 def test_tensors_gemmlab_cannot_read_are_refused_by_name(a, b, out, match):
-    """Once a TypeError from .numpy() or a RuntimeError from .stride(): each is a LayoutError naming the tensor."""
+    """Once a TypeError from .numpy() or a RuntimeError from .stride(): each is a LayoutError naming the tensor, also
+    after a call on dense tensors of the same shapes has kept a plan (a call checks its operands once per plan key:
+    these have no key, or a key of their own)."""
+    gemmlab.matmul(A, B)
     with pytest.raises(LayoutError, match=match):
         gemmlab.matmul(a, b, out=out)
 
