@@ -296,10 +296,10 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
     """The kernels measured at the shapes near ``problem`` (``neighbours``) for ``gpu``, fastest predicted per call
     first. A kernel's prediction from one measured shape g is its time there times estimate(problem) / estimate(g)
     (analysis/scaling.py: waves, tile fill, bytes and copies under this GPU's roofs), after its host time there where
-    that was measured; from several, their geometric mean weighted by 1 / distance. At a measured shape, the measurement. A
-    kernel that failed verification at any of the shapes is left out; one this gemmlab does not have too. A precision
-    without a table of its own (``Precision.dispatch_from``: FP16) reads that precision's, each kernel by its own
-    name for this precision (``_renamed``)."""
+    that was measured; from several, their geometric mean weighted by 1 / distance. At a measured shape, the
+    measurement. A kernel that failed verification at any of the shapes is left out; one this gemmlab does not have
+    too. A precision without a table of its own (``Precision.dispatch_from``: FP16) reads that precision's, each
+    kernel by its own name for this precision (``_renamed``)."""
     from gemmlab.analysis.scaling import estimate
     from gemmlab.errors import GemmlabError, UnknownKernelError
     from gemmlab.kernels.registry import get_kernel
