@@ -189,3 +189,13 @@ def test_a_plan_without_workspaces_serves_every_stream(stub, on_host):
     p, _, _ = prepared(stub, "cuda/tc1_mma_sync_bf16", (1024, 1024, 1024), ROW_MAJOR)
     stub.stub_capture(CAPTURE)
     assert p.shared and p.for_stream(CAPTURE) is p.plan and p.for_stream(EAGER) is p.plan
+
+
+def test_the_callers_capture_flag_stands_for_the_drivers_query(stub, on_host):
+    """torch's direct path passes torch's own flag for its current stream: the plan follows it, not the driver."""
+    p, _, _ = prepared(stub, "cuda/tc6_stream_k_bf16", (1024, 1024, 8192), ROW_MAJOR)
+    stub.stub_capture(CAPTURE)  # the driver would say CAPTURE captures
+    kept = p.for_stream(CAPTURE, capturing=False)
+    assert p.for_stream(CAPTURE, capturing=False) is kept and CAPTURE in p.by_stream
+    first = p.for_stream(EAGER, capturing=True)  # under capture: a plan of its own for each call, none kept
+    assert first is not p.for_stream(EAGER, capturing=True) and EAGER not in p.by_stream
