@@ -71,8 +71,9 @@ def matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
 
 
 def _scale_key(s):
-    return (type(s).__name__, getattr(s, "dtype", None), tuple(getattr(s, "shape", ())),
-            s.stride() if isinstance(s, torch.Tensor) else None, getattr(s, "device", None))
+    if isinstance(s, torch.Tensor):  # the common case first: four attributes, no lookups by name
+        return s.dtype, s.shape, s.stride(), s.device
+    return type(s).__name__, getattr(s, "dtype", None), tuple(getattr(s, "shape", ())), getattr(s, "device", None)
 
 
 def direct(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None, epilogue=None, addend=None):
