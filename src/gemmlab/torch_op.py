@@ -54,10 +54,9 @@ _FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
 def matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None, epilogue=None, addend=None):
     if A.dim() != 2 or not isinstance(B, torch.Tensor) or B.dim() != 2:  # torch.matmul's other ranks
         return matmul_nd(A, B, kernel, precision, out, scale_a, scale_b, out_dtype, epilogue, addend)
-    fp8 = A.dtype in _FP8
     if torch.compiler.is_compiling() or (torch.is_grad_enabled() and (A.requires_grad or getattr(B, "requires_grad",
                                                                                                   False))):
-        if fp8 or scale_a is not None or scale_b is not None:
+        if A.dtype in _FP8 or scale_a is not None or scale_b is not None:
             raise GemmlabError("gemmlab's FP8 matmul runs outside autograd and torch.compile: it has no backward, and "
                                "gemmlab::mm takes no scales")
         if out is not None:
