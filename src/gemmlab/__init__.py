@@ -7,18 +7,28 @@
     >>> print(gemmlab.plan(A, B).explain())           # which kernel runs, and why
     >>> [k.name for k in gemmlab.list_kernels("cuda/*")]
 """
-from gemmlab.api import addmm, clear_plans, linear, matmul, plan
-from gemmlab.kernels.registry import get_kernel, list_kernels
-from gemmlab.problem import Problem
+import importlib
 
 __all__ = ["matmul", "linear", "addmm", "plan", "clear_plans", "list_kernels", "get_kernel", "Problem"]
 __version__ = "0.1.0"
 
+# Each public name from the module that defines it, on first use: importing the package imports none of its
+# dependencies, so `python -m gemmlab` and the `gemmlab` script reach their own handling of a missing or broken one
+# (one line, exit 2), and gemmlab.nn imports torch only when it is asked for.
+_FROM = {"matmul": "gemmlab.api", "linear": "gemmlab.api", "addmm": "gemmlab.api", "plan": "gemmlab.api",
+         "clear_plans": "gemmlab.api", "list_kernels": "gemmlab.kernels.registry",
+         "get_kernel": "gemmlab.kernels.registry", "Problem": "gemmlab.problem"}
+
 
 def __getattr__(name: str):
-    """gemmlab.nn (torch modules) on first use, so that importing gemmlab does not import torch."""
     if name == "nn":
-        import importlib
-
         return importlib.import_module("gemmlab.nn")
+    if name in _FROM:
+        value = getattr(importlib.import_module(_FROM[name]), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'gemmlab' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_FROM, "nn"])
