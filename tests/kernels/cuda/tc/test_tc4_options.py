@@ -59,8 +59,11 @@ def test_narrow_tiles_only_where_they_fill_the_last_wave():
     assert narrow_pays(2048, 3072, p)
     assert not narrow_pays(4096, 4096, p)  # 4 rounds of 256 against 6 of 192
     assert not narrow_pays(8192, 8192, p)  # 16 x 256 = 4096 against 21 x 192 = 4032: within NARROW_COST
-    assert not narrow_pays(300, 520, p)  # one wave either way: the wide tile as before
-    assert not narrow_pays(2048, 3072, p, sm_count=264)  # a GPU twice as wide holds every tile at once
+    # fewer wide tiles than clusters: each busy cluster runs one whole tile, a narrow one sooner on idle clusters
+    assert narrow_pays(300, 520, p) and narrow_pays(4096, 512, p)  # 8 x 512² as one batch: 32 tiles, 48 narrow
+    assert narrow_pays(1536, 1536, p)  # 36 cluster tiles of 256 columns against 48 of 192
+    assert not narrow_pays(2816, 1536, p)  # 66 wide tiles fill the 66 clusters; 88 narrow would take 2 rounds
+    assert narrow_pays(2048, 3072, p, sm_count=264)  # a GPU twice as wide: 96 tiles for 132 clusters, 128 narrow
     assert not narrow_pays(2048, 3072, {**p, "NARROW_BN": 0})
     assert not narrow_pays(2048, 3072, {**p, "STREAM_K": 1})
 

@@ -14,7 +14,7 @@ from gemmlab.kernels.cuda.tc.model.budget import smem_bytes
 from gemmlab.kernels.cuda.tc.model.fp8 import is_fp8
 from gemmlab.kernels.cuda.tc.model.stream_k import (SK_FILL, SK_MIN_KTILES, SK_SKIP_FILL, stream_k_dp_tiles,
                                                     stream_k_grid)
-from gemmlab.kernels.cuda.tc.model.tiles import bk, narrow_pays, rounds_a_in_place
+from gemmlab.kernels.cuda.tc.model.tiles import bk, narrow_fills_last_wave, narrow_pays, rounds_a_in_place
 from gemmlab.kernels.cuda.tc.model.timeline import TENSOR_FMA_PER_SM_CLOCK, TIMELINE_SOURCES, TL_SLOTS
 from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout
@@ -258,7 +258,7 @@ class WgmmaKernel(CudaKernel):
     def stream_k_tiles(self, problem: Problem, sm_count: int = 132) -> int:
         """How many tiles of ``problem`` the stream-K walk splits (0: whole waves, a last wave nearly full, or a
         base level whose narrower tiles fill it)."""
-        if narrow_pays(problem.m, problem.n, self.without_stream_k().params, sm_count):
+        if narrow_fills_last_wave(problem.m, problem.n, self.without_stream_k().params, sm_count):
             return 0
         p = self.params
         tiles = ceil_div(problem.m, p["BM"]) * ceil_div(problem.n, p["BN"])

@@ -29,24 +29,33 @@ NARROW_COST = 1.1
 
 
 def narrow_pays(m: int, n: int, p: dict, sm_count: int = 132) -> bool:
-    """Whether whole tiles NARROW_BN wide finish an M×N problem sooner than BN-wide ones. Only for problems of more
-    BN-wide (cluster) tiles than resident clusters: the busiest cluster runs ceil(tiles / clusters) tiles, so a
-    partial last wave costs a whole tile; narrower tiles can fill it better. The busiest cluster's columns,
-    ceil(tiles / clusters) · width, are compared with the narrow ones weighted by NARROW_COST."""
+    """Whether whole tiles NARROW_BN wide finish an M×N problem sooner than BN-wide ones. The busiest cluster runs
+    ceil(tiles / clusters) tiles, so a partial last wave costs a whole tile, and a problem of fewer tiles than
+    clusters leaves clusters idle while each runs one whole tile; narrower tiles can fill either better. The busiest
+    cluster's columns, ceil(tiles / clusters) · width, are compared with the narrow ones weighted by NARROW_COST."""
     narrow = p.get("NARROW_BN", 0)
     if not narrow or p.get("STREAM_K", 0):
         return False
-    cm, cn = p.get("CM", 1), p.get("CN", 1)
-    clusters = max(1, sm_count // (cm * cn))
-    rows = ceil_div(m, p["BM"] * cm)
-
-    def tiles(width: int) -> int:
-        return rows * ceil_div(n, width * cn)
+    clusters = _clusters(p, sm_count)
 
     def busiest(width: int) -> int:
-        return ceil_div(tiles(width), clusters) * width
+        return ceil_div(_cluster_tiles(m, n, p, width), clusters) * width
 
-    return tiles(p["BN"]) > clusters and busiest(narrow) * NARROW_COST < busiest(p["BN"])
+    return busiest(narrow) * NARROW_COST < busiest(p["BN"])
+
+
+def narrow_fills_last_wave(m: int, n: int, p: dict, sm_count: int = 132) -> bool:
+    """narrow_pays where the BN-wide tiles are more than the clusters: a partial last wave that narrower tiles fill
+    better. Where they are fewer, stream-K (tc6) fills the idle clusters with splits of K instead."""
+    return _cluster_tiles(m, n, p, p["BN"]) > _clusters(p, sm_count) and narrow_pays(m, n, p, sm_count)
+
+
+def _clusters(p: dict, sm_count: int) -> int:
+    return max(1, sm_count // (p.get("CM", 1) * p.get("CN", 1)))
+
+
+def _cluster_tiles(m: int, n: int, p: dict, width: int) -> int:
+    return ceil_div(m, p["BM"] * p.get("CM", 1)) * ceil_div(n, width * p.get("CN", 1))
 
 
 ONE_LAUNCH_MAX_K = 512  # past it the in-place pass costs a CTA more k-tiles than the launch it saves
