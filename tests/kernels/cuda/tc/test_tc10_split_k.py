@@ -223,6 +223,7 @@ def test_every_build_compiles_to_wgmma_without_local_memory(name, tmp_path):
             ops = {i.op for i in sass.instructions(sass.sass(compiled.cubin, tmp_path))}
             assert MMA[spec.precision].format(build.params["BN"]) in ops, (build.params, ops)
             assert not any(op.startswith(("LDL", "STL")) for op in ops)
+            assert any(op.startswith("UTMASTG") for op in ops)  # C through the staging boxes and TMA stores
             if build.params.get("ROUND_B_SMEM", 0):  # the pass: 16-byte shared loads and stores of B's tiles
                 assert {"LDS.128", "STS.128"} <= ops
 
@@ -230,8 +231,8 @@ def test_every_build_compiles_to_wgmma_without_local_memory(name, tmp_path):
 def test_constraints_refuse_what_the_source_does_not_build():
     with pytest.raises(InvalidConfigError, match="BN=256"):
         get_kernel(NAMES["fp8_block"]).with_params({"BN": 256})
-    with pytest.raises(InvalidConfigError, match="EPI_TMA"):
-        get_kernel(NAMES["bf16"]).with_params({"EPI_TMA": 1})
+    with pytest.raises(InvalidConfigError, match="EPI_TMA=2"):
+        get_kernel(NAMES["bf16"]).with_params({"EPI_TMA": 2})
     with pytest.raises(InvalidConfigError, match="SPLITS"):
         get_kernel(NAMES["bf16"]).with_params({"SPLITS": -1})
     for rounding in (1, 3):  # the register-operand-only and pre-pass roundings are tc5's swap's

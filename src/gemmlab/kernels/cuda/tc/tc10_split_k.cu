@@ -5,7 +5,9 @@
 // (args.sk_ws: tile-major, S partials a tile, in the stream-K fixup's fragment order) and takes a ticket on its
 // tile (args.sk_flags, one u32 a tile): the CTA that draws the last ticket, whichever split it ran, adds the S
 // partials in the fixed order 0, 1, ..., S-1 starting from zero (split_reduce), so C has the same bits whatever
-// order the splits arrive in, and stores the tile through the epilogue every level uses (TileStore). It also sets
+// order the splits arrive in, and stores the tile through the epilogue every level uses (TileStore; EPI_TMA=1:
+// through each consumer warpgroup's staging boxes after the ring, the fused epilogue applied there as tc4 applies
+// it, and TMA stores, where C's rows are 16-byte aligned; else from registers). It also sets
 // the ticket back to zero, so the next launch starts from zero without a memset launch. No CTA waits for another:
 // the grid need not be resident at once, and a tile's reduction runs beside the other tiles' mainloops.
 // TC_FP8=1: e4m3/e5m2 operands, both K-major, Fp8Args; the per-tensor scales multiply the summed tile (one
@@ -80,7 +82,8 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1) tc10_split_k(con
   extern __shared__ unsigned char smem_raw[];
   __shared__ int reduces;  // set by the ticket's thread: this CTA drew its tile's last ticket
   unsigned char *smem = aligned_smem(smem_raw);
-  u64 *full = reinterpret_cast<u64 *>(smem + STAGES * STAGE_BYTES);
+  unsigned char *staging = smem + STAGES * STAGE_BYTES;  // EPI_TMA: the consumers' staging boxes of C
+  u64 *full = reinterpret_cast<u64 *>(staging + staging_bytes(CW));
   u64 *empty = full + STAGES;
   u64 *ready = empty + STAGES;  // B_PASS: B's tile of each slot rounded in place
   const TmaMap *mapA = &args.a, *mapB = &args.b;
@@ -197,5 +200,6 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1) tc10_split_k(con
   for (int i = 0; i < BN / 2; ++i) d[i] *= scale;
 #endif
   TileStore out;
-  out.store<BN>(args, C, d, nullptr, m0, n0, cw, M, N);
+  out.store<BN>(args, C, d, staging, m0, n0, cw, M, N);
+  tma_store_wait_all();  // the CTA's shared memory outlives its TMA stores (a no-op for threads that issued none)
 }

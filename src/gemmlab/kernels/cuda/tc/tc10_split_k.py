@@ -42,13 +42,13 @@ from gemmlab.kernels.spec import SM_COUNT, Traffic
 from gemmlab.problem import Problem
 
 # SPLITS = 0: the tile and S chosen per problem (split_k.choose); a configuration that names S (> 0) keeps its tile
-BASE = {"BM": 128, "BN": 128, "STAGES": 6, "PRODUCER_REGS": 40, "CONSUMER_REGS": 232, "SPLITS": 0}
+BASE = {"BM": 128, "BN": 128, "STAGES": 6, "PRODUCER_REGS": 40, "CONSUMER_REGS": 232, "SPLITS": 0, "EPI_TMA": 1}
 FP8 = {**BASE, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
 FP8_BLOCK = {**FP8, "BLOCK_SCALED": 1}
 TF32 = {**BASE, "TF32_ROUND": 2}  # both operands rounded to nearest: A in registers, B in shared memory
 PINNED_SPLITS = 3  # configurations(): S where the tile is pinned
-REDUCTION = ("latency: the last split of a tile reads the S partials back alone, and S = 1 stores C from registers "
-             "with no mainloop to hide it under")
+REDUCTION = ("latency: the last split of a tile reads the S partials back alone, and stores C (through shared "
+             "memory and TMA) with no mainloop to hide it under")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,8 +104,6 @@ def _constraints(p: dict, fp8: bool, block: bool) -> list[str]:
         e += fp8_constraints({**p, "BN": 128}, promoted=block)  # the formats and options; tc10's widths below
     if p.get("SPLITS", 0) < 0:
         e.append(f"SPLITS={p['SPLITS']}: 0 (chosen per problem) or the number of splits of K")
-    if p.get("EPI_TMA", 0):
-        e.append("EPI_TMA=1: tc10 stores C from registers (its few reducing CTAs have no mainloop to overlap)")
     if block and 128 % p["BN"]:
         e.append(f"BN={p['BN']}: a block-scaled tile's columns sit in one 128-wide block of B's scales (64 or 128)")
     if block and p["BN"] > p.get("CONSUMER_REGS", 232) - 32:
