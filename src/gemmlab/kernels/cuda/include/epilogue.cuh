@@ -43,8 +43,9 @@ struct EpiArgs {
 #ifdef __CUDACC__
 // e^x and a / b, accurate (expf, IEEE division) or, kSfu, the special-function unit's approximations (__expf,
 // __fdividef: a few ulp here, far below a BF16 or TF32 result's error, and fewer instructions). The epilogues in the
-// fragment's registers keep the accurate ones (with the SFU's, ptxas spills at 168 registers in tc4 and tc6); the
-// shared-memory pass (tc_epilogue.cuh's epi_box), whose cost is its instructions per element, takes the SFU's.
+// fragment's registers keep the accurate ones (with the SFU's, ptxas spills at 168 registers in tc4 and tc6), but
+// for tc9's transposed store (C_TRANSPOSED), which fits; the shared-memory pass (tc_epilogue.cuh's epi_box), whose
+// cost is its instructions per element, takes the SFU's.
 template <bool kSfu>
 __device__ __forceinline__ float epi_exp(float x) {
   return kSfu ? __expf(x) : expf(x);
@@ -106,6 +107,7 @@ __device__ __forceinline__ float epi_apply_column(const EpiArgs &e, float acc, f
 
 // The epilogue of the kernel's element (r, c); the caller reads D only for elements inside C (`inside`), where a
 // tile's edge hangs over it.
+template <bool kSfu = false>
 __device__ __forceinline__ float epi_apply(const EpiArgs &e, float acc, int r, int c, bool inside = true) {
   float x = e.alpha * acc;
 #if EPI_ADDEND == 1  // one value per column of C: the kernel's column, or its row where it stores the transpose
@@ -113,6 +115,6 @@ __device__ __forceinline__ float epi_apply(const EpiArgs &e, float acc, int r, i
 #elif EPI_ADDEND == 2
   if (inside) x = fmaf(e.beta, epi_load(e, (long long)r * e.rs + (long long)c * e.cs), x);
 #endif
-  return epi_act(x);
+  return epi_act<kSfu>(x);
 }
 #endif

@@ -37,7 +37,7 @@ __device__ __forceinline__ void epi_group(float (&d)[TN / 2], const TcArgs &args
     for (int v = 0; v < 2; ++v) {
       const int rr = r + 8 * h, cc = cj + v;
       float &x = d[4 * j + 2 * h + v];
-      x = epi_apply(args.epi, x, rr, cc, (unsigned)rr < M && cc < N);
+      x = epi_apply<C_TRANSPOSED>(args.epi, x, rr, cc, (unsigned)rr < M && cc < N);
     }
 #pragma unroll
   for (int i = 4 * j; i < 4 * j + 4; ++i) asm volatile("" : "+f"(d[i]));
