@@ -13,7 +13,7 @@ TC='cuda/tc[123567]*,cuda/tc4_persistent_[bt]*,peers/cublas_tf32,peers/cublas_bf
 FP8='cuda/tc4_persistent_fp8,cuda/tc8_block_scaled_fp8,cuda/tc8_cluster_fp8_block,cuda/tc6_stream_k_fp8_block,cuda/tc8_promoted_fp8,peers/cublaslt_fp8,peers/cublaslt_fp8_promoted,peers/cublaslt_fp8_block,cuda/tc4_persistent_bf16,peers/cublas_bf16'
 R="--repeat 30 --max-seconds 1.5 --pause 0.1"
 T="--repeat 30 --max-seconds 1.0 --pause 0.1 --no-ceilings"
-rm -f "$OUT"/grid_{fp32,tf32,bf16,fp8,fp8_block}.json "$OUT"/{fp32,tensor_cores,blocks,fp8,fp8_variants,seed_1024,chapter,api,api_suite,verify,verify_tf32,verify_fp8,verify_fp8_gate,verify_stream_k,verify_decode,timeline,timeline_fp8,accuracy,ceilings,candidates}.json
+rm -f "$OUT"/grid_{fp32,tf32,bf16,fp8,fp8_block}.json "$OUT"/update_grid_*.json "$OUT"/{fp32,tensor_cores,blocks,fp8,fp8_variants,seed_1024,chapter,api,api_suite,verify,verify_tf32,verify_fp8,verify_fp8_gate,verify_stream_k,verify_decode,timeline,timeline_fp8,accuracy,ceilings,candidates}.json
 # The roofs of this GPU (DRAM, L2, shared memory, FLOPs per clock per precision), then the seeds' table at 1024³
 g roofline --measure --json "$OUT/ceilings.json"
 g bench --kernels 'cuda/v1_naive,numba/v1_naive,cuda/v2_smem,peers/cublas_fp32' --shape 1024 --no-ceilings --repeat 30 \
