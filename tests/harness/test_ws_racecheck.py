@@ -72,7 +72,9 @@ def test_each_copy_changes_one_part_of_copy_tc3_and_is_its_own_kernel():
     for v in COPIES:
         assert v.defines["ENTRY"] == v.name
         changed = {k for k in base if v.defines[k] != base[k]} - {"ENTRY"}
-        if v.name.startswith("copy_tc3_"):
+        if v.name == "copy_tc3_balanced":  # copy_tc3_onepart's, with the workers' own barrier
+            assert changed == {"PARTS", "WORKER_BAR"}
+        elif v.name.startswith("copy_tc3_"):
             assert len(changed) == 1, (v.name, changed)
     assert probe.VARIANTS["copy_tc3"].threads == 384 and probe.VARIANTS["copy_tc8"].threads == 512
     assert probe.VARIANTS["copy_tc3"].smem == 196784 + 16  # the 4 state bytes, rounded up to 16
@@ -97,7 +99,9 @@ def test_each_copy_compiles_with_the_parts_it_claims(variant, tmp_path):
     assert got["bar"]["0x1"] == 4 + 1 + 2 + 2 * d["PARTS"]
     own = f"{d['OWN_BAR_ID']:#x}, {default_threads:#x}"
     assert got["bar"][own] == (3 if d["OWN_BAR"] else 0)
-    assert set(got["bar"]) == {"0x1"} | ({own} if d["OWN_BAR"] else set())
+    workers = f"0x3, {32 * d['WORKER_WARPS']:#x}"
+    assert got["bar"][workers] == (2 if d["WORKER_BAR"] else 0)  # at the loop head and in the partition
+    assert set(got["bar"]) == {"0x1"} | ({own} if d["OWN_BAR"] else set()) | ({workers} if d["WORKER_BAR"] else set())
     regs = {f"DEALLOC {d['REG_LOW']:#x}", f"TRY_ALLOC {d['REG_WORKER']:#x}", f"TRY_ALLOC {d['REG_DEFAULT']:#x}",
             f"DEALLOC {d['REG_DEFAULT_PART']:#x}"}
     assert set(got["regs"]) == (regs if d["REGS"] else set())

@@ -17,7 +17,9 @@
 // merges Triton's byte stores, or one byte each), OWN_BAR (the default partition's own barrier, bar.sync OWN_BAR_ID
 // over its threads, where Triton lowers its thread barriers: after the mbarrier init, in the partition, before the
 // exit), MBAR (an mbarrier before the state: the default arrives on it in its partition, partition 0 waits on it),
-// PARTS (worker warp w runs partition w % PARTS). ENTRY names the kernel, so that racecheck's report names the
+// PARTS (worker warp w runs partition w % PARTS), WORKER_BAR (the workers meet a barrier of their own, bar.sync 3
+// over their threads, as often as the default partition meets its own between the same barrier.sync 1: at the loop
+// head and in the partition; one partition only). ENTRY names the kernel, so that racecheck's report names the
 // variant.
 #ifndef ENTRY
 #define ENTRY ws_protocol
@@ -61,6 +63,9 @@
 #ifndef MBAR
 #define MBAR 1
 #endif
+#ifndef WORKER_BAR
+#define WORKER_BAR 0
+#endif
 
 #define DEFAULT_THREADS (DEFAULT_WARPS * 32)
 #define EXIT_STATE PARTS
@@ -68,6 +73,7 @@
 
 static_assert(WORKER_WARPS % 4 == 0, "registers are handed out a warpgroup at a time");
 static_assert(PARTS >= 1 && PARTS <= 5, "the switch below has five partitions");
+static_assert(!WORKER_BAR || PARTS == 1, "the workers' own barrier counts every worker thread");
 static_assert(STATE % 16 == 0 && (!MBAR || STATE >= 8), "the state bytes (and the mbarrier before them)");
 
 extern __shared__ __align__(16) unsigned char smem[];
@@ -82,6 +88,12 @@ __device__ __forceinline__ void switch_bar() { asm volatile("barrier.sync 1;" ::
 __device__ __forceinline__ void own_bar() {
 #if OWN_BAR
   asm volatile("bar.sync %0, %1;" ::"n"(OWN_BAR_ID), "n"(DEFAULT_THREADS) : "memory");
+#endif
+}
+
+__device__ __forceinline__ void worker_bar() {
+#if WORKER_BAR
+  asm volatile("bar.sync 3, %0;" ::"n"(WORKER_WARPS * 32) : "memory");
 #endif
 }
 
@@ -150,6 +162,7 @@ template <int P> __device__ __forceinline__ void partition(int *ran, unsigned w)
   regs_inc<REG_WORKER>();
   switch_bar();
   if (P == 0) mbar_wait();
+  worker_bar();
   if (threadIdx.x % 32 == 0) ran[w] = P;
   switch_bar();
   regs_dec<REG_LOW>();
@@ -181,6 +194,7 @@ extern "C" __global__ void __launch_bounds__((DEFAULT_WARPS + WORKER_WARPS) * 32
   const unsigned w = warp - DEFAULT_WARPS;
   for (int round = 0;; ++round) {
     regs_dec<REG_LOW>();
+    worker_bar();
     switch_bar();
     unsigned short state;
     asm volatile("ld.shared.u8 %0, [%1];" : "=h"(state) : "r"(smem_at(STATE + w)) : "memory");

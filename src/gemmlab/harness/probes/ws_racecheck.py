@@ -21,7 +21,10 @@ the generated code, from the real thing down to the plain model of the protocol:
 - ``copy_*``: ws_protocol.cu, a CUDA copy of the protocol as Triton compiles it for gluon/tc3 (8 default warps, 4
   workers in 3 partitions, the state word stored by every default thread, setmaxnreg, bar.sync 0 over the default
   partition, an mbarrier before the state bytes), ``copy_tc3`` with everything and each ``copy_tc3_no*`` without one
-  part (``copy_tc3_ownbar2`` moves the default partition's own barrier from id 0 to id 2); ``copy_tc8`` at tc8's
+  part (``copy_tc3_ownbar2`` moves the default partition's own barrier from id 0 to id 2; ``copy_tc3_balanced``
+  gives the workers, in one partition, a barrier of their own met as often as the default partition's, so that
+  every warp has passed as many barriers at each barrier.sync 1: copy_tc3_onepart flagged and copy_tc3_balanced
+  clean says racecheck loses the order where warps have passed different numbers of barriers); ``copy_tc8`` at tc8's
   shape (4 default warps, 12 workers in 5 partitions); ``copy_minimal`` with none of the parts (the plain model).
   copy_tc3 flagged and copy_minimal clean: the variant whose removed part makes it clean names what racecheck does
   not follow. copy_tc3 clean while gluon_bare or level_tc3 is flagged: the copy still lacks what matters; compare
@@ -38,7 +41,8 @@ SOURCE = "ws_protocol.cu"
 # default partition; 1 producer warp padded to a warpgroup by two idle partitions; PRODUCER_REGS=40,
 # CONSUMER_REGS=232; the state bytes after its 4 + 4 mbarriers at 196784); the CPU test holds these to the level
 TC3 = {"DEFAULT_WARPS": 8, "WORKER_WARPS": 4, "PARTS": 3, "STATE": 196784, "REGS": 1, "REG_DEFAULT": 240,
-       "REG_DEFAULT_PART": 232, "REG_LOW": 24, "REG_WORKER": 40, "WIDE": 1, "OWN_BAR": 1, "OWN_BAR_ID": 0, "MBAR": 1}
+       "REG_DEFAULT_PART": 232, "REG_LOW": 24, "REG_WORKER": 40, "WIDE": 1, "OWN_BAR": 1, "OWN_BAR_ID": 0, "MBAR": 1,
+       "WORKER_BAR": 0}
 # gluon/tc8's shape (BM=192: the default partition is one consumer warpgroup; two more consumer warpgroups, and the
 # producer's warpgroup as the producer warp and two idle partitions, make 5; the state bytes at 0x340e0, written by an
 # STS.64 and an STS)
@@ -80,6 +84,8 @@ VARIANTS = {v.name: v for v in [
     _copy("copy_tc3_nombar", "without the mbarrier", MBAR=0),
     _copy("copy_tc3_bytes", "the states stored a byte at a time instead of as words", WIDE=0),
     _copy("copy_tc3_onepart", "one worker partition: the workers meet barrier 1 at the same PCs", PARTS=1),
+    _copy("copy_tc3_balanced", "copy_tc3_onepart with the workers meeting a barrier of their own as often as the "
+          "default partition meets its own", PARTS=1, WORKER_BAR=1),
     _copy("copy_tc8", "every part, at gluon/tc8's shape (12 workers in 5 partitions)", TC8),
     _copy("copy_minimal", "none of the parts: byte stores, barrier.sync 1, one partition", REGS=0, OWN_BAR=0, MBAR=0,
           WIDE=0, PARTS=1),
