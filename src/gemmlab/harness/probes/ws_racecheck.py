@@ -143,13 +143,18 @@ def compile_gluon(variant: Variant):
                           options={"num_warps": ws_gluon.DEFAULT_WARPS, "maxnreg": ws_gluon.MAXNREG})
 
 
-def run(variant: Variant) -> str:
-    """One launch of ``variant``, synchronized; what it read, as a line."""
+def run(variant: Variant) -> dict:
+    """One launch of ``variant``, synchronized; what it wrote: for the copies, worker_reads; for the Gluon kernels,
+    each partition's mark (1 and 2 where both ran); for the level, whether C came out zero (A and B are)."""
     import cupy
 
     from gemmlab.device import require_gpu
+    from gemmlab.kernels.gluon.launch.kernel import triton_refusal
 
     gpu = require_gpu("the racecheck probe")
+    why = triton_refusal(variant.name) if variant.kind in ("gluon", "level") else None
+    if why:
+        raise why.exception()
     stream = cupy.cuda.get_current_stream()
     if variant.kind == "level":
         from gemmlab.kernels.registry import get_kernel
@@ -159,14 +164,15 @@ def run(variant: Variant) -> str:
         spec = get_kernel(LEVEL)
         plan = spec.plan(Problem(m, n, k, spec.precision))
         a, b, c = (cupy.zeros(shape, cupy.uint16) for shape in ((m, k), (k, n), (m, n)))  # BF16 zeros
+        c.fill(0xFFFF)  # a NaN: the store must overwrite it
         plan.launch(a.data.ptr, b.data.ptr, c.data.ptr, stream.ptr)
         stream.synchronize()
-        return f"C all zero: {not bool(c.any())}"
+        return {"C all zero": not bool(c.any())}
     if variant.kind == "gluon":
         out = cupy.zeros(2, cupy.int32)
         compile_gluon(variant)[(1, 1, 1)](out.data.ptr, stream=stream.ptr)  # Triton takes a pointer as an int
         stream.synchronize()
-        return f"the partitions wrote {out.get().tolist()} (1, 2: both ran)"
+        return {"partitions' marks": out.get().tolist()}
     from gemmlab.kernels.cuda.launch.nvrtc import launch, load_kernel
 
     workers = variant.defines["WORKER_WARPS"]
@@ -174,7 +180,7 @@ def run(variant: Variant) -> str:
     kernel = load_kernel(compile_copy(variant, gpu.arch), variant.smem)
     launch(kernel, (1, 1, 1), (variant.threads, 1, 1), (out.data.ptr,), variant.smem, stream)
     stream.synchronize()
-    return str(worker_reads(out.get().tolist(), workers))
+    return worker_reads(out.get().tolist(), workers)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -186,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         for variant in variants:
             print(describe(variant), flush=True)
             if "--list" not in argv:
-                print(f"  {variant.name}: {run(variant)}", flush=True)
+                print(f"  {variant.name} wrote {run(variant)}", flush=True)
     except GemmlabError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
