@@ -64,7 +64,7 @@ def test_every_variant_by_default_and_an_unknown_one_refused_by_name(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert [line.split(":")[0] for line in lines] == list(probe.VARIANTS)
     assert "copy_tc3_noregs: without setmaxnreg [ws_protocol.cu:copy_tc3_noregs, 384 threads," in lines[4]
-    assert "REGS=0" in lines[4] and "ENTRY" not in lines[4]
+    assert "REGS=0" in lines[4] and "STATES=1,1,0,2" in lines[4] and "ENTRY" not in lines[4]
 
 
 def test_each_copy_changes_one_part_of_copy_tc3_and_is_its_own_kernel():
@@ -72,8 +72,11 @@ def test_each_copy_changes_one_part_of_copy_tc3_and_is_its_own_kernel():
     for v in COPIES:
         assert v.defines["ENTRY"] == v.name
         changed = {k for k in base if v.defines[k] != base[k]} - {"ENTRY"}
-        if v.name == "copy_tc3_balanced":  # copy_tc3_onepart's, with the workers' own barrier
-            assert changed == {"PARTS", "WORKER_BAR"}
+        one_part = {"PARTS", "STATES", "PART_REGS"}  # the workers' partitions, as one part
+        if v.name == "copy_tc3_onepart":
+            assert changed == one_part
+        elif v.name == "copy_tc3_balanced":  # copy_tc3_onepart's, with the workers' own barrier
+            assert changed == one_part | {"WORKER_BAR"}
         elif v.name.startswith("copy_tc3_"):
             assert len(changed) == 1, (v.name, changed)
     assert probe.VARIANTS["copy_tc3"].threads == 384 and probe.VARIANTS["copy_tc8"].threads == 512
@@ -102,8 +105,11 @@ def test_each_copy_compiles_with_the_parts_it_claims(variant, tmp_path):
     workers = f"0x3, {32 * d['WORKER_WARPS']:#x}"
     assert got["bar"][workers] == (2 if d["WORKER_BAR"] else 0)  # at the loop head and in the partition
     assert set(got["bar"]) == {"0x1"} | ({own} if d["OWN_BAR"] else set()) | ({workers} if d["WORKER_BAR"] else set())
-    regs = {f"DEALLOC {d['REG_LOW']:#x}", f"TRY_ALLOC {d['REG_WORKER']:#x}", f"TRY_ALLOC {d['REG_DEFAULT']:#x}",
-            f"DEALLOC {d['REG_DEFAULT_PART']:#x}"}
+    # the default partition's up, down and up again; the workers' down at the loop head, and each partition's to its
+    # count and back (a raise is a TRY_ALLOC, a cut a DEALLOC, the same count a raise, as Triton's)
+    regs = {f"TRY_ALLOC {d['REG_DEFAULT']:#x}", f"DEALLOC {d['REG_DEFAULT_PART']:#x}", f"DEALLOC {d['REG_LOW']:#x}"}
+    for r in d["PART_REGS"]:
+        regs |= {f"DEALLOC {r:#x}", f"TRY_ALLOC {d['REG_LOW']:#x}"} if r < d["REG_LOW"] else {f"TRY_ALLOC {r:#x}"}
     assert set(got["regs"]) == (regs if d["REGS"] else set())
     assert got["mbarrier"] == bool(d["MBAR"])
     # each worker warp loads its byte, at STATE + its index among the workers; the default partition stores them
@@ -126,7 +132,8 @@ def test_the_control_meets_at_syncthreads_only(tmp_path):
                                          ("gluon/tc8_block_scaled_fp8", "copy_tc8")])
 def test_the_copy_has_the_levels_protocol(level, copy, tmp_path):
     """The copy's barrier 1 (how many, at which places the counts imply), its register counts, the default
-    partition's own barrier, its state offsets and store widths are those ptxas made of the level."""
+    partition's own barrier, its state offsets, states and store widths are those Triton and ptxas made of the
+    level."""
     compiled = get_kernel(level).gluon_compile()
     entry = compiled.metadata.name
     got = _protocol(_function(sass.sass(compiled.asm["cubin"], tmp_path), entry))
@@ -134,10 +141,14 @@ def test_the_copy_has_the_levels_protocol(level, copy, tmp_path):
     assert got["bar"]["0x1"] == want["bar"]["0x1"]
     own = [b for b in want["bar"] if b != "0x1"]
     assert own and all(got["bar"][b] for b in own)  # the level meets its own barrier more often: the ring's inits
-    if copy == "copy_tc3":  # every setmaxnreg at the same count, as often
-        assert want["regs"] == got["regs"]
-    else:  # tc8 gives its producer and idle warps other counts than its consumers
-        assert set(want["regs"]) <= set(got["regs"])
+    assert want["regs"] == got["regs"]  # every setmaxnreg at the same count, as often
+    # the level's state bytes (its PTX: the start states, then the exit state, a word or two at a time) are the copy's
+    d = probe.VARIANTS[copy].defines
+    stores = re.findall(r"st\.shared(?:\.v2)?\.b32 \t\[global_smem\+(\d+)\], \{?([\d, ]+)\}?;", compiled.asm["ptx"])
+    words = [int(w) for off, ws in stores if int(off) >= d["STATE"] for w in ws.split(", ")]
+    assert min(int(off) for off, _ in stores if int(off) >= d["STATE"]) == d["STATE"]
+    states = [w >> (8 * b) & 0xFF for w in words for b in range(4)]
+    assert states == [*d["STATES"], *[d["PARTS"]] * d["WORKER_WARPS"]]
     assert want["state_loads"] <= got["state_loads"]
     state_stores = {s for s in got["stores"] if s.endswith(tuple(k.split()[1] for k in want["stores"]))}
     assert state_stores == set(want["stores"])

@@ -20,7 +20,7 @@ def _needs_gpu():
                          ids=lambda v: v.name)
 def test_every_worker_reads_its_partition_then_the_exit(variant):
     d = variant.defines
-    parts = [w % d["PARTS"] for w in range(d["WORKER_WARPS"])]
+    parts = list(d["STATES"])
     assert probe.run(variant) == {"default ran": True, "partition": parts,
                                   "states read": [(p, d["PARTS"]) for p in parts]}
 

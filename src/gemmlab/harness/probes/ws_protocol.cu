@@ -8,8 +8,8 @@
 //            barrier.sync 1; its partition; barrier.sync 1 (end); setmaxnreg.inc REG_DEFAULT; [own barrier,
 //            mbarrier inval]; store the exit state (PARTS) in every byte; barrier.sync 1; return.
 //   worker:  loop { setmaxnreg.dec REG_LOW; barrier.sync 1; load its state byte; no partition's: barrier.sync 1
-//            twice; exit state: return; partition p: setmaxnreg.inc REG_WORKER; barrier.sync 1; its body;
-//            barrier.sync 1; setmaxnreg.dec REG_LOW }
+//            twice; exit state: return; partition p: setmaxnreg to its count; barrier.sync 1; its body;
+//            barrier.sync 1; setmaxnreg back to REG_LOW }
 // Each partition's entry and exit barriers are their own instructions (Triton splices each partition's region into
 // the switch loop), so the workers reach barrier 1 from as many PCs as there are partitions.
 //
@@ -17,7 +17,8 @@
 // merges Triton's byte stores, or one byte each), OWN_BAR (the default partition's own barrier, bar.sync OWN_BAR_ID
 // over its threads, where Triton lowers its thread barriers: after the mbarrier init, in the partition, before the
 // exit), MBAR (an mbarrier before the state: the default arrives on it in its partition, partition 0 waits on it),
-// PARTS (worker warp w runs partition w % PARTS), WORKER_BAR (the workers meet a barrier of their own, bar.sync 3
+// STATES (each worker warp's partition, of PARTS), PART_REGS (each partition's registers), WORKER_BAR (the workers
+// meet a barrier of their own, bar.sync 3
 // over their threads, as often as the default partition meets its own between the same barrier.sync 1: at the loop
 // head and in the partition; one partition only). ENTRY names the kernel, so that racecheck's report names the
 // variant.
@@ -33,6 +34,12 @@
 #ifndef PARTS
 #define PARTS 3
 #endif
+#ifndef STATES
+#define STATES 1, 1, 0, 2
+#endif
+#ifndef PART_REGS
+#define PART_REGS 40, 40, 40
+#endif
 #ifndef STATE
 #define STATE 196784
 #endif
@@ -47,9 +54,6 @@
 #endif
 #ifndef REG_LOW
 #define REG_LOW 24
-#endif
-#ifndef REG_WORKER
-#define REG_WORKER 40
 #endif
 #ifndef WIDE
 #define WIDE 1
@@ -74,6 +78,17 @@
 static_assert(WORKER_WARPS % 4 == 0, "registers are handed out a warpgroup at a time");
 static_assert(PARTS >= 1 && PARTS <= 5, "the switch below has five partitions");
 static_assert(!WORKER_BAR || PARTS == 1, "the workers' own barrier counts every worker thread");
+
+constexpr unsigned char kStates[] = {STATES};
+constexpr int kPartRegs[] = {PART_REGS};
+static_assert(sizeof(kStates) == WORKER_WARPS && sizeof(kPartRegs) == PARTS * sizeof(int), "a state a worker warp, "
+              "registers a partition");
+
+// a worker warp's partition, as Triton's start states say (a constant wherever the stores use it)
+__host__ __device__ constexpr unsigned state_of(int w) {
+  constexpr unsigned char states[] = {STATES};
+  return states[w];
+}
 static_assert(STATE % 16 == 0 && (!MBAR || STATE >= 8), "the state bytes (and the mbarrier before them)");
 
 extern __shared__ __align__(16) unsigned char smem[];
@@ -94,6 +109,14 @@ __device__ __forceinline__ void own_bar() {
 __device__ __forceinline__ void worker_bar() {
 #if WORKER_BAR
   asm volatile("bar.sync 3, %0;" ::"n"(WORKER_WARPS * 32) : "memory");
+#endif
+}
+
+// setmaxnreg from FROM registers to TO, as Triton's createRegRealloc: fewer is a dec, else an inc
+template <int FROM, int TO> __device__ __forceinline__ void regs_set() {
+#if REGS
+  if (TO < FROM) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(TO));
+  else asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(TO));
 #endif
 }
 
@@ -144,13 +167,13 @@ template <bool EXIT> __device__ __forceinline__ void store_states() {
   for (int i = 0; i < WORKER_WARPS; i += 4) {
     unsigned word = 0;
 #pragma unroll
-    for (int b = 0; b < 4; ++b) word |= static_cast<unsigned>(EXIT ? EXIT_STATE : (i + b) % PARTS) << (8 * b);
+    for (int b = 0; b < 4; ++b) word |= (EXIT ? EXIT_STATE : state_of(i + b)) << (8 * b);
     asm volatile("st.shared.b32 [%0], %1;" ::"r"(smem_at(STATE + i)), "r"(word) : "memory");
   }
 #else
 #pragma unroll
   for (int i = 0; i < WORKER_WARPS; ++i) {
-    const unsigned short state = EXIT ? EXIT_STATE : i % PARTS;
+    const unsigned short state = EXIT ? EXIT_STATE : state_of(i);
     asm volatile("st.shared.u8 [%0], %1;" ::"r"(smem_at(STATE + i)), "h"(state) : "memory");
   }
 #endif
@@ -159,13 +182,14 @@ template <bool EXIT> __device__ __forceinline__ void store_states() {
 // a worker partition: its own entry and exit barriers; partition 0 waits on the default partition's mbarrier, and
 // each writes its id where the host reads which partition every warp ran
 template <int P> __device__ __forceinline__ void partition(int *ran, unsigned w) {
-  regs_inc<REG_WORKER>();
+  constexpr int regs = kPartRegs[P < PARTS ? P : 0];
+  regs_set<REG_LOW, regs>();
   switch_bar();
   if (P == 0) mbar_wait();
   worker_bar();
   if (threadIdx.x % 32 == 0) ran[w] = P;
   switch_bar();
-  regs_dec<REG_LOW>();
+  regs_set<regs, REG_LOW>();
 }
 
 // out: [0] 1 once the default partition ran, [1 + w] the partition worker warp w ran, [1 + WORKER_WARPS + 2 w + r]

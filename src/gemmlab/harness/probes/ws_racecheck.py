@@ -19,8 +19,8 @@ the generated code, from the real thing down to the plain model of the protocol:
   (bare), or share one mbarrier (the default arrives, the worker waits; Triton then adds the default partition's
   own `bar.sync 0, 128`). Hazards in gluon_bare: the protocol as Triton emits it is enough, no level code needed.
 - ``copy_*``: ws_protocol.cu, a CUDA copy of the protocol as Triton compiles it for gluon/tc3 (8 default warps, 4
-  workers in 3 partitions, the state word stored by every default thread, setmaxnreg, bar.sync 0 over the default
-  partition, an mbarrier before the state bytes), ``copy_tc3`` with everything and each ``copy_tc3_no*`` without one
+  workers in 3 partitions, the state word stored by every default thread, setmaxnreg at each partition's count,
+  bar.sync 0 over the default partition, an mbarrier before the state bytes), ``copy_tc3`` with everything and each ``copy_tc3_no*`` without one
   part (``copy_tc3_ownbar2`` moves the default partition's own barrier from id 0 to id 2; ``copy_tc3_balanced``
   gives the workers, in one partition, a barrier of their own met as often as the default partition's, so that
   every warp has passed as many barriers at each barrier.sync 1: copy_tc3_onepart flagged and copy_tc3_balanced
@@ -38,16 +38,19 @@ from dataclasses import dataclass, field
 
 SOURCE = "ws_protocol.cu"
 # the protocol as Triton 3.6 compiles it for gluon/tc3 at its registered parameters (BM=128: 8 consumer warps in the
-# default partition; 1 producer warp padded to a warpgroup by two idle partitions; PRODUCER_REGS=40,
-# CONSUMER_REGS=232; the state bytes after its 4 + 4 mbarriers at 196784); the CPU test holds these to the level
-TC3 = {"DEFAULT_WARPS": 8, "WORKER_WARPS": 4, "PARTS": 3, "STATE": 196784, "REGS": 1, "REG_DEFAULT": 240,
-       "REG_DEFAULT_PART": 232, "REG_LOW": 24, "REG_WORKER": 40, "WIDE": 1, "OWN_BAR": 1, "OWN_BAR_ID": 0, "MBAR": 1,
-       "WORKER_BAR": 0}
-# gluon/tc8's shape (BM=192: the default partition is one consumer warpgroup; two more consumer warpgroups, and the
-# producer's warpgroup as the producer warp and two idle partitions, make 5; the state bytes at 0x340e0, written by an
-# STS.64 and an STS)
-TC8 = {**TC3, "DEFAULT_WARPS": 4, "WORKER_WARPS": 12, "PARTS": 5, "STATE": 213216, "REG_DEFAULT": 256,
-       "REG_DEFAULT_PART": 160, "REG_LOW": 80, "REG_WORKER": 160}
+# default partition; its 1 producer warp, warp 10, is partition 0, and Triton fills the rest of its warpgroup with
+# two idle partitions, of warps 8-9 and 11; PRODUCER_REGS=40 for all three, CONSUMER_REGS=232; the state bytes after
+# its 4 + 4 mbarriers at 196784); the CPU test holds these to the level
+TC3 = {"DEFAULT_WARPS": 8, "WORKER_WARPS": 4, "PARTS": 3, "STATES": (1, 1, 0, 2), "PART_REGS": (40, 40, 40),
+       "STATE": 196784, "REGS": 1, "REG_DEFAULT": 240, "REG_DEFAULT_PART": 232, "REG_LOW": 24, "WIDE": 1, "OWN_BAR": 1,
+       "OWN_BAR_ID": 0, "MBAR": 1, "WORKER_BAR": 0}
+# gluon/tc8's shape (BM=192: the default partition is one consumer warpgroup; the two others are partitions 0 and 1
+# at 160 registers; the producer warp, warp 14, is partition 2, and two idle ones fill its warpgroup, all three at
+# 32; the state bytes at 0x340e0, written by an STS.64 and an STS)
+TC8 = {**TC3, "DEFAULT_WARPS": 4, "WORKER_WARPS": 12, "PARTS": 5, "STATES": (0, 0, 0, 0, 1, 1, 1, 1, 3, 3, 2, 4),
+       "PART_REGS": (160, 160, 32, 32, 32), "STATE": 213216, "REG_DEFAULT": 256, "REG_DEFAULT_PART": 160,
+       "REG_LOW": 80}
+ONE_PART = {"PARTS": 1, "STATES": (0, 0, 0, 0), "PART_REGS": (40,)}
 LEVEL = "gluon/tc3_warp_specialized_bf16"
 LEVEL_SHAPE = (128, 256, 64)  # one tile of its 128x256, one CTA
 
@@ -83,12 +86,12 @@ VARIANTS = {v.name: v for v in [
     _copy("copy_tc3_ownbar2", "the default partition's own barrier on id 2 instead of 0", OWN_BAR_ID=2),
     _copy("copy_tc3_nombar", "without the mbarrier", MBAR=0),
     _copy("copy_tc3_bytes", "the states stored a byte at a time instead of as words", WIDE=0),
-    _copy("copy_tc3_onepart", "one worker partition: the workers meet barrier 1 at the same PCs", PARTS=1),
+    _copy("copy_tc3_onepart", "one worker partition: the workers meet barrier 1 at the same PCs", **ONE_PART),
     _copy("copy_tc3_balanced", "copy_tc3_onepart with the workers meeting a barrier of their own as often as the "
-          "default partition meets its own", PARTS=1, WORKER_BAR=1),
+          "default partition meets its own", **ONE_PART, WORKER_BAR=1),
     _copy("copy_tc8", "every part, at gluon/tc8's shape (12 workers in 5 partitions)", TC8),
-    _copy("copy_minimal", "none of the parts: byte stores, barrier.sync 1, one partition", REGS=0, OWN_BAR=0, MBAR=0,
-          WIDE=0, PARTS=1),
+    _copy("copy_minimal", "none of the parts: byte stores, barrier.sync 1, one partition", **ONE_PART, REGS=0,
+          OWN_BAR=0, MBAR=0, WIDE=0),
     Variant("control", "control", "the same hand-over across __syncthreads() at one PC", dict(TC3)),
 ]}
 
@@ -107,7 +110,7 @@ def describe(variant: Variant) -> str:
     """The line printed before a variant runs: what it runs and what it tests."""
     if variant.kind in ("copy", "control"):
         what = (f"{SOURCE}:{variant.name}, {variant.threads} threads, "
-                + " ".join(f"{k}={v}" for k, v in variant.defines.items() if k != "ENTRY"))
+                + " ".join(f"{k}={str(v).replace(' ', '')}" for k, v in defines(variant).items() if k != "ENTRY"))
     elif variant.kind == "gluon":
         what = f"ws_gluon.py:{variant.name}, compiled by Triton for sm_90a"
     else:
@@ -123,10 +126,15 @@ def worker_reads(out: list[int], workers: int) -> dict:
 
 
 # ---- running (on the GPU) -------------------------------------------------------------------------------------------
+def defines(variant: Variant) -> dict:
+    """ws_protocol.cu's defines: a list as C's initializer list."""
+    return {k: ", ".join(map(str, v)) if isinstance(v, tuple) else v for k, v in variant.defines.items()}
+
+
 def compile_copy(variant: Variant, arch: str = "sm_90a"):
     from gemmlab.kernels.cuda.launch.nvrtc import compile_cuda
 
-    return compile_cuda(SOURCE, variant.name, variant.defines, arch)
+    return compile_cuda(SOURCE, variant.name, defines(variant), arch)
 
 
 def compile_gluon(variant: Variant):
