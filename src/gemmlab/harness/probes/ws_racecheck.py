@@ -21,11 +21,12 @@ the generated code, from the real thing down to the plain model of the protocol:
 - ``copy_*``: ws_protocol.cu, a CUDA copy of the protocol as Triton compiles it for gluon/tc3 (8 default warps, 4
   workers in 3 partitions, the state word stored by every default thread, setmaxnreg at each partition's count,
   bar.sync 0 over the default partition, an mbarrier before the state bytes), ``copy_tc3`` with everything and
-  each ``copy_tc3_no*`` without one part (``copy_tc3_ownbar2`` moves the default partition's own barrier from id 0 to id 2; ``copy_tc3_balanced``
-  gives the workers, in one partition, a barrier of their own met as often as the default partition's, so that
-  every warp has passed as many barriers at each barrier.sync 1: copy_tc3_onepart flagged and copy_tc3_balanced
-  clean says racecheck loses the order where warps have passed different numbers of barriers); ``copy_tc8`` at tc8's
-  shape (4 default warps, 12 workers in 5 partitions); ``copy_minimal`` with none of the parts (the plain model).
+  each ``copy_tc3_no*`` without one part (``copy_tc3_ownbar2`` moves the default partition's own barrier from id 0
+  to id 2; ``copy_tc3_balanced`` gives the workers, in one partition, a barrier of their own met as often as the
+  default partition's, so that every warp has passed as many barriers at each barrier.sync 1: copy_tc3_onepart
+  flagged and copy_tc3_balanced clean says racecheck loses the order where warps have passed different numbers of
+  barriers); ``copy_tc8`` at tc8's shape (4 default warps, 12 workers in 5 partitions); ``copy_minimal`` with none
+  of the parts (the plain model).
   copy_tc3 flagged and copy_minimal clean: the variant whose removed part makes it clean names what racecheck does
   not follow. copy_tc3 clean while gluon_bare or level_tc3 is flagged: the copy still lacks what matters; compare
   their SASS (the test compiles both).
