@@ -18,10 +18,9 @@
 // over its threads, where Triton lowers its thread barriers: after the mbarrier init, in the partition, before the
 // exit), MBAR (an mbarrier before the state: the default arrives on it in its partition, partition 0 waits on it),
 // STATES (each worker warp's partition, of PARTS), PART_REGS (each partition's registers), WORKER_BAR (the workers
-// meet a barrier of their own, bar.sync 3
-// over their threads, as often as the default partition meets its own between the same barrier.sync 1: at the loop
-// head and in the partition; one partition only). ENTRY names the kernel, so that racecheck's report names the
-// variant.
+// meet a barrier of their own, bar.sync 3 over their threads, as often as the default partition meets its own
+// between the same barrier.sync 1: at the loop head and in the partition; one partition only). ENTRY names the
+// kernel, so that racecheck's report names the variant.
 #ifndef ENTRY
 #define ENTRY ws_protocol
 #endif
@@ -79,17 +78,18 @@ static_assert(WORKER_WARPS % 4 == 0, "registers are handed out a warpgroup at a 
 static_assert(PARTS >= 1 && PARTS <= 5, "the switch below has five partitions");
 static_assert(!WORKER_BAR || PARTS == 1, "the workers' own barrier counts every worker thread");
 
-constexpr unsigned char kStates[] = {STATES};
+static_assert(STATE % 16 == 0 && (!MBAR || STATE >= 8), "the state bytes (and the mbarrier before them)");
+
+template <class... T> __host__ __device__ constexpr int count_of(T...) { return sizeof...(T); }
+static_assert(count_of(STATES) == WORKER_WARPS && count_of(PART_REGS) == PARTS,
+              "a state a worker warp, registers a partition");
 constexpr int kPartRegs[] = {PART_REGS};
-static_assert(sizeof(kStates) == WORKER_WARPS && sizeof(kPartRegs) == PARTS * sizeof(int), "a state a worker warp, "
-              "registers a partition");
 
 // a worker warp's partition, as Triton's start states say (a constant wherever the stores use it)
 __host__ __device__ constexpr unsigned state_of(int w) {
   constexpr unsigned char states[] = {STATES};
   return states[w];
 }
-static_assert(STATE % 16 == 0 && (!MBAR || STATE >= 8), "the state bytes (and the mbarrier before them)");
 
 extern __shared__ __align__(16) unsigned char smem[];
 
