@@ -358,18 +358,34 @@ class GluonKernel(KernelSpec):
                              gl.NVMMASharedLayout.get_default_for(list(block), getattr(gl, GLUON_TYPES[dtype])))
                        for arg, (block, dtype) in self.descriptor_blocks().items()}
         steps = [f"Triton {SUPPORTED} compiles {self.source}.py's {self.entry} for sm_90a (once a process)",
-                 f"TMA descriptors of A, B and C from their addresses, each launch; grid {geometry.grid[:2]}, "
-                 f"{geometry.threads} threads"]
+                 f"TMA descriptors of A, B and C at each address an operand comes at, kept for the next launch "
+                 f"there; grid {geometry.grid[:2]}, {geometry.threads} threads"]
         return GluonPlan(self, problem, layout, steps=steps, kernel=self.gluon_compile(), grid=geometry.grid,
                          descriptors=descriptors, constexprs=tuple(self.constexprs().values()))
 
 
+# descriptors a plan keeps per operand, by address: a caller's operands and outputs come back to a few addresses
+# (torch's caching allocator hands C the blocks it freed), so most launches build none
+KEPT_DESCRIPTORS = 16
+
+
 @dataclass
 class GluonPlan(Plan):
+    """A Gluon level's launch: TMA descriptors of A, B and C at their addresses, each built the first time an operand
+    is at that address and kept (KEPT_DESCRIPTORS per operand), the scales' addresses, the compiled kernel on the
+    caller's stream. It holds no workspace and makes none, so one plan serves every stream and CUDA graph capture
+    (Triton encodes each descriptor into the kernel's parameters at launch, which a graph captures by value)."""
+
     kernel: object = None  # triton's CompiledKernel
     grid: tuple = ()
     descriptors: dict | None = None  # argument: ((rows, columns), box, dtype, shared layout)
     constexprs: tuple = ()
+    kept: tuple = field(init=False, default=())  # per operand {address: TensorDescriptor}
+    scales: int = field(init=False, default=0)  # the scales' addresses a launch takes after the stream
+
+    def __post_init__(self):
+        self.kept = tuple({} for _ in self.descriptors)
+        self.scales = len(self.spec.scale_args())
 
     def run(self, a, b, c) -> None:
         """The harness's call: CuPy arrays, or FP8's Scaled operands, whose scales' addresses follow the stream."""
@@ -381,16 +397,25 @@ class GluonPlan(Plan):
         self.launch(a.data.data.ptr, b.data.data.ptr, c.data.ptr, cupy.cuda.get_current_stream().ptr,
                     a.scale.data.ptr, b.scale.data.ptr)
 
-    def launch(self, a, b, c, stream: int = 0, *scales) -> None:
-        from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+    def descriptor(self, operand: int, ptr: int):
+        """The TMA descriptor of operand ``operand`` (0, 1, 2: A, B, C) at ``ptr``, kept for the next launch there."""
+        kept = self.kept[operand]
+        desc = kept.get(ptr)
+        if desc is None:
+            from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-        args = []
-        for ptr, (arg, ((rows, cols), box, dtype, layout)) in zip((a, b, c), self.descriptors.items()):
+            arg, ((rows, cols), box, dtype, layout) = list(self.descriptors.items())[operand]
             if ptr % TMA_ALIGN:
                 raise LayoutError(f"{self.spec.name} moves its operands by TMA, whose base addresses must be "
                                   f"{TMA_ALIGN}-byte aligned; {arg[0].upper()} starts at {ptr:#x}")
-            args.append(TensorDescriptor(_Operand(ptr, dtype), [rows, cols], [cols, 1], box, layout))
-        if len(scales) != len(self.spec.scale_args()):
-            raise TypeError(f"{self.spec.name} takes the addresses of {len(self.spec.scale_args())} scales after the "
-                            f"stream, got {len(scales)}")
-        self.kernel[self.grid](*args, *scales, *self.constexprs, stream=stream)
+            if len(kept) >= KEPT_DESCRIPTORS:
+                kept.pop(next(iter(kept)))
+            desc = kept[ptr] = TensorDescriptor(_Operand(ptr, dtype), [rows, cols], [cols, 1], box, layout)
+        return desc
+
+    def launch(self, a, b, c, stream: int = 0, *scales) -> None:
+        if len(scales) != self.scales:
+            raise TypeError(f"{self.spec.name} takes the addresses of {self.scales} scales after the stream, got "
+                            f"{len(scales)}")
+        self.kernel[self.grid](self.descriptor(0, a), self.descriptor(1, b), self.descriptor(2, c), *scales,
+                               *self.constexprs, stream=stream)
