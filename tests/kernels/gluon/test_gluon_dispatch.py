@@ -85,8 +85,8 @@ def test_auto_runs_the_gluon_level_where_its_row_is_fastest(table, precision):
     gluon, cuda = LEVELS[precision]
     problem = Problem(*SHAPE, precision)
     choice = dispatch.choose(problem, _natural(precision), H200)
-    assert choice.spec.name == gluon and choice.copies == () and "#1 of the 2 kernels measured at 2048x3072x4096" \
-        in choice.why
+    assert choice.spec.name == gluon and choice.copies == ()
+    assert "#1 of the 2 kernels measured at 2048x3072x4096" in choice.why
     # between measured shapes its prediction is ranked as any kernel's (its model: the CUDA wgmma levels' traffic)
     near = dispatch.rank(Problem(2048, 3072, 6144, precision), _natural(precision), H200)
     assert [c.spec.name for c in near] == [gluon, cuda] and near[0].model is not None and not near[0].refusal
@@ -243,8 +243,10 @@ def test_a_plan_keeps_a_bounded_number_of_descriptors_an_operand(on_host_h200, m
 
 
 def _without_gluon_rows(table):
-    return {gpu: {p: {shape: [r for r in rows if not r["kernel"].startswith("gluon/")] for shape, rows in shapes.items()}
-                  for p, shapes in precs.items()} for gpu, precs in table.items()}
+    def rows_of(shapes):
+        return {shape: [r for r in rows if not r["kernel"].startswith("gluon/")] for shape, rows in shapes.items()}
+
+    return {gpu: {p: rows_of(shapes) for p, shapes in precs.items()} for gpu, precs in table.items()}
 
 
 @pytest.mark.parametrize("precision", ["fp8", "fp8_block"])
@@ -277,3 +279,18 @@ def operand_copies_of(name):
     from gemmlab.dispatch_layout import operand_copies
 
     return operand_copies(W_T, get_kernel(name))
+
+
+@pytest.mark.skipif(gluon_kernel.triton_refusal("") is not None, reason=f"needs Triton {gluon_kernel.SUPPORTED}")
+@pytest.mark.parametrize("name", ["gluon/tc2_wgmma_tma_bf16", "gluon/tc3_warp_specialized_bf16",
+                                  *(gluon for gluon, _ in LEVELS.values())])
+def test_a_launch_allocates_nothing_and_takes_its_descriptors_from_the_host(name):
+    """What Triton's launcher does per launch of each build, from its compiled metadata: no global or profile
+    scratch (which it would allocate per launch through an allocator of the caller's, under graph capture the
+    graph's), no cooperative or programmatic-dependent launch, and the descriptors as host-encoded TMA descriptors
+    passed by value (tensordesc_meta), which a graph captures with the kernel's parameters."""
+    for spec in get_kernel(name).configurations():
+        md = spec.gluon_compile().metadata
+        assert (md.global_scratch_size, md.profile_scratch_size) == (0, 0)
+        assert not md.launch_cooperative_grid and not md.launch_pdl
+        assert len(md.tensordesc_meta) == 3
