@@ -1,10 +1,11 @@
 """The Gluon levels on a GPU (skipped without one, or without the Triton they are written for): against float64 on
 ragged shapes, into NaN-poisoned C (gemmlab.harness.verify.check), in both C types, tc4 at both its tile widths; a
-shape TMA cannot take is refused by name before anything launches, and a base address off 16 bytes at launch; tc8
-(block-scaled FP8) on operands whose scale blocks span orders of magnitude, so that a scale read from the wrong
-block shows. Through gemmlab.matmul and gemmlab.linear on torch tensors, named and picked by kernel="auto" from a
-table where they are fastest: into a NaN-poisoned out=, in both C types, on a side stream, under CUDA graph capture
-and replay with fresh inputs, and where they cannot take the call (w.t() in BF16, a fused bias) another level."""
+shape TMA cannot take is refused by name before anything launches, and a base address off 16 bytes is staged at
+launch; tc8 (block-scaled FP8) on operands whose scale blocks span orders of magnitude, so that a scale read from
+the wrong block shows. Through gemmlab.matmul and gemmlab.linear on torch tensors, named and picked by
+kernel="auto" from a table where they are fastest: into a NaN-poisoned out=, in both C types, on a side stream, under
+CUDA graph capture and replay with fresh inputs; where they cannot take the call (w.t() in BF16, a fused bias),
+another level."""
 import pytest
 
 from gemmlab.errors import LayoutError
@@ -89,18 +90,47 @@ def test_shapes_tma_cannot_take_are_refused(name):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_a_misaligned_base_is_refused_at_launch(name):
+def test_a_base_off_16_bytes_is_staged_at_launch(name):
+    """A, B and C each a view one element into a larger buffer (a base TMA cannot take), with a NaN-poisoned C: each
+    staged for the call, C right and the elements around it untouched."""
     import cupy
+
+    from gemmlab.harness.reference import compare, reference, tolerance_for
 
     _needs_gpu()
     spec = get_kernel(name)
-    problem = Problem(64, 64, 64, spec.precision)
-    plan = spec.plan(problem)
-    a, b = (cupy.zeros(64 * 64, "uint16") for _ in "ab")
-    c = cupy.empty(64 * 64 + 8, spec.output_dtype(problem))
-    scales = [cupy.ones(1, "float32").data.ptr for _ in spec.scale_args()]
-    with pytest.raises(LayoutError, match="16-byte aligned; C starts at"):
-        plan.launch(a.data.ptr, b.data.ptr, c.data.ptr + 2, 0, *scales)
+    problem = Problem(136, 264, 4112 if spec.prec.input_bytes == 1 else 4104, spec.precision)
+    a, b = spec.make_inputs(problem, 2, cupy)
+    ref = reference(a, b)
+    plan = spec.plan(problem, spec.natural_layout(problem))
+    out = spec.output_dtype(problem)
+    m, n, _ = problem.shape
+
+    def shifted(x):
+        """x's values in a view one element into a buffer of its own."""
+        flat = cupy.empty(x.size + 16, x.dtype)
+        view = flat[1:1 + x.size].reshape(x.shape)
+        view[...] = x
+        return flat, view
+
+    for off in range(3):
+        ops = [a.data if spec.prec.scaled else a, b.data if spec.prec.scaled else b]
+        if off < 2:
+            ops[off] = shifted(ops[off])[1]
+        if off == 2:
+            flat = cupy.full(m * n + 16, cupy.nan, out)
+            c = flat[1:1 + m * n].reshape(m, n)
+        else:
+            flat, c = None, cupy.full((m, n), cupy.nan, out)
+        assert [x.data.ptr % 16 != 0 for x in (*ops, c)] == [i == off for i in range(3)]
+        scales = [x.scale.data.ptr for x in (a, b)] if spec.prec.scaled else []
+        plan.launch(ops[0].data.ptr, ops[1].data.ptr, c.data.ptr, cupy.cuda.get_current_stream().ptr, *scales)
+        cupy.cuda.get_current_stream().synchronize()
+        report = compare(c, ref, tolerance_for(problem), problem.prec.recipe_tolerance)
+        assert report.passed, (off, report)
+        if flat is not None:
+            guard = cupy.concatenate([flat[:1], flat[1 + m * n:]]).astype(cupy.float32)
+            assert bool(cupy.isnan(guard).all())
 
 
 @pytest.mark.parametrize("out", ["bfloat16", "float32"])

@@ -6,8 +6,9 @@ descriptors). A plan launches that binary on the caller's stream, with descripto
 addresses: TMA zero-fills the reads past M, N and K and clips the stores, so ragged M, N and K need no masks.
 
 TMA's limits are the levels' limits: each row of A, B and C must start a multiple of 16 bytes after the last (K and N
-multiples of 8 for BF16 operands; K of 16 and N of 8 for FP8's, B being N×K; N of 4 for FP32 C), and each base
-16-byte aligned; other shapes are refused with that limit named.
+multiples of 8 for BF16 operands; K of 16 and N of 8 for FP8's, B being N×K; N of 4 for FP32 C); other shapes are
+refused with that limit named, so kernel="auto" runs another level there. A base off 16 bytes (a view into a larger
+tensor) is staged for that call: copied into a buffer of its own (C copied back after), as the CUDA levels stage it.
 
 Triton is optional and Gluon's API changes between releases: the levels are written for Triton ``SUPPORTED`` (what
 torch brings on the H200, pinned by the gemmlab[gluon] extra). Without it, or with another version, every level
@@ -373,8 +374,9 @@ KEPT_DESCRIPTORS = 16
 class GluonPlan(Plan):
     """A Gluon level's launch: TMA descriptors of A, B and C at their addresses, each built the first time an operand
     is at that address and kept (KEPT_DESCRIPTORS per operand), the scales' addresses, the compiled kernel on the
-    caller's stream. It holds no workspace and makes none, so one plan serves every stream and CUDA graph capture
-    (Triton encodes each descriptor into the kernel's parameters at launch, which a graph captures by value)."""
+    caller's stream. It holds no workspace (an operand staged for one call has a buffer for that call only), so one
+    plan serves every stream and CUDA graph capture (Triton encodes each descriptor into the kernel's parameters at
+    launch, which a graph captures by value)."""
 
     kernel: object = None  # triton's CompiledKernel
     grid: tuple = ()
@@ -404,10 +406,7 @@ class GluonPlan(Plan):
         if desc is None:
             from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-            arg, ((rows, cols), box, dtype, layout) = list(self.descriptors.items())[operand]
-            if ptr % TMA_ALIGN:
-                raise LayoutError(f"{self.spec.name} moves its operands by TMA, whose base addresses must be "
-                                  f"{TMA_ALIGN}-byte aligned; {arg[0].upper()} starts at {ptr:#x}")
+            ((rows, cols), box, dtype, layout) = list(self.descriptors.values())[operand]
             if len(kept) >= KEPT_DESCRIPTORS:
                 kept.pop(next(iter(kept)))
             desc = kept[ptr] = TensorDescriptor(_Operand(ptr, dtype), [rows, cols], [cols, 1], box, layout)
@@ -417,5 +416,46 @@ class GluonPlan(Plan):
         if len(scales) != self.scales:
             raise TypeError(f"{self.spec.name} takes the addresses of {self.scales} scales after the stream, got "
                             f"{len(scales)}")
+        if (a | b | c) % TMA_ALIGN:
+            self._staged_launch(a, b, c, stream, scales)
+            return
         self.kernel[self.grid](self.descriptor(0, a), self.descriptor(1, b), self.descriptor(2, c), *scales,
                                *self.constexprs, stream=stream)
+
+    def _staged_launch(self, a, b, c, stream: int, scales: tuple) -> None:
+        """A launch with an operand whose base is off 16 bytes, which a TMA descriptor cannot take: that operand
+        copied on ``stream`` into a buffer of its own (staging_buffer), the kernel run on the copy, and C copied back
+        to its place after."""
+        from gemmlab import driver
+        from gemmlab.problem import np_dtype
+
+        ptrs, buffers, back = [a, b, c], [], None
+        for i, ((rows, cols), _, dtype, _) in enumerate(self.descriptors.values()):
+            if ptrs[i] % TMA_ALIGN:
+                width = cols * np_dtype(dtype).itemsize
+                buffer, address = staging_buffer(rows * width, stream)
+                buffers.append(buffer)
+                if i < 2:
+                    driver.copy_2d(address, width, ptrs[i], width, width, rows, stream)
+                else:
+                    back = (c, address, width, rows)
+                ptrs[i] = address
+        self.launch(*ptrs, stream, *scales)
+        if back is not None:
+            c, address, width, rows = back
+            driver.copy_2d(c, width, address, width, width, rows, stream)
+
+
+def staging_buffer(nbytes: int, stream: int) -> tuple[object, int]:
+    """Device memory for one call's staged operand: (the buffer, its address), from torch's caching allocator on
+    ``stream`` (the current device's), which hands it to another allocation on that stream only, after this call's
+    work in stream order, so the buffer is freed when the launch returns; under CUDA graph capture it comes from the
+    graph's pool, as torch's other intermediates there do."""
+    import contextlib
+
+    import torch
+
+    current = torch.cuda.current_stream().cuda_stream == stream  # torch's own calls: their stream is the current one
+    with contextlib.nullcontext() if current else torch.cuda.stream(torch.cuda.ExternalStream(stream)):
+        buffer = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+    return buffer, buffer.data_ptr()
