@@ -1,8 +1,8 @@
 """The Gluon levels under kernel="auto", without a GPU: dispatch ranks one where a table row says it is fastest and
 passes over it where it cannot take the call (a row TMA cannot stride, a layout it reads only after a copy, a fused
 epilogue, e5m2 operands, a batch, no Triton); the suite's grid times the FP8 ones at every shape while the shipped
-table has no row of them; and a call's plan (GPU calls made on the host: the device's answers stubbed, the compiled
-kernel replaced by a recorder) is one plan for every stream and graph capture, whose launches keep each address's
+table has no row of them; and a call's plan (GPU calls made on the host: the device's answers stubbed, Triton's
+launch replaced by a recorder) is one plan for every stream and graph capture, whose launches keep each address's
 TMA descriptor.
 
 On the H200, tests/kernels/gluon/test_gluon_gpu.py runs the same calls through torch tensors."""
@@ -34,13 +34,17 @@ pytestmark = pytest.mark.usefixtures("own_dispatch_cache")
 
 
 class _Recorder:
-    """Stands in for Triton's CompiledKernel at launch: records the grid, the arguments and the stream."""
+    """Stands in for a plan's TritonLaunch: each descriptor passed as its TensorDescriptor (not encoded: that needs
+    the driver), each launch's grid, arguments and stream recorded."""
 
     def __init__(self):
         self.calls = []
 
-    def __getitem__(self, grid):
-        return lambda *args, stream=None: self.calls.append((grid, args, stream))
+    def encode(self, operand, descriptor):
+        return [descriptor]
+
+    def __call__(self, grid, stream, *args):
+        self.calls.append((grid, args, stream))
 
 
 def rec(kernel, ms, precision, shape=SHAPE, layout=None, host_us=20.0):
@@ -195,8 +199,8 @@ def test_a_gluon_plan_serves_every_stream_and_capture_and_keeps_its_descriptors(
     """The plan kernel="auto" makes for a Gluon level holds no workspace and makes none: Prepared.for_stream gives
     the same plan on a side stream and under CUDA graph capture (no per-stream plan, which a Gluon level has no way
     to make). Its launches (as torch_op.direct makes them: the stream, then the scales' addresses) pass each operand's
-    TMA descriptor for its address, built once an address and kept, so a call at the addresses of an earlier one
-    builds none."""
+    TMA descriptor for its address, encoded once an address and kept, so a call at the addresses of an earlier one
+    encodes none."""
     gluon, _ = LEVELS[precision]
     if precision == "bf16":
         fa, fb, scales = Facts("torch", (SHAPE[0], SHAPE[2]), "bfloat16", ROW, 0), \
@@ -208,7 +212,7 @@ def test_a_gluon_plan_serves_every_stream_and_capture_and_keeps_its_descriptors(
     assert plan.spec.name == gluon and prepared.out_dtype == out and not (prepared.copy_a or prepared.copy_b)
     assert prepared.shared and prepared.for_stream(11) is plan and prepared.for_stream(22, capturing=True) is plan
     assert prepared.for_stream(33, capturing=False) is plan and not prepared.by_stream
-    plan.kernel = recorder = _Recorder()
+    plan.launcher = recorder = _Recorder()
     extra = (0x40000, 0x50000) if prepared.scaled else ()
     for stream, c in ((11, 0x30000), (22, 0x60000), (11, 0x30000)):
         prepared.for_stream(stream).launch(0x10000, 0x20000, c, stream, *extra)
@@ -227,10 +231,10 @@ def test_a_gluon_plan_serves_every_stream_and_capture_and_keeps_its_descriptors(
 
 
 def test_a_plan_keeps_a_bounded_number_of_descriptors_an_operand(on_host_h200, monkeypatch):
-    """Outputs at ever new addresses build a descriptor each and keep the last KEPT_DESCRIPTORS."""
+    """Outputs at ever new addresses encode a descriptor each and keep the last KEPT_DESCRIPTORS."""
     fa, fb, scales = _fp8_facts("fp8", SHAPE)
     plan = checks.prepare(fa, fb, "auto", None, 0, scales).plan
-    plan.kernel = recorder = _Recorder()
+    plan.launcher = recorder = _Recorder()
     addresses = [0x100000 + 256 * i for i in range(3 * gluon_kernel.KEPT_DESCRIPTORS)]
     for c in addresses:
         plan.launch(0x10000, 0x20000, c, 0, 0x40000, 0x50000)
@@ -312,15 +316,15 @@ def test_an_operand_off_16_bytes_is_staged_for_that_call(on_host_h200, monkeypat
     assert plan.spec.name == gluon
     events = []
 
-    class Kernel:
-        def __getitem__(self, grid):
-            return lambda *args, stream=None: events.append(("launch", [d.base.data_ptr() for d in args[:3]], stream))
+    class Launcher(_Recorder):
+        def __call__(self, grid, stream, *args):
+            events.append(("launch", [d.base.data_ptr() for d in args[:3]], stream))
 
     def staging_buffer(nbytes, stream):
         events.append(("buffer", nbytes, stream))
         return object(), 0x90000
 
-    plan.kernel = Kernel()
+    plan.launcher = Launcher()
     monkeypatch.setattr(gluon_kernel, "staging_buffer", staging_buffer)
     monkeypatch.setattr(driver, "copy_2d", lambda *args: events.append(("copy", *args)))
     ptrs = [0x10000, 0x20000, 0x30000]

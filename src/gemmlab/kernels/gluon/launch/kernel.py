@@ -359,30 +359,75 @@ class GluonKernel(KernelSpec):
                              gl.NVMMASharedLayout.get_default_for(list(block), getattr(gl, GLUON_TYPES[dtype])))
                        for arg, (block, dtype) in self.descriptor_blocks().items()}
         steps = [f"Triton {SUPPORTED} compiles {self.source}.py's {self.entry} for sm_90a (once a process)",
-                 f"TMA descriptors of A, B and C at each address an operand comes at, kept for the next launch "
-                 f"there; grid {geometry.grid[:2]}, {geometry.threads} threads"]
-        return GluonPlan(self, problem, layout, steps=steps, kernel=self.gluon_compile(), grid=geometry.grid,
-                         descriptors=descriptors, constexprs=tuple(self.constexprs().values()))
+                 f"TMA descriptors of A, B and C encoded at each address an operand comes at, kept for the next "
+                 f"launch there; grid {geometry.grid[:2]}, {geometry.threads} threads"]
+        compiled = self.gluon_compile()
+        return GluonPlan(self, problem, layout, steps=steps, kernel=compiled, grid=geometry.grid,
+                         descriptors=descriptors, constexprs=tuple(self.constexprs().values()),
+                         launcher=TritonLaunch(compiled))
 
 
 # descriptors a plan keeps per operand, by address: a caller's operands and outputs come back to a few addresses
-# (torch's caching allocator hands C the blocks it freed), so most launches build none
+# (torch's caching allocator hands C the blocks it freed), so most launches encode none
 KEPT_DESCRIPTORS = 16
+
+
+class TritonLaunch:
+    """Triton's launcher of one compiled kernel, called below the wrapper through which Triton launches a kernel that
+    takes TMA descriptors (triton.backends.nvidia.driver.wrap_handle_tensordesc, as Triton SUPPORTED has it), which
+    encodes every descriptor again on every launch (a driver call and a few Python objects each): a plan encodes an
+    operand's descriptor with the wrapper's own make_tensordesc_arg once an address (``encode``) and passes what it
+    made, so a launch at known addresses encodes none. The arguments before them are the ones Triton's CudaLauncher
+    passes for a kernel without scratch memory; Triton's launch hooks (its profiler's) do not see these launches."""
+
+    def __init__(self, compiled):
+        self.compiled = compiled
+        self.raw = None  # the launcher below the wrapper, once the binary is loaded
+        self.head = ()  # its arguments between the stream and the kernel's
+
+    def encode(self, operand: int, descriptor) -> list:
+        """The launch arguments of the TensorDescriptor of the kernel's ``operand``-th descriptor parameter: the
+        encoded tensor map, then its shape and strides."""
+        from triton.backends.nvidia.driver import make_tensordesc_arg
+
+        return make_tensordesc_arg(descriptor, self.compiled.metadata.tensordesc_meta[operand])
+
+    def __call__(self, grid: tuple, stream: int, *args) -> None:
+        """Launch on ``stream`` with ``args``: each descriptor's ``encode``, then the other parameters in order."""
+        if self.raw is None:
+            run = self.compiled.run  # loads the binary on the current device, once
+            self.head = (self.compiled.function, run.launch_cooperative_grid, run.launch_pdl, None, None,
+                         self.compiled.packed_metadata, None, None, None)
+            self.raw = below_wrapper(run)
+        self.raw(*grid, stream, *self.head, *args)
+
+
+def below_wrapper(launcher):
+    """The launch function under a Triton CudaLauncher's ``launch``, which wrap_handle_tensordesc wraps for a kernel
+    with TMA descriptor parameters; a Triton whose launcher is not that, or a kernel that needs scratch memory
+    (allocated per launch by Triton's launcher), is refused by name."""
+    names = getattr(getattr(launcher.launch, "__code__", None), "co_freevars", ())
+    if "launcher" not in names or launcher.global_scratch_size or launcher.profile_scratch_size:
+        raise MissingDependencyError(f"gemmlab launches Gluon kernels below Triton {SUPPORTED}'s descriptor wrapper "
+                                     f"(wrap_handle_tensordesc), which Triton {installed_triton()} does not have, or "
+                                     "for a kernel with scratch memory")
+    return launcher.launch.__closure__[names.index("launcher")].cell_contents
 
 
 @dataclass
 class GluonPlan(Plan):
-    """A Gluon level's launch: TMA descriptors of A, B and C at their addresses, each built the first time an operand
-    is at that address and kept (KEPT_DESCRIPTORS per operand), the scales' addresses, the compiled kernel on the
-    caller's stream. It holds no workspace (an operand staged for one call has a buffer for that call only), so one
-    plan serves every stream and CUDA graph capture (Triton encodes each descriptor into the kernel's parameters at
-    launch, which a graph captures by value)."""
+    """A Gluon level's launch: TMA descriptors of A, B and C at their addresses, each encoded the first time an
+    operand is at that address and kept (KEPT_DESCRIPTORS per operand), the scales' addresses, the compiled kernel on
+    the caller's stream (TritonLaunch). It holds no workspace (an operand staged for one call has a buffer for that
+    call only), so one plan serves every stream and CUDA graph capture (a descriptor is passed by value in the
+    kernel's parameters, which a graph captures)."""
 
     kernel: object = None  # triton's CompiledKernel
     grid: tuple = ()
     descriptors: dict | None = None  # argument: ((rows, columns), box, dtype, shared layout)
     constexprs: tuple = ()
-    kept: tuple = field(init=False, default=())  # per operand {address: TensorDescriptor}
+    launcher: object = None  # TritonLaunch of ``kernel``
+    kept: tuple = field(init=False, default=())  # per operand {address: its encoded launch arguments}
     scales: int = field(init=False, default=0)  # the scales' addresses a launch takes after the stream
 
     def __post_init__(self):
@@ -400,17 +445,21 @@ class GluonPlan(Plan):
                     a.scale.data.ptr, b.scale.data.ptr)
 
     def descriptor(self, operand: int, ptr: int):
-        """The TMA descriptor of operand ``operand`` (0, 1, 2: A, B, C) at ``ptr``, kept for the next launch there."""
-        kept = self.kept[operand]
-        desc = kept.get(ptr)
-        if desc is None:
-            from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+        """The TMA descriptor (Gluon's TensorDescriptor) of operand ``operand`` (0, 1, 2: A, B, C) at ``ptr``."""
+        from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-            ((rows, cols), box, dtype, layout) = list(self.descriptors.values())[operand]
+        ((rows, cols), box, dtype, layout) = list(self.descriptors.values())[operand]
+        return TensorDescriptor(_Operand(ptr, dtype), [rows, cols], [cols, 1], box, layout)
+
+    def arguments(self, operand: int, ptr: int) -> list:
+        """The launch arguments of operand ``operand``'s descriptor at ``ptr``, kept for the next launch there."""
+        kept = self.kept[operand]
+        args = kept.get(ptr)
+        if args is None:
             if len(kept) >= KEPT_DESCRIPTORS:
                 kept.pop(next(iter(kept)))
-            desc = kept[ptr] = TensorDescriptor(_Operand(ptr, dtype), [rows, cols], [cols, 1], box, layout)
-        return desc
+            args = kept[ptr] = self.launcher.encode(operand, self.descriptor(operand, ptr))
+        return args
 
     def launch(self, a, b, c, stream: int = 0, *scales) -> None:
         if len(scales) != self.scales:
@@ -419,8 +468,8 @@ class GluonPlan(Plan):
         if (a | b | c) % TMA_ALIGN:
             self._staged_launch(a, b, c, stream, scales)
             return
-        self.kernel[self.grid](self.descriptor(0, a), self.descriptor(1, b), self.descriptor(2, c), *scales,
-                               *self.constexprs, stream=stream)
+        self.launcher(self.grid, stream, *self.arguments(0, a), *self.arguments(1, b), *self.arguments(2, c),
+                      *scales, *self.constexprs)
 
     def _staged_launch(self, a, b, c, stream: int, scales: tuple) -> None:
         """A launch with an operand whose base is off 16 bytes, which a TMA descriptor cannot take: that operand
