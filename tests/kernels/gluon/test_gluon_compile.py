@@ -273,8 +273,8 @@ def test_a_launch_passes_triton_s_launcher_what_triton_s_own_launch_would(name, 
         encoded.append(args[0])
         return ("map", *args)
 
-    monkeypatch.setattr(triton.runtime.driver, "_active",
-                        types.SimpleNamespace(utils=types.SimpleNamespace(fill_tma_descriptor=fill_tma_descriptor)))
+    monkeypatch.setattr(triton.runtime.driver, "_active", types.SimpleNamespace(
+        utils=types.SimpleNamespace(fill_tma_descriptor=fill_tma_descriptor), get_current_device=lambda: 0))
     spec = get_kernel(name)
     plan = spec.plan(_problem(spec, 2047, 3064, 4112))
     compiled, calls = plan.kernel, []
@@ -284,8 +284,17 @@ def test_a_launch_passes_triton_s_launcher_what_triton_s_own_launch_would(name, 
         num_ctas=md.num_ctas, launch_cooperative_grid=md.launch_cooperative_grid, launch_pdl=md.launch_pdl,
         **{f"{kind}_scratch_{what}": getattr(md, f"{kind}_scratch_{what}") for kind in ("global", "profile")
            for what in ("size", "align")})
-    plan.launcher.compiled = types.SimpleNamespace(run=run, function=0xF00, packed_metadata=compiled.packed_metadata,
-                                                   metadata=compiled.metadata)
+
+    class Compiled:  # a CompiledKernel whose binary "loads" as its run is first read
+        packed_metadata, metadata, module, function, _run = compiled.packed_metadata, md, None, None, None
+
+        @property
+        def run(self):
+            if self._run is None:
+                self.module, self.function, self._run = "module", 0xF00, run
+            return self._run
+
+    plan.launcher.compiled = Compiled()
     scales = (0x40000, 0x50000)[:plan.scales]
     plan.launch(0x10000, 0x20000, 0x30000, 77, *scales)
     # Triton's own: CompiledKernel[grid](*args, stream=77) calls CudaLauncher with these
@@ -297,6 +306,27 @@ def test_a_launch_passes_triton_s_launcher_what_triton_s_own_launch_would(name, 
     plan.launch(0x10000, 0x20000, 0x30000, 78, *scales)
     plan.launch(0x10000, 0x20000, 0x60000, 78, *scales)
     assert encoded[6:] == [0x60000] and calls[2][3] == 78 and calls[2][13:] == ours[13:]
+
+
+def test_a_binary_is_loaded_once_a_device(monkeypatch):
+    """Triton loads a CompiledKernel's binary on the device current at its first launch, once: a plan's launcher
+    takes the copy of its level's kernel for the device current at the plan's first launch, one copy a device, whose
+    handles load there; the kernel kept for the process is never loaded."""
+    import types
+
+    import triton
+
+    device_now = [0]
+    monkeypatch.setattr(triton.runtime.driver, "_active",
+                        types.SimpleNamespace(get_current_device=lambda: device_now[0]))
+    compiled = type("Compiled", (), {"module": None, "function": None, "_run": None, "asm": {"cubin": b""}})()
+    first = gluon_kernel.loaded_here(compiled)
+    assert gluon_kernel.loaded_here(compiled) is first and first is not compiled and first.asm is compiled.asm
+    first.module = "loaded on 0"
+    device_now[0] = 1
+    second = gluon_kernel.loaded_here(compiled)
+    assert second is not first and (second.module, second.function, second._run) == (None, None, None)
+    assert compiled.module is None
 
 
 def _consumer_loops(spec, tmp_path) -> list[list[str]]:

@@ -383,3 +383,25 @@ def test_linear_runs_the_gluon_level_after_a_copy_and_a_bias_elsewhere(auto_tabl
             z = torch.nn.functional.gelu(z)
         _assert_right(y.reshape(-1, 3072), z, "bf16", None, 4096)
         assert not ran()[0].startswith("gluon/")
+
+
+@pytest.mark.parametrize("name", list(TWINS))
+def test_one_process_runs_a_level_on_two_gpus(name):
+    """The same level named for operands on cuda:0, then cuda:1, then cuda:0 again: each device loads the binary of
+    its own, and each call is right (skipped on a machine of one GPU)."""
+    import torch
+
+    _needs_gpu()
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two CUDA GPUs")
+    precision = get_kernel(name).precision
+    for index in (0, 1, 0):
+        with torch.cuda.device(index):
+            f = TorchCall(precision, API_SHAPES[1], name)
+            assert f.buffers["a"].device.index == index
+            c = f()
+        with torch.cuda.device(0):  # the operands' device is not the current one for the calls on cuda:1
+            c = f()
+        torch.cuda.synchronize(index)
+        assert c.device.index == index
+        _assert_right(c, f.buffers["ref"], precision, None, API_SHAPES[1][2])

@@ -13,14 +13,15 @@ tensor) is staged for that call: copied into a buffer of its own (C copied back 
 Triton is optional and Gluon's API changes between releases: the levels are written for Triton ``SUPPORTED`` (what
 torch brings on the H200, pinned by the gemmlab[gluon] extra). Without it, or with another version, every level
 refuses every problem with a MissingDependencyError naming the versions; reading the registry imports no Triton.
-Launching needs PyTorch too: Triton's CUDA driver finds the current device through it, and loads each level's binary
-once a process on the device torch calls current: the levels run on one GPU.
+Launching needs PyTorch too: Triton's CUDA driver finds the current device through it; a level's binary is loaded
+once a device, on the first launch of a plan there (loaded_here).
 """
 from __future__ import annotations
 
 import importlib
 import importlib.metadata
 import importlib.util
+import weakref
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Mapping
@@ -394,12 +395,33 @@ class TritonLaunch:
 
     def __call__(self, grid: tuple, stream: int, *args) -> None:
         """Launch on ``stream`` with ``args``: each descriptor's ``encode``, then the other parameters in order."""
-        if self.raw is None:
-            run = self.compiled.run  # loads the binary on the current device, once
-            self.head = (self.compiled.function, run.launch_cooperative_grid, run.launch_pdl, None, None,
-                         self.compiled.packed_metadata, None, None, None)
+        if self.raw is None:  # a plan runs on one device: the one current at its first launch
+            kernel = loaded_here(self.compiled)
+            run = kernel.run
+            self.head = (kernel.function, run.launch_cooperative_grid, run.launch_pdl, None, None,
+                         kernel.packed_metadata, None, None, None)
             self.raw = below_wrapper(run)
         self.raw(*grid, stream, *self.head, *args)
+
+
+_loaded = weakref.WeakKeyDictionary()  # a compiled kernel -> {device: a copy of it loaded there}
+
+
+def loaded_here(compiled):
+    """``compiled`` (a CompiledKernel) for the device current now: Triton loads a CompiledKernel's binary once, on the
+    device current when its ``run`` is first read, so each device gets a copy of its own, whose ``run`` loads it
+    there."""
+    import copy
+
+    from triton.runtime import driver as triton_driver
+
+    copies = _loaded.setdefault(compiled, {})
+    device = triton_driver.active.get_current_device()
+    kernel = copies.get(device)
+    if kernel is None:
+        kernel = copies[device] = copy.copy(compiled)
+        kernel.module = kernel.function = kernel._run = None  # its handles, which its first ``run`` loads here
+    return kernel
 
 
 def below_wrapper(launcher):
