@@ -429,10 +429,12 @@ def below_wrapper(launcher):
     with TMA descriptor parameters; a Triton whose launcher is not that, or a kernel that needs scratch memory
     (allocated per launch by Triton's launcher), is refused by name."""
     names = getattr(getattr(launcher.launch, "__code__", None), "co_freevars", ())
-    if "launcher" not in names or launcher.global_scratch_size or launcher.profile_scratch_size:
+    if "launcher" not in names:
         raise MissingDependencyError(f"gemmlab launches Gluon kernels below Triton {SUPPORTED}'s descriptor wrapper "
-                                     f"(wrap_handle_tensordesc), which Triton {installed_triton()} does not have, or "
-                                     "for a kernel with scratch memory")
+                                     f"(wrap_handle_tensordesc), which Triton {installed_triton()}'s launcher is not")
+    if launcher.global_scratch_size or launcher.profile_scratch_size:
+        raise RuntimeError("a Gluon kernel that needs scratch memory, which Triton's launcher allocates per launch: "
+                           "gemmlab's launch passes none")
     return launcher.launch.__closure__[names.index("launcher")].cell_contents
 
 
@@ -500,21 +502,20 @@ class GluonPlan(Plan):
         from gemmlab import driver
         from gemmlab.problem import np_dtype
 
-        ptrs, buffers, back = [a, b, c], [], None
+        ptrs, buffers, c_back = [a, b, c], [], None
         for i, ((rows, cols), _, dtype, _) in enumerate(self.descriptors.values()):
             if ptrs[i] % TMA_ALIGN:
                 width = cols * np_dtype(dtype).itemsize
                 buffer, address = staging_buffer(rows * width, stream)
-                buffers.append(buffer)
+                buffers.append(buffer)  # alive until the copies and the launch are enqueued
                 if i < 2:
                     driver.copy_2d(address, width, ptrs[i], width, width, rows, stream)
-                else:
-                    back = (c, address, width, rows)
+                else:  # C: copied to its place after the launch
+                    c_back = (c, width, address, width, width, rows, stream)
                 ptrs[i] = address
         self.launch(*ptrs, stream, *scales)
-        if back is not None:
-            c, address, width, rows = back
-            driver.copy_2d(c, width, address, width, width, rows, stream)
+        if c_back:
+            driver.copy_2d(*c_back)
 
 
 def staging_buffer(nbytes: int, stream: int) -> tuple[object, int]:
