@@ -343,3 +343,12 @@ def test_an_operand_off_16_bytes_is_staged_for_that_call(on_host_h200, monkeypat
     else:
         assert events == [("buffer", rows * width, 5), launch,
                           ("copy", ptrs[off], width, 0x90000, width, width, rows, 5)]
+
+
+def test_fp16_reads_bf16s_table_without_the_gluon_levels(table):
+    """FP16 calls rank BF16's rows under each level's FP16 name; the Gluon levels have no FP16 build, so their rows
+    are left out and the CUDA level's FP16 build runs."""
+    problem = Problem(*SHAPE, "fp16")
+    names = [c.spec.name for c in dispatch.rank(problem, ROW_MAJOR, H200)]
+    assert names == ["cuda/tc4_persistent_fp16"]
+    assert dispatch.choose(problem, ROW_MAJOR, H200).spec.name == "cuda/tc4_persistent_fp16"
