@@ -363,10 +363,11 @@ def _renamed(name: str, source: str, precision: str) -> str:
     return name[:-len(source)] + precision
 
 
-def choose(problem: Problem, layout: Layout, gpu, epilogue=None) -> Choice:
+def choose(problem: Problem, layout: Layout, gpu, epilogue=None, formats: tuple | None = None) -> Choice:
     """The kernel gemmlab.matmul runs for ``problem`` on ``gpu`` (a GPUInfo), and why (``_choose``); a precision that
-    reads another's dispatch table says so."""
-    choice = _choose(problem, layout, gpu, epilogue)
+    reads another's dispatch table says so. ``formats``: the FP8 operands' dtypes (A's, B's), which a kernel must have
+    a build for."""
+    choice = _choose(problem, layout, gpu, epilogue, formats)
     source = problem.prec.dispatch_precision
     if source == problem.precision:
         return choice
@@ -374,10 +375,11 @@ def choose(problem: Problem, layout: Layout, gpu, epilogue=None) -> Choice:
                                            f"{source}'s dispatch table, the same tensor-core instruction rates)")
 
 
-def _choose(problem: Problem, layout: Layout, gpu, epilogue=None) -> Choice:
+def _choose(problem: Problem, layout: Layout, gpu, epilogue=None, formats: tuple | None = None) -> Choice:
     """The kernel gemmlab.matmul runs for ``problem`` on ``gpu`` (a GPUInfo), and why: of the kernels ``rank``
     predicts fastest per call, the first that takes the problem and reads the layout in place, else the first that
-    takes it after a copy (with a fused ``epilogue``, of the kernels that fuse it). Between measured shapes, the winner measured at the nearest one stands against a
+    takes it after a copy (with a fused ``epilogue``, of the kernels that fuse it; with FP8 ``formats``, of those
+    that have a build for them). Between measured shapes, the winner measured at the nearest one stands against a
     prediction faster by less than a factor (1 + MARGIN)^(1 + d), d that shape's distance: the model's ratio is
     trusted less the farther it reaches. Without a measured kernel that takes the problem, the precision's
     defaults."""
@@ -390,10 +392,11 @@ def _choose(problem: Problem, layout: Layout, gpu, epilogue=None) -> Choice:
     refusals: list = []
     ranked = rank(problem, layout, gpu)
     for c in ranked:
-        runs = c.spec.is_valid(problem) or c.spec.unsupported(gpu)
+        runs = c.spec.is_valid(problem) or c.spec.unsupported(gpu) or (formats and c.spec.formats_refusal(*formats))
         if runs:
             refusals.append(runs)
-    usable = [c for c in ranked if not c.refusal and not c.spec.epilogue_refusal(epilogue)]
+    usable = [c for c in ranked if not c.refusal and not c.spec.epilogue_refusal(epilogue)
+              and not (formats and c.spec.formats_refusal(*formats))]
     in_place = [c for c in usable if c.copies == ()]
     if in_place:
         pick = _anchored(in_place)
@@ -409,7 +412,8 @@ def _choose(problem: Problem, layout: Layout, gpu, epilogue=None) -> Choice:
             spec = get_kernel(name)
         except UnknownKernelError:
             return None
-        why = spec.is_valid(problem) or spec.unsupported(gpu) or spec.epilogue_refusal(epilogue)
+        why = spec.is_valid(problem) or spec.unsupported(gpu) or spec.epilogue_refusal(epilogue) or \
+            (formats and spec.formats_refusal(*formats))
         if why:
             refusals.append(why)
             return None

@@ -130,7 +130,7 @@ def resolve(fa: Facts, fb: Facts, kernel, precision, on_gpu: bool, gpu, scales: 
     from gemmlab import dispatch
 
     layout = Layout(fa.layout or ROW, fb.layout or ROW)  # strided operands are copied into row-major order
-    choice = dispatch.choose(problem, layout, gpu, epilogue)
+    choice = dispatch.choose(problem, layout, gpu, epilogue, (fa.dtype, fb.dtype) if fp8 else None)
     return _formats(choice.spec, fa, fb, out_dtype), problem, choice.why, scaled
 
 

@@ -360,6 +360,15 @@ class KernelSpec:
                              f"{out} C")
         return self
 
+    def formats_refusal(self, a: str, b: str) -> str:
+        """Why this kernel has no build for A and B in dtypes ``a`` and ``b`` ("" if it has one): kernel="auto" passes
+        over it for such operands (the Gluon FP8 levels take e4m3 only, the CUDA ones e5m2 too)."""
+        try:
+            self.for_formats(a, b, self.prec.output_dtype)
+        except DTypeError as e:
+            return Refusal(str(e), DTypeError)
+        return ""
+
     def for_problem(self, problem: Problem) -> "KernelSpec":
         """The spec that actually runs ``problem``: itself, except for kernels that pick parameters per shape."""
         return self

@@ -4,12 +4,14 @@ memory against the compiled kernel's, tc4's tile width per problem (cuda/tc4's r
 by name, and a Triton of another version refused by name. tc8 (block-scaled FP8): each consumer partition's k-tile
 loop promotes into FP32 with the next k-tile's scales in flight, its tiles refused where they would straddle B's
 scale blocks, its variants of two partitions and 64-wide tiles compiled, and its operands' scale layouts and
-traffic model those of its CUDA C twin.
+traffic model those of its CUDA C twin. A launch's arguments: the descriptors, scales and constexprs of the compiled
+signature, and what reaches the launch function under Triton's descriptor wrapper, the same as Triton's own launch
+passes it.
 
 What cannot be checked here: that the kernels compute C (tests/kernels/gluon/test_gluon_gpu.py, on a GPU; for tc8
 that it reads each k-block's scales at the right place), the registers ptxas gave each partition (Triton reads them
-when it loads the cubin), that TMA zero-fills and clips the ragged edges as the descriptors ask, and the launch path
-(the descriptors encoded by Triton's driver, the stream).
+when it loads the cubin), that TMA zero-fills and clips the ragged edges as the descriptors ask, and the launch itself
+(the binary loaded, the descriptors encoded by the driver, the kernel on the stream).
 One binary serves every shape: the shape travels in the descriptors, so there is no ragged-shape specialization.
 """
 import re
@@ -203,23 +205,27 @@ def test_parameters_that_cannot_build_are_refused():
 
 
 class _Recorder:
-    """Stands in for Triton's CompiledKernel at launch: records the grid, the arguments and the stream."""
+    """Stands in for a plan's TritonLaunch: each descriptor passed as its TensorDescriptor (not encoded), and each
+    launch's grid, arguments and stream recorded."""
 
     def __init__(self, compiled):
         self.compiled, self.calls = compiled, []
 
-    def __getitem__(self, grid):
-        return lambda *args, stream=None: self.calls.append((grid, args, stream))
+    def encode(self, operand, descriptor):
+        return [descriptor]
+
+    def __call__(self, grid, stream, *args):
+        self.calls.append((grid, args, stream))
 
 
 @needs_triton
 @pytest.mark.parametrize("name, m, n", [pytest.param(name, *mn, id=f"{name.split('/')[1]}-{mn[0]}x{mn[1]}")
                                         for name in LEVELS for mn in ((127, 264), (2047, 3064))])
 def test_a_launch_passes_the_compiled_signature_its_descriptors(name, m, n, monkeypatch):
-    """The host half of a launch, up to Triton's launcher: one argument per parameter of the compiled signature,
-    descriptors of A (M×K), B (K×N) and C (M×N) row-major at the operands' addresses with the boxes of the build that
-    runs the problem (tc4's narrow tile at both shapes: B and C in 64-column boxes; tc8's A and C in a warpgroup's 64
-    rows), the grid of the geometry and the caller's stream, then the scales' addresses."""
+    """The host half of a launch, up to Triton's encoding of the descriptors: one argument per parameter of the
+    compiled signature, descriptors of A (M×K), B (K×N) and C (M×N) row-major at the operands' addresses with the
+    boxes of the build that runs the problem (tc4's narrow tile at both shapes: B and C in 64-column boxes; tc8's A
+    and C in a warpgroup's 64 rows), the grid of the geometry and the caller's stream, then the scales' addresses."""
     from gemmlab import device
 
     monkeypatch.setattr(device, "require_gpu", lambda what: None)
@@ -229,7 +235,7 @@ def test_a_launch_passes_the_compiled_signature_its_descriptors(name, m, n, monk
     assert spec == get_kernel(name).for_problem(problem)
     narrows = "NARROW_BN" in get_kernel(name).params
     assert spec.params["BN"] == (192 if narrows else get_kernel(name).params["BN"])  # fewer wide tiles than SMs too
-    plan.kernel = recorder = _Recorder(plan.kernel)
+    plan.launcher = recorder = _Recorder(plan.kernel)
     scales = (0x40000, 0x50000)[:len(spec.scale_args())]  # FP8's scales, per tensor or per block, follow the stream
     plan.launch(0x10000, 0x20000, 0x30000, 77, *scales)
     (grid, args, stream), = recorder.calls
@@ -243,8 +249,84 @@ def test_a_launch_passes_the_compiled_signature_its_descriptors(name, m, n, monk
         (0x10000, [m, 4112], [4112, 1], [64 if spec.warpgroup_partitions else bm, bk]), (0x20000, *b_rows),
         (0x30000, [m, n], [n, 1], list(spec.c_box))]
     assert list(args[3:]) == [*scales, *spec.constexprs().values()]
-    with pytest.raises(LayoutError, match="B starts at 0x20008"):
-        plan.launch(0x10000, 0x20008, 0x30000, 0, *scales)
+
+
+@needs_triton
+@pytest.mark.parametrize("name", LEVELS)
+def test_a_launch_passes_triton_s_launcher_what_triton_s_own_launch_would(name, monkeypatch):
+    """A plan's TritonLaunch calls the launch function under Triton's descriptor wrapper with the arguments Triton's
+    CudaLauncher, through that wrapper, gives it for the same call (each descriptor's tensor map, encoded here by a
+    stand-in for the driver's fill_tma_descriptor that records what it was asked, its shape and strides; the scales;
+    the constexprs), and encodes a descriptor once an address: a second launch at the same addresses encodes none,
+    one with C elsewhere encodes C's alone."""
+    import types
+
+    import triton
+    from triton.backends.nvidia.driver import CudaLauncher, wrap_handle_tensordesc
+
+    from gemmlab import device
+
+    monkeypatch.setattr(device, "require_gpu", lambda what: None)
+    encoded = []
+
+    def fill_tma_descriptor(*args):
+        encoded.append(args[0])
+        return ("map", *args)
+
+    monkeypatch.setattr(triton.runtime.driver, "_active", types.SimpleNamespace(
+        utils=types.SimpleNamespace(fill_tma_descriptor=fill_tma_descriptor), get_current_device=lambda: 0))
+    spec = get_kernel(name)
+    plan = spec.plan(_problem(spec, 2047, 3064, 4112))
+    compiled, calls = plan.kernel, []
+    md = compiled.metadata  # what CudaLauncher.__init__ reads of it
+    run = types.SimpleNamespace(
+        launch=wrap_handle_tensordesc(lambda *args: calls.append(args), compiled.src.signature, md.tensordesc_meta),
+        num_ctas=md.num_ctas, launch_cooperative_grid=md.launch_cooperative_grid, launch_pdl=md.launch_pdl,
+        **{f"{kind}_scratch_{what}": getattr(md, f"{kind}_scratch_{what}") for kind in ("global", "profile")
+           for what in ("size", "align")})
+
+    class Compiled:  # a CompiledKernel whose binary "loads" as its run is first read
+        packed_metadata, metadata, module, function, _run = compiled.packed_metadata, md, None, None, None
+
+        @property
+        def run(self):
+            if self._run is None:
+                self.module, self.function, self._run = "module", 0xF00, run
+            return self._run
+
+    plan.launcher.compiled = Compiled()
+    scales = (0x40000, 0x50000)[:plan.scales]
+    plan.launch(0x10000, 0x20000, 0x30000, 77, *scales)
+    # Triton's own: CompiledKernel[grid](*args, stream=77) calls CudaLauncher with these
+    descriptors = [plan.descriptor(i, ptr) for i, ptr in enumerate((0x10000, 0x20000, 0x30000))]
+    CudaLauncher.__call__(run, *plan.grid, 77, 0xF00, compiled.packed_metadata, None, None, None, *descriptors,
+                          *scales, *plan.constexprs)
+    ours, triton_s = calls
+    assert ours == triton_s and len(encoded) == 6
+    plan.launch(0x10000, 0x20000, 0x30000, 78, *scales)
+    plan.launch(0x10000, 0x20000, 0x60000, 78, *scales)
+    assert encoded[6:] == [0x60000] and calls[2][3] == 78 and calls[2][13:] == ours[13:]
+
+
+def test_a_binary_is_loaded_once_a_device(monkeypatch):
+    """Triton loads a CompiledKernel's binary on the device current at its first launch, once: a plan's launcher
+    takes the copy of its level's kernel for the device current at the plan's first launch, one copy a device, whose
+    handles load there; the kernel kept for the process is never loaded."""
+    import types
+
+    import triton
+
+    device_now = [0]
+    monkeypatch.setattr(triton.runtime.driver, "_active",
+                        types.SimpleNamespace(get_current_device=lambda: device_now[0]))
+    compiled = type("Compiled", (), {"module": None, "function": None, "_run": None, "asm": {"cubin": b""}})()
+    first = gluon_kernel.loaded_here(compiled)
+    assert gluon_kernel.loaded_here(compiled) is first and first is not compiled and first.asm is compiled.asm
+    first.module = "loaded on 0"
+    device_now[0] = 1
+    second = gluon_kernel.loaded_here(compiled)
+    assert second is not first and (second.module, second.function, second._run) == (None, None, None)
+    assert compiled.module is None
 
 
 def _consumer_loops(spec, tmp_path) -> list[list[str]]:

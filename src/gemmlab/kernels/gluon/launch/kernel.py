@@ -6,20 +6,22 @@ descriptors). A plan launches that binary on the caller's stream, with descripto
 addresses: TMA zero-fills the reads past M, N and K and clips the stores, so ragged M, N and K need no masks.
 
 TMA's limits are the levels' limits: each row of A, B and C must start a multiple of 16 bytes after the last (K and N
-multiples of 8 for BF16 operands; K of 16 and N of 8 for FP8's, B being N×K; N of 4 for FP32 C), and each base
-16-byte aligned; other shapes are refused with that limit named.
+multiples of 8 for BF16 operands; K of 16 and N of 8 for FP8's, B being N×K; N of 4 for FP32 C); other shapes are
+refused with that limit named, so kernel="auto" runs another level there. A base off 16 bytes (a view into a larger
+tensor) is staged for that call: copied into a buffer of its own (C copied back after), as the CUDA levels stage it.
 
 Triton is optional and Gluon's API changes between releases: the levels are written for Triton ``SUPPORTED`` (what
 torch brings on the H200, pinned by the gemmlab[gluon] extra). Without it, or with another version, every level
 refuses every problem with a MissingDependencyError naming the versions; reading the registry imports no Triton.
-Launching needs PyTorch too: Triton's CUDA driver finds the current device through it, and loads each level's binary
-once a process on the device torch calls current: the levels run on one GPU.
+Launching needs PyTorch too: Triton's CUDA driver finds the current device through it; a level's binary is loaded
+once a device, on the first launch of a plan there (loaded_here).
 """
 from __future__ import annotations
 
 import importlib
 import importlib.metadata
 import importlib.util
+import weakref
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Mapping
@@ -358,18 +360,103 @@ class GluonKernel(KernelSpec):
                              gl.NVMMASharedLayout.get_default_for(list(block), getattr(gl, GLUON_TYPES[dtype])))
                        for arg, (block, dtype) in self.descriptor_blocks().items()}
         steps = [f"Triton {SUPPORTED} compiles {self.source}.py's {self.entry} for sm_90a (once a process)",
-                 f"TMA descriptors of A, B and C from their addresses, each launch; grid {geometry.grid[:2]}, "
-                 f"{geometry.threads} threads"]
-        return GluonPlan(self, problem, layout, steps=steps, kernel=self.gluon_compile(), grid=geometry.grid,
-                         descriptors=descriptors, constexprs=tuple(self.constexprs().values()))
+                 f"TMA descriptors of A, B and C encoded at each address an operand comes at, kept for the next "
+                 f"launch there; grid {geometry.grid[:2]}, {geometry.threads} threads"]
+        compiled = self.gluon_compile()
+        return GluonPlan(self, problem, layout, steps=steps, kernel=compiled, grid=geometry.grid,
+                         descriptors=descriptors, constexprs=tuple(self.constexprs().values()),
+                         launcher=TritonLaunch(compiled))
+
+
+# descriptors a plan keeps per operand, by address: a caller's operands and outputs come back to a few addresses
+# (torch's caching allocator hands C the blocks it freed), so most launches encode none
+KEPT_DESCRIPTORS = 16
+
+
+class TritonLaunch:
+    """Triton's launcher of one compiled kernel, called below the wrapper through which Triton launches a kernel that
+    takes TMA descriptors (triton.backends.nvidia.driver.wrap_handle_tensordesc, as Triton SUPPORTED has it), which
+    encodes every descriptor again on every launch (a driver call and a few Python objects each): a plan encodes an
+    operand's descriptor with the wrapper's own make_tensordesc_arg once an address (``encode``) and passes what it
+    made, so a launch at known addresses encodes none. The arguments before them are the ones Triton's CudaLauncher
+    passes for a kernel without scratch memory; Triton's launch hooks (its profiler's) do not see these launches."""
+
+    def __init__(self, compiled):
+        self.compiled = compiled
+        self.raw = None  # the launcher below the wrapper, once the binary is loaded
+        self.head = ()  # its arguments between the stream and the kernel's
+
+    def encode(self, operand: int, descriptor) -> list:
+        """The launch arguments of the TensorDescriptor of the kernel's ``operand``-th descriptor parameter: the
+        encoded tensor map, then its shape and strides."""
+        from triton.backends.nvidia.driver import make_tensordesc_arg
+
+        return make_tensordesc_arg(descriptor, self.compiled.metadata.tensordesc_meta[operand])
+
+    def __call__(self, grid: tuple, stream: int, *args) -> None:
+        """Launch on ``stream`` with ``args``: each descriptor's ``encode``, then the other parameters in order."""
+        if self.raw is None:  # a plan runs on one device: the one current at its first launch
+            kernel = loaded_here(self.compiled)
+            run = kernel.run
+            self.head = (kernel.function, run.launch_cooperative_grid, run.launch_pdl, None, None,
+                         kernel.packed_metadata, None, None, None)
+            self.raw = below_wrapper(run)
+        self.raw(*grid, stream, *self.head, *args)
+
+
+_loaded = weakref.WeakKeyDictionary()  # a compiled kernel -> {device: a copy of it loaded there}
+
+
+def loaded_here(compiled):
+    """``compiled`` (a CompiledKernel) for the device current now: Triton loads a CompiledKernel's binary once, on the
+    device current when its ``run`` is first read, so each device gets a copy of its own, whose ``run`` loads it
+    there."""
+    import copy
+
+    from triton.runtime import driver as triton_driver
+
+    copies = _loaded.setdefault(compiled, {})
+    device = triton_driver.active.get_current_device()
+    kernel = copies.get(device)
+    if kernel is None:
+        kernel = copies[device] = copy.copy(compiled)
+        kernel.module = kernel.function = kernel._run = None  # its handles, which its first ``run`` loads here
+    return kernel
+
+
+def below_wrapper(launcher):
+    """The launch function under a Triton CudaLauncher's ``launch``, which wrap_handle_tensordesc wraps for a kernel
+    with TMA descriptor parameters; a Triton whose launcher is not that, or a kernel that needs scratch memory
+    (allocated per launch by Triton's launcher), is refused by name."""
+    names = getattr(getattr(launcher.launch, "__code__", None), "co_freevars", ())
+    if "launcher" not in names:
+        raise MissingDependencyError(f"gemmlab launches Gluon kernels below Triton {SUPPORTED}'s descriptor wrapper "
+                                     f"(wrap_handle_tensordesc), which Triton {installed_triton()}'s launcher is not")
+    if launcher.global_scratch_size or launcher.profile_scratch_size:
+        raise RuntimeError("a Gluon kernel that needs scratch memory, which Triton's launcher allocates per launch: "
+                           "gemmlab's launch passes none")
+    return launcher.launch.__closure__[names.index("launcher")].cell_contents
 
 
 @dataclass
 class GluonPlan(Plan):
+    """A Gluon level's launch: TMA descriptors of A, B and C at their addresses, each encoded the first time an
+    operand is at that address and kept (KEPT_DESCRIPTORS per operand), the scales' addresses, the compiled kernel on
+    the caller's stream (TritonLaunch). It holds no workspace (an operand staged for one call has a buffer for that
+    call only), so one plan serves every stream and CUDA graph capture (a descriptor is passed by value in the
+    kernel's parameters, which a graph captures)."""
+
     kernel: object = None  # triton's CompiledKernel
     grid: tuple = ()
     descriptors: dict | None = None  # argument: ((rows, columns), box, dtype, shared layout)
     constexprs: tuple = ()
+    launcher: object = None  # TritonLaunch of ``kernel``
+    kept: tuple = field(init=False, default=())  # per operand {address: its encoded launch arguments}
+    scales: int = field(init=False, default=0)  # the scales' addresses a launch takes after the stream
+
+    def __post_init__(self):
+        self.kept = tuple({} for _ in self.descriptors)
+        self.scales = len(self.spec.scale_args())
 
     def run(self, a, b, c) -> None:
         """The harness's call: CuPy arrays, or FP8's Scaled operands, whose scales' addresses follow the stream."""
@@ -381,16 +468,66 @@ class GluonPlan(Plan):
         self.launch(a.data.data.ptr, b.data.data.ptr, c.data.ptr, cupy.cuda.get_current_stream().ptr,
                     a.scale.data.ptr, b.scale.data.ptr)
 
-    def launch(self, a, b, c, stream: int = 0, *scales) -> None:
+    def descriptor(self, operand: int, ptr: int):
+        """The TMA descriptor (Gluon's TensorDescriptor) of operand ``operand`` (0, 1, 2: A, B, C) at ``ptr``."""
         from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-        args = []
-        for ptr, (arg, ((rows, cols), box, dtype, layout)) in zip((a, b, c), self.descriptors.items()):
-            if ptr % TMA_ALIGN:
-                raise LayoutError(f"{self.spec.name} moves its operands by TMA, whose base addresses must be "
-                                  f"{TMA_ALIGN}-byte aligned; {arg[0].upper()} starts at {ptr:#x}")
-            args.append(TensorDescriptor(_Operand(ptr, dtype), [rows, cols], [cols, 1], box, layout))
-        if len(scales) != len(self.spec.scale_args()):
-            raise TypeError(f"{self.spec.name} takes the addresses of {len(self.spec.scale_args())} scales after the "
-                            f"stream, got {len(scales)}")
-        self.kernel[self.grid](*args, *scales, *self.constexprs, stream=stream)
+        ((rows, cols), box, dtype, layout) = list(self.descriptors.values())[operand]
+        return TensorDescriptor(_Operand(ptr, dtype), [rows, cols], [cols, 1], box, layout)
+
+    def arguments(self, operand: int, ptr: int) -> list:
+        """The launch arguments of operand ``operand``'s descriptor at ``ptr``, kept for the next launch there."""
+        kept = self.kept[operand]
+        args = kept.get(ptr)
+        if args is None:
+            if len(kept) >= KEPT_DESCRIPTORS:
+                kept.pop(next(iter(kept)))
+            args = kept[ptr] = self.launcher.encode(operand, self.descriptor(operand, ptr))
+        return args
+
+    def launch(self, a, b, c, stream: int = 0, *scales) -> None:
+        if len(scales) != self.scales:
+            raise TypeError(f"{self.spec.name} takes the addresses of {self.scales} scales after the stream, got "
+                            f"{len(scales)}")
+        if (a | b | c) % TMA_ALIGN:
+            self._staged_launch(a, b, c, stream, scales)
+            return
+        self.launcher(self.grid, stream, *self.arguments(0, a), *self.arguments(1, b), *self.arguments(2, c),
+                      *scales, *self.constexprs)
+
+    def _staged_launch(self, a, b, c, stream: int, scales: tuple) -> None:
+        """A launch with an operand whose base is off 16 bytes, which a TMA descriptor cannot take: that operand
+        copied on ``stream`` into a buffer of its own (staging_buffer), the kernel run on the copy, and C copied back
+        to its place after."""
+        from gemmlab import driver
+        from gemmlab.problem import np_dtype
+
+        ptrs, buffers, c_back = [a, b, c], [], None
+        for i, ((rows, cols), _, dtype, _) in enumerate(self.descriptors.values()):
+            if ptrs[i] % TMA_ALIGN:
+                width = cols * np_dtype(dtype).itemsize
+                buffer, address = staging_buffer(rows * width, stream)
+                buffers.append(buffer)  # alive until the copies and the launch are enqueued
+                if i < 2:
+                    driver.copy_2d(address, width, ptrs[i], width, width, rows, stream)
+                else:  # C: copied to its place after the launch
+                    c_back = (c, width, address, width, width, rows, stream)
+                ptrs[i] = address
+        self.launch(*ptrs, stream, *scales)
+        if c_back:
+            driver.copy_2d(*c_back)
+
+
+def staging_buffer(nbytes: int, stream: int) -> tuple[object, int]:
+    """Device memory for one call's staged operand: (the buffer, its address), from torch's caching allocator on
+    ``stream`` (the current device's), which hands it to another allocation on that stream only, after this call's
+    work in stream order, so the buffer is freed when the launch returns; under CUDA graph capture it comes from the
+    graph's pool, as torch's other intermediates there do."""
+    import contextlib
+
+    import torch
+
+    current = torch.cuda.current_stream().cuda_stream == stream  # torch's own calls: their stream is the current one
+    with contextlib.nullcontext() if current else torch.cuda.stream(torch.cuda.ExternalStream(stream)):
+        buffer = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+    return buffer, buffer.data_ptr()
