@@ -183,18 +183,19 @@ def test_a_bench_run_updates_this_machines_table(tmp_path):
 
 def test_a_later_run_of_fewer_kernels_replaces_only_their_rows(tmp_path):
     """A run of some kernels (a variant sweep times its registered kernels alone) replaces those kernels' rows at the
-    shapes it timed; a kernel it did not time keeps its row and its place among them."""
+    shapes it timed; a kernel it did not time keeps its row and its place among them. (Times below the shipped
+    table's at the shape, so these rows lead it.)"""
     fp8 = (4096, 4096, 4096)
-    dispatch.record(run(record("cuda/tc8_block_scaled_fp8", 0.158, "fp8_block", fp8),
-                        record("cuda/tc6_stream_k_fp8_block", 0.151, "fp8_block", fp8),
-                        record("cuda/tc8_cluster_fp8_block", 0.155, "fp8_block", fp8)))
-    dispatch.record(run(record("cuda/tc8_block_scaled_fp8", 0.157, "fp8_block", fp8)))
+    dispatch.record(run(record("cuda/tc8_block_scaled_fp8", 0.098, "fp8_block", fp8),
+                        record("cuda/tc6_stream_k_fp8_block", 0.091, "fp8_block", fp8),
+                        record("cuda/tc8_cluster_fp8_block", 0.095, "fp8_block", fp8)))
+    dispatch.record(run(record("cuda/tc8_block_scaled_fp8", 0.097, "fp8_block", fp8)))
     mine = ("cuda/tc6_stream_k_fp8_block", "cuda/tc8_cluster_fp8_block", "cuda/tc8_block_scaled_fp8")
     rows = dispatch.load_table()["NVIDIA H200"]["fp8_block"]["4096x4096x4096"]
-    assert [(r["kernel"], r["ms"]) for r in rows if r["kernel"] in mine] == [("cuda/tc6_stream_k_fp8_block", 0.151),
-                                                      ("cuda/tc8_cluster_fp8_block", 0.155),
-                                                      ("cuda/tc8_block_scaled_fp8", 0.157)]
-    dispatch.record(run(record("cuda/tc8_block_scaled_fp8", 0.150, "fp8_block", fp8)))
+    assert [(r["kernel"], r["ms"]) for r in rows if r["kernel"] in mine] == [("cuda/tc6_stream_k_fp8_block", 0.091),
+                                                      ("cuda/tc8_cluster_fp8_block", 0.095),
+                                                      ("cuda/tc8_block_scaled_fp8", 0.097)]
+    dispatch.record(run(record("cuda/tc8_block_scaled_fp8", 0.090, "fp8_block", fp8)))
     assert dispatch.choose(Problem(*fp8, "fp8_block"), Layout(b=COL), H200).spec.name == "cuda/tc8_block_scaled_fp8"
     # a kernel that fails verification in a later run loses its earlier row there, and auto passes it over
     failed = {**record("cuda/tc8_block_scaled_fp8", None, "fp8_block", fp8, verified=False), "status": "FAILED"}
