@@ -360,14 +360,14 @@ class KernelSpec:
                              f"{out} C")
         return self
 
-    def formats_refusal(self, a: str, b: str) -> str:
-        """Why this kernel has no build for A and B in dtypes ``a`` and ``b`` ("" if it has one): kernel="auto" passes
-        over it for such operands (the Gluon FP8 levels take e4m3 only, the CUDA ones e5m2 too)."""
+    def formats_refusal(self, a: str, b: str) -> Refusal | None:
+        """Why this kernel has no build for A and B in dtypes ``a`` and ``b`` (None if it has one): kernel="auto"
+        passes over it for such operands (the Gluon FP8 levels take e4m3 only, the CUDA ones e5m2 too)."""
         try:
             self.for_formats(a, b, self.prec.output_dtype)
         except DTypeError as e:
             return Refusal(str(e), DTypeError)
-        return ""
+        return None
 
     def for_problem(self, problem: Problem) -> "KernelSpec":
         """The spec that actually runs ``problem``: itself, except for kernels that pick parameters per shape."""
