@@ -14,6 +14,7 @@ from gemmlab import call  # noqa: E402
 from gemmlab.errors import LayoutError  # noqa: E402
 from gemmlab.harness.reference import tolerance_for  # noqa: E402
 from gemmlab.problem import Problem  # noqa: E402
+from fp8_blocks import fp8_blocks  # noqa: E402
 
 SHAPES = [(1, 1, 1), (17, 33, 65), (127, 257, 129), (1000, 1, 4097), (257, 1000, 31), (2047, 3071, 4097),
           (4096, 4096, 4096)]
@@ -213,27 +214,14 @@ def test_host_arrays_with_a_named_gpu_kernel_go_there_and_back():
     np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
 
 
-def _fp8_blocks(x, rows_per_block):
-    """x (rows×K float32) quantized to e4m3 with one amax scale per rows_per_block×128 block; the FP8 tensor, the
-    scales (row blocks × K blocks) and each element's scale."""
-    rows, k = x.shape
-    rb, kb = -(-rows // rows_per_block), -(-k // 128)
-    padded = torch.zeros(rb * rows_per_block, kb * 128, device=x.device)
-    padded[:rows, :k] = x
-    amax = padded.abs().reshape(rb, rows_per_block, kb, 128).amax(dim=(1, 3))
-    s = torch.where(amax > 0, amax / 448, torch.ones_like(amax))
-    full = s.repeat_interleave(rows_per_block, 0).repeat_interleave(128, 1)[:rows, :k]
-    return (x / full).to(torch.float8_e4m3fn), s, full
-
-
 @pytest.mark.parametrize("m,n,k", [(4097, 520, 1000), (127, 384, 4096)])
 def test_block_scales_read_in_place_at_addresses_off_16_bytes_give_the_same_product(m, n, k):
     """The kernel copies block scales with TMA, which takes 16-byte aligned addresses only: scale tensors in the
     layouts it reads but one float into their storage are copied into a workspace first, and the product is the
     one the aligned scales give, bit for bit."""
     g = torch.Generator(device="cuda").manual_seed(m + n)
-    a8, sa, _ = _fp8_blocks(torch.randn(m, k, device="cuda", generator=g), 1)
-    w8, sw, _ = _fp8_blocks(torch.randn(n, k, device="cuda", generator=g), 128)
+    a8, sa, _ = fp8_blocks(torch.randn(m, k, device="cuda", generator=g), 1)
+    w8, sw, _ = fp8_blocks(torch.randn(n, k, device="cuda", generator=g), 128)
     kb, nb = sa.shape[1], sw.shape[0]
     store_a, store_b = torch.empty(kb * m + 1, device="cuda"), torch.empty(nb * kb + 1, device="cuda")
     sa_off, sb_off = store_a[1:].view(kb, m).t(), store_b[1:].view(nb, kb).t()  # (M, KB) and (KB, NB), in place
@@ -263,8 +251,8 @@ def test_fp8_through_torch_on_ragged_shapes(m, n, k, recipe):
         ref = (a8.double() * sa.double()) @ (w8.double() * sw.double()).t()
         precision = "fp8"
     else:
-        a8, sa, fa = _fp8_blocks(a, 1)  # sa: (M, K/128)
-        w8, sw, fw = _fp8_blocks(w, 128)  # sw: (N/128, K/128); B's scales are its transpose
+        a8, sa, fa = fp8_blocks(a, 1)  # sa: (M, K/128)
+        w8, sw, fw = fp8_blocks(w, 128)  # sw: (N/128, K/128); B's scales are its transpose
         c = gemmlab.matmul(a8, w8.t(), scale_a=sa, scale_b=sw.t())
         ref = (a8.double() * fa.double()) @ (w8.double() * fw.double()).t()
         precision = "fp8_block"
@@ -279,8 +267,8 @@ def test_the_stream_k_block_level_runs_its_output_type_split_or_not(m, n, k, out
     """tc6_stream_k_fp8_block named: where its tail splits tiles and where it launches tc8's whole-tile binary, C of
     the type asked for, against the float64 product of the dequantized operands."""
     g = torch.Generator(device="cuda").manual_seed(k)
-    a8, sa, fa = _fp8_blocks(torch.randn(m, k, device="cuda", generator=g), 1)
-    w8, sw, fw = _fp8_blocks(torch.randn(n, k, device="cuda", generator=g), 128)
+    a8, sa, fa = fp8_blocks(torch.randn(m, k, device="cuda", generator=g), 1)
+    w8, sw, fw = fp8_blocks(torch.randn(n, k, device="cuda", generator=g), 128)
     c = gemmlab.matmul(a8, w8.t(), "cuda/tc6_stream_k_fp8_block", scale_a=sa, scale_b=sw.t(), out_dtype=out_dtype)
     ref = (a8.double() * fa.double()) @ (w8.double() * fw.double()).t()
     assert c.dtype == out_dtype

@@ -13,6 +13,7 @@ import gemmlab  # noqa: E402
 from gemmlab import call  # noqa: E402
 from gemmlab.errors import GemmlabError  # noqa: E402
 from gemmlab.kernels.registry import get_kernel  # noqa: E402
+from fp8_blocks import fp8_blocks  # noqa: E402
 
 # (kernel, M, N, K, B as w.t()): each kind of workspace a plan holds. The TF32 transpose of a row-major B (tc2-tc4),
 # the TF32 rounding pre-pass (tc5, tc6; tc6 at 1024³ also its stream-K tail), stream-K partials and flags (tc6 BF16,
@@ -32,16 +33,6 @@ WORKSPACES = [("cuda/tc2_wgmma_tma_tf32", 1024, 1024, 1024, False),
               ("cuda/tc10_split_k_bf16", 128, 256, 16384, False)]
 
 
-def _fp8_blocks(x, rows_per_block):
-    rows, k = x.shape
-    rb, kb = -(-rows // rows_per_block), -(-k // 128)
-    padded = torch.zeros(rb * rows_per_block, kb * 128, device=x.device)
-    padded[:rows, :k] = x
-    s = padded.abs().reshape(rb, rows_per_block, kb, 128).amax(dim=(1, 3)).clamp_min(1e-12) / 448
-    full = s.repeat_interleave(rows_per_block, 0).repeat_interleave(128, 1)[:rows, :k]
-    return (x / full).to(torch.float8_e4m3fn), s
-
-
 class Call:
     """One named kernel's operands, as static buffers a graph reads; ``refill`` writes new values into them."""
 
@@ -56,7 +47,7 @@ class Call:
         a = torch.randn(m, k, device="cuda", generator=g)
         w = torch.randn(n, k, device="cuda", generator=g)
         if self.precision == "fp8_block":
-            (a8, sa), (w8, sw) = _fp8_blocks(a, 1), _fp8_blocks(w, 128)
+            (a8, sa, _), (w8, sw, _) = fp8_blocks(a, 1), fp8_blocks(w, 128)
             return {"a": a8, "b": w8, "scale_a": sa, "scale_b": sw}
         if self.precision == "fp8":
             sa, sw = a.abs().max().reshape(1) / 448, w.abs().max().reshape(1) / 448

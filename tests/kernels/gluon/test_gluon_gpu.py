@@ -12,6 +12,7 @@ from gemmlab.errors import LayoutError
 from gemmlab.kernels.gluon.launch import kernel as gluon_kernel
 from gemmlab.kernels.registry import get_kernel
 from gemmlab.problem import Problem
+from fp8_blocks import fp8_blocks
 
 NAMES = ["gluon/tc2_wgmma_tma_bf16", "gluon/tc3_warp_specialized_bf16", "gluon/tc4_persistent_bf16",
          "gluon/tc4_persistent_fp8", "gluon/tc8_block_scaled_fp8"]
@@ -208,19 +209,6 @@ def auto_table(monkeypatch):
     gemmlab.clear_plans()
 
 
-def _fp8_blocks(x, rows_per_block):
-    """x quantized to e4m3 with one FP32 scale per rows_per_block x 128 block (amax / 448), and the scales."""
-    import torch
-
-    rows, k = x.shape
-    rb, kb = -(-rows // rows_per_block), -(-k // 128)
-    padded = torch.zeros(rb * rows_per_block, kb * 128, device=x.device)
-    padded[:rows, :k] = x
-    s = padded.abs().reshape(rb, rows_per_block, kb, 128).amax(dim=(1, 3)).clamp_min(1e-12) / 448
-    full = s.repeat_interleave(rows_per_block, 0).repeat_interleave(128, 1)[:rows, :k]
-    return (x / full).to(torch.float8_e4m3fn), s, full
-
-
 class TorchCall:
     """gemmlab.matmul(x, w.t()) (FP8, scaled per tensor or per block) or gemmlab.matmul(x, b) (BF16, b = w.t() stored
     K×N, which the BF16 Gluon levels read in place) on static CUDA tensors; ``refill`` writes new values into them,
@@ -237,7 +225,7 @@ class TorchCall:
         g = torch.Generator(device="cuda").manual_seed(seed)
         x, w = (torch.randn(rows, k, device="cuda", generator=g) for rows in (m, n))
         if self.precision == "fp8_block":
-            (x8, sx, fx), (w8, sw, fw) = _fp8_blocks(x, 1), _fp8_blocks(w, 128)
+            (x8, sx, fx), (w8, sw, fw) = fp8_blocks(x, 1), fp8_blocks(w, 128)
             # scale_a as the transpose of a row-major (K/128, M) tensor and scale_b of a row-major (N/128, K/128)
             # one: the layouts the FP8 levels read in place (gemmlab.fp8)
             return {"a": x8, "w": w8, "scale_a": sx.t().contiguous().t(), "scale_b": sw.t(),
