@@ -31,6 +31,9 @@ the generated code, from the real thing down to the plain model of the protocol:
   not follow. copy_tc3 clean while gluon_bare or level_tc3 is flagged: the copy still lacks what matters; compare
   their SASS (the test compiles both).
 - ``control``: the same states across __syncthreads() at one PC; it must be clean, or the run itself is suspect.
+
+``level_state_accesses`` finds the state bytes' load and stores in each build of a level by their PCs, which racecheck
+reports: by them ``gemmlab verify --sanitize`` tells these hazards from any other (harness/sweep.py).
 """
 from __future__ import annotations
 
