@@ -90,7 +90,7 @@ def test_one_pair_elsewhere_keeps_the_level_in_error_and_says_how_many_were_the_
     assert edited != log
     row = sanitizer_rows([get_kernel(TC8)], edited, 3, tc8_builds)[0]
     assert not row.clean and row.protocol_hazards == 175 - hazards
-    assert f"8 reports in this kernel, 175 hazards" in row.detail
+    assert "8 reports in this kernel, 175 hazards" in row.detail
     assert f"{175 - hazards} of the hazards between Triton's warp_specialize" in row.detail
 
 
@@ -105,21 +105,25 @@ def test_a_pair_of_two_builds_or_any_other_report_is_no_protocol():
 =========     and Write access at tc8_block_scaled_fp8+0x{w:x} in tc8.py:107 [3 hazards]
 ========= 
 """
-    rows = lambda log: sanitizer_rows([get_kernel(TC8)], log, 3, protocol)[0]  # noqa: E731
-    assert rows(race.format(r=0x100, w=0x300) + race.format(r=0x110, w=0x210)).clean
-    assert not rows(race.format(r=0x100, w=0x310)).clean
+
+    def row_of(log):
+        return sanitizer_rows([get_kernel(TC8)], log, 3, protocol)[0]
+
+    assert row_of(race.format(r=0x100, w=0x300) + race.format(r=0x110, w=0x210)).clean
+    assert not row_of(race.format(r=0x100, w=0x310)).clean
     thread_by_thread = """========= Error: Potential RAW hazard detected at __shared__ 0x304b0 in block (0,0,0) :
 =========     Write Thread (191,0,0) at tc8_block_scaled_fp8+0x300 in tc8.py:75
 =========     Read Thread (256,0,0) at tc8_block_scaled_fp8+0x100 in tc8.py:43
 ========= 
 """
-    row = rows(race.format(r=0x100, w=0x300) + thread_by_thread)
+    row = row_of(race.format(r=0x100, w=0x300) + thread_by_thread)
     assert not row.clean and row.protocol_hazards == 3
     # a CUDA level whose report names the same PCs: untouched, whatever the Gluon level's builds are
     cuda = get_kernel("cuda/v2_smem")
     log = race.format(r=0x100, w=0x300).replace("tc8_block_scaled_fp8", cuda.entry)
     row = sanitizer_rows([cuda], log, 3, {**protocol, cuda.name: [one]})[0]
-    assert not row.clean and row.protocol_hazards is None and row.detail.startswith("1 report in this kernel, 3 hazards")
+    assert not row.clean and row.protocol_hazards is None
+    assert row.detail.startswith("1 report in this kernel, 3 hazards")
 
 
 def test_without_the_sass_nothing_is_told_apart(monkeypatch):
@@ -165,3 +169,23 @@ def test_sanitize_reads_the_builds_under_racecheck_only(monkeypatch):
     assert [(r.clean, r.protocol_hazards) for r in racecheck] == [(True, 175), (True, None)]
     memcheck = sweep.sanitize(specs, "memcheck")
     assert [(r.clean, r.protocol_hazards) for r in memcheck] == [(False, None), (True, None)]
+
+
+def test_the_json_record_keeps_the_protocols_hazards(monkeypatch):
+    """run_verify's sanitizer records: protocol_hazards where racecheck's hazards were told apart, absent elsewhere."""
+    from gemmlab.errors import NoGPUError
+
+    def nowhere(spec):
+        raise NoGPUError("not here")
+
+    rows = {"memcheck": sweep.SanitizerRow(TC8, True, "0 reports in this kernel"),
+            "racecheck": sweep.SanitizerRow(TC8, True, "racecheck: 175 hazards, all ...", 175)}
+    monkeypatch.setattr(sweep.device, "gpu", lambda: "a GPU")
+    monkeypatch.setattr(sweep, "where_runs", nowhere)
+    monkeypatch.setattr(sweep, "compile_check", lambda spec: pytest.fail("a Gluon level is not compiled by nvrtc"))
+    monkeypatch.setattr(sweep.env, "collect", lambda gpu, mode: {})
+    monkeypatch.setattr(sweep, "sanitize", lambda specs, tool: [rows[tool]])
+    results, failures = sweep.run_verify(sweep.VerifyOptions(kernels=TC8, sanitize=True))
+    tools = {r["result"]: r for r in results["records"] if r["shape"] == "sanitize"}
+    assert failures == 0 and set(tools) == {"memcheck clean", "racecheck clean"}
+    assert tools["racecheck clean"]["protocol_hazards"] == 175 and "protocol_hazards" not in tools["memcheck clean"]
