@@ -5,26 +5,11 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-
-def cuda_tool(name: str) -> str | None:
-    """A CUDA binary on PATH, or from the wheels."""
-    found = shutil.which(name)
-    if found:
-        return found
-    try:
-        import nvidia
-    except ImportError:
-        return None
-    for root in nvidia.__path__:
-        for candidate in Path(root).glob(f"cu*/bin/{name}"):
-            return str(candidate)
-    return None
-
+from gemmlab.harness.probes.ws_racecheck import cuda_tool
 
 CUOBJDUMP, NVDISASM = cuda_tool("cuobjdump"), cuda_tool("nvdisasm")
 AVAILABLE = CUOBJDUMP is not None and NVDISASM is not None

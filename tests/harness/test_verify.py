@@ -119,13 +119,13 @@ def test_sanitizer_errors_are_attributed_to_the_kernel_they_happened_in():
 =========
 ========= ERROR SUMMARY: 1 error
 """
-    rows = {name: (ok, detail) for name, ok, detail in sanitizer_rows(specs, log, 3)}
+    rows = {row.kernel: (row.clean, row.detail) for row in sanitizer_rows(specs, log, 3)}
     assert rows["cuda/v1_naive"][0] is True
     assert rows["cuda/v2_smem"][0] is False and "1 error" in rows["cuda/v2_smem"][1]
     clean = sanitizer_rows(specs, "========= ERROR SUMMARY: 0 errors\n", 0)
-    assert all(ok for _, ok, _ in clean)
+    assert all(row.clean for row in clean)
     crashed = sanitizer_rows(specs, "Traceback ...\nImportError: boom\n", 1)
-    assert not any(ok for _, ok, _ in crashed) and "boom" in crashed[0][2]
+    assert not any(row.clean for row in crashed) and "boom" in crashed[0].detail
 
 
 def test_the_sweep_runs_its_shapes_smallest_product_first():
@@ -206,5 +206,5 @@ def test_racecheck_hazards_of_a_gluon_level_are_its_own():
 =========     and Write access at tc8_block_scaled_fp8+0x45f0 in tc8_block_scaled_fp8.py:85 [1 hazards]
 ========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)
 """
-    rows = {name: ok for name, ok, _ in sanitizer_rows(specs, log, 3)}
+    rows = {row.kernel: row.clean for row in sanitizer_rows(specs, log, 3)}
     assert rows == {"gluon/tc2_wgmma_tma_bf16": True, "gluon/tc8_block_scaled_fp8": False}

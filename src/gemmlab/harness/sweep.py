@@ -3,7 +3,11 @@
 On a GPU every kernel runs every shape of the sweep. Without one, numba kernels run under the CUDA simulator at
 the shapes it can finish (small ones), CUDA C kernels are compile-checked, and the rest are reported not run.
 ``--sanitize`` reruns the sweep's ragged shapes of each CUDA and Gluon kernel under compute-sanitizer (memcheck and
-racecheck) in a child process and reports its error count.
+racecheck) in a child process and reports, per kernel, the reports that name its entry. Racecheck's hazards between
+the state bytes of Triton's warp_specialize protocol (a worker warp's load of its state against the default
+partition's stores of the start or exit states, found by PC in each build's SASS) are a false positive of racecheck
+(docs/gluon.md): a Gluon level whose every hazard is one of those is clean, with them counted; any other keeps it in
+error.
 
 A level that moves every operand by TMA in place (the Gluon levels: no staged copy) refuses N and K whose rows are not
 16-byte multiples; there the sweep runs the same M with N and K rounded up to a multiple of ALIGN (``runnable``):
@@ -11,6 +15,7 @@ still ragged against every tile, so the partial tiles, NaN-poisoned C and the sa
 """
 from __future__ import annotations
 
+import collections
 import os
 import re
 import shutil
@@ -18,6 +23,7 @@ import subprocess
 import sys
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from gemmlab.errors import GemmlabError, NoGPUError
 from gemmlab import device
@@ -117,10 +123,13 @@ def run_verify(opts: VerifyOptions, progress: Progress | None = None) -> tuple[d
         for tool in ("memcheck", "racecheck"):
             steps.step(f"compute-sanitizer {tool}: {len(targets)} kernels in one process", done, total)
             done += 1
-            for name, ok, detail in sanitize(targets, tool):
-                failures += not ok
-                records.append(_row(name, "sanitize", f"{tool} {'clean' if ok else 'ERRORS'}",
-                                    "compute-sanitizer", detail))
+            for row in sanitize(targets, tool):
+                failures += not row.clean
+                record = _row(row.kernel, "sanitize", f"{tool} {'clean' if row.clean else 'ERRORS'}",
+                              "compute-sanitizer", row.detail)
+                if row.protocol_hazards is not None:
+                    record["protocol_hazards"] = row.protocol_hazards
+                records.append(record)
     return {"env": env.collect(gpu, "gpu" if gpu else "cpu-only"), "records": records}, failures
 
 
@@ -131,36 +140,142 @@ def _row(kernel: str, shape: str, result: str, where: str, detail: str, rel_err:
             "rel_err": rel_err, "tolerance": tolerance}
 
 
-def sanitize(specs, tool: str) -> list[tuple[str, bool, str]]:
+class SanitizerRow(NamedTuple):
+    kernel: str
+    clean: bool
+    detail: str
+    protocol_hazards: int | None = None  # racecheck: hazards told apart as warp_specialize's protocol (None: not told)
+
+
+def sanitize(specs, tool: str) -> list[SanitizerRow]:
     """Run every kernel at SANITIZE_SHAPES under one compute-sanitizer process per tool.
 
     One process for all kernels keeps the cost to two sanitizer start-ups; each error line names the kernel
-    entry it happened in, which attributes it to a spec ("at v2_smem+0x1a0")."""
+    entry it happened in, which attributes it to a spec ("at v2_smem+0x1a0"). Under racecheck, a Gluon level named
+    in the log has its builds' warp_specialize state accesses read from their SASS (protocol_accesses), by which
+    sanitizer_rows tells the protocol's hazards apart."""
     exe = shutil.which("compute-sanitizer")
     if not exe:
-        return [(s.name, False, "compute-sanitizer is not on PATH") for s in specs]
+        return [SanitizerRow(s.name, False, "compute-sanitizer is not on PATH") for s in specs]
     cmd = [exe, "--tool", tool, "--error-exitcode", "3", "--report-api-errors", "no", sys.executable, "-m", "gemmlab.harness.sweep",
            *(s.name for s in specs)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200, env=dict(os.environ))
-    return sanitizer_rows(specs, proc.stdout + proc.stderr, proc.returncode)
+    log = proc.stdout + proc.stderr
+    named = {entry for entry, _ in _ACCESS.findall(log)}
+    protocol = protocol_accesses([s for s in specs if s.backend == "gluon" and s.entry in named]) \
+        if tool == "racecheck" else {}
+    return sanitizer_rows(specs, log, proc.returncode, protocol)
 
 
-def sanitizer_rows(specs, log: str, returncode: int) -> list[tuple[str, bool, str]]:
-    """(kernel, clean, detail) per spec from one compute-sanitizer log."""
+def protocol_accesses(specs) -> dict:
+    """Per Gluon level, its builds' warp_specialize state accesses (ws_racecheck.level_state_accesses), or why they
+    cannot be had here (no Triton it is written for, no nvdisasm, the accesses not found): then none of its hazards
+    is told apart."""
+    from gemmlab.harness.probes.ws_racecheck import level_state_accesses
+
+    found = {}
+    for s in specs:
+        try:
+            found[s.name] = level_state_accesses(s)
+        except (GemmlabError, ValueError, OSError, subprocess.CalledProcessError) as exc:
+            found[s.name] = str(exc)
+    return found
+
+
+# a PC a compute-sanitizer report names: "at v2_smem+0x1a0", "at void sgemm<128>(float*)+0x1a0"
+_ACCESS = re.compile(r"\bat (?:void )?(\w+)(?:<[^>]*>)?(?:\(.*?\))?\+0x([0-9a-f]+)")
+# racecheck's report of one read or write PC and each PC it races with: "Race reported between Read access at E+0x100
+# ..." then "and Write access at E+0x45d0 ... [9 hazards]" a line
+_RACE = re.compile(r"Race reported between (Read|Write) access at (\w+)\+0x([0-9a-f]+)")
+_RACE_WITH = re.compile(r"and (Read|Write) access at (\w+)\+0x([0-9a-f]+).*\[(\d+) hazards?\]")
+PROTOCOL = ("between Triton's warp_specialize state-byte stores and loads (a false positive of racecheck: "
+            "docs/gluon.md)")
+
+
+def _reports(log: str) -> list[list[str]]:
+    """The sanitizer's reports in ``log``, each its lines: a report starts at an unindented line after the
+    sanitizer's prefix ("========= Error: ..."), goes on over the indented ones and ends at the bare prefix."""
+    reports, current = [], None
+    for line in log.splitlines():
+        m = re.match(r"=+( *)(\S.*)?$", line)
+        if not m or not m.group(2):
+            current = None if m else current  # the bare prefix ends a report; the program's own output does not
+            continue
+        if m.group(1).startswith("  ") and current is not None:
+            current.append(m.group(2))
+        else:
+            current = [m.group(2)]
+            reports.append(current)
+    return reports
+
+
+def _race_pairs(report: list[str]) -> list[tuple[tuple, tuple, int]]:
+    """A racecheck report's pairs: ((kind, entry, pc), (kind, entry, pc), hazards); none for any other report."""
+    first = _RACE.search(report[0])
+    if not first:
+        return []
+    one = (first[1], first[2], int(first[3], 16))
+    return [(one, (m[1], m[2], int(m[3], 16)), int(m[4])) for m in map(_RACE_WITH.search, report[1:]) if m]
+
+
+def _is_protocol(pair: tuple, entry: str, builds: list) -> bool:
+    """Whether a racecheck pair is a state load against a state store of one build of ``entry``."""
+    (kind_a, entry_a, pc_a), (kind_b, entry_b, pc_b), _ = pair
+    if {kind_a, kind_b} != {"Read", "Write"} or entry_a != entry or entry_b != entry:
+        return False
+    read, write = (pc_a, pc_b) if kind_a == "Read" else (pc_b, pc_a)
+    return any(b.protocol(read, write) for b in builds)
+
+
+def sanitizer_rows(specs, log: str, returncode: int, protocol: dict | None = None) -> list[SanitizerRow]:
+    """A row per spec from one compute-sanitizer log: clean where no report names its kernel entry (and no check
+    failed), with the reports that do name it counted. ``protocol`` (racecheck's, from protocol_accesses): per Gluon
+    level its builds' warp_specialize state accesses, or why they are unknown; a level whose every report is
+    racecheck's pairs of a state load and a state store of one of its builds is clean, with those hazards counted
+    (a false positive of racecheck on Triton's protocol, docs/gluon.md); any other report keeps it in error."""
+    protocol = protocol or {}
     summary = [line.strip("= ").strip() for line in log.splitlines() if "SUMMARY" in line]
-    faulty = set(re.findall(r"\bat (?:void )?(\w+)(?:<[^>]*>)?(?:\(.*?\))?\+0x", log))
+    named = collections.Counter(entry for entry, _ in _ACCESS.findall(log))
+    reports = _reports(log)
     failed_checks = set(re.findall(r"^FAILED (\S+)", log, flags=re.M))
+    if returncode not in (0, 3, 4) and not summary:
+        why = f"sanitizer exited {returncode}: {(log.strip().splitlines() or ['?'])[-1]}"
+        return [SanitizerRow(s.name, False, why) for s in specs]
+    run = f"the run's {summary[-1]}" if summary else "no summary"
     rows = []
     for s in specs:
         entry = getattr(s, "entry", None) if s.compiles or s.backend == "gluon" else None  # the name a log gives
-        bad = s.name in failed_checks or (entry in faulty if entry else bool(faulty))
-        if returncode not in (0, 3, 4) and not summary:
-            rows.append((s.name, False, f"sanitizer exited {returncode}: {(log.strip().splitlines() or ['?'])[-1]}"))
+        if not entry:  # a kernel the log cannot name: any report may be its
+            bad = s.name in failed_checks or bool(named)
+            rows.append(SanitizerRow(s.name, not bad, f"errors in this run ({run})" if bad else run))
             continue
-        detail = "; ".join(summary[-1:]) if summary else "no summary"
-        if bad:
-            detail = f"errors in this kernel ({detail})"
-        rows.append((s.name, not bad, detail))
+        mine = [r for r in reports if any(e == entry for e, _ in _ACCESS.findall("\n".join(r)))]
+        pairs = [p for r in mine for p in _race_pairs(r)]
+        hazards = sum(h for _, _, h in pairs)
+        builds = protocol.get(s.name) if s.backend == "gluon" else None  # Triton's protocol is in Gluon code only
+        told = isinstance(builds, list) and bool(builds)
+        # every PC the log names in this kernel is an error but those of the protocol's pairs: a report's first PC
+        # once all its pairs are the protocol's, and each other PC of a protocol pair
+        told_hazards, others = 0, named[entry]
+        for r in mine if told else ():
+            ps = _race_pairs(r)
+            if len(ps) + 1 != len(_ACCESS.findall("\n".join(r))):  # a line of it this does not read
+                continue
+            ours = [p for p in ps if _is_protocol(p, entry, builds)]
+            told_hazards += sum(h for _, _, h in ours)
+            others -= len(ours) + (len(ours) == len(ps))
+        failed = s.name in failed_checks
+        detail = (f"{len(mine)} report{'s' * (len(mine) != 1)} in this kernel"
+                  + (f", {hazards} hazards" if pairs else "") + f" ({run})")
+        if failed:
+            detail = f"a check failed under the sanitizer; {detail}"
+        if told_hazards and (others or failed):
+            detail += f"; {told_hazards} of the hazards {PROTOCOL}"
+        elif told_hazards:
+            detail = f"racecheck: {told_hazards} hazards, all {PROTOCOL}"
+        if isinstance(builds, str) and mine:
+            detail += f"; none told apart as warp_specialize's protocol: {builds}"
+        rows.append(SanitizerRow(s.name, not (others or failed), detail, told_hazards if told else None))
     return rows
 
 

@@ -31,9 +31,13 @@ the generated code, from the real thing down to the plain model of the protocol:
   not follow. copy_tc3 clean while gluon_bare or level_tc3 is flagged: the copy still lacks what matters; compare
   their SASS (the test compiles both).
 - ``control``: the same states across __syncthreads() at one PC; it must be clean, or the run itself is suspect.
+
+``level_state_accesses`` finds the state bytes' load and stores in each build of a level by their PCs, which racecheck
+reports: by them ``gemmlab verify --sanitize`` tells these hazards from any other (harness/sweep.py).
 """
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass, field
 
@@ -190,6 +194,115 @@ def run(variant: Variant) -> dict:
     launch(kernel, (1, 1, 1), (variant.threads, 1, 1), (out.data.ptr,), variant.smem, stream)
     stream.synchronize()
     return worker_reads(out.get().tolist(), workers)
+
+
+# ---- the protocol's state accesses in a level's compiled code (what verify --sanitize tells its hazards by) ----------
+@dataclass(frozen=True)
+class StateAccesses:
+    """The PCs of Triton's warp_specialize state bytes' accesses in one compiled build, as offsets from the kernel's
+    entry (as compute-sanitizer reports them): the worker loop's load of a warp's byte, and the default partition's
+    stores of the start states and of the exit state."""
+    loads: frozenset
+    starts: frozenset
+    exits: frozenset
+
+    def protocol(self, read: int, write: int) -> bool:
+        """Whether a hazard between a read at ``read`` and a write at ``write`` is a state load against a state store:
+        the protocol's hand-over, which racecheck reports without following its `barrier.sync 1` (docs/gluon.md)."""
+        return read in self.loads and write in self.starts | self.exits
+
+    def describe(self) -> str:
+        return ", ".join(f"{what} {'/'.join(f'+{pc:#x}' for pc in sorted(pcs))}"
+                         for what, pcs in (("load", self.loads), ("start", self.starts), ("exit", self.exits)))
+
+
+def cuda_tool(name: str) -> str | None:
+    """A CUDA binary on PATH, or from the nvidia-cuda-* wheel that ships it (nvidia-cuda-nvdisasm, -cuobjdump)."""
+    import shutil
+    from pathlib import Path
+
+    found = shutil.which(name)
+    if found:
+        return found
+    try:
+        import nvidia
+    except ImportError:
+        return None
+    for root in nvidia.__path__:
+        for candidate in Path(root).glob(f"cu*/bin/{name}"):
+            return str(candidate)
+    return None
+
+
+_SASS_LINE = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?(\S+)\s*(.*?)\s*;")
+_IMMEDIATE = re.compile(r"\[(?:[^\]]*\+)?(0x[0-9a-f]+)\]")
+
+
+def state_accesses_in(listing: str, entry: str, state: int, default_warps: int, workers: int) -> StateAccesses:
+    """The state accesses in nvdisasm's listing of ``entry``, whose state bytes (one a worker warp) are at ``state``
+    in shared memory: the loads of a byte there (a worker warp at its index among all warps, so ``state`` less the
+    default partition's warps plus the index, folded into the offset or not), and the stores into them, split at
+    the barriers between them: the first run the start states, the others the exit state."""
+    code = re.split(r"\.section\s+\.text\.(\w+)", listing)
+    instrs = [(int(m.group(1), 16), m.group(2), m.group(3)) for name, text in zip(code[1::2], code[2::2])
+              if name == entry for m in _SASS_LINE.finditer(text)]
+
+    def offset(args: str) -> int | None:
+        m = _IMMEDIATE.search(args)
+        return int(m.group(1), 16) if m else None
+
+    loads, runs = set(), [[]]
+    for pc, op, args in instrs:
+        kind = op.split(".")[0]
+        if kind == "LDS" and state - default_warps <= (offset(args.split(", ", 1)[-1]) or -1) < state + workers:
+            loads.add(pc)
+        elif kind == "STS" and state <= (offset(args.split(",")[0]) or -1) < state + workers:
+            runs[-1].append(pc)
+        elif kind == "BAR" and runs[-1]:
+            runs.append([])
+    runs = [run for run in runs if run]
+    return StateAccesses(frozenset(loads), frozenset(runs[0] if runs else ()),
+                         frozenset(pc for run in runs[1:] for pc in run))
+
+
+def disassemble(cubin: bytes) -> str:
+    """nvdisasm's listing of ``cubin``; MissingDependencyError without nvdisasm."""
+    import os
+    import subprocess
+    import tempfile
+
+    from gemmlab.errors import MissingDependencyError
+
+    tool = cuda_tool("nvdisasm")
+    if tool is None:
+        raise MissingDependencyError("nvdisasm is not on PATH (python3 -m pip install nvidia-cuda-nvdisasm ships it)")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "kernel.cubin")
+        with open(path, "wb") as f:
+            f.write(cubin)
+        return subprocess.run([tool, path], capture_output=True, text=True, check=True).stdout
+
+
+def level_state_accesses(spec) -> list[StateAccesses]:
+    """Each build of the Gluon level ``spec`` that ``gemmlab verify --sanitize`` runs (its configurations: every
+    tile width and C type), compiled as it runs (Triton for sm_90a, no GPU needed): the state accesses of
+    warp_specialize's protocol in its SASS, where Triton puts them, the last bytes of the kernel's shared memory;
+    none for a build without worker warps. MissingDependencyError without the Triton it is written for or nvdisasm;
+    ValueError where a warp-specialized build's loads or stores are not found as this reads them."""
+    found = []
+    for build in spec.configurations():
+        compiled = build.gluon_compile()
+        md = compiled.metadata
+        workers = md.num_warps - build.num_warps
+        if workers <= 0:
+            continue
+        state = md.shared - workers
+        got = state_accesses_in(disassemble(compiled.asm["cubin"]), md.name, state, build.num_warps, workers)
+        if not (got.loads and got.starts and got.exits):
+            raise ValueError(f"{spec.name} {dict(build.params)}: warp_specialize's state accesses at shared "
+                             f"{state:#x} not found in its SASS ({got.describe() or 'none'})")
+        found.append(got)
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:
