@@ -41,15 +41,23 @@ def test_roofline_imports_no_torch_nor_numba_and_cupy_only_to_name_a_gpu():
         assert got == ["0"]
 
 
-@pytest.mark.parametrize("broken", ["rich", "numpy"])
-def test_a_dependency_of_the_command_line_that_fails_to_import_ends_in_one_line_and_exit_2(broken, tmp_path):
+@pytest.mark.parametrize("broken, error", [("rich", "ImportError"), ("numpy", "ImportError"),
+                                           ("numpy", "RuntimeError"), ("rich", "AttributeError")])
+@pytest.mark.parametrize("command", [["list"], ["list", "--kernels", "nope*"],
+                                     ["report", "nonexistent.json", "--summary"],
+                                     ["bench", "--repeat", "0", "--kernels", "cpu/blas", "--shape", "8"],
+                                     ["verify", "--kernels", "cpu/blas", "--sample", "-1"]])
+def test_a_dependency_of_the_command_line_that_fails_to_import_ends_in_one_line_and_exit_2(broken, error, command,
+                                                                                           tmp_path):
     """`python -m gemmlab` (the `gemmlab` script's entry too) where a dependency the command line's modules import
-    cannot be imported: one line naming it, exit 2, no traceback; NumPy too, which `import gemmlab` itself does not
-    import (its public names load on first use)."""
-    (tmp_path / f"{broken}.py").write_text(f"raise ImportError('{broken} is broken here')\n")
+    cannot be imported, or raises another error as it imports (a NumPy built for another ABI): one line naming it,
+    exit 2, no traceback, whatever the command; NumPy too, which `import gemmlab` itself does not import (its public
+    names load on first use)."""
+    (tmp_path / f"{broken}.py").write_text(f"raise {error}('{broken} is broken here\\nsecond line')\n")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), SRC, os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.run([sys.executable, "-m", "gemmlab", "list"], capture_output=True, text=True, timeout=600,
+    proc = subprocess.run([sys.executable, "-m", "gemmlab", *command], capture_output=True, text=True, timeout=600,
                           env=env)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("gemmlab: error: ") and f"{broken} is broken here" in lines[0]
+    assert (error in lines[0]) == (error != "ImportError")
