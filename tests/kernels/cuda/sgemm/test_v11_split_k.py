@@ -36,17 +36,31 @@ def test_long_k_splits_over_the_gpu_with_enough_k_tiles_each(shape):
     assert (plan.bm, plan.bn) in v11.TILES
     unsplit = min(split_k.clocks(*shape, "fp32", bm, bn, 1, 132, v11.ENGINE) for bm, bn in v11.TILES)
     roof = shape[0] * shape[1] * shape[2] / (132 * v11.FFMA_PER_SM_CLOCK)  # every FP32 lane busy
-    assert plan.clocks < unsplit and plan.clocks <= 1.3 * roof
+    assert plan.clocks < unsplit and plan.clocks <= 1.4 * roof  # the loop's FFMA share, the reduction, a start
     assert plan.workspace_bytes == 4 * plan.bm * plan.bn * plan.ctas
 
 
 @pytest.mark.parametrize("shape", SMALL_M, ids=lambda s: "x".join(map(str, s)))
 def test_small_m_against_llm_weights_fills_the_sms(shape):
-    """M = 32-128 rows against 1024-14336-wide weights: the tile and S keep at least 80% of the 132 SMs busy."""
+    """M = 32-128 rows against 1024-14336-wide weights: the tile and S keep at least 80% of the 132 SMs busy, each
+    with the warps that hide the loop's latencies (as many CTAs an SM as fit, where one CTA's warps are fewer)."""
     plan = spec().split_plan(Problem(*shape))
-    places = 132 * v11.TILES[(plan.bm, plan.bn)]["MIN_BLOCKS"]
+    tile = v11.TILES[(plan.bm, plan.bn)]
+    places = 132 * tile["MIN_BLOCKS"]
+    warps = v11.threads({**tile, "BM": plan.bm, "BN": plan.bn}) // 32
     assert min(plan.ctas, places) >= 0.8 * 132, plan
+    assert min(plan.ctas, places) * warps >= 0.8 * 132 * min(v11.HIDING_WARPS, tile["MIN_BLOCKS"] * warps), plan
     assert plan.kt // plan.splits >= v11.MIN_SPLIT_KTILES or plan.splits == 1
+
+
+def test_an_sm_short_of_warps_runs_slower():
+    """The same CTAs' clocks, one CTA of 4 warps an SM against three: the first pays the latency the second hides,
+    so the model takes the splits that fill an SM (256x4096x4096: 128 tiles of 64x128, S = 3, not 1)."""
+    one = split_k.clocks(256, 4096, 4096, "fp32", 64, 128, 1, 132, v11.ENGINE)
+    three = split_k.clocks(256, 4096, 4096, "fp32", 64, 128, 3, 132, v11.ENGINE)
+    assert three < one and spec().split_plan(Problem(256, 4096, 4096)).ctas >= 3 * 128
+    blind = split_k.Engine(**{**vars(v11.ENGINE), "hiding_warps": 0})
+    assert split_k.clocks(256, 4096, 4096, "fp32", 64, 128, 1, 132, blind) < one
 
 
 @pytest.mark.parametrize("size", [2048, 3072, 4096, 8192])

@@ -78,15 +78,36 @@ NUMBA_V8 = {"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "RM": 2, "RN": 2,
 # The fallback for a GPU with neither a tune cache nor a TUNED entry: the H200's large-shape winner.
 PARAMS = {"BM": 128, "BN": 256, "BK": 16, "WM": 64, "WN": 64, "RM": 2, "RN": 4, "GROUP_M": 1, "MIN_BLOCKS": 1}
 _T8x12 = {"BM": 128, "BN": 192, "BK": 16, "WM": 32, "WN": 96, "RM": 2, "RN": 3, "GROUP_M": 1, "MIN_BLOCKS": 1}
+_T8x8 = {"BM": 128, "BN": 128, "BK": 16, "WM": 32, "WN": 64, "RM": 2, "RN": 2, "GROUP_M": 1, "MIN_BLOCKS": 1}
 # Winners of `gemmlab tune --kernels cuda/v10_register_prefetch` (12 candidates per shape, warm L2), used when
-# the local cache has nothing.
+# the local cache has nothing; a shape not here takes the nearest one's (in log space). The suite's shapes from
+# M = 512 up, where the nearest of the first three sent 2048x4096x4096 to 128x192 (2.7 waves of 132 SMs) and
+# 1024x4096x4096 to the same 1.3 waves.
 TUNED: dict[str, dict[str, dict]] = {
-    "NVIDIA H200": {  # 2026-11-30
+    "NVIDIA H200": {
+        # 2026-11-30
         "4096x4096x4096": {"params": PARAMS, "ms": 2.921},
         "2048x3072x4096": {"params": _T8x12, "ms": 1.147},
         "8192x8192x8192": {"params": PARAMS, "ms": 23.263},
+        # 2026-12-04
+        "512x1024x8192": {"params": _T8x8, "ms": 0.8436},
+        "1024x1024x8192": {"params": _T8x8, "ms": 0.8449},
+        "2048x1024x8192": {"params": _T8x8, "ms": 0.8475},
+        "1536x1536x1536": {"params": _T8x12, "ms": 0.211},
+        "2048x2048x2048": {"params": PARAMS, "ms": 0.3712},
+        "3072x3072x3072": {"params": _T8x12, "ms": 1.289},
+        "512x4096x4096": {"params": _T8x8, "ms": 0.4232},
+        "1024x4096x4096": {"params": PARAMS, "ms": 0.7327},
+        "2048x4096x4096": {"params": PARAMS, "ms": 1.461},
+        "512x4096x14336": {"params": _T8x8, "ms": 1.471},
+        "1024x4096x14336": {"params": PARAMS, "ms": 2.551},
+        "2048x4096x14336": {"params": PARAMS, "ms": 5.101},
+        "512x14336x4096": {"params": PARAMS, "ms": 1.477},
+        "1024x14336x4096": {"params": _T8x12, "ms": 2.915},
+        "2048x14336x4096": {"params": PARAMS, "ms": 5.151},
     },
 }
+
 SPECS = [make_spec("cuda/v10_register_prefetch", 10, "register prefetch into two shared stages, tile tuned per shape",
                    PARAMS, __doc__, cls=AutotunedKernel, family="cuda/v10_register_prefetch", tuned=TUNED,
                    make=make_spec, unmodeled="issue slots: every non-FFMA instruction of the loop (shared loads, "

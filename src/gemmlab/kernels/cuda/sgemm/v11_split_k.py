@@ -56,12 +56,24 @@ def ffma_share(bm: int, bn: int) -> float:
     return ffma / (ffma + p["RM"] + p["RN"] + 5 * (qa + qb) / p["BK"])
 
 
+# Warps an SM needs resident for the loop's rate: three a scheduler, one issuing FFMAs while the others wait on their
+# shared and global loads. Fitted on the H200 over every (tile, S) at the suite's FP32 shapes (docs/fp32_ladder.md
+# "v11"): with one CTA of 4 warps an SM, as the model without this term chose wherever it could, the loop ran at
+# about 2/3 of its rate with 12 warps.
+HIDING_WARPS = 12
+# S up to three waves of CTAs (tc10's two): at mid sizes (1536³: 288 tiles of 64x128) one CTA of 4 warps an SM
+# hides nothing, and three a SM over 2.9 waves measured 1.26x faster than the fewest splits two waves allow
+MAX_WAVES = 3
+
 # A tile outside TILES is a variant's, pinned with its S: its clocks are compared with nothing, and taken at one CTA
 # an SM and every issue slot an FFMA
 ENGINE = split_k.Engine(k_tile=16, operand_bytes=4, fma_per_clock=FFMA_PER_SM_CLOCK, output_bytes=4,
                         tiles=tuple((bm, bn, STAGES) for bm, bn in TILES), min_split_ktiles=MIN_SPLIT_KTILES,
                         per_sm=lambda bm, bn: TILES[(bm, bn)]["MIN_BLOCKS"] if (bm, bn) in TILES else 1,
-                        share=lambda bm, bn: ffma_share(bm, bn) if (bm, bn) in TILES else 1.0)
+                        share=lambda bm, bn: ffma_share(bm, bn) if (bm, bn) in TILES else 1.0,
+                        warps=lambda bm, bn: threads({**TILES[(bm, bn)], "BM": bm, "BN": bn}) // 32
+                        if (bm, bn) in TILES else HIDING_WARPS, hiding_warps=HIDING_WARPS,
+                        max_waves=MAX_WAVES)
 PINNED_SPLITS = 3  # configurations(): S where the tile is pinned
 MAX_GRID_Y = 65535  # S is gridDim.y
 PARAM_NAMES = (*V10_PARAMS, "SPLITS")

@@ -40,7 +40,9 @@ MAX_WAVES = 2  # S is capped where the tiles x S CTAs would take more waves than
 class Engine:
     """What the model needs of a mainloop: a k-tile's K, an operand element's bytes, the multiply-adds an SM retires a
     clock, C's element bytes, the (BM, BN, STAGES) builds, a split's least k-tiles, how many CTAs of a BM x BN tile an
-    SM holds at once (which then share its multiply-adds), and the share of the SM's rate that tile's loop reaches."""
+    SM holds at once (which then share its multiply-adds), the share of the SM's rate that tile's loop reaches, and
+    (``hiding_warps`` > 0) the warps of a CTA and how many an SM needs resident to reach that rate: with fewer, the
+    loop's load latencies show and the SM runs at resident / hiding_warps of it."""
 
     k_tile: int
     operand_bytes: int
@@ -50,6 +52,9 @@ class Engine:
     min_split_ktiles: int = MIN_SPLIT_KTILES
     per_sm: Callable[[int, int], int] = field(default=lambda bm, bn: 1)
     share: Callable[[int, int], float] = field(default=lambda bm, bn: 1.0)
+    warps: Callable[[int, int], int] = field(default=lambda bm, bn: 1)
+    hiding_warps: int = 0
+    max_waves: int = MAX_WAVES
 
 
 def wgmma(precision: str) -> Engine:
@@ -130,7 +135,8 @@ def clocks(m: int, n: int, k: int, precision: str, bm: int, bn: int, splits: int
     per_sm = e.per_sm(bm, bn)
     waves = ceil_div(tiles * splits, sm_count * per_sm)
     sharing = min(per_sm, ceil_div(tiles * splits, sm_count))  # CTAs on the busiest SM at once
-    main = waves * (ceil_div(kt, splits) * ktile * sharing + CTA_START_CLOCKS)
+    hidden = min(1.0, sharing * e.warps(bm, bn) / e.hiding_warps) if e.hiding_warps else 1.0
+    main = waves * (ceil_div(kt, splits) * ktile * sharing / hidden + CTA_START_CLOCKS)
     partial = 4 * bm * bn / SM_BYTES_PER_CLOCK
     reduce = (1 + splits) * partial if splits > 1 else 0.0
     return main + reduce + bm * bn * e.output_bytes / SM_BYTES_PER_CLOCK
@@ -138,13 +144,13 @@ def clocks(m: int, n: int, k: int, precision: str, bm: int, bn: int, splits: int
 
 def choose(m: int, n: int, k: int, precision: str, sm_count: int = 132, engine: Engine | None = None) -> SplitPlan:
     """The tile and S of least modeled clocks (ties: fewer splits, then the earlier tile in the engine's): S from 1 up
-    to KT // its least k-tiles a split and at most MAX_WAVES waves of CTAs."""
+    to KT // its least k-tiles a split and at most the engine's max_waves waves of CTAs."""
     e = engine or wgmma(precision)
     kt = ceil_div(k, e.k_tile)
     best = None
     for bm, bn, stages in e.tiles:
         tiles = ceil_div(m, bm) * ceil_div(n, bn)
-        most = max(1, min(kt // e.min_split_ktiles, MAX_WAVES * sm_count * e.per_sm(bm, bn) // tiles))
+        most = max(1, min(kt // e.min_split_ktiles, e.max_waves * sm_count * e.per_sm(bm, bn) // tiles))
         for splits in range(1, most + 1):
             c = clocks(m, n, k, precision, bm, bn, splits, sm_count, e)
             if best is None or c < best.clocks:
