@@ -93,6 +93,8 @@ TUNED: dict[str, dict[str, dict]] = {
         "512x1024x8192": {"params": _T8x8, "ms": 0.8436},
         "1024x1024x8192": {"params": _T8x8, "ms": 0.8449},
         "2048x1024x8192": {"params": _T8x8, "ms": 0.8475},
+        "4096x1024x8192": {"params": PARAMS, "ms": 1.459},
+        "8192x1024x8192": {"params": PARAMS, "ms": 2.907},
         "1536x1536x1536": {"params": _T8x12, "ms": 0.211},
         "2048x2048x2048": {"params": PARAMS, "ms": 0.3712},
         "3072x3072x3072": {"params": _T8x12, "ms": 1.289},
