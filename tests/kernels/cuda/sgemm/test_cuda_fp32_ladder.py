@@ -278,7 +278,7 @@ def test_v10_configurations_cover_every_tile_it_can_pick(tmp_path, monkeypatch):
     monkeypatch.setenv("GEMMLAB_CACHE", str(tmp_path))
     spec = spec_of("v10_register_prefetch")
     h200 = [dict(c.params) for c in spec.configurations("NVIDIA H200")]
-    assert len(h200) == 2 and dict(spec.params) in h200  # two shapes share the fallback tile
+    assert len(h200) == 3 and dict(spec.params) in h200  # the shapes share three tiles, the fallback's one of them
     assert {(p["BM"], p["BN"]) for p in h200} == {(e["params"]["BM"], e["params"]["BN"])
                                                   for e in TUNED["NVIDIA H200"].values()}
     assert [dict(c.params) for c in spec.configurations("Some GPU")] == [dict(spec.params)]
@@ -305,7 +305,7 @@ def test_sanitizer_child_runs_each_configuration_of_a_tuned_kernel(monkeypatch):
     assert sweep._sanitize_target(["cuda/v10_register_prefetch", "cuda/v8_cp_async"]) == 0
     tiles = [tile for tile, _ in seen]
     assert tiles.count((128, 256)) == tiles.count((128, 192)) == len(sweep.SANITIZE_SHAPES)
-    assert tiles.count((128, 128)) == len(sweep.SANITIZE_SHAPES)  # v8: one plain configuration
+    assert tiles.count((128, 128)) == 2 * len(sweep.SANITIZE_SHAPES)  # v10's third tile and v8's one
 
 
 def test_sanitizer_child_runs_the_stream_k_levels_through_whole_tiles_and_a_split_tail(monkeypatch):

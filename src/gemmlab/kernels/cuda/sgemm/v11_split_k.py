@@ -58,11 +58,11 @@ def ffma_share(bm: int, bn: int) -> float:
 
 # Warps an SM needs resident for the loop's rate: three a scheduler, one issuing FFMAs while the others wait on their
 # shared and global loads. Fitted on the H200 over every (tile, S) at the suite's FP32 shapes (docs/fp32_ladder.md
-# "v11"): with one CTA of 4 warps an SM, as the model without this term chose wherever it could, the loop ran at
-# about 2/3 of its rate with 12 warps.
+# "v11"): with one CTA of 4 warps an SM, as the model without this term chose wherever it could, the loop ran well
+# below its rate with 12 warps.
 HIDING_WARPS = 12
-# S up to three waves of CTAs (tc10's two): at mid sizes (1536³: 288 tiles of 64x128) one CTA of 4 warps an SM
-# hides nothing, and three a SM over 2.9 waves measured 1.26x faster than the fewest splits two waves allow
+# S up to three waves of CTAs (tc10's two): at mid sizes (1536³: 288 tiles of 64x128) two waves allow S = 2 at
+# most, and three CTAs an SM over 2.9 waves ran faster in the same fit
 MAX_WAVES = 3
 
 # A tile outside TILES is a variant's, pinned with its S: its clocks are compared with nothing, and taken at one CTA
