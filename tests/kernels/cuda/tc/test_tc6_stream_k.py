@@ -183,7 +183,8 @@ def test_tc6_is_its_base_level_with_stream_k(spec):
     assert spec.source == base.source and spec.entry == base.entry
     sk = {"STREAM_K": 1, "SK_FILL": SK_FILL, "SK_SKIP_FILL": SK_SKIP_FILL}
     own = {k: v for k, v in base.params.items() if k != "NARROW_BN"}  # narrower tiles are the base level's choice
-    assert spec.params in ({**own, "CM": 1, **sk}, {**own, **sk})
+    narrow_m = {"NARROW_BM": 64} if spec.precision == "tf32" else {}  # shorter tiles are tc6 TF32's own
+    assert spec.params in ({**own, "CM": 1, **sk, **narrow_m}, {**own, **sk, **narrow_m})
     assert spec.params.get("CM", 1) * spec.params.get("CN", 1) == 1
     assert "STREAM_K" not in base.params  # tc4, tc5 compile with the .cu default, STREAM_K=0
     assert "red.release.gpu" in ptx_of(spec) and "ld.acquire.gpu" in ptx_of(spec)
@@ -234,7 +235,7 @@ def test_small_tf32_problems_round_a_in_shared_memory_in_one_launch():
     pre_pass = wgmma_traffic("tf32", 256, 128, prepass=False, stream_k=True, group_m=8, swap_ab=True,
                                        round_a=True)(small)
     assert tf32.traffic(small).smem > pre_pass.smem and tf32.traffic(small).global_read < pre_pass.global_read
-    assert [c.params["TF32_ROUND"] for c in tf32.configurations()] == [3, 2]
+    assert [(c.params["BM"], c.params["TF32_ROUND"]) for c in tf32.configurations()] == [(256, 3), (64, 3), (256, 2)]
     assert all(c.for_problem(small).params["TF32_ROUND"] == c.params["TF32_ROUND"] for c in tf32.configurations())
     assert not next(s for s in TC6 if s.precision == "bf16").one_launch_mnk
     # tc5, whose few CTAs at these sizes carry the pass alone, keeps the pre-pass above 256³
@@ -280,3 +281,17 @@ def test_tc6_traffic_counts_the_partials():
         assert "stream-K" in t6.basis
         whole = Problem(bm * 132, bn, 64, spec.precision)  # 132 tiles: one whole wave, no partials
         assert spec.traffic(whole) == base.traffic(whole)  # the base level runs, clusters and all
+
+
+@pytest.mark.parametrize("shape,bm", [((16, 4096, 4096), 64), ((64, 14336, 4096), 64), ((1, 1000, 129), 64),
+                                      ((65, 4096, 4096), 256), ((4096, 4096, 4096), 256)])
+def test_tc6_tf32_takes_64_row_tiles_where_a_has_no_more_rows(shape, bm):
+    """NARROW_BM: the swapped tile's height (wgmma's N) is 64 rows of A at M <= 64, split or not, and the binary
+    with it is among the configurations the sanitizer runs; the model reads the tile that runs."""
+    spec = next(s for s in TC6 if s.precision == "tf32")
+    runs = spec.for_problem(Problem(*shape, "tf32"))
+    assert runs.params["BM"] == bm and "NARROW_BM" not in runs.defines()
+    assert any(c.params["BM"] == 64 for c in spec.configurations())
+    t = runs.traffic(Problem(*shape, "tf32"))
+    assert t.walk is None or t.walk.tiles_m == -(-shape[0] // bm)
+

@@ -6,7 +6,10 @@ tile's owner (the CTA holding k = 0) adds the others' FP32 partials in k order (
 would be split (whole waves, a last wave at least SK_SKIP_FILL = 70% full, or tc4's narrower tiles filling it) it
 launches the base level's binary. Why: a persistent grid pays for its last partial wave in full (2048x3072x4096:
 2 tiles of makespan for 1.45 of work). Predicted gain: up to 25-30% at 2048x3072x4096, 1-2.5% at 4096³ and 8192³.
-TF32 up to ONE_LAUNCH_MNK (512³): one launch, A rounded in shared memory (TF32_ROUND=2).
+TF32 up to ONE_LAUNCH_MNK (512³): one launch, A rounded in shared memory (TF32_ROUND=2). TF32 at M <= 64: tiles 64
+rows of A tall (NARROW_BM), where the 256-row tile's wgmma (n256) spends three quarters of its k-tile on zero rows.
+Predicted: about the weight's bytes at tc10 TF32's rate there (both stream the same w tile a k-tile), faster where
+tc10 splits few tiles (14336×4096: S = 1).
 TF32 reads B handed over as w.t() in place, as tc5 does (SWAP_B_KMAJOR).
 
 ``cuda/tc6_stream_k_fp8_block``: the same tail on tc8_block_scaled_fp8, its split launches with the scales beside
@@ -25,7 +28,9 @@ from gemmlab.kernels.cuda.tc.model.traffic import wgmma_traffic
 
 SK = {"STREAM_K": 1, "SK_FILL": SK_FILL, "SK_SKIP_FILL": SK_SKIP_FILL}
 BF16 = {**{k: v for k, v in tc4_persistent.BASE.items() if k != "NARROW_BN"}, "CM": 1, **SK}
-TF32 = {**tc5_swap_ab.PARAMS, "CN": 1, **SK}
+# NARROW_BM: at M <= 64 the swapped tile is 64 rows of A tall (wgmma n64), not 256 (n256 on 16 rows of x @ w.t()
+# multiplies zeros: four times the tensor cores' work a k-tile on the same w tile)
+TF32 = {**tc5_swap_ab.PARAMS, "CN": 1, "NARROW_BM": 64, **SK}
 FP8_BLOCK = {**tc8.PARAMS, "SCALE_TMA": 1, "SCALE_GATE": 0, **SK}
 ONE_LAUNCH_MNK = 512 ** 3
 

@@ -85,7 +85,7 @@ class WgmmaKernel(CudaKernel):
 
     def defines(self) -> dict:
         # host-side choices: the tile width per problem (for_problem), the stream-K grid (launch_geometry)
-        d = {k: v for k, v in self.params.items() if k not in ("NARROW_BN", "SK_MIN_KTILES")}
+        d = {k: v for k, v in self.params.items() if k not in ("NARROW_BN", "NARROW_BM", "SK_MIN_KTILES")}
         d.update(self.prec.tensor_core_defines)
         d.update(self.epilogue_defines())
         return d
@@ -203,8 +203,9 @@ class WgmmaKernel(CudaKernel):
 
     def for_problem(self, problem: Problem, sm_count: int = 132) -> "WgmmaKernel":
         """The spec that runs ``problem``: a TF32_ROUND=3 level with ``one_launch_mnk``, TF32_ROUND=2 where
-        rounds_a_in_place says so; with NARROW_BN, NARROW_BN-wide tiles where they fill the last wave better
-        (narrow_pays); with STREAM_K, the base level where no tile is split; else this one."""
+        rounds_a_in_place says so; with NARROW_BM (a swapped level), tiles NARROW_BM rows tall where A has no more
+        rows; with NARROW_BN, NARROW_BN-wide tiles where they fill the last wave better (narrow_pays); with
+        STREAM_K, the base level where no tile is split; else this one."""
         import dataclasses
 
         p = self.params
@@ -214,6 +215,9 @@ class WgmmaKernel(CudaKernel):
             return self.for_problem(problem.flattened(), sm_count).with_params({"BATCHED": 1})
         if p.get("TF32_ROUND", 0) == 3 and rounds_a_in_place(problem, self.one_launch_mnk):
             return dataclasses.replace(self, params={**p, "TF32_ROUND": 2}).for_problem(problem, sm_count)
+        if p.get("NARROW_BM", 0) and problem.m <= p["NARROW_BM"]:
+            return dataclasses.replace(self, params={**p, "BM": p["NARROW_BM"], "NARROW_BM": 0}).for_problem(
+                problem, sm_count)
         if p.get("STREAM_K", 0):
             if self.stream_k_tiles(problem, sm_count):
                 return self
@@ -241,12 +245,12 @@ class WgmmaKernel(CudaKernel):
         compile tests build them all)."""
         import dataclasses
 
-        if not self.params.get("NARROW_BN", 0):
-            specs = [self]
-        else:
-            wide = {**self.params, "NARROW_BN": 0}
-            narrow = {**wide, "BN": self.params["NARROW_BN"]}
-            specs = [dataclasses.replace(self, params=wide), dataclasses.replace(self, params=narrow)]
+        specs = [self]
+        for name, dim in (("NARROW_BN", "BN"), ("NARROW_BM", "BM")):
+            if self.params.get(name, 0):
+                wide = {**self.params, name: 0}
+                narrow = {**wide, dim: self.params[name]}
+                specs = [dataclasses.replace(self, params=wide), dataclasses.replace(self, params=narrow)]
         if self.one_launch_mnk:  # small problems round A in shared memory: another binary, and each pinned
             specs = [dataclasses.replace(s, one_launch_mnk=0) for s in specs]
             specs.append(dataclasses.replace(specs[0], params={**specs[0].params, "TF32_ROUND": 2}))
@@ -273,8 +277,9 @@ class WgmmaKernel(CudaKernel):
 
         params = self.whole_tiles or {k: v for k, v in self.params.items()
                                       if k not in ("STREAM_K", "SK_FILL", "SK_SKIP_FILL")}
-        if "TF32_ROUND" in self.params:  # how A is rounded does not depend on whether a tile is split
-            params = {**params, "TF32_ROUND": self.params["TF32_ROUND"]}
+        for name in ("TF32_ROUND", "BM"):  # how A is rounded and the tile's height (NARROW_BM) carry over
+            if name in self.params:
+                params = {**params, name: self.params[name]}
         return dataclasses.replace(self, params=dict(params), whole_tiles=None)
 
     def operand_maps(self, problem: Problem, lda: int, ldb: int, b_kmajor: bool = False) -> tuple[TiledMap, TiledMap]:
