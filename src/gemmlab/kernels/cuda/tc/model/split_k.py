@@ -11,8 +11,10 @@ each split keeps at least MIN_SPLIT_KTILES k-tiles, the depth of tc3's and tc4's
 copies run ahead of the wgmma (a deeper ring only serves a longer split).
 
 The FP32 ladder's split-K level (sgemm/v11_split_k.py) makes the same choice over its own tiles with an ``Engine`` of
-its own: the CUDA cores' FFMA rate, its k-tile, its splits' least k-tiles and the CTAs an SM holds at once; tc10's is
-``wgmma(precision)``, the default of every function here.
+its own: the CUDA cores' FFMA rate, its k-tile, its splits' least k-tiles, the CTAs an SM holds at once, the warps an
+SM needs resident before its loop runs at that rate (fewer leave the loads' latencies showing) and three waves of
+CTAs at most; tc10's is ``wgmma(precision)``, the default of every function here, one CTA an SM whose producer warp
+hides the copies.
 """
 from __future__ import annotations
 
