@@ -36,7 +36,7 @@ def test_long_k_splits_over_the_gpu_with_enough_k_tiles_each(shape):
     assert (plan.bm, plan.bn) in v11.TILES
     unsplit = min(split_k.clocks(*shape, "fp32", bm, bn, 1, 132, v11.ENGINE) for bm, bn in v11.TILES)
     roof = shape[0] * shape[1] * shape[2] / (132 * v11.FFMA_PER_SM_CLOCK)  # every FP32 lane busy
-    assert plan.clocks < unsplit and plan.clocks <= 1.4 * roof  # the loop's FFMA share, the reduction, a start
+    assert plan.clocks < unsplit and plan.clocks <= 1.35 * roof  # the loop's FFMA share, the reduction, a start
     assert plan.workspace_bytes == 4 * plan.bm * plan.bn * plan.ctas
 
 
@@ -59,8 +59,11 @@ def test_an_sm_short_of_warps_runs_slower():
     one = split_k.clocks(256, 4096, 4096, "fp32", 64, 128, 1, 132, v11.ENGINE)
     three = split_k.clocks(256, 4096, 4096, "fp32", 64, 128, 3, 132, v11.ENGINE)
     assert three < one and spec().split_plan(Problem(256, 4096, 4096)).ctas >= 3 * 128
+    # one CTA of 4 warps on each SM runs its loop at 4/12 of the rate: three times the k-tiles' clocks
     blind = split_k.Engine(**{**vars(v11.ENGINE), "hiding_warps": 0})
-    assert split_k.clocks(256, 4096, 4096, "fp32", 64, 128, 1, 132, blind) < one
+    ktile = 64 * 128 * 16 / (v11.FFMA_PER_SM_CLOCK * v11.ffma_share(64, 128))
+    kt = 4096 // 16
+    assert one - split_k.clocks(256, 4096, 4096, "fp32", 64, 128, 1, 132, blind) == pytest.approx(2 * kt * ktile)
 
 
 @pytest.mark.parametrize("size", [2048, 3072, 4096, 8192])

@@ -283,15 +283,34 @@ def test_tc6_traffic_counts_the_partials():
         assert spec.traffic(whole) == base.traffic(whole)  # the base level runs, clusters and all
 
 
-@pytest.mark.parametrize("shape,bm", [((16, 4096, 4096), 64), ((64, 14336, 4096), 64), ((1, 1000, 129), 64),
-                                      ((65, 4096, 4096), 256), ((4096, 4096, 4096), 256)])
-def test_tc6_tf32_takes_64_row_tiles_where_a_has_no_more_rows(shape, bm):
-    """NARROW_BM: the swapped tile's height (wgmma's N) is 64 rows of A at M <= 64, split or not, and the binary
-    with it is among the configurations the sanitizer runs; the model reads the tile that runs."""
+@pytest.mark.parametrize("shape,bm,rounds", [((16, 4096, 4096), 64, 3), ((64, 14336, 4096), 64, 3),
+                                             ((1, 1000, 129), 64, 3), ((16, 256, 256), 256, 2),
+                                             ((65, 4096, 4096), 256, 3), ((4096, 4096, 4096), 256, 3)])
+def test_tc6_tf32_takes_64_row_tiles_where_a_has_no_more_rows(shape, bm, rounds):
+    """NARROW_BM: the swapped tile's height (wgmma's N) is 64 rows of A at M <= 64 where A is rounded by the
+    pre-pass, split or not; a problem small enough to round A in shared memory keeps the 256-row tile (that pass's
+    binary at 64 rows spills); the registered level's model is the running build's."""
     spec = next(s for s in TC6 if s.precision == "tf32")
-    runs = spec.for_problem(Problem(*shape, "tf32"))
-    assert runs.params["BM"] == bm and "NARROW_BM" not in runs.defines()
-    assert any(c.params["BM"] == 64 for c in spec.configurations())
-    t = runs.traffic(Problem(*shape, "tf32"))
-    assert t.walk is None or t.walk.tiles_m == -(-shape[0] // bm)
+    problem = Problem(*shape, "tf32")
+    runs = spec.for_problem(problem)
+    assert (runs.params["BM"], runs.params["TF32_ROUND"]) == (bm, rounds) and "NARROW_BM" not in runs.defines()
+    assert runs.for_problem(problem).params == runs.params
+    assert spec.traffic(problem) == runs.traffic(problem)
+    assert runs.traffic(problem).walk.tiles_m == -(-shape[0] // bm)
 
+
+def test_tc6_tf32_builds_and_the_narrow_bm_rule():
+    """Every binary tc6 TF32 runs is among its configurations (the 64-row one with the pre-pass), each compiles
+    without spills; NARROW_BM only on a swapped level, at a wgmma N, and at or above BM it changes nothing."""
+    spec = next(s for s in TC6 if s.precision == "tf32")
+    builds = [(c.params["BM"], c.params["TF32_ROUND"]) for c in spec.configurations()]
+    assert builds == [(256, 3), (64, 3), (256, 2)]
+    for c in spec.configurations():
+        report = c.compile("sm_90a").report
+        assert report.spills == 0 and report.stack_bytes == 0, (c.params, report)
+    assert spec.with_params({"BM": 64}).for_problem(Problem(16, 4096, 4096, "tf32")).params["BM"] == 64
+    bf16 = next(s for s in TC6 if s.precision == "bf16")
+    with pytest.raises(InvalidConfigError, match="NARROW_BM=64: .*swapped level"):
+        bf16.with_params({"NARROW_BM": 64})
+    with pytest.raises(InvalidConfigError, match="NARROW_BM=96"):
+        spec.with_params({"NARROW_BM": 96})

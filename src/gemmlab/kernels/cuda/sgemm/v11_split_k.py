@@ -7,15 +7,17 @@ on its tile; whichever draws the last adds the S partials in split order 0..S-1 
 every call, stores C through the fused epilogue, and sets the ticket back to zero (one launch, no memset): tc10's
 design (tc/tc10_split_k.py), whose arithmetic (include/split_k.cuh), model (tc/model/split_k.py, with this level's
 ``ENGINE``) and workspace this level shares. The tiles are smaller than V10's (32x128, 64x64, 64x128, 128x128,
-several CTAs an SM), chosen per problem with S by split_k.choose: waves of CTAs, the FFMAs of each split, the
-reduction one CTA does alone. B as w.t() is read in place, as V10 reads it.
+several CTAs an SM), chosen per problem with S by split_k.choose: waves of CTAs (three at most), the FFMAs of each
+split, the warps resident on an SM (fewer than HIDING_WARPS leave the loop's load latencies showing), the reduction
+one CTA does alone. B as w.t() is read in place, as V10 reads it.
 Why: at long K and few tiles (256x256x65536: 4 of V10's 128x192 tiles on the H200, for 4 of 132 SMs) and at small
 M against LLM weights (M = 32-128: 6-75 tiles) most SMs sit idle; split S ways, each CTA runs about 1/S of a
 tile's K, plus S partials read back by one CTA.
-Predicted gain (docs/fp32_ladder.md "v11": the chosen tile and S, DRAM and L2 bytes, the roofline's TFLOPS): about a
-wave of CTAs at every long-K and M = 32-128 shape of the suite, so V10's share of the FFMA roof there, 4-130x the
-roofline of V10's fallback tile; the DRAM bytes unchanged, the L2 bytes up to 2.7x (smaller tiles, the partials). At the squares of 2048
-and up no split, and V10's larger tuned tile ahead.
+Predicted gain (docs/fp32_ladder.md "v11": the chosen tile and S, DRAM and L2 bytes, the roofline's TFLOPS): at least
+a wave of CTAs at every long-K and M = 32-128 shape of the suite, several an SM where one CTA's warps are few, so
+V10's share of the FFMA roof there, 4-130x the roofline of V10's fallback tile; the DRAM bytes unchanged, the L2
+bytes up to 2.7x (smaller tiles, the partials). At the squares of 2048 and up no split, and V10's larger tuned tile
+ahead.
 """
 from __future__ import annotations
 

@@ -102,9 +102,9 @@ def wgmma_constraints(p: dict, specialized: bool, swap_ab: bool = False, options
         e.append(f"NARROW_BN={narrow}: a wgmma N (64, 128, 192) below BN={p['BN']} with a B box per CTA of the "
                  "cluster, on the tc4_persistent.cu source")
     narrow_m = p.get("NARROW_BM", 0)
-    if narrow_m and (not swap_ab or narrow_m not in (64, 128, 192) or narrow_m >= p["BM"]):
-        e.append(f"NARROW_BM={narrow_m}: a wgmma N (64, 128, 192) below BM={p['BM']}, on a swapped level (tc5's "
-                 "source), whose BM is the wgmma's N")
+    if narrow_m and (not swap_ab or narrow_m not in (64, 128, 192)):
+        e.append(f"NARROW_BM={narrow_m}: a wgmma N (64, 128, 192), on a swapped level (tc5's source), whose BM is "
+                 "the wgmma's N (at or above BM it changes nothing)")
     rnd = p.get("TF32_ROUND", 0)
     if rnd not in (0, 1, 2, 3):
         e.append(f"TF32_ROUND={rnd}: 0 (truncated by the tensor cores), 1 (register operands rounded), 2 (and the "

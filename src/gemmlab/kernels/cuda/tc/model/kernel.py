@@ -199,12 +199,23 @@ class WgmmaKernel(CudaKernel):
     def traffic(self, problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
         """wgmma_traffic's model at this spec's own tile (BM, BN, CM, CN, GROUP_M, NARROW_BN): the registered
         level's, a pinned configuration's or a bench --variant's alike."""
+        if self.shortens(problem):  # the registered level's shorter tile is another binary's: its model
+            return self.for_problem(problem, sm_count).traffic(problem, sm_count)
         return self.traffic_model(problem, sm_count, params=dict(self.params))
+
+    def shortens(self, problem: Problem) -> bool:
+        """Whether NARROW_BM (a swapped level) makes the tile NARROW_BM rows of A tall for ``problem``: A has no more
+        rows, and A is rounded by the pre-pass (TF32_ROUND=3; a problem small enough for the pass in shared memory
+        keeps the base height, whose binary of that pass is the one the sanitizer and the compile tests check)."""
+        p = self.params
+        narrow = p.get("NARROW_BM", 0)
+        return (0 < narrow < p["BM"] and problem.m <= narrow and p.get("TF32_ROUND", 0) != 2
+                and not (p.get("TF32_ROUND", 0) == 3 and rounds_a_in_place(problem, self.one_launch_mnk)))
 
     def for_problem(self, problem: Problem, sm_count: int = 132) -> "WgmmaKernel":
         """The spec that runs ``problem``: a TF32_ROUND=3 level with ``one_launch_mnk``, TF32_ROUND=2 where
-        rounds_a_in_place says so; with NARROW_BM (a swapped level), tiles NARROW_BM rows tall where A has no more
-        rows; with NARROW_BN, NARROW_BN-wide tiles where they fill the last wave better (narrow_pays); with
+        rounds_a_in_place says so; with NARROW_BM (a swapped level), tiles NARROW_BM rows tall where ``shortens``
+        says so; with NARROW_BN, NARROW_BN-wide tiles where they fill the last wave better (narrow_pays); with
         STREAM_K, the base level where no tile is split; else this one."""
         import dataclasses
 
@@ -215,7 +226,7 @@ class WgmmaKernel(CudaKernel):
             return self.for_problem(problem.flattened(), sm_count).with_params({"BATCHED": 1})
         if p.get("TF32_ROUND", 0) == 3 and rounds_a_in_place(problem, self.one_launch_mnk):
             return dataclasses.replace(self, params={**p, "TF32_ROUND": 2}).for_problem(problem, sm_count)
-        if p.get("NARROW_BM", 0) and problem.m <= p["NARROW_BM"]:
+        if self.shortens(problem):
             return dataclasses.replace(self, params={**p, "BM": p["NARROW_BM"], "NARROW_BM": 0}).for_problem(
                 problem, sm_count)
         if p.get("STREAM_K", 0):
@@ -247,10 +258,9 @@ class WgmmaKernel(CudaKernel):
 
         specs = [self]
         for name, dim in (("NARROW_BN", "BN"), ("NARROW_BM", "BM")):
-            if self.params.get(name, 0):
-                wide = {**self.params, name: 0}
-                narrow = {**wide, dim: self.params[name]}
-                specs = [dataclasses.replace(self, params=wide), dataclasses.replace(self, params=narrow)]
+            if 0 < self.params.get(name, 0) < self.params[dim]:
+                specs = ([dataclasses.replace(s, params={**s.params, name: 0}) for s in specs]
+                         + [dataclasses.replace(s, params={**s.params, name: 0, dim: self.params[name]}) for s in specs])
         if self.one_launch_mnk:  # small problems round A in shared memory: another binary, and each pinned
             specs = [dataclasses.replace(s, one_launch_mnk=0) for s in specs]
             specs.append(dataclasses.replace(specs[0], params={**specs[0].params, "TF32_ROUND": 2}))
