@@ -18,7 +18,8 @@ from fp8_blocks import fp8_blocks  # noqa: E402
 # (kernel, M, N, K, B as w.t()): each kind of workspace a plan holds. The TF32 transpose of a row-major B (tc2-tc4),
 # the TF32 rounding pre-pass (tc5, tc6; tc6 at 1024³ also its stream-K tail), stream-K partials and flags (tc6 BF16,
 # tc9 BF16 and FP8), block scales beside stream-K (tc6 FP8 block), an operand whose rows TMA cannot stride (K = 100),
-# split-K partials and counters (tc10)
+# split-K partials and counters (tc10; v11 on the CUDA cores, 16 splits at 16x4096x4096), tc6 TF32's 64-row tiles
+# at M <= 64 (the rounding pre-pass and stream-K's partials)
 WORKSPACES = [("cuda/tc2_wgmma_tma_tf32", 1024, 1024, 1024, False),
               ("cuda/tc3_warp_specialized_tf32", 1024, 1024, 1024, False),
               ("cuda/tc4_persistent_tf32", 1024, 1024, 1024, False),
@@ -30,7 +31,9 @@ WORKSPACES = [("cuda/tc2_wgmma_tma_tf32", 1024, 1024, 1024, False),
               ("cuda/tc9_narrow_swap_fp8", 16, 4096, 4096, True),
               ("cuda/tc6_stream_k_fp8_block", 256, 4096, 8192, True),
               ("cuda/tc4_persistent_bf16", 257, 136, 100, False),
-              ("cuda/tc10_split_k_bf16", 128, 256, 16384, False)]
+              ("cuda/tc10_split_k_bf16", 128, 256, 16384, False),
+              ("cuda/v11_split_k", 16, 4096, 4096, True),
+              ("cuda/tc6_stream_k_tf32", 16, 4096, 4096, True)]
 
 
 class Call:
