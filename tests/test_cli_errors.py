@@ -145,15 +145,38 @@ def test_bad_input_is_one_line_and_exit_2(args, words, files, capsys):
     assert sorted(p.name for p in files.iterdir()) == before  # no report folder, no results.ncu/, no JSON
 
 
+@pytest.mark.parametrize("columns", ["", "0"])
 @pytest.mark.parametrize("args", [["bench", "--repeat", "0"], ["report", "nonexistent.json", "--summary"],
-                                  ["bench", "--kernels", "nope*"]])
-def test_a_real_process_says_the_same_one_line(args, tmp_path):
+                                  ["bench", "--kernels", "nope*"], ["list", "--kernels", "nope*"],
+                                  ["verify", "--kernels", "cpu/blas", "--sample", "-1"]])
+def test_a_real_process_says_the_same_one_line(args, columns, tmp_path):
+    """Through a real interpreter, also with COLUMNS=0 (a terminal of no width, where a rich console prints
+    nothing): the line is there."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]),
-               CUDA_VISIBLE_DEVICES="")  # what a machine without a GPU sees, on one with
+               CUDA_VISIBLE_DEVICES="", COLUMNS=columns)  # what a machine without a GPU sees, on one with
     proc = subprocess.run([sys.executable, "-m", "gemmlab", *args], capture_output=True, text=True, timeout=300,
                           cwd=tmp_path, env=env)
     assert proc.returncode == 2
-    assert proc.stdout == "" and len(proc.stderr.splitlines()) == 1 and "Traceback" not in proc.stderr
+    lines = proc.stderr.splitlines()
+    assert proc.stdout == "" and len(lines) == 1 and "Traceback" not in proc.stderr
+    assert lines[0].startswith(f"gemmlab {args[0]}: error: ")
+
+
+def test_a_failure_no_check_foresaw_is_one_line_too(monkeypatch, capsys):
+    """An exception no command turned into a GemmlabError (here a KeyError from inside `list`) ends in one line
+    naming its type and message, exit 2; GEMMLAB_TRACEBACK=1 lets it through with its traceback."""
+    from gemmlab import cli
+
+    def broken(args):
+        raise KeyError("a key no table has")
+
+    monkeypatch.setitem(cli.COMMANDS, "list", broken)
+    assert main(["list"]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gemmlab list: error: KeyError: 'a key no table has'")
+    monkeypatch.setenv("GEMMLAB_TRACEBACK", "1")
+    with pytest.raises(KeyError):
+        main(["list"])
 
 
 def test_version_and_a_help_that_names_every_command(capsys):

@@ -433,23 +433,35 @@ COMMANDS = {"list": cmd_list, "bench": cmd_bench, "verify": cmd_verify, "rooflin
             "tune": cmd_tune, "chapter": cmd_chapter}
 
 
+def _say(command: str, what: str) -> None:
+    """One line on stderr, as it is: plain text, so no terminal setting (a width of 0 columns) can drop it, and a
+    glob's brackets are not read as markup."""
+    print(f"gemmlab {command}: error: {what}", file=sys.stderr)
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = build_parser().parse_args(argv)
-    args.argv = argv
+    command = next((a for a in argv if not a.startswith("-")), "")
     try:
+        args = build_parser().parse_args(argv)
+        args.argv, command = argv, args.command
         return COMMANDS[args.command](args)
     except GemmlabError as exc:
-        # one line, unwrapped, on stderr; the message is text (a glob's brackets are not markup)
-        Console(stderr=True, soft_wrap=True).print(Text.assemble((f"gemmlab {args.command}: error: ", "bold red"),
-                                                                 str(exc)))
+        _say(command, str(exc))
         return 2
     except KeyboardInterrupt:
-        print(f"gemmlab {args.command}: interrupted", file=sys.stderr)
+        print(f"gemmlab {command}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # the reader went away (| head): nothing left to say, and nowhere to say it
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    except Exception as exc:  # noqa: BLE001 - what no check turned into a GemmlabError: still one line, not a trace
+        if os.environ.get("GEMMLAB_TRACEBACK"):
+            raise
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        _say(command, f"{type(exc).__name__}{': ' + first if first else ''} (unexpected here: GEMMLAB_TRACEBACK=1 "
+                      "shows where it was raised)")
+        return 2
 
 
 if __name__ == "__main__":
