@@ -249,17 +249,18 @@ def sanitizer_rows(specs, log: str, returncode: int, protocol: dict | None = Non
             bad = s.name in failed_checks or bool(named)
             rows.append(SanitizerRow(s.name, not bad, f"errors in this run ({run})" if bad else run))
             continue
-        mine = [r for r in reports if any(e == entry for e, _ in _ACCESS.findall("\n".join(r)))]
-        pairs = [p for r in mine for p in _race_pairs(r)]
+        # each report naming this entry, with the PCs it names and its racecheck pairs
+        mine = [(pcs, _race_pairs(r)) for r in reports
+                for pcs in [_ACCESS.findall("\n".join(r))] if any(e == entry for e, _ in pcs)]
+        pairs = [p for _, ps in mine for p in ps]
         hazards = sum(h for _, _, h in pairs)
         builds = protocol.get(s.name) if s.backend == "gluon" else None  # Triton's protocol is in Gluon code only
         told = isinstance(builds, list) and bool(builds)
         # every PC the log names in this kernel is an error but those of the protocol's pairs: a report's first PC
         # once all its pairs are the protocol's, and each other PC of a protocol pair
         told_hazards, others = 0, named[entry]
-        for r in mine if told else ():
-            ps = _race_pairs(r)
-            if len(ps) + 1 != len(_ACCESS.findall("\n".join(r))):  # a line of it this does not read
+        for pcs, ps in mine if told else ():
+            if len(ps) + 1 != len(pcs):  # a line of it this does not read
                 continue
             ours = [p for p in ps if _is_protocol(p, entry, builds)]
             told_hazards += sum(h for _, _, h in ours)
