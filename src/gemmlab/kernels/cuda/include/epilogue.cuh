@@ -41,18 +41,32 @@ struct EpiArgs {
 #endif
 
 #ifdef __CUDACC__
-// e^x and a / b, accurate (expf, IEEE division) or, kSfu, the special-function unit's approximations (__expf,
-// __fdividef: a few ulp here, far below a BF16 or TF32 result's error, and fewer instructions). The epilogues in the
-// fragment's registers keep the accurate ones (with the SFU's, ptxas spills at 168 registers in tc4 and tc6), but
-// for tc9's transposed store (C_TRANSPOSED), which fits; the shared-memory pass (tc_epilogue.cuh's epi_box), whose
-// cost is its instructions per element, takes the SFU's.
+// e^x and a / b, accurate (expf, IEEE division) or, kSfu, the special-function unit's approximations with
+// subnormals flushed (ex2.approx.ftz of x·log2(e), a times rcp.approx.ftz of b: a few ulp here, far below a BF16 or
+// TF32 result's error; flushed, each is one SFU instruction and a multiply, where __expf and __fdividef add a
+// subnormal range check and a rescale apiece). The epilogues in the fragment's registers keep the accurate ones (with
+// the SFU's, ptxas spills at 168 registers in tc4 and tc6), but for tc9's transposed store (C_TRANSPOSED), which
+// fits; the shared-memory pass (tc_epilogue.cuh's epi_box), whose cost is its instructions per element, takes the
+// SFU's.
 template <bool kSfu>
 __device__ __forceinline__ float epi_exp(float x) {
-  return kSfu ? __expf(x) : expf(x);
+  if constexpr (kSfu) {
+    float y;  // 2^(x·log2 e); below 2^-126 (x < -87.3) 0, where e^x is far below the activations' resolution
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x * 1.4426950408889634f));
+    return y;
+  } else {
+    return expf(x);
+  }
 }
 template <bool kSfu>
 __device__ __forceinline__ float epi_div(float a, float b) {
-  return kSfu ? __fdividef(a, b) : a / b;  // __fdividef gives a·0 for b past 2^126: the activations' limits below
+  if constexpr (kSfu) {
+    float r;  // 1/b, 0 for |b| past 2^126 (and inf): a·0, the activations' limits below
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(b));
+    return a * r;
+  } else {
+    return a / b;
+  }
 }
 template <bool kSfu = false>
 __device__ __forceinline__ float epi_act(float x) {

@@ -184,31 +184,48 @@ __device__ __forceinline__ u32 bf16_word(const HeldC<TN, HELD> &h, int i) {
 // load, and a warp's 32 words are one row, 32 banks, and one line of a matrix addend. Why here and not in registers as
 // each group leaves: applied in the fragment's registers the epilogue is a copy of its code for each of a tile's 128
 // values in each store path, a tile's worth of instructions that do not fit the instruction cache; here it is one
-// short loop. BF16 or FP16 C is staged rounded, so the epilogue reads C's values as C holds them (what a separate
+// box column's (16 rows). BF16 or FP16 C is staged rounded, so the epilogue reads C's values as C holds them (what a separate
 // activation after the GEMM reads).
+// A thread's 16 rows are loaded before any is computed, then stored: the rows' addresses are two registers and
+// constant offsets, so the compiler overlaps their loads, their 32 (BF16) independent activations and their stores.
+// Two warps of a consumer warpgroup share each scheduler, too few to hide a row at a time: a loop over the rows at
+// addresses it computed (which ptxas cannot tell apart, so no load moves above an earlier row's store) left the
+// shared-memory latency and the activation's dependent chain (the SFU's among it) exposed on every row.
 template <typename T>
 __device__ __forceinline__ void epi_box(const TcArgs &args, u32 box, int row0, int col0, int M, int N, u32 t) {
 #if EPI
   constexpr int PER = 4 / sizeof(T);  // C's values in a 32-bit word
-  const u32 w = t % 32;
+  const u32 w = t % 32, r0 = t / 32;
   const int c = col0 + PER * (int)w;
   float bias[PER];
 #pragma unroll
   for (int v = 0; v < PER; ++v) bias[v] = epi_column_bias(args.epi, c + v, c + v < N);
-#pragma unroll 2
-  for (int r = t / 32; r < 64; r += 4) {
-    const u32 at = box + r * 128 + (((w / 4) ^ (r % 8)) << 4) + 4 * (w % 4);
-    const int rr = row0 + r;
-    const u32 word = ld_shared_u32(at);
-    if constexpr (PER == 2) {
-      float2 x = unpack_out(word);
-      x.x = epi_apply_column(args.epi, x.x, bias[0], rr, c, rr < M && c < N);
-      x.y = epi_apply_column(args.epi, x.y, bias[PER - 1], rr, c + 1, rr < M && c + 1 < N);
-      st_shared_u32(at, pack_out(x.x, x.y));
-    } else {
-      st_shared_u32(at, __float_as_uint(epi_apply_column(args.epi, __uint_as_float(word), bias[0], rr, c,
-                                                         rr < M && c < N)));
+  // row r0 + 4i has the swizzle row r0 + 4(i % 2): even rows 1024 bytes apart from `even`, odd ones from `odd`
+  const u32 even = box + r0 * 128 + (((w / 4) ^ r0) << 4) + 4 * (w % 4);
+  const u32 odd = box + (r0 + 4) * 128 + (((w / 4) ^ (r0 + 4)) << 4) + 4 * (w % 4);
+  auto at = [&](int i) { return (i % 2 ? odd : even) + 1024 * (i / 2); };
+  // a matrix addend's loads and 64-bit addresses, unrolled over the 16 rows, spill (tc6): 4 rows at a time, in a loop
+  constexpr int ROWS = EPI_ADDEND == 2 ? 4 : 16;
+#pragma unroll(EPI_ADDEND == 2 ? 1 : 16)
+  for (int i0 = 0; i0 < 16; i0 += ROWS) {
+    u32 word[ROWS];
+#pragma unroll
+    for (int i = 0; i < ROWS; ++i) word[i] = ld_shared_u32(at(i0 + i));
+#pragma unroll
+    for (int i = 0; i < ROWS; ++i) {
+      const int rr = row0 + (int)r0 + 4 * (i0 + i);
+      if constexpr (PER == 2) {
+        float2 x = unpack_out(word[i]);
+        x.x = epi_apply_column(args.epi, x.x, bias[0], rr, c, rr < M && c < N);
+        x.y = epi_apply_column(args.epi, x.y, bias[PER - 1], rr, c + 1, rr < M && c + 1 < N);
+        word[i] = pack_out(x.x, x.y);
+      } else {
+        word[i] = __float_as_uint(epi_apply_column(args.epi, __uint_as_float(word[i]), bias[0], rr, c,
+                                                   rr < M && c < N));
+      }
     }
+#pragma unroll
+    for (int i = 0; i < ROWS; ++i) st_shared_u32(at(i0 + i), word[i]);
   }
 #endif
 }
