@@ -42,21 +42,25 @@ struct EpiArgs {
 
 #ifdef __CUDACC__
 // e^x and a / b, accurate (expf, IEEE division) or, kSfu, the special-function unit's approximations with
-// subnormals flushed (ex2.approx.ftz of x·log2(e), a times rcp.approx.ftz of b: a few ulp here, far below a BF16 or
+// subnormals flushed (ex2.approx.ftz, a times rcp.approx.ftz of b: a few ulp here, far below a BF16 or
 // TF32 result's error; flushed, each is one SFU instruction and a multiply, where __expf and __fdividef add a
 // subnormal range check and a rescale apiece). The epilogues in the fragment's registers keep the accurate ones (with
 // the SFU's, ptxas spills at 168 registers in tc4 and tc6), but for tc9's transposed store (C_TRANSPOSED), which
 // fits; the shared-memory pass (tc_epilogue.cuh's epi_box), whose cost is its instructions per element, takes the
 // SFU's.
 template <bool kSfu>
-__device__ __forceinline__ float epi_exp(float x) {
+__device__ __forceinline__ float epi_exp2(float y) {
   if constexpr (kSfu) {
-    float y;  // 2^(x·log2 e); below 2^-126 (x < -87.3) 0, where e^x is far below the activations' resolution
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x * 1.4426950408889634f));
-    return y;
+    float r;  // below 2^-126 (y < -126) 0, far below the activations' resolution
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(y));
+    return r;
   } else {
-    return expf(x);
+    return exp2f(y);
   }
+}
+template <bool kSfu>
+__device__ __forceinline__ float epi_exp(float x) {
+  return epi_exp2<kSfu>(x * 1.4426950408889634f);  // e^x = 2^(x·log2 e)
 }
 template <bool kSfu>
 __device__ __forceinline__ float epi_div(float a, float b) {
@@ -73,11 +77,14 @@ __device__ __forceinline__ float epi_act(float x) {
 #if EPI_ACT == 1
   return x < 0.0f ? 0.0f : x;  // NaN stays NaN, as torch.relu keeps it
 #elif EPI_ACT == 2  // x·Φ(x), erf by Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7, FP32's resolution at 1): one
-  // exponential and one division, no branch; erff's two ranges cost a tile's store dozens of registers or a spill
-  const float z = fabsf(x) * 0.70710678118654752f, t = epi_div<kSfu>(1.0f, fmaf(0.3275911f, z, 1.0f));
+  // exponential and one division, no branch; erff's two ranges cost a tile's store dozens of registers or a spill.
+  // With z = |x|/√2 and s = z·√(log2 e): e^-z² = 2^-s² and t = 1 / (1 + 0.3275911·z) = 1 / (1 + 0.27273748·s), one
+  // multiply fewer; 0.5·x·(1 + erf) = h + h·erf for h = x/2, one more
+  const float s = fabsf(x) * 0.84932180f, t = epi_div<kSfu>(1.0f, fmaf(0.27273748f, s, 1.0f));
   const float p = t * fmaf(fmaf(fmaf(fmaf(1.061405429f, t, -1.453152027f), t, 1.421413741f), t, -0.284496736f), t,
                            0.254829592f);
-  return 0.5f * x * (1.0f + copysignf(1.0f - p * epi_exp<kSfu>(-z * z), x));
+  const float h = 0.5f * x;
+  return fmaf(h, copysignf(1.0f - p * epi_exp2<kSfu>(-s * s), x), h);
 #elif EPI_ACT == 3  // 0.5·x·(1 + tanh(u)) = x / (1 + e^-2u): one exponential, where tanhf's branches cost registers
   return epi_div<kSfu>(x, 1.0f + epi_exp<kSfu>(-1.5957691216057308f * (x + 0.044715f * x * x * x)));
 #elif EPI_ACT == 4
