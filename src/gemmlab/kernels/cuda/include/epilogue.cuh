@@ -60,7 +60,11 @@ __device__ __forceinline__ float epi_exp2(float y) {
 }
 template <bool kSfu>
 __device__ __forceinline__ float epi_exp(float x) {
-  return epi_exp2<kSfu>(x * 1.4426950408889634f);  // e^x = 2^(x·log2 e)
+  if constexpr (kSfu) {
+    return epi_exp2<true>(x * 1.4426950408889634f);  // e^x = 2^(x·log2 e)
+  } else {
+    return expf(x);
+  }
 }
 template <bool kSfu>
 __device__ __forceinline__ float epi_div(float a, float b) {
