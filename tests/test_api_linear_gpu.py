@@ -97,3 +97,45 @@ def test_addmm_and_nn_linear_with_a_zero_dimension_on_cuda(dtype):
     y.sum().backward()
     assert torch.equal(layer.weight.grad, torch.zeros_like(layer.weight))
     assert torch.equal(layer.bias.grad, torch.zeros_like(layer.bias))
+
+
+@pytest.mark.parametrize("x_shape", [(16, 256), (2, 8, 256), (256,)])
+def test_a_repeated_linear_launches_its_plan_on_new_operands(x_shape, monkeypatch):
+    """A second call with operands of the same attributes finds the first call's plan before any check (the checks
+    are not run again) and computes act(x·wᵀ + bias) of its own operands, the new bias included."""
+    from gemmlab import torch_fused
+
+    def operands(seed):
+        g = torch.Generator(device="cuda").manual_seed(seed)
+        return (torch.randn(x_shape, device="cuda", generator=g).to(torch.bfloat16),
+                torch.randn(384, 256, device="cuda", generator=g).to(torch.bfloat16) / 16,
+                torch.randn(384, device="cuda", generator=g).to(torch.bfloat16))
+
+    def check(y, x, w, bias):
+        ref = F.gelu(F.linear(x.double(), w.double(), bias.double()))
+        assert y.shape == ref.shape
+        torch.testing.assert_close(y.double(), ref, rtol=2e-2, atol=2e-2)
+
+    x, w, bias = operands(0)
+    check(gemmlab.linear(x, w, bias, "gelu"), x, w, bias)
+    checks = []
+    monkeypatch.setattr(torch_fused, "_check", lambda **t: checks.append(t))
+    for seed in (1, 2):
+        x, w, bias = operands(seed)
+        check(gemmlab.linear(x, w, bias, "gelu"), x, w, bias)
+    assert not checks
+
+
+def test_a_linear_filed_without_grad_still_takes_autograd():
+    """Operands that require grad, called under no_grad, then with grad: the second call goes through autograd
+    (its output has a grad_fn, w gets a gradient), not through the first call's plan."""
+    g = torch.Generator(device="cuda").manual_seed(0)
+    x = torch.randn(16, 256, device="cuda", generator=g)
+    w = torch.randn(384, 256, device="cuda", generator=g).requires_grad_()
+    with torch.no_grad():
+        gemmlab.linear(x, w)
+        gemmlab.linear(x, w)
+    y = gemmlab.linear(x, w)
+    assert y.grad_fn is not None
+    y.sum().backward()
+    torch.testing.assert_close(w.grad, x.sum(0).expand(384, 256), rtol=1e-4, atol=1e-3)

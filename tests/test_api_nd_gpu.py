@@ -43,6 +43,40 @@ def test_true_batches_and_broadcasts(dtype, a_shape, b_shape):
     check(gemmlab.matmul(a, b), a, b, dtype)
 
 
+@pytest.mark.parametrize("a_shape, b_shape", [((8, 128, 256), (8, 256, 192)), ((256, 128), (4, 128, 64)),
+                                              ((2, 1, 64, 128), (3, 128, 96)), ((5, 64, 128), (1, 128, 32))])
+def test_a_repeated_batch_launches_its_plan_on_new_operands(a_shape, b_shape, monkeypatch):
+    """The second call with operands of the same attributes takes the plan the first filed under them (no route,
+    no checks: batched_matmul is not called again) and computes the product of its own operands; a transposed B of
+    the same shape is another key, with its own, right, product."""
+    dtype = torch.bfloat16
+    a, b = randn(*a_shape, dtype=dtype), randn(*b_shape, dtype=dtype, seed=1)
+    check(gemmlab.matmul(a, b), a, b, dtype)
+    calls, batched = [], call.batched_matmul
+    monkeypatch.setattr(call, "batched_matmul", lambda *args: calls.append(args) or batched(*args))
+    for seed in (2, 3):
+        a2, b2 = randn(*a_shape, dtype=dtype, seed=seed), randn(*b_shape, dtype=dtype, seed=seed + 10)
+        check(gemmlab.matmul(a2, b2), a2, b2, dtype)
+    assert not calls
+    bt = randn(*b_shape[:-2], b_shape[-1], b_shape[-2], dtype=dtype, seed=4).transpose(-1, -2)
+    check(gemmlab.matmul(a, bt), a, bt, dtype)
+    assert len(calls) == 1
+
+
+def test_a_repeated_batch_still_takes_autograd_and_out():
+    a, b = randn(4, 64, 96), randn(4, 96, 32, seed=1)
+    gemmlab.matmul(a, b)  # files the plan under the operands' attributes
+    ga, gb = a.clone().requires_grad_(), b.clone().requires_grad_()
+    gemmlab.matmul(ga, gb).sum().backward()
+    ref_a, ref_b = a.double().requires_grad_(), b.double().requires_grad_()
+    torch.matmul(ref_a, ref_b).sum().backward()
+    torch.testing.assert_close(ga.grad.double(), ref_a.grad, rtol=1e-4, atol=1e-3)
+    torch.testing.assert_close(gb.grad.double(), ref_b.grad, rtol=1e-4, atol=1e-3)
+    out = torch.full((4, 64, 32), float("nan"), device="cuda")
+    assert gemmlab.matmul(a, b, out=out) is out
+    check(out, a, b, torch.float32)
+
+
 def test_nd_gradients_on_cuda():
     a, b = randn(2, 3, 64, 96).requires_grad_(), randn(96, 32, seed=1).requires_grad_()
     ra, rb = a.detach().double().requires_grad_(), b.detach().double().requires_grad_()

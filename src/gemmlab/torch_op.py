@@ -75,10 +75,13 @@ def _scale_key(s):
     return type(s).__name__, getattr(s, "dtype", None), tuple(getattr(s, "shape", ())), getattr(s, "device", None)
 
 
-def direct(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None, epilogue=None, addend=None):
+def direct(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None, epilogue=None, addend=None,
+           seen=None):
     """One call on tensors outside autograd: a cached plan, launched on torch's current stream; ``epilogue`` (a
     gemmlab.epilogue.Epilogue) fused into the kernel's store, ``addend`` its bias or D (a tensor on the operands'
-    device, of C's dtype or float32)."""
+    device, of C's dtype or float32). ``seen``: a caller's own key for these operands (gemmlab.linear's), under which
+    a plan made here that runs on the GPU and reads B in place is also kept, for the caller to find before its own
+    checks and ``run``."""
     try:  # a tensor without strides (sparse) or an operand of another kind has no key, and no plan
         key = (kernel, precision, A.dtype, B.dtype, A.shape, B.shape, A.stride(), B.stride(), A.device, B.device,
                None if out is None else (out.dtype, out.shape, out.stride(), out.device, out.requires_grad),
@@ -97,6 +100,14 @@ def direct(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
             return empty(A, B, (A.shape[0], B.shape[1]), kernel, precision, out, (scale_a, scale_b), out_dtype,
                          epilogue, addend)
         prepared = _prepare(key, A, B, kernel, precision, out, scale_a, scale_b, out_dtype, epilogue, addend)
+    if seen is not None and prepared.on_device and not prepared.copy_b:
+        call.remember(seen, prepared)
+    return run(prepared, A, B, out, scale_a, scale_b, addend)
+
+
+def run(prepared: call.Prepared, A, B, out, scale_a=None, scale_b=None, addend=None):
+    """The launch of a call whose plan ``prepared`` was made for operands like these (their dtypes, shapes, strides
+    and devices): C from torch's allocator (or ``out``), the addresses, torch's current stream."""
     if not prepared.on_device:
         return _host(prepared, A, B, out, (scale_a, scale_b), addend)
     if prepared.copy_a:
@@ -346,6 +357,12 @@ def _traced_nd(A, B, kernel, precision):
 def direct_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None, epilogue=None, addend=None):
     """Tensors of any rank outside autograd: one 2-D GEMM where the route collapses (``epilogue`` and a bias
     ``addend`` fused into it, as ``direct`` takes them), else one batched call."""
+    seen = None
+    if out is None and epilogue is None and scale_a is None and scale_b is None:
+        seen = _batch_key(A, B, kernel, precision, out_dtype)
+        prepared = None if seen is None else call.plans.get(seen)
+        if prepared is not None:  # a batch like an earlier one: its plan (its checks passed), the operands as given
+            return call.batched.launch_torch(prepared, A, B)
     if out is not None and not isinstance(out, torch.Tensor):
         raise LayoutError(f"out is a {type(out).__name__}; the operands are torch tensors")
     r = _route(A, B, out)
@@ -359,17 +376,38 @@ def direct_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtyp
         raise EpilogueError(f"a fused epilogue takes one 2-D GEMM; these operands are a batch of shape "
                             f"{r.c_shape[:-2]}")
     else:
-        c = _batched(a, b, kernel, precision, c_out, scale_a, scale_b, out_dtype, r.batch)
+        c = _batched(a, b, kernel, precision, c_out, scale_a, scale_b, out_dtype, r.batch, seen)
     return out if out is not None else c.reshape(r.out_shape)
 
 
-def _batched(a, b, kernel, precision, out, scale_a, scale_b, out_dtype, batch):
-    """One batched call (gemmlab.call.batched_matmul), on the broadcast views."""
+def _batch_key(A, B, kernel, precision, out_dtype):
+    """The plan cache's key of a batched call (A of two or more dimensions, B of three or more: C has the route's
+    shape) from its operands' own attributes; None where they have none (the checks then say what is wrong).
+    Whether anything requires grad is decided before (matmul_nd)."""
+    try:
+        if A.dim() < 2 or B.dim() < 3:
+            return None
+        return ("torch-batch", kernel, precision, out_dtype, A.dtype, A.shape, A.stride(), A.device, B.dtype, B.shape,
+                B.stride(), B.device)
+    except (AttributeError, RuntimeError, TypeError):
+        return None
+
+
+def _batched(a, b, kernel, precision, out, scale_a, scale_b, out_dtype, batch, seen=None):
+    """One batched call (gemmlab.call.batched_matmul), on the broadcast views. ``seen``: the operands' key
+    (_batch_key), under which a GPU plan that reads them as they are (views of the same memory, no copy to make one
+    stride walk the batch) is also kept."""
     if scale_a is not None or scale_b is not None:
         raise ShapeError(f"FP8 scales go with 2-D operands; these are a batch of shape {batch.shape}")
+    given_a, given_b = a, b
     if a.is_cuda:
         a, b, batch = call.batched.stepped(a, b, batch, torch.Tensor.contiguous)
-    return call.batched_matmul(a, b, kernel, precision, out, out_dtype, batch)
+    c = call.batched_matmul(a, b, kernel, precision, out, out_dtype, batch)
+    if seen is not None and out is None and a is given_a and b is given_b:
+        prepared = call.batched.batched_plan(a, b, kernel, precision, out_dtype, batch)
+        if prepared.on_device:
+            call.remember(seen, prepared)
+    return c
 
 
 def _check_dense(A, B, out) -> None:

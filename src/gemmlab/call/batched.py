@@ -252,7 +252,9 @@ def _prepare(fa: Facts, fb: Facts, kernel, precision, out_name, batch: Batch, ou
             from gemmlab.torch_op import _workspace
 
             torch = sys.modules["torch"]
-            prepared.workspace = partial(_workspace, torch.empty(0, device=f"cuda:{fa.device}"))
+            prepared.torch_template = torch.empty(0, dtype=getattr(torch, prepared.out_dtype),
+                                                  device=f"cuda:{fa.device}")
+            prepared.workspace = partial(_workspace, prepared.torch_template)
         elem = prepared.plan.problem.prec.input_bytes
         prepared.span_a = elem * (sum((n_ - 1) * s for n_, s in zip(batch.shape, batch.a)) + m * k)
         prepared.span_b = elem * (sum((n_ - 1) * s for n_, s in zip(batch.shape, batch.b)) + k * n)
@@ -291,24 +293,7 @@ def _gpu(prepared, A, B, out):
     from gemmlab.errors import SizeLimitError
 
     if kind_of(A) == "torch":
-        torch = sys.modules["torch"]
-        from gemmlab.torch_op import _current_device, _stream
-
-        if out is None:
-            try:
-                out = torch.empty(prepared.out_shape, dtype=getattr(torch, prepared.out_dtype), device=A.device)
-            except torch.OutOfMemoryError:
-                raise SizeLimitError(gpu_memory_message(prepared.out_shape, prepared.out_dtype)) from None
-        a, b, c = A.data_ptr(), B.data_ptr(), out.data_ptr()
-        stream = _stream(prepared.device)
-        plan = prepared.for_stream(stream)
-        _check_overlap(prepared, a, b, c, overlaps)
-        if _current_device() == prepared.device:
-            plan.launch(a, b, c, stream)
-        else:
-            with torch.cuda.device(prepared.device):
-                plan.launch(a, b, c, stream)
-        return out
+        return launch_torch(prepared, A, B, out)
     import cupy
 
     if out is None:
@@ -322,6 +307,37 @@ def _gpu(prepared, A, B, out):
     stream = cupy.cuda.get_current_stream().ptr
     with cupy.cuda.Device(prepared.device):
         prepared.for_stream(stream).launch(a, b, c, stream)
+    return out
+
+
+def launch_torch(prepared, A, B, out=None):
+    """The launch of a batched call on torch tensors like those ``prepared`` was made for: C from torch's allocator
+    (or ``out``), the operands' addresses, torch's current stream (a stream under capture gets a plan of its own)."""
+    from gemmlab.torch_op import _capturing, _current_device, _stream
+
+    fresh = out is None
+    if fresh:
+        try:
+            out = prepared.torch_template.new_empty(prepared.out_shape)
+        except sys.modules["torch"].OutOfMemoryError:
+            from gemmlab.call.launch import gpu_memory_message
+            from gemmlab.errors import SizeLimitError
+
+            raise SizeLimitError(gpu_memory_message(prepared.out_shape, prepared.out_dtype)) from None
+    a, b, c = A.data_ptr(), B.data_ptr(), out.data_ptr()
+    if not fresh:  # a C fresh from the allocator overlaps neither operand
+        from gemmlab.call.launch import overlaps
+
+        _check_overlap(prepared, a, b, c, overlaps)
+    stream = _stream(prepared.device)
+    current = _current_device() == prepared.device
+    plan = prepared.plan if prepared.shared else \
+        prepared.for_stream(stream, _capturing() if current and _capturing is not None else None)
+    if current:
+        plan.launch(a, b, c, stream)
+    else:
+        with sys.modules["torch"].cuda.device(prepared.device):
+            plan.launch(a, b, c, stream)
     return out
 
 
