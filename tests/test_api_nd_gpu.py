@@ -44,7 +44,7 @@ def test_true_batches_and_broadcasts(dtype, a_shape, b_shape):
 
 
 @pytest.mark.parametrize("a_shape, b_shape", [((8, 128, 256), (8, 256, 192)), ((256, 128), (4, 128, 64)),
-                                              ((2, 1, 64, 128), (3, 128, 96)), ((5, 64, 128), (1, 128, 32))])
+                                              ((2, 3, 64, 128), (2, 3, 128, 96)), ((1, 64, 128), (5, 128, 32))])
 def test_a_repeated_batch_launches_its_plan_on_new_operands(a_shape, b_shape, monkeypatch):
     """The second call with operands of the same attributes takes the plan the first filed under them (no route,
     no checks: batched_matmul is not called again) and computes the product of its own operands; a transposed B of
@@ -63,18 +63,22 @@ def test_a_repeated_batch_launches_its_plan_on_new_operands(a_shape, b_shape, mo
     assert len(calls) == 1
 
 
-def test_a_repeated_batch_still_takes_autograd_and_out():
-    a, b = randn(4, 64, 96), randn(4, 96, 32, seed=1)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_a_repeated_batch_still_takes_autograd_and_out(dtype):
+    """After a call files its plan: operands that require grad go through autograd (both gradients of a true batch,
+    gemmlab::bmm's backward), and an out= call writes out."""
+    a, b = randn(4, 64, 96, dtype=dtype), randn(4, 96, 32, dtype=dtype, seed=1)
     gemmlab.matmul(a, b)  # files the plan under the operands' attributes
     ga, gb = a.clone().requires_grad_(), b.clone().requires_grad_()
     gemmlab.matmul(ga, gb).sum().backward()
     ref_a, ref_b = a.double().requires_grad_(), b.double().requires_grad_()
     torch.matmul(ref_a, ref_b).sum().backward()
-    torch.testing.assert_close(ga.grad.double(), ref_a.grad, rtol=1e-4, atol=1e-3)
-    torch.testing.assert_close(gb.grad.double(), ref_b.grad, rtol=1e-4, atol=1e-3)
-    out = torch.full((4, 64, 32), float("nan"), device="cuda")
+    tol = TOL[dtype] * 10  # a column of 64 dC·B products, or of 64 Aᵀ·dC, summed in the operands' precision
+    torch.testing.assert_close(ga.grad.double(), ref_a.grad, rtol=tol, atol=tol)
+    torch.testing.assert_close(gb.grad.double(), ref_b.grad, rtol=tol, atol=tol)
+    out = torch.full((4, 64, 32), float("nan"), device="cuda", dtype=dtype)
     assert gemmlab.matmul(a, b, out=out) is out
-    check(out, a, b, torch.float32)
+    check(out, a, b, dtype)
 
 
 def test_nd_gradients_on_cuda():

@@ -61,14 +61,16 @@ def linear(x, w, bias, activation, kernel, precision):
     """F.linear's contract: x (..., K), w (N, K), bias (N,) or None; act(x·wᵀ + bias) of shape (..., N). A call like
     an earlier one outside autograd (operands of the same dtypes, shapes, strides and devices, none requiring grad,
     the same arguments) finds that call's plan by those attributes, before the checks it passed, and only launches."""
-    try:
-        seen = ("torch-linear", activation, kernel, precision, x.dtype, x.shape, x.stride(), x.device, x.requires_grad,
-                w.dtype, w.shape, w.stride(), w.device, w.requires_grad,
-                None if bias is None else (bias.dtype, bias.shape, bias.stride(), bias.device, bias.requires_grad))
-        prepared = call.plans.get(seen)
-    except (AttributeError, RuntimeError, TypeError):  # not tensors: the checks say what is wrong
-        seen = prepared = None
-    if prepared is not None and not torch.compiler.is_compiling():
+    seen = prepared = None
+    if not torch.compiler.is_compiling():  # traced, the operands are symbolic: no key, no plan
+        try:
+            seen = ("torch-linear", activation, kernel, precision, x.dtype, x.shape, x.stride(), x.device,
+                    x.requires_grad, w.dtype, w.shape, w.stride(), w.device, w.requires_grad,
+                    None if bias is None else (bias.dtype, bias.shape, bias.stride(), bias.device, bias.requires_grad))
+            prepared = call.plans.get(seen)
+        except (AttributeError, RuntimeError, TypeError):  # not tensors: the checks say what is wrong
+            seen = None
+    if prepared is not None:
         # w for its transpose: the plan reads w.t() in place (kept under `seen` only then), at w's address
         if x.dim() == 2:
             return torch_op.run(prepared, x, w, None, addend=bias)

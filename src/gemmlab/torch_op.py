@@ -306,8 +306,8 @@ def _bmm_backward(ctx, grad):
     grad_a = grad_b = None
     if ctx.needs_input_grad[0]:  # dA[i] = dC[i] · B[i]ᵀ
         grad_a = bmm(grad.to(b.dtype), b.mT, ctx.kernel, ctx.precision).to(a.dtype)
-    if ctx.needs_input_grad[1]:  # dB[i] = A[i]ᵀ · dC[i]
-        grad_b = bmm(a.mT, grad.to(a.dtype), ctx.kernel, ctx.precision).to(b.dtype)
+    if ctx.needs_input_grad[1]:  # dB[i] = A[i]ᵀ · dC[i]; every batched kernel reads A row-major in place: Aᵀ copied
+        grad_b = bmm(a.mT.contiguous(), grad.to(a.dtype), ctx.kernel, ctx.precision).to(b.dtype)
     return grad_a, grad_b, None, None
 
 
