@@ -304,10 +304,12 @@ def _bmm_fake(a, b, kernel_name="auto", precision=None):
 def _bmm_backward(ctx, grad):
     a, b = ctx.saved_tensors
     grad_a = grad_b = None
+    # every batched kernel reads a batch in place, A row-major: dC (a broadcast view where it comes from a sum) and
+    # Aᵀ are copied into row-major batches first (B is read in place as Bᵀ too)
     if ctx.needs_input_grad[0]:  # dA[i] = dC[i] · B[i]ᵀ
-        grad_a = bmm(grad.to(b.dtype), b.mT, ctx.kernel, ctx.precision).to(a.dtype)
-    if ctx.needs_input_grad[1]:  # dB[i] = A[i]ᵀ · dC[i]; every batched kernel reads A row-major in place: Aᵀ copied
-        grad_b = bmm(a.mT.contiguous(), grad.to(a.dtype), ctx.kernel, ctx.precision).to(b.dtype)
+        grad_a = bmm(grad.to(b.dtype).contiguous(), b.mT, ctx.kernel, ctx.precision).to(a.dtype)
+    if ctx.needs_input_grad[1]:  # dB[i] = A[i]ᵀ · dC[i]
+        grad_b = bmm(a.mT.contiguous(), grad.to(a.dtype).contiguous(), ctx.kernel, ctx.precision).to(b.dtype)
     return grad_a, grad_b, None, None
 
 
