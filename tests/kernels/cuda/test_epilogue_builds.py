@@ -71,6 +71,32 @@ def test_each_switch_compiles_without_spills_near_the_plain_registers(name, cfg,
         assert ("QGMMA" if cfg.prec.scaled else "HGMMA") in sass.sass(fused.cubin, tmp_path)
 
 
+@pytest.mark.skipif(not sass.AVAILABLE, reason="needs cuobjdump and nvdisasm")
+@pytest.mark.parametrize("name", ["cuda/tc4_persistent_bf16", "cuda/tc6_stream_k_bf16", "cuda/tc10_split_k_bf16"])
+def test_the_staged_pass_loads_a_threads_rows_together(name, tmp_path):
+    """The epilogue's pass over a staged box of BF16 C (epi_box: from the warpgroup's meeting to the fence before
+    the TMA store) is straight-line code over a thread's 16 rows, whose loads run ahead of the first store, so the
+    rows' activations overlap: no loop (a loop at computed addresses kept each row's load behind the last row's
+    store, one row's latency at a time)."""
+    cfg = get_kernel(name).configurations()[0]
+    listing = sass.sass(cfg.with_epilogue(BIAS_GELU, "bfloat16").compile("sm_90a").cubin, tmp_path)
+    passes, run = [], None
+    for ins in sass.instructions(listing):
+        if ins.op.startswith("BAR.SYNC"):
+            run = []
+        elif ins.op.startswith("FENCE.VIEW.ASYNC") and run is not None:
+            passes.append(run)
+            run = None
+        elif run is not None:
+            run.append(ins)
+    passes = [p for p in passes if any(i.op.startswith("MUFU.EX2") for i in p)]  # gelu's exponential: the pass
+    assert passes
+    for p in passes:
+        ops = [i.op.split(".")[0] for i in p]
+        assert ops.count("LDS") == 16 and ops.count("STS") == 16 and not sass.loops(p)
+        assert ops[:ops.index("STS")].count("LDS") >= 8
+
+
 def test_the_defines_switch_only_with_an_epilogue():
     spec = get_kernel("cuda/tc4_persistent_bf16")
     assert spec.with_epilogue(Epilogue()) is spec and spec.with_epilogue(None) is spec
