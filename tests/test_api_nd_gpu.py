@@ -44,23 +44,26 @@ def test_true_batches_and_broadcasts(dtype, a_shape, b_shape):
 
 
 @pytest.mark.parametrize("a_shape, b_shape", [((8, 128, 256), (8, 256, 192)), ((256, 128), (4, 128, 64)),
-                                              ((2, 3, 64, 128), (2, 3, 128, 96)), ((1, 64, 128), (5, 128, 32))])
-def test_a_repeated_batch_launches_its_plan_on_new_operands(a_shape, b_shape, monkeypatch):
-    """The second call with operands of the same attributes takes the plan the first filed under them (no route,
-    no checks: batched_matmul is not called again) and computes the product of its own operands; a transposed B of
-    the same shape is another key, with its own, right, product."""
+                                              ((2, 3, 64, 128), (2, 3, 128, 96)), ((1, 64, 128), (5, 128, 32)),
+                                              ((4, 16, 256), (256, 64)), ((2, 2, 8, 256), (256, 72))])
+def test_a_repeated_nd_call_launches_its_plan_on_new_operands(a_shape, b_shape, monkeypatch):
+    """The second call with operands of the same attributes, a batch or x's rows against a matrix, takes the plan the
+    first filed under them (no route, no checks: torch_op._route is not called again) and computes the product of its
+    own operands; a transposed B of the same shape is another key, with its own, right, product."""
+    from gemmlab import torch_op
+
     dtype = torch.bfloat16
     a, b = randn(*a_shape, dtype=dtype), randn(*b_shape, dtype=dtype, seed=1)
     check(gemmlab.matmul(a, b), a, b, dtype)
-    calls, batched = [], call.batched_matmul
-    monkeypatch.setattr(call, "batched_matmul", lambda *args: calls.append(args) or batched(*args))
+    routes, route = [], torch_op._route
+    monkeypatch.setattr(torch_op, "_route", lambda *args: routes.append(args) or route(*args))
     for seed in (2, 3):
         a2, b2 = randn(*a_shape, dtype=dtype, seed=seed), randn(*b_shape, dtype=dtype, seed=seed + 10)
         check(gemmlab.matmul(a2, b2), a2, b2, dtype)
-    assert not calls
+    assert not routes
     bt = randn(*b_shape[:-2], b_shape[-1], b_shape[-2], dtype=dtype, seed=4).transpose(-1, -2)
     check(gemmlab.matmul(a, bt), a, bt, dtype)
-    assert len(calls) == 1
+    assert len(routes) == 1
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])

@@ -79,9 +79,9 @@ def direct(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
            seen=None):
     """One call on tensors outside autograd: a cached plan, launched on torch's current stream; ``epilogue`` (a
     gemmlab.epilogue.Epilogue) fused into the kernel's store, ``addend`` its bias or D (a tensor on the operands'
-    device, of C's dtype or float32). ``seen``: a caller's own key for these operands (gemmlab.linear's), under which
-    a plan made here that runs on the GPU and reads B in place is also kept, for the caller to find before its own
-    checks and ``run``."""
+    device, of C's dtype or float32). ``seen``: a caller's own key for these operands (gemmlab.linear's, direct_nd's),
+    under which a plan that runs on the GPU reading A and B in place is also kept, for the caller to find before its
+    own checks and ``run``."""
     try:  # a tensor without strides (sparse) or an operand of another kind has no key, and no plan
         key = (kernel, precision, A.dtype, B.dtype, A.shape, B.shape, A.stride(), B.stride(), A.device, B.device,
                None if out is None else (out.dtype, out.shape, out.stride(), out.device, out.requires_grad),
@@ -100,14 +100,15 @@ def direct(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
             return empty(A, B, (A.shape[0], B.shape[1]), kernel, precision, out, (scale_a, scale_b), out_dtype,
                          epilogue, addend)
         prepared = _prepare(key, A, B, kernel, precision, out, scale_a, scale_b, out_dtype, epilogue, addend)
-    if seen is not None and prepared.on_device and not prepared.copy_b:
+    if seen is not None and prepared.on_device and not (prepared.copy_a or prepared.copy_b):
         call.remember(seen, prepared)
     return run(prepared, A, B, out, scale_a, scale_b, addend)
 
 
-def run(prepared: call.Prepared, A, B, out, scale_a=None, scale_b=None, addend=None):
+def run(prepared: call.Prepared, A, B, out, scale_a=None, scale_b=None, addend=None, shape=None):
     """The launch of a call whose plan ``prepared`` was made for operands like these (their dtypes, shapes, strides
-    and devices): C from torch's allocator (or ``out``), the addresses, torch's current stream."""
+    and devices): C from torch's allocator (or ``out``), the addresses, torch's current stream. ``shape``: C's shape
+    where it is not the plan's M×N (a row-major C of the same elements: x's leading dimensions, then N)."""
     if not prepared.on_device:
         return _host(prepared, A, B, out, (scale_a, scale_b), addend)
     if prepared.copy_a:
@@ -116,7 +117,7 @@ def run(prepared: call.Prepared, A, B, out, scale_a=None, scale_b=None, addend=N
         B = B.contiguous()
     if out is None:
         try:
-            c = prepared.torch_template.new_empty(prepared.out_shape)
+            c = prepared.torch_template.new_empty(prepared.out_shape if shape is None else shape)
         except torch.OutOfMemoryError:
             raise SizeLimitError(call.gpu_memory_message(prepared.out_shape, prepared.out_dtype)) from None
     else:
@@ -361,10 +362,12 @@ def direct_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtyp
     ``addend`` fused into it, as ``direct`` takes them), else one batched call."""
     seen = None
     if out is None and epilogue is None and scale_a is None and scale_b is None:
-        seen = _batch_key(A, B, kernel, precision, out_dtype)
+        seen = _nd_key(A, B, kernel, precision, out_dtype)
         prepared = None if seen is None else call.plans.get(seen)
-        if prepared is not None:  # a batch like an earlier one: its plan (its checks passed), the operands as given
-            return call.batched.launch_torch(prepared, A, B)
+        if prepared is not None:  # operands like an earlier call's: its plan (its checks passed), read as given
+            if prepared.batch is not None:
+                return call.batched.launch_torch(prepared, A, B)
+            return run(prepared, A, B, None, shape=(*A.shape[:-1], prepared.out_shape[1]))
     if out is not None and not isinstance(out, torch.Tensor):
         raise LayoutError(f"out is a {type(out).__name__}; the operands are torch tensors")
     r = _route(A, B, out)
@@ -372,8 +375,10 @@ def direct_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtyp
     c_out = None if out is None else matmul_shapes.out_view(out, r, out.is_contiguous())
     if r.batched and r.empty and epilogue is None and scale_a is None and scale_b is None:
         c = empty(a, b, r.c_shape, kernel, precision, c_out, out_dtype=out_dtype)  # a 2-D one: direct's business
-    elif not r.batched:
-        c = direct(a, b, kernel, precision, c_out, scale_a, scale_b, out_dtype, epilogue, addend)
+    elif not r.batched:  # x (..., K) @ (K, N) over x's rows in place is kept under `seen` (run takes x as it is)
+        rows = seen is not None and B.dim() == 2 and a.data_ptr() == A.data_ptr()
+        c = direct(a, b, kernel, precision, c_out, scale_a, scale_b, out_dtype, epilogue, addend,
+                   seen if rows else None)
     elif epilogue is not None:
         raise EpilogueError(f"a fused epilogue takes one 2-D GEMM; these operands are a batch of shape "
                             f"{r.c_shape[:-2]}")
@@ -382,14 +387,15 @@ def direct_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtyp
     return out if out is not None else c.reshape(r.out_shape)
 
 
-def _batch_key(A, B, kernel, precision, out_dtype):
-    """The plan cache's key of a batched call (A of two or more dimensions, B of three or more: C has the route's
-    shape) from its operands' own attributes; None where they have none (the checks then say what is wrong).
-    Whether anything requires grad is decided before (matmul_nd)."""
+def _nd_key(A, B, kernel, precision, out_dtype):
+    """The plan cache's key of an N-D call from its operands' own attributes: A of two or more dimensions against B of
+    three or more (a batch, C of the route's shape), or A of three or more against a 2-D B (x's rows as one GEMM, or a
+    batch over x's); None for other ranks and where the operands have no such attributes (the checks then say what
+    is wrong). Whether anything requires grad is decided before (matmul_nd)."""
     try:
-        if A.dim() < 2 or B.dim() < 3:
+        if A.dim() < 2 or B.dim() < 2 or A.dim() == 2 and B.dim() == 2:
             return None
-        return ("torch-batch", kernel, precision, out_dtype, A.dtype, A.shape, A.stride(), A.device, B.dtype, B.shape,
+        return ("torch-nd", kernel, precision, out_dtype, A.dtype, A.shape, A.stride(), A.device, B.dtype, B.shape,
                 B.stride(), B.device)
     except (AttributeError, RuntimeError, TypeError):
         return None
@@ -397,7 +403,7 @@ def _batch_key(A, B, kernel, precision, out_dtype):
 
 def _batched(a, b, kernel, precision, out, scale_a, scale_b, out_dtype, batch, seen=None):
     """One batched call (gemmlab.call.batched_matmul), on the broadcast views. ``seen``: the operands' key
-    (_batch_key), under which a GPU plan that reads them as they are (views of the same memory, no copy to make one
+    (_nd_key), under which a GPU plan that reads them as they are (views of the same memory, no copy to make one
     stride walk the batch) is also kept."""
     if scale_a is not None or scale_b is not None:
         raise ShapeError(f"FP8 scales go with 2-D operands; these are a batch of shape {batch.shape}")
