@@ -184,8 +184,8 @@ __device__ __forceinline__ u32 bf16_word(const HeldC<TN, HELD> &h, int i) {
 // load, and a warp's 32 words are one row, 32 banks, and one line of a matrix addend. Why here and not in registers as
 // each group leaves: applied in the fragment's registers the epilogue is a copy of its code for each of a tile's 128
 // values in each store path, a tile's worth of instructions that do not fit the instruction cache; here it is one
-// box column's (16 rows). BF16 or FP16 C is staged rounded, so the epilogue reads C's values as C holds them (what a separate
-// activation after the GEMM reads).
+// box column's (16 rows). BF16 or FP16 C is staged rounded, so the epilogue reads C's values as C holds them (what a
+// separate activation after the GEMM reads).
 // A thread's 16 rows are loaded before any is computed, then stored: the rows' addresses are two registers and
 // constant offsets, so the compiler overlaps their loads, their 32 (BF16) independent activations and their stores.
 // Two warps of a consumer warpgroup share each scheduler, too few to hide a row at a time: a loop over the rows at
