@@ -36,6 +36,16 @@ def test_linear_is_f_linear_then_the_activation(activation, x_shape, with_bias):
     np.testing.assert_allclose(arrays, ref.numpy(), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("x_shape", [(5, 7), (2, 3, 7)])
+def test_a_repeated_linear_on_host_tensors_computes_each_calls_operands(x_shape):
+    """Calls with operands of the same attributes, one after another: each result is that call's own F.linear, w
+    read as w, not as a plan kept for GPU operands would take it (w's address for w.t()), the new bias included."""
+    for _ in range(3):
+        x, w, bias = randn(*x_shape), randn(4, 7), randn(4)
+        torch.testing.assert_close(gemmlab.linear(x, w, bias, "gelu"), F.gelu(F.linear(x, w, bias)), rtol=1e-5,
+                                   atol=1e-5)
+
+
 def test_linear_reads_a_strided_x():
     x = randn(3, 9, 14)[:, ::2, ::2]  # (3, 5, 7), strided in both
     w, bias = randn(4, 7), randn(4)

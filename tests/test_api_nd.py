@@ -139,6 +139,15 @@ def test_a_true_batch_is_one_batched_call_with_broadcast_strides(monkeypatch, a,
     torch.testing.assert_close(c, torch.matmul(a, b), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("a_shape, b_shape", [((4, 5, 7), (4, 7, 3)), ((2, 3, 5, 7), (7, 3)), ((5, 7), (2, 7, 3))])
+def test_repeated_nd_calls_on_host_tensors_compute_each_calls_operands(a_shape, b_shape):
+    """Calls with operands of the same attributes, one after another (a batch, x's rows against a matrix, a matrix
+    against a batch): each result is torch.matmul of that call's own operands."""
+    for _ in range(3):
+        a, b = torch.randn(a_shape, generator=gen), torch.randn(b_shape, generator=gen)
+        torch.testing.assert_close(gemmlab.matmul(a, b), torch.matmul(a, b), rtol=1e-5, atol=1e-5)
+
+
 def test_the_route_reads_shapes_and_strides():
     r = matmul_shapes.route((2, 3, 4), (12, 4, 1), (4, 5), (5, 1))
     assert not r.batched and (r.a_shape, r.c_shape, r.out_shape) == ((6, 4), (6, 5), (2, 3, 5))
