@@ -126,16 +126,23 @@ def test_a_repeated_linear_launches_its_plan_on_new_operands(x_shape, monkeypatc
     assert not checks
 
 
-def test_a_linear_filed_without_grad_still_takes_autograd():
-    """Operands that require grad, called under no_grad, then with grad: the second call goes through autograd
-    (its output has a grad_fn, w gets a gradient), not through the first call's plan."""
+def test_a_linear_filed_under_no_grad_takes_its_plan_there_and_autograd_outside(monkeypatch):
+    """A weight that requires grad (an nn.Linear's) called under no_grad: the repeated call there takes the first's
+    plan without the checks; the same operands with grad enabled go through autograd (the output has a grad_fn, w
+    gets its gradient), not through that plan."""
+    from gemmlab import torch_fused
+
     g = torch.Generator(device="cuda").manual_seed(0)
     x = torch.randn(16, 256, device="cuda", generator=g)
     w = torch.randn(384, 256, device="cuda", generator=g).requires_grad_()
     with torch.no_grad():
         gemmlab.linear(x, w)
-        gemmlab.linear(x, w)
+        checks = []
+        monkeypatch.setattr(torch_fused, "_check", lambda **t: checks.append(t))
+        torch.testing.assert_close(gemmlab.linear(x, w), F.linear(x, w), rtol=1e-4, atol=1e-3)
+        assert not checks
     y = gemmlab.linear(x, w)
+    assert checks  # with grad: a key of its own, the checks, autograd
     assert y.grad_fn is not None
     y.sum().backward()
     torch.testing.assert_close(w.grad, x.sum(0).expand(384, 256), rtol=1e-4, atol=1e-3)

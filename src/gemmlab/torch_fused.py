@@ -59,13 +59,14 @@ def _traced(*tensors) -> bool:
 
 def linear(x, w, bias, activation, kernel, precision):
     """F.linear's contract: x (..., K), w (N, K), bias (N,) or None; act(x·wᵀ + bias) of shape (..., N). A call like
-    an earlier one outside autograd (operands of the same dtypes, shapes, strides and devices, none requiring grad,
-    the same arguments) finds that call's plan by those attributes, before the checks it passed, and only launches."""
+    an earlier one that ran outside autograd (operands of the same dtypes, shapes, strides, devices and requires_grad,
+    in the same grad mode, the same arguments) finds that call's plan by those attributes, before the checks it
+    passed, and only launches: an nn.Linear's weight under torch.no_grad() too."""
     seen = prepared = None
     if not torch.compiler.is_compiling():  # traced, the operands are symbolic: no key, no plan
         try:
-            seen = ("torch-linear", activation, kernel, precision, x.dtype, x.shape, x.stride(), x.device,
-                    x.requires_grad, w.dtype, w.shape, w.stride(), w.device, w.requires_grad,
+            seen = ("torch-linear", activation, kernel, precision, torch.is_grad_enabled(), x.dtype, x.shape,
+                    x.stride(), x.device, x.requires_grad, w.dtype, w.shape, w.stride(), w.device, w.requires_grad,
                     None if bias is None else (bias.dtype, bias.shape, bias.stride(), bias.device, bias.requires_grad))
             prepared = call.plans.get(seen)
         except (AttributeError, RuntimeError, TypeError):  # not tensors: the checks say what is wrong
@@ -83,9 +84,8 @@ def linear(x, w, bias, activation, kernel, precision):
     x2 = x.reshape(rows, x.shape[-1]) if flat else x
     if _traced(x, w, bias):
         y = torch.ops.gemmlab.linear(x2, w, bias, activation, kernel, precision)
-    else:  # kept under `seen` only where nothing requires grad, so that a hit never passes autograd by
-        grads = x.requires_grad or w.requires_grad or (bias is not None and bias.requires_grad)
-        y = _linear_direct(x2, w, bias, activation, kernel, precision, None if grads else seen)
+    else:  # outside autograd: kept under `seen`, whose grad mode and requires_grad flags say so for a later call
+        y = _linear_direct(x2, w, bias, activation, kernel, precision, seen)
     return y.reshape(out_shape) if flat else y
 
 

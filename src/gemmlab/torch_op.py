@@ -395,8 +395,10 @@ def _nd_key(A, B, kernel, precision, out_dtype):
     try:
         if A.dim() < 2 or B.dim() < 2 or A.dim() == 2 and B.dim() == 2:
             return None
-        return ("torch-nd", kernel, precision, out_dtype, A.dtype, A.shape, A.stride(), A.device, B.dtype, B.shape,
-                B.stride(), B.device)
+        key = ("torch-nd", kernel, precision, out_dtype, A.dtype, A.shape, A.stride(), A.device, B.dtype, B.shape,
+               B.stride(), B.device)
+        hash(key)  # an argument of no hashable kind: the checks name it
+        return key
     except (AttributeError, RuntimeError, TypeError):
         return None
 

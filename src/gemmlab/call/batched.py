@@ -313,8 +313,9 @@ def _gpu(prepared, A, B, out):
 def launch_torch(prepared, A, B, out=None):
     """The launch of a batched call on torch tensors like those ``prepared`` was made for: C from torch's allocator
     (or ``out``), the operands' addresses, torch's current stream (a stream under capture gets a plan of its own)."""
-    from gemmlab.torch_op import _capturing, _current_device, _stream
-
+    t = sys.modules.get("gemmlab.torch_op")  # a lookup, where an import statement costs a repeated call's time
+    if t is None:
+        from gemmlab import torch_op as t
     fresh = out is None
     if fresh:
         try:
@@ -329,10 +330,10 @@ def launch_torch(prepared, A, B, out=None):
         from gemmlab.call.launch import overlaps
 
         _check_overlap(prepared, a, b, c, overlaps)
-    stream = _stream(prepared.device)
-    current = _current_device() == prepared.device
+    stream = t._stream(prepared.device)
+    current = t._current_device() == prepared.device
     plan = prepared.plan if prepared.shared else \
-        prepared.for_stream(stream, _capturing() if current and _capturing is not None else None)
+        prepared.for_stream(stream, t._capturing() if current and t._capturing is not None else None)
     if current:
         plan.launch(a, b, c, stream)
     else:

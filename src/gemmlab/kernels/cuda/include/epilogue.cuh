@@ -6,8 +6,9 @@
 //   EPI_D         D's type: 0 FP32, 1 BF16, 2 FP16
 // D's element (r, c) of the kernel's product is D[r·rs + c·cs] (strides in elements, 0 for a broadcast); a kernel
 // that stores the transpose of its product (C_TRANSPOSED) is handed D's strides swapped, so its bias follows its rows.
-// The activations are the accurate library functions (erff, tanhf, expf): a few instructions per element, against
-// the 2·K flops each element took.
+// The activations take one exponential and one division each (erf by Abramowitz & Stegun, tanh and silu through
+// e^x), accurate in the fragment's registers, the special-function unit's where the shared-memory pass applies them
+// (epi_exp, epi_div below): a few instructions per element, against the 2·K flops each element took.
 #pragma once
 
 #ifndef EPI
