@@ -107,8 +107,9 @@ def direct(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
 
 def run(prepared: call.Prepared, A, B, out, scale_a=None, scale_b=None, addend=None, shape=None):
     """The launch of a call whose plan ``prepared`` was made for operands like these (their dtypes, shapes, strides
-    and devices): C from torch's allocator (or ``out``), the addresses, torch's current stream. ``shape``: C's shape
-    where it is not the plan's M×N (a row-major C of the same elements: x's leading dimensions, then N)."""
+    and devices; a batch's at its first matrices' addresses): C from torch's allocator (or ``out``), the addresses,
+    torch's current stream. ``shape``: C's shape where it is not the plan's (a row-major C of the same elements: x's
+    leading dimensions, then N)."""
     if not prepared.on_device:
         return _host(prepared, A, B, out, (scale_a, scale_b), addend)
     if prepared.copy_a:
@@ -365,9 +366,8 @@ def direct_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtyp
         seen = _nd_key(A, B, kernel, precision, out_dtype)
         prepared = None if seen is None else call.plans.get(seen)
         if prepared is not None:  # operands like an earlier call's: its plan (its checks passed), read as given
-            if prepared.batch is not None:
-                return call.batched.launch_torch(prepared, A, B)
-            return run(prepared, A, B, None, shape=(*A.shape[:-1], prepared.out_shape[1]))
+            return run(prepared, A, B, None, shape=None if prepared.batch is not None else
+                       (*A.shape[:-1], prepared.out_shape[1]))
     if out is not None and not isinstance(out, torch.Tensor):
         raise LayoutError(f"out is a {type(out).__name__}; the operands are torch tensors")
     r = _route(A, B, out)

@@ -292,8 +292,10 @@ def _gpu(prepared, A, B, out):
     from gemmlab.call.launch import gpu_memory_message, overlaps
     from gemmlab.errors import SizeLimitError
 
-    if kind_of(A) == "torch":
-        return launch_torch(prepared, A, B, out)
+    if kind_of(A) == "torch":  # torch's allocator and stream, as a 2-D call's launch takes them
+        from gemmlab.torch_op import run
+
+        return run(prepared, A, B, out)
     import cupy
 
     if out is None:
@@ -307,38 +309,6 @@ def _gpu(prepared, A, B, out):
     stream = cupy.cuda.get_current_stream().ptr
     with cupy.cuda.Device(prepared.device):
         prepared.for_stream(stream).launch(a, b, c, stream)
-    return out
-
-
-def launch_torch(prepared, A, B, out=None):
-    """The launch of a batched call on torch tensors like those ``prepared`` was made for: C from torch's allocator
-    (or ``out``), the operands' addresses, torch's current stream (a stream under capture gets a plan of its own)."""
-    t = sys.modules.get("gemmlab.torch_op")  # a lookup, where an import statement costs a repeated call's time
-    if t is None:
-        from gemmlab import torch_op as t
-    fresh = out is None
-    if fresh:
-        try:
-            out = prepared.torch_template.new_empty(prepared.out_shape)
-        except sys.modules["torch"].OutOfMemoryError:
-            from gemmlab.call.launch import gpu_memory_message
-            from gemmlab.errors import SizeLimitError
-
-            raise SizeLimitError(gpu_memory_message(prepared.out_shape, prepared.out_dtype)) from None
-    a, b, c = A.data_ptr(), B.data_ptr(), out.data_ptr()
-    if not fresh:  # a C fresh from the allocator overlaps neither operand
-        from gemmlab.call.launch import overlaps
-
-        _check_overlap(prepared, a, b, c, overlaps)
-    stream = t._stream(prepared.device)
-    current = t._current_device() == prepared.device
-    plan = prepared.plan if prepared.shared else \
-        prepared.for_stream(stream, t._capturing() if current and t._capturing is not None else None)
-    if current:
-        plan.launch(a, b, c, stream)
-    else:
-        with sys.modules["torch"].cuda.device(prepared.device):
-            plan.launch(a, b, c, stream)
     return out
 
 
