@@ -124,52 +124,83 @@ def test_table_from_results_ranks_verified_kernels_of_gemmlab_only():
 
 
 def test_a_call_costs_its_host_time_then_its_gpu_time():
-    """A kernel faster on the GPU whose plan launches twice (a pre-pass, then the kernel) makes a caller wait for its
-    extra host time too: from an idle GPU a call waits for its host time, then its kernels. The faster sum leads."""
+    """A table row's call from an idle GPU waits for its host time, then its kernels; a kernel timed twice (two runs
+    merged) keeps its faster call, and a record with a host time over one without. Rows go by the host time of
+    their call path (``_host_us``): tc5 and tc6 launch once at 256³ TF32 with a row-major B and share the median of
+    their measurements, 20 µs, so the GPU time orders them; tc4 transposes B first, its two-launch call path's own
+    19 µs, or the shape's median where no two-launch call was timed."""
     small = (256, 256, 256)
     table = dispatch.table_from_results(run(
         record("cuda/tc5_swap_ab_tf32", 0.0120, "tf32", small, host_us=25.0),
         record("cuda/tc6_stream_k_tf32", 0.0135, "tf32", small, host_us=15.0),
-        record("cuda/tc4_persistent_tf32", 0.0150, "tf32", small),  # no host time: the shape's median, 19 µs
+        record("cuda/tc4_persistent_tf32", 0.0150, "tf32", small),
         record("cuda/tc6_stream_k_tf32", 0.0130, "tf32", small, host_us=30.0),  # slower a call than 28.5 µs
         record("cuda/tc4_persistent_tf32", 0.0170, "tf32", small, host_us=19.0)))  # kept over the one without
     rows = table["NVIDIA H200"]["tf32"]["256x256x256"]
-    assert [(r["kernel"], r["ms"]) for r in rows] == [("cuda/tc6_stream_k_tf32", 0.0135),  # 28.5 µs
-                                                       ("cuda/tc4_persistent_tf32", 0.0170),  # 36 µs
-                                                       ("cuda/tc5_swap_ab_tf32", 0.0120)]  # 37 µs
-    assert dispatch.per_call_ms(rows[2]) == pytest.approx(0.037) and dispatch.per_call_ms(rows[0]) == \
-        pytest.approx(0.0285)
+    assert [(r["kernel"], r["ms"], r["host_us"]) for r in rows] == [
+        ("cuda/tc5_swap_ab_tf32", 0.0120, 25.0),  # 32 µs a call
+        ("cuda/tc6_stream_k_tf32", 0.0135, 15.0),  # 33.5 µs: within HOST_TIE, behind the faster GPU time
+        ("cuda/tc4_persistent_tf32", 0.0170, 19.0)]  # 36 µs
+    assert dispatch.per_call_ms(rows[0]) == pytest.approx(0.037)  # the row's own measurement
     untimed = dispatch.table_from_results(run(
         record("cuda/tc5_swap_ab_tf32", 0.0120, "tf32", small, host_us=25.0),
         record("cuda/tc6_stream_k_tf32", 0.0135, "tf32", small, host_us=15.0),
-        record("cuda/tc4_persistent_tf32", 0.0150, "tf32", small)))["NVIDIA H200"]["tf32"]["256x256x256"]
-    assert [r["kernel"] for r in untimed] == ["cuda/tc6_stream_k_tf32", "cuda/tc4_persistent_tf32",
-                                              "cuda/tc5_swap_ab_tf32"]  # tc4 15 + 20 µs (the median): before 37
-    dispatch.record(run(*(record(r["kernel"], r["ms"], "tf32", small, host_us=r.get("host_us")) for r in rows)))
-    choice = dispatch.choose(Problem(*small, "tf32"), ROW_MAJOR, H200)
-    assert choice.spec.name == "cuda/tc6_stream_k_tf32" and "after 15 µs of host time a call" in choice.why
-    # a kernel faster on the GPU by more than its extra host time leads
-    dispatch.record(run(record("cuda/tc6_stream_k_tf32", 0.0200, "tf32", small, host_us=14.0),
-                        record("cuda/tc5_swap_ab_tf32", 0.0090, "tf32", small, host_us=21.0)))
-    choice = dispatch.choose(Problem(*small, "tf32"), ROW_MAJOR, H200)
-    assert choice.spec.name == "cuda/tc5_swap_ab_tf32" and "after 21 µs of host time a call" in choice.why
+        record("cuda/tc4_persistent_tf32", 0.0110, "tf32", small)))["NVIDIA H200"]["tf32"]["256x256x256"]
+    # tc4 11 + 20 µs (the shape's median) and tc5 32 µs tie, by GPU time; tc6's 33.5 µs is past HOST_TIE of 31
+    assert [r["kernel"] for r in untimed] == ["cuda/tc4_persistent_tf32", "cuda/tc5_swap_ab_tf32",
+                                              "cuda/tc6_stream_k_tf32"]
 
 
-def test_calls_within_host_tie_of_the_fastest_go_by_gpu_time():
-    """Two kernels a call from an idle GPU waits nearly as long for (host times of one call path differ by a few
-    percent from run to run) are one time a call: the faster on the GPU leads, what a CUDA graph waits for. Past
-    HOST_TIE apart, the faster call leads whatever its GPU time."""
-    small = (2048, 2048, 2048)
-    tied = run(record("cuda/tc3_warp_specialized_bf16", 0.0326, "bf16", small, host_us=15.3),
-               record("cuda/tc4_persistent_bf16", 0.0285, "bf16", small, host_us=20.4))  # 47.9 and 48.9 µs
-    assert [r["kernel"] for r in dispatch.table_from_results(tied)["NVIDIA H200"]["bf16"]["2048x2048x2048"]] == [
-        "cuda/tc4_persistent_bf16", "cuda/tc3_warp_specialized_bf16"]
-    apart = run(record("cuda/tc3_warp_specialized_bf16", 0.0326, "bf16", small, host_us=15.3),
-                record("cuda/tc4_persistent_bf16", 0.0285, "bf16", small, host_us=25.0))  # 47.9 and 53.5 µs
-    assert [r["kernel"] for r in dispatch.table_from_results(apart)["NVIDIA H200"]["bf16"]["2048x2048x2048"]] == [
-        "cuda/tc3_warp_specialized_bf16", "cuda/tc4_persistent_bf16"]
+def test_host_time_is_the_call_paths_not_the_kernels(tmp_path, monkeypatch):
+    """``rank`` counts one host time for the kernels whose calls launch as many kernels at a shape (the median of
+    theirs: one kernel's host time differs more from run to run than two one-launch kernels' in one run), so among
+    those the GPU time decides; a call that launches a pre-pass too pays the median of the two-launch calls. At
+    256³ TF32 with a row-major B, tc5 and tc6 launch once, tc4 and tc10 transpose B first."""
+    small = (256, 256, 256)
+    problem = Problem(*small, "tf32")
+    assert [launches(k, problem) for k in ("tc5_swap_ab", "tc6_stream_k", "tc4_persistent", "tc10_split_k")] == \
+        [1, 1, 2, 2]
+    monkeypatch.setattr(dispatch, "SHIPPED", tmp_path / "none.json")  # this machine's measurements alone
+    dispatch.record(run(record("cuda/tc5_swap_ab_tf32", 0.0120, "tf32", small, host_us=25.0),
+                        record("cuda/tc6_stream_k_tf32", 0.0135, "tf32", small, host_us=15.0),  # 28.5 µs as measured
+                        record("cuda/tc4_persistent_tf32", 0.0150, "tf32", small, host_us=28.0),
+                        record("cuda/tc10_split_k_tf32", 0.0110, "tf32", small, host_us=30.0)))
+    ranked = dispatch.rank(problem, ROW_MAJOR, H200)
+    calls = {c.spec.name.split("/")[1]: round(1e3 * c.per_call_ms, 3) for c in ranked}
+    assert calls == {"tc5_swap_ab_tf32": 32.0, "tc6_stream_k_tf32": 33.5,  # 20 µs: the median of 25 and 15
+                     "tc4_persistent_tf32": 44.0, "tc10_split_k_tf32": 40.0}  # 29 µs: of 28 and 30
+    choice = dispatch.choose(problem, ROW_MAJOR, H200)
+    assert choice.spec.name == "cuda/tc5_swap_ab_tf32" and "after 20 µs of host time a call" in choice.why
+    # a kernel faster on the GPU by more than its extra launch's host time leads
+    dispatch.record(run(record("cuda/tc10_split_k_tf32", 0.0020, "tf32", small, host_us=30.0)))
+    choice = dispatch.choose(problem, ROW_MAJOR, H200)
+    assert choice.spec.name == "cuda/tc10_split_k_tf32" and "after 29 µs of host time a call" in choice.why
+
+
+def launches(level: str, problem: Problem) -> int:
+    from gemmlab.analysis.scaling import estimate
+
+    return estimate(get_kernel(f"cuda/{level}_tf32"), problem, dispatch._roofs("NVIDIA H200", 132), ROW_MAJOR).launches
+
+
+def test_calls_within_host_tie_of_the_fastest_go_by_gpu_time(tmp_path, monkeypatch):
+    """Two kernels a call from an idle GPU waits nearly as long for are one time a call: the faster on the GPU leads,
+    what a CUDA graph waits for. Past HOST_TIE apart, the faster call leads whatever its GPU time. At 256³ TF32 with
+    a row-major B, tc6 launches once and tc10 transposes B first: two call paths, each with its own host time."""
+    small = (256, 256, 256)
+    tied = run(record("cuda/tc6_stream_k_tf32", 0.0326, "tf32", small, host_us=15.3),
+               record("cuda/tc10_split_k_tf32", 0.0285, "tf32", small, host_us=20.4))  # 47.9 and 48.9 µs
+    assert [r["kernel"] for r in dispatch.table_from_results(tied)["NVIDIA H200"]["tf32"]["256x256x256"]] == [
+        "cuda/tc10_split_k_tf32", "cuda/tc6_stream_k_tf32"]
+    apart = run(record("cuda/tc6_stream_k_tf32", 0.0326, "tf32", small, host_us=15.3),
+                record("cuda/tc10_split_k_tf32", 0.0285, "tf32", small, host_us=25.0))  # 47.9 and 53.5 µs
+    assert [r["kernel"] for r in dispatch.table_from_results(apart)["NVIDIA H200"]["tf32"]["256x256x256"]] == [
+        "cuda/tc6_stream_k_tf32", "cuda/tc10_split_k_tf32"]
+    monkeypatch.setattr(dispatch, "SHIPPED", tmp_path / "none.json")  # this machine's measurements alone
     dispatch.record(tied)  # this machine's table: auto follows it
-    assert dispatch.choose(Problem(*small, "bf16"), ROW_MAJOR, H200).spec.name == "cuda/tc4_persistent_bf16"
+    assert dispatch.choose(Problem(*small, "tf32"), ROW_MAJOR, H200).spec.name == "cuda/tc10_split_k_tf32"
+    dispatch.record(apart)
+    assert dispatch.choose(Problem(*small, "tf32"), ROW_MAJOR, H200).spec.name == "cuda/tc6_stream_k_tf32"
 
 
 def test_a_bench_run_updates_this_machines_table(tmp_path):

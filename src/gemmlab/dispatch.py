@@ -17,10 +17,13 @@ measured shapes the model's ratio is trusted only so far: the winner measured at
 prediction less than (1 + MARGIN)^(1 + distance) faster. Without an entry for this GPU, each precision's default
 level runs.
 
-"Fastest" is what a call from an idle GPU waits: where a record carries it (small problems, ``call_host_us``), the
-host time of one gemmlab.matmul call with that kernel, then its GPU time; a record without one, at a shape where
-others have it, counts the shape's median. A kernel whose plan launches twice (a pre-pass, then the kernel) pays
-more host time than one launch; a kernel faster on the GPU by more than its extra host time still leads. Calls within
+"Fastest" is what a call from an idle GPU waits: where records carry it (small problems, ``call_host_us``), the
+host time of one gemmlab.matmul call, then the kernel's GPU time. Host time belongs to the call path, not the
+kernel: ``rank`` counts for each kernel the median host time of the kernels measured at that shape whose calls launch
+as many kernels (one kernel's host time, two runs apart, differs by more than two one-launch kernels' in one run),
+and the shape's median for a launch count none measured. A kernel whose plan launches twice (a pre-pass, then the
+kernel) pays more host time than one launch; a kernel faster on the GPU by more than its extra host time still
+leads. Calls within
 HOST_TIE of the fastest go by GPU time: host times of one call path differ by about that much from run to run, and a
 CUDA graph or a stream that runs ahead waits for the kernels alone. A kernel that failed verification at a shape a
 prediction reads is never run.
@@ -115,9 +118,9 @@ def table_from_results(results: dict) -> dict:
         if r.get("call_host_us"):
             row["host_us"] = r["call_host_us"]
         rows.append(row)
-    for shapes in table.get(gpu, {}).values():
+    for precision, shapes in table.get(gpu, {}).items():
         for label, rows in shapes.items():
-            shapes[label] = _ranked(rows)
+            shapes[label] = _ranked(rows, precision, label)
     return table
 
 
@@ -126,9 +129,9 @@ def _key(row: dict) -> tuple[str, str]:
     return row["kernel"], row.get("layout", "")
 
 
-def _ranked(rows: list[dict]) -> list[dict]:
-    """One row per kernel and layout, fastest per call first; a kernel that failed in any of them, last, as
-    failed."""
+def _ranked(rows: list[dict], precision: str, label: str) -> list[dict]:
+    """One row per kernel and layout, fastest per call first (each with the host time of its call path there:
+    ``_host_us``); a kernel that failed in any of them, last, as failed."""
     failed = {_key(row) for row in rows if row.get("failed")}
     best: dict = {}
     for row in rows:  # a kernel timed twice (two runs merged) keeps its record with a host time, the faster
@@ -137,12 +140,26 @@ def _ranked(rows: list[dict]) -> list[dict]:
         old = best.get(_key(row))
         if old is None or ("host_us" in row, -per_call_ms(row)) > ("host_us" in old, -per_call_ms(old)):
             best[_key(row)] = row
-    # a record without a host time where others of the shape have one (an older run): the shape's median, not none
-    # at all, so that it does not rank above the kernels whose host time is counted
-    known = [row["host_us"] for row in best.values() if "host_us" in row]
-    typical = statistics.median(known) if known else 0.0
-    return fastest_first(best.values(), lambda row: per_call_ms(row, typical), lambda row: row["ms"]) + [
-        {"kernel": k, "failed": True, **({"layout": layout} if layout else {})} for k, layout in sorted(failed)]
+    host = _host_us(best, {key: _launches(row, precision, label) for key, row in best.items()})
+    order = fastest_first(list(best), lambda key: best[key]["ms"] + host[key] / 1e3, lambda key: best[key]["ms"])
+    return [best[key] for key in order] + [{"kernel": k, "failed": True, **({"layout": layout} if layout else {})}
+                                           for k, layout in sorted(failed)]
+
+
+def _launches(row: dict, precision: str, label: str) -> int:
+    """The kernels a call with ``row``'s kernel launches at shape ``label`` in the row's layout (the scaling model's
+    count: copies, pre-passes, the kernel); one where gemmlab has no such kernel or no model of it."""
+    from gemmlab.analysis.scaling import estimate
+    from gemmlab.errors import GemmlabError
+    from gemmlab.kernels.registry import get_kernel
+
+    try:
+        spec = get_kernel(row["kernel"])
+        problem = Problem(*_dims(label), precision)
+        return estimate(spec, problem, _roofs("NVIDIA H200", 132), row_layout(row, precision),
+                        tuple(row.get("copies", ()))).launches
+    except (GemmlabError, KeyError, TypeError):
+        return 1
 
 
 def fastest_first(items, call, gpu) -> list:
@@ -179,7 +196,7 @@ def merge(old: dict, new: dict) -> dict:
             mine = out.setdefault(gpu, {}).setdefault(p, {})
             for label, rows in shapes.items():
                 timed = {_key(row) for row in rows}
-                mine[label] = _ranked([row for row in mine.get(label, []) if _key(row) not in timed] + rows)
+                mine[label] = _ranked([row for row in mine.get(label, []) if _key(row) not in timed] + rows, p, label)
     return out
 
 
@@ -314,11 +331,10 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
     picked, banned = [], set()
     for point in points:
         rows, failed = _pick_rows(point.rows, layout, source)
-        known = [row["host_us"] for row in rows.values() if "host_us" in row]
-        picked.append((point, rows, statistics.median(known) if known else 0.0))
+        picked.append((point, rows))
         banned |= failed
-    out = []
-    for name in dict.fromkeys(k for _, rows, _ in picked for k in rows):
+    kernels = {}  # name: (spec, copies, refusal, the model here)
+    for name in dict.fromkeys(k for _, rows in picked for k in rows):
         if name in banned:
             continue
         try:
@@ -326,33 +342,56 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
         except UnknownKernelError:
             continue  # a table from another version of gemmlab, or a level without a build for this precision
         copies = operand_copies(layout, spec)
-        refusal = spec.is_valid(asked) or spec.unsupported(gpu) or spec.auto_refusal()
         try:
             here = estimate(spec, problem, roofs, layout, copies or ())
         except (GemmlabError, KeyError):  # no model of this kernel here: the measurements as they are
             here = None
-        basis, predicted = [], []  # (weight, GPU ms, ms a call) from each measured shape
-        for point, rows, typical in picked:
-            row = rows.get(name)
-            if row is None:
+        kernels[name] = (spec, copies, str(spec.is_valid(asked) or spec.unsupported(gpu) or spec.auto_refusal() or ""),
+                         here)
+    predicted = {name: [] for name in kernels}  # (weight, GPU ms, ms a call) from each measured shape
+    basis = {name: [] for name in kernels}
+    for point, rows in picked:
+        there = {}  # name: (ratio of the model here to there, launches a call makes there)
+        for name, row in rows.items():
+            if name not in kernels:
                 continue
-            ratio = 1.0
+            spec, _, _, here = kernels[name]
+            there[name] = (1.0, 1)
             if here is not None:
-                there = estimate(spec, Problem(*point.dims, problem.precision, out_dtype=problem.out_dtype), roofs,
+                model = estimate(spec, Problem(*point.dims, problem.precision, out_dtype=problem.out_dtype), roofs,
                                  row_layout(row, problem.precision), tuple(row.get("copies", ())))
-                ratio = here.ms / there.ms
+                there[name] = (here.ms / model.ms, model.launches)
+        host = _host_us(rows, {name: launches for name, (_, launches) in there.items()})
+        for name, (ratio, _) in there.items():
+            row = rows[name]
             gpu_ms = row["ms"] * ratio
-            basis.append((point.label, row, ratio, point.distance))
-            predicted.append((1.0 / point.distance if point.distance else 1.0, gpu_ms,
-                              gpu_ms + row.get("host_us", typical) / 1e3))
-        if len(predicted) == 1:
-            _, ms, per_call = predicted[0]
+            basis[name].append((point.label, row, ratio, point.distance))
+            predicted[name].append((1.0 / point.distance if point.distance else 1.0, gpu_ms,
+                                    gpu_ms + host[name] / 1e3))
+    out = []
+    for name, (spec, copies, refusal, here) in kernels.items():
+        if len(predicted[name]) == 1:
+            _, ms, per_call = predicted[name][0]
         else:  # the geometric mean, weighted by closeness
-            total = sum(w for w, _, _ in predicted)
-            ms = math.exp(sum(w * math.log(g) for w, g, _ in predicted) / total)
-            per_call = math.exp(sum(w * math.log(c) for w, _, c in predicted) / total)
-        out.append(Candidate(spec, ms, per_call, copies, str(refusal or ""), tuple(basis), here))
+            total = sum(w for w, _, _ in predicted[name])
+            ms = math.exp(sum(w * math.log(g) for w, g, _ in predicted[name]) / total)
+            per_call = math.exp(sum(w * math.log(c) for w, _, c in predicted[name]) / total)
+        out.append(Candidate(spec, ms, per_call, copies, refusal, tuple(basis[name]), here))
     return fastest_first(out, lambda c: c.per_call_ms, lambda c: c.ms)
+
+
+def _host_us(rows: dict, launches: dict) -> dict:
+    """The host time of a call with each kernel of one measured shape (``rows``, by name; ``launches``: the kernels
+    each one's call launches there). Host time is the call path's, not the kernel's: the kernels whose calls launch
+    as many kernels share one, the median of their measurements (one kernel's, two runs apart, differs by more than
+    two kernels' in one run: the host's state, not the kernel). A launch count none measured: the shape's median."""
+    known = [row["host_us"] for row in rows.values() if "host_us" in row]
+    typical = statistics.median(known) if known else 0.0
+    by_launches: dict = {}
+    for name, row in rows.items():
+        if "host_us" in row and name in launches:
+            by_launches.setdefault(launches[name], []).append(row["host_us"])
+    return {name: statistics.median(by_launches[n]) if n in by_launches else typical for name, n in launches.items()}
 
 
 def _renamed(name: str, source: str, precision: str) -> str:
@@ -474,7 +513,7 @@ def _why(gpu, problem: Problem, layout: Layout, ranked: list[Candidate], pick: C
     if pick.exact:
         if how == "in place":
             return (f"dispatch table for {gpu.name}: #{place} of the {len(ranked)} kernels measured at {label} "
-                    f"({_measured(row)} there) that takes {problem.label()} with {layout.label()} in place")
+                    f"({_measured(row, pick)} there) that takes {problem.label()} with {layout.label()} in place")
         return (f"dispatch table for {gpu.name}: fastest at {label} that takes {problem.label()}; none of the "
                 f"measured kernels it may run reads {layout.label()} in place")
     taken = "with " + layout.label() + " in place" if how == "in place" else \
@@ -496,8 +535,11 @@ def explain(c: Candidate) -> str:
     return text
 
 
-def _measured(row: dict) -> str:
+def _measured(row: dict, pick: Candidate) -> str:
+    """A measured row's GPU time, after the host time ``rank`` counts for a call with its kernel there (the median of
+    the kernels whose calls launch as many kernels: ``_host_us``)."""
     text = f"{row['ms']:.4g} ms on the GPU"
-    if "host_us" in row:
-        text += f" after {row['host_us']:.3g} µs of host time a call"
+    host_us = 1e3 * (pick.per_call_ms - pick.ms)
+    if host_us > 0:
+        text += f" after {host_us:.3g} µs of host time a call"
     return text

@@ -47,6 +47,7 @@ class Estimate:
     serial_ms: float  # copies and pre-passes before the kernel
     bound: str  # "compute", "dram" or "l2": the largest overlapped level
     reduce_ms: float = 0.0  # split-K (tc10): a tile's last split reading the S partials back, on one SM
+    launches: int = 1  # kernels a call launches: the copies and pre-passes, then the kernel
 
     @property
     def waves(self) -> float:
@@ -148,4 +149,4 @@ def estimate(spec, problem: Problem, roofs, layout=None, copies: tuple = ()) -> 
     moved, launches = _serial_bytes(runs, problem, layout, copies)
     serial = moved / (roofs.dram_gbs * 1e9) * 1e3 + launches * LAUNCH_US / 1e3
     return Estimate(LAUNCH_US / 1e3 + levels[bound] + serial + reduce, tiles, places, fill, split, levels["compute"],
-                    levels["dram"], levels["l2"], serial, bound, reduce)
+                    levels["dram"], levels["l2"], serial, bound, reduce, 1 + launches)

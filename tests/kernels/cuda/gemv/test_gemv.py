@@ -40,6 +40,20 @@ def test_the_sass_reads_the_weight_in_16_byte_loads(tmp_path):
     assert sum(op.startswith("LDG") and ".128" in op for op in ops) == p["UNROLL"] * (p["ROWS"] + p["MAX_M"])
 
 
+@pytest.mark.parametrize("precision, m", [("bf16", 2), ("bf16", 8), ("fp8", 4), ("fp8_block", 8)])
+def test_a_round_loads_a_and_b_before_its_first_fma(precision, m, tmp_path):
+    """The rows of A are loaded with the weight's, not each after the previous row's FMAs: at K = 4096 a lane's share
+    is one round, and a load of A between FMAs would put an L2 round trip per row of A on every lane's path."""
+    if not sass.AVAILABLE:
+        pytest.skip("cuobjdump and nvdisasm are not installed (the test extra brings them)")
+    build = spec(precision).for_problem(Problem(m, 4096, 4096, precision))
+    instrs = sass.instructions(sass.sass(build.compile("sm_90a").cubin, tmp_path))
+    wide = [i.addr for i in instrs if i.op.startswith("LDG") and ".128" in i.op]
+    first_fma = min(i.addr for i in instrs if i.op.startswith("FFMA"))
+    p = build.params
+    assert len(wide) == p["UNROLL"] * (p["ROWS"] + p["MAX_M"]) and max(wide) < first_fma
+
+
 @pytest.mark.parametrize("m, want", [(1, 1), (2, 2), (3, 4), (5, 8), (8, 8), (9, 16), (16, 16), (2048, 16)])
 def test_accumulator_rows_hold_m(m, want):
     assert gemv.max_m_for(m) == want  # past 16, the largest build: is_valid refuses the problem

@@ -135,24 +135,37 @@ gemv1_warp_dot(OutT *__restrict__ C, const InT *__restrict__ A, const InT *__res
 #pragma unroll
     for (int r = 0; r < ROWS; ++r) acc[m][r] = 0.0f;
 
-  // UNROLL chunks a lane apart are loaded before any is used, so each lane keeps UNROLL x ROWS 16-byte loads of B
-  // in flight: what covers DRAM latency when a block's whole share is one or two rounds of loads.
+  // UNROLL chunks a lane apart are loaded, of the ROWS rows of B and of the M rows of A, before any is used: each
+  // lane keeps UNROLL x (ROWS + M) 16-byte loads in flight, one round trip a round. At K = 4096 a lane's whole share
+  // is one round, so an A row loaded after the previous row's FMAs would add an L2 round trip per row of A.
   for (int c0 = warp * per_warp + lane; c0 < c_end; c0 += 32 * UNROLL) {
-    uint4 raw[UNROLL][ROWS];
+    uint4 raw[UNROLL][ROWS], araw[UNROLL][MAX_M];
+#if SCALED == 2
+    float sab[UNROLL][MAX_M];  // A's block scale times B's, per row of A
+#endif
 #pragma unroll
-    for (int u = 0; u < UNROLL; ++u)
+    for (int u = 0; u < UNROLL; ++u) {
+      const int c = c0 + 32 * u;
+      const bool live = c < c_end;
 #pragma unroll
       for (int r = 0; r < ROWS; ++r)
-        raw[u][r] = c0 + 32 * u < c_end ? chunk(brow[r], (c0 + 32 * u) * VEC, K, vec) : make_uint4(0, 0, 0, 0);
+        raw[u][r] = live ? chunk(brow[r], c * VEC, K, vec) : make_uint4(0, 0, 0, 0);
+#if SCALED == 2
+      const int kb = c * VEC / 128, kblocks = (K + 127) / 128;
+      const float sb = live ? scale_b[(long long)(n0 / 128) * kblocks + kb] : 0.0f;  // ROWS divides 128: one block
+#endif
+#pragma unroll
+      for (int m = 0; m < MAX_M; ++m) {
+        araw[u][m] = live && m < M ? chunk(A + (long long)m * K, c * VEC, K, vec) : make_uint4(0, 0, 0, 0);
+#if SCALED == 2
+        sab[u][m] = live && m < M ? scale_a[(long long)kb * M + m] * sb : 0.0f;
+#endif
+      }
+    }
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) {
       const int c = c0 + 32 * u;
       if (c < c_end) {
-        const int k = c * VEC;
-#if SCALED == 2
-        const int kb = k / 128, kblocks = (K + 127) / 128;
-        const float sb = scale_b[(long long)(n0 / 128) * kblocks + kb];  // ROWS divides 128: one block of B
-#endif
         float b[ROWS][VEC];
 #pragma unroll
         for (int r = 0; r < ROWS; ++r) widen(raw[u][r], b[r], B_E5M2);
@@ -160,17 +173,14 @@ gemv1_warp_dot(OutT *__restrict__ C, const InT *__restrict__ A, const InT *__res
         for (int m = 0; m < MAX_M; ++m) {
           if (m < M) {
             float a[VEC];
-            widen(chunk(A + (long long)m * K, k, K, vec), a, A_E5M2);
-#if SCALED == 2
-            const float s = scale_a[(long long)kb * M + m] * sb;
-#endif
+            widen(araw[u][m], a, A_E5M2);
 #pragma unroll
             for (int r = 0; r < ROWS; ++r) {
               float dot = 0.0f;
 #pragma unroll
               for (int i = 0; i < VEC; ++i) dot = fmaf(a[i], b[r][i], dot);
 #if SCALED == 2
-              acc[m][r] = fmaf(dot, s, acc[m][r]);
+              acc[m][r] = fmaf(dot, sab[u][m], acc[m][r]);
 #else
               acc[m][r] += dot;
 #endif
