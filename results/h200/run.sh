@@ -80,7 +80,7 @@ g verify --kernels 'cuda/*' --sample 4 --sanitize --json "$OUT/verify.json"
 # held for the next tile), tc8 (192x128 tiles, the scales copied by TMA into a ring of their own) and its stream-K
 # tail (tc6_stream_k_fp8_block)
 g verify --kernels 'cuda/tc5_swap_ab_tf32,cuda/tc6_stream_k_tf32' --sample 4 --sanitize --json "$OUT/verify_tf32.json"
-g verify --kernels 'cuda/gemv1*,cuda/tc9*' --sample 2 --sanitize --json "$OUT/verify_decode.json"
+g verify --kernels 'cuda/gemv1*,cuda/gemv2*,cuda/tc9*' --sample 2 --sanitize --json "$OUT/verify_decode.json"
 g verify --kernels 'cuda/tc10*' --sample 2 --sanitize --json "$OUT/verify_split_k.json"
 g verify --kernels 'cuda/tc4_persistent_fp8,cuda/tc8*,cuda/tc6_stream_k_fp8_block' --sample 4 --sanitize --json "$OUT/verify_fp8.json"
 # ... and tc8 after its consumers' wait on the scale ring moved to the producer (SCALE_GATE), with its clustered spec

@@ -128,6 +128,32 @@ def test_sanitizer_errors_are_attributed_to_the_kernel_they_happened_in():
     assert not any(row.clean for row in crashed) and "boom" in crashed[0].detail
 
 
+def test_every_cuda_kernel_runs_at_some_sanitizer_shape(monkeypatch):
+    """The sanitizer child launches each kernel at the shapes it takes; one that takes none (the gemv levels take at
+    most 16 or 32 rows of A) is reported as never run, not as clean, and the child fails."""
+    from types import SimpleNamespace
+
+    from gemmlab.harness import sweep
+    from gemmlab.kernels.registry import get_kernel, list_kernels
+
+    checked = []
+    monkeypatch.setattr(sweep, "check", lambda spec, problem, seed: checked.append(spec.name) or
+                        SimpleNamespace(passed=True))
+    names = [s.name for s in list_kernels("cuda/*")]
+    assert sweep._sanitize_target(names) == 0
+    assert set(checked) == set(names)
+    monkeypatch.setattr(sweep, "SANITIZE_SHAPES", ((300, 520, 200),))
+    assert sweep._sanitize_target(["cuda/gemv1_warp_dot_bf16", "cuda/tc4_persistent_bf16"]) == 4
+    log = "UNTESTED cuda/gemv1_warp_dot_bf16\n========= ERROR SUMMARY: 0 errors\n"
+    rows = sweep.sanitizer_rows([get_kernel("cuda/gemv1_warp_dot_bf16"), get_kernel("cuda/tc4_persistent_bf16")],
+                                log, 4)
+    assert [(r.clean, "never ran" in r.detail) for r in rows] == [(False, True), (True, False)]
+    alone = sweep.sanitizer_rows([get_kernel("cuda/gemv1_warp_dot_bf16")], "UNTESTED cuda/gemv1_warp_dot_bf16\n"
+                                 "========= Error: Target application terminated before first instrumented API call",
+                                 255)
+    assert not alone[0].clean and "never ran" in alone[0].detail
+
+
 def test_the_sweep_runs_its_shapes_smallest_product_first():
     shapes = sweep_shapes(full=True)
     sizes = [m * n * k for m, n, k in shapes]

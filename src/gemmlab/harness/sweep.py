@@ -35,7 +35,9 @@ from gemmlab.problem import Problem
 
 # Ragged in every dimension; the last has N % 4 == 0, so tc4 stores C through TMA there (partial boxes in M and N, an
 # odd number of them in the last column), where the others take the register path.
-SANITIZE_SHAPES = ((33, 17, 65), (127, 129, 255), (257, 31, 1000), (300, 520, 200))
+# ragged shapes for the sanitizers; the first two are decode-sized, what the gemv levels (at most 16 or 32 rows of A)
+# take: K = 1000 reads the rows element by element, K = 4096 in 16-byte chunks
+SANITIZE_SHAPES = ((3, 131, 1000), (13, 520, 4096), (33, 17, 65), (127, 129, 255), (257, 31, 1000), (300, 520, 200))
 # and for the stream-K levels, one whose walk runs whole tiles and then a split tail, ragged in M and N
 STREAM_K_SANITIZE_SHAPE = (2500, 2500, 384)
 ALIGN = 16  # elements: 16-byte rows of every operand and C at any element size gemmlab has (FP8 up to FP32)
@@ -238,12 +240,17 @@ def sanitizer_rows(specs, log: str, returncode: int, protocol: dict | None = Non
     named = collections.Counter(entry for entry, _ in _ACCESS.findall(log))
     reports = _reports(log)
     failed_checks = set(re.findall(r"^FAILED (\S+)", log, flags=re.M))
-    if returncode not in (0, 3, 4) and not summary:
+    untested = set(re.findall(r"^UNTESTED (\S+)", log, flags=re.M))
+    never = "no sanitizer shape is one it takes: it never ran under the sanitizer"
+    if returncode not in (0, 3, 4) and not summary:  # (a process none of whose kernels launched ends so too)
         why = f"sanitizer exited {returncode}: {(log.strip().splitlines() or ['?'])[-1]}"
-        return [SanitizerRow(s.name, False, why) for s in specs]
+        return [SanitizerRow(s.name, False, never if s.name in untested else why) for s in specs]
     run = f"the run's {summary[-1]}" if summary else "no summary"
     rows = []
     for s in specs:
+        if s.name in untested:
+            rows.append(SanitizerRow(s.name, False, never))
+            continue
         entry = getattr(s, "entry", None) if s.compiles or s.backend == "gluon" else None  # the name a log gives
         if not entry:  # a kernel the log cannot name: any report may be its
             bad = s.name in failed_checks or bool(named)
@@ -288,15 +295,20 @@ def _sanitize_target(kernels: list[str]) -> int:
     bad = 0
     for kernel in kernels:
         spec = get_kernel(kernel)
+        ran = 0
         for variant in spec.configurations():
             split = (STREAM_K_SANITIZE_SHAPE,) if variant.params.get("STREAM_K", 0) else ()
             for i, shape in enumerate(SANITIZE_SHAPES + split):
                 problem = runnable(variant, Problem(*shape, spec.precision))
                 if variant.is_valid(problem):
                     continue
+                ran += 1
                 if not check(variant, problem, seed=i).passed:
                     print(f"FAILED {kernel} {dict(variant.params)} {problem.label()}", flush=True)
                     bad += 1
+        if not ran:  # a clean log would say nothing of a kernel that never launched
+            print(f"UNTESTED {kernel}", flush=True)
+            bad += 1
     return 4 if bad else 0
 
 

@@ -1,0 +1,177 @@
+// gemv2: C = A·Bᵀ for a few rows of A (M <= MAX_M), B handed over as an N×K row-major matrix (x @ w.t()), on the
+// tensor cores through mma.sync with the operands swapped: 16 rows of B (16 columns of C) on the instruction's
+// 16-row side, the rows of A on its 8-wide side (MAX_M / 8 instructions per k-step). A block of WARPS warps owns 16
+// rows of B for every row of A; its warps cut K into WARPS contiguous runs of k-blocks (4 x VEC elements: 32 BF16,
+// 64 FP8). No shared memory holds an operand: each lane loads its fragments straight from global memory in
+// 16-byte chunks. The fragments of mma.sync hold, per lane, two pairs (BF16) or quads (FP8) of K that lie 8 (16)
+// apart; a k-block gives lane q of each group of four the VEC elements [q·VEC, (q+1)·VEC) of its two rows of B and
+// of its row of A, and the chunk's four 32-bit words feed two k-steps (words x, y the first; z, w the second). The
+// same permutation of K on both operands leaves each dot product's terms unchanged. UNROLL k-blocks are loaded
+// before any is used. The warps' sums meet in shared memory in warp order, so every call gives the same bits.
+// IN_BF16 / IN_FP8 select the operand type (FP8: A_E5M2 and B_E5M2 pick the formats; SCALED=1, one FP32 scale per
+// operand); OUT_BF16 writes BF16 C. EPI=1 (epilogue.cuh): each sum becomes the fused epilogue's value before its
+// store.
+#include "epilogue.cuh"
+#ifndef MAX_M
+#define MAX_M 8
+#endif
+#ifndef WARPS
+#define WARPS 8
+#endif
+#ifndef UNROLL
+#define UNROLL 4
+#endif
+#ifndef IN_BF16
+#define IN_BF16 0
+#endif
+#ifndef IN_FP8
+#define IN_FP8 0
+#endif
+#ifndef A_E5M2
+#define A_E5M2 0
+#endif
+#ifndef B_E5M2
+#define B_E5M2 0
+#endif
+#ifndef SCALED
+#define SCALED 0
+#endif
+#ifndef OUT_BF16
+#define OUT_BF16 0
+#endif
+static_assert(IN_BF16 + IN_FP8 == 1, "exactly one operand type");
+static_assert(MAX_M % 8 == 0 && MAX_M >= 8 && MAX_M <= 32 && WARPS >= 1 && WARPS <= 16 && UNROLL >= 1, "tile");
+static_assert(SCALED == 0 || IN_FP8, "scales belong to FP8 operands");
+
+typedef unsigned int u32;
+typedef unsigned short u16;
+#if IN_BF16
+typedef u16 InT;
+#else
+typedef unsigned char InT;
+#endif
+constexpr int VEC = 16 / sizeof(InT);  // elements per 16-byte chunk
+constexpr int KB = 4 * VEC;            // a k-block: two k-steps of the instruction
+constexpr int NT = MAX_M / 8;          // instructions per k-step, 8 rows of A each
+constexpr int ROWS = 16;               // rows of B per block
+#if OUT_BF16
+typedef u16 OutT;
+#else
+typedef float OutT;
+#endif
+
+// The chunk of row `row` (of `cols` elements) starting at element k: one 16-byte load where rows are 16-byte
+// aligned (`aligned`), else element by element with zeros past the row's end.
+__device__ __forceinline__ uint4 chunk(const InT *row, int k, int cols, bool aligned) {
+  if (aligned) return __ldg(reinterpret_cast<const uint4 *>(row + k));
+  InT e[VEC];
+#pragma unroll
+  for (int i = 0; i < VEC; ++i) e[i] = k + i < cols ? row[k + i] : (InT)0;
+  uint4 v;
+  memcpy(&v, e, 16);
+  return v;
+}
+
+// d += B-fragment (16 rows of B) x A-fragment (8 rows of A), one k-step.
+__device__ __forceinline__ void mma(float (&d)[4], u32 b0, u32 b1, u32 b2, u32 b3, u32 a0, u32 a1) {
+#if IN_BF16
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+               "{%0,%1,%2,%3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(b0), "r"(b1), "r"(b2), "r"(b3), "r"(a0), "r"(a1));
+#elif B_E5M2 && A_E5M2
+  asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+               "{%0,%1,%2,%3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(b0), "r"(b1), "r"(b2), "r"(b3), "r"(a0), "r"(a1));
+#elif B_E5M2
+  asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+               "{%0,%1,%2,%3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(b0), "r"(b1), "r"(b2), "r"(b3), "r"(a0), "r"(a1));
+#elif A_E5M2
+  asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+               "{%0,%1,%2,%3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(b0), "r"(b1), "r"(b2), "r"(b3), "r"(a0), "r"(a1));
+#else
+  asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+               "{%0,%1,%2,%3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(b0), "r"(b1), "r"(b2), "r"(b3), "r"(a0), "r"(a1));
+#endif
+}
+
+__device__ __forceinline__ void store(float *p, float x) { *p = x; }
+__device__ __forceinline__ void store(u16 *p, float x) {
+  u16 v;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(v) : "f"(x));
+  *p = v;
+}
+
+extern "C" __global__ void __launch_bounds__(WARPS * 32)
+gemv2_mma_swap(OutT *__restrict__ C, const InT *__restrict__ A, const InT *__restrict__ B, int M, int N, int K,
+               int aligned, const float *__restrict__ scale_a, const float *__restrict__ scale_b EPI_PARAM) {
+  __shared__ float partial[WARPS][MAX_M][ROWS];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int g = lane / 4, q = lane % 4;  // the instruction's row group and the lane in it
+  const int n0 = blockIdx.x * ROWS;
+  const int kblocks = (K + KB - 1) / KB;
+  const int per_warp = (kblocks + WARPS - 1) / WARPS;
+  const int kb_begin = warp * per_warp, kb_end = min(kblocks, kb_begin + per_warp);
+  const bool vec = aligned != 0;
+  const InT *b_lo = B + (long long)min(n0 + g, N - 1) * K;  // rows past N: read row N-1, never stored
+  const InT *b_hi = B + (long long)min(n0 + g + 8, N - 1) * K;
+  const InT *a_row[NT];
+#pragma unroll
+  for (int t = 0; t < NT; ++t) a_row[t] = A + (long long)min(8 * t + g, M - 1) * K;
+
+  float acc[NT][4];
+#pragma unroll
+  for (int t = 0; t < NT; ++t)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) acc[t][i] = 0.0f;
+
+  for (int b0 = kb_begin; b0 < kb_end; b0 += UNROLL) {
+    uint4 lo[UNROLL], hi[UNROLL], a[UNROLL][NT];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      const bool live = b0 + u < kb_end;
+      const int k = (b0 + u) * KB + q * VEC;
+      const uint4 zero = make_uint4(0, 0, 0, 0);
+      lo[u] = live ? chunk(b_lo, k, K, vec) : zero;
+      hi[u] = live ? chunk(b_hi, k, K, vec) : zero;
+#pragma unroll
+      for (int t = 0; t < NT; ++t) a[u][t] = live && 8 * t + g < M ? chunk(a_row[t], k, K, vec) : zero;
+    }
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        mma(acc[t], lo[u].x, hi[u].x, lo[u].y, hi[u].y, a[u][t].x, a[u][t].y);
+        mma(acc[t], lo[u].z, hi[u].z, lo[u].w, hi[u].w, a[u][t].z, a[u][t].w);
+      }
+  }
+
+  // acc[t]: rows g and g + 8 of the block's B (columns of C), rows 8t + 2q and 8t + 2q + 1 of A
+#pragma unroll
+  for (int t = 0; t < NT; ++t)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) partial[warp][8 * t + 2 * q + (i & 1)][g + 8 * (i >> 1)] = acc[t][i];
+  __syncthreads();
+  for (int i = threadIdx.x; i < MAX_M * ROWS; i += WARPS * 32) {
+    const int m = i / ROWS, r = i % ROWS;
+    if (m < M && n0 + r < N) {
+      float v = 0.0f;
+#pragma unroll
+      for (int w = 0; w < WARPS; ++w) v += partial[w][m][r];
+#if SCALED == 1
+      v *= scale_a[0] * scale_b[0];
+#endif
+#if EPI
+      v = epi_apply(epi, v, m, n0 + r);
+#endif
+      store(C + (long long)m * N + n0 + r, v);
+    }
+  }
+}

@@ -1,0 +1,146 @@
+"""gemv2: gemv1's streaming of the weight, its multiply-adds on the tensor cores (mma.sync, operands swapped).
+
+What changed against gemv1: gemv1's CUDA cores do M FMAs and a conversion per element of the weight, so its time
+grows with M (at 4096x14336, 31 µs at M = 1, 47 at M = 4, 61 at M = 8: results/h200/update_grid_gemv_bf16.json),
+while the tensor-core levels (tc9, tc10) stage the weight through shared memory in tiles of 64 or more rows of
+C, which leave few CTAs and a reduction at decode sizes. Here a warp's mma.sync takes 16 rows of the weight as its
+16-row operand and 8 rows of x as its 8-wide one, so up to 32 rows of x cost four instructions a k-step and no
+conversions; each lane loads its fragments straight from global memory in 16-byte chunks (K permuted the same way
+on both operands: a chunk's four words are two k-steps' fragments), with no shared-memory staging, no workspace and
+one launch. A block owns 16 rows of the weight, its warps cut K as gemv1's do, their sums meet in a fixed order.
+Why: a decode GEMM is the weight's bytes over DRAM bandwidth; with the arithmetic off the CUDA cores, every M up to
+32 should stream the weight as gemv1 does at M = 1.
+Prediction: M = 1-32 within 10% of gemv1's M = 1 time at N >= 4096 (75-90% of the DRAM roof, 1.0-1.15x torch);
+at N = 1024 only 64 blocks of 16 rows, so fewer SMs stream and gemv1 or tc10 stays ahead. BF16 and FP8 per tensor
+(m16n8k32 for FP8, which sm_90 runs as its operands converted to FP16, exactly, and two FP16 products). Measured:
+docs/gemv.md.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from gemmlab import driver
+from gemmlab.errors import Refusal, ShapeError
+from gemmlab.kernels.cuda.gemv.gemv1_warp_dot import SIGNATURE, GemvKernel, GemvPlan
+from gemmlab.kernels.geometry import Geometry, ceil_div
+from gemmlab.kernels.plan import Layout
+from gemmlab.kernels.spec import SM_COUNT, Traffic
+from gemmlab.problem import Problem
+
+ROWS = 16  # rows of the weight per block: the instruction's 16-row side
+MAX_M_CHOICES = (8, 16, 32)  # each its own binary: 1, 2 or 4 instructions a k-step
+WARP_CHOICES = (1, 2, 4, 8, 16)
+
+
+def k_block(vec: int) -> int:
+    """K elements of a k-block: four lanes' 16-byte chunks, two k-steps of the instruction."""
+    return 4 * vec
+
+
+def max_m_for(m: int) -> int:
+    return next((c for c in MAX_M_CHOICES if c >= m), MAX_M_CHOICES[-1])
+
+
+def unroll_for(max_m: int, n: int, sm_count: int = SM_COUNT) -> int:
+    """k-blocks a lane loads before it uses any: two (one at 32 rows of x, whose four chunks a k-block take the
+    registers); twice that where the blocks are fewer than the SMs, which then hold one block each and need more
+    loads in flight per warp. More than this costs blocks an SM holds, fewer leave DRAM latency showing
+    (results/h200/gemv2_variants.json)."""
+    unroll = 1 if max_m > 16 else 2
+    return 2 * unroll if ceil_div(n, ROWS) < sm_count else unroll
+
+
+def warps_for(max_m: int, k: int, vec: int, unroll: int) -> int:
+    """Warps splitting K: sixteen (eight at 32 rows of x, whose registers a 512-thread block would cap), fewer where
+    a warp would get less than one round of ``unroll`` k-blocks."""
+    rounds = ceil_div(k, k_block(vec)) // unroll
+    most = 8 if max_m > 16 else 16
+    return max((w for w in WARP_CHOICES if w <= min(most, rounds)), default=1)
+
+
+def _traffic(problem: Problem, sm_count: int = SM_COUNT, params: dict | None = None) -> Traffic:
+    """The weight and C once from DRAM; x's rows once per block, from L2 after the first block's read."""
+    p = problem.prec
+    m, n, k = problem.shape
+    a_bytes, b_bytes, c_bytes = p.input_bytes * m * k, p.input_bytes * n * k, problem.output_bytes * m * n
+    blocks = ceil_div(n, ROWS)
+    return Traffic(a_bytes + b_bytes, c_bytes, f"B and C once, A once per block of {ROWS} rows ({blocks} blocks)",
+                   l2_read=a_bytes * blocks + b_bytes, l2_write=c_bytes)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MmaGemvKernel(GemvKernel):
+    source: str = "gemv2_mma_swap.cu"
+    entry: str = "gemv2_mma_swap"
+
+    def is_valid(self, problem: Problem) -> Refusal | None:
+        why = super(GemvKernel, self).is_valid(problem)
+        if why:
+            return why
+        if problem.m > MAX_M_CHOICES[-1]:
+            return Refusal(f"{self.name} computes at most {MAX_M_CHOICES[-1]} rows of A (M={problem.m}); larger M "
+                           "runs on the tensor-core levels", ShapeError)
+        if max(problem.shape) > 2**31 - 1:
+            return Refusal(f"{problem.label()}: a dimension past 2^31 does not fit the kernel's int arguments",
+                           ShapeError)
+        return None
+
+    def for_problem(self, problem: Problem, sm_count: int = SM_COUNT) -> "MmaGemvKernel":
+        """The build for ``problem``: instructions for the fewest rows of x that hold M; UNROLL and WARPS where the
+        spec leaves them 0 (the registered one: a bench --variant pins them) by M, and by N and K."""
+        max_m = max_m_for(problem.m)
+        unroll = self.params.get("UNROLL") or unroll_for(max_m, problem.n, sm_count)
+        params = {**self.params, "MAX_M": max_m, "UNROLL": unroll,
+                  "WARPS": self.params.get("WARPS") or warps_for(max_m, problem.k, self.vec, unroll)}
+        return self if params == dict(self.params) else dataclasses.replace(self, params=params)
+
+    def configurations(self) -> list["MmaGemvKernel"]:
+        """Every row count of x at its most warps, with both of its unrolls (many blocks, few), and each warp count
+        at eight rows; each in every output type."""
+        builds = [dataclasses.replace(self, params={**self.params, "MAX_M": m, "UNROLL": unroll_for(m, n),
+                                                    "WARPS": warps_for(m, 2**20, self.vec, 1)})
+                  for m in MAX_M_CHOICES for n in (ROWS, ROWS * SM_COUNT)]
+        builds += [dataclasses.replace(self, params={**self.params, "MAX_M": 8, "UNROLL": 2, "WARPS": w})
+                   for w in WARP_CHOICES if w != 16]
+        if self.fp8:
+            return [b.for_formats(*self.formats, out) for b in builds for out in ("bfloat16", "float32")]
+        return self.output_builds(builds)
+
+    def launch_geometry(self, problem: Problem) -> Geometry:
+        runs = self.for_problem(problem)
+        return Geometry(grid=(ceil_div(problem.n, ROWS), 1, 1), block=(runs.params["WARPS"] * 32, 1, 1))
+
+    def traffic(self, problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
+        return _traffic(problem, sm_count)
+
+    def make_plan(self, problem: Problem, layout: Layout, info, gpu=None) -> GemvPlan:
+        from gemmlab.kernels.cuda.launch.gpu import RESOURCES
+
+        if layout not in self.layouts:
+            raise ShapeError(self.layout_refusal(layout))
+        runs = self.for_problem(problem, info.sm_count)
+        geo = runs.launch_geometry(problem)
+        kernel = (gpu or RESOURCES).kernel(runs.compile(info.arch), geo.smem)
+        params = driver.Params(self.parameters)
+        params.M, params.N, params.K = problem.shape
+        main = driver.Launch(int(kernel.handle), geo.grid, geo.block, geo.smem, params)
+        steps = [f"{self.entry}: grid {geo.grid}, block {geo.block}, MAX_M={runs.params['MAX_M']}, "
+                 f"WARPS={runs.params['WARPS']}, UNROLL={runs.params['UNROLL']}"]
+        return GemvPlan(runs, problem, layout, main=main, vec=self.vec, swapped=False, steps=steps)
+
+
+_TYPES = {"bf16": {"IN_BF16": 1, "OUT_BF16": 1}, "fp8": {"IN_FP8": 1, "SCALED": 1, "OUT_BF16": 1}}
+_TITLES = {"bf16": "mma.sync m16n8k16 BF16, FP32 accumulators, BF16 C",
+           "fp8": "mma.sync m16n8k32 FP8, one scale each, FP32 accumulators, BF16 C"}
+
+SPECS = [
+    MmaGemvKernel(name=f"cuda/gemv2_mma_swap_{prec}", level=None, precision=prec,
+                  title=f"M <= 32 rows against an N×K weight (w.t()), its 16 rows on mma.sync's row side: "
+                        f"{_TITLES[prec]}",
+                  params={**_TYPES[prec], "MAX_M": 8, "UNROLL": 0, "WARPS": 0}, signature=SIGNATURE,
+                  varies=("UNROLL", "WARPS"),
+                  traffic_model=_traffic, doc=__doc__,
+                  unmodeled="latency: each warp's few rounds of loads straight from DRAM, no staging to overlap them")
+    for prec in _TITLES
+]

@@ -1,0 +1,125 @@
+"""gemv2 without a GPU: every build compiles for sm_90a with no local memory and its mma.sync in the SASS, a round's
+loads come before its first instruction, the per-problem choices (rows of x, unroll, warps) and the launch that
+follows from them, the layouts and sizes it takes, and the permutation of K that lets a lane's 16-byte chunk feed
+two k-steps' fragments (PTX's fragment layouts of m16n8k16 and m16n8k32, emulated in NumPy). Its results are checked
+on the GPU (gemmlab verify, tests/test_api_gpu.py)."""
+import numpy as np
+import pytest
+
+import sass
+
+from gemmlab.errors import ShapeError
+from gemmlab.kernels.cuda.gemv import gemv2_mma_swap as gemv2
+from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout
+from gemmlab.kernels.registry import get_kernel
+from gemmlab.problem import Problem
+
+
+def spec(precision):
+    return get_kernel(f"cuda/gemv2_mma_swap_{precision}")
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp8"])
+def test_every_build_compiles_to_mma_without_local_memory(precision, tmp_path):
+    for build in spec(precision).configurations():
+        compiled = build.compile("sm_90a")
+        assert compiled.report.spills == 0 and compiled.report.stack_bytes == 0, (build.params, compiled.report)
+        if sass.AVAILABLE:
+            ops = [i.op for i in sass.instructions(sass.sass(compiled.cubin, tmp_path))]
+            assert not {op.split(".")[0] for op in ops} & {"LDL", "STL"}, build.params
+            # the mainloop, unrolled: two k-steps a k-block, MAX_M / 8 instructions a k-step; sm_90 runs FP8's
+            # m16n8k32 as its operands converted to FP16 (F2FP, exact for E4M3 and E5M2) and two m16n8k16 HMMAs
+            per_mma = 2 if precision == "fp8" else 1
+            assert sum(op.startswith("HMMA") for op in ops) == \
+                per_mma * 2 * build.params["UNROLL"] * build.params["MAX_M"] // 8
+            assert (precision == "fp8") == any(op.startswith("F2FP.F16.E") for op in ops)
+
+
+@pytest.mark.parametrize("precision, m", [("bf16", 8), ("bf16", 32), ("fp8", 16)])
+def test_a_round_loads_every_chunk_before_its_first_mma(precision, m, tmp_path):
+    """Loads of the weight and of x all in flight before any instruction waits on one: one DRAM round trip a round."""
+    if not sass.AVAILABLE:
+        pytest.skip("cuobjdump and nvdisasm are not installed (the test extra brings them)")
+    build = spec(precision).for_problem(Problem(m, 4096, 4096, precision))
+    instrs = sass.instructions(sass.sass(build.compile("sm_90a").cubin, tmp_path))
+    wide = [i.addr for i in instrs if i.op.startswith("LDG") and ".128" in i.op]
+    p = build.params
+    assert len(wide) == p["UNROLL"] * (2 + p["MAX_M"] // 8)  # two rows of the weight and a row of x per 8 of M
+    assert max(wide) < min(i.addr for i in instrs if i.op.startswith(("HMMA", "F2FP.F16")))
+
+
+@pytest.mark.parametrize("m, want", [(1, 8), (8, 8), (9, 16), (17, 32), (32, 32)])
+def test_instructions_cover_m(m, want):
+    assert gemv2.max_m_for(m) == want
+
+
+@pytest.mark.parametrize("shape, unroll, warps", [
+    ((8, 4096, 4096), 2, 16),  # 256 blocks: two k-blocks a round, sixteen warps
+    ((8, 14336, 4096), 2, 16),
+    ((32, 4096, 14336), 1, 8),  # 32 rows of x: one k-block a round, eight warps
+    ((4, 1024, 8192), 4, 16),  # 64 blocks, fewer than the SMs: four k-blocks a round
+    ((32, 1024, 8192), 2, 8),
+    ((3, 17, 33), 4, 1),  # two k-blocks in all: one warp
+])
+def test_unroll_and_warps_by_problem(shape, unroll, warps):
+    build = spec("bf16").for_problem(Problem(*shape, "bf16"), 132)
+    assert (build.params["UNROLL"], build.params["WARPS"]) == (unroll, warps)
+
+
+def test_a_variant_pins_unroll_and_warps():
+    import dataclasses
+
+    pinned = dataclasses.replace(spec("bf16"), params={**spec("bf16").params, "UNROLL": 8, "WARPS": 2})
+    assert {k: pinned.for_problem(Problem(8, 4096, 4096, "bf16")).params[k] for k in ("UNROLL", "WARPS")} == \
+        {"UNROLL": 8, "WARPS": 2}
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 1), (3, 4097, 17), (32, 14336, 4096), (8, 1000, 129)])
+def test_launch_covers_every_column(shape):
+    problem = Problem(*shape, "bf16")
+    geo = spec("bf16").launch_geometry(problem)
+    assert geo.grid[0] * gemv2.ROWS >= problem.n > (geo.grid[0] - 1) * gemv2.ROWS
+    assert geo.block == (32 * spec("bf16").for_problem(problem).params["WARPS"], 1, 1)
+
+
+def test_takes_only_the_transposed_weight_and_few_rows():
+    s = spec("bf16")
+    assert s.layouts == frozenset({Layout(b=COL)})
+    assert "transpose" in s.layout_refusal(ROW_MAJOR)
+    assert s.is_valid(Problem(32, 64, 64, "bf16")) is None
+    refusal = s.is_valid(Problem(33, 64, 64, "bf16"))
+    assert refusal is not None and refusal.error is ShapeError and "32 rows" in refusal
+
+
+@pytest.mark.parametrize("per_reg", [2, 4])  # BF16 m16n8k16, FP8 m16n8k32
+def test_a_lanes_chunk_feeds_two_k_steps_with_k_permuted_alike_on_both_operands(per_reg):
+    """PTX's fragments of mma.sync (row.col): lane (g = lane / 4, q = lane % 4) holds, of the 16-row operand, rows g
+    and g + 8 at k = q·p .. q·p + p - 1 (registers 0, 1) and those + 4p (registers 2, 3); of the 8-column operand,
+    column g at the same k (registers 0, 1); p elements a 32-bit register. The kernel gives lane q the chunk of
+    elements [4p·q, 4p·q + 4p) of its rows and feeds words x, y to the first k-step and z, w to the second: both
+    operands see the same permutation of the k-block's 16p elements, so the product is the block's dot products."""
+    rng = np.random.default_rng(0)
+    kb = 16 * per_reg
+    w = rng.integers(-8, 8, (16, kb))  # 16 rows of the weight, one k-block
+    x = rng.integers(-8, 8, (8, kb))  # 8 rows of x
+    d = np.zeros((16, 8), dtype=np.int64)
+    for step in range(2):
+        a_op = np.full((16, 8 * per_reg), -999)  # the instruction's operands, as the lanes' registers fill them
+        b_op = np.full((8 * per_reg, 8), -999)
+        for lane in range(32):
+            g, q = divmod(lane, 4)
+
+            def word(row, i):  # the lane's chunk of `row` (a 16-byte load), its 32-bit word i
+                chunk = row[4 * per_reg * q: 4 * per_reg * (q + 1)]
+                return chunk[per_reg * i: per_reg * (i + 1)]
+
+            lo, hi, xr = w[g], w[g + 8], x[g]
+            first, second = 2 * step, 2 * step + 1  # words x, y then z, w
+            cols = slice(q * per_reg, (q + 1) * per_reg)
+            cols_hi = slice(q * per_reg + 4 * per_reg, (q + 1) * per_reg + 4 * per_reg)
+            a_op[g, cols], a_op[g + 8, cols] = word(lo, first), word(hi, first)
+            a_op[g, cols_hi], a_op[g + 8, cols_hi] = word(lo, second), word(hi, second)
+            b_op[cols, g], b_op[cols_hi, g] = word(xr, first), word(xr, second)
+        assert (a_op != -999).all() and (b_op != -999).all()  # every element of both operands filled once
+        d += a_op @ b_op
+    np.testing.assert_array_equal(d, w @ x.T)
