@@ -136,8 +136,10 @@ gemv2_mma_swap(OutT *__restrict__ C, const InT *__restrict__ A, const InT *__res
     uint4 lo[UNROLL], hi[UNROLL], a[UNROLL][NT];
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) {
-      const bool live = b0 + u < kb_end;
       const int k = (b0 + u) * KB + q * VEC;
+      // a k-block is four chunks: where K is not a multiple of KB, the last one's chunks past K read nothing (a
+      // 16-byte load there would read the next row); a chunk that K cuts is read element by element (not aligned)
+      const bool live = b0 + u < kb_end && k < K;
       const uint4 zero = make_uint4(0, 0, 0, 0);
       lo[u] = live ? chunk(b_lo, k, K, vec) : zero;
       hi[u] = live ? chunk(b_hi, k, K, vec) : zero;
