@@ -1,9 +1,8 @@
 """gemv2: gemv1's streaming of the weight, its multiply-adds on the tensor cores (mma.sync, operands swapped).
 
 What changed against gemv1: gemv1's CUDA cores do M FMAs and a conversion per element of the weight, so its time
-grows with M (at 4096x14336, 31 µs at M = 1, 47 at M = 4, 61 at M = 8: results/h200/update_grid_gemv_bf16.json),
-while the tensor-core levels (tc9, tc10) stage the weight through shared memory in tiles of 64 or more rows of
-C, which leave few CTAs and a reduction at decode sizes. Here a warp's mma.sync takes 16 rows of the weight as its
+grows with M past a few rows, while the tensor-core levels (tc9, tc10) stage the weight through shared memory in
+tiles of 64 or more rows of C, which leave few CTAs and a reduction at decode sizes. Here a warp's mma.sync takes 16 rows of the weight as its
 16-row operand and 8 rows of x as its 8-wide one, so up to 32 rows of x cost four instructions a k-step and no
 conversions; each lane loads its fragments straight from global memory in 16-byte chunks (K permuted the same way
 on both operands: a chunk's four words are two k-steps' fragments), with no shared-memory staging, no workspace and
