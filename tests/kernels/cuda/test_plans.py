@@ -328,6 +328,30 @@ def test_gemv_runs_a_vector_b_as_the_transposed_product(stub):
     assert "Cᵀ = bᵀ·Aᵀ" in plan.explain()
 
 
+def test_gemv2_launches_its_build_for_the_problem_on_the_operands_as_given(stub):
+    """gemv2's plan: the build for_problem picks (its grid of 16-row blocks, its warps), C, A, B in the kernel's
+    order and M, N, K as given, also at N = 1 (16 rows of the weight a block, one of them real: no transpose)."""
+    from gemmlab.problem import Problem
+
+    stub.stub_reset()
+    plan, gpu = make(stub, "cuda/gemv2_mma_swap_bf16", (8, 4096, 4096), Layout(b=COL))
+    runs = plan.spec
+    assert (runs.params["MAX_M"], runs.params["UNROLL"], runs.params["WARPS"]) == (8, 2, 16)
+    assert gpu.loaded[0][0] is runs.compile("sm_90a")
+    plan.launch(0xA0, 0xB0, 0xC0)
+    c, a, b = np.frombuffer(launch_record(stub, 0).params[:24], np.uint64)
+    assert (c, a, b) == (0xC0, 0xA0, 0xB0)
+    assert tuple(np.frombuffer(launch_record(stub, 0).params[24:36], np.int32)) == (8, 4096, 4096)
+    assert "WARPS=16, UNROLL=2" in plan.explain() and "ROWS" not in plan.explain()
+    assert runs.launch_geometry(Problem(8, 4096, 4096, "bf16")).grid == (256, 1, 1)
+    stub.stub_reset()
+    vector, _ = make(stub, "cuda/gemv2_mma_swap_bf16", (5, 1, 1000), Layout(b=COL))
+    vector.launch(0xA0, 0xB0, 0xC0)
+    assert tuple(np.frombuffer(launch_record(stub, 0).params[8:24], np.uint64)) == (0xA0, 0xB0)
+    assert tuple(np.frombuffer(launch_record(stub, 0).params[24:36], np.int32)) == (5, 1, 1000)
+    assert "Cᵀ" not in vector.explain()
+
+
 @pytest.fixture
 def on_host_h200(stub, monkeypatch):
     """gemmlab's checks and plans for operands that say they are on cuda:0, an H200 with the shipped dispatch

@@ -189,6 +189,10 @@ class GemvKernel(ReadsWeightTransposed, CudaKernel):
     def traffic(self, problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
         return _traffic(problem, sm_count, dict(self.for_problem(problem, sm_count).params))
 
+    def swaps(self, problem: Problem) -> bool:
+        """Whether this kernel runs ``problem`` as its transpose (``swaps``)."""
+        return swaps(problem)
+
     def make_plan(self, problem: Problem, layout: Layout, info, gpu=None) -> GemvPlan:
         from gemmlab.kernels.cuda.launch.gpu import RESOURCES
 
@@ -198,14 +202,15 @@ class GemvKernel(ReadsWeightTransposed, CudaKernel):
         geo = runs.launch_geometry(problem)
         kernel = (gpu or RESOURCES).kernel(runs.compile(info.arch), geo.smem)
         params = driver.Params(self.parameters)
-        params.M, params.N, params.K = runs_as(problem).shape
+        swapped = self.swaps(problem)
+        params.M, params.N, params.K = runs_as(problem).shape if swapped else problem.shape
         main = driver.Launch(int(kernel.handle), geo.grid, geo.block, geo.smem, params)
-        steps = [f"{self.entry}: grid {geo.grid}, block {geo.block}, MAX_M={runs.params['MAX_M']}, "
-                 f"ROWS={runs.params['ROWS']}, WARPS={runs.params['WARPS']}, UNROLL={runs.params['UNROLL']}"]
-        if swaps(problem):
+        chosen = ", ".join(f"{k}={runs.params[k]}" for k in ("MAX_M", "ROWS", "WARPS", "UNROLL") if k in runs.params)
+        steps = [f"{self.entry}: grid {geo.grid}, block {geo.block}, {chosen}"]
+        if swapped:
             steps.insert(0, f"computes Cᵀ = bᵀ·Aᵀ: the vector B as the one row, A ({problem.m}x{problem.k}) as the "
                             "weight; Cᵀ is C's memory")
-        return GemvPlan(runs, problem, layout, main=main, vec=self.vec, swapped=swaps(problem), steps=steps)
+        return GemvPlan(runs, problem, layout, main=main, vec=self.vec, swapped=swapped, steps=steps)
 
 
 _TYPES = {"fp32": {"IN_FP32": 1}, "tf32": {"IN_FP32": 1}, "bf16": {"IN_BF16": 1, "OUT_BF16": 1},

@@ -12,6 +12,8 @@
 // operand); OUT_BF16 writes BF16 C. EPI=1 (epilogue.cuh): each sum becomes the fused epilogue's value before its
 // store.
 #include "epilogue.cuh"
+#include "gemv_operands.cuh"
+static_assert(!IN_FP32 && SCALED != 2, "BF16, or FP8 with one scale per operand");
 #ifndef MAX_M
 #define MAX_M 8
 #endif
@@ -21,56 +23,11 @@
 #ifndef UNROLL
 #define UNROLL 4
 #endif
-#ifndef IN_BF16
-#define IN_BF16 0
-#endif
-#ifndef IN_FP8
-#define IN_FP8 0
-#endif
-#ifndef A_E5M2
-#define A_E5M2 0
-#endif
-#ifndef B_E5M2
-#define B_E5M2 0
-#endif
-#ifndef SCALED
-#define SCALED 0
-#endif
-#ifndef OUT_BF16
-#define OUT_BF16 0
-#endif
-static_assert(IN_BF16 + IN_FP8 == 1, "exactly one operand type");
 static_assert(MAX_M % 8 == 0 && MAX_M >= 8 && MAX_M <= 32 && WARPS >= 1 && WARPS <= 16 && UNROLL >= 1, "tile");
-static_assert(SCALED == 0 || IN_FP8, "scales belong to FP8 operands");
 
-typedef unsigned int u32;
-typedef unsigned short u16;
-#if IN_BF16
-typedef u16 InT;
-#else
-typedef unsigned char InT;
-#endif
-constexpr int VEC = 16 / sizeof(InT);  // elements per 16-byte chunk
-constexpr int KB = 4 * VEC;            // a k-block: two k-steps of the instruction
-constexpr int NT = MAX_M / 8;          // instructions per k-step, 8 rows of A each
-constexpr int ROWS = 16;               // rows of B per block
-#if OUT_BF16
-typedef u16 OutT;
-#else
-typedef float OutT;
-#endif
-
-// The chunk of row `row` (of `cols` elements) starting at element k: one 16-byte load where rows are 16-byte
-// aligned (`aligned`), else element by element with zeros past the row's end.
-__device__ __forceinline__ uint4 chunk(const InT *row, int k, int cols, bool aligned) {
-  if (aligned) return __ldg(reinterpret_cast<const uint4 *>(row + k));
-  InT e[VEC];
-#pragma unroll
-  for (int i = 0; i < VEC; ++i) e[i] = k + i < cols ? row[k + i] : (InT)0;
-  uint4 v;
-  memcpy(&v, e, 16);
-  return v;
-}
+constexpr int KB = 4 * VEC;    // a k-block: two k-steps of the instruction
+constexpr int NT = MAX_M / 8;  // instructions per k-step, 8 rows of A each
+constexpr int ROWS = 16;       // rows of B per block
 
 // d += B-fragment (16 rows of B) x A-fragment (8 rows of A), one k-step.
 __device__ __forceinline__ void mma(float (&d)[4], u32 b0, u32 b1, u32 b2, u32 b3, u32 a0, u32 a1) {
@@ -100,13 +57,6 @@ __device__ __forceinline__ void mma(float (&d)[4], u32 b0, u32 b1, u32 b2, u32 b
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                : "r"(b0), "r"(b1), "r"(b2), "r"(b3), "r"(a0), "r"(a1));
 #endif
-}
-
-__device__ __forceinline__ void store(float *p, float x) { *p = x; }
-__device__ __forceinline__ void store(u16 *p, float x) {
-  u16 v;
-  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(v) : "f"(x));
-  *p = v;
 }
 
 extern "C" __global__ void __launch_bounds__(WARPS * 32)

@@ -19,11 +19,9 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from gemmlab import driver
 from gemmlab.errors import Refusal, ShapeError
-from gemmlab.kernels.cuda.gemv.gemv1_warp_dot import SIGNATURE, GemvKernel, GemvPlan
+from gemmlab.kernels.cuda.gemv.gemv1_warp_dot import SIGNATURE, GemvKernel
 from gemmlab.kernels.geometry import Geometry, ceil_div
-from gemmlab.kernels.plan import Layout
 from gemmlab.kernels.spec import SM_COUNT, Traffic
 from gemmlab.problem import Problem
 
@@ -113,20 +111,8 @@ class MmaGemvKernel(GemvKernel):
     def traffic(self, problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
         return _traffic(problem, sm_count)
 
-    def make_plan(self, problem: Problem, layout: Layout, info, gpu=None) -> GemvPlan:
-        from gemmlab.kernels.cuda.launch.gpu import RESOURCES
-
-        if layout not in self.layouts:
-            raise ShapeError(self.layout_refusal(layout))
-        runs = self.for_problem(problem, info.sm_count)
-        geo = runs.launch_geometry(problem)
-        kernel = (gpu or RESOURCES).kernel(runs.compile(info.arch), geo.smem)
-        params = driver.Params(self.parameters)
-        params.M, params.N, params.K = problem.shape
-        main = driver.Launch(int(kernel.handle), geo.grid, geo.block, geo.smem, params)
-        steps = [f"{self.entry}: grid {geo.grid}, block {geo.block}, MAX_M={runs.params['MAX_M']}, "
-                 f"WARPS={runs.params['WARPS']}, UNROLL={runs.params['UNROLL']}"]
-        return GemvPlan(runs, problem, layout, main=main, vec=self.vec, swapped=False, steps=steps)
+    def swaps(self, problem: Problem) -> bool:
+        return False  # N = 1 runs as M x 1 x K: 16 rows of the weight a block, one row of it real
 
 
 _TYPES = {"bf16": {"IN_BF16": 1, "OUT_BF16": 1}, "fp8": {"IN_FP8": 1, "SCALED": 1, "OUT_BF16": 1}}
