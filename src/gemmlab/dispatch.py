@@ -20,8 +20,8 @@ level runs.
 "Fastest" is what a call from an idle GPU waits: where records carry it (small problems, ``call_host_us``), the
 host time of one gemmlab.matmul call, then the kernel's GPU time. Host time belongs to the call path, not the
 kernel: ``rank`` counts for each kernel the median host time of the kernels measured at that shape whose calls launch
-as many kernels (one kernel's host time, two runs apart, differs by more than two one-launch kernels' in one run),
-and the shape's median for a launch count none measured. A kernel whose plan launches twice (a pre-pass, then the
+as many kernels (the one-launch calls' host times at a shape fall near 13 or near 20 µs whatever the kernel), and for
+a launch count none measured there the nearest measured count's, HOST_LAUNCH_US a launch more or less. A kernel whose plan launches twice (a pre-pass, then the
 kernel) pays more host time than one launch; a kernel faster on the GPU by more than its extra host time still
 leads. Calls within
 HOST_TIE of the fastest go by GPU time: host times of one call path differ by about that much from run to run, and a
@@ -59,6 +59,9 @@ HOST_DEFAULT = "cpu/blas"
 SMALL_M = {"fp32": "cuda/gemv1_warp_dot_fp32", "tf32": "cuda/gemv1_warp_dot_tf32"}
 # Calls within this fraction of the fastest call's time (host, then GPU) are one time and go by GPU time
 HOST_TIE = 0.05
+# Host time of one more launch in a call, where no call of that many launches was measured at a shape: assumed, about
+# a prepared launch from Python (DEVICE.md: cuda.core's, 5 µs)
+HOST_LAUNCH_US = 5.0
 NEIGHBOURS = 4  # measured shapes a prediction between them reads, at most
 REACH = math.log(2)  # ... those within one doubling of one dimension farther than the nearest
 MARGIN = 0.10  # between measured shapes, how much faster a prediction must be to displace the nearest's winner
@@ -148,7 +151,8 @@ def _ranked(rows: list[dict], precision: str, label: str) -> list[dict]:
 
 def _launches(row: dict, precision: str, label: str) -> int:
     """The kernels a call with ``row``'s kernel launches at shape ``label`` in the row's layout (the scaling model's
-    count: copies, pre-passes, the kernel); one where gemmlab has no such kernel or no model of it."""
+    count: copies, pre-passes, the kernel); one where gemmlab has no such kernel or no model of it. The count does not
+    depend on the roofs: the H200's serve any table."""
     from gemmlab.analysis.scaling import estimate
     from gemmlab.errors import GemmlabError
     from gemmlab.kernels.registry import get_kernel
@@ -269,7 +273,7 @@ class Candidate:
     per_call_ms: float  # ... after the host time of a call, where the measurements have one
     copies: tuple | None  # operands gemmlab.matmul copies first; None where no copy makes the layout readable
     refusal: str  # why kernel="auto" passes it over ("" if it may run it)
-    basis: tuple  # (label, measured row, ratio, distance) per measured shape the prediction reads, nearest first
+    basis: tuple  # (label, measured row, ratio, distance, host µs) per measured shape it reads, nearest first
     model: object = None  # the scaling model's Estimate at the problem, None where it has none
 
     @property
@@ -356,16 +360,18 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
             if name not in kernels:
                 continue
             spec, _, _, here = kernels[name]
-            there[name] = (1.0, 1)
-            if here is not None:
+            try:
                 model = estimate(spec, Problem(*point.dims, problem.precision, out_dtype=problem.out_dtype), roofs,
                                  row_layout(row, problem.precision), tuple(row.get("copies", ())))
-                there[name] = (here.ms / model.ms, model.launches)
+            except (GemmlabError, KeyError):
+                model = None
+            ratio = here.ms / model.ms if here is not None and model is not None else 1.0
+            there[name] = (ratio, model.launches if model is not None else 1)
         host = _host_us(rows, {name: launches for name, (_, launches) in there.items()})
         for name, (ratio, _) in there.items():
             row = rows[name]
             gpu_ms = row["ms"] * ratio
-            basis[name].append((point.label, row, ratio, point.distance))
+            basis[name].append((point.label, row, ratio, point.distance, host[name]))
             predicted[name].append((1.0 / point.distance if point.distance else 1.0, gpu_ms,
                                     gpu_ms + host[name] / 1e3))
     out = []
@@ -383,15 +389,24 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
 def _host_us(rows: dict, launches: dict) -> dict:
     """The host time of a call with each kernel of one measured shape (``rows``, by name; ``launches``: the kernels
     each one's call launches there). Host time is the call path's, not the kernel's: the kernels whose calls launch
-    as many kernels share one, the median of their measurements (one kernel's, two runs apart, differs by more than
-    two kernels' in one run: the host's state, not the kernel). A launch count none measured: the shape's median."""
-    known = [row["host_us"] for row in rows.values() if "host_us" in row]
-    typical = statistics.median(known) if known else 0.0
+    as many kernels share one, the median of their measurements (the one-launch calls' host times at a shape fall
+    near 13 or near 20 µs whatever the kernel: the host's state when each was measured). A launch count none
+    measured: the nearest measured count's, HOST_LAUNCH_US a launch more or less; none measured at all: 0."""
     by_launches: dict = {}
     for name, row in rows.items():
         if "host_us" in row and name in launches:
             by_launches.setdefault(launches[name], []).append(row["host_us"])
-    return {name: statistics.median(by_launches[n]) if n in by_launches else typical for name, n in launches.items()}
+    medians = {n: statistics.median(times) for n, times in by_launches.items()}
+
+    def host(n: int) -> float:
+        if n in medians:
+            return medians[n]
+        if not medians:
+            return 0.0
+        near = min(medians, key=lambda m: (abs(m - n), m))
+        return max(0.0, medians[near] + (n - near) * HOST_LAUNCH_US)
+
+    return {name: host(n) for name, n in launches.items()}
 
 
 def _renamed(name: str, source: str, precision: str) -> str:
@@ -503,13 +518,14 @@ def _anchored(candidates: list[Candidate]) -> Candidate:
         return best
     nearest = min((c.basis[0] for c in candidates), key=lambda b: b[3])
     at_nearest = [c for c in candidates if c.basis[0][0] == nearest[0]]
-    anchor = fastest_first(at_nearest, lambda c: per_call_ms(c.basis[0][1]), lambda c: c.basis[0][1]["ms"])[0]
+    anchor = fastest_first(at_nearest, lambda c: c.basis[0][1]["ms"] + c.basis[0][4] / 1e3,
+                           lambda c: c.basis[0][1]["ms"])[0]
     return anchor if anchor.per_call_ms <= best.per_call_ms * (1 + MARGIN) ** (1 + nearest[3]) else best
 
 
 def _why(gpu, problem: Problem, layout: Layout, ranked: list[Candidate], pick: Candidate, how: str) -> str:
     place = ranked.index(pick) + 1
-    label, row, _, _ = pick.basis[0]
+    label, row = pick.basis[0][:2]
     if pick.exact:
         if how == "in place":
             return (f"dispatch table for {gpu.name}: #{place} of the {len(ranked)} kernels measured at {label} "
@@ -528,7 +544,7 @@ def _why(gpu, problem: Problem, layout: Layout, ranked: list[Candidate], pick: C
 
 def explain(c: Candidate) -> str:
     """Where a prediction comes from: each measured shape's time and the model's ratio, and the model's factors."""
-    parts = [f"{row['ms']:.4g} ms at {label} × {ratio:.3g}" for label, row, ratio, _ in c.basis]
+    parts = [f"{row['ms']:.4g} ms at {label} × {ratio:.3g}" for label, row, ratio, *_ in c.basis]
     text = "; ".join(parts)
     if c.model is not None:
         text += f"; model here: {c.model.factors()}"

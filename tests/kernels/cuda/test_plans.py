@@ -352,6 +352,18 @@ def test_gemv2_launches_its_build_for_the_problem_on_the_operands_as_given(stub)
     assert "Cᵀ" not in vector.explain()
 
 
+def test_gemv1_launches_the_rows_per_block_its_binary_was_built_with_on_any_sm_count(stub):
+    """gemv1's rows of the weight per block (ROWS) follow the SM count; the launch covers N with the ROWS the plan's
+    binary has, the GPU's own count, not the H200's default (on 148 SMs, 2200 columns are 1100 blocks of 2)."""
+    import dataclasses
+
+    spec = get_kernel("cuda/gemv1_warp_dot_bf16")
+    gpu = HostGPU(stub)
+    plan = spec.make_plan(Problem(1, 2200, 4096, "bf16"), Layout(b=COL), dataclasses.replace(H200, sm_count=148), gpu)
+    assert plan.spec.params["ROWS"] == 2 and plan.main.grid[0] * plan.spec.params["ROWS"] >= 2200
+    assert plan.main.grid == (1100, 1, 1)
+
+
 @pytest.fixture
 def on_host_h200(stub, monkeypatch):
     """gemmlab's checks and plans for operands that say they are on cuda:0, an H200 with the shipped dispatch

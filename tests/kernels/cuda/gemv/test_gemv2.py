@@ -35,6 +35,43 @@ def test_every_build_compiles_to_mma_without_local_memory(precision, tmp_path):
             assert (precision == "fp8") == any(op.startswith("F2FP.F16.E") for op in ops)
 
 
+@pytest.mark.parametrize("a, b", [("e4m3", "e5m2"), ("e5m2", "e4m3"), ("e5m2", "e5m2")])
+def test_each_fp8_format_pair_compiles_its_own_instruction(a, b, tmp_path):
+    """The instruction's 16-row operand is the weight (B), its 8-wide one x (A): the formats go in that order, and
+    each pair is its own binary."""
+    from gemmlab.fp8 import E4M3, E5M2
+
+    names = {"e4m3": E4M3, "e5m2": E5M2}
+    build = spec("fp8").for_formats(names[a], names[b], "bfloat16").for_problem(Problem(8, 4096, 4096, "fp8"))
+    assert (build.params["A_E5M2"], build.params["B_E5M2"]) == (int(a == "e5m2"), int(b == "e5m2"))
+    compiled = build.compile("sm_90a")
+    assert compiled.report.spills == 0 and compiled.cubin != spec("fp8").for_problem(
+        Problem(8, 4096, 4096, "fp8")).compile("sm_90a").cubin
+    if sass.AVAILABLE:
+        ops = {i.op for i in sass.instructions(sass.sass(compiled.cubin, tmp_path))}
+        assert {op for op in ops if op.startswith("F2FP.F16.")} == \
+            {f"F2FP.F16.{f.upper()}.UNPACK_B" for f in {a, b}}
+
+
+def test_the_registered_spec_compiles_as_it_is_and_older_gpus_are_refused():
+    """gemmlab verify without a GPU compiles each registered spec as it is: gemv2's leaves UNROLL and WARPS to the
+    problem (0) and compiles the many-blocks build at eight rows. mma.sync needs sm_80 for BF16, sm_89 for FP8."""
+    import dataclasses
+
+    from gemmlab.dispatch import shipped_gpu
+    from gemmlab.harness.verify import compile_check
+
+    assert (spec("bf16").params["UNROLL"], spec("bf16").params["WARPS"]) == (0, 0)
+    assert {k: spec("bf16").defines()[k] for k in ("MAX_M", "UNROLL", "WARPS")} == {"MAX_M": 8, "UNROLL": 2,
+                                                                                   "WARPS": 16}
+    assert compile_check(spec("bf16")).spills == 0
+    h200 = shipped_gpu()
+    ada, ampere = dataclasses.replace(h200, cc=(8, 9)), dataclasses.replace(h200, cc=(8, 0))
+    assert spec("bf16").unsupported(ampere) is None and spec("fp8").unsupported(ada) is None
+    assert "sm_89" in spec("fp8").unsupported(ampere) and spec("fp8").unsupported(h200) is None
+    assert "sm_80" in spec("bf16").unsupported(dataclasses.replace(h200, cc=(7, 5)))
+
+
 @pytest.mark.parametrize("precision, m", [("bf16", 8), ("bf16", 32), ("fp8", 16)])
 def test_a_round_loads_every_chunk_before_its_first_mma(precision, m, tmp_path):
     """Loads of the weight and of x all in flight before any instruction waits on one: one DRAM round trip a round."""
@@ -123,3 +160,12 @@ def test_a_lanes_chunk_feeds_two_k_steps_with_k_permuted_alike_on_both_operands(
         assert (a_op != -999).all() and (b_op != -999).all()  # every element of both operands filled once
         d += a_op @ b_op
     np.testing.assert_array_equal(d, w @ x.T)
+    # the accumulators as the lanes hold them (c0, c1: row g, columns 2q, 2q + 1; c2, c3: row g + 8), stored as the
+    # kernel stores them, partial[m = 2q + (i & 1)][r = g + 8 (i >> 1)] for the first 8 rows of x: C's rows and columns
+    partial = np.full((8, 16), -999)
+    for lane in range(32):
+        g, q = divmod(lane, 4)
+        held = [d[g, 2 * q], d[g, 2 * q + 1], d[g + 8, 2 * q], d[g + 8, 2 * q + 1]]
+        for i, value in enumerate(held):
+            partial[2 * q + (i & 1), g + 8 * (i >> 1)] = value
+    np.testing.assert_array_equal(partial, x @ w.T)

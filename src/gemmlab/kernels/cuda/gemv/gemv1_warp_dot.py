@@ -182,9 +182,13 @@ class GemvKernel(ReadsWeightTransposed, CudaKernel):
         return self.output_builds(builds)
 
     def launch_geometry(self, problem: Problem) -> Geometry:
-        runs = self.for_problem(problem)
-        return Geometry(grid=(ceil_div(runs_as(problem).n, runs.params["ROWS"]), 1, 1),
-                        block=(runs.params["WARPS"] * 32, 1, 1))
+        return self.for_problem(problem).geometry_of_build(problem)
+
+    def geometry_of_build(self, problem: Problem) -> Geometry:
+        """The launch of this build (a for_problem result) as it is: its own ROWS and WARPS, whatever SM count chose
+        them."""
+        return Geometry(grid=(ceil_div(runs_as(problem).n, self.params["ROWS"]), 1, 1),
+                        block=(self.params["WARPS"] * 32, 1, 1))
 
     def traffic(self, problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
         return _traffic(problem, sm_count, dict(self.for_problem(problem, sm_count).params))
@@ -199,7 +203,7 @@ class GemvKernel(ReadsWeightTransposed, CudaKernel):
         if layout not in self.layouts:
             raise ShapeError(self.layout_refusal(layout))
         runs = self.for_problem(problem, info.sm_count)
-        geo = runs.launch_geometry(problem)
+        geo = runs.geometry_of_build(problem)  # ROWS as this GPU's SM count chose it, which the binary was built for
         kernel = (gpu or RESOURCES).kernel(runs.compile(info.arch), geo.smem)
         params = driver.Params(self.parameters)
         swapped = self.swaps(problem)

@@ -28,6 +28,7 @@ from gemmlab.problem import Problem
 ROWS = 16  # rows of the weight per block: the instruction's 16-row side
 MAX_M_CHOICES = (8, 16, 32)  # each its own binary: 1, 2 or 4 instructions a k-step
 WARP_CHOICES = (1, 2, 4, 8, 16)
+K_LIMIT = 2**31 - 1 - 4 * 64 * 16  # int offsets of the last round's k-blocks (four at most, 64 FP8 values each)
 
 
 def k_block(vec: int) -> int:
@@ -71,16 +72,32 @@ class MmaGemvKernel(GemvKernel):
     source: str = "gemv2_mma_swap.cu"
     entry: str = "gemv2_mma_swap"
 
+    def defines(self) -> dict:
+        """The registered spec leaves UNROLL and WARPS to ``for_problem`` (0); compiled as it is (``gemmlab verify``
+        without a GPU), it builds the many-blocks choice at eight rows of x."""
+        defines = super().defines()
+        defines["UNROLL"] = defines["UNROLL"] or unroll_for(defines["MAX_M"], ROWS * SM_COUNT)
+        defines["WARPS"] = defines["WARPS"] or warps_for(defines["MAX_M"], 2**20, self.vec, defines["UNROLL"])
+        return defines
+
     def is_valid(self, problem: Problem) -> Refusal | None:
+        # the checks below gemv1's (gemv1's own: 16 rows, a vector B run swapped, are not gemv2's)
         why = super(GemvKernel, self).is_valid(problem)
         if why:
             return why
         if problem.m > MAX_M_CHOICES[-1]:
             return Refusal(f"{self.name} computes at most {MAX_M_CHOICES[-1]} rows of A (M={problem.m}); larger M "
                            "runs on the tensor-core levels", ShapeError)
-        if max(problem.shape) > 2**31 - 1:
-            return Refusal(f"{problem.label()}: a dimension past 2^31 does not fit the kernel's int arguments",
-                           ShapeError)
+        if max(problem.shape) > K_LIMIT:
+            return Refusal(f"{problem.label()}: a dimension past {K_LIMIT} does not fit the kernel's int element "
+                           "offsets (K rounded up to whole rounds of k-blocks)", ShapeError)
+        return None
+
+    def unsupported(self, gpu) -> str | None:
+        need = (8, 9) if self.fp8 else (8, 0)
+        if tuple(gpu.cc) < need:
+            return (f"{self.name} uses {'FP8' if self.fp8 else 'BF16'} mma.sync (sm_{need[0]}{need[1]} and later); "
+                    f"{gpu.name} is older")
         return None
 
     def for_problem(self, problem: Problem, sm_count: int = SM_COUNT) -> "MmaGemvKernel":
@@ -104,9 +121,8 @@ class MmaGemvKernel(GemvKernel):
             return [b.for_formats(*self.formats, out) for b in builds for out in ("bfloat16", "float32")]
         return self.output_builds(builds)
 
-    def launch_geometry(self, problem: Problem) -> Geometry:
-        runs = self.for_problem(problem)
-        return Geometry(grid=(ceil_div(problem.n, ROWS), 1, 1), block=(runs.params["WARPS"] * 32, 1, 1))
+    def geometry_of_build(self, problem: Problem) -> Geometry:
+        return Geometry(grid=(ceil_div(problem.n, ROWS), 1, 1), block=(self.params["WARPS"] * 32, 1, 1))
 
     def traffic(self, problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
         return _traffic(problem, sm_count)
