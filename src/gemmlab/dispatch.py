@@ -21,16 +21,16 @@ level runs.
 host time of one gemmlab.matmul call, then the kernel's GPU time. Host time belongs to the call path, not the
 kernel: ``rank`` counts for each kernel the median host time of the kernels measured at that shape whose calls launch
 as many kernels (the one-launch calls' host times at a shape fall near 13 or near 20 µs whatever the kernel), and for
-a launch count none measured there the nearest measured count's, HOST_LAUNCH_US a launch more or less. A kernel whose plan launches twice (a pre-pass, then the
-kernel) pays more host time than one launch; a kernel faster on the GPU by more than its extra host time still
-leads. Calls within
-HOST_TIE of the fastest go by GPU time: host times of one call path differ by about that much from run to run, and a
-CUDA graph or a stream that runs ahead waits for the kernels alone. A kernel that failed verification at a shape a
-prediction reads is never run.
+a launch count none measured there the nearest measured count's, HOST_LAUNCH_US a launch more or less. A kernel whose
+plan launches twice (a pre-pass, then the kernel) pays more host time than one launch; a kernel faster on the GPU by
+more than its extra host time still leads. Calls within HOST_TIE of the fastest go by GPU time: host times of one
+call path differ by about that much from run to run, and a CUDA graph or a stream that runs ahead waits for the
+kernels alone. A kernel that failed verification at a shape a prediction reads is never run.
 
 Matrix-vector products (M = 1 or N = 1) in FP32 and TF32 run gemv1 in FP32 wherever it reads the layout in place
 (``SMALL_M``), before the table: the tiled levels spend most of a tile on one row, and torch's matrix-vector path
-computes TF32 calls in FP32, so a TF32 call there gets FP32's accuracy as torch's does. From 2 rows on, FP32 and TF32 follow the table (gemv1 where it was measured fastest).
+computes TF32 calls in FP32, so a TF32 call there gets FP32's accuracy as torch's does. From 2 rows on, FP32 and
+TF32 follow the table (gemv1 where it was measured fastest).
 
 Host arrays (NumPy, CPU tensors) run on the host (cpu/blas), as torch runs CPU tensors on the CPU. A measured kernel
 whose spec says why it is not for "auto" (``KernelSpec.auto_refusal``: tc7_3xtf32, whose splits turn an infinite

@@ -31,10 +31,11 @@ CANDIDATES = {
     "fp32": "cuda/gemv1_warp_dot_fp32,cuda/v3_1d_blocktile,cuda/v8_cp_async,cuda/v9_autotuned,cuda/v11_split_k,"
             "cuda/v10_register_prefetch",
     "tf32": "cuda/gemv1_warp_dot_tf32,cuda/tc5_swap_ab_tf32,cuda/tc6_stream_k_tf32,cuda/tc10_split_k_tf32",
-    "bf16": "cuda/gemv1_warp_dot_bf16,cuda/gemv2_mma_swap_bf16,cuda/tc1_mma_sync_bf16,cuda/tc2_wgmma_tma_bf16,cuda/tc3_warp_specialized_bf16,"
-            "cuda/tc4_persistent_bf16,cuda/tc6_stream_k_bf16,cuda/tc9_narrow_swap_bf16,cuda/tc10_split_k_bf16",
-    "fp8": "cuda/gemv1_warp_dot_fp8,cuda/gemv2_mma_swap_fp8,cuda/tc4_persistent_fp8,cuda/tc8_promoted_fp8,cuda/tc9_narrow_swap_fp8,"
-           "cuda/tc10_split_k_fp8,gluon/tc4_persistent_fp8",
+    "bf16": "cuda/gemv1_warp_dot_bf16,cuda/gemv2_mma_swap_bf16,cuda/tc1_mma_sync_bf16,cuda/tc2_wgmma_tma_bf16,"
+            "cuda/tc3_warp_specialized_bf16,cuda/tc4_persistent_bf16,cuda/tc6_stream_k_bf16,cuda/tc9_narrow_swap_bf16,"
+            "cuda/tc10_split_k_bf16",
+    "fp8": "cuda/gemv1_warp_dot_fp8,cuda/gemv2_mma_swap_fp8,cuda/tc4_persistent_fp8,cuda/tc8_promoted_fp8,"
+           "cuda/tc9_narrow_swap_fp8,cuda/tc10_split_k_fp8,gluon/tc4_persistent_fp8",
     "fp8_block": "cuda/gemv1_warp_dot_fp8_block,cuda/tc8_block_scaled_fp8,cuda/tc8_cluster_fp8_block,"
                  "cuda/tc6_stream_k_fp8_block,cuda/tc10_split_k_fp8_block,gluon/tc8_block_scaled_fp8",
 }

@@ -2,9 +2,9 @@
 
 What changed against gemv1: gemv1's CUDA cores do M FMAs and a conversion per element of the weight, so its time
 grows with M past a few rows, while the tensor-core levels (tc9, tc10) stage the weight through shared memory in
-tiles of 64 or more rows of C, which leave few CTAs and a reduction at decode sizes. Here a warp's mma.sync takes 16 rows of the weight as its
-16-row operand and 8 rows of x as its 8-wide one, so up to 32 rows of x cost four instructions a k-step and no
-conversions; each lane loads its fragments straight from global memory in 16-byte chunks (K permuted the same way
+tiles of 64 or more rows of C, which leave few CTAs and a reduction at decode sizes. Here a warp's mma.sync takes
+16 rows of the weight as its 16-row operand and 8 rows of x as its 8-wide one, so up to 32 rows of x cost four
+instructions a k-step and no conversions; each lane loads its fragments straight from global memory in 16-byte chunks (K permuted the same way
 on both operands: a chunk's four words are two k-steps' fragments), with no shared-memory staging, no workspace and
 one launch. A block owns 16 rows of the weight, its warps cut K as gemv1's do, their sums meet in a fixed order.
 Why: a decode GEMM is the weight's bytes over DRAM bandwidth; with the arithmetic off the CUDA cores, every M up to
