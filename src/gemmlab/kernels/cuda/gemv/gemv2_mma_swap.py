@@ -44,7 +44,7 @@ def unroll_for(max_m: int, n: int, sm_count: int = SM_COUNT) -> int:
     """k-blocks a lane loads before it uses any: two (one at 32 rows of x, whose four chunks a k-block take the
     registers); twice that where the blocks are fewer than the SMs, which then hold one block each and need more
     loads in flight per warp. More than this costs blocks an SM holds, fewer leave DRAM latency showing
-    (results/h200/gemv2_variants.json)."""
+    (results/h200/gemv2_variants{,2}_{bf16,fp8}.json)."""
     unroll = 1 if max_m > 16 else 2
     return 2 * unroll if ceil_div(n, ROWS) < sm_count else unroll
 
