@@ -29,34 +29,28 @@ constexpr int KB = 4 * VEC;    // a k-block: two k-steps of the instruction
 constexpr int NT = MAX_M / 8;  // instructions per k-step, 8 rows of A each
 constexpr int ROWS = 16;       // rows of B per block
 
+// The instruction: its 16-row operand is B (the weight), its 8-wide one A, so B's type comes first.
+#if IN_BF16
+#define MMA_TYPES "m16n8k16.row.col.f32.bf16.bf16.f32"
+#else
+#if B_E5M2
+#define B_TYPE "e5m2"
+#else
+#define B_TYPE "e4m3"
+#endif
+#if A_E5M2
+#define A_TYPE "e5m2"
+#else
+#define A_TYPE "e4m3"
+#endif
+#define MMA_TYPES "m16n8k32.row.col.f32." B_TYPE "." A_TYPE ".f32"
+#endif
+
 // d += B-fragment (16 rows of B) x A-fragment (8 rows of A), one k-step.
 __device__ __forceinline__ void mma(float (&d)[4], u32 b0, u32 b1, u32 b2, u32 b3, u32 a0, u32 a1) {
-#if IN_BF16
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-               "{%0,%1,%2,%3};"
+  asm volatile("mma.sync.aligned." MMA_TYPES " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                : "r"(b0), "r"(b1), "r"(b2), "r"(b3), "r"(a0), "r"(a1));
-#elif B_E5M2 && A_E5M2
-  asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-               "{%0,%1,%2,%3};"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(b0), "r"(b1), "r"(b2), "r"(b3), "r"(a0), "r"(a1));
-#elif B_E5M2
-  asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-               "{%0,%1,%2,%3};"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(b0), "r"(b1), "r"(b2), "r"(b3), "r"(a0), "r"(a1));
-#elif A_E5M2
-  asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-               "{%0,%1,%2,%3};"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(b0), "r"(b1), "r"(b2), "r"(b3), "r"(a0), "r"(a1));
-#else
-  asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-               "{%0,%1,%2,%3};"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(b0), "r"(b1), "r"(b2), "r"(b3), "r"(a0), "r"(a1));
-#endif
 }
 
 extern "C" __global__ void __launch_bounds__(WARPS * 32)
@@ -82,14 +76,14 @@ gemv2_mma_swap(OutT *__restrict__ C, const InT *__restrict__ A, const InT *__res
 #pragma unroll
     for (int i = 0; i < 4; ++i) acc[t][i] = 0.0f;
 
-  for (int b0 = kb_begin; b0 < kb_end; b0 += UNROLL) {
+  for (int kb0 = kb_begin; kb0 < kb_end; kb0 += UNROLL) {
     uint4 lo[UNROLL], hi[UNROLL], a[UNROLL][NT];
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) {
-      const int k = (b0 + u) * KB + q * VEC;
+      const int k = (kb0 + u) * KB + q * VEC;
       // a k-block is four chunks: where K is not a multiple of KB, the last one's chunks past K read nothing (a
       // 16-byte load there would read the next row); a chunk that K cuts is read element by element (not aligned)
-      const bool live = b0 + u < kb_end && k < K;
+      const bool live = kb0 + u < kb_end && k < K;
       const uint4 zero = make_uint4(0, 0, 0, 0);
       lo[u] = live ? chunk(b_lo, k, K, vec) : zero;
       hi[u] = live ? chunk(b_hi, k, K, vec) : zero;
