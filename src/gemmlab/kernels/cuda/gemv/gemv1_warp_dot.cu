@@ -143,20 +143,5 @@ gemv1_warp_dot(OutT *__restrict__ C, const InT *__restrict__ A, const InT *__res
       for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
       if (lane == 0) partial[warp][m][r] = v;
     }
-  __syncthreads();
-  for (int i = threadIdx.x; i < MAX_M * ROWS; i += WARPS * 32) {  // a one-warp block has fewer threads than sums
-    const int m = i / ROWS, r = i % ROWS;
-    if (m < M && n0 + r < N) {
-      float v = 0.0f;
-#pragma unroll
-      for (int w = 0; w < WARPS; ++w) v += partial[w][m][r];
-#if SCALED == 1
-      v *= scale_a[0] * scale_b[0];
-#endif
-#if EPI
-      v = epi_apply(epi, v, m, n0 + r);
-#endif
-      store(C + (long long)m * N + n0 + r, v);
-    }
-  }
+  store_block_sums(C, partial, M, N, n0, scale_a, scale_b EPI_ARG);
 }

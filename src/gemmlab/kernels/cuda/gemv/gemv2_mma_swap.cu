@@ -104,20 +104,5 @@ gemv2_mma_swap(OutT *__restrict__ C, const InT *__restrict__ A, const InT *__res
   for (int t = 0; t < NT; ++t)
 #pragma unroll
     for (int i = 0; i < 4; ++i) partial[warp][8 * t + 2 * q + (i & 1)][g + 8 * (i >> 1)] = acc[t][i];
-  __syncthreads();
-  for (int i = threadIdx.x; i < MAX_M * ROWS; i += WARPS * 32) {
-    const int m = i / ROWS, r = i % ROWS;
-    if (m < M && n0 + r < N) {
-      float v = 0.0f;
-#pragma unroll
-      for (int w = 0; w < WARPS; ++w) v += partial[w][m][r];
-#if SCALED == 1
-      v *= scale_a[0] * scale_b[0];
-#endif
-#if EPI
-      v = epi_apply(epi, v, m, n0 + r);
-#endif
-      store(C + (long long)m * N + n0 + r, v);
-    }
-  }
+  store_block_sums(C, partial, M, N, n0, scale_a, scale_b EPI_ARG);
 }

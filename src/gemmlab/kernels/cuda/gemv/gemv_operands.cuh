@@ -1,4 +1,5 @@
-// What the gemv levels share: the operand and C types their defines select, and the loads and stores of them.
+// What the gemv levels share: the operand and C types their defines select, the loads of them and the block's last
+// step, its warps' sums added and stored.
 // IN_FP32 / IN_BF16 / IN_FP8 select the operand type (FP8: A_E5M2 and B_E5M2 pick the formats; SCALED: 1 one FP32
 // scale per operand, 2 block scales); OUT_BF16 writes BF16 C, else FP32.
 #pragma once
@@ -59,4 +60,30 @@ __device__ __forceinline__ void store(u16 *p, float x) {
   u16 v;
   asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(v) : "f"(x));
   *p = v;
+}
+
+// A block's last step: each warp's MAX_M x ROWS partial sums in shared memory (`partial`, written before the
+// barrier) added in warp order, so every call gives the same bits; then the per-tensor scales (SCALED=1), the fused
+// epilogue (EPI=1), and C's rows m < M at columns n0 + r < N. The block's threads take the sums in turn (a one-warp
+// block has fewer threads than sums).
+template <int WARPS_, int MAX_M_, int ROWS_>
+__device__ __forceinline__ void store_block_sums(OutT *__restrict__ C, const float (&partial)[WARPS_][MAX_M_][ROWS_],
+                                                 int M, int N, int n0, const float *__restrict__ scale_a,
+                                                 const float *__restrict__ scale_b EPI_PARAM) {
+  __syncthreads();
+  for (int i = threadIdx.x; i < MAX_M_ * ROWS_; i += WARPS_ * 32) {
+    const int m = i / ROWS_, r = i % ROWS_;
+    if (m < M && n0 + r < N) {
+      float v = 0.0f;
+#pragma unroll
+      for (int w = 0; w < WARPS_; ++w) v += partial[w][m][r];
+#if SCALED == 1
+      v *= scale_a[0] * scale_b[0];
+#endif
+#if EPI
+      v = epi_apply(epi, v, m, n0 + r);
+#endif
+      store(C + (long long)m * N + n0 + r, v);
+    }
+  }
 }

@@ -34,11 +34,14 @@ struct EpiArgs {
   float alpha, beta;
 };
 
-// A kernel that takes its own parameter list (the FP32 ladder, gemv1) ends it with EPI_PARAM: EpiArgs where EPI=1
+// A kernel that takes its own parameter list (the FP32 ladder, the gemv levels) ends it with EPI_PARAM: EpiArgs
+// where EPI=1; a helper that takes it too is called with EPI_ARG
 #if EPI
 #define EPI_PARAM , const EpiArgs epi
+#define EPI_ARG , epi
 #else
 #define EPI_PARAM
+#define EPI_ARG
 #endif
 
 #ifdef __CUDACC__
