@@ -3,6 +3,8 @@
 // IN_FP32 / IN_BF16 / IN_FP8 select the operand type (FP8: A_E5M2 and B_E5M2 pick the formats; SCALED: 1 one FP32
 // scale per operand, 2 block scales); OUT_BF16 writes BF16 C, else FP32.
 #pragma once
+// EPI_PARAM and epi_apply, for the block's last step
+#include "epilogue.cuh"
 #ifndef IN_FP32
 #define IN_FP32 0
 #endif
