@@ -49,3 +49,46 @@ def loops(instrs: list[Instr]) -> list[tuple[int, int]]:
 
 def between(instrs: list[Instr], first: int, last: int) -> list[Instr]:
     return [i for i in instrs if first <= i.addr <= last]
+
+
+_REG = re.compile(r"^R(\d+)$")
+_WIDTH = {"64": 2, "128": 4}
+
+
+def _written(i: Instr) -> set[int]:
+    """The registers an instruction writes: its first operand, as wide as a .64 or .128 access; none for stores,
+    barriers and the warpgroup's own instructions."""
+    if i.op.startswith(("ST", "RED", "SYNCS", "BAR", "HGMMA", "WARPGROUP", "BRA", "UTMA")):
+        return set()
+    m = _REG.match(i.args.split(",")[0].strip())
+    if not m:
+        return set()
+    width = next((w for s, w in _WIDTH.items() if s in i.op.split(".")), 1)
+    return set(range(int(m.group(1)), int(m.group(1)) + width))
+
+
+def register_operand_hazards(body: list[Instr], passes: int = 2) -> list[Instr]:
+    """The instructions of a loop body that write a register an HGMMA reads as its A operand (four registers from
+    its second operand) while that HGMMA may still run: issued, and not retired by a WARPGROUP.DEPBAR.LE gsb0, N
+    that leaves N groups in flight (a group ends at the HGMMA marked gsb0). PTX leaves the A registers to the
+    program until a wait covers them (wgmma.wait_group). The body runs ``passes`` times in address order, every
+    instruction on the path (conservative where a branch skips some), so that a write early in the body meets an
+    HGMMA of the previous trip."""
+    pending: list[set[int]] = []  # committed groups, oldest first
+    open_group: set[int] = set()
+    hazards: list[Instr] = []
+    for _ in range(passes):
+        for i in body:
+            if i.op.startswith("HGMMA"):
+                a = _REG.match(i.args.split(",")[1].strip())
+                if a:
+                    open_group |= set(range(int(a.group(1)), int(a.group(1)) + 4))
+                if "gsb0" in i.args:
+                    pending.append(open_group)
+                    open_group = set()
+            elif i.op.startswith("WARPGROUP.DEPBAR"):
+                keep = int(i.args.rsplit(",", 1)[1].strip(), 0)
+                pending = pending[len(pending) - keep:] if keep else []
+            elif _written(i) & (open_group.union(*pending)):
+                hazards.append(i)
+    return hazards

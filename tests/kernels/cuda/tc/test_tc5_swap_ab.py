@@ -249,9 +249,40 @@ def test_kmajor_builds_compile_for_sm90a_without_spills(name, tmp_path):
         compiled = compile_cuda(build.source, build.entry, {**build.defines(), "SWAP_B_KMAJOR": 1}, "sm_90a")
         report = compiled.report
         assert report.spills == 0 and report.stack_bytes == 0 and report.registers <= 168, (build.params, report)
+        assert "C7513" not in compiled.log  # ptxas serialized no wgmma (a fragment written while one may read it)
         if sass.AVAILABLE:
             listing = sass.sass(compiled.cubin, tmp_path)
             assert f"HGMMA.64x{build.params['BM']}x8.F32.TF32" in listing and "LDL" not in listing
+            _assert_fragments_load_under_two_groups_in_flight(sass, listing)
     ptx = ptx_of(SimpleNamespace(source=spec.source, defines=lambda: {**spec.defines(), "SWAP_B_KMAJOR": 1}))
     assert f"wgmma.mma_async.sync.aligned.m64n{spec.params['BM']}k8.f32.tf32.tf32" in ptx
     assert "ld.shared.v2" not in ptx and re.search(r"ld\.shared\.(u32|b32|f32)", ptx)
+
+
+def _assert_fragments_load_under_two_groups_in_flight(sass, listing: str) -> None:
+    """The mainloop (the loop of the most HGMMAs) issues a commit group a k8 step and lets two run
+    (WARPGROUP.DEPBAR.LE gsb0, 2), and loads the next step's fragments into registers no wgmma still in flight
+    reads."""
+    instrs = sass.instructions(listing)
+    body = max((sass.between(instrs, lo, hi) for lo, hi in sass.loops(instrs)),
+               key=lambda b: sum(i.op.startswith("HGMMA") for i in b))
+    hgmma = [i for i in body if i.op.startswith("HGMMA")]
+    assert len(hgmma) >= 4 and all("gsb0" in i.args for i in hgmma)
+    assert {i.args for i in body if i.op.startswith("WARPGROUP.DEPBAR")} == {"gsb0, 0x2"}
+    assert len({i.args.split(",")[1] for i in hgmma}) >= 4  # a register set a step
+    assert not sass.register_operand_hazards(body)
+
+
+@pytest.mark.parametrize("name", ["cuda/tc5_swap_ab_tf32", "cuda/tc6_stream_k_tf32"])
+def test_row_major_b_builds_load_fragments_under_two_groups_in_flight(name, tmp_path):
+    """The same mainloop for B handed over row-major (8-byte fragment loads from the N-major tile)."""
+    import sass
+
+    from gemmlab.kernels.registry import get_kernel
+
+    if not sass.AVAILABLE:
+        pytest.skip("no cuobjdump / nvdisasm")
+    for build in get_kernel(name).configurations():
+        compiled = build.compile("sm_90a")
+        assert "C7513" not in compiled.log and compiled.report.spills == 0, build.params
+        _assert_fragments_load_under_two_groups_in_flight(sass, sass.sass(compiled.cubin, tmp_path))

@@ -115,8 +115,10 @@ def test_producer_and_consumers_walk_the_same_grid():
         src = source_path(level).read_text()
         assert "produce<" in src and "grid, sm, tid," in src  # the producer of the level's own grid
         assert src.count("for (Walk u(grid.cluster, grid.clusters, grid.tiles, grid.KT); u.valid(); u.next())") == 1
-        # the unit's k-tiles from u.kb (tc4 may peel the first off the loop: EPI_DEFER)
-        assert "int kt = u.kb" in src and "kt < u.ke; ++kt, ++it)" in src and "sk_fixup<" in src
+        # the unit's k-tiles from u.kb to u.ke (tc4 may peel the first off the loop: EPI_DEFER; tc5 counts them)
+        assert ("int kt = u.kb" in src and "kt < u.ke; ++kt, ++it)" in src
+                or "const int n = u.ke - u.kb;" in src and "i < n; ++i, ++it)" in src)
+        assert "sk_fixup<" in src
 
 
 GXX = shutil.which("g++") or shutil.which("clang++")
@@ -294,6 +296,8 @@ def test_tc6_tf32_takes_64_row_tiles_where_a_has_no_more_rows(shape, bm, rounds)
     problem = Problem(*shape, "tf32")
     runs = spec.for_problem(problem)
     assert (runs.params["BM"], runs.params["TF32_ROUND"]) == (bm, rounds) and "NARROW_BM" not in runs.defines()
+    # the shorter tile's ring holds the base tile's bytes: twice the stages of (64 + 128) rows of 128 bytes
+    assert runs.params["STAGES"] * (bm + 128) == spec.params["STAGES"] * (256 + 128)
     assert runs.for_problem(problem).params == runs.params
     assert spec.traffic(problem) == runs.traffic(problem)
     assert runs.traffic(problem).walk.tiles_m == -(-shape[0] // bm)
@@ -303,8 +307,8 @@ def test_tc6_tf32_builds_and_the_narrow_bm_rule():
     """Every binary tc6 TF32 runs is among its configurations (the 64-row one with the pre-pass), each compiles
     without spills; NARROW_BM only on a swapped level, at a wgmma N, and at or above BM it changes nothing."""
     spec = next(s for s in TC6 if s.precision == "tf32")
-    builds = [(c.params["BM"], c.params["TF32_ROUND"]) for c in spec.configurations()]
-    assert builds == [(256, 3), (64, 3), (256, 2)]
+    builds = [(c.params["BM"], c.params["STAGES"], c.params["TF32_ROUND"]) for c in spec.configurations()]
+    assert builds == [(256, 4, 3), (64, 8, 3), (256, 4, 2)]
     for c in spec.configurations():
         report = c.compile("sm_90a").report
         assert report.spills == 0 and report.stack_bytes == 0, (c.params, report)

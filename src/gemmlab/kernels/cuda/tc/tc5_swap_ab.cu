@@ -41,36 +41,46 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
     const SwapThread me(tid, wg);
     u32 it = 0;  // ring position (unsigned: % and / by STAGES are a mask and a shift)
     float d[BM / 2];
+    u32 a[KSTEPS][4];  // B's fragments, one set a k8 step
+    static_assert(KSTEPS > 3, "a fragment set is reloaded KSTEPS groups after its wgmma, two groups in flight");
     for (Walk u(grid.cluster, grid.clusters, grid.tiles, grid.KT); u.valid(); u.next()) {
       const int2 o = grid.origin(u.tile);
       const int m0 = o.x, n0 = o.y;
-      for (int kt = u.kb; kt < u.ke; ++kt, ++it) {
-        const u32 s = it % STAGES;
-        mbar_wait(&sm.full[s], (it / STAGES) & 1);  // while the previous k-tile's wgmmas run
+      // One commit group a k8 step, two in flight (wgmma_wait<2>): step kk's fragments load and round while steps
+      // kk - 1 and kk - 2 run, into a[kk], whose last reader (the same step a k-tile earlier, KSTEPS > 3 groups back)
+      // is retired; a k-tile's last step loads the next one's first fragments, so the loads leave no gap.
+      const auto landed = [&](u32 at) {
+        mbar_wait(&sm.full[at % STAGES], (at / STAGES) & 1);
 #if TF32_ROUND == 2
-        mbar_wait(&sm.ready[s], (it / STAGES) & 1);  // ... and A has been rounded
+        mbar_wait(&sm.ready[at % STAGES], (at / STAGES) & 1);  // ... and A has been rounded
 #endif
-        // A wgmma reads its register operand until it completes (PTX: the fragment must not change before a
-        // wait_group covers it), and the compiler would put the next fragments in the same registers: so retire
-        // the previous k-tile before loading. The other consumer warpgroup's queued wgmmas keep the tensor
-        // cores busy through this warpgroup's few-dozen-cycle gap.
-        wgmma_wait<0>();
-        if (kt > u.kb && tid % 32 == 0) release_slot<CN>(&sm.empty[(it - 1) % STAGES]);
-        const unsigned char *stage = sm.smem + s * STAGE_BYTES;
-        u32 a[KSTEPS][4];
-        load_b_frags(stage, me.lo, me.hi, a);
+      };
+      const auto load = [&](int kk, u32 at) {
+        load_b_frag(sm.smem + at % STAGES * STAGE_BYTES, me.lo, me.hi, kk, a[kk]);
 #if TF32_ROUND >= 1
 #pragma unroll
-        for (int kk = 0; kk < KSTEPS; ++kk)
-#pragma unroll
-          for (int i = 0; i < 4; ++i) a[kk][i] = f32_bits(tf32_rna(f32_from_bits(a[kk][i])));
+        for (int i = 0; i < 4; ++i) a[kk][i] = f32_bits(tf32_rna(f32_from_bits(a[kk][i])));
 #endif
-        const u32 at = smem_u32(stage);
-        wgmma_fence();
+      };
+      const int n = u.ke - u.kb;
+      landed(it);
+      load(0, it);
+      for (int i = 0; i < n; ++i, ++it) {
+        const u32 at = smem_u32(sm.smem + it % STAGES * STAGE_BYTES);
 #pragma unroll
-        for (int kk = 0; kk < KSTEPS; ++kk)
-          wgmma_rs<BM>(d, a[kk], wgmma_desc(at + 32 * kk, 16, 1024), (kt > u.kb || kk > 0) ? 1 : 0);
-        wgmma_commit();
+        for (int kk = 0; kk < KSTEPS; ++kk) {
+          if (kk + 1 < KSTEPS) {
+            load(kk + 1, it);
+          } else if (i + 1 < n) {
+            landed(it + 1);
+            load(0, it + 1);
+          }
+          wgmma_fence();
+          wgmma_rs<BM>(d, a[kk], wgmma_desc(at + 32 * kk, 16, 1024), (i > 0 || kk > 0) ? 1 : 0);
+          wgmma_commit();
+          wgmma_wait<2>();
+          if (kk == 1 && i > 0 && tid % 32 == 0) release_slot<CN>(&sm.empty[(it - 1) % STAGES]);
+        }
       }
       wgmma_wait<0>();
       if (tid % 32 == 0) release_slot<CN>(&sm.empty[(it - 1) % STAGES]);  // the tile's last slot

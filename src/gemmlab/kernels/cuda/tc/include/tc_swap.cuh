@@ -86,28 +86,29 @@ __host__ __device__ __forceinline__ u32 kmajor_frag_offset(u32 lo, int kk, int h
 }
 // end fragment arithmetic
 
-// A consumer thread's m64k8 fragments of one k-tile, KSTEPS of them, from the stage: `lo` and `hi` are
-// b_offset(t, col) and b_offset(t + 4, col), K rows t and t+4 of the first k8 step; the swizzle term (k & 7) is
-// the same for every step, so a step is a plain 8-row (1024-byte) offset from these two.
-// SWAP_B_KMAJOR=1: four 4-byte loads per k8 step (kmajor_frag_offset), `hi` unused.
-__device__ __forceinline__ void load_b_frags(const unsigned char *stage, u32 lo, u32 hi, u32 (&a)[KSTEPS][4]) {
+// A consumer thread's m64k8 fragment of k8 step kk of a k-tile, from the stage: `lo` and `hi` are b_offset(t, col)
+// and b_offset(t + 4, col), K rows t and t+4 of the first k8 step; the swizzle term (k & 7) is the same for every
+// step, so a step is a plain 8-row (1024-byte) offset from these two.
+// SWAP_B_KMAJOR=1: four 4-byte loads (kmajor_frag_offset), `hi` unused.
+__device__ __forceinline__ void load_b_frag(const unsigned char *stage, u32 lo, u32 hi, int kk, u32 (&a)[4]) {
 #if SWAP_B_KMAJOR
 #pragma unroll
-  for (int kk = 0; kk < KSTEPS; ++kk)
-#pragma unroll
-    for (int i = 0; i < 4; ++i)  // (row g, k t), (row g + 8, k t), (row g, k t + 4), (row g + 8, k t + 4)
-      a[kk][i] = *reinterpret_cast<const u32 *>(stage + kmajor_frag_offset(lo, kk, i / 2, i % 2));
+  for (int i = 0; i < 4; ++i)  // (row g, k t), (row g + 8, k t), (row g, k t + 4), (row g + 8, k t + 4)
+    a[i] = *reinterpret_cast<const u32 *>(stage + kmajor_frag_offset(lo, kk, i / 2, i % 2));
 #else
-#pragma unroll
-  for (int kk = 0; kk < KSTEPS; ++kk) {
-    const uint2 x = *reinterpret_cast<const uint2 *>(stage + lo + kk * 1024);
-    const uint2 y = *reinterpret_cast<const uint2 *>(stage + hi + kk * 1024);
-    a[kk][0] = x.x;  // (row g, k t)
-    a[kk][1] = x.y;  // (row g + 8, k t)
-    a[kk][2] = y.x;  // (row g, k t + 4)
-    a[kk][3] = y.y;  // (row g + 8, k t + 4)
-  }
+  const uint2 x = *reinterpret_cast<const uint2 *>(stage + lo + kk * 1024);
+  const uint2 y = *reinterpret_cast<const uint2 *>(stage + hi + kk * 1024);
+  a[0] = x.x;  // (row g, k t)
+  a[1] = x.y;  // (row g + 8, k t)
+  a[2] = y.x;  // (row g, k t + 4)
+  a[3] = y.y;  // (row g + 8, k t + 4)
 #endif
+}
+
+// All KSTEPS fragments of a k-tile.
+__device__ __forceinline__ void load_b_frags(const unsigned char *stage, u32 lo, u32 hi, u32 (&a)[KSTEPS][4]) {
+#pragma unroll
+  for (int kk = 0; kk < KSTEPS; ++kk) load_b_frag(stage, lo, hi, kk, a[kk]);
 }
 
 // One k-tile's TMA copies: A (BM rows; with a cluster, this CTA's A_BOX_ROWS of them, multicast) and BN/32 B

@@ -10,7 +10,7 @@ from gemmlab.errors import LayoutError, Refusal, SizeLimitError
 from gemmlab.fp8 import E4M3, E5M2
 from gemmlab.kernels.cuda.launch.kernel import CudaKernel
 from gemmlab.kernels.cuda.launch.tma import TiledMap
-from gemmlab.kernels.cuda.tc.model.budget import smem_bytes
+from gemmlab.kernels.cuda.tc.model.budget import smem_bytes, stage_bytes
 from gemmlab.kernels.cuda.tc.model.fp8 import is_fp8
 from gemmlab.kernels.cuda.tc.model.stream_k import (SK_FILL, SK_MIN_KTILES, SK_SKIP_FILL, stream_k_dp_tiles,
                                                     stream_k_grid)
@@ -23,6 +23,14 @@ from gemmlab.problem import BatchedProblem, Problem
 
 TC_PRECISIONS = ("bf16", "fp16", "tf32")  # the unscaled tensor-core precisions: tc1..tc4 build one spec of each
 C_TMA_TYPES = {"bfloat16": "bf16", "float16": "f16", "float32": "fp32"}  # C's dtype -> its tensor map's element type
+
+
+def narrow_m(p: dict) -> dict:
+    """The configuration of a NARROW_BM tile: NARROW_BM rows of A tall, its ring as many bytes as the base tile's
+    (more stages of the smaller tile). Where A has that few rows the call streams the weight, and the bytes in flight
+    a CTA, not the tensor cores, set its pace."""
+    stages = p["STAGES"] * stage_bytes(p["BM"], p["BN"]) // stage_bytes(p["NARROW_BM"], p["BN"])
+    return {**p, "BM": p["NARROW_BM"], "NARROW_BM": 0, "STAGES": stages}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -227,8 +235,7 @@ class WgmmaKernel(CudaKernel):
         if p.get("TF32_ROUND", 0) == 3 and rounds_a_in_place(problem, self.one_launch_mnk):
             return dataclasses.replace(self, params={**p, "TF32_ROUND": 2}).for_problem(problem, sm_count)
         if self.shortens(problem):
-            return dataclasses.replace(self, params={**p, "BM": p["NARROW_BM"], "NARROW_BM": 0}).for_problem(
-                problem, sm_count)
+            return dataclasses.replace(self, params=narrow_m(p)).for_problem(problem, sm_count)
         if p.get("STREAM_K", 0):
             if self.stream_k_tiles(problem, sm_count):
                 return self
@@ -257,10 +264,12 @@ class WgmmaKernel(CudaKernel):
         import dataclasses
 
         specs = [self]
-        for name, dim in (("NARROW_BN", "BN"), ("NARROW_BM", "BM")):
-            if 0 < self.params.get(name, 0) < self.params[dim]:
-                specs = ([dataclasses.replace(s, params={**s.params, name: 0}) for s in specs]
-                         + [dataclasses.replace(s, params={**s.params, name: 0, dim: self.params[name]}) for s in specs])
+        if 0 < self.params.get("NARROW_BN", 0) < self.params["BN"]:
+            specs = [dataclasses.replace(self, params={**self.params, "NARROW_BN": 0}),
+                     dataclasses.replace(self, params={**self.params, "NARROW_BN": 0, "BN": self.params["NARROW_BN"]})]
+        if 0 < self.params.get("NARROW_BM", 0) < self.params["BM"]:
+            specs = ([dataclasses.replace(s, params={**s.params, "NARROW_BM": 0}) for s in specs]
+                     + [dataclasses.replace(s, params=narrow_m(s.params)) for s in specs])
         if self.one_launch_mnk:  # small problems round A in shared memory: another binary, and each pinned
             specs = [dataclasses.replace(s, one_launch_mnk=0) for s in specs]
             specs.append(dataclasses.replace(specs[0], params={**specs[0].params, "TF32_ROUND": 2}))
@@ -287,7 +296,7 @@ class WgmmaKernel(CudaKernel):
 
         params = self.whole_tiles or {k: v for k, v in self.params.items()
                                       if k not in ("STREAM_K", "SK_FILL", "SK_SKIP_FILL")}
-        for name in ("TF32_ROUND", "BM"):  # how A is rounded and the tile's height (NARROW_BM) carry over
+        for name in ("TF32_ROUND", "BM", "STAGES"):  # how A is rounded, the tile's height and ring (NARROW_BM)
             if name in self.params:
                 params = {**params, name: self.params[name]}
         return dataclasses.replace(self, params=dict(params), whole_tiles=None)
