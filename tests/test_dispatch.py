@@ -95,7 +95,9 @@ def test_few_tf32_rows_follow_the_table():
     """TF32 with 2 to 16 rows against w.t(): the table's choice, not the FP32 matrix-vector path ahead of it: at 16
     rows a tensor-core level (measured fastest there), at 8 gemv1 because it measured fastest there too."""
     choice = dispatch.choose(Problem(16, 4096, 4096, "tf32"), Layout(b=COL), H200)
-    assert choice.spec.name == "cuda/tc6_stream_k_tf32" and "FP32 matrix-vector" not in choice.why
+    assert choice.spec.name.startswith("cuda/tc") and "FP32 matrix-vector" not in choice.why
+    ranked = dispatch.rank(Problem(16, 4096, 4096, "tf32"), Layout(b=COL), H200)
+    assert choice.spec.name == next(c for c in ranked if not c.refusal).spec.name  # the fastest measured there
     choice = dispatch.choose(Problem(8, 4096, 4096, "tf32"), Layout(b=COL), H200)
     assert choice.spec.name == "cuda/gemv1_warp_dot_tf32" and "dispatch table" in choice.why
 
@@ -271,14 +273,16 @@ def test_kernels_this_gemmlab_lacks_or_that_refuse_the_problem_are_passed_over()
 SHIPPED_FROM = [ROOT / "results" / "h200" / f for f in ("fp32.json", "tensor_cores.json", "fp8.json")] + \
     sorted((ROOT / "results" / "h200").glob("grid_*.json")) + \
     [ROOT / "results" / "h200" / "split_k.json"]  # the suite's grid (run.sh), once measured; tc10 at long K
-# kernels timed again over the grid after a change to them: their rows replace their own (gemmlab dispatch --write)
-SHIPPED_UPDATES = sorted((ROOT / "results" / "h200").glob("update_grid_*.json"))
+# kernels timed again over the grid after a change to them: their rows replace their own (gemmlab dispatch --write),
+# in the order they were measured, so a kernel timed again later keeps only its latest rows
+SHIPPED_UPDATES = sorted((json.loads(p.read_text()) for p in (ROOT / "results" / "h200").glob("update_grid_*.json")),
+                         key=lambda run: run["env"]["time"])
 
 
 def test_the_shipped_table_is_the_committed_h200_results():
     table = dispatch.table_from_runs([json.loads(p.read_text()) for p in SHIPPED_FROM])
-    if SHIPPED_UPDATES:
-        table = dispatch.merge(table, dispatch.table_from_runs([json.loads(p.read_text()) for p in SHIPPED_UPDATES]))
+    for run in SHIPPED_UPDATES:
+        table = dispatch.merge(table, dispatch.table_from_runs([run]))
     assert json.loads(dispatch.SHIPPED.read_text()) == json.loads(json.dumps(table))
 
 

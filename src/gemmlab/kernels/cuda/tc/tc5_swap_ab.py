@@ -1,18 +1,17 @@
 """tc5 (TF32): swap A and B, B from registers, no transpose pre-pass.
 
 What changed against tc4: Cᵀ = Bᵀ·Aᵀ: A, K-major as given, is wgmma's shared-memory operand; B, N-major as given, its
-register operand, loaded from the TMA tile bank-conflict-free; 256×128 tiles. Why: tc4 TF32 pays a second launch
-writing Bᵀ (8·K·N bytes). Predicted gain: the pre-pass's 8-9% of tc4 TF32's time, 0.97-1.0× cuBLAS TF32.
-TF32_ROUND=3 (default) rounds to nearest: B in registers, A by a pre-pass (predicted: cuBLAS TF32's error, 4-10% of
-the time); up to ONE_LAUNCH_MNK (256³) A is rounded in shared memory instead, one launch (TF32_ROUND=2).
+register operand, loaded from the TMA tile bank-conflict-free a k8 step ahead of its wgmma (two commit groups in
+flight); 256×128 tiles. Why: tc4 TF32 pays a second launch writing Bᵀ (8·K·N bytes). Predicted gain: the pre-pass's
+8-9% of tc4 TF32's time, 0.97-1.0× cuBLAS TF32. TF32_ROUND=3 (default) rounds to nearest: B in registers, A by a
+pre-pass (predicted: cuBLAS TF32's error, 4-10% of the time); up to ONE_LAUNCH_MNK (256³) A is rounded in shared
+memory instead, one launch (TF32_ROUND=2).
 
 B handed over as the N×K Bᵀ (x @ w.t()) is read in place (SWAP_B_KMAJOR=1, set by the plan; ``swap_kmajor_b``): one
-TMA box of 128 rows of Bᵀ per k-tile, the fragments four conflict-free 4-byte loads per k8 step from it (fragment
-rows g and g + 8 are columns c and c + 8), rounded in registers as before. Why: a row-major copy of w moved 8·N·K
-bytes and a launch on every call. Prediction: the kernel within 2% of the row-major build (the same shared-memory
-wavefronts, two more load instructions per k8 step, C stored as floats 8 apart instead of float2), the call faster by
-the copy: docs/tensor_cores/tc5.md.
-
+TMA box of 128 rows of Bᵀ per k-tile, the fragments four conflict-free 4-byte loads per k8 step from it (fragment rows
+g and g + 8 are columns c and c + 8), rounded in registers as before. Why: a row-major copy of w moved 8·N·K bytes and
+a launch on every call. Prediction: the kernel within 2% of the row-major build (the same shared-memory wavefronts,
+two more load instructions per k8 step, C stored as floats 8 apart instead of float2), the call faster by the copy.
 Design and measurements: docs/tensor_cores/tc5.md, docs/accuracy.md.
 """
 from gemmlab.kernels.cuda.tc.model.constraints import wgmma_constraints
@@ -23,10 +22,10 @@ PARAMS = {"BM": 256, "BN": 128, "STAGES": 4, "CN": 1, "GROUP_M": 8, "PRODUCER_RE
           "TF32_ROUND": 3}
 ONE_LAUNCH_MNK = 256 ** 3
 # what the roofline leaves out here: the register operand's wait, and at small problems what few tiles cannot overlap
-REGISTER_OPERAND = ("latency: each consumer retires its previous k-tile's wgmma before it loads the next B "
-                    "fragments into registers (wgmma reads a register operand until it completes), which only the "
-                    "other warpgroup's queued wgmma cover; with few tiles (256³, 1024³) the ring's fill, the "
-                    "rounding of A and the epilogue are not overlapped by other tiles' work either")
+REGISTER_OPERAND = ("latency: a k8 step's B fragments load and round in registers under the two steps before it "
+                    "(one commit group a step, two in flight: wgmma reads a register operand until a wait covers "
+                    "it), a shorter queue than a shared-memory operand's; with few tiles (256³, 1024³) the ring's "
+                    "fill, the rounding of A and the epilogue are not overlapped by other tiles' work either")
 
 
 def traffic_model(one_launch_mnk: int):

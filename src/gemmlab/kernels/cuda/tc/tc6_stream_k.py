@@ -8,7 +8,8 @@ launches the base level's binary. Why: a persistent grid pays for its last parti
 2 tiles of makespan for 1.45 of work). Predicted gain: up to 25-30% at 2048x3072x4096, 1-2.5% at 4096³ and 8192³.
 TF32 up to ONE_LAUNCH_MNK (512³): one launch, A rounded in shared memory (TF32_ROUND=2). TF32 at M <= 64: tiles 64
 rows of A tall (NARROW_BM; where A goes through the pre-pass), where the 256-row tile's wgmma (n256) spends three
-quarters of its k-tile on zero rows.
+quarters of its k-tile on zero rows; its ring holds the base tile's bytes (8 stages: narrow_m), as the weight's
+stream at those rows is paced by the bytes a CTA has in flight.
 Predicted: about the weight's bytes at tc10 TF32's rate there (both stream the same w tile a k-tile), faster where
 tc10 splits few tiles (14336×4096: S = 1).
 TF32 reads B handed over as w.t() in place, as tc5 does (SWAP_B_KMAJOR).
