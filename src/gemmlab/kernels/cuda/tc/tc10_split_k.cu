@@ -20,9 +20,11 @@
 // consumer thread loading its m64k8 fragments from the landed K-major A tile (conflict-free 4-byte ld.shared, rows
 // of the 128-byte swizzle) and rounding them there (cvt.rna); B stays wgmma's shared-memory operand, which only a
 // rewrite in shared memory can round: with ROUND_B_SMEM=1 (B handed over K-major, x @ w.t(): the plan's choice)
-// producer warps 1-3 round each landed B tile in place (tc_round.cuh's tile_pass) and arrive on the slot's `ready`
-// barrier, which the consumers wait on after `full`; with a row-major B the plan's transpose pre-pass writes Bᵀ
-// rounded. A wgmma reads its register operand until it completes, so a consumer retires its previous k-tile's
+// the consumer threads themselves round the next k-tile's landed B tile in place (tc_round.cuh's tile_pass, an
+// equal share each, no bound to check), fence it for the async proxy and meet at a named barrier before its wgmmas:
+// the rounding runs under the current k-tile's wgmmas on all the consumers' warps (the producer's three idle warps,
+// which did it before, could not issue its ALU work fast enough to keep up with the ring); with a row-major B the
+// plan's transpose pre-pass writes Bᵀ rounded. A wgmma reads its register operand until it completes, so a consumer retires its previous k-tile's
 // wgmmas before it loads the next fragments (tc5's order).
 #include "tc_epilogue.cuh"
 #include "tc_ktile.cuh"
@@ -45,7 +47,7 @@
 #if (TF32_ROUND && (TC_BF16 || TC_FP8)) || (TF32_ROUND != 0 && TF32_ROUND != 2) || (ROUND_B_SMEM && TF32_ROUND != 2)
 #error "TF32_ROUND: 0 or 2, on the TF32 build; ROUND_B_SMEM with TF32_ROUND=2"
 #endif
-#define B_PASS (TF32_ROUND == 2 && ROUND_B_SMEM)  // producer warps 1-3 round each landed B tile in place
+#define B_PASS (TF32_ROUND == 2 && ROUND_B_SMEM)  // the consumers round each landed B tile in place
 
 #if TC_FP8
 typedef Fp8Args KernelArgs;
@@ -85,7 +87,6 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1) tc10_split_k(con
   unsigned char *staging = smem + STAGES * STAGE_BYTES;  // EPI_TMA: the consumers' staging boxes of C
   u64 *full = reinterpret_cast<u64 *>(staging + staging_bytes(CW));
   u64 *empty = full + STAGES;
-  u64 *ready = empty + STAGES;  // B_PASS: B's tile of each slot rounded in place
   const TmaMap *mapA = &args.a, *mapB = &args.b;
   OutT *C = reinterpret_cast<OutT *>(args.C);
   const int M = args.M, N = args.N, K = args.K;
@@ -95,7 +96,6 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1) tc10_split_k(con
   const int KT = (K + BK - 1) / BK;
   const int kb = split_begin(split, splits, KT), ke = split_begin(split + 1, splits, KT);
 
-  if (B_PASS) ready_init<STAGES>(ready);
   ring_init<STAGES, 1>(full, empty, CW * 4, mapA, mapB);  // one arrival per consumer warp
 
   if (wg == 0) {
@@ -106,17 +106,6 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1) tc10_split_k(con
         if (i >= STAGES) mbar_wait(&empty[s], (i / STAGES - 1) & 1);
         load_stage<1>(smem + s * STAGE_BYTES, mapA, mapB, &full[s], m0, n0, kt * BK, 0);
       }
-#if B_PASS
-    else if (tid >= 32)  // pass_ring's steps over this CTA's k-range (a slot comes round only after its consumers)
-      for (int kt = kb, i = 0; kt < ke; ++kt, ++i) {
-        const int s = i % STAGES;
-        unsigned char *b = smem + s * STAGE_BYTES + A_TILE_BYTES;
-        mbar_wait(&full[s], (i / STAGES) & 1);
-        tile_pass<B_TILE_BYTES>(b, b, tid - 32, [](float x) { return tf32_rna(x); });
-        fence_proxy_async_smem();
-        mbar_arrive(&ready[s]);
-      }
-#endif
     return;
   }
   setmaxnreg_inc<CONSUMER_REGS>();
@@ -129,6 +118,16 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1) tc10_split_k(con
   // this thread's two rows of the fragment (clamped: rows past M are never stored) and the tile's block of B
   const int r0 = min(m0 + cw * 64 + 16 * (ct % 128 / 32) + ct % 32 / 4, M - 1), r1 = min(r0 + 8, M - 1);
   const float *sb = args.scale_b + (long long)(n0 / 128) * ((K + 127) / 128);
+#endif
+#if B_PASS
+  // k-tile i's B tile, once landed, rounded in place: this thread's equal share, then fenced for the wgmmas' reads
+  const auto round_b = [&](int i) {
+    mbar_wait(&full[i % STAGES], (i / STAGES) & 1);
+    unsigned char *b = smem + i % STAGES * STAGE_BYTES + A_TILE_BYTES;
+    tile_pass<B_TILE_BYTES, CT, B_TILE_BYTES / 16 / CT>(b, b, ct, [](float x) { return tf32_rna(x); });
+    fence_proxy_async_smem();
+  };
+  round_b(0);
 #endif
   for (int kt = kb, i = 0; kt < ke; ++kt, ++i) {
     const int s = i % STAGES;
@@ -152,11 +151,11 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1) tc10_split_k(con
       d[4 * j + 3] += part[4 * j + 3] * s1;
     }
 #elif TF32_ROUND
-#if B_PASS
-    mbar_wait(&ready[s], (i / STAGES) & 1);
-#endif
     wgmma_wait<0>();  // the previous k-tile's wgmmas are done with their fragments and their slot
     if (i > 0 && tid % 32 == 0) mbar_arrive(&empty[(i - 1) % STAGES]);
+#if B_PASS
+    consumer_bar(CT);  // this slot's B tile rounded and fenced by every consumer thread
+#endif
     u32 f[KSTEPS][4];
     const unsigned char *rows = smem + s * STAGE_BYTES + cw * 64 * 128;
 #pragma unroll
@@ -169,6 +168,9 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1) tc10_split_k(con
 #pragma unroll
     for (int kk = 0; kk < KSTEPS; ++kk) wgmma_rs<BN>(d, f[kk], desc_of(b_lo + 32 * kk / 16, 1024), 1);
     wgmma_commit();
+#if B_PASS
+    if (kt + 1 < ke) round_b(i + 1);  // under this k-tile's wgmmas
+#endif
 #else
     wgmma_fence();
     wgmma_ktile<BN>(d, a, b, 1);

@@ -11,9 +11,10 @@ tile (64x64, 64x128 or 128x128) and S are chosen per problem by tc/model/split_k
 scales on the summed tile, BF16 C for FP8); FP8 block-scaled (``_fp8_block``) promotes each k-tile into FP32 with
 its scales as tc8 does, on the tiles whose BN divides 128. TF32 (``_tf32``, TF32_ROUND=2) rounds both operands to
 nearest in the kernel, as cuBLAS does, with no pre-pass: A is wgmma's register operand, its fragments loaded from the
-landed A tile and rounded in registers; B, wgmma's shared-memory operand, is rounded in place by the producer
-warpgroup's three idle warps (B handed over K-major, as x @ w.t() hands w over: read in place; a row-major B goes
-through the transpose pre-pass, rounded there, as tc4 TF32's does).
+landed A tile and rounded in registers; B, wgmma's shared-memory operand, is rounded in place by the consumer threads,
+the next k-tile's tile under the current one's wgmmas, an equal share each, then a named barrier (B handed over
+K-major, as x @ w.t() hands w over: read in place; a row-major B goes through the transpose pre-pass, rounded there,
+as tc4 TF32's does).
 Why: at long K and few tiles a launch takes one CTA's whole K; split S ways, about 1/S of it plus S partial tiles
 read back by one CTA. Predicted (split_k.choose's clocks): the long-K shapes of the suite within 1.5x of their DRAM
 bytes' time and 1.0-1.3x torch; the 256-1024 squares about tc4's time or better; elsewhere slower than tc4, whose
@@ -130,5 +131,5 @@ SPECS = [
     _spec("fp8_block", FP8_BLOCK, "fp8 block-scaled split-K, each k-tile promoted into FP32 with its 1x128 and "
                                   "128x128 scales, deterministic reduction, BF16 C"),
     _spec("tf32", TF32, "tf32 split-K, both operands rounded to nearest in the kernel (A's fragments in registers, "
-                        "B's tiles by the producer's idle warps), deterministic reduction"),
+                        "B's tiles by the consumers under the previous k-tile's wgmmas), deterministic reduction"),
 ]

@@ -18,26 +18,30 @@
 #define TF32_ROUND 0
 #endif
 
-// ---- the producer warps' pass over landed k-tiles (pass_ring in tc_pipeline.cuh) ---------------------------------
-// dst[i] = f(src[i]) over BYTES of FP32 (a multiple of 16), pass thread t taking every PASS_THREADS-th 16-byte
+// ---- a pass over landed k-tiles: the producer warps' (pass_ring in tc_pipeline.cuh), or tc10's consumers' -----------
+// dst[i] = f(src[i]) over BYTES of FP32 (a multiple of 16), thread t of THREADS taking every THREADS-th 16-byte
 // chunk: a warp's ld/st.shared.v4 covers 512 contiguous bytes, 4 wavefronts without a bank conflict. The
 // transform is elementwise, so the tiles' 128-byte swizzle does not matter, and dst may be src. Each thread
-// loads PASS_BATCH chunks before it stores any: the compiler cannot move a load above a store that may alias it,
+// loads BATCH chunks before it stores any: the compiler cannot move a load above a store that may alias it,
 // and one chunk at a time would wait out a shared-memory round trip per 16 bytes. Four chunks in flight spill
-// under the producer's 40 registers (ptxas, tc4-tc6); three do not.
+// under the producer's 40 registers (ptxas, tc4-tc6); three do not (PASS_BATCH). Where THREADS x BATCH chunks
+// divide the tile, no chunk's bound is checked.
 #define PASS_BATCH 3
-template <int BYTES, class F>
+template <int BYTES, int THREADS = PASS_THREADS, int BATCH = PASS_BATCH, class F>
 __device__ __forceinline__ void tile_pass(const unsigned char *src, unsigned char *dst, int t, F f) {
-  constexpr int CHUNKS = BYTES / 16;
-  for (int i = t; i < CHUNKS; i += PASS_BATCH * PASS_THREADS) {
-    float4 v[PASS_BATCH];
+  constexpr int CHUNKS = BYTES / 16, ROUNDS = (CHUNKS + BATCH * THREADS - 1) / (BATCH * THREADS);
+  constexpr bool exact = CHUNKS % (THREADS * BATCH) == 0;
+  for (int r = 0; r < ROUNDS; ++r) {
+    const int i = t + r * BATCH * THREADS;
+    if (!exact && i >= CHUNKS) break;
+    float4 v[BATCH];
 #pragma unroll
-    for (int j = 0; j < PASS_BATCH; ++j)
-      if (i + j * PASS_THREADS < CHUNKS) v[j] = *reinterpret_cast<const float4 *>(src + 16 * (i + j * PASS_THREADS));
+    for (int j = 0; j < BATCH; ++j)
+      if (exact || i + j * THREADS < CHUNKS) v[j] = *reinterpret_cast<const float4 *>(src + 16 * (i + j * THREADS));
 #pragma unroll
-    for (int j = 0; j < PASS_BATCH; ++j)
-      if (i + j * PASS_THREADS < CHUNKS)
-        *reinterpret_cast<float4 *>(dst + 16 * (i + j * PASS_THREADS)) =
+    for (int j = 0; j < BATCH; ++j)
+      if (exact || i + j * THREADS < CHUNKS)
+        *reinterpret_cast<float4 *>(dst + 16 * (i + j * THREADS)) =
             make_float4(f(v[j].x), f(v[j].y), f(v[j].z), f(v[j].w));
   }
 }
