@@ -52,43 +52,68 @@ def between(instrs: list[Instr], first: int, last: int) -> list[Instr]:
 
 
 _REG = re.compile(r"^R(\d+)$")
-_WIDTH = {"64": 2, "128": 4}
+_PRED = re.compile(r"^!?U?P(T|\d+)$")
+
+
+def _width(op: str) -> int:
+    """Registers an instruction's destination spans: a .128 access or an LDSM of 4 matrices 4; a .64 access, a wide
+    multiply, a double's arithmetic, CS2R or an LDSM of 2 matrices 2."""
+    parts = op.split(".")
+    if "128" in parts or (parts[0] == "LDSM" and parts[-1] == "4"):
+        return 4
+    if "64" in parts or "WIDE" in parts or parts[0] in ("DADD", "DMUL", "DFMA", "CS2R") or \
+            (parts[0] == "LDSM" and parts[-1] == "2"):
+        return 2
+    return 1
 
 
 def _written(i: Instr) -> set[int]:
-    """The registers an instruction writes: its first operand, as wide as a .64 or .128 access; none for stores,
-    barriers and the warpgroup's own instructions."""
-    if i.op.startswith(("ST", "RED", "SYNCS", "BAR", "HGMMA", "WARPGROUP", "BRA", "UTMA")):
+    """The registers an instruction writes: its first register operand after any predicate destination (SHFL's,
+    LOP3's), as wide as _width says; none for stores, barriers, comparisons and the warpgroup's own instructions."""
+    if i.op.startswith(("ST", "RED", "SYNCS", "BAR", "HGMMA", "WARPGROUP", "BRA", "UTMA", "ISETP", "FSETP", "DSETP",
+                        "HSETP", "PLOP3", "PSETP")):  # the comparisons write predicates alone
         return set()
-    m = _REG.match(i.args.split(",")[0].strip())
-    if not m:
-        return set()
-    width = next((w for s, w in _WIDTH.items() if s in i.op.split(".")), 1)
-    return set(range(int(m.group(1)), int(m.group(1)) + width))
+    for operand in (o.strip() for o in i.args.split(",")):
+        if _PRED.match(operand):
+            continue
+        m = _REG.match(operand)
+        return set(range(int(m.group(1)), int(m.group(1)) + _width(i.op))) if m else set()
+    return set()
 
 
-def register_operand_hazards(body: list[Instr], passes: int = 2) -> list[Instr]:
-    """The instructions of a loop body that write a register an HGMMA reads as its A operand (four registers from
-    its second operand) while that HGMMA may still run: issued, and not retired by a WARPGROUP.DEPBAR.LE gsb0, N
-    that leaves N groups in flight (a group ends at the HGMMA marked gsb0). PTX leaves the A registers to the
-    program until a wait covers them (wgmma.wait_group). The body runs ``passes`` times in address order, every
-    instruction on the path (conservative where a branch skips some), so that a write early in the body meets an
-    HGMMA of the previous trip."""
-    pending: list[set[int]] = []  # committed groups, oldest first
+def _walk(body: list[Instr], passes: int):
+    """(pass, instruction, groups in flight) along ``passes`` trips through ``body`` in address order: a group is
+    (the pass that issued it, the A registers its HGMMAs read); one ends at the HGMMA marked gsb0, and
+    WARPGROUP.DEPBAR.LE gsb0, N leaves the last N in flight. Every instruction is taken as executed, a DEPBAR on a
+    branch that may be skipped too (what a loop's every trip runs is what the checks below rely on)."""
+    pending: list[tuple[int, set[int]]] = []
     open_group: set[int] = set()
-    hazards: list[Instr] = []
-    for _ in range(passes):
+    for trip in range(passes):
         for i in body:
+            yield trip, i, pending + ([(trip, open_group)] if open_group else [])
             if i.op.startswith("HGMMA"):
                 a = _REG.match(i.args.split(",")[1].strip())
                 if a:
-                    open_group |= set(range(int(a.group(1)), int(a.group(1)) + 4))
+                    open_group = open_group | set(range(int(a.group(1)), int(a.group(1)) + 4))
                 if "gsb0" in i.args:
-                    pending.append(open_group)
+                    pending.append((trip, open_group))
                     open_group = set()
             elif i.op.startswith("WARPGROUP.DEPBAR"):
                 keep = int(i.args.rsplit(",", 1)[1].strip(), 0)
                 pending = pending[len(pending) - keep:] if keep else []
-            elif _written(i) & (open_group.union(*pending)):
-                hazards.append(i)
-    return hazards
+
+
+def register_operand_hazards(body: list[Instr], passes: int = 2) -> list[Instr]:
+    """The instructions of a loop body that write a register an HGMMA reads as its A operand (four registers from
+    its second operand) while that HGMMA may still run (_walk). PTX leaves the A registers to the program until a
+    wait covers them (wgmma.wait_group). The body runs ``passes`` times, so that a write early in the body meets an
+    HGMMA of the previous trip."""
+    return [i for _, i, groups in _walk(body, passes) if _written(i) & set().union(*(g for _, g in groups))]
+
+
+def releases_under_previous_trip(body: list[Instr]) -> list[Instr]:
+    """The mbarrier arrivals (SYNCS.ARRIVE: a ring slot handed back to the producer) of a mainloop's second trip
+    made while a wgmma group the first trip issued may still run: where a trip is one k-tile, that k-tile's slot is
+    released before the tensor cores are done reading it."""
+    return [i for trip, i, groups in _walk(body, 2)
+            if trip == 1 and i.op.startswith("SYNCS.ARRIVE") and any(t == 0 for t, _ in groups)]

@@ -50,3 +50,33 @@ def test_wide_writes_and_an_open_group_count():
     """
     hazards = sass.register_operand_hazards(sass.instructions(listing), passes=1)
     assert [i.addr for i in hazards] == [0x120]
+
+
+def test_writes_after_a_predicate_and_wide_writes_count():
+    listing = """
+        /*0100*/                   HGMMA.64x128x8.F32.TF32 R24, R92, gdesc[UR4], R24, gsb0 ;
+        /*0110*/                   SHFL.IDX PT, R95, R3, RZ, 0x1f ;
+        /*0120*/                   IMAD.WIDE.U32 R91, R4, R5, RZ ;
+        /*0130*/                   IMAD.WIDE.U32 R90, R4, R5, RZ ;
+        /*0140*/                   ISETP.GE.AND P0, PT, R93, R2, PT ;
+        /*0150*/                   WARPGROUP.DEPBAR.LE gsb0, 0x0 ;
+        /*0160*/                   SHFL.IDX PT, R95, R3, RZ, 0x1f ;
+    """
+    hazards = sass.register_operand_hazards(sass.instructions(listing), passes=1)
+    # R95 after SHFL's predicate; R91..R92 and not R90..R91; ISETP writes only P0 and PT
+    assert [i.addr for i in hazards] == [0x110, 0x120]
+
+
+def test_a_slot_released_while_the_trip_before_may_still_read_it_is_found():
+    def body(release_after: int):
+        steps = []
+        for kk in range(4):
+            steps.append(f"HGMMA.64x128x8.F32.TF32 R24, R{88 + 4 * kk}, gdesc[UR4], R24, gsb0 ;")
+            steps.append("WARPGROUP.DEPBAR.LE gsb0, 0x2 ;")
+            if kk == release_after:
+                steps.append("SYNCS.ARRIVE.TRANS64.A1T0 RZ, [R13+URZ], RZ ;")
+        lines = [f"/*{0x100 + 16 * n:04x}*/ {text}" for n, text in enumerate(steps)]
+        return sass.instructions("\n".join(lines))
+    # two groups in flight: after step 1's wait the previous trip's last step is done, after step 0's it may not be
+    assert sass.releases_under_previous_trip(body(1)) == []
+    assert [i.op for i in sass.releases_under_previous_trip(body(0))] == ["SYNCS.ARRIVE.TRANS64.A1T0"]

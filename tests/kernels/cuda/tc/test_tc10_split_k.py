@@ -224,8 +224,17 @@ def test_every_build_compiles_to_wgmma_without_local_memory(name, tmp_path):
             assert MMA[spec.precision].format(build.params["BN"]) in ops, (build.params, ops)
             assert not any(op.startswith(("LDL", "STL")) for op in ops)
             assert any(op.startswith("UTMASTG") for op in ops)  # C through the staging boxes and TMA stores
-            if build.params.get("ROUND_B_SMEM", 0):  # the pass: 16-byte shared loads and stores of B's tiles
-                assert {"LDS.128", "STS.128"} <= ops
+            if build.params.get("TF32_ROUND", 0):  # the k-tile loop: its slot handed back after its wgmmas
+                instrs = sass.instructions(sass.sass(compiled.cubin, tmp_path))
+                body = min((b for b in (sass.between(instrs, lo, hi) for lo, hi in sass.loops(instrs))
+                            if sum(i.op.startswith("HGMMA") for i in b) >= 4), key=len)
+                assert not sass.register_operand_hazards(body) and not sass.releases_under_previous_trip(body)
+                loop_ops = {i.op for i in body}
+                if build.params.get("ROUND_B_SMEM", 0):
+                    # the consumers' pass over the next B tile (16-byte shared loads and stores), fenced for the
+                    # async proxy, and the named barrier of the consumer threads before the wgmmas read it
+                    assert {"LDS.128", "STS.128", "FENCE.VIEW.ASYNC.S"} <= loop_ops, build.params
+                    assert any(i.op.startswith("BAR.SYNC") and i.args.startswith("0x1,") for i in body)
 
 
 def test_constraints_refuse_what_the_source_does_not_build():
@@ -281,7 +290,7 @@ def test_plan_launches_tiles_by_splits_with_its_workspace(stub, precision, shape
 
 @pytest.mark.parametrize("layout", [Layout(b=COL), ROW_MAJOR], ids=["w.t()", "row-major B"])
 def test_tf32_plan_rounds_each_operand_once(stub, layout):  # noqa: F811
-    """x @ w.t() (B K-major): one launch of the binary whose producer warps round B's tiles (ROUND_B_SMEM=1), B's map
+    """x @ w.t() (B K-major): one launch of the binary whose consumers round B's tiles (ROUND_B_SMEM=1), B's map
     the N×K weight in place. A row-major B: tc4's pattern, the transpose pre-pass writing Bᵀ rounded into the
     workspace B's map holds, then the binary without the pass. A's fragments are rounded in registers either way:
     no pre-pass over A."""

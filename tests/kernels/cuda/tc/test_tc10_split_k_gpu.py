@@ -47,7 +47,7 @@ def test_on_gpu_right_and_the_same_bits_on_every_call(precision, shape):
 
 @pytest.mark.parametrize("shape", GPU_SHAPES)
 def test_tf32_on_w_t_rounds_as_cublas_and_repeats_its_bits(shape):
-    """B handed over as w.t() (N×K): the binary whose producer warps round B's tiles in place, A's fragments rounded
+    """B handed over as w.t() (N×K): the binary whose consumers round B's tiles in place, A's fragments rounded
     in registers. Against float64 on NaN-poisoned C at TF32's tolerance, the same bits on 5 calls; where the product
     has rows and columns enough for a relative error to mean something, that error is the error of both operands
     rounded to nearest (their float64 product), within 20%, far from truncation's, and within 1.5x of torch's TF32

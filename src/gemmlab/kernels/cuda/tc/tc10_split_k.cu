@@ -24,8 +24,9 @@
 // equal share each, no bound to check), fence it for the async proxy and meet at a named barrier before its wgmmas:
 // the rounding runs under the current k-tile's wgmmas on all the consumers' warps (the producer's three idle warps,
 // which did it before, could not issue its ALU work fast enough to keep up with the ring); with a row-major B the
-// plan's transpose pre-pass writes Bᵀ rounded. A wgmma reads its register operand until it completes, so a consumer retires its previous k-tile's
-// wgmmas before it loads the next fragments (tc5's order).
+// plan's transpose pre-pass writes Bᵀ rounded. A wgmma reads its register operand until a wait covers it, so a
+// consumer retires its previous k-tile's wgmmas before it loads the next fragments (tc5 loads them a k8 step ahead
+// under two groups in flight instead; here that measured slower: docs/tensor_cores/tc10.md).
 #include "tc_epilogue.cuh"
 #include "tc_ktile.cuh"
 #include "tc_pipeline.cuh"

@@ -48,7 +48,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
       const int m0 = o.x, n0 = o.y;
       // One commit group a k8 step, two in flight (wgmma_wait<2>): step kk's fragments load and round while steps
       // kk - 1 and kk - 2 run, into a[kk], whose last reader (the same step a k-tile earlier, KSTEPS > 3 groups back)
-      // is retired; a k-tile's last step loads the next one's first fragments, so the loads leave no gap.
+      // is retired; once a k-tile's last step is issued, the next k-tile's first fragments load under it.
       const auto landed = [&](u32 at) {
         mbar_wait(&sm.full[at % STAGES], (at / STAGES) & 1);
 #if TF32_ROUND == 2
@@ -69,17 +69,16 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
         const u32 at = smem_u32(sm.smem + it % STAGES * STAGE_BYTES);
 #pragma unroll
         for (int kk = 0; kk < KSTEPS; ++kk) {
-          if (kk + 1 < KSTEPS) {
-            load(kk + 1, it);
-          } else if (i + 1 < n) {
-            landed(it + 1);
-            load(0, it + 1);
-          }
+          if (kk + 1 < KSTEPS) load(kk + 1, it);
           wgmma_fence();
           wgmma_rs<BM>(d, a[kk], wgmma_desc(at + 32 * kk, 16, 1024), (i > 0 || kk > 0) ? 1 : 0);
           wgmma_commit();
           wgmma_wait<2>();
           if (kk == 1 && i > 0 && tid % 32 == 0) release_slot<CN>(&sm.empty[(it - 1) % STAGES]);
+          if (kk + 1 == KSTEPS && i + 1 < n) {  // the k-tile's last step issued: wait for the next one, step 0's
+            landed(it + 1);                     // reader retired
+            load(0, it + 1);
+          }
         }
       }
       wgmma_wait<0>();

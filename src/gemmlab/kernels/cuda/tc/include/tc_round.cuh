@@ -31,6 +31,7 @@ template <int BYTES, int THREADS = PASS_THREADS, int BATCH = PASS_BATCH, class F
 __device__ __forceinline__ void tile_pass(const unsigned char *src, unsigned char *dst, int t, F f) {
   constexpr int CHUNKS = BYTES / 16, ROUNDS = (CHUNKS + BATCH * THREADS - 1) / (BATCH * THREADS);
   constexpr bool exact = CHUNKS % (THREADS * BATCH) == 0;
+  static_assert(BATCH >= 1, "a thread passes at least one 16-byte chunk a round");
   for (int r = 0; r < ROUNDS; ++r) {
     const int i = t + r * BATCH * THREADS;
     if (!exact && i >= CHUNKS) break;

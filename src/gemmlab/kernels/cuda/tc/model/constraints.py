@@ -112,7 +112,7 @@ def wgmma_constraints(p: dict, specialized: bool, swap_ab: bool = False, options
     elif rnd in (1, 3) and not swap_ab:
         e.append(f"TF32_ROUND={rnd} rounds the operand that passes through registers, which only tc5's swap has")
     elif rnd == 2 and not specialized:
-        e.append("TF32_ROUND=2 needs the producer warpgroup, whose idle warps round the shared-memory tiles")
+        e.append("TF32_ROUND=2 needs the warp-specialized levels, whose warps round the shared-memory tiles")
     if p.get("ROUND_B_SMEM", 0) and (rnd != 2 or swap_ab):
         e.append("ROUND_B_SMEM=1 (the plan's choice for a K-major B in tc4) needs TF32_ROUND=2")
     if p.get("TIMELINE", 0) not in (0, 1):
