@@ -51,6 +51,13 @@ def between(instrs: list[Instr], first: int, last: int) -> list[Instr]:
     return [i for i in instrs if first <= i.addr <= last]
 
 
+def k_tile_loop(instrs: list[Instr]) -> list[Instr]:
+    """The body of a wgmma kernel's k-tile loop: the shortest loop of four HGMMAs or more (a persistent kernel's
+    tile loop holds it, and more)."""
+    return min((b for b in (between(instrs, lo, hi) for lo, hi in loops(instrs))
+                if sum(i.op.startswith("HGMMA") for i in b) >= 4), key=len)
+
+
 _REG = re.compile(r"^R(\d+)$")
 _PRED = re.compile(r"^!?U?P(T|\d+)$")
 

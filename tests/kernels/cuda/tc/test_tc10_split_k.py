@@ -225,9 +225,7 @@ def test_every_build_compiles_to_wgmma_without_local_memory(name, tmp_path):
             assert not any(op.startswith(("LDL", "STL")) for op in ops)
             assert any(op.startswith("UTMASTG") for op in ops)  # C through the staging boxes and TMA stores
             if build.params.get("TF32_ROUND", 0):  # the k-tile loop: its slot handed back after its wgmmas
-                instrs = sass.instructions(sass.sass(compiled.cubin, tmp_path))
-                body = min((b for b in (sass.between(instrs, lo, hi) for lo, hi in sass.loops(instrs))
-                            if sum(i.op.startswith("HGMMA") for i in b) >= 4), key=len)
+                body = sass.k_tile_loop(sass.instructions(sass.sass(compiled.cubin, tmp_path)))
                 assert not sass.register_operand_hazards(body) and not sass.releases_under_previous_trip(body)
                 loop_ops = {i.op for i in body}
                 if build.params.get("ROUND_B_SMEM", 0):

@@ -260,12 +260,10 @@ def test_kmajor_builds_compile_for_sm90a_without_spills(name, tmp_path):
 
 
 def _assert_fragments_load_under_two_groups_in_flight(sass, listing: str) -> None:
-    """The k-tile loop (the shortest loop of four HGMMAs or more) issues a commit group a k8 step and lets two run
+    """The k-tile loop (sass.k_tile_loop) issues a commit group a k8 step and lets two run
     (WARPGROUP.DEPBAR.LE gsb0, 2), loads the next step's fragments into registers no wgmma still in flight reads, and
     hands a k-tile's slot back only once none of its wgmmas may still read it."""
-    instrs = sass.instructions(listing)
-    body = min((b for b in (sass.between(instrs, lo, hi) for lo, hi in sass.loops(instrs))
-                if sum(i.op.startswith("HGMMA") for i in b) >= 4), key=len)
+    body = sass.k_tile_loop(sass.instructions(listing))
     hgmma = [i for i in body if i.op.startswith("HGMMA")]
     assert len(hgmma) >= 4 and all("gsb0" in i.args for i in hgmma)
     assert {i.args for i in body if i.op.startswith("WARPGROUP.DEPBAR")} == {"gsb0, 0x2"}
