@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shutil
 import subprocess
 
@@ -55,8 +56,8 @@ int main() {
   while (scanf("%x", &u) == 1) {
     const float x = f32_from_bits(u);
     const Tf32Split p = tf32_split(x);
-    printf("%08x %08x %08x %08x %08x\n", f32_bits(tf32_rna(x)), f32_bits(tf32_trunc(x)), f32_bits(p.big),
-           f32_bits(p.small), f32_bits(tf32_small_of_stored(x)));
+    printf("%08x %08x %08x %08x %08x %08x\n", f32_bits(tf32_rna(x)), f32_bits(tf32_trunc(x)), f32_bits(p.big),
+           f32_bits(p.small), f32_bits(tf32_small_of_stored(x)), f32_bits(tf32_trunc(tf32_rna_for_mma(x))));
   }
 }
 """
@@ -68,10 +69,11 @@ int main() {
     x = edge_floats()
     out = subprocess.run([str(exe)], input="\n".join(f"{u:08x}" for u in x.view(np.uint32)), capture_output=True,
                          text=True, check=True).stdout.split()
-    got = np.array([int(w, 16) for w in out], np.uint64).astype(np.uint32).reshape(-1, 5)
+    got = np.array([int(w, 16) for w in out], np.uint64).astype(np.uint32).reshape(-1, 6)
     with np.errstate(invalid="ignore", over="ignore"):
         big, small = nm.tf32_split(x)
-        want = [nm.tf32_rna(x), nm.tf32_trunc(x), big, small, nm.tf32_small_of_stored(x)]
+        # the last: what a tensor core reads of tf32_rna_for_mma(x) (its low 13 bits dropped) is tf32_rna(x)
+        want = [nm.tf32_rna(x), nm.tf32_trunc(x), big, small, nm.tf32_small_of_stored(x), nm.tf32_rna(x)]
     for column, w in enumerate(want):
         assert np.array_equal(got[:, column], w.view(np.uint32)), column
 
@@ -186,7 +188,10 @@ def test_configuration_compiles_without_spills(name, spec):
 def test_rounding_is_compiled_in_only_where_asked():
     ptx = {r: ptx_of(with_params(TC5, TF32_ROUND=r)) for r in (0, 1, 2)}
     assert "cvt.rna.tf32.f32" not in ptx[0] and "fence.proxy.async" not in ptx[0]
-    assert "cvt.rna.tf32.f32" in ptx[1] and "fence.proxy.async" not in ptx[1]  # registers only
+    # registers only: B's fragments rounded for the tensor cores' read (tf32_rna_for_mma: a compare and an add of
+    # 0x1000 to the bits, no cvt.rna's mask), no pass over shared memory
+    assert re.search(r"add\.s32\s+%r\d+, %r\d+, 4096;", ptx[1]) and not re.search(r"add\.s32\s+%r\d+, %r\d+, 4096;", ptx[0])
+    assert "cvt.rna.tf32.f32" not in ptx[1] and "fence.proxy.async" not in ptx[1]
     assert "cvt.rna.tf32.f32" in ptx[2] and "fence.proxy.async.shared::cta" in ptx[2]  # the pass writes smem
     plain = compile_cuda("tc_transpose.cu", "tc_transpose", {"TILE_T": 32})
     rounded = compile_cuda("tc_transpose.cu", "tc_transpose", {"TILE_T": 32, "ROUND": 1})
@@ -216,7 +221,7 @@ def test_tc7_issues_three_tf32_products_per_k8_step(promote, tmp_path):
     (TC4, {"TF32_ROUND": 3}, "only tc5's swap"),
     (TC5, {"TF32_ROUND": 4}, "TF32_ROUND=4"),
     (TC4, {"ROUND_B_SMEM": 1, "TF32_ROUND": 0}, "needs TF32_ROUND=2"),
-    (get_kernel("cuda/tc2_wgmma_tma_tf32"), {"TF32_ROUND": 2}, "producer warpgroup"),
+    (get_kernel("cuda/tc2_wgmma_tma_tf32"), {"TF32_ROUND": 2}, "warp-specialized levels"),
     (get_kernel("cuda/tc4_persistent_bf16"), {"TF32_ROUND": 2}, "TF32 levels"),
     (TC7, {"PROMOTE": -1}, "PROMOTE=-1"),
     (TC7, {"CN": 2}, "clusters and stream-K off"),

@@ -125,7 +125,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1) tc10_split_k(con
   const auto round_b = [&](int i) {
     mbar_wait(&full[i % STAGES], (i / STAGES) & 1);
     unsigned char *b = smem + i % STAGES * STAGE_BYTES + A_TILE_BYTES;
-    tile_pass<B_TILE_BYTES, CT, B_TILE_BYTES / 16 / CT>(b, b, ct, [](float x) { return tf32_rna(x); });
+    tile_pass<B_TILE_BYTES, CT, B_TILE_BYTES / 16 / CT>(b, b, ct, [](float x) { return tf32_rna_for_mma(x); });
     fence_proxy_async_smem();
   };
   round_b(0);
@@ -163,7 +163,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1) tc10_split_k(con
     for (int kk = 0; kk < KSTEPS; ++kk)
 #pragma unroll
       for (int j = 0; j < 4; ++j)
-        f[kk][j] = f32_bits(tf32_rna(*reinterpret_cast<const float *>(rows + a_frag_offset(ct % 128, kk, j))));
+        f[kk][j] = f32_bits(tf32_rna_for_mma(*reinterpret_cast<const float *>(rows + a_frag_offset(ct % 128, kk, j))));
     const u32 b_lo = desc_lo(b, 16);
     wgmma_fence();
 #pragma unroll

@@ -59,7 +59,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
         load_b_frag(sm.smem + at % STAGES * STAGE_BYTES, me.lo, me.hi, kk, a[kk]);
 #if TF32_ROUND >= 1
 #pragma unroll
-        for (int i = 0; i < 4; ++i) a[kk][i] = f32_bits(tf32_rna(f32_from_bits(a[kk][i])));
+        for (int i = 0; i < 4; ++i) a[kk][i] = f32_bits(tf32_rna_for_mma(f32_from_bits(a[kk][i])));
 #endif
       };
       const int n = u.ke - u.kb;

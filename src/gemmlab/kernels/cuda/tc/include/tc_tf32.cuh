@@ -5,7 +5,8 @@
 // A TF32 tensor core reads an FP32 operand's sign, exponent and top 10 mantissa bits and ignores the low 13: it
 // truncates. cvt.rna.tf32.f32 rounds to nearest, ties away from zero; on sm_90 it is an integer add of 0x1000
 // (half the range of the 13 dropped bits) to the bits of a finite value and a mask of those bits, Inf and NaN
-// passing unchanged (ptxas emits exactly that: VIADD, FSETP, SEL, LOP3).
+// passing unchanged (ptxas emits exactly that: VIADD, FSETP, SEL, LOP3). An operand a tensor core reads next needs
+// no mask (tf32_rna_for_mma).
 #pragma once
 
 // begin tf32 arithmetic (plain C++ on the host: the tests compile it with g++ against gemmlab.numerics)
@@ -35,6 +36,19 @@ __host__ __device__ __forceinline__ float tf32_rna(float x) {
   unsigned u = f32_bits(x);
   if ((u & 0x7F800000u) != 0x7F800000u) u += 0x1000u;
   return f32_from_bits(u & 0xFFFFE000u);
+#endif
+}
+// x for a TF32 tensor core's read, rounded to nearest: tf32_rna without its mask. The tensor core drops the low 13
+// bits itself, so it reads tf32_rna(x) exactly, for one instruction less (Inf and NaN, where the add could carry
+// into the exponent or the sign, pass unchanged).
+__host__ __device__ __forceinline__ float tf32_rna_for_mma(float x) {
+#ifdef __CUDA_ARCH__
+  // a float compare (|x| < Inf: false for Inf and NaN) and a predicated add, where the bit test takes two more
+  return fabsf(x) < __int_as_float(0x7F800000) ? __uint_as_float(__float_as_uint(x) + 0x1000u) : x;
+#else
+  unsigned u = f32_bits(x);
+  if ((u & 0x7F800000u) != 0x7F800000u) u += 0x1000u;
+  return f32_from_bits(u);
 #endif
 }
 // The TF32 value a tensor core reads from an FP32 operand: its low 13 mantissa bits dropped.
