@@ -18,7 +18,7 @@
 // TF32 (FP32 operands, TC_BF16=0 and TC_FP8=0): TF32_ROUND=0 truncates both operands (tc3's mainloop); TF32_ROUND=2
 // rounds both to nearest, as cuBLAS does, without a pre-pass over either: A is wgmma's register operand, each
 // consumer thread loading its m64k8 fragments from the landed K-major A tile (conflict-free 4-byte ld.shared, rows
-// of the 128-byte swizzle) and rounding them there (cvt.rna); B stays wgmma's shared-memory operand, which only a
+// of the 128-byte swizzle) and rounding them there (tf32_rna_for_mma); B stays wgmma's shared-memory operand, which only a
 // rewrite in shared memory can round: with ROUND_B_SMEM=1 (B handed over K-major, x @ w.t(): the plan's choice)
 // the consumer threads themselves round the next k-tile's landed B tile in place (tc_round.cuh's tile_pass, an
 // equal share each, no bound to check), fence it for the async proxy and meet at a named barrier before its wgmmas:
