@@ -4,11 +4,11 @@ its traffic model. Its results are checked on the GPU (gemmlab verify, tests/tes
 import pytest
 
 import sass
+from gemv_layouts import assert_takes_only_w_t_and_at_most
 
 from gemmlab.errors import DTypeError, ShapeError
 from gemmlab.fp8 import E4M3, E5M2
 from gemmlab.kernels.cuda.gemv import gemv1_warp_dot as gemv
-from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout
 from gemmlab.kernels.registry import get_kernel
 from gemmlab.problem import Problem
 
@@ -89,11 +89,7 @@ def test_launch_covers_every_column(shape):
 
 def test_takes_only_the_transposed_weight_and_few_rows():
     s = spec("bf16")
-    assert s.layouts == frozenset({Layout(b=COL)})
-    assert "transpose" in s.layout_refusal(ROW_MAJOR)
-    assert s.is_valid(Problem(16, 64, 64, "bf16")) is None
-    refusal = s.is_valid(Problem(17, 64, 64, "bf16"))
-    assert refusal and refusal.error is ShapeError
+    assert_takes_only_w_t_and_at_most(s, 16)
     assert s.is_valid(Problem(1, 64, 64, "fp32")).error is DTypeError
 
 
