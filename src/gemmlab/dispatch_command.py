@@ -1,5 +1,6 @@
 """``gemmlab dispatch``: what kernel='auto' runs for a shape, precision and layout, the candidates ranked beside it;
-with --build or --write, the dispatch table made from bench results instead. ``console`` and ``output`` (the
+with --build or --write, the dispatch table made from bench results instead, and with --split-k tc10's table of
+measured tiles and splits. ``console`` and ``output`` (the
 checked output path) are the command line's (gemmlab.cli)."""
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ def cmd_dispatch(args, console, output) -> int:
 
     if args.build or args.write:
         return _write_table(args.build or args.write, args.out, console, output, replace=bool(args.build))
+    if args.split_k:
+        return _write_split_k(args.split_k, args.out, console, output)
     info = gpu()
     here = info is not None
     info = info or dispatch.shipped_gpu()
@@ -77,4 +80,52 @@ def _write_table(paths, out, console, output, *, replace: bool) -> int:
     path, table = written
     shapes = sum(len(shapes) for precs in table.values() for shapes in precs.values())
     console.print(f"wrote {path}: {', '.join(table)}, {shapes} (precision, shape) entries", highlight=False)
+    return 0
+
+
+def split_k_rows(results: dict) -> list[tuple]:
+    """(precision, (M, N, K), params, µs, gain) of each verified tc10 record of a bench run: the registered build
+    (SPLITS = 0, the model's choice; gain None) and its --variant builds, their parameters the registered ones with
+    the variant's label ("cuda/tc10_split_k_bf16[BM=64,BN=64,STAGES=8,SPLITS=2]") applied and their gain over the
+    registered build in the same run (``variant_gain``)."""
+    from gemmlab.kernels.registry import get_kernel
+
+    rows = []
+    for r in results.get("records", []):
+        name = r.get("variant_of") or r.get("kernel", "")
+        if not name.startswith("cuda/tc10_split_k_") or not r.get("verified") or not r.get("median_ms"):
+            continue
+        params = dict(get_kernel(name).params)
+        if r.get("variant_of"):
+            label = r["kernel"][len(name) + 1:-1]
+            params.update((key, int(value)) for key, value in (kv.split("=") for kv in label.split(",")))
+        rows.append((r["precision"], (r["m"], r["n"], r["k"]), params, 1e3 * r["median_ms"], r.get("variant_gain")))
+    return rows
+
+
+def _write_split_k(paths, out, console, output) -> int:
+    """--split-k: tc10's measured choices (split_k.measured_table) from bench runs of its pinned builds on one GPU,
+    written to the table shipped with gemmlab, or to --out."""
+    import json
+
+    from gemmlab.kernels.cuda.tc.model import split_k
+    from gemmlab.results import load_results
+
+    runs = [load_results(Path(p)) for p in paths]
+    gpus = {(r["env"]["gpu"]["name"], r["env"]["gpu"]["sm_count"]) for r in runs if (r.get("env") or {}).get("gpu")}
+    rows = [row for r in runs for row in split_k_rows(r)]
+    if len(gpus) != 1 or not rows:
+        raise GemmlabError(f"--split-k takes bench runs of cuda/tc10_split_k_* (its --variant builds beside it) on one "
+                           f"GPU; {', '.join(paths)} hold {len(rows)} verified records of it from "
+                           f"{len(gpus)} GPU(s)")
+    (gpu, sm_count), = gpus
+    table = split_k.measured_table(rows, gpu, sm_count, sources=[Path(p).name for p in paths])
+    target = output(out, "--out") if out else split_k.MEASURED
+    try:
+        Path(target).write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
+    except OSError as exc:
+        raise OutputPathError(f"--split-k: cannot write {target}: {exc.strerror}") from None
+    kept = sum(len(v) for v in table["choices"].values())
+    console.print(f"wrote {target}: {kept} problems where a measured tile and S beat the model's by more than "
+                  f"{100 * split_k.MEASURED_MARGIN:.0f}%", highlight=False)
     return 0

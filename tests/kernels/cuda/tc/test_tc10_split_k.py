@@ -5,6 +5,7 @@ a GPU (test_tc10_split_k_gpu.py) correct results with the same bits on every cal
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 import subprocess
 
 import numpy as np
@@ -330,6 +331,111 @@ def test_auto_choice_is_carried_into_the_plan(stub):  # noqa: F811
     assert (plan.spec.params["BM"], plan.spec.params["BN"], plan.spec.params["SPLITS"]) == \
         (want.bm, want.bn, want.splits)
     assert get_kernel(NAMES["bf16"]).launch_geometry(Problem(*shape, "bf16")).grid == want.grid
+
+
+def test_a_measured_choice_replaces_the_model_s_in_the_plan(stub):  # noqa: F811
+    """At a problem the shipped sweep measured (512³ BF16: 64x64 tiles, one split, where the model splits K in two),
+    the plan launches the measured tile and S; one row more and the model's choice runs again."""
+    stub.stub_reset()
+    shape = (512, 512, 512)
+    hit = split_k.measured(*shape, "bf16", H200.sm_count)
+    model = split_k.choose(*shape, "bf16", H200.sm_count)
+    assert hit is not None and (hit.bm, hit.bn, hit.splits) != (model.bm, model.bn, model.splits)
+    plan, _ = make(stub, NAMES["bf16"], shape, Layout(b=COL))
+    plan.launch(0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000, 0)
+    assert launch_record(stub, 0).grid == hit.grid
+    assert (plan.spec.params["BM"], plan.spec.params["BN"], plan.spec.params["STAGES"]) == (hit.bm, hit.bn, hit.stages)
+    assert split_k.measured(513, 512, 512, "bf16", H200.sm_count) is None
+    assert split_k.measured(*shape, "bf16", 114) is None  # another GPU's SM count: the model's choice
+    assert get_kernel(NAMES["bf16"]).launch_geometry(Problem(513, 512, 512, "bf16")).grid == \
+        split_k.choose(513, 512, 512, "bf16", H200.sm_count).grid
+
+
+def _rows(times: dict, shape=(128, 4096, 4096), precision="fp8"):
+    """(precision, shape, params, µs, gain) rows of a sweep: {(BM, BN, STAGES, SPLITS): (µs, gain)}, SPLITS = 0 the
+    registered build (gain None)."""
+    return [(precision, shape, {"BM": bm, "BN": bn, "STAGES": st, "SPLITS": s}, us, gain)
+            for (bm, bn, st, s), (us, gain) in times.items()]
+
+
+def test_measured_table_keeps_a_choice_only_where_both_measures_pass_the_margin():
+    """The model's choice at 128x4096x4096 FP8 is 64x128 with S = 2. A pinned build is kept where its median is
+    faster than the model's choice's by more than the margin (the faster of its registered and its pinned record)
+    and its interleaved gain over the registered build is too; failing either, the model's choice stands."""
+    model = split_k.choose(128, 4096, 4096, "fp8")
+    mine = (model.bm, model.bn, model.stages, model.splits)
+    assert mine == (64, 128, 8, 2)
+    margin, other = split_k.MEASURED_MARGIN, (64, 64, 8, 1)
+    fast, gain = 15.0 * (1 - 2 * margin), 1 + 2 * margin
+    kept = split_k.measured_table(_rows({(128, 128, 6, 0): (20.0, None), mine: (15.0, 1.0), other: (fast, gain)}),
+                                  "GPU", 132)
+    hit = kept["choices"]["fp8"]["128x4096x4096"]
+    assert hit["model"]["us"] == 15.0  # the pinned record, faster than the registered one
+    assert {k: hit[k] for k in ("BM", "BN", "STAGES", "SPLITS")} == {"BM": 64, "BN": 64, "STAGES": 8, "SPLITS": 1}
+    for us, g in ((15.0 * (1 - margin / 2), gain), (fast, 1 + margin / 2), (fast, None)):
+        assert split_k.measured_table(_rows({mine: (15.0, 1.0), other: (us, g)}), "GPU", 132)["choices"] == {}
+    # a pinned S past the k-tiles is the build with S = KT, as the plan runs it
+    short = (128, 4096, 1024)
+    model = split_k.choose(*short, "fp8")
+    capped = split_k.measured_table(_rows({(model.bm, model.bn, model.stages, model.splits): (15.0, 1.0),
+                                           (64, 64, 8, 64): (10.0, 1.5)}, shape=short), "GPU", 132)
+    assert capped["choices"]["fp8"]["128x4096x1024"]["SPLITS"] == 8
+    plan = split_k.measured(128, 4096, 1024, "fp8", 132, table=capped)
+    assert (plan.bm, plan.bn, plan.splits, plan.grid) == (64, 64, 8, (128, 8, 1))
+    assert split_k.measured(128, 4096, 1024, "fp8", 114, table=capped) is None
+
+
+def test_shipped_measured_table_is_the_committed_sweeps():
+    """data/split_k-h200.json is what gemmlab dispatch --split-k makes of results/h200/tc10_sweep_*.json."""
+    import json
+
+    from gemmlab.dispatch_command import split_k_rows
+    from gemmlab.results import load_results
+
+    root = Path(__file__).resolve().parents[4] / "results" / "h200"
+    paths = sorted(root.glob("tc10_sweep_*.json"))
+    runs = [load_results(p) for p in paths]
+    rows = [row for r in runs for row in split_k_rows(r)]
+    assert {row[0] for row in rows} == {"bf16", "fp8", "fp8_block", "tf32"}
+    want = split_k.measured_table(rows, "NVIDIA H200", 132, sources=[p.name for p in paths])
+    assert json.loads(split_k.MEASURED.read_text()) == json.loads(json.dumps(want))
+
+
+def test_split_k_rows_read_a_variant_s_parameters():
+    name = NAMES["bf16"]
+    results = {"records": [
+        {"kernel": name, "precision": "bf16", "m": 8, "n": 16, "k": 32, "verified": True, "median_ms": 0.01},
+        {"kernel": f"{name}[BM=64,STAGES=8,SPLITS=3]", "variant_of": name, "precision": "bf16", "m": 8, "n": 16,
+         "k": 32, "verified": True, "median_ms": 0.02, "variant_gain": 0.5},
+        {"kernel": f"{name}[SPLITS=2]", "variant_of": name, "precision": "bf16", "m": 8, "n": 16, "k": 32,
+         "verified": False, "median_ms": 0.001},  # failed verification: never a choice
+        {"kernel": "cuda/tc4_persistent_bf16", "precision": "bf16", "m": 8, "n": 16, "k": 32, "verified": True,
+         "median_ms": 0.001}]}
+    from gemmlab.dispatch_command import split_k_rows
+
+    rows = split_k_rows(results)
+    assert [(r[2]["BM"], r[2]["BN"], r[2]["STAGES"], r[2]["SPLITS"]) for r in rows] == \
+        [(128, 128, 6, 0), (64, 128, 8, 3)]
+    assert [(round(r[3], 6), r[4]) for r in rows] == [(10.0, None), (20.0, 0.5)]
+
+
+def test_dispatch_split_k_writes_out_and_refuses_other_runs(tmp_path):
+    import json
+    import sys
+
+    src = Path(__file__).resolve().parents[4] / "results" / "h200" / "tc10_sweep_bf16.json"
+    out = tmp_path / "split.json"
+    proc = subprocess.run([sys.executable, "-m", "gemmlab", "dispatch", "--split-k", str(src), "--out", str(out)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert set(json.loads(out.read_text())["choices"]) == {"bf16"}
+    other = tmp_path / "other.json"
+    run = json.loads(src.read_text())
+    other.write_text(json.dumps({**run, "records": [{**run["records"][0], "kernel": "cuda/tc4_persistent_bf16"}]}))
+    proc = subprocess.run([sys.executable, "-m", "gemmlab", "dispatch", "--split-k", str(other), "--out", str(out)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert "cuda/tc10_split_k_" in proc.stderr and "0 verified records" in proc.stderr
 
 
 def test_dispatch_model_counts_the_splits():

@@ -7,7 +7,8 @@ CTA waits: each writes its FP32 partial to the plan's workspace and takes a tick
 last adds the S partials in split order 0..S-1 from zero, so C has the same bits on every call, stores C through
 the levels' epilogue (TileStore), and sets the ticket back to zero for the next call (one launch, no memset). The
 tile (64x64, 64x128 or 128x128) and S are chosen per problem by tc/model/split_k.py: waves of CTAs, k-tiles per CTA
-(at least 4: a pipeline's depth), and the reduction one CTA does alone. BF16 and FP8 per tensor (tc3's mainloop, the
+(at least 4: a pipeline's depth), and the reduction one CTA does alone; at the problems where a sweep of every tile
+and S measured another choice faster, that one (split_k.measured). BF16 and FP8 per tensor (tc3's mainloop, the
 scales on the summed tile, BF16 C for FP8); FP8 block-scaled (``_fp8_block``) promotes each k-tile into FP32 with
 its scales as tc8 does, on the tiles whose BN divides 128. TF32 (``_tf32``, TF32_ROUND=2) rounds both operands to
 nearest in the kernel, as cuBLAS does, with no pre-pass: A is wgmma's register operand, its fragments loaded from the
@@ -42,7 +43,8 @@ from gemmlab.kernels.geometry import Geometry
 from gemmlab.kernels.spec import SM_COUNT, Traffic
 from gemmlab.problem import Problem
 
-# SPLITS = 0: the tile and S chosen per problem (split_k.choose); a configuration that names S (> 0) keeps its tile
+# SPLITS = 0: the tile and S chosen per problem (split_k.measured where a sweep timed the problem, else split_k.choose);
+# a configuration that names S (> 0) keeps its tile
 BASE = {"BM": 128, "BN": 128, "STAGES": 6, "PRODUCER_REGS": 40, "CONSUMER_REGS": 232, "SPLITS": 0, "EPI_TMA": 1}
 FP8 = {**BASE, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
 FP8_BLOCK = {**FP8, "BLOCK_SCALED": 1}
@@ -68,7 +70,7 @@ class SplitK(WgmmaKernel):
         p = self.params
         if p["SPLITS"]:
             return split_k.pinned(m, n, k, self.precision, p["BM"], p["BN"], p["STAGES"], p["SPLITS"], sm_count)
-        return split_k.choose(m, n, k, self.precision, sm_count)
+        return split_k.measured(m, n, k, self.precision, sm_count) or split_k.choose(m, n, k, self.precision, sm_count)
 
     def for_problem(self, problem: Problem, sm_count: int = SM_COUNT) -> "SplitK":
         s = self.split_plan(problem, sm_count)
