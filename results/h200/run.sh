@@ -56,6 +56,21 @@ g profile "cuda/tc4_persistent_fp8,cuda/tc8*,cuda/tc6_stream_k_fp8_block,peers/c
 # The models of every record under the roofs measured above, and each record against its own ceiling
 g roofline --remodel "$OUT"/{fp32,tensor_cores,fp8,fp8_variants,blocks,seed_1024}.json --ceilings "$OUT/ceilings.json"
 g roofline --check "$OUT"/{fp32,tensor_cores,fp8,fp8_variants,blocks,seed_1024}.json
+# tc10 at each of its tiles and S in {1, 2, 3, 4, 6, 8, 12, 16} (pinned --variant builds) where its model's choice
+# may miss: the table of measured choices, written into the tree that runs (src/gemmlab/data/split_k-h200.json),
+# before the grid times tc10 with it
+SWEEP=""; for s in 32x4096x4096 64x4096x4096 128x4096x4096 256x4096x4096 512x4096x4096 16x14336x4096 64x4096x14336 \
+  256x4096x14336 128x1024x8192 512x1024x8192 1024x1024x8192 256x256x256 512x512x512 768x768x768 1024x1024x1024 \
+  256x256x16384 512x512x16384 1024x1024x16384 256x256x65536; do SWEEP="$SWEEP --shape $s"; done
+for P in bf16 fp8 fp8_block tf32; do
+  V=""; for t in 64,64,8 64,128,8 128,128,6; do IFS=, read -r bm bn st <<< "$t"
+    for sp in 1 2 3 4 6 8 12 16; do V="$V --variant cuda/tc10_split_k_$P:BM=$bm,BN=$bn,STAGES=$st,SPLITS=$sp"; done
+  done
+  # shellcheck disable=SC2086
+  g bench --kernels "cuda/tc10_split_k_$P" --layout row,col $SWEEP $V --no-peers --repeat 20 --max-seconds 0.2 \
+    --pause 0 --no-ceilings --json "$OUT/tc10_sweep_$P.json"
+done
+g dispatch --split-k "$OUT"/tc10_sweep_*.json
 # The suite's grid for kernel="auto": every candidate of each precision at every grid shape, B handed over as w.t()
 # (the kernels that do not read it in place timed with gemmlab.matmul's copy), skipped where the shipped table
 # predicts it over 3x the fastest there; a few minutes each
