@@ -207,10 +207,10 @@ def build_parser() -> argparse.ArgumentParser:
                        "this machine's dispatch table instead (what kernel='auto' reads on their GPU; a bench run "
                        "does not write it), or to the table at --out, each kernel's rows replacing its own")
     table.add_argument("--split-k", nargs="+", metavar="RESULTS", help="write tc10's table of measured tiles and "
-                       "splits instead, from bench runs of cuda/tc10_split_k_* with --variant builds over every tile "
-                       "and S (the shipped one: results/h200/tc10_sweep_*.json)")
-    s.add_argument("--out", help="where --build, --write or --split-k writes (default: --build's and --split-k's "
-                                 "the tables shipped with gemmlab, --write's this machine's)")
+                       "splits instead, from bench runs of cuda/tc10_split_k_* with --layout row,col and --variant "
+                       "builds over every tile and S (the shipped one: results/h200/tc10_sweep_*.json)")
+    s.add_argument("--out", help="where --build, --write or --split-k writes (default: for --build and --split-k "
+                                 "the tables shipped with gemmlab, for --write this machine's)")
 
     from gemmlab.chapter.command import add_parser as add_chapter
 

@@ -83,42 +83,62 @@ def _write_table(paths, out, console, output, *, replace: bool) -> int:
     return 0
 
 
+SPLIT_K_LAYOUT = "row,col"  # what the table is measured in: B as w.t(), as x @ w.t() and the suite hand it over
+SPLIT_K_PARAMS = ("BM", "BN", "STAGES", "SPLITS")  # what a sweep's builds may change
+
+
 def split_k_rows(results: dict) -> list[tuple]:
-    """(precision, (M, N, K), params, µs, gain) of each verified tc10 record of a bench run: the registered build
-    (SPLITS = 0, the model's choice; gain None) and its --variant builds, their parameters the registered ones with
-    the variant's label ("cuda/tc10_split_k_bf16[BM=64,BN=64,STAGES=8,SPLITS=2]") applied and their gain over the
-    registered build in the same run (``variant_gain``)."""
+    """(precision, (M, N, K), params, µs, gain) of each verified tc10 record of a bench run with B as w.t(): the
+    build that ran (the record's ``params``: the registered kernel's choice for the problem, or a --variant's pinned
+    tile and S) and its speedup over the run's registered build in launches interleaved with it (``variant_gain``;
+    1.0 for the registered build). A variant that changes more than the tile, the ring and S is refused: the table
+    holds those alone."""
     from gemmlab.kernels.registry import get_kernel
+    from gemmlab.problem import get_precision
 
     rows = []
     for r in results.get("records", []):
         name = r.get("variant_of") or r.get("kernel", "")
         if not name.startswith("cuda/tc10_split_k_") or not r.get("verified") or not r.get("median_ms"):
             continue
-        params = dict(get_kernel(name).params)
-        if r.get("variant_of"):
-            label = r["kernel"][len(name) + 1:-1]
-            params.update((key, int(value)) for key, value in (kv.split("=") for kv in label.split(",")))
-        rows.append((r["precision"], (r["m"], r["n"], r["k"]), params, 1e3 * r["median_ms"], r.get("variant_gain")))
+        if (r.get("layout") or ("row,col" if get_precision(r["precision"]).kmajor_b else "row,row")) != SPLIT_K_LAYOUT:
+            continue  # FP8's records name no layout: its B is always K-major, w.t()'s
+        params, base = r.get("params") or {}, get_kernel(name).params
+        other = sorted(key for key in {*params, *base} - set(SPLIT_K_PARAMS) if params.get(key) != base.get(key))
+        if not params or other:
+            raise GemmlabError(f"{r['kernel']} at {r['m']}x{r['n']}x{r['k']}: "
+                               + (f"changes {', '.join(other)}; tc10's table holds builds that differ from "
+                                  f"{name} in {', '.join(SPLIT_K_PARAMS)} alone" if params else
+                                  "the record names no parameters (a bench run before records held them)"))
+        gain = r.get("variant_gain") if r.get("variant_of") else 1.0
+        rows.append((r["precision"], (r["m"], r["n"], r["k"]), params, 1e3 * r["median_ms"], gain))
     return rows
 
 
 def _write_split_k(paths, out, console, output) -> int:
-    """--split-k: tc10's measured choices (split_k.measured_table) from bench runs of its pinned builds on one GPU,
-    written to the table shipped with gemmlab, or to --out."""
+    """--split-k: tc10's measured choices (split_k.measured_table) from bench runs of its builds on one GPU, written
+    to the table shipped with gemmlab (the H200's: runs on an H200 only) or to --out."""
     import json
 
+    from gemmlab import dispatch
     from gemmlab.kernels.cuda.tc.model import split_k
     from gemmlab.results import load_results
 
-    runs = [load_results(Path(p)) for p in paths]
-    gpus = {(r["env"]["gpu"]["name"], r["env"]["gpu"]["sm_count"]) for r in runs if (r.get("env") or {}).get("gpu")}
-    rows = [row for r in runs for row in split_k_rows(r)]
+    runs = {p: load_results(Path(p)) for p in paths}
+    unnamed = [p for p, r in runs.items() if not ((r.get("env") or {}).get("gpu") or {}).get("name")]
+    if unnamed:
+        raise GemmlabError(f"--split-k: {', '.join(unnamed)} name no GPU (env.gpu): a table is one GPU's")
+    gpus = {(r["env"]["gpu"]["name"], r["env"]["gpu"].get("sm_count")) for r in runs.values()}
+    rows = [row for r in runs.values() for row in split_k_rows(r)]
     if len(gpus) != 1 or not rows:
-        raise GemmlabError(f"--split-k takes bench runs of cuda/tc10_split_k_* (its --variant builds beside it) on one "
-                           f"GPU; {', '.join(paths)} hold {len(rows)} verified records of it from "
-                           f"{len(gpus)} GPU(s)")
+        raise GemmlabError(f"--split-k takes bench runs of cuda/tc10_split_k_* (--layout {SPLIT_K_LAYOUT}, its "
+                           f"--variant builds beside it) on one GPU; {', '.join(paths)} hold {len(rows)} verified "
+                           f"records of it from {len(gpus)} GPUs")
     (gpu, sm_count), = gpus
+    shipped = dispatch.shipped_gpu()
+    if not out and (gpu, sm_count) != (shipped.name, shipped.sm_count):
+        raise GemmlabError(f"--split-k: the runs are of an {gpu}, the shipped table is the {shipped.name}'s; "
+                           "write it elsewhere with --out")
     table = split_k.measured_table(rows, gpu, sm_count, sources=[Path(p).name for p in paths])
     target = output(out, "--out") if out else split_k.MEASURED
     try:

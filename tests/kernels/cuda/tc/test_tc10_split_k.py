@@ -4,9 +4,10 @@ workspace on ragged shapes (a stub libcuda records the launch), the TF32 build's
 a GPU (test_tc10_split_k_gpu.py) correct results with the same bits on every call."""
 from __future__ import annotations
 
+import json
 import shutil
-from pathlib import Path
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -333,9 +334,14 @@ def test_auto_choice_is_carried_into_the_plan(stub):  # noqa: F811
     assert get_kernel(NAMES["bf16"]).launch_geometry(Problem(*shape, "bf16")).grid == want.grid
 
 
+H200_NAME = "NVIDIA H200"
+RESULTS = Path(__file__).resolve().parents[4] / "results" / "h200"
+
+
 def test_a_measured_choice_replaces_the_model_s_in_the_plan(stub):  # noqa: F811
     """At a problem the shipped sweep measured (512³ BF16: 64x64 tiles, one split, where the model splits K in two),
-    the plan launches the measured tile and S; one row more and the model's choice runs again."""
+    the plan launches the measured tile and S; one row more and the model's choice runs again; another GPU, even
+    of the H200's SM count, keeps the model's choice."""
     stub.stub_reset()
     shape = (512, 512, 512)
     hit = split_k.measured(*shape, "bf16", H200.sm_count)
@@ -346,96 +352,174 @@ def test_a_measured_choice_replaces_the_model_s_in_the_plan(stub):  # noqa: F811
     assert launch_record(stub, 0).grid == hit.grid
     assert (plan.spec.params["BM"], plan.spec.params["BN"], plan.spec.params["STAGES"]) == (hit.bm, hit.bn, hit.stages)
     assert split_k.measured(513, 512, 512, "bf16", H200.sm_count) is None
-    assert split_k.measured(*shape, "bf16", 114) is None  # another GPU's SM count: the model's choice
+    assert split_k.measured(*shape, "bf16", 114) is None
+    assert split_k.measured(*shape, "bf16", 132, gpu="NVIDIA H100 80GB HBM3") is None
+    assert split_k.measured(*shape, "bf16", 132, gpu=H200_NAME) == hit
     assert get_kernel(NAMES["bf16"]).launch_geometry(Problem(513, 512, 512, "bf16")).grid == \
         split_k.choose(513, 512, 512, "bf16", H200.sm_count).grid
 
 
+def _shipped_choices():
+    return [(precision, tuple(int(x) for x in shape.split("x")), hit)
+            for precision, shapes in json.loads(split_k.MEASURED.read_text())["choices"].items()
+            for shape, hit in shapes.items()]
+
+
+@pytest.mark.parametrize("precision,shape,hit", _shipped_choices(), ids=lambda v: v if isinstance(v, str) else None)
+def test_every_shipped_choice_is_a_build_the_plan_runs(stub, precision, shape, hit):  # noqa: F811
+    """Each shipped choice is one of its precision's builds, passes its constraints (TF32 with the pass over B's
+    tiles that x @ w.t() takes), leaves no split empty, and is what the plan of x @ w.t() launches: tiles x S CTAs,
+    S partials a tile in its workspace."""
+    stub.stub_reset()
+    assert (hit["BM"], hit["BN"], hit["STAGES"]) in split_k.tiles_for(precision)
+    plan_k = split_k.measured(*shape, precision, H200.sm_count)
+    assert min(end - begin for begin, end in plan_k.ranges()) >= 1
+    spec = get_kernel(NAMES[precision]).for_problem(Problem(*shape, precision), H200.sm_count)
+    assert spec.config_error() is None
+    if precision == "tf32":  # with the consumers' pass over B's tiles, the build x @ w.t() runs
+        assert spec.with_params({"ROUND_B_SMEM": 1}).config_error() is None
+    plan, _ = make(stub, NAMES[precision], shape, Layout(b=COL))
+    ptrs = (0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000)
+    plan.launch(*ptrs, 0, *([0x7300_0000_0000, 0x7300_0000_0040] if precision.startswith("fp8") else []))
+    assert launch_record(stub, stub.stub_launches() - 1).grid == plan_k.grid
+    if plan_k.splits > 1:
+        assert plan.buffers[-2].nbytes == plan_k.workspace_bytes
+
+
+def test_measured_choices_outside_what_the_kernel_builds_are_not_taken():
+    """A table names a tile and S; one the precision does not build (fp8_block's tiles sit in one 128-wide block of
+    B's scales), or an S past the problem's k-tiles, leaves the model's choice."""
+    def table(bm, bn, stages, splits, precision="fp8_block", shape="256x256x4096"):
+        return {"gpu": H200_NAME, "sm_count": 132, "choices": {precision: {shape: {
+            "BM": bm, "BN": bn, "STAGES": stages, "SPLITS": splits}}}}
+
+    assert split_k.measured(256, 256, 4096, "fp8_block", 132, table(64, 128, 8, 4), gpu=H200_NAME).splits == 4
+    assert split_k.measured(256, 256, 4096, "fp8_block", 132, table(64, 256, 8, 4), gpu=H200_NAME) is None
+    assert split_k.measured(256, 256, 4096, "fp8_block", 132, table(64, 128, 7, 4), gpu=H200_NAME) is None
+    assert split_k.measured(256, 256, 4096, "fp8_block", 132, table(64, 128, 8, 33), gpu=H200_NAME) is None
+    assert split_k.measured(256, 256, 4096, "fp8_block", 132, table(64, 128, 8, 0), gpu=H200_NAME) is None
+
+
 def _rows(times: dict, shape=(128, 4096, 4096), precision="fp8"):
-    """(precision, shape, params, µs, gain) rows of a sweep: {(BM, BN, STAGES, SPLITS): (µs, gain)}, SPLITS = 0 the
-    registered build (gain None)."""
+    """(precision, shape, params, µs, gain) rows of a sweep: {(BM, BN, STAGES, SPLITS): (µs, gain)}."""
     return [(precision, shape, {"BM": bm, "BN": bn, "STAGES": st, "SPLITS": s}, us, gain)
             for (bm, bn, st, s), (us, gain) in times.items()]
 
 
 def test_measured_table_keeps_a_choice_only_where_both_measures_pass_the_margin():
-    """The model's choice at 128x4096x4096 FP8 is 64x128 with S = 2. A pinned build is kept where its median is
-    faster than the model's choice's by more than the margin (the faster of its registered and its pinned record)
-    and its interleaved gain over the registered build is too; failing either, the model's choice stands."""
+    """The model's choice at 128x4096x4096 FP8 is 64x128 with S = 2. A build is kept where its median is faster than
+    the model's choice's by more than the margin (a build timed twice by its faster median) and its interleaved gain
+    over the model's choice is too; failing either, the model's choice stands. A run made with the table applied
+    (the measured choice registered, the model's pinned: its gain below 1) gives the same answer."""
     model = split_k.choose(128, 4096, 4096, "fp8")
     mine = (model.bm, model.bn, model.stages, model.splits)
     assert mine == (64, 128, 8, 2)
     margin, other = split_k.MEASURED_MARGIN, (64, 64, 8, 1)
     fast, gain = 15.0 * (1 - 2 * margin), 1 + 2 * margin
-    kept = split_k.measured_table(_rows({(128, 128, 6, 0): (20.0, None), mine: (15.0, 1.0), other: (fast, gain)}),
-                                  "GPU", 132)
-    hit = kept["choices"]["fp8"]["128x4096x4096"]
-    assert hit["model"]["us"] == 15.0  # the pinned record, faster than the registered one
+    # the model's choice registered (20.0, gain 1 by definition) and pinned (15.0: its median, not its gain, counts)
+    rows = _rows({mine: (20.0, 1.0)}) + _rows({mine: (15.0, 1.04), other: (fast, gain)})
+    hit = split_k.measured_table(rows, "GPU", 132)["choices"]["fp8"]["128x4096x4096"]
+    assert hit["model"]["us"] == 15.0 and hit["gain"] == round(gain, 3)
     assert {k: hit[k] for k in ("BM", "BN", "STAGES", "SPLITS")} == {"BM": 64, "BN": 64, "STAGES": 8, "SPLITS": 1}
     for us, g in ((15.0 * (1 - margin / 2), gain), (fast, 1 + margin / 2), (fast, None)):
         assert split_k.measured_table(_rows({mine: (15.0, 1.0), other: (us, g)}), "GPU", 132)["choices"] == {}
+    applied = split_k.measured_table(_rows({other: (fast, 1.0), mine: (15.0, 1 / gain)}), "GPU", 132)
+    assert applied["choices"]["fp8"]["128x4096x4096"]["SPLITS"] == 1
+    close = split_k.measured_table(_rows({other: (fast, 1.0), mine: (15.0, 1 / (1 + margin / 2))}), "GPU", 132)
+    assert close["choices"] == {}
     # a pinned S past the k-tiles is the build with S = KT, as the plan runs it
     short = (128, 4096, 1024)
     model = split_k.choose(*short, "fp8")
     capped = split_k.measured_table(_rows({(model.bm, model.bn, model.stages, model.splits): (15.0, 1.0),
                                            (64, 64, 8, 64): (10.0, 1.5)}, shape=short), "GPU", 132)
     assert capped["choices"]["fp8"]["128x4096x1024"]["SPLITS"] == 8
-    plan = split_k.measured(128, 4096, 1024, "fp8", 132, table=capped)
+    plan = split_k.measured(128, 4096, 1024, "fp8", 132, table=capped, gpu="GPU")
     assert (plan.bm, plan.bn, plan.splits, plan.grid) == (64, 64, 8, (128, 8, 1))
-    assert split_k.measured(128, 4096, 1024, "fp8", 114, table=capped) is None
 
 
-def test_shipped_measured_table_is_the_committed_sweeps():
-    """data/split_k-h200.json is what gemmlab dispatch --split-k makes of results/h200/tc10_sweep_*.json."""
-    import json
-
+def test_shipped_measured_table_is_the_committed_sweeps_and_holds_in_a_run_with_it():
+    """data/split_k-h200.json is what the table's rule makes of results/h200/tc10_sweep_*.json, and the run made
+    with it applied (tc10_measured_confirm.json: the measured choices registered, the model's pinned beside them)
+    keeps the same choices but those within the margin there."""
     from gemmlab.dispatch_command import split_k_rows
     from gemmlab.results import load_results
 
-    root = Path(__file__).resolve().parents[4] / "results" / "h200"
-    paths = sorted(root.glob("tc10_sweep_*.json"))
+    paths = sorted(RESULTS.glob("tc10_sweep_*.json"))
     runs = [load_results(p) for p in paths]
+    assert {r["env"]["gpu"]["name"] for r in runs} == {H200_NAME}
     rows = [row for r in runs for row in split_k_rows(r)]
     assert {row[0] for row in rows} == {"bf16", "fp8", "fp8_block", "tf32"}
-    want = split_k.measured_table(rows, "NVIDIA H200", 132, sources=[p.name for p in paths])
-    assert json.loads(split_k.MEASURED.read_text()) == json.loads(json.dumps(want))
+    want = split_k.measured_table(rows, H200_NAME, 132, sources=[p.name for p in paths])
+    shipped = json.loads(split_k.MEASURED.read_text())
+    assert shipped == json.loads(json.dumps(want)) and sum(map(len, shipped["choices"].values())) == 10
+    again = split_k.measured_table(split_k_rows(load_results(RESULTS / "tc10_measured_confirm.json")), H200_NAME, 132)
+    kept = {(p, s, (v["BM"], v["BN"], v["SPLITS"])) for p, c in again["choices"].items() for s, v in c.items()}
+    ship = {(p, s, (v["BM"], v["BN"], v["SPLITS"])) for p, c in shipped["choices"].items() for s, v in c.items()}
+    assert kept <= ship and len(kept) >= 8
 
 
-def test_split_k_rows_read_a_variant_s_parameters():
-    name = NAMES["bf16"]
-    results = {"records": [
-        {"kernel": name, "precision": "bf16", "m": 8, "n": 16, "k": 32, "verified": True, "median_ms": 0.01},
-        {"kernel": f"{name}[BM=64,STAGES=8,SPLITS=3]", "variant_of": name, "precision": "bf16", "m": 8, "n": 16,
-         "k": 32, "verified": True, "median_ms": 0.02, "variant_gain": 0.5},
-        {"kernel": f"{name}[SPLITS=2]", "variant_of": name, "precision": "bf16", "m": 8, "n": 16, "k": 32,
-         "verified": False, "median_ms": 0.001},  # failed verification: never a choice
-        {"kernel": "cuda/tc4_persistent_bf16", "precision": "bf16", "m": 8, "n": 16, "k": 32, "verified": True,
-         "median_ms": 0.001}]}
+def _record(kernel, variant_of=None, gain=None, precision="bf16", layout="row,col", **params):
+    base = dict(get_kernel(variant_of or kernel).params)
+    return {"kernel": kernel, "variant_of": variant_of, "variant_gain": gain, "precision": precision, "m": 8,
+            "n": 16, "k": 32, "verified": True, "median_ms": 0.01, "layout": layout, "params": {**base, **params}}
+
+
+def test_split_k_rows_read_the_build_that_ran():
+    """Each row is the build the record ran (its params) and its gain over the run's registered build (1.0 for the
+    registered one); records that failed verification, of other kernels or of another layout are left out (FP8's
+    name none: its B is always K-major); a variant that changes more than the tile, the ring and S is refused."""
     from gemmlab.dispatch_command import split_k_rows
+    from gemmlab.errors import GemmlabError
 
-    rows = split_k_rows(results)
-    assert [(r[2]["BM"], r[2]["BN"], r[2]["STAGES"], r[2]["SPLITS"]) for r in rows] == \
-        [(128, 128, 6, 0), (64, 128, 8, 3)]
-    assert [(round(r[3], 6), r[4]) for r in rows] == [(10.0, None), (20.0, 0.5)]
+    name = NAMES["bf16"]
+    records = [_record(name, BM=64, BN=128, STAGES=8, SPLITS=4),
+               _record(f"{name}[BM=64,STAGES=8,SPLITS=3]", name, 0.5, BM=64, STAGES=8, SPLITS=3),
+               {**_record(f"{name}[SPLITS=2]", name, 9.0, SPLITS=2), "verified": False},
+               _record(f"{name}[SPLITS=2]", name, 9.0, layout="row,row", SPLITS=2),
+               _record("cuda/tc4_persistent_bf16"),
+               _record(NAMES["fp8"], precision="fp8", layout=None, SPLITS=2)]
+    rows = split_k_rows({"records": records})
+    assert [(r[0], r[2]["BM"], r[2]["BN"], r[2]["STAGES"], r[2]["SPLITS"], r[4]) for r in rows] == \
+        [("bf16", 64, 128, 8, 4, 1.0), ("bf16", 64, 128, 8, 3, 0.5), ("fp8", 128, 128, 6, 2, 1.0)]
+    assert [round(r[3], 6) for r in rows] == [10.0, 10.0, 10.0]
+    with pytest.raises(GemmlabError, match=r"changes EPI_TMA; tc10's table holds builds that differ"):
+        split_k_rows({"records": [_record(f"{name}[EPI_TMA=0]", name, 1.2, EPI_TMA=0)]})
+
+
+def _cli(*args):
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "gemmlab", "dispatch", "--split-k", *map(str, args)],
+                          capture_output=True, text=True)
 
 
 def test_dispatch_split_k_writes_out_and_refuses_other_runs(tmp_path):
-    import json
-    import sys
-
-    src = Path(__file__).resolve().parents[4] / "results" / "h200" / "tc10_sweep_bf16.json"
+    """--split-k --out writes the table of the runs named (the BF16 sweep: the shipped BF16 choices); runs of two
+    GPUs, a run without a GPU, a non-H200 run without --out and a run without tc10's records are each refused in
+    one line, exit 2."""
+    src = RESULTS / "tc10_sweep_bf16.json"
     out = tmp_path / "split.json"
-    proc = subprocess.run([sys.executable, "-m", "gemmlab", "dispatch", "--split-k", str(src), "--out", str(out)],
-                          capture_output=True, text=True)
+    proc = _cli(src, "--out", out)
     assert proc.returncode == 0, proc.stderr
-    assert set(json.loads(out.read_text())["choices"]) == {"bf16"}
-    other = tmp_path / "other.json"
+    shipped = json.loads(split_k.MEASURED.read_text())["choices"]["bf16"]
+    assert json.loads(out.read_text())["choices"] == {"bf16": shipped}
     run = json.loads(src.read_text())
+
+    def variant(path, **env_gpu):
+        path.write_text(json.dumps({**run, "env": {**run["env"], "gpu": {**run["env"]["gpu"], **env_gpu}}}))
+        return path
+
+    h100 = variant(tmp_path / "h100.json", name="NVIDIA H100 80GB HBM3")
+    no_gpu = tmp_path / "no_gpu.json"
+    no_gpu.write_text(json.dumps({**run, "env": {k: v for k, v in run["env"].items() if k != "gpu"}}))
+    other = tmp_path / "other.json"
     other.write_text(json.dumps({**run, "records": [{**run["records"][0], "kernel": "cuda/tc4_persistent_bf16"}]}))
-    proc = subprocess.run([sys.executable, "-m", "gemmlab", "dispatch", "--split-k", str(other), "--out", str(out)],
-                          capture_output=True, text=True)
-    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
-    assert "cuda/tc10_split_k_" in proc.stderr and "0 verified records" in proc.stderr
+    for args, says in (((src, h100, "--out", out), "from 2 GPUs"), ((no_gpu, "--out", out), "name no GPU"),
+                       ((h100,), "write it elsewhere with --out"), ((other, "--out", out), "0 verified records")):
+        proc = _cli(*args)
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert says in proc.stderr, proc.stderr
+    assert _cli(h100, "--out", out).returncode == 0 and json.loads(out.read_text())["gpu"] == "NVIDIA H100 80GB HBM3"
 
 
 def test_dispatch_model_counts_the_splits():

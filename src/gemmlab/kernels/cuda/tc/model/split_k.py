@@ -17,10 +17,10 @@ CTAs at most; tc10's is ``wgmma(precision)``, the default of every function here
 hides the copies.
 
 The model misranks some problems (docs/tensor_cores/tc10.md, "The choice measured"): where a sweep of tc10's pinned
-builds on a GPU (bench --variant over every tile and S) found another tile and S faster than the model's choice by
-more than the spread of one timing (MEASURED_MARGIN), that choice is kept in a table (``measured_table``; the H200's
-ships as data/split_k-h200.json, ``gemmlab dispatch --split-k``) and ``measured`` returns it for that exact problem
-on a GPU of the table's SM count; every other problem takes the model's.
+builds on a GPU (bench --variant over every tile and S, B as w.t()) found another tile and S faster than the model's
+choice by more than the spread of one timing (MEASURED_MARGIN), that choice is kept in a table (``measured_table``;
+the H200's ships as data/split_k-h200.json, ``gemmlab dispatch --split-k``) and ``measured`` returns it for that
+exact problem on that GPU, whatever the call's layout, C's type or epilogue; every other problem takes the model's.
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ import dataclasses
 import json
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
+from importlib.resources import files
 from typing import Callable
 
 from gemmlab.kernels.cuda.tc.model.tiles import bk
@@ -45,7 +45,7 @@ SM_BYTES_PER_CLOCK = 64  # assumed: what one SM reads from L2 per clock, the ope
 CTA_START_CLOCKS = 2000  # assumed: a CTA's ring set-up and its first k-tile's copies, about 1 µs, not overlapped
 MIN_SPLIT_KTILES = 4  # k-tiles a split at least: the pipeline depth that covers a TMA copy's latency
 MAX_WAVES = 2  # S is capped where the tiles x S CTAs would take more waves than this: the partials grow with S
-MEASURED = Path(__file__).resolve().parents[4] / "data" / "split_k-h200.json"
+MEASURED = files("gemmlab") / "data" / "split_k-h200.json"
 MEASURED_MARGIN = 0.05  # a measured choice replaces the model's where faster by more than this (one timing's spread)
 
 
@@ -182,47 +182,66 @@ def pinned(m: int, n: int, k: int, precision: str, bm: int, bn: int, stages: int
 
 
 def measured_table(rows, gpu: str, sm_count: int, sources=()) -> dict:
-    """The table ``measured`` reads, from one GPU's timings of tc10 at pinned tiles and S: ``rows`` are (precision,
-    (M, N, K), params, µs, gain) with params the build's {BM, BN, STAGES, SPLITS} (SPLITS = 0: the model's choice, the
-    registered build) and gain a pinned build's speedup over the registered one in launches interleaved with it
-    (bench --variant's ``variant_gain``; None for the registered build). Per problem, the fastest measured (tile, S)
-    is kept where two measures agree that it beats the model's choice by more than MEASURED_MARGIN: its median
-    against the model's choice's (timed as the registered build or pinned at the same tile and S, the faster), and
-    its interleaved gain over the registered build. The fastest of many builds' medians, each with its spread, is
-    biased low; the second measure keeps a choice that was lucky once out."""
+    """The table ``measured`` reads, from one GPU's timings of tc10 at several tiles and S: ``rows`` are (precision,
+    (M, N, K), params, µs, gain) with params the build that ran (its BM, BN, STAGES and SPLITS, S >= 1) and gain its
+    speedup over the run's registered build in launches interleaved with it (bench --variant's ``variant_gain``; 1.0
+    for the registered build, None where not measured). Per problem, the fastest median is kept where two measures
+    agree that it beats the model's choice (``choose``) by more than MEASURED_MARGIN: the medians (a build timed twice,
+    as the registered build and pinned, by its faster one), and the ratio of their interleaved gains (a build that
+    ran as the registered one is that run's reference: 1.0, whatever its pinned twin measured). The fastest of many
+    builds' medians, each with its spread, is biased low; the second measure keeps a build that was lucky once out.
+    A run made with the table applied times the measured choice as its registered build and the model's pinned:
+    the same comparison from the other side."""
     times: dict = {}
     for precision, (m, n, k), p, us, gain in rows:
-        plan = (choose(m, n, k, precision, sm_count) if not p["SPLITS"]
-                else pinned(m, n, k, precision, p["BM"], p["BN"], p["STAGES"], p["SPLITS"], sm_count))
+        plan = pinned(m, n, k, precision, p["BM"], p["BN"], p["STAGES"], p["SPLITS"], sm_count)
         cfg = (plan.bm, plan.bn, plan.stages, plan.splits)
         mine = times.setdefault((precision, (m, n, k)), {})
-        if cfg not in mine or us < mine[cfg][0]:
-            mine[cfg] = (us, gain)
+        was_us, was_gain = mine.get(cfg, (us, gain))
+        best_gain = 1.0 if 1.0 in (gain, was_gain) else (gain if us <= was_us else was_gain)
+        mine[cfg] = (min(us, was_us), best_gain)
     choices: dict = {}
     for (precision, (m, n, k)), mine in sorted(times.items()):
         model = choose(m, n, k, precision, sm_count)
-        model_us = mine.get((model.bm, model.bn, model.stages, model.splits), (None,))[0]
+        model_us, model_gain = mine.get((model.bm, model.bn, model.stages, model.splits), (None, None))
         (bm, bn, stages, splits), (us, gain) = min(mine.items(), key=lambda kv: kv[1][0])
-        if model_us is not None and us < (1 - MEASURED_MARGIN) * model_us and (gain or 0) > 1 + MEASURED_MARGIN:
+        if model_us is None or gain is None or not model_gain:
+            continue
+        if us < (1 - MEASURED_MARGIN) * model_us and gain / model_gain > 1 + MEASURED_MARGIN:
             choices.setdefault(precision, {})[f"{m}x{n}x{k}"] = {
-                "BM": bm, "BN": bn, "STAGES": stages, "SPLITS": splits, "us": round(us, 2), "gain": round(gain, 3),
+                "BM": bm, "BN": bn, "STAGES": stages, "SPLITS": splits, "us": round(us, 2),
+                "gain": round(gain / model_gain, 3),
                 "model": {"BM": model.bm, "BN": model.bn, "SPLITS": model.splits, "us": round(model_us, 2)}}
-    return {"gpu": gpu, "sm_count": sm_count, "margin": MEASURED_MARGIN, "from": list(sources), "choices": choices}
+    return {"gpu": gpu, "sm_count": sm_count, "margin": MEASURED_MARGIN, "from": list(dict.fromkeys(sources)),
+            "choices": choices}
 
 
 @lru_cache(maxsize=None)
 def _shipped() -> dict:
-    return json.loads(MEASURED.read_text()) if MEASURED.exists() else {}
+    """The table shipped with gemmlab (empty where the file is missing)."""
+    return json.loads(MEASURED.read_text()) if MEASURED.is_file() else {}
 
 
-def measured(m: int, n: int, k: int, precision: str, sm_count: int = 132,
-             table: dict | None = None) -> SplitPlan | None:
-    """The tile and S measured fastest for exactly this problem (``table``, default the shipped H200 one) on a GPU of
-    the table's SM count, or None: the model's choice stands."""
+def measured(m: int, n: int, k: int, precision: str, sm_count: int = 132, table: dict | None = None,
+             gpu: str | None = None) -> SplitPlan | None:
+    """The tile and S measured fastest for exactly this problem (``table``, default the shipped H200 one) on the
+    table's GPU, or None: the model's choice stands. ``gpu``: the GPU's name (default: this machine's GPU, and
+    without one the table's own, as gemmlab dispatch answers for the H200); its SM count must be the table's too.
+    An entry whose tile the precision does not build, or whose S is past its k-tiles, is not taken."""
     t = _shipped() if table is None else table
     if t.get("sm_count") != sm_count:
+        return None
+    if gpu is None:
+        from gemmlab.device import gpu as this_gpu
+
+        info = this_gpu()
+        gpu = info.name if info is not None else t.get("gpu")
+    if gpu != t.get("gpu"):
         return None
     hit = t.get("choices", {}).get(precision, {}).get(f"{m}x{n}x{k}")
     if hit is None:
         return None
-    return pinned(m, n, k, precision, hit["BM"], hit["BN"], hit["STAGES"], hit["SPLITS"], sm_count)
+    tile = next((tl for tl in tiles_for(precision) if tl == (hit["BM"], hit["BN"], hit["STAGES"])), None)
+    if tile is None or not 1 <= hit["SPLITS"] <= ceil_div(k, bk(precision)):
+        return None
+    return pinned(m, n, k, precision, *tile, hit["SPLITS"], sm_count)
