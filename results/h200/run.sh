@@ -70,7 +70,25 @@ for P in bf16 fp8 fp8_block tf32; do
   g bench --kernels "cuda/tc10_split_k_$P" --layout row,col $SWEEP $V --no-peers --repeat 20 --max-seconds 0.2 \
     --pause 0 --no-ceilings --json "$OUT/tc10_sweep_$P.json"
 done
-g dispatch --split-k "$OUT"/tc10_sweep_*.json
+# ... and at the suite's other shapes where auto runs tc10 (tc10_sweep2_P.json: no choice moved there)
+declare -A SWEEP2
+SWEEP2[bf16]="32x14336x4096 64x14336x4096 128x14336x4096 16x4096x14336 32x4096x14336 128x4096x14336 512x4096x14336
+  32x1024x8192 64x1024x8192 256x1024x8192 2048x1024x8192"
+SWEEP2[fp8]="32x14336x4096 64x14336x4096 128x14336x4096 32x4096x14336 128x4096x14336 512x4096x14336 32x1024x8192
+  64x1024x8192 256x1024x8192 2048x1024x8192"
+SWEEP2[fp8_block]="4x14336x4096 8x14336x4096 32x14336x4096 64x14336x4096 128x14336x4096 8x4096x14336 16x4096x14336"
+SWEEP2[tf32]="8x4096x4096 16x4096x4096 8x14336x4096 32x14336x4096 64x14336x4096 128x14336x4096 8x4096x14336
+  128x4096x14336 8x1024x8192 16x1024x8192 32x1024x8192 64x1024x8192 256x1024x8192"
+for P in bf16 fp8 fp8_block tf32; do
+  S2=""; for s in ${SWEEP2[$P]}; do S2="$S2 --shape $s"; done
+  V=""; for t in 64,64,8 64,128,8 128,128,6; do IFS=, read -r bm bn st <<< "$t"
+    for sp in 1 2 3 4 6 8 12 16; do V="$V --variant cuda/tc10_split_k_$P:BM=$bm,BN=$bn,STAGES=$st,SPLITS=$sp"; done
+  done
+  # shellcheck disable=SC2086
+  g bench --kernels "cuda/tc10_split_k_$P" --layout row,col $S2 $V --no-peers --repeat 20 --max-seconds 0.2 \
+    --pause 0 --no-ceilings --json "$OUT/tc10_sweep2_$P.json"
+done
+g dispatch --split-k "$OUT"/tc10_sweep_*.json "$OUT"/tc10_sweep2_*.json
 # The suite's grid for kernel="auto": every candidate of each precision at every grid shape, B handed over as w.t()
 # (the kernels that do not read it in place timed with gemmlab.matmul's copy), skipped where the shipped table
 # predicts it over 3x the fastest there; a few minutes each

@@ -208,7 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "does not write it), or to the table at --out, each kernel's rows replacing its own")
     table.add_argument("--split-k", nargs="+", metavar="RESULTS", help="write tc10's table of measured tiles and "
                        "splits instead, from bench runs of cuda/tc10_split_k_* with --layout row,col and --variant "
-                       "builds over every tile and S (the shipped one: results/h200/tc10_sweep_*.json)")
+                       "builds over every tile and S (the shipped one: results/h200/tc10_sweep*.json)")
     s.add_argument("--out", help="where --build, --write or --split-k writes (default: for --build and --split-k "
                                  "the tables shipped with gemmlab, for --write this machine's)")
 

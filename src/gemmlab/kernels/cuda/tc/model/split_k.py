@@ -212,7 +212,7 @@ def measured_table(rows, gpu: str, sm_count: int, sources=()) -> dict:
                 "BM": bm, "BN": bn, "STAGES": stages, "SPLITS": splits, "us": round(us, 2),
                 "gain": round(gain / model_gain, 3),
                 "model": {"BM": model.bm, "BN": model.bn, "SPLITS": model.splits, "us": round(model_us, 2)}}
-    return {"gpu": gpu, "sm_count": sm_count, "margin": MEASURED_MARGIN, "from": list(dict.fromkeys(sources)),
+    return {"gpu": gpu, "sm_count": sm_count, "margin": MEASURED_MARGIN, "from": sorted(set(sources)),
             "choices": choices}
 
 
