@@ -27,6 +27,7 @@ from gemmlab.analysis import hierarchy
 from gemmlab.analysis.ceilings import Ceilings, datasheet, with_measured
 from gemmlab.errors import SizeLimitError
 from gemmlab.kernels.geometry import ceil_div
+from gemmlab.kernels.spec import SM_COUNT
 from gemmlab.problem import PRECISIONS, Problem, require_fits
 
 
@@ -167,10 +168,10 @@ class KernelModel:
 MAX_WALK_TILES = 2**20
 
 
-def runs_for(spec, problem: Problem, params: dict | None = None):
-    """The spec that runs ``problem``: ``spec.for_problem``, or, for a record that names the parameters it ran with
-    (a tuned level's tile), the spec of exactly those."""
-    runs = spec.for_problem(problem)
+def runs_for(spec, problem: Problem, params: dict | None = None, sm_count: int = SM_COUNT):
+    """The spec that runs ``problem`` on ``sm_count`` SMs: ``spec.for_problem``, or, for a record that names the
+    parameters it ran with (a tuned level's tile), the spec of exactly those."""
+    runs = spec.for_problem(problem, sm_count)
     if params is not None and dict(runs.params) != dict(params) and getattr(spec, "make", None):
         runs = spec.make(spec.name, spec.level, spec.title, dict(params), spec.doc)
     return runs
@@ -221,7 +222,7 @@ def model(spec, problem: Problem, ceilings: Ceilings | DeviceSpec, clock_mhz: fl
         ceilings = ceilings_for(ceilings)
     if ceilings.memory_bytes:
         require_fits(problem, ceilings.memory_bytes, ceilings.gpu)
-    runs = runs_for(spec, problem, params)
+    runs = runs_for(spec, problem, params, ceilings.sm_count)
     traffic = runs.traffic(problem, ceilings.sm_count)
     if traffic.walk is not None and traffic.walk.tiles > MAX_WALK_TILES:
         raise SizeLimitError(f"{spec.name} at {problem.label()}: {traffic.walk.tiles:,} output tiles; the L2 model "

@@ -118,7 +118,7 @@ def _serial_bytes(runs, problem: Problem, layout, copies: tuple) -> tuple[float,
 def estimate(spec, problem: Problem, roofs, layout=None, copies: tuple = ()) -> Estimate:
     """The model of one call of ``spec`` on ``problem`` under ``roofs`` (analysis.ceilings.Ceilings), its operands in
     ``layout`` (None: the kernel's natural one) with ``copies`` ("A", "B") made before it."""
-    runs = spec.for_problem(problem)
+    runs = spec.for_problem(problem, roofs.sm_count)
     m, n, k = problem.shape
     prec = problem.prec
     units, ops = spec.peak_share()

@@ -369,8 +369,9 @@ class KernelSpec:
             return Refusal(str(e), DTypeError)
         return None
 
-    def for_problem(self, problem: Problem) -> "KernelSpec":
-        """The spec that actually runs ``problem``: itself, except for kernels that pick parameters per shape."""
+    def for_problem(self, problem: Problem, sm_count: int = SM_COUNT) -> "KernelSpec":
+        """The spec that actually runs ``problem`` on a GPU of ``sm_count`` SMs: itself, except for kernels that pick
+        parameters per shape (some by the GPU's SMs: the tiles that fill its waves, the splits of K)."""
         return self
 
     # -- running ------------------------------------------------------------------------------------

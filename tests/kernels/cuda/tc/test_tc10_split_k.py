@@ -537,6 +537,22 @@ def test_dispatch_model_counts_the_splits():
     assert mine.ms < estimate(get_kernel("cuda/tc2_wgmma_tma_bf16"), long_k, roofs).ms  # tc2: 2 of 132 SMs busy
 
 
+def test_dispatch_model_plans_for_the_gpu_s_sms():
+    """On a GPU of 114 SMs the dispatch model sees the tile and S a launch there runs (tc10's choice weighs the
+    waves over the GPU's SMs), not the H200's."""
+    from gemmlab.analysis.scaling import estimate
+    from gemmlab.dispatch import _roofs
+
+    problem = Problem(256, 256, 16384, "bf16")
+    for sms in (132, 114):
+        plan = split_k.choose(*problem.shape, "bf16", sms)
+        reduce = (plan.splits + 1) * 4 * plan.bm * plan.bn
+        roofs = _roofs("NVIDIA H200", sms)
+        assert estimate(get_kernel(NAMES["bf16"]), problem, roofs).reduce_ms == \
+            pytest.approx(reduce / (roofs.l2_gbs * 1e9 / sms) * 1e3)
+    assert split_k.choose(*problem.shape, "bf16", 114).splits != split_k.choose(*problem.shape, "bf16", 132).splits
+
+
 def test_traffic_adds_each_partial_written_once_and_read_once():
     spec = get_kernel(NAMES["bf16"])
     long_k = Problem(256, 256, 16384, "bf16")

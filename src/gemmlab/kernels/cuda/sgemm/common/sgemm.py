@@ -204,8 +204,8 @@ class AutotunedKernel(KMajorBKernel):
         return dataclasses.replace(made, epilogue=self.epilogue, addend_dtype=self.addend_dtype,
                                    fuses_epilogue=True)
 
-    def for_problem(self, problem: Problem) -> CudaKernel:
-        return self.concrete(problem)
+    def for_problem(self, problem: Problem, sm_count: int = SM_COUNT) -> CudaKernel:
+        return self.concrete(problem)  # a tuned tile per shape, whatever the SMs
 
     def traffic(self, problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
         return self.concrete(problem).traffic(problem, sm_count)
