@@ -11,7 +11,7 @@ from gemmlab.harness.reference import tolerance_for
 from gemmlab.harness.roof_probes import stored_ceilings
 from gemmlab.harness.timing import call_host_us, time_blocks, time_cpu, time_gpu, time_interleaved
 from gemmlab.harness.verify import check
-from gemmlab.kernels.spec import CPU, KernelSpec
+from gemmlab.kernels.spec import CPU, SM_COUNT, KernelSpec
 from gemmlab.problem import PrecisionTable, Problem
 
 # below this GPU time a call's host time can bind a caller, so records carry it (call_host_us); far above any call's
@@ -41,8 +41,9 @@ def new_record(spec: KernelSpec, problem: Problem, dev: DeviceSpec, bw_gbs: floa
     km = model(spec, problem, stored_ceilings(ceilings_for(dev, bw_gbs))).as_dict() if modeled else {}
     if spec.device == CPU and km:  # a GPU's roofs and levels bound nothing a host loop does: the counts alone
         km = {key: km[key] for key in CPU_MODEL_KEYS}
+    runs = spec.for_problem(problem, dev.sm_count or SM_COUNT)  # the parameters a launch on this GPU runs with
     return BenchRecord(spec.name, spec.backend, spec.level, spec.precision, spec.title,
-                       dict(spec.for_problem(problem).params), problem.m, problem.n, problem.k,
+                       dict(runs.params), problem.m, problem.n, problem.k,
                        tolerance=tolerance_for(problem), model=km,
                        peer=PEERS.get(spec.precision) if spec.device != CPU else "cpu/blas",
                        variant_of=spec.variant_of or None, out_dtype=str(spec.output_dtype(problem)))
@@ -152,7 +153,7 @@ def bench_one(spec, problem, rec, sets, opts, dev, bw, info, peer_launch=None, r
         rec.fail(Status.ERROR, str(exc))
         return None
     if spec.compiles:
-        rep = spec.for_problem(problem).compile(info.arch).report
+        rep = spec.for_problem(problem, info.sm_count).compile(info.arch).report
         rec.registers, rec.spills, rec.smem_static = rep.registers, rep.spills, rep.smem_bytes
     seed = kernel_seed(opts.seed, spec.name, problem.shape)
     if spec.device == CPU:
