@@ -359,6 +359,17 @@ def test_a_measured_choice_replaces_the_model_s_in_the_plan(stub):  # noqa: F811
         split_k.choose(513, 512, 512, "bf16", H200.sm_count).grid
 
 
+def test_the_plan_says_where_its_tile_and_s_come_from(stub):  # noqa: F811
+    """explain() names the measured choice and the model's it replaced, or the model's alone."""
+    stub.stub_reset()
+    plan, _ = make(stub, NAMES["bf16"], (512, 512, 512), Layout(b=COL))
+    assert "tile 64x64, S = 1: measured fastest at this shape on the NVIDIA H200" in plan.explain()
+    assert "where the model takes 64x64 with S = 2" in plan.explain()
+    plan, _ = make(stub, NAMES["bf16"], (513, 512, 512), Layout(b=COL))
+    model = split_k.choose(513, 512, 512, "bf16", H200.sm_count)
+    assert f"tile {model.bm}x{model.bn}, S = {model.splits}: the model's choice" in plan.explain()
+
+
 def _shipped_choices():
     return [(precision, tuple(int(x) for x in shape.split("x")), hit)
             for precision, shapes in json.loads(split_k.MEASURED.read_text())["choices"].items()

@@ -76,6 +76,19 @@ class SplitK(WgmmaKernel):
         s = self.split_plan(problem, sm_count)
         return self.with_params({"BM": s.bm, "BN": s.bn, "STAGES": s.stages, "SPLITS": s.splits})
 
+    def make_plan(self, problem: Problem, layout, info, gpu=None):
+        """The plan, whose explanation says where its tile and S come from: a sweep on this GPU, or the model."""
+        made = super().make_plan(problem, layout, info, gpu)
+        if not self.params["SPLITS"]:
+            runs, model = self.split_plan(problem, info.sm_count), split_k.choose(*problem.shape, self.precision,
+                                                                                   info.sm_count)
+            why = "the model's choice (split_k.choose)"
+            if (runs.bm, runs.bn, runs.splits) != (model.bm, model.bn, model.splits):
+                why = (f"measured fastest at this shape on the {info.name} (data/split_k-h200.json), where the model "
+                       f"takes {model.bm}x{model.bn} with S = {model.splits}")
+            made.steps.append(f"tile {runs.bm}x{runs.bn}, S = {runs.splits}: {why}")
+        return made
+
     def launch_geometry(self, problem: Problem, sm_count: int = SM_COUNT, max_clusters: int | None = None) -> Geometry:
         runs = self.for_problem(problem, sm_count)
         s = runs.split_plan(problem, sm_count)
