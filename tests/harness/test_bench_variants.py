@@ -117,7 +117,7 @@ def test_a_gpu_run_times_each_variant_interleaved_with_its_registered_kernel(mon
     monkeypatch.setattr(bench_gpu, "gpu_sets", lambda problem, n, seed: [])
 
     class Info:
-        l2_bytes, arch, max_sm_clock_mhz = 50 << 20, "sm_90a", 1980
+        l2_bytes, arch, max_sm_clock_mhz, sm_count = 50 << 20, "sm_90a", 1980, 132
 
     import sys
     import types

@@ -9,7 +9,7 @@ from gemmlab.errors import CompileError, GemmlabError, SizeLimitError
 from gemmlab.harness.bench_records import bench_one, kernel_seed, link_ratios, new_record
 from gemmlab.harness.record import BenchRecord, Status
 from gemmlab.harness.verify import check
-from gemmlab.kernels.spec import CPU, KernelSpec
+from gemmlab.kernels.spec import CPU, SM_COUNT, KernelSpec
 from gemmlab.problem import SEED_SHAPE, Problem
 
 CPU_SHAPE = (256, 384, 512)  # the seed shape divided by 8: V0 runs it in well under a second
@@ -81,7 +81,8 @@ def run_cpu_only(specs, opts, dev, records, listener):
             listener.table("cpu", f"CPU kernels at {shapes_text([shape])} (M×N×K), timed on this host",
                            [r.to_json() for r in recs])
     for shape in gpu_shapes:
-        recs = each("compiled", shape, f": compile for {ARCH}, configured for {shapes_text([shape])}", _compile)
+        recs = each("compiled", shape, f": compile for {ARCH}, configured for {shapes_text([shape])}",
+                    lambda spec, problem, rec: _compile(spec, problem, rec, dev.sm_count or SM_COUNT))
         if recs:
             listener.table("compiled", f"CUDA C kernels compiled for {ARCH} by NVRTC, configured for "
                                        f"{shapes_text([shape])} (not run: no GPU)", [r.to_json() for r in recs])
@@ -146,10 +147,10 @@ def _time_on_host(spec, problem, rec, opts, dev):
     bench_one(spec, problem, rec, None, opts, dev, None, None)
 
 
-def _compile(spec, problem, rec):
-    """NVRTC's report of the configuration that would run ``problem``; shared memory counts the static and the
-    dynamic part (the launch geometry's)."""
-    runs = spec.for_problem(problem)
+def _compile(spec, problem, rec, sm_count: int):
+    """NVRTC's report of the configuration that would run ``problem`` on ``sm_count`` SMs (the record's); shared
+    memory counts the static and the dynamic part (the launch geometry's)."""
+    runs = spec.for_problem(problem, sm_count)
     try:
         rep = runs.compile(ARCH).report
     except CompileError as exc:

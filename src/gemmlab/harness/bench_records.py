@@ -33,15 +33,16 @@ CPU_MODEL_KEYS = ("flops", "compulsory_bytes", "intensity", "modeled_read_bytes"
 
 
 def new_record(spec: KernelSpec, problem: Problem, dev: DeviceSpec, bw_gbs: float | None,
-               modeled: bool = True) -> BenchRecord:
+               modeled: bool = True, sm_count: int | None = None) -> BenchRecord:
     """A kernel's record at ``problem``, with its model unless ``modeled`` is False (a kernel that refuses the
-    problem is not modeled there)."""
+    problem is not modeled there); its parameters those of the build that runs on ``sm_count`` SMs (the GPU's;
+    without one, the roofline device's datasheet)."""
     # the roofs: this GPU's last measured ceilings where `gemmlab roofline --measure` stored some, with the copy
     # bandwidth this run measured; the clock is the maximum until the timing says which one the run held
     km = model(spec, problem, stored_ceilings(ceilings_for(dev, bw_gbs))).as_dict() if modeled else {}
     if spec.device == CPU and km:  # a GPU's roofs and levels bound nothing a host loop does: the counts alone
         km = {key: km[key] for key in CPU_MODEL_KEYS}
-    runs = spec.for_problem(problem, dev.sm_count or SM_COUNT)  # the parameters a launch on this GPU runs with
+    runs = spec.for_problem(problem, sm_count or dev.sm_count or SM_COUNT)
     return BenchRecord(spec.name, spec.backend, spec.level, spec.precision, spec.title,
                        dict(runs.params), problem.m, problem.n, problem.k,
                        tolerance=tolerance_for(problem), model=km,

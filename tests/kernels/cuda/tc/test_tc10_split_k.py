@@ -564,6 +564,22 @@ def test_dispatch_model_plans_for_the_gpu_s_sms():
     assert split_k.choose(*problem.shape, "bf16", 114).splits != split_k.choose(*problem.shape, "bf16", 132).splits
 
 
+def test_a_bench_without_a_gpu_records_the_build_of_the_named_gpu_s_sms(tmp_path):
+    """bench --gpu a100 (108 SMs) without a GPU: the record's parameters and the build it compiled (its shared
+    memory) are tc10's choice on 108 SMs, which differs from the H200's at 1024³."""
+    import sys
+
+    out = tmp_path / "a100.json"
+    proc = subprocess.run([sys.executable, "-m", "gemmlab", "bench", "--gpu", "a100", "--kernels", NAMES["bf16"],
+                           "--shape", "1024", "--json", str(out)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    rec = json.loads(out.read_text())["records"][0]
+    problem = Problem(1024, 1024, 1024, "bf16")
+    runs, h200 = (get_kernel(NAMES["bf16"]).for_problem(problem, sms) for sms in (108, 132))
+    assert rec["params"] == dict(runs.params) != dict(h200.params)
+    assert rec["smem_bytes"] - rec["smem_static"] == runs.launch_geometry(problem).smem
+
+
 def test_traffic_adds_each_partial_written_once_and_read_once():
     spec = get_kernel(NAMES["bf16"])
     long_k = Problem(256, 256, 16384, "bf16")
