@@ -58,18 +58,20 @@ g roofline --remodel "$OUT"/{fp32,tensor_cores,fp8,fp8_variants,blocks,seed_1024
 g roofline --check "$OUT"/{fp32,tensor_cores,fp8,fp8_variants,blocks,seed_1024}.json
 # tc10 at each of its tiles and S in {1, 2, 3, 4, 6, 8, 12, 16} (pinned --variant builds) where its model's choice
 # may miss: the table of measured choices, written into the tree that runs (src/gemmlab/data/split_k-h200.json),
-# before the grid times tc10 with it
-SWEEP=""; for s in 32x4096x4096 64x4096x4096 128x4096x4096 256x4096x4096 512x4096x4096 16x14336x4096 64x4096x14336 \
-  256x4096x14336 128x1024x8192 512x1024x8192 1024x1024x8192 256x256x256 512x512x512 768x768x768 1024x1024x1024 \
-  256x256x16384 512x512x16384 1024x1024x16384 256x256x65536; do SWEEP="$SWEEP --shape $s"; done
-for P in bf16 fp8 fp8_block tf32; do
-  V=""; for t in 64,64,8 64,128,8 128,128,6; do IFS=, read -r bm bn st <<< "$t"
+# before the grid times tc10 with it. tc10_sweep P NAME SHAPES...: one precision's sweep into $OUT/NAME_P.json
+tc10_sweep() {
+  local P=$1 name=$2 S="" V="" s t bm bn st sp; shift 2
+  for s in "$@"; do S="$S --shape $s"; done
+  for t in 64,64,8 64,128,8 128,128,6; do IFS=, read -r bm bn st <<< "$t"
     for sp in 1 2 3 4 6 8 12 16; do V="$V --variant cuda/tc10_split_k_$P:BM=$bm,BN=$bn,STAGES=$st,SPLITS=$sp"; done
   done
   # shellcheck disable=SC2086
-  g bench --kernels "cuda/tc10_split_k_$P" --layout row,col $SWEEP $V --no-peers --repeat 20 --max-seconds 0.2 \
-    --pause 0 --no-ceilings --json "$OUT/tc10_sweep_$P.json"
-done
+  g bench --kernels "cuda/tc10_split_k_$P" --layout row,col $S $V --no-peers --repeat 20 --max-seconds 0.2 \
+    --pause 0 --no-ceilings --json "$OUT/${name}_$P.json"
+}
+SWEEP="32x4096x4096 64x4096x4096 128x4096x4096 256x4096x4096 512x4096x4096 16x14336x4096 64x4096x14336
+  256x4096x14336 128x1024x8192 512x1024x8192 1024x1024x8192 256x256x256 512x512x512 768x768x768 1024x1024x1024
+  256x256x16384 512x512x16384 1024x1024x16384 256x256x65536"
 # ... and at the suite's other shapes where auto runs tc10 (tc10_sweep2_P.json: no choice moved there)
 declare -A SWEEP2
 SWEEP2[bf16]="32x14336x4096 64x14336x4096 128x14336x4096 16x4096x14336 32x4096x14336 128x4096x14336 512x4096x14336
@@ -80,13 +82,10 @@ SWEEP2[fp8_block]="4x14336x4096 8x14336x4096 32x14336x4096 64x14336x4096 128x143
 SWEEP2[tf32]="8x4096x4096 16x4096x4096 8x14336x4096 32x14336x4096 64x14336x4096 128x14336x4096 8x4096x14336
   128x4096x14336 8x1024x8192 16x1024x8192 32x1024x8192 64x1024x8192 256x1024x8192"
 for P in bf16 fp8 fp8_block tf32; do
-  S2=""; for s in ${SWEEP2[$P]}; do S2="$S2 --shape $s"; done
-  V=""; for t in 64,64,8 64,128,8 128,128,6; do IFS=, read -r bm bn st <<< "$t"
-    for sp in 1 2 3 4 6 8 12 16; do V="$V --variant cuda/tc10_split_k_$P:BM=$bm,BN=$bn,STAGES=$st,SPLITS=$sp"; done
-  done
   # shellcheck disable=SC2086
-  g bench --kernels "cuda/tc10_split_k_$P" --layout row,col $S2 $V --no-peers --repeat 20 --max-seconds 0.2 \
-    --pause 0 --no-ceilings --json "$OUT/tc10_sweep2_$P.json"
+  tc10_sweep "$P" tc10_sweep $SWEEP
+  # shellcheck disable=SC2086
+  tc10_sweep "$P" tc10_sweep2 ${SWEEP2[$P]}
 done
 g dispatch --split-k "$OUT"/tc10_sweep_*.json "$OUT"/tc10_sweep2_*.json
 # The suite's grid for kernel="auto": every candidate of each precision at every grid shape, B handed over as w.t()
