@@ -146,3 +146,54 @@ def test_a_linear_filed_under_no_grad_takes_its_plan_there_and_autograd_outside(
     assert y.grad_fn is not None
     y.sum().backward()
     torch.testing.assert_close(w.grad, x.sum(0).expand(384, 256), rtol=1e-4, atol=1e-3)
+
+
+# (M, N, K): several tiles per CTA (the held boxes of one tile stored under the next tile's first k-tiles), ragged
+# rows and columns at C's edges; K of 3 k-tiles (one held box under each) and of 1 (two boxes after the unit's loop);
+# N = 1000 is no multiple of 8, so C goes from registers, the held words unused
+HELD_SHAPES = [(2049, 4104, 192), (2100, 2056, 64), (1300, 1000, 200), (8192, 4096, 320)]
+HELD_KERNELS = ["cuda/tc4_persistent_bf16", "cuda/tc4_persistent_fp16", "cuda/tc6_stream_k_bf16"]
+
+
+def _operands(m, n, k, dtype):
+    g = torch.Generator(device="cuda").manual_seed(m + n + k)
+    return (torch.randn(m, k, device="cuda", generator=g).to(dtype),
+            (torch.randn(n, k, device="cuda", generator=g) / 8).to(dtype),
+            torch.randn(n, device="cuda", generator=g).to(dtype), torch.randn(m, n, device="cuda", generator=g))
+
+
+def _poison(m, n, dtype):
+    """A NaN block of C's size freed into the caching allocator, which hands it to the next output of that size: an
+    element a kernel leaves unwritten stays NaN."""
+    poison = torch.full((m, n), float("nan"), device="cuda", dtype=dtype)
+    del poison
+
+
+@pytest.mark.parametrize("kernel", HELD_KERNELS)
+@pytest.mark.parametrize("activation,with_bias", [(None, True), (None, False), ("gelu", True)])
+@pytest.mark.parametrize("m,n,k", HELD_SHAPES)
+def test_held_boxes_of_c_take_the_fused_epilogue(kernel, activation, with_bias, m, n, k):
+    """tc4's held boxes of 16-bit C (EPI_DEFER) stored under the next tile's k-tiles, a bias added there (an
+    activation's build stores every box at its tile's end): act(x·wᵀ + bias) at every element against float64, the
+    output NaN-poisoned first; the same bits on a second call."""
+    dtype = torch.float16 if kernel.endswith("fp16") else torch.bfloat16
+    x, w, bias, _ = _operands(m, n, k, dtype)
+    bias = bias if with_bias else None
+    _poison(m, n, dtype)
+    y = gemmlab.linear(x, w, bias, activation, kernel=kernel)
+    z = F.linear(x.double(), w.double(), None if bias is None else bias.double())
+    ref = F.gelu(z) if activation else z
+    assert y.shape == (m, n) and y.dtype == dtype and not y.isnan().any()
+    torch.testing.assert_close(y.double(), ref, rtol=2e-2, atol=2e-2)
+    assert torch.equal(gemmlab.linear(x, w, bias, activation, kernel=kernel), y)
+
+
+@pytest.mark.parametrize("m,n,k", HELD_SHAPES)
+def test_held_boxes_of_c_take_a_matrix_addend(m, n, k):
+    """addmm's β·c + α·(a @ b) with FP32 c on tc4's held boxes of BF16 C: every element against float64."""
+    a, w, _, c = _operands(m, n, k, torch.bfloat16)
+    _poison(m, n, torch.bfloat16)
+    y = gemmlab.addmm(c, a, w.t(), beta=0.5, alpha=2.0, kernel="cuda/tc4_persistent_bf16")
+    ref = 0.5 * c.double() + 2.0 * (a.double() @ w.double().t())
+    assert y.shape == (m, n) and not y.isnan().any()
+    torch.testing.assert_close(y.double(), ref, rtol=2e-2, atol=4e-2)

@@ -181,7 +181,7 @@ def test_setmaxnreg_counts_fit_the_launch_pool():
     import dataclasses
 
     spec = next(s for s in WGMMA if s.level == 4 and s.precision == "bf16")
-    wide = {"BM": 256, "BN": 128, "PRODUCER_REGS": 40, "EPI_TMA": 0, "NARROW_BN": 0}  # 4 warpgroups, no staging
+    wide = {"BM": 256, "BN": 128, "PRODUCER_REGS": 40, "EPI_TMA": 0, "EPI_DEFER": 0, "NARROW_BN": 0}  # no staging
     with pytest.raises(InvalidConfigError, match="at launch"):
         dataclasses.replace(spec, params={**spec.params, **wide, "CONSUMER_REGS": 112})
     ok = dataclasses.replace(spec, params={**spec.params, **wide, "CONSUMER_REGS": 104})

@@ -396,7 +396,9 @@ int main() {
             continue
         for c in spec.configurations():
             for epi in sorted({c.params.get("EPI_TMA", 0), 0}):
-                p = {**c.params, "EPI_TMA": epi} if "EPI_TMA" in c.params else dict(c.params)
+                # without the TMA store nothing is held (EPI_DEFER holds boxes for it)
+                p = {**c.params, "EPI_TMA": epi, **({} if epi else {"EPI_DEFER": 0})} if "EPI_TMA" in c.params \
+                    else dict(c.params)
                 d = {"TF32_ROUND": 0, **c.defines(), "EPI_TMA": epi}
                 src = tmp_path / f"layout{checked}.cpp"
                 src.write_text('#include "tc_layout.cuh"\n' + _kernel_layout(c.source) + main)

@@ -16,8 +16,9 @@
 // slot, which its warp 0 releases only once the TMA stores have read it (at the next tile's first k-tile), so no
 // box waits for another's store and the warpgroup fences and meets once per tile rather than once per box. The
 // consumer warpgroups meet once before they write there: each one's boxes overlay bytes the other's wgmma read.
-// EPI_DEFER=n (tc4_persistent_fp8; tc_epilogue.cuh's HeldC): the last n boxes of a warpgroup's BF16 C wait for the
-// next tile's first k-tile of wgmma (peeled off the loop: ktile's `first`); with TIMELINE=1 they count in that k-tile.
+// EPI_DEFER=n (tc_epilogue.cuh's HeldC): the last n boxes of a warpgroup's 16-bit C wait for the next tile's first n
+// k-tiles of wgmma (peeled off the loop: ktile's `box`), one box under each, its epilogue (EPI=1) applied there; with
+// TIMELINE=1 they count in those k-tiles.
 // BATCHED=1 (a batch in one launch; BF16, FP16): the parameter is BatchArgs, A and B are 3-D maps, and the walk takes
 // batch x tiles (PersistentGrid): each unit's product from its row, A's and B's matrix from it (0 where one is
 // broadcast), and C's rows at the product's index times M in the (batch·M) x N matrix C is.
@@ -123,9 +124,10 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
       mbar_wait(&sm.full[it % STAGES], (it / STAGES) & 1);  // the loop's first wait, early: it returns at once again
       tlog.unit(unit, 0);
 #endif
-      // k-tile kt at ring position it; `first` (EPI_DEFER: the tile's first k-tile, peeled off the loop) stores the
-      // last tile's held boxes under its wgmma, so their words are live beside no other k-tile's
-      auto ktile = [&](int kt, bool first) {
+      // k-tile kt at ring position it; `box` i >= 0 (EPI_DEFER: one of the tile's first k-tiles, peeled off the
+      // loop) stores the last tile's held box i under its wgmma, so that box's words are live beside no later k-tile
+      // and its epilogue's pass runs while the tensor cores have the k-tile; -1: none
+      auto ktile = [&](int kt, int box) {
         const u32 s = it % STAGES;
         mbar_wait(&sm.full[s], (it / STAGES) & 1);
 #if TF32_ROUND == 2
@@ -136,7 +138,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
         wgmma_fence();
         wgmma_ktile<BN>(d, a, b, kt > u.kb);  // a unit starts from zero (scale-d = 0)
         wgmma_commit();
-        if (first) out.store_held<BN>(args, held, sm.extra, cw, M, N);
+        out.store_held_box<BN>(box, args, held, sm.extra, cw, M, N);
         if (kLend && owed >= 0) {  // the same for the whole warpgroup; the tensor cores have this k-tile meanwhile
           if (tid % 128 == 0) {
             tma_store_wait_read<0>();
@@ -148,8 +150,18 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
         if (kt > u.kb && tid % 32 == 0) release_slot<CM>(&sm.empty[(it - 1) % STAGES]);
       };
       int kt = u.kb;
-      if (EPI_DEFER) ktile(kt++, true), ++it;
-      for (; kt < u.ke; ++kt, ++it) ktile(kt, false);
+      // the held boxes one a k-tile; a unit of fewer k-tiles than boxes stores the rest before its own C
+#pragma unroll
+      for (int box = 0; box < decltype(held)::COUNT; ++box) {
+        if (kt < u.ke) {
+          ktile(kt++, box);
+          ++it;
+        } else {
+          out.store_held_box<BN>(box, args, held, sm.extra, cw, M, N);
+        }
+      }
+      held.m0 = -1;
+      for (; kt < u.ke; ++kt, ++it) ktile(kt, -1);
       wgmma_wait<0>();
       const u32 last = (it - 1) % STAGES;
       const bool lend = kLend && args.c_tma;  // warp 0 then owes the tile's last slot until its stores read it

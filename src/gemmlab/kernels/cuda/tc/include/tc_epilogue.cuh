@@ -55,11 +55,10 @@ __device__ __forceinline__ void epi_group(float (&d)[TN / 2], const TcArgs &args
 #ifndef C_TRANSPOSED
 #define C_TRANSPOSED 0
 #endif
-// EPI=1: `args`' epilogue is applied to each group of the fragment's first `epi_to` just before its stores (the rest
-// hold its values already: TileStore::hold's held boxes).
+// EPI=1: `args`' epilogue is applied to each group of the fragment just before its stores.
 template <int TN, typename T>
 __device__ __forceinline__ void store_acc(T *C, float (&d)[TN / 2], int row0, int col0, int M, int N,
-                                          const TcArgs &args, int epi_to = TN / 8) {
+                                          const TcArgs &args) {
   const int t = threadIdx.x % 128;
   const int r = row0 + 16 * (t / 32) + (t % 32) / 4;
   const int c = col0 + 2 * (t % 4);
@@ -72,14 +71,14 @@ __device__ __forceinline__ void store_acc(T *C, float (&d)[TN / 2], int row0, in
     T *p1 = p0 + 8LL * N;
 #pragma unroll
     for (int j = 0; j < TN / 8; ++j) {
-      if (j < epi_to) epi_group<TN>(d, args, row0, col0, M, N, j);
+      epi_group<TN>(d, args, row0, col0, M, N, j);
       store_pair(p0 + 8 * j, d[4 * j], d[4 * j + 1]);
       store_pair(p1 + 8 * j, d[4 * j + 2], d[4 * j + 3]);
     }
   } else {
 #pragma unroll
     for (int j = 0; j < TN / 8; ++j) {
-      if (j < epi_to) epi_group<TN>(d, args, row0, col0, M, N, j);
+      epi_group<TN>(d, args, row0, col0, M, N, j);
       const int cc = c + 8 * j;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
@@ -143,12 +142,15 @@ __host__ __device__ constexpr bool lends(int bn, int out_bytes, int boxes, int c
 }
 // end lend arithmetic
 
-// EPI_DEFER=n (tc4 FP8 and tc8, BF16 C through TMA): a warpgroup stores its tile's boxes of C at once but for the
-// last n (all, where a tile has fewer: held_boxes), which it holds packed into BF16 words (16 registers a box) until
-// it has issued the next tile's first k-tile of wgmma; stored then (TileStore::store_held), they leave under the
-// tensor cores' work, and so do the waits for the earlier boxes' stores to read out the staging boxes they reuse,
-// instead of between two tiles' mainloops. The words live across the tile boundary only: the kernels peel each
-// tile's first k-tile off the k loop and store the last tile's boxes there, never after the walk's loop (last_unit).
+// EPI_DEFER=n (tc4 and tc8, 16-bit C through TMA): a warpgroup stores its tile's boxes of C at once but for the
+// last n (all, where a tile has fewer: held_boxes), which it holds packed into 16-bit words (16 registers a box) until
+// the next tile's first k-tiles of wgmma are issued; stored then (TileStore::store_held_box, one box under each of
+// those k-tiles in tc4, all under the first in tc8), they leave under the tensor cores' work, and so do the waits for
+// the earlier boxes' stores to read out the staging boxes they reuse, instead of between two tiles' mainloops. EPI=1:
+// the words hold C before its epilogue, which the staged pass (epi_box) applies as each held box is stored, so the
+// epilogue's arithmetic runs under those k-tiles too, and every box of C, held or not, takes the same pass. The words
+// live across the tile boundary only: the kernels peel each tile's first k-tiles off the k loop and store the last
+// tile's boxes there, never after the walk's loop (last_unit).
 #ifndef EPI_DEFER
 #define EPI_DEFER 0
 #endif
@@ -162,6 +164,7 @@ __host__ __device__ constexpr int held_boxes(int tn, int defer) { return defer <
 template <int TN, int HELD>
 struct HeldC {
   static_assert(HELD >= 0 && HELD <= TN / 64, "a tile's boxes of BF16 C are 64 columns, TN / 64 of them");
+  static constexpr int COUNT = HELD;
   static constexpr int FIRST = TN / 64 - HELD;  // the first held box (64 BF16 columns, 16 words a thread)
   u32 w[HELD ? 16 * HELD : 1];
   int m0 = -1, n0 = 0;  // m0 < 0: nothing held
@@ -229,27 +232,17 @@ __device__ __forceinline__ void epi_box(const TcArgs &args, u32 box, int row0, i
   }
 #endif
 }
-// whether store_acc_tma's fragment holds accumulators (the epilogue still to apply) or a HeldC's finished values
-template <typename F>
-struct Accumulators {
-  static constexpr bool value = true;
-};
-template <int TN, int HELD>
-struct Accumulators<HeldC<TN, HELD>> {
-  static constexpr bool value = false;
-};
-
 // Boxes B0 .. B1 - 1 of the fragment F: the FP32 accumulators (float[TN / 2]), or for BF16 C a HeldC's boxes.
 // kLent (EPI_LEND): the boxes past the warpgroup's own EPI_BOXES go to `lent`, every box its own, so none waits for
 // another's store, and one fence and one meeting cover them all.
-// EPI=1: `args`' epilogue is applied to each staged box of an accumulator fragment in shared memory (epi_box).
+// EPI=1: `args`' epilogue is applied to each staged box in shared memory (epi_box): an accumulator fragment's and a
+// HeldC's alike, whose words hold C before its epilogue.
 template <int TN, typename T = float, bool kLent = false, int B0 = 0, int B1 = TN / (128 / sizeof(T)), typename F>
 __device__ __forceinline__ void store_acc_tma(const TcArgs &args, F &d, unsigned char *stage, int row0, int col0,
                                               int M, int N, int bar_id, u32 &boxes, unsigned char *lent = nullptr) {
   const TmaMap *mapC = &args.c;
   constexpr int COLS = 128 / sizeof(T);  // C columns per box
   static_assert(!kLent || B0 == 0, "lent boxes count from the tile's first");
-  constexpr bool kEpi = EPI && Accumulators<F>::value;
   // %tid.x through asm volatile: the address is computed here, per epilogue, not hoisted out of the tile loop
   // into a register that would stay live across the mainloop.
   u32 tid;
@@ -280,7 +273,7 @@ __device__ __forceinline__ void store_acc_tma(const TcArgs &args, F &d, unsigned
     }
     ++written;
     if (kLent) continue;
-    if constexpr (kEpi) {  // the box written by the whole warpgroup, then its epilogue in place
+    if constexpr (EPI) {  // the box written by the whole warpgroup, then its epilogue in place
       named_bar(bar_id, 128);
       epi_box<T>(args, box, row0, col0 + COLS * b, M, N, t);
     }
@@ -295,7 +288,7 @@ __device__ __forceinline__ void store_acc_tma(const TcArgs &args, F &d, unsigned
     }
   }
   if constexpr (kLent) {
-    if constexpr (kEpi) {
+    if constexpr (EPI) {
       named_bar(bar_id, 128);
       for (int b = 0; b < written; ++b) epi_box<T>(args, lent_box(b), row0, col0 + COLS * b, M, N, t);
     }
@@ -327,34 +320,49 @@ struct TileStore {
     if (m0 < M) store_acc<TN>(C, d, m0 + cw * 64, n0, M, N, args);
   }
   // EPI_DEFER: the tile's C (origin m0 < 0: none) stored but for the boxes `held` keeps, to be stored under the next
-  // tile's first wgmma (store_held); where TMA cannot address C, stored now from registers. Packed either way: a path
-  // that left the words alone would keep an earlier tile's live across the mainloop, where they spill. EPI=1: the
-  // held boxes' values are made before they are packed, the others' as they are stored.
+  // tile's first k-tiles (store_held_box); where TMA cannot address C, stored now from registers. Packed either way:
+  // a path that left the words alone would keep an earlier tile's live across the mainloop, where they spill. The
+  // held words are C before the epilogue (EPI=1), which store_held_box's staged pass applies.
   template <int TN, typename T, typename H>
   __device__ __forceinline__ void hold(const TcArgs &args, T *C, H &held, float (&d)[TN / 2],
                                        unsigned char *staging, int m0, int n0, int cw, int M, int N) {
     static_assert(!EPI_DEFER || (EPI_TMA && sizeof(T) == 2), "held boxes are BF16 C's, stored by TMA");
-#pragma unroll
-    for (int j = 8 * H::FIRST; j < TN / 8; ++j) epi_group<TN>(d, args, m0 + cw * 64, n0, M, N, j);
     held.hold(d, args.c_tma ? m0 : -1, n0);
     if (m0 < 0) return;
     if (!args.c_tma) {
-      if (m0 < M) store_acc<TN>(C, d, m0 + cw * 64, n0, M, N, args, 8 * H::FIRST);
+      if (m0 < M) store_acc<TN>(C, d, m0 + cw * 64, n0, M, N, args);
     } else if constexpr (EPI_TMA && H::FIRST > 0) {
       if (m0 + cw * 64 < M)
         store_acc_tma<TN, T, false, 0, H::FIRST>(args, d, staging + staging_offset(cw), m0 + cw * 64, n0, M, N,
                                                 2 + cw, boxes);
     }
   }
-  // the boxes `held` holds, through the staging boxes and TMA, and nothing held after them
+  // held box I (0 .. H::COUNT - 1, box H::FIRST + I of its tile) through the staging boxes and TMA, where one is held
+  template <int TN, int I, typename H>
+  __device__ __forceinline__ void store_held_box(const TcArgs &args, const H &held, unsigned char *staging, int cw,
+                                                 int M, int N) {
+    if constexpr (EPI_TMA && sizeof(OutT) == 2) {
+      if (held.m0 >= 0 && held.m0 + cw * 64 < M)
+        store_acc_tma<TN, unsigned short, false, H::FIRST + I, H::FIRST + I + 1>(
+            args, held, staging + staging_offset(cw), held.m0 + cw * 64, held.n0, M, N, 2 + cw, boxes);
+    }
+  }
+  // held box i, for an i the caller's unrolled loop makes a constant (each box's words are registers only where
+  // their index is known at compile time); none for i outside 0 .. H::COUNT - 1
+  template <int TN, int I = 0, typename H>
+  __device__ __forceinline__ void store_held_box(int i, const TcArgs &args, const H &held, unsigned char *staging,
+                                                 int cw, int M, int N) {
+    if constexpr (I < H::COUNT) {
+      if (i == I) store_held_box<TN, I>(args, held, staging, cw, M, N);
+      else store_held_box<TN, I + 1>(i, args, held, staging, cw, M, N);
+    }
+  }
+  // every box `held` holds, and nothing held after them
   template <int TN, typename H>
   __device__ __forceinline__ void store_held(const TcArgs &args, H &held, unsigned char *staging, int cw, int M,
                                              int N) {
-    if constexpr (EPI_TMA && sizeof(OutT) == 2) {
-      if (held.m0 >= 0 && held.m0 + cw * 64 < M)
-        store_acc_tma<TN, unsigned short, false, H::FIRST>(args, held, staging + staging_offset(cw),
-                                                           held.m0 + cw * 64, held.n0, M, N, 2 + cw, boxes);
-    }
+#pragma unroll
+    for (int i = 0; i < H::COUNT; ++i) store_held_box<TN>(i, args, held, staging, cw, M, N);
     held.m0 = -1;
   }
 };

@@ -83,9 +83,8 @@ def wgmma_constraints(p: dict, specialized: bool, swap_ab: bool = False, options
     if defer not in range(5):
         e.append(f"EPI_DEFER={defer}: how many of a tile's 64-column boxes of C wait for the next tile's first "
                  "k-tile, 0 to 4")
-    elif defer and not ((p.get("OUT_BF16", 0) or p.get("OUT_F16", 0)) and p.get("EPI_TMA", 0)):
-        e.append(f"EPI_DEFER={defer} holds boxes of 16-bit C for the TMA-store epilogue (OUT_BF16=1, EPI_TMA=1; or "
-                 "OUT_F16=1)")
+    elif defer and not p.get("EPI_TMA", 0):  # and holds none where C is FP32 (WgmmaKernel.defines)
+        e.append(f"EPI_DEFER={defer} holds boxes of 16-bit C for the TMA-store epilogue (EPI_TMA=1)")
     elif defer:
         if p.get("EPI_LEND", 0):
             e.append(f"EPI_DEFER={defer} with EPI_LEND=1: both move a tile's last boxes of C; one or the other")

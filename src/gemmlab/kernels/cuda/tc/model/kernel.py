@@ -96,7 +96,17 @@ class WgmmaKernel(CudaKernel):
         d = {k: v for k, v in self.params.items() if k not in ("NARROW_BN", "NARROW_BM", "SK_MIN_KTILES")}
         d.update(self.prec.tensor_core_defines)
         d.update(self.epilogue_defines())
+        if d.get("EPI_DEFER") and self._stores_every_box(d):
+            d["EPI_DEFER"] = 0
         return d
+
+    def _stores_every_box(self, d: dict) -> bool:
+        """Whether a build that EPI_DEFER would hold boxes of C in stores each box at its tile's end instead: FP32 C
+        (the held boxes are 16-bit words), a batch (tc4_persistent.cu's BATCHED walk holds none), and an activation,
+        whose pass over a held box under the next tile's k-tiles measured slower than at the tile's end
+        (docs/tensor_cores/tc4.md)."""
+        return bool(d.get("BATCHED") or d.get("EPI_ACT")
+                    or self.output_dtype(Problem(1, 1, 1, self.precision)).itemsize == 4)
 
     # ---- FP8 operand formats and output type ------------------------------------------------------------------
     @property
@@ -116,13 +126,10 @@ class WgmmaKernel(CudaKernel):
         float8_e4m3fn or float8_e5m2 and bfloat16 or float32 C; a 16-bit level's C types (CudaKernel.for_formats)."""
         if (a, b, out) == (*self.formats, str(self.output_dtype(Problem(1, 1, 1, self.precision)))):
             return self
-        # EPI_DEFER holds boxes of C as 16-bit words: FP32 C stores them at once
-        defer = {"EPI_DEFER": 0} if out == "float32" and "EPI_DEFER" in {**self.params, **(self.whole_tiles or {})} \
-            else {}
         bad = [x for x in (a, b) if x not in (E4M3, E5M2)] + ([out] if out not in ("bfloat16", "float32") else [])
         if not self.fp8 or bad:
-            return super(WgmmaKernel, self.with_params(defer) if defer else self).for_formats(a, b, out)
-        changes = {"A_E5M2": int(a == E5M2), "B_E5M2": int(b == E5M2), "OUT_BF16": int(out == "bfloat16"), **defer}
+            return super(WgmmaKernel, self).for_formats(a, b, out)
+        changes = {"A_E5M2": int(a == E5M2), "B_E5M2": int(b == E5M2), "OUT_BF16": int(out == "bfloat16")}
         return self.with_params(changes)
 
     def with_params(self, changes: dict, **fields) -> "WgmmaKernel":
