@@ -17,8 +17,8 @@
 // box waits for another's store and the warpgroup fences and meets once per tile rather than once per box. The
 // consumer warpgroups meet once before they write there: each one's boxes overlay bytes the other's wgmma read.
 // EPI_DEFER=n (tc_epilogue.cuh's HeldC): the last n boxes of a warpgroup's 16-bit C wait for the next tile's first n
-// k-tiles of wgmma (peeled off the loop: ktile's `box`), one box under each, its epilogue (EPI=1) applied there; with
-// TIMELINE=1 they count in those k-tiles.
+// k-tiles of wgmma (peeled off the loop: ktile's `box`), one box under each, a fused bias or addend (EPI=1) applied
+// there (an activation's build holds none: WgmmaKernel.defines); with TIMELINE=1 they count in those k-tiles.
 // BATCHED=1 (a batch in one launch; BF16, FP16): the parameter is BatchArgs, A and B are 3-D maps, and the walk takes
 // batch x tiles (PersistentGrid): each unit's product from its row, A's and B's matrix from it (0 where one is
 // broadcast), and C's rows at the product's index times M in the (batch·M) x N matrix C is.
@@ -150,7 +150,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
         if (kt > u.kb && tid % 32 == 0) release_slot<CM>(&sm.empty[(it - 1) % STAGES]);
       };
       int kt = u.kb;
-      // the held boxes one a k-tile; a unit of fewer k-tiles than boxes stores the rest before its own C
+      // one held box a k-tile; a unit of fewer k-tiles than boxes stores the rest before its own C
 #pragma unroll
       for (int box = 0; box < decltype(held)::COUNT; ++box) {
         if (kt < u.ke) {
