@@ -7,22 +7,16 @@ where it fills the last wave better (NARROW_BN, chosen per problem on the host).
 un-overlapped epilogue per tile and reads every B tile once per CTA. Predicted gain: 5-10% over tc3, about 1.0x
 cuBLAS. TF32 truncates here (TF32_ROUND=0; rounding is an option, measured far slower: docs/accuracy.md).
 
-EPI_DEFER=3 (16-bit C), what changed: a warpgroup stores the first of its tile's four boxes of C at the tile's end and
-holds the other three as packed words, one stored under each of the next tile's first three k-tiles of wgmma, a fused
-bias or addend applied to the box there. Why: both consumer warpgroups of a tile store at once, so the tensor cores
-wait through the epilogue. Predicted: the plain GEMM level or 1-2% faster (tc4 FP8's held boxes:
-docs/tensor_cores/fp8_measured.md), a fused bias nearer the plain GEMM. A build with an activation stores every box
-at the tile's end (WgmmaKernel.defines): its pass held under the k-tiles measured slower.
+EPI_DEFER=3 (16-bit C; not FP32 C, a batch or an activation): three of a tile's four boxes held, one stored under
+each of the next tile's first k-tiles, as the tensor cores idle while both warpgroups store. Predicted: level or 1-2%.
 
-``cuda/tc4_persistent_fp8`` (TC_FP8=1), what changed against tc4 BF16: e4m3/e5m2 operands, both K-major, wgmma
-m64n256k32 on the same 48 KB stages, the per-tensor scales applied in the epilogue, BF16 C. Why: the tensor cores'
-doubled rate. Predicted: 1.7-1.8x tc4 BF16's TFLOPS, 1.05-1.15x cuBLASLt's fast-accumulation FP8 off the power
-limit. It holds three of a tile's four boxes of C as BF16 does (EPI_DEFER=3).
+``cuda/tc4_persistent_fp8`` (TC_FP8=1), against tc4 BF16: e4m3/e5m2 operands, both K-major, wgmma m64n256k32 on the
+same 48 KB stages, the per-tensor scales applied in the epilogue, BF16 C. Why: the tensor cores' doubled rate.
+Predicted: 1.7-1.8x tc4 BF16's TFLOPS, 1.05-1.15x cuBLASLt's fast-accumulation FP8 off the power limit.
 
 BATCHED=1 (BF16, for a batch): one launch walks batch x tiles, A and B through rank-3 maps. Why: no launch and tail
-per product. Predicted: the flattened (batch·M)×N×K problem's time, about 1.0x torch.bmm.
-
-Design, variants (EPI_BOXES, EPI_LEND, EPI_DEFER) and measurements: docs/tensor_cores/tc4.md, docs/tensor_cores/fp8.md.
+per product. Predicted: the flattened (batch·M)×N×K problem's time, about 1.0x torch.bmm. Design, variants
+(EPI_BOXES, EPI_LEND, EPI_DEFER) and measurements: docs/tensor_cores/tc4.md, docs/tensor_cores/fp8.md.
 """
 from gemmlab.kernels.cuda.launch.kernel import output_params
 from gemmlab.kernels.cuda.tc.model.constraints import wgmma_constraints
