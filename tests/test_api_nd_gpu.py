@@ -152,11 +152,14 @@ def test_zero_sizes_of_cupy_operands_are_cupys_matmul(a_shape, b_shape, monkeypa
 
 
 @pytest.mark.parametrize("kernel", ["cuda/tc4_persistent_bf16", "cuda/tc4_persistent_fp16"])
-@pytest.mark.parametrize("a_shape, b_shape", [((8, 512, 512), (8, 512, 512)), ((3, 127, 200), (3, 200, 96)),
-                                              ((2, 1536, 64), (2, 64, 1536))])
-def test_a_batch_of_fewer_wide_tiles_than_clusters_runs_the_narrow_tile(kernel, a_shape, b_shape):
-    """tc4's batched build with 192-column tiles (each busy cluster runs one whole tile, a narrow one sooner), on
-    C poisoned with NaN: every element written, none past a product's rows or columns."""
+@pytest.mark.parametrize("a_shape, b_shape, bn, cm", [((8, 512, 512), (8, 512, 512), 128, 1),
+                                                      ((3, 127, 200), (3, 200, 96), 128, 1),
+                                                      ((2, 1536, 64), (2, 64, 1536), 128, 1),
+                                                      ((2, 1536, 2048), (2, 2048, 1536), 192, 2)])
+def test_a_batch_of_fewer_wide_tiles_than_clusters_runs_the_narrow_tile(kernel, a_shape, b_shape, bn, cm):
+    """tc4's batched build with narrower tiles (each busy cluster runs one whole tile, a narrow one sooner): 128
+    columns and no clusters for products of K <= 1024 (SHORT_BATCH), 192 in 2-CTA clusters past it; on C poisoned
+    with NaN: every element written, none past a product's rows or columns."""
     from gemmlab.kernels.registry import get_kernel
     from gemmlab.problem import BatchedProblem
 
@@ -165,7 +168,7 @@ def test_a_batch_of_fewer_wide_tiles_than_clusters_runs_the_narrow_tile(kernel, 
     batch, m, k = a_shape
     problem = BatchedProblem(m, b_shape[-1], k, get_kernel(kernel).precision, batch=batch)
     runs = get_kernel(kernel).for_problem(problem)
-    assert runs.params["BN"] == 192 and runs.params["BATCHED"] == 1
+    assert (runs.params["BN"], runs.params["CM"], runs.params["BATCHED"]) == (bn, cm, 1)
     out = torch.full((batch, m, b_shape[-1]), float("nan"), device="cuda", dtype=dtype)
     c = gemmlab.matmul(a, b, kernel=kernel, out=out)
     assert c.data_ptr() == out.data_ptr()

@@ -50,6 +50,22 @@ def test_batched_build_compiles_sm90a_without_spills(build):
     assert compiled.report.registers <= (168 if build.name.startswith("cuda/tc") else 255)
 
 
+def test_a_batch_of_short_products_runs_without_clusters():
+    """tc4's SHORT_BATCH: products of K <= 1024 (16 k-tiles) run with clusters off and 128-wide tiles where those
+    fill the SMs better (narrow_pays over 132 CTAs); longer ones take the registered 2-CTA clusters and 192-wide
+    narrow tiles; a problem without a batch is untouched."""
+    spec = get_kernel("cuda/tc4_persistent_bf16")
+
+    def runs(size, batch, k=None):
+        p = spec.for_problem(BatchedProblem(size, size, k or size, "bf16", batch=batch)).params
+        return p["BATCHED"], p["CM"], p["BN"]
+
+    assert runs(512, 8) == (1, 1, 128)  # 128 tiles of 128x128 on 132 SMs, not 48 clusters of 128x192
+    assert runs(512, 64) == (1, 1, 256) and runs(1024, 8) == (1, 1, 256)  # many whole tiles either way
+    assert runs(2048, 8) == (1, 2, 256) and runs(2048, 64, k=1025) == (1, 2, 256)
+    assert spec.for_problem(Problem(4096, 512, 512, "bf16")).params["CM"] == 2
+
+
 @pytest.mark.skipif(not sass.AVAILABLE, reason="no cuobjdump and nvdisasm to disassemble with")
 def test_batched_tc4_is_hgmma(tmp_path):
     build = next(b for b in BUILDS if b.name.startswith("cuda/tc4"))
@@ -90,8 +106,8 @@ def test_tc4_batched_plan_is_one_launch_over_rank3_maps(stub):
     plan.launch(a, b, c, stream=7)
     assert stub.stub_launches() == 1
     rec = launch_record(stub, 0)
-    # 16 products of 2x2 clusters' tiles (128x256 a CTA, 2 along M): 64 clusters, 128 CTAs
-    assert rec.grid == (128, 1, 1) and rec.cluster == (2, 1, 1)
+    # 16 products of 4x2 tiles of 128x256, no clusters (K = 512: SHORT_BATCH): 128 CTAs
+    assert rec.grid == (128, 1, 1) and rec.cluster == (0, 0, 0)
     args = tc_args(rec.params[:SIZE])
     offsets = tc_plan.BATCH_ARGS.layout()[0]
     batch, a_batched, b_batched = np.frombuffer(rec.params, np.int32, 3, offsets["batch"])

@@ -29,6 +29,10 @@ BASE = {"BM": 128, "BN": 256, "STAGES": 4, "GROUP_M": 8, "PRODUCER_REGS": 40, "C
 CM = 2
 BF16 = {**BASE, "CM": CM, "EPI_DEFER": 3}  # FP32 C and a batch store every box at once (WgmmaKernel.defines)
 TF32 = {**BASE, "CM": CM, "TF32_ROUND": 0}
+# A batch of products of K <= 1024 (16 k-tiles a tile): clusters off, tiles 128 wide where they fill the SMs better.
+# Each k-tile of a cluster waits for both CTAs' slots; over few k-tiles that costs more than the multicast saves
+# (docs/tensor_cores/tc4.md, "A batch of short products").
+SHORT_BATCH = (1024, {"CM": 1, "NARROW_BN": 128})
 FP8 = {**BF16, "EPI_BOXES": 2, "EPI_LEND": 0, "EPI_DEFER": 3, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
 # what the roofline leaves out here: its levels overlap, but a consumer warpgroup issues no wgmma while it stores
 EPILOGUE = ("latency: each tile's epilogue (C through shared memory and TMA) keeps its warpgroups off the tensor "
@@ -45,6 +49,7 @@ SPECS = [
                                     group_m=BASE["GROUP_M"], epi_tma=True,
                                     a_pass=2 if params.get("TF32_ROUND") else 0),  # the rounding pass over A
         doc=__doc__, unmodeled=EPILOGUE, batches=prec != "tf32",  # TF32's row-major B goes through a pre-pass of one matrix
+        short_batch=SHORT_BATCH if prec != "tf32" else None,
     )
     for prec, params in (("bf16", BF16), ("fp16", BF16), ("tf32", TF32))
 ] + [

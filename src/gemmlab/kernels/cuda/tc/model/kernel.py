@@ -49,6 +49,8 @@ class WgmmaKernel(CudaKernel):
     # TF32_ROUND=3 levels: up to this many multiply-adds (M·N·K), A is rounded in shared memory (TF32_ROUND=2), one
     # launch instead of the pre-pass's two (for_problem, rounds_a_in_place)
     one_launch_mnk: int = 0
+    # (K, changes): a batch of products with K up to this takes these parameters in its BATCHED build (for_problem)
+    short_batch: tuple | None = None
     TIMELINE_SLOTS: ClassVar[int] = TL_SLOTS
     BATCH_IN_GRID_Z: ClassVar[bool] = False  # the persistent walk takes the batch (tc_persistent.cuh)
     # the levels that store through tc_epilogue.cuh (store_epi, TileStore) fuse an epilogue; tc5's and tc7's swapped
@@ -238,7 +240,10 @@ class WgmmaKernel(CudaKernel):
         if isinstance(problem, BatchedProblem):  # the batched build of what runs the batch's flattened shape
             if p.get("BATCHED", 0):
                 return self
-            return self.for_problem(problem.flattened(), sm_count).with_params({"BATCHED": 1})
+            flat = problem.flattened()
+            short = self.short_batch is not None and flat.k <= self.short_batch[0]
+            base = self.with_params(self.short_batch[1]) if short else self
+            return base.for_problem(flat, sm_count).with_params({"BATCHED": 1})
         if p.get("TF32_ROUND", 0) == 3 and rounds_a_in_place(problem, self.one_launch_mnk):
             return dataclasses.replace(self, params={**p, "TF32_ROUND": 2}).for_problem(problem, sm_count)
         if self.shortens(problem):
