@@ -156,7 +156,7 @@ def test_zero_sizes_of_cupy_operands_are_cupys_matmul(a_shape, b_shape, monkeypa
                                                       ((3, 127, 200), (3, 200, 96), 128, 1),
                                                       ((2, 1536, 64), (2, 64, 1536), 128, 1),
                                                       ((2, 1536, 2048), (2, 2048, 1536), 192, 2)])
-def test_a_batch_of_fewer_wide_tiles_than_clusters_runs_the_narrow_tile(kernel, a_shape, b_shape, bn, cm):
+def test_a_batch_runs_the_narrow_tile_and_clusters_its_products_take(kernel, a_shape, b_shape, bn, cm):
     """tc4's batched build with narrower tiles (each busy cluster runs one whole tile, a narrow one sooner): 128
     columns and no clusters for products of K <= 1024 (SHORT_BATCH), 192 in 2-CTA clusters past it; on C poisoned
     with NaN: every element written, none past a product's rows or columns."""

@@ -134,8 +134,8 @@ def _with_epilogue(spec: KernelSpec, problem: Problem, ref, seed: int, xp, launc
 SWEEP_DIMS = (1, 2, 3, 17, 31, 33, 127, 129, 255, 257, 1000, 4097)
 # Shapes that stress one dimension: tall-skinny, short-wide, K=1, long K; and the seed shape made ragged, more
 # tiles than SMs (the persistent levels' multi-wave paths: tc4's narrower tiles, tc6's stream-K tail), once with N
-# a multiple of 8, where BF16 C leaves by TMA with edge tiles in M and N and several tiles per CTA (the FP8 levels'
-# boxes of C held for the next tile).
+# a multiple of 8, where 16-bit C leaves by TMA with edge tiles in M and N and several tiles per CTA (tc4's and
+# tc8's boxes of C held for the next tile).
 SPECIAL_SHAPES = ((4097, 3, 17), (3, 4097, 17), (257, 255, 1), (1, 1, 4097), (33, 31, 4097), (1000, 1, 129),
                   (1, 1000, 129), (2047, 3071, 4097), (2047, 3000, 4097))
 

@@ -21,19 +21,23 @@ BIAS_GELU = Epilogue("gelu", addend="bias")
 MATRIX_SILU = Epilogue("silu", 2.0, 0.5, "matrix")
 SCALED_GELU_TANH = Epilogue("gelu_tanh", alpha=3.0)
 BIAS_RELU = Epilogue("relu", addend="bias")
+BIAS = Epilogue(addend="bias")  # no activation: tc4's held boxes take it under the next tile's k-tiles
 ALL = (BIAS_GELU, MATRIX_SILU, SCALED_GELU_TANH, BIAS_RELU)
 
 # (kernel, epilogues, the addend's dtype): every switch on the levels auto runs most, two on the others; tc4 in its
 # registered and its narrow tile (the TMA store's boxes, 256 and 192 columns), tc4 BF16 and FP8 through the held
-# boxes of 16-bit C (EPI_DEFER: the addend and the activation applied as each is stored under a later k-tile), tc6
-# through the stream-K fixup, tc9 through the transposed store, tc10 TF32 after its split-K reduction
-CASES = [("cuda/tc4_persistent_bf16", ALL, "bfloat16"), ("cuda/tc4_persistent_bf16", ALL, "float32"),
+# boxes of 16-bit C (EPI_DEFER: a bias applied as each is stored under a later k-tile; an activation's build, and tc8's
+# with any epilogue, hold none), tc6 through the stream-K fixup, tc9 through the transposed store, tc10 TF32 after its
+# split-K reduction
+CASES = [("cuda/tc4_persistent_bf16", ALL + (BIAS,), "bfloat16"),
+         ("cuda/tc4_persistent_bf16", ALL + (BIAS,), "float32"),
          ("cuda/tc2_wgmma_tma_bf16", (BIAS_GELU, MATRIX_SILU), "bfloat16"),
          ("cuda/tc3_warp_specialized_tf32", (BIAS_GELU, SCALED_GELU_TANH), "float32"),
          ("cuda/tc4_persistent_tf32", (MATRIX_SILU, BIAS_RELU), "float32"),
          ("cuda/tc6_stream_k_bf16", (BIAS_GELU, MATRIX_SILU), "bfloat16"),
          ("cuda/tc8_block_scaled_fp8", (BIAS_GELU, SCALED_GELU_TANH), "bfloat16"),
-         ("cuda/tc4_persistent_fp8", (SCALED_GELU_TANH, BIAS_GELU, MATRIX_SILU), "bfloat16"),
+         ("cuda/tc4_persistent_fp8", (SCALED_GELU_TANH, BIAS_GELU, MATRIX_SILU, BIAS), "bfloat16"),
+         ("cuda/tc8_cluster_fp8_block", (BIAS, BIAS_GELU), "bfloat16"),
          ("cuda/tc9_narrow_swap_bf16", (BIAS_GELU, MATRIX_SILU), "bfloat16"),
          ("cuda/tc10_split_k_tf32", (BIAS_GELU, MATRIX_SILU), "float32"),
          ("cuda/v10_register_prefetch", ALL, "float32"), ("cuda/v8_cp_async", (BIAS_GELU,), "float32"),

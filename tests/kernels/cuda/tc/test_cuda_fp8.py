@@ -135,35 +135,43 @@ def _held(spec) -> int:
 
 
 def _ktile_loop(spec, tmp_path) -> list:
-    """The instructions of the innermost loop that issues the k-tile's QGMMA (EPI_DEFER's peeled first k-tile
-    issues its own outside it)."""
+    """The instructions of the innermost loop that issues the k-tile's QGMMA (HGMMA for BF16; EPI_DEFER's peeled
+    first k-tiles issue their own outside it)."""
     instrs = sass.instructions(sass.sass(spec.compile("sm_90a").cubin, tmp_path))
-    qgmma = [i.addr for i in instrs if i.op.startswith("QGMMA")]
+    qgmma = [i.addr for i in instrs if i.op.startswith(("QGMMA", "HGMMA"))]
     first, last = min(((f, l) for f, l in sass.loops(instrs) if any(f <= q <= l for q in qgmma)),
                       key=lambda fl: fl[1] - fl[0])
     return sass.between(instrs, first, last)
 
 
 @pytest.mark.skipif(not sass.AVAILABLE, reason="no cuobjdump and nvdisasm to disassemble with")
-@pytest.mark.parametrize("spec", [c for s in (TC4, TC8) for c in s.configurations() if c.params["OUT_BF16"]],
-                         ids=_cfg_id)
+@pytest.mark.parametrize("spec", [c for s in (TC4, TC8, get_kernel("cuda/tc4_persistent_bf16"))
+                                  for c in s.configurations() if c.params.get("OUT_BF16")],
+                         ids=lambda c: f"{c.name.split('/')[1]}-n{c.params['BN']}")
 def test_held_boxes_of_c_are_stored_under_the_next_tiles_first_wgmma(tmp_path, spec):
-    """EPI_DEFER: tc4 peels a k-tile off the k-tile loop for each held box (all of a 192-wide tile's 3 boxes, 3 of a
-    256-wide tile's 4), tc8 one for its one box (EPI_DEFER=1): a group of 4 QGMMA outside the loop each, between
-    whose last QGMMA and its wait the warpgroup issues the TMA store of one held box; the build without holds none
-    there."""
+    """EPI_DEFER: tc4 (FP8, BF16) peels a k-tile off the k-tile loop for each held box (all of a 192-wide tile's 3
+    boxes, 3 of a 256-wide tile's 4), tc8 one for its one box (EPI_DEFER=1): a group of 4 QGMMA (HGMMA) outside the
+    loop each, between whose last one and its wait the warpgroup issues the TMA store of one held box; the build
+    without holds none there. In all, each box's store is issued once in each place it can leave: at its tile's end
+    (the boxes not held), under a peeled k-tile, after the loop of a unit shorter than the held boxes (tc4), at the
+    CTA's last unit."""
+    boxes = spec.params["BN"] // 64
+
     def peeled_ktiles(changes):
         s = dataclasses.replace(spec, params={**spec.params, **changes})
         instrs = sass.instructions(sass.sass(s.compile("sm_90a").cubin, tmp_path))
         loop = {i.addr for i in _ktile_loop(s, tmp_path)}
-        peeled = [n for n, i in enumerate(instrs) if i.op.startswith("QGMMA") and i.addr not in loop]
+        peeled = [n for n, i in enumerate(instrs) if i.op.startswith(("QGMMA", "HGMMA")) and i.addr not in loop]
         groups = [peeled[g:g + 4] for g in range(0, len(peeled), 4)]
         waits = [next(n for n in range(g[-1], len(instrs)) if instrs[n].op == "WARPGROUP.DEPBAR.LE") for g in groups]
-        return [sum(i.op == "UTMASTG.2D" for i in instrs[g[-1]:w]) for g, w in zip(groups, waits)]
+        stores = sum(i.op == "UTMASTG.2D" for i in instrs)
+        return [sum(i.op == "UTMASTG.2D" for i in instrs[g[-1]:w]) for g, w in zip(groups, waits)], stores
 
     held = 1 if spec.name == TC8.name else 3  # tc4's registered count (all of a 192-wide tile's); tc8's variant
-    assert peeled_ktiles({"EPI_DEFER": held}) == [1] * held
-    assert peeled_ktiles({"EPI_DEFER": 0}) == []
+    held = min(held, boxes)
+    short_units = 0 if spec.name == TC8.name else held  # tc8 peels one k-tile, which every unit has
+    assert peeled_ktiles({"EPI_DEFER": held}) == ([1] * held, boxes + held + short_units)
+    assert peeled_ktiles({"EPI_DEFER": 0}) == ([], boxes)
 
 
 @pytest.mark.skipif(not sass.AVAILABLE, reason="no cuobjdump and nvdisasm to disassemble with")

@@ -14,7 +14,7 @@ each of the next tile's first k-tiles, as the tensor cores idle while both warpg
 same 48 KB stages, the per-tensor scales applied in the epilogue, BF16 C. Why: the tensor cores' doubled rate.
 Predicted: 1.7-1.8x tc4 BF16's TFLOPS, 1.05-1.15x cuBLASLt's fast-accumulation FP8 off the power limit.
 
-BATCHED=1 (BF16, for a batch): one launch walks batch x tiles, A and B through rank-3 maps. Why: no launch and tail
+BATCHED=1 (BF16, FP16; SHORT_BATCH below): one launch walks batch x tiles, A and B through rank-3 maps. Why: no launch and tail
 per product. Predicted: the flattened (batch·M)×N×K problem's time, about 1.0x torch.bmm. Design, variants
 (EPI_BOXES, EPI_LEND, EPI_DEFER) and measurements: docs/tensor_cores/tc4.md, docs/tensor_cores/fp8.md.
 """
@@ -27,13 +27,13 @@ from gemmlab.kernels.cuda.tc.model.traffic import wgmma_traffic
 BASE = {"BM": 128, "BN": 256, "STAGES": 4, "GROUP_M": 8, "PRODUCER_REGS": 40, "CONSUMER_REGS": 232, "EPI_TMA": 1,
         "NARROW_BN": 192}
 CM = 2
-BF16 = {**BASE, "CM": CM, "EPI_DEFER": 3}  # FP32 C and a batch store every box at once (WgmmaKernel.defines)
+BF16 = {**BASE, "CM": CM, "EPI_DEFER": 3}  # none held for FP32 C, a batch or an activation (WgmmaKernel.defines)
 TF32 = {**BASE, "CM": CM, "TF32_ROUND": 0}
 # A batch of products of K <= 1024 (16 k-tiles a tile): clusters off, tiles 128 wide where they fill the SMs better.
 # Each k-tile of a cluster waits for both CTAs' slots; over few k-tiles that costs more than the multicast saves
 # (docs/tensor_cores/tc4.md, "A batch of short products").
 SHORT_BATCH = (1024, {"CM": 1, "NARROW_BN": 128})
-FP8 = {**BF16, "EPI_BOXES": 2, "EPI_LEND": 0, "EPI_DEFER": 3, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
+FP8 = {**BF16, "EPI_BOXES": 2, "EPI_LEND": 0, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
 # what the roofline leaves out here: its levels overlap, but a consumer warpgroup issues no wgmma while it stores
 EPILOGUE = ("latency: each tile's epilogue (C through shared memory and TMA) keeps its warpgroups off the tensor "
             "cores; gemmlab timeline counts its cycles")

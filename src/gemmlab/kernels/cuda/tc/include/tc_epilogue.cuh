@@ -17,7 +17,7 @@
 // call that took a range of groups put every group's body, each behind a test of the range, inside each of the
 // caller's iterations, which then grew past the unroller's limit and stayed a loop, with the fragment indexed by a
 // variable and so in local memory (gelu with a bias: a 512-byte stack). D is read for the elements inside M×N only
-// (a TMA store clips the rest; a TileStore::hold of no tile has rows below 0).
+// (a TMA store clips the rest).
 template <int TN>
 __device__ __forceinline__ void epi_group(float (&d)[TN / 2], const TcArgs &args, int row0, int col0, int M, int N,
                                           int j) {
@@ -163,7 +163,7 @@ __device__ __forceinline__ u32 bf16_word(const float (&d)[R], int i) {
 __host__ __device__ constexpr int held_boxes(int tn, int defer) { return defer < tn / 64 ? defer : tn / 64; }
 template <int TN, int HELD>
 struct HeldC {
-  static_assert(HELD >= 0 && HELD <= TN / 64, "a tile's boxes of BF16 C are 64 columns, TN / 64 of them");
+  static_assert(HELD >= 0 && HELD <= TN / 64, "a tile's boxes of 16-bit C are 64 columns, TN / 64 of them");
   static constexpr int COUNT = HELD;
   static constexpr int FIRST = TN / 64 - HELD;  // the first held box (64 BF16 columns, 16 words a thread)
   u32 w[HELD ? 16 * HELD : 1];
@@ -326,7 +326,7 @@ struct TileStore {
   template <int TN, typename T, typename H>
   __device__ __forceinline__ void hold(const TcArgs &args, T *C, H &held, float (&d)[TN / 2],
                                        unsigned char *staging, int m0, int n0, int cw, int M, int N) {
-    static_assert(!EPI_DEFER || (EPI_TMA && sizeof(T) == 2), "held boxes are BF16 C's, stored by TMA");
+    static_assert(!EPI_DEFER || (EPI_TMA && sizeof(T) == 2), "held boxes are 16-bit C's, stored by TMA");
     held.hold(d, args.c_tma ? m0 : -1, n0);
     if (m0 < 0) return;
     if (!args.c_tma) {

@@ -82,7 +82,7 @@ def wgmma_constraints(p: dict, specialized: bool, swap_ab: bool = False, options
     defer = p.get("EPI_DEFER", 0)
     if defer not in range(5):
         e.append(f"EPI_DEFER={defer}: how many of a tile's 64-column boxes of C wait for the next tile's first "
-                 "k-tile, 0 to 4")
+                 "k-tiles, 0 to 4")
     elif defer and not p.get("EPI_TMA", 0):  # and holds none where C is FP32 (WgmmaKernel.defines)
         e.append(f"EPI_DEFER={defer} holds boxes of 16-bit C for the TMA-store epilogue (EPI_TMA=1)")
     elif defer:

@@ -104,11 +104,21 @@ class WgmmaKernel(CudaKernel):
 
     def _stores_every_box(self, d: dict) -> bool:
         """Whether a build that EPI_DEFER would hold boxes of C in stores each box at its tile's end instead: FP32 C
-        (the held boxes are 16-bit words), a batch (tc4_persistent.cu's BATCHED walk holds none), and an activation,
+        (the held boxes are 16-bit words), a batch (tc4_persistent.cu's BATCHED walk holds none), an activation,
         whose pass over a held box under the next tile's k-tiles measured slower than at the tile's end
-        (docs/tensor_cores/tc4.md)."""
-        return bool(d.get("BATCHED") or d.get("EPI_ACT")
+        (docs/tensor_cores/tc4.md), and any fused epilogue on tc8's source, whose pass beside its two accumulator
+        sets spills."""
+        return bool(d.get("BATCHED") or d.get("EPI_ACT") or (d.get("EPI") and self.source == "tc8_block_scaled_fp8.cu")
                     or self.output_dtype(Problem(1, 1, 1, self.precision)).itemsize == 4)
+
+    def _short_batch(self, flat: Problem) -> bool:
+        """Whether a batch, as its flattened problem, takes ``short_batch``'s parameters: K up to its bound, on a
+        build whose tile width is the host's choice (NARROW_BN set, the short batch's narrower), so a pinned build
+        (a variant, or a narrow tile already chosen) runs as it is."""
+        if self.short_batch is None or flat.k > self.short_batch[0]:
+            return False
+        narrow = self.short_batch[1].get("NARROW_BN", 0)
+        return bool(self.params.get("NARROW_BN", 0)) and (not narrow or narrow < self.params["BN"])
 
     # ---- FP8 operand formats and output type ------------------------------------------------------------------
     @property
@@ -233,7 +243,8 @@ class WgmmaKernel(CudaKernel):
         """The spec that runs ``problem``: a TF32_ROUND=3 level with ``one_launch_mnk``, TF32_ROUND=2 where
         rounds_a_in_place says so; with NARROW_BM (a swapped level), tiles NARROW_BM rows tall where ``shortens``
         says so; with NARROW_BN, NARROW_BN-wide tiles where they fill the last wave better (narrow_pays); with
-        STREAM_K, the base level where no tile is split; else this one."""
+        STREAM_K, the base level where no tile is split; a batch, the BATCHED build of what runs its flattened
+        problem, with ``short_batch``'s parameters where its products are short (_short_batch); else this one."""
         import dataclasses
 
         p = self.params
@@ -241,8 +252,7 @@ class WgmmaKernel(CudaKernel):
             if p.get("BATCHED", 0):
                 return self
             flat = problem.flattened()
-            short = self.short_batch is not None and flat.k <= self.short_batch[0]
-            base = self.with_params(self.short_batch[1]) if short else self
+            base = self.with_params(self.short_batch[1]) if self._short_batch(flat) else self
             return base.for_problem(flat, sm_count).with_params({"BATCHED": 1})
         if p.get("TF32_ROUND", 0) == 3 and rounds_a_in_place(problem, self.one_launch_mnk):
             return dataclasses.replace(self, params={**p, "TF32_ROUND": 2}).for_problem(problem, sm_count)
