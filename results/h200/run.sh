@@ -13,7 +13,7 @@ TC='cuda/tc[123567]*,cuda/tc4_persistent_[bt]*,peers/cublas_tf32,peers/cublas_bf
 FP8='cuda/tc4_persistent_fp8,cuda/tc8_block_scaled_fp8,cuda/tc8_cluster_fp8_block,cuda/tc6_stream_k_fp8_block,cuda/tc8_promoted_fp8,peers/cublaslt_fp8,peers/cublaslt_fp8_promoted,peers/cublaslt_fp8_block,cuda/tc4_persistent_bf16,peers/cublas_bf16'
 R="--repeat 30 --max-seconds 1.5 --pause 0.1"
 T="--repeat 30 --max-seconds 1.0 --pause 0.1 --no-ceilings"
-rm -f "$OUT"/grid_{fp32,tf32,bf16,fp8,fp8_block}.json "$OUT"/update_grid_*.json "$OUT"/{fp32,tensor_cores,blocks,fp8,fp8_variants,seed_1024,chapter,api,api_suite,verify,verify_tf32,verify_fp8,verify_fp8_gate,verify_stream_k,verify_decode,timeline,timeline_fp8,accuracy,ceilings,candidates,tc4_defer_bf16}.json
+rm -f "$OUT"/grid_{fp32,tf32,bf16,fp8,fp8_block}.json "$OUT"/update_grid_*.json "$OUT"/{fp32,tensor_cores,blocks,fp8,fp8_variants,seed_1024,chapter,api,api_suite,verify,verify_tf32,verify_fp8,verify_fp8_gate,verify_stream_k,verify_decode,timeline,timeline_fp8,accuracy,ceilings,candidates,tc4_defer_bf16,tc4_cm1}.json
 # The roofs of this GPU (DRAM, L2, shared memory, FLOPs per clock per precision), then the seeds' table at 1024³
 g roofline --measure --json "$OUT/ceilings.json"
 g bench --kernels 'cuda/v1_naive,numba/v1_naive,cuda/v2_smem,peers/cublas_fp32' --shape 1024 --no-ceilings --repeat 30 \
@@ -49,6 +49,14 @@ S=""; for s in 4096x4096x4096 8192x8192x8192 8192x4096x4096 8192x14336x4096 1024
   2048x3072x4096 1536x1536x1536; do S="$S --shape $s"; done
 g bench --kernels cuda/tc4_persistent_bf16 --layout row,col --repeat 60 --max-seconds 0.5 --pause 0 --no-ceilings $S \
   --variant cuda/tc4_persistent_bf16:EPI_DEFER=0 --json "$OUT/tc4_defer_bf16.json"
+# tc4 BF16 and FP8 with clusters off at mid sizes, beside the registered builds
+B4="--layout row,col --no-peers --repeat 60 --max-seconds 0.4 --pause 0 --no-ceilings"
+g bench --kernels cuda/tc4_persistent_bf16 $B4 --shape 1536x1536x1536 --shape 1024x14336x4096 --shape 2048x2048x2048 \
+  --shape 1024x1024x1024 --variant cuda/tc4_persistent_bf16:CM=1 --variant cuda/tc4_persistent_bf16:CM=1,NARROW_BN=128 \
+  --json "$OUT/tc4_cm1.json"
+g bench --kernels cuda/tc4_persistent_fp8 $B4 --shape 1536x1536x1536 --shape 256x14336x4096 --shape 1024x14336x4096 \
+  --shape 2048x2048x2048 --variant cuda/tc4_persistent_fp8:CM=1 --variant cuda/tc4_persistent_fp8:CM=1,NARROW_BN=128 \
+  --json "$OUT/tc4_cm1.json" --append
 # The top tensor-core levels again, with a third ratio from alternating blocks that settle at their own power
 g bench --shape 4096 --shape 8192 --shape 2048x3072x4096 \
   --kernels 'cuda/tc4_persistent_bf16,cuda/tc6_stream_k_bf16,cuda/tc5_swap_ab_tf32,cuda/tc6_stream_k_tf32,peers/cublas_tf32,peers/cublas_bf16' \
