@@ -84,8 +84,8 @@ class SplitK(WgmmaKernel):
                                                                                    info.sm_count)
             why = "the model's choice (split_k.choose)"
             if (runs.bm, runs.bn, runs.splits) != (model.bm, model.bn, model.splits):
-                why = (f"measured fastest at this shape on the {info.name} (data/split_k-h200.json), where the model "
-                       f"takes {model.bm}x{model.bn} with S = {model.splits}")
+                why = (f"measured fastest at this shape on the {info.name} (data/{split_k.MEASURED.name}), where the "
+                       f"model takes {model.bm}x{model.bn} with S = {model.splits}")
             made.steps.append(f"tile {runs.bm}x{runs.bn}, S = {runs.splits}: {why}")
         return made
 
