@@ -209,9 +209,10 @@ def test_every_build_compiles_to_wgmma_without_local_memory(name, tmp_path):
     assert {(b.params["BM"], b.params["BN"]) for b in builds} == \
         {(bm, bn) for bm, bn, _ in split_k.tiles_for(spec.precision)}
     # the rounded TF32 build: each tile with and without the pass over B's tiles (ROUND_B_SMEM, a K-major B)
-    assert {(b.params["BM"], b.params["BN"], b.params.get("ROUND_B_SMEM", 0)) for b in builds} == \
-        {(bm, bn, r) for bm, bn, _ in split_k.tiles_for(spec.precision)
-         for r in ((0, 1) if spec.precision == "tf32" else (0,))}
+    # ... and each with its partials added across a cluster and through the workspace
+    assert {(b.params["BM"], b.params["BN"], b.params.get("ROUND_B_SMEM", 0), b.defines()["SK_CLUSTER"])
+            for b in builds} == {(bm, bn, r, c) for bm, bn, _ in split_k.tiles_for(spec.precision)
+                                 for r in ((0, 1) if spec.precision == "tf32" else (0,)) for c in (0, 1)}
     for build in builds:
         compiled = build.compile("sm_90a")
         assert compiled.report.spills == 0 and compiled.report.stack_bytes == 0, build.params
@@ -226,6 +227,10 @@ def test_every_build_compiles_to_wgmma_without_local_memory(name, tmp_path):
             assert MMA[spec.precision].format(build.params["BN"]) in ops, (build.params, ops)
             assert not any(op.startswith(("LDL", "STL")) for op in ops)
             assert any(op.startswith("UTMASTG") for op in ops)  # C through the staging boxes and TMA stores
+            # across a cluster: its barrier, and 16-byte loads and stores of the peers' shared memory (generic LD/ST
+            # of the cluster's window); through the workspace, neither
+            cluster = {"UCGABAR_ARV", "UCGABAR_WAIT", "LD.E.128", "ST.E.128"}
+            assert cluster <= ops if build.defines()["SK_CLUSTER"] else not cluster & ops, build.params
             if build.params.get("TF32_ROUND", 0):  # the k-tile loop: its slot handed back after its wgmmas
                 body = sass.k_tile_loop(sass.instructions(sass.sass(compiled.cubin, tmp_path)))
                 assert not sass.register_operand_hazards(body) and not sass.releases_under_previous_trip(body)
@@ -264,11 +269,14 @@ RAGGED = [(1, 33, 4097), (3, 257, 1001), (17, 31, 2049), (127, 129, 777), (129, 
 
 @pytest.mark.parametrize("precision", list(NAMES))
 @pytest.mark.parametrize("shape", RAGGED)
-def test_plan_launches_tiles_by_splits_with_its_workspace(stub, precision, shape):  # noqa: F811
-    """A pinned S (5, K never a multiple of it in k-tiles here) on ragged shapes: the grid is tiles x S, the plan
-    holds S partials a tile and a ticket a tile, zeroed, and hands both to the kernel."""
+@pytest.mark.parametrize("sk_cluster", [0, 1])
+def test_plan_launches_tiles_by_splits_with_its_workspace(stub, precision, shape, sk_cluster):  # noqa: F811
+    """A pinned S (5, K never a multiple of it in k-tiles here) on ragged shapes: the grid is tiles x S. Through the
+    workspace (SK_CLUSTER=0) the plan holds S partials a tile and a ticket a tile, zeroed, and hands both to the
+    kernel; across a cluster (the SK_CLUSTER=1 variant) each tile's S CTAs are one cluster of (1, S, 1), with no
+    workspace, and the binary is the one built with SK_CLUSTER=1."""
     stub.stub_reset()
-    spec = get_kernel(NAMES[precision]).with_params({"SPLITS": 5})
+    spec = get_kernel(NAMES[precision]).with_params({"SPLITS": 5, "SK_CLUSTER": sk_cluster})
     layout = Layout(b=COL) if precision != "bf16" else ROW_MAJOR  # TF32: x @ w.t(), B read and rounded in place
     plan, gpu = make(stub, spec.name, shape, layout, spec=spec)
     m, n, k = shape
@@ -282,6 +290,15 @@ def test_plan_launches_tiles_by_splits_with_its_workspace(stub, precision, shape
     args = tc_args(rec.params)
     assert rec.grid == (tiles, splits, 1) and rec.block == ((p["BM"] // 64 + 1) * 128, 1, 1)
     assert rec.stream == 0x5EED and (args["M"], args["N"], args["K"]) == shape
+    assert plan.spec.defines()["SK_CLUSTER"] == sk_cluster
+    if sk_cluster:
+        assert rec.cluster == (1, splits, 1) and (args["sk_ws"], args["sk_flags"]) == (0, 0)
+        waves = ceil_div(tiles, 66)  # the stub's resident clusters
+        assert any(f"one cluster of 5 CTAs a tile, {waves} wave(s) of the 66 resident" in s for s in plan.steps)
+        assert gpu.synced == 0  # nothing zeroed
+        assert 4 * tiles not in [b.nbytes for b in plan.buffers]  # no tickets (the operands' pitched copies only)
+        return
+    assert rec.cluster == (0, 0, 0)
     ws, tickets = plan.buffers[-2:]
     assert (args["sk_ws"], args["sk_flags"]) == (ws.ctypes.data, tickets.ctypes.data)
     assert ws.nbytes == 4 * tiles * splits * p["BM"] * p["BN"]
@@ -380,7 +397,7 @@ def _shipped_choices():
 def test_every_shipped_choice_is_a_build_the_plan_runs(stub, precision, shape, hit):  # noqa: F811
     """Each shipped choice is one of its precision's builds, passes its constraints (TF32 with the pass over B's
     tiles that x @ w.t() takes), leaves no split empty, and is what the plan of x @ w.t() launches: tiles x S CTAs,
-    S partials a tile in its workspace."""
+    S partials a tile in its workspace (a tile's S CTAs one cluster with SK_CLUSTER=1 and S at most CLUSTER_MAX)."""
     stub.stub_reset()
     assert (hit["BM"], hit["BN"], hit["STAGES"]) in split_k.tiles_for(precision)
     plan_k = split_k.measured(*shape, precision, H200.sm_count)
@@ -392,9 +409,12 @@ def test_every_shipped_choice_is_a_build_the_plan_runs(stub, precision, shape, h
     plan, _ = make(stub, NAMES[precision], shape, Layout(b=COL))
     ptrs = (0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000)
     plan.launch(*ptrs, 0, *([0x7300_0000_0000, 0x7300_0000_0040] if precision.startswith("fp8") else []))
-    assert launch_record(stub, stub.stub_launches() - 1).grid == plan_k.grid
-    if plan_k.splits > 1:
-        assert plan.buffers[-2].nbytes == plan_k.workspace_bytes
+    rec = launch_record(stub, stub.stub_launches() - 1)
+    assert rec.grid == plan_k.grid
+    if split_k.reduces_in_cluster(plan_k.splits, spec.params["SK_CLUSTER"]):
+        assert rec.cluster == (1, plan_k.splits, 1) and plan_k.workspace_bytes not in [b.nbytes for b in plan.buffers]
+    elif plan_k.splits > 1:
+        assert rec.cluster == (0, 0, 0) and plan.buffers[-2].nbytes == plan_k.workspace_bytes
 
 
 def test_measured_choices_outside_what_the_kernel_builds_are_not_taken():
@@ -580,16 +600,20 @@ def test_a_bench_without_a_gpu_records_the_build_of_the_named_gpu_s_sms(tmp_path
     assert rec["smem_bytes"] - rec["smem_static"] == runs.launch_geometry(problem).smem
 
 
-def test_traffic_adds_each_partial_written_once_and_read_once():
-    spec = get_kernel(NAMES["bf16"])
+@pytest.mark.parametrize("sk_cluster", [0, 1])
+def test_traffic_adds_each_partial_written_once_and_read_once(sk_cluster):
+    """Through the workspace, each partial is written to and read back from global memory once; added across a
+    cluster (S = 8 here), none of them leaves shared memory, and the walk is split alike."""
+    spec = get_kernel(NAMES["bf16"]).with_params({"SK_CLUSTER": sk_cluster})
     long_k = Problem(256, 256, 16384, "bf16")
     runs = spec.for_problem(long_k)
     plan = runs.split_plan(long_k, 132)
     base = spec.traffic_model(long_k, 132, params=dict(runs.params))
     t = spec.traffic(long_k)
-    ws = 4 * plan.bm * plan.bn * plan.ctas
-    assert plan.splits > 1 and plan.workspace_bytes == ws
+    ws = 4 * plan.bm * plan.bn * plan.ctas * (1 - sk_cluster)
+    assert plan.splits == 8 and plan.workspace_bytes == 4 * plan.bm * plan.bn * plan.ctas
     assert (t.global_read - base.global_read, t.global_write - base.global_write) == (ws, ws)
+    assert t.walk.split_tail == plan.tiles and (runs.cluster() is not None) == bool(sk_cluster)
     one = Problem(4096, 4096, 256, "bf16")  # many tiles, 4 k-tiles: no split, the registered model as it is
     assert spec.for_problem(one).split_plan(one, 132).splits == 1
     assert spec.traffic(one).global_read == spec.traffic_model(one, 132, params=dict(

@@ -1,6 +1,7 @@
-"""tc10_split_k on a GPU (skipped without one): right on ragged shapes at the chosen and at a pinned S, and the same
-bits on every call of one plan (its tickets back at zero after each); TF32 also as x @ w.t() (B read and rounded in
-place), at cuBLAS TF32's accuracy. Apart from the CPU tests, whose stub driver (a module fixture) would take these
+"""tc10_split_k on a GPU (skipped without one): right on ragged shapes at the chosen and at pinned S (across a cluster
+and through the workspace), and the same bits on every call of one plan (its tickets back at zero after each) and
+either way of adding the partials; TF32 also as x @ w.t() (B read and rounded in place), at cuBLAS TF32's
+accuracy. Apart from the CPU tests, whose stub driver (a module fixture) would take these
 launches."""
 import numpy as np
 import pytest
@@ -38,11 +39,32 @@ def test_on_gpu_right_and_the_same_bits_on_every_call(precision, shape):
 
     _needs_gpu()
     problem = Problem(*shape, precision)
-    for spec in (get_kernel(NAMES[precision]), get_kernel(NAMES[precision]).with_params({"SPLITS": 7})):
+    base = get_kernel(NAMES[precision])
+    # the chosen S; 7 splits through the workspace and its tickets, and added across a cluster (SK_CLUSTER=1)
+    for spec in (base, base.with_params({"SPLITS": 7}), base.with_params({"SPLITS": 7, "SK_CLUSTER": 1})):
         result = check(spec, problem, seed=1)
         assert result.passed, result
         a, b = spec.make_inputs(problem, 2, __import__("cupy"))
         _same_bits_on_every_call(spec, problem, a, b, spec.build(problem))  # one plan: tickets back at zero
+
+
+@pytest.mark.parametrize("precision", list(NAMES))
+@pytest.mark.parametrize("splits", [2, 3, 5, 8])
+def test_on_gpu_the_cluster_adds_the_partials_to_the_workspace_s_bits(precision, splits):
+    """The same S added across a cluster (SK_CLUSTER=1) and through the workspace (SK_CLUSTER=0): C has the same bits,
+    each element's partials added in split order from zero either way."""
+    import cupy
+
+    from gemmlab.harness.verify import run_once
+
+    _needs_gpu()
+    problem = Problem(130, 250, 8191, precision)
+    pinned = get_kernel(NAMES[precision]).with_params({"BM": 128, "BN": 128, "STAGES": 6, "SPLITS": splits})
+    builds = [pinned.with_params({"SK_CLUSTER": c}) for c in (1, 0)]
+    assert [b.for_problem(problem).cluster() for b in builds] == [(1, splits, 1), None]
+    a, b = builds[0].make_inputs(problem, 3, cupy)
+    cluster, workspace = (run_once(s, problem, a, b, s.build(problem)).view(np.uint8).get() for s in builds)
+    assert (cluster == workspace).all()
 
 
 @pytest.mark.parametrize("shape", GPU_SHAPES)

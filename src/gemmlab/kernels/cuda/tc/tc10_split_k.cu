@@ -10,6 +10,8 @@
 // it, and TMA stores, where C's rows are 16-byte aligned; else from registers). It also sets
 // the ticket back to zero, so the next launch starts from zero without a memset launch. No CTA waits for another:
 // the grid need not be resident at once, and a tile's reduction runs beside the other tiles' mainloops.
+// SK_CLUSTER=1 (the host launches a tile's S CTAs, S <= 8, as one cluster): no workspace and no ticket; the S CTAs
+// add the partials across their shared memory, each a share of the tile, in the same order (cluster_reduce).
 // TC_FP8=1: e4m3/e5m2 operands, both K-major, Fp8Args; the per-tensor scales multiply the summed tile (one
 // rounding, as tc4's). BLOCK_SCALED=1 (fp8_block): each k-tile (128 of K, one scale block) runs from zero into
 // `part` and is added, scaled by its rows' A scales and its tile's B scale, into the FP32 accumulator on the CUDA
@@ -48,7 +50,10 @@
 #if (TF32_ROUND && (TC_BF16 || TC_FP8)) || (TF32_ROUND != 0 && TF32_ROUND != 2) || (ROUND_B_SMEM && TF32_ROUND != 2)
 #error "TF32_ROUND: 0 or 2, on the TF32 build; ROUND_B_SMEM with TF32_ROUND=2"
 #endif
-#define B_PASS (TF32_ROUND == 2 && ROUND_B_SMEM)  // the consumers round each landed B tile in place
+#define B_PASS (TF32_ROUND == 2 && ROUND_B_SMEM)
+#ifndef SK_CLUSTER
+#define SK_CLUSTER 0
+#endif  // the consumers round each landed B tile in place
 
 #if TC_FP8
 typedef Fp8Args KernelArgs;
@@ -72,6 +77,64 @@ __host__ __device__ __forceinline__ unsigned a_frag_offset(unsigned t, int kk, i
 // BN = 64 (a thread's whole share of each: 128 registers beside its 32 accumulators)
 #define REDUCE_U (BN <= 64 ? 4 : 2)
 #define REDUCE_J 8
+
+#if SK_CLUSTER
+#define SK_CLUSTER_MAX 8  // the portable cluster size: S at most this reduces across the cluster
+#define CLUSTER_RJ 2      // float4s of the fragment a thread reduces at once, each over the S partials
+static_assert(2 * (BN / 8) * CT * 16 <= STAGES * STAGE_BYTES, "a partial and the sums fit in the ring");
+
+// SK_CLUSTER=1, S > 1: the tile's S CTAs are one cluster (rank = split). Each writes its partial into its own ring,
+// free once every consumer's wgmmas retired (in the fragment order sk_store_partial writes: float4 j of thread t
+// at j * CT + t); rank r adds float4s [split_begin(r), split_begin(r + 1)) of BN / 8 of every thread's share over
+// the S partials in split order starting from zero (split_reduce's order: the same bits), reading its peers' shared
+// memory, and writes the sums into rank 0's ring after the partial, from where rank 0 stores C. Returns whether
+// this CTA stores C.
+__device__ __forceinline__ bool cluster_reduce(float (&d)[BN / 2], int splits, unsigned char *smem, int ct) {
+  float4 *part = reinterpret_cast<float4 *>(smem), *sums = part + BN / 8 * CT;
+  consumer_bar(CT);  // the other consumer warpgroup's wgmmas are done with the ring too
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) part[j * CT + ct] = make_float4(d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]);
+  cluster_sync();  // every split's partial is in its CTA's shared memory
+  const u32 rank = cluster_rank(), out = cluster_map(smem_u32(sums + ct), 0);
+  u32 peer[SK_CLUSTER_MAX];
+#pragma unroll
+  for (int s = 0; s < SK_CLUSTER_MAX; ++s) peer[s] = cluster_map(smem_u32(part + ct), s < splits ? s : 0);
+  const int jb = split_begin(rank, splits, BN / 8), je = split_begin(rank + 1, splits, BN / 8);
+  for (int j0 = jb; j0 < je; j0 += CLUSTER_RJ) {
+    float4 v[CLUSTER_RJ][SK_CLUSTER_MAX];
+#pragma unroll
+    for (int u = 0; u < CLUSTER_RJ; ++u)
+#pragma unroll
+      for (int s = 0; s < SK_CLUSTER_MAX; ++s)
+        if (s < splits && j0 + u < je) v[u][s] = ld_cluster_f4(peer[s] + 16 * (j0 + u) * CT);
+#pragma unroll
+    for (int u = 0; u < CLUSTER_RJ; ++u)
+      if (j0 + u < je) {
+        float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+        for (int s = 0; s < SK_CLUSTER_MAX; ++s)
+          if (s < splits) {
+            a.x += v[u][s].x;
+            a.y += v[u][s].y;
+            a.z += v[u][s].z;
+            a.w += v[u][s].w;
+          }
+        st_cluster_f4(out + 16 * (j0 + u) * CT, a);
+      }
+  }
+  cluster_sync();  // the sums are in rank 0's ring, and no peer reads a partial any more: the CTAs may exit
+  if (rank) return false;
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+    const float4 a = sums[j * CT + ct];
+    d[4 * j] = a.x;
+    d[4 * j + 1] = a.y;
+    d[4 * j + 2] = a.z;
+    d[4 * j + 3] = a.w;
+  }
+  return true;
+}
+#endif
 
 // The ticket: one consumer thread adds 1 to the tile's count (acquire and release: after the CTA's partial, before
 // the others' reads) and returns the count before it.
@@ -183,6 +246,9 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1) tc10_split_k(con
   wgmma_wait<0>();
   fence_acc(d);
   if (splits > 1) {
+#if SK_CLUSTER
+    if (!cluster_reduce(d, splits, smem, ct)) return;
+#else
     float *tile_ws = args.sk_ws + (long long)tile * splits * (BN / 2 * CT);
     sk_store_partial<BN / 2, CT>(tile_ws + (long long)split * (BN / 2 * CT), d, ct);
     __threadfence();
@@ -196,6 +262,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1) tc10_split_k(con
     const float4 *p = reinterpret_cast<const float4 *>(tile_ws) + ct;
     split_reduce<BN / 2, REDUCE_U, REDUCE_J>(
         d, splits, [&](int s, int j) { return __ldcg(p + (long long)s * (BN / 8 * CT) + j * CT); });
+#endif
   }
 #if TC_FP8 && !BLOCK_SCALED
   const float scale = *args.scale_a * *args.scale_b;

@@ -45,7 +45,10 @@ from gemmlab.problem import Problem
 
 # SPLITS = 0: the tile and S chosen per problem (split_k.measured where a sweep timed the problem, else split_k.choose);
 # a configuration that names S (> 0) keeps its tile
-BASE = {"BM": 128, "BN": 128, "STAGES": 6, "PRODUCER_REGS": 40, "CONSUMER_REGS": 232, "SPLITS": 0, "EPI_TMA": 1}
+# SK_CLUSTER = 1: S of at most split_k.CLUSTER_MAX add their partials across a cluster of the tile's S CTAs instead
+# of through the workspace
+BASE = {"BM": 128, "BN": 128, "STAGES": 6, "PRODUCER_REGS": 40, "CONSUMER_REGS": 232, "SPLITS": 0, "EPI_TMA": 1,
+        "SK_CLUSTER": 1}
 FP8 = {**BASE, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
 FP8_BLOCK = {**FP8, "BLOCK_SCALED": 1}
 TF32 = {**BASE, "TF32_ROUND": 2}  # both operands rounded to nearest: A in registers, B in shared memory
@@ -63,7 +66,14 @@ class SplitK(WgmmaKernel):
     def defines(self) -> dict:
         d = super().defines()
         d.pop("SPLITS")  # the kernel reads S from gridDim.y
+        d["SK_CLUSTER"] = int(self.cluster() is not None)
         return d
+
+    def cluster(self) -> tuple[int, int, int] | None:
+        """(1, S, 1): a tile's S CTAs (gridDim.y) in one cluster, where its partials are added across the cluster's
+        shared memory (SK_CLUSTER=1 and 1 < S <= split_k.CLUSTER_MAX); None where they go through the workspace."""
+        s = self.params["SPLITS"]
+        return (1, s, 1) if split_k.reduces_in_cluster(s, self.params.get("SK_CLUSTER", 0)) else None
 
     def split_plan(self, problem: Problem, sm_count: int = SM_COUNT) -> split_k.SplitPlan:
         m, n, k = problem.shape
@@ -100,15 +110,16 @@ class SplitK(WgmmaKernel):
         1/S of a tile's arithmetic."""
         runs = self.for_problem(problem, sm_count)
         return split_k.with_partials(self.traffic_model(problem, sm_count, params=dict(runs.params)),
-                                     runs.split_plan(problem, sm_count), sm_count)
+                                     runs.split_plan(problem, sm_count), sm_count, runs.cluster() is not None)
 
     def configurations(self, formats: bool = False) -> list[WgmmaKernel]:
         """A build per tile of the precision (split_k.tiles_for), each in every FP8 output type, pinned at
         PINNED_SPLITS (at most KT), so that a sanitizer run at any shape of 3 k-tiles or more goes through the
-        partials and the tickets on every tile; the rounded TF32 build's also with the pass over B's tiles
-        (ROUND_B_SMEM=1, what the plan builds for a K-major B)."""
-        builds = [self.with_params({"BM": bm, "BN": bn, "STAGES": st, "SPLITS": PINNED_SPLITS})
-                  for bm, bn, st in split_k.tiles_for(self.precision)]
+        partials on every tile, both across a cluster and through the workspace and its tickets (SK_CLUSTER=0, where
+        S passes split_k.CLUSTER_MAX); the rounded TF32 build's also with the pass over B's tiles (ROUND_B_SMEM=1,
+        what the plan builds for a K-major B)."""
+        builds = [self.with_params({"BM": bm, "BN": bn, "STAGES": st, "SPLITS": PINNED_SPLITS, "SK_CLUSTER": c})
+                  for bm, bn, st in split_k.tiles_for(self.precision) for c in (1, 0)]
         if self.params.get("TF32_ROUND", 0) == 2:
             builds += [b.with_params({"ROUND_B_SMEM": 1}) for b in builds]
         return [c for b in builds for c in WgmmaKernel.configurations(b, formats)]
@@ -120,6 +131,9 @@ def _constraints(p: dict, fp8: bool, block: bool) -> list[str]:
         e += fp8_constraints({**p, "BN": 128}, promoted=block)  # the formats and options; tc10's widths below
     if p.get("SPLITS", 0) < 0:
         e.append(f"SPLITS={p['SPLITS']}: 0 (chosen per problem) or the number of splits of K")
+    if p.get("SK_CLUSTER", 0) not in (0, 1):
+        e.append(f"SK_CLUSTER={p['SK_CLUSTER']}: 1 (a tile's splits added across a cluster where S <= "
+                 f"{split_k.CLUSTER_MAX}) or 0 (through the workspace)")
     if block and 128 % p["BN"]:
         e.append(f"BN={p['BN']}: a block-scaled tile's columns sit in one 128-wide block of B's scales (64 or 128)")
     if block and p["BN"] > p.get("CONSUMER_REGS", 232) - 32:

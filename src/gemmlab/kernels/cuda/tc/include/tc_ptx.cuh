@@ -119,6 +119,26 @@ __device__ __forceinline__ u32 cluster_rank() {
 __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
+// The shared-memory address `addr` of this CTA mapped to the same offset in CTA `rank` of the cluster.
+__device__ __forceinline__ u32 cluster_map(u32 addr, u32 rank) {
+  u32 r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(addr), "r"(rank));
+  return r;
+}
+// 16 bytes of a cluster peer's shared memory (an address from cluster_map), read and written.
+__device__ __forceinline__ float4 ld_cluster_f4(u32 addr) {
+  float4 v;
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(addr)
+               : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_cluster_f4(u32 addr, float4 v) {
+  asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "f"(v.x), "f"(v.y), "f"(v.z),
+               "f"(v.w)
+               : "memory");
+}
 
 // ---- TMA stores, shared-memory stores, named barriers -------------------------------------------------------
 __device__ __forceinline__ void tma_store_2d(const TmaMap *map, u32 src, int c0, int c1) {

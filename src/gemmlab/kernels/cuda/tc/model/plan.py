@@ -16,6 +16,8 @@ kernels and occupancy answers, workspaces from the caller's allocator on that st
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 
 from gemmlab import driver
@@ -239,7 +241,7 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
     geo = spec.launch_geometry(problem, info.sm_count)
     kernel = gpu.kernel(compile_cuda(spec.source, spec.entry, defines, info.arch), geo.smem)
     cluster = spec.cluster()
-    if cluster:
+    if cluster and spec.kind == "persistent":  # a persistent grid holds as many clusters as are resident at once
         geo = spec.launch_geometry(problem, info.sm_count, gpu.clusters(kernel, geo, cluster))
     m, n, k = problem.shape
     elem = problem.prec.input_bytes
@@ -321,6 +323,12 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
         buffers += [ws, flags]
         params.sk_ws, params.sk_flags = gpu.address(ws), gpu.address(flags)
         zeroed = True
+    elif spec.params.get("SPLITS", 0) > 1 and cluster:
+        resident = gpu.clusters(kernel, geo, cluster)
+        waves = f", {ceil_div(geo.grid[0], resident)} wave(s) of the {resident} resident at once" if resident else ""
+        steps.append(f"split-K: {geo.grid[1]} splits of K a tile, one cluster of {geo.grid[1]} CTAs a tile{waves}; "
+                     "each CTA adds its share of the tile over the cluster's partials in split order, in their shared "
+                     "memory, and the first stores C")
     elif spec.params.get("SPLITS", 0) > 1:
         bm, bn = spec.params["BM"], spec.params["BN"]
         ws, tickets = split_k_workspace(gpu, ceil_div(m, bm) * ceil_div(n, bn), spec.params["SPLITS"], bm, bn)
@@ -347,7 +355,7 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
         gpu.synchronize()  # the zeroing ran on CuPy's stream: done before any caller's launch
     main = driver.Launch(int(kernel.handle), geo.grid, geo.block, geo.smem, params, cluster=cluster)
     steps.append(f"{spec.entry}: {geo.grid[0] * geo.grid[1]} CTAs of {geo.threads} threads"
-                 f"{f' in clusters of {cluster[0]}' if cluster else ''}, {geo.smem} B shared memory, "
+                 f"{f' in clusters of {math.prod(cluster)}' if cluster else ''}, {geo.smem} B shared memory, "
                  f"{ceil_div(k, spec.k_tile)} k-tiles of {spec.k_tile}"
                  f"{', C through TMA stores where it is 16-byte aligned' if c_rows_ok else ''}")
     extra = {"scale_maps": scale_maps} if spec.fp8 else {}

@@ -45,6 +45,7 @@ SM_BYTES_PER_CLOCK = 64  # assumed: what one SM reads from L2 per clock, the ope
 CTA_START_CLOCKS = 2000  # assumed: a CTA's ring set-up and its first k-tile's copies, about 1 µs, not overlapped
 MIN_SPLIT_KTILES = 4  # k-tiles a split at least: the pipeline depth that covers a TMA copy's latency
 MAX_WAVES = 2  # S is capped where the tiles x S CTAs would take more waves than this: the partials grow with S
+CLUSTER_MAX = 8  # the portable cluster size: S up to this adds its partials across a cluster's shared memory
 MEASURED = files("gemmlab") / "data" / "split_k-h200.json"
 MEASURED_MARGIN = 0.05  # a measured choice replaces the model's where faster by more than this (one timing's spread)
 
@@ -122,19 +123,28 @@ class SplitPlan:
                 for s in range(self.splits)]
 
 
-def with_partials(t: Traffic, s: SplitPlan, sm_count: int) -> Traffic:
-    """The traffic ``t`` of the plan's tile plus each partial written once and read once (S > 1); the walk's tiles are
-    all split along K over the grid's CTAs (a wave of them, as stream-K's split tail), so the busiest SM holds about
-    1/S of a tile's arithmetic."""
+def with_partials(t: Traffic, s: SplitPlan, sm_count: int, cluster: bool = False) -> Traffic:
+    """The traffic ``t`` of the plan's tile plus each partial written once and read once (S > 1; none of it in L2 or
+    DRAM where ``cluster`` adds them in shared memory); the walk's tiles are all split along K over the grid's CTAs
+    (a wave of them, as stream-K's split tail), so the busiest SM holds about 1/S of a tile's arithmetic."""
     ws = s.workspace_bytes
     if not ws:
         return t
     walk = t.walk and dataclasses.replace(t.walk, split_tail=s.tiles, wave=min(s.ctas, sm_count))
+    if cluster:  # the partials never leave the cluster's shared memory
+        return dataclasses.replace(t, walk=walk, basis=f"{t.basis}, {s.splits} splits of K a tile added across a "
+                                                       "cluster's shared memory")
     return dataclasses.replace(t, global_read=t.global_read + ws, global_write=t.global_write + ws, walk=walk,
                                l2_read=(t.l2_read or t.global_read) + ws,
                                l2_write=(t.l2_write or t.global_write) + ws,
                                basis=f"{t.basis}, plus {s.ctas} partials of {s.bm}x{s.bn} written and read back "
                                      f"({s.splits} splits of K a tile)")
+
+
+def reduces_in_cluster(splits: int, sk_cluster: int = 1) -> bool:
+    """Whether tc10's S splits of a tile add their partials across a cluster of the S CTAs' shared memory (SK_CLUSTER=1,
+    1 < S <= CLUSTER_MAX) rather than through the workspace and the last split's ticket."""
+    return bool(sk_cluster) and 1 < splits <= CLUSTER_MAX
 
 
 def clocks(m: int, n: int, k: int, precision: str, bm: int, bn: int, splits: int, sm_count: int,
