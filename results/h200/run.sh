@@ -57,6 +57,20 @@ g bench --kernels cuda/tc4_persistent_bf16 $B4 --shape 1536x1536x1536 --shape 10
 g bench --kernels cuda/tc4_persistent_fp8 $B4 --shape 1536x1536x1536 --shape 256x14336x4096 --shape 1024x14336x4096 \
   --shape 2048x2048x2048 --variant cuda/tc4_persistent_fp8:CM=1 --variant cuda/tc4_persistent_fp8:CM=1,NARROW_BN=128 \
   --json "$OUT/tc4_cm1.json" --append
+# tc10 with a split tile's partials added across a cluster (SK_CLUSTER=1) beside the registered workspace's, at the
+# suite's rows where auto runs tc10 with 1 < S <= 8 (the committed run registered the cluster's: the same pair)
+declare -A TC10C
+TC10C[bf16]="16x4096x14336 32x1024x8192 32x4096x4096 32x4096x14336 64x1024x8192 64x4096x4096 64x4096x14336
+  128x1024x8192 128x4096x14336 256x256x16384 256x1024x8192 256x4096x4096 256x4096x14336 512x512x16384 512x1024x8192
+  1024x1024x8192 1024x1024x16384"
+TC10C[fp8]="32x1024x8192 32x4096x14336 64x1024x8192 64x4096x4096 64x4096x14336 128x1024x8192 128x4096x14336
+  256x256x16384 256x256x65536 256x1024x8192 256x4096x14336 512x512x16384 512x1024x8192 1024x1024x8192 1024x1024x16384"
+for P in bf16 fp8; do
+  S=""; for s in ${TC10C[$P]}; do S="$S --shape $s"; done
+  # shellcheck disable=SC2086
+  g bench --kernels "cuda/tc10_split_k_$P" --variant "cuda/tc10_split_k_$P:SK_CLUSTER=1" --layout row,col $S --no-peers \
+    --repeat 30 --max-seconds 0.25 --pause 0 --no-ceilings --json "$OUT/tc10_cluster_$P.json"
+done
 # The top tensor-core levels again, with a third ratio from alternating blocks that settle at their own power
 g bench --shape 4096 --shape 8192 --shape 2048x3072x4096 \
   --kernels 'cuda/tc4_persistent_bf16,cuda/tc6_stream_k_bf16,cuda/tc5_swap_ab_tf32,cuda/tc6_stream_k_tf32,peers/cublas_tf32,peers/cublas_bf16' \

@@ -10,8 +10,10 @@
 // it, and TMA stores, where C's rows are 16-byte aligned; else from registers). It also sets
 // the ticket back to zero, so the next launch starts from zero without a memset launch. No CTA waits for another:
 // the grid need not be resident at once, and a tile's reduction runs beside the other tiles' mainloops.
-// SK_CLUSTER=1 (the host launches a tile's S CTAs, S <= 8, as one cluster): no workspace and no ticket; the S CTAs
-// add the partials across their shared memory, each a share of the tile, in the same order (cluster_reduce).
+// SK_CLUSTER=1 (a variant; the host launches a tile's S CTAs, S <= 8, as one cluster): no workspace and no ticket;
+// the S CTAs add the partials across their shared memory, each a share of the tile, in the same order
+// (cluster_reduce). On the H200 fewer clusters of 4 or 8 such CTAs are resident at once than the grids split K
+// into, so those grids run in two waves: measured slower, and off (docs/tensor_cores/tc10.md).
 // TC_FP8=1: e4m3/e5m2 operands, both K-major, Fp8Args; the per-tensor scales multiply the summed tile (one
 // rounding, as tc4's). BLOCK_SCALED=1 (fp8_block): each k-tile (128 of K, one scale block) runs from zero into
 // `part` and is added, scaled by its rows' A scales and its tile's B scale, into the FP32 accumulator on the CUDA

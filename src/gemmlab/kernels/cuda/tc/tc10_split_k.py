@@ -45,10 +45,10 @@ from gemmlab.problem import Problem
 
 # SPLITS = 0: the tile and S chosen per problem (split_k.measured where a sweep timed the problem, else split_k.choose);
 # a configuration that names S (> 0) keeps its tile
-# SK_CLUSTER = 1: S of at most split_k.CLUSTER_MAX add their partials across a cluster of the tile's S CTAs instead
-# of through the workspace
+# SK_CLUSTER = 1 (a --variant): S of at most split_k.CLUSTER_MAX add their partials across a cluster of the tile's S
+# CTAs instead of through the workspace; measured slower on the H200 (docs/tensor_cores/tc10.md), so off
 BASE = {"BM": 128, "BN": 128, "STAGES": 6, "PRODUCER_REGS": 40, "CONSUMER_REGS": 232, "SPLITS": 0, "EPI_TMA": 1,
-        "SK_CLUSTER": 1}
+        "SK_CLUSTER": 0}
 FP8 = {**BASE, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
 FP8_BLOCK = {**FP8, "BLOCK_SCALED": 1}
 TF32 = {**BASE, "TF32_ROUND": 2}  # both operands rounded to nearest: A in registers, B in shared memory
