@@ -249,6 +249,8 @@ def test_constraints_refuse_what_the_source_does_not_build():
         get_kernel(NAMES["bf16"]).with_params({"EPI_TMA": 2})
     with pytest.raises(InvalidConfigError, match="SPLITS"):
         get_kernel(NAMES["bf16"]).with_params({"SPLITS": -1})
+    with pytest.raises(InvalidConfigError, match="SK_CLUSTER=2"):
+        get_kernel(NAMES["bf16"]).with_params({"SK_CLUSTER": 2})
     for rounding in (1, 3):  # the register-operand-only and pre-pass roundings are tc5's swap's
         with pytest.raises(InvalidConfigError, match=f"TF32_ROUND={rounding}"):
             get_kernel(NAMES["tf32"]).with_params({"TF32_ROUND": rounding})
@@ -274,7 +276,7 @@ def test_plan_launches_tiles_by_splits_with_its_workspace(stub, precision, shape
     """A pinned S (5, K never a multiple of it in k-tiles here) on ragged shapes: the grid is tiles x S. Through the
     workspace (SK_CLUSTER=0) the plan holds S partials a tile and a ticket a tile, zeroed, and hands both to the
     kernel; across a cluster (the SK_CLUSTER=1 variant) each tile's S CTAs are one cluster of (1, S, 1), with no
-    workspace, and the binary is the one built with SK_CLUSTER=1."""
+    workspace and nothing zeroed."""
     stub.stub_reset()
     spec = get_kernel(NAMES[precision]).with_params({"SPLITS": 5, "SK_CLUSTER": sk_cluster})
     layout = Layout(b=COL) if precision != "bf16" else ROW_MAJOR  # TF32: x @ w.t(), B read and rounded in place
@@ -290,7 +292,6 @@ def test_plan_launches_tiles_by_splits_with_its_workspace(stub, precision, shape
     args = tc_args(rec.params)
     assert rec.grid == (tiles, splits, 1) and rec.block == ((p["BM"] // 64 + 1) * 128, 1, 1)
     assert rec.stream == 0x5EED and (args["M"], args["N"], args["K"]) == shape
-    assert plan.spec.defines()["SK_CLUSTER"] == sk_cluster
     if sk_cluster:
         assert rec.cluster == (1, splits, 1) and (args["sk_ws"], args["sk_flags"]) == (0, 0)
         waves = ceil_div(tiles, 66)  # the stub's resident clusters
@@ -397,7 +398,7 @@ def _shipped_choices():
 def test_every_shipped_choice_is_a_build_the_plan_runs(stub, precision, shape, hit):  # noqa: F811
     """Each shipped choice is one of its precision's builds, passes its constraints (TF32 with the pass over B's
     tiles that x @ w.t() takes), leaves no split empty, and is what the plan of x @ w.t() launches: tiles x S CTAs,
-    S partials a tile in its workspace (a tile's S CTAs one cluster with SK_CLUSTER=1 and S at most CLUSTER_MAX)."""
+    S partials a tile in its workspace, no cluster."""
     stub.stub_reset()
     assert (hit["BM"], hit["BN"], hit["STAGES"]) in split_k.tiles_for(precision)
     plan_k = split_k.measured(*shape, precision, H200.sm_count)
@@ -410,11 +411,9 @@ def test_every_shipped_choice_is_a_build_the_plan_runs(stub, precision, shape, h
     ptrs = (0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000)
     plan.launch(*ptrs, 0, *([0x7300_0000_0000, 0x7300_0000_0040] if precision.startswith("fp8") else []))
     rec = launch_record(stub, stub.stub_launches() - 1)
-    assert rec.grid == plan_k.grid
-    if split_k.reduces_in_cluster(plan_k.splits, spec.params["SK_CLUSTER"]):
-        assert rec.cluster == (1, plan_k.splits, 1) and plan_k.workspace_bytes not in [b.nbytes for b in plan.buffers]
-    elif plan_k.splits > 1:
-        assert rec.cluster == (0, 0, 0) and plan.buffers[-2].nbytes == plan_k.workspace_bytes
+    assert rec.grid == plan_k.grid and rec.cluster == (0, 0, 0)
+    if plan_k.splits > 1:
+        assert plan.buffers[-2].nbytes == plan_k.workspace_bytes
 
 
 def test_measured_choices_outside_what_the_kernel_builds_are_not_taken():
@@ -515,6 +514,13 @@ def test_split_k_rows_read_the_build_that_ran():
     assert [round(r[3], 6) for r in rows] == [10.0, 10.0, 10.0]
     with pytest.raises(GemmlabError, match=r"changes EPI_TMA; tc10's table holds builds that differ"):
         split_k_rows({"records": [_record(f"{name}[EPI_TMA=0]", name, 1.2, EPI_TMA=0)]})
+    # a record from before SK_CLUSTER existed ran the workspace's reduction, the registered one; the cluster's does not
+    # go into the table
+    before = _record(name, SPLITS=2)
+    del before["params"]["SK_CLUSTER"]
+    assert len(split_k_rows({"records": [before]})) == 1
+    with pytest.raises(GemmlabError, match=r"changes SK_CLUSTER"):
+        split_k_rows({"records": [_record(f"{name}[SK_CLUSTER=1]", name, 0.7, SK_CLUSTER=1)]})
 
 
 def _cli(*args):

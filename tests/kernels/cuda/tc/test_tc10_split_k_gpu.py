@@ -6,6 +6,7 @@ launches."""
 import numpy as np
 import pytest
 
+from gemmlab.kernels.cuda.tc.model import split_k
 from gemmlab.kernels.plan import COL, Layout
 from gemmlab.kernels.registry import get_kernel
 from gemmlab.problem import Problem
@@ -49,17 +50,20 @@ def test_on_gpu_right_and_the_same_bits_on_every_call(precision, shape):
 
 
 @pytest.mark.parametrize("precision", list(NAMES))
+@pytest.mark.parametrize("tile", list(split_k.TILES), ids=lambda t: f"{t[0]}x{t[1]}")
 @pytest.mark.parametrize("splits", [2, 3, 5, 8])
-def test_on_gpu_the_cluster_adds_the_partials_to_the_workspace_s_bits(precision, splits):
-    """The same S added across a cluster (SK_CLUSTER=1) and through the workspace (SK_CLUSTER=0): C has the same bits,
-    each element's partials added in split order from zero either way."""
+def test_on_gpu_the_cluster_adds_the_partials_to_the_workspace_s_bits(precision, tile, splits):
+    """The same tile and S added across a cluster (SK_CLUSTER=1) and through the workspace (SK_CLUSTER=0): C has the
+    same bits, each element's partials added in split order from zero either way (at 64x64 and S = 8 each CTA of a
+    cluster adds one float4 of every thread's share)."""
     import cupy
 
     from gemmlab.harness.verify import run_once
 
     _needs_gpu()
     problem = Problem(130, 250, 8191, precision)
-    pinned = get_kernel(NAMES[precision]).with_params({"BM": 128, "BN": 128, "STAGES": 6, "SPLITS": splits})
+    bm, bn, stages = tile
+    pinned = get_kernel(NAMES[precision]).with_params({"BM": bm, "BN": bn, "STAGES": stages, "SPLITS": splits})
     builds = [pinned.with_params({"SK_CLUSTER": c}) for c in (1, 0)]
     assert [b.for_problem(problem).cluster() for b in builds] == [(1, splits, 1), None]
     a, b = builds[0].make_inputs(problem, 3, cupy)

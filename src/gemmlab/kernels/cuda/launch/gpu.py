@@ -62,8 +62,8 @@ class Resources:
 
             from gemmlab.kernels.cuda.launch.nvrtc import _as_core_stream
 
-            # one cluster's grid: the count depends on the cluster's shape, its CTAs' resources and the GPCs alone
-            config = LaunchConfig(grid=tuple(cluster), cluster=tuple(cluster), block=geo.block, shmem_size=geo.smem)
+            config = LaunchConfig(grid=(max(1, geo.grid[0] // cluster[0]), 1, 1), cluster=cluster, block=geo.block,
+                                  shmem_size=geo.smem)
             count = kernel.occupancy.max_active_clusters(config,
                                                          stream=_as_core_stream(cupy.cuda.get_current_stream()))
             return int(count) if count and count > 0 else None

@@ -52,10 +52,13 @@
 #if (TF32_ROUND && (TC_BF16 || TC_FP8)) || (TF32_ROUND != 0 && TF32_ROUND != 2) || (ROUND_B_SMEM && TF32_ROUND != 2)
 #error "TF32_ROUND: 0 or 2, on the TF32 build; ROUND_B_SMEM with TF32_ROUND=2"
 #endif
-#define B_PASS (TF32_ROUND == 2 && ROUND_B_SMEM)
+#define B_PASS (TF32_ROUND == 2 && ROUND_B_SMEM)  // the consumers round each landed B tile in place
 #ifndef SK_CLUSTER
 #define SK_CLUSTER 0
-#endif  // the consumers round each landed B tile in place
+#endif
+#if SK_CLUSTER && !defined(SK_CLUSTER_MAX)
+#error "SK_CLUSTER=1: SK_CLUSTER_MAX, the most splits a cluster adds (the host's split_k.CLUSTER_MAX)"
+#endif
 
 #if TC_FP8
 typedef Fp8Args KernelArgs;
@@ -81,8 +84,7 @@ __host__ __device__ __forceinline__ unsigned a_frag_offset(unsigned t, int kk, i
 #define REDUCE_J 8
 
 #if SK_CLUSTER
-#define SK_CLUSTER_MAX 8  // the portable cluster size: S at most this reduces across the cluster
-#define CLUSTER_RJ 2      // float4s of the fragment a thread reduces at once, each over the S partials
+#define CLUSTER_RJ 2  // float4s of the fragment a thread reduces at once, each over the S partials
 static_assert(2 * (BN / 8) * CT * 16 <= STAGES * STAGE_BYTES, "a partial and the sums fit in the ring");
 
 // SK_CLUSTER=1, S > 1: the tile's S CTAs are one cluster (rank = split). Each writes its partial into its own ring,

@@ -67,11 +67,14 @@ class SplitK(WgmmaKernel):
         d = super().defines()
         d.pop("SPLITS")  # the kernel reads S from gridDim.y
         d["SK_CLUSTER"] = int(self.cluster() is not None)
+        if d["SK_CLUSTER"]:
+            d["SK_CLUSTER_MAX"] = split_k.CLUSTER_MAX  # the bound of the kernel's loops over a cluster's partials
         return d
 
     def cluster(self) -> tuple[int, int, int] | None:
         """(1, S, 1): a tile's S CTAs (gridDim.y) in one cluster, where its partials are added across the cluster's
-        shared memory (SK_CLUSTER=1 and 1 < S <= split_k.CLUSTER_MAX); None where they go through the workspace."""
+        shared memory (SK_CLUSTER=1 and 1 < S <= split_k.CLUSTER_MAX); None where they go through the workspace,
+        SK_CLUSTER=1 asked for or not (S = 1, S past a cluster, or S still to be chosen: SPLITS=0)."""
         s = self.params["SPLITS"]
         return (1, s, 1) if split_k.reduces_in_cluster(s, self.params.get("SK_CLUSTER", 0)) else None
 

@@ -141,7 +141,7 @@ def with_partials(t: Traffic, s: SplitPlan, sm_count: int, cluster: bool = False
                                      f"({s.splits} splits of K a tile)")
 
 
-def reduces_in_cluster(splits: int, sk_cluster: int = 1) -> bool:
+def reduces_in_cluster(splits: int, sk_cluster: int) -> bool:
     """Whether tc10's S splits of a tile add their partials across a cluster of the S CTAs' shared memory (SK_CLUSTER=1,
     1 < S <= CLUSTER_MAX) rather than through the workspace and the last split's ticket."""
     return bool(sk_cluster) and 1 < splits <= CLUSTER_MAX
