@@ -118,9 +118,9 @@ class SplitK(WgmmaKernel):
     def configurations(self, formats: bool = False) -> list[WgmmaKernel]:
         """A build per tile of the precision (split_k.tiles_for), each in every FP8 output type, pinned at
         PINNED_SPLITS (at most KT), so that a sanitizer run at any shape of 3 k-tiles or more goes through the
-        partials on every tile, both across a cluster and through the workspace and its tickets (SK_CLUSTER=0, where
-        S passes split_k.CLUSTER_MAX); the rounded TF32 build's also with the pass over B's tiles (ROUND_B_SMEM=1,
-        what the plan builds for a K-major B)."""
+        partials on every tile, both added across a cluster (SK_CLUSTER=1) and through the workspace and its tickets
+        (SK_CLUSTER=0); the rounded TF32 build's also with the pass over B's tiles (ROUND_B_SMEM=1, what the plan
+        builds for a K-major B)."""
         builds = [self.with_params({"BM": bm, "BN": bn, "STAGES": st, "SPLITS": PINNED_SPLITS, "SK_CLUSTER": c})
                   for bm, bn, st in split_k.tiles_for(self.precision) for c in (1, 0)]
         if self.params.get("TF32_ROUND", 0) == 2:

@@ -17,7 +17,6 @@ kernels and occupancy answers, workspaces from the caller's allocator on that st
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass, field
 
 from gemmlab import driver
