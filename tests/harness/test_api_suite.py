@@ -273,3 +273,45 @@ def test_bmms_bar_is_its_own():
     s = S.summarize([rec, dict(rec, batch=16, gpu_ratio=0.97)])["bmm bf16"]
     assert s["records"] == 2 and s["bars"]["gpu_geomean"]  # 0.95× for bmm, where mm's is 1.0×
     assert not S.summarize([dict(rec, op="mm")])["mm bf16"]["bars"]["gpu_geomean"]
+
+
+def test_a_fused_record_times_gemmlabs_plain_gemm_of_the_same_operands_beside_it(monkeypatch):
+    """linear_bias_gelu on the CPU (FP32 host tensors, the timers stubbed): a third call in the same interleaved
+    run, gemmlab.matmul(x, w.t()) on the record's own x and w, its time, its kernel and the fused call's ratio to
+    it."""
+    results = []
+
+    def gpu(torch_, calls, sets, *a, **k):
+        results.append([f(*sets[0]) for f in calls])
+        return timing.GpuTimes([0.0021, 0.003, 0.002], 20, [0, 0, 0], 100.0)
+
+    monkeypatch.setattr(timing, "gpu_times", gpu)
+    monkeypatch.setattr(timing, "eager_times", lambda torch_, calls, *a: ([0.010, 0.011, 0.009], 30))
+    case = O.Case("linear_bias_gelu", "fp32", "linear", 8, 64, 32)
+    rec = S.measure(torch, case, S.SuiteOptions(), CTX)
+    assert rec["verified"] and rec["plain_kernel"] == "cpu/blas"
+    x, w, bias = O.OPS["linear_bias_gelu"].inputs(torch, case, S.SuiteOptions().seed, "cpu")
+    ours, theirs, plain = results[0]
+    assert torch.allclose(plain, x @ w.t(), rtol=1e-5, atol=1e-5)  # no bias, no activation: the GEMM alone
+    assert torch.allclose(ours, torch.nn.functional.gelu(x @ w.t() + bias), rtol=1e-4, atol=1e-4)
+    assert (rec["plain_gpu_us"], rec["plain_eager_us"]) == (2.0, 9.0)
+    assert rec["over_plain"] == pytest.approx(1.05) and rec["gpu_ratio"] == pytest.approx(3.0 / 2.1)
+    assert "plain 2.0 µs (fused ×1.050)" in S.line(rec)
+    mm = S.measure(torch, O.Case("mm", "fp32", "linear", 8, 64, 32), S.SuiteOptions(), CTX)
+    assert not any(f.startswith("plain") or f == "over_plain" for f in mm)  # mm is the plain GEMM itself
+
+
+def test_the_epilogues_bar_reads_the_fused_over_plain_geomean_from_m_2048_up():
+    def fused(m, over):
+        return dict(_rec("bf16", m, 1.0), op="linear_bias_gelu", over_plain=over, plain_gpu_us=10.0)
+
+    records = [fused(16, 1.5), fused(128, 1.2), fused(2048, 1.02), fused(8192, 1.04)]
+    s = S.summarize(records)["linear_bias_gelu bf16"]
+    o = s["over_plain"]
+    assert o["n"] == 2 and o["geomean"] == pytest.approx(math.sqrt(1.02 * 1.04)) and o["max_at"] == "8192x4096x4096"
+    assert o["all_geomean"] == pytest.approx((1.5 * 1.2 * 1.02 * 1.04) ** 0.25)
+    assert s["bars"]["over_plain"]  # 1.0300 from M = 2048 up; the decode rows' 1.5 does not count
+    assert not S.summarize(records[:2] + [fused(2048, 1.05)])["linear_bias_gelu bf16"]["bars"]["over_plain"]
+    assert "over gemmlab's plain GEMM at M ≥ 2048: geomean ×1.030, max ×1.040" in \
+        S.summary_line("linear_bias_gelu bf16", s)
+    assert "over_plain" not in S.summarize([_rec("bf16", 16, 1.0)])["mm bf16"]["bars"]

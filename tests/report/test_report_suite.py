@@ -122,3 +122,23 @@ def test_bmm_records_get_their_table_figure_and_bar():
     lines = {line.get_gid(): line for line in fig.axes[0].get_lines()}
     assert list(lines["gpu_ratio:bmm: batch 8 of M=N=K"].get_xdata()) == [512, 1024]
     assert "batched matmul" in fig._suptitle.get_text()
+
+
+def test_fused_records_show_their_plain_gemms_time_and_the_epilogues_bar():
+    results = load(SAMPLE)[1]
+    base = {"op": "linear_bias_gelu", "precision": "bf16", "group": "linear", "n": 4096, "k": 4096,
+            "layout": "x @ w.T + bias, then gelu", "kernel": "cuda/tc4_persistent_bf16", "verified": True,
+            "gpu_us": 10.5, "torch_gpu_us": 11.0, "eager_us": 20.0, "torch_eager_us": 21.0, "gpu_ratio": 11 / 10.5,
+            "eager_ratio": 1.05, "dram_fraction": 0.5, "rel_err": 1e-3, "torch_rel_err": 1e-3, "verify": "full",
+            "out_dtype": "bfloat16", "plain_kernel": "cuda/tc4_persistent_bf16", "plain_gpu_us": 10.0,
+            "over_plain": 1.05}
+    fused = [dict(base, m=128, over_plain=1.2, gpu_us=12.0), dict(base, m=2048), dict(base, m=8192)]
+    md = R.markdown(dict(results, records=results["records"] + fused))
+    cost = _rows(md, "### The fused epilogue's cost")
+    assert cost == [["linear_bias_gelu", "BF16", "1.050 (2)", "1.050 (2048x4096x4096)",
+                     f"{(1.2 * 1.05 * 1.05) ** (1 / 3):.3f}", "no"]]
+    rows = _rows(md, "## linear_bias_gelu, BF16")
+    assert [r[1] for r in rows] == ["128×4096×4096", "2048×4096×4096", "8192×4096×4096"]
+    assert rows[0][-2:] == ["10.0 (`cuda/tc4_persistent_bf16`)", "1.200"]
+    assert "over_plain no" in next(r for r in _rows(md, "## Summary") if r[0] == "linear_bias_gelu")[-1]
+    assert "fused epilogue's cost" not in R.markdown(results) and "plain GEMM µs" not in R.markdown(results)

@@ -14,6 +14,9 @@ the L2 evicted before every call:
 - GPU time (timing.gpu_times): the GPU's work for the call, every kernel it launches counted; the host issues the
   call behind a spin kernel, so its host time is left out.
 - eager time (timing.eager_times, bench --api's): from an idle GPU, host time included: what a caller waits for.
+An op with a fused epilogue (linear_bias, linear_bias_gelu) times a third call in the same rotation, gemmlab's plain
+GEMM of its x and w (``plain_gpu_us``): ``over_plain`` is what the epilogue costs, and its bar (OVER_PLAIN_BAR) reads
+the geomean from M = OVER_PLAIN_M up, where the GEMM is long enough for the epilogue's share to be measured.
 
 Every result is checked against float64 (FP8: the product of the dequantized operands) before it is timed, torch's
 too: a peer off the reference (torch's blockwise scaled mm where ceil(K/128) is not a multiple of 4) is marked
@@ -50,6 +53,10 @@ LINEAR_OPS_PRECISIONS = ("bf16",)
 DECODE_M = 64  # rows up to this many are decode: held to the DRAM roof
 BARS = {"gpu_geomean": 1.0, "gpu_min": 0.85, "eager_geomean": 0.95, "decode_dram": 0.75}
 OP_BARS = {"bmm": {"gpu_geomean": 0.95}}  # where an op's bar differs from BARS'
+# an op with a fused epilogue: its GPU time over gemmlab's plain GEMM's in the same run (``over_plain``), geomean
+# over the rows of at least OVER_PLAIN_M, at most OVER_PLAIN_BAR (the epilogue within 3% of the GEMM it rides on)
+OVER_PLAIN_M = 2048
+OVER_PLAIN_BAR = 1.03
 OPS_RUN = ("mm", "bmm", "linear_bias", "linear_bias_gelu")  # the ops a run makes records of
 SUITE = "api_suite"  # the results file's "suite" field: what tells it apart
 
@@ -121,6 +128,16 @@ def summarize(records: list[dict]) -> dict:
             "gpu_min": s["gpu_min"] is not None and s["gpu_min"] >= bars["gpu_min"] and not entry["failed"],
             "eager_geomean": s["eager_geomean"] is not None and s["eager_geomean"] >= bars["eager_geomean"],
             "decode_dram": entry["decode_dram_min"] is not None and entry["decode_dram_min"] >= bars["decode_dram"]}
+        fused = [r for r in timed if r.get("over_plain")]
+        if fused:
+            large = [r for r in fused if r["m"] >= OVER_PLAIN_M]
+            high = max(large, key=lambda r: r["over_plain"], default=None)
+            entry["over_plain"] = {"n": len(large), "geomean": geomean(r["over_plain"] for r in large),
+                                   "max": high and high["over_plain"],
+                                   "max_at": high and f"{high['m']}x{high['n']}x{high['k']}",
+                                   "all_geomean": geomean(r["over_plain"] for r in fused)}
+            g = entry["over_plain"]["geomean"]
+            entry["bars"]["over_plain"] = g is not None and g <= OVER_PLAIN_BAR
         out[f"{op} {precision}"] = entry
     return out
 
@@ -343,6 +360,10 @@ def measure(torch, case: Case, opts: SuiteOptions, ctx: dict) -> dict:
     if not rec["verified"]:
         return rec
     calls, sets = [ours] if theirs is None else [ours, theirs], [args]
+    if op.plain is not None:  # gemmlab's GEMM without the epilogue, in the same interleaved run
+        mm, plain_args = OPS["mm"], op.plain(args)
+        rec["plain_kernel"] = mm.plan(gemmlab, case.precision, plain_args).plan.spec.name
+        calls.append(lambda *a: mm.ours(gemmlab, case.precision, op.plain(a)))
     timing = (opts.rounds, opts.max_seconds, opts.min_rounds, ctx["clean"])
     g = gpu_times(torch, calls, sets, *timing)
     eager, eager_rounds = eager_times(torch, calls, sets, *timing)
@@ -356,6 +377,9 @@ def measure(torch, case: Case, opts: SuiteOptions, ctx: dict) -> dict:
                    torch_tflops=flops / (g.median_ms[1] * 1e9))
         rec.update(gpu_ratio=rec["torch_gpu_us"] / rec["gpu_us"], eager_ratio=rec["torch_eager_us"] / rec["eager_us"],
                    torch_dram_fraction=rec["dram_roof_us"] / rec["torch_gpu_us"])
+    if op.plain is not None:
+        rec.update(plain_gpu_us=1e3 * g.median_ms[-1], plain_eager_us=1e3 * eager[-1])
+        rec["over_plain"] = rec["gpu_us"] / rec["plain_gpu_us"]
     return rec
 
 
@@ -374,6 +398,8 @@ def line(r: dict) -> str:
             tail += " (torch wrong)"
     else:
         tail += f"  torch: {r.get('torch_error')}"
+    if r.get("over_plain"):
+        tail += f"  plain {r['plain_gpu_us']:.1f} µs (fused ×{r['over_plain']:.3f})"
     if r.get("gpu_late") or r.get("torch_gpu_late"):
         tail += f"  host-bound samples {r.get('gpu_late', 0)}/{r.get('torch_gpu_late', 0)}"
     return head + tail
@@ -391,6 +417,10 @@ def summary_line(name: str, s: dict) -> str:
                 f"min ×{fmt(a['gpu_min'])})")
     if s["decode_dram_min"] is not None:
         out += f"; decode DRAM roof min {100 * s['decode_dram_min']:.0f}% at {s['decode_dram_min_at']}"
+    if s.get("over_plain"):
+        o = s["over_plain"]
+        out += (f"; over gemmlab's plain GEMM at M ≥ {OVER_PLAIN_M}: geomean ×{fmt(o['geomean'])}, "
+                f"max ×{fmt(o['max'])} at {o['max_at']}")
     if s["failed"] or s["no_peer"]:
         out += f"; {s['failed']} failed, {s['no_peer']} without a peer"
     return out

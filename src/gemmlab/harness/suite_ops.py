@@ -46,6 +46,9 @@ class Op:
     matrix: Callable = lambda c: c  # a result as the 2-D matrix the reference's rows index (bmm: the batch stacked)
     b_layout: str = "col"  # how B reaches the kernel (the dispatch's layout of the suite's listing)
     epilogue: object = None  # the gemmlab.epilogue.Epilogue gemmlab's call fuses (the dispatch's choice among those)
+    # an op with a fused epilogue: its args -> the "mm" op's args for the same GEMM without it, gemmlab's plain call
+    # timed beside the fused one, so that the record says what the epilogue costs
+    plain: Callable | None = None
 
 
 def _mm_inputs(torch, case: Case, seed: int, device: str = "cuda"):
@@ -162,7 +165,8 @@ def _linear_op(name: str, activation: str | None) -> Op:
               plan=lambda gemmlab, p, a: _linear_plan(gemmlab, p, a, activation), theirs=theirs,
               reference=reference,
               bytes=lambda c, size, c_size: size * ((c.m + c.n) * c.k + c.n) + c_size * c.m * c.n,
-              epilogue=Epilogue(activation, addend="bias"))
+              epilogue=Epilogue(activation, addend="bias"),
+              plain=lambda args: (args[0], args[1].t()))
 
 
 def _linear_plan(gemmlab, precision, args, activation):

@@ -5,11 +5,12 @@ Ratios are torch's time over gemmlab's (above 1: gemmlab faster). A record whose
 check is marked † and left out of the geomeans and minimum of the first summary columns, kept in the columns "with
 †"; a record torch could not run has no ratio. Figures: GPU-time and eager ratio against M (log2) for each (N, K)
 of the linear shapes, the squares (M = N = K) dashed, the long-K shapes as lone points; a line at 1.0 and one at the
-bar every shape must clear (0.85); hollow markers where torch's result is wrong.
+bar every shape must clear (0.85); hollow markers where torch's result is wrong. The fused ops' records also give
+gemmlab's plain GEMM of the same operands, timed in the same run, and a table of what the epilogue costs.
 """
 from __future__ import annotations
 
-from gemmlab.harness.api_suite import BARS, DECODE_M, OP_BARS, summarize
+from gemmlab.harness.api_suite import BARS, DECODE_M, OP_BARS, OVER_PLAIN_BAR, OVER_PLAIN_M, summarize
 from gemmlab.report import data as D
 
 
@@ -71,12 +72,33 @@ def markdown(results: dict, figures: dict | None = None) -> str:
                      f"{_f(p['eager_geomean'])} | {_f(s['decode_dram_min'], '.0%')} "
                      f"({s['decode_dram_min_at'] or '—'}) | {_f(a['gpu_geomean'])} / {_f(a['gpu_min'])} | {s['peer_wrong']} | {s['failed']} | "
                      f"{s['no_peer']} | {met} |")
+    lines += _epilogue_cost(summary, groups(records))
     for op, precision in groups(records):
         lines += ["", f"## {op}, {D.PRECISION_LABEL.get(precision, precision)}", ""]
         if figures and (op, precision) in figures:
             lines += [f"![ratio against M: {op} {precision}]({figures[(op, precision)]})", ""]
         lines += _table(sorted((r for r in records if r["op"] == op and r["precision"] == precision), key=_order))
     return "\n".join(lines) + "\n"
+
+
+def _epilogue_cost(summary: dict, pairs) -> list[str]:
+    """The fused ops against gemmlab's own plain GEMM of the same operands, timed in the same run: what the
+    epilogue costs, with its bar."""
+    rows = [(op, precision, summary[f"{op} {precision}"]["over_plain"]) for op, precision in pairs
+            if summary[f"{op} {precision}"].get("over_plain")]
+    if not rows:
+        return []
+    lines = ["", "### The fused epilogue's cost", "",
+             "GPU time of the fused call over gemmlab's plain `gemmlab.matmul(x, w.t())` on the same operands, "
+             f"timed in the same interleaved run. Bar: the geomean at M ≥ {OVER_PLAIN_M} at most {OVER_PLAIN_BAR}×.",
+             "",
+             f"| op | precision | geomean at M ≥ {OVER_PLAIN_M} (records) | max (at) | geomean, every M | bar met |",
+             "|---|---|---:|---:|---:|---|"]
+    for op, precision, o in rows:
+        met = "yes" if o["geomean"] is not None and o["geomean"] <= OVER_PLAIN_BAR else "no"
+        lines.append(f"| {op} | {D.PRECISION_LABEL.get(precision, precision)} | {_f(o['geomean'])} ({o['n']}) | "
+                     f"{_f(o['max'])} ({o['max_at'] or '—'}) | {_f(o['all_geomean'])} | {met} |")
+    return lines
 
 
 _GROUP_ORDER = {"linear": 0, "square": 1, "long_k": 2, "bmm": 3}
@@ -90,9 +112,12 @@ def _order(r: dict) -> tuple:
 
 
 def _table(records: list[dict]) -> list[str]:
+    """A row per record; records timed beside gemmlab's plain GEMM (a fused op's) get its time and kernel too."""
+    plain = any("plain_gpu_us" in r for r in records)
     lines = ["| shapes | M×N×K | kernel (auto) | GPU µs (gemmlab / torch) | × GPU | eager µs (gemmlab / torch) | "
-             "× eager | DRAM | rel err (gemmlab / torch) | C |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
+             "× eager | DRAM | rel err (gemmlab / torch) | C |" + (" plain GEMM µs (kernel) | fused / plain |"
+                                                                   if plain else ""),
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---|" + ("---:|---:|" if plain else "")]
     notes = []
     for r in records:
         shape = f"{r['batch']} × " if r.get("batch") else ""
@@ -121,7 +146,9 @@ def _table(records: list[dict]) -> list[str]:
                      f"{_f(r.get('gpu_ratio'))}{mark} | {_f(r.get('eager_us'), '.1f')} / "
                      f"{_f(r.get('torch_eager_us'), '.1f')} | {_f(r.get('eager_ratio'))}{mark} | "
                      f"{_f(r.get('dram_fraction'), '.0%')} | {_f(r.get('rel_err'), '.1e')} / "
-                     f"{_f(r.get('torch_rel_err'), '.1e')}{sampled} | {c} |")
+                     f"{_f(r.get('torch_rel_err'), '.1e')}{sampled} | {c} |"
+                     + (f" {_f(r.get('plain_gpu_us'), '.1f')} (`{r.get('plain_kernel')}`) | "
+                        f"{_f(r.get('over_plain'))} |" if plain else ""))
     return lines + ([""] + notes if notes else [])
 
 
