@@ -311,6 +311,11 @@ class Problem:
     def with_precision(self, precision: str) -> "Problem":
         return Problem(self.m, self.n, self.k, precision)
 
+    def transposed(self) -> "Problem":
+        """The product of the transposes, Cᵀ (N×M) = Bᵀ·Aᵀ, which a kernel computes where it takes the operands in
+        each other's roles (tc9; tc5 and tc6 TF32 with A_IN_REGS)."""
+        return Problem(self.n, self.m, self.k, self.precision, out_dtype=self.out_dtype)
+
     def make_inputs(self, seed: int = 0, xp=np, formats: tuple[str, str] | None = None):
         """A and B drawn from N(0,1) with a seeded generator, in the precision's input dtype; for FP8, quantized
         with amax scaling into gemmlab.fp8.Scaled operands (in ``formats``, default the precision's), A as M×K and
@@ -402,6 +407,11 @@ class BatchedProblem(Problem):
 
     def with_precision(self, precision: str) -> "BatchedProblem":
         return BatchedProblem(self.m, self.n, self.k, precision, self.batch, self.stride_a, self.stride_b)
+
+    def transposed(self) -> "BatchedProblem":
+        """The batch of the products' transposes, Cᵢᵀ = Bᵢᵀ·Aᵢᵀ: each operand's stride the other's."""
+        return BatchedProblem(self.n, self.m, self.k, self.precision, self.batch, self.stride_b, self.stride_a,
+                              out_dtype=self.out_dtype)
 
     def matrix(self) -> Problem:
         """One product of the batch."""

@@ -299,6 +299,61 @@ def test_tf32_swap_reads_b_given_as_the_transpose_of_w_in_place(stub, name, shap
     assert not any("transpose" in step for step in plan.steps)
 
 
+@pytest.mark.parametrize("name", ["cuda/tc5_swap_ab_tf32", "cuda/tc6_stream_k_tf32"])
+def test_a_in_regs_exchanges_the_operands_so_the_pre_pass_rounds_the_weight(stub, name):
+    """A_IN_REGS=1 on x @ w.T (M=2048 rows of x, a 512×256 w): the kernel runs the transposed product (M and N
+    exchanged), its A map over the pre-pass's rounded copy of w (512 rows), its B map over x itself (2048 rows of
+    the K-major box), the build storing C transposed; a launch takes the call's operands in the call's order."""
+    from gemmlab.harness.bench import variant
+
+    stub.stub_reset()
+    spec = variant(name, {"A_IN_REGS": 1})
+    m, n, k = 2048, 512, 256
+    plan, gpu = make(stub, spec.name, (m, n, k), Layout(b=COL), spec=spec)
+    assert plan.problem == Problem(m, n, k, "tf32") and plan.inner.problem == Problem(n, m, k, "tf32")
+    runs = plan.spec
+    assert runs.params["A_IN_REGS"] == 1 and runs.defines()["C_TRANSPOSED"] == 1 and "A_IN_REGS" not in runs.defines()
+    assert gpu.loaded[0][0] is compile_cuda(runs.source, runs.entry, {**runs.defines(), "SWAP_B_KMAJOR": 1}, "sm_90a")
+    assert gpu.loaded[1][0].entry == "tc_round_copy"
+    x, w, c = 0x7000_0000_0000, 0x7300_0000_0000, 0x7200_0000_0000
+    for at in (0, 4096):  # a second call with x and w elsewhere: each map and the pre-pass follow
+        plan.launch(x + at, w + at, c, stream=0x5EED)
+        first = 2 * (at > 0)
+        src, dst = np.frombuffer(launch_record(stub, first).params[:16], "<u8")
+        rows, cols, ld_src = np.frombuffer(launch_record(stub, first).params[16:28], "<i4")
+        assert (src, rows, cols, ld_src) == (w + at, n, k, k)  # the pre-pass rounds w: N×K, not x's M×K
+        args = tc_args(launch_record(stub, first + 1).params)
+        assert (args["M"], args["N"], args["K"], args["C"]) == (n, m, k, c)
+        assert args["a"][2] == dst and list(args["a"][[3, 4]]) == [k, n]  # the rounded w: K by N rows
+        assert list(args["b"][[2, 3, 4, 5, 6, 7]]) == [x + at, k, m, 4 * k, 32, runs.params["BN"]]
+    assert stub.stub_launches() == 4 and stub.stub_copies() == 0
+    assert "exchanged" in plan.steps[0] and any("rounding pre-pass" in s for s in plan.steps)
+    assert plan.buffers  # the pre-pass's workspace: gemmlab.call keeps one plan per stream
+
+
+@pytest.mark.parametrize("name,shape", [("cuda/tc5_swap_ab_tf32", (4096, 96, 4096)),
+                                        ("cuda/tc6_stream_k_tf32", (1025, 64, 520)),
+                                        ("cuda/tc6_stream_k_tf32", (300, 129, 1001))])
+def test_a_in_regs_launches_the_grid_of_the_transposed_problem(stub, name, shape):
+    """Where the transposed problem has another number of tiles than the call's (96 rows of w make 1 row of 256-row
+    tiles, x's 4096 rows 32 columns of 128), the launch is the base level's on the transposed problem: its grid, its
+    stream-K split, its binary but for C's store."""
+    from gemmlab.harness.bench import variant
+
+    stub.stub_reset()
+    spec = variant(name, {"A_IN_REGS": 1})
+    problem = Problem(*shape, "tf32")
+    plan, gpu = make(stub, spec.name, shape, Layout(b=COL), spec=spec)
+    base = get_kernel(name).for_problem(problem.transposed())
+    assert plan.inner.main.grid == base.launch_geometry(problem.transposed()).grid == \
+        spec.launch_geometry(problem).grid
+    assert spec.stream_k_tiles(problem) == base.stream_k_tiles(problem.transposed())
+    runs = plan.spec
+    assert {**base.defines(), "C_TRANSPOSED": 1, "SWAP_B_KMAJOR": 1} == runs.defines() == \
+        {**plan.inner.spec.defines(), "SWAP_B_KMAJOR": 1}
+    assert gpu.loaded[0][0] is runs.compile("sm_90a")  # the spec's own build is the binary the plan loads
+
+
 @pytest.mark.parametrize("name", ["cuda/v8_cp_async", "cuda/v9_autotuned", "cuda/v10_register_prefetch"])
 def test_fp32_ladder_reads_b_given_as_the_transpose_of_w_in_place(stub, name):
     """x @ w.T on the SIMT levels: the plan runs the B_KMAJOR=1 build (its own binary, its padded B tile in the

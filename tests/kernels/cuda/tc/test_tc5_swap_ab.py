@@ -5,6 +5,7 @@ import re
 import shutil
 import subprocess
 
+import numpy as np
 import pytest
 
 from gemmlab.errors import InvalidConfigError
@@ -82,20 +83,21 @@ def _kmajor_b_offset(k: int, c: int) -> int:
     return c * 128 + ((((k >> 2) ^ (c & 7)) << 4) | ((k & 3) * 4))
 
 
-def _host_fragments(tmp_path, kmajor: int, main: str) -> list[list[str]]:
-    """tc_swap.cuh's fragment arithmetic compiled on the host at tc5's tile, with SWAP_B_KMAJOR=kmajor, running
-    ``main``; its output lines split into words."""
+def _host_fragments(tmp_path, kmajor: int, main: str, defines=(), args=()) -> list[list[str]]:
+    """tc_swap.cuh's fragment arithmetic compiled on the host at tc5's tile, with SWAP_B_KMAJOR=kmajor and
+    ``defines``, running ``main`` (which may add more of the header's host blocks) with ``args``; its output lines
+    split into words."""
     bm, bn = TC5.params["BM"], TC5.params["BN"]
     src = tmp_path / "frag.cpp"
     src.write_text("typedef unsigned u32;\n" + "".join(
         line + "\n" for line in source_path("tc_swap.cuh").read_text().splitlines()
-        if line.startswith(("#define CW", "#define B_BOX_COLS", "#define B_BOX_TILE_BYTES")))
+        if line.startswith(("#define CW", "#define B_BOX_COLS", "#define B_BOX_TILE_BYTES", "#define FRAG_PAIR")))
                    + host_block("tc_swap.cuh", "fragment") + main)
     exe = tmp_path / "frag"
     subprocess.run([shutil.which("g++") or shutil.which("clang++"), "-std=c++17", *HOST_SHIM, f"-DBM={bm}",
-                    f"-DBN={bn}", "-DBK=32", f"-DA_TILE_BYTES={bm * 128}", f"-DSWAP_B_KMAJOR={kmajor}", "-o",
-                    str(exe), str(src)], check=True)
-    return [line.split() for line in subprocess.run([str(exe)], capture_output=True, text=True,
+                    f"-DBN={bn}", "-DBK=32", f"-DA_TILE_BYTES={bm * 128}", f"-DSWAP_B_KMAJOR={kmajor}", *defines,
+                    "-o", str(exe), str(src)], check=True)
+    return [line.split() for line in subprocess.run([str(exe), *args], capture_output=True, text=True,
                                                     check=True).stdout.splitlines()]
 
 
@@ -284,3 +286,95 @@ def test_row_major_b_builds_load_fragments_under_two_groups_in_flight(name, tmp_
         assert "C7513" not in compiled.log and compiled.report.spills == 0, build.params
         if sass.AVAILABLE:
             _assert_fragments_load_under_two_groups_in_flight(sass, sass.sass(compiled.cubin, tmp_path))
+
+
+@pytest.mark.skipif(shutil.which("g++") is None and shutil.which("clang++") is None,
+                    reason="no host C++ compiler to run the device arithmetic with")
+@pytest.mark.parametrize("m,n,m0,n0,offset", [(512, 256, 256, 128, 0), (512, 256, 0, 0, 0), (513, 256, 256, 0, 0),
+                                              (301, 200, 256, 128, 0), (300, 130, 0, 128, 0), (512, 256, 0, 0, 1)])
+def test_the_transposed_store_writes_the_transpose_of_the_row_store(tmp_path, m, n, m0, n0, offset):
+    """tc5's store (store_acc_t) on the host, for every consumer thread of one tile of an M×N product, built as tc5
+    stores (C_TRANSPOSED=0) and as A_IN_REGS stores (C_TRANSPOSED=1) from the same accumulators: the second writes
+    element (r, c) of the product at C[c·M + r] exactly where the first writes it at C[r·N + c], the same elements
+    and values (whole tiles by float2 where M is even, edge tiles and odd M element by element), nothing outside the
+    product. float2 is 8-byte aligned as CUDA's, under the sanitizer's alignment check: a C ``offset`` floats off
+    8 bytes takes the element path, never a misaligned float2."""
+    main = r"""
+#include <cmath>
+#include <cstdio>
+#include <vector>
+struct alignas(8) float2 { float x, y; };
+inline float2 make_float2(float x, float y) { return {x, y}; }
+""" + host_block("tc_swap.cuh", "store") + rf"""
+int main(int, char **argv) {{
+  const int M = {m}, N = {n}, m0 = {m0}, n0 = {n0};
+  std::vector<float> buffer(M * N + 64 + {offset}, NAN);
+  float *c = buffer.data() + {offset};
+  for (int tid = 128; tid < 128 * (CW + 1); ++tid) {{
+    const SwapThread me(tid, tid / 128);
+    float d[BM / 2];
+    for (int i = 0; i < BM / 2; ++i) d[i] = tid * 1000 + i;
+    store_acc_t(c, d, m0, n0 + 64 * me.cw, n0 + me.col, me.t, M, N);
+  }}
+  FILE *f = fopen(argv[1], "wb");
+  fwrite(c, sizeof(float), M * N + 64, f);
+  fclose(f);
+}}
+"""
+    out = []
+    for transposed in (0, 1):
+        _host_fragments(tmp_path, 1, main, [f"-DC_TRANSPOSED={transposed}", "-fsanitize=alignment",
+                                            "-fno-sanitize-recover=alignment"], [str(tmp_path / f"c{transposed}")])
+        out.append(np.fromfile(tmp_path / f"c{transposed}", np.float32))
+    rows, cols = (out[0][:m * n].reshape(m, n), out[1][:m * n].reshape(n, m).T)
+    np.testing.assert_array_equal(rows, cols)
+    assert np.isnan(out[0][m * n:]).all() and np.isnan(out[1][m * n:]).all()  # nothing past C
+    written = ~np.isnan(rows)
+    tile_rows, tile_cols = min(TC5.params["BM"], m - m0), min(TC5.params["BN"], n - n0)
+    assert written.sum() == tile_rows * tile_cols and written[m0:m0 + tile_rows, n0:n0 + tile_cols].all()
+
+
+@pytest.mark.parametrize("name,shape", [("cuda/tc5_swap_ab_tf32", (8192, 1024, 8192)),
+                                        ("cuda/tc6_stream_k_tf32", (2048, 1024, 8192)),
+                                        ("cuda/tc5_swap_ab_tf32", (200, 100, 64))])
+def test_a_in_regs_builds_compile_without_spills_and_store_c_by_float2(name, shape, tmp_path):
+    """The A_IN_REGS variant's build for the shape (tc5 whole tiles, tc6's stream-K tail, the small problem's
+    rounding in shared memory) compiles for sm_90a as its base does: no spills, the 168-register launch bound; in its
+    SASS the full tile's store is one 8-byte STG per pair of the accumulator's floats, where the base's stores are 4
+    bytes each."""
+    import sass
+
+    from gemmlab.harness.bench import variant
+    from gemmlab.kernels.cuda.launch.nvrtc import compile_cuda
+    from gemmlab.kernels.registry import get_kernel
+
+    problem = Problem(*shape, "tf32")
+    exchanged = variant(name, {"A_IN_REGS": 1}).for_problem(problem)
+    base = get_kernel(name).for_problem(problem.transposed())
+    assert exchanged.with_params({"A_IN_REGS": 0}).params == base.params  # the tiles, split and rounding of Cᵀ
+    assert exchanged.launch_geometry(problem) == base.launch_geometry(problem.transposed())
+    builds = [exchanged.compile("sm_90a"),  # its defines hold SWAP_B_KMAJOR: no other layout runs it
+              compile_cuda(base.source, base.entry, {**base.defines(), "SWAP_B_KMAJOR": 1}, "sm_90a")]
+    for compiled in builds:
+        assert compiled.report.spills == 0 and compiled.report.stack_bytes == 0 and compiled.report.registers <= 168
+    if not sass.AVAILABLE:
+        pytest.skip("no cuobjdump and nvdisasm to disassemble with")
+    ops = [[i.op for i in sass.instructions(sass.sass(c.cubin, tmp_path))] for c in builds]
+    assert all(any(op.startswith("HGMMA.64x256x8.F32.TF32") for op in o) for o in ops)
+    assert ops[0].count("STG.E.64") == exchanged.params["BM"] // 4 and "STG.E.64" not in ops[1]
+
+
+def test_a_in_regs_is_refused_where_it_cannot_run():
+    """A_IN_REGS takes 0 or 1, on the levels that load their register operand from a K-major tile (tc5 and tc6 TF32;
+    not tc7, whose fragments come N-major), and reads the call's B only as the transpose of an N×K matrix."""
+    from gemmlab.harness.bench import variant
+    from gemmlab.kernels.plan import ROW_MAJOR
+    from gemmlab.kernels.registry import get_kernel
+
+    with pytest.raises(InvalidConfigError, match="A_IN_REGS=2: 0"):
+        variant("cuda/tc5_swap_ab_tf32", {"A_IN_REGS": 2})
+    with pytest.raises(InvalidConfigError, match="swap_kmajor_b: tc5, tc6 TF32"):
+        get_kernel("cuda/tc7_3xtf32").with_params({"A_IN_REGS": 1})
+    exchanged = variant("cuda/tc6_stream_k_tf32", {"A_IN_REGS": 1})
+    assert ROW_MAJOR not in exchanged.layouts and ROW_MAJOR in get_kernel("cuda/tc6_stream_k_tf32").layouts
+    assert "transpose of an N×K matrix (w.t())" in exchanged.layout_refusal(ROW_MAJOR)

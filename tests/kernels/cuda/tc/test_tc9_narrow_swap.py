@@ -40,10 +40,10 @@ def test_the_kernel_computes_the_transposed_product_across_every_sm():
     spec = get_kernel(NAMES[0])
     problem = Problem(16, 4096, 4096, "bf16")
     runs = spec.kernel_for(problem)
-    assert tc9.swapped(problem).shape == (4096, 16, 4096)
+    assert problem.transposed().shape == (4096, 16, 4096)
     # 32 tiles of 128 weight rows, 64 k-tiles each: the stream-K walk splits every tile over 128 CTAs, 16 k-tiles
     # each (SK_MIN_KTILES)
-    assert runs.params["STREAM_K"] == 1 and runs.stream_k_tiles(tc9.swapped(problem)) == 32
+    assert runs.params["STREAM_K"] == 1 and runs.stream_k_tiles(problem.transposed()) == 32
     assert spec.launch_geometry(problem).grid == (32 * 64 // 16, 1, 1)
 
 

@@ -6,6 +6,8 @@
 // TF32_ROUND (tc_round.cuh): 0 leaves both operands to the tensor cores' truncation; 1 rounds B's fragments to
 // nearest in registers; 2 also has producer warps 1-3 round each landed A tile in place, the consumers waiting
 // on its `ready` barrier; 3 is 1 here, A being rounded before the kernel by the plan's pre-pass.
+// C_TRANSPOSED=1 (the host's A_IN_REGS, tc_swap.cuh): the host exchanges the operands, so that the caller's A is the
+// register operand, and C holds the transpose of the kernel's product (store_acc_t).
 #define TC_BF16 0
 #include "tc_persistent.cuh"
 #include "tc_round.cuh"

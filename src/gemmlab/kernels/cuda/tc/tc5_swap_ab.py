@@ -12,6 +12,7 @@ TMA box of 128 rows of Bᵀ per k-tile, the fragments four conflict-free 4-byte 
 g and g + 8 are columns c and c + 8), rounded in registers as before. Why: a row-major copy of w moved 8·N·K bytes and
 a launch on every call. Prediction: the kernel within 2% of the row-major build (the same shared-memory wavefronts,
 two more load instructions per k8 step, C stored as floats 8 apart instead of float2), the call faster by the copy.
+A_IN_REGS=1 (a variant): x @ w.t() as Cᵀ = w·xᵀ, x rounded in registers, w by the pre-pass (8·N·K bytes, not 8·M·K).
 Design and measurements: docs/tensor_cores/tc5.md, docs/accuracy.md.
 """
 from gemmlab.kernels.cuda.tc.model.constraints import wgmma_constraints
@@ -19,7 +20,7 @@ from gemmlab.kernels.cuda.tc.model.kernel import WgmmaKernel
 from gemmlab.kernels.cuda.tc.model.traffic import wgmma_traffic
 
 PARAMS = {"BM": 256, "BN": 128, "STAGES": 4, "CN": 1, "GROUP_M": 8, "PRODUCER_REGS": 40, "CONSUMER_REGS": 232,
-          "TF32_ROUND": 3}
+          "TF32_ROUND": 3, "A_IN_REGS": 0}
 ONE_LAUNCH_MNK = 256 ** 3
 # what the roofline leaves out here: the register operand's wait, and at small problems what few tiles cannot overlap
 REGISTER_OPERAND = ("latency: a k8 step's B fragments load and round in registers under the two steps before it "

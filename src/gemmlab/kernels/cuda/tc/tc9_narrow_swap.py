@@ -17,14 +17,15 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from gemmlab.errors import LayoutError, Refusal, ShapeError
-from gemmlab.kernels.cuda.launch.kernel import output_params, run_on_cupy
+from gemmlab.kernels.cuda.launch.kernel import output_params
 from gemmlab.kernels.cuda.tc import tc4_persistent
 from gemmlab.kernels.cuda.tc.model.constraints import wgmma_constraints
 from gemmlab.kernels.cuda.tc.model.fp8 import fp8_constraints
 from gemmlab.kernels.cuda.tc.model.kernel import WgmmaKernel
+from gemmlab.kernels.cuda.tc.model.plan import SwapPlan
 from gemmlab.kernels.cuda.tc.model.stream_k import SK_FILL, SK_SKIP_FILL
 from gemmlab.kernels.cuda.tc.model.traffic import wgmma_traffic
-from gemmlab.kernels.plan import COL, Layout, Plan
+from gemmlab.kernels.plan import COL, Layout
 from gemmlab.kernels.spec import GPU, SM_COUNT, KernelSpec, ReadsWeightTransposed, Traffic
 from gemmlab.problem import Problem
 
@@ -35,40 +36,8 @@ BF16 = {**SWAP, "B_KMAJOR": 1}
 FP8 = {**SWAP, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
 
 
-def swapped(problem: Problem) -> Problem:
-    """The product the kernel computes: Cᵀ (N×M) = w (N×K) · xᵀ."""
-    return Problem(problem.n, problem.m, problem.k, problem.precision, out_dtype=problem.out_dtype)
-
-
 def width_for(m: int) -> int:
     return 64 if m <= 64 else 128
-
-
-@dataclass
-class SwapPlan(Plan):
-    """The kernel's plan for Cᵀ; a launch hands it the call's operands (and FP8 scales) in swapped roles."""
-
-    inner: Plan = None
-
-    @property
-    def buffers(self) -> list:  # the stream-K workspace: one plan per stream (gemmlab.call)
-        return self.inner.buffers
-
-    @property
-    def may_stage(self) -> bool:
-        return self.inner.may_stage
-
-    def bind_epilogue(self, strides: tuple | None) -> None:
-        self.inner.bind_epilogue(strides)  # the inner plan's kernel stores Cᵀ: it swaps them
-
-    def set_addend(self, d: int) -> None:
-        self.inner.set_addend(d)
-
-    def launch(self, a, b, c, stream: int = 0, *scales) -> None:
-        self.inner.launch(b, a, c, stream, *scales[::-1])
-
-    def run(self, a, b, c) -> None:
-        run_on_cupy(self, a, b, c)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -141,7 +110,7 @@ class NarrowSwap(ReadsWeightTransposed, KernelSpec):
         if problem.m > max(STAGES):
             return Refusal(f"{self.name} puts at most {max(STAGES)} rows of A on a narrow wgmma tile (M={problem.m}); "
                            "larger M runs on tc4 and tc6", ShapeError)
-        return self.inner.is_valid(swapped(problem))
+        return self.inner.is_valid(problem.transposed())
 
     def for_problem(self, problem: Problem, sm_count: int = SM_COUNT) -> "NarrowSwap":
         """This level with the tile width for ``problem``'s M (64 or 128) and its ring depth."""
@@ -153,13 +122,13 @@ class NarrowSwap(ReadsWeightTransposed, KernelSpec):
 
     def kernel_for(self, problem: Problem, sm_count: int = SM_COUNT) -> WgmmaKernel:
         """The wgmma build that runs ``problem`` (stream-K where it splits a tile, whole tiles where not)."""
-        return self.for_problem(problem, sm_count).inner.for_problem(swapped(problem), sm_count)
+        return self.for_problem(problem, sm_count).inner.for_problem(problem.transposed(), sm_count)
 
     def launch_geometry(self, problem: Problem, sm_count: int = SM_COUNT):
-        return self.kernel_for(problem, sm_count).launch_geometry(swapped(problem), sm_count)
+        return self.kernel_for(problem, sm_count).launch_geometry(problem.transposed(), sm_count)
 
     def traffic(self, problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
-        return self.for_problem(problem, sm_count).inner.traffic(swapped(problem), sm_count)
+        return self.for_problem(problem, sm_count).inner.traffic(problem.transposed(), sm_count)
 
     def configurations(self) -> list["NarrowSwap"]:
         """Both tile widths, in every output type its precision writes."""
@@ -177,10 +146,10 @@ class NarrowSwap(ReadsWeightTransposed, KernelSpec):
         if layout not in self.layouts:
             raise LayoutError(self.layout_refusal(layout))
         runs = self.kernel_for(problem, info.sm_count)
-        inner = tc_plan.make_plan(runs, swapped(problem), Layout(b=COL), info, gpu or tc_plan.RESOURCES)
-        steps = [f"A and B swapped: the kernel computes Cᵀ = B·Aᵀ ({problem.n}x{problem.m}), w as wgmma's A, "
-                 f"x on a {runs.params['BN']}-wide B tile, C stored transposed", *inner.steps]
-        return SwapPlan(self.for_problem(problem, info.sm_count), problem, layout, steps=steps, inner=inner)
+        return tc_plan.swapped_plan(self.for_problem(problem, info.sm_count), runs, problem, layout, info,
+                                    gpu or tc_plan.RESOURCES,
+                                    f"A and B swapped: the kernel computes Cᵀ = B·Aᵀ ({problem.n}x{problem.m}), w as "
+                                    f"wgmma's A, x on a {runs.params['BN']}-wide B tile, C stored transposed")
 
 
 def _level(precision: str, base: dict, constraints, title: str) -> NarrowSwap:

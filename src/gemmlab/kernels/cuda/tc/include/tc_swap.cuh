@@ -28,6 +28,12 @@
 #ifndef SWAP_B_KMAJOR
 #define SWAP_B_KMAJOR 0
 #endif
+#ifndef C_TRANSPOSED
+#define C_TRANSPOSED 0
+#endif
+#if C_TRANSPOSED && !SWAP_B_KMAJOR
+#error "C_TRANSPOSED: the caller's A is the kernel's B, which it reads as the transpose of a K-major matrix (SWAP_B_KMAJOR)"
+#endif
 #define CW (BN / 64)                     // consumer warpgroups, 64 columns of C each
 #define FRAG_PAIR (SWAP_B_KMAJOR ? 8 : 1)  // fragment row g + 8 is tile column col + FRAG_PAIR
 #define B_BOX_COLS 32                    // B moves in boxes of 32 N (one 128-byte swizzle row) x BK K rows
@@ -132,14 +138,29 @@ __device__ __forceinline__ void load_stage_swap(unsigned char *stage, const TmaM
 #endif
 }
 
+// begin store arithmetic (plain C++ but for float2: the tests run it on the host)
 // Store a warpgroup's 64 (C columns from n_wg) x BM (C rows from m0) block of Cᵀ: d[4j + v] and d[4j + 2 + v]
 // are C[m][col] and C[m][col + FRAG_PAIR] for m = m0 + 8j + 2t + v (the m64nN fragment's columns are C's rows
-// here). Whole blocks with an even N store float2 (FRAG_PAIR = 1; two floats 8 apart otherwise); edges check
-// every element.
+// here). Whole blocks with an even N and an 8-byte aligned C store float2 (FRAG_PAIR = 1; two floats 8 apart
+// otherwise); edges check every element.
+// C_TRANSPOSED=1 (the host's A_IN_REGS): the host hands the operands over exchanged (A's map over the caller's Bᵀ,
+// B's over the caller's A, M and N exchanged), so that the caller's A reaches the tensor cores through registers and
+// its B through shared memory (and TF32_ROUND=3's pre-pass). C holds the transpose of the kernel's M×N product,
+// element (m, c) at C[c·M + m]: v = 0 and 1 are two consecutive floats of the caller's row col (or col + FRAG_PAIR),
+// one float2 store where M is even and C 8-byte aligned, and a warp's store covers 8 such rows (its g) by 32 bytes
+// (its t): whole 32-byte sectors where M is a multiple of 8 and C 32-byte aligned.
 __device__ __forceinline__ void store_acc_t(float *C, const float (&d)[BM / 2], int m0, int n_wg, int col, int t,
                                             int M, int N) {
   const int r = m0 + 2 * t;
-  if (FRAG_PAIR > 1 && m0 + BM <= M && n_wg + 64 <= N) {
+  const bool whole = m0 + BM <= M && n_wg + 64 <= N, pairs = (reinterpret_cast<unsigned long long>(C) & 7) == 0;
+  if (C_TRANSPOSED && whole && pairs && (M % 2) == 0) {
+#pragma unroll
+    for (int j = 0; j < BM / 8; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)  // columns col and col + FRAG_PAIR
+        *reinterpret_cast<float2 *>(C + (long long)(col + FRAG_PAIR * h) * M + r + 8 * j) =
+            make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+  } else if (!C_TRANSPOSED && FRAG_PAIR > 1 && whole) {
     float *p = C + (long long)r * N + col;
 #pragma unroll
     for (int j = 0; j < BM / 8; ++j)
@@ -148,7 +169,7 @@ __device__ __forceinline__ void store_acc_t(float *C, const float (&d)[BM / 2], 
         p[(8LL * j + v) * N] = d[4 * j + v];
         p[(8LL * j + v) * N + FRAG_PAIR] = d[4 * j + 2 + v];
       }
-  } else if (FRAG_PAIR == 1 && m0 + BM <= M && n_wg + 64 <= N && (N % 2) == 0) {
+  } else if (!C_TRANSPOSED && FRAG_PAIR == 1 && whole && pairs && (N % 2) == 0) {
     float *p = C + (long long)r * N + col;
 #pragma unroll
     for (int j = 0; j < BM / 8; ++j)
@@ -156,15 +177,17 @@ __device__ __forceinline__ void store_acc_t(float *C, const float (&d)[BM / 2], 
       for (int v = 0; v < 2; ++v)
         *reinterpret_cast<float2 *>(p + (8LL * j + v) * N) = make_float2(d[4 * j + v], d[4 * j + 2 + v]);
   } else {
+    const auto at = [&](int m, int c) { return C_TRANSPOSED ? (long long)c * M + m : (long long)m * N + c; };
 #pragma unroll
     for (int j = 0; j < BM / 8; ++j)
 #pragma unroll
       for (int v = 0; v < 2; ++v) {
         const int m = r + 8 * j + v;
         if (m < M) {
-          if (col < N) C[(long long)m * N + col] = d[4 * j + v];
-          if (col + FRAG_PAIR < N) C[(long long)m * N + col + FRAG_PAIR] = d[4 * j + 2 + v];
+          if (col < N) C[at(m, col)] = d[4 * j + v];
+          if (col + FRAG_PAIR < N) C[at(m, col + FRAG_PAIR)] = d[4 * j + 2 + v];
         }
       }
   }
 }
+// end store arithmetic

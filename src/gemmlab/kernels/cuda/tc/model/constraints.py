@@ -75,8 +75,9 @@ def wgmma_constraints(p: dict, specialized: bool, swap_ab: bool = False, options
             e.append(f"{name}=1 ({value}) is not an option of this level's source")
     if p.get("C_TRANSPOSED", 0) not in (0, 1):
         e.append(f"C_TRANSPOSED={p.get('C_TRANSPOSED')}: 0 (C as the kernel's product) or 1 (its transpose)")
-    elif p.get("C_TRANSPOSED", 0) and (swap_ab or p.get("EPI_TMA", 0) or p.get("EPI_DEFER", 0)):
-        e.append("C_TRANSPOSED=1 stores each element from registers (store_acc): EPI_TMA=0, EPI_DEFER=0, not tc5")
+    elif p.get("C_TRANSPOSED", 0) and (p.get("EPI_TMA", 0) or p.get("EPI_DEFER", 0)):
+        # tc4's store_acc, and on a swapped level (A_IN_REGS's kernel) tc_swap.cuh's store_acc_t
+        e.append("C_TRANSPOSED=1 stores each element from registers: EPI_TMA=0, EPI_DEFER=0")
     if p.get("EPI_LEND", 0) and not p.get("EPI_TMA", 0):
         e.append("EPI_LEND=1 stages C in a ring slot for the TMA-store epilogue (EPI_TMA=1)")
     defer = p.get("EPI_DEFER", 0)

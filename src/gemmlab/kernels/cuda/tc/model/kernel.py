@@ -58,6 +58,21 @@ class WgmmaKernel(CudaKernel):
     fuses_epilogue: bool = True
 
     @property
+    def exchanges(self) -> bool:
+        """A_IN_REGS=1 (tc5 and tc6 TF32, a variant): the kernel computes the transposed product Cᵀ = w·xᵀ from the
+        call's operands in each other's roles, so that x is wgmma's register operand, rounded in registers, and w
+        its shared-memory operand, the one TF32_ROUND=3's pre-pass rounds: 8·N·K bytes through DRAM instead of
+        8·M·K, less where x has more rows than w. The binary differs from the base only in C's store
+        (C_TRANSPOSED); its tiles, launch and model are the base level's on the transposed problem. Its methods
+        take the call's problem; the kernel's own spec (``kernel_build``) takes the transposed one."""
+        return bool(self.params.get("A_IN_REGS", 0))
+
+    def kernel_build(self) -> "WgmmaKernel":
+        """An exchanging spec's kernel as a spec of the transposed problem: the base level's parameters with
+        C_TRANSPOSED=1 (the same tiles and grid as the base on that problem, C stored transposed)."""
+        return self.with_params({"A_IN_REGS": 0, "C_TRANSPOSED": 1})
+
+    @property
     def k_tile(self) -> int:
         """K elements per k-tile: one 128-byte swizzle row of the operands."""
         return bk(self.precision)
@@ -68,11 +83,14 @@ class WgmmaKernel(CudaKernel):
         (wgmma reads it K-major: TF32 then needs no pre-pass) or, in a swap, where the source loads B's register
         fragments from a K-major tile too (``swap_kmajor_b``: tc5, tc6 TF32; not tc7). FP8: B as the transpose of
         an N×K matrix only."""
-        if self.fp8:
+        if self.fp8 or self.exchanges:  # A_IN_REGS: B is the kernel's shared-memory operand, read K-major
             return frozenset({Layout(b=COL)})
         return frozenset({ROW_MAJOR} if self.swap_ab and not self.swap_kmajor_b else {ROW_MAJOR, Layout(b=COL)})
 
     def layout_refusal(self, layout: Layout) -> str:
+        if self.exchanges:
+            return (f"{self.name}: A_IN_REGS reads the call's B as the kernel's shared-memory operand, which tf32 "
+                    "wgmma reads K-major: B must come as the transpose of an N×K matrix (w.t())")
         if not self.fp8:
             return super().layout_refusal(layout)
         return (f"{self.name}: fp8 wgmma reads both operands K-major, so B must come as the transpose of an N×K "
@@ -95,7 +113,12 @@ class WgmmaKernel(CudaKernel):
 
     def defines(self) -> dict:
         # host-side choices: the tile width per problem (for_problem), the stream-K grid (launch_geometry)
-        d = {k: v for k, v in self.params.items() if k not in ("NARROW_BN", "NARROW_BM", "SK_MIN_KTILES")}
+        d = {k: v for k, v in self.params.items()
+             if k not in ("NARROW_BN", "NARROW_BM", "SK_MIN_KTILES", "A_IN_REGS")}
+        if self.exchanges:  # the host exchanges the operands; the kernel stores C as its product's transpose
+            d["C_TRANSPOSED"] = 1
+        if self.swap_ab and d.get("C_TRANSPOSED"):  # ... and reads the call's A as its K-major B (tc_swap.cuh)
+            d["SWAP_B_KMAJOR"] = 1
         d.update(self.prec.tensor_core_defines)
         d.update(self.epilogue_defines())
         if d.get("EPI_DEFER") and self._stores_every_box(d):
@@ -157,6 +180,11 @@ class WgmmaKernel(CudaKernel):
         why = super().config_error()
         if not why and not self.prec.tf32_multiply and self.params.get("TF32_ROUND", 0):
             return f"TF32_ROUND={self.params['TF32_ROUND']}: rounding to TF32 is an option of the TF32 levels"
+        if not why and self.params.get("A_IN_REGS", 0) not in (0, 1):
+            return f"A_IN_REGS={self.params['A_IN_REGS']}: 0 (the call's B in registers) or 1 (its A)"
+        if not why and self.exchanges and not self.swap_kmajor_b:
+            return ("A_IN_REGS=1: the kernel's register operand is then the call's A, read from a K-major tile: a "
+                    "swapped level that loads its fragments so (swap_kmajor_b: tc5, tc6 TF32)")
         return why
 
     def unsupported(self, gpu) -> str | None:
@@ -196,6 +224,8 @@ class WgmmaKernel(CudaKernel):
         clusters, as many clusters as can be resident at once (``max_clusters``, from the occupancy query): a
         GPC with an odd number of free SMs cannot host a 2-CTA cluster on its last SM, and a cluster that is not
         resident would run after the others, doubling the time."""
+        if self.exchanges:
+            return self.kernel_build().launch_geometry(problem.transposed(), sm_count, max_clusters)
         runs = self.for_problem(problem, sm_count)
         if runs is not self:
             return runs.launch_geometry(problem, sm_count, max_clusters)
@@ -226,6 +256,8 @@ class WgmmaKernel(CudaKernel):
     def traffic(self, problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
         """wgmma_traffic's model at this spec's own tile (BM, BN, CM, CN, GROUP_M, NARROW_BN): the registered
         level's, a pinned configuration's or a bench --variant's alike."""
+        if self.exchanges:
+            return self.kernel_build().traffic(problem.transposed(), sm_count)
         if self.shortens(problem):  # the registered level's shorter tile is another binary's: its model
             return self.for_problem(problem, sm_count).traffic(problem, sm_count)
         return self.traffic_model(problem, sm_count, params=dict(self.params))
@@ -234,6 +266,8 @@ class WgmmaKernel(CudaKernel):
         """Whether NARROW_BM (a swapped level) makes the tile NARROW_BM rows of A tall for ``problem``: A has no more
         rows, and A is rounded by the pre-pass (TF32_ROUND=3; a problem small enough for the pass in shared memory
         keeps the base height, whose binary of that pass is the one the sanitizer and the compile tests check)."""
+        if self.exchanges:
+            return self.kernel_build().shortens(problem.transposed())
         p = self.params
         narrow = p.get("NARROW_BM", 0)
         return (0 < narrow < p["BM"] and problem.m <= narrow and p.get("TF32_ROUND", 0) != 2
@@ -244,9 +278,14 @@ class WgmmaKernel(CudaKernel):
         rounds_a_in_place says so; with NARROW_BM (a swapped level), tiles NARROW_BM rows tall where ``shortens``
         says so; with NARROW_BN, NARROW_BN-wide tiles where they fill the last wave better (narrow_pays); with
         STREAM_K, the base level where no tile is split; a batch, the BATCHED build of what runs its flattened
-        problem, with ``short_batch``'s parameters where its products are short (_short_batch); else this one."""
+        problem, with ``short_batch``'s parameters where its products are short (_short_batch); A_IN_REGS, the
+        configuration that runs the transposed problem, exchanging; else this one."""
         import dataclasses
 
+        if self.exchanges:  # the kernel's configuration for the transposed problem, exchanging again
+            runs = self.kernel_build().for_problem(problem.transposed(), sm_count).with_params({"A_IN_REGS": 1})
+            runs = dataclasses.replace(runs, params={k: v for k, v in runs.params.items() if k != "C_TRANSPOSED"})
+            return self if runs == self else runs
         p = self.params
         if isinstance(problem, BatchedProblem):  # the batched build of what runs the batch's flattened shape
             if p.get("BATCHED", 0):
@@ -303,6 +342,8 @@ class WgmmaKernel(CudaKernel):
     def stream_k_tiles(self, problem: Problem, sm_count: int = 132) -> int:
         """How many tiles of ``problem`` the stream-K walk splits (0: whole waves, a last wave nearly full, or a
         base level whose narrower tiles fill it)."""
+        if self.exchanges:
+            return self.kernel_build().stream_k_tiles(problem.transposed(), sm_count)
         if narrow_fills_last_wave(problem.m, problem.n, self.without_stream_k().params, sm_count):
             return 0
         p = self.params
@@ -318,7 +359,8 @@ class WgmmaKernel(CudaKernel):
 
         params = self.whole_tiles or {k: v for k, v in self.params.items()
                                       if k not in ("STREAM_K", "SK_FILL", "SK_SKIP_FILL")}
-        for name in ("TF32_ROUND", "BM", "STAGES"):  # how A is rounded, the tile's height and ring (NARROW_BM)
+        for name in ("TF32_ROUND", "BM", "STAGES", "C_TRANSPOSED"):  # how A is rounded, the tile's height and ring
+            # (NARROW_BM), how C is stored
             if name in self.params:
                 params = {**params, name: self.params[name]}
         return dataclasses.replace(self, params=dict(params), whole_tiles=None)
@@ -370,6 +412,13 @@ class WgmmaKernel(CudaKernel):
         from gemmlab.kernels.cuda.tc.model import plan
 
         if layout not in self.layouts:
-            raise LayoutError(f"{self.name} reads {', '.join(sorted(x.label() for x in self.layouts))} in place, "
+            raise LayoutError(self.layout_refusal(layout) if self.exchanges else
+                              f"{self.name} reads {', '.join(sorted(x.label() for x in self.layouts))} in place, "
                               f"not {layout.label()}")
-        return plan.make_plan(self.for_problem(problem, info.sm_count), problem, layout, info, gpu or plan.RESOURCES)
+        runs = self.for_problem(problem, info.sm_count)
+        if not self.exchanges:
+            return plan.make_plan(runs, problem, layout, info, gpu or plan.RESOURCES)
+        return plan.swapped_plan(runs, runs.kernel_build(), problem, layout, info, gpu or plan.RESOURCES,
+                                 f"A and B exchanged (A_IN_REGS): the kernel computes Cᵀ = B·Aᵀ "
+                                 f"({problem.n}x{problem.m}); its A below is the call's B (w, the N×K weight), its B "
+                                 "the call's A (x, read through registers), C stored transposed")

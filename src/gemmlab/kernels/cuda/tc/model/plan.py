@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from gemmlab import driver
 from gemmlab.errors import LayoutError
 from gemmlab.kernels.cuda.launch.gpu import RESOURCES, Resources, split_k_workspace
-from gemmlab.kernels.cuda.launch.kernel import EPI_ARGS, bind_epilogue
+from gemmlab.kernels.cuda.launch.kernel import EPI_ARGS, bind_epilogue, run_on_cupy
 from gemmlab.kernels.cuda.launch.nvrtc import compile_cuda
 from gemmlab.kernels.cuda.launch.tma import LinearMap, TiledMap
 from gemmlab.kernels.geometry import Geometry, ceil_div
-from gemmlab.kernels.plan import COL, Plan
+from gemmlab.kernels.plan import COL, Layout, Plan
 from gemmlab.problem import BatchedProblem
 
 # tc_args.cuh's TcArgs, field for field, and Fp8Args: TcArgs (its base), then the scales' addresses
@@ -201,6 +201,41 @@ class Fp8Plan(TcPlan):
 
         self.launch(a.data.data.ptr, b.data.data.ptr, c.data.ptr, cupy.cuda.get_current_stream().ptr,
                     a.scale.data.ptr, b.scale.data.ptr)
+
+
+@dataclass
+class SwapPlan(Plan):
+    """The plan of a kernel that computes the transposed product Cᵀ = Bᵀ·Aᵀ (tc9; tc5 and tc6 TF32 with A_IN_REGS):
+    a launch hands ``inner``, the kernel's plan for it, the call's operands (and FP8 scales) in each other's roles."""
+
+    inner: Plan = None
+
+    @property
+    def buffers(self) -> list:  # the stream-K workspace: one plan per stream (gemmlab.call)
+        return self.inner.buffers
+
+    @property
+    def may_stage(self) -> bool:
+        return self.inner.may_stage
+
+    def bind_epilogue(self, strides: tuple | None) -> None:
+        self.inner.bind_epilogue(strides)  # the inner plan's kernel stores C transposed (C_TRANSPOSED): it swaps them
+
+    def set_addend(self, d: int) -> None:
+        self.inner.set_addend(d)
+
+    def launch(self, a, b, c, stream: int = 0, *scales) -> None:
+        self.inner.launch(b, a, c, stream, *scales[::-1])
+
+    def run(self, a, b, c) -> None:
+        run_on_cupy(self, a, b, c)
+
+
+def swapped_plan(spec, inner_spec, problem, layout, info, gpu: Resources, step: str) -> SwapPlan:
+    """``spec``'s plan for ``problem`` where its kernel (``inner_spec``, configured for the transposed problem) computes
+    Cᵀ from B as its A, read K-major, and A as its B: the kernel's plan, ``step`` saying so first."""
+    inner = make_plan(inner_spec, problem.transposed(), Layout(b=COL), info, gpu)
+    return SwapPlan(spec, problem, layout, steps=[step, *inner.steps], inner=inner)
 
 
 def _encoded(m: TiledMap, ptr: int) -> bytes:
