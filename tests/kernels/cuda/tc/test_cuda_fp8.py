@@ -49,14 +49,37 @@ def test_levels_registered_with_their_precisions_and_peers():
 
 
 def test_every_configuration_is_counted():
-    # tc4: two tile widths x four format pairs x two output types; tc8: one width
-    assert len(TC4.configurations(formats=True)) == 16 and len(TC8.configurations(formats=True)) == 8
+    # tc4: two tile widths x clusters on and off (SHORT_K) x four format pairs x two output types; tc8: one width
+    assert len(TC4.configurations(formats=True)) == 32 and len(TC8.configurations(formats=True)) == 8
     assert len(TC8P.configurations(formats=True)) == 8 and len(TC6.configurations(formats=True)) == 8
     assert len(TC8C.configurations(formats=True)) == 8
-    # what differs in memory (sanitize runs these): widths x output types, the formats as the level has them
-    assert [(c.params["BN"], c.params["OUT_BF16"]) for c in TC4.configurations()] == [(256, 1), (256, 0), (192, 1),
-                                                                                       (192, 0)]
-    assert all(c.formats == (fp8.E4M3, fp8.E4M3) for c in TC4.configurations())
+    # what differs in memory (sanitize runs these): widths x clusters x output types, the formats as the level has
+    # them, each pinned (SHORT_K=0: a shape of short K runs the build as it is)
+    assert [(c.params["BN"], c.params["CM"], c.params["OUT_BF16"]) for c in TC4.configurations()] == \
+        [(bn, cm, out) for cm in (2, 1) for bn in (256, 192) for out in (1, 0)]
+    assert all(c.formats == (fp8.E4M3, fp8.E4M3) and c.params["SHORT_K"] == 0 for c in TC4.configurations())
+
+
+def test_short_k_turns_tc4s_clusters_off():
+    """SHORT_K: an FP8 product of K <= 2048 (16 k-tiles) runs tc4 without clusters (no cluster launch, the grid of
+    the tiles, not of whole clusters), its model the unclustered build's; K = 2049 and up keeps the 2-CTA clusters,
+    and so does a variant with SHORT_K=0, which the run that measured the rule timed beside it."""
+    from gemmlab.harness.bench import variant
+
+    for shape, clustered in (((1536, 1536, 1536), False), ((2048, 2048, 2048), False), ((2048, 2048, 2049), True),
+                             ((1024, 14336, 4096), True), ((16, 4096, 1024), False)):
+        problem = Problem(*shape, "fp8")
+        runs = TC4.for_problem(problem)
+        assert (runs.cluster() is not None) == clustered and runs.params["CM"] == (2 if clustered else 1), shape
+        assert runs.for_problem(problem) is runs  # a configuration runs as it is
+        assert TC4.launch_geometry(problem) == runs.launch_geometry(problem)
+        assert TC4.traffic(problem) == runs.traffic(problem)
+    short = Problem(1536, 1536, 1536, "fp8")
+    assert TC4.for_problem(short).launch_geometry(short).grid == (96, 1, 1)  # 12 x 8 tiles of 128 x 192
+    assert TC4.traffic(short).l2_read > TC4.with_params({"SHORT_K": 0}).traffic(short).l2_read  # no multicast
+    pinned = variant(TC4.name, {"SHORT_K": 0})
+    assert pinned.for_problem(short).cluster() == (2, 1, 1)
+    assert "SHORT_K" not in TC4.for_problem(short).defines()
 
 
 def _spill_stores(spec) -> int:

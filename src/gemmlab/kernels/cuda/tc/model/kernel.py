@@ -114,7 +114,7 @@ class WgmmaKernel(CudaKernel):
     def defines(self) -> dict:
         # host-side choices: the tile width per problem (for_problem), the stream-K grid (launch_geometry)
         d = {k: v for k, v in self.params.items()
-             if k not in ("NARROW_BN", "NARROW_BM", "SK_MIN_KTILES", "A_IN_REGS")}
+             if k not in ("NARROW_BN", "NARROW_BM", "SK_MIN_KTILES", "A_IN_REGS", "SHORT_K")}
         if self.exchanges:  # the host exchanges the operands; the kernel stores C as its product's transpose
             d["C_TRANSPOSED"] = 1
         if self.swap_ab and d.get("C_TRANSPOSED"):  # ... and reads the call's A as its K-major B (tc_swap.cuh)
@@ -133,6 +133,12 @@ class WgmmaKernel(CudaKernel):
         sets spills."""
         return bool(d.get("BATCHED") or d.get("EPI_ACT") or (d.get("EPI") and self.source == "tc8_block_scaled_fp8.cu")
                     or self.output_dtype(Problem(1, 1, 1, self.precision)).itemsize == 4)
+
+    def _short_k(self, problem: Problem) -> bool:
+        """Whether SHORT_K (a K bound, 0: none) turns clusters off for ``problem``: K up to the bound, on a clustered
+        build (the configuration it makes has SHORT_K=0, as a pinned build has)."""
+        bound = self.params.get("SHORT_K", 0)
+        return bool(bound) and problem.k <= bound and self.params.get("CM", 1) > 1
 
     def _short_batch(self, flat: Problem) -> bool:
         """Whether a batch, as its flattened problem, takes ``short_batch``'s parameters: K up to its bound, on a
@@ -258,7 +264,7 @@ class WgmmaKernel(CudaKernel):
         level's, a pinned configuration's or a bench --variant's alike."""
         if self.exchanges:
             return self.kernel_build().traffic(problem.transposed(), sm_count)
-        if self.shortens(problem):  # the registered level's shorter tile is another binary's: its model
+        if self.shortens(problem) or self._short_k(problem):  # another binary runs the problem: its model
             return self.for_problem(problem, sm_count).traffic(problem, sm_count)
         return self.traffic_model(problem, sm_count, params=dict(self.params))
 
@@ -278,8 +284,9 @@ class WgmmaKernel(CudaKernel):
         rounds_a_in_place says so; with NARROW_BM (a swapped level), tiles NARROW_BM rows tall where ``shortens``
         says so; with NARROW_BN, NARROW_BN-wide tiles where they fill the last wave better (narrow_pays); with
         STREAM_K, the base level where no tile is split; a batch, the BATCHED build of what runs its flattened
-        problem, with ``short_batch``'s parameters where its products are short (_short_batch); A_IN_REGS, the
-        configuration that runs the transposed problem, exchanging; else this one."""
+        problem, with ``short_batch``'s parameters where its products are short (_short_batch); with SHORT_K,
+        clusters off where K is short (_short_k); A_IN_REGS, the configuration that runs the transposed problem,
+        exchanging; else this one."""
         import dataclasses
 
         if self.exchanges:  # the kernel's configuration for the transposed problem, exchanging again
@@ -293,6 +300,8 @@ class WgmmaKernel(CudaKernel):
             flat = problem.flattened()
             base = self.with_params(self.short_batch[1]) if self._short_batch(flat) else self
             return base.for_problem(flat, sm_count).with_params({"BATCHED": 1})
+        if self._short_k(problem):
+            return self.with_params({"CM": 1, "SHORT_K": 0}).for_problem(problem, sm_count)
         if p.get("TF32_ROUND", 0) == 3 and rounds_a_in_place(problem, self.one_launch_mnk):
             return dataclasses.replace(self, params={**p, "TF32_ROUND": 2}).for_problem(problem, sm_count)
         if self.shortens(problem):
@@ -320,14 +329,16 @@ class WgmmaKernel(CudaKernel):
     def configurations(self, formats: bool = False) -> list["WgmmaKernel"]:
         """Every binary this spec can launch whose memory accesses differ, each pinned (gemmlab verify --sanitize
         runs them all): the tile widths, the TF32 levels' two ways of rounding A (``one_launch_mnk``), and every
-        output type its precision writes. With ``formats``, also every FP8 format pair, which changes only the wgmma instruction (the
-        compile tests build them all)."""
+        output type its precision writes; with SHORT_K, each tile width also without clusters. With ``formats``,
+        also every FP8 format pair, which changes only the wgmma instruction (the compile tests build them all)."""
         import dataclasses
 
         specs = [self]
         if 0 < self.params.get("NARROW_BN", 0) < self.params["BN"]:
             specs = [dataclasses.replace(self, params={**self.params, "NARROW_BN": 0}),
                      dataclasses.replace(self, params={**self.params, "NARROW_BN": 0, "BN": self.params["NARROW_BN"]})]
+        if self.params.get("SHORT_K", 0):  # each with its clusters and without, where K is short
+            specs = [s.with_params({"SHORT_K": 0, **cm}) for cm in ({}, {"CM": 1}) for s in specs]
         if 0 < self.params.get("NARROW_BM", 0) < self.params["BM"]:
             specs = ([dataclasses.replace(s, params={**s.params, "NARROW_BM": 0}) for s in specs]
                      + [dataclasses.replace(s, params=narrow_m(s.params)) for s in specs])
