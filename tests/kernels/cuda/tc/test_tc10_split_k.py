@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import sass
-from test_plans import H200, launch_record, make, stub, tc_args  # noqa: F401  (stub: a pytest fixture)
+from test_plans import H200, HostGPU, launch_record, make, stub, tc_args  # noqa: F401  (stub: a pytest fixture)
 
 from gemmlab.errors import InvalidConfigError
 from gemmlab.harness.grid import LAYERS, LONG_K, M_SWEEP
@@ -209,10 +209,12 @@ def test_every_build_compiles_to_wgmma_without_local_memory(name, tmp_path):
     assert {(b.params["BM"], b.params["BN"]) for b in builds} == \
         {(bm, bn) for bm, bn, _ in split_k.tiles_for(spec.precision)}
     # the rounded TF32 build: each tile with and without the pass over B's tiles (ROUND_B_SMEM, a K-major B)
-    # ... and each with its partials added across a cluster and through the workspace
-    assert {(b.params["BM"], b.params["BN"], b.params.get("ROUND_B_SMEM", 0), b.defines()["SK_CLUSTER"])
-            for b in builds} == {(bm, bn, r, c) for bm, bn, _ in split_k.tiles_for(spec.precision)
-                                 for r in ((0, 1) if spec.precision == "tf32" else (0,)) for c in (0, 1)}
+    # ... and each with its partials added across a cluster, through the workspace by the last split, and by every
+    # split (SK_SPREAD)
+    assert {(b.params["BM"], b.params["BN"], b.params.get("ROUND_B_SMEM", 0), b.defines()["SK_CLUSTER"],
+             b.defines()["SK_SPREAD"]) for b in builds} == \
+        {(bm, bn, r, c, spread) for bm, bn, _ in split_k.tiles_for(spec.precision)
+         for r in ((0, 1) if spec.precision == "tf32" else (0,)) for c, spread in ((0, 0), (1, 0), (0, 1))}
     for build in builds:
         compiled = build.compile("sm_90a")
         assert compiled.report.spills == 0 and compiled.report.stack_bytes == 0, build.params
@@ -231,6 +233,12 @@ def test_every_build_compiles_to_wgmma_without_local_memory(name, tmp_path):
             # of the cluster's window); through the workspace, neither
             cluster = {"UCGABAR_ARV", "UCGABAR_WAIT", "LD.E.128", "ST.E.128"}
             assert cluster <= ops if build.defines()["SK_CLUSTER"] else not cluster & ops, build.params
+            # every split counting its partial (a release add, no value back) and one thread of each polling the
+            # count (acquire loads): the spread reduction's wait, in its builds alone; the last split's ticket
+            # (an acquire-release add with the count back) in both workspace builds
+            spread = {"REDG.E.ADD.STRONG.GPU", "LDG.E.STRONG.GPU"}
+            assert spread <= ops if build.defines()["SK_SPREAD"] else not spread & ops, build.params
+            assert ("ATOMG.E.ADD.STRONG.GPU" in ops) == (not build.defines()["SK_CLUSTER"]), build.params
             if build.params.get("TF32_ROUND", 0):  # the k-tile loop: its slot handed back after its wgmmas
                 body = sass.k_tile_loop(sass.instructions(sass.sass(compiled.cubin, tmp_path)))
                 assert not sass.register_operand_hazards(body) and not sass.releases_under_previous_trip(body)
@@ -251,6 +259,10 @@ def test_constraints_refuse_what_the_source_does_not_build():
         get_kernel(NAMES["bf16"]).with_params({"SPLITS": -1})
     with pytest.raises(InvalidConfigError, match="SK_CLUSTER=2"):
         get_kernel(NAMES["bf16"]).with_params({"SK_CLUSTER": 2})
+    with pytest.raises(InvalidConfigError, match="SK_SPREAD=2"):
+        get_kernel(NAMES["bf16"]).with_params({"SK_SPREAD": 2})
+    with pytest.raises(InvalidConfigError, match="one at most"):
+        get_kernel(NAMES["bf16"]).with_params({"SK_SPREAD": 1, "SK_CLUSTER": 1})
     for rounding in (1, 3):  # the register-operand-only and pre-pass roundings are tc5's swap's
         with pytest.raises(InvalidConfigError, match=f"TF32_ROUND={rounding}"):
             get_kernel(NAMES["tf32"]).with_params({"TF32_ROUND": rounding})
@@ -271,14 +283,17 @@ RAGGED = [(1, 33, 4097), (3, 257, 1001), (17, 31, 2049), (127, 129, 777), (129, 
 
 @pytest.mark.parametrize("precision", list(NAMES))
 @pytest.mark.parametrize("shape", RAGGED)
-@pytest.mark.parametrize("sk_cluster", [0, 1])
-def test_plan_launches_tiles_by_splits_with_its_workspace(stub, precision, shape, sk_cluster):  # noqa: F811
+@pytest.mark.parametrize("way", ["workspace", "cluster", "spread"])
+def test_plan_launches_tiles_by_splits_with_its_workspace(stub, precision, shape, way):  # noqa: F811
     """A pinned S (5, K never a multiple of it in k-tiles here) on ragged shapes: the grid is tiles x S. Through the
     workspace (SK_CLUSTER=0) the plan holds S partials a tile and a ticket a tile, zeroed, and hands both to the
-    kernel; across a cluster (the SK_CLUSTER=1 variant) each tile's S CTAs are one cluster of (1, S, 1), with no
-    workspace and nothing zeroed."""
+    kernel, the last split adding them or (the SK_SPREAD=1 variant, the grid resident at once) every split a share;
+    across a cluster (the SK_CLUSTER=1 variant) each tile's S CTAs are one cluster of (1, S, 1), with no workspace
+    and nothing zeroed."""
     stub.stub_reset()
-    spec = get_kernel(NAMES[precision]).with_params({"SPLITS": 5, "SK_CLUSTER": sk_cluster})
+    sk_cluster = int(way == "cluster")
+    spec = get_kernel(NAMES[precision]).with_params({"SPLITS": 5, "SK_CLUSTER": sk_cluster,
+                                                     "SK_SPREAD": int(way == "spread")})
     layout = Layout(b=COL) if precision != "bf16" else ROW_MAJOR  # TF32: x @ w.t(), B read and rounded in place
     plan, gpu = make(stub, spec.name, shape, layout, spec=spec)
     m, n, k = shape
@@ -299,7 +314,9 @@ def test_plan_launches_tiles_by_splits_with_its_workspace(stub, precision, shape
         assert gpu.synced == 0  # nothing zeroed
         assert 4 * tiles not in [b.nbytes for b in plan.buffers]  # no tickets (the operands' pitched copies only)
         return
-    assert rec.cluster == (0, 0, 0)
+    assert rec.cluster == (0, 0, 0) and p["SK_SPREAD"] == (way == "spread")
+    assert any(("each split adds its share" if way == "spread" else "the last split of a tile adds") in step and
+               f"{splits} splits of K" in step for step in plan.steps)
     ws, tickets = plan.buffers[-2:]
     assert (args["sk_ws"], args["sk_flags"]) == (ws.ctypes.data, tickets.ctypes.data)
     assert ws.nbytes == 4 * tiles * splits * p["BM"] * p["BN"]
@@ -521,6 +538,10 @@ def test_split_k_rows_read_the_build_that_ran():
     assert len(split_k_rows({"records": [before]})) == 1
     with pytest.raises(GemmlabError, match=r"changes SK_CLUSTER"):
         split_k_rows({"records": [_record(f"{name}[SK_CLUSTER=1]", name, 0.7, SK_CLUSTER=1)]})
+    del before["params"]["SK_SPREAD"]  # nor SK_SPREAD, added later still
+    assert len(split_k_rows({"records": [before]})) == 1
+    with pytest.raises(GemmlabError, match=r"changes SK_SPREAD"):
+        split_k_rows({"records": [_record(f"{name}[SK_SPREAD=1]", name, 0.7, SK_SPREAD=1)]})
 
 
 def _cli(*args):
@@ -604,6 +625,32 @@ def test_a_bench_without_a_gpu_records_the_build_of_the_named_gpu_s_sms(tmp_path
     runs, h200 = (get_kernel(NAMES["bf16"]).for_problem(problem, sms) for sms in (108, 132))
     assert rec["params"] == dict(runs.params) != dict(h200.params)
     assert rec["smem_bytes"] - rec["smem_static"] == runs.launch_geometry(problem).smem
+
+
+def test_spread_runs_where_the_grid_is_resident_at_once_and_the_plan_checks_it(stub):  # noqa: F811
+    """SK_SPREAD=1 takes the spread reduction where S > 1 and the tiles x S CTAs fit the SMs one an SM (a split waits
+    for its tile's others: all must be resident), the last split's elsewhere; its traffic adds each tile's sums
+    written once and read once; the plan asks the occupancy query and refuses a grid that is not resident."""
+    spec = get_kernel(NAMES["bf16"]).with_params({"SK_SPREAD": 1})
+    long_k, decode = Problem(512, 512, 16384, "bf16"), Problem(128, 4096, 4096, "bf16")
+    runs = spec.for_problem(long_k)
+    s = runs.split_plan(long_k, 132)
+    assert (s.splits, s.ctas, runs.params["SK_SPREAD"]) == (8, 128, 1)
+    assert spec.for_problem(decode).split_plan(decode, 132).splits == 1 and spec.for_problem(decode).params[
+        "SK_SPREAD"] == 0  # one split: nothing to add
+    wide = spec.with_params({"SPLITS": 5}).for_problem(Problem(1024, 1024, 8192, "bf16"))  # 64 tiles x 5 > 132
+    assert wide.params["SK_SPREAD"] == 0 and wide.defines()["SK_SPREAD"] == 0
+    assert split_k.spreads(s, 1, 132) and not split_k.spreads(s, 1, 127) and not split_k.spreads(s, 0, 132)
+    ticket = get_kernel(NAMES["bf16"]).traffic(long_k)
+    assert spec.traffic(long_k).global_read - ticket.global_read == 4 * s.bm * s.bn * s.tiles
+    assert spec.traffic(long_k).global_write - ticket.global_write == 4 * s.bm * s.bn * s.tiles
+
+    class NotResident(HostGPU):
+        def blocks_per_sm(self, kernel, geo):
+            return 0
+
+    with pytest.raises(RuntimeError, match="not co-resident.*a split waiting for its tile's others"):
+        spec.make_plan(long_k, Layout(b=COL), H200, NotResident(stub))
 
 
 @pytest.mark.parametrize("sk_cluster", [0, 1])

@@ -1,7 +1,7 @@
-"""tc10_split_k on a GPU (skipped without one): right on ragged shapes at the chosen and at pinned S (across a cluster
-and through the workspace), and the same bits on every call of one plan (its tickets back at zero after each) and
-either way of adding the partials; TF32 also as x @ w.t() (B read and rounded in place), at cuBLAS TF32's
-accuracy. Apart from the CPU tests, whose stub driver (a module fixture) would take these
+"""tc10_split_k on a GPU (skipped without one): right on ragged shapes at the chosen and at pinned S (across a cluster,
+and through the workspace by the last split or by every split), the same bits on every call of one plan (its
+tickets back at zero after each) and every way of adding the partials; TF32 also as x @ w.t() (B read and rounded in
+place), at cuBLAS TF32's accuracy. Apart from the CPU tests, whose stub driver (a module fixture) would take these
 launches."""
 import numpy as np
 import pytest
@@ -41,8 +41,10 @@ def test_on_gpu_right_and_the_same_bits_on_every_call(precision, shape):
     _needs_gpu()
     problem = Problem(*shape, precision)
     base = get_kernel(NAMES[precision])
-    # the chosen S; 7 splits through the workspace and its tickets, and added across a cluster (SK_CLUSTER=1)
-    for spec in (base, base.with_params({"SPLITS": 7}), base.with_params({"SPLITS": 7, "SK_CLUSTER": 1})):
+    # the chosen S; 7 splits through the workspace and its tickets, added across a cluster (SK_CLUSTER=1), and by
+    # every split through the workspace (SK_SPREAD=1: the ticket counts to 2S, back at zero after each call)
+    for spec in (base, base.with_params({"SPLITS": 7}), base.with_params({"SPLITS": 7, "SK_CLUSTER": 1}),
+                 base.with_params({"SPLITS": 7, "SK_SPREAD": 1})):
         result = check(spec, problem, seed=1)
         assert result.passed, result
         a, b = spec.make_inputs(problem, 2, __import__("cupy"))
@@ -53,9 +55,9 @@ def test_on_gpu_right_and_the_same_bits_on_every_call(precision, shape):
 @pytest.mark.parametrize("tile", list(split_k.TILES), ids=lambda t: f"{t[0]}x{t[1]}")
 @pytest.mark.parametrize("splits", [2, 3, 5, 8])
 def test_on_gpu_the_cluster_adds_the_partials_to_the_workspace_s_bits(precision, tile, splits):
-    """The same tile and S added across a cluster (SK_CLUSTER=1) and through the workspace (SK_CLUSTER=0): C has the
-    same bits, each element's partials added in split order from zero either way (at 64x64 and S = 8 each CTA of a
-    cluster adds one float4 of every thread's share)."""
+    """The same tile and S added across a cluster (SK_CLUSTER=1), through the workspace by the last split (both 0)
+    and by every split (SK_SPREAD=1): C has the same bits, each element's partials added in split order from zero
+    every way (at 64x64 and S = 8 each CTA of a cluster, or each split, adds one float4 of every thread's share)."""
     import cupy
 
     from gemmlab.harness.verify import run_once
@@ -64,11 +66,12 @@ def test_on_gpu_the_cluster_adds_the_partials_to_the_workspace_s_bits(precision,
     problem = Problem(130, 250, 8191, precision)
     bm, bn, stages = tile
     pinned = get_kernel(NAMES[precision]).with_params({"BM": bm, "BN": bn, "STAGES": stages, "SPLITS": splits})
-    builds = [pinned.with_params({"SK_CLUSTER": c}) for c in (1, 0)]
-    assert [b.for_problem(problem).cluster() for b in builds] == [(1, splits, 1), None]
+    builds = [pinned.with_params(ways) for ways in ({"SK_CLUSTER": 1}, {}, {"SK_SPREAD": 1})]
+    assert [b.for_problem(problem).cluster() for b in builds] == [(1, splits, 1), None, None]
+    assert [b.for_problem(problem).params["SK_SPREAD"] for b in builds] == [0, 0, 1]
     a, b = builds[0].make_inputs(problem, 3, cupy)
-    cluster, workspace = (run_once(s, problem, a, b, s.build(problem)).view(np.uint8).get() for s in builds)
-    assert (cluster == workspace).all()
+    cluster, workspace, spread = (run_once(s, problem, a, b, s.build(problem)).view(np.uint8).get() for s in builds)
+    assert (cluster == workspace).all() and (spread == workspace).all()
 
 
 @pytest.mark.parametrize("shape", GPU_SHAPES)

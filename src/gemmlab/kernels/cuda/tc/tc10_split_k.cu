@@ -14,6 +14,10 @@
 // the S CTAs add the partials across their shared memory, each a share of the tile, in the same order
 // (cluster_reduce). On the H200 fewer clusters of 4 or 8 such CTAs are resident at once than the grids split K
 // into, so those grids run in two waves: measured slower, and off (docs/tensor_cores/tc10.md).
+// SK_SPREAD=1 (a variant; the host launches it only where the whole grid is resident at once): the S CTAs of a tile
+// share its reduction through the workspace instead of leaving it to the last (spread_reduce): each writes its
+// partial and waits until all S are counted on the tile's ticket, adds its 1/S share of the tile over the S partials
+// in split order from zero (the same bits) into partial 0, and counts again; the last to count stores C.
 // TC_FP8=1: e4m3/e5m2 operands, both K-major, Fp8Args; the per-tensor scales multiply the summed tile (one
 // rounding, as tc4's). BLOCK_SCALED=1 (fp8_block): each k-tile (128 of K, one scale block) runs from zero into
 // `part` and is added, scaled by its rows' A scales and its tile's B scale, into the FP32 accumulator on the CUDA
@@ -56,6 +60,12 @@
 #ifndef SK_CLUSTER
 #define SK_CLUSTER 0
 #endif
+#ifndef SK_SPREAD
+#define SK_SPREAD 0
+#endif
+#if SK_SPREAD && SK_CLUSTER
+#error "SK_SPREAD and SK_CLUSTER: two ways of adding the partials; one at most"
+#endif
 #if SK_CLUSTER && !defined(SK_CLUSTER_MAX)
 #error "SK_CLUSTER=1: SK_CLUSTER_MAX, the most splits a cluster adds (the host's split_k.CLUSTER_MAX)"
 #endif
@@ -82,6 +92,19 @@ __host__ __device__ __forceinline__ unsigned a_frag_offset(unsigned t, int kk, i
 // BN = 64 (a thread's whole share of each: 128 registers beside its 32 accumulators)
 #define REDUCE_U (BN <= 64 ? 4 : 2)
 #define REDUCE_J 8
+
+// The tile's sums into the fragment, float4 j of this thread's share from load(j) (where the shared reductions left them)
+template <class Load>
+__device__ __forceinline__ void load_sums(float (&d)[BN / 2], Load load) {
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+    const float4 a = load(j);
+    d[4 * j] = a.x;
+    d[4 * j + 1] = a.y;
+    d[4 * j + 2] = a.z;
+    d[4 * j + 3] = a.w;
+  }
+}
 
 #if SK_CLUSTER
 #define CLUSTER_RJ 2  // float4s of the fragment a thread reduces at once, each over the S partials
@@ -128,14 +151,7 @@ __device__ __forceinline__ bool cluster_reduce(float (&d)[BN / 2], int splits, u
   }
   cluster_sync();  // the sums are in rank 0's ring, and no peer reads a partial any more: the CTAs may exit
   if (rank) return false;
-#pragma unroll
-  for (int j = 0; j < BN / 8; ++j) {
-    const float4 a = sums[j * CT + ct];
-    d[4 * j] = a.x;
-    d[4 * j + 1] = a.y;
-    d[4 * j + 2] = a.z;
-    d[4 * j + 3] = a.w;
-  }
+  load_sums(d, [&](int j) { return sums[j * CT + ct]; });
   return true;
 }
 #endif
@@ -148,9 +164,49 @@ __device__ __forceinline__ u32 take_ticket(u32 *ticket) {
   return old;
 }
 
+#if SK_SPREAD
+// SK_SPREAD=1, S > 1: the tile's partials in `tile_ws` (partial s at s·(BN/2)·CT floats, float4 j of consumer thread
+// ct at j·CT + ct), its ticket counting to 2S. This CTA (split `split`) writes its partial, counts it, and waits
+// until all S are counted; it adds float4s [split_begin(split), split_begin(split + 1)) of BN / 8 of every thread's
+// share over the S partials in split order from zero (split_reduce's order: the same bits), writes the sums over
+// partial 0's, which no other CTA reads, and counts again. The last of the 2S counts resets the ticket for the next
+// launch and loads the sums into d. Returns whether this CTA stores C. Each CTA reads S/S = one partial's bytes
+// where the ticket path's last CTA reads all S; the wait needs every CTA of the grid resident (the host's check).
+__device__ __forceinline__ bool spread_reduce(float (&d)[BN / 2], float *tile_ws, u32 *ticket, int split, int splits,
+                                              int ct, int &stores) {
+  sk_store_partial<BN / 2, CT>(tile_ws + (long long)split * (BN / 2 * CT), d, ct);
+  sk_signal<CT>(ticket, ct);
+  sk_wait<CT, false>(ticket, splits, ct);  // every split's partial is in the workspace
+  float4 *p = reinterpret_cast<float4 *>(tile_ws) + ct;
+  const long long stride = BN / 8 * CT;  // float4s from one partial to the next
+  for (int j = split_begin(split, splits, BN / 8); j < split_begin(split + 1, splits, BN / 8); ++j) {
+    float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 4
+    for (int s = 0; s < splits; ++s) {
+      const float4 v = __ldcg(p + s * stride + j * CT);
+      a.x += v.x;
+      a.y += v.y;
+      a.z += v.z;
+      a.w += v.w;
+    }
+    __stcg(p + j * CT, a);
+  }
+  __threadfence();
+  consumer_bar(CT);  // every consumer thread's sums are stored before the second count
+  if (ct == 0) {
+    stores = take_ticket(ticket) == 2u * splits - 1;
+    if (stores) *ticket = 0;  // all 2S counts are in: none touches it again
+  }
+  consumer_bar(CT);
+  if (!stores) return false;
+  load_sums(d, [&](int j) { return __ldcg(p + j * CT); });
+  return true;
+}
+#endif
+
 extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1) tc10_split_k(const __grid_constant__ KernelArgs args) {
   extern __shared__ unsigned char smem_raw[];
-  __shared__ int reduces;  // set by the ticket's thread: this CTA drew its tile's last ticket
+  __shared__ int reduces;  // set by the ticket's thread: this CTA drew its tile's last ticket (SK_SPREAD: its last count)
   unsigned char *smem = aligned_smem(smem_raw);
   unsigned char *staging = smem + STAGES * STAGE_BYTES;  // EPI_TMA: the consumers' staging boxes of C
   u64 *full = reinterpret_cast<u64 *>(staging + staging_bytes(CW));
@@ -252,6 +308,10 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1) tc10_split_k(con
   if (splits > 1) {
 #if SK_CLUSTER
     if (!cluster_reduce(d, splits, smem, ct)) return;
+#elif SK_SPREAD
+    if (!spread_reduce(d, args.sk_ws + (long long)tile * splits * (BN / 2 * CT), args.sk_flags + tile, split, splits,
+                       ct, reduces))
+      return;
 #else
     float *tile_ws = args.sk_ws + (long long)tile * splits * (BN / 2 * CT);
     sk_store_partial<BN / 2, CT>(tile_ws + (long long)split * (BN / 2 * CT), d, ct);

@@ -47,8 +47,10 @@ from gemmlab.problem import Problem
 # a configuration that names S (> 0) keeps its tile
 # SK_CLUSTER = 1 (a --variant): S of at most split_k.CLUSTER_MAX add their partials across a cluster of the tile's S
 # CTAs instead of through the workspace; measured slower on the H200 (docs/tensor_cores/tc10.md), so off
+# SK_SPREAD = 1 (a --variant): where the tiles x S CTAs are resident at once (split_k.spreads), the S CTAs of a tile
+# each add a share of it over the partials in the workspace, instead of the last to arrive adding all of it
 BASE = {"BM": 128, "BN": 128, "STAGES": 6, "PRODUCER_REGS": 40, "CONSUMER_REGS": 232, "SPLITS": 0, "EPI_TMA": 1,
-        "SK_CLUSTER": 0}
+        "SK_CLUSTER": 0, "SK_SPREAD": 0}
 FP8 = {**BASE, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
 FP8_BLOCK = {**FP8, "BLOCK_SCALED": 1}
 TF32 = {**BASE, "TF32_ROUND": 2}  # both operands rounded to nearest: A in registers, B in shared memory
@@ -87,7 +89,8 @@ class SplitK(WgmmaKernel):
 
     def for_problem(self, problem: Problem, sm_count: int = SM_COUNT) -> "SplitK":
         s = self.split_plan(problem, sm_count)
-        return self.with_params({"BM": s.bm, "BN": s.bn, "STAGES": s.stages, "SPLITS": s.splits})
+        spread = int(split_k.spreads(s, self.params.get("SK_SPREAD", 0), sm_count))
+        return self.with_params({"BM": s.bm, "BN": s.bn, "STAGES": s.stages, "SPLITS": s.splits, "SK_SPREAD": spread})
 
     def make_plan(self, problem: Problem, layout, info, gpu=None):
         """The plan, whose explanation says where its tile and S come from: a sweep on this GPU, or the model."""
@@ -113,16 +116,18 @@ class SplitK(WgmmaKernel):
         1/S of a tile's arithmetic."""
         runs = self.for_problem(problem, sm_count)
         return split_k.with_partials(self.traffic_model(problem, sm_count, params=dict(runs.params)),
-                                     runs.split_plan(problem, sm_count), sm_count, runs.cluster() is not None)
+                                     runs.split_plan(problem, sm_count), sm_count, runs.cluster() is not None,
+                                     bool(runs.params["SK_SPREAD"]))
 
     def configurations(self, formats: bool = False) -> list[WgmmaKernel]:
         """A build per tile of the precision (split_k.tiles_for), each in every FP8 output type, pinned at
         PINNED_SPLITS (at most KT), so that a sanitizer run at any shape of 3 k-tiles or more goes through the
-        partials on every tile, both added across a cluster (SK_CLUSTER=1) and through the workspace and its tickets
-        (SK_CLUSTER=0); the rounded TF32 build's also with the pass over B's tiles (ROUND_B_SMEM=1, what the plan
-        builds for a K-major B)."""
-        builds = [self.with_params({"BM": bm, "BN": bn, "STAGES": st, "SPLITS": PINNED_SPLITS, "SK_CLUSTER": c})
-                  for bm, bn, st in split_k.tiles_for(self.precision) for c in (1, 0)]
+        partials on every tile, added each of the three ways: across a cluster (SK_CLUSTER=1), through the workspace
+        by the last split (both 0) and by every split (SK_SPREAD=1); the rounded TF32 build's also with the pass over
+        B's tiles (ROUND_B_SMEM=1, what the plan builds for a K-major B)."""
+        builds = [self.with_params({"BM": bm, "BN": bn, "STAGES": st, "SPLITS": PINNED_SPLITS, "SK_CLUSTER": c,
+                                    "SK_SPREAD": spread})
+                  for bm, bn, st in split_k.tiles_for(self.precision) for c, spread in ((1, 0), (0, 0), (0, 1))]
         if self.params.get("TF32_ROUND", 0) == 2:
             builds += [b.with_params({"ROUND_B_SMEM": 1}) for b in builds]
         return [c for b in builds for c in WgmmaKernel.configurations(b, formats)]
@@ -137,6 +142,11 @@ def _constraints(p: dict, fp8: bool, block: bool) -> list[str]:
     if p.get("SK_CLUSTER", 0) not in (0, 1):
         e.append(f"SK_CLUSTER={p['SK_CLUSTER']}: 1 (a tile's splits added across a cluster where S <= "
                  f"{split_k.CLUSTER_MAX}) or 0 (through the workspace)")
+    if p.get("SK_SPREAD", 0) not in (0, 1):
+        e.append(f"SK_SPREAD={p['SK_SPREAD']}: 1 (every split of a tile adds a share of it, where the grid is "
+                 "resident at once) or 0 (the last split adds all of it)")
+    elif p.get("SK_SPREAD", 0) and p.get("SK_CLUSTER", 0):
+        e.append("SK_SPREAD=1 and SK_CLUSTER=1: two ways of adding a tile's partials; one at most")
     if block and 128 % p["BN"]:
         e.append(f"BN={p['BN']}: a block-scaled tile's columns sit in one 128-wide block of B's scales (64 or 128)")
     if block and p["BN"] > p.get("CONSUMER_REGS", 232) - 32:

@@ -36,10 +36,10 @@ __device__ __forceinline__ void sk_signal(u32 *flag, int ct) {
   if (ct == 0) asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(flag) : "memory");
 }
 // The owner: one thread waits (acquire) until `count` partials are counted, resets the flag for the next launch
-// (no one else touches it in this one), and the consumers meet. Like mbar_wait, a wait far past any real one
-// traps instead of hanging the GPU: 2^26 polls of an L2 round trip each (about a minute; a real wait is a few
-// partials' time, microseconds).
-template <int CT>
+// (no one else touches it in this one; kReset = false: tc10's SK_SPREAD counts on after the wait), and the consumers
+// meet. Like mbar_wait, a wait far past any real one traps instead of hanging the GPU: 2^26 polls of an L2 round trip
+// each (about a minute; a real wait is a few partials' time, microseconds).
+template <int CT, bool kReset = true>
 __device__ __forceinline__ void sk_wait(u32 *flag, u32 count, int ct) {
   if (ct == 0) {
     u32 spins = 0, v;
@@ -48,7 +48,7 @@ __device__ __forceinline__ void sk_wait(u32 *flag, u32 count, int ct) {
       if (v >= count) break;
       if (++spins == (1u << 26)) __trap();
     }
-    *flag = 0;
+    if (kReset) *flag = 0;
   }
   consumer_bar(CT);
 }

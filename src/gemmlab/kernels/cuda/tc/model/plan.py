@@ -248,14 +248,21 @@ def _encoded(m: TiledMap, ptr: int) -> bytes:
     return driver.ctypes.string_at(dest, driver.MAP_BYTES)
 
 
+def _check_resident(spec, kernel, geo: Geometry, sm_count: int, gpu: Resources, what: str) -> int:
+    """The grid's CTAs, where every one of them is resident at once (the occupancy query); else a RuntimeError: a
+    CTA that spins until others have counted (``what``) cannot deadlock only then."""
+    grid, per_sm = math.prod(geo.grid), gpu.blocks_per_sm(kernel, geo)
+    if per_sm < 1 or grid > per_sm * sm_count:
+        raise RuntimeError(f"{spec.name}: a grid of {grid} CTAs is not co-resident ({per_sm} per SM x {sm_count} "
+                           f"SMs); {what} could deadlock")
+    return grid
+
+
 def _stream_k_workspace(spec, kernel, geo: Geometry, problem, sm_count: int, gpu: Resources):
     """A workspace of one BM×BN FP32 partial per CTA and one u32 flag per tile, zeroed once (each owner resets its
     tile's flag for the next launch). An owner spins until its peers' partials are counted, which cannot deadlock
     only if every CTA of the grid is resident at once: checked here against the occupancy query."""
-    grid, per_sm = geo.grid[0], gpu.blocks_per_sm(kernel, geo)
-    if per_sm < 1 or grid > per_sm * sm_count:
-        raise RuntimeError(f"{spec.name}: a stream-K grid of {grid} CTAs is not co-resident "
-                           f"({per_sm} per SM x {sm_count} SMs); its fixup could deadlock")
+    grid = _check_resident(spec, kernel, geo, sm_count, gpu, "its stream-K fixup")
     p = spec.params
     tiles = ceil_div(problem.m, p["BM"]) * ceil_div(problem.n, p["BN"])
     return gpu.buffer(4 * grid * p["BM"] * p["BN"]), gpu.buffer(4 * tiles, zero=True)
@@ -368,8 +375,14 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
         ws, tickets = split_k_workspace(gpu, ceil_div(m, bm) * ceil_div(n, bn), spec.params["SPLITS"], bm, bn)
         buffers += [ws, tickets]
         params.sk_ws, params.sk_flags = gpu.address(ws), gpu.address(tickets)
-        steps.append(f"split-K: {geo.grid[1]} splits of K a tile, their FP32 partials in a workspace and a ticket a "
-                     "tile; the last split of a tile adds them in split order and stores C")
+        if spec.params.get("SK_SPREAD", 0):
+            grid = _check_resident(spec, kernel, geo, info.sm_count, gpu, "a split waiting for its tile's others")
+            steps.append(f"split-K: {geo.grid[1]} splits of K a tile, their FP32 partials in a workspace and a ticket a "
+                         f"tile; once all are written (the {grid} CTAs resident at once), each split adds its share "
+                         "of the tile over them in split order, and the last to finish stores C")
+        else:
+            steps.append(f"split-K: {geo.grid[1]} splits of K a tile, their FP32 partials in a workspace and a ticket "
+                         "a tile; the last split of a tile adds them in split order and stores C")
         zeroed = True
     timeline = None
     if spec.params.get("TIMELINE", 0):  # gemmlab timeline reads plan.timeline after a launch

@@ -123,13 +123,16 @@ class SplitPlan:
                 for s in range(self.splits)]
 
 
-def with_partials(t: Traffic, s: SplitPlan, sm_count: int, cluster: bool = False) -> Traffic:
+def with_partials(t: Traffic, s: SplitPlan, sm_count: int, cluster: bool = False, spread: bool = False) -> Traffic:
     """The traffic ``t`` of the plan's tile plus each partial written once and read once (S > 1; none of it in L2 or
-    DRAM where ``cluster`` adds them in shared memory); the walk's tiles are all split along K over the grid's CTAs
-    (a wave of them, as stream-K's split tail), so the busiest SM holds about 1/S of a tile's arithmetic."""
+    DRAM where ``cluster`` adds them in shared memory; with ``spread``, also each tile's sums written by its splits
+    and read back by the last); the walk's tiles are all split along K over the grid's CTAs (a wave of them, as
+    stream-K's split tail), so the busiest SM holds about 1/S of a tile's arithmetic."""
     ws = s.workspace_bytes
     if not ws:
         return t
+    if spread:
+        ws += 4 * s.bm * s.bn * s.tiles
     walk = t.walk and dataclasses.replace(t.walk, split_tail=s.tiles, wave=min(s.ctas, sm_count))
     if cluster:  # the partials never leave the cluster's shared memory
         return dataclasses.replace(t, walk=walk, basis=f"{t.basis}, {s.splits} splits of K a tile added across a "
@@ -138,7 +141,14 @@ def with_partials(t: Traffic, s: SplitPlan, sm_count: int, cluster: bool = False
                                l2_read=(t.l2_read or t.global_read) + ws,
                                l2_write=(t.l2_write or t.global_write) + ws,
                                basis=f"{t.basis}, plus {s.ctas} partials of {s.bm}x{s.bn} written and read back "
-                                     f"({s.splits} splits of K a tile)")
+                                     f"({s.splits} splits of K a tile{', each adding a share' if spread else ''})")
+
+
+def spreads(s: SplitPlan, sk_spread: int, sm_count: int) -> bool:
+    """Whether tc10's S splits of a tile each add a share of it over the partials (SK_SPREAD=1): S > 1 and the grid
+    of tiles x S CTAs no more than the SMs, one CTA an SM (the ring's shared memory), so that all are resident at once
+    and a split that waits for its tile's others cannot deadlock."""
+    return bool(sk_spread) and s.splits > 1 and s.ctas <= sm_count
 
 
 def reduces_in_cluster(splits: int, sk_cluster: int) -> bool:
