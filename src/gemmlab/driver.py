@@ -22,6 +22,7 @@ from gemmlab.errors import GemmlabError
 
 CUDA_SUCCESS = 0
 CUDA_ERROR_INVALID_CONTEXT = 201
+CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2
 CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4
 CU_MEMORYTYPE_DEVICE = 2
 CU_STREAM_CAPTURE_STATUS_ACTIVE = 1
@@ -274,16 +275,24 @@ class Launch:
     gets the plan's own and the launch again."""
 
     def __init__(self, function: int, grid: Sequence[int], block: Sequence[int], smem: int, params: Params,
-                 cluster: Sequence[int] | None = None, context: int | None = None):
+                 cluster: Sequence[int] | None = None, context: int | None = None, cooperative: bool = False):
+        """``cooperative``: the driver starts the grid only with every CTA resident at once, and refuses a grid that
+        cannot be (a kernel whose CTAs wait for each other: tc10's SK_SPREAD)."""
         self.function, self.params = function, params
         self.grid, self.block, self.smem = tuple(grid), tuple(block), smem
         self.cluster = tuple(cluster) if cluster else None
+        self.cooperative = cooperative
         self.context = current_context() if context is None else context
-        self._attr = _LaunchAttribute(id=CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
+        attrs = []
         if self.cluster:
-            self._attr.value[:3] = self.cluster
-        self._config = _LaunchConfig(*self.grid, *self.block, smem, None, ctypes.pointer(self._attr),
-                                     1 if self.cluster else 0)
+            attrs.append(_LaunchAttribute(id=CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION))
+            attrs[-1].value[:3] = self.cluster
+        if cooperative:
+            attrs.append(_LaunchAttribute(id=CU_LAUNCH_ATTRIBUTE_COOPERATIVE))
+            attrs[-1].value[0] = 1
+        self._attrs = (_LaunchAttribute * max(1, len(attrs)))(*attrs)
+        self._config = _LaunchConfig(*self.grid, *self.block, smem, None,
+                                     ctypes.cast(self._attrs, ctypes.POINTER(_LaunchAttribute)), len(attrs))
         self._config_address = ctypes.addressof(self._config)
 
     def launch(self, stream: int) -> None:
@@ -294,7 +303,8 @@ class Launch:
             err = _launch_ex(self._config_address, self.function, self.params.address, None)
         if err:
             check(err, f"cuLaunchKernelEx(grid {self.grid}, block {self.block}, {self.smem} B shared"
-                       f"{', cluster ' + str(self.cluster) if self.cluster else ''})")
+                       f"{', cluster ' + str(self.cluster) if self.cluster else ''}"
+                       f"{', cooperative' if self.cooperative else ''})")
 
 
 def copy_2d(dst: int, dst_pitch: int, src: int, src_pitch: int, width_bytes: int, rows: int, stream: int) -> None:

@@ -14,7 +14,7 @@ static int n_sigs;
 
 struct Launch {
   uintptr_t f, stream;
-  unsigned grid[3], block[3], smem, cluster[3];
+  unsigned grid[3], block[3], smem, cluster[3], cooperative;
   size_t len;
   unsigned char params[MAXB];
 };
@@ -40,6 +40,7 @@ void stub_reset(void) {
 /* opaque_maps = 1: encoded maps hide their address (mixed with a count of encodes), as a driver may */
 void stub_opaque_maps(int on) { opaque_maps = on; }
 void stub_signature(uintptr_t f, int n, const size_t *sizes) {
+  if (n_sigs == MAXF) return;  /* past the table: a test that loads this many kernels resets first */
   sigs[n_sigs].f = f;
   sigs[n_sigs].n = n;
   memcpy(sigs[n_sigs].sizes, sizes, n * sizeof(size_t));
@@ -57,6 +58,7 @@ void stub_launch(int i, unsigned *geometry, uintptr_t *f_stream, unsigned char *
   memcpy(geometry + 3, launches[i].block, 3 * sizeof(unsigned));
   geometry[6] = launches[i].smem;
   memcpy(geometry + 7, launches[i].cluster, 3 * sizeof(unsigned));
+  geometry[10] = launches[i].cooperative;
   f_stream[0] = launches[i].f;
   f_stream[1] = launches[i].stream;
   memcpy(params, launches[i].params, launches[i].len);
@@ -68,7 +70,7 @@ int stub_memsets(void) { return n_memsets; }
 void stub_memset(int i, uint64_t *out) { memcpy(out, &memsets[i], 4 * sizeof(uint64_t)); }
 
 static CUresult record(uintptr_t f, const unsigned *grid, const unsigned *block, unsigned smem, uintptr_t stream,
-                       const unsigned *cluster, void **params) {
+                       const unsigned *cluster, unsigned cooperative, void **params) {
   if (fail_next) { int e = fail_next; fail_next = 0; return e; }
   struct Launch *l = &launches[n_launches++ % MAXL];
   l->f = f;
@@ -77,29 +79,35 @@ static CUresult record(uintptr_t f, const unsigned *grid, const unsigned *block,
   memcpy(l->block, block, sizeof l->block);
   l->smem = smem;
   memcpy(l->cluster, cluster, sizeof l->cluster);
+  l->cooperative = cooperative;
   l->len = 0;
-  for (int s = 0; s < n_sigs; ++s)
-    if (sigs[s].f == f)
-      for (int p = 0; p < sigs[s].n; ++p) {
+  for (int s = n_sigs - 1; s >= 0; --s)  /* the latest signature of f: a handle made again since is another kernel */
+    if (sigs[s].f == f) {
+      for (int p = 0; p < sigs[s].n && l->len + sigs[s].sizes[p] <= MAXB; ++p) {
         memcpy(l->params + l->len, params[p], sigs[s].sizes[p]);
         l->len += sigs[s].sizes[p];
       }
+      break;
+    }
   return 0;
 }
 
 CUresult cuLaunchKernel(uintptr_t f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                         unsigned smem, uintptr_t stream, void **params, void **extra) {
   unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz}, cluster[3] = {0, 0, 0};
-  return record(f, grid, block, smem, stream, cluster, params);
+  return record(f, grid, block, smem, stream, cluster, 0, params);
 }
 
+/* the attributes gemmlab sets: 2 (CU_LAUNCH_ATTRIBUTE_COOPERATIVE) and 4 (the cluster's dimensions) */
 struct Attr { int id; char pad[4]; unsigned value[16]; };
 struct Config { unsigned grid[3], block[3], smem; uintptr_t stream; struct Attr *attrs; unsigned n_attrs; };
 CUresult cuLaunchKernelEx(const struct Config *c, uintptr_t f, void **params, void **extra) {
-  unsigned cluster[3] = {0, 0, 0};
-  for (unsigned i = 0; i < c->n_attrs; ++i)
+  unsigned cluster[3] = {0, 0, 0}, cooperative = 0;
+  for (unsigned i = 0; i < c->n_attrs; ++i) {
     if (c->attrs[i].id == 4) memcpy(cluster, c->attrs[i].value, sizeof cluster);
-  return record(f, c->grid, c->block, c->smem, c->stream, cluster, params);
+    if (c->attrs[i].id == 2) cooperative = c->attrs[i].value[0];
+  }
+  return record(f, c->grid, c->block, c->smem, c->stream, cluster, cooperative, params);
 }
 
 CUresult cuTensorMapEncodeTiled(void *map, int dtype, unsigned rank, void *addr, const uint64_t *dims,

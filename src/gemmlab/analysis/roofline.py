@@ -170,10 +170,19 @@ MAX_WALK_TILES = 2**20
 
 def runs_for(spec, problem: Problem, params: dict | None = None, sm_count: int = SM_COUNT):
     """The spec that runs ``problem`` on ``sm_count`` SMs: ``spec.for_problem``, or, for a record that names the
-    parameters it ran with (a tuned level's tile), the spec of exactly those."""
+    parameters it ran with (a tuned level's tile; a wgmma level's build from before a choice changed, such as tc4
+    FP8's clusters at short K), the spec of exactly those."""
+    import dataclasses
+
+    from gemmlab.kernels.cuda.tc.model.kernel import WgmmaKernel
+
     runs = spec.for_problem(problem, sm_count)
-    if params is not None and dict(runs.params) != dict(params) and getattr(spec, "make", None):
-        runs = spec.make(spec.name, spec.level, spec.title, dict(params), spec.doc)
+    if params is None or dict(runs.params) == dict(params):
+        return runs
+    if getattr(spec, "make", None):
+        return spec.make(spec.name, spec.level, spec.title, dict(params), spec.doc)
+    if isinstance(runs, WgmmaKernel):
+        return dataclasses.replace(runs, params=dict(params), whole_tiles=None)
     return runs
 
 

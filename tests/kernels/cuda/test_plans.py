@@ -73,13 +73,13 @@ def signature(stub, handle, sizes):
 
 
 def launch_record(stub, i):
-    geometry = (ctypes.c_uint * 10)()
+    geometry = (ctypes.c_uint * 11)()
     f_stream = (ctypes.c_uint64 * 2)()
     params = (ctypes.c_ubyte * 1024)()
     length = ctypes.c_size_t()
     stub.stub_launch(i, geometry, f_stream, params, ctypes.byref(length))
     return SimpleNamespace(grid=tuple(geometry[0:3]), block=tuple(geometry[3:6]), smem=geometry[6],
-                           cluster=tuple(geometry[7:10]), f=f_stream[0], stream=f_stream[1],
+                           cluster=tuple(geometry[7:10]), cooperative=geometry[10], f=f_stream[0], stream=f_stream[1],
                            params=bytes(params[:length.value]))
 
 

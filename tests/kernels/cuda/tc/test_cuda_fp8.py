@@ -61,13 +61,15 @@ def test_every_configuration_is_counted():
 
 
 def test_short_k_turns_tc4s_clusters_off():
-    """SHORT_K: an FP8 product of K <= 2048 (16 k-tiles) runs tc4 without clusters (no cluster launch, the grid of
-    the tiles, not of whole clusters), its model the unclustered build's; K = 2049 and up keeps the 2-CTA clusters,
-    and so does a variant with SHORT_K=0, which the run that measured the rule timed beside it."""
+    """SHORT_K: an FP8 product of K <= 2048 (16 k-tiles) in one wave of 128x256 tiles runs tc4 without clusters (no
+    cluster launch, the grid of the tiles, not of whole clusters), its model the unclustered build's; K = 2049 and
+    up keeps the 2-CTA clusters, as do more tiles than SMs (not measured) and a variant with SHORT_K=0, which the run
+    that measured the rule timed beside it."""
     from gemmlab.harness.bench import variant
 
     for shape, clustered in (((1536, 1536, 1536), False), ((2048, 2048, 2048), False), ((2048, 2048, 2049), True),
-                             ((1024, 14336, 4096), True), ((16, 4096, 1024), False)):
+                             ((1024, 14336, 4096), True), ((16, 4096, 1024), False), ((8192, 8192, 1024), True),
+                             ((2048, 2304, 2048), True)):
         problem = Problem(*shape, "fp8")
         runs = TC4.for_problem(problem)
         assert (runs.cluster() is not None) == clustered and runs.params["CM"] == (2 if clustered else 1), shape

@@ -630,14 +630,15 @@ def test_a_bench_without_a_gpu_records_the_build_of_the_named_gpu_s_sms(tmp_path
 def test_spread_runs_where_the_grid_is_resident_at_once_and_the_plan_checks_it(stub):  # noqa: F811
     """SK_SPREAD=1 takes the spread reduction where S > 1 and the tiles x S CTAs fit the SMs one an SM (a split waits
     for its tile's others: all must be resident), the last split's elsewhere; its traffic adds each tile's sums
-    written once and read once; the plan asks the occupancy query and refuses a grid that is not resident."""
-    spec = get_kernel(NAMES["bf16"]).with_params({"SK_SPREAD": 1})
-    long_k, decode = Problem(512, 512, 16384, "bf16"), Problem(128, 4096, 4096, "bf16")
+    written once and read once; the plan launches it cooperative (the driver starts it only with every CTA resident),
+    after asking the occupancy query, and refuses a grid that is not resident."""
+    spec = get_kernel(NAMES["bf16"]).with_params({"SK_SPREAD": 1, "SPLITS": 8})  # 16 tiles of 128x128: 128 CTAs
+    long_k = Problem(512, 512, 16384, "bf16")
     runs = spec.for_problem(long_k)
     s = runs.split_plan(long_k, 132)
     assert (s.splits, s.ctas, runs.params["SK_SPREAD"]) == (8, 128, 1)
-    assert spec.for_problem(decode).split_plan(decode, 132).splits == 1 and spec.for_problem(decode).params[
-        "SK_SPREAD"] == 0  # one split: nothing to add
+    one = spec.with_params({"SPLITS": 1}).for_problem(long_k)
+    assert one.params["SK_SPREAD"] == 0  # one split: nothing to add
     wide = spec.with_params({"SPLITS": 5}).for_problem(Problem(1024, 1024, 8192, "bf16"))  # 64 tiles x 5 > 132
     assert wide.params["SK_SPREAD"] == 0 and wide.defines()["SK_SPREAD"] == 0
     assert split_k.spreads(s, 1, 132) and not split_k.spreads(s, 1, 127) and not split_k.spreads(s, 0, 132)
@@ -651,6 +652,12 @@ def test_spread_runs_where_the_grid_is_resident_at_once_and_the_plan_checks_it(s
 
     with pytest.raises(RuntimeError, match="not co-resident.*a split waiting for its tile's others"):
         spec.make_plan(long_k, Layout(b=COL), H200, NotResident(stub))
+    for build, cooperative in ((spec, 1), (spec.with_params({"SK_SPREAD": 0}), 0), (spec.with_params({"SPLITS": 1}), 0)):
+        stub.stub_reset()
+        plan, _ = make(stub, build.name, long_k.shape, Layout(b=COL), spec=build)
+        plan.launch(0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000, 0)
+        rec = launch_record(stub, 0)
+        assert rec.cooperative == cooperative and rec.cluster == (0, 0, 0), build.params
 
 
 @pytest.mark.parametrize("sk_cluster", [0, 1])

@@ -120,3 +120,30 @@ def test_tf32_on_w_t_rounds_as_cublas_and_repeats_its_bits(shape):
     finally:
         torch.backends.cuda.matmul.allow_tf32 = before
     assert rel(c) <= 1.5 * rel(theirs.astype(np.float64)), (rel(c), rel(theirs.astype(np.float64)))
+
+
+@pytest.mark.parametrize("precision", list(NAMES))
+@pytest.mark.parametrize("shape,tile,splits", [((512, 512, 16384), (128, 128, 6), 8),  # 128 CTAs: nearly every SM
+                                               ((256, 256, 16384), (64, 64, 8), 8),  # 16 tiles x 8
+                                               ((64, 64, 65536), (64, 64, 8), 32)],  # S past BN / 8: 24 empty shares
+                         ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else str(v))
+def test_on_gpu_every_split_adds_a_share_to_the_last_split_s_bits(precision, shape, tile, splits):
+    """SK_SPREAD at a grid of nearly every SM (all resident at once, as the cooperative launch asks) and at more
+    splits than a thread's share has float4s (some splits add none and only count): C equal bit for bit to the last
+    split's reduction at the same tile and S, and again on a second call of the same plan (its ticket back at
+    zero)."""
+    import cupy
+
+    from gemmlab.harness.verify import run_once
+
+    _needs_gpu()
+    problem = Problem(*shape, precision)
+    bm, bn, stages = tile
+    pinned = get_kernel(NAMES[precision]).with_params({"BM": bm, "BN": bn, "STAGES": stages, "SPLITS": splits})
+    spread, workspace = pinned.with_params({"SK_SPREAD": 1}), pinned
+    assert spread.for_problem(problem).params["SK_SPREAD"] == 1
+    a, b = spread.make_inputs(problem, 4, cupy)
+    plan = spread.build(problem)
+    first, second = (run_once(spread, problem, a, b, plan).view(np.uint8).get() for _ in range(2))
+    last = run_once(workspace, problem, a, b, workspace.build(problem)).view(np.uint8).get()
+    assert (first == last).all() and (second == last).all()

@@ -102,7 +102,8 @@ def test_narrow_tile_refused_where_it_cannot_work():
 def test_a_spec_models_the_tile_its_parameters_name():
     """WgmmaKernel.traffic hands the spec's own parameters to its traffic model; for the configuration each
     registered level runs at a shape (for_problem: narrow tiles, stream-K or its base level, the one-launch TF32
-    build) that is the model it was registered with, and a pinned tile is modeled at that tile."""
+    build) that is the model it was registered with, but where SHORT_K turns the clusters off (tc4 FP8 at short K):
+    there, B's multicast gone, more bytes from L2; and a pinned tile is modeled at that tile."""
     import dataclasses
 
     shapes = [(m, n, k) for m in (256, 1024, 1536, 2048, 2304, 4096) for n in (256, 2304, 3072, 5120, 4096, 14336)
@@ -117,6 +118,9 @@ def test_a_spec_models_the_tile_its_parameters_name():
             problem = Problem(*shape, spec.precision)
             runs = spec.for_problem(problem)
             mine, registered = runs.traffic(problem), runs.traffic_model(problem)
+            if runs.params.get("CM", 1) < spec.params.get("CM", 1):  # SHORT_K
+                assert spec.params["SHORT_K"] >= problem.k and mine.l2 > registered.l2, (spec.name, shape)
+                continue
             assert (mine.global_read, mine.global_write, mine.smem, mine.l2) == \
                 (registered.global_read, registered.global_write, registered.smem, registered.l2), (spec.name, shape)
     tc8 = get_kernel("cuda/tc8_block_scaled_fp8")

@@ -33,8 +33,8 @@ TF32 = {**BASE, "CM": CM, "TF32_ROUND": 0}
 # Each k-tile of a cluster waits for both CTAs' slots; over few k-tiles that costs more than the multicast saves
 # (docs/tensor_cores/tc4.md, "A batch of short products").
 SHORT_BATCH = (1024, {"CM": 1, "NARROW_BN": 128})
-# FP8 products of K <= 2048 (16 k-tiles of 128): clusters off (WgmmaKernel._short_k), as a short batch's; measured
-# 1.10x and 1.08x the clustered build at 1536³ and 2048³, 1.02-1.03x at K = 4096 (docs/tensor_cores/tc4.md)
+# FP8 products of K <= 2048 (16 k-tiles of 128) in one wave of tiles: clusters off (WgmmaKernel._short_k), as a short
+# batch's; measured 1.10x and 1.08x the clustered build at 1536³ and 2048³, 1.02-1.03x at K = 4096 (tc4.md)
 FP8 = {**BF16, "EPI_BOXES": 2, "EPI_LEND": 0, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1, "SHORT_K": 2048}
 # what the roofline leaves out here: its levels overlap, but a consumer warpgroup issues no wgmma while it stores
 EPILOGUE = ("latency: each tile's epilogue (C through shared memory and TMA) keeps its warpgroups off the tensor "

@@ -134,11 +134,13 @@ class WgmmaKernel(CudaKernel):
         return bool(d.get("BATCHED") or d.get("EPI_ACT") or (d.get("EPI") and self.source == "tc8_block_scaled_fp8.cu")
                     or self.output_dtype(Problem(1, 1, 1, self.precision)).itemsize == 4)
 
-    def _short_k(self, problem: Problem) -> bool:
-        """Whether SHORT_K (a K bound, 0: none) turns clusters off for ``problem``: K up to the bound, on a clustered
-        build (the configuration it makes has SHORT_K=0, as a pinned build has)."""
-        bound = self.params.get("SHORT_K", 0)
-        return bool(bound) and problem.k <= bound and self.params.get("CM", 1) > 1
+    def _short_k(self, problem: Problem, sm_count: int = SM_COUNT) -> bool:
+        """Whether SHORT_K (a K bound, 0: none) turns clusters off for ``problem``: K up to the bound and tiles for
+        one wave at most (all that was measured), on a clustered build (the configuration it makes has SHORT_K=0, as
+        a pinned build has)."""
+        bound, p = self.params.get("SHORT_K", 0), self.params
+        return (bool(bound) and problem.k <= bound and p.get("CM", 1) > 1
+                and ceil_div(problem.m, p["BM"]) * ceil_div(problem.n, p["BN"]) <= sm_count)
 
     def _short_batch(self, flat: Problem) -> bool:
         """Whether a batch, as its flattened problem, takes ``short_batch``'s parameters: K up to its bound, on a
@@ -264,7 +266,7 @@ class WgmmaKernel(CudaKernel):
         level's, a pinned configuration's or a bench --variant's alike."""
         if self.exchanges:
             return self.kernel_build().traffic(problem.transposed(), sm_count)
-        if self.shortens(problem) or self._short_k(problem):  # another binary runs the problem: its model
+        if self.shortens(problem) or self._short_k(problem, sm_count):  # another binary runs it: its model
             return self.for_problem(problem, sm_count).traffic(problem, sm_count)
         return self.traffic_model(problem, sm_count, params=dict(self.params))
 
@@ -300,7 +302,7 @@ class WgmmaKernel(CudaKernel):
             flat = problem.flattened()
             base = self.with_params(self.short_batch[1]) if self._short_batch(flat) else self
             return base.for_problem(flat, sm_count).with_params({"BATCHED": 1})
-        if self._short_k(problem):
+        if self._short_k(problem, sm_count):
             return self.with_params({"CM": 1, "SHORT_K": 0}).for_problem(problem, sm_count)
         if p.get("TF32_ROUND", 0) == 3 and rounds_a_in_place(problem, self.one_launch_mnk):
             return dataclasses.replace(self, params={**p, "TF32_ROUND": 2}).for_problem(problem, sm_count)

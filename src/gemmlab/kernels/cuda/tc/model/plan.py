@@ -378,8 +378,8 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
         if spec.params.get("SK_SPREAD", 0):
             grid = _check_resident(spec, kernel, geo, info.sm_count, gpu, "a split waiting for its tile's others")
             steps.append(f"split-K: {geo.grid[1]} splits of K a tile, their FP32 partials in a workspace and a ticket a "
-                         f"tile; once all are written (the {grid} CTAs resident at once), each split adds its share "
-                         "of the tile over them in split order, and the last to finish stores C")
+                         f"tile; once all are written (the {grid} CTAs resident at once: a cooperative launch), each "
+                         "split adds its share of the tile over them in split order, and the last to finish stores C")
         else:
             steps.append(f"split-K: {geo.grid[1]} splits of K a tile, their FP32 partials in a workspace and a ticket "
                          "a tile; the last split of a tile adds them in split order and stores C")
@@ -400,7 +400,10 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
         c_address = _MapAddress(params.map_address("c"))
     if zeroed:
         gpu.synchronize()  # the zeroing ran on CuPy's stream: done before any caller's launch
-    main = driver.Launch(int(kernel.handle), geo.grid, geo.block, geo.smem, params, cluster=cluster)
+    # SK_SPREAD's CTAs wait for their tile's others: the driver starts the grid only when every CTA can be resident
+    cooperative = bool(spec.params.get("SK_SPREAD", 0)) and spec.params.get("SPLITS", 0) > 1
+    main = driver.Launch(int(kernel.handle), geo.grid, geo.block, geo.smem, params, cluster=cluster,
+                         cooperative=cooperative)
     steps.append(f"{spec.entry}: {geo.grid[0] * geo.grid[1]} CTAs of {geo.threads} threads"
                  f"{f' in clusters of {math.prod(cluster)}' if cluster else ''}, {geo.smem} B shared memory, "
                  f"{ceil_div(k, spec.k_tile)} k-tiles of {spec.k_tile}"
