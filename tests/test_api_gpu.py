@@ -126,6 +126,23 @@ def test_out_is_written_in_place_and_overlap_refused():
         gemmlab.matmul(a, b, out=torch.empty(256, 256, device="cuda", dtype=torch.float32))
 
 
+@pytest.mark.parametrize("kernel,precision,out_dtype,b_transposed", [
+    ("cuda/tc1_mma_sync_tf32", "tf32", None, False), ("cuda/tc4_persistent_bf16", "bf16", torch.float32, True),
+    ("cuda/tc4_persistent_bf16", "bf16", None, True), ("cuda/tc5_swap_ab_tf32", "tf32", None, False),
+    ("cuda/tc5_swap_ab_tf32", "tf32", None, True), ("cuda/tc10_split_k_tf32", "tf32", None, True)])
+def test_out_a_view_off_its_pairs_alignment_is_stored_element_by_element(kernel, precision, out_dtype, b_transposed):
+    """out= one element into its buffer (C-contiguous, 4 bytes off 8 for FP32 C, 2 off 4 for BF16): the levels that
+    store C's pairs as one 8-byte or 4-byte store (tc_out.cuh's pairs_aligned) store such a C element by element, with
+    no misaligned store, and TMA stores none of it; right against float64, the element before C untouched."""
+    a, b = operands(512, 384, 256, precision, b_transposed=b_transposed)
+    dtype = out_dtype or DTYPES[precision]
+    buffer = torch.full((512 * 384 + 1,), float("nan"), device="cuda", dtype=dtype)
+    out = buffer[1:].view(512, 384)
+    assert gemmlab.matmul(a, b, kernel, precision=precision, out=out, out_dtype=out_dtype) is out
+    torch.cuda.synchronize()
+    assert torch.isnan(buffer[0]) and rel_err(out, a, b) <= (1e-2 if dtype != torch.float32 else 1e-3)
+
+
 def test_cupy_arrays_on_their_own_stream():
     cupy = pytest.importorskip("cupy")
     a = cupy.random.standard_normal((1000, 700), dtype=cupy.float32)

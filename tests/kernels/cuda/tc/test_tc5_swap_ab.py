@@ -316,7 +316,7 @@ def test_the_transposed_store_writes_the_transpose_of_the_row_store(tmp_path, m,
 #include <vector>
 struct alignas(8) float2 { float x, y; };
 inline float2 make_float2(float x, float y) { return {x, y}; }
-""" + host_block("tc_swap.cuh", "store") + rf"""
+""" + host_block("tc_out.cuh", "pairs") + host_block("tc_swap.cuh", "store") + rf"""
 int main(int, char **argv) {{
   const int M = {m}, N = {n}, m0 = {m0}, n0 = {n0};
   std::vector<float> buffer(M * N + 64 + {offset}, NAN);

@@ -12,6 +12,8 @@ import pytest
 
 from gemmlab.kernels.cuda.launch.nvrtc import source_path
 
+from tc_levels import host_block
+
 CXX = shutil.which("g++") or shutil.which("clang++")
 pytestmark = pytest.mark.skipif(CXX is None, reason="no host C++ compiler to run the device code with")
 
@@ -34,6 +36,7 @@ Logged &Logged::operator=(float x) {
 }
 inline float out_value(Logged *, float x) { return x; }
 inline void store_pair(Logged *p, float x, float y) { p[0] = x; p[1] = y; }
+PAIRS
 struct TcArgs {};  // no fused epilogue: its per-group step does nothing, as in an EPI=0 build
 template <int TN, typename D> inline void epi_group(D &, const TcArgs &, int, int, int, int, int) {}
 
@@ -93,7 +96,8 @@ def expected(tn, m, n, row0, col0, transposed) -> dict[int, float]:
 @pytest.mark.parametrize("transposed", [0, 1])
 def test_store_acc_stores_each_element_of_the_tile_inside_c_once_and_nothing_else(tmp_path, transposed):
     src, exe = tmp_path / "store_acc.cpp", tmp_path / "store_acc"
-    src.write_text(f"#define C_TRANSPOSED {transposed}\n" + HARNESS.replace("STORE_ACC", store_acc_text()))
+    src.write_text(f"#define C_TRANSPOSED {transposed}\n" + HARNESS.replace("STORE_ACC", store_acc_text()).replace(
+        "PAIRS", host_block("tc_out.cuh", "pairs")))
     subprocess.run([CXX, "-std=c++17", "-O1", "-o", str(exe), str(src)], check=True)
     out = subprocess.run([str(exe)], input="\n".join(" ".join(map(str, c)) for c in CASES), capture_output=True,
                          text=True, check=True).stdout.split("end\n")

@@ -174,9 +174,9 @@ extern "C" __global__ void __launch_bounds__(THREADS)
   cp_async_wait<0>();
 
   // Accumulator fragment of m16n8: c0, c1 at (row g, cols 2*t4, 2*t4+1); c2, c3 eight rows lower. C is FP32, or
-  // BF16 / FP16 (tc_out.cuh), whose pairs are one 32-bit word: a 4-byte aligned base.
+  // BF16 / FP16 (tc_out.cuh), a pair one 8-byte or 4-byte store from a base aligned to it (pairs_aligned).
   const int g = lane / 4, t4 = lane % 4;
-  const bool pairs = (N % 2) == 0 && (sizeof(OutT) == 4 || (reinterpret_cast<unsigned long long>(C) & 3) == 0);
+  const bool pairs = (N % 2) == 0 && pairs_aligned(C);
 #pragma unroll
   for (int i = 0; i < MI; ++i)
 #pragma unroll

@@ -48,7 +48,7 @@ __device__ __forceinline__ void epi_group(float (&d)[TN / 2], const TcArgs &args
 // Store one warpgroup's m64nN FP32 accumulator fragment to row-major C (FP32, or BF16 or FP16 bits) at (row0, col0).
 // Fragment layout: thread t of the warpgroup holds, for each 8-column group j, C[row][8j + 2(t%4) + {0,1}] and the
 // same 8 rows lower, row = 16(t/32) + (t%32)/4. Full tiles with an even N store pairs (float2, or one 32-bit word
-// of two BF16, which needs a 4-byte aligned base); edges check every element.
+// of two BF16) where C's base is aligned to a pair (pairs_aligned); edges check every element.
 // C_TRANSPOSED=1 (tc9's swap, EPI_TMA=0): C holds the transpose of the kernel's M×N product, element (r, c) at
 // C[c·M + r]; a warp's store then covers 8 consecutive elements in each of 4 columns, so every element is stored
 // alone, by the edge path.
@@ -62,8 +62,7 @@ __device__ __forceinline__ void store_acc(T *C, float (&d)[TN / 2], int row0, in
   const int t = threadIdx.x % 128;
   const int r = row0 + 16 * (t / 32) + (t % 32) / 4;
   const int c = col0 + 2 * (t % 4);
-  const bool full = !C_TRANSPOSED && row0 + 64 <= M && col0 + TN <= N && (N % 2) == 0 &&
-                    (sizeof(T) == 4 || (reinterpret_cast<unsigned long long>(C) & 3) == 0);
+  const bool full = !C_TRANSPOSED && row0 + 64 <= M && col0 + TN <= N && (N % 2) == 0 && pairs_aligned(C);
   // element (rr, cc) of the fragment's product: row-major C, or with C_TRANSPOSED its transpose
   auto at = [&](int rr, int cc) { return C_TRANSPOSED ? (long long)cc * M + rr : (long long)rr * N + cc; };
   if (full) {

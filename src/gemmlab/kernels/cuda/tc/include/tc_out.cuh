@@ -48,6 +48,15 @@ __device__ __forceinline__ unsigned short out_value(unsigned short *, float x) {
 #endif
   return v;
 }
+// begin pairs arithmetic (plain C++: the tests run it on the host)
+// Whether store_pair may write at C (and at every even element from it): a pair is one 8-byte store of FP32 or one
+// 4-byte word of 16-bit values, which needs a base aligned to it. A C that is a view off that (an out= a float
+// into its buffer) is stored element by element.
+template <typename T>
+__device__ __forceinline__ bool pairs_aligned(const T *C) {
+  return (reinterpret_cast<unsigned long long>(C) & (2 * sizeof(T) - 1)) == 0;
+}
+// end pairs arithmetic
 __device__ __forceinline__ void store_pair(float *p, float x, float y) {
   *reinterpret_cast<float2 *>(p) = make_float2(x, y);
 }

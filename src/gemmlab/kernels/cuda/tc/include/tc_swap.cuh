@@ -22,6 +22,7 @@
 // (FRAG_PAIR), each warp's 8 g still covering whole 32-byte sectors of a C row.
 #pragma once
 #include "tc_layout.cuh"
+#include "tc_out.cuh"
 #include "tc_ptx.cuh"
 #include "tc_wgmma.cuh"
 
@@ -152,7 +153,7 @@ __device__ __forceinline__ void load_stage_swap(unsigned char *stage, const TmaM
 __device__ __forceinline__ void store_acc_t(float *C, const float (&d)[BM / 2], int m0, int n_wg, int col, int t,
                                             int M, int N) {
   const int r = m0 + 2 * t;
-  const bool whole = m0 + BM <= M && n_wg + 64 <= N, pairs = (reinterpret_cast<unsigned long long>(C) & 7) == 0;
+  const bool whole = m0 + BM <= M && n_wg + 64 <= N, pairs = pairs_aligned(C);
   if (C_TRANSPOSED && whole && pairs && (M % 2) == 0) {
 #pragma unroll
     for (int j = 0; j < BM / 8; ++j)
