@@ -36,6 +36,8 @@ Logged &Logged::operator=(float x) {
 }
 inline float out_value(Logged *, float x) { return x; }
 inline void store_pair(Logged *p, float x, float y) { p[0] = x; p[1] = y; }
+struct float2 { float x, y; };  // for tc_out.cuh's FP32 store_pair beside pairs_aligned, which store_acc does not call here
+inline float2 make_float2(float x, float y) { return {x, y}; }
 PAIRS
 struct TcArgs {};  // no fused epilogue: its per-group step does nothing, as in an EPI=0 build
 template <int TN, typename D> inline void epi_group(D &, const TcArgs &, int, int, int, int, int) {}

@@ -56,10 +56,10 @@ template <typename T>
 __device__ __forceinline__ bool pairs_aligned(const T *C) {
   return (reinterpret_cast<unsigned long long>(C) & (2 * sizeof(T) - 1)) == 0;
 }
-// end pairs arithmetic
 __device__ __forceinline__ void store_pair(float *p, float x, float y) {
   *reinterpret_cast<float2 *>(p) = make_float2(x, y);
 }
+// end pairs arithmetic
 __device__ __forceinline__ void store_pair(unsigned short *p, float x, float y) {
   *reinterpret_cast<unsigned *>(p) = pack_out(x, y);
 }

@@ -139,7 +139,7 @@ __device__ __forceinline__ void load_stage_swap(unsigned char *stage, const TmaM
 #endif
 }
 
-// begin store arithmetic (plain C++ but for float2: the tests run it on the host)
+// begin store arithmetic (plain C++ but for store_pair's float2: the tests run it on the host)
 // Store a warpgroup's 64 (C columns from n_wg) x BM (C rows from m0) block of Cᵀ: d[4j + v] and d[4j + 2 + v]
 // are C[m][col] and C[m][col + FRAG_PAIR] for m = m0 + 8j + 2t + v (the m64nN fragment's columns are C's rows
 // here). Whole blocks with an even N and an 8-byte aligned C store float2 (FRAG_PAIR = 1; two floats 8 apart
@@ -159,8 +159,7 @@ __device__ __forceinline__ void store_acc_t(float *C, const float (&d)[BM / 2], 
     for (int j = 0; j < BM / 8; ++j)
 #pragma unroll
       for (int h = 0; h < 2; ++h)  // columns col and col + FRAG_PAIR
-        *reinterpret_cast<float2 *>(C + (long long)(col + FRAG_PAIR * h) * M + r + 8 * j) =
-            make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+        store_pair(C + (long long)(col + FRAG_PAIR * h) * M + r + 8 * j, d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
   } else if (!C_TRANSPOSED && FRAG_PAIR > 1 && whole) {
     float *p = C + (long long)r * N + col;
 #pragma unroll
@@ -176,7 +175,7 @@ __device__ __forceinline__ void store_acc_t(float *C, const float (&d)[BM / 2], 
     for (int j = 0; j < BM / 8; ++j)
 #pragma unroll
       for (int v = 0; v < 2; ++v)
-        *reinterpret_cast<float2 *>(p + (8LL * j + v) * N) = make_float2(d[4 * j + v], d[4 * j + 2 + v]);
+        store_pair(p + (8LL * j + v) * N, d[4 * j + v], d[4 * j + 2 + v]);
   } else {
     const auto at = [&](int m, int c) { return C_TRANSPOSED ? (long long)c * M + m : (long long)m * N + c; };
 #pragma unroll

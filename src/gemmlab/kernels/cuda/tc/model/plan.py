@@ -289,7 +289,7 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
     align = 16 // elem  # elements per 16 bytes: TMA's row-pitch unit
     params = driver.Params((("args", spec.args_struct),))
     params.M, params.N, params.K = m, n, k
-    buffers, steps = [], []
+    buffers, steps, cooperative = [], [], False
     batched = isinstance(problem, BatchedProblem)
     if batched:
         params.batch, params.a_batched, params.b_batched = problem.batch, int(problem.stride_a > 0), \
@@ -375,8 +375,10 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
         ws, tickets = split_k_workspace(gpu, ceil_div(m, bm) * ceil_div(n, bn), spec.params["SPLITS"], bm, bn)
         buffers += [ws, tickets]
         params.sk_ws, params.sk_flags = gpu.address(ws), gpu.address(tickets)
-        if spec.params.get("SK_SPREAD", 0):
+        if spec.params.get("SK_SPREAD", 0):  # a split waits for its tile's others: the driver starts the grid only
+            # when every CTA can be resident (a cooperative launch)
             grid = _check_resident(spec, kernel, geo, info.sm_count, gpu, "a split waiting for its tile's others")
+            cooperative = True
             steps.append(f"split-K: {geo.grid[1]} splits of K a tile, their FP32 partials in a workspace and a ticket a "
                          f"tile; once all are written (the {grid} CTAs resident at once: a cooperative launch), each "
                          "split adds its share of the tile over them in split order, and the last to finish stores C")
@@ -400,8 +402,6 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
         c_address = _MapAddress(params.map_address("c"))
     if zeroed:
         gpu.synchronize()  # the zeroing ran on CuPy's stream: done before any caller's launch
-    # SK_SPREAD's CTAs wait for their tile's others: the driver starts the grid only when every CTA can be resident
-    cooperative = bool(spec.params.get("SK_SPREAD", 0)) and spec.params.get("SPLITS", 0) > 1
     main = driver.Launch(int(kernel.handle), geo.grid, geo.block, geo.smem, params, cluster=cluster,
                          cooperative=cooperative)
     steps.append(f"{spec.entry}: {geo.grid[0] * geo.grid[1]} CTAs of {geo.threads} threads"
