@@ -660,6 +660,28 @@ def test_spread_runs_where_the_grid_is_resident_at_once_and_the_plan_checks_it(s
         assert rec.cooperative == cooperative and rec.cluster == (0, 0, 0), build.params
 
 
+def test_the_spread_variant_s_choice_prices_the_shared_reduction():
+    """With SK_SPREAD=1 the model prices a tile's reduction at 3 + 1/S partials for its busiest CTA (its own
+    written, a 1/S share of each read, the share's sums written, the sums read back by the last) instead of the
+    last split's 1 + S, wherever the grid is resident at once, and the last split's past that: more splits pay, and
+    at 256x256x16384 BF16 the choice moves to the largest S whose grid fits the SMs."""
+    assert [split_k.reduction_partials(s, False) for s in (1, 2, 8)] == [0.0, 3, 9]
+    assert [split_k.reduction_partials(s, True) for s in (1, 2, 8)] == [0.0, 3.5, 3.125]
+    m, n, k = 256, 256, 16384
+    ticket, shared = split_k.choose(m, n, k, "bf16"), split_k.choose(m, n, k, "bf16", spread=True)
+    assert shared.clocks < ticket.clocks and shared.splits > ticket.splits
+    assert shared.ctas <= 132 < shared.tiles * (shared.splits + 1)
+    partial = 4 * shared.bm * shared.bn / split_k.SM_BYTES_PER_CLOCK
+    alone = split_k.clocks(m, n, k, "bf16", shared.bm, shared.bn, shared.splits, 132)
+    assert alone - shared.clocks == pytest.approx((1 + shared.splits - 3 - 1 / shared.splits) * partial)
+    # past the SMs the spread build falls back to the last split's reduction, and so does its price
+    assert split_k.clocks(1024, 1024, 8192, "bf16", 128, 128, 5, 132, spread=True) == \
+        split_k.clocks(1024, 1024, 8192, "bf16", 128, 128, 5, 132)
+    spec = get_kernel(NAMES["bf16"]).with_params({"SK_SPREAD": 1})
+    runs = spec.for_problem(Problem(m, n, k, "bf16"))
+    assert (runs.params["BM"], runs.params["SPLITS"], runs.params["SK_SPREAD"]) == (shared.bm, shared.splits, 1)
+
+
 @pytest.mark.parametrize("sk_cluster", [0, 1])
 def test_traffic_adds_each_partial_written_once_and_read_once(sk_cluster):
     """Through the workspace, each partial is written to and read back from global memory once; added across a

@@ -85,7 +85,8 @@ class SplitK(WgmmaKernel):
         p = self.params
         if p["SPLITS"]:
             return split_k.pinned(m, n, k, self.precision, p["BM"], p["BN"], p["STAGES"], p["SPLITS"], sm_count)
-        return split_k.measured(m, n, k, self.precision, sm_count) or split_k.choose(m, n, k, self.precision, sm_count)
+        return split_k.measured(m, n, k, self.precision, sm_count) or split_k.choose(
+            m, n, k, self.precision, sm_count, spread=bool(p.get("SK_SPREAD", 0)))
 
     def for_problem(self, problem: Problem, sm_count: int = SM_COUNT) -> "SplitK":
         s = self.split_plan(problem, sm_count)
@@ -96,8 +97,9 @@ class SplitK(WgmmaKernel):
         """The plan, whose explanation says where its tile and S come from: a sweep on this GPU, or the model."""
         made = super().make_plan(problem, layout, info, gpu)
         if not self.params["SPLITS"]:
-            runs, model = self.split_plan(problem, info.sm_count), split_k.choose(*problem.shape, self.precision,
-                                                                                   info.sm_count)
+            runs = self.split_plan(problem, info.sm_count)
+            model = split_k.choose(*problem.shape, self.precision, info.sm_count,
+                                   spread=bool(self.params.get("SK_SPREAD", 0)))
             why = "the model's choice (split_k.choose)"
             if (runs.bm, runs.bn, runs.splits) != (model.bm, model.bn, model.splits):
                 why = (f"measured fastest at this shape on the {info.name} (data/{split_k.MEASURED.name}), where the "

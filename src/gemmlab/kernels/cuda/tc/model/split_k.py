@@ -157,9 +157,20 @@ def reduces_in_cluster(splits: int, sk_cluster: int) -> bool:
     return bool(sk_cluster) and 1 < splits <= CLUSTER_MAX
 
 
+def reduction_partials(splits: int, spread: bool) -> float:
+    """The partial tiles that the busiest CTA of a tile's reduction moves through L2: with the last split adding
+    them, its own written and all S read back (1 + S); with every split adding a share (``spread``), its own written,
+    S shares of 1/S read back, its share's sums written, and the sums read back by the last to store C (3 + 1/S).
+    None without a split."""
+    if splits <= 1:
+        return 0.0
+    return 3 + 1 / splits if spread else 1 + splits
+
+
 def clocks(m: int, n: int, k: int, precision: str, bm: int, bn: int, splits: int, sm_count: int,
-           engine: Engine | None = None) -> float:
-    """The model's SM clocks of one launch at this tile and S (module docstring)."""
+           engine: Engine | None = None, spread: bool = False) -> float:
+    """The model's SM clocks of one launch at this tile and S (module docstring); ``spread``: the reduction shared
+    by the S splits (SK_SPREAD=1) where the grid is resident at once (``spreads``), else the last split's."""
     e = engine or wgmma(precision)
     kt = ceil_div(k, e.k_tile)
     tiles = ceil_div(m, bm) * ceil_div(n, bn)
@@ -171,13 +182,15 @@ def clocks(m: int, n: int, k: int, precision: str, bm: int, bn: int, splits: int
     hidden = min(1.0, sharing * e.warps(bm, bn) / e.hiding_warps) if e.hiding_warps else 1.0
     main = waves * (ceil_div(kt, splits) * ktile * sharing / hidden + CTA_START_CLOCKS)
     partial = 4 * bm * bn / SM_BYTES_PER_CLOCK
-    reduce = (1 + splits) * partial if splits > 1 else 0.0
+    reduce = reduction_partials(splits, spread and tiles * splits <= sm_count) * partial
     return main + reduce + bm * bn * e.output_bytes / SM_BYTES_PER_CLOCK
 
 
-def choose(m: int, n: int, k: int, precision: str, sm_count: int = 132, engine: Engine | None = None) -> SplitPlan:
+def choose(m: int, n: int, k: int, precision: str, sm_count: int = 132, engine: Engine | None = None,
+           spread: bool = False) -> SplitPlan:
     """The tile and S of least modeled clocks (ties: fewer splits, then the earlier tile in the engine's): S from 1 up
-    to KT // its least k-tiles a split and at most the engine's max_waves waves of CTAs."""
+    to KT // its least k-tiles a split and at most the engine's max_waves waves of CTAs; ``spread``: priced with the
+    shared reduction of SK_SPREAD=1 where the grid fits on the SMs."""
     e = engine or wgmma(precision)
     kt = ceil_div(k, e.k_tile)
     best = None
@@ -185,7 +198,7 @@ def choose(m: int, n: int, k: int, precision: str, sm_count: int = 132, engine: 
         tiles = ceil_div(m, bm) * ceil_div(n, bn)
         most = max(1, min(kt // e.min_split_ktiles, e.max_waves * sm_count * e.per_sm(bm, bn) // tiles))
         for splits in range(1, most + 1):
-            c = clocks(m, n, k, precision, bm, bn, splits, sm_count, e)
+            c = clocks(m, n, k, precision, bm, bn, splits, sm_count, e, spread)
             if best is None or c < best.clocks:
                 best = SplitPlan(bm, bn, stages, splits, tiles, kt, c)
     return best
