@@ -11,7 +11,8 @@ F = torch.nn.functional
 
 import gemmlab  # noqa: E402
 import gemmlab.nn  # noqa: E402
-from gemmlab.errors import DTypeError, EpilogueError, GemmlabError, LayoutError, ShapeError  # noqa: E402
+from gemmlab.errors import (DTypeError, EpilogueError, GemmlabError, LayoutError, OperandTypeError,  # noqa: E402
+                            ShapeError, UnknownKernelError)
 from gemmlab.torch_fused import activation_derivative  # noqa: E402
 
 gen = torch.Generator().manual_seed(3)
@@ -65,6 +66,30 @@ def test_addmm_is_torch_addmm(c_shape, beta, alpha):
 def test_addmm_with_beta_zero_ignores_c_nans_included():
     c, a, b = torch.full((5, 4), float("nan")), randn(5, 3), randn(3, 4)
     torch.testing.assert_close(gemmlab.addmm(c, a, b, beta=0, alpha=3), 3 * (a @ b), rtol=1e-5, atol=1e-5)
+
+
+def test_addmm_with_alpha_zero_reads_neither_a_nor_b():
+    """BLAS's rule, and torch's: alpha = 0 leaves a and b unread, their NaNs included; beta·c, or zeros."""
+    c, a, b = randn(5, 4), randn(5, 3), randn(3, 4)
+    a[0, 0] = float("nan")
+    for beta, c_given in ((0.5, c), (1, c[0]), (0, c)):
+        ref = torch.addmm(c_given, a, b, beta=beta, alpha=0)
+        assert not ref.isnan().any()
+        torch.testing.assert_close(gemmlab.addmm(c_given, a, b, beta=beta, alpha=0), ref, rtol=0, atol=0)
+        np.testing.assert_array_equal(gemmlab.addmm(c_given.numpy(), a.numpy(), b.numpy(), beta=beta, alpha=0),
+                                      ref.numpy())
+
+
+def test_alpha_and_beta_take_any_real_scalar_as_torch_does():
+    c, a, b = randn(5, 4), randn(5, 3), randn(3, 4)
+    for beta, alpha in ((np.float32(0.5), np.int64(2)), (np.float16(-1), 3)):
+        ref = torch.addmm(c, a, b, beta=beta, alpha=alpha)
+        torch.testing.assert_close(gemmlab.addmm(c, a, b, beta=beta, alpha=alpha), ref, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(gemmlab.addmm(c.numpy(), a.numpy(), b.numpy(), beta=beta, alpha=alpha),
+                                   ref.numpy(), rtol=1e-5, atol=1e-5)
+    for bad in (True, "1", np.ones(1), float("nan")):
+        with pytest.raises(EpilogueError, match="beta must be a finite real number"):
+            gemmlab.addmm(c, a, b, beta=bad)
 
 
 @pytest.mark.parametrize("activation", list(ACTIVATIONS))
@@ -128,6 +153,14 @@ def test_addmm_gradients_match_torchs(c_shape):
     (lambda: gemmlab.addmm(randn(4), randn(5, 3, 1), randn(3, 4)), ShapeError, "two 2-D matrices"),
     (lambda: gemmlab.addmm(randn(4), randn(5, 3), randn(3, 4), alpha=float("inf")), EpilogueError, "alpha"),
     (lambda: gemmlab.addmm(randn(4).numpy(), randn(5, 3).numpy(), randn(2, 4).numpy()), ShapeError, "inner"),
+    (lambda: gemmlab.linear(randn(5, 7).numpy(), randn(3, 7).numpy(), [1.0, 2.0, 3.0]), OperandTypeError, "got list"),
+    (lambda: gemmlab.linear(randn(5, 7).requires_grad_(), randn(4, 7), kernel=3), UnknownKernelError, "got int 3"),
+    (lambda: gemmlab.addmm(randn(4), randn(5, 3).requires_grad_(), randn(3, 4), precision=2.0), DTypeError,
+     "precision must be a precision's name"),
+    (lambda: gemmlab.linear(torch.randn(5, 7, dtype=torch.complex64).conj().imag, randn(4, 7)), LayoutError,
+     r"x is a negated view .*x.resolve_neg\(\)"),
+    (lambda: gemmlab.addmm(torch.randn(5, 4, dtype=torch.complex64).conj().imag, randn(5, 3), randn(3, 4)),
+     LayoutError, "c is a negated view"),
 ])
 def test_refusals_name_the_problem(call, error, match):
     with pytest.raises(error, match=match):

@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 
 import gemmlab  # noqa: E402
 from gemmlab import call, matmul_shapes, torch_op  # noqa: E402
-from gemmlab.errors import GemmlabError, LayoutError, ShapeError  # noqa: E402
+from gemmlab.errors import GemmlabError, LayoutError, OperandTypeError, ShapeError, UnknownKernelError  # noqa: E402
 
 gen = torch.Generator().manual_seed(11)
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -213,9 +213,75 @@ def test_torch_compile_traces_nd_matmul_without_a_graph_break():
     torch.testing.assert_close(y.grad, ry.grad, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("y_shape", [(7, 3), (2, 7, 3)])
+def test_torch_compile_of_nd_matmul_takes_symbolic_sizes(y_shape):
+    """A second sequence length recompiles with symbolic sizes (and dynamic=True starts with them): the route then
+    reads sizes it cannot format, and formats them only for an error."""
+    torch._dynamo.reset()
+    y = randn(*y_shape)
+    for dynamic in (None, True):
+        torch._dynamo.reset()
+        f = torch.compile(lambda x: gemmlab.matmul(x, y), fullgraph=True, backend="aot_eager", dynamic=dynamic)
+        for seq in (5, 9, 11):
+            x = randn(2, seq, 7)
+            torch.testing.assert_close(f(x), torch.matmul(x, y), rtol=1e-5, atol=1e-5)
+
+
+def test_out_dtype_goes_through_the_operators_under_autograd():
+    """out_dtype under autograd, 2-D or not: gemmlab::mm and gemmlab::bmm take it, their fakes report it."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    for a_shape, b_shape in (((4, 5, 7), (7, 3)), ((4, 5, 7), (4, 7, 3)), ((5, 7), (7, 3))):
+        a, b = randn(*a_shape).requires_grad_(), randn(*b_shape).requires_grad_()
+        c = gemmlab.matmul(a, b, out_dtype=torch.float32)
+        assert c.dtype == torch.float32 and c.grad_fn is not None
+        c.sum().backward()
+        ra, rb = a.detach().clone().requires_grad_(), b.detach().clone().requires_grad_()
+        torch.matmul(ra, rb).sum().backward()
+        torch.testing.assert_close(a.grad, ra.grad, rtol=1e-5, atol=1e-5)
+    with FakeTensorMode():
+        fake = torch.ops.gemmlab.bmm(torch.empty(2, 3, 4, dtype=torch.bfloat16), torch.empty(2, 4, 5,
+                                     dtype=torch.bfloat16), "auto", None, "float32")
+    assert fake.dtype == torch.float32
+
+
+def test_numpy_batches_of_any_strides_are_numpy_matmuls():
+    """A field of a packed record array steps by bytes that are no multiple of its element, and a batch reversed by
+    [::-1] steps back: numpy.matmul reads both, and so does gemmlab.matmul (through a copy)."""
+    rng = np.random.default_rng(3)
+    rec = np.zeros(4, dtype=[("x", "<f4", (5, 7)), ("pad", "u1")])
+    rec["x"] = rng.standard_normal((4, 5, 7))
+    b = rng.standard_normal((4, 7, 3)).astype(np.float32)
+    assert rec["x"].strides[0] % 4
+    for a, bb in ((rec["x"], b), (rec["x"][::-1], b[::-1]), (rec["x"][::-1], b[0]),
+                  (b.transpose(0, 2, 1)[::-1], rec["x"][::-1].transpose(0, 2, 1))):
+        np.testing.assert_allclose(gemmlab.matmul(a, bb), np.matmul(a, bb), rtol=1e-5, atol=1e-5)
+    with pytest.raises(LayoutError, match="not whole elements of 4 bytes"):
+        call.batched_matmul(rec["x"], b)
+
+
 def test_every_refusal_is_a_gemmlab_error():
     with pytest.raises(GemmlabError):
         gemmlab.matmul(randn(3, 4), [1.0, 2.0])
+    a3, b3 = np.ones((4, 5, 7), np.float32), np.ones((4, 7, 3), np.float32)
+    with pytest.raises(OperandTypeError, match="got list"):
+        gemmlab.matmul(a3, b3, out=[0])
+    with pytest.raises(LayoutError, match="out is a torch array; the operands are numpy arrays"):
+        gemmlab.matmul(a3, b3, out=randn(4, 5, 3))
+    with pytest.raises(UnknownKernelError, match="no kernel named 'nope'"):
+        gemmlab.matmul(randn(4, 5, 7), randn(4, 7, 3), kernel="nope")
+    with pytest.raises(LayoutError, match=r"by numpy.matmul \(cpu/blas\); kernel='cuda/v1_naive' is another"):
+        gemmlab.matmul(randn(4, 5, 7), randn(4, 7, 3), kernel="cuda/v1_naive")
+    with pytest.raises(ShapeError, match="FP8 scales go with 2-D operands"):
+        gemmlab.matmul(randn(0, 5, 7), randn(0, 7, 3), scale_a=torch.ones(1))
+    with pytest.raises(UnknownKernelError, match="got int 3"):
+        gemmlab.matmul(randn(4, 5, 7).requires_grad_(), randn(7, 3), kernel=3)
+    negated = torch.randn(4, 5, 7, dtype=torch.complex64).conj().imag
+    for x, y, name in ((negated, randn(7, 3), "A"), (negated, randn(4, 7, 3), "A"), (randn(2, 3, 5), negated, "B")):
+        with pytest.raises(LayoutError, match=f"{name} is a negated view"):
+            gemmlab.matmul(x, y)
+    with pytest.raises(LayoutError, match="A is a negated view"):
+        call.batched_matmul(negated, randn(4, 7, 3))
     with pytest.raises(LayoutError, match="pass two tensors"):
         gemmlab.matmul(randn(2, 3, 4), np.ones((4, 5), np.float32))
     with pytest.raises(LayoutError, match="pass two arrays of one kind"):
@@ -233,6 +299,11 @@ def test_broadcast_operands_a_caller_expanded_are_read_through_their_zero_stride
     r = matmul_shapes.route(a.shape, a.stride(), w.shape, w.stride())
     assert r.batch == call.Batch((3,), (0,), (0,))
     torch.testing.assert_close(gemmlab.matmul(a, w), a @ w, rtol=1e-5, atol=1e-5)
+
+
+def test_a_host_batch_takes_the_host_kernel_by_name():
+    a, b = randn(4, 5, 7), randn(4, 7, 3)
+    torch.testing.assert_close(gemmlab.matmul(a, b, kernel="cpu/blas"), a @ b, rtol=1e-5, atol=1e-5)
 
 
 def test_plan_explains_the_one_gemm_an_nd_call_runs():

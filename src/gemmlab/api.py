@@ -69,13 +69,16 @@ def _array_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtyp
     kind, kind_b = call.operands.kind_of(A), call.operands.kind_of(B)
     if kind != kind_b:
         raise LayoutError(f"A is a {kind} array and B a {kind_b} array: pass two arrays of one kind")
-    if kind == "cuda-interface":
-        import cupy
+    xp = np
+    if kind in ("cupy", "cuda-interface"):
+        import cupy as xp
 
-        A, B, kind = cupy.asarray(A), cupy.asarray(B), "cupy"
+        A, B, kind = xp.asarray(A), xp.asarray(B), "cupy"
+    A, B = _regular(A, xp), _regular(B, xp)
     r, a, b = _routed(A, B)
     c_out = None
     if out is not None:
+        call.checks.check_out_kind(out, kind)
         c_out = matmul_shapes.out_view(out, r, bool(getattr(getattr(out, "flags", None), "c_contiguous", False)))
     if not r.batched:
         c = call.array_matmul(a, b, kernel, precision, c_out, scale_a, scale_b, out_dtype)
@@ -112,6 +115,17 @@ def _routed(A, B):
     if call.operands.kind_of(A) == "cupy":
         import cupy as xp
     return (r, *matmul_shapes.views(r, A, B, xp.broadcast_to))
+
+
+def _regular(x, xp):
+    """``x`` where its strides are whole elements and its batch dimensions walk forward, else a C-contiguous copy
+    (``xp.ascontiguousarray``), as numpy.matmul reads any strides: a field of a packed record array steps by bytes
+    that are no multiple of its element, a batch reversed by [::-1] steps back; the routes and the batch's one stride
+    per operand count in elements, forward."""
+    itemsize = x.dtype.itemsize
+    if any(s % itemsize for s in x.strides) or any(s < 0 for s in x.strides[:-2]):
+        return xp.ascontiguousarray(x)
+    return x
 
 
 def _element_strides(x) -> tuple:
@@ -174,7 +188,7 @@ def linear(x, w, bias=None, activation: str | None = None, *, kernel: str = AUTO
         return _load_torch_fused().linear(x, w, bias, activation, kernel, precision)
     from gemmlab.epilogue import Epilogue
 
-    for operand in (x, w):
+    for operand in (x, w) if bias is None else (x, w, bias):
         call.operands.kind_of(operand)  # an OperandTypeError for what is not an array
     rows, _, out_shape = matmul_shapes.linear_shapes(x.shape, w.shape, None if bias is None else bias.shape)
     epilogue = Epilogue(activation, addend=None if bias is None else "bias")
@@ -187,7 +201,8 @@ def addmm(c, a, b, *, beta: float = 1, alpha: float = 1, kernel: str = AUTO, pre
     """torch.addmm: beta·c + alpha·(a @ b) with the sum fused into the GEMM's store, one launch.
 
     a: (M, K); b: (K, N); c: anything that broadcasts to (M, N) (a matrix, a row, a column, a scalar: read in place
-    through a broadcast view), of C's dtype or float32; beta = 0 ignores c, NaNs included, as torch does. NumPy, CuPy
+    through a broadcast view), of C's dtype or float32; beta = 0 ignores c and alpha = 0 ignores a and b, NaNs
+    included, as torch does and BLAS defines. NumPy, CuPy
     and PyTorch operands; tensors take autograd and torch.compile through the gemmlab::addmm operator. Zero sizes as
     torch.addmm's: M or N = 0 gives an empty result, K = 0 beta·c broadcast (alpha times an empty sum is 0), with no
     kernel.
@@ -203,6 +218,8 @@ def addmm(c, a, b, *, beta: float = 1, alpha: float = 1, kernel: str = AUTO, pre
     for operand in (b, c):
         call.operands.kind_of(operand)  # an OperandTypeError for what is not an array
     m, n = matmul_shapes.addmm_shapes(c.shape, a.shape, b.shape)
+    if alpha == 0:  # a and b unread: the product of no columns, beta·c by the K = 0 path, no kernel
+        a, b = a[:, :0], b[:0]
     if beta == 0:
         return call.array_matmul(a, b, kernel, precision, None, epilogue=Epilogue(alpha=alpha))
     xp = np

@@ -16,6 +16,7 @@ float64 (``math.erf`` on the host, ``cupyx.scipy.special.erf`` on a GPU).
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 from gemmlab.errors import EpilogueError
@@ -26,6 +27,14 @@ ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
 ADDENDS = ("bias", "matrix")
 # EPI_D: the addend's element type (the output's or FP32)
 ADDEND_DTYPES = ("float32", "bfloat16", "float16")
+
+
+def scalar(value, name: str) -> float:
+    """alpha or beta as the float the kernel takes by value: any finite real number (Python's, NumPy's scalars), as
+    torch.addmm takes it; an EpilogueError names anything else (a bool, a string, an array, inf or NaN)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        raise EpilogueError(f"{name} must be a finite real number (the kernel takes it by value), got {value!r}")
+    return float(value)
 
 
 @dataclass(frozen=True)
@@ -43,11 +52,7 @@ class Epilogue:
             raise EpilogueError(f"addend={self.addend!r}: the addend is 'bias' (a length-N row added to every row), "
                                 "'matrix' (an M×N matrix read with beta) or None")
         for name in ("alpha", "beta"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise EpilogueError(f"{name} must be a finite number (a Python float: the kernel takes it by value), "
-                                    f"got {value!r}")
-            object.__setattr__(self, name, float(value))  # 1 and 1.0 make one plan key
+            object.__setattr__(self, name, scalar(getattr(self, name), name))  # 1 and 1.0 make one plan key
         if self.addend is None and self.beta != 0:
             raise EpilogueError(f"beta={self.beta} scales an addend, and none is given: pass the bias or the matrix "
                                 "to add (addend='bias' or 'matrix')")

@@ -76,11 +76,14 @@ def route(a_shape, a_strides, b_shape, b_strides) -> Route:
     """The GEMM that ``A @ B`` runs, from the operands' shapes and element strides; a ShapeError where torch.matmul
     refuses them (a 0-D operand, inner dimensions that differ, batches that do not broadcast)."""
     a_shape, b_shape, a_strides, b_strides = tuple(a_shape), tuple(b_shape), tuple(a_strides), tuple(b_strides)
-    shapes = f"A {_shape_text(a_shape)} and B {_shape_text(b_shape)}"
+
+    def shapes(a=a_shape, b=b_shape) -> str:  # formatted only for an error: under torch.compile, sizes may be symbolic
+        return f"A {_shape_text(a)} and B {_shape_text(b)}"
+
     for name, shape in (("A", a_shape), ("B", b_shape)):
         if not shape:
-            raise ShapeError(f"{name} is a 0-D scalar ({shapes}): matmul takes operands of at least one dimension, as "
-                             "torch.matmul does; multiply by a scalar with *")
+            raise ShapeError(f"{name} is a 0-D scalar ({shapes()}): matmul takes operands of at least one dimension, "
+                             "as torch.matmul does; multiply by a scalar with *")
     a_vector, b_vector = len(a_shape) == 1, len(b_shape) == 1
     if a_vector:
         a_shape, a_strides = (1, *a_shape), (0, *a_strides)
@@ -89,7 +92,7 @@ def route(a_shape, a_strides, b_shape, b_strides) -> Route:
     (m, k), (k2, n) = a_shape[-2:], b_shape[-2:]
     if k != k2:
         where = "length" if b_vector else "second-to-last dimension"
-        raise ShapeError(f"inner dimensions differ: {shapes}; A's last dimension ({k}) must equal B's {where} ({k2})")
+        raise ShapeError(f"inner dimensions differ: {shapes()}; A's last dimension ({k}) must equal B's {where} ({k2})")
     batch, strides_a, strides_b = _broadcast(a_shape[:-2], a_strides[:-2], b_shape[:-2], b_strides[:-2], shapes)
     out_shape = (*batch, *(() if a_vector else (m,)), *(() if b_vector else (n,)))
     # B is one matrix for the whole batch (no batch dimension of it 0): A's batch and rows may collapse into one GEMM
@@ -107,8 +110,9 @@ def route(a_shape, a_strides, b_shape, b_strides) -> Route:
 route_of = functools.lru_cache(maxsize=1024)(route)
 
 
-def _broadcast(a_batch, a_strides, b_batch, b_strides, shapes: str):
-    """The broadcast batch shape and each operand's strides along it (0 where broadcast or of size 1)."""
+def _broadcast(a_batch, a_strides, b_batch, b_strides, shapes):
+    """The broadcast batch shape and each operand's strides along it (0 where broadcast or of size 1); ``shapes()``
+    names the operands for an error."""
     rank = max(len(a_batch), len(b_batch))
     pad_a, pad_b = rank - len(a_batch), rank - len(b_batch)
     a_batch, a_strides = (1,) * pad_a + a_batch, (0,) * pad_a + a_strides
@@ -116,8 +120,8 @@ def _broadcast(a_batch, a_strides, b_batch, b_strides, shapes: str):
     batch, out_a, out_b = [], [], []
     for i, (sa, sb) in enumerate(zip(a_batch, b_batch)):
         if sa != sb and 1 not in (sa, sb):
-            raise ShapeError(f"the batch dimensions do not broadcast: {shapes}; batch dimension {i - rank} is {sa} in "
-                             f"A and {sb} in B (each pair must be equal, or one of them 1)")
+            raise ShapeError(f"the batch dimensions do not broadcast: {shapes()}; batch dimension {i - rank} is {sa} "
+                             f"in A and {sb} in B (each pair must be equal, or one of them 1)")
         batch.append(max(sa, sb) if 0 not in (sa, sb) else 0)
         out_a.append(a_strides[i] if sa != 1 else 0)
         out_b.append(b_strides[i] if sb != 1 else 0)

@@ -21,7 +21,7 @@ from typing import Optional
 import torch
 
 from gemmlab import call, matmul_shapes, torch_op
-from gemmlab.epilogue import ACTIVATIONS, Epilogue
+from gemmlab.epilogue import ACTIVATIONS, Epilogue, scalar
 from gemmlab.errors import EpilogueError, LayoutError
 
 _epilogue = functools.lru_cache(maxsize=64)(Epilogue)  # one object per (activation, alpha, beta, addend): a plan key
@@ -40,6 +40,7 @@ def _check(**tensors) -> None:
         if x.layout is not torch.strided or not (x.is_cuda or x.is_cpu):
             raise LayoutError(f"{name} is a {str(x.layout).removeprefix('torch.')} tensor on {x.device.type}: "
                               "gemmlab takes dense (strided) tensors on the host or a CUDA GPU")
+        torch_op.check_values(**{name: x})
         if first is None:
             first = (name, x)
         elif x.get_device() != first[1].get_device():
@@ -66,8 +67,10 @@ def linear(x, w, bias, activation, kernel, precision):
     if not torch.compiler.is_compiling():  # traced, the operands are symbolic: no key, no plan
         try:
             seen = ("torch-linear", activation, kernel, precision, torch.is_grad_enabled(), x.dtype, x.shape,
-                    x.stride(), x.device, x.requires_grad, w.dtype, w.shape, w.stride(), w.device, w.requires_grad,
-                    None if bias is None else (bias.dtype, bias.shape, bias.stride(), bias.device, bias.requires_grad))
+                    x.stride(), x.device, x.requires_grad, x.is_neg(), w.dtype, w.shape, w.stride(), w.device,
+                    w.requires_grad, w.is_neg(), None if bias is None else (bias.dtype, bias.shape, bias.stride(),
+                                                                             bias.device, bias.requires_grad,
+                                                                             bias.is_neg()))
             prepared = call.plans.get(seen)
         except (AttributeError, RuntimeError, TypeError):  # not tensors: the checks say what is wrong
             seen = None
@@ -83,7 +86,7 @@ def linear(x, w, bias, activation, kernel, precision):
     flat = x.dim() != 2  # a reshape costs a call's host time; a 2-D x is its own rows
     x2 = x.reshape(rows, x.shape[-1]) if flat else x
     if _traced(x, w, bias):
-        y = torch.ops.gemmlab.linear(x2, w, bias, activation, kernel, precision)
+        y = torch.ops.gemmlab.linear(x2, w, bias, activation, call.checks.check_names(kernel, precision), precision)
     else:  # outside autograd: kept under `seen`, whose grad mode and requires_grad flags say so for a later call
         y = _linear_direct(x2, w, bias, activation, kernel, precision, seen)
     return y.reshape(out_shape) if flat else y
@@ -96,23 +99,18 @@ def _linear_direct(x, w, bias, activation, kernel, precision, seen=None):
 
 def addmm(c, a, b, beta, alpha, kernel, precision):
     """torch.addmm's contract: beta·c + alpha·(a·b), a (M, K), b (K, N), c broadcastable to (M, N); beta = 0 ignores
-    c (its NaNs included), as torch does."""
+    c and alpha = 0 ignores a and b (their NaNs included), as torch does and BLAS defines."""
     _check(c=c, a=a, b=b)
     matmul_shapes.addmm_shapes(c.shape, a.shape, b.shape)
-    beta, alpha = _number(beta, "beta"), _number(alpha, "alpha")
+    beta, alpha = scalar(beta, "beta"), scalar(alpha, "alpha")
     if _traced(c, a, b):
-        return torch.ops.gemmlab.addmm(c, a, b, beta, alpha, kernel, precision)
+        return torch.ops.gemmlab.addmm(c, a, b, beta, alpha, call.checks.check_names(kernel, precision), precision)
     return _addmm_direct(c, a, b, beta, alpha, kernel, precision)
 
 
-def _number(value, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise EpilogueError(f"{name} must be a finite number (a Python float: the kernel takes it by value), got "
-                            f"{value!r}")
-    return float(value)
-
-
 def _addmm_direct(c, a, b, beta, alpha, kernel, precision):
+    if alpha == 0:  # a and b unread: the product of no columns, beta·c by the K = 0 path, no kernel
+        a, b = a[:, :0], b[:0]
     if beta == 0:
         return torch_op.direct(a, b, kernel, precision, None, epilogue=_epilogue(None, alpha, 0.0, None))
     d = c.expand(a.shape[0], b.shape[1])  # a broadcast view: stride 0 along what c broadcasts

@@ -62,7 +62,8 @@ def matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
         if out is not None:
             raise GemmlabError("out= is written outside autograd and torch.compile; call without out=, or under "
                                "torch.no_grad()")
-        return torch.ops.gemmlab.mm(A, B, kernel, precision, call.out_dtype_name(out_dtype))
+        return torch.ops.gemmlab.mm(A, B, call.checks.check_names(kernel, precision), precision,
+                                    call.out_dtype_name(out_dtype))
     if epilogue is not None and (torch.compiler.is_compiling() or torch.is_grad_enabled() and any(
             getattr(x, "requires_grad", False) for x in (A, B, addend))):
         raise GemmlabError("a fused epilogue through gemmlab.matmul runs outside autograd and torch.compile")
@@ -70,8 +71,8 @@ def matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
 
 
 def _scale_key(s):
-    if isinstance(s, torch.Tensor):  # the common case first: four attributes, no lookups by name
-        return s.dtype, s.shape, s.stride(), s.device
+    if isinstance(s, torch.Tensor):  # the common case first: five attributes, no lookups by name
+        return s.dtype, s.shape, s.stride(), s.device, s.is_neg()
     return type(s).__name__, getattr(s, "dtype", None), tuple(getattr(s, "shape", ())), getattr(s, "device", None)
 
 
@@ -84,7 +85,9 @@ def direct(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
     own checks and ``run``."""
     try:  # a tensor without strides (sparse) or an operand of another kind has no key, and no plan
         key = (kernel, precision, A.dtype, B.dtype, A.shape, B.shape, A.stride(), B.stride(), A.device, B.device,
-               None if out is None else (out.dtype, out.shape, out.stride(), out.device, out.requires_grad),
+               A.is_neg(), B.is_neg(),
+               None if out is None else (out.dtype, out.shape, out.stride(), out.device, out.requires_grad,
+                                         out.is_neg()),
                None if scale_a is None else _scale_key(scale_a), None if scale_b is None else _scale_key(scale_b),
                out_dtype, epilogue, None if addend is None else _scale_key(addend))
     except (AttributeError, RuntimeError, TypeError):
@@ -96,6 +99,7 @@ def direct(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
         if out is not None and not isinstance(out, torch.Tensor):
             raise LayoutError(f"out is a {type(out).__name__}; the operands are torch tensors")
         _check_dense(A, B, out)
+        check_values(scale_a=scale_a, scale_b=scale_b, addend=addend)
         if 0 in A.shape or 0 in B.shape:
             return empty(A, B, (A.shape[0], B.shape[1]), kernel, precision, out, (scale_a, scale_b), out_dtype,
                          epilogue, addend)
@@ -283,24 +287,26 @@ def _backward(ctx, grad):
 mm.register_autograd(_backward, setup_context=_setup_context)
 
 
-def _fake_dtype(a, b, kernel_name, precision):
+def _fake_dtype(a, b, kernel_name, precision, out_dtype=None):
     """The dtype gemmlab::mm's fake gives these operands: every op here returns what the 2-D product would."""
-    return _mm_fake(a.new_empty((1, 1)), b.new_empty((1, 1)), kernel_name, precision).dtype
+    return _mm_fake(a.new_empty((1, 1)), b.new_empty((1, 1)), kernel_name, precision, out_dtype).dtype
 
 
 @torch.library.custom_op("gemmlab::bmm", mutates_args=())
-def bmm(a: torch.Tensor, b: torch.Tensor, kernel_name: str = "auto", precision: Optional[str] = None) -> torch.Tensor:
+def bmm(a: torch.Tensor, b: torch.Tensor, kernel_name: str = "auto", precision: Optional[str] = None,
+        out_dtype: Optional[str] = None) -> torch.Tensor:
     """C[i] = A[i] @ B[i] for A (*batch, M, K) and B (*batch, K, N) of one batch shape (broadcast views, read in
-    place); the operator behind gemmlab.matmul's batches under autograd and torch.compile."""
-    return direct_nd(a, b, kernel_name, precision, None)
+    place), C in ``out_dtype`` or by torch's rule; the operator behind gemmlab.matmul's batches under autograd and
+    torch.compile."""
+    return direct_nd(a, b, kernel_name, precision, None, out_dtype=out_dtype)
 
 
 @bmm.register_fake
-def _bmm_fake(a, b, kernel_name="auto", precision=None):
+def _bmm_fake(a, b, kernel_name="auto", precision=None, out_dtype=None):
     torch._check(a.dim() >= 3 and a.dim() == b.dim() and a.shape[:-2] == b.shape[:-2],
                  lambda: f"gemmlab::bmm takes two batches of one batch shape: {tuple(a.shape)} @ {tuple(b.shape)}")
     torch._check(a.shape[-1] == b.shape[-2], lambda: f"inner dimensions differ: {tuple(a.shape)} @ {tuple(b.shape)}")
-    return a.new_empty((*a.shape[:-1], b.shape[-1]), dtype=_fake_dtype(a, b, kernel_name, precision))
+    return a.new_empty((*a.shape[:-1], b.shape[-1]), dtype=_fake_dtype(a, b, kernel_name, precision, out_dtype))
 
 
 def _bmm_backward(ctx, grad):
@@ -312,11 +318,11 @@ def _bmm_backward(ctx, grad):
         grad_a = bmm(grad.to(b.dtype).contiguous(), b.mT, ctx.kernel, ctx.precision).to(a.dtype)
     if ctx.needs_input_grad[1]:  # dB[i] = A[i]ᵀ · dC[i]
         grad_b = bmm(a.mT.contiguous(), grad.to(a.dtype).contiguous(), ctx.kernel, ctx.precision).to(b.dtype)
-    return grad_a, grad_b, None, None
+    return grad_a, grad_b, None, None, None
 
 
 def _bmm_setup(ctx, inputs, output):
-    a, b, kernel, precision = inputs
+    a, b, kernel, precision, _ = inputs
     ctx.save_for_backward(a, b)
     ctx.kernel, ctx.precision = kernel, precision
 
@@ -329,11 +335,10 @@ def matmul_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtyp
     or gemmlab::bmm on the route's views, else the direct path."""
     if torch.compiler.is_compiling() or (torch.is_grad_enabled() and any(
             getattr(x, "requires_grad", False) for x in (A, B, addend))):
-        if A.dtype in _FP8 or epilogue is not None or out is not None or out_dtype is not None or \
-                scale_a is not None or scale_b is not None:
+        if A.dtype in _FP8 or epilogue is not None or out is not None or scale_a is not None or scale_b is not None:
             raise GemmlabError("under autograd and torch.compile gemmlab.matmul takes no FP8 operands, scales, "
-                               "out_dtype, out= or epilogue: call them under torch.no_grad()")
-        return _traced_nd(A, B, kernel, precision)
+                               "out= or epilogue: call them under torch.no_grad()")
+        return _traced_nd(A, B, call.checks.check_names(kernel, precision), precision, call.out_dtype_name(out_dtype))
     return direct_nd(A, B, kernel, precision, out, scale_a, scale_b, out_dtype, epilogue, addend)
 
 
@@ -349,13 +354,14 @@ def _route(A, B, out=None):
     return matmul_shapes.route_of(tuple(A.shape), A.stride(), tuple(B.shape), B.stride())
 
 
-def _traced_nd(A, B, kernel, precision):
+def _traced_nd(A, B, kernel, precision, out_dtype=None):
     """Under autograd or torch.compile: the route's views (reshape, expand: torch's own autograd reduces a
-    broadcast operand's gradient), then gemmlab::mm for one GEMM or gemmlab::bmm for a batch."""
+    broadcast operand's gradient), then gemmlab::mm for one GEMM or gemmlab::bmm for a batch, C in ``out_dtype`` (a
+    dtype name) or by torch's rule."""
     r = _route(A, B)
     a, b = matmul_shapes.views(r, A, B, torch.Tensor.expand)
     op = torch.ops.gemmlab.bmm if r.batched else torch.ops.gemmlab.mm
-    return op(a, b, kernel, precision).reshape(r.out_shape)
+    return op(a, b, kernel, precision, out_dtype).reshape(r.out_shape)
 
 
 def direct_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None, epilogue=None, addend=None):
@@ -382,8 +388,10 @@ def direct_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtyp
     elif epilogue is not None:
         raise EpilogueError(f"a fused epilogue takes one 2-D GEMM; these operands are a batch of shape "
                             f"{r.c_shape[:-2]}")
+    elif scale_a is not None or scale_b is not None:
+        raise ShapeError(f"FP8 scales go with 2-D operands; these are a batch of shape {r.c_shape[:-2]}")
     else:
-        c = _batched(a, b, kernel, precision, c_out, scale_a, scale_b, out_dtype, r.batch, seen)
+        c = _batched(a, b, kernel, precision, c_out, out_dtype, r.batch, seen)
     return out if out is not None else c.reshape(r.out_shape)
 
 
@@ -395,20 +403,18 @@ def _nd_key(A, B, kernel, precision, out_dtype):
     try:
         if A.dim() < 2 or B.dim() < 2 or A.dim() == 2 and B.dim() == 2:
             return None
-        key = ("torch-nd", kernel, precision, out_dtype, A.dtype, A.shape, A.stride(), A.device, B.dtype, B.shape,
-               B.stride(), B.device)
+        key = ("torch-nd", kernel, precision, out_dtype, A.dtype, A.shape, A.stride(), A.device, A.is_neg(), B.dtype,
+               B.shape, B.stride(), B.device, B.is_neg())
         hash(key)  # an argument of no hashable kind: the checks name it
         return key
     except (AttributeError, RuntimeError, TypeError):
         return None
 
 
-def _batched(a, b, kernel, precision, out, scale_a, scale_b, out_dtype, batch, seen=None):
+def _batched(a, b, kernel, precision, out, out_dtype, batch, seen=None):
     """One batched call (gemmlab.call.batched_matmul), on the broadcast views. ``seen``: the operands' key
     (_nd_key), under which a GPU plan that reads them as they are (views of the same memory, no copy to make one
     stride walk the batch) is also kept."""
-    if scale_a is not None or scale_b is not None:
-        raise ShapeError(f"FP8 scales go with 2-D operands; these are a batch of shape {batch.shape}")
     given_a, given_b = a, b
     if a.is_cuda:
         a, b, batch = call.batched.stepped(a, b, batch, torch.Tensor.contiguous)
@@ -425,3 +431,17 @@ def _check_dense(A, B, out) -> None:
         if x is not None and (x.layout != torch.strided or x.device.type not in ("cpu", "cuda")):
             raise LayoutError(f"{name} is a {str(x.layout).removeprefix('torch.')} tensor on {x.device.type}: "
                               "gemmlab takes dense (strided) tensors on the host or a CUDA GPU")
+    check_values(A=A, B=B, out=out)
+
+
+def check_values(**tensors) -> None:
+    """Tensors whose memory holds their values: not a negated view (its negative bit set, as the .imag of a
+    conjugated complex tensor is), whose memory holds the values' negatives and which a kernel reading it by address
+    would take as they are. The plan keys hold the bit, so such a tensor always meets this check. (Traced by
+    torch.compile, the tensors are symbolic: the operator checks the real ones when it runs.)"""
+    if torch.compiler.is_compiling():
+        return
+    for name, x in tensors.items():
+        if isinstance(x, torch.Tensor) and x.is_neg():
+            raise LayoutError(f"{name} is a negated view (its negative bit is set, as on the .imag of a conjugated "
+                              f"complex tensor): pass {name}.resolve_neg()")

@@ -93,10 +93,15 @@ class Batch:
 
 
 def _strides(x) -> tuple:
-    """An array's strides in elements."""
+    """An array's strides in elements; a LayoutError where one is not a whole number of them (a field of a packed
+    record array), which no stride in elements describes."""
     if kind_of(x) == "torch":
         return tuple(x.stride())
-    return tuple(s // x.dtype.itemsize for s in x.strides)
+    itemsize = x.dtype.itemsize
+    if any(s % itemsize for s in x.strides):
+        raise LayoutError(f"strides of {x.strides} bytes are not whole elements of {itemsize} bytes (a field of a "
+                          "packed record array?): pass a contiguous copy (ascontiguousarray)")
+    return tuple(s // itemsize for s in x.strides)
 
 
 def stepped(A, B, batch: Batch, contiguous):
@@ -191,7 +196,7 @@ def _seen_key(A, B, kernel, precision, out, out_dtype, batch):
 
 def _attributes(x) -> tuple:
     if type(x).__module__.startswith("torch"):
-        return type(x), x.dtype, tuple(x.shape), x.stride(), x.device, x.layout, x.requires_grad
+        return type(x), x.dtype, tuple(x.shape), x.stride(), x.device, x.layout, x.requires_grad, x.is_neg()
     return type(x), x.dtype, x.shape, x.strides, getattr(getattr(x, "device", None), "id", None)
 
 
@@ -200,6 +205,10 @@ def _checked(A, B, kernel, precision, out, out_dtype, batch):
     fa, fb = _matrix(A, "A"), _matrix(B, "B")
     if fa.kind != fb.kind:
         raise LayoutError(f"A is a {fa.kind} array and B a {fb.kind} array: pass two arrays of one kind")
+    if fa.kind == "torch":
+        from gemmlab.torch_op import check_values
+
+        check_values(A=A, B=B, out=out)
     if fa.device != fb.device:
         raise LayoutError(devices_differ(fa, fb))
     batch = batch_of(A, B) if batch is None else batch
@@ -228,8 +237,13 @@ def _prepare(fa: Facts, fb: Facts, kernel, precision, out_name, batch: Batch, ou
         from gemmlab.call.cache import Prepared
 
         if kernel not in (None, checks.AUTO):
-            raise LayoutError(f"a batch of host operands runs on the host (numpy.matmul); kernel={kernel!r} names a "
-                              "kernel: pass the operands on the GPU")
+            from gemmlab.dispatch import HOST_DEFAULT
+            from gemmlab.kernels.registry import get_kernel
+
+            checks.check_names(kernel, precision)
+            if get_kernel(kernel).name != HOST_DEFAULT:  # an UnknownKernelError for a name of no kernel
+                raise LayoutError(f"a batch of host operands runs on the host, by numpy.matmul ({HOST_DEFAULT}); "
+                                  f"kernel={kernel!r} is another kernel: pass the operands on the GPU, or 2-D ones")
         spec, problem, why, _ = checks.resolve(fa, fb, kernel, precision, False, None, out_dtype=out_name)
         prepared = Prepared(spec.plan(problem), "host operands run on the host: numpy.matmul on the broadcast views",
                             out_shape=out_shape, batch=batch)

@@ -81,6 +81,21 @@ def _problem(m: int, n: int, k: int, precision: str, batch: tuple | None, out_dt
     return BatchedProblem(m, n, k, precision, *batch, out_dtype=out_dtype)
 
 
+def check_names(kernel, precision) -> str:
+    """``kernel`` (None: "auto") and ``precision`` of the kinds a call takes: names, precision also None. Checked
+    before a call goes through a torch operator, whose schema would refuse anything else with a RuntimeError.
+    Returns the kernel's name."""
+    if kernel is None:
+        return AUTO
+    if not isinstance(kernel, str):
+        raise UnknownKernelError(f"kernel must be a kernel name such as 'cuda/v2_smem', or 'auto'; got "
+                                 f"{type(kernel).__name__} {kernel!r}")
+    if precision is not None and not isinstance(precision, str):
+        raise DTypeError(f"precision must be a precision's name such as 'tf32' (or None); got "
+                         f"{type(precision).__name__} {precision!r}")
+    return kernel
+
+
 def resolve(fa: Facts, fb: Facts, kernel, precision, on_gpu: bool, gpu, scales: tuple = (None, None),
              out_dtype: str | None = None, epilogue=None, batch: tuple | None = None):
     """(spec, problem, why, scales) for a call, or the error that names what is wrong; kernel="auto" picks among the
@@ -92,9 +107,7 @@ def resolve(fa: Facts, fb: Facts, kernel, precision, on_gpu: bool, gpu, scales: 
     if not fp8 and any(s is not None for s in scales):
         raise DTypeError(f"scale_a and scale_b scale FP8 operands; A is {fa.dtype} and B is {fb.dtype}")
     if kernel is not None and kernel != AUTO:
-        if not isinstance(kernel, str):
-            raise UnknownKernelError(f"kernel must be a kernel name such as 'cuda/v2_smem', or 'auto'; got "
-                                     f"{type(kernel).__name__} {kernel!r}")
+        check_names(kernel, None)
         spec = get_kernel(kernel)
         if precision is not None and precision != spec.precision:
             raise DTypeError(f"{spec.name} computes {spec.precision}, not precision={precision!r}")
@@ -295,10 +308,16 @@ def empty_dtype(kind: str, dtypes: tuple, device: int | None, shapes: tuple, ker
     return out
 
 
+def check_out_kind(out, kind: str) -> None:
+    """``out`` is an array of the operands' ``kind`` (a torch out for NumPy operands too: NumPy cannot write into a
+    tensor); an OperandTypeError for what is no array."""
+    if kind_of(out) != kind:
+        raise LayoutError(f"out is a {kind_of(out)} array; the operands are {kind} arrays: pass out of their kind")
+
+
 def check_out(out, kind: str, shape: tuple, device, dtype: str = "float32") -> None:
     """The checks an ``out`` array gets once per key (shape, dtype, layout, device, writability)."""
-    if kind_of(out) != kind:  # a torch out for NumPy operands too: NumPy cannot write into a tensor
-        raise LayoutError(f"out is a {kind_of(out)} array; the operands are {kind} arrays: pass out of their kind")
+    check_out_kind(out, kind)
     if kind == "torch":
         ok = (tuple(out.shape) == shape and str(out.dtype) == f"torch.{dtype}" and out.is_contiguous()
               and (out.device.index if out.is_cuda else None) == device)

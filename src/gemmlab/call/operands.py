@@ -35,7 +35,7 @@ def kind_of(x) -> str:
         return "numpy"
     if hasattr(x, "__cuda_array_interface__"):
         return "cuda-interface"
-    raise OperandTypeError(f"matmul takes NumPy, CuPy or PyTorch arrays (or objects with __cuda_array_interface__), "
+    raise OperandTypeError(f"gemmlab takes NumPy, CuPy or PyTorch arrays (or objects with __cuda_array_interface__), "
                            f"got {type(x).__name__}")
 
 
