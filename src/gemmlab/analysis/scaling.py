@@ -26,8 +26,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gemmlab.kernels.cuda.tc.model.split_k import reduction_partials
 from gemmlab.kernels.geometry import ceil_div
+from gemmlab.kernels.plan import COL, ROW, Layout
 from gemmlab.problem import Problem
+
+_TRANSPOSED = {ROW: COL, COL: ROW}  # an operand's layout as its transpose's (a vector's or a strided one's as it is)
 
 LAUNCH_US = 5.0  # assumed: below the smallest calls the shipped table measured; it keeps small ratios near 1
 
@@ -46,7 +50,7 @@ class Estimate:
     l2_ms: float
     serial_ms: float  # copies and pre-passes before the kernel
     bound: str  # "compute", "dram" or "l2": the largest overlapped level
-    reduce_ms: float = 0.0  # split-K (tc10): a tile's last split reading the S partials back, on one SM
+    reduce_ms: float = 0.0  # split-K (tc10): the busiest CTA of a tile's reduction (split_k.reduction_partials)
     launches: int = 1  # kernels a call launches: the copies and pre-passes, then the kernel
 
     @property
@@ -119,6 +123,10 @@ def estimate(spec, problem: Problem, roofs, layout=None, copies: tuple = ()) -> 
     """The model of one call of ``spec`` on ``problem`` under ``roofs`` (analysis.ceilings.Ceilings), its operands in
     ``layout`` (None: the kernel's natural one) with ``copies`` ("A", "B") made before it."""
     runs = spec.for_problem(problem, roofs.sm_count)
+    if getattr(runs, "exchanges", False):  # A_IN_REGS: the kernel runs Cᵀ = Bᵀ·Aᵀ, each operand in the other's role
+        problem, runs = problem.transposed(), runs.kernel_build()
+        layout = layout and Layout(_TRANSPOSED.get(layout.b, layout.b), _TRANSPOSED.get(layout.a, layout.a))
+        copies = tuple({"A": "B", "B": "A"}[x] for x in copies)
     m, n, k = problem.shape
     prec = problem.prec
     units, ops = spec.peak_share()
@@ -134,8 +142,9 @@ def estimate(spec, problem: Problem, roofs, layout=None, copies: tuple = ()) -> 
         splits = runs.params.get("SPLITS", 0)
         partials = tiles * splits if splits > 1 else min(places, split * ceil_div(k, kt)) if split else 0
         spill = 8.0 * bm * bn * partials
-        if splits > 1:  # after the mainloops: S + 1 partials through one SM's share of the L2 bandwidth
-            reduce = (splits + 1) * 4.0 * bm * bn / (roofs.l2_gbs * 1e9 / roofs.sm_count) * 1e3
+        if splits > 1:  # after the mainloops: the busiest CTA's partials through one SM's share of the L2 bandwidth
+            moved = reduction_partials(splits, bool(runs.params.get("SK_SPREAD", 0)))
+            reduce = moved * 4.0 * bm * bn / (roofs.l2_gbs * 1e9 / roofs.sm_count) * 1e3
     else:
         tiles = places = split = 0
         fill, spill = 1.0, 0.0

@@ -680,6 +680,14 @@ def test_the_spread_variant_s_choice_prices_the_shared_reduction():
     spec = get_kernel(NAMES["bf16"]).with_params({"SK_SPREAD": 1})
     runs = spec.for_problem(Problem(m, n, k, "bf16"))
     assert (runs.params["BM"], runs.params["SPLITS"], runs.params["SK_SPREAD"]) == (shared.bm, shared.splits, 1)
+    # the dispatcher's model prices the reduction of the build that runs the same way
+    from gemmlab.analysis.scaling import estimate
+    from gemmlab.dispatch import _roofs
+
+    roofs, long_k = _roofs("NVIDIA H200", 132), Problem(512, 512, 16384, "bf16")
+    pinned = get_kernel(NAMES["bf16"]).with_params({"SPLITS": 8})
+    ticket, spread = (estimate(b, long_k, roofs).reduce_ms for b in (pinned, pinned.with_params({"SK_SPREAD": 1})))
+    assert spread == pytest.approx(ticket * (3 + 1 / 8) / 9)
 
 
 @pytest.mark.parametrize("sk_cluster", [0, 1])

@@ -389,3 +389,24 @@ def test_a_in_regs_is_refused_where_it_cannot_run():
     exchanged = variant("cuda/tc6_stream_k_tf32", {"A_IN_REGS": 1})
     assert ROW_MAJOR not in exchanged.layouts and ROW_MAJOR in get_kernel("cuda/tc6_stream_k_tf32").layouts
     assert "transpose of an N×K matrix (w.t())" in exchanged.layout_refusal(ROW_MAJOR)
+
+
+@pytest.mark.parametrize("name", ["cuda/tc5_swap_ab_tf32", "cuda/tc6_stream_k_tf32"])
+def test_the_scaling_model_prices_a_in_regs_as_its_base_on_the_transposed_problem(name):
+    """The dispatcher's model of the A_IN_REGS variant is its base level's on Cᵀ = w·xᵀ, w in A's role: its tiles
+    over N×M and its pre-pass rounding w (8·N·K bytes), not x; at 8192×1024×8192 that is the model's gain."""
+    from gemmlab.analysis.scaling import LAUNCH_US, estimate
+    from gemmlab.dispatch import _roofs
+    from gemmlab.harness.bench import variant
+    from gemmlab.kernels.plan import COL, ROW, Layout
+    from gemmlab.kernels.registry import get_kernel
+
+    roofs = _roofs("NVIDIA H200", 132)
+    problem = Problem(8192, 1024, 8192, "tf32")
+    exchanged = estimate(variant(name, {"A_IN_REGS": 1}), problem, roofs, Layout(ROW, COL))
+    base = get_kernel(name)
+    assert exchanged == estimate(base.with_params({"C_TRANSPOSED": 1}), problem.transposed(), roofs, Layout(ROW, COL))
+    rounding_w = estimate(base, problem.transposed(), roofs, Layout(ROW, COL))
+    assert exchanged.serial_ms == rounding_w.serial_ms
+    assert exchanged.serial_ms < estimate(base, problem, roofs, Layout(ROW, COL)).serial_ms
+    assert exchanged.serial_ms == pytest.approx(8.0 * 1024 * 8192 / (roofs.dram_gbs * 1e9) * 1e3 + LAUNCH_US / 1e3)
