@@ -167,7 +167,7 @@ def plan(A, B, kernel: str = AUTO, *, precision: str | None = None, scale_a=None
 
 def clear_plans() -> None:
     """Drop every cached plan (and the workspaces they hold)."""
-    call.plans.clear()
+    call.cache.clear()
 
 
 def linear(x, w, bias=None, activation: str | None = None, *, kernel: str = AUTO, precision: str | None = None):

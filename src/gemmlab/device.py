@@ -36,8 +36,8 @@ class GPUInfo:
 
 @lru_cache(maxsize=1)
 def probe() -> tuple[GPUInfo | None, str]:
-    """(info of GPU 0, "") when a CUDA GPU is usable, else (None, why not). Without a driver the answer needs no
-    CuPy, whose import costs seconds."""
+    """(info of GPU 0, "") when a CUDA GPU is usable, else (None, why not); the caller's current device stays as it
+    is. Without a driver the answer needs no CuPy, whose import costs seconds."""
     missing = _cupy_missing()
     if missing:
         return None, f"CuPy is not importable ({missing}); for GPU runs: python3 -m pip install 'gemmlab[cupy]'"
@@ -55,9 +55,7 @@ def probe() -> tuple[GPUInfo | None, str]:
     if count < 1:
         return None, _no_gpu_reason(None)
     try:
-        info = gpu_info(0)
-        cupy.cuda.Device(0).use()
-        return info, ""
+        return gpu_info(0), ""
     except Exception as exc:
         return None, f"the GPU could not be queried ({type(exc).__name__}: {exc})"
 
@@ -165,10 +163,15 @@ def gpu() -> GPUInfo | None:
 
 
 def require_gpu(what: str) -> GPUInfo:
+    """The properties of the current device (where a plan is made: ``using`` sets it), or a NoGPUError naming
+    ``what`` needs one."""
     info, why = probe()
     if info is None:
         raise NoGPUError(f"{what} needs a CUDA GPU, and this machine has none usable: {why}")
-    return info
+    from cupy.cuda import runtime
+
+    index = runtime.getDevice()
+    return info if index == 0 else gpu_info(index)
 
 
 def configure_numba() -> str:

@@ -142,13 +142,14 @@ def run(prepared: call.Prepared, A, B, out, scale_a=None, scale_b=None, addend=N
         sa = prepared.ones if scale_a is None else scale_a.t().contiguous().t() if copy_a else scale_a
         sb = prepared.ones if scale_b is None else scale_b.t().contiguous().t() if copy_b else scale_b
         extra = (sa.data_ptr(), sb.data_ptr())
-    if addend is not None:
-        plan.set_addend(addend.data_ptr())
-    if current:
-        plan.launch(A.data_ptr(), B.data_ptr(), c.data_ptr(), stream, *extra)
-    else:  # the tensors' device is not the current one: launch in its context
-        with torch.cuda.device(index):
+    with prepared.lock:
+        if addend is not None:
+            plan.set_addend(addend.data_ptr())
+        if current:
             plan.launch(A.data_ptr(), B.data_ptr(), c.data_ptr(), stream, *extra)
+        else:  # the tensors' device is not the current one: launch in its context
+            with torch.cuda.device(index):
+                plan.launch(A.data_ptr(), B.data_ptr(), c.data_ptr(), stream, *extra)
     return c
 
 
@@ -186,10 +187,7 @@ def _activate(activation, x):
 
 def _prepare(key, A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None, epilogue=None,
              addend=None) -> call.Prepared:
-    if A.is_cuda and torch.cuda.is_current_stream_capturing():
-        raise GemmlabError("gemmlab.matmul's first call with these operands is under CUDA graph capture, where its "
-                           "plan cannot be made (that compiles, loads and allocates): call it once before capturing, "
-                           "as torch's pattern does on a side stream")
+    refuse_capture(A)
     fa, fb = call.facts(A, "A"), call.facts(B, "B")
     if fa.device != fb.device:
         raise LayoutError(call.devices_differ(fa, fb))
@@ -204,6 +202,14 @@ def _prepare(key, A, B, kernel, precision, out, scale_a=None, scale_b=None, out_
     if prepared.scaled and A.is_cuda and (scale_a is None or scale_b is None):
         prepared.ones = torch.ones(1, dtype=torch.float32, device=A.device)
     return call.remember(key, prepared)
+
+
+def refuse_capture(A) -> None:
+    """A plan is made outside CUDA graph capture: the first call with these operands under capture is refused."""
+    if A.is_cuda and torch.cuda.is_current_stream_capturing():
+        raise GemmlabError("gemmlab.matmul's first call with these operands is under CUDA graph capture, where its "
+                           "plan cannot be made (that compiles, loads and allocates): call it once before capturing, "
+                           "as torch's pattern does on a side stream")
 
 
 def _workspace(template, nbytes: int):

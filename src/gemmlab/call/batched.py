@@ -206,9 +206,10 @@ def _checked(A, B, kernel, precision, out, out_dtype, batch):
     if fa.kind != fb.kind:
         raise LayoutError(f"A is a {fa.kind} array and B a {fb.kind} array: pass two arrays of one kind")
     if fa.kind == "torch":
-        from gemmlab.torch_op import check_values
+        from gemmlab.torch_op import check_values, refuse_capture
 
         check_values(A=A, B=B, out=out)
+        refuse_capture(A)
     if fa.device != fb.device:
         raise LayoutError(devices_differ(fa, fb))
     batch = batch_of(A, B) if batch is None else batch
@@ -312,17 +313,17 @@ def _gpu(prepared, A, B, out):
         return run(prepared, A, B, out)
     import cupy
 
-    if out is None:
-        try:
-            with cupy.cuda.Device(prepared.device):
+    with cupy.cuda.Device(prepared.device):  # C, the stream and the launch of the arrays' GPU
+        if out is None:
+            try:
                 out = cupy.empty(prepared.out_shape, prepared.out_dtype)
-        except cupy.cuda.memory.OutOfMemoryError:
-            raise SizeLimitError(gpu_memory_message(prepared.out_shape, prepared.out_dtype)) from None
-    a, b, c = A.data.ptr, B.data.ptr, out.data.ptr
-    _check_overlap(prepared, a, b, c, overlaps)
-    stream = cupy.cuda.get_current_stream().ptr
-    with cupy.cuda.Device(prepared.device):
-        prepared.for_stream(stream).launch(a, b, c, stream)
+            except cupy.cuda.memory.OutOfMemoryError:
+                raise SizeLimitError(gpu_memory_message(prepared.out_shape, prepared.out_dtype)) from None
+        a, b, c = A.data.ptr, B.data.ptr, out.data.ptr
+        _check_overlap(prepared, a, b, c, overlaps)
+        stream = cupy.cuda.get_current_stream().ptr
+        with prepared.lock:
+            prepared.for_stream(stream).launch(a, b, c, stream)
     return out
 
 

@@ -3,6 +3,7 @@ key, so that a later call with the same key only launches."""
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -39,6 +40,12 @@ class Prepared:
     resources: object = None  # what made the first plan (None: the GPU's): a stream's plan reuses its kernels
     epilogue: object = None  # the gemmlab.epilogue.Epilogue fused into the kernel's store (None: C = AB)
     addend_strides: tuple | None = None  # the addend's (row, column) element strides the plan reads it with
+    # held from a launch's first write into a plan's parameters (the addend's, the operands' addresses, the stream)
+    # to the driver's copy of them, which runs without the GIL: two threads' calls share a plan
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    # plans of calls captured into CUDA graphs with CuPy's pool for workspaces, which has no graph-private pool: kept
+    # while this Prepared is (gemmlab.clear_plans() frees them: call it once those graphs are destroyed)
+    captured: list = field(default_factory=list)
     # read on every call, so computed once from the plan and host_copy, which nothing changes after construction
     on_device: bool = field(init=False)  # the plan runs on the operands' GPU in place (not on the host or a copy)
     shared: bool = field(init=False)  # the plan holds no workspace and makes none, so one plan serves every stream
@@ -59,11 +66,16 @@ class Prepared:
         replays on whatever stream its caller picks, so workspaces kept for the capturing stream would be shared by
         every graph captured there (torch captures on one stream by default) and by that stream's eager calls.
         ``capturing``: whether ``stream`` is under capture, where the caller knows it more cheaply than the driver's
-        query (torch's own flag for its current stream)."""
+        query (torch's own flag for its current stream). CuPy's pool has no graph-private pool: a captured call's
+        plan is kept (``captured``), its workspaces with it, so that nothing else is allocated in them while the graph
+        may replay."""
         if self.shared:
             return self.plan
         if driver.capturing(stream) if capturing is None else capturing:
-            return self._stream_plan(stream)
+            plan = self._stream_plan(stream)
+            if self.workspace is None:
+                self.captured.append(plan)
+            return plan
         plan = self.by_stream.get(stream)
         if plan is None:
             plan = self.by_stream[stream] = self._stream_plan(stream) if self.by_stream else self.plan
@@ -131,6 +143,24 @@ plans: dict[tuple, Prepared] = {}
 
 def remember(key, prepared: Prepared) -> Prepared:
     if len(plans) >= MAX_PLANS:
-        plans.pop(next(iter(plans)))
+        _finish((plans.pop(next(iter(plans))),))
     plans[key] = prepared
     return prepared
+
+
+def clear() -> None:
+    """Drop every plan, and with it the workspaces it holds."""
+    _finish(plans.values())
+    plans.clear()
+
+
+def _finish(dropped) -> None:
+    """Wait until the GPUs of the plans about to be dropped that hold workspaces from CuPy's pool have run what is
+    queued: a kernel still queued, on any stream, may use them, and the pool hands a freed block out again at once."""
+    devices = {p.device for p in dropped if p.on_device and not p.shared}
+    if devices:
+        import cupy
+
+        for index in sorted(devices):
+            with cupy.cuda.Device(index):
+                cupy.cuda.runtime.deviceSynchronize()

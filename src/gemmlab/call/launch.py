@@ -106,38 +106,47 @@ def _to_device(x, layout: str):
 
 
 def host_launch(prepared: Prepared, A, B, out, scales=(None, None), addend=None):
-    plan = prepared.plan
-    m, n = prepared.out_shape
-    if prepared.host_copy:  # a GPU kernel on host operands
+    if prepared.host_copy:  # a GPU kernel on host operands: the copies, C and the launch on the plan's GPU
         import cupy
 
-        a, b = _to_device(A, plan.layout.a), _to_device(B, plan.layout.b)
-        if prepared.scaled:  # scales in the layouts the kernel reads (gemmlab.fp8)
-            scales = tuple(None if s is None else cupy.asarray(np.ascontiguousarray(
-                np.asarray(s, np.float32).reshape(1) if np.size(s) == 1 else np.asarray(s, np.float32).T))
-                for s in scales)
-            if None in scales:
-                prepared.ones = cupy.ones(1, cupy.float32)
-            prepared = dataclasses.replace(prepared, copy_scales=(False, False))
-        c = cupy.empty(prepared.out_shape, np_dtype(prepared.out_dtype))
-        d = None if addend is None else cupy.asarray(np.ascontiguousarray(_host_array(addend)))
-        _cupy_run(prepared, a.data.ptr, b.data.ptr, c.data.ptr, scales, d)
-        result = c.get()
-        if out is None:
-            return result
-        out[...] = result
-        return out
+        with cupy.cuda.Device(prepared.device):
+            return _host_copy_launch(prepared, A, B, out, scales, addend)
+    plan = prepared.plan
     a, b = _host_array(A), _host_array(B)
     if out is None:
-        c = _host_empty(m, n)
+        c = _host_empty(*prepared.out_shape)
     else:
         c = out
         if np.shares_memory(c, a) or np.shares_memory(c, b):
             raise LayoutError("out overlaps A or B; gemmlab writes C while it reads them")
-    if addend is not None:
-        plan.set_addend(_host_array(addend))
-    plan.launch(a, b, c)
+    with prepared.lock:
+        if addend is not None:
+            plan.set_addend(_host_array(addend))
+        plan.launch(a, b, c)
     return c
+
+
+def _host_copy_launch(prepared: Prepared, A, B, out, scales, addend):
+    """Host operands on the GPU kernel of ``prepared`` (its device current): copied there in the layouts it reads,
+    the result copied back."""
+    import cupy
+
+    a, b = _to_device(A, prepared.plan.layout.a), _to_device(B, prepared.plan.layout.b)
+    if prepared.scaled:  # scales in the layouts the kernel reads (gemmlab.fp8)
+        scales = tuple(None if s is None else cupy.asarray(np.ascontiguousarray(
+            np.asarray(s, np.float32).reshape(1) if np.size(s) == 1 else np.asarray(s, np.float32).T))
+            for s in scales)
+        if None in scales:
+            prepared.ones = cupy.ones(1, cupy.float32)
+        prepared = dataclasses.replace(prepared, copy_scales=(False, False))
+    c = cupy.empty(prepared.out_shape, np_dtype(prepared.out_dtype))
+    d = None if addend is None else cupy.asarray(np.ascontiguousarray(_host_array(addend)))
+    _cupy_run(prepared, a.data.ptr, b.data.ptr, c.data.ptr, scales, d)
+    result = c.get()
+    if out is None:
+        return result
+    out[...] = result
+    return out
 
 
 def _host_empty(m: int, n: int) -> np.ndarray:
@@ -161,6 +170,9 @@ def _host_empty(m: int, n: int) -> np.ndarray:
 def _cupy_launch(prepared: Prepared, A, B, out, scales=(None, None), addend=None):
     import cupy
 
+    if cupy.cuda.runtime.getDevice() != prepared.device:  # the arrays' GPU is not the current one: all of the call
+        with cupy.cuda.Device(prepared.device):          # (copies, C, the stream, the launch) in its context
+            return _cupy_launch(prepared, A, B, out, scales, addend)
     if prepared.copy_a:
         A = cupy.ascontiguousarray(A)
     if prepared.copy_b:
@@ -181,8 +193,9 @@ def _cupy_launch(prepared: Prepared, A, B, out, scales=(None, None), addend=None
 
 
 def _cupy_run(prepared: Prepared, a: int, b: int, c: int, scales, addend=None) -> None:
-    """Launch on CuPy's current stream, in the plan's device context; FP8 plans get their scales' addresses (a scale
-    in a layout the kernel does not read is copied into one first, on the same stream), an epilogue its addend's."""
+    """Launch on CuPy's current stream of the plan's device, which is current; FP8 plans get their scales'
+    addresses (a scale in a layout the kernel does not read is copied into one first, on the same stream), an
+    epilogue its addend's."""
     import cupy
 
     stream = cupy.cuda.get_current_stream().ptr
@@ -193,13 +206,10 @@ def _cupy_run(prepared: Prepared, a: int, b: int, c: int, scales, addend=None) -
         sa = prepared.ones if sa is None else cupy.ascontiguousarray(sa.T).T if copy_a else sa
         sb = prepared.ones if sb is None else cupy.ascontiguousarray(sb.T).T if copy_b else sb
         extra = (sa.data.ptr, sb.data.ptr)
-    if addend is not None:
-        plan.set_addend(addend.data.ptr)
-    if cupy.cuda.runtime.getDevice() == prepared.device:
+    with prepared.lock:
+        if addend is not None:
+            plan.set_addend(addend.data.ptr)
         plan.launch(a, b, c, stream, *extra)
-    else:  # the arrays' device is not the current one: launch in its context
-        with cupy.cuda.Device(prepared.device):
-            plan.launch(a, b, c, stream, *extra)
 
 
 def gpu_memory_message(shape, dtype: str = "float32") -> str:

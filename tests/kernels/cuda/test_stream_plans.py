@@ -199,3 +199,20 @@ def test_the_callers_capture_flag_stands_for_the_drivers_query(stub, on_host):
     assert p.for_stream(CAPTURE, capturing=False) is kept and CAPTURE in p.by_stream
     first = p.for_stream(EAGER, capturing=True)  # under capture: a plan of its own for each call, none kept
     assert first is not p.for_stream(EAGER, capturing=True) and EAGER not in p.by_stream
+
+
+def test_a_cupy_callers_captured_plans_are_kept_with_their_workspaces(stub, on_host, monkeypatch):
+    """CuPy's pool has no graph-private pool: a plan captured with workspaces from it is kept by the Prepared, so
+    that the pool never hands its workspaces out again while the graph may replay; torch's graph pool keeps the
+    workspaces itself, and its captured plans are not kept."""
+    from gemmlab.call import cache
+
+    p, _, allocate = prepared(stub, "cuda/tc6_stream_k_bf16", (1024, 1024, 8192), ROW_MAJOR)
+    first = p.for_stream(CAPTURE, capturing=True)
+    assert p.captured == []  # the caller's allocator (torch's): its graph pool holds them
+    pool = Allocator()
+    monkeypatch.setattr(cache, "_cupy_workspace", pool)
+    cupy_caller = Prepared(p.plan, "named", device=0, resources=p.resources)
+    plans = [cupy_caller.for_stream(CAPTURE, capturing=True) for _ in range(2)]
+    assert cupy_caller.captured == plans and plans[0] is not plans[1] is not first and pool.given
+    assert cupy_caller.for_stream(EAGER, capturing=False) is p.plan and len(cupy_caller.captured) == 2
