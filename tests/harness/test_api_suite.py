@@ -315,3 +315,24 @@ def test_the_epilogues_bar_reads_the_fused_over_plain_geomean_from_m_2048_up():
     assert "over gemmlab's plain GEMM at M ≥ 2048: geomean ×1.030, max ×1.040" in \
         S.summary_line("linear_bias_gelu bf16", s)
     assert "over_plain" not in S.summarize([_rec("bf16", 16, 1.0)])["mm bf16"]["bars"]
+
+
+def test_each_op_and_precision_is_held_to_its_own_bars():
+    """BF16 and FP8 per tensor: 1.0×, 0.85×, eager 0.95×, decode DRAM 75%; FP8 block-scaled 0.95× and 0.80×; TF32
+    0.95×, 0.75×, eager 0.90× and FP32 0.90×, 0.60×, eager 0.90×, neither with a DRAM bar; bmm and
+    linear_bias_gelu a geomean each; linear_bias none."""
+    def rows(precision, ratio, low, eager, op="mm"):
+        return [dict(_rec(precision, 1, ratio, eager=eager, dram_fraction=0.5), op=op),
+                dict(_rec(precision, 4096, low, eager=eager), op=op)]
+
+    s = S.summarize(rows("fp32", 0.95, 0.61, 0.91) + rows("tf32", 0.95, 0.74, 0.91)
+                    + rows("fp8_block", 0.97, 0.81, 0.96) + rows("bf16", 1.2, 0.9, 0.96)
+                    + rows("bf16", 0.9, 0.8, 0.9, op="linear_bias"))
+    assert s["mm fp32"]["bars"] == {"gpu_geomean": False, "gpu_min": True, "eager_geomean": True}  # √(0.95·0.61)
+    assert s["mm tf32"]["bars"] == {"gpu_geomean": False, "gpu_min": False, "eager_geomean": True}
+    assert s["mm fp8_block"]["bars"] == {"gpu_geomean": False, "gpu_min": True, "eager_geomean": True,
+                                         "decode_dram": False}
+    assert s["mm bf16"]["bars"] == {"gpu_geomean": True, "gpu_min": True, "eager_geomean": True, "decode_dram": False}
+    assert s["linear_bias bf16"]["bars"] == {}
+    assert S.bars_for("linear_bias_gelu", "bf16") == {"gpu_geomean": 1.0}
+    assert S.bars_for("mm", "fp8") == S.BARS and S.bars_for("mm", "fp32")["gpu_min"] == 0.60
