@@ -297,8 +297,33 @@ def test_a_fused_record_times_gemmlabs_plain_gemm_of_the_same_operands_beside_it
     assert (rec["plain_gpu_us"], rec["plain_eager_us"]) == (2.0, 9.0)
     assert rec["over_plain"] == pytest.approx(1.05) and rec["gpu_ratio"] == pytest.approx(3.0 / 2.1)
     assert "plain 2.0 µs (fused ×1.050)" in S.line(rec)
+    assert rec["plain_verified"] and rec["plain_rel_err"] < 1e-5  # checked before it is timed
     mm = S.measure(torch, O.Case("mm", "fp32", "linear", 8, 64, 32), S.SuiteOptions(), CTX)
     assert not any(f.startswith("plain") or f == "over_plain" for f in mm)  # mm is the plain GEMM itself
+
+
+def test_the_timed_call_is_checked_on_poisoned_memory_and_an_unchecked_plain_gemm_is_not_timed(monkeypatch):
+    """The record's second call, through the cached plan as the timed ones go, is checked too: an element it leaves
+    unwritten (NaN from the poisoned block) fails the record. A fused op's plain GEMM that fails its check is left
+    out of the timing, and out of over_plain."""
+    _stub_timers(monkeypatch, gpu_ms=(0.002, 0.003, 0.002), eager_ms=(0.010, 0.011, 0.009))
+    real = S.poisoned_call
+
+    def unwritten(torch_, call, args, like):
+        c = real(torch_, call, args, like)
+        c[-1, -1] = float("nan")
+        return c
+
+    monkeypatch.setattr(S, "poisoned_call", unwritten)
+    rec = S.measure(torch, O.Case("mm", "fp32", "linear", 8, 64, 32), S.SuiteOptions(), CTX)
+    assert not rec["verified"] and "gpu_us" not in rec
+    monkeypatch.setattr(S, "poisoned_call", real)
+    import dataclasses
+
+    # the plain GEMM's C read through mm's view, made wrong here
+    monkeypatch.setitem(O.OPS, "mm", dataclasses.replace(O.OPS["mm"], matrix=lambda c: c + 1))
+    rec = S.measure(torch, O.Case("linear_bias", "fp32", "linear", 8, 64, 32), S.SuiteOptions(), CTX)
+    assert rec["verified"] and not rec["plain_verified"] and "over_plain" not in rec and "plain_gpu_us" not in rec
 
 
 def test_the_epilogues_bar_reads_the_fused_over_plain_geomean_from_m_2048_up():
@@ -336,3 +361,28 @@ def test_each_op_and_precision_is_held_to_its_own_bars():
     assert s["linear_bias bf16"]["bars"] == {}
     assert S.bars_for("linear_bias_gelu", "bf16") == {"gpu_geomean": 1.0}
     assert S.bars_for("mm", "fp8") == S.BARS and S.bars_for("mm", "fp32")["gpu_min"] == 0.60
+
+
+@pytest.mark.parametrize("n, k", [(4096, 4096), (1024, 8192), (4096, 14336)])
+def test_a_fused_records_check_catches_a_bias_dropped_or_shifted(n, k):
+    """The suite's bias has the product's spread (N(0, K)): gemmlab.linear's C without it, or with it one column
+    off, fails the record's check at every (N, K) of the suite, long K included, at BF16's tolerance there."""
+    from gemmlab.harness.reference import tolerance_for
+    from gemmlab.problem import Problem
+
+    case = O.Case("linear_bias", "bf16", "linear", 16, n, k)
+    x, w, bias = O._linear_inputs(torch, case, 0, device="cpu")
+    assert float(bias.double().std()) == pytest.approx(k ** 0.5, rel=0.15)
+    ref = O.OPS["linear_bias"].reference(torch, "bf16", (x, w, bias))
+    product = x.double() @ w.double().t()
+    tolerance = tolerance_for(Problem(16, n, k, "bf16"))
+    assert O.check(torch, ref.to(torch.bfloat16), ref, None, tolerance)[1]  # C rounded once to BF16 passes
+    for wrong in (product, product + bias.double().roll(1)):
+        err, passed = O.check(torch, wrong.to(torch.bfloat16), ref, None, tolerance)
+        assert not passed and err > 10 * tolerance
+
+
+def test_the_summary_names_a_batchs_lowest_shape_with_its_count():
+    rec = dict(_rec("bf16", 512, 0.96, group="bmm", n=512, k=512), op="bmm", batch=8)
+    s = S.summarize([rec, dict(rec, batch=32, gpu_ratio=0.93)])["bmm bf16"]
+    assert s["peer_ok"]["gpu_min_at"] == "32 × 512x512x512"

@@ -71,7 +71,7 @@ class _FakeGpu:
         return run
 
 
-def test_interleaved_timing_alternates_launches_and_keeps_rotating_sets(monkeypatch):
+def test_interleaved_timing_alternates_launches_over_the_same_rotating_sets(monkeypatch):
     import sys
 
     from gemmlab.harness.timing import time_interleaved
@@ -96,9 +96,15 @@ def test_interleaved_timing_alternates_launches_and_keeps_rotating_sets(monkeypa
     assert order[-40:] == ["clean", "k", "clean", "p"] * 10  # every timed launch starts from a cleaned L2
     timed_k, timed_p = kernel_sets[-10:], peer_sets[-10:]
     assert len(kernel_sets) == len(peer_sets) == 2 + 1 + 10  # warm-up rounds, the probe round, the timed rounds
-    # round j: the kernel reads set (2j + 1) % 3 and the peer set (2j + 2) % 3, so neither reads the set it just had
-    assert timed_k == [(2 * j + 1) % 3 for j in range(10)] and timed_p == [(2 * j + 2) % 3 for j in range(10)]
+    # round j, the L2 cleaned before each launch: kernel and peer both read set (j + 1) % 3, the same tensors
+    assert timed_k == timed_p == [(j + 1) % 3 for j in range(10)]
     assert mine.l2_mode.startswith("cold (rotating 3 input sets") and mine.l2_mode.endswith("cleaned before each launch")
+    kernel_sets.clear(), peer_sets.clear()
+    opts = TimingOptions(repeat=10, min_repeat=10, max_seconds=0.0, warmup_seconds=0.0, min_warmup=2, cold_l2=False)
+    time_interleaved([logged(2.0, kernel_sets, "k"), logged(0.5, peer_sets, "p")], sets, opts, set_bytes=100)
+    # without the clean, the rotation runs on across launches: round j, the kernel (2j + 1) % 3, the peer (2j + 2) % 3
+    assert kernel_sets[-10:] == [(2 * j + 1) % 3 for j in range(10)]
+    assert peer_sets[-10:] == [(2 * j + 2) % 3 for j in range(10)]
 
 
 def test_single_launch_timing_is_the_interleaved_timing_of_one(monkeypatch):
@@ -195,7 +201,7 @@ class _FakeTorch:
         self.clock_ms += cycles / 2000 / 1e3
 
     def current_stream(self):
-        return None
+        return self  # a stream whose synchronize is the device's
 
     def synchronize(self):
         pass
@@ -238,6 +244,24 @@ def test_gpu_times_are_the_calls_own_and_alternate_after_a_flush_and_a_spin():
     assert t.head_start_us == 100 and len(cleans) == 40
     assert set(fake.spins[2:]) == {200_000}  # 100 µs at 2000 cycles per µs, after the rate probe's two spins
     assert log[2:6] == ["ours", "theirs", "theirs", "ours"]  # after the warm-up, who goes first alternates
+
+
+def test_eager_times_give_every_call_of_a_round_the_same_tensors():
+    """Both sides of a round on the same set (an L2 eviction before each): neither times tensors the other never
+    reads, whatever the number of sets."""
+    from gemmlab.harness.timing import eager_times
+
+    fake, seen = _FakeTorch(host_us=0), []
+
+    def call(name):
+        return lambda x: seen.append((name, x))
+
+    medians, rounds = eager_times(fake, [call("ours"), call("theirs")], [(0,), (1,), (2,), (3,)], rounds=8,
+                                  max_seconds=10, min_rounds=8, clean=lambda: None)
+    timed = seen[4:]  # after the warm-up's two sets each
+    assert rounds == 8 and len(timed) == 16
+    assert [x for name, x in timed if name == "ours"] == [x for name, x in timed if name == "theirs"] == \
+        [r % 4 for r in range(8)]
 
 
 def test_a_host_late_for_the_spin_doubles_it_and_the_run_starts_again():

@@ -19,7 +19,9 @@ GEMM of its x and w (``plain_gpu_us``): ``over_plain`` is what the epilogue cost
 the geomean from M = OVER_PLAIN_M up, where the GEMM is long enough for the epilogue's share to be measured.
 
 Every result is checked against float64 (FP8: the product of the dequantized operands) before it is timed, torch's
-too: a peer off the reference (torch's blockwise scaled mm where ceil(K/128) is not a multiple of 4) is marked
+too: gemmlab's first call (its plan made) and a second through the cached plan, the call that is timed, whose C's
+memory is filled with NaN first (``poisoned_call``); a fused op's plain GEMM too, timed only where it passes. A peer
+off the reference (torch's blockwise scaled mm where ceil(K/128) is not a multiple of 4) is marked
 ``peer_wrong`` and left out of the geomeans. The DRAM roof of a shape is its A, B and C bytes at the copy bandwidth
 measured once per run; ``dram_fraction`` is that roof over gemmlab's GPU time.
 
@@ -114,6 +116,11 @@ def bars_for(op: str, precision: str) -> dict:
     return PRECISION_BARS.get(precision, BARS)
 
 
+def _shape(r: dict) -> str:
+    """A record's shape as the summary names it: MxNxK, a batch's count first."""
+    return (f"{r['batch']} × " if r.get("batch") else "") + f"{r['m']}x{r['n']}x{r['k']}"
+
+
 def summarize(records: list[dict]) -> dict:
     """Per (op, precision): the geomean and minimum GPU-time ratio and the eager geomean, over the records with a
     correct peer (``peer_ok``) and over all timed ones (``all``), the decode rows' lowest DRAM fraction, the counts
@@ -130,7 +137,7 @@ def summarize(records: list[dict]) -> dict:
             low = min(rows, key=lambda r: r["gpu_ratio"], default=None)
             entry[name] = {"n": len(rows), "gpu_geomean": geomean(r["gpu_ratio"] for r in rows),
                            "gpu_min": low and low["gpu_ratio"],
-                           "gpu_min_at": low and f"{low['m']}x{low['n']}x{low['k']}",
+                           "gpu_min_at": low and _shape(low),
                            "eager_geomean": geomean(r["eager_ratio"] for r in rows if r.get("eager_ratio"))}
         decode = [r for r in mine if r.get("group") == "linear" and r["m"] <= DECODE_M and r.get("dram_fraction")]
         low = min(decode, key=lambda r: r["dram_fraction"], default=None)
@@ -352,7 +359,10 @@ def measure(torch, case: Case, opts: SuiteOptions, ctx: dict) -> dict:
     tol = tolerance_for(Problem(case.m, case.n, case.k, case.precision))
     rows = checked_rows(case.rows, case.n)
     ref = op.reference(torch, case.precision, args, None if rows is None else torch.tensor(rows, device=c.device))
-    rec["rel_err"], rec["verified"] = check(torch, op.matrix(c), ref, rows, tol)
+    # the first call (its plan made) and a second through the cached plan, the path that is timed, its C's memory
+    # poisoned first: an element it leaves unwritten reads NaN
+    checks = [check(torch, op.matrix(x), ref, rows, tol) for x in (c, poisoned_call(torch, ours, args, c))]
+    rec["rel_err"], rec["verified"] = max(e for e, _ in checks), all(ok for _, ok in checks)
     rec.update(verify=verify_note(case.rows, rows), tolerance=tol, out_dtype=str(c.dtype).removeprefix("torch."))
     theirs = op.theirs(torch, case.precision, c.dtype)  # C in gemmlab's dtype: like with like
     try:
@@ -373,10 +383,16 @@ def measure(torch, case: Case, opts: SuiteOptions, ctx: dict) -> dict:
     if not rec["verified"]:
         return rec
     calls, sets = [ours] if theirs is None else [ours, theirs], [args]
-    if op.plain is not None:  # gemmlab's GEMM without the epilogue, in the same interleaved run
+    if op.plain is not None:  # gemmlab's GEMM without the epilogue, in the same interleaved run, checked first
         mm, plain_args = OPS["mm"], op.plain(args)
         rec["plain_kernel"] = mm.plan(gemmlab, case.precision, plain_args).plan.spec.name
-        calls.append(lambda *a: mm.ours(gemmlab, case.precision, op.plain(a)))
+        plain = lambda *a: mm.ours(gemmlab, case.precision, op.plain(a))  # noqa: E731
+        plain_ref = mm.reference(torch, case.precision, plain_args,
+                                 None if rows is None else torch.tensor(rows, device=args[0].device))
+        rec["plain_rel_err"], rec["plain_verified"] = check(torch, mm.matrix(plain(*args)), plain_ref, rows, tol)
+        del plain_ref
+        if rec["plain_verified"]:
+            calls.append(plain)
     timing = (opts.rounds, opts.max_seconds, opts.min_rounds, ctx["clean"])
     g = gpu_times(torch, calls, sets, *timing)
     eager, eager_rounds = eager_times(torch, calls, sets, *timing)
@@ -390,10 +406,19 @@ def measure(torch, case: Case, opts: SuiteOptions, ctx: dict) -> dict:
                    torch_tflops=flops / (g.median_ms[1] * 1e9))
         rec.update(gpu_ratio=rec["torch_gpu_us"] / rec["gpu_us"], eager_ratio=rec["torch_eager_us"] / rec["eager_us"],
                    torch_dram_fraction=rec["dram_roof_us"] / rec["torch_gpu_us"])
-    if op.plain is not None:
+    if op.plain is not None and rec["plain_verified"]:
         rec.update(plain_gpu_us=1e3 * g.median_ms[-1], plain_eager_us=1e3 * eager[-1])
         rec["over_plain"] = rec["gpu_us"] / rec["plain_gpu_us"]
     return rec
+
+
+def poisoned_call(torch, call, args, like):
+    """``call(*args)`` with the memory its C takes from torch's caching allocator filled with 0xFF bytes (NaN in
+    FP32, BF16 and FP16) just before: a block of ``like``'s bytes, on the same stream, freed and so handed out again
+    for the next request of that size."""
+    poison = torch.full((like.untyped_storage().nbytes(),), 0xFF, dtype=torch.uint8, device=like.device)
+    del poison
+    return call(*args)
 
 
 def line(r: dict) -> str:

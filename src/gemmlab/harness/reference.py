@@ -92,6 +92,6 @@ def compare(c, ref, tolerance: float, recipe_tolerance: float | None = None) -> 
 
 def tolerance_for(problem) -> float:
     """The precision's relative tolerance, widened past K=4096 like sqrt(K) (random-sign rounding errors), or as the
-    precision says (FP8's truncating accumulation: like K)."""
+    precision says (FP8 block-scaled: not at all, its promotion leaving only C's rounding)."""
     p = problem.prec
     return p.rel_tolerance * max(1.0, (problem.k / 4096) ** p.tolerance_growth)

@@ -132,12 +132,14 @@ def _bmm_reference(torch, precision, args, rows=None):
 
 
 def _linear_inputs(torch, case: Case, seed: int, device: str = "cuda"):
-    """x (M, K), the weight w (N, K) and a bias (N,), N(0, 1) in the precision's operand dtype (the bias too)."""
+    """x (M, K) and the weight w (N, K), N(0, 1), and a bias (N,) of N(0, K) values, the product's own scale (as
+    harness.verify draws an epilogue's addend), so that a bias dropped or misplaced errs by about as much as the
+    product's whole spread, far past any tolerance; all in the precision's operand dtype."""
     gen = torch.Generator(device=device).manual_seed(seed)
     dtype = getattr(torch, get_precision(case.precision).input_dtype)
     x = torch.randn(case.m, case.k, device=device, generator=gen).to(dtype)
     w = torch.randn(case.n, case.k, device=device, generator=gen).to(dtype)
-    return x, w, torch.randn(case.n, device=device, generator=gen).to(dtype)
+    return x, w, (torch.randn(case.n, device=device, generator=gen) * case.k ** 0.5).to(dtype)
 
 
 def _linear_op(name: str, activation: str | None) -> Op:

@@ -143,7 +143,8 @@ def time_interleaved(launches, sets, opts: TimingOptions, max_clock_mhz: float =
     rotating ``sets``; one Timing per launch. With two launches, a kernel and its peer, both are sampled through
     the same interval, so drift in clocks (the power limit pulls them down as the GPU heats) or in the machine
     taxes both alike and their ratio is free of it. In cold-L2 mode with the L2 size known, ``clean`` (default:
-    ``l2_cleaner``) runs before every timed launch, outside its events."""
+    ``l2_cleaner``) runs before every timed launch, outside its events, and the launches of a round read the same
+    set; without it, each launch reads the next set in turn."""
     import cupy
 
     stream = cupy.cuda.get_current_stream()
@@ -177,7 +178,9 @@ def time_interleaved(launches, sets, opts: TimingOptions, max_clock_mhz: float =
                 if clean:
                     clean()
                 e0.record(stream)
-                launch(*sets[(j * k + i + 1) % n])  # the rotation runs on across launches: every one finds cold data
+                # L2 cleaned: every launch of a round on the same set, each side timing the same tensors; else the
+                # rotation runs on across launches, so that every one finds cold data
+                launch(*sets[(j + 1) % n if clean else (j * k + i + 1) % n])
                 e1.record(stream)
             if j % 16 == 15:
                 pairs[-1][1].synchronize()  # keep the queue short so the clock samples overlap the launches
@@ -254,7 +257,8 @@ def host_us_per_call(call, synchronize, calls: int = 300, warmup: int = 10, queu
 def eager_times(torch, calls, sets, rounds: int, max_seconds: float, min_rounds: int, clean) -> tuple[list, int]:
     """Eager time of each of ``calls`` on torch CUDA tensors: median CUDA-event time of one call started on an idle
     GPU (the stream synchronized first, so the call's host time lands inside its events), the calls alternating
-    which goes first each round over the rotating ``sets``, ``clean`` (an L2 eviction) before each. Returns the
+    which goes first each round, every call of a round on the same one of the rotating ``sets`` (so each side times
+    the same tensors), ``clean`` (an L2 eviction) before each. Returns the
     medians in ms and the rounds taken: ``rounds``, cut back past ``max_seconds`` but never below ``min_rounds``."""
     stream = torch.cuda.current_stream()
     for fn in calls:  # warm-up: plans, cuBLAS heuristics, allocator pools
@@ -267,7 +271,7 @@ def eager_times(torch, calls, sets, rounds: int, max_seconds: float, min_rounds:
     while r < rounds and (r < min_rounds or time.perf_counter() - t0 < max_seconds):
         order = range(len(calls)) if r % 2 == 0 else reversed(range(len(calls)))
         for i in order:
-            args = sets[(r * len(calls) + i) % len(sets)]
+            args = sets[r % len(sets)]
             clean()
             stream.synchronize()
             e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
