@@ -1,4 +1,10 @@
-"""Results files read back and merged: bench --append's merge of a new run into an earlier one on the same GPU."""
+"""Results files read back and merged: bench --append's merge of a new run into an earlier one on the same GPU, and
+what a path must be to be read."""
+import json
+from pathlib import Path
+
+import pytest
+
 from gemmlab.results import merge_runs
 
 
@@ -22,3 +28,40 @@ def test_append_says_what_a_replacement_drops_and_which_ratios_stay_with_an_earl
     assert any("cuda/tc2_wgmma_tma_bf16 keep their ratios" in n for n in merged["notes"])
     assert merged["env"]["runs"] == [{"command": "first", "git_sha": "aaa", "time": "t0"},
                                      {"command": "second", "git_sha": "bbb", "time": "t1", "records": 2}]
+
+
+def test_a_results_path_is_read_only_where_it_is_a_regular_file_of_a_bounded_size(tmp_path, monkeypatch):
+    """A pipe (whose reading may never end), a device (/dev/zero: never ends) and a file past any results JSON's size
+    are refused before a byte is read, as a directory is."""
+    import os
+
+    from gemmlab import results
+    from gemmlab.errors import ResultsFileError
+
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)
+    for path, words in ((fifo, "not a regular file"), ("/dev/zero", "not a regular file"), (tmp_path, "a directory")):
+        with pytest.raises(ResultsFileError, match=words):
+            results.read_text(path)
+    big = tmp_path / "big.json"
+    big.write_text("[]" + " " * 2000)
+    monkeypatch.setattr(results, "MAX_JSON_BYTES", 1024)
+    with pytest.raises(ResultsFileError, match="big.json: 0 MiB, past the 0 MiB of any results JSON"):
+        results.load(big)
+
+
+def test_report_summarizes_a_chapter_json_claim_by_claim():
+    from gemmlab.report import summary
+
+    table = summary(Path(__file__).resolve().parents[1] / "results" / "h200" / "chapter.json")
+    rows = [line for line in table.splitlines() if line.startswith("| ")][1:]
+    claims = json.loads((Path(__file__).resolve().parents[1] / "results" / "h200" / "chapter.json").read_text())[
+        "claims"]
+    assert len(rows) == len(claims) and all(row.rstrip(" |").split(" | ")[-1] for row in rows)
+
+
+def test_an_empty_gemmlab_cache_is_the_default_folder(monkeypatch):
+    from gemmlab.cache import cache_root
+
+    monkeypatch.setenv("GEMMLAB_CACHE", "")
+    assert cache_root() == Path.home() / ".cache" / "gemmlab"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get("GEMMLAB_CACHE", Path.home() / ".cache" / "gemmlab"))
+    return Path(os.environ.get("GEMMLAB_CACHE") or Path.home() / ".cache" / "gemmlab")  # set but empty: unset
 
 
 def read_json(path: Path) -> dict:

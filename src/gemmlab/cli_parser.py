@@ -132,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "precision, GPU and eager time of both sides; --shape replaces the grid); without a GPU, the grid "
                    "and the kernel auto would run")
     s.add_argument("--precision", action="append", choices=list(PRECISIONS),
-                   help="with --api: only these precisions (repeatable; default all five)")
+                   help="with --api: only these precisions (repeatable; default all of them)")
     s.add_argument("--distributed", nargs=argparse.REMAINDER, metavar="...",
                    help="under torchrun: scaling of the distributed GEMMs; everything after it is its options "
                         "(gemmlab bench --distributed --help)")

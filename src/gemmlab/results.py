@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 
 from gemmlab.errors import ResultsFileError
+
+MAX_JSON_BYTES = 256 * 2**20  # past any results file gemmlab writes (the largest: a few MiB)
 
 # The fields every record of each kind of results JSON has: what tells the kinds apart, and what rendering needs.
 RECORD_FIELDS = {"bench": ("kernel", "precision", "m", "n", "k", "status"),
@@ -26,16 +29,7 @@ def load(path: str | os.PathLike) -> tuple[str, dict]:
     """(kind, results) of a JSON that gemmlab wrote: "bench", "timeline", "verify", "accuracy", "chapter" (their
     --json), "suite" (bench --api --suite --json) or "api" (bench --api --json);
     anything else is refused with a ResultsFileError naming why."""
-    try:
-        text = Path(path).read_text()
-    except FileNotFoundError:
-        raise ResultsFileError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ResultsFileError(f"{path}: is a directory, not a results JSON") from None
-    except UnicodeDecodeError:
-        raise ResultsFileError(f"{path}: not text, so not a results JSON") from None
-    except OSError as exc:
-        raise ResultsFileError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    text = read_text(path)
     try:
         results = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -44,8 +38,8 @@ def load(path: str | os.PathLike) -> tuple[str, dict]:
         results = {"env": {}, "records": results}
     records = results.get("records") if isinstance(results, dict) else None
     if not isinstance(records, list) or not isinstance(results.get("env", {}), dict):
-        raise ResultsFileError(f"{path}: not a results JSON that gemmlab writes (bench, verify, timeline or "
-                               "accuracy --json)")
+        raise ResultsFileError(f"{path}: not a results JSON that gemmlab writes (the --json of bench, bench --api, "
+                               "bench --api --suite, verify, timeline, accuracy or chapter)")
     if not records:
         raise ResultsFileError(f"{path}: holds no records")
     if results.get("kind") == "chapter" and isinstance(results.get("claims"), list):  # gemmlab chapter --json
@@ -57,6 +51,28 @@ def load(path: str | os.PathLike) -> tuple[str, dict]:
             return kind, results
     raise ResultsFileError(f"{path}: its records are not those of gemmlab bench, bench --api, verify, timeline, "
                            "accuracy or chapter --json")
+
+
+def read_text(path: str | os.PathLike) -> str:
+    """The text of a JSON file a caller named: a regular file (not a directory, nor a device or a FIFO, whose reading
+    may never end) of at most MAX_JSON_BYTES; else a ResultsFileError naming why."""
+    try:
+        st = Path(path).stat()
+        mode, size = st.st_mode, st.st_size
+        if stat.S_ISDIR(mode):
+            raise ResultsFileError(f"{path}: is a directory, not a results JSON")
+        if not stat.S_ISREG(mode):
+            raise ResultsFileError(f"{path}: not a regular file (a device or a pipe), so not a results JSON")
+        if size > MAX_JSON_BYTES:
+            raise ResultsFileError(f"{path}: {size / 2**20:.0f} MiB, past the {MAX_JSON_BYTES // 2**20} MiB of any "
+                                   "results JSON gemmlab writes")
+        return Path(path).read_text()
+    except FileNotFoundError:
+        raise ResultsFileError(f"{path}: no such file") from None
+    except UnicodeDecodeError:
+        raise ResultsFileError(f"{path}: not text, so not a results JSON") from None
+    except OSError as exc:
+        raise ResultsFileError(f"{path}: cannot read it ({exc.strerror or exc})") from None
 
 
 def load_results(path: str | os.PathLike) -> dict:

@@ -118,9 +118,12 @@ def _check_figures(measured, path) -> None:
 
 def load(path: str | os.PathLike, base: Ceilings) -> Ceilings:
     """``base`` (the datasheet of the GPU the records ran on) with the figures of the ceilings JSON at ``path``."""
+    from gemmlab.errors import ResultsFileError
+    from gemmlab.results import read_text
+
     try:
-        measured = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as exc:
+        measured = json.loads(read_text(path))
+    except (ResultsFileError, ValueError) as exc:
         raise CeilingsError(f"cannot read ceilings {path}: {exc}") from None
     _check_figures(measured, path)
     gpu = measured.get("gpu")

@@ -25,11 +25,11 @@ def add_parser(sub, shape_type) -> None:
 
 
 def load(path: str) -> dict:
+    from gemmlab.results import read_text
+
     try:
-        results = json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise ResultsFileError(f"{path}: no such file") from None
-    except (json.JSONDecodeError, UnicodeDecodeError):
+        results = json.loads(read_text(path))
+    except json.JSONDecodeError:
         raise ResultsFileError(f"{path}: not JSON") from None
     if not isinstance(results, dict) or results.get("kind") != "chapter" or not isinstance(results.get("claims"), list):
         raise ResultsFileError(f"{path}: not a chapter JSON (gemmlab chapter --json)")
@@ -62,6 +62,23 @@ class _Steps:
         pass
 
 
+def _check_cpu_shapes(shapes) -> None:
+    """Every --cpu-shape one that V0 and the host BLAS run (the claims about the CPU read both there), else the
+    kernel's refusal, before anything runs."""
+    from gemmlab.chapter import CPU_KERNELS
+    from gemmlab.errors import GemmlabError
+    from gemmlab.kernels.registry import get_kernel
+    from gemmlab.problem import Problem
+
+    for shape in shapes:
+        for name in CPU_KERNELS.split(","):
+            why = get_kernel(name).is_valid(Problem(*shape, "fp32"))
+            if why:
+                raise getattr(why, "error", GemmlabError)(
+                    f"--cpu-shape {'x'.join(map(str, shape))}: {name} does not run it ({why}); the chapter's CPU "
+                    "claims need V0 and the host BLAS there")
+
+
 def cmd_chapter(args, output) -> int:
     from rich.console import Console
 
@@ -81,6 +98,7 @@ def cmd_chapter(args, output) -> int:
             console.print(results["not_measured"][args.lang], style="yellow", highlight=False, markup=False)
     else:
         opts = ChapterOptions(cpu_shapes=tuple(args.cpu_shape)) if args.cpu_shape else ChapterOptions()
+        _check_cpu_shapes(opts.cpu_shapes)
         from gemmlab import device
         from gemmlab.chapter import not_measured
 

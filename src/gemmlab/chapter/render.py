@@ -122,6 +122,18 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def summary(results: dict, lang: str = "en") -> str:
+    """The compact table of a chapter JSON (gemmlab report --summary): one row per claim, the seed's words and
+    figure, gemmlab's figure, the verdict."""
+    h = HEAD[lang]
+    out = [f"# {h['title']}", "", f"| {h['seed']} | {h['quote']} | {h['figure']} | {h['measured']} | {h['verdict']} |",
+           "|---|---|---|---|---|"]
+    for row in results["claims"]:
+        out.append("| " + " | ".join(_cell(x) for x in (seed_ref(row, lang), row["quote"], row["seed_figure"],
+                                                          row["measured"][lang], verdict_text(row, lang))) + " |")
+    return "\n".join(out) + "\n"
+
+
 def page(results: dict, lang: str, source: str, figures: str | None = None) -> str:
     """The walk-through in ``lang``: the sections V0 to V2, each claim with the seed's words, gemmlab's figure, the
     verdict and why; then where the seeds are right, where caches change the story, the glossary and the names."""

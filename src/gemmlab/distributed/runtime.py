@@ -53,6 +53,13 @@ def init(timeout_s: float = DEFAULT_TIMEOUT_S):
     disable_multicast()
     if dist.is_initialized():
         return dist.group.WORLD
+    missing = [name for name in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT") if name not in os.environ]
+    if missing:
+        from gemmlab.errors import DistributedError
+
+        raise DistributedError(f"no process group to join: {', '.join(missing)} not set; start each rank under "
+                               "torchrun (torchrun --nproc-per-node N -m gemmlab bench --distributed ...), which "
+                               "sets them")
     _timeout_s = timeout_s
     timeout = group_timeout()
     if torch.cuda.is_available():

@@ -91,7 +91,7 @@ def _bench_figures(results: dict) -> tuple[list, dict]:
 
 def summary(results_json_path: str | os.PathLike) -> str:
     """The compact Markdown table of any results JSON gemmlab writes: the ladder of a bench run, a verify run's
-    result per kernel, a timeline's cycle budget."""
+    result per kernel, a timeline's cycle budget, a chapter's claims."""
     from gemmlab.report import data as D
     from gemmlab.report import markdown
 
@@ -108,5 +108,9 @@ def summary(results_json_path: str | os.PathLike) -> str:
         from gemmlab.report import suite
 
         return suite.summary_markdown(results)
+    if kind == "chapter":
+        from gemmlab.chapter import render
+
+        return render.summary(results)
     return {"bench": markdown.summary_markdown, "verify": markdown.verify_summary,
             "timeline": markdown.timeline_summary}[kind](results)

@@ -111,8 +111,10 @@ def figure(results: dict) -> Figure:
 
 
 def render(json_path: str | os.PathLike) -> list[Path]:
+    from gemmlab.results import read_text
+
     path = Path(json_path)
-    results = json.loads(path.read_text())
+    results = json.loads(read_text(path))
     md, png = path.with_suffix(".md"), path.with_suffix(".png")
     md.write_text(markdown(results))
     figure(results).savefig(png)

@@ -94,7 +94,9 @@ def scaling_figure(results: list[dict]) -> Figure:
 
 def render(paths: list[str | os.PathLike], out: str | os.PathLike) -> Path:
     """The scaling figure of the given distributed.json files, written as a PNG to ``out``."""
-    results = [json.loads(Path(p).read_text()) for p in paths]
+    from gemmlab.results import read_text
+
+    results = [json.loads(read_text(p)) for p in paths]
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     scaling_figure(results).savefig(out)
