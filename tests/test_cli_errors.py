@@ -114,6 +114,11 @@ CASES = [
     (["chapter", "--cpu-shape", "100000000x100000000x100000000"],
      "--cpu-shape 100000000x100000000x100000000: cpu/v0_naive does not run it"),
     (["bench", "--distributed"], "RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT not set; start each rank under torchrun"),
+    # an option without the one that uses it: refused, not ignored
+    (["bench", "--precision", "bf16"], "--precision goes with --api, which is not given"),
+    (["bench", "--block-seconds", "1"], "--block-seconds goes with --blocks"),
+    (["roofline", "--json", "{tmp}/c.json"], "--json goes with --measure"),
+    (["dispatch", "--out", "{tmp}/t.json"], "--out goes with --build, --write or --split-k"),
     (["report", "{tmp}/bare_list.json", "--summary"], "its records are not those of gemmlab"),
     (["report", "{tmp}/empty.json", "--out", "{tmp}/out"], "holds no records"),
     (["report", "{tmp}/partial.json", "--out", "{tmp}/out"], "its records are not those of gemmlab"),

@@ -200,7 +200,7 @@ def _bench_options(args):
 
     timing = TimingOptions(repeat=args.repeat, min_repeat=min(20, args.repeat), cold_l2=not args.warm,
                            max_seconds=args.max_seconds)
-    blocks = BlockOptions(args.blocks, args.block_seconds) if args.blocks else None
+    blocks = BlockOptions(args.blocks, args.block_seconds or BlockOptions.seconds) if args.blocks else None
     return BenchOptions(shapes=args.shape or [], kernels=args.kernels, timing=timing, seed=args.seed, gpu=args.gpu,
                         pause_s=args.pause, ceilings=not args.no_ceilings, blocks=blocks,
                         variants=tuple(args.variant or ()), layout=args.layout, peers=not args.no_peers)
@@ -439,12 +439,27 @@ def _say(command: str, what: str) -> None:
     print(f"gemmlab {command}: error: {what}", file=sys.stderr)
 
 
+# (command, option's attribute, option, whether what it goes with is given, what it goes with): an option given
+# without the one that uses it is refused, rather than ignored
+COMPANIONS = (("bench", "precision", "--precision", lambda a: a.api or a.suite, "--api"),
+              ("bench", "block_seconds", "--block-seconds", lambda a: a.blocks, "--blocks"),
+              ("roofline", "json", "--json", lambda a: a.measure, "--measure"),
+              ("dispatch", "out", "--out", lambda a: a.build or a.write or a.split_k, "--build, --write or --split-k"))
+
+
+def _check_companions(args) -> None:
+    for command, attr, option, given, needs in COMPANIONS:
+        if args.command == command and getattr(args, attr, None) is not None and not given(args):
+            raise GemmlabError(f"{option} goes with {needs}, which is not given: alone it would be ignored")
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     command = next((a for a in argv if not a.startswith("-")), "")
     try:
         args = build_parser().parse_args(argv)
         args.argv, command = argv, args.command
+        _check_companions(args)
         return COMMANDS[args.command](args)
     except GemmlabError as exc:
         _say(command, str(exc))

@@ -112,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--blocks", type=whole, default=0, metavar="ROUNDS",
                    help="also time each GPU kernel and its peer alone, in blocks alternated over ROUNDS rounds, each "
                         "long enough for clock and power to settle: a third ratio, from steady states")
-    s.add_argument("--block-seconds", type=seconds, default=0.5, help="timed launches per block (with --blocks)")
+    s.add_argument("--block-seconds", type=seconds, help="timed launches per block (with --blocks; default 0.5)")
     s.add_argument("--no-ceilings", action="store_true", help="skip measuring copy bandwidth and cuBLAS FP32 8192³")
     s.add_argument("--variant", action="append", type=_variant, metavar="KERNEL:NAME=V[,NAME=V]",
                    help="also run KERNEL, a wgmma level (cuda/tc2 up) or a seed level (the parameters its spec "
