@@ -125,7 +125,8 @@ def claims_table(facts: Facts) -> list[dict]:
     for c in CLAIMS:
         row = c.judge(facts)
         rows.append({"id": c.id, "seed": c.seed, "seed_title": SEED_TITLES[c.seed], "section": c.section,
-                     "quote": c.quote, "claim": {"en": c.claim[0], "zh": c.claim[1]}, "seed_figure": c.seed_figure,
+                     "quote": c.quote, "claim": {"en": c.claim[0], "zh": c.claim[1]},
+                     "seed_figure": {"en": c.seed_figure[0], "zh": c.seed_figure[1]},
                      "measured": {"en": row.measured[0], "zh": row.measured[1]}, "verdict": row.verdict,
                      "only_as": {"en": row.only_as[0], "zh": row.only_as[1]},
                      "reason": {"en": row.reason[0], "zh": row.reason[1]}, "command": row.command,

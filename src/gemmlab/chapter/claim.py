@@ -59,7 +59,7 @@ class Claim:
     section: str  # the seed's section heading, as the seed writes it
     quote: str  # the seed's words
     claim: tuple[str, str]  # (en, zh): what it says, in a line
-    seed_figure: str  # the seed's number or formula, as quoted
+    seed_figure: tuple[str, str]  # (en, zh): the seed's number or formula; the Chinese one as the seed writes it
     judge: Callable[[Facts], Row]
     needs_gpu: bool = False  # its measurement is a GPU run's
 
@@ -72,6 +72,42 @@ def missing(what: tuple[str, str], command: str, model: tuple[str, str] | None =
     if model:
         en, zh = f"{en}; {model[0]}", f"{zh}；{model[1]}"
     return Row((en, zh), NOT_MEASURED, ("needs the H200 run", "需要在 H200 上运行"), command, "none")
+
+
+# the chapter's "holds only as" for every claim that counts the loads a thread issues as if each reached DRAM
+PER_LOAD = ("per load issued", "发出的加载")
+# ... and for the claims that V1 waits on memory: it does, on the latency of loads that hit L1, not on DRAM
+LATENCY = ("latency-bound on L1 hits, not DRAM bandwidth", "L1 命中下的加载延迟（而非 DRAM 带宽）")
+LEVEL_NAMES = {"dram": ("DRAM", "DRAM"), "l2": ("L2", "L2"), "l1": ("L1", "L1"), "smem": ("shared memory", "共享内存"),
+               "compute": ("arithmetic", "算力")}
+
+
+ROOF_SOURCES = {"measured": ("measured", "实测"), "datasheet": ("datasheet", "规格"), "assumed": ("assumed", "假定")}
+
+
+def roof_source(word: str | None) -> tuple[str, str]:
+    """Where a roof's figure comes from (Ceilings.source), in English and Chinese."""
+    return ROOF_SOURCES.get(word or "", (str(word), str(word)))
+
+
+def level_name(level: str) -> tuple[str, str]:
+    """A level of gemmlab's model (its ``bound``), in English and Chinese."""
+    return LEVEL_NAMES.get(level, (level, level))
+
+
+def ridges(f: Facts) -> dict:
+    """The H200's FP32 ridge (FLOP per DRAM byte) under each convention the chapter names: ``datasheet`` (the
+    datasheet's FP32 peak over its DRAM bandwidth), ``measured`` (the measured FP32 roof over the measured DRAM
+    bandwidth: the roofs gemmlab uses) and ``seeds`` (the datasheet peak over the measured DRAM bandwidth: the seeds'
+    single roof in gemmlab's model, ``seed_ridge``)."""
+    from gemmlab.chapter.facts import H200
+
+    roofs = f.roofs()
+    fp32 = roofs.compute_tflops("fp32")
+    return {"datasheet": H200.ridge("fp32"), "measured": fp32 * 1e12 / (roofs.dram_gbs * 1e9),
+            "seeds": H200.tflops["fp32"] * 1e12 / (roofs.dram_gbs * 1e9), "fp32_tflops": fp32,
+            "dram_gbs": roofs.dram_gbs, "fp32_source": roofs.source.get("fp32"),
+            "dram_source": roofs.source.get("dram")}
 
 
 def with_more(text: tuple[str, str], more: tuple[str, str] | None) -> tuple[str, str]:
@@ -112,3 +148,9 @@ def dram_counters(f: Facts, kernel: str = V1) -> tuple | None:
     if not prof:
         return None
     return prof["dram_bytes"], prof["l2_bytes"], prof["l1_bytes"]
+
+
+def dram_intensity(f: Facts, kernel: str = V1) -> float | None:
+    """FLOPs per DRAM byte of ``kernel`` at 4096³, from Nsight Compute's counters (None without them)."""
+    got = dram_counters(f, kernel)
+    return SQ.flops() / got[0] if got else None

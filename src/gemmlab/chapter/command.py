@@ -8,6 +8,9 @@ from gemmlab.errors import ResultsFileError
 
 DEFAULT_JSON = "results/h200/chapter.json"
 FIGURES = "results/h200/chapter"  # where the docs expect gemmlab report's figures of the chapter JSON
+# the checkout's copy of that folder: whether the pages link the figures depends on it alone, not on where --docs
+# writes them
+CHECKOUT = Path(__file__).resolve().parents[3]
 
 
 def add_parser(sub, shape_type) -> None:
@@ -40,7 +43,7 @@ def write_docs(results: dict, folder: Path, source: str) -> list[Path]:
     from gemmlab.chapter.render import page
 
     written = []
-    drawn = (folder.parent / FIGURES / "roofline_single.png").exists()  # gemmlab report has drawn them
+    drawn = (CHECKOUT / FIGURES / "roofline_single.png").exists()  # gemmlab report has drawn them in this checkout
     for lang, path in (("en", folder / "chapter.md"), ("zh", folder / "zh" / "chapter.md")):
         path.parent.mkdir(parents=True, exist_ok=True)
         figures = ("../" if lang == "en" else "../../") + FIGURES if drawn else None

@@ -28,7 +28,22 @@ def emulate_swapped(m: int, n: int, k: int, seed: int = 0) -> float:
 
 
 def seed_guard_strays(m: int, n: int, tile: int = 32) -> int:
-    """Threads of the seed's V2 grid that store past C's bounds under its guard ``row < M || col < N``."""
+    """Threads of the seed's V2 grid that store under its guard ``row < M || col < N`` though they own no element of
+    C (row ≥ M or col ≥ N): stray stores, wherever they land."""
+    return seed_guard_stores(m, n, tile)["stray"]
+
+
+def seed_guard_stores(m: int, n: int, tile: int = 32) -> dict:
+    """Where the seed's V2 stores land under ``if (row < M || col < N) C[col + row * N] = val;`` on a grid of
+    tile×tile blocks covering M×N: ``stray`` threads own no element (row ≥ M or col ≥ N) yet store; ``inside`` of
+    them land on an element of C (col ≥ N wraps to C[row + 1][col − N]), racing that element's own store,
+    ``outside`` land past C's end. Each stray stores 0: its As tile (row ≥ M) or its Bs tile (col ≥ N) was loaded as
+    zeros, so every product it sums is 0."""
     rows = np.arange(-(-m // tile) * tile)[:, None]
     cols = np.arange(-(-n // tile) * tile)[None, :]
-    return int(np.count_nonzero(((rows < m) | (cols < n)) & ~((rows < m) & (cols < n))))
+    stray = ((rows < m) | (cols < n)) & ~((rows < m) & (cols < n))
+    index = cols + rows * n  # the seed's C[col + row * N]
+    inside = stray & (index < m * n)
+    return {"stray": int(np.count_nonzero(stray)), "inside": int(np.count_nonzero(inside)),
+            "outside": int(np.count_nonzero(stray & ~inside)),
+            "targets": int(np.unique(index[inside]).size)}

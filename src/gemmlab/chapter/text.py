@@ -7,7 +7,7 @@ LANGS = ("en", "zh")
 VERDICTS = {
     "holds": {"en": "holds", "zh": "成立"},
     "does not hold": {"en": "does not hold", "zh": "不成立"},
-    "holds only as": {"en": "holds only as", "zh": "仅在以下意义上成立："},
+    "holds only as": {"en": "holds only as", "zh": "仅在更窄的意义上成立"},
     "not measured": {"en": "not measured", "zh": "未测量"},
 }
 
@@ -31,9 +31,13 @@ GLOSSARY = [
     ("合并访问", "coalesced access", "a warp's loads falling in few 32-byte sectors; `cuda/v1_naive[ROWS_ON_X=1]` is "
                                      "the uncoalesced V1",
      "一个 warp 的加载落在少数几个 32 字节扇区内；`cuda/v1_naive[ROWS_ON_X=1]` 是非合并的 V1"),
-    ("冗余读取", "redundant reads", "loads issued past the compulsory bytes: `modeled_read_bytes` against "
-                                    "`compulsory_bytes`; the caches serve most of them",
+    ("重复读取", "re-reads", "loads issued past the compulsory bytes: `modeled_read_bytes` against "
+                             "`compulsory_bytes`; the caches serve most of them",
      "超出必需字节的加载：`modeled_read_bytes` 对比 `compulsory_bytes`；大部分由缓存提供"),
+    ("冗余比", "redundancy ratio", "loads issued over the least reads (8N³ / 8N² = N for V1); per DRAM byte far less: "
+                                  "Nsight Compute's `dram__bytes` against `compulsory_bytes`",
+     "发出的加载除以最少读取量（V1 为 8N³ / 8N² = N）；按 DRAM 字节计则小得多：Nsight Compute 的 `dram__bytes` "
+     "对比 `compulsory_bytes`"),
     ("屋顶线模型", "roofline model", "`gemmlab roofline`: the seeds' single DRAM roof (`seed_predicted_tflops`) and a "
                                     "roof per memory level (`levels`, `bound`)",
      "`gemmlab roofline`：种子的单一 DRAM 屋顶（`seed_predicted_tflops`）与每级存储各自的屋顶（`levels`、`bound`）"),
@@ -44,15 +48,20 @@ GLOSSARY = [
      "`bw_util_model`：按种子计数的字节/秒除以 DRAM 屋顶"),
 ]
 
-# the seeds' names -> gemmlab's
+# the seeds' names -> gemmlab's: ((the seed's name, gemmlab's) in English, the same in Chinese, the level)
 NAMES = [
-    ("multi_cpu (000)", "cpu/v0_naive", "V0"),
-    ("matmul_cpu (002)", "cpu/v0_naive", "V0"),
-    ("sgemm_cpu (000, the reference)", "float64 reference (`harness/reference.py`); `cpu/blas` is the CPU peer", "—"),
-    ("sgemm_kernel1, matmul_v1_naive (000)", "cuda/v1_naive, numba/v1_naive", "V1"),
-    ("matmul_naive (002)", "cuda/v1_naive, numba/v1_naive", "V1"),
-    ("sgemm_kernel2 (000)", "cuda/v2_smem, numba/v2_smem", "V2"),
-    ("cuBLAS (000)", "peers/cublas_fp32 (FP32), peers/cublas_tf32 (TF32)", "—"),
+    (("multi_cpu (000)", "cpu/v0_naive"), ("multi_cpu（000）", "cpu/v0_naive"), "V0"),
+    (("matmul_cpu (002)", "cpu/v0_naive"), ("matmul_cpu（002）", "cpu/v0_naive"), "V0"),
+    (("sgemm_cpu (000, the reference)", "float64 reference (`harness/reference.py`); `cpu/blas` is the CPU peer"),
+     ("sgemm_cpu（000，参考实现）", "float64 参考结果（`harness/reference.py`）；`cpu/blas` 为 CPU 对照"), "—"),
+    (("sgemm_kernel1, matmul_v1_naive (000)", "cuda/v1_naive, numba/v1_naive"),
+     ("sgemm_kernel1、matmul_v1_naive（000）", "cuda/v1_naive、numba/v1_naive"), "V1"),
+    (("matmul_naive (002)", "cuda/v1_naive, numba/v1_naive"), ("matmul_naive（002）", "cuda/v1_naive、numba/v1_naive"),
+     "V1"),
+    (("sgemm_kernel2 (000)", "cuda/v2_smem, numba/v2_smem"), ("sgemm_kernel2（000）", "cuda/v2_smem、numba/v2_smem"),
+     "V2"),
+    (("cuBLAS (000)", "peers/cublas_fp32 (FP32), peers/cublas_tf32 (TF32)"),
+     ("cuBLAS（000）", "peers/cublas_fp32（FP32）、peers/cublas_tf32（TF32）"), "—"),
 ]
 
 INTRO = {
@@ -74,7 +83,8 @@ NO_GPU = {
 
 # a row's source, in Chinese (a committed file's path stays as it is)
 SOURCES_ZH = {"this run": "本次运行", "model": "模型", "the seed's figures": "种子数据", "none": "无",
-              "datasheet": "规格", "committed results": "已提交的结果"}
+              "datasheet": "规格", "committed results": "已提交的结果", "DRAM: this run's copy": "DRAM：本次运行的拷贝带宽",
+              "this run's copy bandwidth": "本次运行的拷贝带宽"}
 
 
 def source_text(source: str, lang: str) -> str:
