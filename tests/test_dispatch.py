@@ -354,3 +354,12 @@ def test_the_shipped_gpu_is_the_h200_its_table_was_measured_on():
         assert getattr(shipped, name) == measured[name], name
     assert list(shipped.cc) == measured["cc"] and shipped.arch == "sm_90a"
     assert shipped.total_mem_bytes == device_spec("h200").memory_bytes
+
+
+def test_a_batch_no_level_takes_is_refused_with_what_the_batched_levels_need():
+    """A BF16 batch whose products start 70 bytes apart: every level that takes a batch reads it with TMA, which
+    steps by 16 bytes. The refusal says that, not that the other levels run one product a launch."""
+    from gemmlab.problem import BatchedProblem
+
+    with pytest.raises(LayoutError, match=r"4x5x3x7 on NVIDIA H200: A's batch stride of 35 elements \(70 bytes\)"):
+        dispatch.choose(BatchedProblem(5, 3, 7, "bf16", 4, 35, 21), Layout(ROW, ROW), dispatch.shipped_gpu())

@@ -443,12 +443,12 @@ def _choose(problem: Problem, layout: Layout, gpu, epilogue=None, formats: tuple
     small = _small_m(problem, layout, gpu, epilogue)
     if small is not None:
         return small
-    refusals: list = []
+    refusals: list = []  # (spec, why it refuses the problem)
     ranked = rank(problem, layout, gpu)
     for c in ranked:
         runs = c.spec.is_valid(problem) or c.spec.unsupported(gpu) or (formats and c.spec.formats_refusal(*formats))
         if runs:
-            refusals.append(runs)
+            refusals.append((c.spec, runs))
     usable = [c for c in ranked if not c.refusal and not c.spec.epilogue_refusal(epilogue)
               and not (formats and c.spec.formats_refusal(*formats))]
     in_place = [c for c in usable if c.copies == ()]
@@ -469,7 +469,7 @@ def _choose(problem: Problem, layout: Layout, gpu, epilogue=None, formats: tuple
         why = spec.is_valid(problem) or spec.unsupported(gpu) or spec.epilogue_refusal(epilogue) or \
             (formats and spec.formats_refusal(*formats))
         if why:
-            refusals.append(why)
+            refusals.append((spec, why))
             return None
         return spec
 
@@ -482,9 +482,12 @@ def _choose(problem: Problem, layout: Layout, gpu, epilogue=None, formats: tuple
     if spec is None:
         from gemmlab.errors import NoGPUError
 
-        error = getattr(refusals[0], "error", NoGPUError) if refusals else NoGPUError
+        if isinstance(problem, BatchedProblem):  # what the levels that take a batch need, not that others take none
+            refusals = [(s, w) for s, w in refusals if s.batches] or refusals
+        first = refusals[0][1] if refusals else None
+        error = getattr(first, "error", NoGPUError) if refusals else NoGPUError
         raise error(f"no gemmlab {problem.precision} kernel runs {problem.label()} on {gpu.name}: "
-                    f"{refusals[0] if refusals else 'none is registered'}")
+                    f"{first if refusals else 'none is registered'}")
     why = (f"no dispatch table entry for {problem.precision} on {gpu.name}: {spec.name}, the first of the "
            f"{problem.precision} defaults ({', '.join(DEFAULTS[problem.precision])}) that runs there")
     copied = operand_copies(layout, spec)
