@@ -363,3 +363,15 @@ def test_a_batch_no_level_takes_is_refused_with_what_the_batched_levels_need():
 
     with pytest.raises(LayoutError, match=r"4x5x3x7 on NVIDIA H200: A's batch stride of 35 elements \(70 bytes\)"):
         dispatch.choose(BatchedProblem(5, 3, 7, "bf16", 4, 35, 21), Layout(ROW, ROW), dispatch.shipped_gpu())
+
+
+@pytest.mark.parametrize("name", ["cuda/gemv1_warp_dot_fp32", "cuda/gemv1_warp_dot_bf16", "cuda/tc1_mma_sync_fp16",
+                                  "cuda/v11_split_k", "cuda/v10_register_prefetch"])
+def test_a_32_bit_kernel_refuses_a_dimension_its_rounding_up_would_overflow(name):
+    """K = 2^31 - 1 at M = N = 1 has operands of fewer than 2^31 elements, but these kernels count K's tiles or
+    vectors in an int after rounding K up: on the H200 gemv1 returned 0.0 and tc1 dropped the tail there."""
+    spec = get_kernel(name)
+    why = spec.is_valid(Problem(1, 1, 2**31 - 1, spec.precision))
+    assert why and why.error is SizeLimitError and "32-bit" in why or "int count" in why
+    assert not spec.is_valid(Problem(1, 1, 2**31 - 2048, spec.precision))
+

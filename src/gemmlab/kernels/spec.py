@@ -15,6 +15,7 @@ from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout, Plan
 from gemmlab.problem import BatchedProblem, Precision, Problem, get_precision
 
 INT32_MAX = 2**31 - 1
+INT32_ROUNDING = 1024  # past any tile or vector a 32-bit kernel rounds a dimension up to (tc1's k-tile, gemv1's K)
 
 # Where a kernel runs, which decides the array module the harness hands it.
 CPU, GPU = "cpu", "gpu"
@@ -300,6 +301,9 @@ class KernelSpec:
             if worst > INT32_MAX:
                 return Refusal(f"{problem.label()} has {worst} elements in one operand, past this kernel's 32-bit "
                                f"index range ({INT32_MAX})", SizeLimitError)
+            if max(m, n, k) > INT32_MAX - INT32_ROUNDING:  # a dimension rounded up to whole tiles in an int
+                return Refusal(f"{problem.label()}: a dimension past {INT32_MAX - INT32_ROUNDING} does not fit this "
+                               "kernel's 32-bit index range once rounded up to whole tiles", SizeLimitError)
         if self.max_flops is not None and problem.flops() > self.max_flops:
             return Refusal(f"{problem.flops() / 1e9:.1f} GFLOP is past this kernel's limit of "
                            f"{self.max_flops / 1e9:.1f} GFLOP (it would run for minutes); a smaller problem or "

@@ -730,3 +730,15 @@ def test_tf32_rounding_pre_pass_reads_a_and_feeds_the_kernel_its_workspace(stub,
     plan.launch(a + 16 * 4096, 0x7100_0000_0000, 0x7200_0000_0000)
     assert np.frombuffer(launch_record(stub, 2).params[:8], np.uint64)[0] == a + 16 * 4096
     assert tc_args(launch_record(stub, 3).params)["a"][2] == dst
+
+
+def test_the_tf32_transpose_pre_pass_refuses_a_k_its_grid_cannot_hold(stub):  # noqa: F811
+    """B row-major at TF32 on tc2: the pre-pass puts K's 32-wide tiles in gridDim.y (at most 65535). Past that, a
+    SizeLimitError that names the layout needing no pre-pass, where the driver would refuse the launch; at the
+    limit the plan is made."""
+    from gemmlab.errors import SizeLimitError
+
+    with pytest.raises(SizeLimitError, match=r"takes K up to 2,097,120 \(K = 2,097,121\); pass B as the transpose"):
+        make(stub, "cuda/tc2_wgmma_tma_tf32", (16, 16, 2_097_121), ROW_MAJOR)
+    plan, _ = make(stub, "cuda/tc2_wgmma_tma_tf32", (16, 16, 2_097_120), ROW_MAJOR)
+    assert plan.transpose.grid == (1, 65535, 1)

@@ -24,12 +24,12 @@ import dataclasses
 from dataclasses import dataclass
 
 from gemmlab import driver
-from gemmlab.errors import Refusal, ShapeError
+from gemmlab.errors import Refusal, ShapeError, SizeLimitError
 from gemmlab.fp8 import E4M3, E5M2
 from gemmlab.kernels.cuda.launch.kernel import CudaKernel, CudaPlan, bind_epilogue, run_on_cupy
 from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.plan import Layout
-from gemmlab.kernels.spec import SM_COUNT, ReadsWeightTransposed, Traffic
+from gemmlab.kernels.spec import INT32_MAX, INT32_ROUNDING, SM_COUNT, ReadsWeightTransposed, Traffic
 from gemmlab.problem import Problem
 
 MAX_M_CHOICES = (1, 2, 4, 8, 16)  # each its own binary: accumulators and loads for exactly that many rows of A
@@ -152,6 +152,9 @@ class GemvKernel(ReadsWeightTransposed, CudaKernel):
         why = super().is_valid(problem)
         if why:
             return why
+        if max(problem.shape) > INT32_MAX - INT32_ROUNDING:  # K's chunks of VEC counted in an int, rounded up
+            return Refusal(f"{problem.label()}: a dimension past {INT32_MAX - INT32_ROUNDING} does not fit the "
+                           "kernel's int count of K's vectors, rounded up", SizeLimitError)
         if runs_as(problem).m > MAX_M_CHOICES[-1]:
             return Refusal(f"{self.name} computes at most {MAX_M_CHOICES[-1]} rows of A (M={problem.m}), or a vector B "
                            "(N = 1) against any M; larger M runs on the tensor-core levels", ShapeError)

@@ -20,9 +20,9 @@ import math
 from dataclasses import dataclass, field
 
 from gemmlab import driver
-from gemmlab.errors import LayoutError
+from gemmlab.errors import LayoutError, SizeLimitError
 from gemmlab.kernels.cuda.launch.gpu import RESOURCES, Resources, split_k_workspace
-from gemmlab.kernels.cuda.launch.kernel import EPI_ARGS, bind_epilogue, run_on_cupy
+from gemmlab.kernels.cuda.launch.kernel import EPI_ARGS, MAX_GRID_Z, bind_epilogue, run_on_cupy
 from gemmlab.kernels.cuda.launch.nvrtc import compile_cuda
 from gemmlab.kernels.cuda.launch.tma import LinearMap, TiledMap
 from gemmlab.kernels.geometry import Geometry, ceil_div
@@ -334,6 +334,9 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
     elif spec.prec.reads_b_n_major or spec.swap_ab:  # B read as given, N-major
         ops.append(operand("b", k, n, lambda ld: spec.operand_maps(problem, k, ld, False)[1]))
     else:  # TF32 tc2..tc4 on a row-major B: the transpose pre-pass writes Bᵀ (N×K, rows padded to 16 bytes)
+        if ceil_div(k, 32) > MAX_GRID_Z:  # the pre-pass's K tiles in gridDim.y, whose limit is z's
+            raise SizeLimitError(f"{spec.name}: B's transpose pre-pass takes K up to {32 * MAX_GRID_Z:,} (K = {k:,}); "
+                                 "pass B as the transpose of an N×K matrix (w.t()), which is read in place")
         kp = ceil_div(k, align) * align
         bt = gpu.buffer(n * kp * 4)
         buffers.append(bt)
