@@ -372,6 +372,6 @@ def test_a_32_bit_kernel_refuses_a_dimension_its_rounding_up_would_overflow(name
     vectors in an int after rounding K up: on the H200 gemv1 returned 0.0 and tc1 dropped the tail there."""
     spec = get_kernel(name)
     why = spec.is_valid(Problem(1, 1, 2**31 - 1, spec.precision))
-    assert why and why.error is SizeLimitError and "32-bit" in why or "int count" in why
+    assert why and why.error is SizeLimitError and ("32-bit" in why or "int count" in why)
     assert not spec.is_valid(Problem(1, 1, 2**31 - 2048, spec.precision))
 
