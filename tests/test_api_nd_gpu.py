@@ -43,6 +43,30 @@ def test_true_batches_and_broadcasts(dtype, a_shape, b_shape):
     check(gemmlab.matmul(a, b), a, b, dtype)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("a_shape, b_shape", [((4, 5, 3), (4, 3, 7)), ((3, 17, 33), (3, 33, 127)),
+                                              ((2, 64, 130), (2, 130, 96))])
+def test_batches_of_rows_tma_cannot_pitch(dtype, a_shape, b_shape):
+    """Rows of K or N off 16 bytes, which the TMA levels cannot read in place in a batch: one launch of tc1, which
+    stages them element by element; torch.matmul runs these, so gemmlab must too."""
+    a, b = randn(*a_shape, dtype=dtype), randn(*b_shape, dtype=dtype, seed=1)
+    c = gemmlab.matmul(a, b)
+    assert c.dtype == dtype
+    check(c.float(), a.float(), b.float(), torch.float32 if dtype == torch.float32 else torch.bfloat16)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("m, n, k", [(64, 96, 128), (17, 33, 7)])
+def test_batches_of_transposed_matrices(dtype, m, n, k):
+    """a.mT @ b and a @ b.mT over a batch, as attention's q @ k.mT and a backward pass hand them over: the operand the
+    chosen level reads only after a copy is copied contiguous (torch.matmul copies too), the other read in place."""
+    a, b = randn(4, k, m, dtype=dtype), randn(4, n, k, dtype=dtype, seed=1)
+    check(gemmlab.matmul(a.mT, b.mT), a.mT, b.mT, dtype)
+    check(gemmlab.matmul(a.mT.contiguous(), b.mT), a.mT, b.mT, dtype)
+    if dtype == torch.float32:
+        check(gemmlab.matmul(a.mT, b.mT.contiguous(), precision="tf32").float(), a.mT, b.mT, torch.bfloat16)
+
+
 @pytest.mark.parametrize("a_shape, b_shape", [((8, 128, 256), (8, 256, 192)), ((256, 128), (4, 128, 64)),
                                               ((2, 3, 64, 128), (2, 3, 128, 96)), ((1, 64, 128), (5, 128, 32)),
                                               ((4, 16, 256), (256, 64)), ((2, 2, 8, 256), (256, 72))])

@@ -357,12 +357,18 @@ def test_the_shipped_gpu_is_the_h200_its_table_was_measured_on():
 
 
 def test_a_batch_no_level_takes_is_refused_with_what_the_batched_levels_need():
-    """A BF16 batch whose products start 70 bytes apart: every level that takes a batch reads it with TMA, which
-    steps by 16 bytes. The refusal says that, not that the other levels run one product a launch."""
+    """A BF16 batch of 70000 products 70 bytes apart: tc4 reads a batch with TMA, which steps by 16 bytes, and tc1,
+    which reads any pitch, puts a product per gridDim.z index, 65535 at most. The refusal is a batched level's, not
+    that the other levels run one product a launch. The same batch of 4 runs on tc1."""
+    from gemmlab.errors import SizeLimitError
     from gemmlab.problem import BatchedProblem
 
-    with pytest.raises(LayoutError, match=r"4x5x3x7 on NVIDIA H200: A's batch stride of 35 elements \(70 bytes\)"):
-        dispatch.choose(BatchedProblem(5, 3, 7, "bf16", 4, 35, 21), Layout(ROW, ROW), dispatch.shipped_gpu())
+    gpu = dispatch.shipped_gpu()
+    with pytest.raises(SizeLimitError, match=r"70000x5x3x7 on NVIDIA H200: cuda/tc1_mma_sync_bf16 runs a product per "
+                                             r"gridDim.z index: a batch of 70000 is past 65535"):
+        dispatch.choose(BatchedProblem(5, 3, 7, "bf16", 70000, 35, 21), Layout(ROW, ROW), gpu)
+    assert dispatch.choose(BatchedProblem(5, 3, 7, "bf16", 4, 35, 21), Layout(ROW, ROW), gpu).spec.name == \
+        "cuda/tc1_mma_sync_bf16"
 
 
 @pytest.mark.parametrize("name", ["cuda/gemv1_warp_dot_fp32", "cuda/gemv1_warp_dot_bf16", "cuda/tc1_mma_sync_fp16",

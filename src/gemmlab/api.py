@@ -40,7 +40,8 @@ def matmul(A, B, kernel: str = AUTO, *, precision: str | None = None, out=None, 
     1-D @ 1-D is a 0-D dot product, a NumPy scalar for NumPy operands as numpy.matmul returns it), and the dimensions
     before the last two a batch broadcast as torch broadcasts it; ``out`` then has the result's shape. (..., M, K) @
     (K, N) whose leading dimensions collapse into A's rows runs as one 2-D GEMM on a view; any other batch runs as one
-    batched call (gemmlab.call.batched_matmul).
+    batched call (gemmlab.call.batched_matmul), an operand whose matrices the chosen level reads only after a copy
+    (a transposed A) copied contiguous first, as torch.matmul copies it.
 
     Zero sizes as torch.matmul takes them: M, N or a batch dimension of 0 gives an empty result, K = 0 zeros (``out``
     is filled with them), in the dtype the same call of larger operands writes and after its checks; no kernel runs
@@ -95,7 +96,7 @@ def _array_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtyp
         if kind == "cupy":
             import cupy
 
-            a, b, batch = call.batched.stepped(a, b, batch, cupy.ascontiguousarray)
+            a, b, batch = call.batched.in_place(a, b, batch, cupy.ascontiguousarray, kernel, precision, out_dtype)
         c = call.batched_matmul(a, b, kernel, precision, c_out, out_dtype, batch)
     if out is not None:
         return out

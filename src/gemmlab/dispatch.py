@@ -350,8 +350,9 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
             here = estimate(spec, problem, roofs, layout, copies or ())
         except (GemmlabError, KeyError):  # no model of this kernel here: the measurements as they are
             here = None
-        kernels[name] = (spec, copies, str(spec.is_valid(asked) or spec.unsupported(gpu) or spec.auto_refusal() or ""),
-                         here)
+        refusal = spec.is_valid(asked) or spec.in_place_refusal(asked, layout) or spec.unsupported(gpu) or \
+            spec.auto_refusal()
+        kernels[name] = (spec, copies, str(refusal or ""), here)
     predicted = {name: [] for name in kernels}  # (weight, GPU ms, ms a call) from each measured shape
     basis = {name: [] for name in kernels}
     for point, rows in picked:
@@ -446,7 +447,8 @@ def _choose(problem: Problem, layout: Layout, gpu, epilogue=None, formats: tuple
     refusals: list = []  # (spec, why it refuses the problem)
     ranked = rank(problem, layout, gpu)
     for c in ranked:
-        runs = c.spec.is_valid(problem) or c.spec.unsupported(gpu) or (formats and c.spec.formats_refusal(*formats))
+        runs = c.spec.is_valid(problem) or c.spec.in_place_refusal(problem, layout) or c.spec.unsupported(gpu) or \
+            (formats and c.spec.formats_refusal(*formats))
         if runs:
             refusals.append((c.spec, runs))
     usable = [c for c in ranked if not c.refusal and not c.spec.epilogue_refusal(epilogue)
@@ -466,8 +468,8 @@ def _choose(problem: Problem, layout: Layout, gpu, epilogue=None, formats: tuple
             spec = get_kernel(name)
         except UnknownKernelError:
             return None
-        why = spec.is_valid(problem) or spec.unsupported(gpu) or spec.epilogue_refusal(epilogue) or \
-            (formats and spec.formats_refusal(*formats))
+        why = spec.is_valid(problem) or spec.in_place_refusal(problem, layout) or spec.unsupported(gpu) or \
+            spec.epilogue_refusal(epilogue) or (formats and spec.formats_refusal(*formats))
         if why:
             refusals.append((spec, why))
             return None

@@ -169,3 +169,45 @@ def test_an_operand_broadcast_over_part_of_the_batch_is_made_contiguous_over_it_
     assert stepped_batch.collapsed() == (6, 20, 30) and (a2 == a).all() and (b2 == b).all()
     a3, b3, kept = stepped(whole, b, batch_of(whole, b), np.ascontiguousarray)
     assert a3 is whole and kept.collapsed() == (6, 0, 30)
+
+
+def _copying_plan(monkeypatch):
+    """batched._prepared answering as a GPU plan whose level reads only row-major matrices would: a copy of each
+    operand whose matrices are not (the plan is kept, the call refused: _refuse_copies)."""
+    import types
+
+    from gemmlab.call import batched
+
+    def prepared(A, B, kernel, precision, out, out_dtype, batch):
+        rows = [x.strides[-1] == x.itemsize for x in (A, B)]
+        spec = types.SimpleNamespace(name="cuda/tc1_mma_sync_tf32")
+        plan = types.SimpleNamespace(copy_a=not rows[0], copy_b=not rows[1], on_device=True,
+                                     plan=types.SimpleNamespace(spec=spec))
+        return plan, batch_of(A, B) if batch is None else batch
+
+    monkeypatch.setattr(batched, "_prepared", prepared)
+
+
+def test_the_front_door_copies_a_batch_operand_its_level_reads_only_after_a_copy(monkeypatch):
+    """in_place (gemmlab.matmul's N-D path): a transposed A's matrices made contiguous, the batch taken anew from the
+    copy; B, read in place, kept as it is; operands read in place returned untouched."""
+    from gemmlab.call.batched import in_place
+
+    _copying_plan(monkeypatch)
+    a = _rand(4, 3, 5).transpose(0, 2, 1)  # A's matrices column-major (a.mT)
+    b = _rand(4, 3, 6)
+    a2, b2, batch = in_place(a, b, batch_of(a, b), np.ascontiguousarray)
+    assert a2.flags.c_contiguous and (a2 == a).all() and b2 is b
+    assert batch == Batch((4,), (15,), (18,))
+    a3, b3, same = in_place(a2, b2, batch, np.ascontiguousarray)
+    assert a3 is a2 and b3 is b2 and same == batch
+
+
+def test_a_batch_operand_its_level_reads_only_after_a_copy_is_refused_by_batched_matmul(monkeypatch):
+    _copying_plan(monkeypatch)
+    a, b = _rand(4, 5, 3), _rand(4, 6, 3).transpose(0, 2, 1)
+    with pytest.raises(LayoutError, match=r"B's matrices .* cuda/tc1_mma_sync_tf32 reads in place; .* make B "
+                                          r"contiguous first"):
+        batched_matmul(a, b)
+    with pytest.raises(LayoutError, match="make B contiguous first"):
+        call.batched_plan(a, b)

@@ -25,7 +25,9 @@ def _check(c, a, b, precision):
 
 @pytest.mark.parametrize("precision, dtype, batch, shape", [
     ("bf16", torch.bfloat16, 8, (512, 512, 512)), ("bf16", torch.bfloat16, 3, (300, 200, 136)),
-    ("bf16", torch.bfloat16, 16, (1024, 1024, 1024)), ("fp32", torch.float32, 5, (129, 65, 33))])
+    ("bf16", torch.bfloat16, 16, (1024, 1024, 1024)), ("fp32", torch.float32, 5, (129, 65, 33)),
+    ("bf16", torch.bfloat16, 4, (5, 7, 3)), ("fp16", torch.float16, 3, (300, 201, 136)),
+    ("tf32", torch.float32, 6, (129, 65, 33)), ("tf32", torch.float32, 8, (512, 512, 512))])
 def test_a_contiguous_batch_in_one_launch(precision, dtype, batch, shape):
     m, n, k = shape
     a = torch.randn(batch, m, k, device="cuda").to(dtype)

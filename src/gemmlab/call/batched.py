@@ -120,6 +120,20 @@ def stepped(A, B, batch: Batch, contiguous):
     return A, B, batch_of(A, B)
 
 
+def in_place(A, B, batch: Batch, contiguous, kernel="auto", precision=None, out_dtype=None):
+    """A and B (and their Batch) such that the level a batched call on the GPU picks reads every matrix in place:
+    ``stepped`` first, then an operand whose matrices that level reads only after a copy (a transposed A; a
+    transposed B where tc1 takes the batch) made ``contiguous``, the copy torch.matmul's batched path makes too.
+    gemmlab.matmul's N-D front door goes through this; batched_matmul refuses such an operand instead."""
+    A, B, batch = stepped(A, B, batch, contiguous)
+    prepared, _ = _prepared(A, B, kernel, precision, None, out_dtype, batch)
+    if not prepared.on_device or not (prepared.copy_a or prepared.copy_b):
+        return A, B, batch
+    A = contiguous(A) if prepared.copy_a else A
+    B = contiguous(B) if prepared.copy_b else B
+    return A, B, batch_of(A, B)
+
+
 def batch_of(A, B) -> Batch:
     """The Batch torch.matmul makes of two operands of two or more dimensions."""
     return Batch.broadcast(tuple(A.shape), _strides(A), tuple(B.shape), _strides(B))
@@ -159,13 +173,27 @@ def batched_matmul(A, B, kernel="auto", precision=None, out=None, out_dtype=None
     prepared, batch = _prepared(A, B, kernel, precision, out, out_dtype, batch)
     if not prepared.on_device:
         return _host(prepared, A, B, out, batch)
+    _refuse_copies(prepared)
     return _gpu(prepared, A, B, out)
 
 
 def batched_plan(A, B, kernel="auto", precision=None, out_dtype=None, batch: Batch | None = None):
     """What ``batched_matmul(A, B, ...)`` would run, resolved (and cached, as a call's): ``.explain()`` says which
     kernel, why, and the batch in one launch."""
-    return _prepared(A, B, kernel, precision, None, out_dtype, batch)[0]
+    prepared = _prepared(A, B, kernel, precision, None, out_dtype, batch)[0]
+    if prepared.on_device:
+        _refuse_copies(prepared)
+    return prepared
+
+
+def _refuse_copies(prepared) -> None:
+    """A batch is read in place: its plan is kept whatever it needs (``in_place`` asks it which operand to copy),
+    and a call with an operand its level reads only after a copy is refused."""
+    if prepared.copy_a or prepared.copy_b:
+        which = "A" if prepared.copy_a else "B"
+        raise LayoutError(f"{which}'s matrices are neither row-major nor the transpose of row-major ones that "
+                          f"{prepared.plan.spec.name} reads in place; a batch is read in place: make {which} "
+                          "contiguous first (gemmlab.matmul does)")
 
 
 def _prepared(A, B, kernel, precision, out, out_dtype, batch):
@@ -256,10 +284,6 @@ def _prepare(fa: Facts, fb: Facts, kernel, precision, out_name, batch: Batch, ou
                               "contiguous over the batch first")
         prepared = checks.prepare(fa, fb, kernel, precision, fa.device, out_dtype=out_name,
                                   batch=None if collapsed[0] == 1 else collapsed)
-        if prepared.copy_a or prepared.copy_b:
-            which = "A" if prepared.copy_a else "B"
-            raise LayoutError(f"{which}'s matrices are neither row-major nor the transpose of row-major ones the "
-                              f"kernel reads in place; a batch is read in place: make {which} contiguous first")
         prepared.out_shape, prepared.batch = out_shape, batch
         if fa.kind == "torch":  # a stream's workspaces from torch's allocator (under capture: the graph's pool)
             from functools import partial

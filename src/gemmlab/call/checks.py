@@ -236,6 +236,9 @@ def prepare(fa: Facts, fb: Facts, kernel, precision, device: int | None, scales:
         if runs is None:
             raise LayoutError(spec.layout_refusal(given))
         given = Layout(runs.a if given.a == ANY else given.a, runs.b if given.b == ANY else given.b)
+    refusal = spec.in_place_refusal(problem, runs)
+    if refusal:
+        raise refusal.exception()
     strides = None  # the addend's (row, column) strides in elements; host operands' addend is copied contiguous
     if addend is not None and addend.shape == (problem.n,):
         strides = (0, 1 if host_copy else addend.strides[0])

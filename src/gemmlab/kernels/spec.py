@@ -410,6 +410,12 @@ class KernelSpec:
         return (f"{self.name} reads {', '.join(sorted(x.label() for x in self.layouts))} in place, and a row-major "
                 f"copy of {layout.label()} is none of them")
 
+    def in_place_refusal(self, problem: Problem, layout: Layout) -> Refusal | None:
+        """Why this kernel cannot read ``problem``'s operands in ``layout`` where it takes that layout, for this
+        problem alone (a batch's row pitches); None where it can. A layout it reads only after a copy is
+        ``layouts``' business, not this."""
+        return None
+
     @property
     def simulable(self) -> bool:
         """True when the kernel can run under numba's CUDA simulator (Python kernels)."""

@@ -24,10 +24,12 @@ BATCHING = [s for s in list_kernels() if s.batches]
 
 
 def test_the_levels_auto_picks_take_a_batch():
-    """tc4's 16-bit builds (TF32's row-major B takes a pre-pass of one matrix; FP8 is its own build) and v9."""
+    """tc4's 16-bit builds (TF32's row-major B takes a pre-pass of one matrix; FP8 is its own build), tc1's (any row
+    pitch, TF32 too) and v9."""
     tc4 = {s.name for s in list_kernels("cuda/tc4_persistent_*") if s.precision not in ("tf32", "fp8")}
-    assert "cuda/tc4_persistent_bf16" in tc4
-    assert {s.name for s in BATCHING} == tc4 | {"cuda/v9_autotuned"}
+    tc1 = {s.name for s in list_kernels("cuda/tc1_mma_sync_*")}
+    assert "cuda/tc4_persistent_bf16" in tc4 and "cuda/tc1_mma_sync_tf32" in tc1
+    assert {s.name for s in BATCHING} == tc4 | tc1 | {"cuda/v9_autotuned"}
 
 
 def _builds():
@@ -76,7 +78,8 @@ def test_batched_tc4_is_hgmma(tmp_path):
     assert "LDL" not in listing and "STL" not in listing
 
 
-@pytest.mark.parametrize("name", ["cuda/tc4_persistent_bf16", "cuda/v9_autotuned"])
+@pytest.mark.parametrize("name", ["cuda/tc4_persistent_bf16", "cuda/tc1_mma_sync_bf16", "cuda/tc1_mma_sync_tf32",
+                                  "cuda/v9_autotuned"])
 def test_batch_off_is_the_unbatched_build(name):
     """BATCHED=0 spelled out compiles to the very binary the registered build is (no define)."""
     spec = get_kernel(name)
@@ -92,7 +95,10 @@ def make(stub, spec, problem, layout=ROW_MAJOR):
     runs = spec.for_problem(problem)
     args_bytes = runs.args_struct.layout()[1] if hasattr(runs, "args_struct") else None
     for compiled, smem, handle in gpu.loaded:
-        sizes = SIGNATURE_SIZES(compiled.entry, args_bytes) if args_bytes else [8, 8, 8, 4, 4, 4, 8, 8]
+        if args_bytes:
+            sizes = SIGNATURE_SIZES(compiled.entry, args_bytes)
+        else:  # the seeds' six (tc1: and ``aligned``), then the two batch strides
+            sizes = SIGNATURE_SIZES(compiled.entry) + [8, 8]
         signature(stub, handle, sizes)
     return plan, gpu
 
@@ -162,6 +168,49 @@ def test_v9_batched_plan_runs_the_batch_in_grid_z(stub):
     assert tuple(np.frombuffer(rec.params[24:36], np.int32)) == (1024, 1024, 1024)
     assert tuple(np.frombuffer(rec.params[36:52], np.int64)) == (0, 1024 * 1024)
     assert "one per gridDim.z index" in plan.explain()
+
+
+@pytest.mark.parametrize("precision, strides, aligned", [
+    ("bf16", (64 * 64, 64 * 64), 1), ("bf16", (64 * 64 + 4, 0), 0), ("tf32", (64 * 64, 0), 1),
+    ("tf32", (64 * 64 + 2, 64 * 64), 0)])
+def test_tc1_batched_plan_runs_the_batch_in_grid_z(stub, precision, strides, aligned):
+    """tc1's batch: a product per gridDim.z index, the strides after ``aligned``; a batch stride off 16 bytes
+    takes the element-by-element staging, as a row pitch off 16 bytes does."""
+    stub.stub_reset()
+    spec = get_kernel(f"cuda/tc1_mma_sync_{precision}")
+    problem = BatchedProblem(64, 64, 64, precision, 5, *strides)
+    plan, _ = make(stub, spec, problem)
+    plan.launch(0xA000, 0xB000, 0xC000, stream=3)
+    rec = launch_record(stub, 0)
+    assert rec.grid == (1, 1, 5) and rec.block == (256, 1, 1)
+    c, a, b = np.frombuffer(rec.params[:24], np.uint64)
+    assert (c, a, b) == (0xC000, 0xA000, 0xB000)
+    assert tuple(np.frombuffer(rec.params[24:40], np.int32)) == (64, 64, 64, aligned)
+    assert tuple(np.frombuffer(rec.params[40:56], np.int64)) == strides
+
+
+def test_a_batch_tma_cannot_pitch_goes_to_tc1(own_dispatch_cache):
+    """tc4 reads a batch in place through rank-3 maps, whose row pitch is a multiple of 16 bytes: a BF16 batch with
+    K or N (B row-major) off 8 elements is tc4's refusal before any plan, and auto's choice is tc1, which stages
+    such rows element by element. B handed over transposed pitches by K, so N is free then. TF32 batches take
+    tc1."""
+    from gemmlab import dispatch
+    from gemmlab.dispatch import shipped_gpu
+
+    gpu, tc4 = shipped_gpu(), get_kernel("cuda/tc4_persistent_bf16")
+    for (m, n, k), layout, pick in (((5, 7, 3), ROW_MAJOR, "tc1_mma_sync"), ((512, 513, 512), ROW_MAJOR, "tc1_mma_sync"),
+                                    ((512, 513, 512), Layout(b=COL), "tc4_persistent"),
+                                    ((512, 512, 513), Layout(b=COL), "tc1_mma_sync"),
+                                    ((513, 512, 512), ROW_MAJOR, "tc4_persistent")):
+        problem = BatchedProblem(m, n, k, "bf16", 4, m * k, k * n)
+        refusal = tc4.in_place_refusal(problem, layout)
+        assert bool(refusal) == (pick == "tc1_mma_sync")
+        if refusal:
+            assert refusal.error is LayoutError and "16 bytes" in str(refusal)
+        assert dispatch.choose(problem, layout, gpu).spec.name == f"cuda/{pick}_bf16"
+    assert tc4.in_place_refusal(Problem(5, 7, 3, "bf16"), ROW_MAJOR) is None  # one product: a pitched copy
+    tf32 = BatchedProblem(512, 512, 512, "tf32", 8, 512 * 512, 512 * 512)
+    assert dispatch.choose(tf32, ROW_MAJOR, gpu).spec.name == "cuda/tc1_mma_sync_tf32"
 
 
 def test_levels_without_a_batch_refuse_it_and_auto_passes_them_over(own_dispatch_cache):

@@ -5,6 +5,8 @@
 // Rows are padded by 16 bytes (32 for the fp32 B tile) so fragment loads hit 32 distinct banks. Any M, N, K:
 // 16-byte chunks past an edge are zero-filled by cp.async, and when a row stride is not a multiple of 16 bytes
 // (ALIGNED=0 at run time) the tile is staged element by element instead.
+// BATCHED=1: product blockIdx.z of A's and B's batch, their matrices stride_a and stride_b elements apart (0:
+// broadcast), into the contiguous (batch, M, N) C.
 #ifndef TC_BF16
 #define TC_BF16 1
 #endif
@@ -16,6 +18,9 @@
 #define MMA16_TYPE "f16"
 #else
 #define MMA16_TYPE "bf16"
+#endif
+#ifndef BATCHED
+#define BATCHED 0
 #endif
 #include "tc_out.cuh"
 #define WARPS_M 2
@@ -77,8 +82,17 @@ __device__ __forceinline__ void load_tile(elem_t *s, int sld, const elem_t *g, i
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS)
-    tc1_mma_sync(OutT *C, const elem_t *A, const elem_t *B, int M, int N, int K, int aligned) {
+    tc1_mma_sync(OutT *C, const elem_t *A, const elem_t *B, int M, int N, int K, int aligned
+#if BATCHED
+                 , long long stride_a, long long stride_b
+#endif
+    ) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
+#if BATCHED
+  A += blockIdx.z * stride_a;
+  B += blockIdx.z * stride_b;
+  C += (long long)blockIdx.z * M * N;
+#endif
   elem_t *As = reinterpret_cast<elem_t *>(smem_raw);
   elem_t *Bs = As + STAGES * A_STAGE;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;

@@ -12,6 +12,11 @@ Any M, N, K: edge chunks are zero-filled by cp.async; when a row stride or a bas
 bytes (bf16: K or N not a multiple of 8; tf32: of 4) the kernel stages tiles element by element (the ``aligned``
 kernel argument, set per launch; slower). tf32 loads B directly, with no transpose pre-pass.
 
+A batch (BATCHED=1, CudaKernel.batched): a product per gridDim.z index, each operand's matrices its batch stride
+apart. Why: it reads any row pitch, so it takes the batches the TMA levels cannot (rows or batch strides off 16
+bytes: a BF16 K or N not a multiple of 8) and TF32's, which no TMA level batches; predicted at its one-product speed
+on the flattened (batch·M)×N×K work.
+
 Measured: docs/tensor_cores/tc1_tc3.md, results/h200/tensor_cores.json.
 """
 from dataclasses import dataclass
@@ -67,7 +72,9 @@ class _Tc1(CudaKernel):
     def fill(self, params, a, b, c):
         # 16-byte rows and bases take cp.async's 16-byte copies; else the element-by-element staging path
         vec = 16 // self.prec.input_bytes
-        params.aligned = int(params.K % vec == 0 and params.N % vec == 0 and (a | b) % 16 == 0)
+        steps = (params.stride_a, params.stride_b) if self.params.get("BATCHED", 0) else ()
+        params.aligned = int(params.K % vec == 0 and params.N % vec == 0 and (a | b) % 16 == 0
+                             and all(s % vec == 0 for s in steps))
 
 
 def _geometry(precision):
@@ -85,7 +92,7 @@ SPECS = [
         source="tc1_mma_sync.cu", entry="tc1_mma_sync", params={**PARAMS, **output_params(prec)},
         geometry=_geometry(prec), constraints=_constraints(prec),
         traffic_model=lambda pr, sm_count=SM_COUNT: tiled_traffic(pr, 128, 128, warp=(64, 32)),
-        doc=__doc__, unmodeled="a pipeline the model leaves out: warp-level mma.sync fed by ldmatrix, slower on "
+        doc=__doc__, batches=True, unmodeled="a pipeline the model leaves out: warp-level mma.sync fed by ldmatrix, slower on "
                                "Hopper than the wgmma rate the compute roof is, its address arithmetic in the warps",
     )
     for prec in TC_PRECISIONS

@@ -227,6 +227,19 @@ class WgmmaKernel(CudaKernel):
                                "of the 16 bytes TMA steps from matrix to matrix by", LayoutError)
         return None
 
+    def in_place_refusal(self, problem: Problem, layout: Layout) -> Refusal | None:
+        """A batch is read in place through rank-3 maps, whose row pitch TMA takes in multiples of 16 bytes: A's
+        rows of K, and B's of N (row-major) or of K (the transpose of an N×K matrix). One product's rows off 16
+        bytes are copied into a pitched workspace instead (plan.py)."""
+        if not isinstance(problem, BatchedProblem):
+            return None
+        elem, (m, n, k) = self.prec.input_bytes, problem.shape
+        for name, cols, what in (("A", k, "K"), ("B", k if layout.b == COL else n, "K" if layout.b == COL else "N")):
+            if (cols * elem) % 16:
+                return Refusal(f"{self.name}: {name}'s rows of {what} = {cols} elements ({cols * elem} bytes) are not "
+                               "a multiple of the 16 bytes TMA strides by, and a batch is read in place", LayoutError)
+        return None
+
     def launch_geometry(self, problem: Problem, sm_count: int = 132, max_clusters: int | None = None) -> Geometry:
         """Blocks, threads and shared memory of one launch. The persistent grid has one CTA per SM, or, with
         clusters, as many clusters as can be resident at once (``max_clusters``, from the occupancy query): a
