@@ -530,6 +530,10 @@ def test_stream_k_plan_zeroes_its_flags_once(stub):
     ws, flags = plan.buffers[-2:]
     assert args["sk_ws"] == ws.ctypes.data and args["sk_flags"] == flags.ctypes.data and not flags.any()
     assert main.cluster == (0, 0, 0)
+    assert main.cooperative == 1  # an owner waits for its peers: the grid runs only as a whole
+    plain, _ = make(stub, "cuda/tc4_persistent_tf32", (2048, 3072, 4096))
+    plain.launch(0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000)
+    assert launch_record(stub, stub.stub_launches() - 1).cooperative == 0
 
 
 def test_seed_kernel_plan_writes_pointers_and_shape(stub):

@@ -261,7 +261,9 @@ def _check_resident(spec, kernel, geo: Geometry, sm_count: int, gpu: Resources, 
 def _stream_k_workspace(spec, kernel, geo: Geometry, problem, sm_count: int, gpu: Resources):
     """A workspace of one BM×BN FP32 partial per CTA and one u32 flag per tile, zeroed once (each owner resets its
     tile's flag for the next launch). An owner spins until its peers' partials are counted, which cannot deadlock
-    only if every CTA of the grid is resident at once: checked here against the occupancy query."""
+    only if every CTA of the grid is resident at once: checked here against the occupancy query, and the launch is
+    cooperative, which has the driver run the grid only as a whole (two such grids on two streams, each holding
+    part of the SMs, could otherwise wait for CTAs that never start)."""
     grid = _check_resident(spec, kernel, geo, sm_count, gpu, "its stream-K fixup")
     p = spec.params
     tiles = ceil_div(problem.m, p["BM"]) * ceil_div(problem.n, p["BN"])
@@ -366,7 +368,7 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
         ws, flags = _stream_k_workspace(spec, kernel, geo, problem, info.sm_count, gpu)
         buffers += [ws, flags]
         params.sk_ws, params.sk_flags = gpu.address(ws), gpu.address(flags)
-        zeroed = True
+        cooperative = zeroed = True
     elif spec.params.get("SPLITS", 0) > 1 and cluster:
         resident = gpu.clusters(kernel, geo, cluster)
         waves = f", {ceil_div(geo.grid[0], resident)} wave(s) of the {resident} resident at once" if resident else ""
