@@ -57,6 +57,11 @@ class _FakeGpu:
             def synchronize(self):
                 pass
 
+            def query(self):  # reached: where the GPU's clock had passed it before the host issued the launch
+                return self.t < gpu.host_ahead_until
+
+        self.host_ahead_until = 0.0
+
         class Stream:
             def synchronize(self):
                 pass
@@ -93,7 +98,9 @@ def test_interleaved_timing_alternates_launches_over_the_same_rotating_sets(monk
     mine, peer = time_interleaved([logged(2.0, kernel_sets, "k"), logged(0.5, peer_sets, "p")], sets, opts,
                                   set_bytes=100, l2_bytes=100, clean=clean)
     assert mine.samples_ms == [2.0] * 10 and peer.samples_ms == [0.5] * 10  # each event pair holds one launch
-    assert order[-40:] == ["clean", "k", "clean", "p"] * 10  # every timed launch starts from a cleaned L2
+    # every timed launch starts from a cleaned L2; kernel and peer take turns going first
+    assert order[-40:] == ["clean", "k", "clean", "p", "clean", "p", "clean", "k"] * 5
+    assert mine.late == peer.late == 0 and mine.summary()["late"] == 0
     timed_k, timed_p = kernel_sets[-10:], peer_sets[-10:]
     assert len(kernel_sets) == len(peer_sets) == 2 + 1 + 10  # warm-up rounds, the probe round, the timed rounds
     # round j, the L2 cleaned before each launch: kernel and peer both read set (j + 1) % 3, the same tensors
@@ -105,6 +112,22 @@ def test_interleaved_timing_alternates_launches_over_the_same_rotating_sets(monk
     # without the clean, the rotation runs on across launches: round j, the kernel (2j + 1) % 3, the peer (2j + 2) % 3
     assert kernel_sets[-10:] == [(2 * j + 1) % 3 for j in range(10)]
     assert peer_sets[-10:] == [(2 * j + 2) % 3 for j in range(10)]
+
+
+def test_interleaved_timing_counts_the_samples_where_the_gpu_waited_on_the_host(monkeypatch):
+    """A start event the GPU had passed by the time the host issued the launch: that sample holds the host's issue
+    time too. The fake marks the events recorded before the fifth timed launch as passed."""
+    import sys
+
+    from gemmlab.harness.timing import time_interleaved
+
+    gpu = _FakeGpu()
+    monkeypatch.setitem(sys.modules, "cupy", gpu)
+    opts = TimingOptions(repeat=10, min_repeat=10, max_seconds=0.0, warmup_seconds=0.0, min_warmup=1, cold_l2=False)
+    launch = gpu.launch(2.0, [])
+    gpu.host_ahead_until = 2.0 + 2.0 + 4 * 2.0  # the warm-up and probe launches, then four timed ones
+    timing = time_interleaved([launch], [(0, None, None)], opts)[0]
+    assert timing.late == 4 and timing.summary()["late"] == 4
 
 
 def test_single_launch_timing_is_the_interleaved_timing_of_one(monkeypatch):

@@ -93,6 +93,14 @@ def test_kernel_table_rows_and_ratios(results):
     assert f"{0.1901 / 0.2863:.2f}× cublas_bf16" in bf16
 
 
+def test_a_time_with_host_bound_samples_says_how_many():
+    from gemmlab.report.markdown import _ms
+
+    rec = {"median_ms": 0.0123, "iqr_ms": 0.0004, "samples": 50}
+    assert "host-bound" not in _ms(rec) and "host-bound" not in _ms({**rec, "late": 0})
+    assert _ms({**rec, "late": 7}).endswith("(host-bound in 7 of 50)")
+
+
 def test_seeds_table(results):
     text = markdown.render_markdown(results, "sample_results.json")
     section = text[text.index("## 4096x4096x4096"):]

@@ -189,11 +189,11 @@ def bench_one(spec, problem, rec, sets, opts, dev, bw, info, peer_launch=None, r
     if registered_launch is not None:
         mine, registered = time_interleaved([launch, registered_launch], *timing_args)
         rec.variant_interleaved = {"kernel_ms": mine.median_ms, "registered_ms": registered.median_ms,
-                                   "rounds": len(mine.samples_ms)}
+                                   "rounds": len(mine.samples_ms), "late": [mine.late, registered.late]}
     if peer_launch is not None:
         mine, peer = time_interleaved([launch, peer_launch], *timing_args)
         rec.interleaved = {"kernel_ms": mine.median_ms, "peer_ms": peer.median_ms,
-                           "rounds": len(mine.samples_ms), "clock": mine.clock}
+                           "rounds": len(mine.samples_ms), "clock": mine.clock, "late": [mine.late, peer.late]}
         if opts.blocks:
             mine, peer = time_blocks([launch, peer_launch], sets, opts.timing, opts.blocks, *timing_args[2:])
             rec.blocks = {"kernel": mine, "peer": peer, "ratio": peer["median_ms"] / mine["median_ms"],

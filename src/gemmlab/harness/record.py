@@ -23,7 +23,7 @@ class Status(str, Enum):
 
 _OPTIONAL = ("registers", "spills", "smem_static", "smem_bytes", "call_host_us", "interleaved", "blocks", "prev_kernel",
              "simulator", "recipe_err", "recipe_tolerance", "peer_note", "variant_of", "variant_gain",
-             "variant_interleaved", "out_dtype")
+             "variant_interleaved", "out_dtype", "late")
 
 
 @dataclass
@@ -59,6 +59,7 @@ class BenchRecord:
     clock: dict | None = None
     l2_mode: str | None = None
     # produced only by some runs: absent from the JSON when None
+    late: int | None = None  # timed samples where the GPU waited on the host's launch (Timing.late)
     registers: int | None = None
     spills: int | None = None
     smem_static: int | None = None

@@ -39,6 +39,7 @@ class Timing:
     samples_ms: list[float]
     l2_mode: str
     clock: dict = field(default_factory=dict)
+    late: int = 0  # samples whose start event the GPU had reached by the time the host had issued the launch
 
     @property
     def median_ms(self) -> float:
@@ -55,7 +56,7 @@ class Timing:
 
     def summary(self) -> dict:
         return {"median_ms": self.median_ms, "iqr_ms": self.iqr_ms, "min_ms": self.min_ms,
-                "samples": len(self.samples_ms), "l2_mode": self.l2_mode, "clock": self.clock}
+                "samples": len(self.samples_ms), "l2_mode": self.l2_mode, "clock": self.clock, "late": self.late}
 
 
 def rotation_sets(set_bytes: int, l2_bytes: int, cold: bool, max_sets: int) -> int:
@@ -144,7 +145,10 @@ def time_interleaved(launches, sets, opts: TimingOptions, max_clock_mhz: float =
     the same interval, so drift in clocks (the power limit pulls them down as the GPU heats) or in the machine
     taxes both alike and their ratio is free of it. In cold-L2 mode with the L2 size known, ``clean`` (default:
     ``l2_cleaner``) runs before every timed launch, outside its events, and the launches of a round read the same
-    set; without it, each launch reads the next set in turn."""
+    set; without it, each launch reads the next set in turn. The launches of a round alternate their order round by
+    round (a kernel and its peer each go first in half of the rounds). A sample whose start event the GPU had
+    already passed when the host had issued its launch is counted (``Timing.late``): the GPU waited on the host
+    there, and that wait is in the sample; the cleaning kernel, where it runs, keeps the GPU ahead."""
     import cupy
 
     stream = cupy.cuda.get_current_stream()
@@ -172,18 +176,21 @@ def time_interleaved(launches, sets, opts: TimingOptions, max_clock_mhz: float =
     one = cupy.cuda.get_elapsed_time(start, stop) / 1e3
     repeat = max(opts.min_repeat, min(opts.repeat, int(opts.max_seconds / max(one, 1e-6))))
     events = [[(cupy.cuda.Event(), cupy.cuda.Event()) for _ in launches] for _ in range(repeat)]
+    late = [0] * k
     with ClockSampler(max_clock_mhz) as clocks:
         for j, pairs in enumerate(events):
-            for i, (launch, (e0, e1)) in enumerate(zip(launches, pairs)):
+            for i in range(k) if j % 2 == 0 else reversed(range(k)):
+                e0, e1 = pairs[i]
                 if clean:
                     clean()
                 e0.record(stream)
                 # L2 cleaned: every launch of a round on the same set, each side timing the same tensors; else the
                 # rotation runs on across launches, so that every one finds cold data
-                launch(*sets[(j + 1) % n if clean else (j * k + i + 1) % n])
+                launches[i](*sets[(j + 1) % n if clean else (j * k + i + 1) % n])
                 e1.record(stream)
+                late[i] += bool(e0.query())
             if j % 16 == 15:
-                pairs[-1][1].synchronize()  # keep the queue short so the clock samples overlap the launches
+                e1.synchronize()  # keep the queue short so the clock samples overlap the launches
         stream.synchronize()
     total = n * set_bytes
     if n == 1:
@@ -195,7 +202,8 @@ def time_interleaved(launches, sets, opts: TimingOptions, max_clock_mhz: float =
     if clean:
         mode += ", L2 cleaned before each launch"
     clock = clocks.summary()
-    return [Timing([cupy.cuda.get_elapsed_time(*pairs[i]) for pairs in events], mode, clock) for i in range(k)]
+    return [Timing([cupy.cuda.get_elapsed_time(*pairs[i]) for pairs in events], mode, clock, late[i])
+            for i in range(k)]
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,8 @@ def _ms(rec: dict) -> str:
     text = D.fmt(rec["median_ms"])
     if rec.get("iqr_ms") is not None:
         text += f" ± {D.fmt(rec['iqr_ms'], 2)}"
+    if rec.get("late"):  # the GPU waited on the host's launch in these samples: their time holds the host's too
+        text += f" (host-bound in {rec['late']} of {rec.get('samples', '?')})"
     return text
 
 
