@@ -65,6 +65,8 @@ def test_batches_of_transposed_matrices(dtype, m, n, k):
     check(gemmlab.matmul(a.mT.contiguous(), b.mT), a.mT, b.mT, dtype)
     if dtype == torch.float32:
         check(gemmlab.matmul(a.mT, b.mT.contiguous(), precision="tf32").float(), a.mT, b.mT, torch.bfloat16)
+    w = randn(k, m, dtype=dtype, seed=2)  # one weight, handed over transposed, against the whole batch
+    check(gemmlab.matmul(w.mT, b.mT.contiguous()), w.mT, b.mT, dtype)
 
 
 @pytest.mark.parametrize("a_shape, b_shape", [((8, 128, 256), (8, 256, 192)), ((256, 128), (4, 128, 64)),

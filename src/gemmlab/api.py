@@ -96,7 +96,8 @@ def _array_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtyp
         if kind == "cupy":
             import cupy
 
-            a, b, batch = call.batched.in_place(a, b, batch, cupy.ascontiguousarray, kernel, precision, out_dtype)
+            a, b, batch = call.batched.in_place(a, b, batch, cupy.ascontiguousarray, cupy.broadcast_to, kernel,
+                                                precision, out_dtype)
         c = call.batched_matmul(a, b, kernel, precision, c_out, out_dtype, batch)
     if out is not None:
         return out

@@ -423,7 +423,8 @@ def _batched(a, b, kernel, precision, out, out_dtype, batch, seen=None):
     stride walk the batch) is also kept."""
     given_a, given_b = a, b
     if a.is_cuda:
-        a, b, batch = call.batched.in_place(a, b, batch, torch.Tensor.contiguous, kernel, precision, out_dtype)
+        a, b, batch = call.batched.in_place(a, b, batch, torch.Tensor.contiguous, torch.Tensor.expand, kernel,
+                                            precision, out_dtype)
     c = call.batched_matmul(a, b, kernel, precision, out, out_dtype, batch)
     if seen is not None and out is None and a is given_a and b is given_b:
         prepared = call.batched.batched_plan(a, b, kernel, precision, out_dtype, batch)

@@ -196,11 +196,30 @@ def test_the_front_door_copies_a_batch_operand_its_level_reads_only_after_a_copy
     _copying_plan(monkeypatch)
     a = _rand(4, 3, 5).transpose(0, 2, 1)  # A's matrices column-major (a.mT)
     b = _rand(4, 3, 6)
-    a2, b2, batch = in_place(a, b, batch_of(a, b), np.ascontiguousarray)
+    a2, b2, batch = in_place(a, b, batch_of(a, b), np.ascontiguousarray, np.broadcast_to)
     assert a2.flags.c_contiguous and (a2 == a).all() and b2 is b
     assert batch == Batch((4,), (15,), (18,))
-    a3, b3, same = in_place(a2, b2, batch, np.ascontiguousarray)
+    a3, b3, same = in_place(a2, b2, batch, np.ascontiguousarray, np.broadcast_to)
     assert a3 is a2 and b3 is b2 and same == batch
+
+
+def test_a_broadcast_operand_the_front_door_copies_is_copied_once(monkeypatch):
+    """W.mT broadcast over a batch of 64: one copy of W's matrix, broadcast again (stride 0), not 64 copies."""
+    from gemmlab.call.batched import in_place
+
+    _copying_plan(monkeypatch)
+    w = _rand(6, 5)
+    a = np.broadcast_to(w.T, (64, 5, 6))  # A's one matrix, column-major, over the whole batch
+    b = _rand(64, 6, 3)
+    copies = []
+
+    def contiguous(x):
+        copies.append(x.shape)
+        return np.ascontiguousarray(x)
+
+    a2, b2, batch = in_place(a, b, batch_of(a, b), contiguous, np.broadcast_to)
+    assert copies == [(1, 5, 6)] and a2.shape == (64, 5, 6) and (a2 == a).all() and b2 is b
+    assert batch == Batch((64,), (0,), (18,)) and batch.collapsed() == (64, 0, 18)
 
 
 def test_a_batch_operand_its_level_reads_only_after_a_copy_is_refused_by_batched_matmul(monkeypatch):

@@ -57,7 +57,8 @@ class _FakeGpu:
             def synchronize(self):
                 pass
 
-            def query(self):  # reached: where the GPU's clock had passed it before the host issued the launch
+            @property
+            def done(self):  # cupy.cuda.Event's: reached where the GPU had passed it before the host's launch
                 return self.t < gpu.host_ahead_until
 
         self.host_ahead_until = 0.0
@@ -109,9 +110,16 @@ def test_interleaved_timing_alternates_launches_over_the_same_rotating_sets(monk
     kernel_sets.clear(), peer_sets.clear()
     opts = TimingOptions(repeat=10, min_repeat=10, max_seconds=0.0, warmup_seconds=0.0, min_warmup=2, cold_l2=False)
     time_interleaved([logged(2.0, kernel_sets, "k"), logged(0.5, peer_sets, "p")], sets, opts, set_bytes=100)
-    # without the clean, the rotation runs on across launches: round j, the kernel (2j + 1) % 3, the peer (2j + 2) % 3
-    assert kernel_sets[-10:] == [(2 * j + 1) % 3 for j in range(10)]
-    assert peer_sets[-10:] == [(2 * j + 2) % 3 for j in range(10)]
+    # without the clean, the rotation runs on across the launches in the order issued: round j's first launch (the
+    # kernel in even rounds, the peer in odd ones) reads (2j + 1) % 3, its second (2j + 2) % 3
+    first, second = [(2 * j + 1) % 3 for j in range(10)], [(2 * j + 2) % 3 for j in range(10)]
+    assert kernel_sets[-10:] == [(first if j % 2 == 0 else second)[j] for j in range(10)]
+    assert peer_sets[-10:] == [(second if j % 2 == 0 else first)[j] for j in range(10)]
+    kernel_sets.clear(), peer_sets.clear()
+    two = sets[:2]  # two sets, two launches: no launch reads the set it read the launch before
+    time_interleaved([logged(2.0, kernel_sets, "k"), logged(0.5, peer_sets, "p")], two, opts, set_bytes=100)
+    assert all(x != y for x, y in zip(kernel_sets[-10:], kernel_sets[-9:]))
+    assert all(x != y for x, y in zip(peer_sets[-10:], peer_sets[-9:]))
 
 
 def test_interleaved_timing_counts_the_samples_where_the_gpu_waited_on_the_host(monkeypatch):

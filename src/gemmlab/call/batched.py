@@ -120,18 +120,29 @@ def stepped(A, B, batch: Batch, contiguous):
     return A, B, batch_of(A, B)
 
 
-def in_place(A, B, batch: Batch, contiguous, kernel="auto", precision=None, out_dtype=None):
+def in_place(A, B, batch: Batch, contiguous, expand, kernel="auto", precision=None, out_dtype=None):
     """A and B (and their Batch) such that the level a batched call on the GPU picks reads every matrix in place:
     ``stepped`` first, then an operand whose matrices that level reads only after a copy (a transposed A; a
-    transposed B where tc1 takes the batch) made ``contiguous``, the copy torch.matmul's batched path makes too.
-    gemmlab.matmul's N-D front door goes through this; batched_matmul refuses such an operand instead."""
+    transposed B where tc1 takes the batch) copied, as torch.matmul's batched path copies it. gemmlab.matmul's N-D
+    front door goes through this; batched_matmul refuses such an operand instead. ``expand(x, shape)``: x broadcast
+    to ``shape`` (torch.Tensor.expand, cupy.broadcast_to)."""
     A, B, batch = stepped(A, B, batch, contiguous)
     prepared, _ = _prepared(A, B, kernel, precision, None, out_dtype, batch)
     if not prepared.on_device or not (prepared.copy_a or prepared.copy_b):
         return A, B, batch
-    A = contiguous(A) if prepared.copy_a else A
-    B = contiguous(B) if prepared.copy_b else B
+    A = _copied(A, contiguous, expand) if prepared.copy_a else A
+    B = _copied(B, contiguous, expand) if prepared.copy_b else B
     return A, B, batch_of(A, B)
+
+
+def _copied(x, contiguous, expand):
+    """x's distinct matrices made contiguous, broadcast again where x was (stride 0): a weight broadcast over the
+    batch is copied once, not once per product. After ``stepped`` an operand is broadcast along all of its batch
+    dimensions or none, so the copy still walks the batch in one stride."""
+    distinct = tuple(slice(0, 1) if s == 0 else slice(None) for s in _strides(x)[:-2])
+    if not any(s == slice(0, 1) for s in distinct):
+        return contiguous(x)
+    return expand(contiguous(x[distinct + (Ellipsis,)]), tuple(x.shape))
 
 
 def batch_of(A, B) -> Batch:

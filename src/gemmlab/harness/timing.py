@@ -177,20 +177,22 @@ def time_interleaved(launches, sets, opts: TimingOptions, max_clock_mhz: float =
     repeat = max(opts.min_repeat, min(opts.repeat, int(opts.max_seconds / max(one, 1e-6))))
     events = [[(cupy.cuda.Event(), cupy.cuda.Event()) for _ in launches] for _ in range(repeat)]
     late = [0] * k
+    drain = None  # the last end event of the round before: waited on to keep the queue short, never emptied
     with ClockSampler(max_clock_mhz) as clocks:
         for j, pairs in enumerate(events):
-            for i in range(k) if j % 2 == 0 else reversed(range(k)):
+            for p, i in enumerate(range(k) if j % 2 == 0 else reversed(range(k))):
                 e0, e1 = pairs[i]
                 if clean:
                     clean()
                 e0.record(stream)
                 # L2 cleaned: every launch of a round on the same set, each side timing the same tensors; else the
-                # rotation runs on across launches, so that every one finds cold data
-                launches[i](*sets[(j + 1) % n if clean else (j * k + i + 1) % n])
+                # rotation runs on across the launches in the order issued, so that every one finds cold data
+                launches[i](*sets[(j + 1) % n if clean else (j * k + p + 1) % n])
                 e1.record(stream)
-                late[i] += bool(e0.query())
-            if j % 16 == 15:
-                e1.synchronize()  # keep the queue short so the clock samples overlap the launches
+                late[i] += e0.done
+            if j % 16 == 15 and drain is not None:
+                drain.synchronize()  # the clock samples overlap the launches; this round's are still queued
+            drain = e1
         stream.synchronize()
     total = n * set_bytes
     if n == 1:
