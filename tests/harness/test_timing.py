@@ -103,7 +103,8 @@ def test_interleaved_timing_alternates_launches_over_the_same_rotating_sets(monk
     assert order[-40:] == ["clean", "k", "clean", "p", "clean", "p", "clean", "k"] * 5
     assert mine.late == peer.late == 0 and mine.summary()["late"] == 0
     timed_k, timed_p = kernel_sets[-10:], peer_sets[-10:]
-    assert len(kernel_sets) == len(peer_sets) == 2 + 1 + 10  # warm-up rounds, the probe round, the timed rounds
+    # warm-up rounds, the probe round, the round that queues work ahead of the timed ones, the timed rounds
+    assert len(kernel_sets) == len(peer_sets) == 2 + 1 + 1 + 10
     # round j, the L2 cleaned before each launch: kernel and peer both read set (j + 1) % 3, the same tensors
     assert timed_k == timed_p == [(j + 1) % 3 for j in range(10)]
     assert mine.l2_mode.startswith("cold (rotating 3 input sets") and mine.l2_mode.endswith("cleaned before each launch")
@@ -133,7 +134,7 @@ def test_interleaved_timing_counts_the_samples_where_the_gpu_waited_on_the_host(
     monkeypatch.setitem(sys.modules, "cupy", gpu)
     opts = TimingOptions(repeat=10, min_repeat=10, max_seconds=0.0, warmup_seconds=0.0, min_warmup=1, cold_l2=False)
     launch = gpu.launch(2.0, [])
-    gpu.host_ahead_until = 2.0 + 2.0 + 4 * 2.0  # the warm-up and probe launches, then four timed ones
+    gpu.host_ahead_until = 3 * 2.0 + 4 * 2.0  # the warm-up, probe and queued launches, then four timed ones
     timing = time_interleaved([launch], [(0, None, None)], opts)[0]
     assert timing.late == 4 and timing.summary()["late"] == 4
 
