@@ -139,9 +139,10 @@ def _copied(x, contiguous, expand):
     """x's distinct matrices made contiguous, broadcast again where x was (stride 0): a weight broadcast over the
     batch is copied once, not once per product. After ``stepped`` an operand is broadcast along all of its batch
     dimensions or none, so the copy still walks the batch in one stride."""
-    distinct = tuple(slice(0, 1) if s == 0 else slice(None) for s in _strides(x)[:-2])
-    if not any(s == slice(0, 1) for s in distinct):
+    batch_strides = _strides(x)[:-2]
+    if 0 not in batch_strides:
         return contiguous(x)
+    distinct = tuple(slice(0, 1) if s == 0 else slice(None) for s in batch_strides)
     return expand(contiguous(x[distinct + (Ellipsis,)]), tuple(x.shape))
 
 

@@ -192,7 +192,7 @@ def time_interleaved(launches, sets, opts: TimingOptions, max_clock_mhz: float =
                 launches[i](*sets[(j + 1) % n if clean else (j * k + p + 1) % n])
                 e1.record(stream)
                 late[i] += e0.done
-            if j % 16 == 15 and drain is not None:
+            if j % 16 == 15:
                 drain.synchronize()  # the clock samples overlap the launches; this round's are still queued
             drain = e1
         stream.synchronize()
