@@ -275,10 +275,16 @@ class Candidate:
     refusal: str  # why kernel="auto" passes it over ("" if it may run it)
     basis: tuple  # (label, measured row, ratio, distance, host µs) per measured shape it reads, nearest first
     model: object = None  # the scaling model's Estimate at the problem, None where it has none
+    exchanged: bool = False  # the measured level's configuration with A and B exchanged (KernelSpec.exchanged)
 
     @property
     def exact(self) -> bool:
-        return len(self.basis) == 1 and self.basis[0][3] == 0
+        """Whether the prediction is a measurement: of this configuration, at this shape."""
+        return not self.exchanged and len(self.basis) == 1 and self.basis[0][3] == 0
+
+    @property
+    def label(self) -> str:
+        return self.spec.name + (" (A and B exchanged)" if self.exchanged else "")
 
 
 @lru_cache(maxsize=8)
@@ -320,7 +326,10 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
     that was measured; from several, their geometric mean weighted by 1 / distance. At a measured shape, the
     measurement. A kernel that failed verification at any of the shapes is left out; one this gemmlab does not have
     too. A precision without a table of its own (``Precision.dispatch_from``: FP16) reads that precision's, each
-    kernel by its own name for this precision (``_renamed``)."""
+    kernel by its own name for this precision (``_renamed``). A measured level with a configuration that exchanges
+    the operands for this layout (``KernelSpec.exchanged``: tc5 and tc6 TF32 on x @ w.t()) is a candidate twice:
+    as measured, and exchanged, predicted from the same measurements by the model of the exchanged configuration
+    here (never ``exact``, so ``choose`` holds it to the margin against the measured winner)."""
     from gemmlab.analysis.scaling import estimate
     from gemmlab.errors import GemmlabError, UnknownKernelError
     from gemmlab.kernels.registry import get_kernel
@@ -337,14 +346,7 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
         rows, failed = _pick_rows(point.rows, layout, source)
         picked.append((point, rows))
         banned |= failed
-    kernels = {}  # name: (spec, copies, refusal, the model here)
-    for name in dict.fromkeys(k for _, rows in picked for k in rows):
-        if name in banned:
-            continue
-        try:
-            spec = get_kernel(_renamed(name, source, problem.precision))
-        except UnknownKernelError:
-            continue  # a table from another version of gemmlab, or a level without a build for this precision
+    def candidate(spec):  # (spec, copies, refusal, the model here)
         copies = operand_copies(layout, spec)
         try:
             here = estimate(spec, problem, roofs, layout, copies or ())
@@ -352,38 +354,56 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
             here = None
         refusal = spec.is_valid(asked) or spec.in_place_refusal(asked, layout) or spec.unsupported(gpu) or \
             spec.auto_refusal()
-        kernels[name] = (spec, copies, str(refusal or ""), here)
-    predicted = {name: [] for name in kernels}  # (weight, GPU ms, ms a call) from each measured shape
-    basis = {name: [] for name in kernels}
+        return spec, copies, str(refusal or ""), here
+
+    kernels = {}  # (name, exchanged): a candidate, predicted from the measurements of the level ``name``
+    for name in dict.fromkeys(k for _, rows in picked for k in rows):
+        if name in banned:
+            continue
+        try:
+            spec = get_kernel(_renamed(name, source, problem.precision))
+        except UnknownKernelError:
+            continue  # a table from another version of gemmlab, or a level without a build for this precision
+        kernels[name, False] = candidate(spec)
+        other = None if isinstance(asked, BatchedProblem) else spec.exchanged(layout)
+        if other is not None and kernels[name, False][3] is not None:
+            kernels[name, True] = candidate(other)
+    predicted = {key: [] for key in kernels}  # (weight, GPU ms, ms a call) from each measured shape
+    basis = {key: [] for key in kernels}
     for point, rows in picked:
-        there = {}  # name: (ratio of the model here to there, launches a call makes there)
+        there = {}  # (name, exchanged): (ratio of the model here to the level's there, launches a call makes there)
         for name, row in rows.items():
-            if name not in kernels:
+            if (name, False) not in kernels:
                 continue
-            spec, _, _, here = kernels[name]
             try:
-                model = estimate(spec, Problem(*point.dims, problem.precision, out_dtype=problem.out_dtype), roofs,
+                model = estimate(kernels[name, False][0],
+                                 Problem(*point.dims, problem.precision, out_dtype=problem.out_dtype), roofs,
                                  row_layout(row, problem.precision), tuple(row.get("copies", ())))
             except (GemmlabError, KeyError):
                 model = None
-            ratio = here.ms / model.ms if here is not None and model is not None else 1.0
-            there[name] = (ratio, model.launches if model is not None else 1)
-        host = _host_us(rows, {name: launches for name, (_, launches) in there.items()})
-        for name, (ratio, _) in there.items():
-            row = rows[name]
+            for key in ((name, False), (name, True)):
+                if key in kernels and (key[1] is False or model is not None):
+                    here = kernels[key][3]
+                    ratio = here.ms / model.ms if here is not None and model is not None else 1.0
+                    there[key] = (ratio, model.launches if model is not None else 1)
+        host = _host_us(rows, {name: launches for (name, exchanged), (_, launches) in there.items() if not exchanged})
+        for key, (ratio, _) in there.items():
+            row = rows[key[0]]
             gpu_ms = row["ms"] * ratio
-            basis[name].append((point.label, row, ratio, point.distance, host[name]))
-            predicted[name].append((1.0 / point.distance if point.distance else 1.0, gpu_ms,
-                                    gpu_ms + host[name] / 1e3))
+            basis[key].append((point.label, row, ratio, point.distance, host[key[0]]))
+            predicted[key].append((1.0 / point.distance if point.distance else 1.0, gpu_ms,
+                                   gpu_ms + host[key[0]] / 1e3))
     out = []
-    for name, (spec, copies, refusal, here) in kernels.items():
-        if len(predicted[name]) == 1:
-            _, ms, per_call = predicted[name][0]
+    for key, (spec, copies, refusal, here) in kernels.items():
+        if not predicted[key]:
+            continue
+        if len(predicted[key]) == 1:
+            _, ms, per_call = predicted[key][0]
         else:  # the geometric mean, weighted by closeness
-            total = sum(w for w, _, _ in predicted[name])
-            ms = math.exp(sum(w * math.log(g) for w, g, _ in predicted[name]) / total)
-            per_call = math.exp(sum(w * math.log(c) for w, _, c in predicted[name]) / total)
-        out.append(Candidate(spec, ms, per_call, copies, refusal, tuple(basis[name]), here))
+            total = sum(w for w, _, _ in predicted[key])
+            ms = math.exp(sum(w * math.log(g) for w, g, _ in predicted[key]) / total)
+            per_call = math.exp(sum(w * math.log(c) for w, _, c in predicted[key]) / total)
+        out.append(Candidate(spec, ms, per_call, copies, refusal, tuple(basis[key]), here, exchanged=key[1]))
     return fastest_first(out, lambda c: c.per_call_ms, lambda c: c.ms)
 
 
@@ -522,7 +542,9 @@ def _anchored(candidates: list[Candidate]) -> Candidate:
     if best.exact:
         return best
     nearest = min((c.basis[0] for c in candidates), key=lambda b: b[3])
-    at_nearest = [c for c in candidates if c.basis[0][0] == nearest[0]]
+    at_nearest = [c for c in candidates if c.basis[0][0] == nearest[0] and not c.exchanged]  # measured as they run
+    if not at_nearest:
+        return best
     anchor = fastest_first(at_nearest, lambda c: c.basis[0][1]["ms"] + c.basis[0][4] / 1e3,
                            lambda c: c.basis[0][1]["ms"])[0]
     return anchor if anchor.per_call_ms <= best.per_call_ms * (1 + MARGIN) ** (1 + nearest[3]) else best
@@ -533,24 +555,28 @@ def _why(gpu, problem: Problem, layout: Layout, ranked: list[Candidate], pick: C
     label, row = pick.basis[0][:2]
     if pick.exact:
         if how == "in place":
-            return (f"dispatch table for {gpu.name}: #{place} of the {len(ranked)} kernels measured at {label} "
+            return (f"dispatch table for {gpu.name}: #{place} of the {len(ranked)} candidates measured at {label} "
                     f"({_measured(row, pick)} there) that takes {problem.label()} with {layout.label()} in place")
         return (f"dispatch table for {gpu.name}: fastest at {label} that takes {problem.label()}; none of the "
                 f"measured kernels it may run reads {layout.label()} in place")
     taken = "with " + layout.label() + " in place" if how == "in place" else \
         f"after a copy (none of the measured kernels it may run reads {layout.label()} in place)"
     ahead = [c for c in ranked[:place - 1] if not c.refusal and (c.copies == () or how != "in place")]
-    kept = (f"; the fastest measured at {label}, which stands against {ahead[0].spec.name}'s "
+    kept = (f"; the fastest measured at {label}, which stands against {ahead[0].label}'s "
             f"{ahead[0].per_call_ms:.4g} ms, within the model's margin there") if ahead else ""
-    return (f"dispatch table for {gpu.name}: #{place} of the {len(ranked)} kernels measured near {problem.label()} "
-            f"that takes {problem.label()} {taken}, predicted {pick.per_call_ms:.4g} ms a call "
-            f"({explain(pick)}){kept}")
+    near = "at" if pick.basis[0][3] == 0 else "near"
+    return (f"dispatch table for {gpu.name}: #{place} of the {len(ranked)} candidates measured {near} "
+            f"{problem.label()} that takes {problem.label()} {taken}, {pick.label}, predicted "
+            f"{pick.per_call_ms:.4g} ms a call ({explain(pick)}){kept}")
 
 
 def explain(c: Candidate) -> str:
     """Where a prediction comes from: each measured shape's time and the model's ratio, and the model's factors."""
     parts = [f"{row['ms']:.4g} ms at {label} × {ratio:.3g}" for label, row, ratio, *_ in c.basis]
     text = "; ".join(parts)
+    if c.exchanged:
+        text = (f"{c.spec.name} measured as registered, the model's ratio of its configuration with A and B "
+                f"exchanged here to the registered one there: {text}")
     if c.model is not None:
         text += f"; model here: {c.model.factors()}"
     return text

@@ -55,8 +55,8 @@ def cmd_dispatch(args, console, output) -> int:
             for c in dispatch.rank(problem, layout, info):
                 how = ("not for auto: " + c.refusal) if c.refusal else "reads it in place" if c.copies == () else \
                     f"copies {', '.join(c.copies)}" if c.copies else "reads no layout a copy makes of it"
-                mark = "*" if c.spec is choice.spec else " "
-                console.print(f"  {mark} {c.spec.name:34} {c.per_call_ms:9.4g} ms a call  {how}; "
+                mark = "*" if c.spec == choice.spec else " "
+                console.print(f"  {mark} {c.label:46} {c.per_call_ms:9.4g} ms a call  {how}; "
                               f"{dispatch.explain(c)}", highlight=False, soft_wrap=True)
     return 0
 

@@ -246,6 +246,12 @@ class KernelSpec:
             return "truncates FP32 to TF32 (TF32_ROUND=0); kernel=\"auto\" runs TF32 rounded to nearest, as cuBLAS"
         return ""
 
+    def exchanged(self, layout) -> "KernelSpec | None":
+        """A configuration of this level that takes the call's operands in each other's roles for ``layout``, which
+        kernel="auto" may run where the model predicts it faster than the level measured (WgmmaKernel's A_IN_REGS);
+        None for a level without one."""
+        return None
+
     def epilogue_refusal(self, epilogue) -> str:
         """Why this kernel cannot fuse ``epilogue`` ("" if it can, or if there is nothing to fuse)."""
         if epilogue is None or epilogue.is_identity or self.fuses_epilogue:

@@ -72,6 +72,15 @@ class WgmmaKernel(CudaKernel):
         C_TRANSPOSED=1 (the same tiles and grid as the base on that problem, C stored transposed)."""
         return self.with_params({"A_IN_REGS": 0, "C_TRANSPOSED": 1})
 
+    def exchanged(self, layout: Layout) -> "WgmmaKernel | None":
+        """This level with the operands exchanged (A_IN_REGS=1), where it has that configuration (a TF32 swap
+        level, whose parameters name A_IN_REGS) and ``layout`` is the one it reads (B as w.t()): the pre-pass then
+        rounds w, 8·N·K bytes, instead of x, 8·M·K."""
+        if "A_IN_REGS" not in self.params or self.exchanges:
+            return None
+        runs = self.with_params({"A_IN_REGS": 1})
+        return runs if layout in runs.layouts else None
+
     @property
     def k_tile(self) -> int:
         """K elements per k-tile: one 128-byte swizzle row of the operands."""
