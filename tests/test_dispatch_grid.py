@@ -211,6 +211,20 @@ def test_the_scaling_model_counts_waves_fill_and_copies():
                                                  + dispatch_launch_ms())
 
 
+def test_the_scaling_model_tiles_each_product_of_a_batch_and_reads_a_broadcast_operand_once():
+    """1024 products of 16×16×16 are 1024 tiles of tc1's 128 rows (one each), not the 128 of their 16384 stacked
+    rows: eight waves, each tile mostly padding; a weight broadcast over the batch is read from DRAM once."""
+    roofs = ceilings_for(device_spec("h200"))
+    tc1 = get_kernel("cuda/tc1_mma_sync_bf16")
+    batch = BatchedProblem(16, 16, 16, "bf16", 1024, 16 * 16, 16 * 16)
+    each, stacked = estimate(tc1, batch, roofs), estimate(tc1, batch.flattened(), roofs)
+    assert (each.tiles, stacked.tiles) == (1024, 128) and each.compute_ms == pytest.approx(8 * stacked.compute_ms)
+    big = BatchedProblem(512, 4096, 4096, "bf16", 8, 512 * 4096, 4096 * 4096)
+    shared = BatchedProblem(512, 4096, 4096, "bf16", 8, 512 * 4096, 0)
+    saved = (estimate(tc1, big, roofs).dram_ms - estimate(tc1, shared, roofs).dram_ms) * 1e-3 * roofs.dram_gbs * 1e9
+    assert saved == pytest.approx(7 * 2 * 4096 * 4096)
+
+
 def dispatch_launch_ms():
     from gemmlab.analysis.scaling import LAUNCH_US
 

@@ -335,7 +335,7 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
     from gemmlab.kernels.registry import get_kernel
 
     table = load_table() if table is None else table
-    asked = problem  # a batch: ranked at its flattened shape (its tiles and work), each kernel asked if it takes it
+    asked = problem  # a batch: the measured neighbours of its flattened shape (its work), the model of the batch
     if isinstance(problem, BatchedProblem):
         problem = problem.flattened()
     source = problem.prec.dispatch_precision
@@ -349,7 +349,7 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
     def candidate(spec):  # (spec, copies, refusal, the model here)
         copies = operand_copies(layout, spec)
         try:
-            here = estimate(spec, problem, roofs, layout, copies or ())
+            here = estimate(spec, asked, roofs, layout, copies or ())
         except (GemmlabError, KeyError):  # no model of this kernel here: the measurements as they are
             here = None
         refusal = spec.is_valid(asked) or spec.in_place_refusal(asked, layout) or spec.unsupported(gpu) or \

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from gemmlab.kernels.cuda.tc.model.split_k import reduction_partials
 from gemmlab.kernels.geometry import ceil_div
 from gemmlab.kernels.plan import COL, ROW, Layout
-from gemmlab.problem import Problem
+from gemmlab.problem import BatchedProblem, Problem
 
 _TRANSPOSED = {ROW: COL, COL: ROW}  # an operand's layout as its transpose's (a vector's or a strided one's as it is)
 
@@ -80,14 +80,14 @@ def _tile(runs) -> tuple[int, int, int, int, int]:
     return p["BM"], p["BN"], p.get("CM", 1), p.get("CN", 1), k_tile
 
 
-def _launch(runs, m: int, n: int, k: int, sm_count: int) -> tuple[int, int, int, float]:
-    """(tiles, places, split tiles, tiles' worth of arithmetic on the busiest place) of one launch; places are the
-    SMs, or the clusters they hold."""
+def _launch(runs, m: int, n: int, k: int, sm_count: int, batch: int = 1) -> tuple[int, int, int, float]:
+    """(tiles, places, split tiles, tiles' worth of arithmetic on the busiest place) of one launch of ``batch``
+    products of M×N×K, each tiled on its own; places are the SMs, or the clusters they hold."""
     from gemmlab.kernels.cuda.tc.model.stream_k import (SK_FILL, SK_MIN_KTILES, SK_SKIP_FILL, stream_k_dp_tiles,
                                                         stream_k_grid)
 
     bm, bn, cm, cn, kt = _tile(runs)
-    tiles = ceil_div(m, bm * cm) * ceil_div(n, bn * cn)
+    tiles = batch * ceil_div(m, bm * cm) * ceil_div(n, bn * cn)
     places = max(1, sm_count // (cm * cn))
     p = runs.params
     if p.get("STREAM_K", 0):
@@ -102,43 +102,54 @@ def _launch(runs, m: int, n: int, k: int, sm_count: int) -> tuple[int, int, int,
     return tiles, places, 0, ceil_div(tiles, places)
 
 
+def _matrices(problem: Problem) -> tuple[int, int, int]:
+    """(products, A's matrices, B's matrices) of a call: a batch's (an operand broadcast over it, stride 0, is one
+    matrix), or 1, 1, 1."""
+    if not isinstance(problem, BatchedProblem):
+        return 1, 1, 1
+    return problem.batch, problem.batch if problem.stride_a else 1, problem.batch if problem.stride_b else 1
+
+
 def _serial_bytes(runs, problem: Problem, layout, copies: tuple) -> tuple[float, int]:
     """(DRAM bytes, launches) of what runs before the kernel on every call: gemmlab.matmul's copies, then the TF32
     levels' pre-passes (Bᵀ where the tensor cores read B K-major and it comes row-major; A rounded, TF32_ROUND=3)."""
     m, n, k = problem.shape
     e = problem.prec.input_bytes
-    size = {"A": m * k, "B": k * n}
+    _, a_count, b_count = _matrices(problem)
+    size = {"A": a_count * m * k, "B": b_count * k * n}
     moved, launches = sum(2.0 * e * size[x] for x in copies), len(copies)
     prec = problem.prec
     b_row = layout is None or layout.b != "col" or "B" in copies
     if prec.tf32_multiply and hasattr(runs, "swap_ab") and not runs.swap_ab and b_row and \
             not (prec.reads_b_n_major or prec.kmajor_b):
-        moved, launches = moved + 8.0 * k * n, launches + 1
+        moved, launches = moved + 8.0 * size["B"], launches + 1
     if runs.params.get("TF32_ROUND", 0) == 3:
-        moved, launches = moved + 8.0 * m * k, launches + 1
+        moved, launches = moved + 8.0 * size["A"], launches + 1
     return moved, launches
 
 
 def estimate(spec, problem: Problem, roofs, layout=None, copies: tuple = ()) -> Estimate:
     """The model of one call of ``spec`` on ``problem`` under ``roofs`` (analysis.ceilings.Ceilings), its operands in
-    ``layout`` (None: the kernel's natural one) with ``copies`` ("A", "B") made before it."""
+    ``layout`` (None: the kernel's natural one) with ``copies`` ("A", "B") made before it. A batch
+    (BatchedProblem) is its products' tiles, each product tiled on its own, and its matrices' bytes."""
     runs = spec.for_problem(problem, roofs.sm_count)
     if getattr(runs, "exchanges", False):  # A_IN_REGS: the kernel runs Cᵀ = Bᵀ·Aᵀ, each operand in the other's role
         problem, runs = problem.transposed(), runs.kernel_build()
         layout = layout and Layout(_TRANSPOSED.get(layout.b, layout.b), _TRANSPOSED.get(layout.a, layout.a))
         copies = tuple({"A": "B", "B": "A"}[x] for x in copies)
     m, n, k = problem.shape
+    batch, a_count, b_count = _matrices(problem)
     prec = problem.prec
     units, ops = spec.peak_share()
     sm_rate = roofs.flop_per_clk[units] / ops * roofs.max_clock_mhz * 1e6  # FLOP/s of one SM
     bm, bn, cm, cn, kt = _tile(runs)
     reduce = 0.0
     if bm:
-        tiles, places, split, busiest = _launch(runs, m, n, k, roofs.sm_count)
+        tiles, places, split, busiest = _launch(runs, m, n, k, roofs.sm_count, batch)
         tile_flops = 2.0 * bm * cm * bn * cn * ceil_div(k, kt) * kt
         compute = busiest * tile_flops / (cm * cn) / sm_rate
         fill = tiles / (busiest * places)
-        l2 = prec.input_bytes * (m * k * ceil_div(n, bn * cn) + k * n * ceil_div(m, bm * cm))
+        l2 = batch * prec.input_bytes * (m * k * ceil_div(n, bn * cn) + k * n * ceil_div(m, bm * cm))
         splits = runs.params.get("SPLITS", 0)
         partials = tiles * splits if splits > 1 else min(places, split * ceil_div(k, kt)) if split else 0
         spill = 8.0 * bm * bn * partials
@@ -149,9 +160,9 @@ def estimate(spec, problem: Problem, roofs, layout=None, copies: tuple = ()) -> 
         tiles = places = split = 0
         fill, spill = 1.0, 0.0
         compute = problem.flops() / roofs.sm_count / sm_rate
-        l2 = prec.input_bytes * (m * k + k * n)
-    out = problem.output_bytes * m * n
-    dram = prec.input_bytes * (m * k + k * n) + out + spill
+        l2 = prec.input_bytes * (a_count * m * k + b_count * k * n)
+    out = problem.output_bytes * batch * m * n
+    dram = prec.input_bytes * (a_count * m * k + b_count * k * n) + out + spill
     levels = {"compute": compute * 1e3, "dram": dram / (roofs.dram_gbs * 1e9) * 1e3,
               "l2": (l2 + out + spill) / (roofs.l2_gbs * 1e9) * 1e3}
     bound = max(levels, key=levels.get)
