@@ -388,7 +388,7 @@ def cmd_timeline(args) -> int:
 
 def cmd_tune(args) -> int:
     from gemmlab.console import tune_table
-    from gemmlab.problem import SEED_SHAPE, Problem
+    from gemmlab.problem import SEED_SHAPE
     from gemmlab.tune import TUNABLE, cache_path, tune
 
     kernels = [k.strip() for k in args.kernels.split(",") if k.strip()] if args.kernels else TUNABLE

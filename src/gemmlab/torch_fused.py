@@ -21,6 +21,7 @@ from typing import Optional
 import torch
 
 from gemmlab import call, matmul_shapes, torch_op
+from gemmlab.call.tensors import check_values, run
 from gemmlab.epilogue import ACTIVATIONS, Epilogue, scalar
 from gemmlab.errors import EpilogueError, LayoutError
 
@@ -40,7 +41,7 @@ def _check(**tensors) -> None:
         if x.layout is not torch.strided or not (x.is_cuda or x.is_cpu):
             raise LayoutError(f"{name} is a {str(x.layout).removeprefix('torch.')} tensor on {x.device.type}: "
                               "gemmlab takes dense (strided) tensors on the host or a CUDA GPU")
-        torch_op.check_values(**{name: x})
+        check_values(**{name: x})
         if first is None:
             first = (name, x)
         elif x.get_device() != first[1].get_device():
@@ -77,8 +78,8 @@ def linear(x, w, bias, activation, kernel, precision):
     if prepared is not None:
         # w for its transpose: the plan reads w.t() in place (kept under `seen` only then), at w's address
         if x.dim() == 2:
-            return torch_op.run(prepared, x, w, None, addend=bias)
-        y = torch_op.run(prepared, x.reshape(-1, x.shape[-1]), w, None, addend=bias)
+            return run(prepared, x, w, None, addend=bias)
+        y = run(prepared, x.reshape(-1, x.shape[-1]), w, None, addend=bias)
         return y.reshape(*x.shape[:-1], y.shape[-1])
     _check(x=x, w=w, bias=bias)
     _check_activation(activation)

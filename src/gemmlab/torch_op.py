@@ -31,24 +31,11 @@ from __future__ import annotations
 from functools import partial
 from typing import Optional
 
-import numpy as np
 import torch
 
 from gemmlab import call, matmul_shapes
-from gemmlab.errors import EpilogueError, GemmlabError, LayoutError, ShapeError, SizeLimitError
-
-_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-_current_device = getattr(torch._C, "_cuda_getDevice", None)
-_capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None)  # the current device's current stream
-
-
-def _stream(index: int) -> int:
-    if _raw_stream is not None:
-        return _raw_stream(index)
-    return torch.cuda.current_stream(index).cuda_stream
-
-
-_FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
+from gemmlab.call.tensors import FP8, check_values, refuse_capture, run, workspace
+from gemmlab.errors import EpilogueError, GemmlabError, LayoutError, ShapeError
 
 
 def matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None, epilogue=None, addend=None):
@@ -56,7 +43,7 @@ def matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
         return matmul_nd(A, B, kernel, precision, out, scale_a, scale_b, out_dtype, epilogue, addend)
     if torch.compiler.is_compiling() or (torch.is_grad_enabled() and (A.requires_grad or getattr(B, "requires_grad",
                                                                                                   False))):
-        if A.dtype in _FP8 or scale_a is not None or scale_b is not None:
+        if A.dtype in FP8 or scale_a is not None or scale_b is not None:
             raise GemmlabError("gemmlab's FP8 matmul runs outside autograd and torch.compile: it has no backward, and "
                                "gemmlab::mm takes no scales")
         if out is not None:
@@ -109,50 +96,6 @@ def direct(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
     return run(prepared, A, B, out, scale_a, scale_b, addend)
 
 
-def run(prepared: call.Prepared, A, B, out, scale_a=None, scale_b=None, addend=None, shape=None):
-    """The launch of a call whose plan ``prepared`` was made for operands like these (their dtypes, shapes, strides
-    and devices; a batch's at its first matrices' addresses): C from torch's allocator (or ``out``), the addresses,
-    torch's current stream. ``shape``: C's shape where it is not the plan's (a row-major C of the same elements: x's
-    leading dimensions, then N)."""
-    if not prepared.on_device:
-        return _host(prepared, A, B, out, (scale_a, scale_b), addend)
-    if prepared.copy_a:
-        A = A.contiguous()
-    if prepared.copy_b:
-        B = B.contiguous()
-    if out is None:
-        try:
-            c = prepared.torch_template.new_empty(prepared.out_shape if shape is None else shape)
-        except torch.OutOfMemoryError:
-            raise SizeLimitError(call.gpu_memory_message(prepared.out_shape, prepared.out_dtype)) from None
-    else:
-        c = out
-        cp = c.data_ptr()
-        if call.overlaps(cp, prepared.c_bytes, A.data_ptr(), prepared.span_a) or \
-                call.overlaps(cp, prepared.c_bytes, B.data_ptr(), prepared.span_b):
-            raise LayoutError("out overlaps A or B; gemmlab writes C while it reads them")
-    index = prepared.device
-    stream = _stream(index)
-    current = _current_device() == index
-    plan = prepared.plan if prepared.shared else \
-        prepared.for_stream(stream, _capturing() if current and _capturing is not None else None)
-    extra = ()
-    if prepared.scaled:  # the scales' addresses; one in a layout the kernel does not read is copied into one
-        copy_a, copy_b = prepared.copy_scales
-        sa = prepared.ones if scale_a is None else scale_a.t().contiguous().t() if copy_a else scale_a
-        sb = prepared.ones if scale_b is None else scale_b.t().contiguous().t() if copy_b else scale_b
-        extra = (sa.data_ptr(), sb.data_ptr())
-    with prepared.lock:
-        if addend is not None:
-            plan.set_addend(addend.data_ptr())
-        if current:
-            plan.launch(A.data_ptr(), B.data_ptr(), c.data_ptr(), stream, *extra)
-        else:  # the tensors' device is not the current one: launch in its context
-            with torch.cuda.device(index):
-                plan.launch(A.data_ptr(), B.data_ptr(), c.data_ptr(), stream, *extra)
-    return c
-
-
 def empty(A, B, shape, kernel, precision, out, scales=(None, None), out_dtype=None, epilogue=None, addend=None):
     """A product with a zero dimension (M, N or K of A's and B's last two, or a batch's, C of ``shape``): torch's
     result without a kernel, as gemmlab.call.launch.array_empty makes it for arrays, on A's device in the dtype a
@@ -198,51 +141,10 @@ def _prepare(key, A, B, kernel, precision, out, scale_a=None, scale_b=None, out_
         call.check_out(out, "torch", prepared.out_shape, fa.device, prepared.out_dtype)
     prepared.torch_template = torch.empty(0, dtype=getattr(torch, prepared.out_dtype), device=A.device)
     if prepared.on_device:  # launches on torch's streams (a host operand's copies run on CuPy's)
-        prepared.workspace = partial(_workspace, prepared.torch_template)
+        prepared.workspace = partial(workspace, prepared.torch_template)
     if prepared.scaled and A.is_cuda and (scale_a is None or scale_b is None):
         prepared.ones = torch.ones(1, dtype=torch.float32, device=A.device)
     return call.remember(key, prepared)
-
-
-def refuse_capture(A) -> None:
-    """A plan is made outside CUDA graph capture: the first call with these operands under capture is refused."""
-    if A.is_cuda and torch.cuda.is_current_stream_capturing():
-        raise GemmlabError("gemmlab.matmul's first call with these operands is under CUDA graph capture, where its "
-                           "plan cannot be made (that compiles, loads and allocates): call it once before capturing, "
-                           "as torch's pattern does on a side stream")
-
-
-def _workspace(template, nbytes: int):
-    """A stream's workspace from torch's caching allocator on the current stream: under capture, the graph's pool."""
-    buffer = template.new_empty(nbytes, dtype=torch.uint8)
-    return buffer, buffer.data_ptr()
-
-
-def _host(prepared: call.Prepared, A, B, out, scales=(None, None), addend=None):
-    """CPU tensors: NumPy views for a host kernel; a GPU kernel named for them copies to the GPU and back (FP8
-    through their bytes: NumPy has no float8 of torch's)."""
-    a, b = (_numpy(x) for x in (A, B))
-    host_scales = tuple(None if s is None else s.detach().numpy() for s in scales)
-    result = call.host_launch(prepared, a, b, None if out is None else _numpy(out), host_scales,
-                              None if addend is None else _numpy(addend))
-    return out if out is not None else _from_numpy(result)
-
-
-def _numpy(x):
-    """A NumPy view of a CPU tensor; FP8 and BF16 through their bits, as the ml_dtypes types."""
-    import ml_dtypes
-
-    if x.dtype in _FP8 or x.dtype == torch.bfloat16:
-        bits = x.detach().view(torch.uint8 if x.dtype in _FP8 else torch.int16).numpy()
-        name = {torch.float8_e4m3fn: "float8_e4m3fn", torch.float8_e5m2: "float8_e5m2"}.get(x.dtype, "bfloat16")
-        return bits.view(getattr(ml_dtypes, name))
-    return x.detach().numpy()
-
-
-def _from_numpy(x):
-    if x.dtype.name == "bfloat16":
-        return torch.from_numpy(x.view(np.int16)).view(torch.bfloat16)
-    return torch.from_numpy(x)
 
 
 @torch.library.custom_op("gemmlab::mm", mutates_args=())
@@ -341,7 +243,7 @@ def matmul_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtyp
     or gemmlab::bmm on the route's views, else the direct path."""
     if torch.compiler.is_compiling() or (torch.is_grad_enabled() and any(
             getattr(x, "requires_grad", False) for x in (A, B, addend))):
-        if A.dtype in _FP8 or epilogue is not None or out is not None or scale_a is not None or scale_b is not None:
+        if A.dtype in FP8 or epilogue is not None or out is not None or scale_a is not None or scale_b is not None:
             raise GemmlabError("under autograd and torch.compile gemmlab.matmul takes no FP8 operands, scales, "
                                "out= or epilogue: call them under torch.no_grad()")
         return _traced_nd(A, B, call.checks.check_names(kernel, precision), precision, call.out_dtype_name(out_dtype))
@@ -439,16 +341,3 @@ def _check_dense(A, B, out) -> None:
             raise LayoutError(f"{name} is a {str(x.layout).removeprefix('torch.')} tensor on {x.device.type}: "
                               "gemmlab takes dense (strided) tensors on the host or a CUDA GPU")
     check_values(A=A, B=B, out=out)
-
-
-def check_values(**tensors) -> None:
-    """Tensors whose memory holds their values: not a negated view (its negative bit set, as the .imag of a
-    conjugated complex tensor is), whose memory holds the values' negatives and which a kernel reading it by address
-    would take as they are. The plan keys hold the bit, so such a tensor always meets this check. (Traced by
-    torch.compile, the tensors are symbolic: the operator checks the real ones when it runs.)"""
-    if torch.compiler.is_compiling():
-        return
-    for name, x in tensors.items():
-        if isinstance(x, torch.Tensor) and x.is_neg():
-            raise LayoutError(f"{name} is a negated view (its negative bit is set, as on the .imag of a conjugated "
-                              f"complex tensor): pass {name}.resolve_neg()")

@@ -278,18 +278,23 @@ def test_gpu_times_are_the_calls_own_and_alternate_after_a_flush_and_a_spin():
     assert log[2:6] == ["ours", "theirs", "theirs", "ours"]  # after the warm-up, who goes first alternates
 
 
-def test_eager_times_give_every_call_of_a_round_the_same_tensors():
+@pytest.mark.parametrize("timer", ["eager_times", "gpu_times"])
+def test_every_call_of_a_round_times_the_same_tensors(timer):
     """Both sides of a round on the same set (an L2 eviction before each): neither times tensors the other never
     reads, whatever the number of sets."""
-    from gemmlab.harness.timing import eager_times
+    from gemmlab.harness import timing
 
     fake, seen = _FakeTorch(host_us=0), []
 
     def call(name):
-        return lambda x: seen.append((name, x))
+        def run(x):
+            seen.append((name, x))
+            fake.clock_ms += 0.1
+        return run
 
-    medians, rounds = eager_times(fake, [call("ours"), call("theirs")], [(0,), (1,), (2,), (3,)], rounds=8,
-                                  max_seconds=10, min_rounds=8, clean=lambda: None)
+    out = getattr(timing, timer)(fake, [call("ours"), call("theirs")], [(0,), (1,), (2,), (3,)], rounds=8,
+                                 max_seconds=10, min_rounds=8, clean=lambda: None)
+    rounds = out[1] if timer == "eager_times" else out.calls
     timed = seen[4:]  # after the warm-up's two sets each
     assert rounds == 8 and len(timed) == 16
     assert [x for name, x in timed if name == "ours"] == [x for name, x in timed if name == "theirs"] == \

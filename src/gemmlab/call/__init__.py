@@ -1,6 +1,7 @@
 """One call of gemmlab.matmul, below the public functions: the operands' facts (``operands``), every check and the
 kernel they resolve to (``checks``), the plan cache (``plans``) and the launch for NumPy and CuPy operands
-(``launch``); torch tensors take gemmlab.torch_op's path, which shares all of this.
+(``launch``); torch tensors launch through ``tensors`` (imported with torch, by gemmlab.torch_op and on a batch of
+tensors), which shares all of this.
 
 The first call for a (kernel, shapes, dtypes, strides, device) makes a plan: every check, the dispatcher's choice,
 compilation, tensor maps, workspaces. Later calls with the same key find it in memory and only launch it: no file

@@ -246,7 +246,7 @@ def _checked(A, B, kernel, precision, out, out_dtype, batch):
     if fa.kind != fb.kind:
         raise LayoutError(f"A is a {fa.kind} array and B a {fb.kind} array: pass two arrays of one kind")
     if fa.kind == "torch":
-        from gemmlab.torch_op import check_values, refuse_capture
+        from gemmlab.call.tensors import check_values, refuse_capture
 
         check_values(A=A, B=B, out=out)
         refuse_capture(A)
@@ -300,12 +300,12 @@ def _prepare(fa: Facts, fb: Facts, kernel, precision, out_name, batch: Batch, ou
         if fa.kind == "torch":  # a stream's workspaces from torch's allocator (under capture: the graph's pool)
             from functools import partial
 
-            from gemmlab.torch_op import _workspace
+            from gemmlab.call.tensors import workspace
 
             torch = sys.modules["torch"]
             prepared.torch_template = torch.empty(0, dtype=getattr(torch, prepared.out_dtype),
                                                   device=f"cuda:{fa.device}")
-            prepared.workspace = partial(_workspace, prepared.torch_template)
+            prepared.workspace = partial(workspace, prepared.torch_template)
         elem = prepared.plan.problem.prec.input_bytes
         prepared.span_a = elem * (sum((n_ - 1) * s for n_, s in zip(batch.shape, batch.a)) + m * k)
         prepared.span_b = elem * (sum((n_ - 1) * s for n_, s in zip(batch.shape, batch.b)) + k * n)
@@ -324,13 +324,13 @@ def _views(x, strides: tuple, shape: tuple):
 def _host(prepared, A, B, out, batch: Batch):
     torch_out = kind_of(A) == "torch"
     if torch_out:
-        from gemmlab.torch_op import _from_numpy, _numpy
+        from gemmlab.call.tensors import from_numpy, numpy_view
 
-        A, B = _numpy(A), _numpy(B)
+        A, B = numpy_view(A), numpy_view(B)
     a, b = _views(A, batch.a, batch.shape), _views(B, batch.b, batch.shape)
     if out is None:
         c = np.matmul(a, b, dtype=np.float32)
-        return _from_numpy(c) if torch_out else c
+        return from_numpy(c) if torch_out else c
     target = out.numpy() if torch_out else out
     if np.shares_memory(target, A) or np.shares_memory(target, B):
         raise LayoutError("out overlaps A or B; gemmlab writes C while it reads them")
@@ -344,7 +344,7 @@ def _gpu(prepared, A, B, out):
     from gemmlab.errors import SizeLimitError
 
     if kind_of(A) == "torch":  # torch's allocator and stream, as a 2-D call's launch takes them
-        from gemmlab.torch_op import run
+        from gemmlab.call.tensors import run
 
         return run(prepared, A, B, out)
     import cupy

@@ -1,4 +1,4 @@
-"""The launches for NumPy and CuPy operands (and host tensors through gemmlab.torch_op): a plan found or prepared
+"""The launches for NumPy and CuPy operands (and host tensors through gemmlab.call.tensors): a plan found or prepared
 for the call's key, the operands copied where the plan says, C allocated or ``out`` checked, then the kernel."""
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def overlaps(c: int, c_bytes: int, x: int, x_bytes: int) -> bool:
 
 def array_matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None, epilogue=None,
                  addend=None):
-    """NumPy, CuPy and CUDA-array-interface operands (and CPU tensors through torch_op); ``epilogue`` (a
+    """NumPy, CuPy and CUDA-array-interface operands (and CPU tensors through call.tensors); ``epilogue`` (a
     gemmlab.epilogue.Epilogue) fused, ``addend`` its bias or D (an array of the operands' kind and device)."""
     fa, fb = facts(A, "A"), facts(B, "B")
     if fa.kind != fb.kind and {fa.kind, fb.kind} != {"cupy"}:

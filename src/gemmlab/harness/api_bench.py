@@ -174,7 +174,8 @@ def run_api_bench(opts: ApiBenchOptions, say=print) -> dict:
                 rec.update(torch_ms=times[1], api_ratio=times[1] / times[0],
                            torch_tflops=problem.flops() / times[1] / 1e9)
             if overhead:
-                rec["overhead_us"], *torch_us = (host_us_per_call(lambda f=f: f(*sets[0]), torch.cuda.synchronize,
+                first = sets[0]
+                rec["overhead_us"], *torch_us = (host_us_per_call(lambda f=f: f(*first), torch.cuda.synchronize,
                                                                   opts.overhead_calls) for f in calls)
                 if torch_us:
                     rec["torch_overhead_us"] = torch_us[0]

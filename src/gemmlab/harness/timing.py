@@ -312,7 +312,8 @@ class GpuTimes:
 def gpu_times(torch, calls, sets, rounds: int, max_seconds: float, min_rounds: int, clean,
               head_start_us: float = HEAD_START_US, tries: int = 3) -> GpuTimes:
     """GPU time of each of ``calls`` on torch CUDA tensors: the time from the call's first kernel to its last,
-    every kernel the call launches counted (pre-passes, copies, reductions), host time left out. Before each call
+    every kernel the call launches counted (pre-passes, copies, reductions), host time left out, every call of a
+    round on the same one of the rotating ``sets`` (as eager_times). Before each call
     ``clean`` evicts the L2 and a spin kernel (torch.cuda._sleep) holds the GPU for ``head_start_us``; the host
     issues the call while the GPU spins, so the events around it time the GPU's work alone, as
     triton.testing.do_bench does behind its cache flush. A sample whose start event the GPU had already passed when
@@ -339,7 +340,7 @@ def gpu_times(torch, calls, sets, rounds: int, max_seconds: float, min_rounds: i
         while r < rounds and (r < min_rounds or time.perf_counter() - t0 < max_seconds) and (last or not any(late)):
             order = range(len(calls)) if r % 2 == 0 else reversed(range(len(calls)))
             for i in order:
-                args = sets[(r * len(calls) + i) % len(sets)]
+                args = sets[r % len(sets)]
                 clean()
                 torch.cuda._sleep(int(head_start_us * cycles_per_us))
                 e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)

@@ -44,7 +44,7 @@ def markdown(results: dict) -> str:
              f"`{env.get('command', 'gemmlab accuracy')}` at git {env.get('git_sha', 'unknown')}, {env.get('time', '')}. "
              f"Relative Frobenius error ‖C − C64‖/‖C64‖ against cuBLAS DGEMM of the same inputs, M = N = {mn}.", ""]
     if ks:
-        lines += [f"## Against K (N(0, 1) inputs)", ""]
+        lines += ["## Against K (N(0, 1) inputs)", ""]
         lines += _table(["series"] + [f"K={k}" for k in ks],
                         [[series[s]] + [_err(k_recs[(s, "normal", k)]["rel_err"]) if (s, "normal", k) in k_recs
                                         else "" for k in ks] for s in series])

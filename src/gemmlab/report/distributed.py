@@ -80,7 +80,7 @@ def scaling_figure(results: list[dict]) -> Figure:
         hidden.text(0.5, 0.5, "no communication to hide\n(one GPU: nothing crosses between ranks)",
                     ha="center", va="center", transform=hidden.transAxes, fontsize=9, gid="empty")
     # one key for all three panels, below them: inside the panels it covered points
-    handles, labels = {}, {}
+    handles = {}
     for ax in (weak, strong, hidden):
         for handle, label in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(label, handle)

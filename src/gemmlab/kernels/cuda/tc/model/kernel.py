@@ -242,7 +242,7 @@ class WgmmaKernel(CudaKernel):
         bytes are copied into a pitched workspace instead (plan.py)."""
         if not isinstance(problem, BatchedProblem):
             return None
-        elem, (m, n, k) = self.prec.input_bytes, problem.shape
+        elem, (_, n, k) = self.prec.input_bytes, problem.shape
         for name, cols, what in (("A", k, "K"), ("B", k if layout.b == COL else n, "K" if layout.b == COL else "N")):
             if (cols * elem) % 16:
                 return Refusal(f"{self.name}: {name}'s rows of {what} = {cols} elements ({cols * elem} bytes) are not "

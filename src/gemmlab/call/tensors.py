@@ -1,0 +1,125 @@
+"""A call on torch tensors, below gemmlab.torch_op: its launch on torch's caching allocator and current stream
+(``run``), the host path of CPU tensors through NumPy views (FP8 and BF16 by their bits), the workspaces a plan takes
+from torch's allocator (under CUDA graph capture, the graph's pool), and the refusals a tensor meets before any plan:
+a negated view, a first call under capture. gemmlab.torch_op's direct path and custom ops, gemmlab.torch_fused and
+the batched calls of gemmlab.call.batched launch torch tensors through here; importing it imports torch."""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from gemmlab.call.cache import Prepared
+from gemmlab.call.launch import gpu_memory_message, host_launch, overlaps
+from gemmlab.errors import GemmlabError, LayoutError, SizeLimitError
+
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+_current_device = getattr(torch._C, "_cuda_getDevice", None)
+_capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None)  # the current device's current stream
+
+
+def _stream(index: int) -> int:
+    if _raw_stream is not None:
+        return _raw_stream(index)
+    return torch.cuda.current_stream(index).cuda_stream
+
+
+FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
+
+
+def run(prepared: Prepared, A, B, out, scale_a=None, scale_b=None, addend=None, shape=None):
+    """The launch of a call whose plan ``prepared`` was made for operands like these (their dtypes, shapes, strides
+    and devices; a batch's at its first matrices' addresses): C from torch's allocator (or ``out``), the addresses,
+    torch's current stream. ``shape``: C's shape where it is not the plan's (a row-major C of the same elements: x's
+    leading dimensions, then N)."""
+    if not prepared.on_device:
+        return _host(prepared, A, B, out, (scale_a, scale_b), addend)
+    if prepared.copy_a:
+        A = A.contiguous()
+    if prepared.copy_b:
+        B = B.contiguous()
+    if out is None:
+        try:
+            c = prepared.torch_template.new_empty(prepared.out_shape if shape is None else shape)
+        except torch.OutOfMemoryError:
+            raise SizeLimitError(gpu_memory_message(prepared.out_shape, prepared.out_dtype)) from None
+    else:
+        c = out
+        cp = c.data_ptr()
+        if overlaps(cp, prepared.c_bytes, A.data_ptr(), prepared.span_a) or \
+                overlaps(cp, prepared.c_bytes, B.data_ptr(), prepared.span_b):
+            raise LayoutError("out overlaps A or B; gemmlab writes C while it reads them")
+    index = prepared.device
+    stream = _stream(index)
+    current = _current_device() == index
+    plan = prepared.plan if prepared.shared else \
+        prepared.for_stream(stream, _capturing() if current and _capturing is not None else None)
+    extra = ()
+    if prepared.scaled:  # the scales' addresses; one in a layout the kernel does not read is copied into one
+        copy_a, copy_b = prepared.copy_scales
+        sa = prepared.ones if scale_a is None else scale_a.t().contiguous().t() if copy_a else scale_a
+        sb = prepared.ones if scale_b is None else scale_b.t().contiguous().t() if copy_b else scale_b
+        extra = (sa.data_ptr(), sb.data_ptr())
+    with prepared.lock:
+        if addend is not None:
+            plan.set_addend(addend.data_ptr())
+        if current:
+            plan.launch(A.data_ptr(), B.data_ptr(), c.data_ptr(), stream, *extra)
+        else:  # the tensors' device is not the current one: launch in its context
+            with torch.cuda.device(index):
+                plan.launch(A.data_ptr(), B.data_ptr(), c.data_ptr(), stream, *extra)
+    return c
+
+
+def refuse_capture(A) -> None:
+    """A plan is made outside CUDA graph capture: the first call with these operands under capture is refused."""
+    if A.is_cuda and torch.cuda.is_current_stream_capturing():
+        raise GemmlabError("gemmlab.matmul's first call with these operands is under CUDA graph capture, where its "
+                           "plan cannot be made (that compiles, loads and allocates): call it once before capturing, "
+                           "as torch's pattern does on a side stream")
+
+
+def workspace(template, nbytes: int):
+    """A stream's workspace from torch's caching allocator on the current stream: under capture, the graph's pool."""
+    buffer = template.new_empty(nbytes, dtype=torch.uint8)
+    return buffer, buffer.data_ptr()
+
+
+def _host(prepared: Prepared, A, B, out, scales=(None, None), addend=None):
+    """CPU tensors: NumPy views for a host kernel; a GPU kernel named for them copies to the GPU and back (FP8
+    through their bytes: NumPy has no float8 of torch's)."""
+    a, b = (numpy_view(x) for x in (A, B))
+    host_scales = tuple(None if s is None else s.detach().numpy() for s in scales)
+    result = host_launch(prepared, a, b, None if out is None else numpy_view(out), host_scales,
+                         None if addend is None else numpy_view(addend))
+    return out if out is not None else from_numpy(result)
+
+
+def numpy_view(x):
+    """A NumPy view of a CPU tensor; FP8 and BF16 through their bits, as the ml_dtypes types."""
+    import ml_dtypes
+
+    if x.dtype in FP8 or x.dtype == torch.bfloat16:
+        bits = x.detach().view(torch.uint8 if x.dtype in FP8 else torch.int16).numpy()
+        name = {torch.float8_e4m3fn: "float8_e4m3fn", torch.float8_e5m2: "float8_e5m2"}.get(x.dtype, "bfloat16")
+        return bits.view(getattr(ml_dtypes, name))
+    return x.detach().numpy()
+
+
+def from_numpy(x):
+    if x.dtype.name == "bfloat16":
+        return torch.from_numpy(x.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(x)
+
+
+
+def check_values(**tensors) -> None:
+    """Tensors whose memory holds their values: not a negated view (its negative bit set, as the .imag of a
+    conjugated complex tensor is), whose memory holds the values' negatives and which a kernel reading it by address
+    would take as they are. The plan keys hold the bit, so such a tensor always meets this check. (Traced by
+    torch.compile, the tensors are symbolic: the operator checks the real ones when it runs.)"""
+    if torch.compiler.is_compiling():
+        return
+    for name, x in tensors.items():
+        if isinstance(x, torch.Tensor) and x.is_neg():
+            raise LayoutError(f"{name} is a negated view (its negative bit is set, as on the .imag of a conjugated "
+                              f"complex tensor): pass {name}.resolve_neg()")
