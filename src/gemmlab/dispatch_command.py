@@ -107,7 +107,7 @@ def split_k_rows(results: dict) -> list[tuple]:
             continue  # FP8's records name no layout: its B is always K-major, w.t()'s
         params, base = r.get("params") or {}, get_kernel(name).params
         ran = {**SPLIT_K_LATER, **params}
-        other = sorted(key for key in {*ran, *base} - set(SPLIT_K_PARAMS) if ran.get(key) != base.get(key))
+        other = sorted(key for key in {*ran, *base} - set(SPLIT_K_PARAMS) if ran.get(key, 0) != base.get(key, 0))
         if not params or other:
             raise GemmlabError(f"{r['kernel']} at {r['m']}x{r['n']}x{r['k']}: "
                                + (f"changes {', '.join(other)}; tc10's table holds builds that differ from "

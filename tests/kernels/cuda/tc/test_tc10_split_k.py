@@ -208,13 +208,15 @@ def test_every_build_compiles_to_wgmma_without_local_memory(name, tmp_path):
     builds = spec.configurations()
     assert {(b.params["BM"], b.params["BN"]) for b in builds} == \
         {(bm, bn) for bm, bn, _ in split_k.tiles_for(spec.precision)}
-    # the rounded TF32 build: each tile with and without the pass over B's tiles (ROUND_B_SMEM, a K-major B)
+    # the rounded TF32 build: each tile with and without the pass over B's tiles (ROUND_B_SMEM, a K-major B), and
+    # with the pass, C stored transposed (the kernel of B_IN_REGS=1: C_TRANSPOSED from registers, EPI_TMA=0)
     # ... and each with its partials added across a cluster, through the workspace by the last split, and by every
     # split (SK_SPREAD)
-    assert {(b.params["BM"], b.params["BN"], b.params.get("ROUND_B_SMEM", 0), b.defines()["SK_CLUSTER"],
-             b.defines()["SK_SPREAD"]) for b in builds} == \
-        {(bm, bn, r, c, spread) for bm, bn, _ in split_k.tiles_for(spec.precision)
-         for r in ((0, 1) if spec.precision == "tf32" else (0,)) for c, spread in ((0, 0), (1, 0), (0, 1))}
+    ways = ((0, 0), (1, 0), (1, 1)) if spec.precision == "tf32" else ((0, 0),)
+    assert {(b.params["BM"], b.params["BN"], b.params.get("ROUND_B_SMEM", 0), b.defines().get("C_TRANSPOSED", 0),
+             b.defines()["SK_CLUSTER"], b.defines()["SK_SPREAD"]) for b in builds} == \
+        {(bm, bn, r, t, c, spread) for bm, bn, _ in split_k.tiles_for(spec.precision)
+         for r, t in ways for c, spread in ((0, 0), (1, 0), (0, 1))}
     for build in builds:
         compiled = build.compile("sm_90a")
         assert compiled.report.spills == 0 and compiled.report.stack_bytes == 0, build.params
@@ -228,7 +230,9 @@ def test_every_build_compiles_to_wgmma_without_local_memory(name, tmp_path):
             ops = {i.op for i in sass.instructions(sass.sass(compiled.cubin, tmp_path))}
             assert MMA[spec.precision].format(build.params["BN"]) in ops, (build.params, ops)
             assert not any(op.startswith(("LDL", "STL")) for op in ops)
-            assert any(op.startswith("UTMASTG") for op in ops)  # C through the staging boxes and TMA stores
+            # C through the staging boxes and TMA stores; transposed, element by element from registers
+            transposed = build.defines().get("C_TRANSPOSED", 0)
+            assert any(op.startswith("UTMASTG") for op in ops) != bool(transposed), build.params
             # across a cluster: its barrier, and 16-byte loads and stores of the peers' shared memory (generic LD/ST
             # of the cluster's window); through the workspace, neither
             cluster = {"UCGABAR_ARV", "UCGABAR_WAIT", "LD.E.128", "ST.E.128"}
@@ -355,6 +359,46 @@ def test_tf32_plan_rounds_each_operand_once(stub, layout):  # noqa: F811
     assert stub.stub_copies() == 0
     assert (args["M"], args["N"], args["K"], args["C"]) == (m, n, k, c)
     assert launch_record(stub, stub.stub_launches() - 1).smem == smem_bytes(dict(runs.params))
+
+
+@pytest.mark.parametrize("shape,splits", [((8, 4096, 4096), 0), ((3, 257, 1004), 5), ((127, 129, 780), 3)])
+def test_b_in_regs_runs_the_transposed_product_with_w_in_registers(stub, shape, splits):  # noqa: F811
+    """B_IN_REGS=1 (a variant) on x @ w.t(): one launch of the binary whose consumers round the landed B tiles in
+    place, on the transposed problem (its M the call's N): its A map over w in place (w's fragments rounded in
+    registers), its B map over x in place (the tile the consumers round), C stored transposed from registers
+    (C_TRANSPOSED=1, EPI_TMA=0), the tile, S, grid and workspace those of the level on the transposed problem;
+    a launch takes the call's operands in the call's order. No pre-pass and no copy."""
+    from gemmlab.harness.bench import variant
+
+    stub.stub_reset()
+    changes = {"B_IN_REGS": 1, **({"SPLITS": splits} if splits else {})}
+    spec = variant(NAMES["tf32"], changes)
+    problem, (m, n, k) = Problem(*shape, "tf32"), shape
+    plan, gpu = make(stub, spec.name, shape, Layout(b=COL), spec=spec)
+    base = get_kernel(NAMES["tf32"]).with_params({k_: v for k_, v in changes.items() if k_ != "B_IN_REGS"})
+    inner = base.for_problem(problem.transposed(), H200.sm_count)
+    assert plan.inner.problem == problem.transposed() and plan.inner.main.grid == \
+        inner.launch_geometry(problem.transposed()).grid == spec.launch_geometry(problem).grid
+    runs = plan.spec
+    assert {**inner.defines(), "C_TRANSPOSED": 1, "EPI_TMA": 0} == runs.defines()
+    [(main, _, _)] = gpu.loaded
+    assert main is compile_cuda(runs.source, runs.entry, {**runs.defines(), "ROUND_B_SMEM": 1}, "sm_90a")
+    x, w, c = 0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000
+    plan.launch(x, w, c, 0x5EED)
+    args = tc_args(launch_record(stub, 0).params)
+    assert (args["M"], args["N"], args["K"], args["C"]) == (n, m, k, c)
+    assert list(args["a"][[2, 3, 4]]) == [w, k, n] and list(args["b"][[2, 3, 4]]) == [x, k, m]
+    assert stub.stub_launches() == 1 and stub.stub_copies() == 0
+    assert "exchanged (B_IN_REGS)" in plan.steps[0] and "w read through registers" in plan.steps[0]
+    s_inner = inner.params["SPLITS"]
+    assert splits or any(f"S = {s_inner}: " in step for step in plan.steps)  # chosen for the transposed problem
+    if s_inner > 1:  # the transposed problem's partials and tickets
+        assert any(f"{s_inner} splits of K" in step for step in plan.steps)
+        tiles = ceil_div(n, inner.params["BM"]) * ceil_div(m, inner.params["BN"])
+        ws, tickets = plan.buffers[-2:]
+        assert ws.nbytes == 4 * tiles * s_inner * inner.params["BM"] * inner.params["BN"] and tickets.nbytes == 4 * tiles
+    with pytest.raises(Exception, match="B_IN_REGS"):  # w must come as w.t(): the kernel reads it K-major
+        make(stub, spec.name, shape, ROW_MAJOR, spec=spec)
 
 
 def test_auto_choice_is_carried_into_the_plan(stub):  # noqa: F811

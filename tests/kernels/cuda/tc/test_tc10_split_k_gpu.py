@@ -87,31 +87,38 @@ def test_tf32_on_w_t_rounds_as_cublas_and_repeats_its_bits(shape):
     from gemmlab.harness.layouts import arrange, launch
     from gemmlab.harness.verify import check
 
+    from gemmlab.harness.verify import run_once
+
     _needs_gpu()
     problem = Problem(*shape, "tf32")
     layout = Layout(b=COL)
-    for spec in (get_kernel(NAMES["tf32"]), get_kernel(NAMES["tf32"]).with_params({"SPLITS": 7})):
+    m, n, _ = shape
+    base = get_kernel(NAMES["tf32"])
+    # the chosen S and 7; and the operands exchanged (B_IN_REGS=1, a variant: w's fragments rounded in registers,
+    # x's tiles by the consumers, C stored transposed)
+    for spec in (base, base.with_params({"SPLITS": 7}), base.with_params({"B_IN_REGS": 1}),
+                 base.with_params({"B_IN_REGS": 1, "SPLITS": 7})):
         a, b = arrange(*spec.make_inputs(problem, 3, cupy), layout)
         run, copies = launch(spec, problem, layout)
         assert copies == ()  # read in place
         result = check(spec, problem, launch=run, inputs=(a, b))
-        assert result.passed, result
+        assert result.passed, (spec.params, result)
         _same_bits_on_every_call(spec, problem, a, b, run)
-    m, n, _ = shape
+        if m * n < 1000:
+            continue
+        c = run_once(spec, problem, a, b, run).get().astype(np.float64)
+        a_, b_ = a.get(), b.get()
+        ref = a_.astype(np.float64) @ b_.astype(np.float64)
+
+        def rel(x):
+            return np.linalg.norm(x - ref) / np.linalg.norm(ref)
+
+        rounded = rel(nm.tf32_rna(a_).astype(np.float64) @ nm.tf32_rna(np.ascontiguousarray(b_)).astype(np.float64))
+        truncated = rel(nm.tf32_trunc(a_).astype(np.float64) @
+                        nm.tf32_trunc(np.ascontiguousarray(b_)).astype(np.float64))
+        assert rel(c) <= 1.2 * rounded and rel(c) < 0.6 * truncated, (spec.params, rel(c), rounded, truncated)
     if m * n < 1000:
         return
-    from gemmlab.harness.verify import run_once
-
-    c = run_once(spec, problem, a, b, run).get().astype(np.float64)
-    a_, b_ = a.get(), b.get()
-    ref = a_.astype(np.float64) @ b_.astype(np.float64)
-
-    def rel(x):
-        return np.linalg.norm(x - ref) / np.linalg.norm(ref)
-
-    rounded = rel(nm.tf32_rna(a_).astype(np.float64) @ nm.tf32_rna(np.ascontiguousarray(b_)).astype(np.float64))
-    truncated = rel(nm.tf32_trunc(a_).astype(np.float64) @ nm.tf32_trunc(np.ascontiguousarray(b_)).astype(np.float64))
-    assert rel(c) <= 1.2 * rounded and rel(c) < 0.6 * truncated, (rel(c), rounded, truncated)
     torch = pytest.importorskip("torch")
     before = torch.backends.cuda.matmul.allow_tf32
     try:

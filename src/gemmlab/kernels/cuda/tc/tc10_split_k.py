@@ -27,10 +27,14 @@ at the small-M rows, under or about at the weight's DRAM time, 0.85-1.1x torch T
 about 2x their DRAM bytes' time, 0.8-1.0x; at 512x512x16384 and 1024x1024x16384 bound by shared memory, 0.6-0.9x
 (docs/tensor_cores/tc10.md). Its accuracy is cuBLAS TF32's (both operands rounded to nearest, FP32 accumulation, the
 partials added in FP32 in split order).
+B_IN_REGS=1 (a variant, TF32 on x @ w.t()): the operands exchanged, Cᵀ = w·xᵀ, so w's fragments are rounded in
+registers and the consumers rewrite x's tile instead of w's; C stored transposed from registers. Predicted: about
+half the rewrite's cost at the decode rows with a 64-wide x tile, nothing where M = N.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from gemmlab.kernels.cuda.launch.kernel import output_params
 from gemmlab.kernels.cuda.tc.model import split_k
@@ -53,7 +57,8 @@ BASE = {"BM": 128, "BN": 128, "STAGES": 6, "PRODUCER_REGS": 40, "CONSUMER_REGS":
         "SK_CLUSTER": 0, "SK_SPREAD": 0}
 FP8 = {**BASE, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
 FP8_BLOCK = {**FP8, "BLOCK_SCALED": 1}
-TF32 = {**BASE, "TF32_ROUND": 2}  # both operands rounded to nearest: A in registers, B in shared memory
+# both operands rounded to nearest: A in registers, B in shared memory; B_IN_REGS = 1 (a --variant): the other way round
+TF32 = {**BASE, "TF32_ROUND": 2, "B_IN_REGS": 0}
 PINNED_SPLITS = 3  # configurations(): S where the tile is pinned
 REDUCTION = ("latency: the last split of a tile reads the S partials back alone, and stores C (through shared "
              "memory and TMA) with no mainloop to hide it under")
@@ -64,8 +69,11 @@ class SplitK(WgmmaKernel):
     """A wgmma level over a tiles x S grid; the plan holds the partials' workspace and the tickets."""
 
     kind: str = "specialized"
+    EXCHANGE: ClassVar[str] = "B_IN_REGS"  # the call's B (w) as wgmma's register operand: the kernel runs Cᵀ = w·xᵀ
 
     def defines(self) -> dict:
+        if self.exchanges:
+            return self.kernel_build().defines()
         d = super().defines()
         d.pop("SPLITS")  # the kernel reads S from gridDim.y
         d["SK_CLUSTER"] = int(self.cluster() is not None)
@@ -89,6 +97,8 @@ class SplitK(WgmmaKernel):
             m, n, k, self.precision, sm_count, spread=bool(p.get("SK_SPREAD", 0)))
 
     def for_problem(self, problem: Problem, sm_count: int = SM_COUNT) -> "SplitK":
+        if self.exchanges:  # the tile and S of the transposed problem (WgmmaKernel's exchange)
+            return super().for_problem(problem, sm_count)
         s = self.split_plan(problem, sm_count)
         spread = int(split_k.spreads(s, self.params.get("SK_SPREAD", 0), sm_count))
         return self.with_params({"BM": s.bm, "BN": s.bn, "STAGES": s.stages, "SPLITS": s.splits, "SK_SPREAD": spread})
@@ -96,9 +106,10 @@ class SplitK(WgmmaKernel):
     def make_plan(self, problem: Problem, layout, info, gpu=None):
         """The plan, whose explanation says where its tile and S come from: a sweep on this GPU, or the model."""
         made = super().make_plan(problem, layout, info, gpu)
+        build, shape = (self.kernel_build(), problem.transposed()) if self.exchanges else (self, problem)
         if not self.params["SPLITS"]:
-            runs = self.split_plan(problem, info.sm_count)
-            model = split_k.choose(*problem.shape, self.precision, info.sm_count,
+            runs = build.split_plan(shape, info.sm_count)
+            model = split_k.choose(*shape.shape, self.precision, info.sm_count,
                                    spread=bool(self.params.get("SK_SPREAD", 0)))
             why = "the model's choice (split_k.choose)"
             if (runs.bm, runs.bn, runs.splits) != (model.bm, model.bn, model.splits):
@@ -108,6 +119,8 @@ class SplitK(WgmmaKernel):
         return made
 
     def launch_geometry(self, problem: Problem, sm_count: int = SM_COUNT, max_clusters: int | None = None) -> Geometry:
+        if self.exchanges:
+            return self.kernel_build().launch_geometry(problem.transposed(), sm_count, max_clusters)
         runs = self.for_problem(problem, sm_count)
         s = runs.split_plan(problem, sm_count)
         return Geometry(grid=s.grid, block=((s.bm // 64 + 1) * 128, 1, 1), smem=smem_bytes(runs.params))
@@ -116,6 +129,8 @@ class SplitK(WgmmaKernel):
         """tc3's at the chosen tile, plus each partial written once and read once (S > 1); the walk's tiles are all
         split along K over the grid's CTAs (a wave of them, as stream-K's split tail), so the busiest SM holds about
         1/S of a tile's arithmetic."""
+        if self.exchanges:
+            return self.kernel_build().traffic(problem.transposed(), sm_count)
         runs = self.for_problem(problem, sm_count)
         return split_k.with_partials(self.traffic_model(problem, sm_count, params=dict(runs.params)),
                                      runs.split_plan(problem, sm_count), sm_count, runs.cluster() is not None,
@@ -126,12 +141,14 @@ class SplitK(WgmmaKernel):
         PINNED_SPLITS (at most KT), so that a sanitizer run at any shape of 3 k-tiles or more goes through the
         partials on every tile, added each of the three ways: across a cluster (SK_CLUSTER=1), through the workspace
         by the last split (both 0) and by every split (SK_SPREAD=1); the rounded TF32 build's also with the pass over
-        B's tiles (ROUND_B_SMEM=1, what the plan builds for a K-major B)."""
+        B's tiles (ROUND_B_SMEM=1, what the plan builds for a K-major B), and that one exchanging the operands
+        (B_IN_REGS=1, a variant: its kernel stores C transposed, from registers)."""
         builds = [self.with_params({"BM": bm, "BN": bn, "STAGES": st, "SPLITS": PINNED_SPLITS, "SK_CLUSTER": c,
                                     "SK_SPREAD": spread})
                   for bm, bn, st in split_k.tiles_for(self.precision) for c, spread in ((1, 0), (0, 0), (0, 1))]
         if self.params.get("TF32_ROUND", 0) == 2:
-            builds += [b.with_params({"ROUND_B_SMEM": 1}) for b in builds]
+            passes = [b.with_params({"ROUND_B_SMEM": 1}) for b in builds]
+            builds += passes + [b.with_params({"B_IN_REGS": 1, "EPI_TMA": 0}) for b in passes]
         return [c for b in builds for c in WgmmaKernel.configurations(b, formats)]
 
 

@@ -44,6 +44,7 @@ SPECS = [
         title="tf32 Cᵀ = Bᵀ·Aᵀ: B fragments from registers (ld.shared, rounded there), A rounded by a pre-pass "
               "(in shared memory for small problems)",
         source="tc5_swap_ab.cu", entry="tc5_swap_ab", params=dict(PARAMS), one_launch_mnk=ONE_LAUNCH_MNK,
+        ranks_exchanged=True,
         constraints=lambda p: wgmma_constraints(p, specialized=True, swap_ab=True),
         traffic_model=traffic_model(ONE_LAUNCH_MNK),
         doc=__doc__, unmodeled=REGISTER_OPERAND,

@@ -57,7 +57,7 @@ SPECS = [
         name="cuda/tc6_stream_k_tf32", level=6, precision="tf32", kind="persistent", swap_ab=True, swap_kmajor_b=True,
         title="tf32 tc5 (Cᵀ = Bᵀ·Aᵀ, B fragments from registers) with a stream-K tail, deterministic fixup",
         source="tc5_swap_ab.cu", entry="tc5_swap_ab", params=dict(TF32), whole_tiles=dict(tc5_swap_ab.PARAMS),
-        one_launch_mnk=ONE_LAUNCH_MNK,
+        one_launch_mnk=ONE_LAUNCH_MNK, ranks_exchanged=True,
         constraints=lambda p: wgmma_constraints(p, specialized=True, swap_ab=True),
         traffic_model=wgmma_traffic("tf32", TF32["BM"], TF32["BN"], prepass=False, stream_k=True,
                                     group_m=TF32["GROUP_M"], swap_ab=True, round_a=TF32["TF32_ROUND"] == 3,

@@ -56,29 +56,39 @@ class WgmmaKernel(CudaKernel):
     # the levels that store through tc_epilogue.cuh (store_epi, TileStore) fuse an epilogue; tc5's and tc7's swapped
     # store (tc_swap.cuh's store_acc_t) does not
     fuses_epilogue: bool = True
+    # kernel="auto" ranks this level with the operands exchanged too (exchanged(): tc5 and tc6 TF32, whose measured
+    # gains the model tracks); a level without it runs exchanged only as a --variant
+    ranks_exchanged: bool = False
+    # the parameter that exchanges the call's operands (1: the kernel runs Cᵀ), on the levels whose parameters name it
+    EXCHANGE: ClassVar[str] = "A_IN_REGS"
 
     @property
     def exchanges(self) -> bool:
-        """A_IN_REGS=1 (tc5 and tc6 TF32, a variant): the kernel computes the transposed product Cᵀ = w·xᵀ from the
-        call's operands in each other's roles, so that x is wgmma's register operand, rounded in registers, and w
-        its shared-memory operand, the one TF32_ROUND=3's pre-pass rounds: 8·N·K bytes through DRAM instead of
-        8·M·K, less where x has more rows than w. The binary differs from the base only in C's store
-        (C_TRANSPOSED); its tiles, launch and model are the base level's on the transposed problem. Its methods
-        take the call's problem; the kernel's own spec (``kernel_build``) takes the transposed one."""
-        return bool(self.params.get("A_IN_REGS", 0))
+        """The ``EXCHANGE`` parameter set: the kernel computes the transposed product Cᵀ = w·xᵀ from the call's
+        operands in each other's roles. A_IN_REGS=1 (tc5 and tc6 TF32): x is wgmma's register operand, rounded in
+        registers, and w its shared-memory operand, the one TF32_ROUND=3's pre-pass rounds: 8·N·K bytes through DRAM
+        instead of 8·M·K, less where x has more rows than w. B_IN_REGS=1 (tc10 TF32, a variant): w is the register
+        operand, rounded in registers, and x the tile the consumers round in shared memory. The binary differs from
+        the base only in C's store (C_TRANSPOSED, from registers); its tiles, launch and model are the base level's
+        on the transposed problem. Its methods take the call's problem; the kernel's own spec (``kernel_build``)
+        takes the transposed one."""
+        return bool(self.params.get(self.EXCHANGE, 0))
 
     def kernel_build(self) -> "WgmmaKernel":
         """An exchanging spec's kernel as a spec of the transposed problem: the base level's parameters with
-        C_TRANSPOSED=1 (the same tiles and grid as the base on that problem, C stored transposed)."""
-        return self.with_params({"A_IN_REGS": 0, "C_TRANSPOSED": 1})
+        C_TRANSPOSED=1 (the same tiles and grid as the base on that problem, C stored transposed, from registers)."""
+        changes = {self.EXCHANGE: 0, "C_TRANSPOSED": 1}
+        if "EPI_TMA" in self.params:  # a transposed C is stored element by element from registers
+            changes["EPI_TMA"] = 0
+        return self.with_params(changes)
 
     def exchanged(self, layout: Layout) -> "WgmmaKernel | None":
-        """This level with the operands exchanged (A_IN_REGS=1), where it has that configuration (a TF32 swap
-        level, whose parameters name A_IN_REGS) and ``layout`` is the one it reads (B as w.t()): the pre-pass then
-        rounds w, 8·N·K bytes, instead of x, 8·M·K."""
-        if "A_IN_REGS" not in self.params or self.exchanges:
+        """This level with the operands exchanged, for kernel="auto" to rank (``ranks_exchanged``), where ``layout``
+        is the one it reads (B as w.t()): tc5 and tc6 TF32, whose pre-pass then rounds w, 8·N·K bytes, instead of
+        x, 8·M·K. None for the other levels and layouts."""
+        if not self.ranks_exchanged or self.exchanges:
             return None
-        runs = self.with_params({"A_IN_REGS": 1})
+        runs = self.with_params({self.EXCHANGE: 1})
         return runs if layout in runs.layouts else None
 
     @property
@@ -92,14 +102,14 @@ class WgmmaKernel(CudaKernel):
         (wgmma reads it K-major: TF32 then needs no pre-pass) or, in a swap, where the source loads B's register
         fragments from a K-major tile too (``swap_kmajor_b``: tc5, tc6 TF32; not tc7). FP8: B as the transpose of
         an N×K matrix only."""
-        if self.fp8 or self.exchanges:  # A_IN_REGS: B is the kernel's shared-memory operand, read K-major
+        if self.fp8 or self.exchanges:  # exchanged: the call's B is a kernel operand read K-major
             return frozenset({Layout(b=COL)})
         return frozenset({ROW_MAJOR} if self.swap_ab and not self.swap_kmajor_b else {ROW_MAJOR, Layout(b=COL)})
 
     def layout_refusal(self, layout: Layout) -> str:
         if self.exchanges:
-            return (f"{self.name}: A_IN_REGS reads the call's B as the kernel's shared-memory operand, which tf32 "
-                    "wgmma reads K-major: B must come as the transpose of an N×K matrix (w.t())")
+            return (f"{self.name}: {self.EXCHANGE} reads the call's B as a K-major operand of the kernel, as tf32 "
+                    "wgmma reads its operands: B must come as the transpose of an N×K matrix (w.t())")
         if not self.fp8:
             return super().layout_refusal(layout)
         return (f"{self.name}: fp8 wgmma reads both operands K-major, so B must come as the transpose of an N×K "
@@ -121,11 +131,11 @@ class WgmmaKernel(CudaKernel):
         return FP8_ARGS if self.fp8 else BATCH_ARGS if self.params.get("BATCHED", 0) else TC_ARGS
 
     def defines(self) -> dict:
+        if self.exchanges:  # the host exchanges the operands; the kernel stores C as its product's transpose
+            return self.kernel_build().defines()
         # host-side choices: the tile width per problem (for_problem), the stream-K grid (launch_geometry)
         d = {k: v for k, v in self.params.items()
-             if k not in ("NARROW_BN", "NARROW_BM", "SK_MIN_KTILES", "A_IN_REGS", "SHORT_K")}
-        if self.exchanges:  # the host exchanges the operands; the kernel stores C as its product's transpose
-            d["C_TRANSPOSED"] = 1
+             if k not in ("NARROW_BN", "NARROW_BM", "SK_MIN_KTILES", self.EXCHANGE, "SHORT_K")}
         if self.swap_ab and d.get("C_TRANSPOSED"):  # ... and reads the call's A as its K-major B (tc_swap.cuh)
             d["SWAP_B_KMAJOR"] = 1
         d.update(self.prec.tensor_core_defines)
@@ -197,9 +207,10 @@ class WgmmaKernel(CudaKernel):
         why = super().config_error()
         if not why and not self.prec.tf32_multiply and self.params.get("TF32_ROUND", 0):
             return f"TF32_ROUND={self.params['TF32_ROUND']}: rounding to TF32 is an option of the TF32 levels"
-        if not why and self.params.get("A_IN_REGS", 0) not in (0, 1):
-            return f"A_IN_REGS={self.params['A_IN_REGS']}: 0 (the call's B in registers) or 1 (its A)"
-        if not why and self.exchanges and not self.swap_kmajor_b:
+        if not why and self.params.get(self.EXCHANGE, 0) not in (0, 1):
+            return (f"{self.EXCHANGE}={self.params[self.EXCHANGE]}: 0 (the operands in their own roles) or 1 "
+                    "(exchanged: the kernel runs Cᵀ)")
+        if not why and self.exchanges and self.swap_ab and not self.swap_kmajor_b:
             return ("A_IN_REGS=1: the kernel's register operand is then the call's A, read from a K-major tile: a "
                     "swapped level that loads its fragments so (swap_kmajor_b: tc5, tc6 TF32)")
         return why
@@ -309,12 +320,12 @@ class WgmmaKernel(CudaKernel):
         says so; with NARROW_BN, NARROW_BN-wide tiles where they fill the last wave better (narrow_pays); with
         STREAM_K, the base level where no tile is split; a batch, the BATCHED build of what runs its flattened
         problem, with ``short_batch``'s parameters where its products are short (_short_batch); with SHORT_K,
-        clusters off where K is short (_short_k); A_IN_REGS, the configuration that runs the transposed problem,
+        clusters off where K is short (_short_k); exchanging, the configuration that runs the transposed problem,
         exchanging; else this one."""
         import dataclasses
 
         if self.exchanges:  # the kernel's configuration for the transposed problem, exchanging again
-            runs = self.kernel_build().for_problem(problem.transposed(), sm_count).with_params({"A_IN_REGS": 1})
+            runs = self.kernel_build().for_problem(problem.transposed(), sm_count).with_params({self.EXCHANGE: 1})
             runs = dataclasses.replace(runs, params={k: v for k, v in runs.params.items() if k != "C_TRANSPOSED"})
             return self if runs == self else runs
         p = self.params
@@ -454,6 +465,7 @@ class WgmmaKernel(CudaKernel):
         if not self.exchanges:
             return plan.make_plan(runs, problem, layout, info, gpu or plan.RESOURCES)
         return plan.swapped_plan(runs, runs.kernel_build(), problem, layout, info, gpu or plan.RESOURCES,
-                                 f"A and B exchanged (A_IN_REGS): the kernel computes Cᵀ = B·Aᵀ "
+                                 f"A and B exchanged ({self.EXCHANGE}): the kernel computes Cᵀ = B·Aᵀ "
                                  f"({problem.n}x{problem.m}); its A below is the call's B (w, the N×K weight), its B "
-                                 "the call's A (x, read through registers), C stored transposed")
+                                 f"the call's A (x), {'x' if self.EXCHANGE == 'A_IN_REGS' else 'w'} read through "
+                                 "registers, C stored transposed")
