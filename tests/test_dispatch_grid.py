@@ -55,7 +55,7 @@ def test_a_measured_shape_takes_its_measured_winner_as_it_was_measured(monkeypat
     only(monkeypatch, rec(TC2, 0.050, (512, 4096, 4096)), rec(TC4, 0.060, (512, 4096, 4096)),
          rec(TC6, 0.020, (1024, 4096, 4096)))
     choice = dispatch.choose(Problem(512, 4096, 4096, "bf16"), ROW_MAJOR, H200)
-    assert choice.spec.name == TC2 and "#1 of the 2 candidates measured at 512x4096x4096" in choice.why
+    assert choice.spec.name == TC2 and "#1 of the 2 candidates at 512x4096x4096" in choice.why
     ranked = dispatch.rank(Problem(512, 4096, 4096, "bf16"), ROW_MAJOR, H200)
     assert [(c.spec.name, c.ms, c.exact) for c in ranked] == [(TC2, 0.050, True), (TC4, 0.060, True)]
 
@@ -72,7 +72,7 @@ def test_between_measured_shapes_the_models_prediction_ranks_them(monkeypatch):
     assert [label for label, *_ in tc4.basis] == ["64x4096x4096", "256x4096x4096"]
     assert 0.04 < tc4.ms < 0.06 and not tc4.exact
     choice = dispatch.choose(problem, ROW_MAJOR, H200)
-    assert choice.spec.name == TC4 and "measured near 128x4096x4096" in choice.why and "predicted" in choice.why
+    assert choice.spec.name == TC4 and "ranked near 128x4096x4096" in choice.why and "predicted" in choice.why
 
 
 def test_a_long_k_problem_of_few_tiles_goes_to_stream_k_where_the_data_says_so(monkeypatch):
@@ -368,3 +368,4 @@ def test_operands_arranged_in_a_layout_and_run_as_gemmlab_matmul_would():
     assert run_layout(bench.BenchOptions(layout=W_T), Problem(4, 4, 4, "fp8")) is None  # FP8's own layout
     assert run_layout(bench.BenchOptions(layout=ROW_MAJOR), problem) is None
     assert run_layout(bench.BenchOptions(layout=W_T), problem) == W_T
+

@@ -276,11 +276,12 @@ class Candidate:
     basis: tuple  # (label, measured row, ratio, distance, host µs) per measured shape it reads, nearest first
     model: object = None  # the scaling model's Estimate at the problem, None where it has none
     exchanged: bool = False  # the measured level's configuration with A and B exchanged (KernelSpec.exchanged)
+    batch: bool = False  # predicted for a batch, from the measurements of its flattened shape
 
     @property
     def exact(self) -> bool:
-        """Whether the prediction is a measurement: of this configuration, at this shape."""
-        return not self.exchanged and len(self.basis) == 1 and self.basis[0][3] == 0
+        """Whether the prediction is a measurement: of this configuration, at this problem."""
+        return not (self.exchanged or self.batch) and len(self.basis) == 1 and self.basis[0][3] == 0
 
     @property
     def label(self) -> str:
@@ -367,7 +368,9 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
         kernels[name, False] = candidate(spec)
         other = None if isinstance(asked, BatchedProblem) else spec.exchanged(layout)
         if other is not None and kernels[name, False][3] is not None:
-            kernels[name, True] = candidate(other)
+            exchanged = candidate(other)
+            if exchanged[3] is not None:  # predicted by the model's ratio alone: none without a model here
+                kernels[name, True] = exchanged
     predicted = {key: [] for key in kernels}  # (weight, GPU ms, ms a call) from each measured shape
     basis = {key: [] for key in kernels}
     for point, rows in picked:
@@ -403,7 +406,8 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
             total = sum(w for w, _, _ in predicted[key])
             ms = math.exp(sum(w * math.log(g) for w, g, _ in predicted[key]) / total)
             per_call = math.exp(sum(w * math.log(c) for w, _, c in predicted[key]) / total)
-        out.append(Candidate(spec, ms, per_call, copies, refusal, tuple(basis[key]), here, exchanged=key[1]))
+        out.append(Candidate(spec, ms, per_call, copies, refusal, tuple(basis[key]), here, exchanged=key[1],
+                             batch=isinstance(asked, BatchedProblem)))
     return fastest_first(out, lambda c: c.per_call_ms, lambda c: c.ms)
 
 
@@ -553,21 +557,23 @@ def _anchored(candidates: list[Candidate]) -> Candidate:
 def _why(gpu, problem: Problem, layout: Layout, ranked: list[Candidate], pick: Candidate, how: str) -> str:
     place = ranked.index(pick) + 1
     label, row = pick.basis[0][:2]
+    ahead = [c for c in ranked[:place - 1] if not c.refusal and (c.copies == () or how != "in place")]
+    stands = (f"stands against {ahead[0].label}'s prediction of {ahead[0].per_call_ms:.4g} ms, within the model's "
+              "margin there") if ahead else ""
     if pick.exact:
         if how == "in place":
-            return (f"dispatch table for {gpu.name}: #{place} of the {len(ranked)} candidates measured at {label} "
-                    f"({_measured(row, pick)} there) that takes {problem.label()} with {layout.label()} in place")
+            return (f"dispatch table for {gpu.name}: #{place} of the {len(ranked)} candidates at {label}, measured "
+                    f"there ({_measured(row, pick)}), that takes {problem.label()} with {layout.label()} in place"
+                    + (f"; it {stands}" if stands else ""))
         return (f"dispatch table for {gpu.name}: fastest at {label} that takes {problem.label()}; none of the "
                 f"measured kernels it may run reads {layout.label()} in place")
     taken = "with " + layout.label() + " in place" if how == "in place" else \
         f"after a copy (none of the measured kernels it may run reads {layout.label()} in place)"
-    ahead = [c for c in ranked[:place - 1] if not c.refusal and (c.copies == () or how != "in place")]
-    kept = (f"; the fastest measured at {label}, which stands against {ahead[0].label}'s "
-            f"{ahead[0].per_call_ms:.4g} ms, within the model's margin there") if ahead else ""
     near = "at" if pick.basis[0][3] == 0 else "near"
-    return (f"dispatch table for {gpu.name}: #{place} of the {len(ranked)} candidates measured {near} "
+    return (f"dispatch table for {gpu.name}: #{place} of the {len(ranked)} candidates ranked {near} "
             f"{problem.label()} that takes {problem.label()} {taken}, {pick.label}, predicted "
-            f"{pick.per_call_ms:.4g} ms a call ({explain(pick)}){kept}")
+            f"{pick.per_call_ms:.4g} ms a call ({explain(pick)})"
+            + (f"; the fastest measured at {label}, which {stands}" if stands else ""))
 
 
 def explain(c: Candidate) -> str:

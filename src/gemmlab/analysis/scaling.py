@@ -112,7 +112,9 @@ def _matrices(problem: Problem) -> tuple[int, int, int]:
 
 def _serial_bytes(runs, problem: Problem, layout, copies: tuple) -> tuple[float, int]:
     """(DRAM bytes, launches) of what runs before the kernel on every call: gemmlab.matmul's copies, then the TF32
-    levels' pre-passes (Bᵀ where the tensor cores read B K-major and it comes row-major; A rounded, TF32_ROUND=3)."""
+    levels' pre-passes (Bᵀ where the tensor cores read B K-major and it comes row-major; A rounded, TF32_ROUND=3),
+    and the TMA levels' copies of an operand whose rows are off 16 bytes into a pitched workspace
+    (``staged_operands``)."""
     m, n, k = problem.shape
     e = problem.prec.input_bytes
     _, a_count, b_count = _matrices(problem)
@@ -125,6 +127,12 @@ def _serial_bytes(runs, problem: Problem, layout, copies: tuple) -> tuple[float,
         moved, launches = moved + 8.0 * size["B"], launches + 1
     if runs.params.get("TF32_ROUND", 0) == 3:
         moved, launches = moved + 8.0 * size["A"], launches + 1
+    staged = getattr(runs, "staged_operands", None)
+    if staged is not None and not isinstance(problem, BatchedProblem):  # a batch is read in place or refused
+        given = layout or Layout()
+        read = Layout(ROW if "A" in copies else given.a, ROW if "B" in copies else given.b)  # after the copies
+        for x in staged(problem, read):
+            moved, launches = moved + 2.0 * e * size[x], launches + 1
     return moved, launches
 
 

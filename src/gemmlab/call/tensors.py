@@ -111,7 +111,6 @@ def from_numpy(x):
     return torch.from_numpy(x)
 
 
-
 def check_values(**tensors) -> None:
     """Tensors whose memory holds their values: not a negated view (its negative bit set, as the .imag of a
     conjugated complex tensor is), whose memory holds the values' negatives and which a kernel reading it by address

@@ -89,7 +89,7 @@ def test_auto_runs_the_gluon_level_where_its_row_is_fastest(table, precision):
     problem = Problem(*SHAPE, precision)
     choice = dispatch.choose(problem, _natural(precision), H200)
     assert choice.spec.name == gluon and choice.copies == ()
-    assert "#1 of the 2 candidates measured at 2048x3072x4096" in choice.why
+    assert "#1 of the 2 candidates at 2048x3072x4096" in choice.why
     # between measured shapes its prediction is ranked as any kernel's (its model: the CUDA wgmma levels' traffic)
     near = dispatch.rank(Problem(2048, 3072, 6144, precision), _natural(precision), H200)
     assert [c.spec.name for c in near] == [gluon, cuda] and near[0].model is not None and not near[0].refusal

@@ -53,9 +53,12 @@ AUTO_SHAPES = [(4096, 1024, 8192), (4097, 1000, 2049), (2048, 300, 4096)]
 
 
 @pytest.mark.parametrize("shape", AUTO_SHAPES)
-def test_auto_runs_the_exchange_through_gemmlab_matmul_and_it_is_right(shape):
-    """gemmlab.matmul(x, w.t(), precision="tf32") where dispatch ranks a level exchanged past the margin: the call's
-    plan says so, and C is x·wᵀ at cuBLAS TF32's error (both operands rounded)."""
+def test_auto_runs_the_exchange_through_gemmlab_matmul_and_it_is_right(shape, monkeypatch):
+    """gemmlab.matmul(x, w.t(), precision="tf32") where dispatch ranks a level exchanged past the margin (the
+    shipped table, read as this GPU's): the call's plan says so, and C is x·wᵀ at cuBLAS TF32's error (both operands
+    rounded)."""
+    import functools
+
     from gemmlab import dispatch, device
     from gemmlab import numerics as nm
 
@@ -66,6 +69,10 @@ def test_auto_runs_the_exchange_through_gemmlab_matmul_and_it_is_right(shape):
     import torch
 
     import gemmlab
+
+    shipped = dispatch.load_table()[dispatch.shipped_gpu().name]
+    monkeypatch.setattr(dispatch, "load_table", functools.lru_cache(maxsize=1)(lambda: {device.gpu().name: shipped}))
+    gemmlab.clear_plans()
 
     m, n, k = shape
     g = torch.Generator(device="cuda").manual_seed(m + n)
@@ -81,3 +88,4 @@ def test_auto_runs_the_exchange_through_gemmlab_matmul_and_it_is_right(shape):
         return np.linalg.norm(y - ref) / np.linalg.norm(ref)
 
     assert rel(c) <= 1.2 * rel(rounded), (rel(c), rel(rounded))
+    gemmlab.clear_plans()  # no later call reuses this table's choice

@@ -247,6 +247,20 @@ class WgmmaKernel(CudaKernel):
                                "of the 16 bytes TMA steps from matrix to matrix by", LayoutError)
         return None
 
+    def staged_operands(self, problem: Problem, layout: Layout) -> tuple[str, ...]:
+        """The operands ("A", "B") that this configuration's plan copies into a pitched workspace on every call,
+        their rows off the 16 bytes TMA steps by: A's rows of K unless the rounding pre-pass writes A (TF32_ROUND=3),
+        B's rows of K (handed over as w.t()) or of N (read as given, N-major), not a B that the transpose pre-pass
+        writes. The plan (plan.make_plan) stages exactly these; the dispatch model counts their bytes."""
+        _, n, k = problem.shape
+        elem = self.prec.input_bytes
+        off = {"A": (k * elem) % 16 != 0 and self.params.get("TF32_ROUND", 0) != 3}
+        if layout.b == COL:
+            off["B"] = (k * elem) % 16 != 0
+        elif self.prec.reads_b_n_major or self.swap_ab:
+            off["B"] = (n * elem) % 16 != 0
+        return tuple(x for x in "AB" if off.get(x))
+
     def in_place_refusal(self, problem: Problem, layout: Layout) -> Refusal | None:
         """A batch is read in place through rank-3 maps, whose row pitch TMA takes in multiples of 16 bytes: A's
         rows of K, and B's of N (row-major) or of K (the transpose of an N×K matrix). One product's rows off 16

@@ -299,11 +299,13 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
         steps.append(f"batched: {problem.batch} products in one launch, A's matrices {problem.stride_a} and B's "
                      f"{problem.stride_b} elements apart (0: broadcast), the persistent walk over batch x tiles")
 
+    staged = spec.staged_operands(problem, layout)
+
     def operand(slot: str, rows: int, cols: int, map_for) -> _Operand:
         """An operand stored rows×cols row-major, whose ``map_for(pitch)`` TMA reads."""
         op = _Operand(slot, rows, cols, ceil_div(cols, align) * align, elem, map_for, gpu,
                       address=_MapAddress(params.map_address(slot)), batched=batched)
-        if op.padded == cols:
+        if slot.upper() not in staged:
             op.direct = _encoded(map_for(cols), _PLACEHOLDER)
         elif batched:  # a pitched copy would be of one matrix
             raise LayoutError(f"{spec.name}: {slot.upper()}'s {cols * elem}-byte rows are not a multiple of the 16 "
