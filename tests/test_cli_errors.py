@@ -118,7 +118,7 @@ CASES = [
     (["bench", "--precision", "bf16"], "--precision goes with --api, which is not given"),
     (["bench", "--block-seconds", "1"], "--block-seconds goes with --blocks"),
     (["roofline", "--json", "{tmp}/c.json"], "--json goes with --measure"),
-    (["dispatch", "--out", "{tmp}/t.json"], "--out goes with --build, --write or --split-k"),
+    (["dispatch", "--out", "{tmp}/t.json"], "--out goes with --build, --write, --split-k or --held-out"),
     (["report", "{tmp}/bare_list.json", "--summary"], "its records are not those of gemmlab"),
     (["report", "{tmp}/empty.json", "--out", "{tmp}/out"], "holds no records"),
     (["report", "{tmp}/partial.json", "--out", "{tmp}/out"], "its records are not those of gemmlab"),

@@ -129,6 +129,8 @@ g bench --kernels 'cuda/tc10_split_k_*,cuda/tc2_wgmma_tma_bf16,cuda/tc4_persiste
 # kernel="auto"'s table from these runs (shipped as src/gemmlab/data/dispatch-h200.json), then the public API
 g dispatch --build "$OUT"/{fp32,tensor_cores,fp8,split_k}.json "$OUT"/grid_*.json --out "$OUT/dispatch.json"
 g dispatch --write "$OUT"/{fp32,tensor_cores,fp8,split_k}.json "$OUT"/grid_*.json  # this GPU's table, which kernel="auto" reads
+# kernel="auto" between measured shapes, checked on that table: each shape held out and predicted from the others
+g dispatch --held-out --out "$OUT/dispatch_held_out.json"
 g bench --api --json "$OUT/api.json"
 # The shape suite: x @ w.T at 69 shapes per precision, GPU and eager time against torch; a run per precision, each
 # adding its records to the one file

@@ -444,7 +444,8 @@ def _say(command: str, what: str) -> None:
 COMPANIONS = (("bench", "precision", "--precision", lambda a: a.api or a.suite, "--api"),
               ("bench", "block_seconds", "--block-seconds", lambda a: a.blocks, "--blocks"),
               ("roofline", "json", "--json", lambda a: a.measure, "--measure"),
-              ("dispatch", "out", "--out", lambda a: a.build or a.write or a.split_k, "--build, --write or --split-k"))
+              ("dispatch", "out", "--out", lambda a: a.build or a.write or a.split_k or a.held_out,
+               "--build, --write, --split-k or --held-out"))
 
 
 def _check_companions(args) -> None:

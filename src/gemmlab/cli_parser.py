@@ -209,8 +209,13 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("--split-k", nargs="+", metavar="RESULTS", help="write tc10's table of measured tiles and "
                        "splits instead, from bench runs of cuda/tc10_split_k_* with --layout row,col and --variant "
                        "builds over every tile and S (the shipped one: results/h200/tc10_sweep*.json)")
+    table.add_argument("--held-out", action="store_true", help="check kernel='auto' between measured shapes on its "
+                       "own table instead: each measured shape held out, predicted from the others, the pick scored "
+                       "against what was measured there (no GPU needed); --precision narrows it, --out writes the "
+                       "records as JSON")
     s.add_argument("--out", help="where --build, --write or --split-k writes (default: for --build and --split-k "
-                                 "the tables shipped with gemmlab, for --write this machine's)")
+                                 "the tables shipped with gemmlab, for --write this machine's), and --held-out's "
+                                 "records")
 
     from gemmlab.chapter.command import add_parser as add_chapter
 

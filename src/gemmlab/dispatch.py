@@ -442,11 +442,12 @@ def _renamed(name: str, source: str, precision: str) -> str:
     return name[:-len(source)] + precision
 
 
-def choose(problem: Problem, layout: Layout, gpu, epilogue=None, formats: tuple | None = None) -> Choice:
+def choose(problem: Problem, layout: Layout, gpu, epilogue=None, formats: tuple | None = None,
+           table: dict | None = None) -> Choice:
     """The kernel gemmlab.matmul runs for ``problem`` on ``gpu`` (a GPUInfo), and why (``_choose``); a precision that
     reads another's dispatch table says so. ``formats``: the FP8 operands' dtypes (A's, B's), which a kernel must have
-    a build for."""
-    choice = _choose(problem, layout, gpu, epilogue, formats)
+    a build for; ``table``: a dispatch table to read instead of this machine's (``load_table``)."""
+    choice = _choose(problem, layout, gpu, epilogue, formats, table)
     source = problem.prec.dispatch_precision
     if source == problem.precision:
         return choice
@@ -454,7 +455,8 @@ def choose(problem: Problem, layout: Layout, gpu, epilogue=None, formats: tuple 
                                            f"{source}'s dispatch table, the same tensor-core instruction rates)")
 
 
-def _choose(problem: Problem, layout: Layout, gpu, epilogue=None, formats: tuple | None = None) -> Choice:
+def _choose(problem: Problem, layout: Layout, gpu, epilogue=None, formats: tuple | None = None,
+            table: dict | None = None) -> Choice:
     """The kernel gemmlab.matmul runs for ``problem`` on ``gpu`` (a GPUInfo), and why: of the kernels ``rank``
     predicts fastest per call, the first that takes the problem and reads the layout in place, else the first that
     takes it after a copy (with a fused ``epilogue``, of the kernels that fuse it; with FP8 ``formats``, of those
@@ -469,7 +471,7 @@ def _choose(problem: Problem, layout: Layout, gpu, epilogue=None, formats: tuple
     if small is not None:
         return small
     refusals: list = []  # (spec, why it refuses the problem)
-    ranked = rank(problem, layout, gpu)
+    ranked = rank(problem, layout, gpu, table)
     for c in ranked:
         runs = c.spec.is_valid(problem) or c.spec.in_place_refusal(problem, layout) or c.spec.unsupported(gpu) or \
             (formats and c.spec.formats_refusal(*formats))

@@ -1,6 +1,6 @@
 """``gemmlab dispatch``: what kernel='auto' runs for a shape, precision and layout, the candidates ranked beside it;
-with --build or --write, the dispatch table made from bench results instead, and with --split-k tc10's table of
-measured tiles and splits. ``console`` and ``output`` (the
+with --build or --write, the dispatch table made from bench results instead, with --split-k tc10's table of
+measured tiles and splits, and with --held-out the table's own check of kernel='auto' between its shapes. ``console`` and ``output`` (the
 checked output path) are the command line's (gemmlab.cli)."""
 from __future__ import annotations
 
@@ -21,6 +21,8 @@ def cmd_dispatch(args, console, output) -> int:
         return _write_table(args.build or args.write, args.out, console, output, replace=bool(args.build))
     if args.split_k:
         return _write_split_k(args.split_k, args.out, console, output)
+    if args.held_out:
+        return _held_out(args.precision, args.out, console, output)
     info = gpu()
     here = info is not None
     info = info or dispatch.shipped_gpu()
@@ -151,4 +153,65 @@ def _write_split_k(paths, out, console, output) -> int:
     kept = sum(len(v) for v in table["choices"].values())
     console.print(f"wrote {target}: {kept} problems where a measured tile and S beat the model's by more than "
                   f"{100 * split_k.MEASURED_MARGIN:.0f}%", highlight=False)
+    return 0
+
+
+HELD_OUT_WORST = 8  # the picks listed under the summary, by regret
+
+
+def _held_out(precisions, out, console, output) -> int:
+    """--held-out: kernel='auto' on each shape of this GPU's table (the H200's without one) from the other shapes
+    alone, scored against the table's measurements there (gemmlab.dispatch_held_out); --out: the records."""
+    import json
+
+    from rich.table import Table
+
+    from gemmlab import dispatch
+    from gemmlab.device import gpu
+    from gemmlab.dispatch_held_out import held_out, summary
+    from gemmlab.provenance import git_sha
+
+    info = gpu() or dispatch.shipped_gpu()
+    table = dispatch.load_table()
+    if info.name not in table:
+        raise GemmlabError(f"--held-out: no dispatch table for {info.name} (gemmlab dispatch --write adds bench "
+                           "results to this machine's)")
+    rows = held_out(table, info, precisions)
+    if not rows:
+        raise GemmlabError(f"--held-out: {info.name}'s table has no shape of {', '.join(precisions or ['any'])} "
+                           "precision whose measured kernels auto may run")
+    console.print(f"kernel='auto' on {info.name}'s dispatch table, each measured shape held out and predicted from "
+                  "the others; regret: the pick's GPU time measured there over the fastest measured there (that auto "
+                  "may run in place); error: the pick's prediction over its measurement", highlight=False)
+    t = Table(header_style="bold")
+    for col in ("precision", "shapes", "scored", "pick fastest", "regret geomean", "regret max (at)",
+                "median |error|"):
+        t.add_column(col, justify="left" if col == "precision" else "right")
+    for precision, s in summary(rows).items():
+        t.add_row(precision, str(s["shapes"]), str(s["scored"]), str(s["fastest"]),
+                  f"{s['regret_geomean']:.3f}" if s["regret_geomean"] else "-",
+                  f"{s['regret_max']:.2f} ({s['regret_max_at']})" if s["regret_max"] else "-",
+                  f"{100 * (s['error_median'] - 1):.1f}%" if s["error_median"] else "-")
+    console.print(t)
+    worst = sorted((r for r in rows if r.regret and r.regret > 1.0), key=lambda r: -r.regret)[:HELD_OUT_WORST]
+    if worst:
+        w = Table(title="the picks farthest from the fastest measured", header_style="bold", title_justify="left")
+        for col in ("precision", "shape", "pick", "regret", "error", "fastest there"):
+            w.add_column(col, justify="right" if col in ("regret", "error") else "left")
+        for r in worst:
+            w.add_row(r.precision, "x".join(map(str, r.shape)), r.pick, f"{r.regret:.2f}",
+                      f"{r.error:.2f}" if r.error else "-", r.best)
+        console.print(w)
+    if out:
+        target = output(out, "--out")
+        try:
+            local = dispatch.local_path()
+            env = {"gpu": info.name, "git_sha": git_sha(),
+                   "table": f"data/{dispatch.SHIPPED.name}" + (f", then {local}" if local.exists() else ""),
+                   "command": "gemmlab dispatch --held-out" + "".join(f" --precision {p}" for p in precisions or ())}
+            Path(target).write_text(json.dumps({"env": env, "summary": summary(rows),
+                                                "records": [r.record() for r in rows]}, indent=1) + "\n")
+        except OSError as exc:
+            raise OutputPathError(f"--held-out: cannot write {target}: {exc.strerror}") from None
+        console.print(f"wrote {target}", highlight=False)
     return 0

@@ -1,0 +1,132 @@
+"""kernel="auto" between measured shapes, checked on its own measurements (``gemmlab dispatch --held-out``).
+
+Each shape of a GPU's dispatch table is held out in turn: ``dispatch.choose`` picks a kernel for it from the other
+shapes alone, as it does for any shape the table never measured (each kernel's times at the nearest shapes scaled
+by the model, the measured winner there kept within the margin), and the pick is scored against what the table
+measured at the held-out shape itself:
+
+- **regret**: the GPU time measured there of the kernel picked, over the fastest measured there among the kernels
+  ``auto`` may run in that layout in place (1.0: the pick was the fastest);
+- **error**: the pick's predicted GPU time over its measured one.
+
+A pick the table did not measure at the shape (a level with its operands exchanged, whose prediction is the model's
+alone; a kernel measured elsewhere only) has neither. No GPU is needed: the table is the measurement. The scores
+are of the table's grid, whose shapes lie a doubling or more apart: a caller's shape between two of them has nearer
+neighbours than a held-out one.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import asdict, dataclass
+
+from gemmlab.dispatch_layout import operand_copies, parse_layout
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """One measured shape predicted from the others: what ``auto`` picks there, and how it measured."""
+
+    precision: str
+    shape: tuple
+    layout: str  # as the table's rows name it ("row,col": B as w.t())
+    pick: str  # the kernel picked, "(A and B exchanged)" where it runs so
+    predicted_ms: float | None  # the pick's predicted GPU time (None: a pick not from the table's rows)
+    pick_ms: float | None  # the pick's GPU time measured at the shape (None: not measured there)
+    best: str  # the fastest measured at the shape that auto may run in place
+    best_ms: float
+
+    @property
+    def regret(self) -> float | None:
+        return None if self.pick_ms is None else self.pick_ms / self.best_ms
+
+    @property
+    def error(self) -> float | None:
+        return None if self.pick_ms is None or self.predicted_ms is None else self.predicted_ms / self.pick_ms
+
+    def record(self) -> dict:
+        return {**asdict(self), "shape": list(self.shape), "regret": self.regret, "error": self.error}
+
+
+def _label_layout(rows: list, precision: str) -> str:
+    from gemmlab.problem import get_precision
+
+    return rows[0].get("layout") or ("row,col" if get_precision(precision).kmajor_b else "row,row")
+
+
+def _in_place(rows: list, problem, layout) -> dict:
+    """{kernel: GPU ms} of the rows at one shape that measured, in ``layout``, a kernel this gemmlab has, that auto
+    may run on ``problem`` reading the layout in place, timed with the copies it makes now (none)."""
+    from gemmlab.errors import UnknownKernelError
+    from gemmlab.kernels.registry import get_kernel
+
+    failed = {r["kernel"] for r in rows if r.get("failed")}
+    out = {}
+    for r in rows:
+        if r["kernel"] in failed or "ms" not in r or tuple(r.get("copies", ())) != ():
+            continue
+        try:
+            spec = get_kernel(r["kernel"])
+        except UnknownKernelError:
+            continue
+        if spec.auto_refusal() or spec.is_valid(problem) or spec.in_place_refusal(problem, layout) or \
+                operand_copies(layout, spec) != ():
+            continue
+        out[r["kernel"]] = r["ms"]
+    return out
+
+
+def held_out(table: dict, gpu, precisions=None) -> list[HeldOut]:
+    """Every shape of ``gpu``'s tables in ``table`` (a dispatch table as dispatch.load_table reads it) whose rows
+    measured a kernel auto may run in place there, held out and predicted from the rest; ``precisions``: those of
+    the table's precisions to check (default all)."""
+    from gemmlab import dispatch
+    from gemmlab.errors import GemmlabError
+    from gemmlab.problem import Problem
+
+    mine = table.get(gpu.name, {})
+    out = []
+    for precision, shapes in mine.items():
+        if precisions and precision not in precisions:
+            continue
+        for label, rows in shapes.items():
+            dims = dispatch._dims(label)
+            if dims is None or not rows:
+                continue
+            named = _label_layout(rows, precision)
+            layout, problem = parse_layout(named), Problem(*dims, precision)
+            measured = _in_place([r for r in rows if _label_layout([r], precision) == named], problem, layout)
+            if not measured:
+                continue
+            rest = {**table, gpu.name: {**mine, precision: {k: v for k, v in shapes.items() if k != label}}}
+            try:
+                choice = dispatch.choose(problem, layout, gpu, table=rest)
+            except GemmlabError:
+                continue  # nothing near that runs it: the defaults' refusal, as a call would meet it
+            ranked = [c for c in dispatch.rank(problem, layout, gpu, rest) if c.spec == choice.spec]
+            exchanged = bool(ranked and ranked[0].exchanged)
+            best = min(measured, key=measured.get)
+            out.append(HeldOut(precision, dims, named, ranked[0].label if ranked else choice.spec.name,
+                               ranked[0].ms if ranked else None,
+                               None if exchanged else measured.get(choice.spec.name), best, measured[best]))
+    return out
+
+
+def summary(rows: list[HeldOut]) -> dict:
+    """Per precision: the shapes held out, those whose pick was measured there, how many picked the fastest, the
+    geometric mean and the largest regret (and where), and the median |log| of the prediction's error."""
+    out = {}
+    for precision in dict.fromkeys(r.precision for r in rows):
+        mine = [r for r in rows if r.precision == precision]
+        scored = [r for r in mine if r.regret is not None]
+        errors = [abs(math.log(r.error)) for r in scored if r.error]
+        worst = max(scored, key=lambda r: r.regret, default=None)
+        out[precision] = {
+            "shapes": len(mine), "scored": len(scored),
+            "fastest": sum(r.regret <= 1.0 for r in scored),
+            "regret_geomean": math.exp(statistics.fmean(math.log(r.regret) for r in scored)) if scored else None,
+            "regret_max": worst.regret if worst else None,
+            "regret_max_at": "x".join(map(str, worst.shape)) if worst else None,
+            "error_median": math.exp(statistics.median(errors)) if errors else None,
+        }
+    return out
