@@ -107,6 +107,16 @@ def test_near_a_measured_shape_its_winner_stands_against_a_small_predicted_gain(
     assert dispatch.choose(problem, W_T, H200).spec.name == tc3
 
 
+def test_a_pick_says_what_it_stands_against_only_where_the_margin_kept_it(monkeypatch):
+    """gluon tc4 measured 10x faster than the CUDA tc4 but unable to fuse relu: with relu the pick is the CUDA tc4,
+    measured there, and its reason names no prediction it would stand against (there is none: gluon's was refused)."""
+    from gemmlab.epilogue import Epilogue
+
+    only(monkeypatch, rec("gluon/tc4_persistent_bf16", 0.010, (512, 4096, 4096)), rec(TC4, 0.100, (512, 4096, 4096)))
+    choice = dispatch.choose(Problem(512, 4096, 4096, "bf16"), ROW_MAJOR, H200, Epilogue(activation="relu"))
+    assert choice.spec.name == TC4 and "measured there" in choice.why and "stands against" not in choice.why
+
+
 def test_refusals_and_failed_rows_hold_between_measured_shapes(monkeypatch):
     only(monkeypatch,
          rec("cuda/tc4_persistent_tf32", 0.01, (64, 4096, 4096), "tf32"),  # truncates: never picked by auto

@@ -482,11 +482,12 @@ def _choose(problem: Problem, layout: Layout, gpu, epilogue=None, formats: tuple
     in_place = [c for c in usable if c.copies == ()]
     if in_place:
         pick = _anchored(in_place)
-        return Choice(pick.spec, _why(gpu, problem, layout, ranked, pick, "in place"))
+        return Choice(pick.spec, _why(gpu, problem, layout, ranked, pick, "in place", in_place[0]))
     copied = [c for c in usable if c.copies is not None]
     if copied:
         pick = _anchored(copied)
-        return Choice(pick.spec, _why(gpu, problem, layout, ranked, pick, "after a copy"), copies=pick.copies)
+        return Choice(pick.spec, _why(gpu, problem, layout, ranked, pick, "after a copy", copied[0]),
+                      copies=pick.copies)
     # measured kernels that cannot read the layout even after a copy (gemv1 against a row-major B): the defaults
 
     def default(name: str):
@@ -556,12 +557,14 @@ def _anchored(candidates: list[Candidate]) -> Candidate:
     return anchor if anchor.per_call_ms <= best.per_call_ms * (1 + MARGIN) ** (1 + nearest[3]) else best
 
 
-def _why(gpu, problem: Problem, layout: Layout, ranked: list[Candidate], pick: Candidate, how: str) -> str:
+def _why(gpu, problem: Problem, layout: Layout, ranked: list[Candidate], pick: Candidate, how: str,
+         best: Candidate) -> str:
+    """Why ``pick``, of the ``ranked`` candidates: where it was measured or how it was predicted; where it is not
+    ``best`` (the fastest predicted of those the call may run), the prediction it stands against (``_anchored``)."""
     place = ranked.index(pick) + 1
     label, row = pick.basis[0][:2]
-    ahead = [c for c in ranked[:place - 1] if not c.refusal and (c.copies == () or how != "in place")]
-    stands = (f"stands against {ahead[0].label}'s prediction of {ahead[0].per_call_ms:.4g} ms, within the model's "
-              "margin there") if ahead else ""
+    stands = "" if pick is best else \
+        (f"stands against {best.label}'s prediction of {best.per_call_ms:.4g} ms, within the model's margin there")
     if pick.exact:
         if how == "in place":
             return (f"dispatch table for {gpu.name}: #{place} of the {len(ranked)} candidates at {label}, measured "

@@ -127,11 +127,10 @@ def _serial_bytes(runs, problem: Problem, layout, copies: tuple) -> tuple[float,
         moved, launches = moved + 8.0 * size["B"], launches + 1
     if runs.params.get("TF32_ROUND", 0) == 3:
         moved, launches = moved + 8.0 * size["A"], launches + 1
-    staged = getattr(runs, "staged_operands", None)
-    if staged is not None and not isinstance(problem, BatchedProblem):  # a batch is read in place or refused
+    if not isinstance(problem, BatchedProblem):  # a batch is read in place or refused
         given = layout or Layout()
         read = Layout(ROW if "A" in copies else given.a, ROW if "B" in copies else given.b)  # after the copies
-        for x in staged(problem, read):
+        for x in runs.staged_operands(problem, read):
             moved, launches = moved + 2.0 * e * size[x], launches + 1
     return moved, launches
 

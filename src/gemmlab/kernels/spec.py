@@ -246,6 +246,11 @@ class KernelSpec:
             return "truncates FP32 to TF32 (TF32_ROUND=0); kernel=\"auto\" runs TF32 rounded to nearest, as cuBLAS"
         return ""
 
+    def staged_operands(self, problem: Problem, layout) -> tuple[str, ...]:
+        """The operands ("A", "B") this kernel's plan copies into a workspace of its own on every call to read them
+        (a TMA level's rows off 16 bytes): none here. The dispatch model counts their bytes."""
+        return ()
+
     def exchanged(self, layout) -> "KernelSpec | None":
         """A configuration of this level that takes the call's operands in each other's roles for ``layout``, which
         kernel="auto" may run where the model predicts it faster than the level measured (WgmmaKernel's A_IN_REGS);

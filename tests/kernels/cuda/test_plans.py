@@ -748,14 +748,19 @@ def test_the_tf32_transpose_pre_pass_refuses_a_k_its_grid_cannot_hold(stub):  # 
     assert plan.transpose.grid == (1, 65535, 1)
 
 
-@pytest.mark.parametrize("name,layout", [("cuda/tc5_swap_ab_tf32", Layout(b=COL)), ("cuda/tc5_swap_ab_tf32", ROW_MAJOR),
-                                         ("cuda/tc10_split_k_tf32", Layout(b=COL)), ("cuda/tc10_split_k_tf32", ROW_MAJOR),
-                                         ("cuda/tc4_persistent_bf16", Layout(b=COL)), ("cuda/tc4_persistent_bf16", ROW_MAJOR),
-                                         ("cuda/tc4_persistent_fp8", Layout(b=COL))])
-@pytest.mark.parametrize("shape", [(4096, 1024, 8191), (300, 513, 1000), (8192, 64, 4097), (1000, 1001, 2048)])
+STAGING_SHAPES = [(4096, 1024, 8191), (300, 513, 1000), (8192, 64, 4097), (1000, 1001, 2048)]
+STAGING_CASES = [(name, layout, shape) for name, layout in (
+    ("cuda/tc5_swap_ab_tf32", Layout(b=COL)), ("cuda/tc5_swap_ab_tf32", ROW_MAJOR), ("cuda/tc10_split_k_tf32", Layout(b=COL)),
+    ("cuda/tc10_split_k_tf32", ROW_MAJOR), ("cuda/tc4_persistent_bf16", Layout(b=COL)),
+    ("cuda/tc4_persistent_bf16", ROW_MAJOR), ("cuda/tc4_persistent_fp8", Layout(b=COL))) for shape in STAGING_SHAPES] + \
+    [(name, Layout(b=COL), shape) for name in ("cuda/tc9_narrow_swap_bf16", "cuda/tc9_narrow_swap_fp8")
+     for shape in [(64, 4096, 4100), (100, 1000, 2048), (17, 520, 333)]]  # tc9: M <= 128, its kernel on Cᵀ
+
+
+@pytest.mark.parametrize("name,layout,shape", STAGING_CASES)
 def test_the_model_counts_the_staged_copies_the_plan_makes(stub, name, layout, shape):
     """An operand whose rows are off 16 bytes is copied into a pitched workspace on every call (the plan's steps
-    say so); the model counts the same operands' bytes and launches (KernelSpec.staged_operands), so a level or a
+    say so); the model counts the same operands' bytes and launches (staged_operands), so a level or a
     configuration that stages x (the exchange, with K off 16 bytes) is not predicted to save what the pre-pass
     moves elsewhere."""
     spec = get_kernel(name)
@@ -780,3 +785,25 @@ def test_the_model_counts_the_staged_copies_the_plan_makes(stub, name, layout, s
     here, there = estimate(spec, problem, roofs, layout), estimate(spec, aligned, roofs, layout)
     assert here.serial_ms - there.serial_ms == pytest.approx(staged_bytes / (roofs.dram_gbs * 1e9) * 1e3
                                                              + len(copied) * LAUNCH_US / 1e3, rel=0.01)
+
+
+@pytest.mark.parametrize("name", ["cuda/tc10_split_k_tf32", "cuda/tc5_swap_ab_tf32", "cuda/tc6_stream_k_tf32"])
+def test_every_configuration_plans_in_its_natural_layout(stub, name):
+    """What verification (and gemmlab verify --sanitize) runs: each configuration planned in the layout it draws its
+    inputs in, the exchanging ones (B_IN_REGS, A_IN_REGS) with B as the transpose view of an N×K array, which is
+    the only layout they read."""
+    from gemmlab.harness.bench import variant
+
+    specs = get_kernel(name).configurations()
+    exchange = "B_IN_REGS" if "tc10" in name else "A_IN_REGS"
+    if not any(s.exchanges for s in specs):
+        specs.append(variant(name, {exchange: 1}))
+    problem = Problem(100, 72, 4097 - 4097 % 4, "tf32")
+    for spec in specs:
+        layout = spec.natural_layout(problem)
+        a, b = spec.make_inputs(problem, 0)
+        assert a.flags.c_contiguous and (b.T.flags.c_contiguous if layout.b == COL else b.flags.c_contiguous)
+        assert not spec.exchanges or layout == Layout(b=COL)
+        stub.stub_reset()
+        plan, _ = make(stub, name, problem.shape, layout, spec=spec)
+        assert plan.problem == problem and ("exchanged" in plan.steps[0]) == spec.exchanges

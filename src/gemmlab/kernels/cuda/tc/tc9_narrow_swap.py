@@ -127,6 +127,11 @@ class NarrowSwap(ReadsWeightTransposed, KernelSpec):
     def launch_geometry(self, problem: Problem, sm_count: int = SM_COUNT):
         return self.kernel_for(problem, sm_count).launch_geometry(problem.transposed(), sm_count)
 
+    def staged_operands(self, problem: Problem, layout: Layout) -> tuple[str, ...]:
+        """The kernel's, on the transposed problem with B K-major, named as the call's operands (its A is w)."""
+        staged = self.kernel_for(problem).staged_operands(problem.transposed(), Layout(b=COL))
+        return tuple(x for x in "AB" if {"A": "B", "B": "A"}[x] in staged)
+
     def traffic(self, problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
         return self.for_problem(problem, sm_count).inner.traffic(problem.transposed(), sm_count)
 

@@ -179,9 +179,20 @@ class WgmmaKernel(CudaKernel):
         return tuple(E5M2 if self.params.get(f"{x}_E5M2", 0) else E4M3 for x in "AB")
 
     def make_inputs(self, problem: Problem, seed: int = 0, xp=None):
+        """A and B as verification draws them: in the kernel's formats (FP8), and where the operands are exchanged
+        B as the K×N transpose view of an N×K array, the one layout such a build reads (``natural_layout``)."""
         import numpy as np
 
-        return problem.make_inputs(seed, np if xp is None else xp, formats=self.formats if self.fp8 else None)
+        xp = np if xp is None else xp
+        a, b = problem.make_inputs(seed, xp, formats=self.formats if self.fp8 else None)
+        if self.exchanges and not self.fp8:
+            b = xp.ascontiguousarray(b.T).T
+        return a, b
+
+    def natural_layout(self, problem: Problem) -> Layout:
+        if self.exchanges:  # B as w.t() only (layouts)
+            return Layout(b=COL)
+        return super().natural_layout(problem)
 
     def for_formats(self, a: str, b: str, out: str) -> "WgmmaKernel":
         """This level for operands in formats ``a``, ``b`` and C in ``out``, each its own binary: an FP8 level's
@@ -251,7 +262,7 @@ class WgmmaKernel(CudaKernel):
         """The operands ("A", "B") that this configuration's plan copies into a pitched workspace on every call,
         their rows off the 16 bytes TMA steps by: A's rows of K unless the rounding pre-pass writes A (TF32_ROUND=3),
         B's rows of K (handed over as w.t()) or of N (read as given, N-major), not a B that the transpose pre-pass
-        writes. The plan (plan.make_plan) stages exactly these; the dispatch model counts their bytes."""
+        writes. The plan (plan.make_plan) stages exactly these."""
         _, n, k = problem.shape
         elem = self.prec.input_bytes
         off = {"A": (k * elem) % 16 != 0 and self.params.get("TF32_ROUND", 0) != 3}
