@@ -74,6 +74,8 @@ CASES = [
     (["bench", "--variant", ":BM=1"], "a variant is KERNEL:NAME=V[,NAME=V]"),
     (["bench", "--variant", "cuda/tc8_block_scaled_fp8:BM=x"], "BM='x' is not an integer"),
     (["bench", "--variant", "cuda/tc8_block_scaled_fp8:FOO=1"], "cuda/tc8_block_scaled_fp8 has no parameter FOO"),
+    (["bench", "--variant", "cuda/tc10_split_k_tf32:B_IN_REGS=1"], "pass --layout row,col so that"),
+    (["bench", "--variant", "cuda/tc10_split_k_tf32:B_IN_REGS=2", "--layout", "row,col"], "B_IN_REGS=2: 0"),
     (["bench", "--variant", "cuda/tc8_block_scaled_fp8:BN=256"], "192x256 tiles need 288960 bytes of shared memory"),
     (["bench", "--variant", "cuda/tc8_block_scaled_fp8:BM=192"], "BM=192 is what it has registered"),
     (["bench", "--variant", "cuda/nope:BM=1"], "no kernel named 'cuda/nope'"),

@@ -124,6 +124,9 @@ def selected(opts: BenchOptions) -> list[KernelSpec]:
     binaries: dict = {}  # one variant of each binary, however its changes are spelled: the first
     for name, changes in opts.variants:
         v = variant(name, changes)
+        if opts.layout is None and getattr(v, "exchanges", False):  # its own layout only: the yardstick's must match
+            raise InvalidConfigError(f"{v.name} reads B as the transpose of an N×K matrix only; pass --layout row,col "
+                                     f"so that {name} is timed on the same operands beside it")
         binaries.setdefault((v.variant_of, tuple(sorted(v.params.items()))), v)
     variants = list(binaries.values())
     # variants alone run beside their registered kernels only
