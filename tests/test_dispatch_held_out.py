@@ -74,6 +74,9 @@ def test_the_shipped_table_checked_through_the_command_line(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "regret geomean" in proc.stdout and "the picks farthest from the fastest measured" in proc.stdout
     data = json.loads(out.read_text())
+    rendered = (tmp_path / "held_out.md").read_text()
+    assert all(f"| {p} | {s['shapes']} | {s['scored']} | {s['fastest']} |" in rendered
+               for p, s in data["summary"].items())
     shipped = json.loads(dispatch.SHIPPED.read_text())[H200.name]
     assert set(data["summary"]) == set(shipped)
     for r in data["records"]:

@@ -168,7 +168,7 @@ def _held_out(precisions, out, console, output) -> int:
 
     from gemmlab import dispatch
     from gemmlab.device import gpu
-    from gemmlab.dispatch_held_out import held_out, summary
+    from gemmlab.dispatch_held_out import held_out, markdown, summary
     from gemmlab.provenance import git_sha
 
     info = gpu() or dispatch.shipped_gpu()
@@ -211,7 +211,9 @@ def _held_out(precisions, out, console, output) -> int:
                    "command": "gemmlab dispatch --held-out" + "".join(f" --precision {p}" for p in precisions or ())}
             Path(target).write_text(json.dumps({"env": env, "summary": summary(rows),
                                                 "records": [r.record() for r in rows]}, indent=1) + "\n")
+            rendered = Path(target).with_suffix(".md")
+            rendered.write_text(markdown(rows, env))
         except OSError as exc:
             raise OutputPathError(f"--held-out: cannot write {target}: {exc.strerror}") from None
-        console.print(f"wrote {target}", highlight=False)
+        console.print(f"wrote {target} and {rendered}", highlight=False)
     return 0

@@ -130,3 +130,28 @@ def summary(rows: list[HeldOut]) -> dict:
             "error_median": math.exp(statistics.median(errors)) if errors else None,
         }
     return out
+
+
+def markdown(rows: list[HeldOut], env: dict, worst: int = 12) -> str:
+    """The summary per precision and the picks farthest from the fastest, as Markdown (beside --out's JSON)."""
+    sha = env["git_sha"]
+    lines = [f"# kernel=\"auto\" held out on the {env['gpu']} dispatch table", "",
+             f"`{env['command']}` at git {sha[:12]}{'-dirty' if sha.endswith('-dirty') else ''}, reading "
+             f"{env['table']}: each measured shape held out "
+             "and predicted from the others. Regret: the GPU time measured there of the kernel picked, over the "
+             "fastest measured there that `auto` may run in place. Error: the pick's predicted GPU time over its "
+             "measured one. A pick not measured at the shape (a level with its operands exchanged, or a kernel "
+             "measured elsewhere only) is not scored.", "",
+             "| precision | shapes | scored | pick fastest | regret geomean | regret max (at) | median error |",
+             "|---|---:|---:|---:|---:|---|---:|"]
+    for precision, s in summary(rows).items():
+        lines.append(f"| {precision} | {s['shapes']} | {s['scored']} | {s['fastest']} | "
+                     + (f"{s['regret_geomean']:.3f} | {s['regret_max']:.2f} ({s['regret_max_at']}) | "
+                        f"{100 * (s['error_median'] - 1):.1f}% |" if s["scored"] else "- | - | - |"))
+    far = sorted((r for r in rows if r.regret and r.regret > 1.0), key=lambda r: -r.regret)[:worst]
+    if far:
+        lines += ["", "The picks farthest from the fastest measured:", "",
+                  "| precision | shape | pick | regret | error | fastest there |", "|---|---|---|---:|---:|---|"]
+        lines += [f"| {r.precision} | {'x'.join(map(str, r.shape))} | {r.pick} | {r.regret:.2f} | "
+                  f"{f'{r.error:.2f}' if r.error else '-'} | {r.best} |" for r in far]
+    return "\n".join(lines) + "\n"
