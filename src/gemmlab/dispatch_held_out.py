@@ -20,7 +20,7 @@ import math
 import statistics
 from dataclasses import asdict, dataclass
 
-from gemmlab.dispatch_layout import operand_copies, parse_layout
+from gemmlab.dispatch_layout import layout_key, row_layout
 
 
 @dataclass(frozen=True)
@@ -48,32 +48,15 @@ class HeldOut:
         return {**asdict(self), "shape": list(self.shape), "regret": self.regret, "error": self.error}
 
 
-def _label_layout(rows: list, precision: str) -> str:
-    from gemmlab.problem import get_precision
+def _measured_here(rows: list, label: str, problem, layout, gpu) -> dict:
+    """{kernel: GPU ms} of the kernels measured at the shape itself, in ``layout`` and with no copy, that auto may
+    run there in place: dispatch.rank on a table of that shape alone, where a prediction is the measurement."""
+    from gemmlab import dispatch
 
-    return rows[0].get("layout") or ("row,col" if get_precision(precision).kmajor_b else "row,row")
-
-
-def _in_place(rows: list, problem, layout) -> dict:
-    """{kernel: GPU ms} of the rows at one shape that measured, in ``layout``, a kernel this gemmlab has, that auto
-    may run on ``problem`` reading the layout in place, timed with the copies it makes now (none)."""
-    from gemmlab.errors import UnknownKernelError
-    from gemmlab.kernels.registry import get_kernel
-
-    failed = {r["kernel"] for r in rows if r.get("failed")}
-    out = {}
-    for r in rows:
-        if r["kernel"] in failed or "ms" not in r or tuple(r.get("copies", ())) != ():
-            continue
-        try:
-            spec = get_kernel(r["kernel"])
-        except UnknownKernelError:
-            continue
-        if spec.auto_refusal() or spec.is_valid(problem) or spec.in_place_refusal(problem, layout) or \
-                operand_copies(layout, spec) != ():
-            continue
-        out[r["kernel"]] = r["ms"]
-    return out
+    only = {gpu.name: {problem.precision: {label: rows}}}
+    return {c.spec.name: c.ms for c in dispatch.rank(problem, layout, gpu, only)
+            if c.exact and not c.refusal and c.copies == () and not c.basis[0][1].get("copies")
+            and row_layout(c.basis[0][1], problem.precision) == layout}
 
 
 def held_out(table: dict, gpu, precisions=None) -> list[HeldOut]:
@@ -93,9 +76,8 @@ def held_out(table: dict, gpu, precisions=None) -> list[HeldOut]:
             dims = dispatch._dims(label)
             if dims is None or not rows:
                 continue
-            named = _label_layout(rows, precision)
-            layout, problem = parse_layout(named), Problem(*dims, precision)
-            measured = _in_place([r for r in rows if _label_layout([r], precision) == named], problem, layout)
+            layout, problem = row_layout(rows[0], precision), Problem(*dims, precision)
+            measured = _measured_here(rows, label, problem, layout, gpu)
             if not measured:
                 continue
             rest = {**table, gpu.name: {**mine, precision: {k: v for k, v in shapes.items() if k != label}}}
@@ -106,7 +88,7 @@ def held_out(table: dict, gpu, precisions=None) -> list[HeldOut]:
             ranked = [c for c in dispatch.rank(problem, layout, gpu, rest) if c.spec == choice.spec]
             exchanged = bool(ranked and ranked[0].exchanged)
             best = min(measured, key=measured.get)
-            out.append(HeldOut(precision, dims, named, ranked[0].label if ranked else choice.spec.name,
+            out.append(HeldOut(precision, dims, layout_key(layout), ranked[0].label if ranked else choice.spec.name,
                                ranked[0].ms if ranked else None,
                                None if exchanged else measured.get(choice.spec.name), best, measured[best]))
     return out
