@@ -381,3 +381,38 @@ def test_a_32_bit_kernel_refuses_a_dimension_its_rounding_up_would_overflow(name
     assert why and why.error is SizeLimitError and ("32-bit" in why or "int count" in why)
     assert not spec.is_valid(Problem(1, 1, 2**31 - 2048, spec.precision))
 
+
+
+def test_a_gemv_measurement_scales_only_to_rows_that_run_its_build(tmp_path, monkeypatch):
+    """gemv2's row counts of x are separate binaries (MAX_M 8, 16, 32: their registers, unroll and warps), whose
+    speed the scaling model does not see. At 24 rows (the 32-row build) the prediction reads the 32-row measurement
+    alone, though the 16-row one is as near; at 12 rows, the 16-row one. Where no neighbour ran the build, it reads
+    them all, as for any kernel."""
+    monkeypatch.setattr(dispatch, "SHIPPED", tmp_path / "none.json")
+    name = "cuda/gemv2_mma_swap_bf16"
+    rows = [dict(record(name, ms, "bf16", (m, 4096, 4096), host_us=15.0), layout="row,col")
+            for m, ms in ((16, 0.0138), (32, 0.0197))]
+    dispatch.record(run(*rows))
+    w_t = Layout(b=COL)
+
+    def prediction(m):
+        return next(c for c in dispatch.rank(Problem(m, 4096, 4096, "bf16"), w_t, H200) if c.spec.name == name)
+
+    at24, at12 = prediction(24), prediction(12)
+    assert {b[0]: b[5] for b in at24.basis} == {"32x4096x4096": True, "16x4096x4096": False}
+    assert {b[0]: b[5] for b in at12.basis} == {"32x4096x4096": False, "16x4096x4096": True}
+    assert 0.0138 * 0.8 < at12.ms < 0.0138 and 0.0197 * 0.8 < at24.ms < 0.0197  # each its own build's, scaled down
+    mixed = next(c for c in dispatch.rank(Problem(24, 4096, 4096, "bf16"), w_t, H200, table={
+        "NVIDIA H200": {"bf16": {"16x4096x4096": [{"kernel": name, "ms": 0.0138, "layout": "row,col"}]}}})
+        if c.spec.name == name)
+    assert [b[5] for b in mixed.basis] == [True] and mixed.ms > 0.0138  # no 32-row measurement: the 16-row one
+
+
+def test_only_the_gemv_levels_hold_their_builds_apart():
+    gemv1, gemv2 = get_kernel("cuda/gemv1_warp_dot_fp32"), get_kernel("cuda/gemv2_mma_swap_fp8")
+    assert gemv1.same_build(Problem(3, 4096, 4096, "fp32"), Problem(4, 14336, 4096, "fp32"))
+    assert not gemv1.same_build(Problem(8, 4096, 4096, "fp32"), Problem(16, 4096, 4096, "fp32"))
+    assert gemv2.same_build(Problem(9, 4096, 4096, "fp8"), Problem(16, 1024, 8192, "fp8"))
+    assert not gemv2.same_build(Problem(16, 4096, 4096, "fp8"), Problem(17, 4096, 4096, "fp8"))
+    tiled = get_kernel("cuda/tc10_split_k_bf16")  # its tiles and splits are the model's own terms
+    assert tiled.same_build(Problem(16, 4096, 4096, "bf16"), Problem(4096, 1024, 8192, "bf16"))

@@ -273,7 +273,9 @@ class Candidate:
     per_call_ms: float  # ... after the host time of a call, where the measurements have one
     copies: tuple | None  # operands gemmlab.matmul copies first; None where no copy makes the layout readable
     refusal: str  # why kernel="auto" passes it over ("" if it may run it)
-    basis: tuple  # (label, measured row, ratio, distance, host µs) per measured shape it reads, nearest first
+    # (label, measured row, ratio, distance, host µs, scaled) per measured shape it reads, nearest first; scaled:
+    # whether the prediction reads it (a shape measured in another build of a kernel with unscaled_params is not)
+    basis: tuple
     model: object = None  # the scaling model's Estimate at the problem, None where it has none
     exchanged: bool = False  # the measured level's configuration with A and B exchanged (KernelSpec.exchanged)
     batch: bool = False  # predicted for a batch, from the measurements of its flattened shape
@@ -324,8 +326,9 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
     """The kernels measured at the shapes near ``problem`` (``neighbours``) for ``gpu``, fastest predicted per call
     first. A kernel's prediction from one measured shape g is its time there times estimate(problem) / estimate(g)
     (analysis/scaling.py: waves, tile fill, bytes and copies under this GPU's roofs), after its host time there where
-    that was measured; from several, their geometric mean weighted by 1 / distance. At a measured shape, the
-    measurement. A kernel that failed verification at any of the shapes is left out; one this gemmlab does not have
+    that was measured; from several, their geometric mean weighted by 1 / distance (of a kernel whose row counts
+    are separate builds the model does not see, ``KernelSpec.unscaled_params``: gemv's, the shapes that run the
+    same build where some near ones do). At a measured shape, the measurement. A kernel that failed verification at any of the shapes is left out; one this gemmlab does not have
     too. A precision without a table of its own (``Precision.dispatch_from``: FP16) reads that precision's, each
     kernel by its own name for this precision (``_renamed``). A measured level with a configuration that exchanges
     the operands for this layout (``KernelSpec.exchanged``: tc5 and tc6 TF32 on x @ w.t()) is a candidate twice:
@@ -371,6 +374,14 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
             exchanged = candidate(other)
             if exchanged[3] is not None:  # predicted by the model's ratio alone: none without a model here
                 kernels[name, True] = exchanged
+    # name: the measured shapes that run its build here, where some do and some do not (same_build); the others
+    # stay in its basis, where choose's margin reads what was measured fastest at the nearest shape
+    same = {}
+    for name, _ in kernels:
+        runs = {point.label for point, rows in picked if name in rows and
+                kernels[name, False][0].same_build(problem, _point_problem(point, problem), gpu.sm_count)}
+        if runs and len(runs) < sum(name in rows for _, rows in picked):
+            same[name] = runs
     predicted = {key: [] for key in kernels}  # (weight, GPU ms, ms a call) from each measured shape
     basis = {key: [] for key in kernels}
     for point, rows in picked:
@@ -379,8 +390,7 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
             if (name, False) not in kernels:
                 continue
             try:
-                model = estimate(kernels[name, False][0],
-                                 Problem(*point.dims, problem.precision, out_dtype=problem.out_dtype), roofs,
+                model = estimate(kernels[name, False][0], _point_problem(point, problem), roofs,
                                  row_layout(row, problem.precision), tuple(row.get("copies", ())))
             except (GemmlabError, KeyError):
                 model = None
@@ -393,9 +403,11 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
         for key, (ratio, _) in there.items():
             row = rows[key[0]]
             gpu_ms = row["ms"] * ratio
-            basis[key].append((point.label, row, ratio, point.distance, host[key[0]]))
-            predicted[key].append((1.0 / point.distance if point.distance else 1.0, gpu_ms,
-                                   gpu_ms + host[key[0]] / 1e3))
+            scaled = key[0] not in same or point.label in same[key[0]]
+            basis[key].append((point.label, row, ratio, point.distance, host[key[0]], scaled))
+            if scaled:
+                predicted[key].append((1.0 / point.distance if point.distance else 1.0, gpu_ms,
+                                       gpu_ms + host[key[0]] / 1e3))
     out = []
     for key, (spec, copies, refusal, here) in kernels.items():
         if not predicted[key]:
@@ -409,6 +421,11 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
         out.append(Candidate(spec, ms, per_call, copies, refusal, tuple(basis[key]), here, exchanged=key[1],
                              batch=isinstance(asked, BatchedProblem)))
     return fastest_first(out, lambda c: c.per_call_ms, lambda c: c.ms)
+
+
+def _point_problem(point: Point, problem: Problem) -> Problem:
+    """The problem measured at ``point``, in ``problem``'s precision and output type."""
+    return Problem(*point.dims, problem.precision, out_dtype=problem.out_dtype)
 
 
 def _host_us(rows: dict, launches: dict) -> dict:
@@ -583,7 +600,8 @@ def _why(gpu, problem: Problem, layout: Layout, ranked: list[Candidate], pick: C
 
 def explain(c: Candidate) -> str:
     """Where a prediction comes from: each measured shape's time and the model's ratio, and the model's factors."""
-    parts = [f"{row['ms']:.4g} ms at {label} × {ratio:.3g}" for label, row, ratio, *_ in c.basis]
+    parts = [f"{row['ms']:.4g} ms at {label} × {ratio:.3g}" if scaled else
+             f"{row['ms']:.4g} ms at {label}, another build, not read" for label, row, ratio, _, _, scaled in c.basis]
     text = "; ".join(parts)
     if c.exchanged:
         text = (f"{c.spec.name} measured as registered, the model's ratio of its configuration with A and B "

@@ -246,6 +246,19 @@ class KernelSpec:
             return "truncates FP32 to TF32 (TF32_ROUND=0); kernel=\"auto\" runs TF32 rounded to nearest, as cuBLAS"
         return ""
 
+    #: build parameters that pick a binary whose speed the scaling model does not see (gemv's accumulator rows:
+    #: each row count its own registers, unroll and warps): kernel="auto" scales a measurement of this kernel only
+    #: to problems that run the same values (``same_build``)
+    unscaled_params: ClassVar[tuple] = ()
+
+    def same_build(self, problem: Problem, measured: Problem, sm_count: int = SM_COUNT) -> bool:
+        """Whether a measurement of this kernel at ``measured`` may be scaled to ``problem``: both run the same
+        ``unscaled_params``."""
+        if not self.unscaled_params:
+            return True
+        here, there = self.for_problem(problem, sm_count).params, self.for_problem(measured, sm_count).params
+        return all(here.get(p) == there.get(p) for p in self.unscaled_params)
+
     def staged_operands(self, problem: Problem, layout) -> tuple[str, ...]:
         """The operands ("A", "B") this kernel's plan copies into a workspace of its own on every call to read them
         (a TMA level's rows off 16 bytes): none here. The dispatch model counts their bytes."""

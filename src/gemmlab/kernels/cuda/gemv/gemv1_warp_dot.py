@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import ClassVar
 
 from gemmlab import driver
 from gemmlab.errors import Refusal, ShapeError, SizeLimitError
@@ -120,6 +121,9 @@ class GemvKernel(ReadsWeightTransposed, CudaKernel):
     signature: tuple = SIGNATURE
     int32_indices: bool = False  # row offsets are 64-bit; M, N, K themselves fit an int (checked below)
     fuses_epilogue: bool = True  # applied to each sum before its store
+    # each row count of A its own binary (registers, unroll, warps): the scaling model's bytes and arithmetic do not
+    # see the step from one to the next (docs/gemv.md, "auto between row counts")
+    unscaled_params: ClassVar[tuple] = ("MAX_M",)
 
     @property
     def fp8(self) -> bool:
