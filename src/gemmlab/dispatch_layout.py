@@ -2,7 +2,7 @@
 a kernel reads a call's operands in theirs (in place, after copying A or B, or not at all)."""
 from __future__ import annotations
 
-from gemmlab.kernels.plan import ANY, COL, ROW, Layout, target_layout
+from gemmlab.kernels.plan import COL, ROW, Layout, copies_to
 from gemmlab.problem import Problem
 
 
@@ -32,11 +32,8 @@ def row_layout(row: dict, precision: str) -> Layout:
 def operand_copies(layout: Layout, spec) -> tuple[str, ...] | None:
     """The operands ``spec`` would copy to run ``layout`` (a vector, ANY, is read in either major); None where no
     copy makes the layout readable."""
-    runs = target_layout(layout, spec.layouts)
-    if runs is None:
-        return None
-    return tuple(name for name, given, used in (("A", layout.a, runs.a), ("B", layout.b, runs.b))
-                 if given not in (used, ANY))
+    copied = copies_to(layout, spec.layouts)
+    return None if copied is None else copied[0]
 
 
 def refuse_layout(layout: Layout, spec):

@@ -170,6 +170,26 @@ def test_tf32_prepass_is_a_launch_of_its_own():
     assert km.dram_bytes == km.levels["dram"]["bytes"] + pre["bytes"]
 
 
+def test_the_model_follows_the_layout_the_operands_come_in():
+    """Given B as w.t() (K-major), the TF32 wgmma levels read it in place: no Bᵀ pre-pass. A layout the kernel does
+    not read gets gemmlab.matmul's row-major copy first, a pre-pass of its own of that operand's bytes read and
+    written. A kernel that reads both layouts in place moves the same bytes in either."""
+    from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout
+
+    p = Problem(128, 14336, 4096, "tf32")
+    tc10 = get_kernel("cuda/tc10_split_k_tf32")
+    natural, w_t = model(tc10, p, H200), model(tc10, p, H200, layout=Layout(b=COL))
+    assert natural.levels["prepass"]["bytes"] == 8 * 4096 * 14336 and "prepass" not in w_t.levels
+    assert natural.modeled_read_bytes - w_t.modeled_read_bytes == 4 * 4096 * 14336
+    assert model(tc10, p, H200, layout=ROW_MAJOR).as_dict() == natural.as_dict()
+    a_col = model(tc10, p, H200, layout=Layout(a=COL))  # A copied row-major, then B transposed, as natural
+    assert a_col.levels["prepass"]["bytes"] == 8 * 4096 * 14336 + 8 * 128 * 4096
+    assert "row-major copy of A" in a_col.basis
+    v10 = get_kernel("cuda/v10_register_prefetch")
+    f = Problem(512, 1024, 2048, "fp32")
+    assert model(v10, f, H200, layout=Layout(b=COL)).dram_bytes == model(v10, f, H200).dram_bytes
+
+
 def test_compute_roof_follows_the_clock_and_whole_tiles():
     """v10 at 4096³: 512 tiles of 128×256 on 132 SMs, so the busiest SM runs 4 of them (not 3.88); the FFMA roof
     is 256 FLOP per SM and clock: 4·2·128·256·4096 / (256 · 1980 MHz) at full clock, 1.32× that at 1500 MHz."""

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from gemmlab.analysis.ceilings import Ceilings
 from gemmlab.analysis.roofline import model
 from gemmlab.errors import GemmlabError
+from gemmlab.dispatch_layout import parse_layout
 from gemmlab.problem import Problem
 from gemmlab.provenance import git_sha
 
@@ -49,7 +50,9 @@ def remodel_record(rec: dict, ceilings: Ceilings, resources: dict | None = None)
     out = rec.get("out_dtype") or ("float32" if precision == "bf16" else None)
     problem = Problem(int(rec["m"]), int(rec["n"]), int(rec["k"]), precision, out_dtype=out)
     params = rec.get("params") if rec.get("params") else None
-    return model(spec, problem, ceilings, clock_of(rec), resources or resources_of(rec), params).as_dict()
+    layout = parse_layout(rec["layout"]) if rec.get("layout") else None  # a bench --layout run's
+    return model(spec, problem, ceilings, clock_of(rec), resources or resources_of(rec), params,
+                 layout).as_dict()
 
 
 def _binary(rec: dict) -> tuple:

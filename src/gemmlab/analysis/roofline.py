@@ -27,6 +27,7 @@ from gemmlab.analysis import hierarchy
 from gemmlab.analysis.ceilings import Ceilings, datasheet, with_measured
 from gemmlab.errors import SizeLimitError
 from gemmlab.kernels.geometry import ceil_div
+from gemmlab.kernels.plan import Layout, copies_to
 from gemmlab.kernels.spec import SM_COUNT
 from gemmlab.problem import PRECISIONS, Problem, require_fits
 
@@ -223,16 +224,18 @@ def _per_sm_flops(walk, wave: int, sm_count: int, flops: float) -> float:
 
 
 def model(spec, problem: Problem, ceilings: Ceilings | DeviceSpec, clock_mhz: float | None = None,
-          resources: dict | None = None, params: dict | None = None) -> KernelModel:
+          resources: dict | None = None, params: dict | None = None, layout: Layout | None = None) -> KernelModel:
     """Both views of ``spec`` on ``problem`` under ``ceilings`` (a DeviceSpec: its datasheet's), at ``clock_mhz``
     (None: the maximum SM clock). ``resources`` (registers, static shared memory, threads) and ``params`` come from
-    a saved record."""
+    a saved record. ``layout``: the operands as handed over (bench --layout), None for the kernel's natural one; the
+    kernel's bytes in the layout it reads them in, after the row-major copies of those it does not read in place."""
     if isinstance(ceilings, DeviceSpec):
         ceilings = ceilings_for(ceilings)
     if ceilings.memory_bytes:
         require_fits(problem, ceilings.memory_bytes, ceilings.gpu)
     runs = runs_for(spec, problem, params, ceilings.sm_count)
-    traffic = runs.traffic(problem, ceilings.sm_count)
+    copies, reads = (layout and copies_to(layout, runs.layouts)) or ((), None)
+    traffic = runs.traffic(problem, ceilings.sm_count, reads).with_copies(problem, copies)
     if traffic.walk is not None and traffic.walk.tiles > MAX_WALK_TILES:
         raise SizeLimitError(f"{spec.name} at {problem.label()}: {traffic.walk.tiles:,} output tiles; the L2 model "
                              f"walks at most {MAX_WALK_TILES:,}")

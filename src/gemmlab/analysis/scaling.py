@@ -28,10 +28,8 @@ from dataclasses import dataclass
 
 from gemmlab.kernels.cuda.tc.model.split_k import reduction_partials
 from gemmlab.kernels.geometry import ceil_div
-from gemmlab.kernels.plan import COL, ROW, Layout
+from gemmlab.kernels.plan import ROW, Layout
 from gemmlab.problem import BatchedProblem, Problem
-
-_TRANSPOSED = {ROW: COL, COL: ROW}  # an operand's layout as its transpose's (a vector's or a strided one's as it is)
 
 LAUNCH_US = 5.0  # assumed: below the smallest calls the shipped table measured; it keeps small ratios near 1
 
@@ -142,7 +140,7 @@ def estimate(spec, problem: Problem, roofs, layout=None, copies: tuple = ()) -> 
     runs = spec.for_problem(problem, roofs.sm_count)
     if getattr(runs, "exchanges", False):  # A_IN_REGS: the kernel runs Cᵀ = Bᵀ·Aᵀ, each operand in the other's role
         problem, runs = problem.transposed(), runs.kernel_build()
-        layout = layout and Layout(_TRANSPOSED.get(layout.b, layout.b), _TRANSPOSED.get(layout.a, layout.a))
+        layout = layout and layout.transposed()
         copies = tuple({"A": "B", "B": "A"}[x] for x in copies)
     m, n, k = problem.shape
     batch, a_count, b_count = _matrices(problem)

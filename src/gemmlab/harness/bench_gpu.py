@@ -68,7 +68,8 @@ def run_gpu(specs, shapes, opts, dev, bw, info, records, results, progress):
                 for spec in mine:
                     if progress:
                         progress.update(task, description=f"{spec.name} {problem.label()}")
-                    rec = new_record(spec, problem, dev, bw, sm_count=info.sm_count)
+                    rec = new_record(spec, problem, dev, bw, sm_count=info.sm_count,
+                                     layout=run_layout(opts, problem))
                     records.append(rec)
                     try:
                         if sets is None and spec.device != CPU and not spec.is_valid(problem):

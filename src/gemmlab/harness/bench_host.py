@@ -6,7 +6,7 @@ import os
 from contextlib import contextmanager
 
 from gemmlab.errors import CompileError, GemmlabError, SizeLimitError
-from gemmlab.harness.bench_records import bench_one, kernel_seed, link_ratios, new_record
+from gemmlab.harness.bench_records import bench_one, kernel_seed, link_ratios, new_record, run_layout
 from gemmlab.harness.record import BenchRecord, Status
 from gemmlab.harness.verify import check
 from gemmlab.kernels.spec import CPU, SM_COUNT, KernelSpec
@@ -51,7 +51,7 @@ def run_cpu_only(specs, opts, dev, records, listener):
         refusal = spec.is_valid(problem)
         if not refusal:
             try:
-                rec = new_record(spec, problem, dev, None)
+                rec = new_record(spec, problem, dev, None, layout=run_layout(opts, problem))
             except SizeLimitError as exc:  # past the device's memory, or more tiles than the model walks
                 refusal = exc
         if refusal:

@@ -33,13 +33,15 @@ CPU_MODEL_KEYS = ("flops", "compulsory_bytes", "intensity", "modeled_read_bytes"
 
 
 def new_record(spec: KernelSpec, problem: Problem, dev: DeviceSpec, bw_gbs: float | None,
-               modeled: bool = True, sm_count: int | None = None) -> BenchRecord:
+               modeled: bool = True, sm_count: int | None = None, layout=None) -> BenchRecord:
     """A kernel's record at ``problem``, with its model unless ``modeled`` is False (a kernel that refuses the
     problem is not modeled there); its parameters those of the build that runs on ``sm_count`` SMs (the GPU's;
-    without one, the roofline device's datasheet)."""
+    without one, the roofline device's datasheet). ``layout``: the operands as the run hands them over (run_layout;
+    None: the natural one), which the model's pre-passes and copies follow."""
     # the roofs: this GPU's last measured ceilings where `gemmlab roofline --measure` stored some, with the copy
     # bandwidth this run measured; the clock is the maximum until the timing says which one the run held
-    km = model(spec, problem, stored_ceilings(ceilings_for(dev, bw_gbs))).as_dict() if modeled else {}
+    layout = None if spec.device == CPU else layout  # the host's kernels take NumPy's row-major
+    km = model(spec, problem, stored_ceilings(ceilings_for(dev, bw_gbs)), layout=layout).as_dict() if modeled else {}
     if spec.device == CPU and km:  # a GPU's roofs and levels bound nothing a host loop does: the counts alone
         km = {key: km[key] for key in CPU_MODEL_KEYS}
     runs = spec.for_problem(problem, sm_count or dev.sm_count or SM_COUNT)

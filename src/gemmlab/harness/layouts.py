@@ -8,7 +8,7 @@ launch, so the time is a caller's. A record says which copies its time includes 
 """
 from __future__ import annotations
 
-from gemmlab.kernels.plan import COL, Layout, target_layout
+from gemmlab.kernels.plan import COL, Layout, copies_to
 
 
 def arrange(a, b, layout: Layout):
@@ -29,10 +29,10 @@ def launch(spec, problem, layout: Layout):
     layout it reads them in; a GemmlabError (LayoutError) where no copy makes them readable."""
     from gemmlab.errors import LayoutError
 
-    runs = target_layout(layout, spec.layouts)
-    if runs is None:
+    copied = copies_to(layout, spec.layouts)
+    if copied is None:
         raise LayoutError(spec.layout_refusal(layout))
-    copies = tuple(name for name, given, used in (("A", layout.a, runs.a), ("B", layout.b, runs.b)) if given != used)
+    copies, runs = copied
     plan = spec.plan(problem, runs)
     if not copies:
         return plan.run, ()

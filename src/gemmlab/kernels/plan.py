@@ -28,6 +28,12 @@ class Layout:
         name = {ROW: "row-major", COL: "column-major", ANY: "a vector (either major)", "strided": "strided"}
         return f"A {name[self.a]}, B {name[self.b]}"
 
+    def transposed(self) -> "Layout":
+        """The layout of the transposed problem's operands (Cᵀ = Bᵀ·Aᵀ: its A is this B's transpose, its B this A's);
+        a vector or a strided operand stays as it is."""
+        flip = {ROW: COL, COL: ROW}
+        return Layout(flip.get(self.b, self.b), flip.get(self.a, self.a))
+
 
 ROW_MAJOR = Layout()
 
@@ -41,6 +47,17 @@ def target_layout(layout: Layout, accepted) -> Layout | None:
 
     options = [Layout(a, b) for a in dict.fromkeys(choices(layout.a)) for b in dict.fromkeys(choices(layout.b))]
     return next((o for o in options if o in accepted), None)
+
+
+def copies_to(layout: Layout, accepted) -> tuple[tuple[str, ...], Layout] | None:
+    """(the operands copied into row-major order, the layout the kernel then reads) for operands given in ``layout``
+    to a kernel that reads ``accepted`` layouts in place (``target_layout``; a vector is read in either major);
+    None where no copy makes a layout it reads."""
+    runs = target_layout(layout, accepted)
+    if runs is None:
+        return None
+    return tuple(name for name, given, used in (("A", layout.a, runs.a), ("B", layout.b, runs.b))
+                 if given not in (used, ANY)), runs
 
 
 @dataclass

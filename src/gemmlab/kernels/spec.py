@@ -109,6 +109,21 @@ class Traffic:
     def intensity(self, problem: Problem) -> float:
         return problem.flops() / self.total
 
+    def with_copies(self, problem: Problem, copies) -> "Traffic":
+        """This launch after gemmlab.matmul's row-major copies of ``copies`` ("A", "B"), made before it on every call
+        of a layout the kernel does not read: each operand read and written once more, as a pre-pass."""
+        if not copies:
+            return self
+        import dataclasses
+
+        m, n, k = problem.shape
+        moved = problem.prec.input_bytes * sum({"A": m * k, "B": k * n}[x] for x in copies)
+        return dataclasses.replace(
+            self, global_read=self.global_read + moved, global_write=self.global_write + moved,
+            l2_read=None if self.l2_read is None else self.l2_read + moved,
+            l2_write=None if self.l2_write is None else self.l2_write + moved, prepass=self.prepass + 2 * moved,
+            basis=f"{self.basis}, plus the row-major copy of {' and '.join(copies)} before it")
+
 
 def naive_traffic(problem: Problem, sm_count: int = SM_COUNT, bx: int = 32, by: int = 32,
                   rows_on_x: bool = False) -> Traffic:
@@ -355,7 +370,9 @@ class KernelSpec:
         """Why this kernel cannot run on ``gpu`` (a gemmlab.device.GPUInfo), or None."""
         return None
 
-    def traffic(self, problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
+    def traffic(self, problem: Problem, sm_count: int = SM_COUNT, layout=None) -> Traffic:
+        """Its bytes per level at ``problem``, the operands in ``layout`` (one it reads in place; None: its natural
+        one): the same bytes in any layout, except where a layout spares a pre-pass (the TF32 wgmma levels' Bᵀ)."""
         if self.varies:  # its model follows the parameters a variant changes
             return self.traffic_model(problem, sm_count, params=dict(self.params))
         return self.traffic_model(problem, sm_count)

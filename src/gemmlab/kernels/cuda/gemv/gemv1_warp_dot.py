@@ -197,7 +197,7 @@ class GemvKernel(ReadsWeightTransposed, CudaKernel):
         return Geometry(grid=(ceil_div(runs_as(problem).n, self.params["ROWS"]), 1, 1),
                         block=(self.params["WARPS"] * 32, 1, 1))
 
-    def traffic(self, problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
+    def traffic(self, problem: Problem, sm_count: int = SM_COUNT, layout=None) -> Traffic:
         return _traffic(problem, sm_count, dict(self.for_problem(problem, sm_count).params))
 
     def swaps(self, problem: Problem) -> bool:

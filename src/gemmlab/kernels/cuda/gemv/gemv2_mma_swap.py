@@ -124,7 +124,7 @@ class MmaGemvKernel(GemvKernel):
     def geometry_of_build(self, problem: Problem) -> Geometry:
         return Geometry(grid=(ceil_div(problem.n, ROWS), 1, 1), block=(self.params["WARPS"] * 32, 1, 1))
 
-    def traffic(self, problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
+    def traffic(self, problem: Problem, sm_count: int = SM_COUNT, layout=None) -> Traffic:
         return _traffic(problem, sm_count)
 
     def swaps(self, problem: Problem) -> bool:

@@ -120,7 +120,7 @@ class SplitKKernel(KMajorBKernel):
         p = dict(runs.params)
         return Geometry(grid=runs.split_plan(problem, sm_count).grid, block=(threads(p), 1, 1), smem=smem_bytes(p))
 
-    def traffic(self, problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
+    def traffic(self, problem: Problem, sm_count: int = SM_COUNT, layout=None) -> Traffic:
         """V10's tiled traffic at the chosen tile, plus each partial written once and read once (S > 1)."""
         runs = self.for_problem(problem, sm_count)
         p = runs.params

@@ -125,14 +125,14 @@ class SplitK(WgmmaKernel):
         s = runs.split_plan(problem, sm_count)
         return Geometry(grid=s.grid, block=((s.bm // 64 + 1) * 128, 1, 1), smem=smem_bytes(runs.params))
 
-    def traffic(self, problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
+    def traffic(self, problem: Problem, sm_count: int = SM_COUNT, layout=None) -> Traffic:
         """tc3's at the chosen tile, plus each partial written once and read once (S > 1); the walk's tiles are all
         split along K over the grid's CTAs (a wave of them, as stream-K's split tail), so the busiest SM holds about
         1/S of a tile's arithmetic."""
         if self.exchanges:
-            return self.kernel_build().traffic(problem.transposed(), sm_count)
+            return self.kernel_build().traffic(problem.transposed(), sm_count, layout and layout.transposed())
         runs = self.for_problem(problem, sm_count)
-        return split_k.with_partials(self.traffic_model(problem, sm_count, params=dict(runs.params)),
+        return split_k.with_partials(self.traffic_model(problem, sm_count, params=dict(runs.params), layout=layout),
                                      runs.split_plan(problem, sm_count), sm_count, runs.cluster() is not None,
                                      bool(runs.params["SK_SPREAD"]))
 

@@ -132,7 +132,7 @@ class NarrowSwap(ReadsWeightTransposed, KernelSpec):
         staged = self.kernel_for(problem).staged_operands(problem.transposed(), Layout(b=COL))
         return tuple(x for x in "AB" if {"A": "B", "B": "A"}[x] in staged)
 
-    def traffic(self, problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
+    def traffic(self, problem: Problem, sm_count: int = SM_COUNT, layout=None) -> Traffic:
         return self.for_problem(problem, sm_count).inner.traffic(problem.transposed(), sm_count)
 
     def configurations(self) -> list["NarrowSwap"]:

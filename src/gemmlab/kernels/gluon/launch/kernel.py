@@ -269,7 +269,7 @@ class GluonKernel(KernelSpec):
         grid = (min(sm_count, tiles_m * tiles_n), 1, 1) if self.persistent else (tiles_n, tiles_m, 1)
         return Geometry(grid=grid, block=(self.total_warps * 32, 1, 1), smem=self.smem_bytes())
 
-    def traffic(self, problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
+    def traffic(self, problem: Problem, sm_count: int = SM_COUNT, layout=None) -> Traffic:
         """The CUDA wgmma levels' model at the tile that runs the problem, C staged in shared memory on its way to a
         TMA store."""
         from gemmlab.kernels.cuda.tc.model.traffic import wgmma_traffic

@@ -207,7 +207,7 @@ class AutotunedKernel(KMajorBKernel):
     def for_problem(self, problem: Problem, sm_count: int = SM_COUNT) -> CudaKernel:
         return self.concrete(problem)  # a tuned tile per shape, whatever the SMs
 
-    def traffic(self, problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
+    def traffic(self, problem: Problem, sm_count: int = SM_COUNT, layout=None) -> Traffic:
         return self.concrete(problem).traffic(problem, sm_count)
 
     def launch_geometry(self, problem: Problem):

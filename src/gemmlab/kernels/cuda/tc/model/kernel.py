@@ -319,14 +319,14 @@ class WgmmaKernel(CudaKernel):
         size = self.params.get("CM", 1) * self.params.get("CN", 1)
         return (size, 1, 1) if self.kind == "persistent" and size > 1 else None
 
-    def traffic(self, problem: Problem, sm_count: int = SM_COUNT) -> Traffic:
+    def traffic(self, problem: Problem, sm_count: int = SM_COUNT, layout=None) -> Traffic:
         """wgmma_traffic's model at this spec's own tile (BM, BN, CM, CN, GROUP_M, NARROW_BN): the registered
         level's, a pinned configuration's or a bench --variant's alike."""
         if self.exchanges:
-            return self.kernel_build().traffic(problem.transposed(), sm_count)
+            return self.kernel_build().traffic(problem.transposed(), sm_count, layout and layout.transposed())
         if self.shortens(problem) or self._short_k(problem, sm_count):  # another binary runs it: its model
-            return self.for_problem(problem, sm_count).traffic(problem, sm_count)
-        return self.traffic_model(problem, sm_count, params=dict(self.params))
+            return self.for_problem(problem, sm_count).traffic(problem, sm_count, layout)
+        return self.traffic_model(problem, sm_count, params=dict(self.params), layout=layout)
 
     def shortens(self, problem: Problem) -> bool:
         """Whether NARROW_BM (a swapped level) makes the tile NARROW_BM rows of A tall for ``problem``: A has no more

@@ -8,6 +8,7 @@ from gemmlab.kernels.cuda.tc.model.stream_k import (SK_FILL, SK_MIN_KTILES, SK_S
                                                     stream_k_partials)
 from gemmlab.kernels.cuda.tc.model.tiles import bk, narrow_pays, rounds_a_in_place
 from gemmlab.kernels.geometry import ceil_div
+from gemmlab.kernels.plan import COL
 from gemmlab.kernels.spec import SM_COUNT, Traffic, tiled_traffic
 from gemmlab.problem import Problem, get_precision
 
@@ -40,12 +41,12 @@ def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, pr
         prec = get_precision(precision)
         prepass = not (prec.reads_b_n_major or prec.kmajor_b or swap_ab)
 
-    def model(problem: Problem, sm_count: int = SM_COUNT, params: dict | None = None) -> Traffic:
+    def model(problem: Problem, sm_count: int = SM_COUNT, params: dict | None = None, layout=None) -> Traffic:
         # the tile the spec's own parameters name (WgmmaKernel.traffic): a pinned configuration's or a bench
         # --variant's, where they differ from those the model was registered with
         p = params or {}
         if stream_k and whole is not None and params is not None and not p.get("STREAM_K", 0):  # the base level's
-            return whole(problem, sm_count, params)
+            return whole(problem, sm_count, params, layout)
         bm_, cm_, cn_, group = p.get("BM", bm), p.get("CM", cm), p.get("CN", cn), p.get("GROUP_M", group_m)
         fill, skip = p.get("SK_FILL", sk_fill), p.get("SK_SKIP_FILL", sk_skip)
         narrow_ = p if "NARROW_BN" in p and narrow is not None else narrow
@@ -56,12 +57,12 @@ def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, pr
         bn_ = p.get("BN", bn)
         if narrow_ is not None and narrow_pays(m, n, narrow_, sm_count):
             if whole is not None:
-                return whole(problem, sm_count)
+                return whole(problem, sm_count, layout=layout)
             bn_ = narrow_["NARROW_BN"]
         tiles, kt = ceil_div(m, bm_) * ceil_div(n, bn_), ceil_div(k, bk(precision))
         grid = stream_k_grid(tiles, kt, sm_count, p.get("SK_MIN_KTILES", SK_MIN_KTILES)) if stream_k else 0
         if stream_k and whole is not None and stream_k_dp_tiles(tiles, grid, fill, skip) == tiles:
-            return whole(problem, sm_count)
+            return whole(problem, sm_count, layout=layout)
         wave = None  # a 2-D grid: as many CTAs at once as the SMs hold
         if stream_k:
             wave = grid
@@ -80,7 +81,7 @@ def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, pr
             area = walk.tiles_m * bm_ * cm_ * walk.tiles_n * bn_ * cn_ * k
             smem += problem.prec.input_bytes * area * ((a_reads - 1) / warp[1] + a_pass_ / bn_)
         extra = 0.0
-        if prepass:
+        if prepass and (layout is None or layout.b != COL):  # a B handed over K-major (x @ w.t()) is read in place
             read += 4 * k * n
             write += 4 * k * n
             extra = 8 * k * n
