@@ -356,19 +356,18 @@ def test_the_shipped_gpu_is_the_h200_its_table_was_measured_on():
     assert shipped.total_mem_bytes == device_spec("h200").memory_bytes
 
 
-def test_a_batch_no_level_takes_is_refused_with_what_the_batched_levels_need():
-    """A BF16 batch of 70000 products 70 bytes apart: tc4 reads a batch with TMA, which steps by 16 bytes, and tc1,
-    which reads any pitch, puts a product per gridDim.z index, 65535 at most. The refusal is a batched level's, not
-    that the other levels run one product a launch. The same batch of 4 runs on tc1."""
-    from gemmlab.errors import SizeLimitError
+def test_a_batch_past_grid_z_runs_on_the_level_that_reads_any_pitch():
+    """A BF16 batch of 70000 products 70 bytes apart: tc4 reads a batch with TMA, which steps by 16 bytes; tc1 reads
+    any pitch, a product per gridDim.z index, in launches of 65535 products at most. FP32 and TF32 batches of as
+    many go to their batched levels too."""
     from gemmlab.problem import BatchedProblem
 
     gpu = dispatch.shipped_gpu()
-    with pytest.raises(SizeLimitError, match=r"70000x5x3x7 on NVIDIA H200: cuda/tc1_mma_sync_bf16 runs a product per "
-                                             r"gridDim.z index: a batch of 70000 is past 65535"):
-        dispatch.choose(BatchedProblem(5, 3, 7, "bf16", 70000, 35, 21), Layout(ROW, ROW), gpu)
-    assert dispatch.choose(BatchedProblem(5, 3, 7, "bf16", 4, 35, 21), Layout(ROW, ROW), gpu).spec.name == \
+    assert dispatch.choose(BatchedProblem(5, 3, 7, "bf16", 70000, 35, 21), Layout(ROW, ROW), gpu).spec.name == \
         "cuda/tc1_mma_sync_bf16"
+    for precision, level in (("fp32", "cuda/v9_autotuned"), ("tf32", "cuda/tc1_mma_sync_tf32")):
+        problem = BatchedProblem(64, 64, 64, precision, 131072, 64 * 64, 64 * 64)
+        assert dispatch.choose(problem, Layout(ROW, ROW), gpu).spec.name == level
 
 
 @pytest.mark.parametrize("name", ["cuda/gemv1_warp_dot_fp32", "cuda/gemv1_warp_dot_bf16", "cuda/tc1_mma_sync_fp16",

@@ -60,3 +60,20 @@ def test_a_level_without_a_batch_is_refused_when_named():
     a = torch.randn(2, 64, 64, device="cuda").bfloat16()
     with pytest.raises(LayoutError, match="one product a launch"):
         batched_matmul(a, a, kernel="cuda/tc3_warp_specialized_bf16")
+
+
+@pytest.mark.parametrize("precision, dtype, shape", [
+    ("fp32", torch.float32, (6, 5, 7)), ("tf32", torch.float32, (16, 8, 12)), ("bf16", torch.bfloat16, (5, 7, 3))])
+def test_a_batch_past_grid_z_runs_in_slices(precision, dtype, shape):
+    """131,073 products: launches of 65535 products and one of 3, each slice's operands and C stepped to its first
+    product; every product checked (the last one of each slice and the first of the next among them), a broadcast
+    B too."""
+    m, n, k = shape
+    batch = 2 * 65535 + 3
+    a = torch.randn(batch, m, k, device="cuda").to(dtype)
+    b = torch.randn(batch, k, n, device="cuda").to(dtype)
+    prepared = batched_plan(a, b, precision=precision)
+    assert "3 launches of at most 65535" in prepared.explain()
+    _check(batched_matmul(a, b, precision=precision), a, b, precision)
+    shared = b[:1].expand(batch, k, n)  # one matrix, batch stride 0
+    _check(batched_matmul(a, shared, precision=precision), a, shared, precision)

@@ -189,6 +189,31 @@ def test_tc1_batched_plan_runs_the_batch_in_grid_z(stub, precision, strides, ali
     assert tuple(np.frombuffer(rec.params[40:56], np.int64)) == strides
 
 
+@pytest.mark.parametrize("name, batch", [("cuda/tc1_mma_sync_bf16", 70000), ("cuda/v9_autotuned", 2 * 65535),
+                                         ("cuda/tc1_mma_sync_tf32", 3 * 65535 + 1)])
+def test_a_batch_past_grid_z_runs_in_slices_of_65535(stub, name, batch):
+    """gridDim.z takes 65535 products: a larger batch runs in launches of 65535 and the rest, each with A, B and C
+    stepped to its first product (A's and B's batch strides, C's M×N), the same kernel and parameters otherwise."""
+    stub.stub_reset()
+    spec = get_kernel(name)
+    m, n, k = 48, 40, 24
+    problem = BatchedProblem(m, n, k, spec.precision, batch, m * k + 8, 0)  # B broadcast
+    plan, _ = make(stub, spec, problem)
+    plan.launch(0xA0_0000_0000, 0xB0_0000_0000, 0xC0_0000_0000, stream=3)
+    slices = -(-batch // 65535)
+    records = [launch_record(stub, i) for i in range(slices)]
+    assert stub.stub_launches() == slices
+    assert [r.grid[2] for r in records] == [65535] * (slices - 1) + [batch - 65535 * (slices - 1)]
+    assert len({r.grid[:2] for r in records}) == 1 and len({r.block for r in records}) == 1
+    e, out = spec.prec.input_bytes, np.dtype(spec.output_dtype(problem)).itemsize
+    for i, r in enumerate(records):
+        c, a, b = np.frombuffer(r.params[:24], np.uint64)
+        first = 65535 * i
+        assert (a, b, c) == (0xA0_0000_0000 + first * e * (m * k + 8), 0xB0_0000_0000,
+                             0xC0_0000_0000 + first * out * m * n)
+    assert f"{slices} launches of at most 65535" in plan.explain()
+
+
 def test_a_batch_tma_cannot_pitch_goes_to_tc1(own_dispatch_cache):
     """tc4 reads a batch in place through rank-3 maps, whose row pitch is a multiple of 16 bytes: a BF16 batch with
     K or N (B row-major) off 8 elements is tc4's refusal before any plan, and auto's choice is tc1, which stages

@@ -14,10 +14,9 @@ from typing import Callable, ClassVar
 from gemmlab import driver
 from gemmlab.kernels.cuda.launch.gpu import RESOURCES, Resources
 from gemmlab.kernels.cuda.launch.nvrtc import DEFAULT_ARCH, Compiled, compile_cuda
-from gemmlab.kernels.geometry import Geometry
+from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.plan import ROW_MAJOR, Layout, Plan
 from gemmlab.kernels.spec import GPU, KernelSpec
-from gemmlab.errors import Refusal, SizeLimitError
 from gemmlab.problem import BatchedProblem, Problem, get_precision, np_dtype
 
 SEED_SIGNATURE = (("C", "ptr"), ("A", "ptr"), ("B", "ptr"), ("M", "i32"), ("N", "i32"), ("K", "i32"))
@@ -79,10 +78,28 @@ class CudaPlan(Plan):
         self.main.params.D = d
 
     def launch(self, a, b, c, stream: int = 0) -> None:
+        self._launch(self.main, a, b, c, stream)
+
+    def _launch(self, main: driver.Launch, a, b, c, stream: int) -> None:
         self._c.value, self._a.value, self._b.value = c, a, b
         if self.fill is not None:
             self.fill(self.main.params, a, b, c)
-        self.main.launch(stream)
+        main.launch(stream)
+
+
+@dataclass
+class SlicedBatchPlan(CudaPlan):
+    """A batch past gridDim.z's MAX_GRID_Z products: slices of at most MAX_GRID_Z products, one launch each, every
+    operand's address stepped to the slice's first product. The launches share one parameter buffer: the driver
+    copies a launch's arguments when it is enqueued, so the next slice's addresses may overwrite them."""
+
+    slices: list = field(default_factory=list)  # (driver.Launch, first product)
+    product_bytes: tuple = (0, 0, 0)  # A's, B's and C's bytes from one product to the next
+
+    def launch(self, a, b, c, stream: int = 0) -> None:
+        sa, sb, sc = self.product_bytes
+        for part, first in self.slices:
+            self._launch(part, a + first * sa, b + first * sb, c + first * sc, stream)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,7 +112,6 @@ class CudaKernel(KernelSpec):
     device: str = GPU
     signature: tuple = SEED_SIGNATURE  # the kernel's parameters, in order (gemmlab.driver.Params)
     compiles: ClassVar[bool] = True
-    BATCH_IN_GRID_Z: ClassVar[bool] = True  # a batched build's product is blockIdx.z (batched())
 
     def config_error(self) -> str | None:
         broken = self.constraints(dict(self.params))
@@ -149,12 +165,6 @@ class CudaKernel(KernelSpec):
             return {"M": m, "N": n, "K": k, "stride_a": problem.stride_a, "stride_b": problem.stride_b}
         return {"M": m, "N": n, "K": k}
 
-    def is_valid(self, problem: Problem):
-        why = super().is_valid(problem)
-        if not why and isinstance(problem, BatchedProblem) and self.BATCH_IN_GRID_Z and problem.batch > MAX_GRID_Z:
-            return Refusal(f"{self.name} runs a product per gridDim.z index: a batch of {problem.batch} is past "
-                           f"{MAX_GRID_Z}", SizeLimitError)
-        return why
 
     def batched(self) -> "CudaKernel":
         """The BATCHED=1 build of this spec: the batch strides after its parameters, the product in blockIdx.z."""
@@ -174,15 +184,28 @@ class CudaKernel(KernelSpec):
         if batch and not self.params.get("BATCHED", 0):
             return self.batched().make_plan(problem, layout, info, gpu)
         geo = self.launch_geometry(problem)
-        if batch:  # a product per gridDim.z index
-            geo = dataclasses.replace(geo, grid=(geo.grid[0], geo.grid[1], batch))
+        if batch:  # a product per gridDim.z index, MAX_GRID_Z at most a launch
+            geo = dataclasses.replace(geo, grid=(geo.grid[0], geo.grid[1], min(batch, MAX_GRID_Z)))
         kernel = gpu.kernel(self.compile(info.arch), geo.smem)
         params = driver.Params(self.parameters)
         for name, value in self.fixed_args(problem).items():
             setattr(params, name, value)
         main = driver.Launch(int(kernel.handle), geo.grid, geo.block, geo.smem, params)
         steps = [f"{self.entry}: grid {geo.grid}, block {geo.block}, {geo.smem} B dynamic shared memory"]
-        if batch:
-            steps.append(f"batched: {batch} products in one launch, one per gridDim.z index, A's matrices "
-                         f"{problem.stride_a} and B's {problem.stride_b} elements apart (0: broadcast)")
-        return CudaPlan(self, problem, layout, steps=steps, main=main, fill=self.fill)
+        if batch <= MAX_GRID_Z:
+            if batch:
+                steps.append(f"batched: {batch} products in one launch, one per gridDim.z index, A's matrices "
+                             f"{problem.stride_a} and B's {problem.stride_b} elements apart (0: broadcast)")
+            return CudaPlan(self, problem, layout, steps=steps, main=main, fill=self.fill)
+        last = batch - MAX_GRID_Z * (ceil_div(batch, MAX_GRID_Z) - 1)
+        tail = main if last == MAX_GRID_Z else \
+            driver.Launch(int(kernel.handle), (*geo.grid[:2], last), geo.block, geo.smem, params)
+        firsts = range(0, batch, MAX_GRID_Z)
+        slices = [(main if first + MAX_GRID_Z < batch else tail, first) for first in firsts]
+        steps.append(f"batched: {batch} products in {len(slices)} launches of at most {MAX_GRID_Z} (gridDim.z's "
+                     f"limit), one per gridDim.z index, A's matrices {problem.stride_a} and B's {problem.stride_b} "
+                     "elements apart (0: broadcast)")
+        e = problem.prec.input_bytes
+        return SlicedBatchPlan(self, problem, layout, steps=steps, main=main, fill=self.fill, slices=slices,
+                               product_bytes=(e * problem.stride_a, e * problem.stride_b,
+                                              problem.output_bytes * problem.m * problem.n))

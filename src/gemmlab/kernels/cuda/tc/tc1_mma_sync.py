@@ -13,7 +13,7 @@ bytes (bf16: K or N not a multiple of 8; tf32: of 4) the kernel stages tiles ele
 kernel argument, set per launch; slower). tf32 loads B directly, with no transpose pre-pass.
 
 A batch (BATCHED=1, CudaKernel.batched): a product per gridDim.z index, each operand's matrices its batch stride
-apart. Why: it reads any row pitch, so it takes the batches the TMA levels cannot (rows or batch strides off 16
+apart (past gridDim.z's 65535, a launch per 65535 products: SlicedBatchPlan). Why: it reads any row pitch, so it takes the batches the TMA levels cannot (rows or batch strides off 16
 bytes: a BF16 K or N not a multiple of 8) and TF32's, which no TMA level batches; predicted at its one-product speed
 on the flattened (batch·M)×N×K work.
 

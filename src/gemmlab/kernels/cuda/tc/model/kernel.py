@@ -52,7 +52,6 @@ class WgmmaKernel(CudaKernel):
     # (K, changes): a batch of products with K up to this takes these parameters in its BATCHED build (for_problem)
     short_batch: tuple | None = None
     TIMELINE_SLOTS: ClassVar[int] = TL_SLOTS
-    BATCH_IN_GRID_Z: ClassVar[bool] = False  # the persistent walk takes the batch (tc_persistent.cuh)
     # the levels that store through tc_epilogue.cuh (store_epi, TileStore) fuse an epilogue; tc5's and tc7's swapped
     # store (tc_swap.cuh's store_acc_t) does not
     fuses_epilogue: bool = True
