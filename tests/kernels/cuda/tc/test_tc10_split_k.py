@@ -12,11 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import sass
-from test_plans import H200, HostGPU, launch_record, make, stub, tc_args  # noqa: F401  (stub: a pytest fixture)
+from test_plans import H200, HostGPU, copy_record, launch_record, make, stub, tc_args  # noqa: F401  (stub: a fixture)
 
 from gemmlab.errors import InvalidConfigError
 from gemmlab.harness.grid import LAYERS, LONG_K, M_SWEEP
 from gemmlab.kernels.cuda.launch.nvrtc import compile_cuda
+from gemmlab.kernels.cuda.tc.model import plan as tc_plan
 from gemmlab.kernels.cuda.tc.model import split_k
 from gemmlab.kernels.cuda.tc.model.budget import SMEM_LIMIT, smem_bytes
 from gemmlab.kernels.geometry import ceil_div
@@ -201,6 +202,42 @@ def test_tf32_a_fragments_are_wgmmas_layout_in_the_swizzled_tile(tmp_path):
     assert all(len(set(banks[w, :, s, v])) == 32 for w in range(4) for s in range(4) for v in range(4))
 
 
+LDG_MAIN = r"""
+#include <cstdio>
+""" + "{block}" + r"""
+int main() {  // LDG_ROUND: every producer thread's row and offset of every chunk of a 128 + 128-row stage
+  for (unsigned t = 0; t < 128; ++t)
+    for (int j = 0; j < 16; ++j) printf("%u %u\n", ldg_row(t, j), ldg_offset(t, j));
+}
+"""
+
+
+@pytest.mark.skipif(GXX is None, reason="no host C++ compiler to run the device arithmetic with")
+def test_ldg_round_stores_each_chunk_where_tma_would(tmp_path):
+    """ldg_row and ldg_offset compiled on the host: the producer threads' chunks of a stage (A's rows, then B's)
+    cover every 16-byte chunk once, each at the 128-byte swizzle's place for its row and K (where a_frag_offset and
+    the wgmma descriptors read it); a warp's 32 chunks are 4 whole rows (4 full 128-byte lines of global memory) and
+    its 16-byte stores fall on every bank 4 times (4 wavefronts, the fewest for 512 bytes)."""
+    src = tmp_path / "ldg.cpp"
+    src.write_text("#define __host__\n#define __device__\n#define __forceinline__ inline\n"
+                   + LDG_MAIN.replace("{block}", host_block("tc10_split_k.cu", "fragment")))
+    exe = tmp_path / "ldg"
+    subprocess.run([GXX, "-O2", "-std=c++17", "-o", str(exe), str(src)], check=True)
+    got = np.array([line.split() for line in _run(exe, [])], np.int64).reshape(128, 16, 2)
+    rows, offsets = got[..., 0], got[..., 1]
+    t, j = np.meshgrid(np.arange(128), np.arange(16), indexing="ij")
+    c = t % 8  # the chunk's 4 values of K: 4c to 4c + 3
+    assert np.array_equal(rows, (t + 128 * j) // 8)
+    assert np.array_equal(offsets, rows * 128 + (c ^ (rows % 8)) * 16)
+    assert sorted(offsets.ravel()) == list(range(0, 256 * 128, 16))  # every chunk of the 256 rows once
+    for w in range(4):
+        for jj in range(16):
+            warp_rows, warp_offsets = rows[32 * w:32 * w + 32, jj], offsets[32 * w:32 * w + 32, jj]
+            assert len(set(warp_rows)) == 4 and set(c[32 * w:32 * w + 32, jj]) == set(range(8))
+            banks = (warp_offsets[:, None] // 4 + np.arange(4)) % 32
+            assert np.bincount(banks.ravel(), minlength=32).tolist() == [4] * 32
+
+
 # ---- the builds ----------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", list(NAMES.values()))
 def test_every_build_compiles_to_wgmma_without_local_memory(name, tmp_path):
@@ -212,11 +249,12 @@ def test_every_build_compiles_to_wgmma_without_local_memory(name, tmp_path):
     # with the pass, C stored transposed (the kernel of B_IN_REGS=1: C_TRANSPOSED from registers, EPI_TMA=0)
     # ... and each with its partials added across a cluster, through the workspace by the last split, and by every
     # split (SK_SPREAD)
-    ways = ((0, 0), (1, 0), (1, 1)) if spec.precision == "tf32" else ((0, 0),)
-    assert {(b.params["BM"], b.params["BN"], b.params.get("ROUND_B_SMEM", 0), b.defines().get("C_TRANSPOSED", 0),
-             b.defines()["SK_CLUSTER"], b.defines()["SK_SPREAD"]) for b in builds} == \
-        {(bm, bn, r, t, c, spread) for bm, bn, _ in split_k.tiles_for(spec.precision)
-         for r, t in ways for c, spread in ((0, 0), (1, 0), (0, 1))}
+    # ... and the producer rounding both operands on their way in (LDG_ROUND=1, a variant)
+    ways = ((0, 0, 0), (1, 0, 0), (1, 1, 0), (0, 0, 1)) if spec.precision == "tf32" else ((0, 0, 0),)
+    keys = [(b.params["BM"], b.params["BN"], b.params.get("ROUND_B_SMEM", 0), b.defines().get("C_TRANSPOSED", 0),
+             b.params.get("LDG_ROUND", 0), b.defines()["SK_CLUSTER"], b.defines()["SK_SPREAD"]) for b in builds]
+    assert set(keys) == {(bm, bn, r, t, ldg, c, spread) for bm, bn, _ in split_k.tiles_for(spec.precision)
+                         for r, t, ldg in ways for c, spread in ((0, 0), (1, 0), (0, 1))}
     for build in builds:
         compiled = build.compile("sm_90a")
         assert compiled.report.spills == 0 and compiled.report.stack_bytes == 0, build.params
@@ -233,6 +271,13 @@ def test_every_build_compiles_to_wgmma_without_local_memory(name, tmp_path):
             # C through the staging boxes and TMA stores; transposed, element by element from registers
             transposed = build.defines().get("C_TRANSPOSED", 0)
             assert any(op.startswith("UTMASTG") for op in ops) != bool(transposed), build.params
+            # the operands by TMA; with LDG_ROUND, by the producer threads' 16-byte global loads and shared stores,
+            # fenced for the async proxy
+            ldg = {"LDG.E.128.CONSTANT", "STS.128", "FENCE.VIEW.ASYNC.S"}
+            if build.params.get("LDG_ROUND", 0):
+                assert ldg <= ops and not any(op.startswith("UTMALDG") for op in ops), build.params
+            else:
+                assert any(op.startswith("UTMALDG") for op in ops) and "LDG.E.128.CONSTANT" not in ops, build.params
             # across a cluster: its barrier, and 16-byte loads and stores of the peers' shared memory (generic LD/ST
             # of the cluster's window); through the workspace, neither
             cluster = {"UCGABAR_ARV", "UCGABAR_WAIT", "LD.E.128", "ST.E.128"}
@@ -359,6 +404,40 @@ def test_tf32_plan_rounds_each_operand_once(stub, layout):  # noqa: F811
     assert stub.stub_copies() == 0
     assert (args["M"], args["N"], args["K"], args["C"]) == (m, n, k, c)
     assert launch_record(stub, stub.stub_launches() - 1).smem == smem_bytes(dict(runs.params))
+
+
+@pytest.mark.parametrize("layout", [Layout(b=COL), ROW_MAJOR], ids=["w.t()", "row-major B"])
+def test_ldg_round_plan_hands_the_kernel_where_its_maps_read(stub, layout):  # noqa: F811
+    """LDG_ROUND=1: the binary without the consumers' pass (no ROUND_B_SMEM), its producer loading A and B by the
+    addresses in TcArgs' a_src and b_src: the operands in place; A at an address off 16 bytes, the plan's pitched
+    copy (a 2-D copy first, a_src the workspace), and in place again after; a row-major B, the transpose pre-pass's
+    workspace, set once."""
+    stub.stub_reset()
+    shape = (130, 200, 4100)
+    spec = get_kernel(NAMES["tf32"]).with_params({"LDG_ROUND": 1})
+    plan, gpu = make(stub, None, shape, layout, spec=spec)
+    main = next(compiled for compiled, _, _ in gpu.loaded if compiled.entry == "tc10_split_k")
+    runs = spec.for_problem(Problem(*shape, "tf32"), H200.sm_count)
+    assert main is compile_cuda(runs.source, runs.entry, runs.defines(), "sm_90a")  # no ROUND_B_SMEM
+    assert runs.defines()["LDG_ROUND"] == 1
+    a, b, c = 0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000
+
+    def sources(i):
+        raw = launch_record(stub, i).params
+        return tuple(np.frombuffer(raw, np.uint64, 1, tc_plan.TC_ARGS.layout()[0][f])[0] for f in ("a_src", "b_src"))
+
+    plan.launch(a, b, c, 0x5EED)
+    a_src, b_src = sources(stub.stub_launches() - 1)
+    assert a_src == a
+    if layout == ROW_MAJOR:
+        assert b_src == plan.buffers[0].ctypes.data and stub.stub_launches() == 2  # the transpose, then the kernel
+    else:
+        assert b_src == b and stub.stub_launches() == 1
+    plan.launch(a + 4, b, c, 0x5EED)  # A off 16 bytes: copied into a pitched workspace first
+    assert stub.stub_copies() == 1 and copy_record(stub, 0)["src"] == a + 4
+    assert sources(stub.stub_launches() - 1)[0] == copy_record(stub, 0)["dst"]
+    plan.launch(a, b, c, 0x5EED)
+    assert sources(stub.stub_launches() - 1)[0] == a and stub.stub_copies() == 1
 
 
 @pytest.mark.parametrize("shape,splits", [((8, 4096, 4096), 0), ((3, 257, 1004), 5), ((127, 129, 780), 3)])

@@ -94,10 +94,14 @@ def test_tf32_on_w_t_rounds_as_cublas_and_repeats_its_bits(shape):
     layout = Layout(b=COL)
     m, n, _ = shape
     base = get_kernel(NAMES["tf32"])
-    # the chosen S and 7; and the operands exchanged (B_IN_REGS=1, a variant: w's fragments rounded in registers,
-    # x's tiles by the consumers, C stored transposed)
+    # the chosen S and 7; the operands exchanged (B_IN_REGS=1, a variant: w's fragments rounded in registers,
+    # x's tiles by the consumers, C stored transposed); both rounded by the producer on their way in (LDG_ROUND=1, a
+    # variant), on each tile
+    ldg = [base.with_params({"LDG_ROUND": 1}), base.with_params({"LDG_ROUND": 1, "SPLITS": 7})] + \
+        [base.with_params({"LDG_ROUND": 1, "BM": bm, "BN": bn, "STAGES": st, "SPLITS": 3})
+         for bm, bn, st in split_k.tiles_for("tf32")]
     for spec in (base, base.with_params({"SPLITS": 7}), base.with_params({"B_IN_REGS": 1}),
-                 base.with_params({"B_IN_REGS": 1, "SPLITS": 7})):
+                 base.with_params({"B_IN_REGS": 1, "SPLITS": 7}), *ldg):
         a, b = arrange(*spec.make_inputs(problem, 3, cupy), layout)
         run, copies = launch(spec, problem, layout)
         assert copies == ()  # read in place
@@ -154,3 +158,29 @@ def test_on_gpu_every_split_adds_a_share_to_the_last_split_s_bits(precision, sha
     first, second = (run_once(spread, problem, a, b, plan).view(np.uint8).get() for _ in range(2))
     last = run_once(workspace, problem, a, b, workspace.build(problem)).view(np.uint8).get()
     assert (first == last).all() and (second == last).all()
+
+
+@pytest.mark.parametrize("shape", [(3, 257, 1001), (130, 200, 4100), (127, 129, 777)])
+def test_tf32_ldg_round_reads_where_the_maps_would(shape):
+    """LDG_ROUND=1 loads the operands by address where the TMA maps would have read them: a row-major B through the
+    transpose pre-pass's workspace, an A at an address off 16 bytes through the plan's pitched copy, rows off 16
+    bytes likewise. Right against float64 on NaN-poisoned C, the same bits on 5 calls."""
+    import cupy
+
+    from gemmlab.harness.layouts import arrange, launch
+    from gemmlab.harness.verify import check
+
+    _needs_gpu()
+    problem = Problem(*shape, "tf32")
+    spec = get_kernel(NAMES["tf32"]).with_params({"LDG_ROUND": 1})
+    for layout in (Layout(), Layout(b=COL)):
+        a, b = arrange(*spec.make_inputs(problem, 5, cupy), layout)
+        run, _ = launch(spec, problem, layout)
+        assert check(spec, problem, launch=run, inputs=(a, b)).passed, layout
+        _same_bits_on_every_call(spec, problem, a, b, run)
+    m, n, k = shape
+    a, b = arrange(*spec.make_inputs(problem, 6, cupy), Layout(b=COL))
+    off = cupy.empty(m * k + 1, cupy.float32)[1:].reshape(m, k)  # A 4 bytes past a 16-byte boundary
+    off[...] = a
+    run, _ = launch(spec, problem, Layout(b=COL))
+    assert check(spec, problem, launch=run, inputs=(off, b)).passed

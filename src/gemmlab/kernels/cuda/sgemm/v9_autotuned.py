@@ -7,8 +7,7 @@ H200's choice (TUNED below), else V8's configuration.
 Why: the best tile depends on the shape (wave quantization, L2 reuse, registers per lane), and on Hopper every
 non-FFMA instruction takes an FFMA issue slot, which a larger per-lane tile saves.
 A batch (BATCHED=1, CudaKernel.batched): the same kernel, a product per gridDim.z index, each operand's matrices
-its batch stride apart; one launch runs the whole batch (up to gridDim.z's 65535 products; past that a launch per
-65535: SlicedBatchPlan) at the tile chosen for one product.
+its batch stride apart, 65535 a launch (gridDim.z's limit), at the tile chosen for one product.
 Predicted gain: 1.1-1.2× V8 at the three bar shapes, toward 0.9× cuBLAS FP32. docs/fp32_ladder.md ("v9").
 """
 from __future__ import annotations

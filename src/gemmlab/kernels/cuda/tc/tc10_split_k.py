@@ -30,6 +30,13 @@ partials added in FP32 in split order).
 B_IN_REGS=1 (a variant, TF32 on x @ w.t()): the operands exchanged, Cᵀ = w·xᵀ, so w's fragments are rounded in
 registers and the consumers rewrite x's tile instead of w's; C stored transposed from registers. Predicted: about
 half the rewrite's cost at the decode rows with a 64-wide x tile, nothing where M = N.
+LDG_ROUND=1 (a variant, TF32): no TMA for the operands; the producer warpgroup's 128 threads load both tiles of each
+k-tile from global memory in 16-byte chunks, round them in registers and store them at TMA's swizzle, one k-tile's
+loads in flight while they store the one before; the consumers run tc3's mainloop (both operands from shared
+memory, two groups in flight). Why: shared memory then moves what the truncating build's does, one write and the
+wgmmas' reads of each tile, where the rounded build also reads A's fragments and rewrites B's tile. Predicted: the
+truncating build's time where the producer's loads keep up, at the long-K squares and the decode rows
+(256x256x65536 about 50 µs against 78.7, 128x14336x4096 about 70 against 97.8).
 """
 from __future__ import annotations
 
@@ -57,8 +64,9 @@ BASE = {"BM": 128, "BN": 128, "STAGES": 6, "PRODUCER_REGS": 40, "CONSUMER_REGS":
         "SK_CLUSTER": 0, "SK_SPREAD": 0}
 FP8 = {**BASE, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
 FP8_BLOCK = {**FP8, "BLOCK_SCALED": 1}
-# both operands rounded to nearest: A in registers, B in shared memory; B_IN_REGS = 1 (a --variant): the other way round
-TF32 = {**BASE, "TF32_ROUND": 2, "B_IN_REGS": 0}
+# both operands rounded to nearest: A in registers, B in shared memory; B_IN_REGS = 1 (a --variant): the other way round;
+# LDG_ROUND = 1 (a --variant): both by the producer warpgroup, loaded through registers instead of TMA
+TF32 = {**BASE, "TF32_ROUND": 2, "B_IN_REGS": 0, "LDG_ROUND": 0}
 PINNED_SPLITS = 3  # configurations(): S where the tile is pinned
 REDUCTION = ("latency: the last split of a tile reads the S partials back alone, and stores C (through shared "
              "memory and TMA) with no mainloop to hide it under")
@@ -141,14 +149,16 @@ class SplitK(WgmmaKernel):
         PINNED_SPLITS (at most KT), so that a sanitizer run at any shape of 3 k-tiles or more goes through the
         partials on every tile, added each of the three ways: across a cluster (SK_CLUSTER=1), through the workspace
         by the last split (both 0) and by every split (SK_SPREAD=1); the rounded TF32 build's also with the pass over
-        B's tiles (ROUND_B_SMEM=1, what the plan builds for a K-major B), and that one exchanging the operands
-        (B_IN_REGS=1, a variant: its kernel stores C transposed, from registers)."""
+        B's tiles (ROUND_B_SMEM=1, what the plan builds for a K-major B), that one exchanging the operands
+        (B_IN_REGS=1, a variant: its kernel stores C transposed, from registers), and the one whose producer rounds
+        both operands on their way in (LDG_ROUND=1, a variant)."""
         builds = [self.with_params({"BM": bm, "BN": bn, "STAGES": st, "SPLITS": PINNED_SPLITS, "SK_CLUSTER": c,
                                     "SK_SPREAD": spread})
                   for bm, bn, st in split_k.tiles_for(self.precision) for c, spread in ((1, 0), (0, 0), (0, 1))]
         if self.params.get("TF32_ROUND", 0) == 2:
             passes = [b.with_params({"ROUND_B_SMEM": 1}) for b in builds]
-            builds += passes + [b.with_params({"B_IN_REGS": 1, "EPI_TMA": 0}) for b in passes]
+            builds += passes + [b.with_params({"B_IN_REGS": 1, "EPI_TMA": 0}) for b in passes] + \
+                [b.with_params({"LDG_ROUND": 1}) for b in builds[:len(passes)]]
         return [c for b in builds for c in WgmmaKernel.configurations(b, formats)]
 
 
@@ -170,6 +180,10 @@ def _constraints(p: dict, fp8: bool, block: bool) -> list[str]:
         e.append(f"BN={p['BN']}: a block-scaled tile's columns sit in one 128-wide block of B's scales (64 or 128)")
     if block and p["BN"] > p.get("CONSUMER_REGS", 232) - 32:
         e.append(f"BN={p['BN']}: the k-tile's and the accumulated sets take BN registers, more than CONSUMER_REGS - 32")
+    if p.get("LDG_ROUND", 0) not in (0, 1) or (p.get("LDG_ROUND", 0) and (p.get("TF32_ROUND", 0) != 2
+                                                                          or p.get("B_IN_REGS", 0))):
+        e.append(f"LDG_ROUND={p.get('LDG_ROUND')}: 0, or 1 for the rounded TF32 build (TF32_ROUND=2) with A and B in "
+                 "their own roles (B_IN_REGS=0): its producer rounds both")
     if p.get("BLOCK_SCALED", 0) not in (0, 1) or (p.get("BLOCK_SCALED", 0) and not fp8):
         e.append(f"BLOCK_SCALED={p.get('BLOCK_SCALED')}: 0, or 1 for the block-scaled fp8 build")
     return e
