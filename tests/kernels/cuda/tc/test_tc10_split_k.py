@@ -300,6 +300,13 @@ def test_every_build_compiles_to_wgmma_without_local_memory(name, tmp_path):
 
 
 def test_constraints_refuse_what_the_source_does_not_build():
+    tf32 = get_kernel(NAMES["tf32"])
+    with pytest.raises(InvalidConfigError, match="LDG_ROUND=1 with a 64x256 tile"):
+        tf32.with_params({"LDG_ROUND": 1, "BM": 64, "BN": 256, "STAGES": 4})
+    with pytest.raises(InvalidConfigError, match="A and B in their own roles"):
+        tf32.with_params({"LDG_ROUND": 1, "B_IN_REGS": 1})
+    with pytest.raises(InvalidConfigError, match="rounded TF32 build"):
+        tf32.with_params({"LDG_ROUND": 1, "TF32_ROUND": 0})
     with pytest.raises(InvalidConfigError, match="BN=256"):
         get_kernel(NAMES["fp8_block"]).with_params({"BN": 256})
     with pytest.raises(InvalidConfigError, match="EPI_TMA=2"):
@@ -431,6 +438,9 @@ def test_ldg_round_plan_hands_the_kernel_where_its_maps_read(stub, layout):  # n
     assert a_src == a
     if layout == ROW_MAJOR:
         assert b_src == plan.buffers[0].ctypes.data and stub.stub_launches() == 2  # the transpose, then the kernel
+        transpose = next(compiled for compiled, _, _ in gpu.loaded if compiled.entry == "tc_transpose")
+        assert transpose is compile_cuda("tc_transpose.cu", "tc_transpose", {"TILE_T": 32}, "sm_90a")  # the kernel
+        # rounds it
     else:
         assert b_src == b and stub.stub_launches() == 1
     plan.launch(a + 4, b, c, 0x5EED)  # A off 16 bytes: copied into a pitched workspace first

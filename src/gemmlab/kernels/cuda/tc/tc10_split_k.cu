@@ -36,10 +36,11 @@
 // consumer retires its previous k-tile's wgmmas before it loads the next fragments (tc5 loads them a k8 step ahead
 // under two groups in flight instead; here that measured slower: docs/tensor_cores/tc10.md).
 // LDG_ROUND=1 (a variant of the rounded TF32 build): neither operand comes by TMA. The producer warpgroup's 128
-// threads load each k-tile's A and B tiles from global memory in 16-byte chunks (args.a_src, b_src: rows of K values
-// rounded up to 16 bytes, in place or in the plan's pitched copy, as their maps read them), round every value (tf32_rna_for_mma), and store them into the ring slot at the 128-byte swizzle TMA
-// would have used, the next k-tile's loads in flight while they store one; each thread fences its stores for the
-// async proxy and arrives on the slot's `full` barrier (128 arrivals, no transaction bytes). The consumers run
+// threads load each k-tile's A and B tiles from global memory in 16-byte chunks (args.a_src, b_src: rows of K
+// values rounded up to 16 bytes, in place or in the plan's pitched copy, as their maps read them), round every
+// value (tf32_rna_for_mma), and store them into the ring slot at the 128-byte swizzle TMA would have used, the
+// next k-tile's loads in flight while they store one; each thread fences its stores for the async proxy and
+// arrives on the slot's `full` barrier (128 arrivals, no transaction bytes). The consumers run
 // tc3's mainloop on rounded tiles: both operands from shared memory, two groups in flight, no fragments in
 // registers and no pass over B. Shared memory then moves what the truncating build's does (each tile written once,
 // read by the wgmmas), where TF32_ROUND=2 reads A's fragments and rewrites B's tile besides.
@@ -68,7 +69,7 @@
 #define LDG_ROUND 0
 #endif
 #if LDG_ROUND && (TF32_ROUND != 2 || ROUND_B_SMEM || TC_BF16 || TC_FP8)
-#error "LDG_ROUND: the TF32 build rounding both operands (TF32_ROUND=2), its tiles rounded on their way in (no ROUND_B_SMEM)"
+#error "LDG_ROUND: the rounded TF32 build (TF32_ROUND=2), its tiles rounded on their way in (no ROUND_B_SMEM)"
 #endif
 #define B_PASS (TF32_ROUND == 2 && ROUND_B_SMEM)  // the consumers round each landed B tile in place
 #ifndef SK_CLUSTER
@@ -230,32 +231,45 @@ __device__ __forceinline__ bool spread_reduce(float (&d)[BN / 2], float *tile_ws
 
 #if LDG_ROUND
 #define LDG_CHUNKS (STAGE_BYTES / 16 / 128)  // 16-byte chunks of a stage per producer thread
-// k-tiles a producer thread holds in flight: two in a 64-row tile's CTA (256 threads, 255 registers each); one in a
-// 128-row tile's (384 threads, 168 registers each, of which a k-tile's chunks take 64)
-#define LDG_TILES (BM > 64 ? 1 : 2)
+#define LDG_A_CHUNKS (A_TILE_BYTES / 16 / 128)  // ... of them A's (the stage's first BM rows)
 static_assert(STAGE_BYTES % (16 * 128) == 0 && A_TILE_BYTES % (16 * 128) == 0,
               "a stage, and A's tile in it, in whole rounds of the producer warpgroup's chunks");
+// Each producer thread holds two k-tiles of chunks (2 x LDG_CHUNKS float4s), one in flight while it stores the
+// other. A 64-row tile's CTA (256 threads) has 255 registers a thread for it; a 128-row tile's (384) has 168, so
+// there the consumers give up 8 (their mainloop, reduction and store fit 160) and the producer takes 192:
+// 128 x 192 + 256 x 160 = 65536.
+#define LDG_PRODUCER_REGS 192
+#define LDG_CONSUMER_REGS 160
 
-// Producer thread t's chunks of the k-tile at k0 (K-major rows of A from m0 and of B from n0: chunk j is A's while
-// j < A_TILE_BYTES / 2048, as the stage holds them), zero past M, N or K, as TMA fills a box past the tensor. A
-// chunk that K cuts is read value by value (its row's last, in the pad of a pitched copy: rows off 16 bytes are
-// always staged).
+// Producer thread t's chunks of the k-tile at k0: chunk j is A's for j < LDG_A_CHUNKS (row t / 8 + 16j of the
+// tile), else B's (row t / 8 + 16(j - LDG_A_CHUNKS)), K 4(t % 8) to 4(t % 8) + 3 of the k-tile. Zero past M, N or K,
+// as TMA fills a box past the tensor. A tile inside M, N and K takes the loads alone; an edge tile checks each
+// chunk, and reads one that K cuts value by value (its row's last, before the pad of a pitched copy: rows off 16
+// bytes are always staged).
 __device__ __forceinline__ void ldg_stage(float4 (&v)[LDG_CHUNKS], const KernelArgs &args, int t, int m0, int n0,
                                           int k0) {
-  const int k = k0 + 4 * (t % 8), ld = (args.K + 3) & ~3;
+  const int K = args.K, k = k0 + 4 * (t % 8), r = t / 8;
+  const long long ld = (K + 3) & ~3, step = 16 * ld;  // a row's values; 16 rows: from one chunk of t's to the next
+  const float *a = args.a_src + (m0 + r) * ld + k, *b = args.b_src + (n0 + r) * ld + k;
+  if (k + 4 <= K && m0 + BM <= args.M && n0 + BN <= args.N) {
+#pragma unroll
+    for (int j = 0; j < LDG_CHUNKS; ++j)
+      v[j] = __ldg(reinterpret_cast<const float4 *>(j < LDG_A_CHUNKS ? a + j * step : b + (j - LDG_A_CHUNKS) * step));
+    return;
+  }
 #pragma unroll
   for (int j = 0; j < LDG_CHUNKS; ++j) {
-    const bool a = j < A_TILE_BYTES / 2048;
-    const int row = (int)ldg_row(t, j) - (a ? 0 : BM), g = (a ? m0 : n0) + row;
-    const float *src = (a ? args.a_src : args.b_src) + (long long)g * ld + k;
+    const bool in_a = j < LDG_A_CHUNKS;
+    const int jj = in_a ? j : j - LDG_A_CHUNKS, g = (in_a ? m0 : n0) + r + 16 * jj;
+    const float *src = (in_a ? a : b) + jj * step;
     v[j] = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (g < (a ? args.M : args.N) && k < args.K) {
-      if (k + 4 <= args.K) {
+    if (g < (in_a ? args.M : args.N) && k < K) {
+      if (k + 4 <= K) {
         v[j] = __ldg(reinterpret_cast<const float4 *>(src));
       } else {
         v[j].x = __ldg(src);
-        if (k + 1 < args.K) v[j].y = __ldg(src + 1);
-        if (k + 2 < args.K) v[j].z = __ldg(src + 2);
+        if (k + 1 < K) v[j].y = __ldg(src + 1);
+        if (k + 2 < K) v[j].z = __ldg(src + 2);
       }
     }
   }
@@ -294,24 +308,26 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1) tc10_split_k(con
   ring_init<STAGES, 1, LDG_ROUND ? 128 : 1>(full, empty, CW * 4, mapA, mapB);
 
 #if LDG_ROUND
-  // The producer keeps the launch's registers, as the consumers do (no setmaxnreg): LDG_TILES k-tiles of chunks,
-  // each refilled with the k-tile LDG_TILES on as soon as it is stored, so that many are in flight.
+  // Two k-tiles of chunks a producer thread, each refilled with the k-tile two on as soon as it is stored, so the
+  // next one's loads are in flight while a thread waits for a free slot and stores.
   if (wg == 0) {
-    float4 v[LDG_TILES][LDG_CHUNKS];
+    if (CW > 1) setmaxnreg_inc<LDG_PRODUCER_REGS>();
+    float4 v[2][LDG_CHUNKS];
 #pragma unroll
-    for (int u = 0; u < LDG_TILES; ++u)
+    for (int u = 0; u < 2; ++u)
       if (kb + u < ke) ldg_stage(v[u], args, tid, m0, n0, (kb + u) * BK);
-    for (int i0 = 0; kb + i0 < ke; i0 += LDG_TILES)
+    for (int i0 = 0; kb + i0 < ke; i0 += 2)
 #pragma unroll
-      for (int u = 0; u < LDG_TILES; ++u) {
+      for (int u = 0; u < 2; ++u) {
         const int i = i0 + u;
         if (kb + i >= ke) break;
         if (i >= STAGES) mbar_wait(&empty[i % STAGES], (i / STAGES - 1) & 1);
         sts_stage(smem + i % STAGES * STAGE_BYTES, v[u], tid, &full[i % STAGES]);
-        if (kb + i + LDG_TILES < ke) ldg_stage(v[u], args, tid, m0, n0, (kb + i + LDG_TILES) * BK);
+        if (kb + i + 2 < ke) ldg_stage(v[u], args, tid, m0, n0, (kb + i + 2) * BK);
       }
     return;
   }
+  if (CW > 1) setmaxnreg_dec<LDG_CONSUMER_REGS>();
 #else
   if (wg == 0) {
     setmaxnreg_dec<PRODUCER_REGS>();

@@ -34,9 +34,9 @@ LDG_ROUND=1 (a variant, TF32): no TMA for the operands; the producer warpgroup's
 k-tile from global memory in 16-byte chunks, round them in registers and store them at TMA's swizzle, one k-tile's
 loads in flight while they store the one before; the consumers run tc3's mainloop (both operands from shared
 memory, two groups in flight). Why: shared memory then moves what the truncating build's does, one write and the
-wgmmas' reads of each tile, where the rounded build also reads A's fragments and rewrites B's tile. Predicted: the
-truncating build's time where the producer's loads keep up, at the long-K squares and the decode rows
-(256x256x65536 about 50 µs against 78.7, 128x14336x4096 about 70 against 97.8).
+wgmmas' reads of each tile, where the rounded build also reads A's fragments and rewrites B's tile. Predicted: about
+the truncating build's time where the producer's loads keep up, at the long-K squares and the decode rows
+(docs/tensor_cores/tc10.md).
 """
 from __future__ import annotations
 
@@ -184,6 +184,9 @@ def _constraints(p: dict, fp8: bool, block: bool) -> list[str]:
                                                                           or p.get("B_IN_REGS", 0))):
         e.append(f"LDG_ROUND={p.get('LDG_ROUND')}: 0, or 1 for the rounded TF32 build (TF32_ROUND=2) with A and B in "
                  "their own roles (B_IN_REGS=0): its producer rounds both")
+    elif p.get("LDG_ROUND", 0) and (p["BM"], p["BN"]) not in {t[:2] for t in split_k.TILES}:
+        e.append(f"LDG_ROUND=1 with a {p['BM']}x{p['BN']} tile: its producer threads hold two k-tiles of a stage in "
+                 f"registers, which {', '.join(f'{t[0]}x{t[1]}' for t in split_k.TILES)} leave room for")
     if p.get("BLOCK_SCALED", 0) not in (0, 1) or (p.get("BLOCK_SCALED", 0) and not fp8):
         e.append(f"BLOCK_SCALED={p.get('BLOCK_SCALED')}: 0, or 1 for the block-scaled fp8 build")
     return e

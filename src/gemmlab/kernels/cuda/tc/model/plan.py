@@ -355,13 +355,15 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
         driver.ctypes.memmove(params.map_address("b"), _encoded(spec.operand_maps(problem, k, kp, False)[1],
                                                                  gpu.address(bt)), driver.MAP_BYTES)
         tk = gpu.kernel(compile_cuda("tc_transpose.cu", "tc_transpose",
-                                     {"TILE_T": 32, **({"ROUND": 1} if rounds_smem else {})}, info.arch), 0)
+                                     {"TILE_T": 32, **({"ROUND": 1} if rounds_smem and not ldg else {})},
+                                     info.arch), 0)
         tp = driver.Params(TRANSPOSE_SIGNATURE)
         tp.BT, tp.K, tp.N, tp.LDT = gpu.address(bt), k, n, kp
         if ldg:
             params.b_src = gpu.address(bt)
         transpose = driver.Launch(int(tk.handle), (ceil_div(n, 32), ceil_div(k, 32), 1), (32, 8, 1), 0, tp)
-        steps.append(f"transpose pre-pass: B ({k}x{n}) into Bᵀ ({n}x{kp}){', rounded to TF32' if rounds_smem else ''}; "
+        steps.append(f"transpose pre-pass: B ({k}x{n}) into Bᵀ ({n}x{kp})"
+                     f"{', rounded to TF32' if rounds_smem and not ldg else ''}; "
                      "tf32 wgmma reads K-major operands only")
     scale_maps = []
     if spec.params.get("SCALE_TMA", 0):  # tc8's block scales, as gemmlab.fp8 stores them, through 1-D maps
