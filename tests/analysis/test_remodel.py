@@ -195,3 +195,18 @@ def test_a_kernel_far_from_its_prediction_names_why(committed):
                 far += 1
                 assert get_kernel(r.get("variant_of") or r["kernel"]).unmodeled, (r["kernel"], r["m"], r["n"], r["k"])
     assert far > 0
+
+
+def test_remodel_models_a_record_in_the_layout_its_bench_run_gave():
+    """A bench --layout record ("row,col") is remodelled in that layout: TF32 tc10 on x @ w.t() reads B in place, so
+    no Bᵀ pre-pass; a record that names its layout in words (an API bench's) is remodelled in the natural one, not
+    skipped."""
+    ceilings = ceilings_for(DEVICES["h200"])
+    base = {"kernel": "cuda/tc10_split_k_tf32", "precision": "tf32", "m": 128, "n": 4096, "k": 4096, "params": {}}
+    results = {"env": {"gpu": {"name": "NVIDIA H200"}}, "records": [
+        {**base, "layout": "row,col"}, dict(base), {**base, "layout": "x @ w.T (B column-major)"}]}
+    out, skipped = remodel_results(results, ceilings, "test")
+    assert skipped == []
+    w_t, natural, words = (r["model"] for r in out["records"])
+    assert "prepass" not in w_t["levels"] and natural["levels"]["prepass"]["bytes"] == 8 * 4096 * 4096
+    assert words == natural

@@ -188,6 +188,28 @@ def test_the_model_follows_the_layout_the_operands_come_in():
     v10 = get_kernel("cuda/v10_register_prefetch")
     f = Problem(512, 1024, 2048, "fp32")
     assert model(v10, f, H200, layout=Layout(b=COL)).dram_bytes == model(v10, f, H200).dram_bytes
+    # a kernel without a tile walk (gemv): the copy is its own level, not also the kernel's DRAM bytes
+    gemv, g = get_kernel("cuda/gemv1_warp_dot_bf16"), Problem(16, 4096, 4096, "bf16")
+    in_place, copied = model(gemv, g, H200, layout=Layout(b=COL)), model(gemv, g, H200, layout=Layout(COL, COL))
+    assert copied.levels["dram"]["bytes"] == in_place.levels["dram"]["bytes"]
+    assert copied.levels["prepass"]["bytes"] == copied.dram_bytes - in_place.dram_bytes == 2 * 2 * 16 * 4096
+
+
+def test_the_dispatchers_model_counts_the_same_pre_passes_for_an_exchanged_build():
+    """tc10 TF32 with A and B exchanged (B_IN_REGS=1) reads x @ w.t()'s operands in place; given A column-major,
+    gemmlab.matmul copies A row-major first, which the exchanged kernel reads as its K-major B: the copy alone, no
+    Bᵀ pre-pass, in the roofline and in the dispatcher's scaling model alike."""
+    from gemmlab import dispatch
+    from gemmlab.analysis.scaling import estimate
+    from gemmlab.kernels.plan import COL, Layout
+
+    spec, p = get_kernel("cuda/tc10_split_k_tf32").with_params({"B_IN_REGS": 1}), Problem(4096, 4096, 4096, "tf32")
+    roofs = dispatch._roofs("NVIDIA H200", 132)
+    copy = 2 * 4 * 4096 * 4096
+    assert model(spec, p, H200, layout=Layout(COL, COL)).levels["prepass"]["bytes"] == copy
+    e = estimate(spec, p, roofs, Layout(COL, COL), ("A",))
+    assert e.launches == 2 and e.serial_ms == pytest.approx(copy / (roofs.dram_gbs * 1e9) * 1e3 + 5e-3)
+    assert estimate(spec, p, roofs, Layout(b=COL)).serial_ms == 0
 
 
 def test_compute_roof_follows_the_clock_and_whole_tiles():

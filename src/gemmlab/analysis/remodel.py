@@ -50,9 +50,18 @@ def remodel_record(rec: dict, ceilings: Ceilings, resources: dict | None = None)
     out = rec.get("out_dtype") or ("float32" if precision == "bf16" else None)
     problem = Problem(int(rec["m"]), int(rec["n"]), int(rec["k"]), precision, out_dtype=out)
     params = rec.get("params") if rec.get("params") else None
-    layout = parse_layout(rec["layout"]) if rec.get("layout") else None  # a bench --layout run's
+    layout = _bench_layout(rec)
     return model(spec, problem, ceilings, clock_of(rec), resources or resources_of(rec), params,
                  layout).as_dict()
+
+
+def _bench_layout(rec: dict):
+    """The layout a bench --layout record's operands came in ("row,col"), None for the natural one; an API bench's
+    record names its layout in words (the call's, not a model's), and is modelled in the natural one."""
+    try:
+        return parse_layout(rec["layout"]) if rec.get("layout") else None
+    except GemmlabError:
+        return None
 
 
 def _binary(rec: dict) -> tuple:

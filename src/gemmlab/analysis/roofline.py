@@ -251,8 +251,8 @@ def model(spec, problem: Problem, ceilings: Ceilings | DeviceSpec, clock_mhz: fl
         dram = hierarchy.dram_reads(walk, wave, ceilings.l2_bytes) + c_bytes
         staggered = hierarchy.staggered_reads(walk, ceilings.sm_count, ceilings.l2_bytes, wave) + c_bytes
         per_sm = _per_sm_flops(walk, wave, ceilings.sm_count, flops)
-    else:
-        dram = staggered = traffic.total
+    else:  # each input once, C once; the pre-passes' bytes are a level of their own, below
+        dram = staggered = traffic.total - traffic.prepass
         per_sm = flops / ceilings.sm_count
     l1_path = traffic.smem + traffic.l1
     levels = {

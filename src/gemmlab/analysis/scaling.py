@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from gemmlab.kernels.cuda.tc.model.split_k import reduction_partials
 from gemmlab.kernels.geometry import ceil_div
-from gemmlab.kernels.plan import ROW, Layout
+from gemmlab.kernels.plan import COL, ROW, Layout
 from gemmlab.problem import BatchedProblem, Problem
 
 LAUNCH_US = 5.0  # assumed: below the smallest calls the shipped table measured; it keeps small ratios near 1
@@ -108,26 +108,24 @@ def _matrices(problem: Problem) -> tuple[int, int, int]:
     return problem.batch, problem.batch if problem.stride_a else 1, problem.batch if problem.stride_b else 1
 
 
-def _serial_bytes(runs, problem: Problem, layout, copies: tuple) -> tuple[float, int]:
-    """(DRAM bytes, launches) of what runs before the kernel on every call: gemmlab.matmul's copies, then the TF32
-    levels' pre-passes (Bᵀ where the tensor cores read B K-major and it comes row-major; A rounded, TF32_ROUND=3),
-    and the TMA levels' copies of an operand whose rows are off 16 bytes into a pitched workspace
-    (``staged_operands``)."""
+def _serial_bytes(runs, problem: Problem, read, copies: tuple) -> tuple[float, int]:
+    """(DRAM bytes, launches) of what runs before the kernel on every call: gemmlab.matmul's ``copies``, then the
+    TF32 levels' pre-passes (Bᵀ where the tensor cores read B K-major and it comes row-major; A rounded,
+    TF32_ROUND=3), and the TMA levels' copies of an operand whose rows are off 16 bytes into a pitched workspace
+    (``staged_operands``). ``read``: the operands' layout after the copies (None: row-major)."""
     m, n, k = problem.shape
     e = problem.prec.input_bytes
     _, a_count, b_count = _matrices(problem)
     size = {"A": a_count * m * k, "B": b_count * k * n}
     moved, launches = sum(2.0 * e * size[x] for x in copies), len(copies)
     prec = problem.prec
-    b_row = layout is None or layout.b != "col" or "B" in copies
-    if prec.tf32_multiply and hasattr(runs, "swap_ab") and not runs.swap_ab and b_row and \
+    read = read or Layout()
+    if prec.tf32_multiply and hasattr(runs, "swap_ab") and not runs.swap_ab and read.b != COL and \
             not (prec.reads_b_n_major or prec.kmajor_b):
         moved, launches = moved + 8.0 * size["B"], launches + 1
     if runs.params.get("TF32_ROUND", 0) == 3:
         moved, launches = moved + 8.0 * size["A"], launches + 1
     if not isinstance(problem, BatchedProblem):  # a batch is read in place or refused
-        given = layout or Layout()
-        read = Layout(ROW if "A" in copies else given.a, ROW if "B" in copies else given.b)  # after the copies
         for x in runs.staged_operands(problem, read):
             moved, launches = moved + 2.0 * e * size[x], launches + 1
     return moved, launches
@@ -138,9 +136,11 @@ def estimate(spec, problem: Problem, roofs, layout=None, copies: tuple = ()) -> 
     ``layout`` (None: the kernel's natural one) with ``copies`` ("A", "B") made before it. A batch
     (BatchedProblem) is its products' tiles, each product tiled on its own, and its matrices' bytes."""
     runs = spec.for_problem(problem, roofs.sm_count)
+    given = layout or Layout()
+    read = Layout(ROW if "A" in copies else given.a, ROW if "B" in copies else given.b)  # after gemmlab.matmul's copies
     if getattr(runs, "exchanges", False):  # A_IN_REGS: the kernel runs Cᵀ = Bᵀ·Aᵀ, each operand in the other's role
         problem, runs = problem.transposed(), runs.kernel_build()
-        layout = layout and layout.transposed()
+        read = read.transposed()
         copies = tuple({"A": "B", "B": "A"}[x] for x in copies)
     m, n, k = problem.shape
     batch, a_count, b_count = _matrices(problem)
@@ -171,7 +171,7 @@ def estimate(spec, problem: Problem, roofs, layout=None, copies: tuple = ()) -> 
     levels = {"compute": compute * 1e3, "dram": dram / (roofs.dram_gbs * 1e9) * 1e3,
               "l2": (l2 + out + spill) / (roofs.l2_gbs * 1e9) * 1e3}
     bound = max(levels, key=levels.get)
-    moved, launches = _serial_bytes(runs, problem, layout, copies)
+    moved, launches = _serial_bytes(runs, problem, read, copies)
     serial = moved / (roofs.dram_gbs * 1e9) * 1e3 + launches * LAUNCH_US / 1e3
     return Estimate(LAUNCH_US / 1e3 + levels[bound] + serial + reduce, tiles, places, fill, split, levels["compute"],
                     levels["dram"], levels["l2"], serial, bound, reduce, 1 + launches)

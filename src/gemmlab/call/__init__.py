@@ -18,7 +18,8 @@ FP8 tensor cores read both operands K-major: B must come as the transpose of an 
 takes it.
 
 A batch of products (``batched_matmul``, ``Batch``: a broadcast batch with a stride per operand) runs in one launch
-of a kernel that takes a strided batch; on the host, numpy.matmul on the broadcast views (``batched``).
+of a kernel that takes a strided batch (past 65535 products on a level that puts the product in gridDim.z, a
+launch per 65535); on the host, numpy.matmul on the broadcast views (``batched``).
 A fused epilogue (``epilogue=``, a gemmlab.epilogue.Epilogue: out = act(alpha·AB + beta·D)) is part of the key: the
 kernel applies it in registers before C's store (the host kernels after their GEMM), reading ``addend=`` (the bias
 vector or D, an array of the operands' kind and device, of C's dtype or float32, D with any strides) by address on

@@ -173,7 +173,8 @@ def _check_reach(x, name: str, strides: tuple, batch: Batch, elem_strides: tuple
 
 
 def batched_matmul(A, B, kernel="auto", precision=None, out=None, out_dtype=None, batch: Batch | None = None):
-    """C[i] = A[i] @ B[i] for every index i of the broadcast batch, in one launch on a GPU.
+    """C[i] = A[i] @ B[i] for every index i of the broadcast batch, in one launch on a GPU (a launch per 65535
+    products past gridDim.z's limit, on the levels that put the product in it).
 
     A: (..., M, K), B: (..., K, N), NumPy, CuPy or torch arrays of one kind and device. batch: a Batch (the batch
     shape and each operand's strides over it after broadcasting, 0 where it is broadcast); None: torch.matmul's
@@ -191,7 +192,7 @@ def batched_matmul(A, B, kernel="auto", precision=None, out=None, out_dtype=None
 
 def batched_plan(A, B, kernel="auto", precision=None, out_dtype=None, batch: Batch | None = None):
     """What ``batched_matmul(A, B, ...)`` would run, resolved (and cached, as a call's): ``.explain()`` says which
-    kernel, why, and the batch in one launch."""
+    kernel, why, and the batch's launches."""
     prepared = _prepared(A, B, kernel, precision, None, out_dtype, batch)[0]
     if prepared.on_device:
         _refuse_copies(prepared)

@@ -114,7 +114,9 @@ class Prepared:
         if self.host_copy:
             lines.append("  host operands are copied to the GPU and the result back")
         if self.batch is not None:
-            how = "in one launch" if self.on_device else "by numpy.matmul on the host"
+            launches = len(getattr(self.plan, "slices", ())) or 1
+            how = ("in one launch" if launches == 1 else f"in {launches} launches (gridDim.z's 65535 products each)") \
+                if self.on_device else "by numpy.matmul on the host"
             lines.append(f"  batched: {self.batch.describe()}, {how}")
         return "\n".join(lines)
 

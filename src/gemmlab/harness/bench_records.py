@@ -45,11 +45,16 @@ def new_record(spec: KernelSpec, problem: Problem, dev: DeviceSpec, bw_gbs: floa
     if spec.device == CPU and km:  # a GPU's roofs and levels bound nothing a host loop does: the counts alone
         km = {key: km[key] for key in CPU_MODEL_KEYS}
     runs = spec.for_problem(problem, sm_count or dev.sm_count or SM_COUNT)
-    return BenchRecord(spec.name, spec.backend, spec.level, spec.precision, spec.title,
-                       dict(runs.params), problem.m, problem.n, problem.k,
-                       tolerance=tolerance_for(problem), model=km,
-                       peer=PEERS.get(spec.precision) if spec.device != CPU else "cpu/blas",
-                       variant_of=spec.variant_of or None, out_dtype=str(spec.output_dtype(problem)))
+    rec = BenchRecord(spec.name, spec.backend, spec.level, spec.precision, spec.title,
+                      dict(runs.params), problem.m, problem.n, problem.k,
+                      tolerance=tolerance_for(problem), model=km,
+                      peer=PEERS.get(spec.precision) if spec.device != CPU else "cpu/blas",
+                      variant_of=spec.variant_of or None, out_dtype=str(spec.output_dtype(problem)))
+    if layout is not None:  # what its model (and its timing) took: remodelling reads it
+        from gemmlab.dispatch_layout import layout_key
+
+        rec.extra["layout"] = layout_key(layout)
+    return rec
 
 
 def fill_timing(rec: BenchRecord, timing, problem: Problem, dev: DeviceSpec, bw_gbs: float | None,
@@ -139,10 +144,6 @@ def bench_one(spec, problem, rec, sets, opts, dev, bw, info, peer_launch=None, r
         rec.fail(Status.SKIPPED, reason)
         return None
     layout = run_layout(opts, problem) if spec.device != CPU else None  # the host's kernels take NumPy's row-major
-    if layout is not None:
-        from gemmlab.dispatch_layout import layout_key
-
-        rec.extra["layout"] = layout_key(layout)
     try:
         if layout is None:
             launch = spec.build(problem)

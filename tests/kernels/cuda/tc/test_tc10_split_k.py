@@ -760,6 +760,23 @@ def test_a_bench_without_a_gpu_records_the_build_of_the_named_gpu_s_sms(tmp_path
     assert rec["smem_bytes"] - rec["smem_static"] == runs.launch_geometry(problem).smem
 
 
+def test_a_bench_without_a_gpu_models_the_layout_it_was_given(tmp_path):
+    """bench --layout row,col without a GPU: TF32 tc10 reads w.t() in place, so its record's model has no Bᵀ
+    pre-pass, and the record says the layout its model took."""
+    import sys
+
+    out = tmp_path / "w_t.json"
+    proc = subprocess.run([sys.executable, "-m", "gemmlab", "bench", "--kernels", NAMES["tf32"], "--layout", "row,col",
+                           "--shape", "128x4096x4096", "--json", str(out)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    rec = json.loads(out.read_text())["records"][0]
+    assert rec["layout"] == "row,col" and "prepass" not in rec["model"]["levels"]
+    from gemmlab.analysis.roofline import DEVICES, model
+
+    natural = model(get_kernel(NAMES["tf32"]), Problem(128, 4096, 4096, "tf32"), DEVICES["h200"])
+    assert natural.modeled_read_bytes - rec["model"]["modeled_read_bytes"] == 4 * 4096 * 4096  # no B read for Bᵀ
+
+
 def test_spread_runs_where_the_grid_is_resident_at_once_and_the_plan_checks_it(stub):  # noqa: F811
     """SK_SPREAD=1 takes the spread reduction where S > 1 and the tiles x S CTAs fit the SMs one an SM (a split waits
     for its tile's others: all must be resident), the last split's elsewhere; its traffic adds each tile's sums
