@@ -106,10 +106,9 @@ __host__ __device__ __forceinline__ unsigned a_frag_offset(unsigned t, int kk, i
 // of the k-tile. Its byte offset in the stage under the 128-byte swizzle (a_frag_offset's placement: chunk c of row
 // r at chunk c ^ (r % 8)). A warp's 32 chunks are 4 whole rows, 512 bytes: its global loads are 4 full 128-byte
 // lines and its shared stores cover every bank 4 times, the fewest wavefronts.
-__host__ __device__ __forceinline__ unsigned ldg_row(unsigned t, int j) { return (t + 128u * j) / 8; }
-__host__ __device__ __forceinline__ unsigned ldg_offset(unsigned t, int j) {
-  const unsigned row = ldg_row(t, j), c = t % 8;
-  return row * 128 + ((c ^ (row % 8)) << 4);
+__host__ __device__ __forceinline__ unsigned ldg_row(unsigned t, int j) { return t / 8 + 16u * j; }
+__host__ __device__ __forceinline__ unsigned ldg_offset(unsigned t, int j) {  // row % 8 is t / 8 % 8 for every j:
+  return ldg_row(t, j) * 128 + (((t % 8) ^ (t / 8 % 8)) << 4);              // 2048 bytes from one chunk to the next
 }
 // end fragment arithmetic
 
