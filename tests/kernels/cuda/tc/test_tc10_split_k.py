@@ -19,7 +19,7 @@ from gemmlab.harness.grid import LAYERS, LONG_K, M_SWEEP
 from gemmlab.kernels.cuda.launch.nvrtc import compile_cuda
 from gemmlab.kernels.cuda.tc.model import plan as tc_plan
 from gemmlab.kernels.cuda.tc.model import split_k
-from gemmlab.kernels.cuda.tc.model.budget import SMEM_LIMIT, smem_bytes
+from gemmlab.kernels.cuda.tc.model.budget import SMEM_LIMIT, launch_registers, smem_bytes
 from gemmlab.kernels.geometry import ceil_div
 from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout
 from gemmlab.kernels.registry import get_kernel
@@ -278,6 +278,18 @@ def test_every_build_compiles_to_wgmma_without_local_memory(name, tmp_path):
                 assert ldg <= ops and not any(op.startswith("UTMALDG") for op in ops), build.params
             else:
                 assert any(op.startswith("UTMALDG") for op in ops) and "LDG.E.128.CONSTANT" not in ops, build.params
+            # setmaxnreg moves registers between the block's warps only: the producer's and the consumers' counts
+            # within what the block holds from launch, or an inc waits forever (the TMA producer gives registers to
+            # the consumers; LDG_ROUND's takes them from the consumers, on a 128-row tile)
+            moves = {i.op.split(".")[1]: int(i.args.split(",")[-1], 16)
+                     for i in sass.instructions(sass.sass(compiled.cubin, tmp_path)) if "SETMAXREG" in i.op}
+            if moves:
+                consumers = threads - 128
+                producer, consumer = (moves["TRY_ALLOC"], moves["DEALLOC"]) if build.params.get("LDG_ROUND", 0) \
+                    else (moves["DEALLOC"], moves["TRY_ALLOC"])
+                pool = compiled.report.registers * threads  # what ptxas gave the block at launch
+                assert pool <= launch_registers(threads)
+                assert 128 * producer + consumers * consumer <= pool, (build.params, moves, pool)
             # across a cluster: its barrier, and 16-byte loads and stores of the peers' shared memory (generic LD/ST
             # of the cluster's window); through the workspace, neither
             cluster = {"UCGABAR_ARV", "UCGABAR_WAIT", "LD.E.128", "ST.E.128"}

@@ -234,11 +234,15 @@ __device__ __forceinline__ bool spread_reduce(float (&d)[BN / 2], float *tile_ws
 static_assert(STAGE_BYTES % (16 * 128) == 0 && A_TILE_BYTES % (16 * 128) == 0,
               "a stage, and A's tile in it, in whole rounds of the producer warpgroup's chunks");
 // Each producer thread holds two k-tiles of chunks (2 x LDG_CHUNKS float4s), one in flight while it stores the
-// other. A 64-row tile's CTA (256 threads) has 255 registers a thread for it; a 128-row tile's (384) has 168, so
-// there the consumers give up 8 (their mainloop, reduction and store fit 160) and the producer takes 192:
-// 128 x 192 + 256 x 160 = 65536.
-#define LDG_PRODUCER_REGS 192
+// other. A 64-row tile's CTA (256 threads) has 255 registers a thread for it; a 128-row tile's (384) holds 168 a
+// thread from launch (budget.launch_registers), a pool setmaxnreg only moves between its warps: the consumers give
+// up 8 (their mainloop, reduction and store fit 160) and the producer takes them, 128 x 184 + 256 x 160 = 384 x 168.
+// An inc past the pool would wait forever.
+#define LDG_PRODUCER_REGS 184
 #define LDG_CONSUMER_REGS 160
+static_assert(CW == 1 ||
+                  128 * LDG_PRODUCER_REGS + CT * LDG_CONSUMER_REGS <= (CW + 1) * 128 * (65536 / ((CW + 1) * 128) / 8 * 8),
+              "LDG_ROUND's setmaxnreg counts within the registers the block holds from launch");
 
 // Producer thread t's chunks of the k-tile at k0: chunk j is A's for j < LDG_A_CHUNKS (row t / 8 + 16j of the
 // tile), else B's (row t / 8 + 16(j - LDG_A_CHUNKS)), K 4(t % 8) to 4(t % 8) + 3 of the k-tile. Zero past M, N or K,
