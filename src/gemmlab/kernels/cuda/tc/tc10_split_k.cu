@@ -39,8 +39,9 @@
 // threads load each k-tile's A and B tiles from global memory in 16-byte chunks (args.a_src, b_src: rows of K
 // values rounded up to 16 bytes, in place or in the plan's pitched copy, as their maps read them), round every
 // value (tf32_rna_for_mma), and store them into the ring slot at the 128-byte swizzle TMA would have used, the
-// next k-tile's loads in flight while they store one; each thread fences its stores for the async proxy and
-// arrives on the slot's `full` barrier (128 arrivals, no transaction bytes). The consumers run
+// next k-tile's loads in flight while they store one, and thread 0 asks L2 for the k-tiles after those through the
+// operands' maps (LDG_PREFETCH); each thread fences its stores for the async proxy and arrives on the slot's `full`
+// barrier (128 arrivals, no transaction bytes). The consumers run
 // tc3's mainloop on rounded tiles: both operands from shared memory, two groups in flight, no fragments in
 // registers and no pass over B. Shared memory then moves what the truncating build's does (each tile written once,
 // read by the wgmmas), where TF32_ROUND=2 reads A's fragments and rewrites B's tile besides.
@@ -240,8 +241,11 @@ static_assert(STAGE_BYTES % (16 * 128) == 0 && A_TILE_BYTES % (16 * 128) == 0,
 // An inc past the pool would wait forever.
 #define LDG_PRODUCER_REGS 184
 #define LDG_CONSUMER_REGS 160
-static_assert(CW == 1 ||
-                  128 * LDG_PRODUCER_REGS + CT * LDG_CONSUMER_REGS <= (CW + 1) * 128 * (65536 / ((CW + 1) * 128) / 8 * 8),
+// k-tiles past the two in registers whose boxes thread 0 asks L2 for through the operands' maps (which the plan
+// keeps pointing where a_src and b_src do), so a k-tile's loads find L2, not DRAM, behind them
+#define LDG_PREFETCH 2
+#define LDG_POOL ((CW + 1) * 128 * (65536 / ((CW + 1) * 128) / 8 * 8))  // registers the block holds from launch
+static_assert(CW == 1 || 128 * LDG_PRODUCER_REGS + CT * LDG_CONSUMER_REGS <= LDG_POOL,
               "LDG_ROUND's setmaxnreg counts within the registers the block holds from launch");
 
 // Producer thread t's chunks of the k-tile at k0: chunk j is A's for j < LDG_A_CHUNKS (row t / 8 + 16j of the
@@ -276,6 +280,14 @@ __device__ __forceinline__ void ldg_stage(float4 (&v)[LDG_CHUNKS], const KernelA
       }
     }
   }
+}
+
+// The k-tile at k0's boxes of A's and B's maps prefetched into L2 (the boxes TMA would have loaded: A's BM rows, B's
+// BN in boxes of 64).
+__device__ __forceinline__ void l2_prefetch_stage(const TmaMap *mapA, const TmaMap *mapB, int m0, int n0, int k0) {
+  tma_prefetch_l2_2d(mapA, k0, m0);
+#pragma unroll
+  for (int j = 0; j < BN / 64; ++j) tma_prefetch_l2_2d(mapB, k0, n0 + 64 * j);
 }
 
 // The chunks, rounded, into ring stage `stage` at their swizzled places; fenced for the wgmmas' async-proxy reads
@@ -315,6 +327,8 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1) tc10_split_k(con
   // next one's loads are in flight while a thread waits for a free slot and stores.
   if (wg == 0) {
     if (CW > 1) setmaxnreg_inc<LDG_PRODUCER_REGS>();
+    if (tid == 0)
+      for (int kt = kb + 2; kt < min(ke, kb + 2 + LDG_PREFETCH); ++kt) l2_prefetch_stage(mapA, mapB, m0, n0, kt * BK);
     float4 v[2][LDG_CHUNKS];
 #pragma unroll
     for (int u = 0; u < 2; ++u)
@@ -327,6 +341,8 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1) tc10_split_k(con
         if (i >= STAGES) mbar_wait(&empty[i % STAGES], (i / STAGES - 1) & 1);
         sts_stage(smem + i % STAGES * STAGE_BYTES, v[u], tid, &full[i % STAGES]);
         if (kb + i + 2 < ke) ldg_stage(v[u], args, tid, m0, n0, (kb + i + 2) * BK);
+        if (tid == 0 && kb + i + 2 + LDG_PREFETCH < ke)
+          l2_prefetch_stage(mapA, mapB, m0, n0, (kb + i + 2 + LDG_PREFETCH) * BK);
       }
     return;
   }
