@@ -323,7 +323,6 @@ def test_a_vector_is_read_in_whichever_major_the_kernel_takes():
     assert dispatch.choose(Problem(1, 1, 1, "fp32"), Layout(ANY, ANY), H200).copies == ()
 
 
-
 def test_auto_runs_tf32_rounded_to_nearest_whichever_kernel_the_shape_picks():
     """A truncating TF32 build measured fastest is passed over for a rounding one, in place with B as w.t() too
     (the swapped levels read a K-major B); a named truncating build still runs."""
@@ -379,7 +378,6 @@ def test_a_32_bit_kernel_refuses_a_dimension_its_rounding_up_would_overflow(name
     why = spec.is_valid(Problem(1, 1, 2**31 - 1, spec.precision))
     assert why and why.error is SizeLimitError and ("32-bit" in why or "int count" in why)
     assert not spec.is_valid(Problem(1, 1, 2**31 - 2048, spec.precision))
-
 
 
 def test_a_gemv_measurement_scales_only_to_rows_that_run_its_build(tmp_path, monkeypatch):

@@ -284,6 +284,7 @@ def test_every_build_compiles_to_wgmma_without_local_memory(name, tmp_path):
             # the consumers; LDG_ROUND's takes them from the consumers, on a 128-row tile)
             moves = {i.op.split(".")[1]: int(i.args.split(",")[-1], 16)
                      for i in sass.instructions(sass.sass(compiled.cubin, tmp_path)) if "SETMAXREG" in i.op}
+            assert bool(moves) == (threads > 256 or not build.params.get("LDG_ROUND", 0)), (build.params, moves)
             if moves:
                 consumers = threads - 128
                 producer, consumer = (moves["TRY_ALLOC"], moves["DEALLOC"]) if build.params.get("LDG_ROUND", 0) \
@@ -442,9 +443,12 @@ def test_ldg_round_plan_hands_the_kernel_where_its_maps_read(stub, layout):  # n
     assert runs.defines()["LDG_ROUND"] == 1
     a, b, c = 0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000
 
-    def sources(i):
+    def sources(i):  # a_src and b_src, each where its map reads too (the L2 prefetch goes through the maps)
         raw = launch_record(stub, i).params
-        return tuple(np.frombuffer(raw, np.uint64, 1, tc_plan.TC_ARGS.layout()[0][f])[0] for f in ("a_src", "b_src"))
+        got = tuple(np.frombuffer(raw, np.uint64, 1, tc_plan.TC_ARGS.layout()[0][f])[0] for f in ("a_src", "b_src"))
+        maps = tc_args(raw)
+        assert (maps["a"][2], maps["b"][2]) == got
+        return got
 
     plan.launch(a, b, c, 0x5EED)
     a_src, b_src = sources(stub.stub_launches() - 1)

@@ -243,7 +243,13 @@ static_assert(STAGE_BYTES % (16 * 128) == 0 && A_TILE_BYTES % (16 * 128) == 0,
 #define LDG_CONSUMER_REGS 160
 // k-tiles past the two in registers whose boxes thread 0 asks L2 for through the operands' maps (which the plan
 // keeps pointing where a_src and b_src do), so a k-tile's loads find L2, not DRAM, behind them
+#ifndef LDG_PREFETCH
 #define LDG_PREFETCH 2
+#endif
+#ifndef LDG_TILES
+#define LDG_TILES 2  // k-tiles of chunks a producer thread holds, each refilled LDG_TILES k-tiles on once stored
+#endif
+static_assert(LDG_TILES >= 1 && (CW == 1 || LDG_TILES <= 2), "a 128-row tile's producer holds two k-tiles at most");
 #define LDG_POOL ((CW + 1) * 128 * (65536 / ((CW + 1) * 128) / 8 * 8))  // registers the block holds from launch
 static_assert(CW == 1 || 128 * LDG_PRODUCER_REGS + CT * LDG_CONSUMER_REGS <= LDG_POOL,
               "LDG_ROUND's setmaxnreg counts within the registers the block holds from launch");
@@ -285,9 +291,10 @@ __device__ __forceinline__ void ldg_stage(float4 (&v)[LDG_CHUNKS], const KernelA
 // The k-tile at k0's boxes of A's and B's maps prefetched into L2 (the boxes TMA would have loaded: A's BM rows, B's
 // BN in boxes of 64).
 __device__ __forceinline__ void l2_prefetch_stage(const TmaMap *mapA, const TmaMap *mapB, int m0, int n0, int k0) {
-  tma_prefetch_l2_2d(mapA, k0, m0);
+  static_assert(B_KMAJOR, "LDG_ROUND reads Bᵀ, K-major");
+  tma_prefetch_l2_2d(mapA, k0, m0);  // A's box: its tile's BM rows (load_stage's)
 #pragma unroll
-  for (int j = 0; j < BN / 64; ++j) tma_prefetch_l2_2d(mapB, k0, n0 + 64 * j);
+  for (int j = 0; j < BN / 64; ++j) tma_prefetch_l2_2d(mapB, b_box(n0, k0, j).x, b_box(n0, k0, j).y);
 }
 
 // The chunks, rounded, into ring stage `stage` at their swizzled places; fenced for the wgmmas' async-proxy reads
@@ -327,22 +334,23 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1) tc10_split_k(con
   // next one's loads are in flight while a thread waits for a free slot and stores.
   if (wg == 0) {
     if (CW > 1) setmaxnreg_inc<LDG_PRODUCER_REGS>();
-    if (tid == 0)
-      for (int kt = kb + 2; kt < min(ke, kb + 2 + LDG_PREFETCH); ++kt) l2_prefetch_stage(mapA, mapB, m0, n0, kt * BK);
-    float4 v[2][LDG_CHUNKS];
+    if (tid == 0 && LDG_PREFETCH)
+      for (int kt = kb + LDG_TILES; kt < min(ke, kb + LDG_TILES + LDG_PREFETCH); ++kt)
+        l2_prefetch_stage(mapA, mapB, m0, n0, kt * BK);
+    float4 v[LDG_TILES][LDG_CHUNKS];
 #pragma unroll
-    for (int u = 0; u < 2; ++u)
+    for (int u = 0; u < LDG_TILES; ++u)
       if (kb + u < ke) ldg_stage(v[u], args, tid, m0, n0, (kb + u) * BK);
-    for (int i0 = 0; kb + i0 < ke; i0 += 2)
+    for (int i0 = 0; kb + i0 < ke; i0 += LDG_TILES)
 #pragma unroll
-      for (int u = 0; u < 2; ++u) {
+      for (int u = 0; u < LDG_TILES; ++u) {
         const int i = i0 + u;
         if (kb + i >= ke) break;
         if (i >= STAGES) mbar_wait(&empty[i % STAGES], (i / STAGES - 1) & 1);
         sts_stage(smem + i % STAGES * STAGE_BYTES, v[u], tid, &full[i % STAGES]);
-        if (kb + i + 2 < ke) ldg_stage(v[u], args, tid, m0, n0, (kb + i + 2) * BK);
-        if (tid == 0 && kb + i + 2 + LDG_PREFETCH < ke)
-          l2_prefetch_stage(mapA, mapB, m0, n0, (kb + i + 2 + LDG_PREFETCH) * BK);
+        if (kb + i + LDG_TILES < ke) ldg_stage(v[u], args, tid, m0, n0, (kb + i + LDG_TILES) * BK);
+        if (tid == 0 && LDG_PREFETCH && kb + i + LDG_TILES + LDG_PREFETCH < ke)
+          l2_prefetch_stage(mapA, mapB, m0, n0, (kb + i + LDG_TILES + LDG_PREFETCH) * BK);
       }
     return;
   }

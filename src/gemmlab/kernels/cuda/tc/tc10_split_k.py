@@ -184,6 +184,9 @@ def _constraints(p: dict, fp8: bool, block: bool) -> list[str]:
                                                                           or p.get("B_IN_REGS", 0))):
         e.append(f"LDG_ROUND={p.get('LDG_ROUND')}: 0, or 1 for the rounded TF32 build (TF32_ROUND=2) with A and B in "
                  "their own roles (B_IN_REGS=0): its producer rounds both")
+    elif p.get("LDG_ROUND", 0) and p.get("LDG_TILES", 2) not in ((1, 2, 3, 4) if p["BM"] == 64 else (1, 2)):
+        e.append(f"LDG_TILES={p.get('LDG_TILES')}: k-tiles a producer thread holds, 1-4 in a 64-row tile's CTA, 1-2 "
+                 "in a 128-row tile's")
     elif p.get("LDG_ROUND", 0) and (p["BM"], p["BN"]) not in {t[:2] for t in split_k.TILES}:
         e.append(f"LDG_ROUND=1 with a {p['BM']}x{p['BN']} tile: its producer threads hold two k-tiles of a stage in "
                  f"registers, which {', '.join(f'{t[0]}x{t[1]}' for t in split_k.TILES)} leave room for")
