@@ -328,10 +328,11 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
     (analysis/scaling.py: waves, tile fill, bytes and copies under this GPU's roofs), after its host time there where
     that was measured; from several, their geometric mean weighted by 1 / distance (of a kernel whose row counts
     are separate builds the model does not see, ``KernelSpec.unscaled_params``: gemv's, the shapes that run the
-    same build where some near ones do). At a measured shape, the measurement. A kernel that failed verification at any of the shapes is left out; one this gemmlab does not have
-    too. A precision without a table of its own (``Precision.dispatch_from``: FP16) reads that precision's, each
-    kernel by its own name for this precision (``_renamed``). A measured level with a configuration that exchanges
-    the operands for this layout (``KernelSpec.exchanged``: tc5 and tc6 TF32 on x @ w.t()) is a candidate twice:
+    same build where some near ones do). At a measured shape, the measurement. A kernel that failed verification at
+    any of the shapes is left out; one this gemmlab does not have too. A precision without a table of its own
+    (``Precision.dispatch_from``: FP16) reads that precision's, each kernel by its own name for this precision
+    (``_renamed``). A measured level with a configuration that exchanges the operands for this layout
+    (``KernelSpec.exchanged``: tc5 and tc6 TF32 on x @ w.t()) is a candidate twice:
     as measured, and exchanged, predicted from the same measurements by the model of the exchanged configuration
     here (never ``exact``, so ``choose`` holds it to the margin against the measured winner)."""
     from gemmlab.analysis.scaling import estimate
@@ -377,7 +378,7 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
     # name: the measured shapes that run its build here, where some do and some do not (same_build); the others
     # stay in its basis, where choose's margin reads what was measured fastest at the nearest shape
     same = {}
-    for name, _ in kernels:
+    for name in {name for name, _ in kernels}:
         runs = {point.label for point, rows in picked if name in rows and
                 kernels[name, False][0].same_build(problem, _point_problem(point, problem), gpu.sm_count)}
         if runs and len(runs) < sum(name in rows for _, rows in picked):
