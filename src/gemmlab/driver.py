@@ -27,7 +27,8 @@ CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4
 CU_MEMORYTYPE_DEVICE = 2
 CU_STREAM_CAPTURE_STATUS_ACTIVE = 1
 # cuTensorMapEncodeTiled's enums (cuda.h)
-TMA_DTYPES = {"fp8": 0, "bf16": 9, "f16": 6, "fp32": 7}  # FP8 moves as UINT8: TMA only copies it
+TMA_DTYPES = {"fp8": 0, "bf16": 9, "f16": 6, "fp32": 7, "tf32": 11}  # FP8 moves as UINT8: TMA only copies it;
+# TFLOAT32 reads FP32 from memory and writes shared memory rounded to TF32 (the TMA_ROUND levels)
 TMA_SWIZZLE_128B = 3
 TMA_L2_PROMOTION_128B = 2
 MAP_BYTES = 128

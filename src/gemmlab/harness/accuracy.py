@@ -93,7 +93,7 @@ def _kernel_series():
 
     tc5, tc7 = get_kernel("cuda/tc5_swap_ab_tf32"), get_kernel("cuda/tc7_3xtf32")
     return {
-        "tf32_truncated": dataclasses.replace(tc5, params={**tc5.params, "TF32_ROUND": 0}),
+        "tf32_truncated": dataclasses.replace(tc5, params={**tc5.params, "TF32_ROUND": 0, "TMA_ROUND": 0}),
         "tf32_rounded": tc5,
         "tc7": tc7,
         "tc7_unpromoted": dataclasses.replace(tc7, params={**tc7.params, "PROMOTE": 0}),

@@ -257,7 +257,7 @@ class KernelSpec:
         float32 call with TF32 on gets one rounding whichever kernel the shape and layout pick."""
         if self.not_auto:
             return self.not_auto
-        if self.prec.tf32_multiply and not self.params.get("TF32_ROUND", 0):
+        if self.prec.tf32_multiply and not (self.params.get("TF32_ROUND", 0) or self.params.get("TMA_ROUND", 0)):
             return "truncates FP32 to TF32 (TF32_ROUND=0); kernel=\"auto\" runs TF32 rounded to nearest, as cuBLAS"
         return ""
 

@@ -14,6 +14,7 @@ import pytest
 import sass
 from test_plans import H200, HostGPU, copy_record, launch_record, make, stub, tc_args  # noqa: F401  (stub: a fixture)
 
+from gemmlab import driver
 from gemmlab.errors import InvalidConfigError
 from gemmlab.harness.grid import LAYERS, LONG_K, M_SWEEP
 from gemmlab.kernels.cuda.launch.nvrtc import compile_cuda
@@ -465,6 +466,45 @@ def test_ldg_round_plan_hands_the_kernel_where_its_maps_read(stub, layout):  # n
     assert sources(stub.stub_launches() - 1)[0] == copy_record(stub, 0)["dst"]
     plan.launch(a, b, c, 0x5EED)
     assert sources(stub.stub_launches() - 1)[0] == a and stub.stub_copies() == 1
+
+
+@pytest.mark.parametrize("layout", [Layout(b=COL), ROW_MAJOR], ids=["w.t()", "row-major B"])
+def test_tma_round_plan_reads_both_operands_through_tf32_maps(stub, layout):  # noqa: F811
+    """TMA_ROUND=1: the truncating binary (no pass of the consumers', no rounding transpose), A's and B's maps of
+    type TFLOAT32 (11), which round on the copy into shared memory; C's map stays FP32 (7), so C is not rounded. A
+    row-major B goes through the plain transpose into the workspace, then a TFLOAT32 map over that."""
+    stub.stub_reset()
+    shape = (130, 200, 4100)
+    spec = get_kernel(NAMES["tf32"]).with_params({"TF32_ROUND": 0, "TMA_ROUND": 1})
+    assert spec.auto_refusal() == ""  # rounds to nearest, as the registered build
+    plan, gpu = make(stub, None, shape, layout, spec=spec)
+    runs = spec.for_problem(Problem(*shape, "tf32"), H200.sm_count)
+    main = next(compiled for compiled, _, _ in gpu.loaded if compiled.entry == "tc10_split_k")
+    assert main is compile_cuda(runs.source, runs.entry, runs.defines(), "sm_90a")  # no ROUND_B_SMEM
+    assert runs.defines()["TF32_ROUND"] == 0
+    a, b, c = 0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000
+    plan.launch(a, b, c, 0x5EED)
+    args = tc_args(launch_record(stub, stub.stub_launches() - 1).params)
+    assert (args["a"][1], args["b"][1]) == (driver.TMA_DTYPES["tf32"], driver.TMA_DTYPES["tf32"]) == (11, 11)
+    assert args["c"][1] == driver.TMA_DTYPES["fp32"] == 7
+    assert args["a"][2] == a
+    assert any("rounded to TF32 by their TMA copies" in step for step in plan.steps)  # what explain() says
+    if layout == ROW_MAJOR:
+        transpose = next(compiled for compiled, _, _ in gpu.loaded if compiled.entry == "tc_transpose")
+        assert transpose is compile_cuda("tc_transpose.cu", "tc_transpose", {"TILE_T": 32}, "sm_90a")
+        assert args["b"][2] == plan.buffers[0].ctypes.data and stub.stub_launches() == 2
+    else:
+        assert args["b"][2] == b and stub.stub_launches() == 1
+
+
+def test_tma_round_is_a_tf32_option_of_a_build_that_truncates_in_the_kernel():
+    tf32 = get_kernel(NAMES["tf32"])
+    for changes in ({"TMA_ROUND": 1}, {"TMA_ROUND": 1, "TF32_ROUND": 0, "LDG_ROUND": 1},
+                    {"TMA_ROUND": 1, "TF32_ROUND": 0, "B_IN_REGS": 1}, {"TMA_ROUND": 2, "TF32_ROUND": 0}):
+        with pytest.raises(InvalidConfigError, match="TMA_ROUND"):
+            tf32.with_params(changes)
+    with pytest.raises(InvalidConfigError, match="TMA_ROUND=1: rounding to TF32 is an option of the TF32 levels"):
+        get_kernel(NAMES["bf16"]).with_params({"TMA_ROUND": 1})
 
 
 @pytest.mark.parametrize("shape,splits", [((8, 4096, 4096), 0), ((3, 257, 1004), 5), ((127, 129, 780), 3)])

@@ -76,8 +76,10 @@ def test_on_gpu_the_cluster_adds_the_partials_to_the_workspace_s_bits(precision,
 
 @pytest.mark.parametrize("shape", GPU_SHAPES)
 def test_tf32_on_w_t_rounds_as_cublas_and_repeats_its_bits(shape):
-    """B handed over as w.t() (N×K): the binary whose consumers round B's tiles in place, A's fragments rounded
-    in registers. Against float64 on NaN-poisoned C at TF32's tolerance, the same bits on 5 calls; where the product
+    """B handed over as w.t() (N×K), read in place: the registered build (B's tiles rounded in place by the consumers,
+    A's fragments in registers), and the variants: the same exchanged (B_IN_REGS=1), both rounded by the producer
+    (LDG_ROUND=1), both by their TFLOAT32 maps (TMA_ROUND=1). Against float64 on NaN-poisoned C at TF32's tolerance,
+    the same bits on 5 calls; where the product
     has rows and columns enough for a relative error to mean something, that error is the error of both operands
     rounded to nearest (their float64 product), within 20%, far from truncation's, and within 1.5x of torch's TF32
     matmul on the same operands."""
@@ -94,14 +96,15 @@ def test_tf32_on_w_t_rounds_as_cublas_and_repeats_its_bits(shape):
     layout = Layout(b=COL)
     m, n, _ = shape
     base = get_kernel(NAMES["tf32"])
+    tma = base.with_params({"TF32_ROUND": 0, "TMA_ROUND": 1})
     # the chosen S and 7; the operands exchanged (B_IN_REGS=1, a variant: w's fragments rounded in registers,
     # x's tiles by the consumers, C stored transposed); both rounded by the producer on their way in (LDG_ROUND=1, a
-    # variant), on each tile
+    # variant), on each tile; both rounded by their maps (TMA_ROUND=1, a variant)
     ldg = [base.with_params({"LDG_ROUND": 1}), base.with_params({"LDG_ROUND": 1, "SPLITS": 7})] + \
         [base.with_params({"LDG_ROUND": 1, "BM": bm, "BN": bn, "STAGES": st, "SPLITS": 3})
          for bm, bn, st in split_k.tiles_for("tf32")]
     for spec in (base, base.with_params({"SPLITS": 7}), base.with_params({"B_IN_REGS": 1}),
-                 base.with_params({"B_IN_REGS": 1, "SPLITS": 7}), *ldg):
+                 base.with_params({"B_IN_REGS": 1, "SPLITS": 7}), *ldg, tma, tma.with_params({"SPLITS": 7})):
         a, b = arrange(*spec.make_inputs(problem, 3, cupy), layout)
         run, copies = launch(spec, problem, layout)
         assert copies == ()  # read in place
@@ -131,6 +134,49 @@ def test_tf32_on_w_t_rounds_as_cublas_and_repeats_its_bits(shape):
     finally:
         torch.backends.cuda.matmul.allow_tf32 = before
     assert rel(c) <= 1.5 * rel(theirs.astype(np.float64)), (rel(c), rel(theirs.astype(np.float64)))
+
+
+@pytest.mark.parametrize("layout", [Layout(b=COL), Layout()], ids=["w.t()", "row-major B"])
+def test_tf32_maps_round_each_operand_to_nearest_even(layout):
+    """What a TFLOAT32 map does to FP32 on its way into shared memory, read bit for bit: a product of K = 4 whose only
+    nonzero column of A meets a row of B of ones gives, in every column of C, A's values as the tensor cores saw
+    them (a product of two TF32 values is exact in FP32); and the same for B's. TFLOAT32 maps (TMA_ROUND=1) round to
+    nearest, ties to even, in both operands (through the transpose pre-pass's Bᵀ for a row-major B); the truncating
+    build (TF32_ROUND=0) drops the low 13 bits; the registered in-kernel rounding (TF32_ROUND=2) takes ties away from
+    zero, as cvt.rna does."""
+    import cupy
+
+    from gemmlab import numerics as nm
+    from gemmlab.harness.layouts import arrange, launch
+
+    _needs_gpu()
+    m, n, k = 256, 128, 4
+    rng = np.random.default_rng(7)
+    ties = np.array([1 + 2**-11, 1 + 3 * 2**-11, -(1 + 3 * 2**-11), 1.5 + 2**-11, 2**-140, 1 + 2**-11 + 2**-20],
+                    np.float32)  # ties either way, a denormal, and a value just past a tie
+    values = np.concatenate([ties, (3 * rng.standard_normal(m - len(ties))).astype(np.float32)])
+
+    def rne(x):
+        u = x.view(np.uint32).astype(np.uint64)
+        return ((u + 0xFFF + ((u >> 13) & 1)) & ~np.uint64(0x1FFF)).astype(np.uint32).view(np.float32)
+
+    base = get_kernel(NAMES["tf32"])
+    for spec, expect in ((base.with_params({"TF32_ROUND": 0, "TMA_ROUND": 1}), rne),
+                         (base.with_params({"TF32_ROUND": 0}), nm.tf32_trunc), (base, nm.tf32_rna)):
+        run, _ = launch(spec, Problem(m, n, k, "tf32"), layout)
+        for side in ("A", "B"):
+            a = np.zeros((m, k), np.float32)
+            b = np.zeros((k, n), np.float32)
+            if side == "A":
+                a[:, 0], b[0, :], seen = values, 1, lambda c: c[:, 0]
+            else:
+                a[0, :], b[0, :], seen = 1, values[:n], lambda c: c[0, :]
+            ga, gb = arrange(cupy.asarray(a), cupy.asarray(b), layout)
+            c = cupy.full((m, n), cupy.nan, cupy.float32)
+            run(ga, gb, c)
+            got = seen(c.get())
+            want = expect(values[:len(got)])
+            assert (got.view(np.uint32) == want.view(np.uint32)).all(), (spec.params, side, got[:6], want[:6])
 
 
 @pytest.mark.parametrize("precision", list(NAMES))

@@ -25,7 +25,7 @@ from gemmlab.problem import PRECISIONS
 MAP_BYTES = 128
 SWIZZLE_BYTES = 128
 # every TMA element type is some precision's operand type (C's included: BF16 and FP32)
-ELEMENT_BYTES = {p.tma_dtype: p.input_bytes for p in PRECISIONS.values()}
+ELEMENT_BYTES = {**{p.tma_dtype: p.input_bytes for p in PRECISIONS.values()}, "tf32": 4}  # FP32 rounded to TF32
 
 
 def _check_encodable(m, ptr: int) -> None:
@@ -41,7 +41,7 @@ def _check_encodable(m, ptr: int) -> None:
 class TiledMap:
     """One 2-D tiled tensor map: a rows×cols matrix with a row stride, read in boxes of box_rows×box_cols."""
 
-    dtype: str  # "fp8" | "bf16" | "f16" | "fp32"
+    dtype: str  # "fp8" | "bf16" | "f16" | "fp32" | "tf32" (FP32 in memory, TF32 in shared memory)
     rows: int
     cols: int
     row_stride: int  # elements between the starts of consecutive rows (>= cols)

@@ -37,6 +37,11 @@ memory, two groups in flight). Why: shared memory then moves what the truncating
 wgmmas' reads of each tile, where the rounded build also reads A's fragments and rewrites B's tile. Predicted: about
 the truncating build's time where the producer's loads keep up, at the long-K squares and the decode rows
 (docs/tensor_cores/tc10.md).
+TMA_ROUND=1 (a variant, TF32, with TF32_ROUND=0): the truncating mainloop on operands that A's and B's tensor maps,
+of TMA's TF32 element type, round to nearest (ties to even) on the copy into shared memory: the rounded build's error
+at the truncating build's time, faster than the registered build at every shape timed (docs/tensor_cores/tc10.md).
+Not yet registered: the measured tile and S table (split_k.measured) and the dispatch table's TF32 rows hold the
+registered build's timings, to be measured again with this one first.
 """
 from __future__ import annotations
 
@@ -64,9 +69,10 @@ BASE = {"BM": 128, "BN": 128, "STAGES": 6, "PRODUCER_REGS": 40, "CONSUMER_REGS":
         "SK_CLUSTER": 0, "SK_SPREAD": 0}
 FP8 = {**BASE, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
 FP8_BLOCK = {**FP8, "BLOCK_SCALED": 1}
-# both operands rounded to nearest: A in registers, B in shared memory; B_IN_REGS = 1 (a --variant): the other way round;
-# LDG_ROUND = 1 (a --variant): both by the producer warpgroup, loaded through registers instead of TMA
-TF32 = {**BASE, "TF32_ROUND": 2, "B_IN_REGS": 0, "LDG_ROUND": 0}
+# both operands rounded to nearest: A in registers, B in shared memory; B_IN_REGS = 1 (a --variant): the other way
+# round; LDG_ROUND = 1 (a --variant): both by the producer warpgroup, loaded through registers instead of TMA;
+# TMA_ROUND = 1 (a --variant, with TF32_ROUND = 0): both by their tensor maps
+TF32 = {**BASE, "TF32_ROUND": 2, "B_IN_REGS": 0, "LDG_ROUND": 0, "TMA_ROUND": 0}
 PINNED_SPLITS = 3  # configurations(): S where the tile is pinned
 REDUCTION = ("latency: the last split of a tile reads the S partials back alone, and stores C (through shared "
              "memory and TMA) with no mainloop to hide it under")

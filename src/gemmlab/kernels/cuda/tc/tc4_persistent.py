@@ -5,7 +5,8 @@ across tiles (the next tile's loads overlap this one's epilogue); 2-CTA clusters
 L2->SM traffic per k-tile); C leaves through shared-memory staging boxes and TMA stores (EPI_TMA=1); a 128x192 tile
 where it fills the last wave better (NARROW_BN, chosen per problem on the host). Why: tc3 pays a launch tail and an
 un-overlapped epilogue per tile and reads every B tile once per CTA. Predicted gain: 5-10% over tc3, about 1.0x
-cuBLAS. TF32 truncates here (TF32_ROUND=0; rounding is an option, measured far slower: docs/accuracy.md).
+cuBLAS. TF32 truncates here (TF32_ROUND=0; rounding in the kernel is an option, measured far slower, and by the
+tensor maps another, TMA_ROUND=1: docs/accuracy.md).
 
 EPI_DEFER=3 (16-bit C; not FP32 C, a batch or an activation): three of a tile's four boxes held, one stored under
 each of the next tile's first k-tiles, as the tensor cores idle while both warpgroups store. Predicted: level or 1-2%.
@@ -28,7 +29,7 @@ BASE = {"BM": 128, "BN": 256, "STAGES": 4, "GROUP_M": 8, "PRODUCER_REGS": 40, "C
         "NARROW_BN": 192}
 CM = 2
 BF16 = {**BASE, "CM": CM, "EPI_DEFER": 3}  # none held for FP32 C, a batch or an activation (WgmmaKernel.defines)
-TF32 = {**BASE, "CM": CM, "TF32_ROUND": 0}
+TF32 = {**BASE, "CM": CM, "TF32_ROUND": 0, "TMA_ROUND": 0}
 # A batch of products of K <= 1024 (16 k-tiles a tile): clusters off, tiles 128 wide where they fill the SMs better.
 # Each k-tile of a cluster waits for both CTAs' slots; over few k-tiles that costs more than the multicast saves
 # (docs/tensor_cores/tc4.md, "A batch of short products").

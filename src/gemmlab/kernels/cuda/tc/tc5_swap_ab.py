@@ -19,8 +19,9 @@ from gemmlab.kernels.cuda.tc.model.constraints import wgmma_constraints
 from gemmlab.kernels.cuda.tc.model.kernel import WgmmaKernel
 from gemmlab.kernels.cuda.tc.model.traffic import wgmma_traffic
 
+# TMA_ROUND = 1 (a --variant, with TF32_ROUND = 0): both operands rounded to nearest by their tensor maps instead
 PARAMS = {"BM": 256, "BN": 128, "STAGES": 4, "CN": 1, "GROUP_M": 8, "PRODUCER_REGS": 40, "CONSUMER_REGS": 232,
-          "TF32_ROUND": 3, "A_IN_REGS": 0}
+          "TF32_ROUND": 3, "A_IN_REGS": 0, "TMA_ROUND": 0}
 ONE_LAUNCH_MNK = 256 ** 3
 # what the roofline leaves out here: the register operand's wait, and at small problems what few tiles cannot overlap
 REGISTER_OPERAND = ("latency: a k8 step's B fragments load and round in registers under the two steps before it "

@@ -84,8 +84,9 @@ class WgmmaKernel(CudaKernel):
     def exchanged(self, layout: Layout) -> "WgmmaKernel | None":
         """This level with the operands exchanged, for kernel="auto" to rank (``ranks_exchanged``), where ``layout``
         is the one it reads (B as w.t()): tc5 and tc6 TF32, whose pre-pass then rounds w, 8·N·K bytes, instead of
-        x, 8·M·K. None for the other levels and layouts."""
-        if not self.ranks_exchanged or self.exchanges:
+        x, 8·M·K. None for the other levels and layouts, and where the maps round both operands (TMA_ROUND): no
+        pre-pass is left for the exchange to shrink."""
+        if not self.ranks_exchanged or self.exchanges or self.params.get("TMA_ROUND", 0):
             return None
         runs = self.with_params({self.EXCHANGE: 1})
         return runs if layout in runs.layouts else None
@@ -215,8 +216,9 @@ class WgmmaKernel(CudaKernel):
 
     def config_error(self) -> str | None:
         why = super().config_error()
-        if not why and not self.prec.tf32_multiply and self.params.get("TF32_ROUND", 0):
-            return f"TF32_ROUND={self.params['TF32_ROUND']}: rounding to TF32 is an option of the TF32 levels"
+        for name in ("TF32_ROUND", "TMA_ROUND"):
+            if not why and not self.prec.tf32_multiply and self.params.get(name, 0):
+                return f"{name}={self.params[name]}: rounding to TF32 is an option of the TF32 levels"
         if not why and self.params.get(self.EXCHANGE, 0) not in (0, 1):
             return (f"{self.EXCHANGE}={self.params[self.EXCHANGE]}: 0 (the operands in their own roles) or 1 "
                     "(exchanged: the kernel runs Cᵀ)")
@@ -329,8 +331,9 @@ class WgmmaKernel(CudaKernel):
 
     def shortens(self, problem: Problem) -> bool:
         """Whether NARROW_BM (a swapped level) makes the tile NARROW_BM rows of A tall for ``problem``: A has no more
-        rows, and A is rounded by the pre-pass (TF32_ROUND=3; a problem small enough for the pass in shared memory
-        keeps the base height, whose binary of that pass is the one the sanitizer and the compile tests check)."""
+        rows, and A is not rounded in shared memory (by its maps, TMA_ROUND, or the pre-pass, TF32_ROUND=3; a
+        problem small enough for the pass in shared memory keeps the base height, whose binary of that pass is the one
+        the sanitizer and the compile tests check)."""
         if self.exchanges:
             return self.kernel_build().shortens(problem.transposed())
         p = self.params
@@ -401,7 +404,8 @@ class WgmmaKernel(CudaKernel):
         if 0 < self.params.get("NARROW_BM", 0) < self.params["BM"]:
             specs = ([dataclasses.replace(s, params={**s.params, "NARROW_BM": 0}) for s in specs]
                      + [dataclasses.replace(s, params=narrow_m(s.params)) for s in specs])
-        if self.one_launch_mnk:  # small problems round A in shared memory: another binary, and each pinned
+        if self.one_launch_mnk and self.params.get("TF32_ROUND", 0) == 3:  # small problems round A in shared memory:
+            # another binary, and each pinned
             specs = [dataclasses.replace(s, one_launch_mnk=0) for s in specs]
             specs.append(dataclasses.replace(specs[0], params={**specs[0].params, "TF32_ROUND": 2}))
         if not self.fp8:
@@ -441,7 +445,7 @@ class WgmmaKernel(CudaKernel):
         TF32 levels, whose pre-pass writes Bᵀ."""
         m, n, k = problem.shape
         bm, kt = self.params["BM"], bk(self.precision)
-        dtype = self.prec.tma_dtype
+        dtype = "tf32" if self.params.get("TMA_ROUND", 0) else self.prec.tma_dtype
         if isinstance(problem, BatchedProblem):  # each a batch of matrices; a broadcast operand a batch of one
             a, b = self.operand_maps(problem.matrix(), lda, ldb, b_kmajor)
 

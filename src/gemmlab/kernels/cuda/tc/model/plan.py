@@ -426,6 +426,7 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
     steps.append(f"{spec.entry}: {geo.grid[0] * geo.grid[1]} CTAs of {geo.threads} threads"
                  f"{f' in clusters of {math.prod(cluster)}' if cluster else ''}, {geo.smem} B shared memory, "
                  f"{ceil_div(k, spec.k_tile)} k-tiles of {spec.k_tile}"
+                 f"{', A and B rounded to TF32 by their TMA copies' if spec.params.get('TMA_ROUND') else ''}"
                  f"{', C through TMA stores where it is 16-byte aligned' if c_rows_ok else ''}")
     extra = {"scale_maps": scale_maps} if spec.fp8 else {}
     return (Fp8Plan if spec.fp8 else TcPlan)(spec, problem, layout, steps=steps, main=main, operands=ops,
