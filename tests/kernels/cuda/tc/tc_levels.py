@@ -36,3 +36,22 @@ def host_block(header: str, name: str) -> str:
     text = source_path(header).read_text()
     begin, end = f"// begin {name} arithmetic", f"// end {name} arithmetic"
     return text[text.index(begin):text.index(end)]
+
+
+def assert_rounded_not_truncated(c, a, b) -> None:
+    """C (a GPU level's TF32 product of the host arrays ``a``, ``b``) errs against float64 as both operands rounded to
+    nearest do (within 20%), far from truncating them (below 0.6 of that error)."""
+    import numpy as np
+
+    from gemmlab import numerics as nm
+
+    a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+
+    def rel(x):
+        return np.linalg.norm(x - ref) / np.linalg.norm(ref)
+
+    rounded = rel(nm.tf32_rna(a).astype(np.float64) @ nm.tf32_rna(b).astype(np.float64))
+    truncated = rel(nm.tf32_trunc(a).astype(np.float64) @ nm.tf32_trunc(b).astype(np.float64))
+    err = rel(np.asarray(c, np.float64))
+    assert err <= 1.2 * rounded and err < 0.6 * truncated, (err, rounded, truncated)

@@ -76,13 +76,12 @@ def test_on_gpu_the_cluster_adds_the_partials_to_the_workspace_s_bits(precision,
 
 @pytest.mark.parametrize("shape", GPU_SHAPES)
 def test_tf32_on_w_t_rounds_as_cublas_and_repeats_its_bits(shape):
-    """B handed over as w.t() (N×K), read in place: the registered build (B's tiles rounded in place by the consumers,
-    A's fragments in registers), and the variants: the same exchanged (B_IN_REGS=1), both rounded by the producer
-    (LDG_ROUND=1), both by their TFLOAT32 maps (TMA_ROUND=1). Against float64 on NaN-poisoned C at TF32's tolerance,
-    the same bits on 5 calls; where the product
-    has rows and columns enough for a relative error to mean something, that error is the error of both operands
-    rounded to nearest (their float64 product), within 20%, far from truncation's, and within 1.5x of torch's TF32
-    matmul on the same operands."""
+    """B handed over as w.t() (N×K), read in place: the registered build (B's tiles rounded in place by the
+    consumers, A's fragments in registers), and the variants: the same exchanged (B_IN_REGS=1), both rounded by the
+    producer (LDG_ROUND=1), both by their TFLOAT32 maps (TMA_ROUND=1). Against float64 on NaN-poisoned C at TF32's
+    tolerance, the same bits on 5 calls; where the product has rows and columns enough for a relative error to mean
+    something, that error is the error of both operands rounded to nearest (their float64 product), within 20%, far
+    from truncation's, and within 1.5x of torch's TF32 matmul on the same operands."""
     import cupy
 
     from gemmlab import numerics as nm
@@ -152,8 +151,8 @@ def test_tf32_maps_round_each_operand_to_nearest_even(layout):
     _needs_gpu()
     m, n, k = 256, 128, 4
     rng = np.random.default_rng(7)
-    ties = np.array([1 + 2**-11, 1 + 3 * 2**-11, -(1 + 3 * 2**-11), 1.5 + 2**-11, 2**-140, 1 + 2**-11 + 2**-20],
-                    np.float32)  # ties either way, a denormal, and a value just past a tie
+    ties = np.array([1 + 2**-11, 1 + 3 * 2**-11, -(1 + 3 * 2**-11), 1.5 + 2**-11, 1 + 2**-11 + 2**-20],
+                    np.float32)  # ties to round down and up to even, and a value just past a tie
     values = np.concatenate([ties, (3 * rng.standard_normal(m - len(ties))).astype(np.float32)])
 
     def rne(x):

@@ -4,6 +4,7 @@ both, and the same bits on every call. The host side (the plan, its launches, th
 test_tc5_swap_ab.py's and test_plans.py's."""
 import numpy as np
 import pytest
+from tc_levels import assert_rounded_not_truncated
 
 from gemmlab.kernels.plan import COL, Layout
 from gemmlab.problem import Problem
@@ -19,7 +20,6 @@ def test_on_gpu_the_exchanged_product_is_right_and_rounded_as_cublas(name, shape
     import cupy
 
     from gemmlab import device
-    from gemmlab import numerics as nm
     from gemmlab.harness.bench import variant
     from gemmlab.harness.layouts import arrange, launch
     from gemmlab.harness.verify import check, run_once
@@ -36,16 +36,7 @@ def test_on_gpu_the_exchanged_product_is_right_and_rounded_as_cublas(name, shape
     first = run_once(spec, problem, a, b, run).view(np.uint8).get()
     for _ in range(4):
         assert (run_once(spec, problem, a, b, run).view(np.uint8).get() == first).all()
-    c = first.view(np.float32).reshape(problem.m, problem.n).astype(np.float64)
-    a_, b_ = a.get(), np.ascontiguousarray(b.get())
-    ref = a_.astype(np.float64) @ b_.astype(np.float64)
-
-    def rel(x):
-        return np.linalg.norm(x - ref) / np.linalg.norm(ref)
-
-    rounded = rel(nm.tf32_rna(a_).astype(np.float64) @ nm.tf32_rna(b_).astype(np.float64))
-    truncated = rel(nm.tf32_trunc(a_).astype(np.float64) @ nm.tf32_trunc(b_).astype(np.float64))
-    assert rel(c) <= 1.2 * rounded and rel(c) < 0.6 * truncated, (rel(c), rounded, truncated)
+    assert_rounded_not_truncated(first.view(np.float32).reshape(problem.m, problem.n), a.get(), b.get())
 
 
 # where kernel="auto" exchanges on the shipped table (checked first, on any machine): whole tiles, ragged sizes, tc6

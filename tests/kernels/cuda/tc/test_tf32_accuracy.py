@@ -382,14 +382,15 @@ def test_tc7_is_modeled_on_the_tensor_cores_it_runs_on():
 
 @pytest.mark.parametrize("spec,changes", [(TC4, {"TMA_ROUND": 1}), (TC5, {"TF32_ROUND": 0, "TMA_ROUND": 1}),
                                           (TC6, {"TF32_ROUND": 0, "TMA_ROUND": 1})], ids=["tc4", "tc5", "tc6"])
-@pytest.mark.parametrize("shape", [(300, 200, 132), (256, 256, 256), (16, 16, 65536), (4096, 1024, 8192)],
-                         ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("shape", [(300, 200, 132), (256, 256, 256), (16, 16, 65536), (4096, 1024, 8192),
+                                   (127, 129, 777), (4096, 4096, 4096)], ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("layout", [Layout(b=COL), Layout()], ids=["w.t()", "row-major B"])
 def test_tma_round_plans_read_both_operands_through_tf32_maps_and_round_nothing_else(stub, spec, changes, shape,
                                                                                      layout):
     """TMA_ROUND=1 on tc4, tc5 and tc6: the kernel's A and B maps of type TFLOAT32 (11), C's FP32 (7); no rounding
     pre-pass, at any size (tc5's and tc6's one-launch switch is TF32_ROUND=3's); tc4's row-major B through the plain
-    transpose, the rest in one launch."""
+    transpose, the rest in one launch. tc6's whole-tile launch too (4096³: no tile split, tc5's binary), and operands
+    whose rows are off 16 bytes (K = 777), read through pitched copies, by TFLOAT32 maps as well."""
     from gemmlab import driver
 
     stub.stub_reset()
@@ -398,7 +399,10 @@ def test_tma_round_plans_read_both_operands_through_tf32_maps_and_round_nothing_
     plan, gpu = make(stub, tma, shape, layout)
     plan.launch(0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000, stream=5)
     entries = [compiled.entry for compiled, _, _ in gpu.loaded]
-    assert "tc_round_copy" not in entries and stub.stub_copies() == 0
+    assert "tc_round_copy" not in entries
+    m, n, k = shape
+    if k % 4 == 0 and n % 4 == 0:  # every row on 16 bytes: nothing copied
+        assert stub.stub_copies() == 0
     transposes = spec is TC4 and layout == Layout()
     assert stub.stub_launches() == 1 + transposes
     if transposes:
@@ -406,5 +410,10 @@ def test_tma_round_plans_read_both_operands_through_tf32_maps_and_round_nothing_
         assert transpose is compile_cuda("tc_transpose.cu", "tc_transpose", {"TILE_T": 32}, "sm_90a")
     args = tc_args(launch_record(stub, stub.stub_launches() - 1).params)
     assert (args["a"][1], args["b"][1]) == (driver.TMA_DTYPES["tf32"],) * 2 == (11, 11)
-    assert args["c"][1] in (0, driver.TMA_DTYPES["fp32"])  # C's map, where the level stores by TMA
-    assert tma.for_problem(Problem(*shape, "tf32")).params["TF32_ROUND"] == 0
+    # C's map: FP32, where tc4 stores C by TMA (rows on 16 bytes); tc5's transposed C has none
+    assert args["c"][1] == (driver.TMA_DTYPES["fp32"] if spec is TC4 and n % 4 == 0 else 0)
+    runs = tma.for_problem(Problem(*shape, "tf32"))
+    assert runs.params["TF32_ROUND"] == 0 and runs.params["TMA_ROUND"] == 1
+    if spec is TC6 and shape == (4096, 4096, 4096):
+        assert not runs.params.get("STREAM_K", 0)  # the whole-tile launch, tc5's parameters
+

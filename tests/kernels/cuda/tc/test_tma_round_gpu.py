@@ -1,8 +1,8 @@
 """The TF32 levels with their operands rounded by TFLOAT32 tensor maps (TMA_ROUND=1, a variant of tc4, tc5, tc6 and
 tc10) on a GPU (skipped without one): right on ragged shapes in both layouts gemmlab.matmul hands them, and as
 accurate as rounding both operands to nearest, not as truncating them."""
-import numpy as np
 import pytest
+from tc_levels import assert_rounded_not_truncated
 
 from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout
 from gemmlab.kernels.registry import get_kernel
@@ -22,7 +22,6 @@ def test_tma_round_is_right_and_rounds_both_operands(name, layout, shape):
     import cupy
 
     from gemmlab import device
-    from gemmlab import numerics as nm
     from gemmlab.harness.layouts import arrange, launch
     from gemmlab.harness.verify import check, run_once
 
@@ -37,13 +36,4 @@ def test_tma_round_is_right_and_rounds_both_operands(name, layout, shape):
     m, n, _ = shape
     if m * n < 1000:  # too few elements for a relative error to tell rounding from truncation
         return
-    c = run_once(spec, problem, a, b, run).get().astype(np.float64)
-    a_, b_ = a.get(), np.ascontiguousarray(b.get())
-    ref = a_.astype(np.float64) @ b_.astype(np.float64)
-
-    def rel(x):
-        return np.linalg.norm(x - ref) / np.linalg.norm(ref)
-
-    rounded = rel(nm.tf32_rna(a_).astype(np.float64) @ nm.tf32_rna(b_).astype(np.float64))
-    truncated = rel(nm.tf32_trunc(a_).astype(np.float64) @ nm.tf32_trunc(b_).astype(np.float64))
-    assert rel(c) <= 1.2 * rounded and rel(c) < 0.6 * truncated, (rel(c), rounded, truncated)
+    assert_rounded_not_truncated(run_once(spec, problem, a, b, run).get(), a.get(), b.get())

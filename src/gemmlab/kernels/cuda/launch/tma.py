@@ -24,8 +24,9 @@ from gemmlab.problem import PRECISIONS
 
 MAP_BYTES = 128
 SWIZZLE_BYTES = 128
-# every TMA element type is some precision's operand type (C's included: BF16 and FP32)
-ELEMENT_BYTES = {**{p.tma_dtype: p.input_bytes for p in PRECISIONS.values()}, "tf32": 4}  # FP32 rounded to TF32
+# every precision's operand type (C's included: BF16 and FP32), and TF32: FP32 in memory, rounded to TF32 on the copy
+# into shared memory (TMA_ROUND)
+ELEMENT_BYTES = {**{p.tma_dtype: p.input_bytes for p in PRECISIONS.values()}, "tf32": 4}
 
 
 def _check_encodable(m, ptr: int) -> None:

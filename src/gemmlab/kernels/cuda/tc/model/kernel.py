@@ -133,9 +133,10 @@ class WgmmaKernel(CudaKernel):
     def defines(self) -> dict:
         if self.exchanges:  # the host exchanges the operands; the kernel stores C as its product's transpose
             return self.kernel_build().defines()
-        # host-side choices: the tile width per problem (for_problem), the stream-K grid (launch_geometry)
+        # host-side choices: the tile width per problem (for_problem), the stream-K grid (launch_geometry), the
+        # operands' map type (TMA_ROUND: the binary is TF32_ROUND=0's)
         d = {k: v for k, v in self.params.items()
-             if k not in ("NARROW_BN", "NARROW_BM", "SK_MIN_KTILES", self.EXCHANGE, "SHORT_K")}
+             if k not in ("NARROW_BN", "NARROW_BM", "SK_MIN_KTILES", self.EXCHANGE, "SHORT_K", "TMA_ROUND")}
         if self.swap_ab and d.get("C_TRANSPOSED"):  # ... and reads the call's A as its K-major B (tc_swap.cuh)
             d["SWAP_B_KMAJOR"] = 1
         d.update(self.prec.tensor_core_defines)
@@ -404,8 +405,8 @@ class WgmmaKernel(CudaKernel):
         if 0 < self.params.get("NARROW_BM", 0) < self.params["BM"]:
             specs = ([dataclasses.replace(s, params={**s.params, "NARROW_BM": 0}) for s in specs]
                      + [dataclasses.replace(s, params=narrow_m(s.params)) for s in specs])
-        if self.one_launch_mnk and self.params.get("TF32_ROUND", 0) == 3:  # small problems round A in shared memory:
-            # another binary, and each pinned
+        if self.one_launch_mnk and self.params.get("TF32_ROUND", 0) == 3:
+            # small problems round A in shared memory: another binary, and each pinned
             specs = [dataclasses.replace(s, one_launch_mnk=0) for s in specs]
             specs.append(dataclasses.replace(specs[0], params={**specs[0].params, "TF32_ROUND": 2}))
         if not self.fp8:
@@ -433,8 +434,8 @@ class WgmmaKernel(CudaKernel):
 
         params = self.whole_tiles or {k: v for k, v in self.params.items()
                                       if k not in ("STREAM_K", "SK_FILL", "SK_SKIP_FILL")}
-        for name in ("TF32_ROUND", "BM", "STAGES", "C_TRANSPOSED"):  # how A is rounded, the tile's height and ring
-            # (NARROW_BM), how C is stored
+        for name in ("TF32_ROUND", "TMA_ROUND", "BM", "STAGES", "C_TRANSPOSED"):  # how A and B are rounded, the
+            # tile's height and ring (NARROW_BM), how C is stored
             if name in self.params:
                 params = {**params, name: self.params[name]}
         return dataclasses.replace(self, params=dict(params), whole_tiles=None)

@@ -51,9 +51,14 @@ def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, pr
         fill, skip = p.get("SK_FILL", sk_fill), p.get("SK_SKIP_FILL", sk_skip)
         narrow_ = p if "NARROW_BN" in p and narrow is not None else narrow
         m, n, k = problem.shape
-        pre_round, a_pass_ = round_a, a_pass
-        if round_a and rounds_a_in_place(problem, one_launch_mnk):
+        # how the build rounds A, where it names TF32_ROUND: a pre-pass (3, the registered tc5 and tc6), in shared
+        # memory (2), or not at all (0: truncated, or rounded by its maps, TMA_ROUND)
+        rnd = p.get("TF32_ROUND", 3 if round_a else 0)
+        pre_round, a_pass_ = round_a and rnd == 3, a_pass
+        if pre_round and rounds_a_in_place(problem, one_launch_mnk):
             pre_round, a_pass_ = False, 2
+        elif round_a and rnd == 2:
+            a_pass_ = 2
         bn_ = p.get("BN", bn)
         if narrow_ is not None and narrow_pays(m, n, narrow_, sm_count):
             if whole is not None:
