@@ -3,6 +3,8 @@
 - ``tf32_trunc``: the value a TF32 tensor core reads from an FP32 operand, its low 13 mantissa bits dropped.
 - ``tf32_rna``: cvt.rna.tf32.f32, round to nearest with ties away from zero: the integer add of 0x1000 to the
   bits of a finite value, then the low 13 bits cleared; Inf and NaN keep their bits but for those 13.
+- ``tf32_rne``: round to nearest with ties to even, what a TMA copy through a map of TF32 element type writes
+  (TMA_ROUND): 0xFFF plus the kept mantissa's last bit added to a finite value's bits, then the low 13 cleared.
 - ``tf32_split``: big = rna(x) and small = rna(x - big), the 3xTF32 split of an operand in registers (tc7's B).
 - ``tf32_small_of_stored``: rna(x - trunc(x)), the small part written beside an operand the tensor cores read from
   shared memory as stored (tc7's A, whose big part is trunc(x)).
@@ -33,6 +35,12 @@ def tf32_rna(x):
     u = _bits(x)
     finite = (u & EXPONENT) != EXPONENT
     return ((u + (finite.astype(np.uint32) << 12)) & KEEP).view(np.float32)  # + 0x1000 where finite
+
+
+def tf32_rne(x):
+    u = _bits(x)
+    finite = (u & EXPONENT) != EXPONENT
+    return ((u + finite.astype(np.uint32) * (0xFFF + ((u >> 13) & 1))) & KEEP).view(np.float32)
 
 
 def tf32_split(x):

@@ -154,13 +154,8 @@ def test_tf32_maps_round_each_operand_to_nearest_even(layout):
     ties = np.array([1 + 2**-11, 1 + 3 * 2**-11, -(1 + 3 * 2**-11), 1.5 + 2**-11, 1 + 2**-11 + 2**-20],
                     np.float32)  # ties to round down and up to even, and a value just past a tie
     values = np.concatenate([ties, (3 * rng.standard_normal(m - len(ties))).astype(np.float32)])
-
-    def rne(x):
-        u = x.view(np.uint32).astype(np.uint64)
-        return ((u + 0xFFF + ((u >> 13) & 1)) & ~np.uint64(0x1FFF)).astype(np.uint32).view(np.float32)
-
     base = get_kernel(NAMES["tf32"])
-    for spec, expect in ((base.with_params({"TF32_ROUND": 0, "TMA_ROUND": 1}), rne),
+    for spec, expect in ((base.with_params({"TF32_ROUND": 0, "TMA_ROUND": 1}), nm.tf32_rne),
                          (base.with_params({"TF32_ROUND": 0}), nm.tf32_trunc), (base, nm.tf32_rna)):
         run, _ = launch(spec, Problem(m, n, k, "tf32"), layout)
         for side in ("A", "B"):

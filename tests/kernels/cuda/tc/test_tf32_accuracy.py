@@ -91,6 +91,25 @@ def test_rounding_is_to_nearest_ties_away_and_keeps_inf_and_nan():
     assert nm.tf32_trunc(np.array([1 + 2**-10 - 2**-23], np.float32))[0] == one  # truncation: toward zero
 
 
+def test_rounding_to_even_differs_from_ties_away_only_at_ties():
+    """tf32_rne (what TFLOAT32 maps write): tf32_rna's result wherever the dropped 13 bits are not exactly half a
+    TF32 unit; at a tie, the neighbour whose last kept bit is 0, toward zero or away from it. Inf and NaN keep their
+    bits but for the low 13, and past TF32's largest is Inf."""
+    x = np.concatenate([edge_floats(), finite_normals(20000)])
+    with np.errstate(over="ignore"):
+        rne, rna = nm.tf32_rne(x), nm.tf32_rna(x)
+    u = x.view(np.uint32)
+    tie = ((u & 0x1FFF) == 0x1000) & ((u & 0x7F800000) != 0x7F800000)
+    assert tie.sum() > 0 and (~tie).sum() > 1000
+    assert (rne.view(np.uint32)[~tie] == rna.view(np.uint32)[~tie]).all()
+    even = np.where((u >> 13) & 1, rna.view(np.uint32), nm.tf32_trunc(x).view(np.uint32))
+    assert (rne.view(np.uint32)[tie] == even[tie]).all()
+    assert not (rne.view(np.uint32)[tie] >> 13 & 1).any()  # the kept mantissa ends in 0
+    one = np.float32(1)
+    r = nm.tf32_rne(np.array([1 + 2**-11, 1 + 3 * 2**-11, -(1 + 3 * 2**-11), 1.5 + 2**-11], np.float32))
+    assert list(r) == [one, one + 2**-9, -(one + 2**-9), np.float32(1.5)]
+
+
 # ---- the split -------------------------------------------------------------------------------------------------
 def finite_normals(n: int = 200000) -> np.ndarray:
     rng = np.random.default_rng(7)
