@@ -16,14 +16,14 @@ from gemmlab.kernels.registry import get_kernel  # noqa: E402
 from fp8_blocks import fp8_blocks  # noqa: E402
 
 # (kernel, M, N, K, B as w.t()): each kind of workspace a plan holds. The TF32 transpose of a row-major B (tc2-tc4),
-# the TF32 rounding pre-pass (tc5, tc6; tc6 at 1024³ also its stream-K tail), stream-K partials and flags (tc6 BF16,
-# tc9 BF16 and FP8), block scales beside stream-K (tc6 FP8 block), an operand whose rows TMA cannot stride (K = 100),
+# tc5 TF32's pitched copy of an A whose rows are off 16 bytes (K = 1022), tc6 TF32's stream-K tail (1024³), stream-K
+# partials and flags (tc6 BF16, tc9 BF16 and FP8), block scales beside stream-K (tc6 FP8 block), an operand whose rows TMA cannot stride (K = 100),
 # split-K partials and counters (tc10; v11 on the CUDA cores, 16 splits at 16x4096x4096), tc6 TF32's 64-row tiles
-# at M <= 64 (the rounding pre-pass and stream-K's partials)
+# at M <= 64 (stream-K's partials)
 WORKSPACES = [("cuda/tc2_wgmma_tma_tf32", 1024, 1024, 1024, False),
               ("cuda/tc3_warp_specialized_tf32", 1024, 1024, 1024, False),
               ("cuda/tc4_persistent_tf32", 1024, 1024, 1024, False),
-              ("cuda/tc5_swap_ab_tf32", 1024, 1024, 1024, False),
+              ("cuda/tc5_swap_ab_tf32", 1024, 1024, 1022, False),
               ("cuda/tc6_stream_k_tf32", 1024, 1024, 1024, False),
               ("cuda/tc6_stream_k_tf32", 2048, 3072, 4096, False),
               ("cuda/tc6_stream_k_bf16", 1024, 1024, 8192, False),

@@ -277,17 +277,12 @@ class Candidate:
     # whether the prediction reads it (a shape measured in another build of a kernel with unscaled_params is not)
     basis: tuple
     model: object = None  # the scaling model's Estimate at the problem, None where it has none
-    exchanged: bool = False  # the measured level's configuration with A and B exchanged (KernelSpec.exchanged)
     batch: bool = False  # predicted for a batch, from the measurements of its flattened shape
 
     @property
     def exact(self) -> bool:
         """Whether the prediction is a measurement: of this configuration, at this problem."""
-        return not (self.exchanged or self.batch) and len(self.basis) == 1 and self.basis[0][3] == 0
-
-    @property
-    def label(self) -> str:
-        return self.spec.name + (" (A and B exchanged)" if self.exchanged else "")
+        return not self.batch and len(self.basis) == 1 and self.basis[0][3] == 0
 
 
 @lru_cache(maxsize=8)
@@ -331,10 +326,9 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
     same build where some near ones do). At a measured shape, the measurement. A kernel that failed verification at
     any of the shapes is left out; one this gemmlab does not have too. A precision without a table of its own
     (``Precision.dispatch_from``: FP16) reads that precision's, each kernel by its own name for this precision
-    (``_renamed``). A measured level with a configuration that exchanges the operands for this layout
-    (``KernelSpec.exchanged``: tc5 and tc6 TF32 on x @ w.t()) is a candidate twice:
-    as measured, and exchanged, predicted from the same measurements by the model of the exchanged configuration
-    here (never ``exact``, so ``choose`` holds it to the margin against the measured winner)."""
+    (``_renamed``). Each candidate is the registered build its rows measured; tc5's and tc6's A_IN_REGS (the operands
+    exchanged) is a variant, run only when named: their maps round both operands, leaving no pre-pass for the
+    exchange to shrink."""
     from gemmlab.analysis.scaling import estimate
     from gemmlab.errors import GemmlabError, UnknownKernelError
     from gemmlab.kernels.registry import get_kernel
@@ -351,17 +345,7 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
         rows, failed = _pick_rows(point.rows, layout, source)
         picked.append((point, rows))
         banned |= failed
-    def candidate(spec):  # (spec, copies, refusal, the model here)
-        copies = operand_copies(layout, spec)
-        try:
-            here = estimate(spec, asked, roofs, layout, copies or ())
-        except (GemmlabError, KeyError):  # no model of this kernel here: the measurements as they are
-            here = None
-        refusal = spec.is_valid(asked) or spec.in_place_refusal(asked, layout) or spec.unsupported(gpu) or \
-            spec.auto_refusal()
-        return spec, copies, str(refusal or ""), here
-
-    kernels = {}  # (name, exchanged): a candidate, predicted from the measurements of the level ``name``
+    kernels = {}  # name: (spec, copies, refusal, the model here)
     for name in dict.fromkeys(k for _, rows in picked for k in rows):
         if name in banned:
             continue
@@ -369,57 +353,55 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
             spec = get_kernel(_renamed(name, source, problem.precision))
         except UnknownKernelError:
             continue  # a table from another version of gemmlab, or a level without a build for this precision
-        kernels[name, False] = candidate(spec)
-        other = None if isinstance(asked, BatchedProblem) else spec.exchanged(layout)
-        if other is not None and kernels[name, False][3] is not None:
-            exchanged = candidate(other)
-            if exchanged[3] is not None:  # predicted by the model's ratio alone: none without a model here
-                kernels[name, True] = exchanged
+        copies = operand_copies(layout, spec)
+        try:
+            here = estimate(spec, asked, roofs, layout, copies or ())
+        except (GemmlabError, KeyError):  # no model of this kernel here: the measurements as they are
+            here = None
+        refusal = spec.is_valid(asked) or spec.in_place_refusal(asked, layout) or spec.unsupported(gpu) or \
+            spec.auto_refusal()
+        kernels[name] = (spec, copies, str(refusal or ""), here)
     # name: the measured shapes that run its build here, where some do and some do not (same_build); the others
     # stay in its basis, where choose's margin reads what was measured fastest at the nearest shape
     same = {}
-    for name in {name for name, _ in kernels}:
+    for name in kernels:
         runs = {point.label for point, rows in picked if name in rows and
-                kernels[name, False][0].same_build(problem, _point_problem(point, problem), gpu.sm_count)}
+                kernels[name][0].same_build(problem, _point_problem(point, problem), gpu.sm_count)}
         if runs and len(runs) < sum(name in rows for _, rows in picked):
             same[name] = runs
-    predicted = {key: [] for key in kernels}  # (weight, GPU ms, ms a call) from each measured shape
-    basis = {key: [] for key in kernels}
+    predicted = {name: [] for name in kernels}  # (weight, GPU ms, ms a call) from each measured shape
+    basis = {name: [] for name in kernels}
     for point, rows in picked:
-        there = {}  # (name, exchanged): (ratio of the model here to the level's there, launches a call makes there)
+        there = {}  # name: (ratio of the model here to there, launches a call makes there)
         for name, row in rows.items():
-            if (name, False) not in kernels:
+            if name not in kernels:
                 continue
+            spec, _, _, here = kernels[name]
             try:
-                model = estimate(kernels[name, False][0], _point_problem(point, problem), roofs,
-                                 row_layout(row, problem.precision), tuple(row.get("copies", ())))
+                model = estimate(spec, _point_problem(point, problem), roofs, row_layout(row, problem.precision),
+                                 tuple(row.get("copies", ())))
             except (GemmlabError, KeyError):
                 model = None
-            for key in ((name, False), (name, True)):
-                if key in kernels and (key[1] is False or model is not None):
-                    here = kernels[key][3]
-                    ratio = here.ms / model.ms if here is not None and model is not None else 1.0
-                    there[key] = (ratio, model.launches if model is not None else 1)
-        host = _host_us(rows, {name: launches for (name, exchanged), (_, launches) in there.items() if not exchanged})
-        for key, (ratio, _) in there.items():
-            row = rows[key[0]]
+            ratio = here.ms / model.ms if here is not None and model is not None else 1.0
+            there[name] = (ratio, model.launches if model is not None else 1)
+        host = _host_us(rows, {name: launches for name, (_, launches) in there.items()})
+        for name, (ratio, _) in there.items():
+            row = rows[name]
             gpu_ms = row["ms"] * ratio
-            scaled = key[0] not in same or point.label in same[key[0]]
-            basis[key].append((point.label, row, ratio, point.distance, host[key[0]], scaled))
+            scaled = name not in same or point.label in same[name]
+            basis[name].append((point.label, row, ratio, point.distance, host[name], scaled))
             if scaled:
-                predicted[key].append((1.0 / point.distance if point.distance else 1.0, gpu_ms,
-                                       gpu_ms + host[key[0]] / 1e3))
+                predicted[name].append((1.0 / point.distance if point.distance else 1.0, gpu_ms,
+                                        gpu_ms + host[name] / 1e3))
     out = []
-    for key, (spec, copies, refusal, here) in kernels.items():
-        if not predicted[key]:
-            continue
-        if len(predicted[key]) == 1:
-            _, ms, per_call = predicted[key][0]
+    for name, (spec, copies, refusal, here) in kernels.items():
+        if len(predicted[name]) == 1:
+            _, ms, per_call = predicted[name][0]
         else:  # the geometric mean, weighted by closeness
-            total = sum(w for w, _, _ in predicted[key])
-            ms = math.exp(sum(w * math.log(g) for w, g, _ in predicted[key]) / total)
-            per_call = math.exp(sum(w * math.log(c) for w, _, c in predicted[key]) / total)
-        out.append(Candidate(spec, ms, per_call, copies, refusal, tuple(basis[key]), here, exchanged=key[1],
+            total = sum(w for w, _, _ in predicted[name])
+            ms = math.exp(sum(w * math.log(g) for w, g, _ in predicted[name]) / total)
+            per_call = math.exp(sum(w * math.log(c) for w, _, c in predicted[name]) / total)
+        out.append(Candidate(spec, ms, per_call, copies, refusal, tuple(basis[name]), here,
                              batch=isinstance(asked, BatchedProblem)))
     return fastest_first(out, lambda c: c.per_call_ms, lambda c: c.ms)
 
@@ -567,9 +549,7 @@ def _anchored(candidates: list[Candidate]) -> Candidate:
     if best.exact:
         return best
     nearest = min((c.basis[0] for c in candidates), key=lambda b: b[3])
-    at_nearest = [c for c in candidates if c.basis[0][0] == nearest[0] and not c.exchanged]  # measured as they run
-    if not at_nearest:
-        return best
+    at_nearest = [c for c in candidates if c.basis[0][0] == nearest[0]]
     anchor = fastest_first(at_nearest, lambda c: c.basis[0][1]["ms"] + c.basis[0][4] / 1e3,
                            lambda c: c.basis[0][1]["ms"])[0]
     return anchor if anchor.per_call_ms <= best.per_call_ms * (1 + MARGIN) ** (1 + nearest[3]) else best
@@ -582,7 +562,7 @@ def _why(gpu, problem: Problem, layout: Layout, ranked: list[Candidate], pick: C
     place = ranked.index(pick) + 1
     label, row = pick.basis[0][:2]
     stands = "" if pick is best else \
-        (f"stands against {best.label}'s prediction of {best.per_call_ms:.4g} ms, within the model's margin there")
+        (f"stands against {best.spec.name}'s prediction of {best.per_call_ms:.4g} ms, within the model's margin there")
     if pick.exact:
         if how == "in place":
             return (f"dispatch table for {gpu.name}: #{place} of the {len(ranked)} candidates at {label}, measured "
@@ -594,7 +574,7 @@ def _why(gpu, problem: Problem, layout: Layout, ranked: list[Candidate], pick: C
         f"after a copy (none of the measured kernels it may run reads {layout.label()} in place)"
     near = "at" if pick.basis[0][3] == 0 else "near"
     return (f"dispatch table for {gpu.name}: #{place} of the {len(ranked)} candidates ranked {near} "
-            f"{problem.label()} that takes {problem.label()} {taken}, {pick.label}, predicted "
+            f"{problem.label()} that takes {problem.label()} {taken}, {pick.spec.name}, predicted "
             f"{pick.per_call_ms:.4g} ms a call ({explain(pick)})"
             + (f"; the fastest measured at {label}, which {stands}" if stands else ""))
 
@@ -604,9 +584,6 @@ def explain(c: Candidate) -> str:
     parts = [f"{row['ms']:.4g} ms at {label} × {ratio:.3g}" if scaled else
              f"{row['ms']:.4g} ms at {label}, another build, not read" for label, row, ratio, _, _, scaled in c.basis]
     text = "; ".join(parts)
-    if c.exchanged:
-        text = (f"{c.spec.name} measured as registered, the model's ratio of its configuration with A and B "
-                f"exchanged here to the registered one there: {text}")
     if c.model is not None:
         text += f"; model here: {c.model.factors()}"
     return text

@@ -58,7 +58,7 @@ def cmd_dispatch(args, console, output) -> int:
                 how = ("not for auto: " + c.refusal) if c.refusal else "reads it in place" if c.copies == () else \
                     f"copies {', '.join(c.copies)}" if c.copies else "reads no layout a copy makes of it"
                 mark = "*" if c.spec == choice.spec else " "
-                console.print(f"  {mark} {c.label:46} {c.per_call_ms:9.4g} ms a call  {how}; "
+                console.print(f"  {mark} {c.spec.name:32} {c.per_call_ms:9.4g} ms a call  {how}; "
                               f"{dispatch.explain(c)}", highlight=False, soft_wrap=True)
     return 0
 

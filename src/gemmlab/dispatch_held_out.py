@@ -9,10 +9,9 @@ measured at the held-out shape itself:
   ``auto`` may run in that layout in place (1.0: the pick was the fastest);
 - **error**: the pick's predicted GPU time over its measured one.
 
-A pick the table did not measure at the shape (a level with its operands exchanged, whose prediction is the model's
-alone; a kernel measured elsewhere only) has neither. No GPU is needed: the table is the measurement. The scores
-are of the table's grid, whose shapes lie a doubling or more apart: a caller's shape between two of them has nearer
-neighbours than a held-out one.
+A pick the table did not measure at the shape (a kernel measured elsewhere only) has neither. No GPU is needed: the
+table is the measurement. The scores are of the table's grid, whose shapes lie a doubling or more apart: a caller's
+shape between two of them has nearer neighbours than a held-out one.
 """
 from __future__ import annotations
 
@@ -30,7 +29,7 @@ class HeldOut:
     precision: str
     shape: tuple
     layout: str  # as the table's rows name it ("row,col": B as w.t())
-    pick: str  # the kernel picked, "(A and B exchanged)" where it runs so
+    pick: str  # the kernel picked
     predicted_ms: float | None  # the pick's predicted GPU time (None: a pick not from the table's rows)
     pick_ms: float | None  # the pick's GPU time measured at the shape (None: not measured there)
     best: str  # the fastest measured at the shape that auto may run in place
@@ -86,11 +85,9 @@ def held_out(table: dict, gpu, precisions=None) -> list[HeldOut]:
             except GemmlabError:
                 continue  # nothing near that runs it: the defaults' refusal, as a call would meet it
             ranked = [c for c in dispatch.rank(problem, layout, gpu, rest) if c.spec == choice.spec]
-            exchanged = bool(ranked and ranked[0].exchanged)
             best = min(measured, key=measured.get)
-            out.append(HeldOut(precision, dims, layout_key(layout), ranked[0].label if ranked else choice.spec.name,
-                               ranked[0].ms if ranked else None,
-                               None if exchanged else measured.get(choice.spec.name), best, measured[best]))
+            out.append(HeldOut(precision, dims, layout_key(layout), choice.spec.name, ranked[0].ms if ranked else None,
+                               measured.get(choice.spec.name), best, measured[best]))
     return out
 
 
@@ -122,8 +119,7 @@ def markdown(rows: list[HeldOut], env: dict, worst: int = 12) -> str:
              f"{env['table']}: each measured shape held out "
              "and predicted from the others. Regret: the GPU time measured there of the kernel picked, over the "
              "fastest measured there that `auto` may run in place. Error: the pick's predicted GPU time over its "
-             "measured one. A pick not measured at the shape (a level with its operands exchanged, or a kernel "
-             "measured elsewhere only) is not scored.", "",
+             "measured one. A pick not measured at the shape (a kernel measured elsewhere only) is not scored.", "",
              "| precision | shapes | scored | pick fastest | regret geomean | regret max (at) | median error |",
              "|---|---:|---:|---:|---:|---|---:|"]
     for precision, s in summary(rows).items():

@@ -154,8 +154,11 @@ def test_stream_k_partials_and_its_balanced_tail():
     tile = 2 * 256 * 128 * 4096
     assert m5.levels["compute"]["per_sm_flops"] == 2 * tile
     assert m6.levels["compute"]["per_sm_flops"] == pytest.approx(192 * tile / 132)
-    # no Bᵀ pre-pass; TF32_ROUND=3's pre-pass reads A and writes it rounded, a launch of its own
-    assert m6.dram_bytes - m6.levels["dram"]["bytes"] == m6.levels["prepass"]["bytes"] == 8 * 2048 * 4096
+    # no pre-pass: A's and B's maps round them (TMA_ROUND); the pre-pass variant's (TF32_ROUND=3) reads A and
+    # writes it rounded, a launch of its own
+    assert "prepass" not in m6.levels and m6.dram_bytes == m6.levels["dram"]["bytes"]
+    m3 = model(tc6.with_params({"TF32_ROUND": 3, "TMA_ROUND": 0}), p, H200)
+    assert m3.dram_bytes - m3.levels["dram"]["bytes"] == m3.levels["prepass"]["bytes"] == 8 * 2048 * 4096
 
 
 def test_tf32_prepass_is_a_launch_of_its_own():
@@ -196,14 +199,16 @@ def test_the_model_follows_the_layout_the_operands_come_in():
 
 
 def test_the_dispatchers_model_counts_the_same_pre_passes_for_an_exchanged_build():
-    """tc10 TF32 with A and B exchanged (B_IN_REGS=1) reads x @ w.t()'s operands in place; given A column-major,
-    gemmlab.matmul copies A row-major first, which the exchanged kernel reads as its K-major B: the copy alone, no
-    Bᵀ pre-pass, in the roofline and in the dispatcher's scaling model alike."""
+    """tc10 TF32 with A and B exchanged (B_IN_REGS=1, a variant of the build that rounds in the kernel) reads
+    x @ w.t()'s operands in place; given A column-major, gemmlab.matmul copies A row-major first, which the exchanged
+    kernel reads as its K-major B: the copy alone, no Bᵀ pre-pass, in the roofline and in the dispatcher's scaling
+    model alike."""
     from gemmlab import dispatch
     from gemmlab.analysis.scaling import LAUNCH_US, estimate
     from gemmlab.kernels.plan import COL, Layout
 
-    spec, p = get_kernel("cuda/tc10_split_k_tf32").with_params({"B_IN_REGS": 1}), Problem(4096, 4096, 4096, "tf32")
+    spec = get_kernel("cuda/tc10_split_k_tf32").with_params({"B_IN_REGS": 1, "TF32_ROUND": 2, "TMA_ROUND": 0})
+    p = Problem(4096, 4096, 4096, "tf32")
     roofs = dispatch._roofs("NVIDIA H200", 132)
     copy = 2 * 4 * 4096 * 4096
     assert model(spec, p, H200, layout=Layout(COL, COL)).levels["prepass"]["bytes"] == copy

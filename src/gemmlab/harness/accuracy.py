@@ -4,8 +4,8 @@ against the inputs' scale.
 The ways (series), each run on the same seeded inputs:
 - cublas_fp32: cuBLAS SGEMM, TF32 off (FFMA, FP32 accumulation);
 - cublas_tf32: cuBLAS with TF32 tensor cores (operands rounded to TF32);
-- tf32_truncated: gemmlab TF32 as the tensor cores read FP32, truncated (tc5 built with TF32_ROUND=0);
-- tf32_rounded: gemmlab TF32 rounded to nearest (tc5 as registered, TF32_ROUND=2);
+- tf32_truncated: gemmlab TF32 as the tensor cores read FP32, truncated (tc5 built with TMA_ROUND=0);
+- tf32_rounded: gemmlab TF32 rounded to nearest (tc5 as registered: its tensor maps round both operands);
 - tc7: the 3xTF32 level, its partial sums promoted to FP32 every PROMOTE k-tiles;
 - tc7_unpromoted: the same kernel with one tensor-core accumulation over all of K (PROMOTE=0);
 - naive_split: three cuBLAS TF32 products of round-to-nearest splits (big·big, big·small, small·big) added in
@@ -34,7 +34,7 @@ DISTRIBUTIONS = {
 SERIES = {
     "cublas_fp32": "cuBLAS FP32 (SGEMM, TF32 off)",
     "cublas_tf32": "cuBLAS TF32",
-    "tf32_truncated": "gemmlab TF32, truncated (tc5, TF32_ROUND=0)",
+    "tf32_truncated": "gemmlab TF32, truncated (tc5, TMA_ROUND=0)",
     "tf32_rounded": "gemmlab TF32, rounded to nearest (tc5)",
     "tc7": "gemmlab tc7_3xtf32 (3xTF32, promoted)",
     "tc7_unpromoted": "tc7 without promotion (PROMOTE=0)",

@@ -58,7 +58,7 @@ def pruner(layout, gpu):
 
     @lru_cache(maxsize=4)
     def ranked_at(problem):
-        return {c.spec.name: c for c in rank(problem, layout, gpu, shipped_table()) if not c.exchanged}
+        return {c.spec.name: c for c in rank(problem, layout, gpu, shipped_table())}
 
     def skip(spec, problem) -> str:
         if problem.shape in LONG_K:  # where the model's case for splitting K rests: every candidate measured
@@ -90,7 +90,7 @@ def plan(precision: str, layout, gpu) -> tuple[list, float]:
     rows, seconds = [], 0.0
     for shape in SHAPES:
         problem = Problem(*shape, precision)
-        predicted = {c.spec.name: c.ms for c in rank(problem, layout, gpu, shipped_table()) if not c.exchanged}
+        predicted = {c.spec.name: c.ms for c in rank(problem, layout, gpu, shipped_table())}
         timed = [s.name for s in specs if not s.is_valid(problem) and not skip(s, problem)]
         rows.append((shape, timed, [s.name for s in specs if s.name not in timed]))
         slowest = max(predicted.values(), default=0.0)

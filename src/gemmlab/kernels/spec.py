@@ -279,12 +279,6 @@ class KernelSpec:
         (a TMA level's rows off 16 bytes): none here. The dispatch model counts their bytes."""
         return ()
 
-    def exchanged(self, layout) -> "KernelSpec | None":
-        """A configuration of this level that takes the call's operands in each other's roles for ``layout``, which
-        kernel="auto" may run where the model predicts it faster than the level measured (WgmmaKernel's A_IN_REGS);
-        None for a level without one."""
-        return None
-
     def epilogue_refusal(self, epilogue) -> str:
         """Why this kernel cannot fuse ``epilogue`` ("" if it can, or if there is nothing to fuse)."""
         if epilogue is None or epilogue.is_identity or self.fuses_epilogue:

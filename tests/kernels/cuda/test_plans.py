@@ -307,7 +307,7 @@ def test_a_in_regs_exchanges_the_operands_so_the_pre_pass_rounds_the_weight(stub
     from gemmlab.harness.bench import variant
 
     stub.stub_reset()
-    spec = variant(name, {"A_IN_REGS": 1})
+    spec = variant(name, {"A_IN_REGS": 1, "TF32_ROUND": 3, "TMA_ROUND": 0})
     m, n, k = 2048, 512, 256
     plan, gpu = make(stub, spec.name, (m, n, k), Layout(b=COL), spec=spec)
     assert plan.problem == Problem(m, n, k, "tf32") and plan.inner.problem == Problem(n, m, k, "tf32")
@@ -341,10 +341,10 @@ def test_a_in_regs_launches_the_grid_of_the_transposed_problem(stub, name, shape
     from gemmlab.harness.bench import variant
 
     stub.stub_reset()
-    spec = variant(name, {"A_IN_REGS": 1})
+    spec = variant(name, {"A_IN_REGS": 1, "TF32_ROUND": 3, "TMA_ROUND": 0})
     problem = Problem(*shape, "tf32")
     plan, gpu = make(stub, spec.name, shape, Layout(b=COL), spec=spec)
-    base = get_kernel(name).for_problem(problem.transposed())
+    base = get_kernel(name).with_params({"TF32_ROUND": 3, "TMA_ROUND": 0}).for_problem(problem.transposed())
     assert plan.inner.main.grid == base.launch_geometry(problem.transposed()).grid == \
         spec.launch_geometry(problem).grid
     assert spec.stream_k_tiles(problem) == base.stream_k_tiles(problem.transposed())
@@ -718,10 +718,12 @@ def test_fp8_launches_compile_nothing_and_read_no_file(stub, monkeypatch):
 
 @pytest.mark.parametrize("k,offset,vec", [(4096, 0, 1), (4096, 4, 0), (4097, 0, 0)])
 def test_tf32_rounding_pre_pass_reads_a_and_feeds_the_kernel_its_workspace(stub, k, offset, vec):
-    """TF32_ROUND=3: a launch before the kernel rounds A into a pitched workspace, with 16-byte loads only where A's
-    address and rows allow them; the kernel's A map holds the workspace, whatever A the caller passes."""
+    """TF32_ROUND=3 (tc5's pre-pass variant): a launch before the kernel rounds A into a pitched workspace, with
+    16-byte loads only where A's address and rows allow them; the kernel's A map holds the workspace, whatever A the
+    caller passes."""
     stub.stub_reset()
-    plan, _ = make(stub, "cuda/tc5_swap_ab_tf32", (256, 256, k))
+    spec = get_kernel("cuda/tc5_swap_ab_tf32").with_params({"TF32_ROUND": 3, "TMA_ROUND": 0})
+    plan, _ = make(stub, None, (256, 256, k), spec=spec)
     a = 0x7000_0000_0000 + offset
     plan.launch(a, 0x7100_0000_0000, 0x7200_0000_0000, stream=9)
     assert stub.stub_launches() == 2

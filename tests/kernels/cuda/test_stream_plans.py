@@ -20,13 +20,13 @@ from test_plans import H200, SIGNATURE_SIZES, HostGPU, launch_record, signature,
 EAGER, SECOND, CAPTURE = 0x51, 0x52, 0xCA97
 A, B, C = 0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000
 
-# every kind of workspace a wgmma plan holds: the TF32 transpose (tc2-tc4, row-major B), the TF32 rounding pre-pass
-# (tc5, tc6), stream-K partials and flags (tc6 of each precision, tc9), block scales beside stream-K, a staged
-# operand (rows TMA cannot stride), split-K partials and tile counters (tc10, and the FP32 ladder's v11)
+# every kind of workspace a wgmma plan holds: the TF32 transpose (tc2-tc4, row-major B), stream-K partials and flags
+# (tc6 of each precision, tc9), block scales beside stream-K, a staged operand (rows TMA cannot stride: tc5 TF32,
+# tc4 BF16), split-K partials and tile counters (tc10, and the FP32 ladder's v11)
 WORKSPACES = [("cuda/tc2_wgmma_tma_tf32", (1024, 1024, 1024), ROW_MAJOR),
               ("cuda/tc3_warp_specialized_tf32", (1024, 1024, 1024), ROW_MAJOR),
               ("cuda/tc4_persistent_tf32", (1024, 1024, 1024), ROW_MAJOR),
-              ("cuda/tc5_swap_ab_tf32", (1024, 1024, 1024), ROW_MAJOR),
+              ("cuda/tc5_swap_ab_tf32", (1024, 1024, 1022), ROW_MAJOR),  # A's rows off 16 bytes: a pitched copy
               ("cuda/tc6_stream_k_tf32", (1024, 1024, 1024), ROW_MAJOR),
               ("cuda/tc6_stream_k_tf32", (2048, 3072, 4096), ROW_MAJOR),
               ("cuda/tc6_stream_k_bf16", (1024, 1024, 8192), ROW_MAJOR),

@@ -14,6 +14,9 @@ from gemmlab.problem import Problem
 NAMES = {"bf16": "cuda/tc10_split_k_bf16", "fp16": "cuda/tc10_split_k_fp16", "fp8": "cuda/tc10_split_k_fp8",
          "fp8_block": "cuda/tc10_split_k_fp8_block", "tf32": "cuda/tc10_split_k_tf32"}
 
+# TF32 rounded in the kernel (a variant; the registered build's maps round), as B_IN_REGS and LDG_ROUND need
+IN_KERNEL = {"TF32_ROUND": 2, "TMA_ROUND": 0}
+
 # ---- on a GPU --------------------------------------------------------------------------------------------------------
 GPU_SHAPES = [(1, 33, 4097), (3, 257, 1001), (17, 255, 8191), (127, 129, 777), (256, 256, 16384)]
 
@@ -76,9 +79,10 @@ def test_on_gpu_the_cluster_adds_the_partials_to_the_workspace_s_bits(precision,
 
 @pytest.mark.parametrize("shape", GPU_SHAPES)
 def test_tf32_on_w_t_rounds_as_cublas_and_repeats_its_bits(shape):
-    """B handed over as w.t() (N×K), read in place: the registered build (B's tiles rounded in place by the
-    consumers, A's fragments in registers), and the variants: the same exchanged (B_IN_REGS=1), both rounded by the
-    producer (LDG_ROUND=1), both by their TFLOAT32 maps (TMA_ROUND=1). Against float64 on NaN-poisoned C at TF32's
+    """B handed over as w.t() (N×K), read in place: the registered build (both operands rounded by their TFLOAT32
+    maps, TMA_ROUND=1), and the variants that round in the kernel (TF32_ROUND=2: B's tiles rounded in place by the
+    consumers, A's fragments in registers), the same exchanged (B_IN_REGS=1), both rounded by the producer
+    (LDG_ROUND=1). Against float64 on NaN-poisoned C at TF32's
     tolerance, the same bits on 5 calls; where the product has rows and columns enough for a relative error to mean
     something, that error is the error of both operands rounded to nearest (their float64 product), within 20%, far
     from truncation's, and within 1.5x of torch's TF32 matmul on the same operands."""
@@ -95,15 +99,15 @@ def test_tf32_on_w_t_rounds_as_cublas_and_repeats_its_bits(shape):
     layout = Layout(b=COL)
     m, n, _ = shape
     base = get_kernel(NAMES["tf32"])
-    tma = base.with_params({"TF32_ROUND": 0, "TMA_ROUND": 1})
-    # the chosen S and 7; the operands exchanged (B_IN_REGS=1, a variant: w's fragments rounded in registers,
-    # x's tiles by the consumers, C stored transposed); both rounded by the producer on their way in (LDG_ROUND=1, a
-    # variant), on each tile; both rounded by their maps (TMA_ROUND=1, a variant)
-    ldg = [base.with_params({"LDG_ROUND": 1}), base.with_params({"LDG_ROUND": 1, "SPLITS": 7})] + \
-        [base.with_params({"LDG_ROUND": 1, "BM": bm, "BN": bn, "STAGES": st, "SPLITS": 3})
+    in_kernel = base.with_params(IN_KERNEL)
+    # the chosen S and 7; rounded in the kernel, the same, and the operands exchanged (B_IN_REGS=1: w's fragments
+    # rounded in registers, x's tiles by the consumers, C stored transposed); both rounded by the producer on their
+    # way in (LDG_ROUND=1), on each tile
+    ldg = [in_kernel.with_params({"LDG_ROUND": 1}), in_kernel.with_params({"LDG_ROUND": 1, "SPLITS": 7})] + \
+        [in_kernel.with_params({"LDG_ROUND": 1, "BM": bm, "BN": bn, "STAGES": st, "SPLITS": 3})
          for bm, bn, st in split_k.tiles_for("tf32")]
-    for spec in (base, base.with_params({"SPLITS": 7}), base.with_params({"B_IN_REGS": 1}),
-                 base.with_params({"B_IN_REGS": 1, "SPLITS": 7}), *ldg, tma, tma.with_params({"SPLITS": 7})):
+    for spec in (base, base.with_params({"SPLITS": 7}), in_kernel, in_kernel.with_params({"SPLITS": 7}),
+                 in_kernel.with_params({"B_IN_REGS": 1}), in_kernel.with_params({"B_IN_REGS": 1, "SPLITS": 7}), *ldg):
         a, b = arrange(*spec.make_inputs(problem, 3, cupy), layout)
         run, copies = launch(spec, problem, layout)
         assert copies == ()  # read in place
@@ -141,8 +145,8 @@ def test_tf32_maps_round_each_operand_to_nearest_even(layout):
     nonzero column of A meets a row of B of ones gives, in every column of C, A's values as the tensor cores saw
     them (a product of two TF32 values is exact in FP32); and the same for B's. TFLOAT32 maps (TMA_ROUND=1) round to
     nearest, ties to even, in both operands (through the transpose pre-pass's Bᵀ for a row-major B); the truncating
-    build (TF32_ROUND=0) drops the low 13 bits; the registered in-kernel rounding (TF32_ROUND=2) takes ties away from
-    zero, as cvt.rna does."""
+    build (TF32_ROUND=0, TMA_ROUND=0) drops the low 13 bits; the in-kernel rounding (TF32_ROUND=2) takes ties away
+    from zero, as cvt.rna does."""
     import cupy
 
     from gemmlab import numerics as nm
@@ -155,8 +159,9 @@ def test_tf32_maps_round_each_operand_to_nearest_even(layout):
                     np.float32)  # ties to round down and up to even, and a value just past a tie
     values = np.concatenate([ties, (3 * rng.standard_normal(m - len(ties))).astype(np.float32)])
     base = get_kernel(NAMES["tf32"])
-    for spec, expect in ((base.with_params({"TF32_ROUND": 0, "TMA_ROUND": 1}), nm.tf32_rne),
-                         (base.with_params({"TF32_ROUND": 0}), nm.tf32_trunc), (base, nm.tf32_rna)):
+    assert base.params["TMA_ROUND"] == 1  # the registered build
+    for spec, expect in ((base, nm.tf32_rne), (base.with_params({"TMA_ROUND": 0}), nm.tf32_trunc),
+                         (base.with_params(IN_KERNEL), nm.tf32_rna)):
         run, _ = launch(spec, Problem(m, n, k, "tf32"), layout)
         for side in ("A", "B"):
             a = np.zeros((m, k), np.float32)
@@ -212,7 +217,7 @@ def test_tf32_ldg_round_reads_where_the_maps_would(shape):
 
     _needs_gpu()
     problem = Problem(*shape, "tf32")
-    spec = get_kernel(NAMES["tf32"]).with_params({"LDG_ROUND": 1})
+    spec = get_kernel(NAMES["tf32"]).with_params({**IN_KERNEL, "LDG_ROUND": 1})
     for layout in (Layout(), Layout(b=COL)):
         a, b = arrange(*spec.make_inputs(problem, 5, cupy), layout)
         run, _ = launch(spec, problem, layout)

@@ -11,10 +11,14 @@ import pytest
 from gemmlab.errors import InvalidConfigError
 from gemmlab.kernels.cuda.launch.nvrtc import source_path
 from gemmlab.kernels.cuda.tc.model.budget import stage_bytes
-from gemmlab.kernels.cuda.tc.model.traffic import wgmma_traffic
 from gemmlab.problem import Problem
 
 from tc_levels import HOST_SHIM, TC5, host_block
+
+# the A_IN_REGS variant as it runs: x in registers, w through TF32_ROUND=3's pre-pass (the registered builds' maps
+# round both operands, TMA_ROUND, and leave no pre-pass for the exchange to shrink)
+A_IN_REGS = {"A_IN_REGS": 1, "TF32_ROUND": 3, "TMA_ROUND": 0}
+PRE_PASS = {"TF32_ROUND": 3, "TMA_ROUND": 0}
 
 
 # ---- tc5: Cᵀ = Bᵀ·Aᵀ with B's fragments from registers ------------------------------------------------------
@@ -214,14 +218,14 @@ def test_tc5_operands_as_given_no_transpose():
     a2, _ = cn2.operand_maps(p, lda=200, ldb=520)
     assert a2.box_rows == 128  # each CTA of the cluster loads and multicasts half of A's rows
     assert cn2.cluster() == (2, 1, 1)
-    # B as given, no Bᵀ pre-pass; A per 128 columns, B per 256 rows; and TF32_ROUND=3's pre-pass reads A and writes
-    # it rounded, a launch of its own (prepass) before the kernel
-    t = TC5.traffic(Problem(4096, 4096, 4096, "tf32"))
+    # B as given, no Bᵀ pre-pass; A per 128 columns, B per 256 rows; and TF32_ROUND=3's pre-pass (a variant) reads A
+    # and writes it rounded, a launch of its own (prepass) before the kernel
+    problem = Problem(4096, 4096, 4096, "tf32")
+    t = TC5.with_params(PRE_PASS).traffic(problem)
     assert "Bᵀ" not in t.basis and "rounding pre-pass" in t.basis and t.prepass == 8 * 4096 * 4096
     assert t.global_write == 4 * 4096 * 4096 + 4 * 4096 * 4096
     assert t.global_read == 4 * (4096 * 4096 * 32 + 4096 * 4096 * 16) + 4 * 4096 * 4096
-    truncating = wgmma_traffic("tf32", 256, 128, prepass=False, persistent=True, group_m=8, swap_ab=True)
-    assert truncating(Problem(4096, 4096, 4096, "tf32")).prepass == 0
+    assert TC5.traffic(problem).prepass == 0  # the registered build: its maps round both operands
 
 
 def test_tc5_invalid_configurations_refused():
@@ -357,11 +361,10 @@ def test_a_in_regs_builds_compile_without_spills_and_store_c_by_float2(name, sha
 
     from gemmlab.harness.bench import variant
     from gemmlab.kernels.cuda.launch.nvrtc import compile_cuda
-    from gemmlab.kernels.registry import get_kernel
 
     problem = Problem(*shape, "tf32")
-    exchanged = variant(name, {"A_IN_REGS": 1}).for_problem(problem)
-    base = get_kernel(name).for_problem(problem.transposed())
+    exchanged = variant(name, A_IN_REGS).for_problem(problem)
+    base = variant(name, PRE_PASS).for_problem(problem.transposed())
     assert exchanged.with_params({"A_IN_REGS": 0}).params == base.params  # the tiles, split and rounding of Cᵀ
     assert exchanged.launch_geometry(problem) == base.launch_geometry(problem.transposed())
     builds = [exchanged.compile("sm_90a"),  # its defines hold SWAP_B_KMAJOR: no other layout runs it
@@ -386,27 +389,50 @@ def test_a_in_regs_is_refused_where_it_cannot_run():
         variant("cuda/tc5_swap_ab_tf32", {"A_IN_REGS": 2})
     with pytest.raises(InvalidConfigError, match="swap_kmajor_b: tc5, tc6 TF32"):
         get_kernel("cuda/tc7_3xtf32").with_params({"A_IN_REGS": 1})
-    exchanged = variant("cuda/tc6_stream_k_tf32", {"A_IN_REGS": 1})
+    exchanged = variant("cuda/tc6_stream_k_tf32", A_IN_REGS)
     assert ROW_MAJOR not in exchanged.layouts and ROW_MAJOR in get_kernel("cuda/tc6_stream_k_tf32").layouts
     assert "transpose of an N×K matrix (w.t())" in exchanged.layout_refusal(ROW_MAJOR)
 
 
 @pytest.mark.parametrize("name", ["cuda/tc5_swap_ab_tf32", "cuda/tc6_stream_k_tf32"])
 def test_the_scaling_model_prices_a_in_regs_as_its_base_on_the_transposed_problem(name):
-    """The dispatcher's model of the A_IN_REGS variant is its base level's on Cᵀ = w·xᵀ, w in A's role: its tiles
-    over N×M and its pre-pass rounding w (8·N·K bytes), not x; at 8192×1024×8192 that is the model's gain."""
+    """The scaling model of the A_IN_REGS variant is its base build's (the pre-pass) on Cᵀ = w·xᵀ, w in A's role:
+    its tiles over N×M and its pre-pass rounding w (8·N·K bytes), not x; at 8192×1024×8192 that is the model's
+    gain."""
     from gemmlab.analysis.scaling import LAUNCH_US, estimate
     from gemmlab.dispatch import _roofs
     from gemmlab.harness.bench import variant
     from gemmlab.kernels.plan import COL, ROW, Layout
-    from gemmlab.kernels.registry import get_kernel
 
     roofs = _roofs("NVIDIA H200", 132)
     problem = Problem(8192, 1024, 8192, "tf32")
-    exchanged = estimate(variant(name, {"A_IN_REGS": 1}), problem, roofs, Layout(ROW, COL))
-    base = get_kernel(name)
+    exchanged = estimate(variant(name, A_IN_REGS), problem, roofs, Layout(ROW, COL))
+    base = variant(name, PRE_PASS)
     assert exchanged == estimate(base.with_params({"C_TRANSPOSED": 1}), problem.transposed(), roofs, Layout(ROW, COL))
     rounding_w = estimate(base, problem.transposed(), roofs, Layout(ROW, COL))
     assert exchanged.serial_ms == rounding_w.serial_ms
     assert exchanged.serial_ms < estimate(base, problem, roofs, Layout(ROW, COL)).serial_ms
     assert exchanged.serial_ms == pytest.approx(8.0 * 1024 * 8192 / (roofs.dram_gbs * 1e9) * 1e3 + LAUNCH_US / 1e3)
+
+
+def test_the_scaling_models_gain_for_a_in_regs_is_the_one_the_h200_measured():
+    """The model's ratio of each level's pre-pass build to its A_IN_REGS variant, against the variant's gain over
+    that build timed interleaved on the H200 (results/h200/tc5_a_in_regs.json, run while the pre-pass was registered:
+    1.27× down to 0.92× as rows of x fall below w's)."""
+    from pathlib import Path
+
+    from gemmlab.analysis.scaling import estimate
+    from gemmlab.dispatch import _roofs
+    from gemmlab.harness.bench import variant
+    from gemmlab.kernels.plan import COL, ROW, Layout
+    from gemmlab.results import load_results
+
+    roofs, w_t = _roofs("NVIDIA H200", 132), Layout(ROW, COL)
+    run = load_results(Path(__file__).resolve().parents[4] / "results" / "h200" / "tc5_a_in_regs.json")
+    gains = [r for r in run["records"] if r.get("variant_of")]
+    assert len(gains) == 10
+    for r in gains:
+        problem = Problem(r["m"], r["n"], r["k"], "tf32")
+        model = estimate(variant(r["variant_of"], PRE_PASS), problem, roofs, w_t).ms / \
+            estimate(variant(r["variant_of"], A_IN_REGS), problem, roofs, w_t).ms
+        assert model == pytest.approx(r["variant_gain"], rel=0.03), (r["kernel"], problem.label())

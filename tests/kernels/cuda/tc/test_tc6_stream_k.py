@@ -21,6 +21,7 @@ from tc_levels import TC, host_block, ptx_of
 
 # ---- tc6: stream-K tail ----------------------------------------------------------------------------------------
 TC6 = [s for s in TC if s.level == 6]
+PRE_PASS = {"TF32_ROUND": 3, "TMA_ROUND": 0}  # tc5's and tc6's variant rounding A by a pre-pass, B in registers
 SK_CASES = [(t, g, kt) for t in (1, 2, 5, 25, 131, 132, 133, 192, 263, 264, 265, 512, 2048)
             for g in (1, 3, 7, 68, 132) for kt in (1, 2, 3, 11, 64, 128)]
 
@@ -209,11 +210,17 @@ def test_tc6_is_its_base_level_with_stream_k(spec):
 
 
 def test_small_tf32_problems_round_a_in_shared_memory_in_one_launch():
-    """tc6 TF32 up to ONE_LAUNCH_MNK multiply-adds: TF32_ROUND=2 (no pre-pass), split or not; above it, tc5's
-    pre-pass. The traffic model and the configurations verify --sanitize runs follow the same rule."""
+    """The registered tc5 and tc6 TF32 round both operands by their maps: one launch, no pre-pass, at every size.
+    Their pre-pass variant (TF32_ROUND=3): tc6 up to ONE_LAUNCH_MNK multiply-adds runs TF32_ROUND=2 (no pre-pass),
+    split or not; above it, tc5's pre-pass. The traffic model and the configurations verify --sanitize runs follow
+    the same rule."""
     from gemmlab.kernels.cuda.tc import tc6_stream_k
 
-    tf32 = next(s for s in TC6 if s.precision == "tf32")
+    registered = next(s for s in TC6 if s.precision == "tf32")
+    for shape in ((256, 256, 256), (17, 33, 5), (16, 16, 65536), (4096, 4096, 4096)):
+        problem = Problem(*shape, "tf32")
+        assert (registered.for_problem(problem).params["TF32_ROUND"], registered.traffic(problem).prepass) == (0, 0)
+    tf32 = registered.with_params(PRE_PASS)
     limit = tc6_stream_k.ONE_LAUNCH_MNK
     assert tf32.one_launch_mnk == limit == 512 ** 3
     # K past ONE_LAUNCH_MAX_K: the pass would cost each CTA more k-tiles than the launch saves; K % 4: A's rows are
@@ -232,17 +239,17 @@ def test_small_tf32_problems_round_a_in_shared_memory_in_one_launch():
     # a small problem whose K gives stream-K nothing to split runs the base level, still in one launch
     tiny_k = Problem(256, 256, 32, "tf32")
     assert tf32.stream_k_tiles(tiny_k) == 0
-    assert tf32.for_problem(tiny_k).params == {**tc5_swap_ab.PARAMS, "TF32_ROUND": 2}
+    assert tf32.for_problem(tiny_k).params == {**tc5_swap_ab.PARAMS, "TF32_ROUND": 2, "TMA_ROUND": 0}
     # the in-place pass reads and writes A's tiles in shared memory: more shared-memory bytes than the pre-pass build
     small = Problem(512, 512, 512, "tf32")
     pre_pass = wgmma_traffic("tf32", 256, 128, prepass=False, stream_k=True, group_m=8, swap_ab=True,
-                                       round_a=True)(small)
+                                       round_a=True, a_rounding=3)(small)
     assert tf32.traffic(small).smem > pre_pass.smem and tf32.traffic(small).global_read < pre_pass.global_read
     assert [(c.params["BM"], c.params["TF32_ROUND"]) for c in tf32.configurations()] == [(256, 3), (64, 3), (256, 2)]
     assert all(c.for_problem(small).params["TF32_ROUND"] == c.params["TF32_ROUND"] for c in tf32.configurations())
     assert not next(s for s in TC6 if s.precision == "bf16").one_launch_mnk
     # tc5, whose few CTAs at these sizes carry the pass alone, keeps the pre-pass above 256³
-    tc5 = next(s for s in TC if s.level == 5)
+    tc5 = next(s for s in TC if s.level == 5).with_params(PRE_PASS)
     assert tc5.one_launch_mnk == tc5_swap_ab.ONE_LAUNCH_MNK == 256 ** 3
     assert [tc5.for_problem(Problem(*s, "tf32")).params["TF32_ROUND"] for s in ((256,) * 3, (257, 256, 256))] == [2, 3]
     assert [c.params["TF32_ROUND"] for c in tc5.configurations()] == [3, 2]
@@ -276,7 +283,7 @@ def test_tc6_traffic_counts_the_partials():
         # the split walk runs with clusters off: its reads and writes are those of unclustered tiles plus partials
         t6 = spec.traffic(p)
         tb = wgmma_traffic(spec.precision, bm, bn, prepass=False,
-                                     round_a=spec.params.get("TF32_ROUND", 0) == 3)(p)
+                                     round_a=True, a_rounding=spec.params.get("TF32_ROUND", 0))(p)
         tiles, kt = -(-m // bm) * -(-n // bn), -(-k // bk(spec.precision))
         partials = stream_k_partials(tiles, 132, kt)
         assert 0 < partials <= 132
@@ -286,14 +293,18 @@ def test_tc6_traffic_counts_the_partials():
         assert spec.traffic(whole) == base.traffic(whole)  # the base level runs, clusters and all
 
 
-@pytest.mark.parametrize("shape,bm,rounds", [((16, 4096, 4096), 64, 3), ((64, 14336, 4096), 64, 3),
-                                             ((1, 1000, 129), 64, 3), ((16, 256, 256), 256, 2),
-                                             ((65, 4096, 4096), 256, 3), ((4096, 4096, 4096), 256, 3)])
+@pytest.mark.parametrize("shape,bm,rounds", [((16, 4096, 4096), 64, 0), ((64, 14336, 4096), 64, 0),
+                                             ((1, 1000, 129), 64, 0), ((16, 256, 256), 64, 0),
+                                             ((65, 4096, 4096), 256, 0), ((4096, 4096, 4096), 256, 0),
+                                             ((16, 4096, 4096), 64, 3), ((16, 256, 256), 256, 2)])
 def test_tc6_tf32_takes_64_row_tiles_where_a_has_no_more_rows(shape, bm, rounds):
-    """NARROW_BM: the swapped tile's height (wgmma's N) is 64 rows of A at M <= 64 where A is rounded by the
-    pre-pass, split or not; a problem small enough to round A in shared memory keeps the 256-row tile (that pass's
-    binary at 64 rows spills); the registered level's model is the running build's."""
+    """NARROW_BM: the swapped tile's height (wgmma's N) is 64 rows of A at M <= 64 where A is not rounded in shared
+    memory (the registered build, whose maps round it; the pre-pass variant's, TF32_ROUND=3), split or not; a
+    problem small enough for the pre-pass variant to round A in shared memory keeps the 256-row tile (that pass's
+    binary at 64 rows spills); the level's model is the running build's."""
     spec = next(s for s in TC6 if s.precision == "tf32")
+    if rounds:
+        spec = spec.with_params(PRE_PASS)
     problem = Problem(*shape, "tf32")
     runs = spec.for_problem(problem)
     assert (runs.params["BM"], runs.params["TF32_ROUND"]) == (bm, rounds) and "NARROW_BM" not in runs.defines()
@@ -305,11 +316,14 @@ def test_tc6_tf32_takes_64_row_tiles_where_a_has_no_more_rows(shape, bm, rounds)
 
 
 def test_tc6_tf32_builds_and_the_narrow_bm_rule():
-    """Every binary tc6 TF32 runs is among its configurations (the 64-row one with the pre-pass), each compiles
-    without spills; NARROW_BM only on a swapped level, at a wgmma N, and at or above BM it changes nothing."""
+    """Every binary tc6 TF32 runs is among its configurations (the 256-row and the 64-row tile, both the truncating
+    binary under the rounding maps), and so are its pre-pass variant's (the same tiles, and the 256-row one rounding
+    A in shared memory), each compiles without spills; NARROW_BM only on a swapped level, at a wgmma N, and at or
+    above BM it changes nothing."""
     spec = next(s for s in TC6 if s.precision == "tf32")
-    builds = [(c.params["BM"], c.params["STAGES"], c.params["TF32_ROUND"]) for c in spec.configurations()]
-    assert builds == [(256, 4, 3), (64, 8, 3), (256, 4, 2)]
+    builds = [(c.params["BM"], c.params["STAGES"], c.params["TF32_ROUND"], c.params["TMA_ROUND"])
+              for c in spec.configurations()]
+    assert builds == [(256, 4, 0, 1), (64, 8, 0, 1), (256, 4, 3, 0), (64, 8, 3, 0), (256, 4, 2, 0)]
     for c in spec.configurations():
         report = c.compile("sm_90a").report
         assert report.spills == 0 and report.stack_bytes == 0, (c.params, report)

@@ -188,8 +188,8 @@ def test_numerics_refuse_other_dtypes():
 
 # ---- every configuration compiles ------------------------------------------------------------------------------
 def configurations():
-    out = [(f"tc5 TF32_ROUND={r}", with_params(TC5, TF32_ROUND=r)) for r in (0, 1, 2)]
-    out += [("tc6 rounded", c) for c in TC6.configurations()] + \
+    out = [(f"tc5 TF32_ROUND={r}", with_params(TC5, TMA_ROUND=0, TF32_ROUND=r)) for r in (0, 1, 2)]
+    out += [("tc6", c) for c in TC6.configurations()] + \
            [("tc6 stream-K off", TC6.without_stream_k())]
     out += [(f"tc4 rounded BN={c.params['BN']}", with_params(c, TF32_ROUND=2)) for c in TC4.configurations()]
     out += [("tc4 rounded, K-major B", with_params(c, TF32_ROUND=2, ROUND_B_SMEM=1)) for c in TC4.configurations()]
@@ -205,7 +205,7 @@ def test_configuration_compiles_without_spills(name, spec):
 
 
 def test_rounding_is_compiled_in_only_where_asked():
-    ptx = {r: ptx_of(with_params(TC5, TF32_ROUND=r)) for r in (0, 1, 2)}
+    ptx = {r: ptx_of(with_params(TC5, TMA_ROUND=0, TF32_ROUND=r)) for r in (0, 1, 2)}
     assert "cvt.rna.tf32.f32" not in ptx[0] and "fence.proxy.async" not in ptx[0]
     # registers only: B's fragments rounded for the tensor cores' read (tf32_rna_for_mma: a compare and an add of
     # 0x1000 to the bits, no cvt.rna's mask), no pass over shared memory
@@ -283,7 +283,7 @@ def make(stub, spec, shape, layout=Layout()):
     return plan, gpu
 
 
-PRE_PASS = dataclasses.replace(with_params(TC5, TF32_ROUND=3), one_launch_mnk=0)
+PRE_PASS = dataclasses.replace(with_params(TC5, TMA_ROUND=0, TF32_ROUND=3), one_launch_mnk=0)
 
 
 def test_pre_pass_rounding_plan_rounds_a_into_its_workspace_every_call(stub):
@@ -303,7 +303,7 @@ def test_pre_pass_rounding_plan_rounds_a_into_its_workspace_every_call(stub):
         assert (s, rows, cols, ld_src, ld_dst, vec) == (src, 300, 130, 130, 132, 0)  # 520-byte rows: not float4
         assert tc_args(main.params)["a"][2] == d and tc_args(main.params)["a"][5] == 132 * 4
     assert stub.stub_copies() == 0
-    assert spec.compile("sm_90a").cubin == with_params(TC5, TF32_ROUND=1).compile("sm_90a").cubin
+    assert spec.compile("sm_90a").cubin == with_params(TC5, TMA_ROUND=0, TF32_ROUND=1).compile("sm_90a").cubin
     report = compile_cuda("tc_round_copy.cu", "tc_round_copy", {"THREADS": 256}, "sm_90a").report
     assert report.spills == 0 and report.stack_bytes == 0
 
@@ -322,12 +322,12 @@ def test_pre_pass_rounding_reads_whole_chunks_where_a_is_aligned(stub):
     ("cuda/tc6_stream_k_tf32", (513, 512, 512), 2, 0)])
 def test_small_tf32_problems_are_one_launch_and_larger_ones_the_pre_pass_and_the_kernel(stub, name, shape, launches,
                                                                                           copies):
-    """The registered TF32 levels as gemmlab.matmul plans them: up to their one_launch_mnk, the kernel alone,
-    rounding A in shared memory (its binary: TF32_ROUND=2); above it, for a long K, or for rows of A that are not
-    16-byte pitched (K = 130: the pre-pass writes its pitched workspace as it rounds), the pre-pass and the kernel,
-    and never a copy besides."""
+    """tc5 and tc6 TF32 rounding A by the pre-pass (TF32_ROUND=3, a variant; the registered builds' maps round) as
+    gemmlab.matmul plans them: up to their one_launch_mnk, the kernel alone, rounding A in shared memory (its binary:
+    TF32_ROUND=2); above it, for a long K, or for rows of A that are not 16-byte pitched (K = 130: the pre-pass writes
+    its pitched workspace as it rounds), the pre-pass and the kernel, and never a copy besides."""
     stub.stub_reset()
-    spec = get_kernel(name)
+    spec = get_kernel(name).with_params({"TF32_ROUND": 3, "TMA_ROUND": 0})
     plan, _ = make(stub, spec, shape)
     plan.launch(0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000, stream=5)
     assert stub.stub_launches() == launches and stub.stub_copies() == copies
@@ -387,14 +387,14 @@ def test_tc7_is_modeled_on_the_tensor_cores_it_runs_on():
 
     fp32 = model(get_kernel("cuda/v10_register_prefetch"), Problem(4096, 4096, 4096, "fp32"), DEVICES["h200"])
     tc7 = model(TC7, Problem(4096, 4096, 4096, "fp32"), DEVICES["h200"])
-    tf32 = model(with_params(TC5, TF32_ROUND=0), Problem(4096, 4096, 4096, "tf32"), DEVICES["h200"])
+    tf32 = model(with_params(TC5, TMA_ROUND=0, TF32_ROUND=0), Problem(4096, 4096, 4096, "tf32"), DEVICES["h200"])
     assert tc7.levels["compute"]["flop_per_clk"] == pytest.approx(tf32.levels["compute"]["flop_per_clk"] / 3)
     assert tc7.levels["compute"]["flop_per_clk"] > 2 * fp32.levels["compute"]["flop_per_clk"]
     assert TC7.peak_share() == ("tf32", 3) and TC5.peak_share() == ("tf32", 1)
     # per output element and k, 4 bytes x (3 reads of A by a warpgroup / 64 + B / 128 + TMA's A and B / 128 each
     # + the pass's read and write of A / 128)
     assert tc7.smem_bytes == pytest.approx(4 * 4096**3 * (3 / 64 + 3 / 128 + 2 / 128))
-    # the registered tc5 rounds A by a pre-pass (TF32_ROUND=3): no pass over shared memory
+    # the registered tc5's maps round A and B (TMA_ROUND=1): no pass over shared memory
     tc5 = TC5.traffic(Problem(4096, 4096, 4096, "tf32")).smem  # BM = 256: B's fragments and TMA's A over 256
     assert tc5 == pytest.approx(4 * 4096**3 * (1 / 64 + 1 / 256 + 1 / 256 + 1 / 128))
 

@@ -1,5 +1,5 @@
-"""The TF32 levels with their operands rounded by TFLOAT32 tensor maps (TMA_ROUND=1, a variant of tc4, tc5, tc6 and
-tc10) on a GPU (skipped without one): right on ragged shapes in both layouts gemmlab.matmul hands them, and as
+"""The TF32 levels with their operands rounded by TFLOAT32 tensor maps (TMA_ROUND=1: tc5, tc6 and tc10 as registered,
+a variant of tc4) on a GPU (skipped without one): right on ragged shapes in both layouts gemmlab.matmul hands them, and as
 accurate as rounding both operands to nearest, not as truncating them."""
 import pytest
 from tc_levels import assert_rounded_not_truncated

@@ -10,38 +10,23 @@ tile (64x64, 64x128 or 128x128) and S are chosen per problem by tc/model/split_k
 (at least 4: a pipeline's depth), and the reduction one CTA does alone; at the problems where a sweep of every tile
 and S measured another choice faster, that one (split_k.measured). BF16 and FP8 per tensor (tc3's mainloop, the
 scales on the summed tile, BF16 C for FP8); FP8 block-scaled (``_fp8_block``) promotes each k-tile into FP32 with
-its scales as tc8 does, on the tiles whose BN divides 128. TF32 (``_tf32``, TF32_ROUND=2) rounds both operands to
-nearest in the kernel, as cuBLAS does, with no pre-pass: A is wgmma's register operand, its fragments loaded from the
-landed A tile and rounded in registers; B, wgmma's shared-memory operand, is rounded in place by the consumer threads,
-the next k-tile's tile under the current one's wgmmas, an equal share each, then a named barrier (B handed over
-K-major, as x @ w.t() hands w over: read in place; a row-major B goes through the transpose pre-pass, rounded there,
-as tc4 TF32's does).
+its scales as tc8 does, on the tiles whose BN divides 128. TF32 (``_tf32``, TMA_ROUND=1) runs the truncating
+mainloop (TF32_ROUND=0: both operands from shared memory) on operands that A's and B's tensor maps, of TMA's TF32
+element type, round to nearest (ties to even) on their copy into shared memory: cuBLAS TF32's accuracy with no
+rounding work in the kernel and no pre-pass (B handed over K-major, as x @ w.t() hands w over, is read in place; a
+row-major B goes through the transpose pre-pass, as tc4 TF32's does).
 Why: at long K and few tiles a launch takes one CTA's whole K; split S ways, about 1/S of it plus S partial tiles
 read back by one CTA. Predicted (split_k.choose's clocks): the long-K shapes of the suite within 1.5x of their DRAM
 bytes' time and 1.0-1.3x torch; the 256-1024 squares about tc4's time or better; elsewhere slower than tc4, whose
-persistent grid overlaps the epilogue.
-TF32: for x @ w.t() at long K and at small M, where tc5 and tc6 pay a pre-pass rounding A (a full extra read and
-write of it) and few tiles. The rounding costs no DRAM bytes: a few ALU operations a value of A, and shared-memory
-bandwidth for B (its tile read and written once more a k-tile: 1.5-1.75x the tile's L2 bytes in all). Predicted:
-at the small-M rows, under or about at the weight's DRAM time, 0.85-1.1x torch TF32; at the 256-wide long-K shapes
-about 2x their DRAM bytes' time, 0.8-1.0x; at 512x512x16384 and 1024x1024x16384 bound by shared memory, 0.6-0.9x
-(docs/tensor_cores/tc10.md). Its accuracy is cuBLAS TF32's (both operands rounded to nearest, FP32 accumulation, the
-partials added in FP32 in split order).
-B_IN_REGS=1 (a variant, TF32 on x @ w.t()): the operands exchanged, Cᵀ = w·xᵀ, so w's fragments are rounded in
-registers and the consumers rewrite x's tile instead of w's; C stored transposed from registers. Predicted: about
-half the rewrite's cost at the decode rows with a 64-wide x tile, nothing where M = N.
-LDG_ROUND=1 (a variant, TF32): no TMA for the operands; the producer warpgroup's 128 threads load both tiles of each
-k-tile from global memory in 16-byte chunks, round them in registers and store them at TMA's swizzle, one k-tile's
-loads in flight while they store the one before; the consumers run tc3's mainloop (both operands from shared
-memory, two groups in flight). Why: shared memory then moves what the truncating build's does, one write and the
-wgmmas' reads of each tile, where the rounded build also reads A's fragments and rewrites B's tile. Predicted: about
-the truncating build's time where the producer's loads keep up, at the long-K squares and the decode rows
-(docs/tensor_cores/tc10.md).
-TMA_ROUND=1 (a variant, TF32, with TF32_ROUND=0): the truncating mainloop on operands that A's and B's tensor maps,
-of TMA's TF32 element type, round to nearest (ties to even) on the copy into shared memory: the rounded build's error
-at the truncating build's time, faster than the registered build at every shape timed (docs/tensor_cores/tc10.md).
-Not yet registered: the measured tile and S table (split_k.measured) and the dispatch table's TF32 rows hold the
-registered build's timings, to be measured again with this one first.
+persistent grid overlaps the epilogue. TF32: the truncating build's time, where every way of rounding in the kernel
+costs shared-memory bandwidth or registers the mainloop needs (docs/tensor_cores/tc10.md).
+TF32_ROUND=2 (a variant, TF32, with TMA_ROUND=0): both rounded in the kernel: A as wgmma's register operand, its
+fragments loaded from the landed A tile and rounded in registers; B, the shared-memory operand, rounded in place by
+the consumer threads, the next k-tile's tile under the current one's wgmmas, then a named barrier. B_IN_REGS=1 (with
+it, x @ w.t()): the operands exchanged, Cᵀ = w·xᵀ, w's fragments rounded in registers, x's tile rewritten, C stored
+transposed from registers. LDG_ROUND=1 (with it): no TMA for the operands; the producer warpgroup loads both tiles
+from global memory, rounds them in registers and stores them at TMA's swizzle. Each measured slower than the maps'
+rounding (docs/tensor_cores/tc10.md).
 """
 from __future__ import annotations
 
@@ -69,10 +54,11 @@ BASE = {"BM": 128, "BN": 128, "STAGES": 6, "PRODUCER_REGS": 40, "CONSUMER_REGS":
         "SK_CLUSTER": 0, "SK_SPREAD": 0}
 FP8 = {**BASE, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
 FP8_BLOCK = {**FP8, "BLOCK_SCALED": 1}
-# both operands rounded to nearest: A in registers, B in shared memory; B_IN_REGS = 1 (a --variant): the other way
-# round; LDG_ROUND = 1 (a --variant): both by the producer warpgroup, loaded through registers instead of TMA;
-# TMA_ROUND = 1 (a --variant, with TF32_ROUND = 0): both by their tensor maps
-TF32 = {**BASE, "TF32_ROUND": 2, "B_IN_REGS": 0, "LDG_ROUND": 0, "TMA_ROUND": 0}
+# both operands rounded to nearest by their tensor maps; TF32_ROUND = 2 (a --variant, with TMA_ROUND = 0): in the
+# kernel, A in registers, B in shared memory, and with it B_IN_REGS = 1 the other way round or LDG_ROUND = 1 both by
+# the producer warpgroup, loaded through registers instead of TMA
+TF32 = {**BASE, "TF32_ROUND": 0, "B_IN_REGS": 0, "LDG_ROUND": 0, "TMA_ROUND": 1}
+IN_KERNEL = {"TF32_ROUND": 2, "TMA_ROUND": 0}  # the variant rounding both operands in the kernel
 PINNED_SPLITS = 3  # configurations(): S where the tile is pinned
 REDUCTION = ("latency: the last split of a tile reads the S partials back alone, and stores C (through shared "
              "memory and TMA) with no mainloop to hide it under")
@@ -154,17 +140,19 @@ class SplitK(WgmmaKernel):
         """A build per tile of the precision (split_k.tiles_for), each in every FP8 output type, pinned at
         PINNED_SPLITS (at most KT), so that a sanitizer run at any shape of 3 k-tiles or more goes through the
         partials on every tile, added each of the three ways: across a cluster (SK_CLUSTER=1), through the workspace
-        by the last split (both 0) and by every split (SK_SPREAD=1); the rounded TF32 build's also with the pass over
-        B's tiles (ROUND_B_SMEM=1, what the plan builds for a K-major B), that one exchanging the operands
-        (B_IN_REGS=1, a variant: its kernel stores C transposed, from registers), and the one whose producer rounds
-        both operands on their way in (LDG_ROUND=1, a variant)."""
+        by the last split (both 0) and by every split (SK_SPREAD=1). TF32 also the variants that round in the kernel,
+        so that they stay right: TF32_ROUND=2 with and without the pass over B's tiles (ROUND_B_SMEM=1, what the plan
+        builds for a K-major B), that one exchanging the operands (B_IN_REGS=1: its kernel stores C transposed, from
+        registers), and the one whose producer rounds both operands on their way in (LDG_ROUND=1)."""
         builds = [self.with_params({"BM": bm, "BN": bn, "STAGES": st, "SPLITS": PINNED_SPLITS, "SK_CLUSTER": c,
                                     "SK_SPREAD": spread})
                   for bm, bn, st in split_k.tiles_for(self.precision) for c, spread in ((1, 0), (0, 0), (0, 1))]
-        if self.params.get("TF32_ROUND", 0) == 2:
-            passes = [b.with_params({"ROUND_B_SMEM": 1}) for b in builds]
-            builds += passes + [b.with_params({"B_IN_REGS": 1, "EPI_TMA": 0}) for b in passes] + \
-                [b.with_params({"LDG_ROUND": 1}) for b in builds[:len(passes)]]
+        if self.prec.tf32_multiply:
+            rounded = [b.with_params(IN_KERNEL) for b in builds]
+            passes = [b.with_params({"ROUND_B_SMEM": 1}) for b in rounded]
+            builds += [b for b in rounded if b not in builds] + passes + \
+                [b.with_params({"B_IN_REGS": 1, "EPI_TMA": 0}) for b in passes] + \
+                [b.with_params({"LDG_ROUND": 1}) for b in rounded]
         return [c for b in builds for c in WgmmaKernel.configurations(b, formats)]
 
 
@@ -217,6 +205,6 @@ SPECS = [
     _spec("fp8", FP8, "fp8 e4m3 split-K, per-tensor scales on the summed tile, BF16 C, deterministic reduction"),
     _spec("fp8_block", FP8_BLOCK, "fp8 block-scaled split-K, each k-tile promoted into FP32 with its 1x128 and "
                                   "128x128 scales, deterministic reduction, BF16 C"),
-    _spec("tf32", TF32, "tf32 split-K, both operands rounded to nearest in the kernel (A's fragments in registers, "
-                        "B's tiles by the consumers under the previous k-tile's wgmmas), deterministic reduction"),
+    _spec("tf32", TF32, "tf32 split-K, both operands rounded to nearest by their TMA copies (TFLOAT32 maps), "
+                        "deterministic reduction"),
 ]

@@ -6,10 +6,11 @@ tile's owner (the CTA holding k = 0) adds the others' FP32 partials in k order (
 would be split (whole waves, a last wave at least SK_SKIP_FILL = 70% full, or tc4's narrower tiles filling it) it
 launches the base level's binary. Why: a persistent grid pays for its last partial wave in full (2048x3072x4096:
 2 tiles of makespan for 1.45 of work). Predicted gain: up to 25-30% at 2048x3072x4096, 1-2.5% at 4096³ and 8192³.
-TF32 up to ONE_LAUNCH_MNK (512³): one launch, A rounded in shared memory (TF32_ROUND=2). TF32 at M <= 64: tiles 64
-rows of A tall (NARROW_BM; where A goes through the pre-pass), where the 256-row tile's wgmma (n256) spends three
-quarters of its k-tile on zero rows; its ring holds the base tile's bytes (8 stages: narrow_m), as the weight's
-stream at those rows is paced by the bytes a CTA has in flight.
+TF32 rounds both operands by their TMA copies, as tc5 does (its pre-pass variant, TF32_ROUND=3, rounds A in shared
+memory up to ONE_LAUNCH_MNK, 512³: one launch). TF32 at M <= 64: tiles 64 rows of A tall (NARROW_BM; where A is not
+rounded in shared memory), where the 256-row tile's wgmma (n256) spends three quarters of its k-tile on zero rows;
+its ring holds the base tile's bytes (8 stages: narrow_m), as the weight's stream at those rows is paced by the
+bytes a CTA has in flight.
 Predicted: about the weight's bytes at tc10 TF32's rate there (both stream the same w tile a k-tile), faster where
 tc10 splits few tiles (14336×4096: S = 1).
 TF32 reads B handed over as w.t() in place, as tc5 does (SWAP_B_KMAJOR).
@@ -57,10 +58,10 @@ SPECS = [
         name="cuda/tc6_stream_k_tf32", level=6, precision="tf32", kind="persistent", swap_ab=True, swap_kmajor_b=True,
         title="tf32 tc5 (Cᵀ = Bᵀ·Aᵀ, B fragments from registers) with a stream-K tail, deterministic fixup",
         source="tc5_swap_ab.cu", entry="tc5_swap_ab", params=dict(TF32), whole_tiles=dict(tc5_swap_ab.PARAMS),
-        one_launch_mnk=ONE_LAUNCH_MNK, ranks_exchanged=True,
+        one_launch_mnk=ONE_LAUNCH_MNK,
         constraints=lambda p: wgmma_constraints(p, specialized=True, swap_ab=True),
         traffic_model=wgmma_traffic("tf32", TF32["BM"], TF32["BN"], prepass=False, stream_k=True,
-                                    group_m=TF32["GROUP_M"], swap_ab=True, round_a=TF32["TF32_ROUND"] == 3,
+                                    group_m=TF32["GROUP_M"], swap_ab=True, round_a=True, a_rounding=TF32["TF32_ROUND"],
                                     one_launch_mnk=ONE_LAUNCH_MNK, whole=tc5_swap_ab.traffic_model(ONE_LAUNCH_MNK)),
         doc=__doc__, unmodeled=tc5_swap_ab.REGISTER_OPERAND + "; and a split tile's owner waits for its partials",
         fuses_epilogue=False,  # tc5_swap_ab.cu's transposed store (store_acc_t) applies no epilogue

@@ -55,9 +55,6 @@ class WgmmaKernel(CudaKernel):
     # the levels that store through tc_epilogue.cuh (store_epi, TileStore) fuse an epilogue; tc5's and tc7's swapped
     # store (tc_swap.cuh's store_acc_t) does not
     fuses_epilogue: bool = True
-    # kernel="auto" ranks this level with the operands exchanged too (exchanged(): tc5 and tc6 TF32, whose measured
-    # gains the model tracks); a level without it runs exchanged only as a --variant
-    ranks_exchanged: bool = False
     # the parameter that exchanges the call's operands (1: the kernel runs Cᵀ), on the levels whose parameters name it
     EXCHANGE: ClassVar[str] = "A_IN_REGS"
 
@@ -80,16 +77,6 @@ class WgmmaKernel(CudaKernel):
         if "EPI_TMA" in self.params:  # a transposed C is stored element by element from registers
             changes["EPI_TMA"] = 0
         return self.with_params(changes)
-
-    def exchanged(self, layout: Layout) -> "WgmmaKernel | None":
-        """This level with the operands exchanged, for kernel="auto" to rank (``ranks_exchanged``), where ``layout``
-        is the one it reads (B as w.t()): tc5 and tc6 TF32, whose pre-pass then rounds w, 8·N·K bytes, instead of
-        x, 8·M·K. None for the other levels and layouts, and where the maps round both operands (TMA_ROUND): no
-        pre-pass is left for the exchange to shrink."""
-        if not self.ranks_exchanged or self.exchanges or self.params.get("TMA_ROUND", 0):
-            return None
-        runs = self.with_params({self.EXCHANGE: 1})
-        return runs if layout in runs.layouts else None
 
     @property
     def k_tile(self) -> int:
@@ -391,9 +378,17 @@ class WgmmaKernel(CudaKernel):
 
     def configurations(self, formats: bool = False) -> list["WgmmaKernel"]:
         """Every binary this spec can launch whose memory accesses differ, each pinned (gemmlab verify --sanitize
-        runs them all): the tile widths, the TF32 levels' two ways of rounding A (``one_launch_mnk``), and every
-        output type its precision writes; with SHORT_K, each tile width also without clusters. With ``formats``,
-        also every FP8 format pair, which changes only the wgmma instruction (the compile tests build them all)."""
+        runs them all): the tile widths, a pre-pass build's two ways of rounding A (``one_launch_mnk``), and every
+        output type its precision writes; with SHORT_K, each tile width also without clusters. A level whose maps
+        round its TF32 operands and that has a pre-pass variant (tc5, tc6) lists that variant's binaries too, so that
+        they stay right. With ``formats``, also every FP8 format pair, which changes only the wgmma instruction (the
+        compile tests build them all)."""
+        own = self._configurations(formats)
+        if self.params.get("TMA_ROUND", 0) and self.one_launch_mnk:
+            return own + self.with_params({"TF32_ROUND": 3, "TMA_ROUND": 0})._configurations(formats)
+        return own
+
+    def _configurations(self, formats: bool) -> list["WgmmaKernel"]:
         import dataclasses
 
         specs = [self]

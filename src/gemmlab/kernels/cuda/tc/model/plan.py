@@ -280,7 +280,7 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
     """The plan of ``spec`` (already the configuration that runs ``problem``) on the GPU described by ``info``."""
     b_kmajor = layout.b == COL
     defines = spec.defines()
-    if b_kmajor and spec.swap_ab:  # B's register fragments from a K-major tile (tc_swap.cuh), rounded there
+    if b_kmajor and spec.swap_ab:  # B's register fragments from a K-major tile (tc_swap.cuh)
         defines["SWAP_B_KMAJOR"] = 1
     elif b_kmajor and spec.prec.reads_b_n_major:  # the other types read B K-major always (tc_ktile.cuh)
         defines["B_KMAJOR"] = 1

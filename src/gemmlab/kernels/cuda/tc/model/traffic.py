@@ -17,17 +17,18 @@ def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, pr
                   stream_k: bool = False, sk_fill: int = SK_FILL, sk_skip: int = SK_SKIP_FILL, whole=None,
                   narrow: dict | None = None, persistent: bool = False, group_m: int = 1, swap_ab: bool = False,
                   epi_tma: bool = False, a_reads: int = 1, a_pass: int = 0, block_scales: bool = False,
-                  round_a: bool = False, one_launch_mnk: int = 0):
+                  round_a: bool = False, a_rounding: int = 0, one_launch_mnk: int = 0):
     """A read once per cluster of CN·BN columns, B once per cluster of CM·BM rows (multicast shares an operand
     within a cluster), C written once; the TF32 transpose pre-pass (tc2-tc4: B read and Bᵀ written) on top. With
     ``stream_k``, each partial accumulator (4·BM·BN bytes) is written once and read once by its tile's owner, for
     the grid that a GPU of ``sm_count`` SMs gets; where no tile is split, ``whole`` (the base level's model).
     ``narrow``: the whole-tile parameters whose NARROW_BN choice (narrow_pays) the launch follows: the tiles are
     NARROW_BN wide there, and a stream-K level runs the base level (``whole``). ``block_scales`` (tc8): each tile
-    also reads its rows' A scales and one B scale per 128 of K. ``round_a`` (tc5, tc6 with TF32_ROUND=3): a launch
-    of its own before the kernel reads A and writes it rounded to TF32 into the workspace the kernel reads; up to
+    also reads its rows' A scales and one B scale per 128 of K. ``round_a`` (tc5, tc6): the build's TF32_ROUND
+    (``a_rounding`` where its parameters name none: the registered build's) says how A is rounded: 3, a launch of its
+    own before the kernel reads A and writes it rounded to TF32 into the workspace the kernel reads, and up to
     ``one_launch_mnk`` multiply-adds (WgmmaKernel.one_launch_mnk, rounds_a_in_place) the producer warps round A in
-    place instead (``a_pass`` 2).
+    place instead (``a_pass`` 2); 2, in place always; 0, not at all (truncated, or rounded by its maps).
 
     Beneath the L2 traffic: each consumer warpgroup's wgmma reads its 64 rows of A and the tile's BN columns of B
     from shared memory per k (with ``swap_ab``, all BM rows of A and its 64 columns of B), after TMA wrote each
@@ -51,9 +52,8 @@ def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, pr
         fill, skip = p.get("SK_FILL", sk_fill), p.get("SK_SKIP_FILL", sk_skip)
         narrow_ = p if "NARROW_BN" in p and narrow is not None else narrow
         m, n, k = problem.shape
-        # how the build rounds A, where it names TF32_ROUND: a pre-pass (3, the registered tc5 and tc6), in shared
-        # memory (2), or not at all (0: truncated, or rounded by its maps, TMA_ROUND)
-        rnd = p.get("TF32_ROUND", 3 if round_a else 0)
+        rnd = p.get("TF32_ROUND", a_rounding if round_a else 0)
+        own = {"TF32_ROUND": rnd} if round_a else None  # what the base level's model (``whole``) takes of this build
         pre_round, a_pass_ = round_a and rnd == 3, a_pass
         if pre_round and rounds_a_in_place(problem, one_launch_mnk):
             pre_round, a_pass_ = False, 2
@@ -62,12 +62,12 @@ def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, pr
         bn_ = p.get("BN", bn)
         if narrow_ is not None and narrow_pays(m, n, narrow_, sm_count):
             if whole is not None:
-                return whole(problem, sm_count, layout=layout)
+                return whole(problem, sm_count, own, layout=layout)
             bn_ = narrow_["NARROW_BN"]
         tiles, kt = ceil_div(m, bm_) * ceil_div(n, bn_), ceil_div(k, bk(precision))
         grid = stream_k_grid(tiles, kt, sm_count, p.get("SK_MIN_KTILES", SK_MIN_KTILES)) if stream_k else 0
         if stream_k and whole is not None and stream_k_dp_tiles(tiles, grid, fill, skip) == tiles:
-            return whole(problem, sm_count, layout=layout)
+            return whole(problem, sm_count, own, layout=layout)
         wave = None  # a 2-D grid: as many CTAs at once as the SMs hold
         if stream_k:
             wave = grid
