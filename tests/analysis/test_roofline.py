@@ -199,15 +199,16 @@ def test_the_model_follows_the_layout_the_operands_come_in():
 
 
 def test_the_dispatchers_model_counts_the_same_pre_passes_for_an_exchanged_build():
-    """tc10 TF32 with A and B exchanged (B_IN_REGS=1, a variant of the build that rounds in the kernel) reads
-    x @ w.t()'s operands in place; given A column-major, gemmlab.matmul copies A row-major first, which the exchanged
-    kernel reads as its K-major B: the copy alone, no Bᵀ pre-pass, in the roofline and in the dispatcher's scaling
-    model alike."""
+    """tc5 TF32 with A and B exchanged (A_IN_REGS=1, a variant; here over the registered maps' rounding, so no
+    rounding pre-pass) reads x @ w.t()'s operands in place; given A column-major, gemmlab.matmul copies A row-major
+    first, which the exchanged kernel reads as its K-major B: the copy alone, no Bᵀ pre-pass, in the roofline and in
+    the dispatcher's scaling model alike."""
     from gemmlab import dispatch
     from gemmlab.analysis.scaling import LAUNCH_US, estimate
     from gemmlab.kernels.plan import COL, Layout
 
-    spec = get_kernel("cuda/tc10_split_k_tf32").with_params({"B_IN_REGS": 1, "TF32_ROUND": 2, "TMA_ROUND": 0})
+    spec = get_kernel("cuda/tc5_swap_ab_tf32").with_params({"A_IN_REGS": 1})
+    assert spec.exchanges
     p = Problem(4096, 4096, 4096, "tf32")
     roofs = dispatch._roofs("NVIDIA H200", 132)
     copy = 2 * 4 * 4096 * 4096

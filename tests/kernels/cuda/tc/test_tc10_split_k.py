@@ -12,13 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import sass
-from test_plans import H200, HostGPU, copy_record, launch_record, make, stub, tc_args  # noqa: F401  (stub: a fixture)
+from test_plans import H200, HostGPU, launch_record, make, stub, tc_args  # noqa: F401  (stub: a fixture)
 
 from gemmlab import driver
 from gemmlab.errors import InvalidConfigError
 from gemmlab.harness.grid import LAYERS, LONG_K, M_SWEEP
 from gemmlab.kernels.cuda.launch.nvrtc import compile_cuda
-from gemmlab.kernels.cuda.tc.model import plan as tc_plan
 from gemmlab.kernels.cuda.tc.model import split_k
 from gemmlab.kernels.cuda.tc.model.budget import SMEM_LIMIT, launch_registers, smem_bytes
 from gemmlab.kernels.geometry import ceil_div
@@ -205,42 +204,6 @@ def test_tf32_a_fragments_are_wgmmas_layout_in_the_swizzled_tile(tmp_path):
     assert all(len(set(banks[w, :, s, v])) == 32 for w in range(4) for s in range(4) for v in range(4))
 
 
-LDG_MAIN = r"""
-#include <cstdio>
-""" + "{block}" + r"""
-int main() {  // LDG_ROUND: every producer thread's row and offset of every chunk of a 128 + 128-row stage
-  for (unsigned t = 0; t < 128; ++t)
-    for (int j = 0; j < 16; ++j) printf("%u %u\n", ldg_row(t, j), ldg_offset(t, j));
-}
-"""
-
-
-@pytest.mark.skipif(GXX is None, reason="no host C++ compiler to run the device arithmetic with")
-def test_ldg_round_stores_each_chunk_where_tma_would(tmp_path):
-    """ldg_row and ldg_offset compiled on the host: the producer threads' chunks of a stage (A's rows, then B's)
-    cover every 16-byte chunk once, each at the 128-byte swizzle's place for its row and K (where a_frag_offset and
-    the wgmma descriptors read it); a warp's 32 chunks are 4 whole rows (4 full 128-byte lines of global memory) and
-    its 16-byte stores fall on every bank 4 times (4 wavefronts, the fewest for 512 bytes)."""
-    src = tmp_path / "ldg.cpp"
-    src.write_text("#define __host__\n#define __device__\n#define __forceinline__ inline\n"
-                   + LDG_MAIN.replace("{block}", host_block("tc10_split_k.cu", "fragment")))
-    exe = tmp_path / "ldg"
-    subprocess.run([GXX, "-O2", "-std=c++17", "-o", str(exe), str(src)], check=True)
-    got = np.array([line.split() for line in _run(exe, [])], np.int64).reshape(128, 16, 2)
-    rows, offsets = got[..., 0], got[..., 1]
-    t, j = np.meshgrid(np.arange(128), np.arange(16), indexing="ij")
-    c = t % 8  # the chunk's 4 values of K: 4c to 4c + 3
-    assert np.array_equal(rows, (t + 128 * j) // 8)
-    assert np.array_equal(offsets, rows * 128 + (c ^ (rows % 8)) * 16)
-    assert sorted(offsets.ravel()) == list(range(0, 256 * 128, 16))  # every chunk of the 256 rows once
-    for w in range(4):
-        for jj in range(16):
-            warp_rows, warp_offsets = rows[32 * w:32 * w + 32, jj], offsets[32 * w:32 * w + 32, jj]
-            assert len(set(warp_rows)) == 4 and set(c[32 * w:32 * w + 32, jj]) == set(range(8))
-            banks = (warp_offsets[:, None] // 4 + np.arange(4)) % 32
-            assert np.bincount(banks.ravel(), minlength=32).tolist() == [4] * 32
-
-
 # ---- the builds ----------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", list(NAMES.values()))
 def test_every_build_compiles_to_wgmma_without_local_memory(name, tmp_path):
@@ -248,19 +211,15 @@ def test_every_build_compiles_to_wgmma_without_local_memory(name, tmp_path):
     builds = spec.configurations()
     assert {(b.params["BM"], b.params["BN"]) for b in builds} == \
         {(bm, bn) for bm, bn, _ in split_k.tiles_for(spec.precision)}
-    # TF32: the registered build (the maps round: TF32_ROUND=0's binary), and the variants rounding in the kernel
-    # (TF32_ROUND=2): each tile with and without the pass over B's tiles (ROUND_B_SMEM, a K-major B), and with the
-    # pass, C stored transposed (the kernel of B_IN_REGS=1: C_TRANSPOSED from registers, EPI_TMA=0), and the
-    # producer rounding both operands on their way in (LDG_ROUND=1)
+    # TF32: the registered build (the maps round: TF32_ROUND=0's binary), and the variant rounding in the kernel
+    # (TF32_ROUND=2): each tile with and without the pass over B's tiles (ROUND_B_SMEM, a K-major B)
     # ... and each with its partials added across a cluster, through the workspace by the last split, and by every
     # split (SK_SPREAD)
-    ways = ((0, 0, 0, 0), (2, 0, 0, 0), (2, 1, 0, 0), (2, 1, 1, 0), (2, 0, 0, 1)) if spec.precision == "tf32" \
-        else ((0, 0, 0, 0),)
+    ways = ((0, 0), (2, 0), (2, 1)) if spec.precision == "tf32" else ((0, 0),)
     keys = [(b.params["BM"], b.params["BN"], b.params.get("TF32_ROUND", 0), b.params.get("ROUND_B_SMEM", 0),
-             b.defines().get("C_TRANSPOSED", 0), b.params.get("LDG_ROUND", 0), b.defines()["SK_CLUSTER"],
-             b.defines()["SK_SPREAD"]) for b in builds]
-    assert set(keys) == {(bm, bn, rnd, r, t, ldg, c, spread) for bm, bn, _ in split_k.tiles_for(spec.precision)
-                         for rnd, r, t, ldg in ways for c, spread in ((0, 0), (1, 0), (0, 1))}
+             b.defines()["SK_CLUSTER"], b.defines()["SK_SPREAD"]) for b in builds]
+    assert set(keys) == {(bm, bn, rnd, r, c, spread) for bm, bn, _ in split_k.tiles_for(spec.precision)
+                         for rnd, r in ways for c, spread in ((0, 0), (1, 0), (0, 1))}
     assert all(b.params.get("TMA_ROUND", 0) == (b.params.get("TF32_ROUND", 0) == 0 and spec.precision == "tf32")
                for b in builds)
     for build in builds:
@@ -276,30 +235,19 @@ def test_every_build_compiles_to_wgmma_without_local_memory(name, tmp_path):
             ops = {i.op for i in sass.instructions(sass.sass(compiled.cubin, tmp_path))}
             assert MMA[spec.precision].format(build.params["BN"]) in ops, (build.params, ops)
             assert not any(op.startswith(("LDL", "STL")) for op in ops)
-            # C through the staging boxes and TMA stores; transposed, element by element from registers
-            transposed = build.defines().get("C_TRANSPOSED", 0)
-            assert any(op.startswith("UTMASTG") for op in ops) != bool(transposed), build.params
-            # the operands by TMA; with LDG_ROUND, by the producer threads' 16-byte global loads and shared stores,
-            # fenced for the async proxy, behind L2 prefetches of the boxes TMA would have loaded
-            ldg = {"LDG.E.128.CONSTANT", "STS.128", "FENCE.VIEW.ASYNC.S", "UTMAPF.L2.2D"}
-            if build.params.get("LDG_ROUND", 0):
-                assert ldg <= ops and not any(op.startswith("UTMALDG") for op in ops), build.params
-            else:
-                assert any(op.startswith("UTMALDG") for op in ops) and not {"LDG.E.128.CONSTANT", "UTMAPF.L2.2D"} & ops, \
-                    build.params
+            # C through the staging boxes and TMA stores; the operands by TMA
+            assert any(op.startswith("UTMASTG") for op in ops), build.params
+            assert any(op.startswith("UTMALDG") for op in ops), build.params
             # setmaxnreg moves registers between the block's warps only: the producer's and the consumers' counts
-            # within what the block holds from launch, or an inc waits forever (the TMA producer gives registers to
-            # the consumers; LDG_ROUND's takes them from the consumers, on a 128-row tile)
+            # within what the block holds from launch, or an inc waits forever (the producer gives registers to the
+            # consumers)
             moves = {i.op.split(".")[1]: int(i.args.split(",")[-1], 16)
                      for i in sass.instructions(sass.sass(compiled.cubin, tmp_path)) if "SETMAXREG" in i.op}
-            assert bool(moves) == (threads > 256 or not build.params.get("LDG_ROUND", 0)), (build.params, moves)
-            if moves:
-                consumers = threads - 128
-                producer, consumer = (moves["TRY_ALLOC"], moves["DEALLOC"]) if build.params.get("LDG_ROUND", 0) \
-                    else (moves["DEALLOC"], moves["TRY_ALLOC"])
-                pool = compiled.report.registers * threads  # what ptxas gave the block at launch
-                assert pool <= launch_registers(threads)
-                assert 128 * producer + consumers * consumer <= pool, (build.params, moves, pool)
+            assert {"DEALLOC", "TRY_ALLOC"} <= set(moves), (build.params, moves)
+            producer, consumer = moves["DEALLOC"], moves["TRY_ALLOC"]
+            pool = compiled.report.registers * threads  # what ptxas gave the block at launch
+            assert pool <= launch_registers(threads)
+            assert 128 * producer + (threads - 128) * consumer <= pool, (build.params, moves, pool)
             # across a cluster: its barrier, and 16-byte loads and stores of the peers' shared memory (generic LD/ST
             # of the cluster's window); through the workspace, neither
             cluster = {"UCGABAR_ARV", "UCGABAR_WAIT", "LD.E.128", "ST.E.128"}
@@ -323,12 +271,6 @@ def test_every_build_compiles_to_wgmma_without_local_memory(name, tmp_path):
 
 def test_constraints_refuse_what_the_source_does_not_build():
     tf32 = get_kernel(NAMES["tf32"]).with_params(IN_KERNEL)  # the variants below round in the kernel
-    with pytest.raises(InvalidConfigError, match="LDG_ROUND=1 with a 64x256 tile"):
-        tf32.with_params({"LDG_ROUND": 1, "BM": 64, "BN": 256, "STAGES": 4})
-    with pytest.raises(InvalidConfigError, match="A and B in their own roles"):
-        tf32.with_params({"LDG_ROUND": 1, "B_IN_REGS": 1})
-    with pytest.raises(InvalidConfigError, match="rounded TF32 build"):
-        tf32.with_params({"LDG_ROUND": 1, "TF32_ROUND": 0})
     with pytest.raises(InvalidConfigError, match="BN=256"):
         get_kernel(NAMES["fp8_block"]).with_params({"BN": 256})
     with pytest.raises(InvalidConfigError, match="EPI_TMA=2"):
@@ -440,46 +382,6 @@ def test_in_kernel_tf32_plan_rounds_each_operand_once(stub, layout):  # noqa: F8
 
 
 @pytest.mark.parametrize("layout", [Layout(b=COL), ROW_MAJOR], ids=["w.t()", "row-major B"])
-def test_ldg_round_plan_hands_the_kernel_where_its_maps_read(stub, layout):  # noqa: F811
-    """LDG_ROUND=1: the binary without the consumers' pass (no ROUND_B_SMEM), its producer loading A and B by the
-    addresses in TcArgs' a_src and b_src: the operands in place; A at an address off 16 bytes, the plan's pitched
-    copy (a 2-D copy first, a_src the workspace), and in place again after; a row-major B, the transpose pre-pass's
-    workspace, set once."""
-    stub.stub_reset()
-    shape = (130, 200, 4100)
-    spec = get_kernel(NAMES["tf32"]).with_params({**IN_KERNEL, "LDG_ROUND": 1})
-    plan, gpu = make(stub, None, shape, layout, spec=spec)
-    main = next(compiled for compiled, _, _ in gpu.loaded if compiled.entry == "tc10_split_k")
-    runs = spec.for_problem(Problem(*shape, "tf32"), H200.sm_count)
-    assert main is compile_cuda(runs.source, runs.entry, runs.defines(), "sm_90a")  # no ROUND_B_SMEM
-    assert runs.defines()["LDG_ROUND"] == 1
-    a, b, c = 0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000
-
-    def sources(i):  # a_src and b_src, each where its map reads too (the L2 prefetch goes through the maps)
-        raw = launch_record(stub, i).params
-        got = tuple(np.frombuffer(raw, np.uint64, 1, tc_plan.TC_ARGS.layout()[0][f])[0] for f in ("a_src", "b_src"))
-        maps = tc_args(raw)
-        assert (maps["a"][2], maps["b"][2]) == got
-        return got
-
-    plan.launch(a, b, c, 0x5EED)
-    a_src, b_src = sources(stub.stub_launches() - 1)
-    assert a_src == a
-    if layout == ROW_MAJOR:
-        assert b_src == plan.buffers[0].ctypes.data and stub.stub_launches() == 2  # the transpose, then the kernel
-        transpose = next(compiled for compiled, _, _ in gpu.loaded if compiled.entry == "tc_transpose")
-        assert transpose is compile_cuda("tc_transpose.cu", "tc_transpose", {"TILE_T": 32}, "sm_90a")  # the kernel
-        # rounds it
-    else:
-        assert b_src == b and stub.stub_launches() == 1
-    plan.launch(a + 4, b, c, 0x5EED)  # A off 16 bytes: copied into a pitched workspace first
-    assert stub.stub_copies() == 1 and copy_record(stub, 0)["src"] == a + 4
-    assert sources(stub.stub_launches() - 1)[0] == copy_record(stub, 0)["dst"]
-    plan.launch(a, b, c, 0x5EED)
-    assert sources(stub.stub_launches() - 1)[0] == a and stub.stub_copies() == 1
-
-
-@pytest.mark.parametrize("layout", [Layout(b=COL), ROW_MAJOR], ids=["w.t()", "row-major B"])
 def test_tma_round_plan_reads_both_operands_through_tf32_maps(stub, layout):  # noqa: F811
     """The registered build (TMA_ROUND=1): the truncating binary (no pass of the consumers', no rounding transpose),
     A's and B's maps of type TFLOAT32 (11), which round on the copy into shared memory; C's map stays FP32 (7), so C
@@ -512,52 +414,11 @@ def test_tma_round_plan_reads_both_operands_through_tf32_maps(stub, layout):  # 
 
 def test_tma_round_is_a_tf32_option_of_a_build_that_truncates_in_the_kernel():
     tf32 = get_kernel(NAMES["tf32"]).with_params(IN_KERNEL)
-    for changes in ({"TMA_ROUND": 1}, {"TMA_ROUND": 1, "TF32_ROUND": 0, "LDG_ROUND": 1},
-                    {"TMA_ROUND": 1, "TF32_ROUND": 0, "B_IN_REGS": 1}, {"TMA_ROUND": 2, "TF32_ROUND": 0}):
+    for changes in ({"TMA_ROUND": 1}, {"TMA_ROUND": 2, "TF32_ROUND": 0}):
         with pytest.raises(InvalidConfigError, match="TMA_ROUND"):
             tf32.with_params(changes)
     with pytest.raises(InvalidConfigError, match="TMA_ROUND=1: rounding to TF32 is an option of the TF32 levels"):
         get_kernel(NAMES["bf16"]).with_params({"TMA_ROUND": 1})
-
-
-@pytest.mark.parametrize("shape,splits", [((8, 4096, 4096), 0), ((3, 257, 1004), 5), ((127, 129, 780), 3)])
-def test_b_in_regs_runs_the_transposed_product_with_w_in_registers(stub, shape, splits):  # noqa: F811
-    """B_IN_REGS=1 (a variant) on x @ w.t(): one launch of the binary whose consumers round the landed B tiles in
-    place, on the transposed problem (its M the call's N): its A map over w in place (w's fragments rounded in
-    registers), its B map over x in place (the tile the consumers round), C stored transposed from registers
-    (C_TRANSPOSED=1, EPI_TMA=0), the tile, S, grid and workspace those of the level on the transposed problem;
-    a launch takes the call's operands in the call's order. No pre-pass and no copy."""
-    from gemmlab.harness.bench import variant
-
-    stub.stub_reset()
-    changes = {**IN_KERNEL, "B_IN_REGS": 1, **({"SPLITS": splits} if splits else {})}
-    spec = variant(NAMES["tf32"], changes)
-    problem, (m, n, k) = Problem(*shape, "tf32"), shape
-    plan, gpu = make(stub, spec.name, shape, Layout(b=COL), spec=spec)
-    base = get_kernel(NAMES["tf32"]).with_params({k_: v for k_, v in changes.items() if k_ != "B_IN_REGS"})
-    inner = base.for_problem(problem.transposed(), H200.sm_count)
-    assert plan.inner.problem == problem.transposed() and plan.inner.main.grid == \
-        inner.launch_geometry(problem.transposed()).grid == spec.launch_geometry(problem).grid
-    runs = plan.spec
-    assert {**inner.defines(), "C_TRANSPOSED": 1, "EPI_TMA": 0} == runs.defines()
-    [(main, _, _)] = gpu.loaded
-    assert main is compile_cuda(runs.source, runs.entry, {**runs.defines(), "ROUND_B_SMEM": 1}, "sm_90a")
-    x, w, c = 0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000
-    plan.launch(x, w, c, 0x5EED)
-    args = tc_args(launch_record(stub, 0).params)
-    assert (args["M"], args["N"], args["K"], args["C"]) == (n, m, k, c)
-    assert list(args["a"][[2, 3, 4]]) == [w, k, n] and list(args["b"][[2, 3, 4]]) == [x, k, m]
-    assert stub.stub_launches() == 1 and stub.stub_copies() == 0
-    assert "exchanged (B_IN_REGS)" in plan.steps[0] and "w read through registers" in plan.steps[0]
-    s_inner = inner.params["SPLITS"]
-    assert splits or any(f"S = {s_inner}: " in step for step in plan.steps)  # chosen for the transposed problem
-    if s_inner > 1:  # the transposed problem's partials and tickets
-        assert any(f"{s_inner} splits of K" in step for step in plan.steps)
-        tiles = ceil_div(n, inner.params["BM"]) * ceil_div(m, inner.params["BN"])
-        ws, tickets = plan.buffers[-2:]
-        assert ws.nbytes == 4 * tiles * s_inner * inner.params["BM"] * inner.params["BN"] and tickets.nbytes == 4 * tiles
-    with pytest.raises(Exception, match="B_IN_REGS"):  # w must come as w.t(): the kernel reads it K-major
-        make(stub, spec.name, shape, ROW_MAJOR, spec=spec)
 
 
 def test_auto_choice_is_carried_into_the_plan(stub):  # noqa: F811

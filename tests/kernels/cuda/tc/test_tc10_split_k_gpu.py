@@ -14,7 +14,7 @@ from gemmlab.problem import Problem
 NAMES = {"bf16": "cuda/tc10_split_k_bf16", "fp16": "cuda/tc10_split_k_fp16", "fp8": "cuda/tc10_split_k_fp8",
          "fp8_block": "cuda/tc10_split_k_fp8_block", "tf32": "cuda/tc10_split_k_tf32"}
 
-# TF32 rounded in the kernel (a variant; the registered build's maps round), as B_IN_REGS and LDG_ROUND need
+# TF32 rounded in the kernel (a variant; the registered build's maps round)
 IN_KERNEL = {"TF32_ROUND": 2, "TMA_ROUND": 0}
 
 # ---- on a GPU --------------------------------------------------------------------------------------------------------
@@ -80,12 +80,11 @@ def test_on_gpu_the_cluster_adds_the_partials_to_the_workspace_s_bits(precision,
 @pytest.mark.parametrize("shape", GPU_SHAPES)
 def test_tf32_on_w_t_rounds_as_cublas_and_repeats_its_bits(shape):
     """B handed over as w.t() (N×K), read in place: the registered build (both operands rounded by their TFLOAT32
-    maps, TMA_ROUND=1), and the variants that round in the kernel (TF32_ROUND=2: B's tiles rounded in place by the
-    consumers, A's fragments in registers), the same exchanged (B_IN_REGS=1), both rounded by the producer
-    (LDG_ROUND=1). Against float64 on NaN-poisoned C at TF32's
-    tolerance, the same bits on 5 calls; where the product has rows and columns enough for a relative error to mean
-    something, that error is the error of both operands rounded to nearest (their float64 product), within 20%, far
-    from truncation's, and within 1.5x of torch's TF32 matmul on the same operands."""
+    maps, TMA_ROUND=1), and the variant that rounds in the kernel (TF32_ROUND=2: B's tiles rounded in place by the
+    consumers, A's fragments in registers). Against float64 on NaN-poisoned C at TF32's tolerance, the same bits on 5
+    calls; where the product has rows and columns enough for a relative error to mean something, that error is the
+    error of both operands rounded to nearest (their float64 product), within 20%, far from truncation's, and within
+    1.5x of torch's TF32 matmul on the same operands."""
     import cupy
 
     from gemmlab import numerics as nm
@@ -100,14 +99,8 @@ def test_tf32_on_w_t_rounds_as_cublas_and_repeats_its_bits(shape):
     m, n, _ = shape
     base = get_kernel(NAMES["tf32"])
     in_kernel = base.with_params(IN_KERNEL)
-    # the chosen S and 7; rounded in the kernel, the same, and the operands exchanged (B_IN_REGS=1: w's fragments
-    # rounded in registers, x's tiles by the consumers, C stored transposed); both rounded by the producer on their
-    # way in (LDG_ROUND=1), on each tile
-    ldg = [in_kernel.with_params({"LDG_ROUND": 1}), in_kernel.with_params({"LDG_ROUND": 1, "SPLITS": 7})] + \
-        [in_kernel.with_params({"LDG_ROUND": 1, "BM": bm, "BN": bn, "STAGES": st, "SPLITS": 3})
-         for bm, bn, st in split_k.tiles_for("tf32")]
-    for spec in (base, base.with_params({"SPLITS": 7}), in_kernel, in_kernel.with_params({"SPLITS": 7}),
-                 in_kernel.with_params({"B_IN_REGS": 1}), in_kernel.with_params({"B_IN_REGS": 1, "SPLITS": 7}), *ldg):
+    # the chosen S and 7; rounded in the kernel, the same
+    for spec in (base, base.with_params({"SPLITS": 7}), in_kernel, in_kernel.with_params({"SPLITS": 7})):
         a, b = arrange(*spec.make_inputs(problem, 3, cupy), layout)
         run, copies = launch(spec, problem, layout)
         assert copies == ()  # read in place
@@ -203,29 +196,3 @@ def test_on_gpu_every_split_adds_a_share_to_the_last_split_s_bits(precision, sha
     first, second = (run_once(spread, problem, a, b, plan).view(np.uint8).get() for _ in range(2))
     last = run_once(workspace, problem, a, b, workspace.build(problem)).view(np.uint8).get()
     assert (first == last).all() and (second == last).all()
-
-
-@pytest.mark.parametrize("shape", [(3, 257, 1001), (130, 200, 4100), (127, 129, 777)])
-def test_tf32_ldg_round_reads_where_the_maps_would(shape):
-    """LDG_ROUND=1 loads the operands by address where the TMA maps would have read them: a row-major B through the
-    transpose pre-pass's workspace, an A at an address off 16 bytes through the plan's pitched copy, rows off 16
-    bytes likewise. Right against float64 on NaN-poisoned C, the same bits on 5 calls."""
-    import cupy
-
-    from gemmlab.harness.layouts import arrange, launch
-    from gemmlab.harness.verify import check
-
-    _needs_gpu()
-    problem = Problem(*shape, "tf32")
-    spec = get_kernel(NAMES["tf32"]).with_params({**IN_KERNEL, "LDG_ROUND": 1})
-    for layout in (Layout(), Layout(b=COL)):
-        a, b = arrange(*spec.make_inputs(problem, 5, cupy), layout)
-        run, _ = launch(spec, problem, layout)
-        assert check(spec, problem, launch=run, inputs=(a, b)).passed, layout
-        _same_bits_on_every_call(spec, problem, a, b, run)
-    m, n, k = shape
-    a, b = arrange(*spec.make_inputs(problem, 6, cupy), Layout(b=COL))
-    off = cupy.empty(m * k + 1, cupy.float32)[1:].reshape(m, k)  # A 4 bytes past a 16-byte boundary
-    off[...] = a
-    run, _ = launch(spec, problem, Layout(b=COL))
-    assert check(spec, problem, launch=run, inputs=(off, b)).passed

@@ -35,16 +35,6 @@
 // plan's transpose pre-pass writes Bᵀ rounded. A wgmma reads its register operand until a wait covers it, so a
 // consumer retires its previous k-tile's wgmmas before it loads the next fragments (tc5 loads them a k8 step ahead
 // under two groups in flight instead; here that measured slower: docs/tensor_cores/tc10.md).
-// LDG_ROUND=1 (a variant of the rounded TF32 build): neither operand comes by TMA. The producer warpgroup's 128
-// threads load each k-tile's A and B tiles from global memory in 16-byte chunks (args.a_src, b_src: rows of K
-// values rounded up to 16 bytes, in place or in the plan's pitched copy, as their maps read them), round every
-// value (tf32_rna_for_mma), and store them into the ring slot at the 128-byte swizzle TMA would have used, the
-// next k-tile's loads in flight while they store one, and thread 0 asks L2 for the k-tiles after those through the
-// operands' maps (LDG_PREFETCH); each thread fences its stores for the async proxy and arrives on the slot's `full`
-// barrier (128 arrivals, no transaction bytes). The consumers run
-// tc3's mainloop on rounded tiles: both operands from shared memory, two groups in flight, no fragments in
-// registers and no pass over B. Shared memory then moves what the truncating build's does (each tile written once,
-// read by the wgmmas), where TF32_ROUND=2 reads A's fragments and rewrites B's tile besides.
 #include "tc_epilogue.cuh"
 #include "tc_ktile.cuh"
 #include "tc_pipeline.cuh"
@@ -65,12 +55,6 @@
 #endif
 #if (TF32_ROUND && (TC_BF16 || TC_FP8)) || (TF32_ROUND != 0 && TF32_ROUND != 2) || (ROUND_B_SMEM && TF32_ROUND != 2)
 #error "TF32_ROUND: 0 or 2, on the TF32 build; ROUND_B_SMEM with TF32_ROUND=2"
-#endif
-#ifndef LDG_ROUND
-#define LDG_ROUND 0
-#endif
-#if LDG_ROUND && (TF32_ROUND != 2 || ROUND_B_SMEM || TC_BF16 || TC_FP8)
-#error "LDG_ROUND: the rounded TF32 build (TF32_ROUND=2), its tiles rounded on their way in (no ROUND_B_SMEM)"
 #endif
 #define B_PASS (TF32_ROUND == 2 && ROUND_B_SMEM)  // the consumers round each landed B tile in place
 #ifndef SK_CLUSTER
@@ -101,15 +85,6 @@ typedef TcArgs KernelArgs;
 __host__ __device__ __forceinline__ unsigned a_frag_offset(unsigned t, int kk, int i) {
   const unsigned row = 16 * (t / 32) + t % 32 / 4 + 8 * (i % 2), k = 8 * kk + t % 4 + 4 * (i / 2);
   return row * 128 + (((k / 4) ^ (row % 8)) << 4) + k % 4 * 4;
-}
-// LDG_ROUND=1: producer thread t (0..127) moves 16-byte chunk j of a ring stage's (BM + BN) x 8 chunks: chunk
-// q = t + 128j, row q / 8 of the stage (A's BM rows, then B's BN: A_TILE_BYTES = 128 BM), K 4(q % 8) to 4(q % 8) + 3
-// of the k-tile. Its byte offset in the stage under the 128-byte swizzle (a_frag_offset's placement: chunk c of row
-// r at chunk c ^ (r % 8)). A warp's 32 chunks are 4 whole rows, 512 bytes: its global loads are 4 full 128-byte
-// lines and its shared stores cover every bank 4 times, the fewest wavefronts.
-__host__ __device__ __forceinline__ unsigned ldg_row(unsigned t, int j) { return t / 8 + 16u * j; }
-__host__ __device__ __forceinline__ unsigned ldg_offset(unsigned t, int j) {  // row % 8 is t / 8 % 8 for every j:
-  return ldg_row(t, j) * 128 + (((t % 8) ^ (t / 8 % 8)) << 4);              // 2048 bytes from one chunk to the next
 }
 // end fragment arithmetic
 
@@ -229,87 +204,6 @@ __device__ __forceinline__ bool spread_reduce(float (&d)[BN / 2], float *tile_ws
 }
 #endif
 
-#if LDG_ROUND
-#define LDG_CHUNKS (STAGE_BYTES / 16 / 128)  // 16-byte chunks of a stage per producer thread
-#define LDG_A_CHUNKS (A_TILE_BYTES / 16 / 128)  // ... of them A's (the stage's first BM rows)
-static_assert(STAGE_BYTES % (16 * 128) == 0 && A_TILE_BYTES % (16 * 128) == 0,
-              "a stage, and A's tile in it, in whole rounds of the producer warpgroup's chunks");
-// Each producer thread holds two k-tiles of chunks (2 x LDG_CHUNKS float4s), one in flight while it stores the
-// other. A 64-row tile's CTA (256 threads) has 255 registers a thread for it; a 128-row tile's (384) holds 168 a
-// thread from launch (budget.launch_registers), a pool setmaxnreg only moves between its warps: the consumers give
-// up 8 (their mainloop, reduction and store fit 160) and the producer takes them, 128 x 184 + 256 x 160 = 384 x 168.
-// An inc past the pool would wait forever.
-#define LDG_PRODUCER_REGS 184
-#define LDG_CONSUMER_REGS 160
-// k-tiles past the two in registers whose boxes thread 0 asks L2 for through the operands' maps (which the plan
-// keeps pointing where a_src and b_src do), so a k-tile's loads find L2, not DRAM, behind them
-#ifndef LDG_PREFETCH
-#define LDG_PREFETCH 2
-#endif
-#ifndef LDG_TILES
-#define LDG_TILES 2  // k-tiles of chunks a producer thread holds, each refilled LDG_TILES k-tiles on once stored
-#endif
-static_assert(LDG_TILES >= 1 && (CW == 1 || LDG_TILES <= 2), "a 128-row tile's producer holds two k-tiles at most");
-#define LDG_POOL ((CW + 1) * 128 * (65536 / ((CW + 1) * 128) / 8 * 8))  // registers the block holds from launch
-static_assert(CW == 1 || 128 * LDG_PRODUCER_REGS + CT * LDG_CONSUMER_REGS <= LDG_POOL,
-              "LDG_ROUND's setmaxnreg counts within the registers the block holds from launch");
-
-// Producer thread t's chunks of the k-tile at k0: chunk j is A's for j < LDG_A_CHUNKS (row t / 8 + 16j of the
-// tile), else B's (row t / 8 + 16(j - LDG_A_CHUNKS)), K 4(t % 8) to 4(t % 8) + 3 of the k-tile. Zero past M, N or K,
-// as TMA fills a box past the tensor. A tile inside M, N and K takes the loads alone; an edge tile checks each
-// chunk, and reads one that K cuts value by value (its row's last, before the pad of a pitched copy: rows off 16
-// bytes are always staged).
-__device__ __forceinline__ void ldg_stage(float4 (&v)[LDG_CHUNKS], const KernelArgs &args, int t, int m0, int n0,
-                                          int k0) {
-  const int K = args.K, k = k0 + 4 * (t % 8), r = t / 8;
-  const long long ld = (K + 3) & ~3, step = 16 * ld;  // a row's values; 16 rows: from one chunk of t's to the next
-  const float *a = args.a_src + (m0 + r) * ld + k, *b = args.b_src + (n0 + r) * ld + k;
-  if (k + 4 <= K && m0 + BM <= args.M && n0 + BN <= args.N) {
-#pragma unroll
-    for (int j = 0; j < LDG_CHUNKS; ++j)
-      v[j] = __ldg(reinterpret_cast<const float4 *>(j < LDG_A_CHUNKS ? a + j * step : b + (j - LDG_A_CHUNKS) * step));
-    return;
-  }
-#pragma unroll
-  for (int j = 0; j < LDG_CHUNKS; ++j) {
-    const bool in_a = j < LDG_A_CHUNKS;
-    const int jj = in_a ? j : j - LDG_A_CHUNKS, g = (in_a ? m0 : n0) + r + 16 * jj;
-    const float *src = (in_a ? a : b) + jj * step;
-    v[j] = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (g < (in_a ? args.M : args.N) && k < K) {
-      if (k + 4 <= K) {
-        v[j] = __ldg(reinterpret_cast<const float4 *>(src));
-      } else {
-        v[j].x = __ldg(src);
-        if (k + 1 < K) v[j].y = __ldg(src + 1);
-        if (k + 2 < K) v[j].z = __ldg(src + 2);
-      }
-    }
-  }
-}
-
-// The k-tile at k0's boxes of A's and B's maps prefetched into L2 (the boxes TMA would have loaded: A's BM rows, B's
-// BN in boxes of 64).
-__device__ __forceinline__ void l2_prefetch_stage(const TmaMap *mapA, const TmaMap *mapB, int m0, int n0, int k0) {
-  static_assert(B_KMAJOR, "LDG_ROUND reads Bᵀ, K-major");
-  tma_prefetch_l2_2d(mapA, k0, m0);  // A's box: its tile's BM rows (load_stage's)
-#pragma unroll
-  for (int j = 0; j < BN / 64; ++j) tma_prefetch_l2_2d(mapB, b_box(n0, k0, j).x, b_box(n0, k0, j).y);
-}
-
-// The chunks, rounded, into ring stage `stage` at their swizzled places; fenced for the wgmmas' async-proxy reads
-// before the thread arrives on the slot's `full` barrier.
-__device__ __forceinline__ void sts_stage(unsigned char *stage, const float4 (&v)[LDG_CHUNKS], int t, u64 *full) {
-#pragma unroll
-  for (int j = 0; j < LDG_CHUNKS; ++j)
-    *reinterpret_cast<float4 *>(stage + ldg_offset(t, j)) =
-        make_float4(tf32_rna_for_mma(v[j].x), tf32_rna_for_mma(v[j].y), tf32_rna_for_mma(v[j].z),
-                    tf32_rna_for_mma(v[j].w));
-  fence_proxy_async_smem();
-  mbar_arrive(full);
-}
-#endif
-
 extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1) tc10_split_k(const __grid_constant__ KernelArgs args) {
   extern __shared__ unsigned char smem_raw[];
   __shared__ int reduces;  // set by the ticket's thread: this CTA drew its tile's last ticket (SK_SPREAD: its last count)
@@ -326,36 +220,8 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1) tc10_split_k(con
   const int KT = (K + BK - 1) / BK;
   const int kb = split_begin(split, splits, KT), ke = split_begin(split + 1, splits, KT);
 
-  // `full`: the TMA thread's arrival and the bytes, or LDG_ROUND's 128 stores; `empty`: one arrival per consumer warp
-  ring_init<STAGES, 1, LDG_ROUND ? 128 : 1>(full, empty, CW * 4, mapA, mapB);
+  ring_init<STAGES, 1>(full, empty, CW * 4, mapA, mapB);  // one arrival per consumer warp
 
-#if LDG_ROUND
-  // Two k-tiles of chunks a producer thread, each refilled with the k-tile two on as soon as it is stored, so the
-  // next one's loads are in flight while a thread waits for a free slot and stores.
-  if (wg == 0) {
-    if (CW > 1) setmaxnreg_inc<LDG_PRODUCER_REGS>();
-    if (tid == 0 && LDG_PREFETCH)
-      for (int kt = kb + LDG_TILES; kt < min(ke, kb + LDG_TILES + LDG_PREFETCH); ++kt)
-        l2_prefetch_stage(mapA, mapB, m0, n0, kt * BK);
-    float4 v[LDG_TILES][LDG_CHUNKS];
-#pragma unroll
-    for (int u = 0; u < LDG_TILES; ++u)
-      if (kb + u < ke) ldg_stage(v[u], args, tid, m0, n0, (kb + u) * BK);
-    for (int i0 = 0; kb + i0 < ke; i0 += LDG_TILES)
-#pragma unroll
-      for (int u = 0; u < LDG_TILES; ++u) {
-        const int i = i0 + u;
-        if (kb + i >= ke) break;
-        if (i >= STAGES) mbar_wait(&empty[i % STAGES], (i / STAGES - 1) & 1);
-        sts_stage(smem + i % STAGES * STAGE_BYTES, v[u], tid, &full[i % STAGES]);
-        if (kb + i + LDG_TILES < ke) ldg_stage(v[u], args, tid, m0, n0, (kb + i + LDG_TILES) * BK);
-        if (tid == 0 && LDG_PREFETCH && kb + i + LDG_TILES + LDG_PREFETCH < ke)
-          l2_prefetch_stage(mapA, mapB, m0, n0, (kb + i + LDG_TILES + LDG_PREFETCH) * BK);
-      }
-    return;
-  }
-  if (CW > 1) setmaxnreg_dec<LDG_CONSUMER_REGS>();
-#else
   if (wg == 0) {
     setmaxnreg_dec<PRODUCER_REGS>();
     if (tid == 0)
@@ -367,7 +233,6 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1) tc10_split_k(con
     return;
   }
   setmaxnreg_inc<CONSUMER_REGS>();
-#endif
   const int cw = wg - 1, ct = tid - 128;
   float d[BN / 2];
 #pragma unroll
@@ -409,7 +274,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1) tc10_split_k(con
       d[4 * j + 2] += part[4 * j + 2] * s1;
       d[4 * j + 3] += part[4 * j + 3] * s1;
     }
-#elif TF32_ROUND && !LDG_ROUND
+#elif TF32_ROUND
     wgmma_wait<0>();  // the previous k-tile's wgmmas are done with their fragments and their slot
     if (i > 0 && tid % 32 == 0) mbar_arrive(&empty[(i - 1) % STAGES]);
 #if B_PASS

@@ -22,16 +22,12 @@ persistent grid overlaps the epilogue. TF32: the truncating build's time, where 
 costs shared-memory bandwidth or registers the mainloop needs (docs/tensor_cores/tc10.md).
 TF32_ROUND=2 (a variant, TF32, with TMA_ROUND=0): both rounded in the kernel: A as wgmma's register operand, its
 fragments loaded from the landed A tile and rounded in registers; B, the shared-memory operand, rounded in place by
-the consumer threads, the next k-tile's tile under the current one's wgmmas, then a named barrier. B_IN_REGS=1 (with
-it, x @ w.t()): the operands exchanged, Cᵀ = w·xᵀ, w's fragments rounded in registers, x's tile rewritten, C stored
-transposed from registers. LDG_ROUND=1 (with it): no TMA for the operands; the producer warpgroup loads both tiles
-from global memory, rounds them in registers and stores them at TMA's swizzle. Each measured slower than the maps'
-rounding (docs/tensor_cores/tc10.md).
+the consumer threads, the next k-tile's tile under the current one's wgmmas, then a named barrier. Measured slower
+than the maps' rounding (docs/tensor_cores/tc10.md).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 from gemmlab.kernels.cuda.launch.kernel import output_params
 from gemmlab.kernels.cuda.tc.model import split_k
@@ -55,9 +51,8 @@ BASE = {"BM": 128, "BN": 128, "STAGES": 6, "PRODUCER_REGS": 40, "CONSUMER_REGS":
 FP8 = {**BASE, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
 FP8_BLOCK = {**FP8, "BLOCK_SCALED": 1}
 # both operands rounded to nearest by their tensor maps; TF32_ROUND = 2 (a --variant, with TMA_ROUND = 0): in the
-# kernel, A in registers, B in shared memory, and with it B_IN_REGS = 1 the other way round or LDG_ROUND = 1 both by
-# the producer warpgroup, loaded through registers instead of TMA
-TF32 = {**BASE, "TF32_ROUND": 0, "B_IN_REGS": 0, "LDG_ROUND": 0, "TMA_ROUND": 1}
+# kernel, A in registers, B in shared memory
+TF32 = {**BASE, "TF32_ROUND": 0, "TMA_ROUND": 1}
 IN_KERNEL = {"TF32_ROUND": 2, "TMA_ROUND": 0}  # the variant rounding both operands in the kernel
 PINNED_SPLITS = 3  # configurations(): S where the tile is pinned
 REDUCTION = ("latency: the last split of a tile reads the S partials back alone, and stores C (through shared "
@@ -69,11 +64,8 @@ class SplitK(WgmmaKernel):
     """A wgmma level over a tiles x S grid; the plan holds the partials' workspace and the tickets."""
 
     kind: str = "specialized"
-    EXCHANGE: ClassVar[str] = "B_IN_REGS"  # the call's B (w) as wgmma's register operand: the kernel runs Cᵀ = w·xᵀ
 
     def defines(self) -> dict:
-        if self.exchanges:
-            return self.kernel_build().defines()
         d = super().defines()
         d.pop("SPLITS")  # the kernel reads S from gridDim.y
         d["SK_CLUSTER"] = int(self.cluster() is not None)
@@ -97,8 +89,6 @@ class SplitK(WgmmaKernel):
             m, n, k, self.precision, sm_count, spread=bool(p.get("SK_SPREAD", 0)))
 
     def for_problem(self, problem: Problem, sm_count: int = SM_COUNT) -> "SplitK":
-        if self.exchanges:  # the tile and S of the transposed problem (WgmmaKernel's exchange)
-            return super().for_problem(problem, sm_count)
         s = self.split_plan(problem, sm_count)
         spread = int(split_k.spreads(s, self.params.get("SK_SPREAD", 0), sm_count))
         return self.with_params({"BM": s.bm, "BN": s.bn, "STAGES": s.stages, "SPLITS": s.splits, "SK_SPREAD": spread})
@@ -106,10 +96,9 @@ class SplitK(WgmmaKernel):
     def make_plan(self, problem: Problem, layout, info, gpu=None):
         """The plan, whose explanation says where its tile and S come from: a sweep on this GPU, or the model."""
         made = super().make_plan(problem, layout, info, gpu)
-        build, shape = (self.kernel_build(), problem.transposed()) if self.exchanges else (self, problem)
         if not self.params["SPLITS"]:
-            runs = build.split_plan(shape, info.sm_count)
-            model = split_k.choose(*shape.shape, self.precision, info.sm_count,
+            runs = self.split_plan(problem, info.sm_count)
+            model = split_k.choose(*problem.shape, self.precision, info.sm_count,
                                    spread=bool(self.params.get("SK_SPREAD", 0)))
             why = "the model's choice (split_k.choose)"
             if (runs.bm, runs.bn, runs.splits) != (model.bm, model.bn, model.splits):
@@ -119,8 +108,6 @@ class SplitK(WgmmaKernel):
         return made
 
     def launch_geometry(self, problem: Problem, sm_count: int = SM_COUNT, max_clusters: int | None = None) -> Geometry:
-        if self.exchanges:
-            return self.kernel_build().launch_geometry(problem.transposed(), sm_count, max_clusters)
         runs = self.for_problem(problem, sm_count)
         s = runs.split_plan(problem, sm_count)
         return Geometry(grid=s.grid, block=((s.bm // 64 + 1) * 128, 1, 1), smem=smem_bytes(runs.params))
@@ -129,8 +116,6 @@ class SplitK(WgmmaKernel):
         """tc3's at the chosen tile, plus each partial written once and read once (S > 1); the walk's tiles are all
         split along K over the grid's CTAs (a wave of them, as stream-K's split tail), so the busiest SM holds about
         1/S of a tile's arithmetic."""
-        if self.exchanges:
-            return self.kernel_build().traffic(problem.transposed(), sm_count, layout and layout.transposed())
         runs = self.for_problem(problem, sm_count)
         return split_k.with_partials(self.traffic_model(problem, sm_count, params=dict(runs.params), layout=layout),
                                      runs.split_plan(problem, sm_count), sm_count, runs.cluster() is not None,
@@ -140,19 +125,16 @@ class SplitK(WgmmaKernel):
         """A build per tile of the precision (split_k.tiles_for), each in every FP8 output type, pinned at
         PINNED_SPLITS (at most KT), so that a sanitizer run at any shape of 3 k-tiles or more goes through the
         partials on every tile, added each of the three ways: across a cluster (SK_CLUSTER=1), through the workspace
-        by the last split (both 0) and by every split (SK_SPREAD=1). TF32 also the variants that round in the kernel,
-        so that they stay right: TF32_ROUND=2 with and without the pass over B's tiles (ROUND_B_SMEM=1, what the plan
-        builds for a K-major B), that one exchanging the operands (B_IN_REGS=1: its kernel stores C transposed, from
-        registers), and the one whose producer rounds both operands on their way in (LDG_ROUND=1)."""
+        by the last split (both 0) and by every split (SK_SPREAD=1). TF32 also the variant that rounds in the kernel,
+        so that it stays right: TF32_ROUND=2 with and without the pass over B's tiles (ROUND_B_SMEM=1, what the plan
+        builds for a K-major B)."""
         builds = [self.with_params({"BM": bm, "BN": bn, "STAGES": st, "SPLITS": PINNED_SPLITS, "SK_CLUSTER": c,
                                     "SK_SPREAD": spread})
                   for bm, bn, st in split_k.tiles_for(self.precision) for c, spread in ((1, 0), (0, 0), (0, 1))]
         if self.prec.tf32_multiply:
             rounded = [b.with_params(IN_KERNEL) for b in builds]
             passes = [b.with_params({"ROUND_B_SMEM": 1}) for b in rounded]
-            builds += [b for b in rounded if b not in builds] + passes + \
-                [b.with_params({"B_IN_REGS": 1, "EPI_TMA": 0}) for b in passes] + \
-                [b.with_params({"LDG_ROUND": 1}) for b in rounded]
+            builds += [b for b in rounded if b not in builds] + passes
         return [c for b in builds for c in WgmmaKernel.configurations(b, formats)]
 
 
@@ -174,16 +156,6 @@ def _constraints(p: dict, fp8: bool, block: bool) -> list[str]:
         e.append(f"BN={p['BN']}: a block-scaled tile's columns sit in one 128-wide block of B's scales (64 or 128)")
     if block and p["BN"] > p.get("CONSUMER_REGS", 232) - 32:
         e.append(f"BN={p['BN']}: the k-tile's and the accumulated sets take BN registers, more than CONSUMER_REGS - 32")
-    if p.get("LDG_ROUND", 0) not in (0, 1) or (p.get("LDG_ROUND", 0) and (p.get("TF32_ROUND", 0) != 2
-                                                                          or p.get("B_IN_REGS", 0))):
-        e.append(f"LDG_ROUND={p.get('LDG_ROUND')}: 0, or 1 for the rounded TF32 build (TF32_ROUND=2) with A and B in "
-                 "their own roles (B_IN_REGS=0): its producer rounds both")
-    elif p.get("LDG_ROUND", 0) and p.get("LDG_TILES", 2) not in ((1, 2, 3, 4) if p["BM"] == 64 else (1, 2)):
-        e.append(f"LDG_TILES={p.get('LDG_TILES')}: k-tiles a producer thread holds, 1-4 in a 64-row tile's CTA, 1-2 "
-                 "in a 128-row tile's")
-    elif p.get("LDG_ROUND", 0) and (p["BM"], p["BN"]) not in {t[:2] for t in split_k.TILES}:
-        e.append(f"LDG_ROUND=1 with a {p['BM']}x{p['BN']} tile: its producer threads hold two k-tiles of a stage in "
-                 f"registers, which {', '.join(f'{t[0]}x{t[1]}' for t in split_k.TILES)} leave room for")
     if p.get("BLOCK_SCALED", 0) not in (0, 1) or (p.get("BLOCK_SCALED", 0) and not fp8):
         e.append(f"BLOCK_SCALED={p.get('BLOCK_SCALED')}: 0, or 1 for the block-scaled fp8 build")
     return e

@@ -22,8 +22,6 @@ struct TcArgs {
   float *sk_ws;                  // STREAM_K: one BM x BN FP32 partial per CTA
   unsigned *sk_flags;            // STREAM_K: one arrival count per tile
   unsigned long long *timeline;  // TIMELINE: the clock stamps gemmlab timeline reads
-  const float *a_src, *b_src;    // tc10's LDG_ROUND: A and Bᵀ (K-major) where their maps read them, rows K rounded
-                                 // up to 16 bytes apart (in place, or in the plan's pitched workspace)
 #if EPI
   EpiArgs epi;                   // the fused epilogue's addend and constants (epilogue.cuh)
 #endif

@@ -50,16 +50,6 @@ __device__ __forceinline__ void wgmma_ktile(float (&d)[N / 2], u32 a_tile, u32 b
   }
 }
 
-// B's box j (64 columns of the tile from n0) of the k-tile at k0, as map coordinates (innermost first): N then K for
-// an N-major B, K then N for a K-major one (load_stage, and tc10's L2 prefetch of the boxes LDG_ROUND loads itself).
-__device__ __forceinline__ int2 b_box(int n0, int k0, int j) {
-#if !B_KMAJOR
-  return make_int2(n0 + 64 * j, k0);
-#else
-  return make_int2(k0, n0 + 64 * j);
-#endif
-}
-
 // Issue the TMA copies of one k-tile (A: one BM x BK box; B: BN/64 boxes) into a stage and count them on `bar`,
 // with `extra_bytes` more that the caller copies on the same barrier (tc8's scales). With a cluster of NCTA CTAs along M sharing the B tile, CTA `rank` loads every NCTA-th B box and multicasts it.
 // BATCHED=1: the maps are 3-D, and the box is of matrix ba of A and bb of B.
@@ -82,7 +72,11 @@ __device__ __forceinline__ void load_stage(unsigned char *stage, const TmaMap *m
 #pragma unroll
   for (int j = 0; j < BN / 64; ++j) {
     if (NCTA > 1 && (u32)(j % NCTA) != rank) continue;
-    const int c0 = b_box(n0, k0, j).x, c1 = b_box(n0, k0, j).y;
+#if !B_KMAJOR
+    const int c0 = n0 + 64 * j, c1 = k0;
+#else
+    const int c0 = k0, c1 = n0 + 64 * j;
+#endif
 #if BATCHED
     if (NCTA > 1)
       tma_load_3d_multicast(b + j * B_BOX_BYTES, mapB, bar, c0, c1, bb, (unsigned short)((1u << NCTA) - 1));

@@ -18,18 +18,17 @@ __device__ __forceinline__ void release_slot(u64 *empty) {
 }
 
 // The warp-specialized levels' start (tc3 up): thread 0 prefetches the two tensor maps and sets up the ring,
-// `full[s]` completing on the producer's kFull arrivals (one: the TMA thread's, plus the TMA bytes; tc10's
-// LDG_ROUND: each producer thread's, after its stores), `empty[s]` on `readers` consumer-warp arrivals. Then the
-// block, or with NCTA > 1 the whole cluster, meets, so no barrier is signalled (by a peer's multicast or remote
-// arrival, too) before it exists.
-template <int kStages, int NCTA, int kFull = 1>
+// `full[s]` completing on the producer's one arrival plus the TMA bytes, `empty[s]` on `readers` consumer-warp
+// arrivals. Then the block, or with NCTA > 1 the whole cluster, meets, so no barrier is signalled (by a peer's
+// multicast or remote arrival, too) before it exists.
+template <int kStages, int NCTA>
 __device__ __forceinline__ void ring_init(u64 *full, u64 *empty, u32 readers, const TmaMap *mapA,
                                           const TmaMap *mapB) {
   if (threadIdx.x == 0) {
     tma_prefetch_map(mapA);
     tma_prefetch_map(mapB);
     for (int s = 0; s < kStages; ++s) {
-      mbar_init(&full[s], kFull);
+      mbar_init(&full[s], 1);
       mbar_init(&empty[s], readers);
     }
     fence_barrier_init();

@@ -67,12 +67,6 @@ __device__ __forceinline__ void mbar_wait(u64 *bar, u32 parity) {
 __device__ __forceinline__ void tma_prefetch_map(const TmaMap *map) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(map) : "memory");
 }
-// Ask L2 for the box at element coordinates (c0 = innermost, c1), no shared memory and no barrier: a hint, which a
-// box past the tensor's bounds does not fault (tc10's LDG_ROUND producer, whose loads then find it in L2).
-__device__ __forceinline__ void tma_prefetch_l2_2d(const TmaMap *map, int c0, int c1) {
-  asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];" ::"l"(map), "r"(c0), "r"(c1)
-               : "memory");
-}
 // Copy the box at element coordinates (c0 = innermost, c1) into shared memory; completion is counted on `bar`
 // in bytes (out-of-bounds parts of the box are zero-filled and still counted).
 __device__ __forceinline__ void tma_load_2d(void *dst, const TmaMap *map, u64 *bar, int c0, int c1) {

@@ -113,10 +113,9 @@ def wgmma_constraints(p: dict, specialized: bool, swap_ab: bool = False, options
         e.append(f"TF32_ROUND={rnd} rounds the operand that passes through registers, which only tc5's swap has")
     elif rnd == 2 and not specialized:
         e.append("TF32_ROUND=2 needs the warp-specialized levels, whose warps round the shared-memory tiles")
-    if p.get("TMA_ROUND", 0) not in (0, 1) or (p.get("TMA_ROUND", 0) and (rnd or p.get("LDG_ROUND", 0)
-                                                                        or p.get("B_IN_REGS", 0))):
+    if p.get("TMA_ROUND", 0) not in (0, 1) or (p.get("TMA_ROUND", 0) and rnd):
         e.append(f"TMA_ROUND={p.get('TMA_ROUND')}: 0, or 1 for a TF32 build whose operands reach shared memory by TMA "
-                 "and are not rounded there (TF32_ROUND=0, no LDG_ROUND or B_IN_REGS): the maps round them")
+                 "and are not rounded there (TF32_ROUND=0): the maps round them")
     if p.get("ROUND_B_SMEM", 0) and (rnd != 2 or swap_ab):
         e.append("ROUND_B_SMEM=1 (the plan's choice for a K-major B in tc4) needs TF32_ROUND=2")
     if p.get("TIMELINE", 0) not in (0, 1):

@@ -63,20 +63,15 @@ class WgmmaKernel(CudaKernel):
         """The ``EXCHANGE`` parameter set: the kernel computes the transposed product Cᵀ = w·xᵀ from the call's
         operands in each other's roles. A_IN_REGS=1 (tc5 and tc6 TF32): x is wgmma's register operand, rounded in
         registers, and w its shared-memory operand, the one TF32_ROUND=3's pre-pass rounds: 8·N·K bytes through DRAM
-        instead of 8·M·K, less where x has more rows than w. B_IN_REGS=1 (tc10 TF32, a variant): w is the register
-        operand, rounded in registers, and x the tile the consumers round in shared memory. The binary differs from
-        the base only in C's store (C_TRANSPOSED, from registers); its tiles, launch and model are the base level's
-        on the transposed problem. Its methods take the call's problem; the kernel's own spec (``kernel_build``)
-        takes the transposed one."""
+        instead of 8·M·K, less where x has more rows than w. The binary differs from the base only in C's store
+        (C_TRANSPOSED, from registers); its tiles, launch and model are the base level's on the transposed problem.
+        Its methods take the call's problem; the kernel's own spec (``kernel_build``) takes the transposed one."""
         return bool(self.params.get(self.EXCHANGE, 0))
 
     def kernel_build(self) -> "WgmmaKernel":
         """An exchanging spec's kernel as a spec of the transposed problem: the base level's parameters with
         C_TRANSPOSED=1 (the same tiles and grid as the base on that problem, C stored transposed, from registers)."""
-        changes = {self.EXCHANGE: 0, "C_TRANSPOSED": 1}
-        if "EPI_TMA" in self.params:  # a transposed C is stored element by element from registers
-            changes["EPI_TMA"] = 0
-        return self.with_params(changes)
+        return self.with_params({self.EXCHANGE: 0, "C_TRANSPOSED": 1})
 
     @property
     def k_tile(self) -> int:
@@ -491,5 +486,4 @@ class WgmmaKernel(CudaKernel):
         return plan.swapped_plan(runs, runs.kernel_build(), problem, layout, info, gpu or plan.RESOURCES,
                                  f"A and B exchanged ({self.EXCHANGE}): the kernel computes Cᵀ = B·Aᵀ "
                                  f"({problem.n}x{problem.m}); its A below is the call's B (w, the N×K weight), its B "
-                                 f"the call's A (x), {'x' if self.EXCHANGE == 'A_IN_REGS' else 'w'} read through "
-                                 "registers, C stored transposed")
+                                 "the call's A (x, read through registers), C stored transposed")

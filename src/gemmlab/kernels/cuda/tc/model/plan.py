@@ -32,7 +32,7 @@ from gemmlab.problem import BatchedProblem
 # tc_args.cuh's TcArgs, field for field, and Fp8Args: TcArgs (its base), then the scales' addresses
 TC_ARGS = driver.Struct((("a", driver.MAP), ("b", driver.MAP), ("c", driver.MAP), ("C", "ptr"), ("M", "i32"),
                          ("N", "i32"), ("K", "i32"), ("c_tma", "i32"), ("sk_ws", "ptr"), ("sk_flags", "ptr"),
-                         ("timeline", "ptr"), ("a_src", "ptr"), ("b_src", "ptr")))
+                         ("timeline", "ptr")))
 FP8_ARGS = driver.Struct((("base", TC_ARGS), ("scale_a", "ptr"), ("scale_b", "ptr"), ("sa", driver.MAP),
                           ("sb", driver.MAP)))
 # BatchArgs (BATCHED builds): TcArgs, then the batch and whether A and B step through it
@@ -83,8 +83,6 @@ class _Operand:
     mode: str | None = None  # what TcArgs' map holds now: "direct" or "staged"
     current: int | None = None  # the address the direct map holds (None when staged: every call copies)
     batched: bool = False  # a batch's map: read in place only (a staged copy would hold one matrix)
-    source: str | None = None  # the TcArgs field of its address where the kernel also reads it by address (tc10's
-    # LDG_ROUND): set with the map, to where the map reads (its rows cols rounded up to 16 bytes apart either way)
 
     def stage(self) -> None:
         self.workspace = self.gpu.buffer(self.rows * self.padded * self.elem)
@@ -99,8 +97,6 @@ class _Operand:
                 self.mode = "direct"
             self.address.set(ptr)
             self.current = ptr
-            if self.source:
-                setattr(params, self.source, ptr)
             return
         if self.batched:
             raise LayoutError(f"{self.slot.upper()} at {ptr:#x} is not 16-byte aligned, where TMA reads a batch's "
@@ -112,8 +108,6 @@ class _Operand:
         if self.mode != "staged":
             driver.ctypes.memmove(self.address.map_address, self.staged, driver.MAP_BYTES)
             self.mode, self.current = "staged", None
-            if self.source:
-                setattr(params, self.source, self.gpu.address(self.workspace))
 
 
 @dataclass
@@ -285,8 +279,7 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
     elif b_kmajor and spec.prec.reads_b_n_major:  # the other types read B K-major always (tc_ktile.cuh)
         defines["B_KMAJOR"] = 1
     rounds_smem = spec.params.get("TF32_ROUND", 0) == 2  # TF32 operands rounded to nearest in shared memory
-    ldg = bool(spec.params.get("LDG_ROUND", 0))  # tc10: the producer loads both operands by address, rounding them
-    if b_kmajor and rounds_smem and not spec.swap_ab and not ldg:  # no pre-pass rounds this B: the consumers do
+    if b_kmajor and rounds_smem and not spec.swap_ab:  # no pre-pass rounds this B: the consumers do
         defines["ROUND_B_SMEM"] = 1
     geo = spec.launch_geometry(problem, info.sm_count)
     kernel = gpu.kernel(compile_cuda(spec.source, spec.entry, defines, info.arch), geo.smem)
@@ -311,8 +304,7 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
     def operand(slot: str, rows: int, cols: int, map_for) -> _Operand:
         """An operand stored rows×cols row-major, whose ``map_for(pitch)`` TMA reads."""
         op = _Operand(slot, rows, cols, ceil_div(cols, align) * align, elem, map_for, gpu,
-                      address=_MapAddress(params.map_address(slot)), batched=batched,
-                      source=f"{slot}_src" if ldg else None)
+                      address=_MapAddress(params.map_address(slot)), batched=batched)
         if slot.upper() not in staged:
             op.direct = _encoded(map_for(cols), _PLACEHOLDER)
         elif batched:  # a pitched copy would be of one matrix
@@ -355,15 +347,13 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
         driver.ctypes.memmove(params.map_address("b"), _encoded(spec.operand_maps(problem, k, kp, False)[1],
                                                                  gpu.address(bt)), driver.MAP_BYTES)
         tk = gpu.kernel(compile_cuda("tc_transpose.cu", "tc_transpose",
-                                     {"TILE_T": 32, **({"ROUND": 1} if rounds_smem and not ldg else {})},
+                                     {"TILE_T": 32, **({"ROUND": 1} if rounds_smem else {})},
                                      info.arch), 0)
         tp = driver.Params(TRANSPOSE_SIGNATURE)
         tp.BT, tp.K, tp.N, tp.LDT = gpu.address(bt), k, n, kp
-        if ldg:
-            params.b_src = gpu.address(bt)
         transpose = driver.Launch(int(tk.handle), (ceil_div(n, 32), ceil_div(k, 32), 1), (32, 8, 1), 0, tp)
         steps.append(f"transpose pre-pass: B ({k}x{n}) into Bᵀ ({n}x{kp})"
-                     f"{', rounded to TF32' if rounds_smem and not ldg else ''}; "
+                     f"{', rounded to TF32' if rounds_smem else ''}; "
                      "tf32 wgmma reads K-major operands only")
     scale_maps = []
     if spec.params.get("SCALE_TMA", 0):  # tc8's block scales, as gemmlab.fp8 stores them, through 1-D maps
