@@ -3,6 +3,7 @@ import pytest
 
 from gemmlab.analysis.roofline import DEVICES, at_clock, ceilings_for, device_spec, model, seed_examples
 from gemmlab.errors import GemmlabError
+from gemmlab.kernels.cuda.tc.model.kernel import PRE_PASS
 from gemmlab.kernels.registry import get_kernel
 from gemmlab.kernels.spec import naive_traffic, tiled_traffic
 from gemmlab.problem import Problem
@@ -157,7 +158,7 @@ def test_stream_k_partials_and_its_balanced_tail():
     # no pre-pass: A's and B's maps round them (TMA_ROUND); the pre-pass variant's (TF32_ROUND=3) reads A and
     # writes it rounded, a launch of its own
     assert "prepass" not in m6.levels and m6.dram_bytes == m6.levels["dram"]["bytes"]
-    m3 = model(tc6.with_params({"TF32_ROUND": 3, "TMA_ROUND": 0}), p, H200)
+    m3 = model(tc6.with_params(PRE_PASS), p, H200)
     assert m3.dram_bytes - m3.levels["dram"]["bytes"] == m3.levels["prepass"]["bytes"] == 8 * 2048 * 4096
 
 

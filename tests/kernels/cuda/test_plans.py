@@ -18,6 +18,7 @@ from gemmlab.device import GPUInfo
 from gemmlab.kernels.cuda.launch.gpu import Resources
 from gemmlab.kernels.cuda.launch.nvrtc import SOURCE_DIRS, compile_cuda
 from gemmlab.kernels.cuda.tc.model import plan as tc_plan
+from gemmlab.kernels.cuda.tc.model.kernel import PRE_PASS
 from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout
 from gemmlab.kernels.registry import get_kernel
 from gemmlab.problem import Problem
@@ -307,7 +308,7 @@ def test_a_in_regs_exchanges_the_operands_so_the_pre_pass_rounds_the_weight(stub
     from gemmlab.harness.bench import variant
 
     stub.stub_reset()
-    spec = variant(name, {"A_IN_REGS": 1, "TF32_ROUND": 3, "TMA_ROUND": 0})
+    spec = variant(name, {"A_IN_REGS": 1, **PRE_PASS})
     m, n, k = 2048, 512, 256
     plan, gpu = make(stub, spec.name, (m, n, k), Layout(b=COL), spec=spec)
     assert plan.problem == Problem(m, n, k, "tf32") and plan.inner.problem == Problem(n, m, k, "tf32")
@@ -341,10 +342,10 @@ def test_a_in_regs_launches_the_grid_of_the_transposed_problem(stub, name, shape
     from gemmlab.harness.bench import variant
 
     stub.stub_reset()
-    spec = variant(name, {"A_IN_REGS": 1, "TF32_ROUND": 3, "TMA_ROUND": 0})
+    spec = variant(name, {"A_IN_REGS": 1, **PRE_PASS})
     problem = Problem(*shape, "tf32")
     plan, gpu = make(stub, spec.name, shape, Layout(b=COL), spec=spec)
-    base = get_kernel(name).with_params({"TF32_ROUND": 3, "TMA_ROUND": 0}).for_problem(problem.transposed())
+    base = get_kernel(name).with_params(PRE_PASS).for_problem(problem.transposed())
     assert plan.inner.main.grid == base.launch_geometry(problem.transposed()).grid == \
         spec.launch_geometry(problem).grid
     assert spec.stream_k_tiles(problem) == base.stream_k_tiles(problem.transposed())
@@ -722,7 +723,7 @@ def test_tf32_rounding_pre_pass_reads_a_and_feeds_the_kernel_its_workspace(stub,
     16-byte loads only where A's address and rows allow them; the kernel's A map holds the workspace, whatever A the
     caller passes."""
     stub.stub_reset()
-    spec = get_kernel("cuda/tc5_swap_ab_tf32").with_params({"TF32_ROUND": 3, "TMA_ROUND": 0})
+    spec = get_kernel("cuda/tc5_swap_ab_tf32").with_params(PRE_PASS)
     plan, _ = make(stub, None, (256, 256, k), spec=spec)
     a = 0x7000_0000_0000 + offset
     plan.launch(a, 0x7100_0000_0000, 0x7200_0000_0000, stream=9)

@@ -7,15 +7,13 @@ import numpy as np
 import pytest
 
 from gemmlab.kernels.cuda.tc.model import split_k
+from gemmlab.kernels.cuda.tc.tc10_split_k import IN_KERNEL  # TF32 rounded in the kernel, a variant
 from gemmlab.kernels.plan import COL, Layout
 from gemmlab.kernels.registry import get_kernel
 from gemmlab.problem import Problem
 
 NAMES = {"bf16": "cuda/tc10_split_k_bf16", "fp16": "cuda/tc10_split_k_fp16", "fp8": "cuda/tc10_split_k_fp8",
          "fp8_block": "cuda/tc10_split_k_fp8_block", "tf32": "cuda/tc10_split_k_tf32"}
-
-# TF32 rounded in the kernel (a variant; the registered build's maps round)
-IN_KERNEL = {"TF32_ROUND": 2, "TMA_ROUND": 0}
 
 # ---- on a GPU --------------------------------------------------------------------------------------------------------
 GPU_SHAPES = [(1, 33, 4097), (3, 257, 1001), (17, 255, 8191), (127, 129, 777), (256, 256, 16384)]

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from tc_levels import assert_rounded_not_truncated
 
+from gemmlab.kernels.cuda.tc.model.kernel import PRE_PASS
 from gemmlab.kernels.plan import COL, Layout
 from gemmlab.problem import Problem
 
@@ -27,7 +28,7 @@ def test_on_gpu_the_exchanged_product_is_right_and_rounded_as_cublas(name, shape
     if device.gpu() is None:
         pytest.skip("needs a CUDA GPU")
     problem, layout = Problem(*shape, "tf32"), Layout(b=COL)
-    spec = variant(name, {"A_IN_REGS": 1, "TF32_ROUND": 3, "TMA_ROUND": 0})
+    spec = variant(name, {"A_IN_REGS": 1, **PRE_PASS})
     a, b = arrange(*spec.make_inputs(problem, 3, cupy), layout)
     run, copies = launch(spec, problem, layout)
     assert copies == ()  # x and w read in place

@@ -11,14 +11,14 @@ import pytest
 from gemmlab.errors import InvalidConfigError
 from gemmlab.kernels.cuda.launch.nvrtc import source_path
 from gemmlab.kernels.cuda.tc.model.budget import stage_bytes
+from gemmlab.kernels.cuda.tc.model.kernel import PRE_PASS
 from gemmlab.problem import Problem
 
 from tc_levels import HOST_SHIM, TC5, host_block
 
 # the A_IN_REGS variant as it runs: x in registers, w through TF32_ROUND=3's pre-pass (the registered builds' maps
 # round both operands, TMA_ROUND, and leave no pre-pass for the exchange to shrink)
-A_IN_REGS = {"A_IN_REGS": 1, "TF32_ROUND": 3, "TMA_ROUND": 0}
-PRE_PASS = {"TF32_ROUND": 3, "TMA_ROUND": 0}
+A_IN_REGS = {"A_IN_REGS": 1, **PRE_PASS}
 
 
 # ---- tc5: Cᵀ = Bᵀ·Aᵀ with B's fragments from registers ------------------------------------------------------

@@ -10,6 +10,7 @@ import pytest
 from gemmlab.errors import InvalidConfigError
 from gemmlab.kernels.cuda.launch.nvrtc import source_path
 from gemmlab.kernels.cuda.tc import tc5_swap_ab
+from gemmlab.kernels.cuda.tc.model.kernel import PRE_PASS
 from gemmlab.kernels.cuda.tc.model.stream_k import (SK_FILL, SK_MIN_KTILES, SK_SKIP_FILL, stream_k_dp_tiles,
                                                     stream_k_grid, stream_k_partials, stream_k_units)
 from gemmlab.kernels.cuda.tc.model.tiles import ONE_LAUNCH_MAX_K, bk
@@ -21,7 +22,6 @@ from tc_levels import TC, host_block, ptx_of
 
 # ---- tc6: stream-K tail ----------------------------------------------------------------------------------------
 TC6 = [s for s in TC if s.level == 6]
-PRE_PASS = {"TF32_ROUND": 3, "TMA_ROUND": 0}  # tc5's and tc6's variant rounding A by a pre-pass, B in registers
 SK_CASES = [(t, g, kt) for t in (1, 2, 5, 25, 131, 132, 133, 192, 263, 264, 265, 512, 2048)
             for g in (1, 3, 7, 68, 132) for kt in (1, 2, 3, 11, 64, 128)]
 
@@ -239,7 +239,7 @@ def test_small_tf32_problems_round_a_in_shared_memory_in_one_launch():
     # a small problem whose K gives stream-K nothing to split runs the base level, still in one launch
     tiny_k = Problem(256, 256, 32, "tf32")
     assert tf32.stream_k_tiles(tiny_k) == 0
-    assert tf32.for_problem(tiny_k).params == {**tc5_swap_ab.PARAMS, "TF32_ROUND": 2, "TMA_ROUND": 0}
+    assert tf32.for_problem(tiny_k).params == {**tc5_swap_ab.PARAMS, **PRE_PASS, "TF32_ROUND": 2}
     # the in-place pass reads and writes A's tiles in shared memory: more shared-memory bytes than the pre-pass build
     small = Problem(512, 512, 512, "tf32")
     pre_pass = wgmma_traffic("tf32", 256, 128, prepass=False, stream_k=True, group_m=8, swap_ab=True,

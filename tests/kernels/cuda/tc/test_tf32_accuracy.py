@@ -17,6 +17,7 @@ from gemmlab import numerics as nm
 from gemmlab.errors import InvalidConfigError
 from gemmlab.kernels.cuda.launch.nvrtc import compile_cuda, source_path
 from gemmlab.kernels.cuda.tc.model.budget import SMEM_LIMIT, smem_bytes
+from gemmlab.kernels.cuda.tc.model.kernel import PRE_PASS
 from gemmlab.kernels.plan import COL, Layout
 from gemmlab.kernels.registry import get_kernel
 from gemmlab.problem import Problem
@@ -283,7 +284,7 @@ def make(stub, spec, shape, layout=Layout()):
     return plan, gpu
 
 
-PRE_PASS = dataclasses.replace(with_params(TC5, TMA_ROUND=0, TF32_ROUND=3), one_launch_mnk=0)
+PRE_PASS_PINNED = dataclasses.replace(TC5.with_params(PRE_PASS), one_launch_mnk=0)
 
 
 def test_pre_pass_rounding_plan_rounds_a_into_its_workspace_every_call(stub):
@@ -291,7 +292,7 @@ def test_pre_pass_rounding_plan_rounds_a_into_its_workspace_every_call(stub):
     kernel rounds B in registers. K = 130: 520-byte rows of A, a 528-byte workspace pitch. (At this size the
     registered tc5 runs one launch instead: the pre-pass is pinned here, one_launch_mnk=0.)"""
     stub.stub_reset()
-    spec = PRE_PASS
+    spec = PRE_PASS_PINNED
     plan, gpu = make(stub, spec, (300, 200, 130))
     a, b, c = 0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000
     for call, src in enumerate((a, a + 4)):  # an A off 16 bytes is read element by element
@@ -310,7 +311,7 @@ def test_pre_pass_rounding_plan_rounds_a_into_its_workspace_every_call(stub):
 
 def test_pre_pass_rounding_reads_whole_chunks_where_a_is_aligned(stub):
     stub.stub_reset()
-    plan, _ = make(stub, PRE_PASS, (64, 64, 128))
+    plan, _ = make(stub, PRE_PASS_PINNED, (64, 64, 128))
     plan.launch(0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000)
     assert np.frombuffer(launch_record(stub, 0).params[16:36], np.int32)[-1] == 1
 
@@ -327,7 +328,7 @@ def test_small_tf32_problems_are_one_launch_and_larger_ones_the_pre_pass_and_the
     TF32_ROUND=2); above it, for a long K, or for rows of A that are not 16-byte pitched (K = 130: the pre-pass writes
     its pitched workspace as it rounds), the pre-pass and the kernel, and never a copy besides."""
     stub.stub_reset()
-    spec = get_kernel(name).with_params({"TF32_ROUND": 3, "TMA_ROUND": 0})
+    spec = get_kernel(name).with_params(PRE_PASS)
     plan, _ = make(stub, spec, shape)
     plan.launch(0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000, stream=5)
     assert stub.stub_launches() == launches and stub.stub_copies() == copies

@@ -23,6 +23,9 @@ from gemmlab.problem import BatchedProblem, Problem
 
 TC_PRECISIONS = ("bf16", "fp16", "tf32")  # the unscaled tensor-core precisions: tc1..tc4 build one spec of each
 C_TMA_TYPES = {"bfloat16": "bf16", "float16": "f16", "float32": "fp32"}  # C's dtype -> its tensor map's element type
+# tc5's and tc6's TF32 variant that rounds in the kernel: A by a pre-pass (in shared memory up to one_launch_mnk), B in
+# registers, where the registered builds' tensor maps round both
+PRE_PASS = {"TF32_ROUND": 3, "TMA_ROUND": 0}
 
 
 def narrow_m(p: dict) -> dict:
@@ -380,7 +383,7 @@ class WgmmaKernel(CudaKernel):
         compile tests build them all)."""
         own = self._configurations(formats)
         if self.params.get("TMA_ROUND", 0) and self.one_launch_mnk:
-            return own + self.with_params({"TF32_ROUND": 3, "TMA_ROUND": 0})._configurations(formats)
+            return own + self.with_params(PRE_PASS)._configurations(formats)
         return own
 
     def _configurations(self, formats: bool) -> list["WgmmaKernel"]:

@@ -88,7 +88,7 @@ class _Operand:
         self.workspace = self.gpu.buffer(self.rows * self.padded * self.elem)
         self.staged = _encoded(self.map_for(self.padded), self.gpu.address(self.workspace))
 
-    def bind(self, params: driver.Params, ptr: int, stream: int) -> None:
+    def bind(self, ptr: int, stream: int) -> None:
         if ptr == self.current:
             return
         if self.direct is not None and not ptr & 15:
@@ -121,7 +121,7 @@ class _RoundedOperand:
         self._src, self._vec = self.copy.params.views("src", "vec")
         self._rows_align = self.copy.params.ld_src % 4 == 0  # 16-byte rows, so 16-byte loads where A is aligned
 
-    def bind(self, params: driver.Params, ptr: int, stream: int) -> None:
+    def bind(self, ptr: int, stream: int) -> None:
         self._src.value, self._vec.value = ptr, int(self._rows_align and not ptr & 15)
         self.copy.launch(stream)
 
@@ -158,12 +158,12 @@ class TcPlan(Plan):
 
     def launch(self, a, b, c, stream: int = 0) -> None:
         p = self.main.params
-        self.operands[0].bind(p, a, stream)
+        self.operands[0].bind(a, stream)
         if self.transpose is not None:
             self.transpose.params.B = b
             self.transpose.launch(stream)
         else:
-            self.operands[1].bind(p, b, stream)
+            self.operands[1].bind(b, stream)
         self._c.value = c
         if self.epi_tma:
             tma = int(self.c_rows_ok and not c & 15)
@@ -191,7 +191,7 @@ class Fp8Plan(TcPlan):
     def launch(self, a, b, c, stream: int, scale_a: int, scale_b: int) -> None:
         self._scales[0].value, self._scales[1].value = scale_a, scale_b
         for op, ptr in zip(self.scale_maps, (scale_a, scale_b)):
-            op.bind(self.main.params, ptr, stream)
+            op.bind(ptr, stream)
         super().launch(a, b, c, stream)
 
     def run(self, a, b, c) -> None:
