@@ -194,3 +194,41 @@ def test_on_gpu_every_split_adds_a_share_to_the_last_split_s_bits(precision, sha
     first, second = (run_once(spread, problem, a, b, plan).view(np.uint8).get() for _ in range(2))
     last = run_once(workspace, problem, a, b, workspace.build(problem)).view(np.uint8).get()
     assert (first == last).all() and (second == last).all()
+
+
+
+@pytest.mark.parametrize("precision", list(NAMES))
+@pytest.mark.parametrize("tile", [t for t in split_k.TILES if t[1] >= 128], ids=lambda t: f"{t[0]}x{t[1]}")
+@pytest.mark.parametrize("splits", [1, 3])
+@pytest.mark.parametrize("layout", [Layout(b=COL), Layout()], ids=["w.t()", "row-major B"])
+def test_on_gpu_m_tiles_sharing_b_by_multicast_give_the_same_bits(precision, tile, splits, layout):
+    """CM=2 (two M-tiles of a split in a cluster, each CTA loading half of B's tile and multicasting it to both) at an
+    odd number of M-tiles (the last cluster's second CTA past M) and ragged N and K: right against float64 on
+    NaN-poisoned C, and C equal bit for bit to CM=1's at the same tile and S, on two calls of one plan. FP8 as its
+    plans read it (B K-major); the others with B handed over as w.t() and row-major."""
+    import cupy
+
+    from gemmlab.harness.layouts import arrange, launch
+    from gemmlab.harness.verify import check, run_once
+
+    _needs_gpu()
+    fp8 = precision.startswith("fp8")
+    if fp8 and layout.b != COL:
+        pytest.skip("FP8 operands come with B K-major")
+    bm, bn, stages = tile
+    problem = Problem(2 * bm + 5, 3 * bn - 7, 4099, precision)
+    pinned = get_kernel(NAMES[precision]).with_params({"BM": bm, "BN": bn, "STAGES": stages, "SPLITS": splits})
+    shared = pinned.with_params({"CM": 2})
+    assert shared.for_problem(problem).cluster() == (2, 1, 1)
+    assert shared.launch_geometry(problem).grid == (3 * 2 * 2, splits, 1)  # 3 N-tiles x 2 clusters of 2 M-tiles
+    a, b = shared.make_inputs(problem, 6, cupy)
+    if fp8:
+        run, alone_run = shared.build(problem), pinned.build(problem)
+    else:
+        a, b = arrange(a, b, layout)
+        (run, _), (alone_run, _) = launch(shared, problem, layout), launch(pinned, problem, layout)
+    result = check(shared, problem, launch=run, inputs=(a, b))
+    assert result.passed, result
+    first, second = (run_once(shared, problem, a, b, run).view(np.uint8).get() for _ in range(2))
+    alone = run_once(pinned, problem, a, b, alone_run).view(np.uint8).get()
+    assert (first == alone).all() and (second == alone).all()
