@@ -66,12 +66,6 @@
 #if SK_SPREAD && SK_CLUSTER
 #error "SK_SPREAD and SK_CLUSTER: two ways of adding the partials; one at most"
 #endif
-#ifndef CM
-#define CM 1
-#endif
-#if CM != 1 && (CM != 2 || SK_CLUSTER || SK_SPREAD || TF32_ROUND)
-#error "CM=2: two M-tiles of a split share B's tile by multicast; not with SK_CLUSTER, SK_SPREAD or TF32_ROUND"
-#endif
 #if SK_CLUSTER && !defined(SK_CLUSTER_MAX)
 #error "SK_CLUSTER=1: SK_CLUSTER_MAX, the most splits a cluster adds (the host's split_k.CLUSTER_MAX)"
 #endif
@@ -221,17 +215,12 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1) tc10_split_k(con
   OutT *C = reinterpret_cast<OutT *>(args.C);
   const int M = args.M, N = args.N, K = args.K;
   const int tid = threadIdx.x, wg = tid / 128;
-  const int tiles_n = (N + BN - 1) / BN, split = blockIdx.y, splits = gridDim.y;
-  // CM=2: CTAs 2p and 2p + 1 (a cluster, rank = blockIdx.x % 2) take the M-tiles 2(p / tiles_n) and the next, at
-  // N-tile p % tiles_n: one B tile, which each loads half of and multicasts to both. Past an odd last M-tile the
-  // second CTA's A rows lie beyond M: it copies zeros (TMA's bounds) and stores nothing.
-  const int pair = blockIdx.x / CM, rank = blockIdx.x % CM;
-  const int tm = pair / tiles_n * CM + rank, tile = tm * tiles_n + pair % tiles_n;
-  const int m0 = tm * BM, n0 = pair % tiles_n * BN;
+  const int tiles_n = (N + BN - 1) / BN, tile = blockIdx.x, split = blockIdx.y, splits = gridDim.y;
+  const int m0 = tile / tiles_n * BM, n0 = tile % tiles_n * BN;
   const int KT = (K + BK - 1) / BK;
   const int kb = split_begin(split, splits, KT), ke = split_begin(split + 1, splits, KT);
 
-  ring_init<STAGES, CM>(full, empty, CW * 4 * CM, mapA, mapB);  // one arrival per consumer warp of the cluster
+  ring_init<STAGES, 1>(full, empty, CW * 4, mapA, mapB);  // one arrival per consumer warp
 
   if (wg == 0) {
     setmaxnreg_dec<PRODUCER_REGS>();
@@ -239,12 +228,8 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1) tc10_split_k(con
       for (int kt = kb, i = 0; kt < ke; ++kt, ++i) {
         const int s = i % STAGES;
         if (i >= STAGES) mbar_wait(&empty[s], (i / STAGES - 1) & 1);
-        load_stage<CM>(smem + s * STAGE_BYTES, mapA, mapB, &full[s], m0, n0, kt * BK, rank);
+        load_stage<1>(smem + s * STAGE_BYTES, mapA, mapB, &full[s], m0, n0, kt * BK, 0);
       }
-    if (CM > 1) {
-      __syncwarp();
-      cluster_sync();  // the consumers' (below): the peer's last arrivals and multicasts are in before either leaves
-    }
     return;
   }
   setmaxnreg_inc<CONSUMER_REGS>();
@@ -281,7 +266,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1) tc10_split_k(con
     const float b_scale = __ldg(sb + kt), s0 = __ldg(sa + r0) * b_scale, s1 = __ldg(sa + r1) * b_scale;
     wgmma_wait<0>();
     fence_acc(part);
-    if (tid % 32 == 0) release_slot<CM>(&empty[s]);
+    if (tid % 32 == 0) mbar_arrive(&empty[s]);
 #pragma unroll
     for (int j = 0; j < BN / 8; ++j) {
       d[4 * j] += part[4 * j] * s0;
@@ -291,7 +276,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1) tc10_split_k(con
     }
 #elif TF32_ROUND
     wgmma_wait<0>();  // the previous k-tile's wgmmas are done with their fragments and their slot
-    if (i > 0 && tid % 32 == 0) release_slot<CM>(&empty[(i - 1) % STAGES]);
+    if (i > 0 && tid % 32 == 0) mbar_arrive(&empty[(i - 1) % STAGES]);
 #if B_PASS
     consumer_bar(CT);  // this slot's B tile rounded and fenced by every consumer thread
 #endif
@@ -315,15 +300,11 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1) tc10_split_k(con
     wgmma_ktile<BN>(d, a, b, 1);
     wgmma_commit();
     wgmma_wait<1>();  // the previous k-tile's group is done: its slot can be refilled
-    if (i > 0 && tid % 32 == 0) release_slot<CM>(&empty[(i - 1) % STAGES]);
+    if (i > 0 && tid % 32 == 0) mbar_arrive(&empty[(i - 1) % STAGES]);
 #endif
   }
   wgmma_wait<0>();
   fence_acc(d);
-  if (CM > 1) {
-    cluster_sync();  // every slot of both CTAs read and released: no more arrivals or multicasts between them
-    if (m0 >= M) return;
-  }
   if (splits > 1) {
 #if SK_CLUSTER
     if (!cluster_reduce(d, splits, smem, ct)) return;

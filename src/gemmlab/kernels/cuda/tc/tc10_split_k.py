@@ -36,7 +36,7 @@ from gemmlab.kernels.cuda.tc.model.constraints import wgmma_constraints
 from gemmlab.kernels.cuda.tc.model.fp8 import fp8_constraints
 from gemmlab.kernels.cuda.tc.model.kernel import WgmmaKernel
 from gemmlab.kernels.cuda.tc.model.traffic import wgmma_traffic
-from gemmlab.kernels.geometry import Geometry, ceil_div
+from gemmlab.kernels.geometry import Geometry
 from gemmlab.kernels.spec import SM_COUNT, Traffic
 from gemmlab.problem import Problem
 
@@ -47,7 +47,7 @@ from gemmlab.problem import Problem
 # SK_SPREAD = 1 (a --variant): where the tiles x S CTAs are resident at once (split_k.spreads), the S CTAs of a tile
 # each add a share of it over the partials in the workspace, instead of the last to arrive adding all of it
 BASE = {"BM": 128, "BN": 128, "STAGES": 6, "PRODUCER_REGS": 40, "CONSUMER_REGS": 232, "SPLITS": 0, "EPI_TMA": 1,
-        "SK_CLUSTER": 0, "SK_SPREAD": 0, "CM": 1}
+        "SK_CLUSTER": 0, "SK_SPREAD": 0}
 FP8 = {**BASE, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
 FP8_BLOCK = {**FP8, "BLOCK_SCALED": 1}
 # both operands rounded to nearest by their tensor maps; TF32_ROUND = 2 (a --variant, with TMA_ROUND = 0): in the
@@ -68,22 +68,17 @@ class SplitK(WgmmaKernel):
     def defines(self) -> dict:
         d = super().defines()
         d.pop("SPLITS")  # the kernel reads S from gridDim.y
-        d["SK_CLUSTER"] = int(self.reduces_in_cluster())
+        d["SK_CLUSTER"] = int(self.cluster() is not None)
         if d["SK_CLUSTER"]:
             d["SK_CLUSTER_MAX"] = split_k.CLUSTER_MAX  # the bound of the kernel's loops over a cluster's partials
         return d
 
     def cluster(self) -> tuple[int, int, int] | None:
-        """(CM, 1, 1) with CM = 2: two M-tiles of a split side by side in gridDim.x, sharing B's tile by multicast.
-        (1, S, 1): a tile's S CTAs (gridDim.y) in one cluster, where its partials are added across the cluster's
-        shared memory (``reduces_in_cluster``). None otherwise."""
-        if self.params.get("CM", 1) > 1:
-            return self.params["CM"], 1, 1
-        return (1, self.params["SPLITS"], 1) if self.reduces_in_cluster() else None
-
-    def reduces_in_cluster(self) -> bool:
-        """SK_CLUSTER=1 and 1 < S <= split_k.CLUSTER_MAX; not with S still to be chosen (SPLITS=0)."""
-        return split_k.reduces_in_cluster(self.params["SPLITS"], self.params.get("SK_CLUSTER", 0))
+        """(1, S, 1): a tile's S CTAs (gridDim.y) in one cluster, where its partials are added across the cluster's
+        shared memory (SK_CLUSTER=1 and 1 < S <= split_k.CLUSTER_MAX); None where they go through the workspace,
+        SK_CLUSTER=1 asked for or not (S = 1, S past a cluster, or S still to be chosen: SPLITS=0)."""
+        s = self.params["SPLITS"]
+        return (1, s, 1) if split_k.reduces_in_cluster(s, self.params.get("SK_CLUSTER", 0)) else None
 
     def split_plan(self, problem: Problem, sm_count: int = SM_COUNT) -> split_k.SplitPlan:
         m, n, k = problem.shape
@@ -96,12 +91,7 @@ class SplitK(WgmmaKernel):
     def for_problem(self, problem: Problem, sm_count: int = SM_COUNT) -> "SplitK":
         s = self.split_plan(problem, sm_count)
         spread = int(split_k.spreads(s, self.params.get("SK_SPREAD", 0), sm_count))
-        # CM > 1 where the tile has a B box for each CTA of the cluster and M-tiles to pair (else half the CTAs idle)
-        cm = self.params.get("CM", 1)
-        if s.bn < 64 * cm or ceil_div(problem.m, s.bm) < cm:
-            cm = 1
-        return self.with_params({"BM": s.bm, "BN": s.bn, "STAGES": s.stages, "SPLITS": s.splits, "SK_SPREAD": spread,
-                                 "CM": cm})
+        return self.with_params({"BM": s.bm, "BN": s.bn, "STAGES": s.stages, "SPLITS": s.splits, "SK_SPREAD": spread})
 
     def make_plan(self, problem: Problem, layout, info, gpu=None):
         """The plan, whose explanation says where its tile and S come from: a sweep on this GPU, or the model."""
@@ -120,12 +110,7 @@ class SplitK(WgmmaKernel):
     def launch_geometry(self, problem: Problem, sm_count: int = SM_COUNT, max_clusters: int | None = None) -> Geometry:
         runs = self.for_problem(problem, sm_count)
         s = runs.split_plan(problem, sm_count)
-        grid = s.grid
-        cm = runs.params.get("CM", 1)
-        if cm > 1:  # a cluster's CM M-tiles side by side in x; an odd last M-tile pairs with a CTA past M
-            tiles_n = ceil_div(problem.n, s.bn)
-            grid = (tiles_n * ceil_div(ceil_div(problem.m, s.bm), cm) * cm, s.splits, 1)
-        return Geometry(grid=grid, block=((s.bm // 64 + 1) * 128, 1, 1), smem=smem_bytes(runs.params))
+        return Geometry(grid=s.grid, block=((s.bm // 64 + 1) * 128, 1, 1), smem=smem_bytes(runs.params))
 
     def traffic(self, problem: Problem, sm_count: int = SM_COUNT, layout=None) -> Traffic:
         """tc3's at the chosen tile, plus each partial written once and read once (S > 1); the walk's tiles are all
@@ -133,7 +118,7 @@ class SplitK(WgmmaKernel):
         1/S of a tile's arithmetic."""
         runs = self.for_problem(problem, sm_count)
         return split_k.with_partials(self.traffic_model(problem, sm_count, params=dict(runs.params), layout=layout),
-                                     runs.split_plan(problem, sm_count), sm_count, runs.reduces_in_cluster(),
+                                     runs.split_plan(problem, sm_count), sm_count, runs.cluster() is not None,
                                      bool(runs.params["SK_SPREAD"]))
 
     def configurations(self, formats: bool = False) -> list[WgmmaKernel]:
@@ -167,9 +152,6 @@ def _constraints(p: dict, fp8: bool, block: bool) -> list[str]:
                  "resident at once) or 0 (the last split adds all of it)")
     elif p.get("SK_SPREAD", 0) and p.get("SK_CLUSTER", 0):
         e.append("SK_SPREAD=1 and SK_CLUSTER=1: two ways of adding a tile's partials; one at most")
-    if p.get("CM", 1) > 1 and (p.get("SK_CLUSTER", 0) or p.get("SK_SPREAD", 0) or p.get("TF32_ROUND", 0)):
-        e.append(f"CM={p['CM']}: clusters of M-tiles sharing B, not with SK_CLUSTER's clusters of splits, SK_SPREAD's "
-                 "waits or TF32_ROUND's passes over the landed tiles")
     if block and 128 % p["BN"]:
         e.append(f"BN={p['BN']}: a block-scaled tile's columns sit in one 128-wide block of B's scales (64 or 128)")
     if block and p["BN"] > p.get("CONSUMER_REGS", 232) - 32:

@@ -373,7 +373,7 @@ def make_plan(spec, problem, layout, info, gpu: Resources = RESOURCES) -> TcPlan
         buffers += [ws, flags]
         params.sk_ws, params.sk_flags = gpu.address(ws), gpu.address(flags)
         cooperative = zeroed = True
-    elif spec.params.get("SPLITS", 0) > 1 and cluster and spec.params.get("SK_CLUSTER", 0):
+    elif spec.params.get("SPLITS", 0) > 1 and cluster:
         resident = gpu.clusters(kernel, geo, cluster)
         waves = f", {ceil_div(geo.grid[0], resident)} wave(s) of the {resident} resident at once" if resident else ""
         steps.append(f"split-K: {geo.grid[1]} splits of K a tile, one cluster of {geo.grid[1]} CTAs a tile{waves}; "
