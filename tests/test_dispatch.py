@@ -114,6 +114,28 @@ def test_a_gpu_without_a_table_runs_the_defaults_it_can():
     assert choice.spec.name == "cuda/tc1_mma_sync_bf16" and "A100" in choice.why  # no wgmma before Hopper
 
 
+H100_SXM = GPUInfo("NVIDIA H100 80GB HBM3", 132, (9, 0), 50 * 2**20, 232448, 1980.0, 80 * 2**30, "13.0", "13.0")
+
+
+@pytest.mark.parametrize("shape,precision", [((128, 4096, 4096), "bf16"), ((16, 14336, 4096), "fp8"),
+                                             ((1024, 1024, 1024), "bf16"), ((4096, 4096, 4096), "tf32")])
+def test_a_gpu_of_the_shipped_table_s_chip_reads_its_rows(shape, precision):
+    """An H100 SXM (compute capability 9.0, 132 SMs: the H200's chip with HBM3) has no rows of its own: it reads the
+    H200's, ranked under its own roofs, and says so; at a shape the H200 measured it takes the kernel measured fastest
+    there, as the H200 does (its memory is slower, the ranking at a measured shape is the measurement's). An H100
+    PCIe (114 SMs) is not of that chip and runs the defaults."""
+    problem = Problem(*shape, precision)
+    table = dispatch.load_table()
+    assert H100_SXM.name not in table and dispatch.table_gpu(H100_SXM, table) == H200.name
+    assert dispatch.table_gpu(H100, table) == H100.name
+    theirs, ours = (dispatch.choose(problem, Layout(b=COL), g) for g in (H200, H100_SXM))
+    assert ours.spec.name == theirs.spec.name
+    assert ours.why.startswith(f"dispatch table for {H200.name}, read for this {H100_SXM.name} (the same chip: "
+                               "compute capability 9.0, 132 SMs")
+    assert theirs.why.startswith(f"dispatch table for {H200.name}: ")
+    assert "no dispatch table entry" in dispatch.choose(problem, Layout(b=COL), H100).why
+
+
 def test_table_from_results_ranks_verified_kernels_of_gemmlab_only():
     table = dispatch.table_from_results(run(
         record("cuda/tc4_persistent_bf16", 0.21), record("cuda/tc6_stream_k_bf16", 0.20),

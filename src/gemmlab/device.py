@@ -162,6 +162,13 @@ def gpu() -> GPUInfo | None:
     return probe()[0]
 
 
+def same_chip(info: GPUInfo, name: str, sm_count: int, cc: tuple[int, int]) -> bool:
+    """Whether ``info`` is the GPU called ``name`` or one of its chip: the same compute capability and SM count (an H100
+    SXM and an H200), on which every kernel runs the same tiles, waves, rings and clusters; only their memory differs,
+    which a model prices with each one's roofs."""
+    return info.name == name or (info.sm_count == sm_count and tuple(info.cc) == tuple(cc))
+
+
 def require_gpu(what: str) -> GPUInfo:
     """The properties of the current device (where a plan is made: ``using`` sets it), or a NoGPUError naming
     ``what`` needs one."""

@@ -47,6 +47,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from gemmlab.cache import cache_root, read_json, write_json
+from gemmlab.device import same_chip
 from gemmlab.dispatch_layout import operand_copies, refuse_layout, row_layout
 from gemmlab.kernels.plan import Layout
 from gemmlab.problem import BatchedProblem, PrecisionTable, Problem
@@ -73,6 +74,28 @@ def shipped_gpu():
     from gemmlab.device import GPUInfo
 
     return GPUInfo("NVIDIA H200", 132, (9, 0), 60 * 2**20, 232448, 1980.0, 141 * 2**30, "", "")
+
+
+def table_gpu(gpu, table: dict) -> str:
+    """The GPU whose rows of ``table`` ``gpu`` reads: its own where the table has them; else, for a GPU of the shipped
+    table's chip (gemmlab.device.same_chip: an H100 SXM), the shipped GPU's, ranked under this GPU's own roofs; else
+    its own name (no rows: the precision's defaults)."""
+    if gpu.name in table:
+        return gpu.name
+    shipped = shipped_gpu()
+    if shipped.name in table and same_chip(gpu, shipped.name, shipped.sm_count, shipped.cc):
+        return shipped.name
+    return gpu.name
+
+
+def _table_source(gpu, table: dict) -> str:
+    """How a choice names the table it read: "dispatch table for GPU", and where that is another GPU of this one's chip,
+    which."""
+    name = table_gpu(gpu, table)
+    if name == gpu.name:
+        return f"dispatch table for {gpu.name}"
+    return (f"dispatch table for {name}, read for this {gpu.name} (the same chip: compute capability "
+            f"{gpu.cc[0]}.{gpu.cc[1]}, {gpu.sm_count} SMs; ranked under its own roofs)")
 
 
 def local_path() -> Path:
@@ -338,7 +361,7 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
     if isinstance(problem, BatchedProblem):
         problem = problem.flattened()
     source = problem.prec.dispatch_precision
-    points = neighbours(table.get(gpu.name, {}).get(source, {}), problem)
+    points = neighbours(table.get(table_gpu(gpu, table), {}).get(source, {}), problem)
     roofs = _roofs(gpu.name, gpu.sm_count)
     picked, banned = [], set()
     for point in points:
@@ -471,7 +494,9 @@ def _choose(problem: Problem, layout: Layout, gpu, epilogue=None, formats: tuple
     if small is not None:
         return small
     refusals: list = []  # (spec, why it refuses the problem)
+    table = load_table() if table is None else table
     ranked = rank(problem, layout, gpu, table)
+    source = _table_source(gpu, table)
     for c in ranked:
         runs = c.spec.is_valid(problem) or c.spec.in_place_refusal(problem, layout) or c.spec.unsupported(gpu) or \
             (formats and c.spec.formats_refusal(*formats))
@@ -482,11 +507,11 @@ def _choose(problem: Problem, layout: Layout, gpu, epilogue=None, formats: tuple
     in_place = [c for c in usable if c.copies == ()]
     if in_place:
         pick = _anchored(in_place)
-        return Choice(pick.spec, _why(gpu, problem, layout, ranked, pick, "in place", in_place[0]))
+        return Choice(pick.spec, _why(source, problem, layout, ranked, pick, "in place", in_place[0]))
     copied = [c for c in usable if c.copies is not None]
     if copied:
         pick = _anchored(copied)
-        return Choice(pick.spec, _why(gpu, problem, layout, ranked, pick, "after a copy", copied[0]),
+        return Choice(pick.spec, _why(source, problem, layout, ranked, pick, "after a copy", copied[0]),
                       copies=pick.copies)
     # measured kernels that cannot read the layout even after a copy (gemv1 against a row-major B): the defaults
 
@@ -555,25 +580,26 @@ def _anchored(candidates: list[Candidate]) -> Candidate:
     return anchor if anchor.per_call_ms <= best.per_call_ms * (1 + MARGIN) ** (1 + nearest[3]) else best
 
 
-def _why(gpu, problem: Problem, layout: Layout, ranked: list[Candidate], pick: Candidate, how: str,
+def _why(source: str, problem: Problem, layout: Layout, ranked: list[Candidate], pick: Candidate, how: str,
          best: Candidate) -> str:
-    """Why ``pick``, of the ``ranked`` candidates: where it was measured or how it was predicted; where it is not
-    ``best`` (the fastest predicted of those the call may run), the prediction it stands against (``_anchored``)."""
+    """Why ``pick``, of the ``ranked`` candidates: where it was measured (``source``: the table, _table_source) or how
+    it was predicted; where it is not ``best`` (the fastest predicted of those the call may run), the prediction it
+    stands against (``_anchored``)."""
     place = ranked.index(pick) + 1
     label, row = pick.basis[0][:2]
     stands = "" if pick is best else \
         (f"stands against {best.spec.name}'s prediction of {best.per_call_ms:.4g} ms, within the model's margin there")
     if pick.exact:
         if how == "in place":
-            return (f"dispatch table for {gpu.name}: #{place} of the {len(ranked)} candidates at {label}, measured "
+            return (f"{source}: #{place} of the {len(ranked)} candidates at {label}, measured "
                     f"there ({_measured(row, pick)}), that takes {problem.label()} with {layout.label()} in place"
                     + (f"; it {stands}" if stands else ""))
-        return (f"dispatch table for {gpu.name}: fastest at {label} that takes {problem.label()}; none of the "
+        return (f"{source}: fastest at {label} that takes {problem.label()}; none of the "
                 f"measured kernels it may run reads {layout.label()} in place")
     taken = "with " + layout.label() + " in place" if how == "in place" else \
         f"after a copy (none of the measured kernels it may run reads {layout.label()} in place)"
     near = "at" if pick.basis[0][3] == 0 else "near"
-    return (f"dispatch table for {gpu.name}: #{place} of the {len(ranked)} candidates ranked {near} "
+    return (f"{source}: #{place} of the {len(ranked)} candidates ranked {near} "
             f"{problem.label()} that takes {problem.label()} {taken}, {pick.spec.name}, predicted "
             f"{pick.per_call_ms:.4g} ms a call ({explain(pick)})"
             + (f"; the fastest measured at {label}, which {stands}" if stands else ""))

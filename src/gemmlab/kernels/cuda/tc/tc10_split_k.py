@@ -94,7 +94,8 @@ class SplitK(WgmmaKernel):
         return self.with_params({"BM": s.bm, "BN": s.bn, "STAGES": s.stages, "SPLITS": s.splits, "SK_SPREAD": spread})
 
     def make_plan(self, problem: Problem, layout, info, gpu=None):
-        """The plan, whose explanation says where its tile and S come from: a sweep on this GPU, or the model."""
+        """The plan, whose explanation says where its tile and S come from: a sweep on this GPU or one of its chip, or
+        the model."""
         made = super().make_plan(problem, layout, info, gpu)
         if not self.params["SPLITS"]:
             runs = self.split_plan(problem, info.sm_count)
@@ -102,7 +103,8 @@ class SplitK(WgmmaKernel):
                                    spread=bool(self.params.get("SK_SPREAD", 0)))
             why = "the model's choice (split_k.choose)"
             if (runs.bm, runs.bn, runs.splits) != (model.bm, model.bn, model.splits):
-                why = (f"measured fastest at this shape on the {info.name} (data/{split_k.MEASURED.name}), where the "
+                why = (f"measured fastest at this shape on the {split_k.table_gpu()} (data/{split_k.MEASURED.name}), "
+                       f"where the "
                        f"model takes {model.bm}x{model.bn} with S = {model.splits}")
             made.steps.append(f"tile {runs.bm}x{runs.bn}, S = {runs.splits}: {why}")
         return made

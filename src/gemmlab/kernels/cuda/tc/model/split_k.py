@@ -20,7 +20,8 @@ The model misranks some problems (docs/tensor_cores/tc10.md, "The choice measure
 builds on a GPU (bench --variant over every tile and S, B as w.t()) found another tile and S faster than the model's
 choice by more than the spread of one timing (MEASURED_MARGIN), that choice is kept in a table (``measured_table``;
 the H200's ships as data/split_k-h200.json, ``gemmlab dispatch --split-k``) and ``measured`` returns it for that
-exact problem on that GPU, whatever the call's layout, C's type or epilogue; every other problem takes the model's.
+exact problem on that GPU or one of its chip, whatever the call's layout, C's type or epilogue; every other problem
+takes the model's.
 """
 from __future__ import annotations
 
@@ -255,21 +256,19 @@ def _shipped() -> dict:
     return json.loads(MEASURED.read_text()) if MEASURED.is_file() else {}
 
 
-def measured(m: int, n: int, k: int, precision: str, sm_count: int = 132, table: dict | None = None,
-             gpu: str | None = None) -> SplitPlan | None:
-    """The tile and S measured fastest for exactly this problem (``table``, default the shipped H200 one) on the
-    table's GPU, or None: the model's choice stands. ``gpu``: the GPU's name (default: this machine's GPU, and
-    without one the table's own, as gemmlab dispatch answers for the H200); its SM count must be the table's too.
+def table_gpu() -> str | None:
+    """The GPU the shipped table was measured on."""
+    return _shipped().get("gpu")
+
+
+def measured(m: int, n: int, k: int, precision: str, sm_count: int = 132,
+             table: dict | None = None) -> SplitPlan | None:
+    """The tile and S measured fastest for exactly this problem (``table``, default the shipped H200 one) on a GPU of
+    the table's SM count, or None: the model's choice stands. tc10 runs only on compute capability 9.0, so such a GPU
+    is of the table's chip (an H100 SXM reads the H200's: the same SMs, tiles and waves; gemmlab.device.same_chip).
     An entry whose tile the precision does not build, or whose S is past its k-tiles, is not taken."""
     t = _shipped() if table is None else table
     if t.get("sm_count") != sm_count:
-        return None
-    if gpu is None:
-        from gemmlab.device import gpu as this_gpu
-
-        info = this_gpu()
-        gpu = info.name if info is not None else t.get("gpu")
-    if gpu != t.get("gpu"):
         return None
     hit = t.get("choices", {}).get(precision, {}).get(f"{m}x{n}x{k}")
     if hit is None:
