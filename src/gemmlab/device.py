@@ -169,6 +169,21 @@ def same_chip(info: GPUInfo, name: str, sm_count: int, cc: tuple[int, int]) -> b
     return info.name == name or (info.sm_count == sm_count and tuple(info.cc) == tuple(cc))
 
 
+# The GPU gemmlab's shipped tables were measured on (the dispatch table, tc10's splits, the FP32 levels' tiles)
+SHIPPED_GPU = GPUInfo("NVIDIA H200", 132, (9, 0), 60 * 2**20, 232448, 1980.0, 141 * 2**30, "", "")
+
+
+def shipped_name_for(name: str) -> str:
+    """The GPU whose rows of a shipped table a GPU called ``name`` reads where the table has none of its own: the
+    shipped tables' GPU where this machine's GPU is called ``name`` and is of that GPU's chip (same_chip: an H100
+    SXM reads the H200's), else ``name``."""
+    info = gpu()
+    s = SHIPPED_GPU
+    if info is not None and info.name == name and same_chip(info, s.name, s.sm_count, s.cc):
+        return s.name
+    return name
+
+
 def require_gpu(what: str) -> GPUInfo:
     """The properties of the current device (where a plan is made: ``using`` sets it), or a NoGPUError naming
     ``what`` needs one."""

@@ -47,7 +47,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from gemmlab.cache import cache_root, read_json, write_json
-from gemmlab.device import same_chip
+from gemmlab.device import SHIPPED_GPU, same_chip
 from gemmlab.dispatch_layout import operand_copies, refuse_layout, row_layout
 from gemmlab.kernels.plan import Layout
 from gemmlab.problem import BatchedProblem, PrecisionTable, Problem
@@ -71,9 +71,7 @@ MARGIN = 0.10  # between measured shapes, how much faster a prediction must be t
 def shipped_gpu():
     """The GPU the shipped table was measured on, as gemmlab.device describes one: what ``gemmlab dispatch`` and a grid
     plan answer for on a machine without a GPU."""
-    from gemmlab.device import GPUInfo
-
-    return GPUInfo("NVIDIA H200", 132, (9, 0), 60 * 2**20, 232448, 1980.0, 141 * 2**30, "", "")
+    return SHIPPED_GPU
 
 
 def table_gpu(gpu, table: dict) -> str:

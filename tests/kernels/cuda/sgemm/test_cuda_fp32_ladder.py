@@ -228,6 +228,28 @@ def test_v10_runs_its_tuned_parameters_and_defaults_without_a_cache(tmp_path, mo
     assert spec_of("v9_autotuned").params_for(problem, "Some GPU") == dict(spec_of("v9_autotuned").params)
 
 
+def test_a_gpu_of_the_h200_s_chip_runs_the_h200_s_tuned_tiles(tmp_path, monkeypatch):
+    """With no tune cache, an H100 SXM (compute capability 9.0, 132 SMs: the H200's chip) runs the tile the H200's
+    table measured fastest at a shape (512x4096x14336: 128x128, where the 128x256 fallback fills 0.5 waves); an H100
+    PCIe (114 SMs) is another chip and runs the fallback. Only this machine's GPU is matched by its chip."""
+    from gemmlab import device
+    from gemmlab.device import GPUInfo
+    from gemmlab.kernels.cuda.sgemm import v10_register_prefetch as v10
+
+    monkeypatch.setenv("GEMMLAB_CACHE", str(tmp_path))
+    spec = spec_of("v10_register_prefetch")
+    problem = Problem(512, 4096, 14336)
+    sxm = GPUInfo("NVIDIA H100 80GB HBM3", 132, (9, 0), 50 * 2**20, 232448, 1980.0, 80 * 2**30, "", "")
+    pcie = GPUInfo("NVIDIA H100 PCIe", 114, (9, 0), 50 * 2**20, 232448, 1755.0, 80 * 2**30, "", "")
+    assert v10.TUNED["NVIDIA H200"]["512x4096x14336"]["params"] == v10._T8x8 != v10.PARAMS
+    for info, expected in ((sxm, v10._T8x8), (pcie, v10.PARAMS)):
+        monkeypatch.setattr(device, "gpu", lambda info=info: info)
+        assert spec.params_for(problem, info.name) == expected, info.name
+        assert dict(spec.concrete(problem, info.name).params) == expected
+    monkeypatch.setattr(device, "gpu", lambda: pcie)
+    assert spec.params_for(problem, sxm.name) == v10.PARAMS  # a name that is not this machine's GPU: its own rows
+
+
 V10_HOST_CONFIGS = {
     "default": None,  # the spec's PARAMS
     "numba_v8": "NUMBA_V8",

@@ -167,7 +167,8 @@ class KMajorBKernel(CudaKernel):
 class AutotunedKernel(KMajorBKernel):
     """A CudaKernel whose tile parameters are chosen per problem: the ``gemmlab tune`` cache of ``family`` for
     this GPU (the shape, else the nearest cached shape), then the ``tuned`` table measured when the level was
-    written, then ``params`` (the fallback). ``make`` builds the plain spec of the chosen parameters."""
+    written (this GPU's rows, else those of the GPU of its chip they were measured on), then ``params`` (the
+    fallback). ``make`` builds the plain spec of the chosen parameters."""
 
     family: str = ""
     tuned: Mapping[str, Mapping[str, dict]] = field(default_factory=dict)
@@ -178,7 +179,14 @@ class AutotunedKernel(KMajorBKernel):
 
         gpu_name = _gpu_name(gpu_name)
         return (tuned.lookup(gpu_name, problem, tuned.cache_path(self.family))
-                or tuned.nearest(self.tuned.get(gpu_name, {}), problem) or dict(self.params))
+                or tuned.nearest(self._built_in(gpu_name), problem) or dict(self.params))
+
+    def _built_in(self, gpu_name: str) -> Mapping[str, dict]:
+        """The ``tuned`` rows of this GPU, else of the GPU of its chip they were measured on (an H100 SXM: the
+        H200's; gemmlab.device.shipped_name_for)."""
+        from gemmlab.device import shipped_name_for
+
+        return self.tuned.get(gpu_name) or self.tuned.get(shipped_name_for(gpu_name), {})
 
     def configurations(self, gpu_name: str | None = None) -> list[CudaKernel]:
         """Every distinct plain spec this kernel can run on this GPU (the cached choices, the built-in ones, the
@@ -187,7 +195,7 @@ class AutotunedKernel(KMajorBKernel):
 
         gpu_name = _gpu_name(gpu_name)
         entries = [*tuned.load_cache(tuned.cache_path(self.family)).get(gpu_name, {}).values(),
-                   *self.tuned.get(gpu_name, {}).values(), {"params": self.params}]
+                   *self._built_in(gpu_name).values(), {"params": self.params}]
         distinct = []
         for entry in entries:
             if dict(entry["params"]) not in distinct:
