@@ -457,6 +457,20 @@ def test_a_measured_choice_replaces_the_model_s_in_the_plan(stub):  # noqa: F811
         split_k.choose(513, 512, 512, "bf16", H200.sm_count).grid
 
 
+def test_fp16_takes_bf16_s_measured_choices():
+    """FP16 has no sweep of its own: it runs BF16's measured tile and S (the same builds at the same instruction
+    rates), as it reads BF16's dispatch table; where BF16 has none, the model's."""
+    table = json.loads(split_k.MEASURED.read_text())["choices"]
+    assert "fp16" not in table
+    for label, hit in table["bf16"].items():
+        shape = tuple(int(x) for x in label.split("x"))
+        got = split_k.measured(*shape, "fp16", H200.sm_count)
+        assert got == split_k.measured(*shape, "bf16", H200.sm_count)
+        assert (got.bm, got.bn, got.stages, got.splits) == (hit["BM"], hit["BN"], hit["STAGES"], hit["SPLITS"])
+        assert get_kernel("cuda/tc10_split_k_fp16").launch_geometry(Problem(*shape, "fp16")).grid == got.grid
+    assert split_k.measured(513, 512, 512, "fp16", H200.sm_count) is None
+
+
 def test_the_plan_says_where_its_tile_and_s_come_from(stub):  # noqa: F811
     """explain() names the measured choice and the model's it replaced, or the model's alone."""
     stub.stub_reset()

@@ -266,11 +266,15 @@ def measured(m: int, n: int, k: int, precision: str, sm_count: int = 132,
     """The tile and S measured fastest for exactly this problem (``table``, default the shipped H200 one) on a GPU of
     the table's SM count, or None: the model's choice stands. tc10 runs only on compute capability 9.0, so such a GPU
     is of the table's chip (an H100 SXM reads the H200's: the same SMs, tiles and waves; gemmlab.device.same_chip).
-    An entry whose tile the precision does not build, or whose S is past its k-tiles, is not taken."""
+    A precision without choices of its own reads those of the precision whose dispatch table it reads (FP16: BF16's,
+    the same builds at the same instruction rates). An entry whose tile the precision does not build, or whose S is
+    past its k-tiles, is not taken."""
     t = _shipped() if table is None else table
     if t.get("sm_count") != sm_count:
         return None
-    hit = t.get("choices", {}).get(precision, {}).get(f"{m}x{n}x{k}")
+    choices = t.get("choices", {})
+    source = precision if precision in choices else get_precision(precision).dispatch_precision  # FP16: BF16's
+    hit = choices.get(source, {}).get(f"{m}x{n}x{k}")
     if hit is None:
         return None
     tile = next((tl for tl in tiles_for(precision) if tl == (hit["BM"], hit["BN"], hit["STAGES"])), None)
