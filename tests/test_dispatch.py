@@ -121,19 +121,36 @@ H100_SXM = GPUInfo("NVIDIA H100 80GB HBM3", 132, (9, 0), 50 * 2**20, 232448, 198
                                              ((1024, 1024, 1024), "bf16"), ((4096, 4096, 4096), "tf32")])
 def test_a_gpu_of_the_shipped_table_s_chip_reads_its_rows(shape, precision):
     """An H100 SXM (compute capability 9.0, 132 SMs: the H200's chip with HBM3) has no rows of its own: it reads the
-    H200's, ranked under its own roofs, and says so; at a shape the H200 measured it takes the kernel measured fastest
+    H200's, and says so (the times it predicts are the H200's); at a shape the H200 measured it takes the kernel measured fastest
     there, as the H200 does (its memory is slower, the ranking at a measured shape is the measurement's). An H100
     PCIe (114 SMs) is not of that chip and runs the defaults."""
     problem = Problem(*shape, precision)
     table = dispatch.load_table()
-    assert H100_SXM.name not in table and dispatch.table_gpu(H100_SXM, table) == H200.name
-    assert dispatch.table_gpu(H100, table) == H100.name
+    assert H100_SXM.name not in table and dispatch.sibling(H100_SXM, table) == H200.name
+    assert dispatch.sibling(H100, table) is None and dispatch.sibling(H200, table) is None
     theirs, ours = (dispatch.choose(problem, Layout(b=COL), g) for g in (H200, H100_SXM))
     assert ours.spec.name == theirs.spec.name
     assert ours.why.startswith(f"dispatch table for {H200.name}, read for this {H100_SXM.name} (the same chip: "
                                "compute capability 9.0, 132 SMs")
     assert theirs.why.startswith(f"dispatch table for {H200.name}: ")
     assert "no dispatch table entry" in dispatch.choose(problem, Layout(b=COL), H100).why
+
+
+def test_a_few_rows_of_its_own_lie_over_the_h200_s_and_hide_none_of_the_rest():
+    """An H100 SXM with rows of its own (a bench's `gemmlab dispatch --write`) at one BF16 shape: there its own
+    measurement decides; at every other shape and precision the H200's rows still do, and the choice says both."""
+    table = dispatch.load_table()
+    mine = {"bf16": {"1024x1024x1024": [{"kernel": "cuda/tc4_persistent_bf16", "ms": 0.001}]}}
+    table = {**table, H100_SXM.name: mine}
+    rows = dispatch.table_rows(H100_SXM, table, "bf16")
+    assert rows["1024x1024x1024"] == mine["bf16"]["1024x1024x1024"]
+    assert set(rows) == set(table[H200.name]["bf16"]) | {"1024x1024x1024"}
+    assert dispatch.table_rows(H100_SXM, table, "fp8") == table[H200.name]["fp8"]
+    mine_pick = dispatch.choose(Problem(1024, 1024, 1024, "bf16"), Layout(b=COL), H100_SXM, table=table)
+    assert mine_pick.spec.name == "cuda/tc4_persistent_bf16" and "under its own rows" in mine_pick.why
+    for problem in (Problem(128, 4096, 4096, "bf16"), Problem(16, 14336, 4096, "fp8")):
+        theirs = dispatch.choose(problem, Layout(b=COL), H200, table=table)
+        assert dispatch.choose(problem, Layout(b=COL), H100_SXM, table=table).spec.name == theirs.spec.name
 
 
 def test_table_from_results_ranks_verified_kernels_of_gemmlab_only():

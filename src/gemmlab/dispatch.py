@@ -74,26 +74,35 @@ def shipped_gpu():
     return SHIPPED_GPU
 
 
-def table_gpu(gpu, table: dict) -> str:
-    """The GPU whose rows of ``table`` ``gpu`` reads: its own where the table has them; else, for a GPU of the shipped
-    table's chip (gemmlab.device.same_chip: an H100 SXM), the shipped GPU's, ranked under this GPU's own roofs; else
-    its own name (no rows: the precision's defaults)."""
-    if gpu.name in table:
-        return gpu.name
+def sibling(gpu, table: dict) -> str | None:
+    """The shipped table's GPU where ``gpu`` is another GPU of its chip (gemmlab.device.same_chip: an H100 SXM for the
+    H200) and the table holds its rows; else None."""
     shipped = shipped_gpu()
-    if shipped.name in table and same_chip(gpu, shipped.name, shipped.sm_count, shipped.cc):
+    if gpu.name != shipped.name and shipped.name in table and same_chip(gpu, shipped.name, shipped.sm_count,
+                                                                          shipped.cc):
         return shipped.name
-    return gpu.name
+    return None
 
 
-def _table_source(gpu, table: dict) -> str:
-    """How a choice names the table it read: "dispatch table for GPU", and where that is another GPU of this one's chip,
-    which."""
-    name = table_gpu(gpu, table)
-    if name == gpu.name:
+def table_rows(gpu, table: dict, precision: str) -> dict:
+    """The measured shapes of ``precision`` that ``gpu`` reads ({"MxNxK": rows}): its own, over those of the shipped
+    table's GPU where it is of that chip (``sibling``: the H200's rows fill every shape it has none of, so a few rows
+    of its own, a bench's `gemmlab dispatch --write`, do not hide the rest)."""
+    near = sibling(gpu, table)
+    rows = dict(table.get(near, {}).get(precision, {})) if near else {}
+    rows.update(table.get(gpu.name, {}).get(precision, {}))
+    return rows
+
+
+def _table_source(gpu, table: dict, precision: str) -> str:
+    """How a choice names the table it read: "dispatch table for GPU", and where it reads another GPU's rows of its
+    chip, which, and whether some of its own lie over them."""
+    near = sibling(gpu, table)
+    if near is None or not table.get(near, {}).get(precision):
         return f"dispatch table for {gpu.name}"
-    return (f"dispatch table for {name}, read for this {gpu.name} (the same chip: compute capability "
-            f"{gpu.cc[0]}.{gpu.cc[1]}, {gpu.sm_count} SMs; ranked under its own roofs)")
+    own = " under its own rows" if table.get(gpu.name, {}).get(precision) else ""
+    return (f"dispatch table for {near}, read for this {gpu.name}{own} (the same chip: compute capability "
+            f"{gpu.cc[0]}.{gpu.cc[1]}, {gpu.sm_count} SMs; the times are {near}'s)")
 
 
 def local_path() -> Path:
@@ -359,7 +368,7 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
     if isinstance(problem, BatchedProblem):
         problem = problem.flattened()
     source = problem.prec.dispatch_precision
-    points = neighbours(table.get(table_gpu(gpu, table), {}).get(source, {}), problem)
+    points = neighbours(table_rows(gpu, table, source), problem)
     roofs = _roofs(gpu.name, gpu.sm_count)
     picked, banned = [], set()
     for point in points:
@@ -494,7 +503,7 @@ def _choose(problem: Problem, layout: Layout, gpu, epilogue=None, formats: tuple
     refusals: list = []  # (spec, why it refuses the problem)
     table = load_table() if table is None else table
     ranked = rank(problem, layout, gpu, table)
-    source = _table_source(gpu, table)
+    source = _table_source(gpu, table, problem.prec.dispatch_precision)
     for c in ranked:
         runs = c.spec.is_valid(problem) or c.spec.in_place_refusal(problem, layout) or c.spec.unsupported(gpu) or \
             (formats and c.spec.formats_refusal(*formats))

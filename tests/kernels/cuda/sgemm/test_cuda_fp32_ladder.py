@@ -231,7 +231,8 @@ def test_v10_runs_its_tuned_parameters_and_defaults_without_a_cache(tmp_path, mo
 def test_a_gpu_of_the_h200_s_chip_runs_the_h200_s_tuned_tiles(tmp_path, monkeypatch):
     """With no tune cache, an H100 SXM (compute capability 9.0, 132 SMs: the H200's chip) runs the tile the H200's
     table measured fastest at a shape (512x4096x14336: 128x128, where the 128x256 fallback fills 0.5 waves); an H100
-    PCIe (114 SMs) is another chip and runs the fallback. Only this machine's GPU is matched by its chip."""
+    PCIe (114 SMs) is another chip and runs the fallback. A plan's GPU (its GPUInfo, make_plan's) is matched by its
+    chip; a GPU named alone only where it is this machine's."""
     from gemmlab import device
     from gemmlab.device import GPUInfo
     from gemmlab.kernels.cuda.sgemm import v10_register_prefetch as v10
@@ -246,8 +247,11 @@ def test_a_gpu_of_the_h200_s_chip_runs_the_h200_s_tuned_tiles(tmp_path, monkeypa
         monkeypatch.setattr(device, "gpu", lambda info=info: info)
         assert spec.params_for(problem, info.name) == expected, info.name
         assert dict(spec.concrete(problem, info.name).params) == expected
+    # GPU 0 an H100 PCIe, the plan's GPU an H100 SXM: the plan's GPUInfo decides, not GPU 0's
     monkeypatch.setattr(device, "gpu", lambda: pcie)
-    assert spec.params_for(problem, sxm.name) == v10.PARAMS  # a name that is not this machine's GPU: its own rows
+    assert spec.params_for(problem, sxm.name) == v10.PARAMS  # a name alone: matched against this machine's GPU
+    assert spec.params_for(problem, info=sxm) == v10._T8x8 and spec.params_for(problem, info=pcie) == v10.PARAMS
+    assert dict(spec.concrete(problem, info=sxm).params) == v10._T8x8
 
 
 V10_HOST_CONFIGS = {

@@ -439,9 +439,8 @@ RESULTS = Path(__file__).resolve().parents[4] / "results" / "h200"
 
 def test_a_measured_choice_replaces_the_model_s_in_the_plan(stub):  # noqa: F811
     """At a problem the shipped sweep measured (512³ BF16: 64x64 tiles, one split, where the model splits K in two),
-    the plan launches the measured tile and S; one row more and the model's choice runs again; a GPU of the H200's
-    SM count (tc10 runs only on compute capability 9.0: an H100 SXM, the same chip) takes the table's choice, one of
-    another SM count (an H100 PCIe's 114) the model's."""
+    the plan launches the measured tile and S; one row more and the model's choice runs again; a GPU of another SM
+    count (an H100 PCIe's 114) keeps the model's (one of the H200's, an H100 SXM: the plan test below)."""
     stub.stub_reset()
     shape = (512, 512, 512)
     hit = split_k.measured(*shape, "bf16", H200.sm_count)
@@ -472,11 +471,19 @@ def test_fp16_takes_bf16_s_measured_choices():
 
 
 def test_the_plan_says_where_its_tile_and_s_come_from(stub):  # noqa: F811
-    """explain() names the measured choice and the model's it replaced, or the model's alone."""
+    """explain() names the measured choice and the model's it replaced, or the model's alone; on an H100 SXM (the
+    H200's chip) the H200's measurement, and for FP16 BF16's sweep."""
+    import dataclasses
+
     stub.stub_reset()
     plan, _ = make(stub, NAMES["bf16"], (512, 512, 512), Layout(b=COL))
     assert "tile 64x64, S = 1: measured fastest at this shape on the NVIDIA H200" in plan.explain()
     assert "where the model takes 64x64 with S = 2" in plan.explain()
+    h100 = dataclasses.replace(H200, name="NVIDIA H100 80GB HBM3", l2_bytes=50 * 2**20, total_mem_bytes=80 * 2**30)
+    for name, precision, sweep in ((NAMES["bf16"], "bf16", ""), ("cuda/tc10_split_k_fp16", "fp16", " in bf16's sweep")):
+        plan = get_kernel(name).make_plan(Problem(512, 512, 512, precision), Layout(b=COL), h100, HostGPU(stub))
+        assert plan.spec.params["SPLITS"] == 1
+        assert f"tile 64x64, S = 1: measured fastest at this shape{sweep} on the NVIDIA H200" in plan.explain()
     plan, _ = make(stub, NAMES["bf16"], (513, 512, 512), Layout(b=COL))
     model = split_k.choose(513, 512, 512, "bf16", H200.sm_count)
     assert f"tile {model.bm}x{model.bn}, S = {model.splits}: the model's choice" in plan.explain()

@@ -103,9 +103,11 @@ class SplitK(WgmmaKernel):
                                    spread=bool(self.params.get("SK_SPREAD", 0)))
             why = "the model's choice (split_k.choose)"
             if (runs.bm, runs.bn, runs.splits) != (model.bm, model.bn, model.splits):
-                why = (f"measured fastest at this shape on the {split_k.table_gpu()} (data/{split_k.MEASURED.name}), "
-                       f"where the "
-                       f"model takes {model.bm}x{model.bn} with S = {model.splits}")
+                source = split_k.choices_of(self.precision)
+                sweep = "" if source == self.precision else f" in {source}'s sweep"
+                why = (f"measured fastest at this shape{sweep} on the {split_k.table_gpu()} "
+                       f"(data/{split_k.MEASURED.name}), where the model takes {model.bm}x{model.bn} with "
+                       f"S = {model.splits}")
             made.steps.append(f"tile {runs.bm}x{runs.bn}, S = {runs.splits}: {why}")
         return made
 

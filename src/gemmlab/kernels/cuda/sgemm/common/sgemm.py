@@ -174,19 +174,26 @@ class AutotunedKernel(KMajorBKernel):
     tuned: Mapping[str, Mapping[str, dict]] = field(default_factory=dict)
     make: Callable[..., CudaKernel] | None = None
 
-    def params_for(self, problem: Problem, gpu_name: str | None = None) -> dict:
+    def params_for(self, problem: Problem, gpu_name: str | None = None, info=None) -> dict:
+        """``info``: the plan's GPU (a GPUInfo), where the caller has it; else the GPU called ``gpu_name`` (default
+        this machine's)."""
         from gemmlab.kernels import tuned
 
-        gpu_name = _gpu_name(gpu_name)
+        gpu_name = _gpu_name(gpu_name if info is None else info.name)
         return (tuned.lookup(gpu_name, problem, tuned.cache_path(self.family))
-                or tuned.nearest(self._built_in(gpu_name), problem) or dict(self.params))
+                or tuned.nearest(self._built_in(gpu_name, info), problem) or dict(self.params))
 
-    def _built_in(self, gpu_name: str) -> Mapping[str, dict]:
+    def _built_in(self, gpu_name: str, info=None) -> Mapping[str, dict]:
         """The ``tuned`` rows of this GPU, else of the GPU of its chip they were measured on (an H100 SXM: the
-        H200's; gemmlab.device.shipped_name_for)."""
-        from gemmlab.device import shipped_name_for
+        H200's; gemmlab.device.same_chip on ``info``, else on this machine's GPU: shipped_name_for)."""
+        from gemmlab.device import SHIPPED_GPU, same_chip, shipped_name_for
 
-        return self.tuned.get(gpu_name) or self.tuned.get(shipped_name_for(gpu_name), {})
+        if gpu_name in self.tuned:
+            return self.tuned[gpu_name]
+        s = SHIPPED_GPU
+        near = shipped_name_for(gpu_name) if info is None else \
+            s.name if same_chip(info, s.name, s.sm_count, s.cc) else gpu_name
+        return self.tuned.get(near, {})
 
     def configurations(self, gpu_name: str | None = None) -> list[CudaKernel]:
         """Every distinct plain spec this kernel can run on this GPU (the cached choices, the built-in ones, the
@@ -202,11 +209,11 @@ class AutotunedKernel(KMajorBKernel):
                 distinct.append(dict(entry["params"]))
         return [self.make(self.name, self.level, self.title, p, self.doc) for p in distinct]
 
-    def concrete(self, problem: Problem, gpu_name: str | None = None) -> CudaKernel:
-        """The plain spec this problem runs with (and this spec's fused epilogue)."""
+    def concrete(self, problem: Problem, gpu_name: str | None = None, info=None) -> CudaKernel:
+        """The plain spec this problem runs with (and this spec's fused epilogue); ``info`` as params_for's."""
         import dataclasses
 
-        made = self.make(self.name, self.level, self.title, self.params_for(problem, gpu_name), self.doc)
+        made = self.make(self.name, self.level, self.title, self.params_for(problem, gpu_name, info), self.doc)
         if self.epilogue is None:
             return made
         return dataclasses.replace(made, epilogue=self.epilogue, addend_dtype=self.addend_dtype,
@@ -225,7 +232,7 @@ class AutotunedKernel(KMajorBKernel):
         return self.concrete(problem).plan(problem, layout)
 
     def make_plan(self, problem: Problem, layout: Layout, info, gpu: Resources = RESOURCES):
-        return self.concrete(problem, info.name).make_plan(problem, layout, info, gpu)
+        return self.concrete(problem, info=info).make_plan(problem, layout, info, gpu)
 
 
 def _gpu_name(name: str | None) -> str:

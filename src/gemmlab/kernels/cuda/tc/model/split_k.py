@@ -261,6 +261,13 @@ def table_gpu() -> str | None:
     return _shipped().get("gpu")
 
 
+def choices_of(precision: str, table: dict | None = None) -> str:
+    """The precision whose measured choices ``precision`` reads: its own where the table (default the shipped one)
+    has them, else the precision whose dispatch table it reads (FP16: BF16's, the same builds at the same rates)."""
+    t = _shipped() if table is None else table
+    return precision if precision in t.get("choices", {}) else get_precision(precision).dispatch_precision
+
+
 def measured(m: int, n: int, k: int, precision: str, sm_count: int = 132,
              table: dict | None = None) -> SplitPlan | None:
     """The tile and S measured fastest for exactly this problem (``table``, default the shipped H200 one) on a GPU of
@@ -272,9 +279,7 @@ def measured(m: int, n: int, k: int, precision: str, sm_count: int = 132,
     t = _shipped() if table is None else table
     if t.get("sm_count") != sm_count:
         return None
-    choices = t.get("choices", {})
-    source = precision if precision in choices else get_precision(precision).dispatch_precision  # FP16: BF16's
-    hit = choices.get(source, {}).get(f"{m}x{n}x{k}")
+    hit = t.get("choices", {}).get(choices_of(precision, t), {}).get(f"{m}x{n}x{k}")
     if hit is None:
         return None
     tile = next((tl for tl in tiles_for(precision) if tl == (hit["BM"], hit["BN"], hit["STAGES"])), None)
