@@ -90,3 +90,24 @@ def test_the_shipped_table_checked_through_the_command_line(tmp_path):
     one = subprocess.run([sys.executable, "-m", "gemmlab", "dispatch", "--held-out", "--precision", "fp8"],
                          capture_output=True, text=True, env={**__import__("os").environ, "COLUMNS": "200"})
     assert one.returncode == 0 and "fp8 " in one.stdout and "bf16" not in one.stdout
+
+
+@pytest.mark.usefixtures("own_dispatch_cache")
+def test_on_a_gpu_of_the_h200_s_chip_the_command_checks_the_table_auto_reads_there(monkeypatch, capsys):
+    """An H100 SXM has no table of its own and reads the H200's: --held-out checks that one and says so; an H100 PCIe
+    (another chip) has none to check."""
+    from gemmlab import device
+    from gemmlab.cli import main
+    from gemmlab.device import GPUInfo
+
+    sxm = GPUInfo("NVIDIA H100 80GB HBM3", 132, (9, 0), 50 * 2**20, 232448, 1980.0, 80 * 2**30, "", "")
+    pcie = GPUInfo("NVIDIA H100 PCIe", 114, (9, 0), 50 * 2**20, 232448, 1755.0, 80 * 2**30, "", "")
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setattr(device, "gpu", lambda: sxm)
+    assert main(["dispatch", "--held-out", "--precision", "fp8"]) == 0
+    said = capsys.readouterr().out
+    assert f"{sxm.name} has no dispatch table of its own: the {H200.name}'s" in said
+    assert f"on {H200.name}'s dispatch table" in said and "regret geomean" in said
+    monkeypatch.setattr(device, "gpu", lambda: pcie)
+    assert main(["dispatch", "--held-out", "--precision", "fp8"]) == 2
+    assert f"no dispatch table for {pcie.name}" in capsys.readouterr().err

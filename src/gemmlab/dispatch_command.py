@@ -160,8 +160,9 @@ HELD_OUT_WORST = 8  # the picks listed under the summary, by regret
 
 
 def _held_out(precisions, out, console, output) -> int:
-    """--held-out: kernel='auto' on each shape of this GPU's table (the H200's without one) from the other shapes
-    alone, scored against the table's measurements there (gemmlab.dispatch_held_out); --out: the records."""
+    """--held-out: kernel='auto' on each shape of this GPU's table (the H200's without a GPU, or on a GPU of its chip
+    without a table of its own, whose rows auto reads there) from the other shapes alone, scored against the table's
+    measurements there (gemmlab.dispatch_held_out); --out: the records."""
     import json
 
     from rich.table import Table
@@ -173,6 +174,11 @@ def _held_out(precisions, out, console, output) -> int:
 
     info = gpu() or dispatch.shipped_gpu()
     table = dispatch.load_table()
+    near = dispatch.sibling(info, table)
+    if info.name not in table and near is not None:
+        console.print(f"{info.name} has no dispatch table of its own: the {near}'s, which kernel='auto' reads on it "
+                      "(the same chip)", highlight=False)
+        info = dispatch.shipped_gpu()
     if info.name not in table:
         raise GemmlabError(f"--held-out: no dispatch table for {info.name} (gemmlab dispatch --write adds bench "
                            "results to this machine's)")
