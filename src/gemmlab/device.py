@@ -173,15 +173,16 @@ def same_chip(info: GPUInfo, name: str, sm_count: int, cc: tuple[int, int]) -> b
 SHIPPED_GPU = GPUInfo("NVIDIA H200", 132, (9, 0), 60 * 2**20, 232448, 1980.0, 141 * 2**30, "", "")
 
 
-def shipped_name_for(name: str) -> str:
+def shipped_name_for(name: str, info: GPUInfo | None = None) -> str:
     """The GPU whose rows of a shipped table a GPU called ``name`` reads where the table has none of its own: the
-    shipped tables' GPU where this machine's GPU is called ``name`` and is of that GPU's chip (same_chip: an H100
-    SXM reads the H200's), else ``name``."""
-    info = gpu()
+    shipped tables' GPU where that GPU is of its chip (same_chip: an H100 SXM reads the H200's), else ``name``.
+    ``info``: that GPU's properties; default this machine's GPU, where it is the one called ``name``."""
+    if info is None:
+        info = gpu()
+        if info is None or info.name != name:
+            return name
     s = SHIPPED_GPU
-    if info is not None and info.name == name and same_chip(info, s.name, s.sm_count, s.cc):
-        return s.name
-    return name
+    return s.name if same_chip(info, s.name, s.sm_count, s.cc) else name
 
 
 def require_gpu(what: str) -> GPUInfo:

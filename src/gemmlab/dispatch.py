@@ -47,7 +47,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from gemmlab.cache import cache_root, read_json, write_json
-from gemmlab.device import SHIPPED_GPU, same_chip
+from gemmlab.device import SHIPPED_GPU, shipped_name_for
 from gemmlab.dispatch_layout import operand_copies, refuse_layout, row_layout
 from gemmlab.kernels.plan import Layout
 from gemmlab.problem import BatchedProblem, PrecisionTable, Problem
@@ -75,13 +75,10 @@ def shipped_gpu():
 
 
 def sibling(gpu, table: dict) -> str | None:
-    """The shipped table's GPU where ``gpu`` is another GPU of its chip (gemmlab.device.same_chip: an H100 SXM for the
-    H200) and the table holds its rows; else None."""
-    shipped = shipped_gpu()
-    if gpu.name != shipped.name and shipped.name in table and same_chip(gpu, shipped.name, shipped.sm_count,
-                                                                          shipped.cc):
-        return shipped.name
-    return None
+    """The shipped table's GPU where ``gpu`` is another GPU of its chip (gemmlab.device.shipped_name_for: an H100 SXM
+    for the H200) and the table holds its rows; else None."""
+    near = shipped_name_for(gpu.name, gpu)
+    return near if near != gpu.name and near in table else None
 
 
 def table_rows(gpu, table: dict, precision: str) -> dict:

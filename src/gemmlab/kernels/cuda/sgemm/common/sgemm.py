@@ -185,15 +185,10 @@ class AutotunedKernel(KMajorBKernel):
 
     def _built_in(self, gpu_name: str, info=None) -> Mapping[str, dict]:
         """The ``tuned`` rows of this GPU, else of the GPU of its chip they were measured on (an H100 SXM: the
-        H200's; gemmlab.device.same_chip on ``info``, else on this machine's GPU: shipped_name_for)."""
-        from gemmlab.device import SHIPPED_GPU, same_chip, shipped_name_for
+        H200's; gemmlab.device.shipped_name_for, on ``info`` where given)."""
+        from gemmlab.device import shipped_name_for
 
-        if gpu_name in self.tuned:
-            return self.tuned[gpu_name]
-        s = SHIPPED_GPU
-        near = shipped_name_for(gpu_name) if info is None else \
-            s.name if same_chip(info, s.name, s.sm_count, s.cc) else gpu_name
-        return self.tuned.get(near, {})
+        return self.tuned.get(gpu_name) or self.tuned.get(shipped_name_for(gpu_name, info), {})
 
     def configurations(self, gpu_name: str | None = None) -> list[CudaKernel]:
         """Every distinct plain spec this kernel can run on this GPU (the cached choices, the built-in ones, the
