@@ -149,9 +149,12 @@ def test_a_linear_filed_under_no_grad_takes_its_plan_there_and_autograd_outside(
 
 
 # (M, N, K): several tiles per CTA (the held boxes of one tile stored under the next tile's first k-tiles), ragged
-# rows and columns at C's edges; K of 3 k-tiles (one held box under each) and of 1 (two boxes after the unit's loop);
-# N = 1004 is no multiple of 8, so TMA cannot address C, which goes from registers, the held words unused
-HELD_SHAPES = [(2049, 4104, 192), (2100, 2056, 64), (8192, 1004, 200), (8192, 4096, 320)]
+# rows and columns at C's edges; K of 3 k-tiles (one held box under each; with a fused bias's EPI_GAP of 4, all after
+# the unit's loop), of 1 (every held box after it), of 5 and of 16 (a fused bias's held boxes under k-tiles 3, 7 and
+# 11); N = 1004 is no multiple of 8, so TMA cannot address C, which goes from registers, the held words unused;
+# 8100×4104 runs the 256-wide tile (one box stored at the tile's end, three held) with its last tiles cut by M and N
+HELD_SHAPES = [(2049, 4104, 192), (2100, 2056, 64), (8192, 1004, 200), (8192, 4096, 320), (4097, 2056, 1000),
+               (8100, 4104, 520)]
 HELD_KERNELS = ["cuda/tc4_persistent_bf16", "cuda/tc4_persistent_fp16", "cuda/tc6_stream_k_bf16"]
 
 
@@ -170,22 +173,36 @@ def _poison(m, n, dtype):
 
 
 @pytest.mark.parametrize("kernel", HELD_KERNELS)
-@pytest.mark.parametrize("activation,with_bias", [(None, True), (None, False), ("gelu", True)])
+@pytest.mark.parametrize("activation,with_bias", [(None, True), (None, False), ("gelu", True), ("silu", False)])
 @pytest.mark.parametrize("m,n,k", HELD_SHAPES)
 def test_held_boxes_of_c_take_the_fused_epilogue(kernel, activation, with_bias, m, n, k):
-    """tc4's held boxes of 16-bit C (EPI_DEFER) stored under the next tile's k-tiles, a bias added there (an
-    activation's build stores every box at its tile's end): act(x·wᵀ + bias) at every element against float64, the
-    output NaN-poisoned first; the same bits on a second call."""
+    """tc4's held boxes of 16-bit C (EPI_DEFER) stored under the next tile's k-tiles, a bias added there by producer
+    warps (EPI_ASYNC; an activation's build stores every box at the tile's end, the consumers applying it; tc6 splits
+    no tile at these shapes and runs tc4's builds): act(x·wᵀ + bias) at every element against float64, the output
+    NaN-poisoned first; the same bits on a second call."""
     dtype = torch.float16 if kernel.endswith("fp16") else torch.bfloat16
     x, w, bias, _ = _operands(m, n, k, dtype)
     bias = bias if with_bias else None
     _poison(m, n, dtype)
     y = gemmlab.linear(x, w, bias, activation, kernel=kernel)
     z = F.linear(x.double(), w.double(), None if bias is None else bias.double())
-    ref = F.gelu(z) if activation else z
+    ref = {"gelu": F.gelu, "silu": F.silu}[activation](z) if activation else z
     assert y.shape == (m, n) and y.dtype == dtype and not y.isnan().any()
     torch.testing.assert_close(y.double(), ref, rtol=2e-2, atol=2e-2)
     assert torch.equal(gemmlab.linear(x, w, bias, activation, kernel=kernel), y)
+
+
+@pytest.mark.parametrize("kernel", HELD_KERNELS[:2])
+@pytest.mark.parametrize("m,n,k", HELD_SHAPES)
+def test_held_boxes_of_c_take_alpha_alone(kernel, m, n, k):
+    """addmm's α·(a @ b) with β = 0 on tc4's held boxes of 16-bit C (EPI_ASYNC's pass scales by α alone): every
+    element against float64, the output NaN-poisoned first."""
+    dtype = torch.float16 if kernel.endswith("fp16") else torch.bfloat16
+    a, w, _, c = _operands(m, n, k, dtype)
+    _poison(m, n, dtype)
+    y = gemmlab.addmm(c, a, w.t(), beta=0.0, alpha=2.0, kernel=kernel)  # c unread
+    assert y.shape == (m, n) and y.dtype == dtype and not y.isnan().any()
+    torch.testing.assert_close(y.double(), 2.0 * (a.double() @ w.double().t()), rtol=2e-2, atol=4e-2)
 
 
 @pytest.mark.parametrize("m,n,k", HELD_SHAPES)

@@ -155,3 +155,28 @@ def test_every_source_of_a_fusing_kernel_is_compiled_with_an_epilogue_above():
     compiled = {get_kernel(name).source for name, _, _ in CASES}
     fusing = {s.source for s in list_kernels("cuda/*") if not s.epilogue_refusal(BIAS_GELU)}
     assert fusing <= compiled, fusing - compiled
+
+
+def test_a_fused_bias_goes_to_producer_warps_only_where_the_build_has_them():
+    """EPI_ASYNC (tc4_persistent.cu's producer warps 1 .. BM/64 applying the epilogue) is on for tc4 BF16's and FP16's
+    fused bias or alpha and off wherever the source's #error or the producer's registers would refuse it: four
+    consumer warpgroups (BM = 256), a producer of 24 registers, an activation, a matrix addend, FP8; a build with it
+    off is the plain build's binary, EPI_GAP gone too."""
+    bias = Epilogue(addend="bias")
+    for name in ("cuda/tc4_persistent_bf16", "cuda/tc4_persistent_fp16"):
+        spec = get_kernel(name)
+        assert spec.with_epilogue(bias, "bfloat16").defines()["EPI_ASYNC"] == 1
+        assert spec.with_epilogue(Epilogue(alpha=2.0)).defines()["EPI_ASYNC"] == 1
+    tc4 = get_kernel("cuda/tc4_persistent_bf16")
+    off = [tc4.with_params({"BM": 256, "BN": 128, "NARROW_BN": 0, "STAGES": 3, "PRODUCER_REGS": 40,
+                            "CONSUMER_REGS": 104}),
+           tc4.with_params({"PRODUCER_REGS": 24, "CONSUMER_REGS": 240})]
+    off = [s.with_epilogue(bias, "bfloat16") for s in off] + [
+        tc4.with_epilogue(BIAS_GELU, "bfloat16"), tc4.with_epilogue(Epilogue(alpha=2.0, beta=0.5, addend="matrix"),
+                                                                    "bfloat16"),
+        get_kernel("cuda/tc4_persistent_fp8").with_epilogue(bias, "bfloat16")]
+    for build in off:
+        assert not {"EPI_ASYNC", "EPI_GAP"} & set(build.defines()), build.params
+    assert off[0].compile("sm_90a").cubin  # four consumer warpgroups: the kernel's EPI_ASYNC #error not reached
+    assert tc4.with_params({"EPI_ASYNC": 0}).defines() == tc4.defines()
+    assert tc4.with_params({"EPI_ASYNC": 0}).with_epilogue(bias, "bfloat16").defines()["EPI_DEFER"] == 3

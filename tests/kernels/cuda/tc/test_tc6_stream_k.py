@@ -185,8 +185,9 @@ def test_tc6_is_its_base_level_with_stream_k(spec):
     base = next(s for s in TC if s.level == (4 if spec.prec.sixteen_bit else 5) and s.precision == spec.precision)
     assert spec.source == base.source and spec.entry == base.entry
     sk = {"STREAM_K": 1, "SK_FILL": SK_FILL, "SK_SKIP_FILL": SK_SKIP_FILL}
-    # narrower tiles are the base level's choice; the held boxes of C its own (they spill beside stream-K)
-    own = {k: v for k, v in base.params.items() if k not in ("NARROW_BN", "EPI_DEFER")}
+    # narrower tiles are the base level's choice; the held boxes of C its own (they spill beside stream-K), and with
+    # them a fused epilogue's pass in producer warps (EPI_ASYNC, EPI_GAP)
+    own = {k: v for k, v in base.params.items() if k not in ("NARROW_BN", "EPI_DEFER", "EPI_ASYNC", "EPI_GAP")}
     narrow_m = {"NARROW_BM": 64} if spec.precision == "tf32" else {}  # shorter tiles are tc6 TF32's own
     assert spec.params in ({**own, "CM": 1, **sk, **narrow_m}, {**own, **sk, **narrow_m})
     assert spec.params.get("CM", 1) * spec.params.get("CN", 1) == 1

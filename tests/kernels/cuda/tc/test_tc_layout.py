@@ -424,6 +424,35 @@ int main() {
     assert checked >= 8
 
 
+@pytest.mark.skipif(shutil.which("g++") is None and shutil.which("clang++") is None,
+                    reason="no host C++ compiler to run the device arithmetic with")
+def test_a_fused_bias_in_producer_warps_has_its_box_barriers_in_the_launch(tmp_path):
+    """tc4 BF16 with a fused bias hands its boxes to producer warps (EPI_ASYNC): each staging box's BoxSync (two
+    mbarriers and the box's origin, 24 bytes) follows the staging boxes, inside the bytes the launcher requests;
+    the plain build and an activation's keep the plain layout."""
+    from gemmlab.epilogue import Epilogue
+    from gemmlab.kernels.registry import get_kernel
+
+    main = r"""
+#include <cstdio>
+int main() { printf("%d %d %d", Layout::extra, Layout::full, Layout::launch_bytes); }
+"""
+    tc4 = get_kernel("cuda/tc4_persistent_bf16")
+    problem = Problem(4096, 4096, 4096, "bf16")
+    for build, boxsync in ((tc4.with_epilogue(Epilogue(addend="bias"), "bfloat16"), 24), (tc4, 0),
+                           (tc4.with_epilogue(Epilogue("gelu", addend="bias"), "bfloat16"), 0)):
+        d = {"TF32_ROUND": 0, **build.defines()}
+        assert d.get("EPI_ASYNC", 0) == (boxsync > 0)
+        src, exe = tmp_path / f"async{boxsync}.cpp", tmp_path / f"async{boxsync}"
+        src.write_text('#include "tc_layout.cuh"\n' + _kernel_layout(build.source) + main)
+        subprocess.run([shutil.which("g++") or shutil.which("clang++"), "-std=c++17", *HOST_SHIM, *INCLUDES,
+                        *(f"-D{k}={v}" for k, v in d.items()), "-o", str(exe), str(src)], check=True)
+        extra, full, launch = map(int, subprocess.run([str(exe)], capture_output=True, text=True,
+                                                      check=True).stdout.split())
+        assert full - extra == 2 * 2 * (C_BOX_BYTES + boxsync)
+        assert launch == build.launch_geometry(problem).smem <= SMEM_LIMIT
+
+
 def test_tma_stores_retire_before_the_ctas_exit():
     """No CTA exits while a TMA store still reads its shared memory. Kept as text: only a GPU run could show the
     race (a CTA whose successor on the SM overwrites the staging boxes mid-store), and no host run can."""

@@ -16,9 +16,13 @@
 // slot, which its warp 0 releases only once the TMA stores have read it (at the next tile's first k-tile), so no
 // box waits for another's store and the warpgroup fences and meets once per tile rather than once per box. The
 // consumer warpgroups meet once before they write there: each one's boxes overlay bytes the other's wgmma read.
-// EPI_DEFER=n (tc_epilogue.cuh's HeldC): the last n boxes of a warpgroup's 16-bit C wait for the next tile's first n
-// k-tiles of wgmma (peeled off the loop: ktile's `box`), one box under each, a fused bias or addend (EPI=1) applied
-// there (an activation's build holds none: WgmmaKernel.defines); with TIMELINE=1 they count in those k-tiles.
+// EPI_DEFER=n (tc_epilogue.cuh's HeldC): the last n boxes of a warpgroup's 16-bit C wait for the next tile's first
+// n·EPI_GAP k-tiles of wgmma (peeled off the loop: ktile's `box`), one box under every EPI_GAP-th, a fused bias or
+// addend (EPI=1) applied there (an activation's build holds none: WgmmaKernel.defines); with TIMELINE=1 they count
+// in those k-tiles.
+// EPI_ASYNC=1 (a fused bias or alpha through TMA; tc_epilogue.cuh's BoxSync): producer warps 1 .. CW apply the
+// fused epilogue's pass to the consumers' staged boxes of C and store them, so the consumers only write each box and
+// go back to wgmma; EPI_GAP: the k-tiles between two held boxes (EPI_DEFER), room for a producer warp's pass.
 // BATCHED=1 (a batch in one launch; BF16, FP16): the parameter is BatchArgs, A and B are 3-D maps, and the walk takes
 // batch x tiles (PersistentGrid): each unit's product from its row, A's and B's matrix from it (0 where one is
 // broadcast), and C's rows at the product's index times M in the (batch·M) x N matrix C is.
@@ -51,6 +55,12 @@
 constexpr int LENT_BYTES = lent_bytes(BN, sizeof(OutT), EPI_BOXES);
 constexpr bool kLend = EPI_LEND && EPI_TMA && lends(BN, sizeof(OutT), EPI_BOXES, CW, STAGE_BYTES);
 
+#ifndef EPI_GAP
+#define EPI_GAP 1
+#endif
+#if EPI_ASYNC && !(EPI && EPI_TMA && !EPI_LEND && !STREAM_K && !BATCHED && !TF32_ROUND && CW <= 3)
+#error "EPI_ASYNC: a fused epilogue through TMA, tc4's own walk, and producer warps 1 .. CW free for the pass"
+#endif
 #if BATCHED && (TC_FP8 || STREAM_K || EPI_DEFER || EPI_LEND || TIMELINE)
 #error "a batch runs on tc4's own 16-bit build: whole tiles, C stored by tile"
 #endif
@@ -78,6 +88,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
   const u32 rank = grid.rank;
 
   // every consumer warp of every CTA that reads the multicast B arrives on `empty`
+  if (EPI_ASYNC && tid == 0) box_sync_init<CW>(sm.extra);  // fenced and met with the ring's barriers
   sm.init<CM, CW>(mapA, mapB);
 
   if (wg == 0) {
@@ -95,6 +106,9 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
           unsigned char *stage = sm.smem + s * STAGE_BYTES;
           tile_pass<ROUND_BYTES>(stage, stage, t, [](float x) { return tf32_rna(x); });
         });
+#if EPI_ASYNC
+    if (tid / 32 >= 1 && tid / 32 <= CW) epi_async_boxes<CW, OutT>(args, sm.extra, tid / 32 - 1, tid % 32);
+#endif
   } else {
     setmaxnreg_inc<CONSUMER_REGS>();
     const int cw = wg - 1;
@@ -111,6 +125,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
     tlog.start();
     int unit = 0;
 #endif
+    if (!Walk(grid.cluster, grid.clusters, grid.tiles, grid.KT).valid()) out.finish(sm.extra, cw);  // no unit
     for (Walk u(grid.cluster, grid.clusters, grid.tiles, grid.KT); u.valid(); u.next()) {
       const int2 o = grid.origin(u.tile);
 #if BATCHED
@@ -150,14 +165,18 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
         if (kt > u.kb && tid % 32 == 0) release_slot<CM>(&sm.empty[(it - 1) % STAGES]);
       };
       int kt = u.kb;
-      // one held box a k-tile; a unit of fewer k-tiles than boxes stores the rest before its own C
+      // a held box every EPI_GAP k-tiles; a unit of fewer k-tiles stores the rest before its own C
 #pragma unroll
       for (int box = 0; box < decltype(held)::COUNT; ++box) {
-        if (kt < u.ke) {
-          ktile(kt++, box);
-          ++it;
-        } else {
-          out.store_held_box<BN>(box, args, held, sm.extra, cw, M, N);
+#pragma unroll
+        for (int g = 0; g < EPI_GAP; ++g) {
+          const bool stores = g == EPI_GAP - 1;
+          if (kt < u.ke) {
+            ktile(kt++, stores ? box : -1);
+            ++it;
+          } else if (stores) {
+            out.store_held_box<BN>(box, args, held, sm.extra, cw, M, N);
+          }
         }
       }
       held.m0 = -1;
@@ -194,6 +213,8 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
         out.store<BN, kLend>(args, C, d, sm.extra, m0, n0, cw, M, N, sm.smem + last * STAGE_BYTES + cw * LENT_BYTES);
 #endif
       }
+      // EPI_ASYNC: the walk's end, told at its last unit (as last_unit's stores: code past the loop spills)
+      if (last_unit(u)) out.finish(sm.extra, cw);
 #if TIMELINE
       tlog.unit(unit++, 2);
 #endif

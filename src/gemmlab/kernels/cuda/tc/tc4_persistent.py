@@ -11,13 +11,16 @@ tensor maps another, TMA_ROUND=1: docs/accuracy.md).
 EPI_DEFER=3 (16-bit C; not FP32 C, a batch or an activation): three of a tile's four boxes held, one stored under
 each of the next tile's first k-tiles, as the tensor cores idle while both warpgroups store. Predicted: level or 1-2%.
 
+EPI_ASYNC=1 (a fused bias or alpha on those held boxes): producer warps 1-2 apply it and store each box, so the
+consumers leave C as the plain GEMM does. Predicted: a fused bias within 1% of the plain GEMM (it cost 1-4%).
+
 ``cuda/tc4_persistent_fp8`` (TC_FP8=1), against tc4 BF16: e4m3/e5m2 operands, both K-major, wgmma m64n256k32 on the
 same 48 KB stages, the per-tensor scales applied in the epilogue, BF16 C. Why: the tensor cores' doubled rate.
 Predicted: 1.7-1.8x tc4 BF16's TFLOPS, 1.05-1.15x cuBLASLt's fast-accumulation FP8 off the power limit.
 
 BATCHED=1 (BF16, FP16; SHORT_BATCH below): one launch walks batch x tiles, A and B through rank-3 maps. Why: no launch and tail
 per product. Predicted: the flattened (batch·M)×N×K problem's time, about 1.0x torch.bmm. Design, variants
-(EPI_BOXES, EPI_LEND, EPI_DEFER) and measurements: docs/tensor_cores/tc4.md, docs/tensor_cores/fp8.md.
+(EPI_BOXES, EPI_LEND, EPI_DEFER, EPI_ASYNC) and measurements: docs/tensor_cores/tc4.md, docs/tensor_cores/fp8.md.
 """
 from gemmlab.kernels.cuda.launch.kernel import output_params
 from gemmlab.kernels.cuda.tc.model.constraints import wgmma_constraints
@@ -28,7 +31,9 @@ from gemmlab.kernels.cuda.tc.model.traffic import wgmma_traffic
 BASE = {"BM": 128, "BN": 256, "STAGES": 4, "GROUP_M": 8, "PRODUCER_REGS": 40, "CONSUMER_REGS": 232, "EPI_TMA": 1,
         "NARROW_BN": 192}
 CM = 2
-BF16 = {**BASE, "CM": CM, "EPI_DEFER": 3}  # none held for FP32 C, a batch or an activation (WgmmaKernel.defines)
+# none held for FP32 C, a batch or an activation (WgmmaKernel.defines); a fused bias's pass in producer warps 1-2
+# (EPI_ASYNC), its held boxes EPI_GAP k-tiles apart
+BF16 = {**BASE, "CM": CM, "EPI_DEFER": 3, "EPI_ASYNC": 1, "EPI_GAP": 4}
 TF32 = {**BASE, "CM": CM, "TF32_ROUND": 0, "TMA_ROUND": 0}
 # A batch of products of K <= 1024 (16 k-tiles a tile): clusters off, tiles 128 wide where they fill the SMs better.
 # Each k-tile of a cluster waits for both CTAs' slots; over few k-tiles that costs more than the multicast saves

@@ -143,8 +143,8 @@ __host__ __device__ constexpr bool lends(int bn, int out_bytes, int boxes, int c
 
 // EPI_DEFER=n (tc4 and tc8, 16-bit C through TMA): a warpgroup stores its tile's boxes of C at once but for the
 // last n (all, where a tile has fewer: held_boxes), which it holds packed into 16-bit words (16 registers a box) until
-// the next tile's first k-tiles of wgmma are issued; stored then (TileStore::store_held_box, one box under each of
-// those k-tiles in tc4, all under the first in tc8), they leave under the tensor cores' work, and so do the waits for
+// the next tile's first k-tiles of wgmma are issued; stored then (TileStore::store_held_box, one box under every
+// EPI_GAP-th of those k-tiles in tc4, all under the first in tc8), they leave under the tensor cores' work, and so do the waits for
 // the earlier boxes' stores to read out the staging boxes they reuse, instead of between two tiles' mainloops. EPI=1:
 // the words hold C before its epilogue, which the staged pass (epi_box) applies as each held box is stored, so the
 // epilogue's arithmetic runs under those k-tiles too, and every box of C, held or not, takes the same pass. The words
@@ -231,6 +231,61 @@ __device__ __forceinline__ void epi_box(const TcArgs &args, u32 box, int row0, i
   }
 #endif
 }
+// ---- EPI_ASYNC: the fused epilogue's pass in producer warps -----------------------------------------------------
+// EPI_ASYNC=1 (tc4 through TMA, EPI=1 without an activation: WgmmaKernel._passes_async): a consumer warpgroup writes
+// each box of C into a staging box and hands it over (the box's `staged` barrier, its origin in C beside it);
+// producer warp 1 + cw applies the pass (epi_box) to warpgroup cw's boxes, stores them by TMA and gives the staging
+// box back (`freed`) once its store has read it. The consumers go back to wgmma as soon as their boxes are written,
+// without meeting: the pass's instructions issue beside the next tile's mainloop instead of between the
+// warpgroup's k-tiles. With EPI_DEFER the held boxes are written under the next tile's k-tiles EPI_GAP apart, so
+// that each finds its staging box given back.
+struct BoxSync {
+  u64 staged, freed;  // each thread arrives: the warpgroup's 128 on `staged`, the storing warp's 32 on `freed`
+  int row0, col0;     // the box's origin in C; row0 < 0: the warpgroup's walk is over
+};
+static_assert(sizeof(BoxSync) == C_BOX_SYNC_BYTES, "tc_layout.cuh's C_BOX_SYNC_BYTES is a BoxSync's size");
+// warpgroup cw's EPI_BOXES of them, after all the consumers' staging boxes at `staging`
+template <int kConsumers>
+__device__ __forceinline__ BoxSync *box_sync(unsigned char *staging, int cw) {
+  return reinterpret_cast<BoxSync *>(staging + staging_offset(kConsumers)) + cw * EPI_BOXES;
+}
+// thread 0, before the ring's set-up fences its barriers for the block
+template <int kConsumers>
+__device__ __forceinline__ void box_sync_init(unsigned char *staging) {
+  for (int i = 0; i < kConsumers * EPI_BOXES; ++i) {
+    mbar_init(&box_sync<kConsumers>(staging, 0)[i].staged, 128);
+    mbar_init(&box_sync<kConsumers>(staging, 0)[i].freed, 32);
+  }
+}
+// Producer warp 1 + cw's loop over warpgroup cw's boxes, in the order the warpgroup stages them (box n in staging box
+// n % EPI_BOXES), until the warpgroup's last one; lane 0 issues the stores. The pass covers the box's 64 rows in four
+// of epi_box's 16-row quarters, as a warpgroup's four warps would. Every lane of the warp arrives on `freed` once
+// lane 0 has seen the store read the box: each lane's own writes are then ordered before the consumers' next ones,
+// not through lane 0 alone.
+template <int kConsumers, typename T>
+__device__ __forceinline__ void epi_async_boxes(const TcArgs &args, unsigned char *staging, int cw, u32 lane) {
+  BoxSync *sync = box_sync<kConsumers>(staging, cw);
+  const u32 base = smem_u32(staging + staging_offset(cw));
+  for (u32 n = 0;; ++n) {
+    BoxSync *bs = sync + n % EPI_BOXES;
+    mbar_wait(&bs->staged, (n / EPI_BOXES) & 1);
+    const int row0 = *(volatile int *)&bs->row0, col0 = *(volatile int *)&bs->col0;
+    if (row0 < 0) break;
+    const u32 box = base + (n % EPI_BOXES) * C_BOX_BYTES;
+#pragma unroll 1
+    for (u32 q = 0; q < 4; ++q) epi_box<T>(args, box, row0, col0, args.M, args.N, lane + 32 * q);
+    fence_proxy_async_smem();  // each lane's writes, seen by the TMA store that reads the box
+    __syncwarp();
+    if (lane == 0) {
+      tma_store_2d(&args.c, box, col0, row0);
+      tma_store_commit();
+      tma_store_wait_read<0>();
+    }
+    __syncwarp();
+    mbar_arrive(&bs->freed);
+  }
+}
+
 // Boxes B0 .. B1 - 1 of the fragment F: the FP32 accumulators (float[TN / 2]), or for BF16 C a HeldC's boxes.
 // kLent (EPI_LEND): the boxes past the warpgroup's own EPI_BOXES go to `lent`, every box its own, so none waits for
 // another's store, and one fence and one meeting cover them all.
@@ -238,8 +293,9 @@ __device__ __forceinline__ void epi_box(const TcArgs &args, u32 box, int row0, i
 // HeldC's alike, whose words hold C before its epilogue.
 template <int TN, typename T = float, bool kLent = false, int B0 = 0, int B1 = TN / (128 / sizeof(T)), typename F>
 __device__ __forceinline__ void store_acc_tma(const TcArgs &args, F &d, unsigned char *stage, int row0, int col0,
-                                              int M, int N, int bar_id, u32 &boxes, unsigned char *lent = nullptr) {
+                                              int M, int N, int cw, u32 &boxes, unsigned char *lent = nullptr) {
   const TmaMap *mapC = &args.c;
+  const int bar_id = 2 + cw;  // the warpgroup's own named barrier
   constexpr int COLS = 128 / sizeof(T);  // C columns per box
   static_assert(!kLent || B0 == 0, "lent boxes count from the tile's first");
   // %tid.x through asm volatile: the address is computed here, per epilogue, not hoisted out of the tile loop
@@ -255,7 +311,15 @@ __device__ __forceinline__ void store_acc_tma(const TcArgs &args, F &d, unsigned
 #pragma unroll
   for (int b = B0; b < B1; ++b) {
     if (col0 + COLS * b >= N) break;  // the same for the whole warpgroup
+#if EPI_ASYNC
+    static_assert(!kLent, "EPI_ASYNC stages every box in the warpgroup's own staging boxes");
+    const u32 n = boxes++;
+    BoxSync *bs = box_sync<BM / 64>(stage - staging_offset(cw), cw) + n % EPI_BOXES;
+    if (n >= EPI_BOXES) mbar_wait(&bs->freed, (n / EPI_BOXES - 1) & 1);  // its store has read the staging box
+    const u32 box = base + (n % EPI_BOXES) * C_BOX_BYTES;
+#else
     const u32 box = kLent ? lent_box(b) : base + (boxes++ % EPI_BOXES) * C_BOX_BYTES;
+#endif
 #pragma unroll
     for (int s = 0; s < COLS / 8; ++s) {
       const int j = b * (COLS / 8) + s;
@@ -272,6 +336,14 @@ __device__ __forceinline__ void store_acc_tma(const TcArgs &args, F &d, unsigned
     }
     ++written;
     if (kLent) continue;
+#if EPI_ASYNC
+    if (t == 0) {
+      bs->row0 = row0;
+      bs->col0 = col0 + COLS * b;
+    }
+    mbar_arrive(&bs->staged);  // each thread's part of the box (and thread 0's origin), released to the storing warp
+    continue;
+#endif
     if constexpr (EPI) {  // the box written by the whole warpgroup, then its epilogue in place
       named_bar(bar_id, 128);
       epi_box<T>(args, box, row0, col0 + COLS * b, M, N, t);
@@ -311,7 +383,7 @@ struct TileStore {
     if constexpr (EPI_TMA) {  // an EPI_TMA=0 build has no staging boxes, so not even dead code may address them
       if (args.c_tma) {
         if (m0 + cw * 64 < M)
-          store_acc_tma<TN, T, kLent>(args, d, staging + staging_offset(cw), m0 + cw * 64, n0, M, N, 2 + cw, boxes,
+          store_acc_tma<TN, T, kLent>(args, d, staging + staging_offset(cw), m0 + cw * 64, n0, M, N, cw, boxes,
                                         lent);
         return;
       }
@@ -332,8 +404,8 @@ struct TileStore {
       if (m0 < M) store_acc<TN>(C, d, m0 + cw * 64, n0, M, N, args);
     } else if constexpr (EPI_TMA && H::FIRST > 0) {
       if (m0 + cw * 64 < M)
-        store_acc_tma<TN, T, false, 0, H::FIRST>(args, d, staging + staging_offset(cw), m0 + cw * 64, n0, M, N,
-                                                2 + cw, boxes);
+        store_acc_tma<TN, T, false, 0, H::FIRST>(args, d, staging + staging_offset(cw), m0 + cw * 64, n0, M, N, cw,
+                                                boxes);
     }
   }
   // held box I (0 .. H::COUNT - 1, box H::FIRST + I of its tile) through the staging boxes and TMA, where one is held
@@ -343,7 +415,7 @@ struct TileStore {
     if constexpr (EPI_TMA && sizeof(OutT) == 2) {
       if (held.m0 >= 0 && held.m0 + cw * 64 < M)
         store_acc_tma<TN, unsigned short, false, H::FIRST + I, H::FIRST + I + 1>(
-            args, held, staging + staging_offset(cw), held.m0 + cw * 64, held.n0, M, N, 2 + cw, boxes);
+            args, held, staging + staging_offset(cw), held.m0 + cw * 64, held.n0, M, N, cw, boxes);
     }
   }
   // held box i, for an i the caller's unrolled loop makes a constant (each box's words are registers only where
@@ -355,6 +427,18 @@ struct TileStore {
       if (i == I) store_held_box<TN, I>(args, held, staging, cw, M, N);
       else store_held_box<TN, I + 1>(i, args, held, staging, cw, M, N);
     }
+  }
+  // EPI_ASYNC: the warpgroup's walk is over, which its producer warp reads at the next staging box's turn
+  __device__ __forceinline__ void finish(unsigned char *staging, int cw) {
+#if EPI_ASYNC
+    u32 tid;
+    asm volatile("mov.u32 %0, %%tid.x;" : "=r"(tid));
+    BoxSync *bs = box_sync<BM / 64>(staging, cw) + boxes % EPI_BOXES;
+    // as for a box: no arrival counts towards a phase of `staged` before the producer warp has passed the last one
+    if (boxes >= EPI_BOXES) mbar_wait(&bs->freed, (boxes / EPI_BOXES - 1) & 1);
+    if (tid % 128 == 0) bs->row0 = -1;
+    mbar_arrive(&bs->staged);
+#endif
   }
   // every box `held` holds, and nothing held after them
   template <int TN, typename H>

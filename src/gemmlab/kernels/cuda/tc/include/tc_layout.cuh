@@ -83,8 +83,15 @@ __host__ __device__ __forceinline__ unsigned long long desc_of(unsigned lo, unsi
 #define EPI_BOXES 2
 #endif
 #define C_BOX_BYTES (64 * 128)
+// EPI_ASYNC=1 (tc_epilogue.cuh's BoxSync): after the staging boxes, each box's two mbarriers and its origin in C
+#ifndef EPI_ASYNC
+#define EPI_ASYNC 0
+#endif
+#define C_BOX_SYNC_BYTES 24
 __host__ __device__ constexpr int staging_offset(int cw) { return cw * EPI_BOXES * C_BOX_BYTES; }
-__host__ __device__ constexpr int staging_bytes(int consumers) { return EPI_TMA ? staging_offset(consumers) : 0; }
+__host__ __device__ constexpr int staging_bytes(int consumers) {
+  return EPI_TMA ? staging_offset(consumers) + (EPI_ASYNC ? consumers * EPI_BOXES * C_BOX_SYNC_BYTES : 0) : 0;
+}
 
 // ---- the dynamic shared memory of the warp-specialized levels ------------------------------------------------------
 // From its 1024-byte aligned start (aligned_smem): the ring's kStages stages of STAGE_BYTES, the level's own

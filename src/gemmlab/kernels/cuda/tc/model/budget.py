@@ -14,12 +14,15 @@ def stage_bytes(bm: int, bn: int) -> int:
 
 
 C_BOX_BYTES = 64 * 128  # one TMA box of C: 64 rows of 32 FP32 (tc4's EPI_TMA epilogue)
+C_BOX_SYNC_BYTES = 24  # EPI_ASYNC: a staging box's two mbarriers and its origin in C (tc_epilogue.cuh's BoxSync)
 
 
 def epilogue_bytes(p: dict) -> int:
     """Shared memory of the EPI_TMA epilogue: EPI_BOXES staging boxes of C (two unless set) per consumer
-    warpgroup."""
-    return (p["BM"] // 64) * p.get("EPI_BOXES", 2) * C_BOX_BYTES if p.get("EPI_TMA", 0) else 0
+    warpgroup, each with its BoxSync in a build whose fused epilogue runs in producer warps (its defines hold EPI=1
+    and EPI_ASYNC=1: WgmmaKernel.defines; a level's parameters alone say only that it may)."""
+    per_box = C_BOX_BYTES + (C_BOX_SYNC_BYTES if p.get("EPI", 0) and p.get("EPI_ASYNC", 0) else 0)
+    return (p["BM"] // 64) * p.get("EPI_BOXES", 2) * per_box if p.get("EPI_TMA", 0) else 0
 
 
 def scale_bytes(p: dict) -> int:

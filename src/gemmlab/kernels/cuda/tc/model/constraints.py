@@ -94,6 +94,11 @@ def wgmma_constraints(p: dict, specialized: bool, swap_ab: bool = False, options
                      "held boxes under")
         if p.get("STREAM_K", 0):
             e.append(f"EPI_DEFER={defer} with STREAM_K=1: the held words spill beside the stream-K walk")
+    if p.get("EPI_ASYNC", 0) not in (0, 1):  # 1: where a build's fused epilogue allows (WgmmaKernel.defines)
+        e.append(f"EPI_ASYNC={p.get('EPI_ASYNC')}: 0 (the consumers apply a fused epilogue) or 1 (tc4's producer "
+                 "warps, for a build that holds boxes of 16-bit C)")
+    if p.get("EPI_GAP", 1) not in range(1, 17):
+        e.append(f"EPI_GAP={p.get('EPI_GAP')}: the k-tiles between two held boxes of C, 1 to 16")
     if p.get("STREAM_K", 0) and not specialized:
         e.append("STREAM_K=1 is an option of the persistent walk (tc4, tc5 sources)")
     narrow = p.get("NARROW_BN", 0)
