@@ -36,7 +36,6 @@ def narrow_m(p: dict) -> dict:
     return {**p, "BM": p["NARROW_BM"], "NARROW_BM": 0, "STAGES": stages}
 
 
-
 @dataclass(frozen=True, kw_only=True)
 class WgmmaKernel(CudaKernel):
     """A TMA + wgmma level. ``kind`` picks the launch shape: plain (tc2), specialized (tc3), persistent (tc4,
@@ -127,28 +126,24 @@ class WgmmaKernel(CudaKernel):
             d["SWAP_B_KMAJOR"] = 1
         d.update(self.prec.tensor_core_defines)
         d.update(self.epilogue_defines())
+        if d.get("EPI_DEFER") and self._stores_every_box(d):
+            d["EPI_DEFER"] = 0
         if not (d.get("EPI_ASYNC") and self._passes_async(d)):  # EPI_GAP spaces the held boxes of EPI_ASYNC only
             d.pop("EPI_ASYNC", None)
             d.pop("EPI_GAP", None)
-        if d.get("EPI_DEFER") and self._stores_every_box(d):
-            d["EPI_DEFER"] = 0
         return d
 
     def _passes_async(self, d: dict) -> bool:
-        """Whether EPI_ASYNC hands this build's fused epilogue to producer warps: a bias or alpha (no activation, no
-        matrix addend) on tc4's own BF16 or FP16 walk (no batch, stream-K or lent slot) storing 16-bit C through TMA
-        with held boxes, which leave under the next tile's k-tiles (with every box stored at the tile's end, a
+        """Whether EPI_ASYNC hands this build's fused epilogue to producer warps: a bias or alpha (no matrix addend)
+        on tc4's source with boxes of C held (EPI_DEFER after _stores_every_box: 16-bit C through TMA on tc4's own
+        walk, no activation), which leave under the next tile's k-tiles (with every box stored at the tile's end, a
         warpgroup would wait for each box's pass). An activation's pass beside the mainloop measured slower than at
         the tile's end (docs/tensor_cores/tc4.md, "The fused bias in producer warps"); a matrix addend's build
         spills; FP8's was neither measured nor run on a GPU. The pass takes producer warps 1 .. BM/64 (three at
-        most beside the TMA warp, none rounding TF32) and their registers (PRODUCER_REGS of 40 or more: it spills at
-        24)."""
-        return bool(d.get("EPI") and not d.get("EPI_ACT") and d.get("EPI_ADDEND") != 2 and d.get("EPI_TMA")
-                    and d.get("EPI_DEFER") and not self.fp8 and d["BM"] // 64 <= 3 and not d.get("TF32_ROUND")
-                    and d.get("PRODUCER_REGS", 40) >= 40
-                    and self.source == "tc4_persistent.cu"
-                    and not (d.get("BATCHED") or d.get("STREAM_K") or d.get("EPI_LEND"))
-                    and self.output_dtype(Problem(1, 1, 1, self.precision)).itemsize == 2)
+        most beside the TMA warp) and their registers (PRODUCER_REGS of 40 or more: it spills at 24)."""
+        return bool(d.get("EPI") and d.get("EPI_ADDEND") != 2 and d.get("EPI_DEFER") and not self.fp8
+                    and self.source == "tc4_persistent.cu" and d["BM"] // 64 <= 3
+                    and d.get("PRODUCER_REGS", 40) >= 40)
 
     def _stores_every_box(self, d: dict) -> bool:
         """Whether a build that EPI_DEFER would hold boxes of C in stores each box at its tile's end instead: FP32 C
