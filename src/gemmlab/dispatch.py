@@ -65,7 +65,7 @@ HOST_TIE = 0.05
 HOST_LAUNCH_US = 5.0
 NEIGHBOURS = 4  # measured shapes a prediction between them reads, at most
 REACH = math.log(2)  # ... those within one doubling of one dimension farther than the nearest
-MARGIN = 0.10  # between measured shapes, how much faster a prediction must be to displace the nearest's winner
+MARGIN = 0.05  # between measured shapes, how much faster a prediction must be to displace the nearest's winner
 
 
 def shipped_gpu():
