@@ -107,6 +107,21 @@ def test_near_a_measured_shape_its_winner_stands_against_a_small_predicted_gain(
     assert dispatch.choose(problem, W_T, H200).spec.name == tc3
 
 
+@pytest.mark.parametrize("reverse", [False, True])
+def test_equally_near_shapes_with_different_winners_leave_the_pick_to_the_model(monkeypatch, reverse):
+    """4096³ is one doubling from 2048x4096x4096, where tc3 was measured fastest, and from 8192x4096x4096, where tc4
+    was: no one nearest winner to anchor on, so the model's first runs, whatever order the table lists them in."""
+    tc3 = "cuda/tc3_warp_specialized_bf16"
+    records = [rec(tc3, 0.0500, (2048, 4096, 4096)), rec(TC4, 0.0520, (2048, 4096, 4096)),
+               rec(TC4, 0.370, (8192, 4096, 4096)), rec(tc3, 0.410, (8192, 4096, 4096))]
+    only(monkeypatch, *(records[::-1] if reverse else records))
+    problem = Problem(4096, 4096, 4096, "bf16", out_dtype="float32")
+    ranked = dispatch.rank(problem, W_T, H200)
+    assert [c.spec.name for c in ranked] == [TC4, tc3]
+    assert ranked[0].per_call_ms * (1 + dispatch.MARGIN) ** (1 + ranked[0].basis[0][3]) > ranked[1].per_call_ms
+    assert dispatch.choose(problem, W_T, H200).spec.name == TC4
+
+
 def test_a_pick_says_what_it_stands_against_only_where_the_margin_kept_it(monkeypatch):
     """gluon tc4 measured 10x faster than the CUDA tc4 but unable to fuse relu: with relu the pick is the CUDA tc4,
     measured there, and its reason names no prediction it would stand against (there is none: gluon's was refused)."""

@@ -573,15 +573,21 @@ def _small_m(problem: Problem, layout: Layout, gpu, epilogue=None) -> Choice | N
 
 def _anchored(candidates: list[Candidate]) -> Candidate:
     """The first of ``candidates`` (fastest predicted), or the one measured fastest at the nearest shape where its
-    prediction is within the factor ``choose`` names of the first's."""
+    prediction is within the factor ``choose`` names of the first's. Shapes equally near that measured different
+    winners leave it to the prediction (else the table's order would pick among them)."""
     best = candidates[0]
     if best.exact:
         return best
-    nearest = min((c.basis[0] for c in candidates), key=lambda b: b[3])
-    at_nearest = [c for c in candidates if c.basis[0][0] == nearest[0]]
-    anchor = fastest_first(at_nearest, lambda c: c.basis[0][1]["ms"] + c.basis[0][4] / 1e3,
-                           lambda c: c.basis[0][1]["ms"])[0]
-    return anchor if anchor.per_call_ms <= best.per_call_ms * (1 + MARGIN) ** (1 + nearest[3]) else best
+    distance = min(b[3] for c in candidates for b in c.basis)
+    winners = {}  # the winner measured at each nearest shape, by name
+    for label in dict.fromkeys(b[0] for c in candidates for b in c.basis if math.isclose(b[3], distance)):
+        there = [(c, b) for c in candidates for b in c.basis if b[0] == label]
+        c = fastest_first(there, lambda cb: cb[1][1]["ms"] + cb[1][4] / 1e3, lambda cb: cb[1][1]["ms"])[0][0]
+        winners[c.spec.name] = c
+    if len(winners) > 1:  # the nearest shapes, equally near, measured different winners: none to anchor on
+        return best
+    anchor, = winners.values()
+    return anchor if anchor.per_call_ms <= best.per_call_ms * (1 + MARGIN) ** (1 + distance) else best
 
 
 def _why(source: str, problem: Problem, layout: Layout, ranked: list[Candidate], pick: Candidate, how: str,
