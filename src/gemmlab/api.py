@@ -217,8 +217,10 @@ def addmm(c, a, b, *, beta: float = 1, alpha: float = 1, kernel: str = AUTO, pre
     from gemmlab.epilogue import Epilogue
 
     kind = call.operands.kind_of(a)
-    for operand in (b, c):
-        call.operands.kind_of(operand)  # an OperandTypeError for what is not an array
+    for name, operand in (("b", b), ("c", c)):
+        if call.operands.kind_of(operand) != kind:  # NumPy would read a tensor c through its own conversion
+            raise LayoutError(f"a is a {kind} array and {name} a {call.operands.kind_of(operand)} array: pass "
+                              "arrays of one kind")
     m, n = matmul_shapes.addmm_shapes(c.shape, a.shape, b.shape)
     if alpha == 0:  # a and b unread: the product of no columns, beta·c by the K = 0 path, no kernel
         a, b = a[:, :0], b[:0]

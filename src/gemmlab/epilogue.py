@@ -32,8 +32,14 @@ ADDEND_DTYPES = ("float32", "bfloat16", "float16")
 def scalar(value, name: str) -> float:
     """alpha or beta as the float the kernel takes by value: any finite real number (Python's, NumPy's scalars), as
     torch.addmm takes it; an EpilogueError names anything else (a bool, a string, an array, inf or NaN)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
-        raise EpilogueError(f"{name} must be a finite real number (the kernel takes it by value), got {value!r}")
+    try:  # an int past a float's range overflows on the way
+        ok = not isinstance(value, bool) and isinstance(value, numbers.Real) and math.isfinite(value)
+    except OverflowError:
+        ok = False
+    if not ok:
+        text = repr(value)
+        raise EpilogueError(f"{name} must be a finite real number (the kernel takes it by value), got "
+                            f"{text if len(text) <= 60 else text[:40] + f'... ({len(text)} characters)'}")
     return float(value)
 
 

@@ -38,6 +38,11 @@ class Linear(torch.nn.Linear):
             from gemmlab.errors import OperandTypeError
 
             raise OperandTypeError(f"from_linear takes a torch.nn.Linear, got {type(layer).__name__}")
+        if isinstance(layer.weight, torch.nn.parameter.UninitializedParameter):
+            from gemmlab.errors import OperandTypeError
+
+            raise OperandTypeError(f"{type(layer).__name__}'s weight is not initialized yet (a lazy module's, before "
+                                   "its first call): call the layer once, then from_linear")
         new = cls.__new__(cls)
         torch.nn.Module.__init__(new)
         new.in_features, new.out_features = layer.in_features, layer.out_features

@@ -21,7 +21,7 @@ from typing import Optional
 import torch
 
 from gemmlab import call, matmul_shapes, torch_op
-from gemmlab.call.tensors import check_values, run
+from gemmlab.call.tensors import check_initialized, check_values, run
 from gemmlab.epilogue import ACTIVATIONS, Epilogue, scalar
 from gemmlab.errors import EpilogueError, LayoutError
 
@@ -38,9 +38,11 @@ def _check(**tensors) -> None:
         if not isinstance(x, torch.Tensor):
             raise LayoutError(f"{name} is a {type(x).__name__}; the other operands are torch tensors: pass tensors "
                               "on one device")
-        if x.layout is not torch.strided or not (x.is_cuda or x.is_cpu):
-            raise LayoutError(f"{name} is a {str(x.layout).removeprefix('torch.')} tensor on {x.device.type}: "
-                              "gemmlab takes dense (strided) tensors on the host or a CUDA GPU")
+        check_initialized(**{name: x})
+        if x.layout is not torch.strided or x.is_nested or not (x.is_cuda or x.is_cpu):
+            what = "nested" if x.is_nested else str(x.layout).removeprefix("torch.")
+            raise LayoutError(f"{name} is a {what} tensor on {x.device.type}: gemmlab takes dense (strided) tensors "
+                              "on the host or a CUDA GPU")
         check_values(**{name: x})
         if first is None:
             first = (name, x)
@@ -68,10 +70,10 @@ def linear(x, w, bias, activation, kernel, precision):
     if not torch.compiler.is_compiling():  # traced, the operands are symbolic: no key, no plan
         try:
             seen = ("torch-linear", activation, kernel, precision, torch.is_grad_enabled(), x.dtype, x.shape,
-                    x.stride(), x.device, x.requires_grad, x.is_neg(), w.dtype, w.shape, w.stride(), w.device,
-                    w.requires_grad, w.is_neg(), None if bias is None else (bias.dtype, bias.shape, bias.stride(),
-                                                                             bias.device, bias.requires_grad,
-                                                                             bias.is_neg()))
+                    x.stride(), x.device, x.layout, x.requires_grad, x.is_neg(), w.dtype, w.shape, w.stride(),
+                    w.device, w.layout, w.requires_grad, w.is_neg(),
+                    None if bias is None else (bias.dtype, bias.shape, bias.stride(), bias.device, bias.layout,
+                                               bias.requires_grad, bias.is_neg()))
             prepared = call.plans.get(seen)
         except (AttributeError, RuntimeError, TypeError):  # not tensors: the checks say what is wrong
             seen = None

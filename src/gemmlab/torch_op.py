@@ -34,12 +34,17 @@ from typing import Optional
 import torch
 
 from gemmlab import call, matmul_shapes
-from gemmlab.call.tensors import FP8, check_values, refuse_capture, run, workspace
-from gemmlab.errors import EpilogueError, GemmlabError, LayoutError, ShapeError
+from gemmlab.call.tensors import FP8, check_initialized, check_values, refuse_capture, run, workspace
+from gemmlab.errors import EpilogueError, GemmlabError, LayoutError, ShapeError, SizeLimitError
 
 
 def matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None, epilogue=None, addend=None):
-    if A.dim() != 2 or not isinstance(B, torch.Tensor) or B.dim() != 2:  # torch.matmul's other ranks
+    try:
+        two_d = A.dim() == 2 and isinstance(B, torch.Tensor) and B.dim() == 2
+    except ValueError:  # a lazy module's parameter before its first call has no dimensions yet
+        check_initialized(A=A, B=B)
+        raise
+    if not two_d:  # torch.matmul's other ranks
         return matmul_nd(A, B, kernel, precision, out, scale_a, scale_b, out_dtype, epilogue, addend)
     if torch.compiler.is_compiling() or (torch.is_grad_enabled() and (A.requires_grad or getattr(B, "requires_grad",
                                                                                                   False))):
@@ -57,9 +62,19 @@ def matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
     return direct(A, B, kernel, precision, out, scale_a, scale_b, out_dtype, epilogue, addend)
 
 
+def _empty_c(shape, dtype: str, device):
+    """C from torch's allocator; a SizeLimitError where the host's or the GPU's memory cannot hold it."""
+    if device.type == "cpu":
+        call.launch.check_host_memory(tuple(shape), dtype)
+    try:
+        return torch.empty(shape, dtype=getattr(torch, dtype), device=device)
+    except torch.OutOfMemoryError:
+        raise SizeLimitError(call.gpu_memory_message(tuple(shape), dtype)) from None
+
+
 def _scale_key(s):
-    if isinstance(s, torch.Tensor):  # the common case first: five attributes, no lookups by name
-        return s.dtype, s.shape, s.stride(), s.device, s.is_neg()
+    if isinstance(s, torch.Tensor):  # the common case first: six attributes, no lookups by name
+        return s.dtype, s.shape, s.stride(), s.device, s.layout, s.is_neg()
     return type(s).__name__, getattr(s, "dtype", None), tuple(getattr(s, "shape", ())), getattr(s, "device", None)
 
 
@@ -70,16 +85,16 @@ def direct(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
     device, of C's dtype or float32). ``seen``: a caller's own key for these operands (gemmlab.linear's, direct_nd's),
     under which a plan that runs on the GPU reading A and B in place is also kept, for the caller to find before its
     own checks and ``run``."""
-    try:  # a tensor without strides (sparse) or an operand of another kind has no key, and no plan
+    try:  # a tensor without strides or an argument of no hashable kind has no key, and no plan: the checks say why
         key = (kernel, precision, A.dtype, B.dtype, A.shape, B.shape, A.stride(), B.stride(), A.device, B.device,
-               A.is_neg(), B.is_neg(),
-               None if out is None else (out.dtype, out.shape, out.stride(), out.device, out.requires_grad,
-                                         out.is_neg()),
+               A.layout, B.layout, A.is_neg(), B.is_neg(),
+               None if out is None else (out.dtype, out.shape, out.stride(), out.device, out.layout,
+                                         out.requires_grad, out.is_neg()),
                None if scale_a is None else _scale_key(scale_a), None if scale_b is None else _scale_key(scale_b),
                out_dtype, epilogue, None if addend is None else _scale_key(addend))
+        prepared = call.plans.get(key)
     except (AttributeError, RuntimeError, TypeError):
-        key = None
-    prepared = None if key is None else call.plans.get(key)
+        key = prepared = None
     if prepared is None:  # the checks, once per key: a key a plan is kept under passed them
         if not isinstance(B, torch.Tensor):
             raise LayoutError(f"A is a torch tensor and B a {type(B).__name__}: pass two tensors on one device")
@@ -107,12 +122,13 @@ def empty(A, B, shape, kernel, precision, out, scales=(None, None), out_dtype=No
     device = A.device.index if A.is_cuda else None
     names = tuple(str(x.dtype).removeprefix("torch.") for x in (A, B))
     scales = tuple(call.scale_facts(s, name) for s, name in zip(scales, ("scale_a", "scale_b")))
+    call.checks.check_names(kernel, precision)  # empty_dtype's cache hashes them
     dtype = call.checks.empty_dtype("torch", names, device, (tuple(A.shape[-2:]), tuple(B.shape[-2:])), kernel,
                                     precision, scales, call.out_dtype_name(out_dtype), epilogue,
-                                    call.addend_facts(addend))
+                                    call.addend_facts(addend), len(shape) > 2)
     if out is not None:
         call.check_out(out, "torch", tuple(shape), device, dtype)
-    c = torch.empty(shape, dtype=getattr(torch, dtype), device=A.device) if out is None else out
+    c = out if out is not None else _empty_c(shape, dtype, A.device)
     if epilogue is None or epilogue.addend is None:
         return c.zero_()
     return c.copy_(_activate(epilogue.activation, addend.detach().double() * epilogue.beta))
@@ -311,8 +327,8 @@ def _nd_key(A, B, kernel, precision, out_dtype):
     try:
         if A.dim() < 2 or B.dim() < 2 or A.dim() == 2 and B.dim() == 2:
             return None
-        key = ("torch-nd", kernel, precision, out_dtype, A.dtype, A.shape, A.stride(), A.device, A.is_neg(), B.dtype,
-               B.shape, B.stride(), B.device, B.is_neg())
+        key = ("torch-nd", kernel, precision, out_dtype, A.dtype, A.shape, A.stride(), A.device, A.layout, A.is_neg(),
+               B.dtype, B.shape, B.stride(), B.device, B.layout, B.is_neg())
         hash(key)  # an argument of no hashable kind: the checks name it
         return key
     except (AttributeError, RuntimeError, TypeError):
@@ -337,7 +353,8 @@ def _batched(a, b, kernel, precision, out, out_dtype, batch, seen=None):
 
 def _check_dense(A, B, out) -> None:
     for name, x in (("A", A), ("B", B), ("out", out)):
-        if x is not None and (x.layout != torch.strided or x.device.type not in ("cpu", "cuda")):
-            raise LayoutError(f"{name} is a {str(x.layout).removeprefix('torch.')} tensor on {x.device.type}: "
-                              "gemmlab takes dense (strided) tensors on the host or a CUDA GPU")
+        if x is not None and (x.layout != torch.strided or x.is_nested or x.device.type not in ("cpu", "cuda")):
+            what = "nested" if x.is_nested else str(x.layout).removeprefix("torch.")
+            raise LayoutError(f"{name} is a {what} tensor on {x.device.type}: gemmlab takes dense (strided) tensors "
+                              "on the host or a CUDA GPU")
     check_values(A=A, B=B, out=out)

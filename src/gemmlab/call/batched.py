@@ -22,8 +22,9 @@ import numpy as np
 
 from gemmlab.call import checks
 from gemmlab.call.cache import plans, remember
+from gemmlab.call.launch import host_empty
 from gemmlab.call.operands import Facts, devices_differ, facts, kind_of, out_dtype_name
-from gemmlab.errors import LayoutError, ShapeError
+from gemmlab.errors import LayoutError, ShapeError, SizeLimitError
 
 
 @dataclass(frozen=True)
@@ -238,7 +239,8 @@ def _seen_key(A, B, kernel, precision, out, out_dtype, batch):
 def _attributes(x) -> tuple:
     if type(x).__module__.startswith("torch"):
         return type(x), x.dtype, tuple(x.shape), x.stride(), x.device, x.layout, x.requires_grad, x.is_neg()
-    return type(x), x.dtype, x.shape, x.strides, getattr(getattr(x, "device", None), "id", None)
+    return (type(x), x.dtype, x.shape, x.strides, getattr(getattr(x, "device", None), "id", None),
+            getattr(getattr(x, "flags", None), "writeable", True))
 
 
 def _checked(A, B, kernel, precision, out, out_dtype, batch):
@@ -267,9 +269,8 @@ def _checked(A, B, kernel, precision, out, out_dtype, batch):
 
 
 def _out_key(out):
-    if out is None:
-        return None
-    return (kind_of(out), tuple(out.shape), str(out.dtype), _strides(out), str(getattr(out, "device", None)))
+    """What out's checks read (check_out): its kind, shape, dtype, strides, device, and whether it can be written."""
+    return None if out is None else (kind_of(out), _attributes(out))
 
 
 def _prepare(fa: Facts, fb: Facts, kernel, precision, out_name, batch: Batch, out):
@@ -278,15 +279,13 @@ def _prepare(fa: Facts, fb: Facts, kernel, precision, out_name, batch: Batch, ou
     if fa.device is None:  # host operands: numpy.matmul, with the host path's checks
         from gemmlab.call.cache import Prepared
 
-        if kernel not in (None, checks.AUTO):
-            from gemmlab.dispatch import HOST_DEFAULT
-            from gemmlab.kernels.registry import get_kernel
-
-            checks.check_names(kernel, precision)
-            if get_kernel(kernel).name != HOST_DEFAULT:  # an UnknownKernelError for a name of no kernel
-                raise LayoutError(f"a batch of host operands runs on the host, by numpy.matmul ({HOST_DEFAULT}); "
-                                  f"kernel={kernel!r} is another kernel: pass the operands on the GPU, or 2-D ones")
+        checks.check_host_batch_kernel(kernel, precision)
         spec, problem, why, _ = checks.resolve(fa, fb, kernel, precision, False, None, out_dtype=out_name)
+        flops = batch.count * problem.flops()
+        if spec.max_flops is not None and flops > spec.max_flops:  # resolve saw one product of the batch
+            raise SizeLimitError(f"{batch.count} products of {problem.label()}: {flops / 1e9:.1f} GFLOP is past "
+                                 f"{spec.name}'s limit of {spec.max_flops / 1e9:.1f} GFLOP (it would run for "
+                                 "minutes); a smaller batch, or the operands on the GPU")
         prepared = Prepared(spec.plan(problem), "host operands run on the host: numpy.matmul on the broadcast views",
                             out_shape=out_shape, batch=batch)
     else:
@@ -330,7 +329,7 @@ def _host(prepared, A, B, out, batch: Batch):
         A, B = numpy_view(A), numpy_view(B)
     a, b = _views(A, batch.a, batch.shape), _views(B, batch.b, batch.shape)
     if out is None:
-        c = np.matmul(a, b, dtype=np.float32)
+        c = np.matmul(a, b, out=host_empty(prepared.out_shape), dtype=np.float32)
         return from_numpy(c) if torch_out else c
     target = out.numpy() if torch_out else out
     if np.shares_memory(target, A) or np.shares_memory(target, B):
@@ -342,7 +341,6 @@ def _host(prepared, A, B, out, batch: Batch):
 def _gpu(prepared, A, B, out):
     """One launch: the operands' addresses (their first matrices'), C's, the caller's stream."""
     from gemmlab.call.launch import gpu_memory_message, overlaps
-    from gemmlab.errors import SizeLimitError
 
     if kind_of(A) == "torch":  # torch's allocator and stream, as a 2-D call's launch takes them
         from gemmlab.call.tensors import run

@@ -279,16 +279,33 @@ def _runs_where(spec, device: int | None, gpu) -> tuple:
     return device, host_copy, gpu
 
 
+def check_host_batch_kernel(kernel, precision) -> None:
+    """A batch of host operands runs on the host by numpy.matmul (dispatch.HOST_DEFAULT): another kernel named for it
+    is refused (an UnknownKernelError for a name of no kernel)."""
+    if kernel in (None, AUTO):
+        return
+    from gemmlab.dispatch import HOST_DEFAULT
+    from gemmlab.kernels.registry import get_kernel
+
+    check_names(kernel, precision)
+    if get_kernel(kernel).name != HOST_DEFAULT:
+        raise LayoutError(f"a batch of host operands runs on the host, by numpy.matmul ({HOST_DEFAULT}); "
+                          f"kernel={kernel!r} is another kernel: pass the operands on the GPU, or 2-D ones")
+
+
 @functools.lru_cache(maxsize=256)
 def empty_dtype(kind: str, dtypes: tuple, device: int | None, shapes: tuple, kernel, precision,
-                scales: tuple = (None, None), out_dtype: str | None = None, epilogue=None, addend=None) -> str:
+                scales: tuple = (None, None), out_dtype: str | None = None, epilogue=None, addend=None,
+                batched: bool = False) -> str:
     """C's dtype for a product with a zero dimension (M, N or K of the matrices' ``shapes``, (M, K) and (K, N), or a
     batch's), after every check a call of these operands gets but its size's: ``resolve`` on the call one element
     long where a dimension is 0 (dtypes, precision, kernel name, out_dtype, the scales' kinds, the dispatcher's choice
     among the kernels that fuse the epilogue), the kernel's device, the epilogue's addend against the real M and N,
     and a named kernel's epilogue. Such a call runs no kernel (torch's result is empty, or for K = 0 the epilogue of a
     zero product), so nothing is compiled and no plan is made; ``prepare`` still refuses it, as ``gemmlab.plan`` and
-    the command line do. Layouts are not checked: there is nothing to read. Cached by its arguments, a call's facts."""
+    the command line do. Layouts are not checked: there is nothing to read. ``batched``: the product of a batch (the
+    batch's checks too: on the host numpy.matmul's kernel alone, on a GPU a kernel that takes a batch). Cached by its
+    arguments, a call's facts."""
     from gemmlab import device as dev
 
     m, n, k = _sizes(*shapes)
@@ -303,7 +320,13 @@ def empty_dtype(kind: str, dtypes: tuple, device: int | None, shapes: tuple, ker
     if epilogue is not None and getattr(epilogue, "is_identity", False) and addend is None:
         epilogue = None
     gpu = None if device is None else dev.gpu_info(device)
-    spec, problem, _, _ = resolve(fa, fb, kernel, precision, device is not None, gpu, scales, out_dtype, epilogue)
+    if batched and device is None:
+        check_host_batch_kernel(kernel, precision)
+    batch = (2, m1 * k1, k1 * n1) if batched and device is not None else None  # a batch of the 1-element stand-ins
+    spec, problem, _, _ = resolve(fa, fb, kernel, precision, device is not None, gpu, scales, out_dtype, epilogue,
+                                  batch)
+    if batch is not None and spec.is_valid(problem):  # a named kernel that runs one product a launch
+        raise spec.is_valid(problem).exception()
     _runs_where(spec, device, gpu)
     out = str(spec.output_dtype(problem))
     check_epilogue(epilogue, addend, fa, m, n, out)
@@ -313,7 +336,10 @@ def empty_dtype(kind: str, dtypes: tuple, device: int | None, shapes: tuple, ker
 
 def check_out_kind(out, kind: str) -> None:
     """``out`` is an array of the operands' ``kind`` (a torch out for NumPy operands too: NumPy cannot write into a
-    tensor); an OperandTypeError for what is no array."""
+    tensor); an OperandTypeError for what is no array, a LayoutError for a NumPy scalar (no memory to write)."""
+    if isinstance(out, np.generic):
+        raise LayoutError(f"out is a NumPy scalar ({type(out).__name__}), which cannot be written in place: pass a "
+                          "writable 0-D or larger ndarray")
     if kind_of(out) != kind:
         raise LayoutError(f"out is a {kind_of(out)} array; the operands are {kind} arrays: pass out of their kind")
 

@@ -32,7 +32,11 @@ def array_matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_d
     out_name = out_dtype_name(out_dtype)
     fd = addend_facts(addend)
     key = ("array", kernel, precision, fa, fb, _out_key(out), scales, out_name, epilogue, fd)
-    prepared = plans.get(key)
+    try:
+        prepared = plans.get(key)
+    except TypeError:  # a kernel or precision of no hashable kind: the checks name it
+        checks.check_names(kernel, precision)
+        raise
     if prepared is None:
         if 0 in fa.shape + fb.shape:
             return array_empty(fa.kind, (fa.dtype, fb.dtype), fa.device, (fa.shape, fb.shape),
@@ -64,7 +68,9 @@ def array_empty(kind: str, dtypes: tuple, device, shapes: tuple, shape: tuple, k
 
     from gemmlab.epilogue import activate
 
-    dtype = checks.empty_dtype(kind, dtypes, device, shapes, kernel, precision, scales, out_dtype, epilogue, fd)
+    checks.check_names(kernel, precision)  # empty_dtype's cache hashes them
+    dtype = checks.empty_dtype(kind, dtypes, device, shapes, kernel, precision, scales, out_dtype, epilogue, fd,
+                               len(shape) > 2)
     if out is not None:
         checks.check_out(out, kind, shape, device, dtype)
     xp, where = np, contextlib.nullcontext()
@@ -73,7 +79,7 @@ def array_empty(kind: str, dtypes: tuple, device, shapes: tuple, shape: tuple, k
 
         where = xp.cuda.Device(device)
     with where:
-        c = xp.empty(shape, np_dtype(dtype)) if out is None else out
+        c = out if out is not None else host_empty(shape, dtype) if kind == "numpy" else _device_empty(shape, dtype)
         if epilogue is None or epilogue.addend is None:
             c[...] = 0
         else:
@@ -85,7 +91,8 @@ def _out_key(out):
     if out is None:
         return None
     if kind_of(out) == "torch":
-        return ("torch", tuple(out.shape), str(out.dtype), out.stride(), str(out.device))
+        return ("torch", tuple(out.shape), str(out.dtype), out.stride(), str(out.device), out.requires_grad,
+                out.is_neg())
     return (kind_of(out), tuple(out.shape), str(out.dtype), out.strides, getattr(out.flags, "writeable", True),
             getattr(getattr(out, "device", None), "id", None))
 
@@ -114,7 +121,7 @@ def host_launch(prepared: Prepared, A, B, out, scales=(None, None), addend=None)
     plan = prepared.plan
     a, b = _host_array(A), _host_array(B)
     if out is None:
-        c = _host_empty(*prepared.out_shape)
+        c = host_empty(prepared.out_shape)
     else:
         c = out
         if np.shares_memory(c, a) or np.shares_memory(c, b):
@@ -149,22 +156,29 @@ def _host_copy_launch(prepared: Prepared, A, B, out, scales, addend):
     return out
 
 
-def _host_empty(m: int, n: int) -> np.ndarray:
+def check_host_memory(shape: tuple, dtype: str = "float32") -> None:
+    """A SizeLimitError where C of ``shape`` would not fit in this machine's memory at all."""
     import os
 
-    need = 4 * m * n
+    need = np_dtype(dtype).itemsize * math.prod(shape)
     try:
         total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError):
         total = None
     if total and need > total:
-        raise SizeLimitError(f"C ({m}×{n} float32) needs {need / 2**30:.1f} GiB; this machine has "
-                             f"{total / 2**30:.1f} GiB of memory")
+        raise SizeLimitError(f"C ({'×'.join(map(str, shape))} {dtype}) needs {need / 2**30:.1f} GiB; this machine "
+                             f"has {total / 2**30:.1f} GiB of memory")
+
+
+def host_empty(shape: tuple, dtype: str = "float32") -> np.ndarray:
+    """C of ``shape`` on the host; a SizeLimitError where it cannot be allocated."""
+    check_host_memory(shape, dtype)
     try:
-        return np.empty((m, n), np.float32)
+        return np.empty(shape, np_dtype(dtype))
     except MemoryError:
-        raise SizeLimitError(f"C ({m}×{n} float32) needs {need / 2**30:.1f} GiB of host memory, which could not be "
-                             "allocated") from None
+        need = np_dtype(dtype).itemsize * math.prod(shape)
+        raise SizeLimitError(f"C ({'×'.join(map(str, shape))} {dtype}) needs {need / 2**30:.1f} GiB of host memory, "
+                             "which could not be allocated") from None
 
 
 def _cupy_launch(prepared: Prepared, A, B, out, scales=(None, None), addend=None):
@@ -210,6 +224,16 @@ def _cupy_run(prepared: Prepared, a: int, b: int, c: int, scales, addend=None) -
         if addend is not None:
             plan.set_addend(addend.data.ptr)
         plan.launch(a, b, c, stream, *extra)
+
+
+def _device_empty(shape: tuple, dtype: str):
+    """C of ``shape`` from CuPy's pool on the current device; a SizeLimitError where it does not fit."""
+    import cupy
+
+    try:
+        return cupy.empty(shape, np_dtype(dtype))
+    except cupy.cuda.memory.OutOfMemoryError:
+        raise SizeLimitError(gpu_memory_message(shape, dtype)) from None
 
 
 def gpu_memory_message(shape, dtype: str = "float32") -> str:

@@ -26,6 +26,8 @@ def _torch():
 
 
 def kind_of(x) -> str:
+    if isinstance(x, np.ma.MaskedArray):  # its mask would be ignored: the hidden entries computed with, silently
+        raise OperandTypeError("a NumPy masked array: gemmlab does not apply masks; pass the array's .filled(0)")
     module = type(x).__module__
     if module.startswith("torch") and _torch() is not None and isinstance(x, _torch().Tensor):
         return "torch"

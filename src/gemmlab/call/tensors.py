@@ -111,6 +111,15 @@ def from_numpy(x):
     return torch.from_numpy(x)
 
 
+def check_initialized(**tensors) -> None:
+    """A lazy module's parameter before its first call (UninitializedParameter) has no shape or memory yet: a
+    LayoutError naming it, where torch would raise its own ValueError from the first attribute read."""
+    for name, x in tensors.items():
+        if isinstance(x, torch.nn.parameter.UninitializedParameter):
+            raise LayoutError(f"{name} is an uninitialized parameter (a lazy module's, before its first call): it "
+                              "has no shape or memory yet")
+
+
 def check_values(**tensors) -> None:
     """Tensors whose memory holds their values: not a negated view (its negative bit set, as the .imag of a
     conjugated complex tensor is), whose memory holds the values' negatives and which a kernel reading it by address
