@@ -421,3 +421,77 @@ def test_the_docs_link_the_figures_wherever_they_are_written(h200, tmp_path):
     if (H200_JSON.parent / "chapter" / "roofline_single.png").exists():
         assert "![](../results/h200/chapter/roofline_single.png)" in a[0].read_text()
         assert "![](../../results/h200/chapter/roofline_levels.png)" in a[1].read_text()
+
+
+# -- --json without a path: the committed H200 run is not replaced by another machine's ---------------------------
+H200_INFO = device.GPUInfo("NVIDIA H200", 132, (9, 0), 60 * 2**20, 232448, 1980.0, 141 * 2**30, "", "")
+
+
+@pytest.fixture
+def checkout(tmp_path, monkeypatch):
+    """An empty folder with results/h200/chapter.json (a copy of the committed H200 run) as the current directory,
+    and a chapter "run" that returns that run as measured on the GPU the probe finds (none unless a test says so):
+    the command's choice of where to write, without the minutes of a run."""
+    import json
+
+    import gemmlab.chapter
+
+    default = tmp_path / "results" / "h200" / "chapter.json"
+    default.parent.mkdir(parents=True)
+    default.write_text(H200_JSON.read_text())
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(device, "probe", lambda: (None, "hidden from this test"))
+
+    def run(opts=None, listener=None):
+        info, why = device.probe()
+        results = json.loads(H200_JSON.read_text())
+        results["env"]["gpu"] = None if info is None else {"name": info.name}
+        results["not_measured"] = None if info else {"en": "No CUDA GPU", "zh": "No CUDA GPU"}
+        return results
+
+    monkeypatch.setattr(gemmlab.chapter, "run", run)
+    return default
+
+
+def test_json_without_a_path_does_not_replace_another_gpus_run(checkout, capsys):
+    """Without a GPU, `gemmlab chapter --json` replaced the committed H200 run with one whose GPU claims are not
+    measured: refused in one line before anything runs, the file untouched; a path named writes there."""
+    import json
+
+    from gemmlab.cli import main
+
+    before = checkout.read_bytes()
+    assert main(["chapter", "--json"]) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert captured.out == "" and len(lines) == 1, captured
+    assert lines[0].startswith("gemmlab chapter: error: --json: results/h200/chapter.json") and \
+        "NVIDIA H200, this run is on no GPU" in lines[0] and "--json PATH" in lines[0], lines[0]
+    assert checkout.read_bytes() == before
+    assert main(["chapter", "--json", "mine.json"]) == 0  # a path named is the user's to write
+    assert json.loads(Path("mine.json").read_text())["env"]["gpu"] is None and checkout.read_bytes() == before
+    # a saved run of no GPU, rewritten to the default path: the same refusal
+    assert main(["chapter", "--from", "mine.json", "--json"]) == 2
+    assert "mine.json's run is on no GPU" in capsys.readouterr().err and checkout.read_bytes() == before
+
+
+def test_json_without_a_path_on_the_h200_writes_the_committed_file(checkout, monkeypatch, capsys):
+    """On an H200, `gemmlab chapter --json` writes results/h200/chapter.json as before; on another GPU it is refused;
+    where no file is there yet, any run writes it."""
+    import json
+
+    from gemmlab.cli import main
+
+    monkeypatch.setattr(device, "probe", lambda: (H200_INFO, ""))
+    checkout.write_text(json.dumps({**json.loads(checkout.read_text()), "stale": True}))
+    assert main(["chapter", "--json"]) == 0, capsys.readouterr().err
+    written = json.loads(checkout.read_text())
+    assert "stale" not in written and written["env"]["gpu"]["name"] == "NVIDIA H200"
+    h100 = device.GPUInfo("NVIDIA H100 80GB HBM3", 132, (9, 0), 50 * 2**20, 232448, 1980.0, 80 * 2**30, "", "")
+    monkeypatch.setattr(device, "probe", lambda: (h100, ""))
+    capsys.readouterr()
+    assert main(["chapter", "--json"]) == 2
+    assert "holds the chapter measured on NVIDIA H200, this run is on NVIDIA H100 80GB HBM3" in capsys.readouterr().err
+    checkout.unlink()
+    monkeypatch.setattr(device, "probe", lambda: (None, "hidden from this test"))
+    assert main(["chapter", "--json"]) == 0 and json.loads(checkout.read_text())["env"]["gpu"] is None

@@ -226,3 +226,97 @@ def test_an_interrupted_bench_writes_what_it_finished(tmp_path, capsys, monkeypa
     results = load_results(out)
     assert results["partial"].startswith("interrupted") and results["env"]["command"].startswith("gemmlab bench")
     assert sorted(r["kernel"] for r in results["records"]) == ["cpu/blas", "cpu/v0_naive"]
+
+
+
+# an empty value is refused where argparse reads it: as absent it would run everything (bench --json '' wrote no
+# JSON, list --kernels '' listed every kernel), as a path the current directory (report --out ''); (arguments, the
+# argument named)
+FP32 = str(H200 / "fp32.json")
+EMPTY = [(["list", "--kernels", ""], "--kernels"), (["bench", "--kernels", ""], "--kernels"),
+         (["bench", "--json", ""], "--json"), (["bench", "--json", " "], "--json"),
+         (["verify", "--kernels", ""], "--kernels"), (["verify", "--json", ""], "--json"),
+         (["roofline", "--kernels", ""], "--kernels"), (["roofline", "--measure", "--json", ""], "--json"),
+         (["roofline", "--ceilings", ""], "--ceilings"), (["roofline", "--remodel", ""], "--remodel"),
+         (["roofline", "--check", FP32, ""], "--check"), (["report", "", "--summary"], "results"),
+         (["report", FP32, "--out", ""], "--out"), (["profile", ""], "kernel"),
+         (["profile", "cuda/v1_naive", "--json", ""], "--json"), (["timeline", "--kernels", ""], "--kernels"),
+         (["timeline", "--json", ""], "--json"), (["accuracy", "--json", ""], "--json"),
+         (["dispatch", "--build", ""], "--build"), (["dispatch", "--build", FP32, ""], "--build"),
+         (["dispatch", "--write", ""], "--write"), (["dispatch", "--split-k", ""], "--split-k"),
+         (["dispatch", "--held-out", "--out", ""], "--out"), (["chapter", "--json", ""], "--json"),
+         (["chapter", "--from", ""], "--from"), (["chapter", "--docs", ""], "--docs"),
+         (["tune", "--kernels", ""], "--kernels")]
+
+
+@pytest.mark.parametrize("args,option", EMPTY, ids=[" ".join(a) for a, _ in EMPTY])
+def test_an_empty_value_is_refused_by_the_parser(args, option, capsys):
+    """Refused in parsing, before any command runs (so bench and verify are never started here): one line naming the
+    argument, exit 2."""
+    from gemmlab.cli_parser import build_parser
+
+    with pytest.raises(SystemExit) as exc:
+        build_parser().parse_args(args)
+    lines = capsys.readouterr().err.splitlines()
+    assert exc.value.code == 2 and len(lines) == 1, lines
+    assert lines[0].startswith(f"gemmlab {args[0]}: error: argument {option}") and " is empty" in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("args", [["list", "--kernels", ""], ["report", FP32, "--out", ""],
+                                  ["dispatch", "--held-out", "--out", ""]], ids=lambda a: " ".join(a))
+def test_an_empty_value_selects_and_writes_nothing(args, tmp_path, monkeypatch, capsys):
+    """Through main, from an empty folder: one line, exit 2, nothing printed before it and nothing written there
+    (report --out '' wrote its report into the current directory)."""
+    monkeypatch.chdir(tmp_path)
+    code, out = _run(args, capsys)
+    assert code == 2 and len(out.splitlines()) == 1 and " is empty" in out, out
+    assert list(tmp_path.iterdir()) == []
+
+
+SHIPPED_FROM = [H200 / f for f in ("fp32.json", "tensor_cores.json", "fp8.json", "split_k.json")] + \
+    sorted(H200.glob("grid_*.json"))  # what the shipped dispatch table is built of (results/h200/run.sh)
+
+
+@pytest.fixture
+def shipped_copies(tmp_path, monkeypatch):
+    """The shipped dispatch and split-K tables as copies in tmp_path, which --build and --split-k write without
+    --out: the checkout's own are never written here, whatever the command does."""
+    from gemmlab import dispatch
+    from gemmlab.kernels.cuda.tc.model import split_k
+
+    table, measured = tmp_path / "dispatch-h200.json", tmp_path / "split_k-h200.json"
+    table.write_text(dispatch.SHIPPED.read_text())
+    measured.write_text(split_k.MEASURED.read_text())
+    monkeypatch.setattr(dispatch, "SHIPPED", table)
+    monkeypatch.setattr(split_k, "MEASURED", measured)
+    dispatch.load_table.cache_clear()
+    yield table, measured
+    dispatch.load_table.cache_clear()
+
+
+def test_build_refuses_to_write_the_shipped_table_from_some_of_its_precisions(shipped_copies, capsys):
+    """--build without --out from FP32's results alone wrote the shipped table of FP32 alone, every other precision
+    dropped: refused in one line naming what it would lose, the table untouched; the full set still writes it."""
+    table, _ = shipped_copies
+    before = table.read_bytes()
+    code, out = _run(["dispatch", "--build", str(H200 / "fp32.json")], capsys)
+    assert code == 2 and len(out.splitlines()) == 1, out
+    assert "NVIDIA H200 bf16, fp8, fp8_block, tf32" in out and "--out" in out, out
+    assert table.read_bytes() == before
+    code, out = _run(["dispatch", "--build", *map(str, SHIPPED_FROM)], capsys)
+    assert code == 0 and f"wrote {table}" in out, out
+    assert set(json.loads(table.read_text())["NVIDIA H200"]) == {"fp32", "tf32", "bf16", "fp8", "fp8_block"}
+
+
+def test_split_k_refuses_to_write_the_shipped_table_from_some_of_its_precisions(shipped_copies, capsys):
+    """--split-k without --out from BF16's sweep alone wrote the shipped table of BF16's choices alone: refused in
+    one line, the table untouched; the four sweeps write it, and --out takes any subset."""
+    _, measured = shipped_copies
+    before = measured.read_bytes()
+    code, out = _run(["dispatch", "--split-k", str(H200 / "tc10_sweep_bf16.json")], capsys)
+    assert code == 2 and len(out.splitlines()) == 1, out
+    assert "fp8, fp8_block, tf32" in out and "--out" in out, out
+    assert measured.read_bytes() == before
+    code, out = _run(["dispatch", "--split-k", *map(str, sorted(H200.glob("tc10_sweep_*.json")))], capsys)
+    assert code == 0 and f"wrote {measured}" in out, out
+    assert set(json.loads(measured.read_text())["choices"]) == set(json.loads(before)["choices"])

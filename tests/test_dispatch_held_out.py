@@ -111,3 +111,22 @@ def test_on_a_gpu_of_the_h200_s_chip_the_command_checks_the_table_auto_reads_the
     monkeypatch.setattr(device, "gpu", lambda: pcie)
     assert main(["dispatch", "--held-out", "--precision", "fp8"]) == 2
     assert f"no dispatch table for {pcie.name}" in capsys.readouterr().err
+
+
+def test_an_unwritable_out_is_refused_before_the_table_is_computed_or_printed(tmp_path, monkeypatch, capsys):
+    """--held-out --out at a path gemmlab cannot write: the one line, exit 2, and nothing printed before it (the
+    whole table was printed, then the error)."""
+    from gemmlab import dispatch_held_out
+    from gemmlab.cli import main
+
+    def never(*args, **kwargs):
+        raise AssertionError("held_out computed before --out was checked")
+
+    monkeypatch.setattr(dispatch_held_out, "held_out", never)
+    for out in (tmp_path, tmp_path / "afile" / "x.json"):
+        (tmp_path / "afile").write_text("x")
+        assert main(["dispatch", "--held-out", "--out", str(out)]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == "" and len(captured.err.splitlines()) == 1, captured
+        assert captured.err.startswith(f"gemmlab dispatch: error: --out {out}: "), captured.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]

@@ -35,6 +35,22 @@ def _number(kind, low, *, above: bool = False):
     return parse
 
 
+def _given(what: str):
+    """An argparse type: the text as it is, refused when empty (or blank): an empty --json or --kernels read as no
+    option at all (everything run, no JSON written; every kernel selected), an empty --out as the current directory."""
+    def parse(text: str) -> str:
+        if not text.strip():
+            raise argparse.ArgumentTypeError(f"{text!r} is empty; {what}")
+        return text  # as it is (a default's own str subclass too: chapter --json without a path)
+    return parse
+
+
+FILE = _given("name a file")  # a file gemmlab writes (or merges into)
+FOLDER = _given("name a directory ('.' for this one)")
+RESULTS = _given("name a results JSON")  # a file gemmlab reads
+GLOB = _given("name kernels (e.g. 'cuda/*'), or leave the option out for all of them")
+
+
 def _shape(text: str) -> tuple[int, int, int]:
     try:
         return parse_shape(text)
@@ -89,12 +105,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("list", help="registered kernels")
-    s.add_argument("--kernels", help="glob, e.g. 'cuda/*'")
+    s.add_argument("--kernels", type=GLOB, help="glob, e.g. 'cuda/*'")
 
     s = sub.add_parser("bench", help="verify and time kernels against cuBLAS (the main job)")
     s.add_argument("--shape", action="append", type=_shape, help=f"{shape_help} (default: the seeds' "
                                                                  "2048x3072x4096; 256x384x512 without a GPU)")
-    s.add_argument("--kernels", help="glob(s), comma-separated, e.g. 'cuda/*,numba/v2_*'")
+    s.add_argument("--kernels", type=GLOB, help="glob(s), comma-separated, e.g. 'cuda/*,numba/v2_*'")
     s.add_argument("--repeat", type=count, default=50, metavar="N",
                    help="timed launches per kernel (default 50); --max-seconds may take fewer, never below "
                         "min(N, 20)")
@@ -104,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     l2 = s.add_mutually_exclusive_group()
     l2.add_argument("--cold", action="store_true", default=True, help="rotate inputs larger than 2×L2 (default)")
     l2.add_argument("--warm", action="store_true", help="reuse one input set (L2-warm)")
-    s.add_argument("--json", help="write all records and the environment here")
+    s.add_argument("--json", type=FILE, help="write all records and the environment here")
     s.add_argument("--append", action="store_true", help="add to the --json file of an earlier run on this GPU")
     s.add_argument("--seed", type=whole, default=2026)
     s.add_argument("--gpu", type=_gpu, default="h200", help="roofline device when no GPU is present (a100, h100, h200)")
@@ -138,44 +154,46 @@ def build_parser() -> argparse.ArgumentParser:
                         "(gemmlab bench --distributed --help)")
 
     s = sub.add_parser("verify", help="check kernels over a sweep of ragged shapes")
-    s.add_argument("--kernels", help="glob(s)")
+    s.add_argument("--kernels", type=GLOB, help="glob(s)")
     s.add_argument("--full", action="store_true", help="every combination of the sweep's dimensions")
     s.add_argument("--sample", type=whole, default=24,
                    help="combinations drawn without --full (default 24; 0: only the special shapes)")
     s.add_argument("--seed", type=whole, default=0)
     s.add_argument("--sanitize", action="store_true", help="also run compute-sanitizer memcheck and racecheck")
-    s.add_argument("--json", help="write the results here")
+    s.add_argument("--json", type=FILE, help="write the results here")
 
     s = sub.add_parser("roofline", help="the seeds' analysis and the cache-aware roofline beneath it, per kernel")
     s.add_argument("--gpu", type=_gpu, default=None, help="a100, h100, h200 (default: the present GPU, else h200)")
     s.add_argument("--shape", action="append", type=_shape, help=shape_help)
-    s.add_argument("--kernels")
+    s.add_argument("--kernels", type=GLOB)
     s.add_argument("--measure", action="store_true",
                    help="measure this GPU's roofs (DRAM, L2, shared memory, each precision's FLOPs per clock)")
-    s.add_argument("--json", help="with --measure: write the ceilings here")
-    s.add_argument("--ceilings", help="a ceilings JSON (from --measure --json) whose roofs replace the datasheet's")
-    s.add_argument("--remodel", nargs="+", metavar="RESULTS", help="recompute the model of every record in these "
-                   "results files (measured fields untouched) and write them back")
-    s.add_argument("--check", nargs="+", metavar="RESULTS", help="each verified GPU record against its own predicted "
-                   "TFLOPS; exit 1 if any is above")
+    s.add_argument("--json", type=FILE, help="with --measure: write the ceilings here")
+    s.add_argument("--ceilings", type=RESULTS, help="a ceilings JSON (from --measure --json) whose roofs replace the "
+                                                    "datasheet's")
+    s.add_argument("--remodel", nargs="+", type=RESULTS, metavar="RESULTS", help="recompute the model of every record "
+                   "in these results files (measured fields untouched) and write them back")
+    s.add_argument("--check", nargs="+", type=RESULTS, metavar="RESULTS", help="each verified GPU record against its "
+                   "own predicted TFLOPS; exit 1 if any is above")
 
     s = sub.add_parser("report", help="Markdown and PNG report from a saved results JSON")
-    s.add_argument("results", help="a JSON that gemmlab bench, bench --api (--suite), verify, timeline, accuracy "
-                                   "or chapter wrote (--json)")
+    s.add_argument("results", type=RESULTS, help="a JSON that gemmlab bench, bench --api (--suite), verify, timeline, "
+                                                 "accuracy or chapter wrote (--json)")
     what = s.add_mutually_exclusive_group(required=True)
-    what.add_argument("--out", help="directory for report.md (and, for bench results, the PNG figures)")
+    what.add_argument("--out", type=FOLDER, help="directory for report.md (and, for bench results, the PNG figures)")
     what.add_argument("--summary", action="store_true", help="print the compact table (Markdown) instead")
 
     s = sub.add_parser("profile", help="Nsight Compute counters for one call of each kernel, beside its model")
-    s.add_argument("kernel", help="a kernel name or glob(s), e.g. 'cuda/v*,peers/cublas_fp32': one ncu process for all")
+    s.add_argument("kernel", type=GLOB, help="a kernel name or glob(s), e.g. 'cuda/v*,peers/cublas_fp32': one ncu "
+                                             "process for all")
     s.add_argument("--shape", type=_shape, default=(2048, 3072, 4096), help="4096 or MxNxK (default 2048x3072x4096)")
-    s.add_argument("--json", help="merge the counters into this results JSON")
+    s.add_argument("--json", type=RESULTS, help="merge the counters into this results JSON")
 
     s = sub.add_parser("timeline", help="where a tc4 kernel's cycles go: clock stamps from inside the kernel")
-    s.add_argument("--kernels", default="cuda/tc4_persistent_*", help="glob(s) of tc4 and tc8 kernels")
+    s.add_argument("--kernels", type=GLOB, default="cuda/tc4_persistent_*", help="glob(s) of tc4 and tc8 kernels")
     s.add_argument("--shape", action="append", type=_shape, help=f"{shape_help} (default 4096)")
     s.add_argument("--launches", type=count, default=10, help="launches summarized (after 3 warm-ups)")
-    s.add_argument("--json", help="write the stamps' summary here, and a Markdown table beside it (.md)")
+    s.add_argument("--json", type=FILE, help="write the stamps' summary here, and a Markdown table beside it (.md)")
 
     from gemmlab.harness.accuracy import DISTRIBUTIONS, SERIES
 
@@ -188,8 +206,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--dist", action="append", choices=list(DISTRIBUTIONS), help="input distributions (default all)")
     s.add_argument("--series", action="append", choices=list(SERIES), help="ways to compute (default all)")
     s.add_argument("--seed", type=int, default=2026)
-    s.add_argument("--json", default="accuracy.json", help="write the results here (default accuracy.json), the "
-                                                           "Markdown tables (.md) and the figure (.png) beside it")
+    s.add_argument("--json", type=FILE, default="accuracy.json", help="write the results here (default "
+                   "accuracy.json), the Markdown tables (.md) and the figure (.png) beside it")
 
     s = sub.add_parser("dispatch", help="which kernel gemmlab.matmul's kernel='auto' runs, and why")
     s.add_argument("--shape", action="append", type=_shape, help="4096 or MxNxK; repeatable (default 4096)")
@@ -200,28 +218,35 @@ def build_parser() -> argparse.ArgumentParser:
     layout.add_argument("--layout", type=_layout, metavar="A,B", help="the operands' layout, each row or col "
                         "(default row,row)")
     table = s.add_mutually_exclusive_group()
-    table.add_argument("--build", nargs="+", metavar="RESULTS", help="write the dispatch table of these bench "
-                       "results JSONs alone instead (the shipped one: results/h200/{fp32,tensor_cores,fp8}.json and "
-                       "the grid's, results/h200/grid_*.json)")
-    table.add_argument("--write", nargs="+", metavar="RESULTS", help="add these bench results JSONs' measurements to "
-                       "this machine's dispatch table instead (what kernel='auto' reads on their GPU; a bench run "
-                       "does not write it), or to the table at --out, each kernel's rows replacing its own")
-    table.add_argument("--split-k", nargs="+", metavar="RESULTS", help="write tc10's table of measured tiles and "
-                       "splits instead, from bench runs of cuda/tc10_split_k_* with --layout row,col and --variant "
-                       "builds over every tile and S (the shipped one: results/h200/tc10_sweep*.json)")
+    table.add_argument("--build", nargs="+", type=RESULTS, metavar="RESULTS", help="write the dispatch table of "
+                       "these bench results JSONs alone instead: to --out, or without it to the table shipped with "
+                       "gemmlab, which it replaces only where the results hold every GPU and precision that table "
+                       "holds (else refused, naming what it would lose: a subset goes to --out). The shipped one: "
+                       "results/h200/{fp32,tensor_cores,fp8,split_k}.json and the grid's, results/h200/grid_*.json, "
+                       "then each results/h200/update_grid_*.json, in the order measured, added over it with --write "
+                       "--out src/gemmlab/data/dispatch-h200.json")
+    table.add_argument("--write", nargs="+", type=RESULTS, metavar="RESULTS", help="add these bench results JSONs' "
+                       "measurements to this machine's dispatch table instead (what kernel='auto' reads on their GPU; "
+                       "a bench run does not write it), or to the table at --out, each kernel's rows replacing its "
+                       "own")
+    table.add_argument("--split-k", nargs="+", type=RESULTS, metavar="RESULTS", help="write tc10's table of "
+                       "measured tiles and splits instead, from bench runs of cuda/tc10_split_k_* with --layout "
+                       "row,col and --variant builds over every tile and S: to --out, or without it to the table "
+                       "shipped with gemmlab, only from runs on its GPU that hold every precision it holds choices "
+                       "for (else refused: a subset goes to --out). The shipped one: results/h200/tc10_sweep*.json")
     table.add_argument("--held-out", action="store_true", help="check kernel='auto' between measured shapes on its "
                        "own table instead: each measured shape held out, predicted from the others, the pick scored "
                        "against what was measured there (no GPU needed); --precision narrows it, --out writes the "
-                       "records as JSON")
-    s.add_argument("--out", help="where --build, --write or --split-k writes (default: for --build and --split-k "
-                                 "the tables shipped with gemmlab, for --write this machine's), and --held-out's "
-                                 "records")
+                       "records as JSON (checked writable before anything is computed)")
+    s.add_argument("--out", type=FILE, help="where --build, --write or --split-k writes (default: for --build and "
+                   "--split-k the tables shipped with gemmlab, from results covering every precision they hold; for "
+                   "--write this machine's), and --held-out's records")
 
     from gemmlab.chapter.command import add_parser as add_chapter
 
-    add_chapter(sub, _shape)
+    add_chapter(sub, _shape, file=FILE, folder=FOLDER, results=RESULTS)
 
     s = sub.add_parser("tune", help="search tile parameters per shape on this GPU (cached)")
     s.add_argument("--shape", action="append", type=_shape, help=shape_help)
-    s.add_argument("--kernels", default=None, help="tunable kernels (default: all of them)")
+    s.add_argument("--kernels", type=GLOB, default=None, help="tunable kernels (default: all of them)")
     return p

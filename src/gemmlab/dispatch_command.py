@@ -69,13 +69,16 @@ def _write_table(paths, out, console, output, *, replace: bool) -> int:
     from gemmlab import dispatch
     from gemmlab.results import load_results
 
+    checked = output(out, "--out") if out else None  # before any file is read
     runs = [load_results(Path(p)) for p in paths]
     table = dispatch.table_from_runs(runs)
     if not any("ms" in row for precs in table.values() for shapes in precs.values() for rows in shapes.values()
                for row in rows):
         raise GemmlabError(f"no verified GPU records of gemmlab's kernels in {', '.join(paths)}")
+    if replace and not out:
+        _require_shipped_precisions(table, dispatch.SHIPPED)
     flag = "--out" if out else "--build" if replace else "--write"
-    target = output(out, "--out") if out else dispatch.SHIPPED if replace else dispatch.local_path()
+    target = checked or (dispatch.SHIPPED if replace else dispatch.local_path())
     written = dispatch.write_table(runs, target, replace=replace)
     if written is None:
         raise OutputPathError(f"{flag}: cannot write {target}")
@@ -83,6 +86,25 @@ def _write_table(paths, out, console, output, *, replace: bool) -> int:
     shapes = sum(len(shapes) for precs in table.values() for shapes in precs.values())
     console.print(f"wrote {path}: {', '.join(table)}, {shapes} (precision, shape) entries", highlight=False)
     return 0
+
+
+def _require_shipped_precisions(table: dict, shipped) -> None:
+    """--build without --out replaces the table shipped with gemmlab: only with a table holding measurements of every
+    GPU and precision the shipped one holds, so that a build from some of its results (one precision's) is refused
+    rather than written with the rest dropped."""
+    from gemmlab.cache import read_json
+
+    missing: dict = {}
+    for gpu, precisions in read_json(shipped).items():
+        for precision in precisions:
+            rows = table.get(gpu, {}).get(precision, {})
+            if not any("ms" in row for shape_rows in rows.values() for row in shape_rows):
+                missing.setdefault(gpu, []).append(precision)
+    if missing:
+        lost = "; ".join(f"{gpu} {', '.join(sorted(precisions))}" for gpu, precisions in missing.items())
+        raise GemmlabError(f"--build: these results hold no verified records of {lost}, which the shipped table "
+                           f"({shipped}) holds and would lose; build it from the full set "
+                           "(gemmlab dispatch --help) or write this table elsewhere with --out")
 
 
 SPLIT_K_LAYOUT = "row,col"  # what the table is measured in: B as w.t(), as x @ w.t() and the suite hand it over
@@ -129,6 +151,7 @@ def _write_split_k(paths, out, console, output) -> int:
     from gemmlab.kernels.cuda.tc.model import split_k
     from gemmlab.results import load_results
 
+    checked = output(out, "--out") if out else None  # before any file is read
     runs = {p: load_results(Path(p)) for p in paths}
     unnamed = [p for p, r in runs.items() if not ((r.get("env") or {}).get("gpu") or {}).get("name")]
     if unnamed:
@@ -144,8 +167,16 @@ def _write_split_k(paths, out, console, output) -> int:
     if not out and (gpu, sm_count) != (shipped.name, shipped.sm_count):
         raise GemmlabError(f"--split-k: the runs are of an {gpu}, the shipped table is the {shipped.name}'s; "
                            "write it elsewhere with --out")
+    if not out:  # the shipped table is replaced only by runs of every precision it holds choices for
+        held = json.loads(split_k.MEASURED.read_text()).get("choices", {}) if split_k.MEASURED.is_file() else {}
+        missing = sorted(set(held) - {row[0] for row in rows})
+        if missing:
+            raise GemmlabError(f"--split-k: these runs hold no tc10 records of {', '.join(missing)}, whose measured "
+                               f"choices the shipped table ({split_k.MEASURED}) holds and would lose; "
+                               "name runs of every precision (gemmlab dispatch --help) or write this table elsewhere "
+                               "with --out")
     table = split_k.measured_table(rows, gpu, sm_count, sources=[Path(p).name for p in paths])
-    target = output(out, "--out") if out else split_k.MEASURED
+    target = checked or split_k.MEASURED
     try:
         Path(target).write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
     except OSError as exc:
@@ -172,6 +203,7 @@ def _held_out(precisions, out, console, output) -> int:
     from gemmlab.dispatch_held_out import held_out, markdown, summary
     from gemmlab.provenance import git_sha
 
+    target = output(out, "--out") if out else None  # checked before anything is computed or printed
     info = gpu() or dispatch.shipped_gpu()
     table = dispatch.load_table()
     near = dispatch.sibling(info, table)
@@ -208,8 +240,7 @@ def _held_out(precisions, out, console, output) -> int:
             w.add_row(r.precision, "x".join(map(str, r.shape)), r.pick, f"{r.regret:.2f}",
                       f"{r.error:.2f}" if r.error else "-", r.best)
         console.print(w)
-    if out:
-        target = output(out, "--out")
+    if target:
         try:
             local = dispatch.local_path()
             env = {"gpu": info.name, "git_sha": git_sha(),

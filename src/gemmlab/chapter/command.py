@@ -13,16 +13,30 @@ FIGURES = "results/h200/chapter"  # where the docs expect gemmlab report's figur
 CHECKOUT = Path(__file__).resolve().parents[3]
 
 
-def add_parser(sub, shape_type) -> None:
+class _DefaultPath(str):
+    """--json given without a path: DEFAULT_JSON, told apart from the same path named (``default_json``)."""
+
+
+def default_json(path) -> bool:
+    """Whether ``path`` is --json's default, taken because --json was given without a path."""
+    return isinstance(path, _DefaultPath)
+
+
+def add_parser(sub, shape_type, *, file=str, folder=str, results=str) -> None:
+    """The chapter's arguments; ``file``, ``folder`` and ``results``: the command line's types of a path written, a
+    directory written and a file read (gemmlab.cli_parser: each refuses an empty one)."""
     s = sub.add_parser("chapter", help="each claim of the two seed texts beside gemmlab's measurement (V0, V1, V2, "
                                        "cuBLAS), with a verdict")
-    s.add_argument("--json", nargs="?", const=DEFAULT_JSON, metavar="PATH",
-                   help=f"write the chapter JSON here (default path: {DEFAULT_JSON})")
+    s.add_argument("--json", nargs="?", const=_DefaultPath(DEFAULT_JSON), type=file, metavar="PATH",
+                   help=f"write the chapter JSON here (default path: {DEFAULT_JSON}, which a run replaces only where "
+                        "the file there was measured on the same GPU, or on none: another GPU's run is kept, and this "
+                        "one goes to a PATH named)")
     s.add_argument("--lang", choices=["en", "zh"], default="en", help="the table's language (zh: Chinese)")
-    s.add_argument("--from", dest="source", metavar="CHAPTER.json",
+    s.add_argument("--from", dest="source", type=results, metavar="CHAPTER.json",
                    help="print (and with --docs write) from a saved chapter JSON instead of running")
-    s.add_argument("--docs", metavar="DIR", help="write DIR/chapter.md and DIR/zh/chapter.md, the walk-through in "
-                                                 "English and Chinese, from the run or --from")
+    s.add_argument("--docs", type=folder, metavar="DIR", help="write DIR/chapter.md and DIR/zh/chapter.md, the "
+                                                              "walk-through in English and Chinese, from the run or "
+                                                              "--from")
     s.add_argument("--cpu-shape", action="append", type=shape_type, metavar="MxNxK",
                    help="V0's and the host BLAS's shapes (default 512³ and 1024³; the claims use the last)")
 
@@ -50,6 +64,26 @@ def write_docs(results: dict, folder: Path, source: str) -> list[Path]:
         path.write_text(page(results, lang, source, figures))
         written.append(path)
     return written
+
+
+def _gpu_of(results: dict) -> str | None:
+    return ((results.get("env") or {}).get("gpu") or {}).get("name")
+
+
+def check_default_json(path: Path, gpu: str | None, what: str = "this run") -> None:
+    """--json without a path: DEFAULT_JSON (the H200's committed run, in a checkout) is replaced only by a run of the
+    GPU that measured it (``gpu``: this run's, None for no GPU), or where the file there was measured on no GPU: as
+    bench --append adds only to a file of this GPU, a run here must not overwrite another GPU's measurements (a run
+    without a GPU would leave the GPU claims not measured). A file there that is not a chapter JSON is kept too."""
+    if not path.exists():
+        return
+    try:
+        there = _gpu_of(load(str(path)))
+    except ResultsFileError as exc:
+        raise ResultsFileError(f"--json: {exc}; name another path: --json PATH") from None
+    if there is not None and there != gpu:
+        raise ResultsFileError(f"--json: {path} (the default path) holds the chapter measured on {there}, {what} "
+                               f"is on {gpu or 'no GPU'}; write it elsewhere: --json PATH")
 
 
 class _Steps:
@@ -96,6 +130,8 @@ def cmd_chapter(args, output) -> int:
         from gemmlab.chapter import claims_table, facts_of
 
         results, source = load(args.source), args.source
+        if default_json(args.json):
+            check_default_json(json_path, _gpu_of(results), f"{args.source}'s run")
         results["claims"] = claims_table(facts_of(results))  # judged again on the saved records, by these claims
         if results.get("not_measured"):
             console.print(results["not_measured"][args.lang], style="yellow", highlight=False, markup=False)
@@ -106,6 +142,8 @@ def cmd_chapter(args, output) -> int:
         from gemmlab.chapter import not_measured
 
         info, why = device.probe()
+        if default_json(args.json):  # before anything is printed or runs
+            check_default_json(json_path, info.name if info else None)
         if info is None:  # what this machine cannot measure, before anything runs
             console.print(not_measured(why, opts)[args.lang], style="yellow", highlight=False, markup=False)
         results = run(opts, _Steps(console))
