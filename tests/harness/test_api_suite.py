@@ -110,6 +110,18 @@ def test_large_products_are_checked_on_evenly_spaced_rows_and_nan_never_passes()
     assert err == 0.0 and not ok
 
 
+def test_an_error_confined_to_one_column_fails_the_suites_check_though_the_norm_passes():
+    """The suite's check holds every checked element to harness.reference's bound, as compare does."""
+    g = torch.Generator().manual_seed(4)
+    ref = torch.randn(256, 16, generator=g, dtype=torch.float64) @ torch.randn(16, 16384, generator=g,
+                                                                                dtype=torch.float64)
+    c = ref.to(torch.bfloat16)
+    assert O.check(torch, c, ref, None, 1e-2)[1]
+    c[:, 0] = 0
+    err, ok = O.check(torch, c, ref, None, 1e-2)
+    assert err < 1e-2 and not ok
+
+
 def test_the_blockwise_peer_is_known_wrong_where_k_blocks_are_not_a_multiple_of_4():
     assert [k for k in (256, 512, 768, 1024, 4096, 14336, 65536) if O.peer_note("fp8_block", k)] == [256, 768]
     assert O.peer_note("fp8", 256) is None

@@ -49,6 +49,35 @@ def test_an_unwritten_element_fails_verification():
     assert result.status == "FAILED" and result.error.nonfinite == 1
 
 
+def _bf16(x):
+    import ml_dtypes
+
+    return x.astype(ml_dtypes.bfloat16).astype(np.float32)
+
+
+@pytest.mark.parametrize("corrupt", ["column", "tile", "element"])
+def test_an_error_confined_to_a_few_elements_fails_though_the_norm_passes(corrupt):
+    """C rounded to BF16 once (a right kernel's error) passes; a column, a 16×16 block or one element of it zeroed
+    stays under the relative tolerance over a C this large, and fails on its largest element's error."""
+    rng = np.random.default_rng(3)
+    m, n, k = 512, 16384, 16
+    a, b = rng.standard_normal((m, k)), rng.standard_normal((k, n))
+    ref = a @ b
+    tolerance = tolerance_for(Problem(m, n, k, "bf16"))
+    good = compare(_bf16(ref), ref, tolerance)
+    assert good.passed and good.max_abs_err < good.max_abs_bound / 2
+    bad = _bf16(ref)
+    if corrupt == "column":
+        bad[:, 0] = 0
+    elif corrupt == "tile":
+        bad[:16, :16] = 0
+    else:  # the largest: one element near zero would err by too little to tell from rounding
+        bad[np.unravel_index(np.argmax(np.abs(ref)), ref.shape)] = 0
+    report = compare(bad, ref, tolerance)
+    assert report.rel_err < tolerance  # the norm alone would pass it
+    assert not report.passed and "an element's error" in report.failure()
+
+
 @cuda.jit
 def _seed_v2_with_its_store_bug(C, A, B, M, N, K):
     # the seeds' V2 store guard, `row < M || col < N`, on 2-D arrays: writes out of bounds on ragged shapes

@@ -281,12 +281,14 @@ def _tolerance(f: Facts) -> Row:
                   "float64" + (f" and V2's by {errs[V2]:.1e}" if V2 in errs else "")
                   + (f", while cuBLAS FP32 stays within ({errs[CUBLAS]:.1e})" if within else "")
                   + "; the seed compares with its own FP32 CPU loop, a comparison this run does not make. "
-                    "gemmlab checks the relative Frobenius error against a tolerance that grows with K",
+                    "gemmlab checks the relative Frobenius error against a tolerance that grows with K, and every "
+                    "element's error against ten of that tolerance in units of the reference's RMS",
                   f"超过 5e-4：V1 对 K = {SEED[2]} 逐个累加的 FP32 求和相对 float64 误差为 {e:.1e}"
                   + (f"，V2 为 {errs[V2]:.1e}" if V2 in errs else "")
                   + (f"，而 cuBLAS FP32 在容差之内（{errs[CUBLAS]:.1e}）" if within else "")
                   + "；种子比较的对象是它自己的 FP32 CPU 循环，本次运行没有做这一比较。"
-                    "gemmlab 改用随 K 放宽容差的相对 Frobenius 误差")
+                    "gemmlab 改用随 K 放宽容差的相对 Frobenius 误差，并要求每个元素的误差不超过以参考结果均方根为单位的"
+                    "十倍容差")
     return Row((en, zh), HOLDS if ok else FAILS, reason,
                bench_cmd(V1, SEED) + "; " + bench_cmd(V2, SEED) + "; " + bench_cmd(CUBLAS, SEED), "this run",
                values=values)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gemmlab.errors import GemmlabError
+from gemmlab.harness.suite_ops import check
 from gemmlab.problem import PRECISIONS as RECORDS, get_precision
 
 SHAPES = ((256, 256, 256), (1024, 1024, 1024), (2048, 3072, 4096), (4096, 4096, 4096), (8192, 8192, 8192),
@@ -119,11 +120,6 @@ def _inputs(torch, problem, n_sets, seed, linear, device="cuda", reference=True)
     return sets, sets[0][0].double() @ sets[0][1].double()
 
 
-def _verify(torch, c, ref, tolerance) -> tuple[float, bool]:
-    err = float(torch.linalg.norm(c.double() - ref) / torch.linalg.norm(ref))
-    return err, bool(torch.isfinite(c).all()) and err <= tolerance
-
-
 def run_api_bench(opts: ApiBenchOptions, say=print) -> dict:
     import torch
 
@@ -156,13 +152,14 @@ def run_api_bench(opts: ApiBenchOptions, say=print) -> dict:
             ours = lambda a, b, p=precision: gemmlab.matmul(a, b, precision=p)  # noqa: E731
             chosen = gemmlab.plan(*sets[0], precision=precision)
         theirs = _torch_call(torch, problem.prec)
-        err, ok = _verify(torch, ours(*sets[0]), ref, tolerance_for(problem))
+        err, ok = check(torch, ours(*sets[0]), ref, None, tolerance_for(problem))
         rec = {"kernel": chosen.plan.spec.name, "precision": precision, "m": problem.m, "n": problem.n,
                "k": problem.k, "layout": "x @ w.T (B column-major)" if linear else "row-major",
                "verified": ok, "rel_err": err, "why": chosen.why,
                "copies": [x for x, c in (("A", chosen.copy_a), ("B", chosen.copy_b)) if c]}
         try:
-            rec["torch_rel_err"], rec["torch_verified"] = _verify(torch, theirs(*sets[0]), ref, tolerance_for(problem))
+            rec["torch_rel_err"], rec["torch_verified"] = check(torch, theirs(*sets[0]), ref, None,
+                                                                tolerance_for(problem))
         except RuntimeError as exc:  # this torch has no such call (blockwise scaled matmul): gemmlab alone
             rec["torch_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
             theirs = None

@@ -85,9 +85,7 @@ def fill_verification(rec: BenchRecord, result) -> bool:
     if e.recipe_err is not None:
         rec.update({"recipe_err": e.recipe_err, "recipe_tolerance": e.recipe_tolerance})
     if not e.passed:
-        rec.fail(Status.FAILED, f"{e.nonfinite} non-finite outputs" if e.nonfinite else
-                 f"rel err {e.rel_err:.2e} > tolerance {e.tolerance:.1e}" if e.rel_err > e.tolerance else
-                 f"recipe measure {e.recipe_err:.2e} > {e.recipe_tolerance:.0e} against the unquantized product")
+        rec.fail(Status.FAILED, e.failure())
     return e.passed
 
 

@@ -117,7 +117,8 @@ def run_verify(opts: VerifyOptions, progress: Progress | None = None) -> tuple[d
             failures += not result.passed
             e = result.error
             records.append(_row(spec.name, problem.label(), result.status, where,
-                                f"rel err {e.rel_err:.1e} (tol {e.tolerance:.0e}), {where}" if e else result.reason,
+                                (f"rel err {e.rel_err:.1e} (tol {e.tolerance:.0e}), {where}" if e.passed else
+                                 f"{e.failure()}, {where}") if e else result.reason,
                                 e.rel_err if e else None, e.tolerance if e else None))
     if opts.sanitize and not gpu:
         records.append(_row("(all)", "sanitize", "not run", "—", "compute-sanitizer needs a GPU"))
