@@ -87,18 +87,16 @@ def run_gpu(specs, shapes, opts, dev, bw, info, records, results, progress):
                     time.sleep(opts.pause_s)
                 peer = next((r for r in records if r.kernel == PEERS[precision] and r.shape == tuple(shape)
                              and r.median_ms), None)
-                if peer and sets:
-                    _noise(peer, problem, sets, opts, info, results)
+                if peer and sets and peer_launch:
+                    _noise(peer, peer_launch, problem, sets, opts, info, results)
                 del sets
                 cupy.get_default_memory_pool().free_all_blocks()
     link_ratios(records)
 
 
-def _noise(peer_rec, problem, sets, opts, info, results):
-    """Time the peer a second time: the difference between its two medians is this run's noise floor."""
-    from gemmlab.kernels.registry import get_kernel
-
-    launch = get_kernel(peer_rec.kernel).build(problem)
+def _noise(peer_rec, launch, problem, sets, opts, info, results):
+    """Time the peer a second time, through the launch its record timed (in the run's layout, with its copies where
+    it makes any): the difference between its two medians is this run's noise floor."""
     again = time_gpu(launch, sets, opts.timing, info.max_sm_clock_mhz, problem.compulsory_bytes(), info.l2_bytes)
     first, second = peer_rec.median_ms, again.median_ms
     results["noise"].append({"kernel": peer_rec.kernel, "m": problem.m, "n": problem.n, "k": problem.k,

@@ -1,8 +1,11 @@
-"""One cublasGemmEx call per precision, row-major, on CuPy's handle and current stream.
+"""One cublasGemmEx call per precision, row-major C, on CuPy's handle and current stream.
 
 cuBLAS is column-major; a row-major C = A·B is the column-major Cᵀ = Bᵀ·Aᵀ, so the call swaps the operands
-and passes (N, M, K) with each matrix's row length as its leading dimension. Calling GemmEx directly pins
-the compute type: FP32 PEDANTIC keeps tensor cores out of the FP32 peer, FAST_TF32 allows them for TF32.
+and passes (N, M, K). A row-major operand is, read column-major, its own transpose (no op, its row length the
+leading dimension); a column-major one (B handed over as w.t(), an N×K weight) is itself, which the call transposes
+(CUBLAS_OP_T, its column length the leading dimension): every layout read in place, as torch's cuBLAS call reads
+it. Calling GemmEx directly pins the compute type: FP32 PEDANTIC keeps tensor cores out of the FP32 peer, FAST_TF32
+allows them for TF32.
 """
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ import numpy as np
 
 CUDA_R_32F, CUDA_R_16F, CUDA_R_16BF = 0, 2, 14
 CUBLAS_COMPUTE_32F, CUBLAS_COMPUTE_32F_PEDANTIC, CUBLAS_COMPUTE_32F_FAST_TF32 = 68, 69, 77
-CUBLAS_OP_N, CUBLAS_GEMM_DEFAULT = 0, -1
+CUBLAS_OP_N, CUBLAS_OP_T, CUBLAS_GEMM_DEFAULT = 0, 1, -1
 
 # (A/B data type, compute type) for each precision; C's data type is the precision's output dtype (_C_TYPES)
 _TYPES = {
@@ -34,10 +37,19 @@ def gemm(a, b, c, precision: str) -> None:
              np.dtype(c.dtype).name)
 
 
+def operand_ops(m: int, n: int, k: int, a_col: bool = False, b_col: bool = False) -> tuple:
+    """(transa, lda, transb, ldb) of the column-major call Cᵀ = Bᵀ·Aᵀ (B in cuBLAS's A place) for A and B stored
+    row-major or, ``a_col`` / ``b_col``, column-major."""
+    transa, lda = (CUBLAS_OP_T, k) if b_col else (CUBLAS_OP_N, n)
+    transb, ldb = (CUBLAS_OP_T, m) if a_col else (CUBLAS_OP_N, k)
+    return transa, lda, transb, ldb
+
+
 def gemm_ptr(a: int, b: int, c: int, m: int, n: int, k: int, precision: str, stream: int,
-             out: str | None = None) -> None:
-    """C = A·B on row-major device buffers, on ``stream``, through CuPy's cuBLAS handle of the current device; C in
-    ``out`` (a dtype name; default the precision's output dtype)."""
+             out: str | None = None, a_col: bool = False, b_col: bool = False) -> None:
+    """C = A·B on device buffers, C row-major, A and B row-major or (``a_col``, ``b_col``) column-major, on
+    ``stream``, through CuPy's cuBLAS handle of the current device; C in ``out`` (a dtype name; default the
+    precision's output dtype)."""
     import cupy
     from cupy_backends.cuda.libs import cublas
 
@@ -47,8 +59,9 @@ def gemm_ptr(a: int, b: int, c: int, m: int, n: int, k: int, precision: str, str
     out_type = _C_TYPES[out or get_precision(precision).output_dtype]
     handle = cupy.cuda.device.get_cublas_handle()
     cublas.setStream(handle, stream)
-    cublas.gemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k,
-                  _ONE.ctypes.data, b, in_type, n,
-                  a, in_type, k,
+    transa, lda, transb, ldb = operand_ops(m, n, k, a_col, b_col)
+    cublas.gemmEx(handle, transa, transb, n, m, k,
+                  _ONE.ctypes.data, b, in_type, lda,
+                  a, in_type, ldb,
                   _ZERO.ctypes.data, c, out_type, n,
                   compute, CUBLAS_GEMM_DEFAULT)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gemmlab.kernels.geometry import ceil_div
-from gemmlab.kernels.plan import ROW_MAJOR, Plan
+from gemmlab.kernels.plan import COL, ROW, ROW_MAJOR, Layout, Plan
 from gemmlab.kernels.spec import GPU, SM_COUNT, KernelSpec, Traffic, tiled_traffic
 from gemmlab.problem import Problem
 
@@ -24,11 +24,17 @@ class CublasPeer(KernelSpec):
     device: str = GPU
     int32_indices: bool = False
 
+    @property
+    def layouts(self) -> frozenset:
+        """Every layout of A and B in place, as torch's call takes them (a transposed operand: CUBLAS_OP_T)."""
+        return frozenset(Layout(a, b) for a in (ROW, COL) for b in (ROW, COL))
+
     def plan(self, problem: Problem, layout=ROW_MAJOR) -> "CublasPlan":
         from gemmlab.device import require_gpu
 
         require_gpu(self.name)
-        return CublasPlan(self, problem, layout, steps=["cublasGemmEx, row-major as the column-major Cᵀ = Bᵀ·Aᵀ"])
+        return CublasPlan(self, problem, layout, steps=["cublasGemmEx, row-major C as the column-major Cᵀ = Bᵀ·Aᵀ, "
+                                                        f"{layout.label()} read in place"])
 
 
 @dataclass
@@ -36,7 +42,8 @@ class CublasPlan(Plan):
     def launch(self, a, b, c, stream: int = 0) -> None:
         from gemmlab.kernels.peers._cublas import gemm_ptr
 
-        gemm_ptr(a, b, c, *self.problem.shape, self.spec.precision, stream)
+        gemm_ptr(a, b, c, *self.problem.shape, self.spec.precision, stream, a_col=self.layout.a == COL,
+                 b_col=self.layout.b == COL)
 
 
 # cuBLAS picks its kernel per shape and says nothing of its tiles; the models take the tiles named by the kernels
