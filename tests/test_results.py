@@ -30,6 +30,32 @@ def test_append_says_what_a_replacement_drops_and_which_ratios_stay_with_an_earl
                                      {"command": "second", "git_sha": "bbb", "time": "t1", "records": 2}]
 
 
+def test_append_keeps_a_layouts_records_beside_the_natural_ones_and_pairs_medians_within_a_run():
+    """A --layout run's record of a kernel at a shape is another record than the row-major one; a ratio from two
+    medians takes the peer timed in the same run, never one an --append run timed later under other conditions."""
+    from gemmlab.report.data import peer_ratio
+
+    def rec(kernel, ms, layout=None, backend="cuda"):
+        r = {"kernel": kernel, "backend": backend, "precision": "bf16", "m": 64, "n": 64, "k": 64,
+             "peer": "peers/cublas_bf16", "median_ms": ms, "status": "ok", "verified": True}
+        return {**r, "layout": layout} if layout else r
+
+    old = {"env": {"command": "first", "time": "t0"}, "records": [rec("peers/cublas_bf16", 2.0, backend="peer"),
+                                                                   rec("cuda/tc4_persistent_bf16", 1.0)]}
+    new = {"env": {"command": "--layout row,col", "time": "t1"},
+           "records": [rec("cuda/tc4_persistent_bf16", 1.5, "row,col")]}
+    merged = merge_runs(old, new)
+    assert [(r["kernel"], r.get("layout"), r["run"]) for r in merged["records"]] == [
+        ("peers/cublas_bf16", None, "t0"), ("cuda/tc4_persistent_bf16", None, "t0"),
+        ("cuda/tc4_persistent_bf16", "row,col", "t1")]
+    assert peer_ratio(merged["records"][1], merged["records"]) == 2.0
+    assert peer_ratio(merged["records"][2], merged["records"]) is None  # no peer of its layout in its run
+    later = {"env": {"command": "--no-peers --warm", "time": "t2"}, "records": [rec("cuda/tc4_persistent_bf16", 0.5)]}
+    again = merge_runs(merged, later)
+    tc4 = next(r for r in again["records"] if r["run"] == "t2")
+    assert peer_ratio(tc4, again["records"]) is None  # the peer's median is t0's, of another run
+
+
 def test_a_results_path_is_read_only_where_it_is_a_regular_file_of_a_bounded_size(tmp_path, monkeypatch):
     """A pipe (whose reading may never end), a device (/dev/zero: never ends) and a file past any results JSON's size
     are refused before a byte is read, as a directory is."""

@@ -91,7 +91,11 @@ def merge_runs(old: dict, new: dict) -> dict:
     def key(r, *fields):
         return tuple(r.get(f) for f in fields)
 
-    record_key = ("kernel", "precision", "m", "n", "k")
+    record_key = ("kernel", "precision", "m", "n", "k", "layout")  # a --layout run's records beside the natural ones'
+    # each record names its run (its time), so a ratio pairs a kernel with its peer of the same run only
+    for results in (old, new):
+        for r in results["records"]:
+            r.setdefault("run", results["env"].get("time"))
     again = {key(r, *record_key) for r in new["records"]}
     notes = [n for n in new.get("notes", []) if n not in old.get("notes", [])]
     for r in old["records"]:

@@ -28,8 +28,11 @@ def test_the_grid_is_56_linear_9_square_and_4_long_k_shapes():
                                                       (256, 256, 65536)]
     every = S.cases(S.PRECISIONS)
     assert len(every) == 6 * 69 and [c.precision for c in every[::69]] == list(S.PRECISIONS)  # fp16's record too
-    given = S.cases(("bf16", "fp8"), [(8, 4096, 4096)])
-    assert [(c.precision, c.group, c.m) for c in given] == [("bf16", "given", 8), ("fp8", "given", 8)]
+    given = S.cases(("bf16", "fp8"), [(8, 4096, 4096), (3, 4096, 4096), (8, 4096, 4096)])
+    assert [(c.precision, c.group, c.m) for c in given] == [("bf16", "linear", 8), ("bf16", "given", 3),
+                                                            ("fp8", "linear", 8), ("fp8", "given", 3)]
+    # a grid shape keeps its grid groups, so a run of it replaces the grid's record instead of adding one beside it
+    assert [c.group for c in S.cases(("bf16",), [(4096, 4096, 4096)])] == ["linear", "square"]
 
 
 def _stub_timers(monkeypatch, gpu_ms=(0.002, 0.003), eager_ms=(0.010, 0.011), late=(0, 0)):
@@ -181,6 +184,19 @@ def test_a_run_writes_each_record_as_it_finishes_and_an_interrupted_one_is_marke
     assert third["partial"] is False and [r["started"] for r in third["env"]["runs"]] == ["t2", "t3"]
     assert sorted((r["precision"], r["m"], r["run"]) for r in third["records"]) == [
         ("bf16", 1, "t3"), ("bf16", 2, "t3"), ("bf16", 4, "t3"), ("fp8", 1, "t2")]
+
+
+def test_a_file_of_another_gpus_suite_is_refused_and_a_run_names_its_gpu(tmp_path):
+    """One GPU's records a file: a run on another would leave a summary over both."""
+    from gemmlab.errors import GemmlabError
+
+    path = tmp_path / "api_suite.json"
+    out = S.SuiteFile(path, {"gpu": {"name": "NVIDIA H200"}}, {"started": "t1", "finished": False})
+    out.add(_rec("bf16", 1, 1.1, group="linear", n=64, k=64, started="t1"))
+    assert json.loads(path.read_text())["env"]["runs"][0]["gpu"] == "NVIDIA H200"
+    with pytest.raises(GemmlabError, match="holds a suite run on NVIDIA H200, this run is on NVIDIA H100"):
+        S.SuiteFile(path, {"gpu": {"name": "NVIDIA H100 80GB HBM3"}}, {"started": "t2", "finished": False})
+    S.SuiteFile(path, {"gpu": {"name": "NVIDIA H200"}}, {"started": "t3", "finished": False})  # its own GPU: added
 
 
 def test_a_file_of_another_kind_is_refused_before_a_run(tmp_path):

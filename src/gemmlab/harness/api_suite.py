@@ -83,9 +83,14 @@ def bmm_grid() -> list[tuple[int, int]]:
 
 
 def cases(precisions, shapes=None, ops=("mm",)) -> list[Case]:
-    """The records a run makes, precision by precision: the grid, or ``shapes`` (group "given") in its place; bmm
+    """The records a run makes, precision by precision: the grid, or ``shapes`` in its place (a grid shape in its
+    grid groups, so that its record replaces the grid's in a file that holds it; any other in group "given"); bmm
     at its own grid (BF16), and not among given shapes (which are M×N×K, no batch)."""
-    chosen = grid() if not shapes else [("given", tuple(s)) for s in shapes]
+    chosen = grid()
+    if shapes:
+        given = [tuple(s) for s in shapes]
+        chosen = [(g, shape) for g, shape in chosen if shape in given] + \
+                 [("given", shape) for shape in dict.fromkeys(given) if shape not in {x for _, x in chosen}]
     out = []
     for p in precisions:
         for op in ops:
@@ -172,6 +177,11 @@ class SuiteFile:
         self.path = path
         self.results = {"suite": SUITE, "partial": True, "env": env, "records": [], "notes": []}
         earlier = load(path) if path is not None and path.exists() else {"records": [], "env": {}}
+        there, here = ((e.get("gpu") or {}).get("name") for e in (earlier["env"], env))
+        if earlier["records"] and there != here:  # one GPU's records a file: a summary over two would mean nothing
+            raise GemmlabError(f"--json: {path} holds a suite run on {there or 'no GPU'}, this run is on "
+                               f"{here or 'no GPU'}; write it to another file")
+        run["gpu"] = here
         self.results["records"] = earlier["records"]
         self.results["env"]["runs"] = earlier["env"].get("runs", [])
         self.run = run

@@ -73,13 +73,15 @@ def flops(rec: dict) -> float:
 
 
 # -- peers ----------------------------------------------------------------------------------------------------
-def peer_record(rec: dict, records: Iterable[dict]) -> dict | None:
-    """The record of ``rec``'s peer at the same shape and the same precision, or None."""
+def peer_record(rec: dict, records: Iterable[dict], same_run: bool = False) -> dict | None:
+    """The record of ``rec``'s peer at the same shape and the same precision, in the same layout, or None; with
+    ``same_run``, only from the run that timed ``rec`` (a file of runs merged by --append: each record's ``run``)."""
     name = rec.get("peer")
     if not name or name == rec.get("kernel"):
         return None
     for other in records:
-        if other.get("kernel") == name and shape_of(other) == shape_of(rec):
+        if other.get("kernel") == name and shape_of(other) == shape_of(rec) and \
+                other.get("layout") == rec.get("layout") and (not same_run or other.get("run") == rec.get("run")):
             return other if other.get("precision") == rec.get("precision") else None
     return None
 
@@ -88,7 +90,7 @@ def peer_ratio_own_medians(rec: dict, records: list[dict]) -> float | None:
     """Peer median / kernel median, each from its own timing, where the record also has an interleaved timing
     (otherwise peer_ratio already is this). Interleaving cancels drift, but at sub-millisecond launches each one
     starts in the power state its predecessor left: the two ratios bracket the comparison."""
-    peer = peer_record(rec, records)
+    peer = peer_record(rec, records, same_run=True)
     if peer is None or not is_timed(peer) or not is_timed(rec) or not rec.get("interleaved"):
         return None
     return peer["median_ms"] / rec["median_ms"]
@@ -104,14 +106,16 @@ def peer_ratio_blocks(rec: dict) -> float | None:
 def peer_ratio(rec: dict, records: list[dict]) -> float | None:
     """Peer time / kernel time (above 1: faster than the peer), only against a timed peer of the same precision:
     from the two's interleaved timing where the run made one (both sampled through the same interval, so clock
-    drift cancels), else from their own medians."""
+    drift cancels: the record's own, whichever run its peer's record is of now), else from their own medians, the
+    peer's of the same run."""
     peer = peer_record(rec, records)
     if peer is None or not is_timed(peer) or not is_timed(rec):
         return None
     paired = rec.get("interleaved")
     if paired and paired.get("kernel_ms") and paired.get("peer_ms"):
         return paired["peer_ms"] / paired["kernel_ms"]
-    return peer["median_ms"] / rec["median_ms"]
+    peer = peer_record(rec, records, same_run=True)
+    return peer["median_ms"] / rec["median_ms"] if peer is not None and is_timed(peer) else None
 
 
 # -- roofs ----------------------------------------------------------------------------------------------------
