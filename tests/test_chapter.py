@@ -274,13 +274,16 @@ def test_waiting_on_memory_is_latency_on_l1_hits_in_both_claims(h200):
 
 
 def test_tolerance_a_sequential_fp32_sum_errs_by_more_cublas_stays_within(h200):
+    """Against float64 V1 and V2 err past 5e-4; the seed's check compares with its own FP32 CPU loop, which sums in
+    V1's order and so errs alike, a comparison the run does not make: the claim is not measured, not refuted."""
     results, by_id = h200
     row = by_id["harness.tolerance"]
     v1, v2, cublas = (_rec(results, k, SEED_SHAPE)["max_abs_err"] for k in (V1, V2, CUBLAS))
-    assert row["verdict"] == FAILS
+    assert row["verdict"] == NOT_MEASURED
     assert row["values"] == {"max_abs_err": v1, "v2_max_abs_err": v2, "cublas_max_abs_err": cublas}
     assert v1 > 5e-4 and v2 > 5e-4 and cublas < 5e-4
-    assert "one FP32 add after another" in row["reason"]["en"] and "cuBLAS FP32 stays within (4.2e-04)" in \
+    assert "this run does not make that comparison" in row["reason"]["en"]
+    assert "one FP32 add after another" in row["reason"]["en"] and "cuBLAS FP32 stays within 5e-4 (4.2e-04)" in \
         row["reason"]["en"]
     assert "a correct FP32 sum over" not in row["reason"]["en"]
     for lang in ("en", "zh"):

@@ -150,6 +150,13 @@ def dram_counters(f: Facts, kernel: str = V1) -> tuple | None:
     return prof["dram_bytes"], prof["l2_bytes"], prof["l1_bytes"]
 
 
+def dram_reads(f: Facts, kernel: str = V1) -> float | None:
+    """The bytes ``kernel`` read from DRAM at 4096³ (Nsight Compute's read counter, without the writes of C), or None
+    without them."""
+    prof = f.profile(kernel)
+    return prof.get("dram_read_bytes") if prof else None
+
+
 def dram_intensity(f: Facts, kernel: str = V1) -> float | None:
     """FLOPs per DRAM byte of ``kernel`` at 4096³, from Nsight Compute's counters (None without them)."""
     got = dram_counters(f, kernel)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gemmlab.chapter.claim import (BLAS, CUBLAS, CUBLAS_TF32, FAILS, HOLDS, LATENCY, NOT_MEASURED, NV1, ONLY_AS,
                                    PER_LOAD, SEED, SQ, V0, V1, V1_16, V1_ROWS, V2, Row, beside_model, bench_cmd,
-                                   block_16, dram_counters, dram_intensity, fmt, judges, level_name, missing, ms_text,
+                                   block_16, dram_counters, dram_intensity, dram_reads, fmt, judges, level_name, missing, ms_text,
                                    ridges, with_more)
 from gemmlab.chapter.facts import PROFILED, S1024, S4096, Facts, label
 
@@ -252,15 +252,15 @@ def _table_counts(f: Facts) -> Row:
 
 @judges("table.reuse")
 def _no_reuse(f: Facts) -> Row:
-    got = dram_counters(f)
-    if not got:
-        return missing(("V1's DRAM bytes", "V1 的 DRAM 字节数"), "gemmlab profile cuda/v1_naive --shape 4096")
+    reads = dram_reads(f)
+    if not reads:
+        return missing(("V1's DRAM reads", "V1 的 DRAM 读取字节数"), "gemmlab profile cuda/v1_naive --shape 4096")
     issued = 8 * SQ.m * SQ.n * SQ.k
-    return Row((f"V1 at {label(S4096)}: {fmt(issued / got[0])} bytes issued per byte read from DRAM",
-                f"V1 在 {label(S4096)}：每从 DRAM 读一个字节，发出 {fmt(issued / got[0])} 字节的加载"), FAILS,
+    return Row((f"V1 at {label(S4096)}: {fmt(issued / reads)} bytes issued per byte read from DRAM",
+                f"V1 在 {label(S4096)}：每从 DRAM 读一个字节，发出 {fmt(issued / reads)} 字节的加载"), FAILS,
                ("the code has none; the hardware's L1 and L2 reuse each value many times",
                 "代码层面没有复用；硬件的 L1 与 L2 让每个值被复用了很多次"),
-               "gemmlab profile cuda/v1_naive --shape 4096", PROFILED, values={"reuse": issued / got[0]})
+               "gemmlab profile cuda/v1_naive --shape 4096", PROFILED, values={"reuse": issued / reads})
 
 
 @judges("summary.memory")
