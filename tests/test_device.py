@@ -1,5 +1,5 @@
-"""Why there is no GPU: no driver installed, a driver too old for the runtime, or a driver that sees no GPU. The
-CUDA runtime says "driver version is insufficient" for the first two alike."""
+"""Why there is no GPU: no driver installed, a driver too old for the runtime, or a driver that sees no GPU (the CUDA
+runtime says "driver version is insufficient" for the first two alike); and which GPU NVML reads for a CUDA device."""
 import pytest
 
 from gemmlab import device
@@ -45,3 +45,22 @@ def test_probe_never_raises(monkeypatch):
     monkeypatch.setattr(device, "_driver_loads", lambda: False)
     info, why = device.probe.__wrapped__()
     assert info is None and why == f"no CUDA driver installed ({device.DRIVER_LIBRARY} not found)"
+
+
+def test_nvml_reads_the_cuda_devices_own_gpu_by_its_pci_bus_id(monkeypatch):
+    """NVML numbers every GPU of the host, CUDA only the visible ones: with CUDA_VISIBLE_DEVICES=3 CUDA's device 0 is
+    NVML's device 3. The clock is read from the GPU at the CUDA device's bus id, not from NVML's device 0."""
+    import sys
+    import types
+
+    clocks = {"00000000:19:00.0": 1755.0, "00000000:BE:00.0": 1980.0}  # NVML device 0 at 19, the visible one at BE
+    fake = types.SimpleNamespace(NVML_CLOCK_SM=1, nvmlInit=lambda: None,
+                                 nvmlDeviceGetHandleByPciBusId=lambda bus: bus,
+                                 nvmlDeviceGetHandleByIndex=lambda i: list(clocks)[i],
+                                 nvmlDeviceGetMaxClockInfo=lambda handle, kind: clocks[handle])
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    props = {"pciDomainID": 0, "pciBusID": 0xBE, "pciDeviceID": 0, "clockRate": 1_500_000}
+    assert device.pci_bus_id(props) == "00000000:BE:00.0"
+    assert device._max_sm_clock(props) == 1980.0
+    del fake.nvmlDeviceGetHandleByPciBusId  # an NVML without it: the properties' clock, not another GPU's
+    assert device._max_sm_clock(props) == 1500.0

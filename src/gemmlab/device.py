@@ -75,7 +75,7 @@ def gpu_info(index: int) -> GPUInfo:
         cc=(int(props["major"]), int(props["minor"])),
         l2_bytes=int(props["l2CacheSize"]),
         smem_per_block_optin=int(props.get("sharedMemPerBlockOptin", props["sharedMemPerBlock"])),
-        max_sm_clock_mhz=_max_sm_clock(props, index),
+        max_sm_clock_mhz=_max_sm_clock(props),
         total_mem_bytes=int(props["totalGlobalMem"]),
         driver=_cuda_version(driver),
         runtime=_cuda_version(rt),
@@ -147,13 +147,29 @@ def _no_gpu_reason(exc: Exception | None) -> str:
     return f"CUDA did not start ({type(exc).__name__}: {exc})"
 
 
-def _max_sm_clock(props, index: int = 0) -> float:
+def pci_bus_id(props) -> str:
+    """The PCI bus id of a CUDA device from its properties, as NVML names a device ("00000000:19:00.0"): NVML counts
+    every GPU of the host, CUDA only those CUDA_VISIBLE_DEVICES leaves, in its own order, so a CUDA index is no NVML
+    index."""
+    return f"{int(props.get('pciDomainID', 0)):08X}:{int(props['pciBusID']):02X}:{int(props['pciDeviceID']):02X}.0"
+
+
+def nvml_handle(pynvml, props=None):
+    """The NVML handle of the CUDA device of ``props`` (default: the current CuPy device's), found by its PCI bus
+    id."""
+    if props is None:
+        import cupy
+
+        props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+    pynvml.nvmlInit()
+    return pynvml.nvmlDeviceGetHandleByPciBusId(pci_bus_id(props))
+
+
+def _max_sm_clock(props) -> float:
     try:
         import pynvml
 
-        pynvml.nvmlInit()
-        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-        return float(pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM))
+        return float(pynvml.nvmlDeviceGetMaxClockInfo(nvml_handle(pynvml, props), pynvml.NVML_CLOCK_SM))
     except Exception:
         return float(props.get("clockRate", 0)) / 1000.0
 

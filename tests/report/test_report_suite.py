@@ -67,6 +67,7 @@ def test_the_figure_plots_each_nk_against_m_with_parity_and_the_bar():
     assert "gpu_ratio:M=N=K" in lines and "gpu_ratio:long K: N=M, K=16384" in lines
     assert list(lines["parity"].get_ydata()) == [1.0, 1.0] and list(lines["bar"].get_ydata()) == [0.85, 0.85]
     assert gpu_ax.get_xscale() == "log" and "eager_ratio:N=4096, K=4096" in {x.get_gid() for x in eager_ax.get_lines()}
+    assert "bar" not in {x.get_gid() for x in eager_ax.get_lines()}  # the shape bar is GPU time's; eager has a geomean
     # the legend sits below both panels: no overlap with either
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()

@@ -422,11 +422,16 @@ def measure(torch, case: Case, opts: SuiteOptions, ctx: dict) -> dict:
     return rec
 
 
+POISON_BLOCKS = 3  # C's, and one each for a copy of A and of B the call may take first where either is C's size
+
+
 def poisoned_call(torch, call, args, like):
     """``call(*args)`` with the memory its C takes from torch's caching allocator filled with 0xFF bytes (NaN in
-    FP32, BF16 and FP16) just before: a block of ``like``'s bytes, on the same stream, freed and so handed out again
-    for the next request of that size."""
-    poison = torch.full((like.untyped_storage().nbytes(),), 0xFF, dtype=torch.uint8, device=like.device)
+    FP32, BF16 and FP16) just before: POISON_BLOCKS blocks of ``like``'s bytes, on the same stream, freed and so
+    handed out again for the next requests of that size (a copy of an operand of C's size, made before C, takes one
+    of them, and C another)."""
+    poison = [torch.full((like.untyped_storage().nbytes(),), 0xFF, dtype=torch.uint8, device=like.device)
+              for _ in range(POISON_BLOCKS)]
     del poison
     return call(*args)
 

@@ -68,7 +68,8 @@ def rotation_sets(set_bytes: int, l2_bytes: int, cold: bool, max_sets: int) -> i
 
 
 class ClockSampler:
-    """Samples the SM clock and the board power through NVML on a background thread while kernels run."""
+    """Samples the SM clock and the board power of the current CUDA device through NVML (by its PCI bus id) on a
+    background thread while kernels run."""
 
     def __init__(self, max_mhz: float, period_s: float = 0.01):
         self.max_mhz, self.period_s = max_mhz, period_s
@@ -80,8 +81,9 @@ class ClockSampler:
         try:
             import pynvml
 
-            pynvml.nvmlInit()
-            self._handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+            from gemmlab.device import nvml_handle
+
+            self._handle = nvml_handle(pynvml)
             self._nvml = pynvml
         except Exception:
             self._handle = None
