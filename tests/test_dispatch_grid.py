@@ -107,6 +107,16 @@ def test_near_a_measured_shape_its_winner_stands_against_a_small_predicted_gain(
     assert dispatch.choose(problem, W_T, H200).spec.name == tc3
 
 
+def test_a_near_shape_measured_without_host_time_reads_the_call_path_of_the_others(monkeypatch):
+    """Host time is measured at small shapes only; a prediction that also reads a larger shape, whose rows hold
+    none, counts the call path's time measured at the others there too, not 0 µs."""
+    only(monkeypatch, rec(TC4, 0.100, (1024, 4096, 4096), host_us=20.0), rec(TC4, 0.300, (4096, 4096, 4096)))
+    problem = Problem(2048, 4096, 4096, "bf16", out_dtype="float32")
+    c, = dispatch.rank(problem, W_T, H200)
+    assert [b[4] for b in c.basis] == [20.0, 20.0]
+    assert c.per_call_ms - c.ms == pytest.approx(20.0 / 1e3, rel=0.01)  # geomeans of the two sums: near, not equal
+
+
 @pytest.mark.parametrize("reverse", [False, True])
 def test_equally_near_shapes_with_different_winners_leave_the_pick_to_the_model(monkeypatch, reverse):
     """4096³ is one doubling from 2048x4096x4096, where tc3 was measured fastest, and from 8192x4096x4096, where tc4

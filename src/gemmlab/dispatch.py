@@ -170,7 +170,8 @@ def _ranked(rows: list[dict], precision: str, label: str) -> list[dict]:
         old = best.get(_key(row))
         if old is None or ("host_us" in row, -per_call_ms(row)) > ("host_us" in old, -per_call_ms(old)):
             best[_key(row)] = row
-    host = _host_us(best, {key: _launches(row, precision, label) for key, row in best.items()})
+    launches = {key: _launches(row, precision, label) for key, row in best.items()}
+    host = _host_us(_host_medians(best, launches), launches)
     order = fastest_first(list(best), lambda key: best[key]["ms"] + host[key] / 1e3, lambda key: best[key]["ms"])
     return [best[key] for key in order] + [{"kernel": k, "failed": True, **({"layout": layout} if layout else {})}
                                            for k, layout in sorted(failed)]
@@ -398,8 +399,9 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
             same[name] = runs
     predicted = {name: [] for name in kernels}  # (weight, GPU ms, ms a call) from each measured shape
     basis = {name: [] for name in kernels}
+    scaled_at = []  # per measured shape: {name: (ratio of the model here to there, launches a call makes there)}
     for point, rows in picked:
-        there = {}  # name: (ratio of the model here to there, launches a call makes there)
+        there = {}
         for name, row in rows.items():
             if name not in kernels:
                 continue
@@ -411,7 +413,13 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
                 model = None
             ratio = here.ms / model.ms if here is not None and model is not None else 1.0
             there[name] = (ratio, model.launches if model is not None else 1)
-        host = _host_us(rows, {name: launches for name, (_, launches) in there.items()})
+        scaled_at.append(there)
+    medians = [_host_medians(rows, {name: n for name, (_, n) in there.items()})
+               for (_, rows), there in zip(picked, scaled_at)]
+    # a shape whose rows hold no host time (measured large, where none is taken) reads the near shapes' call path
+    pooled = {n: statistics.median(m[n] for m in medians if n in m) for n in {n for m in medians for n in m}}
+    for (point, rows), there, measured in zip(picked, scaled_at, medians):
+        host = _host_us(measured or pooled, {name: launches for name, (_, launches) in there.items()})
         for name, (ratio, _) in there.items():
             row = rows[name]
             gpu_ms = row["ms"] * ratio
@@ -438,18 +446,22 @@ def _point_problem(point: Point, problem: Problem) -> Problem:
     return Problem(*point.dims, problem.precision, out_dtype=problem.out_dtype)
 
 
-def _host_us(rows: dict, launches: dict) -> dict:
-    """The host time of a call with each kernel of one measured shape (``rows``, by name; ``launches``: the kernels
-    each one's call launches there). Host time is the call path's, not the kernel's: the kernels whose calls launch
-    as many kernels share one, the median of their measurements (the one-launch calls' host times at a shape fall
-    near 13 or near 20 µs whatever the kernel: the host's state when each was measured). A launch count none
-    measured: the nearest measured count's, HOST_LAUNCH_US a launch more or less; none measured at all: 0."""
+def _host_medians(rows: dict, launches: dict) -> dict:
+    """{launches a call makes: the median host time of the calls of that many launches} at one measured shape
+    (``rows``, by name; ``launches``: the kernels each one's call launches there). Host time is the call path's, not
+    the kernel's: the kernels whose calls launch as many kernels share one (the one-launch calls' host times at a
+    shape fall near 13 or near 20 µs whatever the kernel: the host's state when each was measured)."""
     by_launches: dict = {}
     for name, row in rows.items():
         if "host_us" in row and name in launches:
             by_launches.setdefault(launches[name], []).append(row["host_us"])
-    medians = {n: statistics.median(times) for n, times in by_launches.items()}
+    return {n: statistics.median(times) for n, times in by_launches.items()}
 
+
+def _host_us(medians: dict, launches: dict) -> dict:
+    """The host time of a call with each kernel (``launches``: the kernels each one's call launches) from the
+    ``medians`` of the calls of each launch count (``_host_medians``): a launch count none measured, the nearest
+    measured count's, HOST_LAUNCH_US a launch more or less; none measured at all: 0."""
     def host(n: int) -> float:
         if n in medians:
             return medians[n]
