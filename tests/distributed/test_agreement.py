@@ -9,15 +9,16 @@ import torch
 
 from gemmlab.distributed import MULTICAST_OFF
 from gemmlab.distributed.all_gather import AllGatherMatmul
-from gemmlab.distributed.collective import NO_OUT, Facts, common_check, disagreement, local_facts, output_dtype
+from gemmlab.distributed.collective import (NO_OUT, PRECISION_NAMES, Facts, common_check, disagreement, local_facts,
+                                            output_dtype)
 from gemmlab.distributed.reduce_scatter import MatmulReduceScatter
 from gemmlab.distributed.runtime import disable_multicast
 from gemmlab.distributed.summa import Summa
 from gemmlab.errors import DTypeError
 
 
-def facts(a, b, out=NO_OUT, op=0, dtype=0, chunks=1):
-    return Facts(op, dtype, 0, a, b, out, chunks)
+def facts(a, b, out=NO_OUT, op=0, dtype=0, chunks=1, precision=-1):
+    return Facts(op, dtype, 0, a, b, out, chunks, precision)
 
 
 def test_output_dtype_follows_gemmlabs_precisions():
@@ -41,12 +42,39 @@ def test_output_dtype_follows_gemmlabs_precisions():
     (torch.ones(4, 3), torch.ones(3, 2), None, 0, True, "chunks must be an integer of at least 1"),
 ])
 def test_each_rank_names_what_is_wrong_with_its_own_operands(a, b, out, chunks, inner, reason):
-    mine, got = local_facts("all_gather_matmul", a, b, out, chunks, inner)
-    assert len(mine.row()) == 10 and Facts.from_row(mine.row()) == mine
+    mine, got = local_facts("all_gather_matmul", a, b, out, chunks, inner, None)
+    assert len(mine.row()) == 11 and Facts.from_row(mine.row()) == mine
     if reason is None:
         assert got is None
     else:
         assert reason in got
+
+
+@pytest.mark.parametrize("a, b, out, precision, reason", [
+    (torch.ones(4, 3), torch.ones(3, 2), None, "tf32", None),
+    (torch.ones(4, 3).bfloat16(), torch.ones(3, 2).bfloat16(), None, "bf16", None),
+    (torch.ones(4, 3).bfloat16(), torch.ones(3, 2).bfloat16(), None, "tf32",
+     "precision tf32 takes float32 operands, A and B are bfloat16"),
+    (torch.ones(4, 3), torch.ones(3, 2), None, "fp8", "precision must be one of fp32, tf32, bf16, fp16"),
+    # a trainable weight: nothing would carry its gradient (and C came back unwritten on 2+ ranks)
+    (torch.ones(4, 3), torch.ones(3, 2).requires_grad_(), None, None, "B requires grad"),
+    (torch.ones(4, 3).requires_grad_(), torch.ones(3, 2), torch.ones(4, 2).requires_grad_(), None,
+     "A and out require grad"),
+])
+def test_each_rank_checks_its_precision_and_that_nothing_requires_grad(a, b, out, precision, reason):
+    mine, got = local_facts("all_gather_matmul", a, b, out, 1, True, precision)
+    assert Facts.from_row(mine.row()) == mine
+    if reason is None:
+        assert got is None
+    else:
+        assert reason in got and (precision is not None or "torch.no_grad()" in got)
+
+
+def test_operands_requiring_grad_pass_where_no_graph_is_recorded():
+    a, b = torch.ones(4, 3).requires_grad_(), torch.ones(3, 2).requires_grad_()
+    for mode in (torch.no_grad, torch.inference_mode):
+        with mode():
+            assert local_facts("all_gather_matmul", a, b, None, 1, True, None)[1] is None
 
 
 def test_disagreement_lists_who_holds_what():
@@ -54,13 +82,15 @@ def test_disagreement_lists_who_holds_what():
     assert disagreement([29, 29, 30, 29], "K") == "K differs: 29 on ranks 0, 1, 3; 30 on rank 2"
 
 
-def test_common_check_wants_one_op_dtype_device_and_chunk_count():
+def test_common_check_wants_one_op_dtype_device_chunk_count_and_precision():
     same = [facts((4, 3), (3, 2)) for _ in range(3)]
     assert common_check(same) is None
     assert "the op called differs: all_gather_matmul on ranks 0, 1; summa on rank 2" in common_check(
         same[:2] + [facts((4, 3), (3, 2), op=2)])
     assert "the operand dtype differs" in common_check(same[:2] + [facts((4, 3), (3, 2), dtype=1)])
     assert "chunks differs: 1 on ranks 0, 1; 2 on rank 2" in common_check(same[:2] + [facts((4, 3), (3, 2), chunks=2)])
+    assert "precision differs: None on ranks 0, 1; tf32 on rank 2" in common_check(
+        same[:2] + [facts((4, 3), (3, 2), precision=PRECISION_NAMES.index("tf32"))])
 
 
 def test_all_gather_check():

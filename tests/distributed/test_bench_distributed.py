@@ -65,3 +65,46 @@ def test_bench_under_torchrun(tmp_path):
     assert "all_gather_matmul" in proc.stdout and f"wrote {out}" in proc.stdout
     records = json.loads(out.read_text())["records"]
     assert [(r["op"], r["gpus"], r["status"]) for r in records] == [("gemm", 1, "ok"), ("all_gather_matmul", 2, "ok")]
+
+
+SMALL = ["--scaling", "weak", "--shape", "8", "--repeat", "1", "--warmup", "0", "--no-fused", "--timeout", "5"]
+
+
+def test_bench_summa_on_four_ranks_after_its_other_groups(tmp_path):
+    # the bench makes its one-GPU group [0] first; SUMMA's grid groups then waited the whole timeout
+    out = tmp_path / "distributed.json"
+    argv = ["bench", "--distributed", "--ops", "summa", "--gpus", "4", "--kernel", "cpu/blas", *SMALL,
+            "--json", str(out)]
+    assert run_ranks(workers.cli, 4, argv, timeout_s=5, deadline_s=60) == [0] * 4
+    records = json.loads(out.read_text())["records"]
+    assert [(r["op"], r["gpus"], r["status"], r["verified"]) for r in records] == [
+        ("gemm", 1, "ok", True), ("summa", 4, "ok", True)]
+
+
+def test_bench_runs_the_precision_it_records(tmp_path):
+    # --precision reached the records but not gemmlab.matmul: a TF32 run measured FP32 and said TF32
+    out = tmp_path / "distributed.json"
+    argv = ["bench", "--distributed", "--ops", "all-gather", "--gpus", "2", "--kernel", "cpu/blas", *SMALL,
+            "--json", str(out)]
+    ran = run_ranks(workers.precisions, 2, [*argv, "--precision", "fp32"], deadline_s=60)
+    assert ran == [(0, ["fp32"], "")] * 2
+    assert {r["precision"] for r in json.loads(out.read_text())["records"]} == {"fp32"}
+    out.unlink()
+    refused = run_ranks(workers.precisions, 2, [*argv, "--precision", "tf32"], deadline_s=60)
+    # the one-GPU GEMM, on rank 0, is the first to ask cpu/blas for TF32 (it computes FP32 only): refused on both
+    assert [(code, seen) for code, seen, _ in refused] == [(2, ["tf32"]), (2, [])] and not out.exists()
+    for rank, (_, _, err) in enumerate(refused):
+        assert err.startswith("gemmlab bench: error: the one-GPU GEMM failed on 1 of 2 ranks: rank 0: DTypeError: "
+                              "cpu/blas computes fp32, not precision='tf32'") and f"this is rank {rank})" in err
+
+
+@pytest.mark.parametrize("gpus, says", [("x", "'x' is not a comma-separated list of GPU counts"),
+                                        ("2,0", "GPU counts are at least 1, got 2,0")])
+def test_bench_refuses_a_bad_gpus_in_one_line(gpus, says, capsys):
+    from gemmlab.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["bench", "--distributed", "--gpus", gpus])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.count("\n") == 1
+    assert err.startswith("gemmlab bench --distributed: error: argument --gpus: ") and says in err

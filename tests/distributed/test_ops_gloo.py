@@ -2,9 +2,13 @@
 and failures: every rank raises the same clear error, nothing hangs, and the group still works afterwards."""
 import numpy as np
 import pytest
+import torch
+import torch.distributed as dist
 
+import gemmlab.distributed as gd
 import workers
 from gemmlab.distributed.partition import bounds, grid_coords
+from gemmlab.errors import DistributedError
 from ranks import run_ranks
 
 FP32_TOLERANCE = 1e-5  # gemmlab's FP32 bar, relative Frobenius error against float64
@@ -146,3 +150,77 @@ def test_the_non_overlapped_peers_agree_on_ragged_shards():
         assert rel_err(gathered, ref) < FP32_TOLERANCE
         assert rel_err(scattered, ref[slice(*bounds(m, 4, rank))]) < FP32_TOLERANCE
         assert rel_err(block, ref[slice(*bounds(m, 2, i)), slice(*bounds(n, 2, j))]) < FP32_TOLERANCE
+
+
+
+def test_summa_and_its_peer_after_ranks_joined_different_subgroups():
+    # the grid's groups were made by their members alone, named after how many groups each rank had joined: ranks
+    # that had joined [0] or [0, 1] before waited under other names until the timeout
+    m, n, k = 9, 7, 5
+    ref = reference(m, n, k)
+    for rank, (peer, (status, c)) in enumerate(run_ranks(workers.summa_after_subgroups, 4, timeout_s=5,
+                                                         deadline_s=30)):
+        i, j = grid_coords(rank, 2)
+        want = ref[slice(*bounds(m, 2, i)), slice(*bounds(n, 2, j))]
+        assert rel_err(peer, want) < FP32_TOLERANCE
+        assert status == "ok" and rel_err(c, want) < FP32_TOLERANCE, c
+
+
+def test_summa_on_a_subgroup_needs_the_grid_new_group_makes():
+    m, n, k = 9, 7, 5
+    ref = reference(m, n, k)
+    outs = run_ranks(workers.summa_on_a_subgroup, 5, timeout_s=5, deadline_s=30)
+    assert outs[4] is None
+    for rank, ((status, c), (refused, message)) in enumerate(outs[:4]):
+        i, j = grid_coords(rank, 2)
+        assert status == "ok" and rel_err(c, ref[slice(*bounds(m, 2, i)), slice(*bounds(n, 2, j))]) < FP32_TOLERANCE
+        assert refused == "DistributedError" and "failed on 4 of 4 ranks" in message
+        assert "summa on a group of 4 of the world's 5 ranks needs the group's grid" in message
+        assert "gemmlab.distributed.new_group(ranks)" in message
+
+
+def test_a_rank_absent_from_new_group_ends_in_a_distributed_error():
+    (status, message), waited = run_ranks(workers.absent_from_new_group, 2, timeout_s=1.5, deadline_s=30)[0]
+    assert status == "DistributedError" and "new_group: rank 0 of 2: communication failed" in message
+    assert "a rank did not call new_group" in message and waited < 15
+
+
+def test_operands_that_are_views_are_sent_as_their_values():
+    # gloo sends a tensor's memory in storage order: a block view or a column-major shard arrived as other numbers
+    ref = reference(8, 8, 8)
+    for rank, (block, gathered) in enumerate(run_ranks(workers.views, 4)):
+        i, j = grid_coords(rank, 2)
+        assert rel_err(block, ref[4 * i:4 * i + 4, 4 * j:4 * j + 4]) < FP32_TOLERANCE
+        assert rel_err(gathered, ref) < FP32_TOLERANCE
+
+
+def test_operands_requiring_grad_are_refused_on_every_rank():
+    # with world size 2 the call returned uninitialized memory, and the next call named out=
+    ref = reference(6, 5, 4)
+    for rank, (refused, ran, closed) in enumerate(run_ranks(workers.grads, 2)):
+        status, message = refused
+        assert status == "DistributedError" and "failed on 1 of 2 ranks: rank 0: B requires grad" in message
+        assert "torch.no_grad()" in message and f"this is rank {rank})" in message
+        assert ran[0] == "ok" and rel_err(ran[1], ref) < FP32_TOLERANCE
+        assert closed == ("ok", None)
+
+
+def test_a_group_this_rank_is_not_in_or_no_group_is_refused_by_name():
+    for rank, got in enumerate(run_ranks(workers.bad_groups, 2)):
+        status, message = got["not_a_group"]
+        assert status == "DistributedError" and "group must be a torch.distributed process group, got str" in message
+        if rank == 1:
+            for key in ("not_a_member", "check"):
+                status, message = got[key]
+                assert status == "DistributedError" and "rank 1 is not a member of the group" in message
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: gd.all_gather_matmul(x, x), lambda x: gd.matmul_reduce_scatter(x, x), lambda x: gd.summa(x, x),
+    lambda x: gd.check(),
+])
+def test_without_a_process_group_the_ops_say_so(call):
+    # torch's answer was AttributeError: 'NoneType' object has no attribute 'size' (check(): a TypeError)
+    assert not dist.is_initialized()  # the ranks run in their own processes; this one never joins
+    with pytest.raises(DistributedError, match=r"no process group: call gemmlab\.distributed\.init\(\)"):
+        call(torch.ones(2, 2))

@@ -171,3 +171,110 @@ def peers(rank, world, m, n, k):
             p.mm_then_reduce_scatter(tensor(cols(A, world, rank)), tensor(rows(B, world, rank)), group).numpy(),
             p.gather_blocks_then_mm(tensor(cols(rows(A, q, i), q, j)), tensor(cols(rows(B, q, i), q, j)),
                                     group).numpy())
+
+
+def summa_after_subgroups(rank, world):
+    """SUMMA's grid made on ranks that joined different subgroups before (as the bench's GPU counts make them):
+    [0] and [0, 1] registered on some ranks only. The peer makes the world's grid on first use, summa that of a
+    second group spanning the world."""
+    import torch.distributed as dist
+
+    from gemmlab.distributed import peers as p
+
+    dist.new_group([0])
+    dist.new_group([0, 1])
+    spanning = dist.new_group(list(range(world)))
+    A, B = matrices(9, 7, 5)
+    i, j = grid_coords(rank, math.isqrt(world))
+    a, b = tensor(cols(rows(A, 2, i), 2, j)), tensor(cols(rows(B, 2, i), 2, j))
+    return (p.gather_blocks_then_mm(a, b, dist.group.WORLD).numpy(),
+            outcome(lambda: gd.summa(a, b, group=spanning, kernel=KERNEL)))
+
+
+def summa_on_a_subgroup(rank, world):
+    """Ranks 0-3 of 5: summa on a group made by gemmlab's new_group (its grid made by every rank, after a subgroup
+    only rank 0 joined), and on one made by torch's, which has no grid; rank 4 only takes part in making groups."""
+    import torch.distributed as dist
+
+    dist.new_group([0])
+    made = gd.new_group([0, 1, 2, 3])
+    torchs = dist.new_group([0, 1, 2, 3])
+    if rank == 4:
+        return None
+    A, B = matrices(9, 7, 5)
+    i, j = grid_coords(rank, 2)
+    a, b = tensor(cols(rows(A, 2, i), 2, j)), tensor(cols(rows(B, 2, i), 2, j))
+    return (outcome(lambda: gd.summa(a, b, group=made, kernel=KERNEL)),
+            outcome(lambda: gd.summa(a, b, group=torchs, kernel=KERNEL)))
+
+
+def absent_from_new_group(rank, world):
+    """Rank 0 makes a group with rank 1, which never does: a timeout of the store, told as DistributedError."""
+    if rank == 1:
+        return None
+    start = time.monotonic()
+    return outcome(lambda: gd.new_group([0, 1])), time.monotonic() - start
+
+
+def views(rank, world):
+    """Operands that are views, as a caller cuts them, not contiguous: SUMMA's blocks of A and B, and an
+    all-gather shard stored column-major (sent in two pieces each)."""
+    A, B = matrices(8, 8, 8)
+    At, Bt = tensor(A), tensor(B)
+    i, j = grid_coords(rank, 2)
+    a_block, b_block = At[4 * i:4 * i + 4, 4 * j:4 * j + 4], Bt[4 * i:4 * i + 4, 4 * j:4 * j + 4]
+    shard = At[2 * rank:2 * rank + 2].t().contiguous().t()  # same values, column-major
+    assert not (a_block.is_contiguous() or b_block.is_contiguous() or shard.is_contiguous())
+    blocks = gd.summa(a_block, b_block, kernel=KERNEL).numpy()
+    gathered = gd.all_gather_matmul(shard, Bt, kernel=KERNEL, chunks=2).numpy()
+    return blocks, gathered
+
+
+def grads(rank, world):
+    """B requiring grad on rank 0 only, under grad mode: refused on every rank; under no_grad it runs."""
+    A, B = matrices(6, 5, 4)
+    a, b = tensor(rows(A, world, rank)), tensor(B)
+    w = b.clone().requires_grad_(rank == 0)
+    refused = outcome(lambda: gd.all_gather_matmul(a, w, kernel=KERNEL))
+    with torch.no_grad():
+        ran = outcome(lambda: gd.all_gather_matmul(a, w, kernel=KERNEL))
+    return refused, ran, outcome(lambda: gd.check())
+
+
+def bad_groups(rank, world):
+    """A group this rank is not in (rank 1 of new_group([0])), and something that is no group at all."""
+    import torch.distributed as dist
+
+    only_0 = dist.new_group([0])
+    a = torch.ones(2, 2)
+    got = {"not_a_group": outcome(lambda: gd.all_gather_matmul(a, a, group="world", kernel=KERNEL))}
+    if rank == 1:
+        got["not_a_member"] = outcome(lambda: gd.all_gather_matmul(a, a, group=only_0, kernel=KERNEL))
+        got["check"] = outcome(lambda: gd.check(only_0))
+    return got
+
+
+def precisions(rank, world, argv):
+    """The bench's command line with every gemmlab.matmul call's precision recorded: (exit code, precisions, what
+    it wrote to stderr)."""
+    import contextlib
+    import io
+
+    import gemmlab
+    from gemmlab.cli import main
+
+    seen = set()
+    plain = gemmlab.matmul
+
+    def spy(*args, precision=None, **kwargs):
+        seen.add(precision)
+        return plain(*args, precision=precision, **kwargs)
+
+    gemmlab.matmul = spy
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err):
+            code = main(argv)
+    finally:
+        gemmlab.matmul = plain
+    return code, sorted(seen, key=str), err.getvalue()

@@ -29,15 +29,19 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-from gemmlab.distributed.collective import NO_OUT, Facts, Plan, disagreement, solo
+from gemmlab.distributed.collective import NO_OUT, Facts, Plan, disagreement, resolve_group, solo
 from gemmlab.distributed.partition import row_pieces
 
 
 class AllGatherMatmul(Plan):
     op = "all_gather_matmul"
 
-    def __init__(self, a_shard, b, *, group=None, chunks: int = 1, kernel: str | None = None, out=None):
-        super().__init__(a_shard, b, out, chunks, group, kernel)
+    def __init__(self, a_shard, b, *, group=None, chunks: int = 1, kernel: str | None = None,
+                 precision: str | None = None, out=None):
+        super().__init__(a_shard, b, out, chunks, group, kernel, precision)
+        # torch.distributed sends a tensor's memory as it lies (gloo does not check the strides): a column-major
+        # shard or a view would arrive as other numbers. A contiguous one is used as it is, without a copy.
+        a_shard = a_shard.contiguous()
         sizes = [f.a[0] for f in self.facts]
         k, n = a_shard.shape[1], b.shape[1]
         self.b = b
@@ -73,15 +77,19 @@ class AllGatherMatmul(Plan):
         return self.out
 
 
-def all_gather_matmul(a_shard, b, *, group=None, chunks: int = 1, kernel: str | None = None, out=None):
+def all_gather_matmul(a_shard, b, *, group=None, chunks: int = 1, kernel: str | None = None,
+                      precision: str | None = None, out=None):
     """C = all_gather(A shards, by rows) @ B on every rank of ``group`` (default: the world).
 
-    ``a_shard``: this rank's rows of A (M_r × K); ``b``: this rank's B (K × N_r), replicated or its column
-    shard. Returns this rank's C (M × N_r) in ``out`` or a new tensor of gemmlab's output dtype (FP32 for FP32
-    and BF16 operands). ``chunks``: pieces each shard is sent in. ``kernel``: the local GEMM for
-    ``gemmlab.matmul`` (None: its default). Raises DistributedError on every rank if any rank's operands fail;
-    a rank's failed GEMM is raised on every rank by the group's next call or ``check()``.
+    ``a_shard``: this rank's rows of A (M_r × K), copied first if it is not contiguous (it is sent as it lies in
+    memory); ``b``: this rank's B (K × N_r), replicated or its column shard. Returns this rank's C (M × N_r) in
+    ``out`` or a new tensor of gemmlab's output dtype (the operands' dtype: FP32, BF16 or FP16). ``chunks``: pieces
+    each shard is sent in. ``kernel``, ``precision``: the local GEMM's, for ``gemmlab.matmul`` (None: its default;
+    ``precision="tf32"`` for FP32 operands on a kernel that computes it). Raises DistributedError on every rank if
+    any rank's operands fail (tensors requiring grad under grad mode included: there is no backward); a rank's
+    failed GEMM is raised on every rank by the group's next call or ``check()``.
     """
-    if (group if group is not None else dist.group.WORLD).size() == 1:
-        return solo(AllGatherMatmul, a_shard, b, out, chunks, kernel)
-    return AllGatherMatmul(a_shard, b, group=group, chunks=chunks, kernel=kernel, out=out).run()
+    group = resolve_group(group)
+    if group.size() == 1:
+        return solo(AllGatherMatmul, a_shard, b, out, chunks, kernel, precision)
+    return AllGatherMatmul(a_shard, b, group=group, chunks=chunks, kernel=kernel, precision=precision, out=out).run()

@@ -32,13 +32,14 @@ from typing import Callable
 import torch
 import torch.distributed as dist
 
+from gemmlab.cli_parser import _Parser
 from gemmlab.distributed import peers, runtime
 from gemmlab.distributed.all_gather import AllGatherMatmul, all_gather_matmul
 from gemmlab.distributed.collective import FACT_COUNT, check, exchange, gather_rows, local_matmul, output_dtype
 from gemmlab.distributed.partition import bounds, grid_coords, grid_side
 from gemmlab.distributed.reduce_scatter import MatmulReduceScatter, matmul_reduce_scatter
 from gemmlab.distributed.scaling import SCALINGS, efficiency, global_problem, hidden_fraction, tflops
-from gemmlab.distributed.summa import Summa, summa
+from gemmlab.distributed.summa import Summa, new_group, summa
 from gemmlab.errors import DistributedError, GemmlabError
 from gemmlab.harness.reference import compare, tolerance_for
 from gemmlab.harness.timing import Timing
@@ -121,8 +122,20 @@ class Options:
     fused: bool
 
 
+def _counts(text: str) -> tuple[int, ...]:
+    """--gpus: comma-separated GPU counts, each at least 1 (the most the job has is checked once it runs)."""
+    try:
+        counts = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of GPU counts, e.g. 1,2,4") from None
+    if min(counts) < 1:
+        raise argparse.ArgumentTypeError(f"GPU counts are at least 1, got {text}")
+    return counts
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="gemmlab bench --distributed", description=(
+    # gemmlab's parser: a bad option told in one line, exit 2, as for every other command
+    p = _Parser(prog="gemmlab bench --distributed", description=(
         "Weak and strong scaling of gemmlab's distributed GEMMs and the share of communication they hide, against "
         "their peers in the same run. Run it on every rank: torchrun --standalone --nproc-per-node N -m gemmlab bench "
         "--distributed ..."))
@@ -130,8 +143,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--shape", help="per-rank M×N×K for weak scaling (default 8192 on GPUs, 128 on CPUs)")
     p.add_argument("--strong-shape", help="total M×N×K for strong scaling (default 16384 on GPUs, 256 on CPUs)")
     p.add_argument("--scaling", default=",".join(SCALINGS), help="weak, strong or both (default)")
-    p.add_argument("--gpus", help="comma-separated GPU counts (default 1, 2, 4, ... up to the ranks present)")
-    p.add_argument("--precision", choices=sorted(DTYPES), help="bf16 on GPUs (default), fp32 on CPUs")
+    p.add_argument("--gpus", type=_counts,
+                   help="comma-separated GPU counts (default 1, 2, 4, ... up to the ranks present)")
+    p.add_argument("--precision", choices=sorted(DTYPES),
+                   help="what the local GEMMs compute, passed to gemmlab.matmul (a kernel that cannot is refused): "
+                        "bf16 on GPUs (default), fp32 on CPUs")
     p.add_argument("--kernel", "--kernels", dest="kernel",
                    help="local GEMM for gemmlab.matmul, e.g. cuda/tc4_persistent_bf16 (default: gemmlab's choice)")
     p.add_argument("--chunks", type=int, help="pieces per rank's block (default: the op's own)")
@@ -155,12 +171,11 @@ def options(argv: list[str]) -> Options:
         unknown = [x for x in given if x not in known]
         if unknown or not given:
             raise GemmlabError(f"{name} {','.join(given)}: choose from {', '.join(known)}")
-    gpus = tuple(int(g) for g in args.gpus.split(",")) if args.gpus else None
     if args.repeat < 1 or args.warmup < 0 or (args.chunks is not None and args.chunks < 1):
         raise GemmlabError("--repeat and --chunks must be at least 1 and --warmup at least 0")
     return Options(ops=ops, shape=parse_shape(args.shape or defaults["shape"]),
                    strong_shape=parse_shape(args.strong_shape or defaults["strong_shape"]), scalings=scalings,
-                   gpus=gpus, precision=args.precision or defaults["precision"], kernel=args.kernel,
+                   gpus=args.gpus, precision=args.precision or defaults["precision"], kernel=args.kernel,
                    chunks=args.chunks, repeat=args.repeat, warmup=args.warmup, seed=args.seed,
                    timeout_s=args.timeout, json=args.json, figure=args.figure, fused=not args.no_fused)
 
@@ -244,7 +259,7 @@ def measure_op(spec: OpBench, scaling: str, shape, gpus: int, group, opt: Option
     ref = _cut(A, layout.c[0], None).double() @ _cut(B, None, layout.c[1]).double()
     del A, B
     tol = tolerance_for(Problem(m, n, k, opt.precision))
-    kwargs = {"group": group, "kernel": opt.kernel}
+    kwargs = {"group": group, "kernel": opt.kernel, "precision": opt.precision}
     if spec.takes_chunks and opt.chunks is not None:
         kwargs["chunks"] = opt.chunks
     plan = spec.plan(a, b, **kwargs)
@@ -306,7 +321,7 @@ def measure_one_gpu(shape, scaling: str, group, opt: Options, device) -> tuple[d
     m, n, k = shape
     a, b = _inputs(m, n, k, opt.precision, device, opt.seed)
     out = torch.empty((m, n), dtype=output_dtype(a.dtype), device=device)
-    local_matmul(a, b, out, opt.kernel)
+    local_matmul(a, b, out, opt.kernel, opt.precision)
     verified, rel_err = _verify(out, a.double() @ b.double(), tolerance_for(Problem(m, n, k, opt.precision)), group)
     record = {"op": "gemm", "scaling": scaling, "gpus": 1, "m": m, "n": n, "k": k, "precision": opt.precision,
               "kernel": opt.kernel or "gemmlab default", "verified": verified, "rel_err": rel_err,
@@ -315,9 +330,9 @@ def measure_one_gpu(shape, scaling: str, group, opt: Options, device) -> tuple[d
         return record, None
 
     def retime() -> float:
-        return _time(lambda: local_matmul(a, b, out, opt.kernel), group, device, opt)["median_ms"]
+        return _time(lambda: local_matmul(a, b, out, opt.kernel, opt.precision), group, device, opt)["median_ms"]
 
-    t = _time(lambda: local_matmul(a, b, out, opt.kernel), group, device, opt)
+    t = _time(lambda: local_matmul(a, b, out, opt.kernel, opt.precision), group, device, opt)
     record.update(ms=t["median_ms"], iqr_ms=t["iqr_ms"], samples=t["samples"], tflops=tflops(m, n, k, t["median_ms"]))
     return record, retime
 
@@ -327,11 +342,13 @@ def run(opt: Options) -> dict | None:
     world = runtime.init(opt.timeout_s)
     rank, ranks = world.rank(), world.size()
     device = _device()
+    # the peers' cuBLAS GEMMs (torch.mm, the fused ops) multiply FP32 operands as TF32 only when this is on
+    torch.backends.cuda.matmul.allow_tf32 = PRECISIONS[opt.precision].tf32_multiply
     counts = sorted(set(opt.gpus or [c for c in (1, 2, 4, 8, 16, 32, 64) if c < ranks] + [ranks]))
-    if counts[0] < 1 or counts[-1] > ranks:
+    if counts[-1] > ranks:
         raise GemmlabError(f"--gpus {','.join(map(str, counts))}: this job has {ranks} ranks")
-    groups = {c: world if c == ranks else dist.new_group(list(range(c)), timeout=runtime.group_timeout())
-              for c in counts}  # every rank creates every group, in the same order
+    # every rank creates every group, in the same order; new_group makes SUMMA's grid of a square count with it
+    groups = {c: world if c == ranks else new_group(list(range(c))) for c in counts}
     one = groups[1] if 1 in groups else dist.new_group([0], timeout=runtime.group_timeout())
     records = []
     for scaling in opt.scalings:

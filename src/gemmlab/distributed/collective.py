@@ -3,16 +3,17 @@
 A rank that raises on its own leaves the others blocked in a collective it will never join. So each op goes
 through the same steps:
 
-1. **Agree.** Every rank checks its own operands (2-D torch tensors, one dtype and device, ``out`` as the op
-   needs) and then all ranks exchange a fixed row of ten integers (op, dtype, device, shapes, chunks) plus an
-   error flag: one all-gather of CPU tensors on the group's gloo backend (``runtime.init`` gives the group one),
-   so agreeing never waits for the GPU. A flagged rank's message is gathered next and every rank raises
-   ``DistributedError`` with it. The op's consistency check then runs on the same rows on every rank (K equal
-   across shards, ...), so every rank reaches the same verdict and raises the same error without another
-   message. The verdict is worked out once per distinct table of rows and kept (``agreed``); the exchange itself
-   runs on every call, because it is what tells a rank that the others brought the same call this time: sizes
-   decided from a remembered table would send mismatched ranks into a data collective that hangs or mixes
-   pieces of different shapes. A group of one rank exchanges nothing.
+1. **Agree.** Every rank checks its own operands (2-D torch tensors, one dtype and device, none requiring grad
+   under grad mode, ``out`` as the op needs, a precision the dtype has; ``Plan.group_reason`` adds what the op
+   needs of its group) and then all ranks exchange a fixed row of eleven integers (op, dtype, device, shapes,
+   chunks, precision) plus an error flag: one all-gather of CPU tensors on the group's gloo backend
+   (``runtime.init`` gives the group one), so agreeing never waits for the GPU. A flagged rank's message is
+   gathered next and every rank raises ``DistributedError`` with it. The op's consistency check then runs on
+   the same rows on every rank (K equal across shards, ...), so every rank reaches the same verdict and raises
+   the same error without another message. The verdict is worked out once per distinct table of rows and kept
+   (``agreed``); the exchange itself runs on every call, because it is what tells a rank that the others brought
+   the same call this time: sizes decided from a remembered table would send mismatched ranks into a data
+   collective that hangs or mixes pieces of different shapes. A group of one rank exchanges nothing.
 2. **Run.** Only agreed sizes decide what is sent, so all ranks issue the same collectives in the same order.
    A local GEMM that raises is caught; that rank skips its remaining GEMMs but keeps taking part in every
    collective, so nobody waits on it.
@@ -44,12 +45,15 @@ from gemmlab.errors import DistributedError, DTypeError
 from gemmlab.problem import PRECISIONS
 
 DTYPES = ("float32", "bfloat16", "float16", "float64")  # dtype codes in the exchanged row; others are -1
+# precision codes in the exchanged row: the precisions of operands without scales (the ops take no scales); -1 is
+# None, the operands' default
+PRECISION_NAMES = tuple(name for name, p in PRECISIONS.items() if not p.scaled)
 DEVICES = ("cpu", "cuda")
 MESSAGE_BYTES = 512  # a failing rank's message, UTF-8, cut to this length
 NO_OUT = (-1, -1)
 # torch 2.13 renamed all_gather_into_tensor (and deprecated the old name); earlier versions have only the old one
 all_gather_flat = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
-FACT_COUNT = 10  # integers per rank in the exchanged row, the same for every op and for check()
+FACT_COUNT = 11  # integers per rank in the exchanged row, the same for every op and for check()
 CHECK = len(OPS)  # the op code check() sends: a rank closing the group while another calls an op is a mismatch
 
 
@@ -65,12 +69,29 @@ def output_dtype(dtype: torch.dtype) -> torch.dtype:
     return getattr(torch, outs.pop())
 
 
-def local_matmul(a, b, out, kernel: str | None) -> None:
-    """The one call into gemmlab's GEMM: ``kernel`` None leaves the choice to gemmlab.matmul's default."""
+def local_matmul(a, b, out, kernel: str | None, precision: str | None) -> None:
+    """The one call into gemmlab's GEMM: ``kernel`` None leaves the choice to gemmlab.matmul's default, ``precision``
+    None the operands' default precision; a kernel that cannot compute ``precision`` raises."""
     if kernel is None:
-        gemmlab.matmul(a, b, out=out)
+        gemmlab.matmul(a, b, precision=precision, out=out)
     else:
-        gemmlab.matmul(a, b, kernel=kernel, out=out)
+        gemmlab.matmul(a, b, kernel=kernel, precision=precision, out=out)
+
+
+def resolve_group(group):
+    """``group``, or the world for None, once it is a process group this rank belongs to: torch's own answer to
+    anything else is an AttributeError or TypeError deep inside the op."""
+    if group is None:
+        if not dist.is_initialized():
+            raise DistributedError("no process group: call gemmlab.distributed.init() on every rank first (under "
+                                   "torchrun), or pass group=")
+        return dist.group.WORLD
+    if isinstance(group, dist.ProcessGroup):
+        return group
+    if group is dist.GroupMember.NON_GROUP_MEMBER:  # what torch.distributed.new_group returns to ranks outside it
+        raise DistributedError(f"rank {dist.get_rank()} is not a member of the group passed as group=; call the op "
+                               "on the group's ranks only")
+    raise DistributedError(f"group must be a torch.distributed process group, got {type(group).__name__}")
 
 
 @dataclass(frozen=True)
@@ -84,39 +105,48 @@ class Facts:
     b: tuple[int, int]
     out: tuple[int, int]  # NO_OUT when the op allocates C
     chunks: int
+    precision: int  # an index into PRECISION_NAMES, -1 for None
 
     def row(self) -> list[int]:
-        return [self.op, self.dtype, self.device, *self.a, *self.b, *self.out, self.chunks]
+        return [self.op, self.dtype, self.device, *self.a, *self.b, *self.out, self.chunks, self.precision]
 
     @classmethod
     def from_row(cls, row: list[int]) -> "Facts":
-        op, dtype, device, a0, a1, b0, b1, o0, o1, chunks = row
-        return cls(op, dtype, device, (a0, a1), (b0, b1), (o0, o1), chunks)
+        op, dtype, device, a0, a1, b0, b1, o0, o1, chunks, precision = row
+        return cls(op, dtype, device, (a0, a1), (b0, b1), (o0, o1), chunks, precision)
 
 
 def _code(value: str, table: tuple[str, ...]) -> int:
     return table.index(value) if value in table else -1
 
 
-def local_facts(op: str, a, b, out, chunks: int, inner: bool) -> tuple[Facts, str | None]:
+def local_facts(op: str, a, b, out, chunks: int, inner: bool, precision: str | None) -> tuple[Facts, str | None]:
     """This rank's row and, if its own operands are unusable, why. ``inner``: A's columns must equal B's rows
     on this rank (true unless A and B are blocks of different grid positions, as in SUMMA)."""
     facts = Facts(OPS.index(op), _code(str(getattr(a, "dtype", "")).removeprefix("torch."), DTYPES),
                   _code(getattr(getattr(a, "device", None), "type", ""), DEVICES), _shape(a), _shape(b),
-                  _shape(out) if out is not None else NO_OUT, chunks if isinstance(chunks, int) else -1)
-    return facts, _local_reason(a, b, out, chunks, inner)
+                  _shape(out) if out is not None else NO_OUT, chunks if isinstance(chunks, int) else -1,
+                  _code(precision, PRECISION_NAMES))
+    return facts, _local_reason(a, b, out, chunks, inner, precision)
 
 
 def _shape(x) -> tuple[int, int]:
     return tuple(x.shape) if isinstance(x, torch.Tensor) and x.ndim == 2 else (0, 0)
 
 
-def _local_reason(a, b, out, chunks, inner: bool) -> str | None:
+def _local_reason(a, b, out, chunks, inner: bool, precision: str | None) -> str | None:
     for name, x in (("A", a), ("B", b)):
         if not isinstance(x, torch.Tensor):
             return f"{name} must be a torch tensor (torch.distributed sends tensors), got {type(x).__name__}"
         if x.ndim != 2:
             return f"{name} must be a 2-D matrix, got {x.ndim}-D with shape {tuple(x.shape)}"
+    # the ops record no autograd graph: C would come back without grad_fn (and gemmlab.matmul refuses to write
+    # out= for a graph, leaving C unwritten), so a gradient the caller expects would be silently missing
+    grads = [name for name, x in (("A", a), ("B", b), ("out", out)) if isinstance(x, torch.Tensor) and x.requires_grad]
+    if grads and torch.is_grad_enabled():
+        return (f"{' and '.join(grads)} require{'s' if len(grads) == 1 else ''} grad, and the distributed GEMMs "
+                "have no backward (autograd is not offered): call them under torch.no_grad() or pass .detach()ed "
+                "tensors")
     if a.dtype != b.dtype:
         return f"A is {a.dtype} but B is {b.dtype}; both operands must have one dtype"
     if a.device != b.device:
@@ -130,6 +160,13 @@ def _local_reason(a, b, out, chunks, inner: bool) -> str | None:
         want = output_dtype(a.dtype)
     except DTypeError as exc:
         return str(exc)
+    if precision is not None:
+        if precision not in PRECISION_NAMES:
+            return (f"precision must be one of {', '.join(PRECISION_NAMES)} (or None: the operands' default), got "
+                    f"{precision!r}")
+        takes = PRECISIONS[precision].input_dtype
+        if str(a.dtype).removeprefix("torch.") != takes:
+            return f"precision {precision} takes {takes} operands, A and B are {str(a.dtype).removeprefix('torch.')}"
     if out is not None:
         if not isinstance(out, torch.Tensor) or out.ndim != 2:
             return "out must be a 2-D torch tensor"
@@ -209,7 +246,7 @@ def keep_failure(group, op: str, failure: str) -> None:
 def check(group=None) -> None:
     """The closing agreement on its own: raises DistributedError on every rank of ``group`` (default: the world)
     if a rank's part of the last op called on it failed. Every rank calls it at the same point, as an op."""
-    group = group if group is not None else dist.group.WORLD
+    group = resolve_group(group)
     rows = agree(group, "check", [CHECK] + [0] * (FACT_COUNT - 1), None)
     reason = disagreement([call_name(r[0]) for r in rows], "the call")
     if reason:
@@ -248,7 +285,9 @@ def common_check(facts: list[Facts]) -> str | None:
     return (disagreement([call_name(f.op) for f in facts], "the op called")
             or disagreement([DTYPES[f.dtype] if f.dtype >= 0 else "other" for f in facts], "the operand dtype")
             or disagreement([DEVICES[f.device] if f.device >= 0 else "other" for f in facts], "the device type")
-            or disagreement([f.chunks for f in facts], "chunks"))
+            or disagreement([f.chunks for f in facts], "chunks")
+            or disagreement([PRECISION_NAMES[f.precision] if f.precision >= 0 else "None" for f in facts],
+                            "precision"))
 
 
 @functools.lru_cache(maxsize=256)
@@ -269,13 +308,13 @@ class Plan:
     op = ""
     inner = True  # A's columns equal B's rows on every rank
 
-    def __init__(self, a, b, out, chunks: int, group, kernel: str | None):
-        self.group = group if group is not None else dist.group.WORLD
+    def __init__(self, a, b, out, chunks: int, group, kernel: str | None, precision: str | None):
+        self.group = resolve_group(group)
         self.rank, self.ranks = self.group.rank(), self.group.size()
-        self.kernel, self.chunks = kernel, chunks
+        self.kernel, self.chunks, self.precision = kernel, chunks, precision
         self.failure: str | None = None
-        facts, reason = local_facts(self.op, a, b, out, chunks, self.inner)
-        rows = agree(self.group, self.op, facts.row(), reason)
+        facts, reason = local_facts(self.op, a, b, out, chunks, self.inner, precision)
+        rows = agree(self.group, self.op, facts.row(), reason or self.group_reason())
         self.facts, reason = agreed(type(self), tuple(map(tuple, rows)))
         if reason:
             raise DistributedError(f"{self.op}: {reason} (raised on every rank; this is rank {self.rank})")
@@ -285,6 +324,11 @@ class Plan:
     def check(facts: list[Facts]) -> str | None:
         """Why the agreed facts (by rank) make no product: the same answer on every rank; None if they do."""
         raise NotImplementedError
+
+    def group_reason(self) -> str | None:
+        """Why this rank cannot run the op on its group whatever the operands, or None; agreed on like a bad
+        operand, so a rank that cannot go on stops every rank instead of leaving them waiting."""
+        return None
 
     def schedule(self, communicate: bool, compute: bool):
         """Issue the op's collectives and GEMMs in its order; returns this rank's C."""
@@ -308,10 +352,10 @@ class Plan:
     def gemm(self, a, b, out) -> None:
         """out = a @ b through gemmlab.matmul, once this rank has not failed; a failure is kept for finish."""
         if self.failure is None:
-            self.failure = guarded_gemm(a, b, out, self.kernel)
+            self.failure = guarded_gemm(a, b, out, self.kernel, self.precision)
 
 
-def guarded_gemm(a, b, out, kernel: str | None) -> str | None:
+def guarded_gemm(a, b, out, kernel: str | None, precision: str | None) -> str | None:
     """out = a @ b through gemmlab.matmul; what went wrong, or None. Never raises: a failure must reach every
     rank, not end this one alone."""
     if out.numel() == 0:
@@ -320,17 +364,17 @@ def guarded_gemm(a, b, out, kernel: str | None) -> str | None:
         out.zero_()
         return None
     try:
-        local_matmul(a, b, out, kernel)
+        local_matmul(a, b, out, kernel, precision)
     except Exception as exc:  # noqa: BLE001 - reported to every rank by the caller
         return f"{type(exc).__name__} in the local GEMM ({a.shape[0]}×{b.shape[1]}×{a.shape[1]}): {exc}"
     return None
 
 
-def solo(plan: type, a, b, out, chunks: int, kernel: str | None):
+def solo(plan: type, a, b, out, chunks: int, kernel: str | None, precision: str | None):
     """``plan``'s op on a group of one rank: nothing to send, so it is its one local GEMM, out = a @ b, after
     the same checks and with the same errors as the op's own path (the verdict kept per distinct call). This is
     what keeps a one-rank call as cheap on the host as a plain gemmlab.matmul: no pieces, no buffers."""
-    facts, reason = local_facts(plan.op, a, b, out, chunks, plan.inner)
+    facts, reason = local_facts(plan.op, a, b, out, chunks, plan.inner, precision)
     if reason is not None:
         raise DistributedError(_failed(plan.op, [reason], [1], 0))
     _, reason = agreed(plan, (tuple(facts.row()),))
@@ -338,7 +382,7 @@ def solo(plan: type, a, b, out, chunks: int, kernel: str | None):
         raise DistributedError(f"{plan.op}: {reason} (raised on every rank; this is rank 0)")
     if out is None:
         out = torch.empty((a.shape[0], b.shape[1]), dtype=output_dtype(a.dtype), device=a.device)
-    failure = guarded_gemm(a, b, out, kernel)
+    failure = guarded_gemm(a, b, out, kernel, precision)
     if failure is not None:  # a group of one rank raises its failure at once, as keep_failure does
         raise DistributedError(_failed(plan.op, [failure], [1], 0))
     return out

@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-from gemmlab.distributed.collective import all_gather_flat, gather_rows, output_dtype
+from gemmlab.distributed.collective import all_gather_flat, gather_rows
 from gemmlab.distributed.partition import grid_side, offsets, split
 from gemmlab.distributed.summa import grid_groups
 
@@ -25,8 +25,8 @@ reduce_scatter_flat = getattr(dist, "reduce_scatter_single", None) or dist.reduc
 
 
 def _mm(a, b):
-    want = output_dtype(a.dtype)
-    return torch.mm(a, b) if want == a.dtype else torch.mm(a, b, out_dtype=want)
+    """torch's product, C in the operands' dtype, as gemmlab's local GEMM writes it (collective.output_dtype)."""
+    return torch.mm(a, b)
 
 
 def _gather(x, sizes: list[int], group) -> list:
@@ -67,7 +67,8 @@ def mm_then_reduce_scatter(a, b, group):
 def gather_blocks_then_mm(a_block, b_block, group):
     """SUMMA's block layout without SUMMA: all-gather A's blocks along the grid row and B's along the grid
     column, then one GEMM over the whole K. A's blocks side by side are Aᵀ's blocks stacked, so they are
-    gathered transposed and multiplied as a transposed view (cuBLAS reads either layout)."""
+    gathered transposed and multiplied as a transposed view (cuBLAS reads either layout). The grid's groups are
+    SUMMA's (``summa.grid_groups``: on a group smaller than the world, one made by ``summa.new_group``)."""
     q = grid_side(group.size())
     if q == 1:
         return _mm(a_block, b_block)

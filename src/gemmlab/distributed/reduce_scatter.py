@@ -15,26 +15,28 @@ in its output; other pieces go through a staging buffer each.
 
 Predicted: the last piece's reduction has nothing left to hide behind, so about 1/pieces of the communication
 stays exposed (an eighth at the default), plus the SMs the reductions' kernels take from the GEMMs. The rest
-hides while a reduction of r×N FP32 partials (4·r·N bytes) is shorter than the next piece's GEMM (2·r·N·K_r
-FLOPs), i.e. above 2·rate/K_r bytes per second: 160 GB/s at K_r = 8192 and 660 TFLOPS. The partials are
-reduced in the GEMM's output dtype (FP32 for BF16 operands), twice the bytes of a BF16 reduction, for an FP32
-sum. Not measured yet.
+hides while a reduction of r×N BF16 partials (2·r·N bytes) is shorter than the next piece's GEMM (2·r·N·K_r
+FLOPs), i.e. above rate/K_r bytes per second: 80 GB/s at K_r = 8192 and 660 TFLOPS. The partials are reduced in
+the GEMM's output dtype, the operands' (BF16 for BF16 operands, as torch's): each rank's partial is rounded to
+BF16 and the reduction rounds each sum to BF16 again, where one GPU's GEMM rounds C once. Not measured yet.
 """
 from __future__ import annotations
 
 import torch
 import torch.distributed as dist
 
-from gemmlab.distributed.collective import NO_OUT, Facts, Plan, disagreement, solo
+from gemmlab.distributed.collective import NO_OUT, Facts, Plan, disagreement, resolve_group, solo
 from gemmlab.distributed.partition import bounds, pieces_per_rank, row_pieces, split
 
 
 class MatmulReduceScatter(Plan):
     op = "matmul_reduce_scatter"
 
-    def __init__(self, a, b, *, group=None, chunks: int | None = None, kernel: str | None = None, out=None):
-        chunks = chunks if chunks is not None else pieces_per_rank((group or dist.group.WORLD).size())
-        super().__init__(a, b, out, chunks, group, kernel)
+    def __init__(self, a, b, *, group=None, chunks: int | None = None, kernel: str | None = None,
+                 precision: str | None = None, out=None):
+        group = resolve_group(group)
+        chunks = chunks if chunks is not None else pieces_per_rank(group.size())
+        super().__init__(a, b, out, chunks, group, kernel, precision)
         m, n = a.shape[0], b.shape[1]
         start, stop = bounds(m, self.ranks, self.rank)
         self.a, self.b = a, b
@@ -72,15 +74,18 @@ def _rows(m: int, ranks: int, rank: int) -> int:
     return stop - start
 
 
-def matmul_reduce_scatter(a, b, *, group=None, chunks: int | None = None, kernel: str | None = None, out=None):
+def matmul_reduce_scatter(a, b, *, group=None, chunks: int | None = None, kernel: str | None = None,
+                          precision: str | None = None, out=None):
     """This rank's rows of C = Σ over ranks of A_r @ B_r, on every rank of ``group`` (default: the world).
 
     ``a``: A's columns of this rank's K slice (M × K_r); ``b``: B's rows of it (K_r × N). Returns rows
     ``partition.bounds(M, P, rank)`` of C in ``out`` or a new tensor of gemmlab's output dtype. ``chunks``:
-    pieces per rank's block of rows (default: about 8 pieces in all). ``kernel``: the local GEMM for
-    ``gemmlab.matmul`` (None: its default). Raises DistributedError on every rank if any rank's operands fail;
-    a rank's failed GEMM is raised on every rank by the group's next call or ``check()``.
+    pieces per rank's block of rows (default: about 8 pieces in all). ``kernel``, ``precision``: the local
+    GEMM's, for ``gemmlab.matmul`` (None: its default). Raises DistributedError on every rank if any rank's
+    operands fail (tensors requiring grad under grad mode included: there is no backward); a rank's failed GEMM is
+    raised on every rank by the group's next call or ``check()``.
     """
-    if (group if group is not None else dist.group.WORLD).size() == 1:
-        return solo(MatmulReduceScatter, a, b, out, 1 if chunks is None else chunks, kernel)
-    return MatmulReduceScatter(a, b, group=group, chunks=chunks, kernel=kernel, out=out).run()
+    group = resolve_group(group)
+    if group.size() == 1:
+        return solo(MatmulReduceScatter, a, b, out, 1 if chunks is None else chunks, kernel, precision)
+    return MatmulReduceScatter(a, b, group=group, chunks=chunks, kernel=kernel, precision=precision, out=out).run()

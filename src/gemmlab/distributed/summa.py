@@ -7,51 +7,112 @@ Memory and traffic per rank fall as 1/q in each dimension, which is why SUMMA is
 for one GPU's share of a 1-D split. Blocks may be ragged (``partition.split`` cuts a matrix the standard way);
 the ranks agree that A's block widths per grid column equal B's block heights per grid row.
 
-How it overlaps. A panel is a whole block, so every broadcast sends a contiguous tensor as it lies. All q
-broadcasts of a grid row and all q of a grid column are issued at once (the row's and the column's have their
-own process groups, so on CUDA their own NCCL streams, running side by side); a step's GEMM waits only for its
+How it overlaps. A panel is a whole block, so every broadcast sends a contiguous tensor as it lies (a block that
+is a view of a larger matrix is copied contiguous first). All q broadcasts of a grid row and all q of a grid
+column are issued at once (the row's and the column's have their own process groups, so on CUDA their own NCCL
+streams, running side by side: see ``grid_groups`` for how they are made); a step's GEMM waits only for its
 two panels (``Work.wait()``: a stream wait on CUDA, a host wait on gloo). Each rank starts with the step whose
 panels it holds (``partition.summa_order``), so ranks on the grid's diagonal start without waiting.
 
 Predicted costs. Without an accumulating GEMM in gemmlab (β = 1), every step after the first goes through a
-temporary and an addition: 12 bytes per element of C per step (read C and the temporary, write C) against
-2·K_t FLOPs per element for the step's GEMM, so it adds 6·rate/(bandwidth·K_t) of the GEMM time: 990/K_t with
+temporary and an addition in C's dtype, the operands' (BF16 for BF16 operands, so each step's product is rounded
+to BF16 and the sum again): 6 bytes per element of C per step (read C and the temporary, write C) against
+2·K_t FLOPs per element for the step's GEMM, so it adds 3·rate/(bandwidth·K_t) of the GEMM time: 495/K_t with
 cuBLAS BF16's 660 TFLOPS at 8192³ and the 4.0 TB/s copy bandwidth measured on the H200
-(results/h200/fp32.json), 12% at K_t = 8192. Wide panels (one per grid column) keep that to q − 1 additions.
+(results/h200/fp32.json), 6% at K_t = 8192. Wide panels (one per grid column) keep that to q − 1 additions.
 Off-diagonal ranks wait for their first panel before any GEMM. A rank count that is not a square is refused
 with its reason (8 GPUs: use 4 of them, or the 1-D ops). Not measured yet.
 """
 from __future__ import annotations
 
+import math
+import weakref
+
 import torch
 import torch.distributed as dist
 
 from gemmlab.distributed import runtime
-from gemmlab.distributed.collective import NO_OUT, Facts, Plan, disagreement, solo
+from gemmlab.distributed.collective import NO_OUT, Facts, Plan, _translated, disagreement, resolve_group, solo
 from gemmlab.distributed.partition import grid_coords, grid_rank, grid_side, summa_order
+from gemmlab.errors import DistributedError
 
-_GRIDS: dict = {}  # (parent group name, q) -> (this rank's row group, its column group), created once
+# per group: this rank's grid-row and grid-column groups, made once (kept no longer than the group, so a process
+# group made after destroy_process_group never finds a grid of the one before)
+_GRIDS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def grid_groups(group, q: int):
-    """This rank's grid-row and grid-column process groups (each created once, by its members only)."""
-    key = (group.group_name, q)
-    if key not in _GRIDS:
-        i, j = grid_coords(group.rank(), q)
-        row = [dist.get_global_rank(group, grid_rank(i, c, q)) for c in range(q)]
-        col = [dist.get_global_rank(group, grid_rank(r, j, q)) for r in range(q)]
-        _GRIDS[key] = tuple(dist.new_group(ranks, timeout=runtime.group_timeout(), use_local_synchronization=True)
-                            for ranks in (row, col))
-    return _GRIDS[key]
+    """This rank's grid-row and grid-column process groups of ``group`` (q×q ranks).
+
+    Made by every rank of the world, one group after another in the same order (grid rows, then grid columns),
+    never by the members alone: torch names a group made by its members alone
+    (``new_group(use_local_synchronization=True)``) after the number of groups the calling rank has joined, so
+    members that joined different subgroups before (the bench's GPU counts) wait under different names until the
+    timeout. A group every rank makes is named by the count of such calls, the same on every rank whatever groups
+    it joined. So the grid of a group that spans the world is made here on first use, where every rank is in the
+    call; that of a smaller group by ``new_group``, which the ranks outside it call too.
+    """
+    if group not in _GRIDS:
+        missing = _no_grid(group)
+        if missing:
+            raise DistributedError(missing)
+        with _translated(group, "summa", "while the ranks made the grid's row and column groups"):
+            _GRIDS[group] = _make_grid(dist.get_process_group_ranks(group), q)
+    return _GRIDS[group]
+
+
+def _no_grid(group) -> str | None:
+    """Why ``group``'s grid cannot be made now, or None: the ranks outside a smaller group are not in this call."""
+    world = dist.get_world_size()
+    if group in _GRIDS or group.size() == world:
+        return None
+    return (f"summa on a group of {group.size()} of the world's {world} ranks needs the group's grid (its row and "
+            "column groups), which every rank of the world makes: create the group with "
+            "gemmlab.distributed.new_group(ranks) on every rank, not torch.distributed.new_group")
+
+
+def _make_grid(ranks: list[int], q: int):
+    """Every row's and column's group of the q×q grid over ``ranks`` (global ranks, in group-rank order), made by
+    this rank as by every rank of the world; returns this rank's (row group, column group), None outside ``ranks``."""
+    rows = [[ranks[grid_rank(i, c, q)] for c in range(q)] for i in range(q)]
+    cols = [[ranks[grid_rank(r, j, q)] for r in range(q)] for j in range(q)]
+    made = [(line, dist.new_group(line, timeout=runtime.group_timeout())) for line in rows + cols]
+    return tuple(group for line, group in made if dist.get_rank() in line) or None
+
+
+def new_group(ranks):
+    """``torch.distributed.new_group(ranks)`` for gemmlab's ops, with ``init``'s timeout: every rank of the world
+    calls it, where it makes its other groups (torch's rule), and gets the group (torch's placeholder on ranks
+    outside it). For a square number of ranks it also makes the group's SUMMA grid, which ``summa`` and its peer
+    need on a group smaller than the world (``grid_groups`` says why)."""
+    world = resolve_group(None)
+    if (not isinstance(ranks, (list, tuple, range)) or not ranks or len(set(ranks)) != len(ranks)
+            or not all(isinstance(r, int) and 0 <= r < world.size() for r in ranks)):
+        raise DistributedError(f"new_group takes distinct ranks of the world's {world.size()} (0 to "
+                               f"{world.size() - 1}), got {ranks!r}")
+    ranks = sorted(ranks)
+    q = math.isqrt(len(ranks))
+    with _translated(world, "new_group", "while the ranks made a process group (a rank did not call new_group, or "
+                                         "called it with other ranks, within the group's timeout)"):
+        group = dist.new_group(ranks, timeout=runtime.group_timeout())
+        grid = _make_grid(ranks, q) if q > 1 and q * q == len(ranks) else None
+    if grid is not None:
+        _GRIDS[group] = grid
+    return group
 
 
 class Summa(Plan):
     op = "summa"
     inner = False  # A(i, j) and B(i, j) sit at the same grid position, not on the same inner dimension
 
-    def __init__(self, a_block, b_block, *, group=None, kernel: str | None = None, out=None):
-        self.q = grid_side((group or dist.group.WORLD).size())
-        super().__init__(a_block, b_block, out, 1, group, kernel)
+    def __init__(self, a_block, b_block, *, group=None, kernel: str | None = None, precision: str | None = None,
+                 out=None):
+        group = resolve_group(group)
+        self.q = grid_side(group.size())
+        super().__init__(a_block, b_block, out, 1, group, kernel, precision)
+        # both blocks are sent as they lie in memory (gloo does not check the strides): a view of a larger matrix
+        # would arrive as other numbers. A contiguous block is used as it is, without a copy.
+        a_block, b_block = a_block.contiguous(), b_block.contiguous()
         q, (i, j) = self.q, grid_coords(self.rank, self.q)
         self.row_group, self.col_group = grid_groups(self.group, q) if q > 1 else (self.group, self.group)
         dtype, device = a_block.dtype, a_block.device
@@ -63,6 +124,9 @@ class Summa(Plan):
         shape = (a_block.shape[0], b_block.shape[1])
         self.out = out if out is not None else torch.empty(shape, dtype=self.out_dtype, device=device)
         self.step_out = torch.empty(shape, dtype=self.out_dtype, device=device) if q > 1 else None
+
+    def group_reason(self) -> str | None:
+        return _no_grid(self.group) if self.q > 1 else None
 
     @staticmethod
     def check(facts: list[Facts]) -> str | None:
@@ -120,15 +184,18 @@ def _at(facts: list[Facts], q: int, row: int, col: int) -> Facts:
     return facts[grid_rank(row, col, q)]
 
 
-def summa(a_block, b_block, *, group=None, kernel: str | None = None, out=None):
-    """This rank's block of C = A @ B on a q×q grid of the ranks of ``group`` (default: the world; q² ranks).
+def summa(a_block, b_block, *, group=None, kernel: str | None = None, precision: str | None = None, out=None):
+    """This rank's block of C = A @ B on a q×q grid of the ranks of ``group`` (default: the world; q² ranks; a
+    smaller group made by ``new_group``, which makes its grid).
 
-    ``a_block``, ``b_block``: this rank's blocks (i, j) of A and B, rank = i·q + j. Returns C's block (i, j)
-    in ``out`` or a new tensor of gemmlab's output dtype. ``kernel``: the local GEMM for ``gemmlab.matmul``
+    ``a_block``, ``b_block``: this rank's blocks (i, j) of A and B, rank = i·q + j, each copied first if it is not
+    contiguous (a block is sent as it lies in memory). Returns C's block (i, j) in ``out`` or a new tensor of
+    gemmlab's output dtype (the operands'). ``kernel``, ``precision``: the local GEMM's, for ``gemmlab.matmul``
     (None: its default). Raises DistributedError on every rank for a non-square rank count, blocks that do not
-    fit together, or any rank's unusable operands; a rank's failed GEMM is raised on every rank by the group's next
-    call or ``check()``.
+    fit together, or any rank's unusable operands (tensors requiring grad under grad mode included: there is no
+    backward); a rank's failed GEMM is raised on every rank by the group's next call or ``check()``.
     """
-    if (group if group is not None else dist.group.WORLD).size() == 1:
-        return solo(Summa, a_block, b_block, out, 1, kernel)
-    return Summa(a_block, b_block, group=group, kernel=kernel, out=out).run()
+    group = resolve_group(group)
+    if group.size() == 1:
+        return solo(Summa, a_block, b_block, out, 1, kernel, precision)
+    return Summa(a_block, b_block, group=group, kernel=kernel, precision=precision, out=out).run()
