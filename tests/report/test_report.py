@@ -118,6 +118,23 @@ def test_seeds_table(results):
     assert not _rows(seeds, "The seeds' table", "cuda/v6_bank_conflict_free")
 
 
+def test_seeds_table_takes_the_bandwidth_utilization_from_the_model_the_record_holds(results):
+    """A stored bw_util_model is of the model at bench time and of that run's bandwidth: after a remodel, or in a
+    file where a --no-ceilings run (the datasheet's 4800 GB/s) was appended to one that measured its copy, it is
+    stale. The table takes the record's modeled bytes now, over the bandwidth its footer names."""
+    stale = copy.deepcopy(results)
+    rec = _rec(stale, "peers/cublas_fp32", SEED)
+    rec["bw_util_model"] = 28.8  # of a model counting its tile re-reads; the sample's counts compulsory bytes only
+    _rec(stale, "cuda/v2_smem", SEED)["bw_util_model"] *= 4312.6 / 4800  # the datasheet's bandwidth
+    text = markdown.render_markdown(stale, "x.json")
+    seeds = text[text.index("## 2048x3072x4096"):]
+    assert "/ measured copy 4313 GB/s" in seeds
+    for kernel in ("peers/cublas_fp32", "cuda/v2_smem"):
+        mine = _rec(stale, kernel, SEED)
+        expected = 100 * D.modeled_bytes(mine) / (mine["median_ms"] * 1e-3) / 4312.6e9
+        assert _rows(seeds, "The seeds' table", kernel)[0][3] == f"{expected:.1f}%" != f"{mine['bw_util_model']:.1f}%"
+
+
 def test_traffic_table(results):
     text = markdown.render_markdown(results, "sample_results.json")
     rows = {r[0]: r for r in [row for k in ("`cuda/v1_naive`", "`cuda/v2_smem`", "`peers/cublas_fp32`")
@@ -270,6 +287,46 @@ def test_roofline_makes_room_for_long_labels(remodeled):
     labels = [t for t in ax.texts if t.get_gid() == "label"]
     assert any("SCALE_AHEAD=2" in t.get_text() for t in labels)
     assert all(t.get_window_extent(renderer).x1 <= frame.x1 for t in labels)
+
+
+@pytest.fixture(scope="module")
+def fp32_on_tensor_cores(results):
+    """cuBLAS SGEMM and tc7 (FP32 from three TF32 tensor-core products a multiply-add) at 4096³, remodeled; tc7's
+    record without a stored pct_peak, so the report takes its own."""
+    from gemmlab.analysis.remodel import remodel_record
+    from gemmlab.analysis.roofline import DEVICES, ceilings_for
+
+    cublas = {k: v for k, v in _rec(results, "peers/cublas_fp32").items() if k not in ("profile", "interleaved")}
+    tc7 = {**cublas, "kernel": "cuda/tc7_3xtf32", "backend": "cuda", "level": 11, "peer": "peers/cublas_fp32",
+           "median_ms": 2 * 4096**3 / 103.7e12 * 1e3, "tflops": 103.7}
+    tc7.pop("pct_peak")
+    roofs = ceilings_for(DEVICES["h200"], 4000.0)
+    for rec in (cublas, tc7):
+        rec["model"] = remodel_record(rec, roofs)
+    return {"env": copy.deepcopy(results["env"]), "records": [cublas, tc7]}
+
+
+def test_roofline_draws_the_precision_s_roof_and_another_units_roof_apart(fp32_on_tensor_cores):
+    ax = plots.roofline_figure(fp32_on_tensor_cores, "fp32", S4).axes[0]
+    line, fp32 = _roof(ax, "compute")
+    assert fp32 == pytest.approx(132 * 256 * 1980e6 / 1e12)  # FP32 FFMA, whichever kernel comes first
+    assert line.get_label().startswith(f"FP32 roof: {fp32:,.1f} TFLOPS at 1980 MHz")
+    (tf32,) = _by_gid(ax, "roof_compute_tf32_3")
+    assert tf32.get_ydata()[0] == pytest.approx(132 * 2048 / 3 * 1980e6 / 1e12)
+    assert tf32.get_label().startswith("cuda/tc7_3xtf32: TF32 / 3 roof: 178.4 TFLOPS")
+    # each kernel under its own units' roof: tc7's 103.7 TFLOPS passes FP32's
+    heights = {round(float(y), 3) for points in _by_gid(ax, "points_dram") for _, y in points.get_offsets()}
+    assert heights == {round(_rec(fp32_on_tensor_cores, "peers/cublas_fp32")["tflops"], 3), 103.7}
+    assert fp32 < 103.7 < tf32.get_ydata()[0]
+
+
+def test_percent_of_peak_is_against_the_peak_of_the_units_a_kernel_runs_on(fp32_on_tensor_cores):
+    text = markdown.render_markdown(fp32_on_tensor_cores, "x.json")
+    cublas = _rec(fp32_on_tensor_cores, "peers/cublas_fp32")
+    assert _rows(text, "### FP32", "`peers/cublas_fp32`")[0][5] == f"{100 * cublas['tflops'] / 66.9:.1f}%"
+    assert _rows(text, "### FP32", "`cuda/tc7_3xtf32`")[0][5] == f"{100 * 103.7 / (494.7 / 3):.1f}% (TF32 / 3)"
+    assert ("% of peak: against 66.9 TFLOPS FP32 (datasheet); `cuda/tc7_3xtf32` (marked TF32 / 3) against 165 "
+            "TFLOPS, the TF32 peak 495 over the 3 TF32 products each of its multiply-adds takes") in text
 
 
 def test_roofline_of_records_with_only_the_seeds_model(results):

@@ -189,6 +189,45 @@ def roofs(results: dict, precision: str) -> Roofs:
     )
 
 
+def peak_share(rec: dict) -> tuple[str, int]:
+    """The precision whose units do a record's arithmetic and how many of their operations one multiply-add takes:
+    its kernel's (tc7's FP32 multiply-adds are three TF32 products each), else, for a kernel not registered here (a
+    renamed level), the record's own precision. The model's compute level holds the resulting rate but not the
+    units it came from, so the registry names them."""
+    from gemmlab.errors import UnknownKernelError
+    from gemmlab.kernels.registry import get_kernel
+
+    try:
+        return get_kernel(rec.get("variant_of") or rec["kernel"]).peak_share()
+    except UnknownKernelError:
+        return str(rec.get("precision") or "fp32"), 1
+
+
+def peak_label(units: str, ops: int) -> str:
+    """A peak's name: its units' precision ('TF32'), over the operations a multiply-add takes where that is more
+    than one ('TF32 / 3')."""
+    return PRECISION_LABEL.get(units, units) + (f" / {ops}" if ops > 1 else "")
+
+
+def own_peak_tflops(results: dict, rec: dict) -> float | None:
+    """The datasheet dense peak a record's % of peak is against, as bench's ``pct_peak`` takes it: the peak of the
+    units its arithmetic runs on over the operations one multiply-add takes there (tc7: TF32's / 3)."""
+    units, ops = peak_share(rec)
+    peak = roofs(results, units).peak_tflops
+    return peak / ops if peak else None
+
+
+def bw_util_model(rec: dict, bw_gbs: float | None) -> float | None:
+    """The seeds' bandwidth utilization: the bytes the record's model counts over its median time, as a percentage
+    of ``bw_gbs``. Taken from the model the record holds now, never bench's stored ``bw_util_model``: that one was
+    of the model at bench time (a remodel rewrites the model) and of that run's bandwidth (the datasheet's, for a run
+    appended with --no-ceilings)."""
+    total = modeled_bytes(rec)
+    if not total or not bw_gbs or not rec.get("median_ms"):
+        return None
+    return 100 * total / (rec["median_ms"] * 1e-3) / (bw_gbs * 1e9)
+
+
 # -- measured traffic -----------------------------------------------------------------------------------------
 def profile_of(rec: dict) -> dict | None:
     prof = rec.get("profile")

@@ -86,7 +86,9 @@ def roofs_section(results: dict, precs: list[str]) -> list[str]:
     return lines
 
 
-def kernel_table(group: list[dict], records: list[dict], roofs: D.Roofs) -> list[str]:
+def kernel_table(group: list[dict], records: list[dict], results: dict) -> list[str]:
+    """One row per record at a shape and precision. % of peak is against the peak of the units each kernel's
+    arithmetic runs on (``D.own_peak_tflops``), marked with that peak's name where it is not the precision's own."""
     header = ["kernel", "level", "status", "time ms (median ± IQR)", "TFLOPS", "% of peak", "× peer", "× prev",
               "modeled intensity", "bound", "modeled bytes", "DRAM bytes (ncu)", "rel err"]
     rows = []
@@ -106,12 +108,16 @@ def kernel_table(group: list[dict], records: list[dict], roofs: D.Roofs) -> list
         if st in ("failed", "error", "skipped", "compiled", "simulated") and rec.get("reason"):
             mark += f": {rec['reason']}"
         model = rec.get("model") or {}
-        pct = rec.get("pct_peak")
-        if pct is None and D.tflops(rec) and roofs.peak_tflops and D.is_gpu(rec) and D.is_timed(rec):
-            pct = 100 * D.tflops(rec) / roofs.peak_tflops
+        pct = None
+        if D.is_gpu(rec) and D.is_timed(rec) and D.tflops(rec):
+            peak = D.own_peak_tflops(results, rec)
+            pct = 100 * D.tflops(rec) / peak if peak else None
+        share = D.peak_share(rec)
+        against = f" ({D.peak_label(*share)})" if pct is not None and share != (rec.get("precision"), 1) else ""
         rows.append([
             f"`{rec['kernel']}`", str(rec["level"]) if rec.get("level") is not None else "—", mark, _ms(rec),
-            D.fmt(D.tflops(rec)) if D.is_timed(rec) else "—", _pct(pct) if D.is_timed(rec) else "—", ratio,
+            D.fmt(D.tflops(rec)) if D.is_timed(rec) else "—",
+            _pct(pct) + against, ratio,
             (f"{_ratio(rec['variant_gain'])} reg." if rec.get("variant_gain") else _ratio(rec.get("speedup_prev")))
             if D.is_timed(rec) else "—",
             D.fmt(D.modeled_intensity(rec)), str(model.get("bound") or "—"), D.fmt_bytes(D.modeled_bytes(rec)),
@@ -120,16 +126,34 @@ def kernel_table(group: list[dict], records: list[dict], roofs: D.Roofs) -> list
     return _table(header, rows, "lrlrrrrrrlrrr")
 
 
+def _peak_basis(results: dict, group: list[dict], roofs: D.Roofs) -> str:
+    """What each % of peak in ``group``'s table is against: the precision's datasheet peak, and for each kernel
+    whose arithmetic runs on other units (tc7: the TF32 tensor cores) the peak of those, as its cell is marked."""
+    own = D.PRECISION_LABEL.get(roofs.precision, roofs.precision)
+    text = f"% of peak: against {D.fmt(roofs.peak_tflops)} TFLOPS {own} (datasheet)"
+    others: dict = {}
+    for rec in group:
+        share = D.peak_share(rec)
+        if D.is_gpu(rec) and D.is_timed(rec) and share != (rec.get("precision"), 1):
+            others.setdefault(share, []).append(f"`{rec['kernel']}`")
+    for (units, ops), names in others.items():
+        peak = D.roofs(results, units).peak_tflops
+        label = D.PRECISION_LABEL.get(units, units)
+        text += (f"; {', '.join(names)} (marked {D.peak_label(units, ops)}) against "
+                 f"{D.fmt(peak / ops if peak else None)} TFLOPS, the {label} peak {D.fmt(peak)}"
+                 + (f" over the {ops} {label} products each of its multiply-adds takes" if ops > 1 else "")
+                 + f": its arithmetic runs on the {label} units")
+    return text + "."
+
+
 def seeds_table(group: list[dict], roofs: D.Roofs) -> list[str]:
     """The seeds' table, regenerated: version, time, GFLOPS, bandwidth utilization (plus the measured one)."""
     rows = []
     for rec in group:
         if not D.is_timed(rec) or not D.is_gpu(rec):
             continue
-        util = rec.get("bw_util_model")
-        if util is None and D.modeled_bytes(rec) and roofs.bw_for_util:
-            util = 100 * D.modeled_bytes(rec) / (rec["median_ms"] * 1e-3) / (roofs.bw_for_util * 1e9)
-        rows.append([rec["kernel"], f"{rec['median_ms']:.3f} ms", f"{D.tflops(rec) * 1e3:,.0f}", _pct(util),
+        rows.append([rec["kernel"], f"{rec['median_ms']:.3f} ms", f"{D.tflops(rec) * 1e3:,.0f}",
+                     _pct(D.bw_util_model(rec, roofs.bw_for_util)),
                      _pct(D.dram_util_measured(rec, roofs.bw_for_util))])
     if not rows:
         return []
@@ -273,7 +297,7 @@ def render_markdown(results: dict, source: str, figures: dict | None = None, lin
             present = {r["kernel"] for r in group}
             peer_names = sorted({r["peer"] for r in group if r.get("peer") in present and r["peer"] != r["kernel"]})
             lines += [f"### {D.PRECISION_LABEL.get(p, p)}", ""]
-            lines += kernel_table(group, records, roofs)
+            lines += kernel_table(group, records, results)
             lines += ["", f"× peer: {', '.join(f'`{n}`' for n in peer_names) or 'no peer'} time / kernel time at "
                           f"{D.PRECISION_LABEL.get(p, p)}, both in this run (above 1: faster than the peer), "
                           + ("from launches of the two interleaved one by one; in brackets from their own "
@@ -287,8 +311,7 @@ def render_markdown(results: dict, source: str, figures: dict | None = None, lin
                           + ("; for a kernel with changed parameters (`KERNEL[NAME=V]`, bench --variant), its "
                              "speedup over the registered kernel, the two interleaved (reg.)"
                              if any(r.get("variant_of") for r in group) else "")
-                          + ". % of peak: against "
-                          f"{D.fmt(roofs.peak_tflops)} TFLOPS {D.PRECISION_LABEL.get(p, p)} (datasheet).", ""]
+                          + ". " + _peak_basis(results, group, roofs), ""]
             seeds = seeds_table(group, roofs)
             if seeds:
                 lines += ["The seeds' table, regenerated:", ""] + seeds

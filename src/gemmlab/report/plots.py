@@ -4,9 +4,11 @@ Figures are built on ``matplotlib.figure.Figure`` with the Agg canvas, never thr
 touches no global backend state and works on a machine without a display. Each function returns the Figure;
 artists carry a ``gid`` ("tflops", "ratio" in the ladder) so tests and readers can find the plotted data again.
 
-Roofline: the hierarchical one (analysis/roofline.py), a roof per memory level and one for the arithmetic, each
-kernel at each level's FLOP per byte; the seeds' cache-free view is in the report's tables. Artists of the roofline
-carry gids "roof_<level>", "points_<level>" and "label".
+Roofline: the hierarchical one (analysis/roofline.py), a roof per memory level and one for the arithmetic of each
+set of units the kernels run on, each kernel at each level's FLOP per byte; the seeds' cache-free view is in the
+report's tables. Artists of the roofline carry gids "roof_<level>", "roof_compute" (the precision's own units),
+"roof_compute_<units>_<operations per multiply-add>" (others': tc7's "roof_compute_tf32_3"), "points_<level>" and
+"label".
 """
 from __future__ import annotations
 
@@ -44,8 +46,9 @@ _ROOFS = {"dram": ("DRAM", "black"), "l2": ("L2", "tab:blue"), "smem": ("L1 / sh
 
 def roofline_figure(results: dict, precision: str, shape: D.Shape) -> Figure:
     """The hierarchical roofline of ``precision`` at ``shape``, log-log: a roof per memory level (its bandwidth ×
-    FLOP per byte of that level) under the arithmetic roof at the maximum clock, and each timed kernel once per
-    level, at FLOPs over the bytes the model counts there and its measured TFLOPS, the points joined. A point sits
+    FLOP per byte of that level) under the arithmetic roofs at the maximum clock (the precision's own and, dashed,
+    that of other units a kernel's multiply-adds run on, named with it: tc7's TF32 / 3), and each timed kernel once
+    per level, at FLOPs over the bytes the model counts there and its measured TFLOPS, the points joined. A point sits
     under its roof exactly when the level's bytes take no longer than the kernel did. The labels stand in a column
     right of the points, spread so that none overlaps another, each joined to its kernel's rightmost point."""
     records = D.attach_profiles(results)
@@ -66,8 +69,14 @@ def roofline_figure(results: dict, precision: str, shape: D.Shape) -> Figure:
         return fig
 
     clock = _max_clock(results, kernels)
-    compute = kernels[0]["model"]["levels"]["compute"]
-    peak = compute["sm_count"] * compute["flop_per_clk"] * clock * 1e6 / 1e12
+    # an arithmetic roof per set of units the kernels run on, the precision's own first: tc7's FP32 runs on the TF32
+    # tensor cores (its model's compute level holds TF32's rate / 3), a roof no FP32 FFMA kernel is held to
+    computes = {}  # (units, operations per multiply-add) -> (TFLOPS at the clock, compute level, kernels)
+    for rec in sorted(kernels, key=lambda r: D.peak_share(r) != (precision, 1)):
+        compute = rec["model"]["levels"]["compute"]
+        peak = compute["sm_count"] * compute["flop_per_clk"] * clock * 1e6 / 1e12
+        computes.setdefault(D.peak_share(rec), (peak, compute, []))[2].append(rec["kernel"])
+    top = max(peak for peak, _, _ in computes.values())
     roofs = {}  # roof -> (slope in TFLOPS per FLOP/byte, i.e. TB/s; its level's record)
     for rec in kernels:
         for name, level in rec["model"]["levels"].items():
@@ -82,7 +91,7 @@ def roofline_figure(results: dict, precision: str, shape: D.Shape) -> Figure:
             if name in _LEVELS and not level.get("serial") and level.get("bytes"):
                 points.append((D.flops(rec) / level["bytes"], D.tflops(rec), name, color, rec))
     xs, ys = [p[0] for p in points], [p[1] for p in points]
-    knees = [peak / slope for slope, _ in roofs.values()]
+    knees = [peak / slope for slope, _ in roofs.values() for peak, _, _ in computes.values()]
     x_lo = 10 ** math.floor(math.log10(min(xs + knees) / 3))
     x_text = max(xs + knees) * 4  # the labels' column, right of every point and knee
     # the axis reaches far enough right for the longest label to end inside it: in log x, the column starts at
@@ -93,17 +102,22 @@ def roofline_figure(results: dict, precision: str, shape: D.Shape) -> Figure:
     room = max(width - longest, 0.25 * width) / width
     x_hi = 10 ** math.ceil(max(math.log10(x_text * 10),
                                math.log10(x_lo) + (math.log10(x_text) - math.log10(x_lo)) / room))
-    y_lo, y_hi = min(ys) / 3, peak * 2
+    y_lo, y_hi = min(ys) / 3, top * 2
     ax.set_xlim(x_lo, x_hi)
     ax.set_ylim(y_lo, y_hi)
 
     for roof, (slope, level) in roofs.items():
         label, color = _ROOFS[roof]
         bw = f"{slope:,.1f} TB/s" + (f" at {clock:.0f} MHz" if "bytes_per_clk" in level else "")
-        ax.plot([x_lo, peak / slope], [slope * x_lo, peak], color=color, lw=1.8, gid=f"roof_{roof}",
+        ax.plot([x_lo, top / slope], [slope * x_lo, top], color=color, lw=1.8, gid=f"roof_{roof}",
                 label=f"{label} roof: {bw} ({level.get('source') or '?'})")
-    ax.plot([min(knees), x_text / 1.5], [peak, peak], color="dimgray", lw=2.2, gid="roof_compute",
-            label=f"{D.PRECISION_LABEL.get(precision, precision)} roof: {peak:,.1f} TFLOPS at {clock:.0f} MHz "
+    for (units, ops), (peak, compute, names) in computes.items():
+        own = (units, ops) == (precision, 1)
+        start = min(peak / slope for slope, _ in roofs.values())
+        ax.plot([start, x_text / 1.5], [peak, peak], color="dimgray" if own else _PRECISION_COLOR.get(units, "gray"),
+                lw=2.2, ls="-" if own else "--", gid="roof_compute" if own else f"roof_compute_{units}_{ops}",
+                label=("" if own else ", ".join(names) + ": ")
+                + f"{D.peak_label(units, ops)} roof: {peak:,.1f} TFLOPS at {clock:.0f} MHz "
                   f"({compute.get('source') or '?'})")
     for rec, color in zip(kernels, colors):
         mine = sorted((p for p in points if p[4] is rec), key=lambda p: p[0])
@@ -120,6 +134,9 @@ def roofline_figure(results: dict, precision: str, shape: D.Shape) -> Figure:
     seeds_only = [r["kernel"] for r in timed if r not in kernels]
     note = ("label: kernel (the level that binds it in the model)\na roof's slope is its level's bandwidth; the flat "
             "roof\nis the arithmetic at the maximum SM clock")
+    if any(share != (precision, 1) for share in computes):
+        note += (f" (dashed: the units a\nkernel runs on in place of {D.PRECISION_LABEL.get(precision, precision)}'s "
+                 "own, per multiply-add)")
     if seeds_only:  # a record of the seeds' model alone has no levels to place
         note += "\nnot drawn (the seeds' model only):\n" + "\n".join(seeds_only)
     ax.text(1.02, 0.0, note, transform=ax.transAxes, fontsize=7, va="bottom")
