@@ -254,10 +254,10 @@ def cmd_roofline(args) -> int:
     if args.check:
         return _roofline_check(args.check)
     from gemmlab import device
-    from gemmlab.analysis.roofline import device_spec, models_at, roofs_of, seed_examples
+    from gemmlab.analysis.roofline import device_spec, models_at, refusal, roofs_of, seed_examples, seed_roof
     from gemmlab.console import devices_table, roofline_table
     from gemmlab.harness.roof_probes import stored_ceilings
-    from gemmlab.problem import SEED_SHAPE, Problem
+    from gemmlab.problem import SEED_SHAPE, Problem, get_precision
 
     # CPU kernels have no place under a GPU roofline
     if not any(s.device != "cpu" for s in _specs(args.kernels)):
@@ -284,9 +284,22 @@ def cmd_roofline(args) -> int:
     console.print(f"roofs of the hierarchy: {roofs.describe()}", highlight=False)
     for shape, at in zip(shapes, models):
         console.print(Fitted(roofline_table(dev, shape, at)))
-    console.print("seeds: every global load counted as DRAM traffic (I = FLOP per such byte, against the datasheet "
-                  "ridge); hierarchy: each level's modeled bytes against its own roof, the arithmetic at the maximum "
-                  "clock, the largest time binds", style="dim")
+    # each precision's ridge from one source (seed_roof): name the precisions whose ridge is the measured roofs'
+    measured = [get_precision(p).label for p in roofs.flop_per_clk if seed_roof(roofs, p)[2] == "measured"]
+    ridge = "the datasheet's ridge: its peak over its DRAM bandwidth"
+    if measured:
+        ridge = (f"the measured ridge for {', '.join(measured)}: the measured peak at the maximum clock over the "
+                 "measured DRAM bandwidth; the datasheet's (its peak over its bandwidth) for the rest")
+    console.print(f"seeds: every global load counted as DRAM traffic (I = FLOP per such byte, against {ridge}); "
+                  "hierarchy: each level's modeled bytes against its own roof, the arithmetic at the maximum clock, "
+                  "the largest time binds", style="dim", highlight=False)
+    for shape in shapes:  # kernels with no launch to model there: why each has no row
+        for s in _specs(args.kernels):
+            why = refusal(s, shape, dev) if s.device != "cpu" else None
+            if why:
+                why = why if s.name in why else f"{s.name}: {why}"  # most reasons name their kernel
+                console.print(f"not modeled at {'x'.join(map(str, shape))}: {why}", style="dim", highlight=False,
+                              markup=False)
     return 0
 
 

@@ -248,7 +248,7 @@ def devices_table() -> Table:
     has no units for one)."""
     from gemmlab.analysis.roofline import DEVICES, listed_precisions
 
-    t = Table(title="devices (dense datasheet peaks: the seeds' roofs)", header_style="bold", title_justify="left")
+    t = Table(title="devices (dense datasheet peaks)", header_style="bold", title_justify="left")
     listed = listed_precisions()
     for col in ("device", "DRAM GB/s", *(p.label for p in listed), *(f"ridge {p.label}" for p in listed)):
         t.add_column(col, justify="left" if col == "device" else "right")

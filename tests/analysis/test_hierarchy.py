@@ -103,3 +103,19 @@ def test_ctas_per_sm():
     assert ctas_per_sm(512, registers=40) == 3
     assert ctas_per_sm(256, registers=95, smem=107520) == 2  # tc1 TF32: shared memory
     assert ctas_per_sm(384, registers=168, smem=230464) == 1
+
+
+def test_the_tiles_at_the_edge_read_only_the_rows_and_columns_left_there():
+    """100×70×50 FP32 in 32×32 tiles: 4 × 3 tiles, the last row of tiles over 4 rows of A (100 - 96), the last
+    column over 6 columns of B (70 - 64). One wave holds them all: A and B come from DRAM once, 4·(100·50 + 50·70)
+    bytes, not the 4·(128·50 + 50·96) of whole panels. Ten tiles at a time through an L2 that keeps nothing: the
+    first wave reads every panel (A's four rows, B's three columns), the second (tiles 10, 11: row 3, columns 1 and
+    2) the edge row of A and two columns of B, one of them the edge's, again."""
+    walk = tiled_traffic(Problem(100, 70, 50), 32, 32).walk
+    assert (walk.a_panel, walk.a_edge, walk.b_panel, walk.b_edge) == (4 * 32 * 50, 4 * 4 * 50, 4 * 50 * 32,
+                                                                      4 * 50 * 6)
+    assert dram_reads(walk, 12, L2) == 4 * (100 * 50 + 50 * 70)
+    assert dram_reads(walk, 10, 0) == 4 * (100 * 50 + 50 * 70) + 4 * (4 * 50 + 50 * (32 + 6))
+    # a dimension of whole tiles has no smaller panel at its edge
+    exact = tiled_traffic(Problem(128, 64, 50), 32, 32).walk
+    assert (exact.a_edge, exact.b_edge) == (exact.a_panel, exact.b_panel)

@@ -27,6 +27,7 @@ def _without_model(results):
     out = copy.deepcopy(results)
     for rec in out["records"]:
         rec.pop("model", None)
+        rec.pop("bw_util_model", None)  # bench's figure from the model: dropped with it
     out["env"].pop("remodel", None)
     return out
 
@@ -37,6 +38,8 @@ def test_remodel_changes_only_the_models(sample, tmp_path):
     roofs = load(path, ceilings_for(DEVICES["h200"]))
     out, skipped = remodel_results(sample, roofs, "gemmlab roofline --remodel x.json")
     assert _without_model(out) == _without_model(sample)  # every measured field as it was
+    # bench's bandwidth utilization was of the model replaced: gone with it, kept where the model was kept
+    assert [r["kernel"] for r in out["records"] if "bw_util_model" in r] == ["cuda/v99_retired"]
     assert out["env"]["remodel"][-1]["ceilings"]["l2_gbs"] == 9000.0
     assert [line.split(":")[0] for line in skipped] == ["cuda/v99_retired 4096x4096x4096"]
     retired = next(r for r in out["records"] if r["kernel"] == "cuda/v99_retired")
@@ -210,3 +213,24 @@ def test_remodel_models_a_record_in_the_layout_its_bench_run_gave():
     w_t, natural, words = (r["model"] for r in out["records"])
     assert "prepass" not in w_t["levels"] and natural["levels"]["prepass"]["bytes"] == 8 * 4096 * 4096
     assert words == natural
+
+
+@pytest.mark.parametrize("ceilings", [None, "ceilings.json"])
+def test_tc6_records_of_few_tiles_stay_under_their_remodeled_ceiling(tmp_path, ceilings):
+    """The committed tc6 BF16 records (update_grid_bf16.json), remodeled and checked as `gemmlab roofline --remodel`
+    and `--check` do, under the run's own roofs and under the committed ceilings: none above its ceiling. Where the
+    tiles are no more than the clusters the model once took tc4's whole tiles (a launch that never runs there) and
+    put 16 of them above it, 256x256x65536 at 79 TFLOPS against 21.5."""
+    from gemmlab.analysis.remodel import remodel_file
+    from gemmlab.results import load_results
+
+    results = json.loads((H200_RESULTS / "update_grid_bf16.json").read_text())
+    results["records"] = [r for r in results["records"] if r["kernel"] == "cuda/tc6_stream_k_bf16"]
+    path = tmp_path / "tc6.json"
+    path.write_text(json.dumps(results))
+    remodeled, skipped, _ = remodel_file(path, ceilings and str(H200_RESULTS / ceilings), "test")
+    rows = check_records(load_results(path))
+    assert (remodeled, skipped) == (len(results["records"]), []) and len(rows) > 50
+    assert [(row.shape, row.measured_tflops, row.predicted_tflops) for row in rows if row.above] == []
+    few = next(row for row in rows if row.shape == "256x256x65536")
+    assert few.predicted_tflops > few.measured_tflops > 70

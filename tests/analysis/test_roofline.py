@@ -1,7 +1,12 @@
 """The seeds' analysis and the hierarchy beneath it, against numbers worked out by hand."""
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
-from gemmlab.analysis.roofline import DEVICES, at_clock, ceilings_for, device_spec, model, seed_examples
+from gemmlab.analysis.roofline import (DEVICES, at_clock, ceilings_for, device_spec, model, models_at, refusal,
+                                       seed_examples)
 from gemmlab.errors import GemmlabError
 from gemmlab.kernels.cuda.tc.model.kernel import PRE_PASS
 from gemmlab.kernels.registry import get_kernel
@@ -233,10 +238,113 @@ def test_compute_roof_follows_the_clock_and_whole_tiles():
 
 
 def test_measured_copy_bandwidth_replaces_the_datasheet():
+    """The DRAM level's roof is the measured copy bandwidth; the seeds' single roof keeps the datasheet's pair, since
+    FP32's arithmetic was not measured with it (seed_roof: one source for both)."""
     roofs = ceilings_for(H200, dram_gbs=4000.0)
     assert roofs.dram_gbs == 4000.0 and roofs.source["dram"] == "measured" and roofs.source["l2"] == "assumed"
     km = model(get_kernel("cuda/v1_naive"), Problem(4096, 4096, 4096), roofs)
-    assert km.seed_predicted_tflops == pytest.approx(4000e9 * km.modeled_intensity / 1e12)
+    assert km.levels["dram"]["gbs"] == 4000.0
+    assert km.seed_roofs == "datasheet" and km.seed_ridge == pytest.approx(H200.ridge("fp32"))
+    assert km.seed_predicted_tflops == pytest.approx(4800e9 * km.modeled_intensity / 1e12)
+
+
+COMMITTED_CEILINGS = Path(__file__).resolve().parents[2] / "results" / "h200" / "ceilings.json"
+
+
+def test_the_seeds_ridge_is_the_datasheets_or_the_measured_roofs_never_one_of_each():
+    """Under the committed ceilings (DRAM 4,090 GB/s, FP32 253.9 FLOP/clk/SM, both measured) FP32's seed ridge is the
+    measured pair's, 66.3 TFLOPS over 4,090 GB/s = 16.2, the chapter's "measured roofs" ridge, and its bound and
+    TFLOPS follow it; the datasheet's peak over the measured bandwidth (16.4) is neither ridge. FP8, whose arithmetic
+    the ceilings did not measure, keeps the datasheet's pair: 1979 / 4.8 = 412.3, as the devices table says."""
+    from gemmlab.analysis.ceilings import load
+    from gemmlab.analysis.roofline import seed_roof
+
+    roofs = load(COMMITTED_CEILINGS, ceilings_for(H200))
+    peak, gbs, source = seed_roof(roofs, "fp32")
+    assert (source, gbs) == ("measured", roofs.dram_gbs) and peak == pytest.approx(roofs.compute_tflops("fp32"))
+    v2 = model(get_kernel("cuda/v2_smem"), Problem(4096, 4096, 4096), roofs)
+    assert v2.seed_roofs == "measured" and v2.seed_ridge == pytest.approx(16.2, abs=0.05)
+    assert v2.seed_ridge == pytest.approx(peak * 1e12 / (roofs.dram_gbs * 1e9))
+    assert v2.seed_ridge != pytest.approx(66.9e12 / (roofs.dram_gbs * 1e9), abs=0.05)
+    assert v2.seed_predicted_tflops == pytest.approx(roofs.dram_gbs * 1e9 * v2.modeled_intensity / 1e12)
+    fp8 = model(get_kernel("peers/cublaslt_fp8"), Problem(4096, 4096, 4096, "fp8"), roofs)
+    assert fp8.seed_roofs == "datasheet" and fp8.seed_ridge == pytest.approx(H200.ridge("fp8"))
+    assert fp8.seed_predicted_tflops == pytest.approx(min(1979.0, 4800e9 * fp8.modeled_intensity / 1e12))
+    # the datasheet's roofs: the devices table's ridge
+    peer = model(get_kernel("peers/cublas_fp32"), Problem(4096, 4096, 4096), H200)
+    assert peer.seed_roofs == "datasheet" and peer.seed_ridge == pytest.approx(H200.ridge("fp32"))
+
+
+def _roofline(*args) -> str:
+    """gemmlab roofline's output, its lines wrapped at the console's width joined again (words one space apart)."""
+    proc = subprocess.run([sys.executable, "-m", "gemmlab", "roofline", *args], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return " ".join(proc.stdout.split())
+
+
+def test_the_roofline_footer_names_the_ridge_its_figures_are():
+    """With the committed ceilings the seeds' ridge column shows the measured pair's ridge (16.2 for FP32), and the
+    footer says it is the measured ridge for the precisions measured; on the datasheet it shows 13.9, the devices
+    table's, and the footer says the datasheet's."""
+    measured = _roofline("--gpu", "h200", "--ceilings", str(COMMITTED_CEILINGS), "--kernels", "peers/cublas_fp32")
+    assert "seeds: ridge: 16.2 " in measured and "against the measured ridge for FP32, TF32, BF16:" in measured
+    datasheet = _roofline("--gpu", "h200", "--kernels", "peers/cublas_fp32")
+    assert "seeds: ridge: 13.9 " in datasheet and "ridge FP32: 13.9 " in datasheet
+    assert "against the datasheet's ridge" in datasheet and "measured ridge" not in datasheet
+
+
+RAGGED = [(17, 33, 4097), (129, 129, 129), (100, 200, 300), (1, 4096, 4096)]
+
+
+@pytest.mark.parametrize("shape", RAGGED, ids=lambda s: "x".join(map(str, s)))
+def test_dram_bytes_lie_between_the_compulsory_and_the_l2s_at_ragged_shapes(shape):
+    """Every GPU kernel the roofline models: a tile at the matrix's edge reads only the rows and columns left there,
+    so DRAM (what L2 lets through) never exceeds the L2's bytes, and never falls below each input read once and C
+    written once. Counted as whole panels, 17×33×4097 FP32 in cuBLAS's 256×128 tile read 6 MB from DRAM for 1 MB
+    through L2."""
+    from gemmlab.kernels.registry import list_kernels
+
+    models = models_at(list_kernels(), shape, H200, ceilings_for(H200))
+    assert len(models) > 40
+    for spec, km in models:
+        assert km.compulsory_bytes * (1 - 1e-12) <= km.dram_bytes <= km.l2_bytes * (1 + 1e-12), spec.name
+        assert km.dram_bytes <= km.dram_bytes_staggered <= km.l2_bytes * (1 + 1e-12), spec.name
+
+
+def test_a_small_ragged_problem_reads_its_compulsory_bytes_once():
+    """cuBLAS FP32 at 17×33×4097: one tile, 0.82 MB of A, B and C, DRAM-bound at 4.8 TB/s: 26.9 TFLOPS, not the 3.5
+    of a whole 256×128 tile's panels."""
+    p = Problem(17, 33, 4097)
+    km = model(get_kernel("peers/cublas_fp32"), p, H200)
+    assert km.dram_bytes == km.l2_bytes == p.compulsory_bytes()
+    assert km.bound == "dram" and km.predicted_tflops == pytest.approx(4800e9 * p.intensity() / 1e12)
+
+
+def test_the_roofline_leaves_out_kernels_that_refuse_the_shape_or_the_gpu():
+    """At the seed shape (M = 2048) gemv1, gemv2 and tc9 refuse the problem (their rows of A); on an A100 the wgmma
+    and TMA levels (tc2-tc10, the Gluon levels) cannot run, and FP8 has no units. Each has no row, and refusal says
+    why; the levels that run there keep theirs."""
+    from gemmlab.kernels.registry import list_kernels
+    from gemmlab.problem import SEED_SHAPE
+
+    specs = [s for s in list_kernels() if s.device != "cpu"]
+    at_seed = {s.name for s, _ in models_at(specs, SEED_SHAPE, H200, ceilings_for(H200))}
+    refused = {"cuda/gemv2_mma_swap_bf16", "cuda/tc9_narrow_swap_bf16", "cuda/gemv1_warp_dot_fp32"}
+    assert not refused & at_seed and {"cuda/tc4_persistent_bf16", "cuda/v10_register_prefetch"} <= at_seed
+    assert "at most 32 rows of A (M=2048)" in refusal(get_kernel("cuda/gemv2_mma_swap_bf16"), SEED_SHAPE, H200)
+    assert "at most 128 rows of A" in refusal(get_kernel("cuda/tc9_narrow_swap_bf16"), SEED_SHAPE, H200)
+    assert len(at_seed) == sum(not refusal(s, SEED_SHAPE, H200) for s in specs)
+    a100 = DEVICES["a100"]
+    on_a100 = {s.name for s, _ in models_at(specs, (4096, 4096, 4096), a100, ceilings_for(a100))}
+    assert {"cuda/v10_register_prefetch", "cuda/tc1_mma_sync_bf16", "peers/cublas_bf16"} <= on_a100
+    assert not {n for n in on_a100 if n.split("/")[1][:3] in ("tc2", "tc3", "tc4", "tc5", "tc6", "tc8", "tc9")}
+    assert not {n for n in on_a100 if n.startswith("gluon/") or "fp8" in n}
+    assert "sm_90a (Hopper) only" in refusal(get_kernel("cuda/tc4_persistent_bf16"), (4096,) * 3, a100)
+    assert "no fp8 arithmetic" in refusal(get_kernel("cuda/tc4_persistent_fp8"), (4096,) * 3, a100)
+    out = _roofline("--gpu", "a100", "--shape", "4096", "--kernels", "cuda/tc4_persistent_bf16,cuda/tc1_mma_sync_bf16")
+    assert "cuda/tc1_mma_sync_bf16 GFLOP: 137.4" in out and "cuda/tc4_persistent_bf16 GFLOP" not in out
+    assert ("not modeled at 4096x4096x4096: cuda/tc4_persistent_bf16 uses wgmma, TMA and setmaxnreg, which exist on "
+            "sm_90a (Hopper) only") in out
 
 
 def test_h200_ridges_and_compute_roofs():
@@ -263,6 +371,26 @@ def test_device_lookup_by_driver_name():
     assert device_spec("a100").key == "a100"
     with pytest.raises(GemmlabError, match="no roofline data"):
         device_spec("Radeon")
+
+
+@pytest.mark.parametrize("name,key", [("NVIDIA H200", "h200"), ("NVIDIA H100 80GB HBM3", "h100"),
+                                      ("NVIDIA A100-SXM4-40GB", "a100"), ("NVIDIA A100-PCIE-40GB", "a100"),
+                                      ("h100", "h100"), ("NVIDIA H100 SXM", "h100"), ("nvidia h200", "h200")])
+def test_the_boards_whose_figures_the_table_holds_are_found(name, key):
+    """The names the driver reports for the H200, the H100 SXM (HBM3) and the 40 GB A100s (SXM4 and PCIe: 1,555 GB/s,
+    19.5 TFLOPS FP32, 108 SMs), the keys, and a device's own name (a ceilings file's)."""
+    assert device_spec(name).key == key
+
+
+@pytest.mark.parametrize("name,kin", [("NVIDIA H100 PCIe", "H100 SXM"), ("NVIDIA H100 NVL", "H100 SXM"),
+                                      ("NVIDIA H200 NVL", "H200"), ("NVIDIA A100-SXM4-80GB", "A100"),
+                                      ("NVIDIA A100 80GB PCIe", "A100")])
+def test_another_board_of_a_known_chip_is_not_given_its_figures(name, kin):
+    """An H100 PCIe has 114 SMs and 2,000 GB/s, an A100 80GB about 2,000 GB/s: matched by the chip's name they got the
+    H100 SXM's 132 SMs, 3,350 GB/s and 66.9 TFLOPS, or the 40 GB A100's 1,555 GB/s. They have no roofline data here,
+    as any unknown GPU, and the refusal says which board's figures they are not."""
+    with pytest.raises(GemmlabError, match=rf"no roofline data for GPU '{name}' \(not the NVIDIA {kin}"):
+        device_spec(name)
 
 
 def test_a_problem_past_the_devices_memory_is_refused_at_once():
@@ -293,3 +421,16 @@ def test_a_walk_past_the_models_bound_is_refused_not_walked(monkeypatch):
     with pytest.raises(SizeLimitError, match=r"cuda/v1_naive at 100000x100000x8: 9,765,625 output tiles; the L2 "
                                              r"model walks at most 1,048,576"):
         model(get_kernel("cuda/v1_naive"), Problem(100000, 100000, 8), H200)
+
+
+def test_a_library_missing_here_is_no_refusal_of_the_device(monkeypatch):
+    """Without Triton on this machine the Gluon levels cannot compile here, but they run on the H200 the roofline
+    models: they keep their rows there, and a GPU without wgmma still refuses them."""
+    from gemmlab.kernels.gluon.launch import kernel as gluon
+
+    monkeypatch.setattr(gluon, "installed_triton", lambda: None)
+    spec = get_kernel("gluon/tc4_persistent_bf16")
+    assert "not installed" in spec.is_valid(Problem(4096, 4096, 4096, "bf16"))
+    assert refusal(spec, (4096, 4096, 4096), H200) is None
+    assert [s.name for s, _ in models_at([spec], (4096, 4096, 4096), H200, ceilings_for(H200))] == [spec.name]
+    assert "sm_90a (Hopper) only" in refusal(spec, (4096, 4096, 4096), DEVICES["a100"])

@@ -65,11 +65,11 @@ def dram_reads(walk: TileWalk, wave: int, l2_bytes: float) -> float:
     cut = waves(walk, wave)
     for i, tiles in enumerate(cut):
         rows, cols = {r for r, _ in tiles}, {c for _, c in tiles}
-        size = len(rows) * walk.a_panel + len(cols) * walk.b_panel
+        size = walk.a_bytes(rows) + walk.b_bytes(cols)
         total += size
         if prev is not None:
             prev_rows, prev_cols, prev_size = prev
-            shared = len(rows & prev_rows) * walk.a_panel + len(cols & prev_cols) * walk.b_panel
+            shared = walk.a_bytes(rows & prev_rows) + walk.b_bytes(cols & prev_cols)
             # a snake's waves alternate their direction through K; the split tail's units start anywhere in K
             tail = walk.split_tail and i == len(cut) - 1
             total -= shared * reuse_fraction(prev_size, size, shared, capacity, walk.snake and not tail)

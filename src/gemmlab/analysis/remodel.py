@@ -1,7 +1,8 @@
 """Saved records against the model: recompute a record's ``model`` from what it says ran (kernel, shape, parameters,
 clock) under a set of ceilings, and check that no measurement passes its own roof.
 
-Only ``model`` is rewritten; every measured field (times, clocks, errors, counters) is left as it was. A record
+Only ``model`` is rewritten, and bench's ``bw_util_model`` (the old model's bytes over that run's bandwidth) dropped
+with the model it came from; every measured field (times, clocks, errors, counters) is left as it was. A record
 whose kernel is not registered here (an optional peer whose library is missing, a renamed level) keeps its model,
 and the summary says so.
 """
@@ -91,6 +92,9 @@ def remodel_results(results: dict, ceilings: Ceilings, note: str) -> tuple[dict,
             continue
         try:
             rec["model"] = remodel_record(rec, ceilings, {**shared.get(_binary(rec), {}), **resources_of(rec)})
+            # bench's figure from the model just replaced: left, it would contradict the bytes beside it (the
+            # report computes the utilization from the model the record holds)
+            rec.pop("bw_util_model", None)
         except GemmlabError as exc:
             skipped.append(f"{rec['kernel']} {rec['m']}x{rec['n']}x{rec['k']}: {exc}")
     env = out.setdefault("env", {})

@@ -3,11 +3,12 @@
 The seeds' view (kept in every record as ``modeled_read_bytes``, ``modeled_intensity``, ``seed_bound``,
 ``seed_predicted_tflops``): attainable performance at intensity I is min(P_peak, BW × I), I = FLOPs over every
 global byte a thread loads, as if no cache served any; the ridge point I = P_peak / BW separates memory-bound from
-compute-bound. The seeds' worked example: A100, 1555 GB/s and 19.5 TFLOPS FP32, ridge ≈ 12.5 FLOP/byte. Each
-precision has its own compute roof: the seeds' cuBLAS line (4096³ in 0.8 ms, ≈172 TFLOPS) is nine times the A100's
-FP32 peak and past its dense TF32 peak (156, DEVICES["a100"]): a half-precision (FP16/BF16) tensor-core figure, not
-an FP32 or TF32 one. The seeds' own V1 figure (1150 GFLOPS) passes their own roof for it (0.25 × 1555 GB/s): the
-A100's caches served V1's re-reads too (gemmlab chapter judges each of the seeds' claims).
+compute-bound. P_peak and BW come from one source (``seed_roof``): the datasheet's, or both measured where the
+roofs measured both, never one of each. The seeds' worked example: A100, 1555 GB/s and 19.5 TFLOPS FP32, ridge ≈ 12.5
+FLOP/byte. Each precision has its own compute roof: the seeds' cuBLAS line (4096³ in 0.8 ms, ≈172 TFLOPS) is nine
+times the A100's FP32 peak and past its dense TF32 peak (156, DEVICES["a100"]): a half-precision (FP16/BF16)
+tensor-core figure, not an FP32 or TF32 one. The seeds' own V1 figure (1150 GFLOPS) passes their own roof for it
+(0.25 × 1555 GB/s): the A100's caches served V1's re-reads too (gemmlab chapter judges each of the seeds' claims).
 
 The hierarchical view (``dram_bytes``, ``l2_bytes``, ``smem_bytes``, ``levels``, ``bound``, ``predicted_tflops``):
 each level's bytes over its own roof, and the arithmetic over the precision's peak at the clock the record held;
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 
 from gemmlab.analysis import hierarchy
 from gemmlab.analysis.ceilings import Ceilings, datasheet, with_measured
-from gemmlab.errors import SizeLimitError
+from gemmlab.errors import MissingDependencyError, SizeLimitError
 from gemmlab.kernels.geometry import ceil_div
 from gemmlab.kernels.plan import Layout, copies_to
 from gemmlab.kernels.spec import SM_COUNT
@@ -53,6 +54,9 @@ class DeviceSpec:
     # there it is an assumption until `gemmlab roofline --measure` replaces it
     l2_bytes_per_clk: float = 5120.0
     memory_bytes: int = 0  # the datasheet's device memory: a problem whose operands exceed it has no model here
+    # compute capability, as gemmlab.device.GPUInfo names it: what a kernel's unsupported() reads of a GPU (wgmma and
+    # TMA exist on 9.0 alone), so the roofline of a device leaves out the kernels that cannot run on it
+    cc: tuple[int, int] = (0, 0)
 
     @property
     def tflops(self) -> dict:
@@ -80,7 +84,7 @@ class DeviceSpec:
                 **{f"{p}_tflops": v for p, v in self.tflops.items()}, "note": self.note,
                 "sm_count": self.sm_count, "max_clock_mhz": self.max_clock_mhz, "l2_bytes": self.l2_bytes,
                 "flop_per_clk": dict(self.flop_per_clk), "smem_bytes_per_clk": self.smem_bytes_per_clk,
-                "l2_bytes_per_clk": self.l2_bytes_per_clk, "memory_bytes": self.memory_bytes}
+                "l2_bytes_per_clk": self.l2_bytes_per_clk, "memory_bytes": self.memory_bytes, "cc": list(self.cc)}
 
 
 def _per_precision(by_key: dict) -> dict:
@@ -94,25 +98,35 @@ DEVICES: dict[str, DeviceSpec] = {
     "a100": DeviceSpec("a100", "NVIDIA A100 (the seeds' example)", 1555.0,
                        {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0}, "40 GB HBM2, the seeds' numbers",
                        108, 1410.0, 40 * 2**20, {"fp32": 128, "tf32": 1024, "bf16": 2048},
-                       memory_bytes=40 * 2**30),
+                       memory_bytes=40 * 2**30, cc=(8, 0)),
     "h100": DeviceSpec("h100", "NVIDIA H100 SXM", 3350.0, dict(_HOPPER_PEAKS), "80 GB HBM3", 132, 1980.0, 50 * 2**20,
-                       dict(_HOPPER), memory_bytes=80 * 2**30),
+                       dict(_HOPPER), memory_bytes=80 * 2**30, cc=(9, 0)),
     "h200": DeviceSpec("h200", "NVIDIA H200", 4800.0, dict(_HOPPER_PEAKS), "141 GB HBM3e; same SMs as H100 SXM", 132,
-                       1980.0, 60 * 2**20, dict(_HOPPER), memory_bytes=141 * 2**30),
+                       1980.0, 60 * 2**20, dict(_HOPPER), memory_bytes=141 * 2**30, cc=(9, 0)),
 }
 
 
+# The names the driver reports for the boards whose figures DEVICES holds. A name is matched whole: one that merely
+# contains a key is often another board of the chip with other figures (an H100 PCIe: 114 SMs, 2,000 GB/s; an H100
+# NVL, an H200 NVL: other clocks and bandwidths; an A100 80GB: about 2,000 GB/s, not the 40 GB's 1,555)
+DRIVER_NAMES = {"NVIDIA H200": "h200", "NVIDIA H100 80GB HBM3": "h100",
+                "NVIDIA A100-SXM4-40GB": "a100", "NVIDIA A100-PCIE-40GB": "a100"}
+
+
 def device_spec(name: str) -> DeviceSpec:
-    """Look a device up by key or by the name the driver reports ('NVIDIA H200' -> h200)."""
-    key = name.lower()
-    if key in DEVICES:
-        return DEVICES[key]
-    for k, spec in DEVICES.items():
-        if k in key.replace(" ", "").replace("-", ""):
-            return spec
+    """Look a device up by key, by its own name or by the name the driver reports ('NVIDIA H200' -> h200); any other
+    name, a board of a known chip included, has no roofline data here."""
+    key = name.strip().lower()
+    names = {**{n.lower(): k for n, k in DRIVER_NAMES.items()}, **{d.name.lower(): k for k, d in DEVICES.items()}}
+    if key in DEVICES or key in names:
+        return DEVICES[names.get(key, key)]
     from gemmlab.errors import GemmlabError
 
-    raise GemmlabError(f"no roofline data for GPU {name!r}; known: {', '.join(DEVICES)}")
+    kin = [k for k in DEVICES if k in key.replace(" ", "").replace("-", "")]
+    other = (f" (not the {DEVICES[kin[0]].name}, whose figures gemmlab has: another board of that chip, with other "
+             "SMs, clocks or bandwidth)") if kin else ""
+    raise GemmlabError(f"no roofline data for GPU {name!r}{other}; known: {', '.join(DEVICES)}, as the driver names "
+                       f"them {', '.join(DRIVER_NAMES)}")
 
 
 def ceilings_for(dev: DeviceSpec, dram_gbs: float | None = None) -> Ceilings:
@@ -136,6 +150,7 @@ class KernelModel:
     modeled_write_bytes: float
     modeled_intensity: float  # FLOP per modeled global byte: this kernel's data reuse
     seed_ridge: float
+    seed_roofs: str  # "datasheet" or "measured": where the seeds' peak and bandwidth both come from (seed_roof)
     seed_bound: str  # "memory" or "compute", at the modeled intensity
     seed_predicted_tflops: float  # the seeds' roofline ceiling at the modeled intensity
     basis: str
@@ -223,6 +238,19 @@ def _per_sm_flops(walk, wave: int, sm_count: int, flops: float) -> float:
     return per_unit / walk.sms_per_tile
 
 
+def seed_roof(ceilings: Ceilings, units: str, ops: int = 1) -> tuple[float, float, str]:
+    """The seeds' single roof for arithmetic on the units of precision ``units`` (``ops`` of their operations a
+    multiply-add): (peak TFLOPS, DRAM GB/s, their source). Both come from one source, so that their ridge is one:
+    measured where ``ceilings`` measured this precision's arithmetic and DRAM both (the compute roof at the maximum
+    clock), else the datasheet's dense peak over its DRAM bandwidth. A measured bandwidth under the datasheet's peak
+    is neither ridge (H200 FP32: 16.4 FLOP/byte, where the datasheet's is 13.9 and the measured roofs' 16.2)."""
+    if ceilings.source.get(units) == "measured" and ceilings.source.get("dram") == "measured":
+        return ceilings.compute_tflops(units) / ops, ceilings.dram_gbs, "measured"
+    # the roofs keep the datasheet's peaks (seed_tflops) but not its bandwidth once one was measured: that is the
+    # device's, which the roofs name (ceilings.datasheet gives them the DeviceSpec's name)
+    return ceilings.seed_tflops[units] / ops, device_spec(ceilings.gpu).dram_gbs, "datasheet"
+
+
 def model(spec, problem: Problem, ceilings: Ceilings | DeviceSpec, clock_mhz: float | None = None,
           resources: dict | None = None, params: dict | None = None, layout: Layout | None = None) -> KernelModel:
     """Both views of ``spec`` on ``problem`` under ``ceilings`` (a DeviceSpec: its datasheet's), at ``clock_mhz``
@@ -242,8 +270,8 @@ def model(spec, problem: Problem, ceilings: Ceilings | DeviceSpec, clock_mhz: fl
     flops = problem.flops()
     intensity = traffic.intensity(problem)
     units, ops = spec.peak_share()  # tensor cores for an FP32 level built on TF32 products (tc7)
-    seed_peak = ceilings.seed_tflops[units] / ops
-    ridge = seed_peak * 1e12 / (ceilings.dram_gbs * 1e9)
+    seed_peak, seed_gbs, seed_roofs = seed_roof(ceilings, units, ops)
+    ridge = seed_peak * 1e12 / (seed_gbs * 1e9)
     walk, wave = traffic.walk, None
     c_bytes = problem.output_bytes * problem.m * problem.n
     if walk is not None:
@@ -271,8 +299,9 @@ def model(spec, problem: Problem, ceilings: Ceilings | DeviceSpec, clock_mhz: fl
                              "serial": True}
     body = dict(flops=flops, compulsory_bytes=problem.compulsory_bytes(), intensity=problem.intensity(),
                 modeled_read_bytes=traffic.global_read, modeled_write_bytes=traffic.global_write,
-                modeled_intensity=intensity, seed_ridge=ridge, seed_bound="memory" if intensity < ridge else "compute",
-                seed_predicted_tflops=min(seed_peak, ceilings.dram_gbs * 1e9 * intensity / 1e12),
+                modeled_intensity=intensity, seed_ridge=ridge, seed_roofs=seed_roofs,
+                seed_bound="memory" if intensity < ridge else "compute",
+                seed_predicted_tflops=min(seed_peak, seed_gbs * 1e9 * intensity / 1e12),
                 basis=traffic.basis, dram_bytes=in_step, dram_bytes_staggered=most,
                 dram_bytes_estimate=in_step if most == in_step else math.sqrt(in_step * most),
                 l2_bytes=traffic.l2, smem_bytes=l1_path,
@@ -335,7 +364,19 @@ def listed_precisions() -> list:
     return [p for p in PRECISIONS.values() if any(p.name in d.tflops for d in DEVICES.values())]
 
 
+def refusal(spec, shape, dev: DeviceSpec) -> str | None:
+    """Why ``dev`` runs no launch of GPU kernel ``spec`` at ``shape`` to model (None: it runs one): no units for its
+    precision (an A100's FP8), an architecture the kernel cannot run on (wgmma and TMA on an A100), or a problem
+    the kernel refuses (gemv2's and tc9's rows of A). A model of a launch that never runs would be a row of figures
+    no measurement can check. A library this machine lacks (the Gluon levels' Triton) is no refusal: the roofline
+    models the device, and the kernel runs there."""
+    if spec.precision not in dev.tflops:
+        return f"{dev.name} has no {spec.precision} arithmetic"
+    why = spec.unsupported(dev) or spec.is_valid(Problem(*shape, spec.precision))
+    return None if not why or getattr(why, "error", None) is MissingDependencyError else why
+
+
 def models_at(specs, shape, dev: DeviceSpec, roofs: Ceilings) -> list:
-    """(spec, KernelModel) of each GPU kernel at ``shape`` that ``dev`` has units for, under ``roofs``."""
+    """(spec, KernelModel) of each GPU kernel that runs at ``shape`` on ``dev`` (``refusal``), under ``roofs``."""
     return [(s, model(s, Problem(*shape, s.precision), roofs)) for s in specs
-            if s.device != "cpu" and s.precision in dev.tflops]
+            if s.device != "cpu" and not refusal(s, shape, dev)]

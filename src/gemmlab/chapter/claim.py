@@ -97,16 +97,15 @@ def level_name(level: str) -> tuple[str, str]:
 
 def ridges(f: Facts) -> dict:
     """The H200's FP32 ridge (FLOP per DRAM byte) under each convention the chapter names: ``datasheet`` (the
-    datasheet's FP32 peak over its DRAM bandwidth), ``measured`` (the measured FP32 roof over the measured DRAM
-    bandwidth: the roofs gemmlab uses) and ``seeds`` (the datasheet peak over the measured DRAM bandwidth: the seeds'
-    single roof in gemmlab's model, ``seed_ridge``)."""
+    datasheet's FP32 peak over its DRAM bandwidth) and ``measured`` (the measured FP32 roof over the measured DRAM
+    bandwidth: the roofs gemmlab uses; the seeds' single roof in gemmlab's model takes one of the two,
+    roofline.seed_roof)."""
     from gemmlab.chapter.facts import H200
 
     roofs = f.roofs()
     fp32 = roofs.compute_tflops("fp32")
     return {"datasheet": H200.ridge("fp32"), "measured": fp32 * 1e12 / (roofs.dram_gbs * 1e9),
-            "seeds": H200.tflops["fp32"] * 1e12 / (roofs.dram_gbs * 1e9), "fp32_tflops": fp32,
-            "dram_gbs": roofs.dram_gbs, "fp32_source": roofs.source.get("fp32"),
+            "fp32_tflops": fp32, "dram_gbs": roofs.dram_gbs, "fp32_source": roofs.source.get("fp32"),
             "dram_source": roofs.source.get("dram")}
 
 

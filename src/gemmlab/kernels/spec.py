@@ -45,10 +45,14 @@ class TileWalk:
     panels of A and B one wave of tiles holds, and which of them the next wave finds still cached.
 
     A tile (a cluster's tile, with clusters) reads one row panel of A (``a_panel`` bytes: its rows over all of K)
-    and one column panel of B (``b_panel``). ``wave`` tiles run at once: a persistent grid's resident CTAs
-    (clusters), or None for a grid of one CTA per tile, where the SMs' occupancy decides (the analysis counts it).
-    With ``snake`` every other wave also walks K backwards (tc4's produce_ring), so it starts on what the last
-    wave read last. The last ``split_tail`` tiles are split along K over every CTA (stream-K): a wave of their own.
+    and one column panel of B (``b_panel``); the last row and column of tiles overhang the matrix's edge, and their
+    panels hold only the rows (columns) left there: ``a_edge`` and ``b_edge`` bytes (None: as large as the others).
+    A TMA load or a bounds check reads nothing past the edge, so a whole panel there would count bytes no level
+    moves (at 17x33x4097 in 256x128 tiles, nearly eight times the operands' bytes, more than through L2).
+    ``wave`` tiles run at once: a persistent grid's resident CTAs (clusters), or None for a grid of one CTA per
+    tile, where the SMs' occupancy decides (the analysis counts it). With ``snake`` every other wave also walks K
+    backwards (tc4's produce_ring), so it starts on what the last wave read last. The last ``split_tail`` tiles are
+    split along K over every CTA (stream-K): a wave of their own.
     """
 
     tiles_m: int
@@ -64,10 +68,22 @@ class TileWalk:
     # whole tiles, each on one SM (cluster): the busiest SM's share of the arithmetic is ceil(tiles / places) of
     # them. False where the tiles are assumed (a library's, which may split K or pick other tiles per shape)
     quantized: bool = True
+    a_edge: float | None = None
+    b_edge: float | None = None
 
     @property
     def tiles(self) -> int:
         return self.tiles_m * self.tiles_n
+
+    def a_bytes(self, rows) -> float:
+        """Bytes of the row panels of A numbered ``rows``: the last one's rows at the edge."""
+        edge = self.tiles_m - 1 in rows and self.a_edge is not None
+        return len(rows) * self.a_panel - (self.a_panel - self.a_edge if edge else 0.0)
+
+    def b_bytes(self, cols) -> float:
+        """Bytes of the column panels of B numbered ``cols``: the last one's columns at the edge."""
+        edge = self.tiles_n - 1 in cols and self.b_edge is not None
+        return len(cols) * self.b_panel - (self.b_panel - self.b_edge if edge else 0.0)
 
     def order(self) -> list[tuple[int, int]]:
         return tile_walk(self.tiles_m, self.tiles_n, self.group_m, self.snake)
@@ -188,8 +204,10 @@ def tiled_traffic(problem: Problem, bm: int, bn: int, split_k: int = 1, warp: tu
         read += 4 * m * n * split_k
         write += 4 * m * n * split_k
         basis += f", {split_k} FP32 partial tiles written and reduced"
+    # the panels of the last tile row and column: the rows and columns left at the matrix's edge
+    a_edge, b_edge = e * (m - (tiles_m - 1) * bm * cm) * k, e * k * (n - (tiles_n - 1) * bn * cn)
     walk = TileWalk(tiles_m, tiles_n, e * bm * cm * k, e * k * bn * cn, 2 * bm * cm * bn * cn * k, group_m=group_m,
-                    snake=snake, wave=wave, sms_per_tile=cm * cn, quantized=quantized)
+                    snake=snake, wave=wave, sms_per_tile=cm * cn, quantized=quantized, a_edge=a_edge, b_edge=b_edge)
     return Traffic(read, write, basis, l2_read=read, l2_write=write, smem=smem, walk=walk)
 
 

@@ -294,6 +294,30 @@ def test_tc6_traffic_counts_the_partials():
         assert spec.traffic(whole) == base.traffic(whole)  # the base level runs, clusters and all
 
 
+@pytest.mark.parametrize("precision", ["bf16", "fp16"])
+@pytest.mark.parametrize("shape", [(256, 256, 65536), (1024, 1024, 16384), (1, 4096, 14336), (256, 1024, 8192)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_tc6_with_no_more_tiles_than_clusters_is_modeled_as_it_launches(precision, shape):
+    """tc4's 192-wide tiles would pay at these shapes (narrow_pays: its few 256-wide cluster tiles leave clusters idle
+    either way), but they are no more than the clusters, so tc6's launch splits K over the idle SMs instead of
+    handing the problem to tc4 (narrow_fills_last_wave, stream_k_tiles). The model walks that launch: tc6's own
+    unclustered tiles on its stream-K grid with the launch's split tail, not tc4's whole tiles on 2-CTA clusters
+    (at 256x256x65536 BF16 that model counted 2 tiles on 2 clusters: 397 µs where the kernel measured 108)."""
+    from gemmlab.kernels.cuda.tc.model.tiles import narrow_fills_last_wave, narrow_pays
+
+    spec = next(s for s in TC6 if s.precision == precision)
+    problem = Problem(*shape, precision)
+    m, n, _ = shape
+    whole = spec.without_stream_k().params
+    assert narrow_pays(m, n, whole) and not narrow_fills_last_wave(m, n, whole)
+    assert spec.for_problem(problem) is spec and spec.stream_k_tiles(problem) > 0  # the launch splits
+    walk = spec.traffic(problem).walk
+    tiles = -(-m // spec.params["BM"]) * -(-n // spec.params["BN"])
+    assert (walk.tiles, walk.sms_per_tile) == (tiles, 1)
+    assert walk.wave == spec.launch_geometry(problem).grid[0]
+    assert walk.split_tail == spec.stream_k_tiles(problem)
+
+
 @pytest.mark.parametrize("shape,bm,rounds", [((16, 4096, 4096), 64, 0), ((64, 14336, 4096), 64, 0),
                                              ((1, 1000, 129), 64, 0), ((16, 256, 256), 64, 0),
                                              ((65, 4096, 4096), 256, 0), ((4096, 4096, 4096), 256, 0),

@@ -31,7 +31,7 @@ from gemmlab.fp8 import BLOCK
 from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout, Plan
 from gemmlab.kernels.spec import GPU, SM_COUNT, KernelSpec, Traffic
-from gemmlab.problem import Problem
+from gemmlab.problem import Problem, itemsize
 
 SUPPORTED = "3.6.0"
 ARCH = 90  # wgmma, TMA and setmaxnreg: sm_90a, which Triton targets for compute capability 9.0
@@ -201,11 +201,14 @@ class GluonKernel(KernelSpec):
 
     # ---- C's type -------------------------------------------------------------------------------------------------
     def output_dtype(self, problem: Problem):
-        import numpy as np
-
         from gemmlab.problem import np_dtype
 
-        return np_dtype("bfloat16") if self.params.get("OUT_BF16", 1) else np.dtype(np.float32)
+        return np_dtype(self._output_name())
+
+    def _output_name(self) -> str:
+        """C's dtype name: its size comes without ml_dtypes (problem.itemsize), which the roofline's validity check
+        must not import."""
+        return "bfloat16" if self.params.get("OUT_BF16", 1) else "float32"
 
     def for_formats(self, a: str, b: str, out: str) -> "GluonKernel":
         """This level writing C in ``out`` (BF16 or FP32: OUT_BF16, each its own binary)."""
@@ -242,7 +245,7 @@ class GluonKernel(KernelSpec):
         """TMA's 16-byte row strides: K a whole multiple of 16 bytes of A's elements (and of B's, where B is N×K), N of
         C's (and of B's, where B is K×N)."""
         m, n, k = problem.shape
-        c_bytes = self.output_dtype(problem).itemsize
+        c_bytes = itemsize(self._output_name())
         steps = {"K": (k, TMA_ALIGN // self.prec.input_bytes),
                  "N": (n, TMA_ALIGN // (c_bytes if self.prec.kmajor_b else min(self.prec.input_bytes, c_bytes)))}
         bad = [f"{dim}={value} is not a multiple of {step}" for dim, (value, step) in steps.items() if value % step]

@@ -6,7 +6,7 @@ import dataclasses
 
 from gemmlab.kernels.cuda.tc.model.stream_k import (SK_FILL, SK_MIN_KTILES, SK_SKIP_FILL, stream_k_dp_tiles, stream_k_grid,
                                                     stream_k_partials)
-from gemmlab.kernels.cuda.tc.model.tiles import bk, narrow_pays, rounds_a_in_place
+from gemmlab.kernels.cuda.tc.model.tiles import bk, narrow_fills_last_wave, narrow_pays, rounds_a_in_place
 from gemmlab.kernels.geometry import ceil_div
 from gemmlab.kernels.plan import COL
 from gemmlab.kernels.spec import SM_COUNT, Traffic, tiled_traffic
@@ -23,7 +23,8 @@ def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, pr
     ``stream_k``, each partial accumulator (4·BM·BN bytes) is written once and read once by its tile's owner, for
     the grid that a GPU of ``sm_count`` SMs gets; where no tile is split, ``whole`` (the base level's model).
     ``narrow``: the whole-tile parameters whose NARROW_BN choice (narrow_pays) the launch follows: the tiles are
-    NARROW_BN wide there, and a stream-K level runs the base level (``whole``). ``block_scales`` (tc8): each tile
+    NARROW_BN wide there, and a stream-K level runs the base level (``whole``) where they fill a last wave
+    (narrow_fills_last_wave, the launch's rule). ``block_scales`` (tc8): each tile
     also reads its rows' A scales and one B scale per 128 of K. ``round_a`` (tc5, tc6): the build's TF32_ROUND
     (``a_rounding`` where its parameters name none: the registered build's) says how A is rounded: 3, a launch of its
     own before the kernel reads A and writes it rounded to TF32 into the workspace the kernel reads, and up to
@@ -60,9 +61,13 @@ def wgmma_traffic(precision: str, bm: int, bn: int, cm: int = 1, cn: int = 1, pr
         elif round_a and rnd == 2:
             a_pass_ = 2
         bn_ = p.get("BN", bn)
-        if narrow_ is not None and narrow_pays(m, n, narrow_, sm_count):
-            if whole is not None:
+        # the launch's own rules. A stream-K level runs the base level's narrower tiles only where they fill a last
+        # wave (WgmmaKernel.stream_k_tiles): with no more tiles than clusters narrow_pays holds too, but the launch
+        # splits K over the idle SMs instead, and the base level's model would count a whole tile per cluster
+        if narrow_ is not None and whole is not None:
+            if narrow_fills_last_wave(m, n, narrow_, sm_count):
                 return whole(problem, sm_count, own, layout=layout)
+        elif narrow_ is not None and narrow_pays(m, n, narrow_, sm_count):  # WgmmaKernel.for_problem's
             bn_ = narrow_["NARROW_BN"]
         tiles, kt = ceil_div(m, bm_) * ceil_div(n, bn_), ceil_div(k, bk(precision))
         grid = stream_k_grid(tiles, kt, sm_count, p.get("SK_MIN_KTILES", SK_MIN_KTILES)) if stream_k else 0
