@@ -131,12 +131,27 @@ def test_traffic_model(module, bm, bn):
     assert ragged.global_read == 4 * (129 * 7 * -(-130 // bn) + 7 * 130 * -(-129 // bm))
 
 
-def test_v9_traffic_follows_tuned_tile(tmp_path, monkeypatch):
+@pytest.mark.parametrize("module, shape", [("v9_autotuned", (4096, 4096, 4096)),
+                                           ("v10_register_prefetch", (2048, 3072, 4096))])
+def test_tuned_traffic_follows_the_tile_tuned_for_the_gpu(module, shape, tmp_path, monkeypatch):
+    """Without a GPU the fallback tile's traffic; on the H200 its built-in tuned tile's (at a shape where the table
+    holds another tile), which reads A once per tile column and B once per tile row of that tile."""
+    from gemmlab import device
+    from gemmlab.dispatch import shipped_gpu
 
     monkeypatch.setenv("GEMMLAB_CACHE", str(tmp_path))
-    spec = spec_of("v9_autotuned")
-    problem = Problem(4096, 4096, 4096)
-    assert spec.traffic(problem) == spec_of("v8_cp_async").traffic(problem)  # no GPU: the fallback tile
+    spec, problem = spec_of(module), Problem(*shape)
+    m, n, k = problem.shape
+
+    def reads(p):
+        return 4 * (m * k * -(-n // p["BN"]) + k * n * -(-m // p["BM"]))
+
+    monkeypatch.setattr(device, "gpu", lambda: None)
+    assert spec.traffic(problem).global_read == reads(spec.params)  # no GPU: the fallback tile
+    monkeypatch.setattr(device, "gpu", shipped_gpu)
+    tuned = spec.concrete(problem).params
+    assert reads(tuned) != reads(spec.params)  # the H200's table holds another tile here
+    assert spec.traffic(problem).global_read == reads(tuned)
 
 
 @pytest.mark.parametrize("module, level", [("v9_autotuned", 9), ("v10_register_prefetch", 10)])

@@ -17,6 +17,7 @@ from gemmlab.kernels.cuda.tc.model.stream_k import SK_MIN_KTILES, stream_k_grid
 from gemmlab.kernels.cuda.tc.model.tiles import bk, tile_order, wgmma_desc
 from gemmlab.problem import Problem
 
+import sass
 from tc_levels import HOST_SHIM, INCLUDES, TC, WGMMA, host_block
 
 
@@ -453,8 +454,18 @@ int main() { printf("%d %d %d", Layout::extra, Layout::full, Layout::launch_byte
         assert launch == build.launch_geometry(problem).smem <= SMEM_LIMIT
 
 
-def test_tma_stores_retire_before_the_ctas_exit():
-    """No CTA exits while a TMA store still reads its shared memory. Kept as text: only a GPU run could show the
-    race (a CTA whose successor on the SM overwrites the staging boxes mid-store), and no host run can."""
-    for source in ("tc4_persistent.cu", "tc8_block_scaled_fp8.cu"):
-        assert "tma_store_wait_all();" in source_path(source).read_text()
+@pytest.mark.skipif(not sass.AVAILABLE, reason="no cuobjdump and nvdisasm to disassemble with")
+@pytest.mark.parametrize("name", ["cuda/tc4_persistent_bf16", "cuda/tc8_block_scaled_fp8", "cuda/tc10_split_k_bf16"])
+def test_tma_stores_retire_before_the_ctas_exit(name, tmp_path):
+    """No CTA exits while a TMA store still reads its shared memory (a successor CTA on the SM would overwrite the
+    staging boxes mid-store): in the SASS of each level that stores C by TMA, a wait on the bulk stores' scoreboard
+    (DEPBAR.LE SB0) stands between the last store and every exit after it."""
+    from gemmlab.kernels.registry import get_kernel
+
+    cfg = get_kernel(name).configurations()[0]
+    assert cfg.params.get("EPI_TMA")
+    ins = sass.instructions(sass.sass(cfg.compile("sm_90a").cubin, tmp_path))
+    last_store = max(i.addr for i in ins if i.op.startswith(("UTMASTG", "UTMACMDFLUSH")))
+    waits = [i.addr for i in ins if i.op == "DEPBAR.LE" and i.args.startswith("SB0") and i.addr > last_store]
+    exits = [i.addr for i in ins if i.op == "EXIT" and i.addr > last_store]
+    assert exits and waits and min(waits) < min(exits)
