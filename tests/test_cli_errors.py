@@ -294,29 +294,22 @@ def shipped_copies(tmp_path, monkeypatch):
     dispatch.load_table.cache_clear()
 
 
-def test_build_refuses_to_write_the_shipped_table_from_some_of_its_precisions(shipped_copies, capsys):
-    """--build without --out from FP32's results alone wrote the shipped table of FP32 alone, every other precision
-    dropped: refused in one line naming what it would lose, the table untouched; the full set still writes it."""
-    table, _ = shipped_copies
+@pytest.mark.parametrize("flag, some, lost, every, which, held", [
+    ("--build", [H200 / "fp32.json"], "NVIDIA H200 bf16, fp8, fp8_block, tf32", SHIPPED_FROM, 0,
+     lambda t: set(t["NVIDIA H200"])),
+    ("--split-k", [H200 / "tc10_sweep_bf16.json"], "fp8, fp8_block, tf32", sorted(H200.glob("tc10_sweep_*.json")), 1,
+     lambda t: set(t["choices"]))])
+def test_the_shipped_tables_are_not_replaced_by_runs_of_some_of_their_precisions(shipped_copies, capsys, flag, some,
+                                                                                   lost, every, which, held):
+    """--build (or --split-k) without --out from FP32's results (BF16's sweep) alone wrote the shipped dispatch
+    (split-K) table of that precision alone, every other dropped: refused in one line naming what it would lose, the
+    table untouched; the full set still writes it, holding every precision it held."""
+    table = shipped_copies[which]
     before = table.read_bytes()
-    code, out = _run(["dispatch", "--build", str(H200 / "fp32.json")], capsys)
+    code, out = _run(["dispatch", flag, *map(str, some)], capsys)
     assert code == 2 and len(out.splitlines()) == 1, out
-    assert "NVIDIA H200 bf16, fp8, fp8_block, tf32" in out and "--out" in out, out
+    assert lost in out and "--out" in out, out
     assert table.read_bytes() == before
-    code, out = _run(["dispatch", "--build", *map(str, SHIPPED_FROM)], capsys)
+    code, out = _run(["dispatch", flag, *map(str, every)], capsys)
     assert code == 0 and f"wrote {table}" in out, out
-    assert set(json.loads(table.read_text())["NVIDIA H200"]) == {"fp32", "tf32", "bf16", "fp8", "fp8_block"}
-
-
-def test_split_k_refuses_to_write_the_shipped_table_from_some_of_its_precisions(shipped_copies, capsys):
-    """--split-k without --out from BF16's sweep alone wrote the shipped table of BF16's choices alone: refused in
-    one line, the table untouched; the four sweeps write it, and --out takes any subset."""
-    _, measured = shipped_copies
-    before = measured.read_bytes()
-    code, out = _run(["dispatch", "--split-k", str(H200 / "tc10_sweep_bf16.json")], capsys)
-    assert code == 2 and len(out.splitlines()) == 1, out
-    assert "fp8, fp8_block, tf32" in out and "--out" in out, out
-    assert measured.read_bytes() == before
-    code, out = _run(["dispatch", "--split-k", *map(str, sorted(H200.glob("tc10_sweep_*.json")))], capsys)
-    assert code == 0 and f"wrote {measured}" in out, out
-    assert set(json.loads(measured.read_text())["choices"]) == set(json.loads(before)["choices"])
+    assert held(json.loads(table.read_text())) == held(json.loads(before))
