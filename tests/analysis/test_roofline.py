@@ -275,6 +275,28 @@ def test_the_seeds_ridge_is_the_datasheets_or_the_measured_roofs_never_one_of_ea
     assert peer.seed_roofs == "datasheet" and peer.seed_ridge == pytest.approx(H200.ridge("fp32"))
 
 
+@pytest.mark.parametrize("measured_on, device, loads", [
+    ("NVIDIA H100 80GB HBM3", "h100", True),  # the driver's name for the table's "NVIDIA H100 SXM"
+    ("NVIDIA H200", "h200", True),
+    ("NVIDIA H100 PCIe", "h100", False),  # another board of the chip: 114 SMs, 2,000 GB/s
+    ("NVIDIA H200", "h100", False),
+    ("NVIDIA H100 80GB HBM3", "h200", False),
+])
+def test_ceilings_load_only_onto_the_board_they_were_measured_on(tmp_path, measured_on, device, loads):
+    """A ceilings file names its GPU as the driver does; the records' datasheet names it as the devices table does.
+    The two are the same board only where both resolve to one table entry."""
+    from gemmlab.analysis.ceilings import CeilingsError, load
+
+    path = tmp_path / "ceilings.json"
+    path.write_text(f'{{"gpu": "{measured_on}", "dram_gbs": 3000.0}}')
+    base = ceilings_for(DEVICES[device])
+    if loads:
+        assert load(path, base).dram_gbs == 3000.0
+    else:
+        with pytest.raises(CeilingsError, match=f"measured on {measured_on}, the records ran on"):
+            load(path, base)
+
+
 def _roofline(*args) -> str:
     """gemmlab roofline's output, its lines wrapped at the console's width joined again (words one space apart)."""
     proc = subprocess.run([sys.executable, "-m", "gemmlab", "roofline", *args], capture_output=True, text=True)

@@ -127,10 +127,21 @@ def load(path: str | os.PathLike, base: Ceilings) -> Ceilings:
         raise CeilingsError(f"cannot read ceilings {path}: {exc}") from None
     _check_figures(measured, path)
     gpu = measured.get("gpu")
-    if gpu and base.gpu and gpu.replace("NVIDIA ", "") not in base.gpu and base.gpu not in gpu:
+    if gpu and base.gpu and _board(gpu) != _board(base.gpu):
         raise CeilingsError(f"{path} holds ceilings measured on {gpu}, the records ran on {base.gpu}")
     when = measured.get("time") or "undated"
     return with_measured(base, measured, f"{path} ({when}, git {measured.get('git_sha') or '?'})")
+
+
+def _board(name: str) -> str:
+    """The devices table's key of a GPU named as the driver or the table names it (the H100's driver name and its
+    table name share no word but "H100"); a board the table lacks is its own name, matched whole."""
+    from gemmlab.analysis.roofline import device_spec
+
+    try:
+        return device_spec(name).key
+    except GemmlabError:
+        return name.strip().lower()
 
 
 LEVEL_KEYS_BY_NAME = {key: level for level, key in LEVEL_KEYS.items()}
