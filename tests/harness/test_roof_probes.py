@@ -133,3 +133,36 @@ def test_stored_ceilings_fill_what_the_run_did_not_measure(tmp_path, monkeypatch
     assert roofs.flop_per_clk["bf16"] == 4090.0 and roofs.flop_per_clk["fp32"] == 256
     assert roofs.source["l2"] == roofs.source["bf16"] == "measured" and roofs.source["fp32"] == "datasheet"
     assert "same run" in roofs.origin and str(path) in roofs.origin
+
+
+def test_the_dram_roof_is_the_faster_of_the_copy_and_the_read_stream(tmp_path, monkeypatch):
+    """measure_ceilings with its probes stubbed: the DRAM roof (dram_gbs, what the models and the stored ceilings
+    take) is the read stream's where it outruns the copy, the copy's where it does not; copy_bw_gbs stays the copy's
+    (the suite's DRAM roof and older results' key), and the read probe streams as many bytes as the copy moves."""
+    import sys
+    import types
+
+    from gemmlab import device
+    from gemmlab.harness import env
+
+    monkeypatch.setenv("GEMMLAB_CACHE", str(tmp_path))
+    pool = types.SimpleNamespace(free_all_blocks=lambda: None)
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(get_default_memory_pool=lambda: pool))
+    info = device.GPUInfo("NVIDIA H200", 132, (9, 0), 60 << 20, 232448, 1980.0, 141 << 30, "13.0", "13.2")
+    monkeypatch.setattr(device, "require_gpu", lambda what: info)
+    monkeypatch.setattr(env, "collect", lambda info, mode: {"git_sha": "x", "time": "t"})
+    monkeypatch.setattr(roof_probes, "l2_bandwidth", lambda sm: {"l2_gbs": 15000.0})
+    monkeypatch.setattr(roof_probes, "clock_rates", lambda sm: {"smem_bytes_per_clk": 128.0, "flop_per_clk": {}})
+    monkeypatch.setattr(roof_probes, "cublas_reference", lambda size: {"cublas_fp32_tflops": 50.0})
+    read_sizes = []
+    for copy_gbs, read_gbs in ((4090.0, 4350.0), (4090.0, 3900.0)):
+        monkeypatch.setattr(roof_probes, "copy_bandwidth", lambda nbytes, g=copy_gbs: {"dram_gbs": g,
+                                                                                        "copy_bytes": nbytes})
+        monkeypatch.setattr(roof_probes, "dram_read_bandwidth",
+                            lambda sm, nbytes, g=read_gbs: read_sizes.append(nbytes) or {"dram_read_gbs": g})
+        out = roof_probes.measure_ceilings()
+        assert out["copy_bw_gbs"] == copy_gbs and out["dram_read_gbs"] == read_gbs
+        assert out["dram_gbs"] == max(copy_gbs, read_gbs)
+        stored = json.loads(roof_probes.stored_path(info.name).read_text())
+        assert roof_probes.stored_ceilings(ceilings_for(DEVICES["h200"])).dram_gbs == stored["dram_gbs"]
+    assert read_sizes == [1 << 30, 1 << 30]

@@ -1,6 +1,7 @@
 // Ceiling probe: L2 -> SM read bandwidth through the load path. The grid sweeps a buffer that fits in L2 `passes`
 // times, each thread issuing UNROLL independent 16-byte loads at a time that bypass L1 (ld.global.cg), so every
-// byte comes from L2. A pass reads the buffer once: consecutive threads read consecutive 16 bytes.
+// byte comes from L2. A pass reads the buffer once: consecutive threads read consecutive 16 bytes. Over a buffer
+// many times the L2, one pass, every byte comes from DRAM: the DRAM read bandwidth (roof_probes.dram_read_bandwidth).
 #ifndef UNROLL
 #define UNROLL 8
 #endif
