@@ -115,6 +115,37 @@ def test_activation_derivatives_are_torchs(activation):
     torch.testing.assert_close(activation_derivative(activation, z.detach()), z.grad, rtol=1e-12, atol=1e-12)
 
 
+def test_relus_backward_selects_as_torchs_does():
+    """torch's ReLU backward is a select, not a product: an inf gradient where the output is 0 gives 0 (a product
+    gives NaN, which dx's and dw's GEMMs spread over every element), and a NaN pre-activation passes its gradient."""
+    w = torch.eye(2)
+    for x, grad in ((torch.tensor([[1.0, -1.0]]), torch.tensor([[1.0, float("inf")]])),
+                    (torch.tensor([[float("nan"), 1.0]]), torch.ones(1, 2))):
+        ours, ref = x.clone().requires_grad_(), x.clone().requires_grad_()
+        gemmlab.linear(ours, w, None, "relu").backward(grad)
+        F.relu(F.linear(ref, w)).backward(grad)
+        torch.testing.assert_close(ours.grad, ref.grad, equal_nan=True)
+    z = torch.tensor([float("nan"), -1.0, 0.0, 2.0], dtype=torch.float64, requires_grad=True)
+    F.relu(z).sum().backward()
+    torch.testing.assert_close(activation_derivative("relu", z.detach()), z.grad)
+
+
+@pytest.mark.parametrize("call, shapes", [(gemmlab.matmul, [(4, 3), (3, 5)]),
+                                         (gemmlab.matmul, [(2, 4, 3), (2, 3, 5)]),
+                                         (lambda x, w, b: gemmlab.linear(x, w, b, "gelu"), [(4, 3), (5, 3), (5,)]),
+                                         (lambda c, a, b: gemmlab.addmm(c, a, b, beta=2.0), [(5,), (4, 3), (3, 5)])],
+                         ids=["mm", "batched", "linear", "addmm"])
+def test_host_tensors_stay_resizable(call, shapes):
+    """torch.matmul's result and operands can be resized afterwards (as a later op's out= resizes them); a CPU tensor
+    once viewed through Tensor.numpy() never can, so the host path reads and writes them through their memory."""
+    operands = [randn(*shape) for shape in shapes]
+    for _ in range(2):  # the first call makes the plan, the second finds it
+        y = call(*operands)
+        y.resize_(7, 11)
+    for x in operands:
+        x.resize_(13)
+
+
 def test_linear_backward_runs_gemmlab_gemms(monkeypatch):
     """dx and dw are gemmlab::mm calls with the forward's kernel; gelu's pre-activation is one more gemmlab GEMM."""
     from gemmlab import torch_op
@@ -161,6 +192,20 @@ def test_addmm_gradients_match_torchs(c_shape):
      r"x is a negated view .*x.resolve_neg\(\)"),
     (lambda: gemmlab.addmm(torch.randn(5, 4, dtype=torch.complex64).conj().imag, randn(5, 3), randn(3, 4)),
      LayoutError, "c is a negated view"),
+    # a required operand of None: named, where the bias's None means no bias
+    (lambda: gemmlab.linear(randn(2, 3), None), LayoutError, "w is a NoneType"),
+    (lambda: gemmlab.addmm(None, randn(4, 3), randn(3, 5)), LayoutError, "c is a NoneType"),
+    (lambda: gemmlab.addmm(randn(5), randn(4, 3), None), LayoutError, "b is a NoneType"),
+    # alpha and beta a float32 cannot hold: torch.addmm refuses to convert them, the kernel would compute inf
+    (lambda: gemmlab.addmm(randn(4, 5), randn(4, 3), randn(3, 5), beta=1e300), EpilogueError,
+     "beta=1e.300 does not fit the float32"),
+    (lambda: gemmlab.addmm(randn(4, 5).numpy(), randn(4, 3).numpy(), randn(3, 5).numpy(), alpha=-1e39),
+     EpilogueError, "alpha=-1e.39 does not fit"),
+    # c's dtype with beta = 0, where c is not read: torch.addmm refuses it all the same
+    (lambda: gemmlab.addmm(torch.ones(4, 5, dtype=torch.int64), randn(4, 3), randn(3, 5), beta=0), DTypeError,
+     "matrix must be float32; got int64"),
+    (lambda: gemmlab.addmm(np.ones((4, 5)), randn(4, 3).numpy(), randn(3, 5).numpy(), beta=0), DTypeError,
+     "matrix must be float32; got float64"),
 ])
 def test_refusals_name_the_problem(call, error, match):
     with pytest.raises(error, match=match):

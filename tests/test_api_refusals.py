@@ -149,3 +149,31 @@ def test_nested_tensors_are_named():
                  lambda: gemmlab.addmm(nested, A, B)):
         with pytest.raises(LayoutError, match="nested tensor"):
             call()
+
+
+@pytest.mark.parametrize("make", [lambda a, b: (a.numpy(), b), lambda a, b: (a.to_sparse(), b),
+                                  lambda a, b: (a.to("meta"), b.to("meta")), lambda a, b: (torch._neg_view(a), b)],
+                         ids=["mixed kinds", "sparse", "meta", "negated view"])
+def test_plan_refuses_what_matmul_refuses(make):
+    """A plan explains a call that can run: operands matmul refuses get the same LayoutError from plan."""
+    a, b = make(torch.randn(4, 3), torch.randn(3, 5))
+    with pytest.raises(LayoutError) as matmul_error:
+        gemmlab.matmul(a, b)
+    with pytest.raises(LayoutError) as plan_error:
+        gemmlab.plan(a, b)
+    assert type(plan_error.value) is type(matmul_error.value)
+
+
+@pytest.mark.parametrize("kernel", ["cpu/v0_naive", "cpu/blas", "auto"])
+def test_an_out_of_another_byte_order_is_refused(kernel):
+    """'>f4' is named float32, but a host kernel writes native floats into its bytes: refused, on every host kernel,
+    before any plan or after one."""
+    a, b = np.ones((4, 3), np.float32), np.ones((3, 5), np.float32)
+    gemmlab.matmul(a, b, kernel=kernel, out=np.zeros((4, 5), np.float32))
+    with pytest.raises(LayoutError, match="not in native byte order"):
+        gemmlab.matmul(a, b, kernel=kernel, out=np.zeros((4, 5), ">f4"))
+
+
+def test_a_non_contiguous_torch_out_is_said_to_be():
+    with pytest.raises(LayoutError, match=r"got \(4, 5\) float32 \(not contiguous\) on cpu"):
+        gemmlab.matmul(torch.randn(4, 3), torch.randn(3, 5), out=torch.empty(5, 4).t())

@@ -152,9 +152,11 @@ def plan(A, B, kernel: str = AUTO, *, precision: str | None = None, scale_a=None
     """What ``matmul(A, B, ...)`` would run, resolved: ``.explain()`` says which kernel and why. Operands of other
     ranks: the one 2-D GEMM they run as (a batch that does not collapse is one batched call, not one GEMM). A zero
     dimension is a ShapeError here: ``matmul`` runs no kernel for one, so there is no plan to explain."""
+    if _is_tensor(A) != _is_tensor(B) or call.operands.kind_of(A) != call.operands.kind_of(B):
+        raise LayoutError("pass A and B of one kind: two tensors, or two arrays")
+    if _is_tensor(A):  # the checks matmul's tensors get: dense, on the host or a CUDA GPU, not a negated view
+        _load_torch_op().check_dense(A, B, None)
     if getattr(A, "ndim", 2) != 2 or getattr(B, "ndim", 2) != 2:
-        if _is_tensor(A) != _is_tensor(B) or call.operands.kind_of(A) != call.operands.kind_of(B):
-            raise LayoutError("pass A and B of one kind: two tensors, or two arrays")
         r, A, B = _routed(A, B)
         if r.batched:
             raise ShapeError(f"A {tuple(A.shape[-2:])} @ B {tuple(B.shape[-2:])} over a batch of shape "
@@ -210,7 +212,8 @@ def addmm(c, a, b, *, beta: float = 1, alpha: float = 1, kernel: str = AUTO, pre
     kernel.
 
     Raises ShapeError (operands that are not 2-D, inner dimensions that differ, a c that does not broadcast),
-    EpilogueError (an alpha or beta that is not a finite number) and what ``matmul`` raises.
+    EpilogueError (an alpha or beta that is not a finite number a float32 holds), DTypeError (a c of a dtype the call
+    does not add, whatever beta is) and what ``matmul`` raises.
     """
     if _is_tensor(a):
         return _load_torch_fused().addmm(c, a, b, beta, alpha, kernel, precision)
@@ -224,8 +227,10 @@ def addmm(c, a, b, *, beta: float = 1, alpha: float = 1, kernel: str = AUTO, pre
     m, n = matmul_shapes.addmm_shapes(c.shape, a.shape, b.shape)
     if alpha == 0:  # a and b unread: the product of no columns, beta·c by the K = 0 path, no kernel
         a, b = a[:, :0], b[:0]
-    if beta == 0:
-        return call.array_matmul(a, b, kernel, precision, None, epilogue=Epilogue(alpha=alpha))
+    if beta == 0:  # c unread, but of a dtype the call takes, as torch.addmm refuses another whatever beta is
+        y = call.array_matmul(a, b, kernel, precision, None, epilogue=Epilogue(alpha=alpha))
+        call.checks.check_addend_dtype("matrix", np.dtype(c.dtype).name, np.dtype(y.dtype).name)
+        return y
     xp = np
     if kind == "cupy":
         import cupy as xp

@@ -29,11 +29,11 @@ _epilogue = functools.lru_cache(maxsize=64)(Epilogue)  # one object per (activat
 
 
 def _check(**tensors) -> None:
-    """Torch tensors on one device (None stays None), dense, as the direct path reads them. (``is_cuda``,
+    """Torch tensors on one device (a bias of None stays None), dense, as the direct path reads them. (``is_cuda``,
     ``is_cpu`` and ``get_device`` answer without making a torch.device, which costs a call's host time.)"""
     first = None
     for name, x in tensors.items():
-        if x is None:
+        if x is None and name == "bias":
             continue
         if not isinstance(x, torch.Tensor):
             raise LayoutError(f"{name} is a {type(x).__name__}; the other operands are torch tensors: pass tensors "
@@ -114,8 +114,11 @@ def addmm(c, a, b, beta, alpha, kernel, precision):
 def _addmm_direct(c, a, b, beta, alpha, kernel, precision):
     if alpha == 0:  # a and b unread: the product of no columns, beta·c by the K = 0 path, no kernel
         a, b = a[:, :0], b[:0]
-    if beta == 0:
-        return torch_op.direct(a, b, kernel, precision, None, epilogue=_epilogue(None, alpha, 0.0, None))
+    if beta == 0:  # c unread, but of a dtype the call takes, as torch.addmm refuses another whatever beta is
+        y = torch_op.direct(a, b, kernel, precision, None, epilogue=_epilogue(None, alpha, 0.0, None))
+        call.checks.check_addend_dtype("matrix", str(c.dtype).removeprefix("torch."),
+                                       str(y.dtype).removeprefix("torch."))
+        return y
     d = c.expand(a.shape[0], b.shape[1])  # a broadcast view: stride 0 along what c broadcasts
     return torch_op.direct(a, b, kernel, precision, None, epilogue=_epilogue(None, alpha, beta, "matrix"), addend=d)
 
@@ -143,8 +146,8 @@ def _linear_setup(ctx, inputs, output):
 
 def _linear_backward(ctx, grad):
     x, w, bias, y = ctx.saved_tensors
-    if ctx.activation == "relu":
-        grad = grad * (y > 0)
+    if ctx.activation == "relu":  # a select, as torch's threshold_backward: an inf gradient where y <= 0 gives 0,
+        grad = torch.where(y <= 0, 0, grad)  # not inf·0, and a NaN y passes the gradient through
     elif ctx.activation is not None:  # the pre-activation again: one gemmlab GEMM with the bias fused
         z = linear_op(x, w, bias, None, ctx.kernel, ctx.precision)
         grad = grad * activation_derivative(ctx.activation, z.float())
@@ -163,8 +166,8 @@ linear_op.register_autograd(_linear_backward, setup_context=_linear_setup)
 
 def activation_derivative(activation: str, z: torch.Tensor) -> torch.Tensor:
     """d act / dz at z, as torch differentiates each (gemmlab.epilogue.activate's definitions)."""
-    if activation == "relu":
-        return (z > 0).to(z.dtype)
+    if activation == "relu":  # 1 where torch's threshold_backward passes the gradient: NaN included
+        return (~(z <= 0)).to(z.dtype)
     if activation == "gelu":  # Φ(z) + z·φ(z)
         return 0.5 * (1.0 + torch.erf(z * math.sqrt(0.5))) + z * torch.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
     if activation == "gelu_tanh":

@@ -100,7 +100,7 @@ def direct(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
             raise LayoutError(f"A is a torch tensor and B a {type(B).__name__}: pass two tensors on one device")
         if out is not None and not isinstance(out, torch.Tensor):
             raise LayoutError(f"out is a {type(out).__name__}; the operands are torch tensors")
-        _check_dense(A, B, out)
+        check_dense(A, B, out)
         check_values(scale_a=scale_a, scale_b=scale_b, addend=addend)
         if 0 in A.shape or 0 in B.shape:
             return empty(A, B, (A.shape[0], B.shape[1]), kernel, precision, out, (scale_a, scale_b), out_dtype,
@@ -270,7 +270,7 @@ def _route(A, B, out=None):
     """torch.matmul's route for tensors of any rank (gemmlab.matmul_shapes), after the checks every tensor gets."""
     if not isinstance(B, torch.Tensor):
         raise LayoutError(f"A is a torch tensor and B a {type(B).__name__}: pass two tensors on one device")
-    _check_dense(A, B, out)
+    check_dense(A, B, out)
     if A.device != B.device:
         raise LayoutError(f"A is on {A.device} and B on {B.device}: pass both on the host or both on one GPU")
     if torch.compiler.is_compiling():  # sizes may be symbolic
@@ -351,7 +351,7 @@ def _batched(a, b, kernel, precision, out, out_dtype, batch, seen=None):
     return c
 
 
-def _check_dense(A, B, out) -> None:
+def check_dense(A, B, out) -> None:
     for name, x in (("A", A), ("B", B), ("out", out)):
         if x is not None and (x.layout != torch.strided or x.is_nested or x.device.type not in ("cpu", "cuda")):
             what = "nested" if x.is_nested else str(x.layout).removeprefix("torch.")

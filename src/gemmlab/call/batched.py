@@ -324,14 +324,17 @@ def _views(x, strides: tuple, shape: tuple):
 def _host(prepared, A, B, out, batch: Batch):
     torch_out = kind_of(A) == "torch"
     if torch_out:
-        from gemmlab.call.tensors import from_numpy, numpy_view
+        from gemmlab.call.tensors import host_c, numpy_view
 
         A, B = numpy_view(A), numpy_view(B)
     a, b = _views(A, batch.a, batch.shape), _views(B, batch.b, batch.shape)
     if out is None:
-        c = np.matmul(a, b, out=host_empty(prepared.out_shape), dtype=np.float32)
-        return from_numpy(c) if torch_out else c
-    target = out.numpy() if torch_out else out
+        if torch_out:
+            c = host_c(prepared.out_shape, "float32")
+            np.matmul(a, b, out=numpy_view(c), dtype=np.float32)
+            return c
+        return np.matmul(a, b, out=host_empty(prepared.out_shape), dtype=np.float32)
+    target = numpy_view(out) if torch_out else out
     if np.shares_memory(target, A) or np.shares_memory(target, B):
         raise LayoutError("out overlaps A or B; gemmlab writes C while it reads them")
     np.matmul(a, b, out=target, dtype=np.float32)

@@ -197,9 +197,15 @@ def check_epilogue(epilogue, addend, fa: Facts, m: int, n: int, out_dtype: str) 
     if addend.shape != want:
         what = f"N={n} elements (one per column of C)" if wants == "bias" else f"shape {want} (M×N, C's shape)"
         raise ShapeError(f"the {wants} must have {what}; got shape {addend.shape}")
-    if addend.dtype not in (out_dtype, "float32"):
+    check_addend_dtype(wants, addend.dtype, out_dtype)
+
+
+def check_addend_dtype(wants: str, dtype: str, out_dtype: str) -> None:
+    """The bias or matrix an epilogue adds is of C's dtype or float32 (dtype names); addmm's c also with beta = 0,
+    where it is not read, as torch.addmm refuses another dtype whatever beta is."""
+    if dtype not in (out_dtype, "float32"):
         allowed = "float32" if out_dtype == "float32" else f"{out_dtype} (C's dtype) or float32"
-        raise DTypeError(f"the {wants} must be {allowed}; got {addend.dtype}")
+        raise DTypeError(f"the {wants} must be {allowed}; got {dtype}")
 
 
 def prepare(fa: Facts, fb: Facts, kernel, precision, device: int | None, scales: tuple = (None, None),
@@ -350,11 +356,13 @@ def check_out(out, kind: str, shape: tuple, device, dtype: str = "float32") -> N
     if kind == "torch":
         ok = (tuple(out.shape) == shape and str(out.dtype) == f"torch.{dtype}" and out.is_contiguous()
               and (out.device.index if out.is_cuda else None) == device)
-        desc = f"{tuple(out.shape)} {str(out.dtype).removeprefix('torch.')} on {out.device}"
-    else:
-        ok = (tuple(out.shape) == shape and np.dtype(out.dtype).name == dtype and out.flags.c_contiguous
-              and (out.device.id if kind == "cupy" else None) == device)
-        desc = f"{tuple(out.shape)} {out.dtype}{'' if out.flags.c_contiguous else ' (not C-contiguous)'}"
+        desc = (f"{tuple(out.shape)} {str(out.dtype).removeprefix('torch.')}"
+                f"{'' if out.is_contiguous() else ' (not contiguous)'} on {out.device}")
+    else:  # a non-native byte order has its dtype's name, but a kernel would write native floats into it
+        ok = (tuple(out.shape) == shape and np.dtype(out.dtype).name == dtype and out.dtype.isnative
+              and out.flags.c_contiguous and (out.device.id if kind == "cupy" else None) == device)
+        desc = (f"{tuple(out.shape)} {out.dtype}{'' if out.flags.c_contiguous else ' (not C-contiguous)'}"
+                f"{'' if out.dtype.isnative else ' (not in native byte order)'}")
         if kind == "numpy" and not out.flags.writeable:
             raise LayoutError(f"out is read-only; pass a writable {dtype} array")
     if not ok:

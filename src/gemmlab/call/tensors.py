@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from gemmlab.call.cache import Prepared
-from gemmlab.call.launch import gpu_memory_message, host_launch, overlaps
+from gemmlab.call.launch import check_host_memory, gpu_memory_message, host_launch, overlaps
 from gemmlab.errors import GemmlabError, LayoutError, SizeLimitError
 
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
@@ -89,26 +89,50 @@ def _host(prepared: Prepared, A, B, out, scales=(None, None), addend=None):
     through their bytes: NumPy has no float8 of torch's)."""
     a, b = (numpy_view(x) for x in (A, B))
     host_scales = tuple(None if s is None else s.detach().numpy() for s in scales)
-    result = host_launch(prepared, a, b, None if out is None else numpy_view(out), host_scales,
-                         None if addend is None else numpy_view(addend))
-    return out if out is not None else from_numpy(result)
+    c = host_c(prepared.out_shape, prepared.out_dtype) if out is None else out
+    host_launch(prepared, a, b, numpy_view(c), host_scales, None if addend is None else numpy_view(addend))
+    return c
+
+
+class _Memory:
+    """A CPU tensor's memory as NumPy's array interface describes it. ``Tensor.numpy()`` would mark the tensor's
+    storage as one that cannot be resized any more (the caller's operands and C alike), where torch's own matmul
+    leaves them as they were; the view keeps the tensor alive."""
+
+    def __init__(self, x, typestr: str):
+        self.tensor = x
+        size = x.element_size()
+        self.__array_interface__ = {"shape": tuple(x.shape), "typestr": typestr, "version": 3,
+                                    "strides": tuple(size * s for s in x.stride()), "data": (x.data_ptr(), False)}
+
+
+_TYPESTR = {torch.float32: "<f4", torch.float64: "<f8", torch.float16: "<f2", torch.bfloat16: "<i2",
+            torch.float8_e4m3fn: "|u1", torch.float8_e5m2: "|u1"}
 
 
 def numpy_view(x):
-    """A NumPy view of a CPU tensor; FP8 and BF16 through their bits, as the ml_dtypes types."""
+    """A NumPy view of a CPU tensor's memory; FP8 and BF16 through their bits, as the ml_dtypes types."""
     import ml_dtypes
 
+    x = x.detach()
+    if x.dtype not in _TYPESTR:  # a dtype the checks refuse before any launch: NumPy's own conversion
+        return x.numpy()
+    view = np.asarray(_Memory(x, _TYPESTR[x.dtype])) if x.numel() else \
+        np.empty(tuple(x.shape), np.dtype(_TYPESTR[x.dtype]))
     if x.dtype in FP8 or x.dtype == torch.bfloat16:
-        bits = x.detach().view(torch.uint8 if x.dtype in FP8 else torch.int16).numpy()
         name = {torch.float8_e4m3fn: "float8_e4m3fn", torch.float8_e5m2: "float8_e5m2"}.get(x.dtype, "bfloat16")
-        return bits.view(getattr(ml_dtypes, name))
-    return x.detach().numpy()
+        return view.view(getattr(ml_dtypes, name))
+    return view
 
 
-def from_numpy(x):
-    if x.dtype.name == "bfloat16":
-        return torch.from_numpy(x.view(np.int16)).view(torch.bfloat16)
-    return torch.from_numpy(x)
+def host_c(shape: tuple, dtype: str):
+    """C of a call on CPU tensors from torch's own allocator, which the host kernels write through its NumPy view:
+    a tensor whose storage resizes, as torch.matmul's result does (one wrapping NumPy's memory cannot)."""
+    check_host_memory(tuple(shape), dtype)
+    try:
+        return torch.empty(shape, dtype=getattr(torch, dtype))
+    except RuntimeError:  # the allocator's failure past what check_host_memory could know
+        raise SizeLimitError(f"C ({'×'.join(map(str, shape))} {dtype}) could not be allocated in host memory") from None
 
 
 def check_initialized(**tensors) -> None:
