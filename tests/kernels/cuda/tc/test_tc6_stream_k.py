@@ -103,25 +103,6 @@ def test_stream_k_split_of_the_seed_shapes():
     assert stream_k_grid(3, 2, 132) == 3
 
 
-def test_producer_and_consumers_walk_the_same_grid():
-    """The stream-K arithmetic itself runs on the host (test_stream_k_device_arithmetic_runs_like_the_model).
-    Kept as text: the producer's walk (produce_ring, run by produce) and each level's consumer walk are device code
-    (TMA, mbarriers); that they are built from the same grid, and so hand out the same units, shows only here."""
-    common = source_path("tc_pipeline.cuh").read_text()
-    assert "for (Walk u(cta, ctas, tiles, KT); u.valid(); u.next(), ++unit)" in common  # the producer's (produce_ring)
-    persistent = source_path("tc_persistent.cuh").read_text()
-    assert "produce_ring<STAGES>(sm.smem, sm.full, sm.empty, grid.cluster, grid.clusters, grid.tiles, grid.KT," \
-        in persistent
-    for level in ("tc4_persistent.cu", "tc5_swap_ab.cu"):
-        src = source_path(level).read_text()
-        assert "produce<" in src and "grid, sm, tid," in src  # the producer of the level's own grid
-        assert src.count("for (Walk u(grid.cluster, grid.clusters, grid.tiles, grid.KT); u.valid(); u.next())") == 1
-        # the unit's k-tiles from u.kb to u.ke (tc4 may peel the first off the loop: EPI_DEFER; tc5 counts them)
-        assert ("int kt = u.kb" in src and "kt < u.ke; ++kt, ++it)" in src
-                or "const int n = u.ke - u.kb;" in src and "i < n; ++i, ++it)" in src)
-        assert "sk_fixup<" in src
-
-
 GXX = shutil.which("g++") or shutil.which("clang++")
 
 
@@ -155,6 +136,77 @@ int main() {
         subprocess.run([GXX, "-O1", "-std=c++17", f"-DSK_FILL={fill}", f"-DSK_SKIP_FILL={skip}", "-o", str(exe),
                         str(src)], check=True)
         _compare_walk(exe, fill, skip)
+
+
+PRODUCER = r"""
+#include <cstdio>
+#define __host__
+#define __device__
+#define __forceinline__ inline
+typedef unsigned u32;
+typedef unsigned long long u64;
+struct int2 { int x, y; };
+#define STAGE_BYTES 1
+#define BK 1
+static u64 *g_empty;
+inline void mbar_wait(u64 *bar, u32 parity) { printf(" w%d.%u", (int)(bar - g_empty), parity); }
+"""
+
+PRODUCER_MAIN = r"""
+int main() {
+  int T, G, KT;
+  while (scanf("%d %d %d", &T, &G, &KT) == 3)
+    for (int c = 0; c < G; ++c) {
+      unsigned char smem[STAGES];
+      u64 full[STAGES], empty[STAGES];
+      g_empty = empty;
+      printf("C");
+      produce_ring<STAGES>(smem, full, empty, c, G, T, KT, [](int t) { return int2{t, -t}; },
+                           [&](unsigned char *stage, u64 *bar, int m0, int n0, int k0) {
+                             printf(" L%d.%d:%d,%d,%d", (int)(stage - smem), (int)(bar - full), m0, n0, k0);
+                           });
+      printf("\n");
+    }
+}
+"""
+
+
+@pytest.mark.skipif(GXX is None, reason="no host C++ compiler to run the device arithmetic with")
+@pytest.mark.parametrize("stream_k", [0, 1])
+def test_the_producer_fills_the_ring_along_the_walk(tmp_path, stream_k):
+    """produce_ring (the producer thread of tc4, tc5, tc7, tc8, and of tc6 through them) compiled on the host, its
+    waits and TMA copies recorded, against the model for many (T, G, KT): the CTA's units in the walk's order (the
+    data-parallel tiles c, c + G, ...; with STREAM_K the stream-K model's units), every other unit's k-tiles last to
+    first (unit_ktile), k-tile i of the CTA into slot i % STAGES with its full barrier, and from the second lap on a
+    wait on that slot's empty barrier for the lap before's phase. The consumers walk the same units inline in each
+    kernel, between wgmma and mbarrier instructions, where only a GPU runs them: a walk that differed would hang the
+    ring or write a wrong C in the GPU tests of tc4-tc6 on ragged shapes (tests/test_api_gpu.py)."""
+    stages = 3
+    src = tmp_path / "producer.cpp"
+    src.write_text(PRODUCER + host_block("tc_scheduler.cuh", "walk")
+                   + host_block("tc_pipeline.cuh", "producer ring") + PRODUCER_MAIN)
+    exe = tmp_path / "producer"
+    subprocess.run([GXX, "-O1", "-std=c++17", f"-DSTREAM_K={stream_k}", f"-DSTAGES={stages}", "-o", str(exe),
+                    str(src)], check=True)
+    cases = SK_CASES[:20] + [(t, g, kt) for t in range(1, 10) for g in range(1, 7) for kt in range(1, 6)]
+    out = subprocess.run([str(exe)], input="\n".join(f"{t} {g} {k}" for t, g, k in cases), capture_output=True,
+                         text=True, check=True).stdout.splitlines()
+    row = 0
+    for t, g, kt in cases:
+        walks = stream_k_units(t, g, kt) if stream_k else [[(tile, 0, kt) for tile in range(c, t, g)]
+                                                          for c in range(g)]
+        for units in walks:
+            want, it = ["C"], 0
+            for n, (tile, kb, ke) in enumerate(units):
+                for step in range(ke - kb):
+                    s = it % stages
+                    if it >= stages:
+                        want.append(f"w{s}.{(it // stages - 1) & 1}")
+                    want.append(f"L{s}.{s}:{tile},{-tile},{ke - 1 - step if n % 2 else kb + step}")
+                    it += 1
+            assert out[row] == " ".join(want), (t, g, kt, row)
+            row += 1
+    assert row == len(out)
 
 
 def _compare_walk(exe, fill: int, skip: int) -> None:

@@ -52,6 +52,7 @@ __device__ __forceinline__ unsigned char *aligned_smem(unsigned char *raw) {
 // All CTAs start their n-th unit at about the same time, so a unit begins with the k-tiles the whole grid read
 // last, which are still in L2: the next unit of the same grouped rows (or, after schedule()'s turn at a group's
 // end, of the same columns) rereads them from L2 rather than DRAM.
+// begin producer ring arithmetic (the tests run it on the host, its waits and loads recorded)
 template <int kStages, class Origin, class Load>
 __device__ __forceinline__ void produce_ring(unsigned char *smem, u64 *full, u64 *empty, int cta, int ctas, int tiles,
                                              int KT, Origin origin, Load load) {
@@ -66,6 +67,7 @@ __device__ __forceinline__ void produce_ring(unsigned char *smem, u64 *full, u64
     }
   }
 }
+// end producer ring arithmetic
 
 // ---- the producer warps' pass over landed k-tiles (tc_round.cuh's tile_pass) -------------------------------------
 #define PASS_THREADS 96  // producer warps 1-3; warp 0's lane 0 issues the TMA copies

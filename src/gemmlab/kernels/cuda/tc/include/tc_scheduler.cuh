@@ -22,6 +22,7 @@ __host__ __device__ __forceinline__ void schedule(int t, int tiles_m, int tiles_
 // ---- work walk: data-parallel tiles, then (STREAM_K=1, tc6) a stream-K tail ---------------------------------
 // Both walks hand out units (tile, k-tiles [kb, ke)); `tile` is an index into schedule()'s order. The producer
 // and the consumers of a CTA construct the same walk and so see the same units.
+// begin walk arithmetic (the walks, unit_ktile: the tests compile this block with produce_ring on the host)
 #ifndef STREAM_K
 #define STREAM_K 0
 #endif
@@ -136,3 +137,4 @@ template <class W>
 __host__ __device__ __forceinline__ int unit_ktile(const W &u, unsigned unit, int kt) {
   return unit % 2 ? u.kb + u.ke - 1 - kt : kt;
 }
+// end walk arithmetic
