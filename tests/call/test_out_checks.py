@@ -16,7 +16,7 @@ B = torch.randn(5, 3, generator=gen)
 @pytest.mark.parametrize("out, got", [
     (torch.empty(3, 7), r"got \(3, 7\) float32 on cpu"),
     (torch.empty(7, 3, dtype=torch.float64), r"got \(7, 3\) float64 on cpu"),
-    (torch.empty(3, 7).t(), r"got \(7, 3\) float32 on cpu"),  # the right shape and dtype, not contiguous
+    (torch.empty(3, 7).t(), r"got \(7, 3\) float32 \(not contiguous\) on cpu"),  # the right shape and dtype
 ])
 def test_a_torch_out_wrong_in_one_way_is_refused_and_described(out, got):
     with pytest.raises(LayoutError, match=r"out must be a C-contiguous \(7, 3\) float32 array on the host") as e:
