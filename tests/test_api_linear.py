@@ -192,6 +192,9 @@ def test_addmm_gradients_match_torchs(c_shape):
      r"x is a negated view .*x.resolve_neg\(\)"),
     (lambda: gemmlab.addmm(torch.randn(5, 4, dtype=torch.complex64).conj().imag, randn(5, 3), randn(3, 4)),
      LayoutError, "c is a negated view"),
+    # linear's operands named as the caller passed them, not as the GEMM's A and B
+    (lambda: gemmlab.linear(randn(4, 3), randn(5, 3).double()), DTypeError, "x is float32 and w is float64"),
+    (lambda: gemmlab.linear(randn(4, 3).numpy(), np.ones((5, 3))), DTypeError, "x is float32 and w is float64"),
     # a required operand of None: named, where the bias's None means no bias
     (lambda: gemmlab.linear(randn(2, 3), None), LayoutError, "w is a NoneType"),
     (lambda: gemmlab.addmm(None, randn(4, 3), randn(3, 5)), LayoutError, "c is a NoneType"),

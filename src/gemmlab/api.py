@@ -194,6 +194,7 @@ def linear(x, w, bias=None, activation: str | None = None, *, kernel: str = AUTO
 
     for operand in (x, w) if bias is None else (x, w, bias):
         call.operands.kind_of(operand)  # an OperandTypeError for what is not an array
+    call.checks.check_same_dtype(np.dtype(x.dtype).name, np.dtype(w.dtype).name, ("x", "w"))
     rows, _, out_shape = matmul_shapes.linear_shapes(x.shape, w.shape, None if bias is None else bias.shape)
     epilogue = Epilogue(activation, addend=None if bias is None else "bias")
     y = call.array_matmul(x.reshape(rows, x.shape[-1]), w.T, kernel, precision, None, epilogue=epilogue,

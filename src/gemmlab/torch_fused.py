@@ -85,6 +85,7 @@ def linear(x, w, bias, activation, kernel, precision):
         return y.reshape(*x.shape[:-1], y.shape[-1])
     _check(x=x, w=w, bias=bias)
     _check_activation(activation)
+    call.checks.check_same_dtype(str(x.dtype).removeprefix("torch."), str(w.dtype).removeprefix("torch."), ("x", "w"))
     rows, _, out_shape = matmul_shapes.linear_shapes(x.shape, w.shape, None if bias is None else bias.shape)
     flat = x.dim() != 2  # a reshape costs a call's host time; a 2-D x is its own rows
     x2 = x.reshape(rows, x.shape[-1]) if flat else x

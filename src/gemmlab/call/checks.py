@@ -96,6 +96,14 @@ def check_names(kernel, precision) -> str:
     return kernel
 
 
+def check_same_dtype(a: str, b: str, names: tuple = ("A", "B")) -> None:
+    """Operands of one dtype (dtype names), or an FP8 pair (e4m3 and e5m2 in any pair): a DTypeError naming the
+    operands as the caller passed them (``names``: linear's x and w)."""
+    if a != b and not (scaled_dtype(a) and scaled_dtype(b)):
+        raise DTypeError(f"{names[0]} is {a} and {names[1]} is {b}: gemmlab multiplies two operands of one dtype "
+                         "(FP8: e4m3 and e5m2 in any pair)")
+
+
 def resolve(fa: Facts, fb: Facts, kernel, precision, on_gpu: bool, gpu, scales: tuple = (None, None),
              out_dtype: str | None = None, epilogue=None, batch: tuple | None = None):
     """(spec, problem, why, scales) for a call, or the error that names what is wrong; kernel="auto" picks among the
@@ -119,9 +127,7 @@ def resolve(fa: Facts, fb: Facts, kernel, precision, on_gpu: bool, gpu, scales: 
         scaled = _check_scales(m, n, k, fa, *scales, spec.precision) if fp8 else None
         spec = _formats(spec, fa, fb, out_dtype)
         return spec, _problem(m, n, k, spec.precision, batch, out_dtype), "named by the caller", scaled
-    if fa.dtype != fb.dtype and not fp8:
-        raise DTypeError(f"A is {fa.dtype} and B is {fb.dtype}: gemmlab multiplies two operands of one dtype (FP8: "
-                         "e4m3 and e5m2 in any pair)")
+    check_same_dtype(fa.dtype, fb.dtype)
     options = precisions_of(fa.dtype)
     if not options:
         raise DTypeError(f"gemmlab computes {_what_takes_what()}; A and B are {fa.dtype} (convert them first, e.g. "
