@@ -257,6 +257,7 @@ def test_nn_linear_is_a_torch_linear_with_its_parameters():
     torch.testing.assert_close(ours(x), F.silu(layer(x)), rtol=1e-5, atol=1e-5)
     fresh = gemmlab.nn.Linear(7, 4, bias=False)
     assert fresh.bias is None and fresh.weight.shape == (4, 7)
+    assert ours.training and not gemmlab.nn.Linear.from_linear(layer.eval()).training  # the layer's mode
     with pytest.raises(EpilogueError):
         gemmlab.nn.Linear(7, 4, activation="tanh")
 

@@ -51,7 +51,7 @@ class Linear(torch.nn.Linear):
 
         _check_activation(activation)
         new.activation, new.kernel, new.precision = activation, kernel, precision
-        return new
+        return new.train(layer.training)  # an eval()'d layer stays in eval mode, as a copy of it would
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return linear(x, self.weight, self.bias, self.activation, kernel=self.kernel, precision=self.precision)
