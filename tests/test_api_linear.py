@@ -292,3 +292,60 @@ def test_two_layer_mlp_trains_as_torch_nn_linear_does():
     ours, ref = train_mlp(gemmlab.nn.Linear, "cpu", torch.float32), train_mlp(torch.nn.Linear, "cpu", torch.float32)
     assert ours[-1] < 0.9 * ours[0]  # it learns
     np.testing.assert_allclose(ours, ref, rtol=1e-2)
+
+
+AUTOCAST_CALLS = {
+    "mm": (lambda a, b, c, w: gemmlab.matmul(a, b), lambda a, b, c, w: torch.matmul(a, b)),
+    "broadcast": (lambda a, b, c, w: gemmlab.matmul(a.expand(3, 4, 6), b),
+                  lambda a, b, c, w: torch.matmul(a.expand(3, 4, 6), b)),
+    "bmm": (lambda a, b, c, w: gemmlab.matmul(a.expand(2, 4, 6), b.expand(2, 6, 5)),
+            lambda a, b, c, w: torch.matmul(a.expand(2, 4, 6), b.expand(2, 6, 5))),
+    "linear": (lambda a, b, c, w: gemmlab.linear(a, w, c, "gelu"), lambda a, b, c, w: F.gelu(F.linear(a, w, c))),
+    "addmm": (lambda a, b, c, w: gemmlab.addmm(c, a, b, beta=0.5), lambda a, b, c, w: torch.addmm(c, a, b, beta=0.5)),
+}
+
+
+@pytest.mark.parametrize("name", AUTOCAST_CALLS)
+def test_an_autocast_region_gives_torchs_dtype(name):
+    """Under torch.autocast("cpu") torch's matmul, linear, addmm and bmm return BF16; gemmlab's too, the host
+    kernels' FP32 product rounded once (within BF16's rounding of torch's own BF16 product), and the FP32 leaves'
+    gradients reach them in FP32; outside the region, FP32 again."""
+    ours, theirs = AUTOCAST_CALLS[name]
+    leaves = [randn(4, 6).requires_grad_(), randn(6, 5), randn(5), randn(5, 6).requires_grad_()]
+    with torch.autocast("cpu", torch.bfloat16):
+        y, ref = ours(*leaves), theirs(*(x.detach() for x in leaves))
+    assert y.dtype == ref.dtype == torch.bfloat16 and y.shape == ref.shape
+    exact = theirs(*(x.detach().double() for x in leaves))
+    torch.testing.assert_close(y.double(), exact, rtol=1e-2, atol=1e-2)
+    y.float().sum().backward()
+    assert leaves[0].grad.dtype == torch.float32 and leaves[0].grad.abs().sum() > 0
+    assert ours(*(x.detach() for x in leaves)).dtype == torch.float32
+
+
+def test_autocast_on_a_gpu_casts_what_torch_casts():
+    """The GPU region's rule (run here on host tensors with a stand-in call): FP32 and the other 16-bit type cast to
+    the region's dtype, bias and c included; float64, FP8 and a missing bias as they are; the call itself with
+    autocast off, its result as it returns it (the kernels write the region's dtype)."""
+    from gemmlab.torch_op import autocast_call
+
+    seen = []
+
+    def call(*tensors):
+        seen.extend(None if t is None else t.dtype for t in tensors)
+        return torch.zeros(1, dtype=torch.float16)
+
+    operands = [randn(2), randn(2).bfloat16(), randn(2).double(), torch.zeros(2, dtype=torch.float8_e4m3fn), None]
+    y = autocast_call(("cuda", torch.float16), call, *operands)
+    assert seen == [torch.float16, torch.float16, torch.float64, torch.float8_e4m3fn, None]
+    assert y.dtype == torch.float16
+
+
+def test_an_autocast_region_compiles_without_a_graph_break():
+    layer = gemmlab.nn.Linear(6, 5, activation="relu")
+
+    def f(x):
+        with torch.autocast("cpu", torch.bfloat16):
+            return layer(x), gemmlab.matmul(x, x.t())
+
+    y, z = torch.compile(f, fullgraph=True, backend="eager")(randn(4, 6))
+    assert y.dtype == z.dtype == torch.bfloat16

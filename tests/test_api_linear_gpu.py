@@ -24,6 +24,34 @@ def test_two_layer_mlp_trains_as_torch_nn_linear_does_on_cuda(dtype):
     np.testing.assert_allclose(ours, ref, rtol=1e-2)
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_an_autocast_region_runs_the_16_bit_gemm_on_cuda(dtype, monkeypatch):
+    """FP32 operands in torch.autocast("cuda", dtype): gemmlab's linear, matmul and addmm return dtype as torch's do,
+    by the 16-bit kernels (the plans made are of the 16-bit precision), equal to torch's own within its rounding,
+    and training an FP32 MLP in the region leaves FP32 gradients."""
+    from gemmlab import call
+
+    g = torch.Generator(device="cuda").manual_seed(0)
+    x, w = (torch.randn(s, device="cuda", generator=g) for s in ((64, 256), (384, 256)))
+    bias = torch.randn(384, device="cuda", generator=g)
+    made = []
+    prepare = call.checks.prepare
+    monkeypatch.setattr(call.checks, "prepare", lambda *a, **k: made.append(prepare(*a, **k)) or made[-1])
+    gemmlab.clear_plans()
+    with torch.autocast("cuda", dtype):
+        pairs = [(gemmlab.linear(x, w, bias, "gelu"), F.gelu(F.linear(x, w, bias))),
+                 (gemmlab.matmul(x, w.t()), torch.matmul(x, w.t())),
+                 (gemmlab.addmm(bias, x, w.t()), torch.addmm(bias, x, w.t()))]
+    for ours, ref in pairs:
+        assert ours.dtype == ref.dtype == dtype
+        torch.testing.assert_close(ours.float(), ref.float(), rtol=2e-2, atol=2e-2)
+    assert made and all(p.plan.spec.precision == {torch.bfloat16: "bf16", torch.float16: "fp16"}[dtype] for p in made)
+    layer = gemmlab.nn.Linear(256, 384, device="cuda")
+    with torch.autocast("cuda", dtype):
+        layer(x).float().sum().backward()
+    assert layer.weight.grad.dtype == torch.float32
+
+
 @pytest.mark.parametrize("activation", [None, "relu", "gelu", "gelu_tanh", "silu"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_linear_fuses_bias_and_activation_on_cuda(activation, dtype):

@@ -66,6 +66,10 @@ def linear(x, w, bias, activation, kernel, precision):
     an earlier one that ran outside autograd (operands of the same dtypes, shapes, strides, devices and requires_grad,
     in the same grad mode, the same arguments) finds that call's plan by those attributes, before the checks it
     passed, and only launches: an nn.Linear's weight under torch.no_grad() too."""
+    region = torch_op.autocast_region(x) if isinstance(x, torch.Tensor) else None
+    if region is not None:  # F.linear's dtype in an autocast region
+        return torch_op.autocast_call(region, lambda x, w, b: linear(x, w, b, activation, kernel, precision), x, w,
+                                      bias)
     seen = prepared = None
     if not torch.compiler.is_compiling():  # traced, the operands are symbolic: no key, no plan
         try:
@@ -104,6 +108,9 @@ def _linear_direct(x, w, bias, activation, kernel, precision, seen=None):
 def addmm(c, a, b, beta, alpha, kernel, precision):
     """torch.addmm's contract: beta·c + alpha·(a·b), a (M, K), b (K, N), c broadcastable to (M, N); beta = 0 ignores
     c and alpha = 0 ignores a and b (their NaNs included), as torch does and BLAS defines."""
+    region = torch_op.autocast_region(a) if isinstance(a, torch.Tensor) else None
+    if region is not None:  # torch.addmm's dtype in an autocast region
+        return torch_op.autocast_call(region, lambda c, a, b: addmm(c, a, b, beta, alpha, kernel, precision), c, a, b)
     _check(c=c, a=a, b=b)
     matmul_shapes.addmm_shapes(c.shape, a.shape, b.shape)
     beta, alpha = scalar(beta, "beta"), scalar(alpha, "alpha")

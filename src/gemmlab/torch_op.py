@@ -38,7 +38,36 @@ from gemmlab.call.tensors import FP8, check_initialized, check_values, refuse_ca
 from gemmlab.errors import EpilogueError, GemmlabError, LayoutError, ShapeError, SizeLimitError
 
 
+_AUTOCAST = (torch.float32, torch.float16, torch.bfloat16)  # what torch.autocast casts: no float64, no FP8
+
+
+def autocast_region(x):
+    """(device type, dtype) of the torch.autocast region a call on tensor ``x`` runs in, or None."""
+    kind = "cuda" if x.is_cuda else "cpu"
+    if torch.is_autocast_enabled(kind):
+        return kind, torch.get_autocast_dtype(kind)
+    return None
+
+
+def autocast_call(region, fn, *tensors):
+    """``fn(*tensors)`` as torch.autocast runs matmul, linear, addmm and bmm in ``region``: on a GPU the floating
+    operands (bias and c included) cast to the region's dtype, and C of that dtype; on the host, whose kernels
+    compute FP32, the FP32 product rounded to it (the dtype torch's CPU autocast returns). The casts are recorded
+    by autograd, so gradients reach FP32 parameters in FP32; the call runs with autocast off."""
+    kind, dtype = region
+    with torch.autocast(kind, enabled=False):
+        if kind == "cuda":
+            return fn(*(t.to(dtype) if t is not None and t.dtype in _AUTOCAST else t for t in tensors))
+        y = fn(*tensors)
+    return y.to(dtype) if y.dtype in _AUTOCAST else y
+
+
 def matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None, epilogue=None, addend=None):
+    if out is None and scale_a is None and scale_b is None and out_dtype is None and isinstance(B, torch.Tensor):
+        region = autocast_region(A)
+        if region is not None:  # torch.matmul's dtype in an autocast region
+            return autocast_call(region, lambda a, b, d: matmul(a, b, kernel, precision, None, epilogue=epilogue,
+                                                                addend=d), A, B, addend)
     try:
         two_d = A.dim() == 2 and isinstance(B, torch.Tensor) and B.dim() == 2
     except ValueError:  # a lazy module's parameter before its first call has no dimensions yet

@@ -132,7 +132,8 @@ def host_c(shape: tuple, dtype: str):
     try:
         return torch.empty(shape, dtype=getattr(torch, dtype))
     except RuntimeError:  # the allocator's failure past what check_host_memory could know
-        raise SizeLimitError(f"C ({'×'.join(map(str, shape))} {dtype}) could not be allocated in host memory") from None
+        raise SizeLimitError(f"C ({'×'.join(map(str, shape))} {dtype}) could not be allocated in host "
+                             "memory") from None
 
 
 def check_initialized(**tensors) -> None:
