@@ -41,8 +41,13 @@ from gemmlab.errors import EpilogueError, GemmlabError, LayoutError, ShapeError,
 _AUTOCAST = (torch.float32, torch.float16, torch.bfloat16)  # what torch.autocast casts: no float64, no FP8
 
 
+_any_autocast = getattr(torch._C, "_is_any_autocast_enabled", None)  # one call, outside any region the answer
+
+
 def autocast_region(x):
     """(device type, dtype) of the torch.autocast region a call on tensor ``x`` runs in, or None."""
+    if _any_autocast is not None and not _any_autocast():
+        return None
     kind = "cuda" if x.is_cuda else "cpu"
     if torch.is_autocast_enabled(kind):
         return kind, torch.get_autocast_dtype(kind)
