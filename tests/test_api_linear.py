@@ -323,9 +323,9 @@ def test_an_autocast_region_gives_torchs_dtype(name):
 
 
 def test_autocast_on_a_gpu_casts_what_torch_casts():
-    """The GPU region's rule (run here on host tensors with a stand-in call): FP32 and the other 16-bit type cast to
-    the region's dtype, bias and c included; float64, FP8 and a missing bias as they are; the call itself with
-    autocast off, its result as it returns it (the kernels write the region's dtype)."""
+    """The GPU region's rule (run here on host tensors with a stand-in call), torch's for matmul: every floating
+    operand but float64 (the other 16-bit type and FP8 too) cast to the region's dtype, bias and c included; float64
+    and a missing bias as they are; the call itself with autocast off, its result in the region's dtype."""
     from gemmlab.torch_op import autocast_call
 
     seen = []
@@ -336,8 +336,25 @@ def test_autocast_on_a_gpu_casts_what_torch_casts():
 
     operands = [randn(2), randn(2).bfloat16(), randn(2).double(), torch.zeros(2, dtype=torch.float8_e4m3fn), None]
     y = autocast_call(("cuda", torch.float16), call, *operands)
-    assert seen == [torch.float16, torch.float16, torch.float64, torch.float8_e4m3fn, None]
+    assert seen == [torch.float16, torch.float16, torch.float64, torch.float16, None]
     assert y.dtype == torch.float16
+
+
+def test_an_autocast_region_on_the_host_takes_operands_an_earlier_op_rounded():
+    """In a CPU region an earlier op's output is BF16: torch casts every operand to the region's dtype, gemmlab's host
+    kernels compute them in FP32, and both return BF16 (two stacked Linears, a BF16 x with an FP32 w, a BF16 bias,
+    FP16 operands)."""
+    x, w, b = randn(4, 6), randn(5, 6), randn(5)
+    first, second = gemmlab.nn.Linear(6, 6), gemmlab.nn.Linear(6, 5)
+    with torch.autocast("cpu", torch.bfloat16):
+        outs = [second(first(x)), gemmlab.matmul(x.bfloat16(), w.t()), gemmlab.addmm(b, x.bfloat16(), w.t()),
+                gemmlab.linear(x, w, b.bfloat16()), gemmlab.matmul(x.half(), w.t().half())]
+        refs = [F.linear(F.linear(x, first.weight, first.bias), second.weight, second.bias),
+                torch.matmul(x.bfloat16(), w.t()), torch.addmm(b, x.bfloat16(), w.t()), F.linear(x, w, b.bfloat16()),
+                torch.matmul(x.half(), w.t().half())]
+    for y, ref in zip(outs, refs):
+        assert y.dtype == ref.dtype == torch.bfloat16
+        torch.testing.assert_close(y.float(), ref.float(), rtol=2e-2, atol=2e-2)
 
 
 def test_an_autocast_region_compiles_without_a_graph_break():
@@ -349,3 +366,14 @@ def test_an_autocast_region_compiles_without_a_graph_break():
 
     y, z = torch.compile(f, fullgraph=True, backend="eager")(randn(4, 6))
     assert y.dtype == z.dtype == torch.bfloat16
+
+
+def test_a_16_bit_numpy_alpha_is_taken_without_a_warning():
+    """The float32 range check compares alpha as a Python float: a NumPy float16 compared with the bound itself
+    would overflow the bound into float16's inf and warn on every call."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        y = gemmlab.addmm(torch.ones(4, 5), randn(4, 3), randn(3, 5), beta=np.float16(0.5), alpha=np.float16(2))
+    assert y.dtype == torch.float32

@@ -177,3 +177,18 @@ def test_an_out_of_another_byte_order_is_refused(kernel):
 def test_a_non_contiguous_torch_out_is_said_to_be():
     with pytest.raises(LayoutError, match=r"got \(4, 5\) float32 \(not contiguous\) on cpu"):
         gemmlab.matmul(torch.randn(4, 3), torch.randn(3, 5), out=torch.empty(5, 4).t())
+
+
+def test_plan_takes_a_cuda_array_interface_beside_a_cupy_array(monkeypatch):
+    """matmul runs a CuPy array beside any __cuda_array_interface__ object (it views it as CuPy): plan's kind check
+    lets the pair through to the same resolution (here, with no GPU, the refusal that says so)."""
+    from gemmlab import call
+    from gemmlab.errors import NoGPUError
+
+    cupy_like = type("ndarray", (), {"__module__": "cupy", "ndim": 2})()
+    numba_like = type("DeviceNDArray", (), {"__module__": "numba.cuda", "ndim": 2,
+                                            "__cuda_array_interface__": {}})()
+    assert (call.operands.kind_of(cupy_like), call.operands.kind_of(numba_like)) == ("cupy", "cuda-interface")
+    monkeypatch.setattr(call, "facts", lambda x, name: (_ for _ in ()).throw(NoGPUError(f"{name}: no GPU")))
+    with pytest.raises(NoGPUError):
+        gemmlab.plan(cupy_like, numba_like)

@@ -152,10 +152,16 @@ def plan(A, B, kernel: str = AUTO, *, precision: str | None = None, scale_a=None
     """What ``matmul(A, B, ...)`` would run, resolved: ``.explain()`` says which kernel and why. Operands of other
     ranks: the one 2-D GEMM they run as (a batch that does not collapse is one batched call, not one GEMM). A zero
     dimension is a ShapeError here: ``matmul`` runs no kernel for one, so there is no plan to explain."""
-    if _is_tensor(A) != _is_tensor(B) or call.operands.kind_of(A) != call.operands.kind_of(B):
+    gpu_array = {"cuda-interface": "cupy"}  # a __cuda_array_interface__ object runs as the CuPy array it views
+    kinds = [gpu_array.get(k, k) for k in map(call.operands.kind_of, (A, B))]
+    if _is_tensor(A) != _is_tensor(B) or kinds[0] != kinds[1]:
         raise LayoutError("pass A and B of one kind: two tensors, or two arrays")
     if _is_tensor(A):  # the checks matmul's tensors get: dense, on the host or a CUDA GPU, not a negated view
-        _load_torch_op().check_dense(A, B, None)
+        torch_op = _load_torch_op()
+        torch_op.check_dense(A, B, None)
+        region = torch_op.autocast_region(A)
+        if region is not None and scale_a is None and scale_b is None and out_dtype is None:  # what matmul runs
+            A, B = torch_op.autocast_region_operands(region, A, B)
     if getattr(A, "ndim", 2) != 2 or getattr(B, "ndim", 2) != 2:
         r, A, B = _routed(A, B)
         if r.batched:

@@ -41,7 +41,7 @@ def scalar(value, name: str) -> float:
         text = repr(value)
         raise EpilogueError(f"{name} must be a finite real number (the kernel takes it by value), got "
                             f"{text if len(text) <= 60 else text[:40] + f'... ({len(text)} characters)'}")
-    if abs(value) > FLOAT32_MAX:  # the kernel's float would be inf, as torch.addmm refuses to convert it
+    if abs(float(value)) > FLOAT32_MAX:  # the kernel's float would be inf, as torch.addmm refuses to convert it
         raise EpilogueError(f"{name}={float(value):g} does not fit the float32 the kernel takes it as (at most "
                             f"{FLOAT32_MAX:.7g} in magnitude)")
     return float(value)

@@ -38,7 +38,6 @@ from gemmlab.call.tensors import FP8, check_initialized, check_values, refuse_ca
 from gemmlab.errors import EpilogueError, GemmlabError, LayoutError, ShapeError, SizeLimitError
 
 
-_AUTOCAST = (torch.float32, torch.float16, torch.bfloat16)  # what torch.autocast casts: no float64, no FP8
 
 
 _any_autocast = getattr(torch._C, "_is_any_autocast_enabled", None)  # one call, outside any region the answer
@@ -54,17 +53,26 @@ def autocast_region(x):
     return None
 
 
-def autocast_call(region, fn, *tensors):
-    """``fn(*tensors)`` as torch.autocast runs matmul, linear, addmm and bmm in ``region``: on a GPU the floating
-    operands (bias and c included) cast to the region's dtype, and C of that dtype; on the host, whose kernels
-    compute FP32, the FP32 product rounded to it (the dtype torch's CPU autocast returns). The casts are recorded
-    by autograd, so gradients reach FP32 parameters in FP32; the call runs with autocast off."""
+def _cast(t, dtype):
+    """What torch.autocast casts for matmul, linear, addmm and bmm: every floating tensor but float64 (FP8 too)."""
+    return t.to(dtype) if t is not None and t.is_floating_point() and t.dtype != torch.float64 else t
+
+
+def autocast_region_operands(region, *tensors) -> tuple:
+    """The operands a call in ``region`` computes on: the region's dtype on a GPU; on the host, whose kernels
+    compute FP32, FP32 (an operand an earlier op of the region rounded to 16 bits included)."""
     kind, dtype = region
-    with torch.autocast(kind, enabled=False):
-        if kind == "cuda":
-            return fn(*(t.to(dtype) if t is not None and t.dtype in _AUTOCAST else t for t in tensors))
-        y = fn(*tensors)
-    return y.to(dtype) if y.dtype in _AUTOCAST else y
+    return tuple(_cast(t, dtype if kind == "cuda" else torch.float32) for t in tensors)
+
+
+def autocast_call(region, fn, *tensors):
+    """``fn(*tensors)`` as torch.autocast runs matmul, linear, addmm and bmm in ``region``: the operands (bias and c
+    included) cast as ``autocast_region_operands`` says, C in the region's dtype (on the host, the FP32 product
+    rounded to it once: the dtype torch's CPU autocast returns). The casts are recorded by autograd, so gradients
+    reach FP32 parameters in FP32; the call runs with autocast off."""
+    with torch.autocast(region[0], enabled=False):
+        y = fn(*autocast_region_operands(region, *tensors))
+    return _cast(y, region[1])
 
 
 def matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None, epilogue=None, addend=None):
