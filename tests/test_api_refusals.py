@@ -189,6 +189,9 @@ def test_plan_takes_a_cuda_array_interface_beside_a_cupy_array(monkeypatch):
     numba_like = type("DeviceNDArray", (), {"__module__": "numba.cuda", "ndim": 2,
                                             "__cuda_array_interface__": {}})()
     assert (call.operands.kind_of(cupy_like), call.operands.kind_of(numba_like)) == ("cupy", "cuda-interface")
-    monkeypatch.setattr(call, "facts", lambda x, name: (_ for _ in ()).throw(NoGPUError(f"{name}: no GPU")))
+    def facts(x, name):
+        raise NoGPUError(f"{name}: no GPU")
+
+    monkeypatch.setattr(call, "facts", facts)
     with pytest.raises(NoGPUError):
         gemmlab.plan(cupy_like, numba_like)

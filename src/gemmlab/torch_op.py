@@ -37,10 +37,7 @@ from gemmlab import call, matmul_shapes
 from gemmlab.call.tensors import FP8, check_initialized, check_values, refuse_capture, run, workspace
 from gemmlab.errors import EpilogueError, GemmlabError, LayoutError, ShapeError, SizeLimitError
 
-
-
-
-_any_autocast = getattr(torch._C, "_is_any_autocast_enabled", None)  # one call, outside any region the answer
+_any_autocast = getattr(torch._C, "_is_any_autocast_enabled", None)  # whether any region is on, in one call
 
 
 def autocast_region(x):
