@@ -64,3 +64,13 @@ def test_nvml_reads_the_cuda_devices_own_gpu_by_its_pci_bus_id(monkeypatch):
     assert device._max_sm_clock(props) == 1980.0
     del fake.nvmlDeviceGetHandleByPciBusId  # an NVML without it: the properties' clock, not another GPU's
     assert device._max_sm_clock(props) == 1500.0
+
+
+def test_a_boards_memory_bandwidth_is_two_transfers_a_clock_over_its_bus(monkeypatch):
+    """NVML's maximum memory clock and bus width give the datasheets' bandwidths (HBM and GDDR alike); without NVML
+    the runtime's properties do, and a driver that reports neither gives 0 (no roof)."""
+    assert device.memory_gbs(2619, 5120) == pytest.approx(3352.3, rel=1e-4)  # H100 SXM
+    assert device.memory_gbs(10501, 384) == pytest.approx(1008.1, rel=1e-4)  # RTX 4090
+    monkeypatch.setattr(device, "nvml_handle", lambda *a: (_ for _ in ()).throw(RuntimeError("no NVML")))
+    assert device._memory_gbs({"memoryClockRate": 1215000, "memoryBusWidth": 5120}) == pytest.approx(1555.2)
+    assert device._memory_gbs({}) == 0.0

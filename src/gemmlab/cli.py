@@ -93,7 +93,7 @@ def cmd_bench(args) -> int:
     if args.api or args.suite:
         return cmd_bench_api(args, json_path)
     from gemmlab import device
-    from gemmlab.analysis.roofline import device_spec
+    from gemmlab.analysis.roofline import device_spec, gpu_spec
     from gemmlab.console import BenchPrinter, bench_closing
     from gemmlab.harness import bench, env
 
@@ -111,7 +111,7 @@ def cmd_bench(args) -> int:
         specs = _specs(opts.kernels)
     if opts.variants:
         specs = bench.selected(opts)  # the variants' own errors (parameters, constraints) before anything runs
-    dev = device_spec(info.name if info else args.gpu)
+    dev = gpu_spec(info) if info else device_spec(args.gpu)
     _require_some_fit(opts.shapes, specs, dev)
     console.print(Text.assemble(("gemmlab bench", "bold"), f"{' on ' + info.name if info else ''} (git "
                                 f"{env.git_sha()[:12]}): {bench.plan(opts, info, why, dev, specs)}"))
@@ -254,7 +254,8 @@ def cmd_roofline(args) -> int:
     if args.check:
         return _roofline_check(args.check)
     from gemmlab import device
-    from gemmlab.analysis.roofline import device_spec, models_at, refusal, roofs_of, seed_examples, seed_roof
+    from gemmlab.analysis.roofline import (device_spec, gpu_spec, models_at, refusal, roofs_of, seed_examples,
+                                           seed_roof)
     from gemmlab.console import devices_table, roofline_table
     from gemmlab.harness.roof_probes import stored_ceilings
     from gemmlab.problem import SEED_SHAPE, Problem, get_precision
@@ -263,7 +264,7 @@ def cmd_roofline(args) -> int:
     if not any(s.device != "cpu" for s in _specs(args.kernels)):
         raise UnknownKernelError(f"no GPU kernel matches {args.kernels!r}; the roofline models GPU kernels only")
     info = device.gpu()
-    dev = device_spec(args.gpu or (info.name if info else "h200"))
+    dev = gpu_spec(info) if info is not None and not args.gpu else device_spec(args.gpu or "h200")
     roofs = roofs_of(dev, ceilings_path=args.ceilings)
     if not args.ceilings and info is not None and not args.gpu:
         roofs = stored_ceilings(roofs)
@@ -306,7 +307,7 @@ def cmd_roofline(args) -> int:
 def _roofline_measure(args) -> int:
     from gemmlab import device
     from gemmlab.analysis.ceilings import load as load_ceilings
-    from gemmlab.analysis.roofline import ceilings_for, device_spec
+    from gemmlab.analysis.roofline import ceilings_for, gpu_spec
     from gemmlab.harness.roof_probes import measure_ceilings, stored_ceilings
 
     json_path = _output(args.json, "--json") if args.json else None
@@ -316,7 +317,7 @@ def _roofline_measure(args) -> int:
     if json_path:
         _write(json_path, json.dumps(measured, indent=1, default=float))
         console.print(f"wrote {json_path}")
-    base = ceilings_for(device_spec(info.name))
+    base = ceilings_for(gpu_spec(info))
     roofs = load_ceilings(args.json, base) if args.json else stored_ceilings(base)
     console.print(f"measured: {roofs.describe()}", highlight=False)
     console.print(f"(reference: cuBLAS FP32 {measured['cublas_fp32_tflops']:.1f} TFLOPS at "

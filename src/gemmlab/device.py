@@ -26,6 +26,10 @@ class GPUInfo:
     total_mem_bytes: int
     driver: str
     runtime: str
+    # the memory's peak bandwidth in GB/s as the driver reports the board: its maximum memory clock, two transfers a
+    # clock, over its bus width (0 where neither NVML nor the runtime reports them); the roof of a board that
+    # gemmlab.analysis.roofline.DEVICES has no datasheet entry for
+    memory_gbs: float = 0.0
 
     @property
     def arch(self) -> str:
@@ -79,6 +83,7 @@ def gpu_info(index: int) -> GPUInfo:
         total_mem_bytes=int(props["totalGlobalMem"]),
         driver=_cuda_version(driver),
         runtime=_cuda_version(rt),
+        memory_gbs=_memory_gbs(props),
     )
 
 
@@ -172,6 +177,24 @@ def _max_sm_clock(props) -> float:
         return float(pynvml.nvmlDeviceGetMaxClockInfo(nvml_handle(pynvml, props), pynvml.NVML_CLOCK_SM))
     except Exception:
         return float(props.get("clockRate", 0)) / 1000.0
+
+
+def memory_gbs(clock_mhz: float, bus_bits: int) -> float:
+    """Peak bandwidth in GB/s of a memory at ``clock_mhz`` over ``bus_bits``: two transfers a clock, as NVML and the
+    runtime report the clock of HBM and of GDDR alike (an H100 SXM's 2,619 MHz over 5,120 bits: 3,352 GB/s; an RTX
+    4090's 10,501 MHz over 384 bits: 1,008 GB/s)."""
+    return 2 * clock_mhz * 1e6 * bus_bits / 8 / 1e9
+
+
+def _memory_gbs(props) -> float:
+    try:
+        import pynvml
+
+        handle = nvml_handle(pynvml, props)
+        return memory_gbs(pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_MEM),
+                          pynvml.nvmlDeviceGetMemoryBusWidth(handle))
+    except Exception:  # no NVML: the runtime's figures, which CUDA 13's properties no longer carry
+        return memory_gbs(props.get("memoryClockRate", 0) / 1000.0, props.get("memoryBusWidth", 0))
 
 
 def gpu() -> GPUInfo | None:

@@ -456,3 +456,56 @@ def test_a_library_missing_here_is_no_refusal_of_the_device(monkeypatch):
     assert refusal(spec, (4096, 4096, 4096), H200) is None
     assert [s.name for s, _ in models_at([spec], (4096, 4096, 4096), H200, ceilings_for(H200))] == [spec.name]
     assert "sm_90a (Hopper) only" in refusal(spec, (4096, 4096, 4096), DEVICES["a100"])
+
+
+def _board(name, sms, cc, clock, memory_gbs):
+    from gemmlab.device import GPUInfo
+
+    return GPUInfo(name, sms, cc, 72 * 2**20, 101376, clock, 24 * 2**30, "13.0", "13.0", memory_gbs=memory_gbs)
+
+
+def test_a_board_without_a_datasheet_entry_gets_its_roofs_from_its_driver():
+    """An RTX 4090 (128 SMs of 128 FP32 lanes at 2,520 MHz: the datasheet's 82.6 TFLOPS) is modeled on its own SMs,
+    clock, L2 and memory, with no tensor-core roof; an H100 PCIe (another board of the H100's chip) on its own 114
+    SMs and bandwidth with GH100's per-SM tensor rates; an A100 80GB on 64 lanes an SM; a known board keeps its
+    datasheet entry."""
+    from gemmlab.analysis.roofline import driver_spec, gpu_spec
+
+    rtx = gpu_spec(_board("NVIDIA GeForce RTX 4090", 128, (8, 9), 2520.0, 1008.1))
+    assert rtx.key == "driver" and rtx.name == "NVIDIA GeForce RTX 4090" and rtx.cc == (8, 9)
+    assert rtx.tflops == {"fp32": pytest.approx(82.58, rel=1e-3)} and rtx.dram_gbs == 1008.1
+    assert rtx.sm_count == 128 and rtx.l2_bytes == 72 * 2**20 and rtx.memory_bytes == 24 * 2**30
+    assert "no tensor-core roof" in rtx.note
+    assert refusal(get_kernel("cuda/tc4_persistent_bf16"), (4096, 4096, 4096), rtx) == \
+        "NVIDIA GeForce RTX 4090 has no bf16 arithmetic"
+    assert refusal(get_kernel("cuda/v2_smem"), (4096, 4096, 4096), rtx) is None
+    pcie = gpu_spec(_board("NVIDIA H100 PCIe", 114, (9, 0), 1755.0, 2039.0))
+    assert pcie.key == "driver" and pcie.flop_per_clk_of == DEVICES["h100"].flop_per_clk_of
+    assert pcie.tflops["bf16"] == pytest.approx(114 * 4096 * 1755e6 / 1e12)
+    a100 = driver_spec(_board("NVIDIA A100-SXM4-80GB", 108, (8, 0), 1410.0, 2039.0))
+    assert a100.flop_per_clk_of == DEVICES["a100"].flop_per_clk_of and a100.tflops["fp32"] == pytest.approx(19.49,
+                                                                                                            rel=1e-3)
+    assert gpu_spec(_board("NVIDIA H200", 132, (9, 0), 1980.0, 4800.0)) is DEVICES["h200"]
+    with pytest.raises(GemmlabError, match="no roofline data for GPU 'Board X'.*memory clock"):
+        driver_spec(_board("Board X", 10, (8, 6), 1500.0, 0.0))
+
+
+def test_a_board_models_only_the_kernels_whose_units_it_has_roofs_for():
+    """On a board with no tensor-core roof a BF16 kernel's record holds no model and no share of a peak, but its
+    time and rate; an FP32 kernel's is modeled on the board's own roofs."""
+    from gemmlab.analysis.roofline import gpu_spec
+    from gemmlab.harness.bench_records import fill_timing, new_record
+    from gemmlab.harness.timing import Timing
+
+    rtx = gpu_spec(_board("NVIDIA GeForce RTX 4090", 128, (8, 9), 2520.0, 1008.1))
+    problem = Problem(1024, 1024, 1024, "bf16")
+    bf16 = get_kernel("cuda/tc4_persistent_bf16")
+    rec = new_record(bf16, problem, rtx, None, sm_count=128)
+    assert rec.model == {}
+    fill_timing(rec, Timing([0.01, 0.011, 0.012], "cold", {"median_mhz": 2400.0}), problem, rtx, None, bf16)
+    assert rec.median_ms == 0.011 and rec.tflops == pytest.approx(problem.flops() / 0.011e-3 / 1e12)
+    assert rec.pct_peak is None and rec.bw_util_model is None and rec.bw_util_compulsory > 0
+    fp32, problem = get_kernel("cuda/v2_smem"), Problem(1024, 1024, 1024)
+    rec = new_record(fp32, problem, rtx, None, sm_count=128)
+    fill_timing(rec, Timing([1.0], "cold", {"median_mhz": 2520.0}), problem, rtx, None, fp32)
+    assert rec.model["predicted_ms"] > 0 and rec.pct_peak == pytest.approx(100 * rec.tflops / rtx.tflops["fp32"])

@@ -25,6 +25,19 @@ def test_probe_compiles_without_spills(source, entry, defines):
     assert report.spills == 0 and report.stack_bytes == 0, report
 
 
+@pytest.mark.parametrize("arch", ["sm_80", "sm_89"])
+def test_another_architecture_runs_the_generic_probes_alone(arch):
+    """Off sm_90 (an A100, an RTX 4090) the ceilings measure with the probes that compile there: the shared-memory
+    loads, FFMA chains and 16-byte L2 loads; wgmma's rates and the bulk and TMA copies are Hopper's alone."""
+    probes = roof_probes.clock_probes(hopper=False)
+    assert {p.figure for p in probes} == {"smem", "fp32"}
+    assert {p.figure for p in roof_probes.clock_probes()} == {"smem", "fp32", *roof_probes.WGMMA_PRECISIONS}
+    for source, entry, defines in [(p.source, p.entry, p.defines) for p in probes] + \
+            [("probe_l2_ldg.cu", "probe_l2_ldg", {"UNROLL": u}) for u in roof_probes.LDG_UNROLL]:
+        report = compile_cuda(source, entry, defines, arch).report
+        assert report.spills == 0, (source, arch, report)
+
+
 def test_wgmma_probe_holds_tc4s_accumulators_in_registers():
     # a warpgroup's m64n256 accumulator is 128 floats a thread: the probe must keep them all in registers
     wgmma = [b for b in roof_probes.probe_builds() if b[1] == "probe_wgmma"]
@@ -151,8 +164,10 @@ def test_the_dram_roof_is_the_faster_of_the_copy_and_the_read_stream(tmp_path, m
     info = device.GPUInfo("NVIDIA H200", 132, (9, 0), 60 << 20, 232448, 1980.0, 141 << 30, "13.0", "13.2")
     monkeypatch.setattr(device, "require_gpu", lambda what: info)
     monkeypatch.setattr(env, "collect", lambda info, mode: {"git_sha": "x", "time": "t"})
-    monkeypatch.setattr(roof_probes, "l2_bandwidth", lambda sm: {"l2_gbs": 15000.0})
-    monkeypatch.setattr(roof_probes, "clock_rates", lambda sm: {"smem_bytes_per_clk": 128.0, "flop_per_clk": {}})
+    hopper = []  # what each probe set was told of the architecture: wgmma's, bulk and TMA probes on sm_90 alone
+    monkeypatch.setattr(roof_probes, "l2_bandwidth", lambda sm, h: hopper.append(h) or {"l2_gbs": 15000.0})
+    monkeypatch.setattr(roof_probes, "clock_rates", lambda sm, hopper: {"smem_bytes_per_clk": 128.0,
+                                                                        "flop_per_clk": {}})
     monkeypatch.setattr(roof_probes, "cublas_reference", lambda size: {"cublas_fp32_tflops": 50.0})
     read_sizes = []
     for copy_gbs, read_gbs in ((4090.0, 4350.0), (4090.0, 3900.0)):
@@ -165,4 +180,8 @@ def test_the_dram_roof_is_the_faster_of_the_copy_and_the_read_stream(tmp_path, m
         assert out["dram_gbs"] == max(copy_gbs, read_gbs)
         stored = json.loads(roof_probes.stored_path(info.name).read_text())
         assert roof_probes.stored_ceilings(ceilings_for(DEVICES["h200"])).dram_gbs == stored["dram_gbs"]
-    assert read_sizes == [1 << 30, 1 << 30]
+    assert read_sizes == [1 << 30, 1 << 30] and hopper == [True, True]
+    monkeypatch.setattr(device, "require_gpu", lambda what: device.GPUInfo("NVIDIA A100-SXM4-80GB", 108, (8, 0),
+                                                                           40 << 20, 166912, 1410.0, 80 << 30, "", ""))
+    roof_probes.measure_ceilings()
+    assert hopper[-1] is False

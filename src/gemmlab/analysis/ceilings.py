@@ -39,6 +39,7 @@ class Ceilings:
     source: dict = field(default_factory=dict)  # level or precision -> "datasheet", "assumed" or "measured"
     origin: str = "datasheet"  # where the measured figures come from (a file and when it was measured)
     memory_bytes: int = 0  # device memory (0: unknown): the largest problem a model is made for
+    seed_dram_gbs: float = 0.0  # the datasheet's DRAM bandwidth, which a measured dram_gbs replaces: the seeds' roof
 
     def compute_tflops(self, precision: str, clock_mhz: float | None = None) -> float:
         clock = clock_mhz or self.max_clock_mhz
@@ -67,7 +68,8 @@ def datasheet(dev) -> Ceilings:
     source = {"dram": "datasheet", "l2": "assumed", "smem": "datasheet", **{p: "datasheet" for p in dev.flop_per_clk}}
     return Ceilings(dev.name, dev.sm_count, dev.max_clock_mhz, dev.l2_bytes, dev.dram_gbs,
                     dev.l2_bytes_per_clk * dev.max_clock_mhz * 1e6 / 1e9, dev.smem_bytes_per_clk,
-                    dict(dev.flop_per_clk), dict(dev.tflops), source, memory_bytes=dev.memory_bytes)
+                    dict(dev.flop_per_clk), dict(dev.tflops), source, memory_bytes=dev.memory_bytes,
+                    seed_dram_gbs=dev.dram_gbs)
 
 
 def with_measured(base: Ceilings, measured: dict, origin: str) -> Ceilings:

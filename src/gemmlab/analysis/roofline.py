@@ -129,6 +129,48 @@ def device_spec(name: str) -> DeviceSpec:
                        f"them {', '.join(DRIVER_NAMES)}")
 
 
+# FP32 FMA lanes an SM has by compute capability (the CUDA C++ Programming Guide's table of arithmetic
+# throughput): 64 on these, 128 on every other architecture since Maxwell
+FP32_LANES_64 = {(6, 0), (7, 0), (7, 2), (7, 5), (8, 0)}
+# the tensor cores' dense FLOPs per SM and clock where every board of a compute capability has the same ones:
+# GA100's (the A100s) and GH100's (the H100s, the H200s), DEVICES' own figures; other architectures' boards differ
+# (a GeForce part accumulates in FP32 at half its professional sibling's rate), so a board of theirs has no tensor
+# roof here
+TENSOR_FLOP_PER_CLK = {(8, 0): {p: DEVICES["a100"].flop_per_clk_of[p] for p in ("tf32", "bf16")},
+                       (9, 0): {p: _HOPPER[p] for p in ("tf32", "bf16", "fp8")}}
+
+
+def driver_spec(info) -> DeviceSpec:
+    """The roofline device of a board DEVICES has no datasheet entry for (another board of a known chip included),
+    from what its driver reports (a gemmlab.device.GPUInfo): its SMs, maximum SM clock, L2, memory and the memory's
+    peak bandwidth; FP32 at two FLOPs a lane and clock over its SMs' lanes; the tensor cores only where its compute
+    capability fixes their rates (TENSOR_FLOP_PER_CLK). The peaks are at the maximum clock, where a datasheet may
+    quote a lower one."""
+    from gemmlab.errors import GemmlabError
+
+    if not info.memory_gbs:
+        raise GemmlabError(f"no roofline data for GPU {info.name!r}: gemmlab has no datasheet entry for it, and "
+                           "neither NVML nor the CUDA runtime reports its memory clock and bus width")
+    per_clk = {"fp32": 2 * (64 if tuple(info.cc) in FP32_LANES_64 else 128),
+               **TENSOR_FLOP_PER_CLK.get(tuple(info.cc), {})}
+    peaks = {p: info.sm_count * v * info.max_sm_clock_mhz * 1e6 / 1e12 for p, v in per_clk.items()}
+    tensor = "" if len(per_clk) > 1 else "; no tensor-core roof (its rates vary among this architecture's boards)"
+    note = (f"from the driver: {info.sm_count} SMs at {info.max_sm_clock_mhz:.0f} MHz, {info.memory_gbs:.0f} GB/s, "
+            f"compute capability {info.cc[0]}.{info.cc[1]}{tensor}")
+    return DeviceSpec("driver", info.name, info.memory_gbs, peaks, note, info.sm_count, info.max_sm_clock_mhz,
+                      info.l2_bytes, per_clk, memory_bytes=info.total_mem_bytes, cc=tuple(info.cc))
+
+
+def gpu_spec(info) -> DeviceSpec:
+    """The roofline device of the GPU ``info`` describes: its datasheet entry, else its driver's figures."""
+    from gemmlab.errors import GemmlabError
+
+    try:
+        return device_spec(info.name)
+    except GemmlabError:
+        return driver_spec(info)
+
+
 def ceilings_for(dev: DeviceSpec, dram_gbs: float | None = None) -> Ceilings:
     """The datasheet roofs of ``dev``, with a DRAM bandwidth measured in the same run in place of its own."""
     base = datasheet(dev)
@@ -246,9 +288,7 @@ def seed_roof(ceilings: Ceilings, units: str, ops: int = 1) -> tuple[float, floa
     is neither ridge (H200 FP32: 16.4 FLOP/byte, where the datasheet's is 13.9 and the measured roofs' 16.2)."""
     if ceilings.source.get(units) == "measured" and ceilings.source.get("dram") == "measured":
         return ceilings.compute_tflops(units) / ops, ceilings.dram_gbs, "measured"
-    # the roofs keep the datasheet's peaks (seed_tflops) but not its bandwidth once one was measured: that is the
-    # device's, which the roofs name (ceilings.datasheet gives them the DeviceSpec's name)
-    return ceilings.seed_tflops[units] / ops, device_spec(ceilings.gpu).dram_gbs, "datasheet"
+    return ceilings.seed_tflops[units] / ops, ceilings.seed_dram_gbs, "datasheet"
 
 
 def model(spec, problem: Problem, ceilings: Ceilings | DeviceSpec, clock_mhz: float | None = None,

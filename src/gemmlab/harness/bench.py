@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gemmlab.analysis.roofline import DeviceSpec, device_spec
+from gemmlab.analysis.roofline import DeviceSpec, device_spec, gpu_spec
 from gemmlab.errors import InvalidConfigError
 from gemmlab import device
 from gemmlab.harness import env
@@ -157,7 +157,7 @@ def run_bench(opts: BenchOptions, listener: Listener | None = None) -> dict:
     info, why = device.probe()
     specs = selected(opts)
     mode = "gpu" if info else "cpu-only"
-    dev = device_spec(info.name) if info else device_spec(opts.gpu)
+    dev = gpu_spec(info) if info else device_spec(opts.gpu)
     results = {"env": env.collect(info, mode), "records": [], "notes": [], "noise": []}
     results["env"]["device_spec"] = dev.as_dict()
     results["env"]["options"] = {"repeat": opts.timing.repeat, "min_repeat": opts.timing.min_repeat,

@@ -41,6 +41,7 @@ def new_record(spec: KernelSpec, problem: Problem, dev: DeviceSpec, bw_gbs: floa
     # the roofs: this GPU's last measured ceilings where `gemmlab roofline --measure` stored some, with the copy
     # bandwidth this run measured; the clock is the maximum until the timing says which one the run held
     layout = None if spec.device == CPU else layout  # the host's kernels take NumPy's row-major
+    modeled = modeled and spec.peak_share()[0] in dev.tflops  # a board with no roof for its units: no model
     km = model(spec, problem, stored_ceilings(ceilings_for(dev, bw_gbs)), layout=layout).as_dict() if modeled else {}
     if spec.device == CPU and km:  # a GPU's roofs and levels bound nothing a host loop does: the counts alone
         km = {key: km[key] for key in CPU_MODEL_KEYS}
@@ -61,7 +62,7 @@ def fill_timing(rec: BenchRecord, timing, problem: Problem, dev: DeviceSpec, bw_
                  spec: KernelSpec) -> None:
     rec.update(timing.summary())
     clock = (rec.clock or {}).get("median_mhz")
-    if clock:
+    if clock and rec.model:
         rec.model = at_clock(rec.model, clock)
     seconds = rec.median_ms / 1e3
     rec.tflops = problem.flops() / seconds / 1e12
@@ -69,10 +70,13 @@ def fill_timing(rec: BenchRecord, timing, problem: Problem, dev: DeviceSpec, bw_
     bw = (bw_gbs or dev.dram_gbs) * 1e9
     if rec.backend != "cpu":
         units, ops = spec.peak_share()  # against the units that do its arithmetic (tc7: TF32, three per product)
-        rec.pct_peak = 100 * rec.tflops * ops / dev.peak_tflops(units)
-        # The seeds' "bandwidth utilization": modeled global bytes per second over DRAM bandwidth. Past 100%
-        # means caches served the re-reads the model counts (the naive kernel's case).
-        rec.bw_util_model = 100 * (rec.model["modeled_read_bytes"] + rec.model["modeled_write_bytes"]) / seconds / bw
+        if units in dev.tflops:
+            rec.pct_peak = 100 * rec.tflops * ops / dev.peak_tflops(units)
+        if rec.model:
+            # The seeds' "bandwidth utilization": modeled global bytes per second over DRAM bandwidth. Past 100%
+            # means caches served the re-reads the model counts (the naive kernel's case).
+            rec.bw_util_model = 100 * (rec.model["modeled_read_bytes"] + rec.model["modeled_write_bytes"]) / \
+                seconds / bw
         rec.bw_util_compulsory = 100 * problem.compulsory_bytes() / seconds / bw
 
 

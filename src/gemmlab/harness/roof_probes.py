@@ -59,15 +59,16 @@ class ClockProbe:
     work_per_iter: float
 
 
-def clock_probes() -> list[ClockProbe]:
-    """Shared-memory loads with UNROLL in flight, FFMA chains, and tc4's wgmma k-tile for each precision."""
+def clock_probes(hopper: bool = True) -> list[ClockProbe]:
+    """Shared-memory loads with UNROLL in flight, FFMA chains, and (``hopper``: wgmma exists on sm_90 alone) tc4's
+    wgmma k-tile for each precision."""
     probes = [ClockProbe("smem", "probe_smem.cu", "probe_smem", {"UNROLL": u}, 1024, 1024 * 16 * u,
                          (np.uint32(MAGIC),), 1024 * 16 * u) for u in SMEM_UNROLL]
     probes.append(ClockProbe("fp32", "probe_ffma.cu", "probe_ffma", {"CHAINS": FFMA_CHAINS, "REPEAT": FFMA_REPEAT},
                              1024, 0, (np.float32(1.0), np.float32(0.0), np.float32(-1.0)),
                              2.0 * 1024 * FFMA_CHAINS * FFMA_REPEAT))
     bm, bn = TC_TILE["BM"], TC_TILE["BN"]
-    for prec in map(get_precision, WGMMA_PRECISIONS):  # one k-tile: a 128-byte swizzle row of K
+    for prec in map(get_precision, WGMMA_PRECISIONS if hopper else ()):  # one k-tile: a 128-byte swizzle row of K
         probes.append(ClockProbe(prec.name, "probe_wgmma.cu", "probe_wgmma", {**TC_TILE, **prec.tensor_core_defines},
                                  bm // 64 * 128, (bm + bn) * 128 + 1024, (np.float32(-1.0),),
                                  2.0 * bm * bn * prec.k_tile))
@@ -193,10 +194,10 @@ def _tma_trial(sm_count: int, bm: int, bn: int, nbytes: int, own: bool) -> dict:
             "buffer_mb": round(buf.nbytes / 2**20, 1), "gbs": w["moved"] / (ms * 1e-3) / 1e9}
 
 
-def l2_bandwidth(sm_count: int) -> dict:
-    """L2 -> SM read bandwidth: 16-byte loads past L1 (probe_l2_ldg), bulk copies into shared memory
-    (probe_l2_bulk) and TMA tensor loads in the wgmma levels' ring (probe_l2_tma), each over buffers that stay in
-    L2; the best of every configuration."""
+def l2_bandwidth(sm_count: int, hopper: bool = True) -> dict:
+    """L2 -> SM read bandwidth: 16-byte loads past L1 (probe_l2_ldg) and, on sm_90 (``hopper``: the bulk copy
+    engine), bulk copies into shared memory (probe_l2_bulk) and TMA tensor loads in the wgmma levels' ring
+    (probe_l2_tma), each over buffers that stay in L2; the best of every configuration."""
     import cupy
 
     trials = []
@@ -211,14 +212,14 @@ def l2_bandwidth(sm_count: int) -> dict:
             ms = _median_ms(lambda: _launch(k, (2 * sm_count, 1, 1), (1024, 1, 1), args), 10)
             trials.append({"probe": "ld.global.cg.v4", "buffer_mb": mb, "unroll": unroll,
                            "gbs": passes * nbytes / (ms * 1e-3) / 1e9})
-        for chunk, stages in BULK:
+        for chunk, stages in BULK if hopper else ():
             smem = stages * (chunk + 16) + 1024
             k = _kernel("probe_l2_bulk.cu", "probe_l2_bulk", {"CHUNK": chunk, "STAGES": stages, **TC_TILE}, smem)
             args = (buf.data.ptr, np.uint64(nbytes // chunk), np.int32(passes))
             ms = _median_ms(lambda: _launch(k, (sm_count, 1, 1), (32, 1, 1), args, smem), 10)
             trials.append({"probe": "cp.async.bulk", "buffer_mb": mb, "chunk": chunk, "stages": stages,
                            "gbs": passes * nbytes / (ms * 1e-3) / 1e9})
-        for bm, bn in TMA_TILES:
+        for bm, bn in TMA_TILES if hopper else ():
             for own in (False, True):
                 trials.append(_tma_trial(sm_count, bm, bn, nbytes, own))
     best = max(trials, key=lambda t: t["gbs"])
@@ -243,11 +244,12 @@ def per_clock(probe: ClockProbe, iters: int, sm_count: int) -> float:
     return probe.work_per_iter * iters / float(np.median(cycles.get()))
 
 
-def clock_rates(sm_count: int, iters: int = 4096) -> dict:
+def clock_rates(sm_count: int, iters: int = 4096, hopper: bool = True) -> dict:
     """Bytes per clock one SM reads from shared memory (probe_smem, the best over loads in flight) and dense FLOPs
-    per SM and clock: FFMA chains (FP32, probe_ffma) and tc4's wgmma mainloop (TF32, BF16, probe_wgmma)."""
+    per SM and clock: FFMA chains (FP32, probe_ffma) and, ``hopper``, tc4's wgmma mainloop (TF32, BF16,
+    probe_wgmma)."""
     smem, flops = {}, {}
-    for probe in clock_probes():
+    for probe in clock_probes(hopper):
         rate = per_clock(probe, iters, sm_count)
         if probe.figure == "smem":
             smem[probe.defines["UNROLL"]] = rate
@@ -287,8 +289,9 @@ def measure_ceilings(copy_bytes: int = 1 << 30, gemm_size: int = 8192) -> dict:
         # the DRAM roof is the faster of the two: a roof a probe falls short of lets a kernel pass it.
         # copy_bw_gbs: the copy's alone, the key older results carry and the suite's DRAM roof
         out.update(copy, **read, copy_bw_gbs=copy["dram_gbs"], dram_gbs=max(copy["dram_gbs"], read["dram_read_gbs"]))
-        out.update(l2_bandwidth(info.sm_count))
-        out.update(clock_rates(info.sm_count))
+        hopper = tuple(info.cc) == (9, 0)  # another architecture: the probes of its generic loads and FFMA alone
+        out.update(l2_bandwidth(info.sm_count, hopper))
+        out.update(clock_rates(info.sm_count, hopper=hopper))
         out.update(cublas_reference(gemm_size))
     out["clock"] = clock.summary()
     cupy.get_default_memory_pool().free_all_blocks()
