@@ -175,6 +175,8 @@ def _suite_grid(opts, precision: str, info):
 def cmd_bench_api(args, json_path: Path | None) -> int:
     from gemmlab.harness import api_bench
 
+    if args.op and not args.suite:
+        raise GemmlabError("--op chooses among the suite's ops: use it with --api --suite")
     if args.suite:
         from gemmlab.harness import api_suite
 

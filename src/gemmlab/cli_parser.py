@@ -149,6 +149,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "and the kernel auto would run")
     s.add_argument("--precision", action="append", choices=list(PRECISIONS),
                    help="with --api: only these precisions (repeatable; default all of them)")
+    s.add_argument("--op", action="append", metavar="OP",
+                   help="with --api --suite: only these ops, of mm, bmm, linear_bias and linear_bias_gelu "
+                        "(repeatable; default all of them)")
     s.add_argument("--distributed", nargs=argparse.REMAINDER, metavar="...",
                    help="under torchrun: scaling of the distributed GEMMs; everything after it is its options "
                         "(gemmlab bench --distributed --help)")

@@ -235,6 +235,18 @@ def test_without_a_gpu_the_suite_says_so_first_and_lists_the_grid_with_autos_ker
     assert all("gemv1" not in line and "tc5" not in line for line in cases[81:])
     proc = _cli("bench", "--api", "--suite", "--precision", "fp8", "--shape", "1x4096x4096")
     assert proc.returncode == 0 and len(proc.stdout.splitlines()) == 3 and "1x4096x4096: cuda/" in proc.stdout
+    proc = _cli("bench", "--api", "--suite", "--precision", "bf16", "--op", "linear_bias_gelu", "--op", "bmm")
+    listed = proc.stdout.splitlines()[2:]
+    assert proc.returncode == 0 and proc.stdout.splitlines()[1].startswith("the 28 cases")
+    assert [line.split()[2] for line in listed] == ["bmm"] * 12 + ["linear_bias_gelu"] * 16
+
+
+@pytest.mark.skipif(device.gpu() is not None, reason="the CPU-only behaviour")
+@pytest.mark.parametrize("args, says", [(("--suite", "--op", "gemm"), "--op gemm: the suite's ops are mm, bmm, "),
+                                        (("--op", "mm"), "--op chooses among the suite's ops")])
+def test_an_op_the_suite_does_not_run_is_refused_in_one_line(args, says):
+    proc = _cli("bench", "--api", *args)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and says in proc.stderr
 
 
 @pytest.mark.skipif(device.gpu() is not None, reason="the CPU-only behaviour")
@@ -311,20 +323,26 @@ def test_a_fused_record_times_gemmlabs_plain_gemm_of_the_same_operands_beside_it
 
     def gpu(torch_, calls, sets, *a, **k):
         results.append([f(*sets[0]) for f in calls])
-        return timing.GpuTimes([0.0021, 0.003, 0.002], 20, [0, 0, 0], 100.0)
+        return timing.GpuTimes([0.0021, 0.003, 0.002, 0.0033, 0.0031], 20, [0] * 5, 100.0)
 
     monkeypatch.setattr(timing, "gpu_times", gpu)
-    monkeypatch.setattr(timing, "eager_times", lambda torch_, calls, *a: ([0.010, 0.011, 0.009], 30))
+    monkeypatch.setattr(timing, "eager_times", lambda torch_, calls, *a: ([0.010, 0.011, 0.009, 0.1, 0.1], 30))
     case = O.Case("linear_bias_gelu", "fp32", "linear", 8, 64, 32)
     rec = S.measure(torch, case, S.SuiteOptions(), CTX)
     assert rec["verified"] and rec["plain_kernel"] == "cpu/blas"
     x, w, bias = O.OPS["linear_bias_gelu"].inputs(torch, case, S.SuiteOptions().seed, "cpu")
-    ours, theirs, plain = results[0]
+    ours, theirs, plain, torch_fused, torch_plain = results[0]
     assert torch.allclose(plain, x @ w.t(), rtol=1e-5, atol=1e-5)  # no bias, no activation: the GEMM alone
     assert torch.allclose(ours, torch.nn.functional.gelu(x @ w.t() + bias), rtol=1e-4, atol=1e-4)
+    # torch's own fused call (cuBLASLt's GELU_BIAS epilogue on a GPU, a tanh GELU) and its plain GEMM
+    assert torch.allclose(torch_fused, torch.nn.functional.gelu(x @ w.t() + bias, approximate="tanh"), rtol=1e-3,
+                          atol=1e-3)
+    assert torch.equal(torch_plain, torch.mm(x, w.t()))
     assert (rec["plain_gpu_us"], rec["plain_eager_us"]) == (2.0, 9.0)
     assert rec["over_plain"] == pytest.approx(1.05) and rec["gpu_ratio"] == pytest.approx(3.0 / 2.1)
-    assert "plain 2.0 µs (fused ×1.050)" in S.line(rec)
+    assert (rec["torch_fused_gpu_us"], rec["torch_plain_gpu_us"]) == (3.3, 3.1)
+    assert rec["torch_over_plain"] == pytest.approx(3.3 / 3.1) and rec["torch_fused_rel_err"] < 1e-3
+    assert "plain 2.0 µs (fused ×1.050)  torch fused ×1.065 its plain" in S.line(rec)
     assert rec["plain_verified"] and rec["plain_rel_err"] < 1e-5  # checked before it is timed
     mm = S.measure(torch, O.Case("mm", "fp32", "linear", 8, 64, 32), S.SuiteOptions(), CTX)
     assert not any(f.startswith("plain") or f == "over_plain" for f in mm)  # mm is the plain GEMM itself
@@ -334,7 +352,7 @@ def test_the_timed_call_is_checked_on_poisoned_memory_and_an_unchecked_plain_gem
     """The record's second call, through the cached plan as the timed ones go, is checked too: an element it leaves
     unwritten (NaN from the poisoned block) fails the record. A fused op's plain GEMM that fails its check is left
     out of the timing, and out of over_plain."""
-    _stub_timers(monkeypatch, gpu_ms=(0.002, 0.003, 0.002), eager_ms=(0.010, 0.011, 0.009))
+    _stub_timers(monkeypatch, gpu_ms=(0.002, 0.003, 0.002, 0.002, 0.002), eager_ms=(0.010, 0.011, 0.009, 0.1, 0.1))
     real = S.poisoned_call
 
     def unwritten(torch_, call, args, like):
@@ -352,6 +370,22 @@ def test_the_timed_call_is_checked_on_poisoned_memory_and_an_unchecked_plain_gem
     monkeypatch.setitem(O.OPS, "mm", dataclasses.replace(O.OPS["mm"], matrix=lambda c: c + 1))
     rec = S.measure(torch, O.Case("linear_bias", "fp32", "linear", 8, 64, 32), S.SuiteOptions(), CTX)
     assert rec["verified"] and not rec["plain_verified"] and "over_plain" not in rec and "plain_gpu_us" not in rec
+    assert rec["torch_over_plain"] == pytest.approx(1.0)  # the stubs' last two: torch's fused call and its plain
+
+
+def test_torch_s_own_fused_call_is_timed_only_where_it_computes_the_op(monkeypatch):
+    """The peer's fused call (torch.addmm for a bias) is checked against the op's float64 reference first: one that
+    drops the bias is left out of the timing, its error recorded, and the record has no torch_over_plain."""
+    import dataclasses
+
+    seen = _stub_timers(monkeypatch, gpu_ms=(0.002, 0.003, 0.002, 0.004, 0.004), eager_ms=(0.01,) * 5)
+    op = O.OPS["linear_bias"]
+    wrong = dataclasses.replace(op, peer_epilogue=lambda torch_: (lambda x, w, b: torch_.mm(x, w.t()),
+                                                                  lambda x, w, b: torch_.mm(x, w.t())))
+    monkeypatch.setitem(O.OPS, "linear_bias", wrong)
+    rec = S.measure(torch, O.Case("linear_bias", "fp32", "linear", 8, 64, 32), S.SuiteOptions(), CTX)
+    assert rec["verified"] and rec["torch_fused_rel_err"] > 1e-2
+    assert "torch_over_plain" not in rec and "torch_fused_gpu_us" not in rec and len(seen[-1]) == 3
 
 
 def test_the_epilogues_bar_reads_the_fused_over_plain_geomean_from_m_2048_up():
@@ -368,6 +402,13 @@ def test_the_epilogues_bar_reads_the_fused_over_plain_geomean_from_m_2048_up():
     assert "over gemmlab's plain GEMM at M ≥ 2048: geomean ×1.030, max ×1.040" in \
         S.summary_line("linear_bias_gelu bf16", s)
     assert "over_plain" not in S.summarize([_rec("bf16", 16, 1.0)])["mm bf16"]["bars"]
+    assert o["torch_geomean"] is None  # no record timed torch's own fused call
+    peer = [dict(fused(16, 1.5), torch_over_plain=1.3), dict(fused(2048, 1.02), torch_over_plain=1.01),
+            dict(fused(8192, 1.04), torch_over_plain=1.04)]
+    o = S.summarize(peer)["linear_bias_gelu bf16"]["over_plain"]
+    assert o["torch_geomean"] == pytest.approx(math.sqrt(1.01 * 1.04))  # the same rows as gemmlab's: M ≥ 2048
+    assert "(torch's own fused call over torch.mm: ×1.025)" in S.summary_line(
+        "linear_bias_gelu bf16", S.summarize(peer)["linear_bias_gelu bf16"])
 
 
 def test_each_op_and_precision_is_held_to_its_own_bars():

@@ -137,10 +137,15 @@ def test_fused_records_show_their_plain_gemms_time_and_the_epilogues_bar():
     md = R.markdown(dict(results, records=results["records"] + fused))
     cost = _rows(md, "### The fused epilogue's cost")
     assert cost == [["linear_bias_gelu", "BF16", "1.050 (2)", "1.050 (2048x4096x4096)",
-                     f"{(1.2 * 1.05 * 1.05) ** (1 / 3):.3f}", "no"]]
+                     f"{(1.2 * 1.05 * 1.05) ** (1 / 3):.3f}", "no", "—"]]
     rows = _rows(md, "## linear_bias_gelu, BF16")
     assert [r[1] for r in rows] == ["128×4096×4096", "2048×4096×4096", "8192×4096×4096"]
-    assert rows[0][-2:] == ["10.0 (`cuda/tc4_persistent_bf16`)", "1.200"]
+    assert rows[0][-3:] == ["10.0 (`cuda/tc4_persistent_bf16`)", "1.200", "—"]
+    # where the run timed torch's own fused call: its cost over torch.mm, per row and at M ≥ 2048
+    peer = [dict(r, torch_over_plain=t) for r, t in zip(fused, (1.1, 1.02, 1.04))]
+    md = R.markdown(dict(results, records=results["records"] + peer))
+    assert _rows(md, "### The fused epilogue's cost")[0][-1] == f"{(1.02 * 1.04) ** 0.5:.3f}"
+    assert _rows(md, "## linear_bias_gelu, BF16")[0][-1] == "1.100"
     fused = next(r for r in _rows(md, "## Summary") if r[0] == "linear_bias_gelu")
     assert fused[-1].endswith("over_plain ≤ 1.03× no")
     assert "fused epilogue's cost" not in R.markdown(results) and "plain GEMM µs" not in R.markdown(results)

@@ -160,7 +160,10 @@ def summarize(records: list[dict]) -> dict:
             entry["over_plain"] = {"n": len(large), "geomean": geomean(r["over_plain"] for r in large),
                                    "max": high and high["over_plain"],
                                    "max_at": high and f"{high['m']}x{high['n']}x{high['k']}",
-                                   "all_geomean": geomean(r["over_plain"] for r in fused)}
+                                   "all_geomean": geomean(r["over_plain"] for r in fused),
+                                   # the peer's own epilogue over its plain GEMM, the same rows: what it costs cuBLASLt
+                                   "torch_geomean": geomean(r["torch_over_plain"] for r in large
+                                                            if r.get("torch_over_plain"))}
             g = entry["over_plain"]["geomean"]
             entry["bars"]["over_plain"] = g is not None and g <= OVER_PLAIN_BAR
         out[f"{op} {precision}"] = entry
@@ -240,10 +243,14 @@ class SuiteOptions:
 def main(args, json_path: Path | None, command: str, say) -> int:
     """``gemmlab bench --api --suite``: 0 when every record verified (or nothing could be timed here), else 1. An
     existing --json file that is not a suite's is refused before anything runs."""
+    unknown = [op for op in args.op or () if op not in OPS_RUN]
+    if unknown:
+        raise GemmlabError(f"--op {unknown[0]}: the suite's ops are {', '.join(OPS_RUN)}")
     if json_path is not None and json_path.exists():
         load(json_path)
     opts = SuiteOptions(precisions=tuple(args.precision or PRECISIONS), shapes=tuple(args.shape or ()) or None,
-                        seed=args.seed, json_path=json_path, command=command)
+                        ops=tuple(op for op in OPS_RUN if op in (args.op or OPS_RUN)), seed=args.seed, json_path=json_path,
+                        command=command)
     results = run_suite(opts, say)
     if results is None:
         return 0
@@ -386,6 +393,14 @@ def measure(torch, case: Case, opts: SuiteOptions, ctx: dict) -> dict:
     except (RuntimeError, TypeError) as exc:  # no such call or argument in this torch, or not at this shape
         rec["torch_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
         theirs = None
+    peer_fused = None
+    if op.peer_epilogue is not None and theirs is not None:  # torch's own fused call, checked before it is timed
+        peer_fused, peer_plain = op.peer_epilogue(torch)
+        try:
+            rec["torch_fused_rel_err"], ok = check(torch, op.matrix(peer_fused(*args)), ref, rows, tol)
+        except (RuntimeError, TypeError) as exc:
+            rec["torch_fused_error"], ok = f"{type(exc).__name__}: {str(exc).splitlines()[0]}", False
+        peer_fused = peer_fused if ok else None
     del c, ref
     nbytes = op.bytes(case, Problem(case.m, case.n, case.k, case.precision).prec.input_bytes,
                       torch.finfo(getattr(torch, rec["out_dtype"])).bits // 8)
@@ -402,7 +417,11 @@ def measure(torch, case: Case, opts: SuiteOptions, ctx: dict) -> dict:
         rec["plain_rel_err"], rec["plain_verified"] = check(torch, mm.matrix(plain(*args)), plain_ref, rows, tol)
         del plain_ref
         if rec["plain_verified"]:
+            plain_at = len(calls)
             calls.append(plain)
+    if peer_fused is not None:
+        fused_at = len(calls)
+        calls += [peer_fused, peer_plain]
     timing = (opts.rounds, opts.max_seconds, opts.min_rounds, ctx["clean"])
     g = gpu_times(torch, calls, sets, *timing)
     eager, eager_rounds = eager_times(torch, calls, sets, *timing)
@@ -417,8 +436,11 @@ def measure(torch, case: Case, opts: SuiteOptions, ctx: dict) -> dict:
         rec.update(gpu_ratio=rec["torch_gpu_us"] / rec["gpu_us"], eager_ratio=rec["torch_eager_us"] / rec["eager_us"],
                    torch_dram_fraction=rec["dram_roof_us"] / rec["torch_gpu_us"])
     if op.plain is not None and rec["plain_verified"]:
-        rec.update(plain_gpu_us=1e3 * g.median_ms[-1], plain_eager_us=1e3 * eager[-1])
+        rec.update(plain_gpu_us=1e3 * g.median_ms[plain_at], plain_eager_us=1e3 * eager[plain_at])
         rec["over_plain"] = rec["gpu_us"] / rec["plain_gpu_us"]
+    if peer_fused is not None:
+        rec.update(torch_fused_gpu_us=1e3 * g.median_ms[fused_at], torch_plain_gpu_us=1e3 * g.median_ms[fused_at + 1])
+        rec["torch_over_plain"] = rec["torch_fused_gpu_us"] / rec["torch_plain_gpu_us"]
     return rec
 
 
@@ -453,6 +475,8 @@ def line(r: dict) -> str:
         tail += f"  torch: {r.get('torch_error')}"
     if r.get("over_plain"):
         tail += f"  plain {r['plain_gpu_us']:.1f} µs (fused ×{r['over_plain']:.3f})"
+    if r.get("torch_over_plain"):
+        tail += f"  torch fused ×{r['torch_over_plain']:.3f} its plain"
     if r.get("gpu_late") or r.get("torch_gpu_late"):
         tail += f"  host-bound samples {r.get('gpu_late', 0)}/{r.get('torch_gpu_late', 0)}"
     return head + tail
@@ -474,6 +498,8 @@ def summary_line(name: str, s: dict) -> str:
         o = s["over_plain"]
         out += (f"; over gemmlab's plain GEMM at M ≥ {OVER_PLAIN_M}: geomean ×{fmt(o['geomean'])}, "
                 f"max ×{fmt(o['max'])} at {o['max_at']}")
+        if o.get("torch_geomean"):
+            out += f" (torch's own fused call over torch.mm: ×{fmt(o['torch_geomean'])})"
     if s["failed"] or s["no_peer"]:
         out += f"; {s['failed']} failed, {s['no_peer']} without a peer"
     return out

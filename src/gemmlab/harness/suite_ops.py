@@ -50,6 +50,9 @@ class Op:
     # an op with a fused epilogue: its args -> the "mm" op's args for the same GEMM without it, gemmlab's plain call
     # timed beside the fused one, so that the record says what the epilogue costs
     plain: Callable | None = None
+    # an op with a fused epilogue: (torch) -> (torch's own fused call, torch's plain GEMM), both on the op's args,
+    # timed beside the rest so that the record says what the epilogue costs the peer (cuBLASLt's, through torch)
+    peer_epilogue: Callable | None = None
 
 
 def _mm_inputs(torch, case: Case, seed: int, device: str = "cuda"):
@@ -161,6 +164,15 @@ def _linear_op(name: str, activation: str | None) -> Op:
         y = x @ w.double().t() + bias.double()
         return y if torch_act is None else getattr(torch.nn.functional, torch_act)(y)
 
+    def peer_epilogue(torch):
+        """cuBLASLt's epilogue through torch: BIAS (torch.addmm) or GELU_BIAS (torch._addmm_activation, whose GELU is
+        the tanh approximation), and torch.mm of the same x and w."""
+        if torch_act is None:
+            fused = lambda x, w, bias: torch.addmm(bias, x, w.t())  # noqa: E731
+        else:
+            fused = lambda x, w, bias: torch._addmm_activation(bias, x, w.t(), use_gelu=True)  # noqa: E731
+        return fused, lambda x, w, bias: torch.mm(x, w.t())
+
     from gemmlab.epilogue import Epilogue
 
     return Op(name, f"x @ w.T + bias{f', then {activation}' if activation else ''} (F.linear's operands)",
@@ -169,7 +181,7 @@ def _linear_op(name: str, activation: str | None) -> Op:
               reference=reference,
               bytes=lambda c, size, c_size: size * ((c.m + c.n) * c.k + c.n) + c_size * c.m * c.n,
               epilogue=Epilogue(activation, addend="bias"),
-              plain=lambda args: (args[0], args[1].t()))
+              plain=lambda args: (args[0], args[1].t()), peer_epilogue=peer_epilogue)
 
 
 def _linear_plan(gemmlab, precision, args, activation):
