@@ -212,3 +212,29 @@ def test_two_threads_calling_through_one_plan_launch_each_with_their_own_address
     for t in threads:
         t.join()
     assert sorted(plan.launches) == sorted(mine[0] + mine[1])
+
+
+def test_a_call_on_the_default_stream_asks_no_capture_query(monkeypatch):
+    """A plan with workspaces is picked per stream, and under capture per call; the legacy default stream (torch's,
+    handle 0) cannot be captured, so a call there asks the driver nothing, while one on any other stream still asks
+    (torch's flag for its current stream)."""
+    torch = pytest.importorskip("torch")
+    from gemmlab.call import tensors
+
+    asked, picked, launched = [], [], []
+    monkeypatch.setattr(tensors, "_capturing", lambda: asked.append(1) or True)
+    monkeypatch.setattr(tensors, "_current_device", lambda: 0)
+
+    class Plan:
+        def launch(self, a, b, c, stream):
+            launched.append(stream)
+
+    prepared = types.SimpleNamespace(on_device=True, copy_a=False, copy_b=False, out_shape=(2, 3), device=0,
+                                     torch_template=torch.empty(0), shared=False, scaled=False,
+                                     lock=threading.Lock(),
+                                     for_stream=lambda stream, capturing: picked.append((stream, capturing)) or Plan())
+    a, b = torch.ones(2, 4), torch.ones(4, 3)
+    for stream in (0, 0x7F0):
+        monkeypatch.setattr(tensors, "_stream", lambda index, s=stream: s)
+        assert tensors.run(prepared, a, b, None).shape == (2, 3)
+    assert picked == [(0, False), (0x7F0, True)] and asked == [1] and launched == [0, 0x7F0]

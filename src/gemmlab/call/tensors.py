@@ -51,8 +51,12 @@ def run(prepared: Prepared, A, B, out, scale_a=None, scale_b=None, addend=None, 
     index = prepared.device
     stream = _stream(index)
     current = _current_device() == index
-    plan = prepared.plan if prepared.shared else \
-        prepared.for_stream(stream, _capturing() if current and _capturing is not None else None)
+    if prepared.shared:
+        plan = prepared.plan
+    else:  # the legacy default stream (handle 0, torch's unless a stream is set) is never captured: CUDA refuses
+        # capture there, so a call on it asks no capture query (a driver call before every launch of such a plan)
+        plan = prepared.for_stream(stream, False if stream == 0 else
+                                   _capturing() if current and _capturing is not None else None)
     extra = ()
     if prepared.scaled:  # the scales' addresses; one in a layout the kernel does not read is copied into one
         copy_a, copy_b = prepared.copy_scales
