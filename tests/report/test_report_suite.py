@@ -149,3 +149,15 @@ def test_fused_records_show_their_plain_gemms_time_and_the_epilogues_bar():
     fused = next(r for r in _rows(md, "## Summary") if r[0] == "linear_bias_gelu")
     assert fused[-1].endswith("over_plain ≤ 1.03× no")
     assert "fused epilogue's cost" not in R.markdown(results) and "plain GEMM µs" not in R.markdown(results)
+
+
+def test_the_suites_ops_keep_their_order_whichever_a_later_run_replaced():
+    """A run of one op (--op mm) appends its records after the others' in the file; the report still lists mm
+    first in each precision, then bmm and the fused ops, the precisions in their order."""
+    from gemmlab.report.suite import groups
+
+    records = [{"op": "linear_bias_gelu", "precision": "bf16"}, {"op": "bmm", "precision": "bf16"},
+               {"op": "mm", "precision": "fp8"}, {"op": "mm", "precision": "bf16"},
+               {"op": "linear_bias", "precision": "bf16"}]
+    assert groups(records) == [("mm", "bf16"), ("bmm", "bf16"), ("linear_bias", "bf16"),
+                               ("linear_bias_gelu", "bf16"), ("mm", "fp8")]

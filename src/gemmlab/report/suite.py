@@ -11,7 +11,7 @@ table of what the epilogue costs.
 """
 from __future__ import annotations
 
-from gemmlab.harness.api_suite import DECODE_M, OVER_PLAIN_BAR, OVER_PLAIN_M, bars_for, summarize
+from gemmlab.harness.api_suite import DECODE_M, OPS_RUN, OVER_PLAIN_BAR, OVER_PLAIN_M, bars_for, summarize
 from gemmlab.report import data as D
 
 
@@ -20,9 +20,11 @@ def _f(x, spec=".3f", none="—"):
 
 
 def groups(records: list[dict]) -> list[tuple[str, str]]:
-    """(op, precision) pairs in the order of the precisions, ops as they come."""
-    pairs = dict.fromkeys((r["op"], r["precision"]) for r in records)
-    return sorted(pairs, key=lambda p: (D.PRECISION_ORDER.get(p[1], 9), list(pairs).index(p)))
+    """(op, precision) pairs in the order of the precisions, then of the suite's ops (OPS_RUN: mm first, whichever
+    op a later run replaced), an op it does not know as it comes."""
+    pairs = list(dict.fromkeys((r["op"], r["precision"]) for r in records))
+    return sorted(pairs, key=lambda p: (D.PRECISION_ORDER.get(p[1], 9),
+                                        OPS_RUN.index(p[0]) if p[0] in OPS_RUN else len(OPS_RUN), pairs.index(p)))
 
 
 def figure_name(op: str, precision: str) -> str:
