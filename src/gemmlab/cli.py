@@ -175,8 +175,6 @@ def _suite_grid(opts, precision: str, info):
 def cmd_bench_api(args, json_path: Path | None) -> int:
     from gemmlab.harness import api_bench
 
-    if args.op and not args.suite:
-        raise GemmlabError("--op chooses among the suite's ops: use it with --api --suite")
     if args.suite:
         from gemmlab.harness import api_suite
 
@@ -458,6 +456,7 @@ def _say(command: str, what: str) -> None:
 # (command, option's attribute, option, whether what it goes with is given, what it goes with): an option given
 # without the one that uses it is refused, rather than ignored
 COMPANIONS = (("bench", "precision", "--precision", lambda a: a.api or a.suite, "--api"),
+              ("bench", "op", "--op", lambda a: a.api and a.suite, "--api --suite"),
               ("bench", "block_seconds", "--block-seconds", lambda a: a.blocks, "--blocks"),
               ("roofline", "json", "--json", lambda a: a.measure, "--measure"),
               ("dispatch", "out", "--out", lambda a: a.build or a.write or a.split_k or a.held_out,

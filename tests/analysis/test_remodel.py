@@ -234,3 +234,32 @@ def test_tc6_records_of_few_tiles_stay_under_their_remodeled_ceiling(tmp_path, c
     assert [(row.shape, row.measured_tflops, row.predicted_tflops) for row in rows if row.above] == []
     few = next(row for row in rows if row.shape == "256x256x65536")
     assert few.predicted_tflops > few.measured_tflops > 70
+
+
+def test_a_file_of_a_board_without_a_datasheet_entry_is_remodeled_on_its_drivers_figures(sample, tmp_path):
+    """The sample's records as an RTX 4090 run (its env naming the board and holding the spec its driver gave):
+    remodel reads that spec back, its FP32 records are modeled on the board's own roofs, and its TF32 and BF16
+    records, whose units have no roof there, keep what they held, each named in the skipped list."""
+    from gemmlab.analysis.remodel import remodel_file
+    from gemmlab.analysis.roofline import DeviceSpec, gpu_spec
+    from gemmlab.device import GPUInfo
+
+    rtx = gpu_spec(GPUInfo("NVIDIA GeForce RTX 4090", 128, (8, 9), 72 * 2**20, 101376, 2520.0, 24 * 2**30, "", "",
+                           memory_gbs=1008.1))
+    assert DeviceSpec.from_dict(rtx.as_dict()) == rtx
+    results = copy.deepcopy(sample)
+    results["env"].update(gpu={"name": rtx.name}, device_spec=rtx.as_dict())
+    results["env"].pop("ceilings", None)
+    path = tmp_path / "rtx.json"
+    path.write_text(json.dumps(results))
+    done, skipped, roofs = remodel_file(path, None, "gemmlab roofline --remodel rtx.json")
+    assert roofs.gpu == rtx.name and roofs.dram_gbs == 1008.1 and roofs.sm_count == 128
+    out = json.loads(path.read_text())["records"]
+    named = {line.split(":")[0] for line in skipped}
+    for before, after in zip(results["records"], out):
+        if before["kernel"] == "cuda/v99_retired" or before["precision"] != "fp32":
+            assert after.get("model") == before.get("model")
+            assert f"{before['kernel']} {before['m']}x{before['n']}x{before['k']}" in named
+        elif before["backend"] != "cpu":
+            assert after["model"]["levels"]["dram"]["gbs"] == 1008.1
+    assert any(r["precision"] == "bf16" for r in results["records"]) and done == len(out) - len(skipped)

@@ -477,7 +477,7 @@ def test_a_board_without_a_datasheet_entry_gets_its_roofs_from_its_driver():
     assert rtx.sm_count == 128 and rtx.l2_bytes == 72 * 2**20 and rtx.memory_bytes == 24 * 2**30
     assert "no tensor-core roof" in rtx.note
     assert refusal(get_kernel("cuda/tc4_persistent_bf16"), (4096, 4096, 4096), rtx) == \
-        "NVIDIA GeForce RTX 4090 has no bf16 arithmetic"
+        "NVIDIA GeForce RTX 4090: no bf16 roof here (its tensor cores' rate is not known for this board)"
     assert refusal(get_kernel("cuda/v2_smem"), (4096, 4096, 4096), rtx) is None
     pcie = gpu_spec(_board("NVIDIA H100 PCIe", 114, (9, 0), 1755.0, 2039.0))
     assert pcie.key == "driver" and pcie.flop_per_clk_of == DEVICES["h100"].flop_per_clk_of
@@ -486,6 +486,8 @@ def test_a_board_without_a_datasheet_entry_gets_its_roofs_from_its_driver():
     assert a100.flop_per_clk_of == DEVICES["a100"].flop_per_clk_of and a100.tflops["fp32"] == pytest.approx(19.49,
                                                                                                             rel=1e-3)
     assert gpu_spec(_board("NVIDIA H200", 132, (9, 0), 1980.0, 4800.0)) is DEVICES["h200"]
+    h20 = gpu_spec(_board("NVIDIA H20", 78, (9, 0), 1980.0, 4022.0))  # GH100 with its tensor cores' rate cut
+    assert list(h20.tflops) == ["fp32"] and "no tensor-core roof" in h20.note
     with pytest.raises(GemmlabError, match="no roofline data for GPU 'Board X'.*memory clock"):
         driver_spec(_board("Board X", 10, (8, 6), 1500.0, 0.0))
 

@@ -242,10 +242,14 @@ def test_without_a_gpu_the_suite_says_so_first_and_lists_the_grid_with_autos_ker
 
 
 @pytest.mark.skipif(device.gpu() is not None, reason="the CPU-only behaviour")
-@pytest.mark.parametrize("args, says", [(("--suite", "--op", "gemm"), "--op gemm: the suite's ops are mm, bmm, "),
-                                        (("--op", "mm"), "--op chooses among the suite's ops")])
+@pytest.mark.parametrize("args, says", [
+    (("--api", "--suite", "--op", "gemm"), "--op gemm: the suite's ops are mm, bmm, "),
+    (("--api", "--op", "mm"), "--op goes with --api --suite, which is not given"),
+    (("--op", "mm", "--kernels", "cpu/v0_naive"), "--op goes with --api --suite, which is not given"),
+    (("--api", "--suite", "--op", "bmm", "--shape", "1x4096x4096"), "--op bmm: no case at these precisions and shapes"),
+    (("--api", "--suite", "--op", "linear_bias", "--precision", "fp32"), "--op linear_bias: no case at these")])
 def test_an_op_the_suite_does_not_run_is_refused_in_one_line(args, says):
-    proc = _cli("bench", "--api", *args)
+    proc = _cli("bench", *args)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and says in proc.stderr
 
 
@@ -326,7 +330,9 @@ def test_a_fused_record_times_gemmlabs_plain_gemm_of_the_same_operands_beside_it
         return timing.GpuTimes([0.0021, 0.003, 0.002, 0.0033, 0.0031], 20, [0] * 5, 100.0)
 
     monkeypatch.setattr(timing, "gpu_times", gpu)
-    monkeypatch.setattr(timing, "eager_times", lambda torch_, calls, *a: ([0.010, 0.011, 0.009, 0.1, 0.1], 30))
+    eager_calls = []
+    monkeypatch.setattr(timing, "eager_times", lambda torch_, calls, *a: (eager_calls.append(len(calls)) or
+                                                                          [0.010, 0.011, 0.009, 0.1, 0.1], 30))
     case = O.Case("linear_bias_gelu", "fp32", "linear", 8, 64, 32)
     rec = S.measure(torch, case, S.SuiteOptions(), CTX)
     assert rec["verified"] and rec["plain_kernel"] == "cpu/blas"
@@ -342,6 +348,7 @@ def test_a_fused_record_times_gemmlabs_plain_gemm_of_the_same_operands_beside_it
     assert rec["over_plain"] == pytest.approx(1.05) and rec["gpu_ratio"] == pytest.approx(3.0 / 2.1)
     assert (rec["torch_fused_gpu_us"], rec["torch_plain_gpu_us"]) == (3.3, 3.1)
     assert rec["torch_over_plain"] == pytest.approx(3.3 / 3.1) and rec["torch_fused_rel_err"] < 1e-3
+    assert eager_calls == [3]  # torch's own fused call and its plain GEMM: GPU time only
     assert "plain 2.0 µs (fused ×1.050)  torch fused ×1.065 its plain" in S.line(rec)
     assert rec["plain_verified"] and rec["plain_rel_err"] < 1e-5  # checked before it is timed
     mm = S.measure(torch, O.Case("mm", "fp32", "linear", 8, 64, 32), S.SuiteOptions(), CTX)

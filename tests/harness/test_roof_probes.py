@@ -38,6 +38,19 @@ def test_another_architecture_runs_the_generic_probes_alone(arch):
         assert report.spills == 0, (source, arch, report)
 
 
+def test_each_clock_probe_runs_one_cta_an_sm_within_what_a_block_may_take():
+    """An H200 or A100 block may take more than ALONE_SMEM, and every probe launches with at least that; an RTX 4090's
+    (99 KB of its SM's 100) launches with all of it, still one CTA an SM, and leaves out the shared-memory probe of
+    eight loads in flight, whose 128 KB it cannot hold."""
+    for limit in (232448, 166912):
+        plan = roof_probes.clock_plan(True, limit)
+        assert len(plan) == len(roof_probes.clock_probes()) and all(roof_probes.ALONE_SMEM <= s <= limit
+                                                                    for _, s in plan)
+    plan = roof_probes.clock_plan(False, 101376)
+    assert all(s == 101376 for _, s in plan) and {p.figure for p, _ in plan} == {"smem", "fp32"}
+    assert [p.defines["UNROLL"] for p, _ in plan if p.figure == "smem"] == [4]
+
+
 def test_wgmma_probe_holds_tc4s_accumulators_in_registers():
     # a warpgroup's m64n256 accumulator is 128 floats a thread: the probe must keep them all in registers
     wgmma = [b for b in roof_probes.probe_builds() if b[1] == "probe_wgmma"]
@@ -166,8 +179,9 @@ def test_the_dram_roof_is_the_faster_of_the_copy_and_the_read_stream(tmp_path, m
     monkeypatch.setattr(env, "collect", lambda info, mode: {"git_sha": "x", "time": "t"})
     hopper = []  # what each probe set was told of the architecture: wgmma's, bulk and TMA probes on sm_90 alone
     monkeypatch.setattr(roof_probes, "l2_bandwidth", lambda sm, h: hopper.append(h) or {"l2_gbs": 15000.0})
-    monkeypatch.setattr(roof_probes, "clock_rates", lambda sm, hopper: {"smem_bytes_per_clk": 128.0,
-                                                                        "flop_per_clk": {}})
+    limits = []  # the shared memory a block may take, as each run told the clock probes
+    monkeypatch.setattr(roof_probes, "clock_rates", lambda sm, hopper, smem_limit: limits.append(smem_limit) or {
+        "smem_bytes_per_clk": 128.0, "flop_per_clk": {}})
     monkeypatch.setattr(roof_probes, "cublas_reference", lambda size: {"cublas_fp32_tflops": 50.0})
     read_sizes = []
     for copy_gbs, read_gbs in ((4090.0, 4350.0), (4090.0, 3900.0)):
@@ -184,4 +198,4 @@ def test_the_dram_roof_is_the_faster_of_the_copy_and_the_read_stream(tmp_path, m
     monkeypatch.setattr(device, "require_gpu", lambda what: device.GPUInfo("NVIDIA A100-SXM4-80GB", 108, (8, 0),
                                                                            40 << 20, 166912, 1410.0, 80 << 30, "", ""))
     roof_probes.measure_ceilings()
-    assert hopper[-1] is False
+    assert hopper[-1] is False and limits[-1] == 166912 and limits[0] == 232448

@@ -145,13 +145,17 @@ def remodel_file(path, ceilings_path: str | None, command: str) -> tuple[int, li
     measurement, then ``ceilings_path``): the records remodeled, those that kept their model, and the roofs."""
     from pathlib import Path
 
-    from gemmlab.analysis.roofline import device_spec, roofs_of
+    from gemmlab.analysis.roofline import DeviceSpec, device_spec, roofs_of
     from gemmlab.results import load_results
 
     path = Path(path)
     results = load_results(path)
-    gpu = ((results.get("env") or {}).get("gpu") or {}).get("name") or "h200"
-    roofs = roofs_of(device_spec(gpu), results, ceilings_path)
+    env = results.get("env") or {}
+    gpu = (env.get("gpu") or {}).get("name") or "h200"
+    spec = env.get("device_spec") or {}
+    # a board without a datasheet entry ran on its driver's figures, which the file keeps
+    dev = DeviceSpec.from_dict(spec) if spec.get("key") == "driver" else device_spec(gpu)
+    roofs = roofs_of(dev, results, ceilings_path)
     out, skipped = remodel_results(results, roofs, command)
     path.write_text(json.dumps(out, indent=1, default=float))
     return len(out["records"]) - len(skipped), skipped, roofs

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from gemmlab.analysis import hierarchy
 from gemmlab.analysis.ceilings import Ceilings, datasheet, with_measured
-from gemmlab.errors import MissingDependencyError, SizeLimitError
+from gemmlab.errors import GemmlabError, MissingDependencyError, SizeLimitError
 from gemmlab.kernels.geometry import ceil_div
 from gemmlab.kernels.plan import Layout, copies_to
 from gemmlab.kernels.spec import SM_COUNT
@@ -79,6 +79,20 @@ class DeviceSpec:
         bw = bw_gbs or self.dram_gbs
         return min(self.peak_tflops(precision), bw * 1e9 * intensity / 1e12)
 
+    @classmethod
+    def from_dict(cls, d: dict) -> "DeviceSpec":
+        """The spec ``as_dict`` wrote (a results file's ``env.device_spec``), its per-precision figures back under
+        their peak keys."""
+        per_clk, peaks = {}, {}
+        for p in PRECISIONS.values():
+            if p.name in d.get("flop_per_clk", {}):
+                per_clk[p.peak_key] = d["flop_per_clk"][p.name]
+            if f"{p.name}_tflops" in d:
+                peaks[p.peak_key] = d[f"{p.name}_tflops"]
+        return cls(d["key"], d["name"], d["dram_gbs"], peaks, d.get("note", ""), d.get("sm_count", 0),
+                   d.get("max_clock_mhz", 0.0), d.get("l2_bytes", 0), per_clk, d.get("smem_bytes_per_clk", 128.0),
+                   d.get("l2_bytes_per_clk", 5120.0), d.get("memory_bytes", 0), tuple(d.get("cc", (0, 0))))
+
     def as_dict(self) -> dict:
         return {"key": self.key, "name": self.name, "dram_gbs": self.dram_gbs,
                 **{f"{p}_tflops": v for p, v in self.tflops.items()}, "note": self.note,
@@ -120,8 +134,6 @@ def device_spec(name: str) -> DeviceSpec:
     names = {**{n.lower(): k for n, k in DRIVER_NAMES.items()}, **{d.name.lower(): k for k, d in DEVICES.items()}}
     if key in DEVICES or key in names:
         return DEVICES[names.get(key, key)]
-    from gemmlab.errors import GemmlabError
-
     kin = [k for k in DEVICES if k in key.replace(" ", "").replace("-", "")]
     other = (f" (not the {DEVICES[kin[0]].name}, whose figures gemmlab has: another board of that chip, with other "
              "SMs, clocks or bandwidth)") if kin else ""
@@ -132,12 +144,21 @@ def device_spec(name: str) -> DeviceSpec:
 # FP32 FMA lanes an SM has by compute capability (the CUDA C++ Programming Guide's table of arithmetic
 # throughput): 64 on these, 128 on every other architecture since Maxwell
 FP32_LANES_64 = {(6, 0), (7, 0), (7, 2), (7, 5), (8, 0)}
-# the tensor cores' dense FLOPs per SM and clock where every board of a compute capability has the same ones:
-# GA100's (the A100s) and GH100's (the H100s, the H200s), DEVICES' own figures; other architectures' boards differ
-# (a GeForce part accumulates in FP32 at half its professional sibling's rate), so a board of theirs has no tensor
-# roof here
+# the tensor cores' dense FLOPs per SM and clock of GA100 (the A100s, A800s and A30) and of GH100's full-rate boards,
+# DEVICES' own figures; other architectures' boards differ (a GeForce part accumulates in FP32 at half its
+# professional sibling's rate), so a board of theirs has no tensor roof here
 TENSOR_FLOP_PER_CLK = {(8, 0): {p: DEVICES["a100"].flop_per_clk_of[p] for p in ("tf32", "bf16")},
                        (9, 0): {p: _HOPPER[p] for p in ("tf32", "bf16", "fp8")}}
+# where a capability's boards do not all run at its rates, the names of those that do: an H20 is compute capability
+# 9.0 with its tensor cores' rate cut to about a quarter of GH100's
+TENSOR_BOARDS = {(9, 0): ("H100", "H800", "H200", "GH200")}
+
+
+def _tensor_rates(info) -> dict:
+    cc = tuple(info.cc)
+    if cc in TENSOR_BOARDS and not any(board in info.name for board in TENSOR_BOARDS[cc]):
+        return {}
+    return dict(TENSOR_FLOP_PER_CLK.get(cc, {}))
 
 
 def driver_spec(info) -> DeviceSpec:
@@ -146,13 +167,10 @@ def driver_spec(info) -> DeviceSpec:
     peak bandwidth; FP32 at two FLOPs a lane and clock over its SMs' lanes; the tensor cores only where its compute
     capability fixes their rates (TENSOR_FLOP_PER_CLK). The peaks are at the maximum clock, where a datasheet may
     quote a lower one."""
-    from gemmlab.errors import GemmlabError
-
     if not info.memory_gbs:
         raise GemmlabError(f"no roofline data for GPU {info.name!r}: gemmlab has no datasheet entry for it, and "
                            "neither NVML nor the CUDA runtime reports its memory clock and bus width")
-    per_clk = {"fp32": 2 * (64 if tuple(info.cc) in FP32_LANES_64 else 128),
-               **TENSOR_FLOP_PER_CLK.get(tuple(info.cc), {})}
+    per_clk = {"fp32": 2 * (64 if tuple(info.cc) in FP32_LANES_64 else 128), **_tensor_rates(info)}
     peaks = {p: info.sm_count * v * info.max_sm_clock_mhz * 1e6 / 1e12 for p, v in per_clk.items()}
     tensor = "" if len(per_clk) > 1 else "; no tensor-core roof (its rates vary among this architecture's boards)"
     note = (f"from the driver: {info.sm_count} SMs at {info.max_sm_clock_mhz:.0f} MHz, {info.memory_gbs:.0f} GB/s, "
@@ -163,8 +181,6 @@ def driver_spec(info) -> DeviceSpec:
 
 def gpu_spec(info) -> DeviceSpec:
     """The roofline device of the GPU ``info`` describes: its datasheet entry, else its driver's figures."""
-    from gemmlab.errors import GemmlabError
-
     try:
         return device_spec(info.name)
     except GemmlabError:
@@ -310,6 +326,8 @@ def model(spec, problem: Problem, ceilings: Ceilings | DeviceSpec, clock_mhz: fl
     flops = problem.flops()
     intensity = traffic.intensity(problem)
     units, ops = spec.peak_share()  # tensor cores for an FP32 level built on TF32 products (tc7)
+    if units not in ceilings.flop_per_clk:
+        raise GemmlabError(f"{ceilings.gpu} has no {units} roof here, so {spec.name} has no model on it")
     seed_peak, seed_gbs, seed_roofs = seed_roof(ceilings, units, ops)
     ridge = seed_peak * 1e12 / (seed_gbs * 1e9)
     walk, wave = traffic.walk, None
@@ -411,6 +429,8 @@ def refusal(spec, shape, dev: DeviceSpec) -> str | None:
     no measurement can check. A library this machine lacks (the Gluon levels' Triton) is no refusal: the roofline
     models the device, and the kernel runs there."""
     if spec.precision not in dev.tflops:
+        if dev.key == "driver":  # its units may well exist: gemmlab does not know their rate on this board
+            return f"{dev.name}: no {spec.precision} roof here (its tensor cores' rate is not known for this board)"
         return f"{dev.name} has no {spec.precision} arithmetic"
     why = spec.unsupported(dev) or spec.is_valid(Problem(*shape, spec.precision))
     return None if not why or getattr(why, "error", None) is MissingDependencyError else why

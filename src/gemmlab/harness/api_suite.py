@@ -249,8 +249,12 @@ def main(args, json_path: Path | None, command: str, say) -> int:
     if json_path is not None and json_path.exists():
         load(json_path)
     opts = SuiteOptions(precisions=tuple(args.precision or PRECISIONS), shapes=tuple(args.shape or ()) or None,
-                        ops=tuple(op for op in OPS_RUN if op in (args.op or OPS_RUN)), seed=args.seed, json_path=json_path,
-                        command=command)
+                        ops=tuple(op for op in OPS_RUN if op in (args.op or OPS_RUN)), seed=args.seed,
+                        json_path=json_path, command=command)
+    if not cases(opts.precisions, opts.shapes, opts.ops):
+        raise GemmlabError(f"--op {', '.join(opts.ops)}: no case at these precisions and shapes (bmm runs "
+                           f"{', '.join(BMM_PRECISIONS)} and the linear ops {', '.join(LINEAR_OPS_PRECISIONS)} on "
+                           "their own grids, not at given shapes)")
     results = run_suite(opts, say)
     if results is None:
         return 0
@@ -424,7 +428,8 @@ def measure(torch, case: Case, opts: SuiteOptions, ctx: dict) -> dict:
         calls += [peer_fused, peer_plain]
     timing = (opts.rounds, opts.max_seconds, opts.min_rounds, ctx["clean"])
     g = gpu_times(torch, calls, sets, *timing)
-    eager, eager_rounds = eager_times(torch, calls, sets, *timing)
+    # torch's own fused call and its plain GEMM are GPU-timed only: what the epilogue costs the peer's kernels
+    eager, eager_rounds = eager_times(torch, calls if peer_fused is None else calls[:fused_at], sets, *timing)
     flops = case.flops()
     rec.update(gpu_us=1e3 * g.median_ms[0], eager_us=1e3 * eager[0], gpu_calls=g.calls, eager_calls=eager_rounds,
                gpu_method=f"events around the call after an L2 flush and a {g.head_start_us:.0f} µs spin",

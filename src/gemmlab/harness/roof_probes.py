@@ -226,16 +226,24 @@ def l2_bandwidth(sm_count: int, hopper: bool = True) -> dict:
     return {"l2_gbs": best["gbs"], "l2_best": best, "l2_trials": trials}
 
 
-ALONE_SMEM = 120 * 1024  # more than half an SM's shared memory: no two CTAs of a probe share an SM
+ALONE_SMEM = 120 * 1024  # more than half a Hopper or A100 SM's shared memory: no two CTAs of a probe share an SM
 
 
-def per_clock(probe: ClockProbe, iters: int, sm_count: int) -> float:
-    """Work per SM and clock of ``probe`` run with one CTA per SM: the median CTA's work over its clock64 span."""
+def clock_plan(hopper: bool = True, smem_limit: int = 232448) -> list[tuple[ClockProbe, int]]:
+    """(probe, dynamic shared memory it launches with) of each clock probe a GPU whose blocks may take at most
+    ``smem_limit`` bytes runs: ALONE_SMEM or the limit, the smaller (a block of the most a GPU allows takes more than
+    half its SM, so one CTA an SM either way: an RTX 4090's 99 KB of its SM's 100), or a probe's own need where
+    larger; a probe that needs more than the limit (the 128 KB of eight loads in flight) is left out."""
+    return [(p, max(p.smem, min(ALONE_SMEM, smem_limit))) for p in clock_probes(hopper) if p.smem <= smem_limit]
+
+
+def per_clock(probe: ClockProbe, iters: int, sm_count: int, smem: int = ALONE_SMEM) -> float:
+    """Work per SM and clock of ``probe`` run with one CTA per SM (``smem`` bytes of dynamic shared memory each, as
+    clock_plan says): the median CTA's work over its clock64 span."""
     import cupy
 
     cycles = cupy.zeros(sm_count, cupy.int64)
     sink = cupy.zeros(sm_count * probe.threads, cupy.uint32)
-    smem = max(probe.smem, ALONE_SMEM)
     k = _kernel(probe.source, probe.entry, probe.defines, smem)
     args = (np.int32(iters), *probe.scalars, sink.data.ptr, cycles.data.ptr)
     for _ in range(3):  # the first launch warms the clocks; the last is read
@@ -244,13 +252,13 @@ def per_clock(probe: ClockProbe, iters: int, sm_count: int) -> float:
     return probe.work_per_iter * iters / float(np.median(cycles.get()))
 
 
-def clock_rates(sm_count: int, iters: int = 4096, hopper: bool = True) -> dict:
+def clock_rates(sm_count: int, iters: int = 4096, hopper: bool = True, smem_limit: int = 232448) -> dict:
     """Bytes per clock one SM reads from shared memory (probe_smem, the best over loads in flight) and dense FLOPs
     per SM and clock: FFMA chains (FP32, probe_ffma) and, ``hopper``, tc4's wgmma mainloop (TF32, BF16,
-    probe_wgmma)."""
+    probe_wgmma); the probes ``clock_plan`` keeps for a block of at most ``smem_limit`` bytes."""
     smem, flops = {}, {}
-    for probe in clock_probes(hopper):
-        rate = per_clock(probe, iters, sm_count)
+    for probe, dynamic in clock_plan(hopper, smem_limit):
+        rate = per_clock(probe, iters, sm_count, dynamic)
         if probe.figure == "smem":
             smem[probe.defines["UNROLL"]] = rate
         else:
@@ -291,7 +299,7 @@ def measure_ceilings(copy_bytes: int = 1 << 30, gemm_size: int = 8192) -> dict:
         out.update(copy, **read, copy_bw_gbs=copy["dram_gbs"], dram_gbs=max(copy["dram_gbs"], read["dram_read_gbs"]))
         hopper = tuple(info.cc) == (9, 0)  # another architecture: the probes of its generic loads and FFMA alone
         out.update(l2_bandwidth(info.sm_count, hopper))
-        out.update(clock_rates(info.sm_count, hopper=hopper))
+        out.update(clock_rates(info.sm_count, hopper=hopper, smem_limit=info.smem_per_block_optin))
         out.update(cublas_reference(gemm_size))
     out["clock"] = clock.summary()
     cupy.get_default_memory_pool().free_all_blocks()
