@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gemmlab.errors import GemmlabError
-from gemmlab.harness.suite_ops import check
+from gemmlab.harness.suite_ops import check, error_line
 from gemmlab.problem import PRECISIONS as RECORDS, get_precision
 
 SHAPES = ((256, 256, 256), (1024, 1024, 1024), (2048, 3072, 4096), (4096, 4096, 4096), (8192, 8192, 8192),
@@ -161,7 +161,7 @@ def run_api_bench(opts: ApiBenchOptions, say=print) -> dict:
             rec["torch_rel_err"], rec["torch_verified"] = check(torch, theirs(*sets[0]), ref, None,
                                                                 tolerance_for(problem))
         except RuntimeError as exc:  # this torch has no such call (blockwise scaled matmul): gemmlab alone
-            rec["torch_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+            rec["torch_error"] = error_line(exc)
             theirs = None
         if ok:
             calls = [ours] if theirs is None else [ours, theirs]

@@ -41,7 +41,7 @@ from typing import Callable
 
 from gemmlab.errors import GemmlabError, ResultsFileError
 from gemmlab.harness.api_bench import PRECISIONS
-from gemmlab.harness.suite_ops import OPS, Case, check, checked_rows, peer_note, verify_note
+from gemmlab.harness.suite_ops import OPS, Case, check, checked_rows, error_line, peer_note, verify_note
 
 LINEAR_M = tuple(2 ** i for i in range(14))  # 1 .. 8192: decode to prefill
 LINEAR_NK = ((4096, 4096), (14336, 4096), (4096, 14336), (1024, 8192))  # (N, K) of a 7-8B model's projections
@@ -375,7 +375,7 @@ def measure(torch, case: Case, opts: SuiteOptions, ctx: dict) -> dict:
         ours = lambda *a: op.ours(gemmlab, case.precision, a)  # noqa: E731
         c = ours(*args)
     except Exception as exc:  # a refusal, or a plan that fails to build: recorded, and the run goes on
-        rec["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        rec["error"] = error_line(exc)
         return rec
     tol = tolerance_for(Problem(case.m, case.n, case.k, case.precision))
     rows = checked_rows(case.rows, case.n)
@@ -395,7 +395,7 @@ def measure(torch, case: Case, opts: SuiteOptions, ctx: dict) -> dict:
             rec["peer_note"] = peer_note(case.precision, case.k) or "torch's result is off the float64 reference"
         del t
     except (RuntimeError, TypeError) as exc:  # no such call or argument in this torch, or not at this shape
-        rec["torch_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+        rec["torch_error"] = error_line(exc)
         theirs = None
     peer_fused = None
     if op.peer_epilogue is not None and theirs is not None:  # torch's own fused call, checked before it is timed
@@ -403,7 +403,7 @@ def measure(torch, case: Case, opts: SuiteOptions, ctx: dict) -> dict:
         try:
             rec["torch_fused_rel_err"], ok = check(torch, op.matrix(peer_fused(*args)), ref, rows, tol)
         except (RuntimeError, TypeError) as exc:
-            rec["torch_fused_error"], ok = f"{type(exc).__name__}: {str(exc).splitlines()[0]}", False
+            rec["torch_fused_error"], ok = error_line(exc), False
         peer_fused = peer_fused if ok else None
     del c, ref
     nbytes = op.bytes(case, Problem(case.m, case.n, case.k, case.precision).prec.input_bytes,

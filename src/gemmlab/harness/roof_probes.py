@@ -227,9 +227,10 @@ def l2_bandwidth(sm_count: int, hopper: bool = True) -> dict:
 
 
 ALONE_SMEM = 120 * 1024  # more than half a Hopper or A100 SM's shared memory: no two CTAs of a probe share an SM
+HOPPER_BLOCK_SMEM = 232448  # the dynamic shared memory a Hopper block may take (its opt-in limit)
 
 
-def clock_plan(hopper: bool = True, smem_limit: int = 232448) -> list[tuple[ClockProbe, int]]:
+def clock_plan(hopper: bool = True, smem_limit: int = HOPPER_BLOCK_SMEM) -> list[tuple[ClockProbe, int]]:
     """(probe, dynamic shared memory it launches with) of each clock probe a GPU whose blocks may take at most
     ``smem_limit`` bytes runs: ALONE_SMEM or the limit, the smaller (a block of the most a GPU allows takes more than
     half its SM, so one CTA an SM either way: an RTX 4090's 99 KB of its SM's 100), or a probe's own need where
@@ -252,7 +253,7 @@ def per_clock(probe: ClockProbe, iters: int, sm_count: int, smem: int = ALONE_SM
     return probe.work_per_iter * iters / float(np.median(cycles.get()))
 
 
-def clock_rates(sm_count: int, iters: int = 4096, hopper: bool = True, smem_limit: int = 232448) -> dict:
+def clock_rates(sm_count: int, iters: int = 4096, hopper: bool = True, smem_limit: int = HOPPER_BLOCK_SMEM) -> dict:
     """Bytes per clock one SM reads from shared memory (probe_smem, the best over loads in flight) and dense FLOPs
     per SM and clock: FFMA chains (FP32, probe_ffma) and, ``hopper``, tc4's wgmma mainloop (TF32, BF16,
     probe_wgmma); the probes ``clock_plan`` keeps for a block of at most ``smem_limit`` bytes."""

@@ -209,6 +209,12 @@ OPS = {"mm": Op("mm", "x @ w.T (B column-major)", _mm_inputs,
 
 
 # -- checks -------------------------------------------------------------------------------------------------------
+def error_line(exc: Exception) -> str:
+    """What a record keeps of a call's exception: its type and its message's first line."""
+    text = str(exc)
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
+
+
 def checked_rows(m: int, n: int):
     """None (the whole product) while C is small, else SAMPLED_ROWS rows evenly spaced, the first and last in."""
     if m * n <= FULL_CHECK:
