@@ -53,15 +53,14 @@ def matmul(A, B, kernel: str = AUTO, *, precision: str | None = None, out=None, 
     row-major FP8 B), SizeLimitError (past a kernel's index range, or memory), NoGPUError (a GPU kernel without a
     usable GPU), UnknownKernelError, OperandTypeError (not an array); all derive from gemmlab.errors.GemmlabError.
     """
-    extra = (scale_a, scale_b, out_dtype)
-    if _torch_op is not None and isinstance(A, _torch_op.torch.Tensor):
-        return _torch_op.matmul(A, B, kernel, precision, out, *extra)
+    if _torch_op is not None and isinstance(A, _torch_op.Tensor):
+        return _torch_op.matmul(A, B, kernel, precision, out, scale_a, scale_b, out_dtype)
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(A, torch.Tensor):
-        return _load_torch_op().matmul(A, B, kernel, precision, out, *extra)
+        return _load_torch_op().matmul(A, B, kernel, precision, out, scale_a, scale_b, out_dtype)
     if getattr(A, "ndim", 2) == 2 and getattr(B, "ndim", 2) == 2:
-        return call.array_matmul(A, B, kernel, precision, out, *extra)
-    return _array_nd(A, B, kernel, precision, out, *extra)
+        return call.array_matmul(A, B, kernel, precision, out, scale_a, scale_b, out_dtype)
+    return _array_nd(A, B, kernel, precision, out, scale_a, scale_b, out_dtype)
 
 
 def _array_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None):

@@ -38,6 +38,11 @@ from gemmlab.call.tensors import FP8, check_initialized, check_values, refuse_ca
 from gemmlab.errors import EpilogueError, GemmlabError, LayoutError, ShapeError, SizeLimitError
 
 _any_autocast = getattr(torch._C, "_is_any_autocast_enabled", None)  # whether any region is on, in one call
+# read on every call: bound once, so a call looks nothing up in torch's modules (torch.compile's tracer knows the
+# functions themselves, under any name)
+Tensor = torch.Tensor
+_is_compiling = torch.compiler.is_compiling
+_grad_enabled = torch.is_grad_enabled
 
 
 def autocast_region(x):
@@ -73,20 +78,20 @@ def autocast_call(region, fn, *tensors):
 
 
 def matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None, epilogue=None, addend=None):
-    if out is None and scale_a is None and scale_b is None and out_dtype is None and isinstance(B, torch.Tensor):
+    if (_any_autocast is None or _any_autocast()) and out is None and scale_a is None and scale_b is None and \
+            out_dtype is None and isinstance(B, Tensor):
         region = autocast_region(A)
         if region is not None:  # torch.matmul's dtype in an autocast region
             return autocast_call(region, lambda a, b, d: matmul(a, b, kernel, precision, None, epilogue=epilogue,
                                                                 addend=d), A, B, addend)
     try:
-        two_d = A.dim() == 2 and isinstance(B, torch.Tensor) and B.dim() == 2
+        two_d = A.dim() == 2 and isinstance(B, Tensor) and B.dim() == 2
     except ValueError:  # a lazy module's parameter before its first call has no dimensions yet
         check_initialized(A=A, B=B)
         raise
     if not two_d:  # torch.matmul's other ranks
         return matmul_nd(A, B, kernel, precision, out, scale_a, scale_b, out_dtype, epilogue, addend)
-    if torch.compiler.is_compiling() or (torch.is_grad_enabled() and (A.requires_grad or getattr(B, "requires_grad",
-                                                                                                  False))):
+    if _is_compiling() or (_grad_enabled() and (A.requires_grad or getattr(B, "requires_grad", False))):
         if A.dtype in FP8 or scale_a is not None or scale_b is not None:
             raise GemmlabError("gemmlab's FP8 matmul runs outside autograd and torch.compile: it has no backward, and "
                                "gemmlab::mm takes no scales")
@@ -95,7 +100,7 @@ def matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
                                "torch.no_grad()")
         return torch.ops.gemmlab.mm(A, B, call.checks.check_names(kernel, precision), precision,
                                     call.out_dtype_name(out_dtype))
-    if epilogue is not None and (torch.compiler.is_compiling() or torch.is_grad_enabled() and any(
+    if epilogue is not None and (_is_compiling() or _grad_enabled() and any(
             getattr(x, "requires_grad", False) for x in (A, B, addend))):
         raise GemmlabError("a fused epilogue through gemmlab.matmul runs outside autograd and torch.compile")
     return direct(A, B, kernel, precision, out, scale_a, scale_b, out_dtype, epilogue, addend)

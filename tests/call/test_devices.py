@@ -229,12 +229,42 @@ def test_a_call_on_the_default_stream_asks_no_capture_query(monkeypatch):
         def launch(self, a, b, c, stream):
             launched.append(stream)
 
-    prepared = types.SimpleNamespace(on_device=True, copy_a=False, copy_b=False, out_shape=(2, 3), device=0,
-                                     torch_template=torch.empty(0), shared=False, scaled=False,
-                                     lock=threading.Lock(),
+    prepared = types.SimpleNamespace(on_device=True, copy_a=False, copy_b=False, out_shape=(2, 3), out_strides=(3, 1),
+                                     device=0, torch_template=torch.empty(0), shared=False, scaled=False,
+                                     lock=threading.Lock(), by_stream={},
                                      for_stream=lambda stream, capturing: picked.append((stream, capturing)) or Plan())
     a, b = torch.ones(2, 4), torch.ones(4, 3)
     for stream in (0, 0x7F0):
         monkeypatch.setattr(tensors, "_stream", lambda index, s=stream: s)
         assert tensors.run(prepared, a, b, None).shape == (2, 3)
     assert picked == [(0, False), (0x7F0, True)] and asked == [1] and launched == [0, 0x7F0]
+
+
+def test_a_default_stream_plan_once_kept_is_launched_without_asking_for_it_again(monkeypatch):
+    """The plan a workspace-holding call keeps for the legacy default stream is taken from the by-stream table
+    directly on later calls, and C is a fresh row-major tensor of the plan's shape each time."""
+    torch = pytest.importorskip("torch")
+    from gemmlab.call import Prepared, tensors
+
+    launched = []
+
+    class Plan:
+        on_gpu = True
+        buffers = [object()]  # a workspace: one plan per stream
+
+        def launch(self, a, b, c, stream):
+            launched.append((stream, c))
+
+    prepared = Prepared(Plan(), "why", device=0, out_shape=(2, 3), out_dtype="float32")
+    prepared.torch_template = torch.empty(0)
+    monkeypatch.setattr(tensors, "_current_device", lambda: 0)
+    monkeypatch.setattr(tensors, "_stream", lambda index: 0)
+    a, b = torch.ones(2, 4), torch.ones(4, 3)
+    first = tensors.run(prepared, a, b, None)
+    monkeypatch.setattr(prepared, "for_stream", lambda *a: pytest.fail("asked for the stream's plan again"))
+    second = tensors.run(prepared, a, b, None)
+    assert launched == [(0, first.data_ptr()), (0, second.data_ptr())]
+    assert not prepared.shared and prepared.by_stream == {0: prepared.plan}
+    for c in (first, second):
+        assert c.shape == (2, 3) and c.stride() == (3, 1) and c.dtype == torch.float32
+

@@ -49,10 +49,12 @@ class Prepared:
     # read on every call, so computed once from the plan and host_copy, which nothing changes after construction
     on_device: bool = field(init=False)  # the plan runs on the operands' GPU in place (not on the host or a copy)
     shared: bool = field(init=False)  # the plan holds no workspace and makes none, so one plan serves every stream
+    out_strides: tuple = field(init=False)  # a row-major C's element strides (an allocation given them parses less)
 
     def __post_init__(self):
         self.on_device = self.plan.on_gpu and not self.host_copy
         self.shared = not (getattr(self.plan, "buffers", None) or getattr(self.plan, "may_stage", False))
+        self.out_strides = tuple(math.prod(self.out_shape[i + 1:]) for i in range(len(self.out_shape)))
 
     @property
     def c_bytes(self) -> int:

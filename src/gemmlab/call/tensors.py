@@ -17,10 +17,8 @@ _current_device = getattr(torch._C, "_cuda_getDevice", None)
 _capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None)  # the current device's current stream
 
 
-def _stream(index: int) -> int:
-    if _raw_stream is not None:
-        return _raw_stream(index)
-    return torch.cuda.current_stream(index).cuda_stream
+# a device's current stream handle: torch's C function itself where it has one, no Python frame between
+_stream = _raw_stream if _raw_stream is not None else lambda index: torch.cuda.current_stream(index).cuda_stream
 
 
 FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
@@ -39,7 +37,8 @@ def run(prepared: Prepared, A, B, out, scale_a=None, scale_b=None, addend=None, 
         B = B.contiguous()
     if out is None:
         try:
-            c = prepared.torch_template.new_empty(prepared.out_shape if shape is None else shape)
+            c = prepared.torch_template.new_empty_strided(prepared.out_shape, prepared.out_strides) \
+                if shape is None else prepared.torch_template.new_empty(shape)
         except torch.OutOfMemoryError:
             raise SizeLimitError(gpu_memory_message(prepared.out_shape, prepared.out_dtype)) from None
     else:
@@ -53,10 +52,11 @@ def run(prepared: Prepared, A, B, out, scale_a=None, scale_b=None, addend=None, 
     current = _current_device() == index
     if prepared.shared:
         plan = prepared.plan
-    else:  # the legacy default stream (handle 0, torch's unless a stream is set) is never captured: CUDA refuses
+    elif stream == 0:  # the legacy default stream (torch's unless a stream is set) is never captured: CUDA refuses
         # capture there, so a call on it asks no capture query (a driver call before every launch of such a plan)
-        plan = prepared.for_stream(stream, False if stream == 0 else
-                                   _capturing() if current and _capturing is not None else None)
+        plan = prepared.by_stream.get(0) or prepared.for_stream(0, False)
+    else:
+        plan = prepared.for_stream(stream, _capturing() if current and _capturing is not None else None)
     extra = ()
     if prepared.scaled:  # the scales' addresses; one in a layout the kernel does not read is copied into one
         copy_a, copy_b = prepared.copy_scales

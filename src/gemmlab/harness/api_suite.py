@@ -372,7 +372,7 @@ def measure(torch, case: Case, opts: SuiteOptions, ctx: dict) -> dict:
         chosen = op.plan(gemmlab, case.precision, args)
         rec.update(kernel=chosen.plan.spec.name, why=chosen.why,
                    copies=[x for x, c in (("A", chosen.copy_a), ("B", chosen.copy_b)) if c])
-        ours = lambda *a: op.ours(gemmlab, case.precision, a)  # noqa: E731
+        ours = op.ours(gemmlab, case.precision)
         c = ours(*args)
     except Exception as exc:  # a refusal, or a plan that fails to build: recorded, and the run goes on
         rec["error"] = error_line(exc)
@@ -415,7 +415,8 @@ def measure(torch, case: Case, opts: SuiteOptions, ctx: dict) -> dict:
     if op.plain is not None:  # gemmlab's GEMM without the epilogue, in the same interleaved run, checked first
         mm, plain_args = OPS["mm"], op.plain(args)
         rec["plain_kernel"] = mm.plan(gemmlab, case.precision, plain_args).plan.spec.name
-        plain = lambda *a: mm.ours(gemmlab, case.precision, op.plain(a))  # noqa: E731
+        plain_call = mm.ours(gemmlab, case.precision)
+        plain = lambda *a: plain_call(*op.plain(a))  # noqa: E731
         plain_ref = mm.reference(torch, case.precision, plain_args,
                                  None if rows is None else torch.tensor(rows, device=args[0].device))
         rec["plain_rel_err"], rec["plain_verified"] = check(torch, mm.matrix(plain(*args)), plain_ref, rows, tol)

@@ -39,7 +39,9 @@ class Op:
     name: str
     layout: str
     inputs: Callable  # (torch, Case, seed, device) -> the calls' arguments
-    ours: Callable  # (gemmlab, precision, args) -> gemmlab's result
+    # (gemmlab, precision) -> gemmlab's call, taking the args as torch's call takes them: the timed call is the
+    # library's entry point itself, no harness plumbing between (torch's side is torch's function or one lambda)
+    ours: Callable
     plan: Callable  # (gemmlab, precision, args) -> gemmlab.plan's Prepared
     theirs: Callable  # (torch, precision, out_dtype) -> torch's call, taking the same args
     reference: Callable  # (torch, precision, args, rows or None) -> float64 rows of the exact result
@@ -63,8 +65,16 @@ def _mm_inputs(torch, case: Case, seed: int, device: str = "cuda"):
     return sets[0]
 
 
-def _mm_kwargs(precision, args) -> dict:
-    return {"scale_a": args[2], "scale_b": args[3]} if get_precision(precision).scaled else {"precision": precision}
+def _mm_ours(gemmlab, precision):
+    if get_precision(precision).scaled:
+        return lambda a, b, sa, sb: gemmlab.matmul(a, b, scale_a=sa, scale_b=sb)
+    return lambda a, b: gemmlab.matmul(a, b, precision=precision)
+
+
+def _mm_plan(gemmlab, precision, args):
+    scaled = get_precision(precision).scaled
+    return gemmlab.plan(args[0], args[1], **({"scale_a": args[2], "scale_b": args[3]} if scaled else
+                                             {"precision": precision}))
 
 
 def _mm_theirs(torch, precision, out_dtype):
@@ -105,10 +115,10 @@ def _bmm_inputs(torch, case: Case, seed: int, device: str = "cuda"):
     return a, torch.randn(case.batch, case.k, case.n, device=device, generator=gen).to(dtype)
 
 
-def _bmm_ours(gemmlab, precision, args):
+def _bmm_ours(gemmlab, precision):
     from gemmlab.call import batched_matmul
 
-    return batched_matmul(args[0], args[1], precision=precision)
+    return lambda a, b: batched_matmul(a, b, precision=precision)
 
 
 def _bmm_plan(gemmlab, precision, args):
@@ -176,7 +186,7 @@ def _linear_op(name: str, activation: str | None) -> Op:
     from gemmlab.epilogue import Epilogue
 
     return Op(name, f"x @ w.T + bias{f', then {activation}' if activation else ''} (F.linear's operands)",
-              _linear_inputs, ours=lambda gemmlab, p, a: gemmlab.linear(a[0], a[1], a[2], activation, precision=p),
+              _linear_inputs, ours=lambda gemmlab, p: lambda x, w, bias: gemmlab.linear(x, w, bias, activation, precision=p),
               plan=lambda gemmlab, p, a: _linear_plan(gemmlab, p, a, activation), theirs=theirs,
               reference=reference,
               bytes=lambda c, size, c_size: size * ((c.m + c.n) * c.k + c.n) + c_size * c.m * c.n,
@@ -196,8 +206,7 @@ def _linear_plan(gemmlab, precision, args, activation):
 
 
 OPS = {"mm": Op("mm", "x @ w.T (B column-major)", _mm_inputs,
-                ours=lambda gemmlab, p, args: gemmlab.matmul(args[0], args[1], **_mm_kwargs(p, args)),
-                plan=lambda gemmlab, p, args: gemmlab.plan(args[0], args[1], **_mm_kwargs(p, args)),
+                ours=_mm_ours, plan=_mm_plan,
                 theirs=_mm_theirs, reference=_mm_reference,
                 bytes=lambda c, size, c_size: size * (c.m + c.n) * c.k + c_size * c.m * c.n),
        "bmm": Op("bmm", "A (batch, M, K) @ B (batch, K, N), both row-major", _bmm_inputs, ours=_bmm_ours,

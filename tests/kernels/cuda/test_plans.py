@@ -739,6 +739,18 @@ def test_tf32_rounding_pre_pass_reads_a_and_feeds_the_kernel_its_workspace(stub,
     assert tc_args(launch_record(stub, 3).params)["a"][2] == dst
 
 
+def test_the_tf32_rounding_pre_pass_runs_again_for_the_same_a(stub):
+    """A at the address of the last call may hold new values: the pre-pass rounds it on every call, where an
+    operand read in place through its map needs nothing when its address has not moved."""
+    stub.stub_reset()
+    plan, _ = make(stub, None, (256, 256, 4096), spec=get_kernel("cuda/tc5_swap_ab_tf32").with_params(PRE_PASS))
+    a, b, c = 0x7000_0000_0000, 0x7100_0000_0000, 0x7200_0000_0000
+    for _ in range(3):
+        plan.launch(a, b, c, stream=9)
+    assert stub.stub_launches() == 6
+    assert [np.frombuffer(launch_record(stub, i).params[:8], np.uint64)[0] for i in (0, 2, 4)] == [a] * 3
+
+
 def test_the_tf32_transpose_pre_pass_refuses_a_k_its_grid_cannot_hold(stub):  # noqa: F811
     """B row-major at TF32 on tc2: the pre-pass puts K's 32-wide tiles in gridDim.y (at most 65535). Past that, a
     SizeLimitError that names the layout needing no pre-pass, where the driver would refuse the launch; at the
