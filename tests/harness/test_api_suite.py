@@ -69,9 +69,9 @@ def test_a_record_holds_both_sides_times_ratios_checks_and_the_dram_roof(monkeyp
 
 @pytest.mark.parametrize("op,shape", [("mm", (8, 256, 384)), ("linear_bias_gelu", (8, 64, 32))])
 def test_the_timed_call_is_gemmlabs_entry_point_with_nothing_between(monkeypatch, op, shape):
-    """The suite times gemmlab's function as it times torch's: what the timer calls reaches gemmlab.matmul (or
-    gemmlab.linear) through one lambda that binds the precision, no harness frames between, so the eager time
-    holds the library's host cost and not the suite's."""
+    """The suite times gemmlab's function as it times torch's: what the timer calls is gemmlab.matmul (or
+    gemmlab.linear) with its precision bound, no Python frame between, so the eager time holds the library's host
+    cost and not the suite's."""
     import gemmlab
 
     callers, timed = [], []
@@ -79,7 +79,7 @@ def test_the_timed_call_is_gemmlabs_entry_point_with_nothing_between(monkeypatch
     real = getattr(gemmlab, entry)
 
     def spy(*a, **k):
-        callers.append(sys._getframe(2).f_code.co_name)  # 0: spy, 1: the suite's lambda, 2: whoever called it
+        callers.append(sys._getframe(1).f_code.co_name)  # 0: spy, 1: whoever called it
         return real(*a, **k)
 
     def gpu(torch_, calls, sets, *a, **k):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable
 
 from gemmlab.harness.reference import within
@@ -39,8 +40,9 @@ class Op:
     name: str
     layout: str
     inputs: Callable  # (torch, Case, seed, device) -> the calls' arguments
-    # (gemmlab, precision) -> gemmlab's call, taking the args as torch's call takes them: the timed call is the
-    # library's entry point itself, no harness plumbing between (torch's side is torch's function or one lambda)
+    # (gemmlab, precision) -> gemmlab's call, taking the args as torch's call takes them: the library's entry point
+    # itself with its arguments bound (functools.partial, no Python frame) where torch's side is torch's function,
+    # one lambda where torch's is one; no harness plumbing between the timer and the library
     ours: Callable
     plan: Callable  # (gemmlab, precision, args) -> gemmlab.plan's Prepared
     theirs: Callable  # (torch, precision, out_dtype) -> torch's call, taking the same args
@@ -66,9 +68,9 @@ def _mm_inputs(torch, case: Case, seed: int, device: str = "cuda"):
 
 
 def _mm_ours(gemmlab, precision):
-    if get_precision(precision).scaled:
+    if get_precision(precision).scaled:  # torch's side: a lambda around torch._scaled_mm
         return lambda a, b, sa, sb: gemmlab.matmul(a, b, scale_a=sa, scale_b=sb)
-    return lambda a, b: gemmlab.matmul(a, b, precision=precision)
+    return partial(gemmlab.matmul, precision=precision)
 
 
 def _mm_plan(gemmlab, precision, args):
@@ -118,7 +120,7 @@ def _bmm_inputs(torch, case: Case, seed: int, device: str = "cuda"):
 def _bmm_ours(gemmlab, precision):
     from gemmlab.call import batched_matmul
 
-    return lambda a, b: batched_matmul(a, b, precision=precision)
+    return partial(batched_matmul, precision=precision)
 
 
 def _bmm_plan(gemmlab, precision, args):
@@ -186,7 +188,7 @@ def _linear_op(name: str, activation: str | None) -> Op:
     from gemmlab.epilogue import Epilogue
 
     return Op(name, f"x @ w.T + bias{f', then {activation}' if activation else ''} (F.linear's operands)",
-              _linear_inputs, ours=lambda gemmlab, p: lambda x, w, bias: gemmlab.linear(x, w, bias, activation, precision=p),
+              _linear_inputs, ours=lambda gemmlab, p: partial(gemmlab.linear, activation=activation, precision=p),
               plan=lambda gemmlab, p, a: _linear_plan(gemmlab, p, a, activation), theirs=theirs,
               reference=reference,
               bytes=lambda c, size, c_size: size * ((c.m + c.n) * c.k + c.n) + c_size * c.m * c.n,

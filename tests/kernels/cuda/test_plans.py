@@ -475,6 +475,23 @@ def test_a_call_with_w_t_reads_w_in_place_and_explain_says_so(on_host_h200, prec
         assert on_host_h200.loaded[0][0].entry == "tc5_swap_ab"
 
 
+@pytest.mark.parametrize("batch_shape", [(8,), (2, 3)])
+def test_a_batched_plan_allocates_c_of_the_batchs_shape(on_host_h200, batch_shape):
+    """A GPU batch's plan holds C's shape with the batch in front, and the row-major strides each call allocates C
+    with follow it (a plan made for one product and then given the batch's shape kept one product's strides)."""
+    from gemmlab.call import batched
+    from gemmlab.call.operands import Facts
+    from gemmlab.kernels.plan import ROW
+
+    m, n, k = 128, 192, 256
+    fa, fb = Facts("cupy", (m, k), "bfloat16", ROW, 0), Facts("cupy", (k, n), "bfloat16", ROW, 0)
+    strides = tuple(int(np.prod(batch_shape[i + 1:])) for i in range(len(batch_shape)))
+    batch = batched.Batch(batch_shape, tuple(s * m * k for s in strides), tuple(s * k * n for s in strides))
+    prepared = batched._prepare(fa, fb, "auto", "bf16", None, batch, None)
+    assert prepared.out_shape == (*batch_shape, m, n) and prepared.batch == batch
+    assert prepared.out_strides == np.empty(prepared.out_shape, np.uint8).strides
+
+
 def test_a_row_major_b_is_still_copied_where_no_level_reads_it_and_explain_says_so(on_host_h200):
     from gemmlab.call import checks
     from gemmlab.call.operands import Facts
