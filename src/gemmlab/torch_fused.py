@@ -57,7 +57,7 @@ def _check_activation(activation) -> None:
 
 
 def _traced(*tensors) -> bool:
-    return torch.compiler.is_compiling() or (torch.is_grad_enabled() and any(
+    return torch_op.is_compiling() or (torch_op.grad_enabled() and any(
         x is not None and x.requires_grad for x in tensors))
 
 
@@ -66,14 +66,14 @@ def linear(x, w, bias, activation, kernel, precision):
     an earlier one that ran outside autograd (operands of the same dtypes, shapes, strides, devices and requires_grad,
     in the same grad mode, the same arguments) finds that call's plan by those attributes, before the checks it
     passed, and only launches: an nn.Linear's weight under torch.no_grad() too."""
-    region = torch_op.autocast_region(x) if isinstance(x, torch.Tensor) else None
+    region = torch_op.autocast_region(x) if torch_op.autocast_on() and isinstance(x, torch.Tensor) else None
     if region is not None:  # F.linear's dtype in an autocast region
         return torch_op.autocast_call(region, lambda x, w, b: linear(x, w, b, activation, kernel, precision), x, w,
                                       bias)
     seen = prepared = None
-    if not torch.compiler.is_compiling():  # traced, the operands are symbolic: no key, no plan
+    if not torch_op.is_compiling():  # traced, the operands are symbolic: no key, no plan
         try:
-            seen = ("torch-linear", activation, kernel, precision, torch.is_grad_enabled(), x.dtype, x.shape,
+            seen = ("torch-linear", activation, kernel, precision, torch_op.grad_enabled(), x.dtype, x.shape,
                     x.stride(), x.device, x.layout, x.requires_grad, x.is_neg(), w.dtype, w.shape, w.stride(),
                     w.device, w.layout, w.requires_grad, w.is_neg(),
                     None if bias is None else (bias.dtype, bias.shape, bias.stride(), bias.device, bias.layout,

@@ -38,11 +38,12 @@ from gemmlab.call.tensors import FP8, check_initialized, check_values, refuse_ca
 from gemmlab.errors import EpilogueError, GemmlabError, LayoutError, ShapeError, SizeLimitError
 
 _any_autocast = getattr(torch._C, "_is_any_autocast_enabled", None)  # whether any region is on, in one call
+autocast_on = _any_autocast if _any_autocast is not None else lambda: True  # False: no region to look up
 # read on every call: bound once, so a call looks nothing up in torch's modules (torch.compile's tracer knows the
 # functions themselves, under any name)
 Tensor = torch.Tensor
-_is_compiling = torch.compiler.is_compiling
-_grad_enabled = torch.is_grad_enabled
+is_compiling = torch.compiler.is_compiling
+grad_enabled = torch.is_grad_enabled
 
 
 def autocast_region(x):
@@ -78,7 +79,7 @@ def autocast_call(region, fn, *tensors):
 
 
 def matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None, epilogue=None, addend=None):
-    if (_any_autocast is None or _any_autocast()) and out is None and scale_a is None and scale_b is None and \
+    if autocast_on() and out is None and scale_a is None and scale_b is None and \
             out_dtype is None and isinstance(B, Tensor):
         region = autocast_region(A)
         if region is not None:  # torch.matmul's dtype in an autocast region
@@ -91,7 +92,7 @@ def matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
         raise
     if not two_d:  # torch.matmul's other ranks
         return matmul_nd(A, B, kernel, precision, out, scale_a, scale_b, out_dtype, epilogue, addend)
-    if _is_compiling() or (_grad_enabled() and (A.requires_grad or getattr(B, "requires_grad", False))):
+    if is_compiling() or (grad_enabled() and (A.requires_grad or B.requires_grad)):
         if A.dtype in FP8 or scale_a is not None or scale_b is not None:
             raise GemmlabError("gemmlab's FP8 matmul runs outside autograd and torch.compile: it has no backward, and "
                                "gemmlab::mm takes no scales")
@@ -100,7 +101,7 @@ def matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
                                "torch.no_grad()")
         return torch.ops.gemmlab.mm(A, B, call.checks.check_names(kernel, precision), precision,
                                     call.out_dtype_name(out_dtype))
-    if epilogue is not None and (_is_compiling() or _grad_enabled() and any(
+    if epilogue is not None and (is_compiling() or grad_enabled() and any(
             getattr(x, "requires_grad", False) for x in (A, B, addend))):
         raise GemmlabError("a fused epilogue through gemmlab.matmul runs outside autograd and torch.compile")
     return direct(A, B, kernel, precision, out, scale_a, scale_b, out_dtype, epilogue, addend)
@@ -301,7 +302,7 @@ bmm.register_autograd(_bmm_backward, setup_context=_bmm_setup)
 def matmul_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None, epilogue=None, addend=None):
     """Operands of other ranks than 2 (gemmlab.matmul_shapes): under autograd or torch.compile through gemmlab::mm
     or gemmlab::bmm on the route's views, else the direct path."""
-    if torch.compiler.is_compiling() or (torch.is_grad_enabled() and any(
+    if is_compiling() or (grad_enabled() and any(
             getattr(x, "requires_grad", False) for x in (A, B, addend))):
         if A.dtype in FP8 or epilogue is not None or out is not None or scale_a is not None or scale_b is not None:
             raise GemmlabError("under autograd and torch.compile gemmlab.matmul takes no FP8 operands, scales, "
@@ -317,7 +318,7 @@ def _route(A, B, out=None):
     check_dense(A, B, out)
     if A.device != B.device:
         raise LayoutError(f"A is on {A.device} and B on {B.device}: pass both on the host or both on one GPU")
-    if torch.compiler.is_compiling():  # sizes may be symbolic
+    if is_compiling():  # sizes may be symbolic
         return matmul_shapes.route(A.shape, A.stride(), B.shape, B.stride())
     return matmul_shapes.route_of(tuple(A.shape), A.stride(), tuple(B.shape), B.stride())
 
