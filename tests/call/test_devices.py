@@ -268,3 +268,17 @@ def test_a_default_stream_plan_once_kept_is_launched_without_asking_for_it_again
     for c in (first, second):
         assert c.shape == (2, 3) and c.stride() == (3, 1) and c.dtype == torch.float32
 
+
+@pytest.mark.parametrize("shapes", [[(4, 8), (8, 4)], [(8, 4), (3, 4, 8)], [(2, 3), (2, 0, 3), (0, 5)]])
+def test_cs_strides_follow_its_shape_whoever_sets_it(shapes):
+    """The strides a call allocates C with are torch's row-major strides of the Prepared's out_shape, at
+    construction and after any later assignment (a batch's plan is made for one product, then given the batch's
+    shape), so C is never allocated in another product's layout."""
+    torch = pytest.importorskip("torch")
+    from gemmlab.call import Prepared
+
+    prepared = Prepared(types.SimpleNamespace(on_gpu=True), "why", out_shape=shapes[0])
+    for shape in shapes:
+        prepared.out_shape = shape
+        assert prepared.out_strides == torch.empty(shape).stride()
+

@@ -95,6 +95,18 @@ def test_the_timed_call_is_gemmlabs_entry_point_with_nothing_between(monkeypatch
     assert rec["verified"] and timed == [["gpu"]]
 
 
+def test_the_fp8_suite_hands_gemmlab_the_scales_torch_gets(monkeypatch):
+    """FP8's calls take (a, b, scale_a, scale_b) on both sides: gemmlab.matmul gets the two scales by name and no
+    precision (the scales' shapes say per tensor or per block), as torch._scaled_mm gets them."""
+    import gemmlab
+
+    seen = []
+    monkeypatch.setattr(gemmlab, "matmul", lambda *a, **k: seen.append((a, k)))
+    for precision in ("fp8", "fp8_block"):
+        O.OPS["mm"].ours(gemmlab, precision)("a", "b", "sa", "sb")
+    assert seen == [(("a", "b"), {"scale_a": "sa", "scale_b": "sb"})] * 2
+
+
 def test_a_failed_check_is_recorded_and_not_timed(monkeypatch):
     _stub_timers(monkeypatch)
     monkeypatch.setitem(O.OPS, "mm", O.OPS["mm"].__class__(**{**O.OPS["mm"].__dict__,

@@ -54,7 +54,12 @@ class Prepared:
     def __post_init__(self):
         self.on_device = self.plan.on_gpu and not self.host_copy
         self.shared = not (getattr(self.plan, "buffers", None) or getattr(self.plan, "may_stage", False))
-        self.out_strides = tuple(math.prod(self.out_shape[i + 1:]) for i in range(len(self.out_shape)))
+
+    def __setattr__(self, name, value):
+        object.__setattr__(self, name, value)
+        if name == "out_shape":  # C's strides follow its shape whoever sets it (torch's, a dimension of 0 included)
+            object.__setattr__(self, "out_strides", tuple(math.prod(max(d, 1) for d in value[i + 1:])
+                                                          for i in range(len(value))))
 
     @property
     def c_bytes(self) -> int:
