@@ -35,7 +35,7 @@ def test_the_grid_is_56_linear_9_square_and_4_long_k_shapes():
     assert [c.group for c in S.cases(("bf16",), [(4096, 4096, 4096)])] == ["linear", "square"]
 
 
-def _stub_timers(monkeypatch, gpu_ms=(0.002, 0.003), eager_ms=(0.010, 0.011), late=(0, 0)):
+def _stub_timers(monkeypatch, gpu_ms=(0.002, 0.003), eager_ms=(0.010, 0.011), late=(0, 0), host_us=(7.0, 6.0)):
     seen = []
 
     def gpu(torch_, calls, sets, *a, **k):
@@ -43,7 +43,8 @@ def _stub_timers(monkeypatch, gpu_ms=(0.002, 0.003), eager_ms=(0.010, 0.011), la
         return timing.GpuTimes(list(gpu_ms[:len(calls)]), 20, list(late[:len(calls)]), 100.0)
 
     monkeypatch.setattr(timing, "gpu_times", gpu)
-    monkeypatch.setattr(timing, "eager_times", lambda torch_, calls, *a: (list(eager_ms[:len(calls)]), 30))
+    monkeypatch.setattr(timing, "eager_times", lambda torch_, calls, *a: timing.EagerTimes(
+        list(eager_ms[:len(calls)]), 30, list(host_us[:len(calls)])))
     return seen
 
 
@@ -57,6 +58,7 @@ def test_a_record_holds_both_sides_times_ratios_checks_and_the_dram_roof(monkeyp
     assert rec["rel_err"] < 1e-5 and rec["layout"] == "x @ w.T (B column-major)" and rec["kernel"] == "cpu/blas"
     assert rec["out_dtype"] == rec["torch_out_dtype"] == "float32" and seen == [[torch.float32, torch.float32]]
     assert (rec["gpu_us"], rec["torch_gpu_us"], rec["eager_us"], rec["torch_eager_us"]) == (2.0, 3.0, 10.0, 11.0)
+    assert (rec["eager_host_us"], rec["torch_eager_host_us"]) == (7.0, 6.0)  # each side's host time, idle GPU
     assert rec["gpu_ratio"] == pytest.approx(1.5) and rec["eager_ratio"] == pytest.approx(1.1)
     nbytes = 4 * (8 * 384 + 256 * 384 + 8 * 256)
     assert rec["bytes"] == nbytes and rec["dram_roof_us"] == pytest.approx(nbytes / 4e6)
@@ -90,7 +92,8 @@ def test_the_timed_call_is_gemmlabs_entry_point_with_nothing_between(monkeypatch
 
     monkeypatch.setattr(gemmlab, entry, spy)
     monkeypatch.setattr(timing, "gpu_times", gpu)
-    monkeypatch.setattr(timing, "eager_times", lambda torch_, calls, *a: ([0.01] * len(calls), 30))
+    monkeypatch.setattr(timing, "eager_times", lambda torch_, calls, *a: timing.EagerTimes([0.01] * len(calls), 30,
+                                                                                           [5.0] * len(calls)))
     rec = S.measure(torch, O.Case(op, "fp32", "linear", *shape), S.SuiteOptions(), CTX)
     assert rec["verified"] and timed == [["gpu"]]
 
@@ -174,6 +177,16 @@ def _rec(precision, m, ratio, eager=1.0, group="linear", n=4096, k=4096, **extra
     return {"op": "mm", "precision": precision, "group": group, "m": m, "n": n, "k": k, "layout": "x @ w.T",
             "kernel": "cuda/tc4_persistent_bf16", "verified": True, "gpu_us": 10.0, "eager_us": 20.0,
             "gpu_ratio": ratio, "eager_ratio": eager, "dram_fraction": 0.8, **extra}
+
+
+def test_the_summary_gives_each_sides_median_host_time_from_an_idle_gpu():
+    records = [_rec("bf16", m, 1.0, eager_host_us=h, torch_eager_host_us=t)
+               for m, h, t in ((1, 12.0, 10.0), (16, 14.0, 11.0), (64, 30.0, 12.0))]
+    records.append(_rec("bf16", 128, 1.0))  # a record of a run before the field: left out
+    s = S.summarize(records)["mm bf16"]
+    assert s["eager_host_us"] == {"gemmlab": 14.0, "torch": 11.0}
+    assert "host time from an idle GPU, median 14.0 µs (torch 11.0)" in S.summary_line("mm bf16", s)
+    assert S.summarize([_rec("bf16", 1, 1.0)])["mm bf16"]["eager_host_us"] is None
 
 
 def test_the_summary_leaves_wrong_peers_out_of_the_geomeans_and_counts_what_it_left():
@@ -371,8 +384,8 @@ def test_a_fused_record_times_gemmlabs_plain_gemm_of_the_same_operands_beside_it
 
     monkeypatch.setattr(timing, "gpu_times", gpu)
     eager_calls = []
-    monkeypatch.setattr(timing, "eager_times", lambda torch_, calls, *a: (eager_calls.append(len(calls)) or
-                                                                          [0.010, 0.011, 0.009, 0.1, 0.1], 30))
+    monkeypatch.setattr(timing, "eager_times", lambda torch_, calls, *a: timing.EagerTimes(
+        eager_calls.append(len(calls)) or [0.010, 0.011, 0.009, 0.1, 0.1], 30, [5.0] * 5))
     case = O.Case("linear_bias_gelu", "fp32", "linear", 8, 64, 32)
     rec = S.measure(torch, case, S.SuiteOptions(), CTX)
     assert rec["verified"] and rec["plain_kernel"] == "cpu/blas"

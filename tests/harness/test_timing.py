@@ -294,7 +294,7 @@ def test_every_call_of_a_round_times_the_same_tensors(timer):
 
     out = getattr(timing, timer)(fake, [call("ours"), call("theirs")], [(0,), (1,), (2,), (3,)], rounds=8,
                                  max_seconds=10, min_rounds=8, clean=lambda: None)
-    rounds = out[1] if timer == "eager_times" else out.calls
+    rounds = out.rounds if timer == "eager_times" else out.calls
     timed = seen[4:]  # after the warm-up's two sets each
     assert rounds == 8 and len(timed) == 16
     assert [x for name, x in timed if name == "ours"] == [x for name, x in timed if name == "theirs"] == \
@@ -310,3 +310,25 @@ def test_a_host_late_for_the_spin_doubles_it_and_the_run_starts_again():
     fake = _FakeTorch(host_us=10_000)  # never enough: the count of late samples is kept, after three tries
     t = gpu_times(fake, _calls(fake, []), [()], rounds=20, max_seconds=10, min_rounds=20, clean=lambda: None)
     assert t.head_start_us == 400 and t.late == [20, 20]  # the spin of the last run
+
+
+def test_eager_times_keeps_each_calls_own_host_time_from_its_samples():
+    """Beside the event times, each call's own wall time in the same samples: the host work before a launch, which
+    an idle GPU waits for, told apart from the GPU's (here the simulated GPU clock moves by the same for both)."""
+    import time as _time
+
+    from gemmlab.harness import timing
+
+    fake = _FakeTorch(host_us=0)
+
+    def call(host_s):
+        def run(x):
+            _time.sleep(host_s)
+            fake.clock_ms += 0.1
+        return run
+
+    e = timing.eager_times(fake, [call(0.002), call(0.0)], [(0,)], rounds=10, max_seconds=10, min_rounds=10,
+                           clean=lambda: None)
+    assert e.rounds == 10 and e.median_ms == pytest.approx([0.1, 0.1])
+    assert e.host_us[0] >= 2000 and e.host_us[1] < 1000
+

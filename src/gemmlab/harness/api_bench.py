@@ -10,8 +10,10 @@ tc4_persistent_fp8 keeps it; DeepGEMM's blocks ("fp8_block", scale_a M×K/128, s
 blockwise scaled matmul, where a torch without one leaves gemmlab timed alone and says why. Both sides
 allocate their output from torch's caching allocator. Each timed call starts on an idle GPU (the stream is
 synchronized before it), and CUDA events bracket the Python call, so a call's time holds its host overhead as well
-as its kernels: the number a caller waits for. Host overhead alone is timed at 256³: the median wall time of a Python
-call while the GPU is busy with earlier ones, so no call waits for the GPU.
+as its kernels: the number a caller waits for; the Python call's own wall time in those samples is kept beside it
+(``eager_host_us``: right after a synchronization a call's host code runs well below its speed in a loop). Host
+overhead in a loop is timed at 256³: the median wall time of a Python call while the GPU is busy with earlier ones,
+so no call waits for the GPU.
 
 Every result is checked against a float64 product of the same inputs (FP8: of the dequantized operands, the values
 both sides multiply) before it is timed.
@@ -19,6 +21,7 @@ both sides multiply) before it is timed.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
@@ -149,7 +152,7 @@ def run_api_bench(opts: ApiBenchOptions, say=print) -> dict:
             ours = lambda a, b, sa, sb: gemmlab.matmul(a, b, scale_a=sa, scale_b=sb)  # noqa: E731
             chosen = gemmlab.plan(*sets[0][:2], scale_a=sets[0][2], scale_b=sets[0][3])
         else:
-            ours = lambda a, b, p=precision: gemmlab.matmul(a, b, precision=p)  # noqa: E731
+            ours = partial(gemmlab.matmul, precision=precision)  # torch's side is its function: no frame here either
             chosen = gemmlab.plan(*sets[0], precision=precision)
         theirs = _torch_call(torch, problem.prec)
         err, ok = check(torch, ours(*sets[0]), ref, None, tolerance_for(problem))
@@ -165,11 +168,13 @@ def run_api_bench(opts: ApiBenchOptions, say=print) -> dict:
             theirs = None
         if ok:
             calls = [ours] if theirs is None else [ours, theirs]
-            times, rounds = eager_times(torch, calls, sets, opts.rounds, opts.max_seconds, opts.min_rounds, clean)
-            rec.update(api_ms=times[0], rounds=rounds, api_tflops=problem.flops() / times[0] / 1e9)
+            e = eager_times(torch, calls, sets, opts.rounds, opts.max_seconds, opts.min_rounds, clean)
+            times = e.median_ms
+            rec.update(api_ms=times[0], rounds=e.rounds, api_tflops=problem.flops() / times[0] / 1e9,
+                       eager_host_us=e.host_us[0])
             if theirs is not None:
                 rec.update(torch_ms=times[1], api_ratio=times[1] / times[0],
-                           torch_tflops=problem.flops() / times[1] / 1e9)
+                           torch_tflops=problem.flops() / times[1] / 1e9, torch_eager_host_us=e.host_us[1])
             if overhead:
                 first = sets[0]
                 rec["overhead_us"], *torch_us = (host_us_per_call(lambda f=f: f(*first), torch.cuda.synchronize,
@@ -192,9 +197,12 @@ def _line(r: dict) -> str:
         return f"{head} FAILED verification: rel err {r['rel_err']:.2e}"
     tail = f" api {r['api_ms']:.4f} ms"
     tail += f"  torch {r['torch_ms']:.4f} ms  ×{r['api_ratio']:.3f}" if "torch_ms" in r else f"  torch: {r['torch_error']}"
+    if "eager_host_us" in r:
+        tail += f"  host from idle {r['eager_host_us']:.1f} µs" + (
+            f" vs torch {r['torch_eager_host_us']:.1f} µs" if "torch_eager_host_us" in r else "")
     if "overhead_us" in r:
-        tail += f"  host {r['overhead_us']:.1f} µs" + (f" vs torch {r['torch_overhead_us']:.1f} µs"
-                                                      if "torch_overhead_us" in r else "")
+        tail += f"  host in a loop {r['overhead_us']:.1f} µs" + (f" vs torch {r['torch_overhead_us']:.1f} µs"
+                                                                if "torch_overhead_us" in r else "")
     return head + tail
 
 
@@ -205,21 +213,24 @@ def markdown(results: dict) -> str:
              f"`{env.get('command', 'gemmlab bench --api')}` at git {env.get('git_sha', 'unknown')}. Each call timed "
              "with CUDA events from an idle GPU, host time included, gemmlab and torch alternating over the same "
              "rotating tensors, L2 evicted before every call; ratio = torch time / gemmlab time (above 1: gemmlab "
-             "faster). Host overhead: median wall time of one Python call at 256³. FP8: e4m3 in, BF16 out, against "
-             "torch._scaled_mm with the same scales (per tensor with fast accumulation); errors against the float64 "
-             "product of the dequantized operands.", "",
+             "faster). Host from idle: the median wall time of the Python call itself in those samples, issued "
+             "right after a synchronization. Host in a loop: the median wall time of one Python call at 256³, "
+             "issued back to back. FP8: e4m3 in, BF16 out, against torch._scaled_mm with the same scales (per "
+             "tensor with fast accumulation); errors against the float64 product of the dequantized operands.", "",
              "| precision | M×N×K | operands | kernel (auto) | gemmlab ms | torch ms | × torch | gemmlab TFLOPS | "
-             "host µs (gemmlab / torch) | rel err (gemmlab / torch) |",
-             "|---|---|---|---|---:|---:|---:|---:|---:|---:|"]
+             "host from idle µs (gemmlab / torch) | host in a loop µs (gemmlab / torch) | rel err (gemmlab / torch) |",
+             "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     missing, wrong = [], []
     for r in results.get("records", []):
         shape = f"{r['m']}×{r['n']}×{r['k']}"
         if not r.get("verified"):
-            lines.append(f"| {r['precision']} | {shape} | {r['layout']} | `{r['kernel']}` | FAILED | | | | | "
+            lines.append(f"| {r['precision']} | {shape} | {r['layout']} | `{r['kernel']}` | FAILED | | | | | | "
                          f"{r['rel_err']:.2e} |")
             continue
         host = (f"{r['overhead_us']:.1f} / {r.get('torch_overhead_us', float('nan')):.1f}"
                 if "overhead_us" in r else "")
+        idle = (f"{r['eager_host_us']:.1f} / {r.get('torch_eager_host_us', float('nan')):.1f}"
+                if "eager_host_us" in r else "—")
         if "torch_ms" in r:
             theirs = f"{r['torch_ms']:.4f} | {r['api_ratio']:.3f}"
             errs = f"{r['rel_err']:.1e} / {r['torch_rel_err']:.1e}"
@@ -231,7 +242,7 @@ def markdown(results: dict) -> str:
             theirs, errs = "— | —", f"{r['rel_err']:.1e} / —"
             missing.append(f"{r['precision']} {shape}: {r['torch_error']}")
         lines.append(f"| {r['precision']} | {shape} | {r['layout']} | `{r['kernel']}` | {r['api_ms']:.4f} | "
-                     f"{theirs} | {r['api_tflops']:.1f} | {host} | {errs} |")
+                     f"{theirs} | {r['api_tflops']:.1f} | {idle} | {host} | {errs} |")
     if wrong:
         lines += ["", "torch's result failed the check gemmlab's passed (both timed):", *(f"- {w}" for w in wrong)]
     if missing:

@@ -13,7 +13,8 @@ Two times per side, both median CUDA-event times over the same tensors, gemmlab 
 the L2 evicted before every call:
 - GPU time (timing.gpu_times): the GPU's work for the call, every kernel it launches counted; the host issues the
   call behind a spin kernel, so its host time is left out.
-- eager time (timing.eager_times, bench --api's): from an idle GPU, host time included: what a caller waits for.
+- eager time (timing.eager_times, bench --api's): from an idle GPU, host time included: what a caller waits for;
+  with it, each side's host time in those samples (``eager_host_us``), the part of it the GPU waits on.
 An op with a fused epilogue (linear_bias, linear_bias_gelu) times a third call in the same rotation, gemmlab's plain
 GEMM of its x and w (``plain_gpu_us``): ``over_plain`` is what the epilogue costs, and its bar (OVER_PLAIN_BAR) reads
 the geomean from M = OVER_PLAIN_M up, where the GEMM is long enough for the epilogue's share to be measured.
@@ -35,6 +36,7 @@ import datetime
 import json
 import math
 import os
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -144,6 +146,10 @@ def summarize(records: list[dict]) -> dict:
                            "gpu_min": low and low["gpu_ratio"],
                            "gpu_min_at": low and _shape(low),
                            "eager_geomean": geomean(r["eager_ratio"] for r in rows if r.get("eager_ratio"))}
+        hosted = [r for r in timed if r.get("eager_host_us") and r.get("torch_eager_host_us")]
+        entry["eager_host_us"] = {"gemmlab": statistics.median(r["eager_host_us"] for r in hosted),
+                                  "torch": statistics.median(r["torch_eager_host_us"] for r in hosted)} \
+            if hosted else None  # medians over the records: a call's host time from an idle GPU, each side's
         decode = [r for r in mine if r.get("group") == "linear" and r["m"] <= DECODE_M and r.get("dram_fraction")]
         low = min(decode, key=lambda r: r["dram_fraction"], default=None)
         entry["decode_dram_min"] = low and low["dram_fraction"]
@@ -430,14 +436,17 @@ def measure(torch, case: Case, opts: SuiteOptions, ctx: dict) -> dict:
     timing = (opts.rounds, opts.max_seconds, opts.min_rounds, ctx["clean"])
     g = gpu_times(torch, calls, sets, *timing)
     # torch's own fused call and its plain GEMM are GPU-timed only: what the epilogue costs the peer's kernels
-    eager, eager_rounds = eager_times(torch, calls if peer_fused is None else calls[:fused_at], sets, *timing)
+    e = eager_times(torch, calls if peer_fused is None else calls[:fused_at], sets, *timing)
+    eager = e.median_ms
     flops = case.flops()
-    rec.update(gpu_us=1e3 * g.median_ms[0], eager_us=1e3 * eager[0], gpu_calls=g.calls, eager_calls=eager_rounds,
+    rec.update(gpu_us=1e3 * g.median_ms[0], eager_us=1e3 * eager[0], gpu_calls=g.calls, eager_calls=e.rounds,
+               eager_host_us=e.host_us[0],
                gpu_method=f"events around the call after an L2 flush and a {g.head_start_us:.0f} µs spin",
                gpu_late=g.late[0], tflops=flops / (g.median_ms[0] * 1e9))
     rec["dram_fraction"] = rec["dram_roof_us"] / rec["gpu_us"]
     if theirs is not None:
         rec.update(torch_gpu_us=1e3 * g.median_ms[1], torch_eager_us=1e3 * eager[1], torch_gpu_late=g.late[1],
+                   torch_eager_host_us=e.host_us[1],
                    torch_tflops=flops / (g.median_ms[1] * 1e9))
         rec.update(gpu_ratio=rec["torch_gpu_us"] / rec["gpu_us"], eager_ratio=rec["torch_eager_us"] / rec["eager_us"],
                    torch_dram_fraction=rec["dram_roof_us"] / rec["torch_gpu_us"])
@@ -498,6 +507,9 @@ def summary_line(name: str, s: dict) -> str:
     if s["peer_wrong"]:
         out += (f" (with the {s['peer_wrong']} whose peer is wrong: ×{fmt(a['gpu_geomean'])}, "
                 f"min ×{fmt(a['gpu_min'])})")
+    if s.get("eager_host_us"):
+        out += (f"; host time from an idle GPU, median {s['eager_host_us']['gemmlab']:.1f} µs "
+                f"(torch {s['eager_host_us']['torch']:.1f})")
     if s["decode_dram_min"] is not None:
         out += f"; decode DRAM roof min {100 * s['decode_dram_min']:.0f}% at {s['decode_dram_min_at']}"
     if s.get("over_plain"):

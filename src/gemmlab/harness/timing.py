@@ -268,19 +268,30 @@ def host_us_per_call(call, synchronize, calls: int = 300, warmup: int = 10, queu
     return 1e6 * statistics.median(samples)
 
 
-def eager_times(torch, calls, sets, rounds: int, max_seconds: float, min_rounds: int, clean) -> tuple[list, int]:
+@dataclass
+class EagerTimes:
+    """Eager time of each call (ms medians), the rounds taken, and each call's host time in those same samples."""
+
+    median_ms: list
+    rounds: int
+    host_us: list  # per call: median wall time of the Python call itself, issued on an idle GPU
+
+
+def eager_times(torch, calls, sets, rounds: int, max_seconds: float, min_rounds: int, clean) -> EagerTimes:
     """Eager time of each of ``calls`` on torch CUDA tensors: median CUDA-event time of one call started on an idle
     GPU (the stream synchronized first, so the call's host time lands inside its events), the calls alternating
     which goes first each round, every call of a round on the same one of the rotating ``sets`` (so each side times
-    the same tensors), ``clean`` (an L2 eviction) before each. Returns the
-    medians in ms and the rounds taken: ``rounds``, cut back past ``max_seconds`` but never below ``min_rounds``."""
+    the same tensors), ``clean`` (an L2 eviction) before each. Returns the medians in ms, the rounds taken
+    (``rounds``, cut back past ``max_seconds`` but never below ``min_rounds``) and each call's host time in the same
+    samples: a call issued right after a synchronization runs its host code well below its speed in a loop
+    (host_us_per_call's), and that host time is part of what the caller waits for."""
     stream = torch.cuda.current_stream()
     for fn in calls:  # warm-up: plans, cuBLAS heuristics, allocator pools
         for args in sets[:2]:
             fn(*args)
     torch.cuda.synchronize()
     t0 = time.perf_counter()
-    times = [[] for _ in calls]
+    times, host = [[] for _ in calls], [[] for _ in calls]
     r = 0
     while r < rounds and (r < min_rounds or time.perf_counter() - t0 < max_seconds):
         order = range(len(calls)) if r % 2 == 0 else reversed(range(len(calls)))
@@ -290,12 +301,15 @@ def eager_times(torch, calls, sets, rounds: int, max_seconds: float, min_rounds:
             stream.synchronize()
             e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             e0.record(stream)
+            h0 = time.perf_counter()
             calls[i](*args)
+            h1 = time.perf_counter()
             e1.record(stream)
             e1.synchronize()
             times[i].append(e0.elapsed_time(e1))
+            host[i].append(1e6 * (h1 - h0))
         r += 1
-    return [statistics.median(t) for t in times], r
+    return EagerTimes([statistics.median(t) for t in times], r, [statistics.median(h) for h in host])
 
 
 HEAD_START_US = 100.0  # the spin before each timed call: longer than any call's host time seen (~20-40 µs)

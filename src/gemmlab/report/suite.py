@@ -60,10 +60,12 @@ def markdown(results: dict, figures: dict | None = None) -> str:
               "Each row is held to its own bars, the last column's (each with its threshold, then whether it is "
               "met), read over the records whose peer is correct: the GPU-time geomean, the lowest shape (no "
               f"failed record), the eager geomean, the decode rows' (M ≤ {DECODE_M}) lowest share of the DRAM roof; "
-              "a bar not named does not apply to that row.", "",
-              "| op | precision | records | GPU geomean | GPU min (at) | eager geomean | decode DRAM min (at) | "
-              "with †: GPU geomean / min | † | failed | no peer | bars met |",
-              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+              "a bar not named does not apply to that row. Eager host µs: the median over the records of a call's "
+              "own host time in the eager samples (issued right after a synchronization, the GPU idle until it "
+              "launches), gemmlab's and torch's.", "",
+              "| op | precision | records | GPU geomean | GPU min (at) | eager geomean | eager host µs (gemmlab / "
+              "torch) | decode DRAM min (at) | with †: GPU geomean / min | † | failed | no peer | bars met |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     summary = summarize(records)
     for op, precision in groups(records):
         s = summary[f"{op} {precision}"]
@@ -71,7 +73,7 @@ def markdown(results: dict, figures: dict | None = None) -> str:
         met = _bars_met(s["bars"], bars_for(op, precision))
         lines.append(f"| {op} | {D.PRECISION_LABEL.get(precision, precision)} | {s['records']} | "
                      f"{_f(p['gpu_geomean'])} | {_f(p['gpu_min'])} ({p['gpu_min_at'] or '—'}) | "
-                     f"{_f(p['eager_geomean'])} | {_f(s['decode_dram_min'], '.0%')} "
+                     f"{_f(p['eager_geomean'])} | {_host(s.get('eager_host_us'))} | {_f(s['decode_dram_min'], '.0%')} "
                      f"({s['decode_dram_min_at'] or '—'}) | {_f(a['gpu_geomean'])} / {_f(a['gpu_min'])} | {s['peer_wrong']} | {s['failed']} | "
                      f"{s['no_peer']} | {met} |")
     lines += _epilogue_cost(summary, groups(records))
@@ -114,6 +116,10 @@ def _epilogue_cost(summary: dict, pairs) -> list[str]:
                      f"{_f(o['max'])} ({o['max_at'] or '—'}) | {_f(o['all_geomean'])} | {met} | "
                      f"{_f(o.get('torch_geomean'))} |")
     return lines
+
+
+def _host(h: dict | None) -> str:
+    return "—" if not h else f"{h['gemmlab']:.1f} / {h['torch']:.1f}"
 
 
 _GROUP_ORDER = {"linear": 0, "square": 1, "long_k": 2, "bmm": 3}
