@@ -108,3 +108,16 @@ def test_the_report_renders_fp8_rows_and_says_which_torch_could_not_run():
     assert md.rstrip().endswith("- fp8_block 256×256×256: RuntimeError: no blockwise scaling")
     assert "torch: RuntimeError: no blockwise scaling" in api_bench._line(results["records"][1])
     assert "×1.500" in api_bench._line(results["records"][0])
+    # every row has the header's cells; a record from before eager samples kept their host time shows none
+    header = next(line for line in md.splitlines() if line.startswith("| precision"))
+    assert all(row.count("|") == header.count("|") for row in rows)
+    assert rows[0].split(" | ")[8:10] == ["—", "12.0 / 20.0"]
+
+
+def test_a_record_with_its_host_time_from_an_idle_gpu_shows_both_sides():
+    rec = _record("bf16", torch_ms=0.03, api_ratio=1.5, torch_rel_err=2e-3, torch_overhead_us=11.0,
+                  eager_host_us=19.5, torch_eager_host_us=20.25)
+    md = api_bench.markdown({"env": {"gpu": {"name": "NVIDIA H100"}}, "records": [rec]})
+    row = next(line for line in md.splitlines() if line.startswith("| bf16"))
+    assert row.split(" | ")[8:10] == ["19.5 / 20.2", "12.0 / 11.0"]
+    assert "host from idle 19.5 µs vs torch 20.2 µs  host in a loop 12.0 µs vs torch 11.0 µs" in api_bench._line(rec)
