@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -296,8 +296,7 @@ def _prepare(fa: Facts, fb: Facts, kernel, precision, out_name, batch: Batch, ou
                               "contiguous over the batch first")
         prepared = checks.prepare(fa, fb, kernel, precision, fa.device, out_dtype=out_name,
                                   batch=None if collapsed[0] == 1 else collapsed)
-        # C's shape is the batch's: a Prepared derives what it reads per call (C's strides) from it when it is made
-        prepared = replace(prepared, out_shape=out_shape, batch=batch)
+        prepared.out_shape, prepared.batch = out_shape, batch
         if fa.kind == "torch":  # a stream's workspaces from torch's allocator (under capture: the graph's pool)
             from functools import partial
 
