@@ -48,7 +48,7 @@ grad_enabled = torch.is_grad_enabled
 
 def autocast_region(x):
     """(device type, dtype) of the torch.autocast region a call on tensor ``x`` runs in, or None."""
-    if _any_autocast is not None and not _any_autocast():
+    if not autocast_on():
         return None
     kind = "cuda" if x.is_cuda else "cpu"
     if torch.is_autocast_enabled(kind):
