@@ -163,3 +163,21 @@ def test_the_suites_ops_keep_their_order_whichever_a_later_run_replaced():
                {"op": "linear_bias", "precision": "bf16"}]
     assert groups(records) == [("mm", "bf16"), ("bmm", "bf16"), ("linear_bias", "bf16"),
                                ("linear_bias_gelu", "bf16"), ("mm", "fp8")]
+
+
+def test_records_with_the_kernels_each_side_launched_show_them_in_a_last_column():
+    results = load(SAMPLE)[1]
+    rec = next(r for r in results["records"] if (r["precision"], r["m"], r["n"], r["k"]) == ("bf16", 1, 4096, 4096))
+    rec["kernels"] = [{"name": "gemv2_mma_swap", "grid": [64, 1, 1], "block": [512, 1, 1], "us": 9.5}]
+    rec["torch_kernels"] = [{"name": "nvjet_sm90_tst_64x16_64x16_4x1_v_bz_splitK_TNT", "grid": [4, 20, 1],
+                             "block": [384, 1, 1], "us": 8.1},
+                            {"name": "cublasLt::splitKreduce_kernel", "grid": [32, 1, 1], "block": [32, 16, 1],
+                             "us": 1.9}]
+    md = R.markdown(results)
+    assert "kernels launched [grid]: gemmlab / torch" in md.split("## mm, BF16")[1].split("\n## ")[0]
+    rows = _rows(md, "## mm, BF16")
+    assert rows[0][1] == "1×4096×4096" and rows[0][-1] == (
+        "gemv2_mma_swap [64] / nvjet_sm90_tst_64x16_64x16_4x1_v_bz_splitK_TNT [4×20] + "
+        "cublasLt::splitKreduce_kernel [32]")
+    assert rows[1][-1] == "— / —"  # a record of the same table without them
+    assert "kernels launched" not in md.split("## mm, FP8 block-scaled")[1]  # a table none of whose records has them

@@ -18,6 +18,8 @@ the L2 evicted before every call:
 An op with a fused epilogue (linear_bias, linear_bias_gelu) times a third call in the same rotation, gemmlab's plain
 GEMM of its x and w (``plain_gpu_us``): ``over_plain`` is what the epilogue costs, and its bar (OVER_PLAIN_BAR) reads
 the geomean from M = OVER_PLAIN_M up, where the GEMM is long enough for the epilogue's share to be measured.
+After the timing, one more call of each side under CUDA's profiler records the kernels it launched (``kernels``,
+``torch_kernels``: name, grid, block, µs; harness.launches): what cuBLAS ran at the shape against what gemmlab ran.
 
 Every result is checked against float64 (FP8: the product of the dequantized operands) before it is timed, torch's
 too: gemmlab's first call (its plan made) and a second through the cached plan, the call that is timed, whose C's
@@ -320,7 +322,7 @@ def describe(opts: SuiteOptions) -> list[str]:
 def _run_gpu(opts: SuiteOptions, info, say) -> dict:
     import torch
 
-    from gemmlab.harness import env
+    from gemmlab.harness import env, launches
     from gemmlab.harness.roof_probes import copy_bandwidth
 
     todo = cases(opts.precisions, opts.shapes, opts.ops)
@@ -331,7 +333,7 @@ def _run_gpu(opts: SuiteOptions, info, say) -> dict:
     out = SuiteFile(opts.json_path, {**env.collect(info, "gpu"), "copy": copy}, run)
     say(f"gemmlab bench --api --suite on {info.name}: {len(todo)} cases; copy bandwidth {copy['dram_gbs']:.0f} GB/s")
     scratch = torch.empty(2 * info.l2_bytes // 4, device="cuda")
-    ctx = {"clean": lambda: scratch.sum(), "copy_gbs": copy["dram_gbs"]}
+    ctx = {"clean": lambda: scratch.sum(), "copy_gbs": copy["dram_gbs"], "launches": launches.kernels}
     try:
         return run_cases(todo, lambda case: measure(torch, case, opts, ctx), out, say, lambda: _release(torch))
     finally:
@@ -361,7 +363,8 @@ def _release(torch) -> None:
 
 
 def measure(torch, case: Case, opts: SuiteOptions, ctx: dict) -> dict:
-    """One record: plan, verify both sides, then the GPU and eager times of both."""
+    """One record: plan, verify both sides, then the GPU and eager times of both, and (``ctx["launches"]``) the
+    kernels each side's call launches."""
     import gemmlab
     from gemmlab.harness.reference import tolerance_for
     from gemmlab.harness.timing import eager_times, gpu_times
@@ -456,6 +459,10 @@ def measure(torch, case: Case, opts: SuiteOptions, ctx: dict) -> dict:
     if peer_fused is not None:
         rec.update(torch_fused_gpu_us=1e3 * g.median_ms[fused_at], torch_plain_gpu_us=1e3 * g.median_ms[fused_at + 1])
         rec["torch_over_plain"] = rec["torch_fused_gpu_us"] / rec["torch_plain_gpu_us"]
+    if "launches" in ctx:  # after the timing, so the profiler's set-up does not touch it
+        rec["kernels"] = ctx["launches"](torch, ours, args)
+        if theirs is not None:
+            rec["torch_kernels"] = ctx["launches"](torch, theirs, args)
     return rec
 
 

@@ -7,11 +7,13 @@ check is marked † and left out of the geomeans and minimum of the first summar
 of the linear shapes, the squares (M = N = K) dashed, the long-K shapes as lone points; a line at 1.0 and one at the
 bar every shape must clear where the row has one (harness.api_suite.bars_for); hollow markers where torch's result
 is wrong. The fused ops' records also give gemmlab's plain GEMM of the same operands, timed in the same run, and a
-table of what the epilogue costs.
+table of what the epilogue costs. Records that hold the kernels each side launched (harness.launches) show them in a
+last column.
 """
 from __future__ import annotations
 
 from gemmlab.harness.api_suite import DECODE_M, OPS_RUN, OVER_PLAIN_BAR, OVER_PLAIN_M, bars_for, summarize
+from gemmlab.harness.launches import brief
 from gemmlab.report import data as D
 
 
@@ -135,10 +137,13 @@ def _order(r: dict) -> tuple:
 def _table(records: list[dict]) -> list[str]:
     """A row per record; records timed beside gemmlab's plain GEMM (a fused op's) get its time and kernel too."""
     plain = any("plain_gpu_us" in r for r in records)
+    launched = any("kernels" in r for r in records)
     lines = ["| shapes | M×N×K | kernel (auto) | GPU µs (gemmlab / torch) | × GPU | eager µs (gemmlab / torch) | "
              "× eager | DRAM | rel err (gemmlab / torch) | C |" + (" plain GEMM µs (kernel) | fused / plain | "
-                                                                   "torch's fused / torch.mm |" if plain else ""),
-             "|---|---|---|---:|---:|---:|---:|---:|---:|---|" + ("---:|---:|---:|" if plain else "")]
+                                                                   "torch's fused / torch.mm |" if plain else "")
+             + (" kernels launched [grid]: gemmlab / torch |" if launched else ""),
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---|" + ("---:|---:|---:|" if plain else "")
+             + ("---|" if launched else "")]
     notes = []
     for r in records:
         shape = f"{r['batch']} × " if r.get("batch") else ""
@@ -169,7 +174,8 @@ def _table(records: list[dict]) -> list[str]:
                      f"{_f(r.get('dram_fraction'), '.0%')} | {_f(r.get('rel_err'), '.1e')} / "
                      f"{_f(r.get('torch_rel_err'), '.1e')}{sampled} | {c} |"
                      + (f" {_f(r.get('plain_gpu_us'), '.1f')} (`{r.get('plain_kernel')}`) | "
-                        f"{_f(r.get('over_plain'))} | {_f(r.get('torch_over_plain'))} |" if plain else ""))
+                        f"{_f(r.get('over_plain'))} | {_f(r.get('torch_over_plain'))} |" if plain else "")
+                     + (f" {brief(r.get('kernels'))} / {brief(r.get('torch_kernels'))} |" if launched else ""))
     return lines + ([""] + notes if notes else [])
 
 

@@ -809,3 +809,63 @@ def test_traffic_adds_each_partial_written_once_and_read_once(sk_cluster):
     assert spec.for_problem(one).split_plan(one, 132).splits == 1
     assert spec.traffic(one).global_read == spec.traffic_model(one, 132, params=dict(
         spec.for_problem(one).params)).global_read
+
+
+H100_NAME = "NVIDIA H100 80GB HBM3"
+
+
+def test_the_h100_table_is_its_committed_sweeps():
+    """data/split_k-h100.json is what the table's rule makes of results/h100/tc10_128x64*.json: the H100 SXM's runs of
+    the registered build, the model's choice pinned and the 128x64 tile at S = 1, 2 and 4 beside them."""
+    from gemmlab.dispatch_command import split_k_rows
+    from gemmlab.results import load_results
+
+    paths = sorted((RESULTS.parent / "h100").glob("tc10_128x64*.json"))
+    runs = [load_results(p) for p in paths]
+    assert len(paths) == 8 and {r["env"]["gpu"]["name"] for r in runs} == {H100_NAME}
+    want = split_k.measured_table([row for r in runs for row in split_k_rows(r)], H100_NAME, 132,
+                                  sources=[p.name for p in paths])
+    shipped = json.loads((split_k.MEASURED.parent / "split_k-h100.json").read_text())
+    assert shipped == json.loads(json.dumps(want))
+    assert {(p, s) for p, c in shipped["choices"].items() for s, v in c.items() if (v["BM"], v["BN"]) == (128, 64)} \
+        == {("bf16", "256x4096x4096"), ("bf16", "128x4096x14336"), ("fp8", "256x4096x4096"),
+            ("fp8", "128x4096x14336"), ("fp8", "512x1024x8192"), ("fp8", "1024x1024x8192")}
+
+
+def test_an_h100_takes_its_own_measured_choices_first_then_the_h200s(monkeypatch, stub):  # noqa: F811
+    """On an H100 SXM its own table answers where it holds a choice (256x4096x4096: 128x64, S = 1, where the H200's
+    holds none for BF16 and 64x128 for FP8; FP16 reads BF16's), the H200's where only it does (32x4096x4096 BF16),
+    and the model where neither does; the plan names the table. On an H200, or without a GPU, the H200's alone."""
+    import dataclasses
+
+    from gemmlab import device
+
+    h100 = dataclasses.replace(H200, name=H100_NAME, l2_bytes=50 * 2**20, total_mem_bytes=80 * 2**30)
+    for gpu in (None, H200):
+        monkeypatch.setattr(device, "gpu", lambda gpu=gpu: gpu)
+        assert split_k.own_table() is None and split_k.measured(256, 4096, 4096, "bf16") is None
+        fp8 = split_k.measured(256, 4096, 4096, "fp8")
+        assert (fp8.bm, fp8.bn, fp8.splits) == (64, 128, 1)
+    monkeypatch.setattr(device, "gpu", lambda: h100)
+    assert split_k.own_table()["gpu"] == H100_NAME
+    for precision in ("bf16", "fp16", "fp8"):
+        got = split_k.measured(256, 4096, 4096, precision)
+        assert (got.bm, got.bn, got.stages, got.splits, got.grid) == (128, 64, 8, 1, (2 * 64, 1, 1))
+    h200_only = split_k.measured(32, 4096, 4096, "bf16")
+    assert (h200_only.bm, h200_only.bn, h200_only.splits) == (64, 128, 2)
+    assert split_k.measured(513, 512, 512, "bf16") is None
+    stub.stub_reset()
+    plan = get_kernel(NAMES["bf16"]).make_plan(Problem(256, 4096, 4096, "bf16"), Layout(b=COL), h100, HostGPU(stub))
+    assert (plan.spec.params["BM"], plan.spec.params["BN"], plan.spec.params["SPLITS"]) == (128, 64, 1)
+    assert ("tile 128x64, S = 1: measured fastest at this shape on the NVIDIA H100 80GB HBM3 "
+            "(data/split_k-h100.json)") in plan.explain()
+
+
+def test_the_128x64_tile_ties_64x128_in_the_model_and_the_earlier_tile_wins():
+    """The model prices 128x64 as 64x128 (the same bytes and multiply-adds a k-tile), so it never takes the new tile
+    over an earlier one: only a measured table does."""
+    assert split_k.TILES[-1] == (128, 64, 8)
+    assert split_k.clocks(1024, 1024, 1024, "bf16", 128, 64, 1, 132) == \
+        split_k.clocks(1024, 1024, 1024, "bf16", 64, 128, 1, 132)
+    pick = split_k.choose(1024, 1024, 1024, "bf16")
+    assert (pick.bm, pick.bn, pick.splits) == (64, 128, 1)

@@ -102,12 +102,13 @@ class SplitK(WgmmaKernel):
             model = split_k.choose(*problem.shape, self.precision, info.sm_count,
                                    spread=bool(self.params.get("SK_SPREAD", 0)))
             why = "the model's choice (split_k.choose)"
+            table = split_k.source(*problem.shape, self.precision, info.sm_count)
             if (runs.bm, runs.bn, runs.splits) != (model.bm, model.bn, model.splits):
-                source = split_k.choices_of(self.precision)
+                source = split_k.choices_of(self.precision, table)
                 sweep = "" if source == self.precision else f" in {source}'s sweep"
-                why = (f"measured fastest at this shape{sweep} on the {split_k.table_gpu()} "
-                       f"(data/{split_k.MEASURED.name}), where the model takes {model.bm}x{model.bn} with "
-                       f"S = {model.splits}")
+                why = (f"measured fastest at this shape{sweep} on the {table['gpu']} "
+                       f"(data/{table.get('file', split_k.MEASURED.name)}), where the model takes "
+                       f"{model.bm}x{model.bn} with S = {model.splits}")
             made.steps.append(f"tile {runs.bm}x{runs.bn}, S = {runs.splits}: {why}")
         return made
 

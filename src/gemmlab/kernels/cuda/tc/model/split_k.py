@@ -21,7 +21,8 @@ builds on a GPU (bench --variant over every tile and S, B as w.t()) found anothe
 choice by more than the spread of one timing (MEASURED_MARGIN), that choice is kept in a table (``measured_table``;
 the H200's ships as data/split_k-h200.json, ``gemmlab dispatch --split-k``) and ``measured`` returns it for that
 exact problem on that GPU or one of its chip, whatever the call's layout, C's type or epilogue; every other problem
-takes the model's.
+takes the model's. A table measured on another GPU of the chip ships beside it (data/split_k-h100.json, the H100
+SXM's): on that GPU its choices come first, and the chip's table answers for the problems it holds none for.
 """
 from __future__ import annotations
 
@@ -40,14 +41,17 @@ from gemmlab.problem import get_precision
 
 # (BM, BN, STAGES) of each build, the ring as deep as fits in about 200 KB of shared memory (stages of
 # (BM + BN) x 128 bytes); fp8_block takes the tiles whose BN divides 128 (one B scale a k-tile). No 128x256: its
-# accumulators beside the split's state spill, and where a problem has tiles enough for it tc4 runs them.
-TILES = ((64, 64, 8), (64, 128, 8), (128, 128, 6))
+# accumulators beside the split's state spill, and where a problem has tiles enough for it tc4 runs them. 128x64
+# (two consumer warpgroups of m64n64) last: the model prices it as 64x128, so ties keep the earlier tiles; where a
+# sweep measured it faster (M = 256 at N = 4096, among others) the measured table takes it.
+TILES = ((64, 64, 8), (64, 128, 8), (128, 128, 6), (128, 64, 8))
 SM_BYTES_PER_CLOCK = 64  # assumed: what one SM reads from L2 per clock, the operands' tiles and the partials alike
 CTA_START_CLOCKS = 2000  # assumed: a CTA's ring set-up and its first k-tile's copies, about 1 µs, not overlapped
 MIN_SPLIT_KTILES = 4  # k-tiles a split at least: the pipeline depth that covers a TMA copy's latency
 MAX_WAVES = 2  # S is capped where the tiles x S CTAs would take more waves than this: the partials grow with S
 CLUSTER_MAX = 8  # the portable cluster size: S up to this adds its partials across a cluster's shared memory
 MEASURED = files("gemmlab") / "data" / "split_k-h200.json"
+OWN_TABLES = "split_k-*.json"  # data/'s tables, each of the GPU its "gpu" names
 MEASURED_MARGIN = 0.05  # a measured choice replaces the model's where faster by more than this (one timing's spread)
 
 
@@ -252,8 +256,45 @@ def measured_table(rows, gpu: str, sm_count: int, sources=()) -> dict:
 
 @lru_cache(maxsize=None)
 def _shipped() -> dict:
-    """The table shipped with gemmlab (empty where the file is missing)."""
-    return json.loads(MEASURED.read_text()) if MEASURED.is_file() else {}
+    """The table shipped with gemmlab, with its file's name (empty where the file is missing)."""
+    return {**json.loads(MEASURED.read_text()), "file": MEASURED.name} if MEASURED.is_file() else {}
+
+
+@lru_cache(maxsize=None)
+def _tables() -> dict:
+    """Every table shipped in data/, by the name of the GPU it was measured on."""
+    found = {}
+    for path in (files("gemmlab") / "data").iterdir():
+        if path.name.startswith("split_k-") and path.name.endswith(".json"):
+            t = json.loads(path.read_text())
+            found[t.get("gpu")] = {**t, "file": path.name}
+    return found
+
+
+def own_table(gpu: str | None = None) -> dict | None:
+    """The table measured on the GPU called ``gpu`` (default this machine's), where gemmlab ships one apart from the
+    chip's (``MEASURED``); None elsewhere, and on a machine without a GPU."""
+    if gpu is None:
+        from gemmlab import device
+
+        info = device.gpu()
+        gpu = info.name if info is not None else None
+    t = _tables().get(gpu)
+    return t if t is not None and t.get("file") != MEASURED.name else None
+
+
+def holds(table: dict, m: int, n: int, k: int, precision: str) -> bool:
+    """Whether ``table`` holds a choice for the problem at ``precision`` (or the precision it reads, ``choices_of``)."""
+    return f"{m}x{n}x{k}" in table.get("choices", {}).get(choices_of(precision, table), {})
+
+
+def source(m: int, n: int, k: int, precision: str, sm_count: int = 132) -> dict | None:
+    """The table whose choice ``measured`` takes for this problem on this machine: this GPU's own where it holds one,
+    else the shipped one where it does; None where neither does (the model's choice)."""
+    for t in (own_table(), _shipped()):
+        if t and t.get("sm_count") == sm_count and holds(t, m, n, k, precision):
+            return t
+    return None
 
 
 def table_gpu() -> str | None:
@@ -270,14 +311,15 @@ def choices_of(precision: str, table: dict | None = None) -> str:
 
 def measured(m: int, n: int, k: int, precision: str, sm_count: int = 132,
              table: dict | None = None) -> SplitPlan | None:
-    """The tile and S measured fastest for exactly this problem (``table``, default the shipped H200 one) on a GPU of
-    the table's SM count, or None: the model's choice stands. tc10 runs only on compute capability 9.0, so such a GPU
-    is of the table's chip (an H100 SXM reads the H200's: the same SMs, tiles and waves; gemmlab.device.same_chip).
+    """The tile and S measured fastest for exactly this problem (``table``, default ``source``'s: this GPU's own table
+    where it holds a choice, else the shipped H200 one) on a GPU of the table's SM count, or None: the model's
+    choice stands. tc10 runs only on compute capability 9.0, so such a GPU is of the table's chip (an H100 SXM reads
+    the H200's where its own holds no choice: the same SMs, tiles and waves; gemmlab.device.same_chip).
     A precision without choices of its own reads those of the precision whose dispatch table it reads (FP16: BF16's,
     the same builds at the same instruction rates). An entry whose tile the precision does not build, or whose S is
     past its k-tiles, is not taken."""
-    t = _shipped() if table is None else table
-    if t.get("sm_count") != sm_count:
+    t = source(m, n, k, precision, sm_count) if table is None else table
+    if t is None or t.get("sm_count") != sm_count:
         return None
     hit = t.get("choices", {}).get(choices_of(precision, t), {}).get(f"{m}x{n}x{k}")
     if hit is None:
