@@ -39,28 +39,59 @@ def test_the_brief_form_names_each_kernel_with_its_grids_used_dimensions():
     assert L.brief([{"name": "tc10_split_k", "grid": [128, 1, 1]}]) == "tc10_split_k [128]"
     assert L.brief([{"name": "gemv", "grid": [1, 1, 1]}]) == "gemv [1]"
     assert L.brief(None) == L.brief([]) == "—"
+    assert L.brief([{"name": "k<a|b>", "grid": [2, 1, 1]}]) == "k<a\\|b> [2]"  # a cell of a Markdown table
 
 
-def test_a_suite_record_holds_each_sides_kernels_from_the_call_it_timed(monkeypatch):
+def _timed_run(monkeypatch, tmp_path, cases):
+    """The cases timed (timers stubbed) into a suite file, as a run writes it before its kernels are recorded."""
     torch = pytest.importorskip("torch")
-    from gemmlab.harness import api_suite as S, suite_ops as O, timing
+    from gemmlab.harness import api_suite as S, timing
 
     monkeypatch.setattr(timing, "gpu_times", lambda torch_, calls, *a, **k: timing.GpuTimes(
         [0.002] * len(calls), 20, [0] * len(calls), 100.0))
     monkeypatch.setattr(timing, "eager_times", lambda torch_, calls, *a: timing.EagerTimes(
         [0.01] * len(calls), 30, [7.0] * len(calls)))
+    ctx = {"clean": lambda: None, "copy_gbs": 4000.0, "device": "cpu"}
+    out = S.SuiteFile(tmp_path / "suite.json", {"gpu": {"name": "GPU"}}, {"started": "t0"})
+    S.run_cases(cases, lambda case: S.measure(torch, case, S.SuiteOptions(), ctx), out, lambda line: None)
+    return torch, S, out, ctx
+
+
+def test_the_kernels_are_recorded_after_every_case_is_timed_from_each_sides_own_call(monkeypatch, tmp_path):
+    """record_launches runs after the timing (the profiler, once started, slows every later call's host path): one
+    call of each side of each verified record, on the case's operands made again, into the file."""
+    from gemmlab.harness import suite_ops as O
+
+    cases = [O.Case("mm", "fp32", "linear", 8, 64, 32), O.Case("bmm", "fp32", "bmm", 24, 16, 8, batch=5),
+             O.Case("linear_bias", "fp32", "linear", 8, 64, 32)]
+    torch, S, out, ctx = _timed_run(monkeypatch, tmp_path, cases)
+    assert not any("kernels" in r for r in out.results["records"])  # the timing ran without the profiler
     seen = []
 
     def launched(torch_, call, args):
         c = call(*args)  # the side's own call on the record's operands
-        seen.append((getattr(call, "func", call), c.shape))
+        seen.append((getattr(call, "func", call), tuple(c.shape)))
         return [{"name": f"k{len(seen)}", "grid": [len(seen), 1, 1], "block": [128, 1, 1], "us": 1.0}]
 
-    ctx = {"clean": lambda: None, "copy_gbs": 4000.0, "device": "cpu", "launches": launched}
-    rec = S.measure(torch, O.Case("mm", "fp32", "linear", 8, 64, 32), S.SuiteOptions(), ctx)
+    S.record_launches(torch, cases, out, S.SuiteOptions(), {**ctx, "launches": launched})
     import gemmlab
-    assert seen[0] == (gemmlab.matmul, (8, 64)) and seen[1][0] is torch.matmul and len(seen) == 2
-    assert rec["kernels"][0]["name"] == "k1" and rec["torch_kernels"][0]["name"] == "k2"
-    plain = S.measure(torch, O.Case("mm", "fp32", "linear", 8, 64, 32), S.SuiteOptions(),
-                      {k: v for k, v in ctx.items() if k != "launches"})
-    assert "kernels" not in plain and "torch_kernels" not in plain  # a run without the profiler records none
+    assert seen[0] == (gemmlab.matmul, (8, 64)) and seen[1] == (torch.matmul, (8, 64))
+    assert [shape for _, shape in seen[2:]] == [(5, 24, 16), (5, 24, 16), (8, 64), (8, 64)]
+    on_disk = {r["op"]: r for r in __import__("json").loads((tmp_path / "suite.json").read_text())["records"]}
+    assert [on_disk[o]["kernels"][0]["name"] for o in ("mm", "bmm", "linear_bias")] == ["k1", "k3", "k5"]
+    assert [on_disk[o]["torch_kernels"][0]["name"] for o in ("mm", "bmm", "linear_bias")] == ["k2", "k4", "k6"]
+
+
+def test_a_profiler_that_cannot_start_leaves_the_timed_record_whole(monkeypatch, tmp_path):
+    from gemmlab.harness import suite_ops as O
+
+    cases = [O.Case("mm", "fp32", "linear", 8, 64, 32)]
+    torch, S, out, ctx = _timed_run(monkeypatch, tmp_path, cases)
+
+    def broken(torch_, call, args):
+        raise RuntimeError("CUPTI_ERROR_NOT_INITIALIZED")
+
+    S.record_launches(torch, cases, out, S.SuiteOptions(), {**ctx, "launches": broken})
+    rec = out.results["records"][0]
+    assert rec["verified"] and rec["gpu_us"] == 2.0 and "kernels" not in rec
+    assert rec["kernels_error"] == "RuntimeError: CUPTI_ERROR_NOT_INITIALIZED"

@@ -181,3 +181,11 @@ def test_records_with_the_kernels_each_side_launched_show_them_in_a_last_column(
         "cublasLt::splitKreduce_kernel [32]")
     assert rows[1][-1] == "— / —"  # a record of the same table without them
     assert "kernels launched" not in md.split("## mm, FP8 block-scaled")[1]  # a table none of whose records has them
+
+
+def test_the_files_notes_are_quoted_under_its_runs():
+    results = load(SAMPLE)[1]
+    assert "> " not in R.markdown(results).split("## Summary")[0]
+    results["notes"] = ["Its eager times are not valid: the profiler stayed attached."]
+    head = R.markdown(results).split("## Summary")[0]
+    assert "\n> Its eager times are not valid: the profiler stayed attached.\n" in head

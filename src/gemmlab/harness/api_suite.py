@@ -18,8 +18,9 @@ the L2 evicted before every call:
 An op with a fused epilogue (linear_bias, linear_bias_gelu) times a third call in the same rotation, gemmlab's plain
 GEMM of its x and w (``plain_gpu_us``): ``over_plain`` is what the epilogue costs, and its bar (OVER_PLAIN_BAR) reads
 the geomean from M = OVER_PLAIN_M up, where the GEMM is long enough for the epilogue's share to be measured.
-After the timing, one more call of each side under CUDA's profiler records the kernels it launched (``kernels``,
-``torch_kernels``: name, grid, block, µs; harness.launches): what cuBLAS ran at the shape against what gemmlab ran.
+After every case is timed, one more call of each side under CUDA's profiler records the kernels it launched
+(``kernels``, ``torch_kernels``: name, grid, block, µs; harness.launches): what cuBLAS ran at the shape against what
+gemmlab ran (record_launches: the profiler, once started, slows every later call's host path).
 
 Every result is checked against float64 (FP8: the product of the dequantized operands) before it is timed, torch's
 too: gemmlab's first call (its plan made) and a second through the cached plan, the call that is timed, whose C's
@@ -335,7 +336,10 @@ def _run_gpu(opts: SuiteOptions, info, say) -> dict:
     scratch = torch.empty(2 * info.l2_bytes // 4, device="cuda")
     ctx = {"clean": lambda: scratch.sum(), "copy_gbs": copy["dram_gbs"], "launches": launches.kernels}
     try:
-        return run_cases(todo, lambda case: measure(torch, case, opts, ctx), out, say, lambda: _release(torch))
+        results = run_cases(todo, lambda case: measure(torch, case, opts, ctx), out, say, lambda: _release(torch))
+        say("the kernels each side launched: one call of each under CUDA's profiler, every case timed first")
+        record_launches(torch, todo, out, opts, ctx, lambda: _release(torch))
+        return results
     finally:
         torch.backends.cuda.matmul.allow_tf32 = False
 
@@ -363,8 +367,7 @@ def _release(torch) -> None:
 
 
 def measure(torch, case: Case, opts: SuiteOptions, ctx: dict) -> dict:
-    """One record: plan, verify both sides, then the GPU and eager times of both, and (``ctx["launches"]``) the
-    kernels each side's call launches."""
+    """One record: plan, verify both sides, then the GPU and eager times of both."""
     import gemmlab
     from gemmlab.harness.reference import tolerance_for
     from gemmlab.harness.timing import eager_times, gpu_times
@@ -459,11 +462,39 @@ def measure(torch, case: Case, opts: SuiteOptions, ctx: dict) -> dict:
     if peer_fused is not None:
         rec.update(torch_fused_gpu_us=1e3 * g.median_ms[fused_at], torch_plain_gpu_us=1e3 * g.median_ms[fused_at + 1])
         rec["torch_over_plain"] = rec["torch_fused_gpu_us"] / rec["torch_plain_gpu_us"]
-    if "launches" in ctx:  # after the timing, so the profiler's set-up does not touch it
-        rec["kernels"] = ctx["launches"](torch, ours, args)
-        if theirs is not None:
-            rec["torch_kernels"] = ctx["launches"](torch, theirs, args)
     return rec
+
+
+def record_launches(torch, todo: list[Case], out: SuiteFile, opts: SuiteOptions, ctx: dict,
+                    between=lambda: None) -> None:
+    """The kernels each side's call launches, into this run's verified records (``kernels``, ``torch_kernels``;
+    ``kernels_error`` where the profiler cannot run), from one call of each side under ``ctx["launches"]`` (CUDA's
+    profiler), on the case's operands made again. Only after every case is timed: CUDA's profiler, once started,
+    stays attached to the process and slows every later call's host path (torch's more than gemmlab's), which an
+    eager time would count."""
+    import gemmlab
+    from gemmlab.problem import get_precision
+
+    mine = {key(r): r for r in out.results["records"] if key(r) in out.fresh}
+    for case in todo:
+        op = OPS[case.op]
+        rec = mine.get(key({"op": case.op, "precision": case.precision, "group": case.group, "m": case.m,
+                            "n": case.n, "k": case.k, "layout": op.layout,
+                            "batch": case.batch if case.batch > 1 else None}))
+        if rec is None or not rec.get("verified"):
+            continue
+        torch.backends.cuda.matmul.allow_tf32 = get_precision(case.precision).tf32_multiply
+        try:
+            args = op.inputs(torch, case, opts.seed, ctx.get("device", "cuda"))
+            rec["kernels"] = ctx["launches"](torch, op.ours(gemmlab, case.precision), args)
+            if "torch_gpu_us" in rec:
+                theirs = op.theirs(torch, case.precision, getattr(torch, rec["out_dtype"]))
+                rec["torch_kernels"] = ctx["launches"](torch, theirs, args)
+        except (RuntimeError, OSError, ValueError) as exc:  # a profiler this torch or driver cannot run
+            rec["kernels_error"] = error_line(exc)
+        args = None
+        between()
+    out.write()
 
 
 POISON_BLOCKS = 3  # C's, and one each for a copy of A and of B the call may take first where either is C's size

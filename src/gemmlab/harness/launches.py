@@ -1,7 +1,8 @@
 """The kernels one call launches, as CUDA's profiler (CUPTI, through torch.profiler) sees them: name, grid, block,
 duration. The suite records both sides' so that a row says what cuBLAS ran against what gemmlab ran (its tile,
-cluster, stages and split-K, which nvjet's and CUTLASS's kernel names spell out) and where a call takes more than
-one kernel (cuBLASLt's split-K reduction, a pre-pass)."""
+stages, cluster and split-K, which cuBLASLt's nvjet kernels spell out in their names; a templated kernel keeps only
+its name, its template arguments dropped) and where a call takes more than one kernel (cuBLASLt's split-K
+reduction, a pre-pass)."""
 from __future__ import annotations
 
 import json
@@ -42,12 +43,12 @@ def kernels(torch, call, args) -> list[dict]:
 
 
 def brief(launched: list[dict] | None) -> str:
-    """One line of a call's kernels for a table: each name with its grid's dimensions other than 1 (``nvjet_… [2×64]
-    + cublasLt::splitKreduce_kernel [16×32]``)."""
+    """One line of a call's kernels for a Markdown table's cell: each name with its grid's dimensions other than 1
+    (``nvjet_… [2×64] + cublasLt::splitKreduce_kernel [16×32]``), a ``|`` escaped."""
     if not launched:
         return "—"
     parts = []
     for k in launched:
         dims = [d for d in k.get("grid", []) if d != 1] or k.get("grid", [])[:1]
         parts.append(f"{k['name']} [{'×'.join(str(d) for d in dims)}]" if dims else k["name"])
-    return " + ".join(parts)
+    return " + ".join(parts).replace("|", "\\|")  # a Markdown table's cell

@@ -58,6 +58,7 @@ def markdown(results: dict, figures: dict | None = None) -> str:
                      f"{state}")
     if results.get("partial"):
         lines += ["", "**Partial**: a run above did not finish."]
+    lines += [line for note in results.get("notes") or () for line in ("", f"> {note}")]
     lines += ["", "## Summary", "",
               "Each row is held to its own bars, the last column's (each with its threshold, then whether it is "
               "met), read over the records whose peer is correct: the GPU-time geomean, the lowest shape (no "

@@ -85,7 +85,8 @@ def test_many_tiles_and_short_k_do_not_split(precision):
 
 def test_block_scaled_tiles_sit_in_one_block_of_b_scales():
     assert all(128 % bn == 0 for _, bn, _ in split_k.tiles_for("fp8_block"))
-    assert all(smem_bytes({"BM": bm, "BN": bn, "STAGES": st}) <= SMEM_LIMIT for bm, bn, st in split_k.TILES)
+    assert all(smem_bytes({"BM": bm, "BN": bn, "STAGES": st}) <= SMEM_LIMIT
+               for bm, bn, st in split_k.TILES + split_k.MEASURED_TILES)
 
 
 # ---- the device arithmetic on the host ----------------------------------------------------------------------------
@@ -210,7 +211,7 @@ def test_every_build_compiles_to_wgmma_without_local_memory(name, tmp_path):
     spec = get_kernel(name)
     builds = spec.configurations()
     assert {(b.params["BM"], b.params["BN"]) for b in builds} == \
-        {(bm, bn) for bm, bn, _ in split_k.tiles_for(spec.precision)}
+        {(bm, bn) for bm, bn, _ in split_k.tiles_for(spec.precision, measured=True)}
     # TF32: the registered build (the maps round: TF32_ROUND=0's binary), and the variant rounding in the kernel
     # (TF32_ROUND=2): each tile with and without the pass over B's tiles (ROUND_B_SMEM, a K-major B)
     # ... and each with its partials added across a cluster, through the workspace by the last split, and by every
@@ -218,7 +219,7 @@ def test_every_build_compiles_to_wgmma_without_local_memory(name, tmp_path):
     ways = ((0, 0), (2, 0), (2, 1)) if spec.precision == "tf32" else ((0, 0),)
     keys = [(b.params["BM"], b.params["BN"], b.params.get("TF32_ROUND", 0), b.params.get("ROUND_B_SMEM", 0),
              b.defines()["SK_CLUSTER"], b.defines()["SK_SPREAD"]) for b in builds]
-    assert set(keys) == {(bm, bn, rnd, r, c, spread) for bm, bn, _ in split_k.tiles_for(spec.precision)
+    assert set(keys) == {(bm, bn, rnd, r, c, spread) for bm, bn, _ in split_k.tiles_for(spec.precision, measured=True)
                          for rnd, r in ways for c, spread in ((0, 0), (1, 0), (0, 1))}
     assert all(b.params.get("TMA_ROUND", 0) == (b.params.get("TF32_ROUND", 0) == 0 and spec.precision == "tf32")
                for b in builds)
@@ -471,8 +472,9 @@ def test_fp16_takes_bf16_s_measured_choices():
 
 
 def test_the_plan_says_where_its_tile_and_s_come_from(stub):  # noqa: F811
-    """explain() names the measured choice and the model's it replaced, or the model's alone; on an H100 SXM (the
-    H200's chip) the H200's measurement, and for FP16 BF16's sweep."""
+    """explain() names the measured choice and the model's it replaced, or the model's alone; for an H100 SXM (the
+    H200's chip) the H100's own measurement where it holds one, whichever GPU this machine has, and for FP16 BF16's
+    sweep."""
     import dataclasses
 
     stub.stub_reset()
@@ -483,7 +485,8 @@ def test_the_plan_says_where_its_tile_and_s_come_from(stub):  # noqa: F811
     for name, precision, sweep in ((NAMES["bf16"], "bf16", ""), ("cuda/tc10_split_k_fp16", "fp16", " in bf16's sweep")):
         plan = get_kernel(name).make_plan(Problem(512, 512, 512, precision), Layout(b=COL), h100, HostGPU(stub))
         assert plan.spec.params["SPLITS"] == 1
-        assert f"tile 64x64, S = 1: measured fastest at this shape{sweep} on the NVIDIA H200" in plan.explain()
+        assert (f"tile 64x64, S = 1: measured fastest at this shape{sweep} on the NVIDIA H100 80GB HBM3 "
+                "(data/split_k-h100.json)") in plan.explain()  # the H100's own sweep, made for the GPU it names
     plan, _ = make(stub, NAMES["bf16"], (513, 512, 512), Layout(b=COL))
     model = split_k.choose(513, 512, 512, "bf16", H200.sm_count)
     assert f"tile {model.bm}x{model.bn}, S = {model.splits}: the model's choice" in plan.explain()
@@ -500,7 +503,7 @@ def test_every_shipped_choice_is_a_build_the_plan_runs(stub, precision, shape, h
     """Each shipped choice is one of its precision's builds, passes its constraints, leaves no split empty, and is what the plan of x @ w.t() launches: tiles x S CTAs,
     S partials a tile in its workspace, no cluster."""
     stub.stub_reset()
-    assert (hit["BM"], hit["BN"], hit["STAGES"]) in split_k.tiles_for(precision)
+    assert (hit["BM"], hit["BN"], hit["STAGES"]) in split_k.tiles_for(precision, measured=True)
     plan_k = split_k.measured(*shape, precision, H200.sm_count)
     assert min(end - begin for begin, end in plan_k.ranges()) >= 1
     spec = get_kernel(NAMES[precision]).for_problem(Problem(*shape, precision), H200.sm_count)
@@ -842,8 +845,8 @@ def test_the_h100_table_is_its_committed_sweeps():
 def test_an_h100_takes_its_own_measured_choices_first_then_the_h200s(monkeypatch, stub):  # noqa: F811
     """On an H100 SXM its own table answers where it holds a choice (128x4096x4096 BF16: 64x64, S = 1, where the
     H200's holds 128x64, S = 2; 128x4096x14336: 128x64, S = 2, where the H200's holds none; FP16 reads BF16's), the
-    H200's where only it does (TF32's), and the model where neither does; the plan names the table. On an H200, or
-    without a GPU, the H200's alone."""
+    H200's where only it does (TF32's), and the model where neither does; the plan names the table, and reads the
+    table of the GPU it is made for. On an H200, or without a GPU, the H200's alone."""
     import dataclasses
 
     from gemmlab import device
@@ -869,13 +872,31 @@ def test_an_h100_takes_its_own_measured_choices_first_then_the_h200s(monkeypatch
     assert (plan.spec.params["BM"], plan.spec.params["BN"], plan.spec.params["SPLITS"]) == (128, 64, 2)
     assert ("tile 128x64, S = 2: measured fastest at this shape on the NVIDIA H100 80GB HBM3 "
             "(data/split_k-h100.json)") in plan.explain()
+    # a plan follows the GPU it is made for, not this machine's first: an H200's plan on this (H100) machine
+    plan = get_kernel(NAMES["bf16"]).make_plan(Problem(128, 4096, 4096, "bf16"), Layout(b=COL), H200, HostGPU(stub))
+    assert (plan.spec.params["BM"], plan.spec.params["BN"], plan.spec.params["SPLITS"]) == (128, 64, 2)
+    assert "on the NVIDIA H200 (data/split_k-h200.json)" in plan.explain()
 
 
-def test_the_128x64_tile_ties_64x128_in_the_model_and_the_earlier_tile_wins():
-    """The model prices 128x64 as 64x128 (the same bytes and multiply-adds a k-tile), so it never takes the new tile
-    over an earlier one: only a measured table does."""
-    assert split_k.TILES[-1] == (128, 64, 8)
-    assert split_k.clocks(1024, 1024, 1024, "bf16", 128, 64, 1, 132) == \
-        split_k.clocks(1024, 1024, 1024, "bf16", 64, 128, 1, 132)
-    pick = split_k.choose(1024, 1024, 1024, "bf16")
-    assert (pick.bm, pick.bn, pick.splits) == (64, 128, 1)
+def test_the_model_never_takes_the_128x64_tile_only_a_measured_table_does():
+    """128x64 is built in every precision (fp8_block too: 64 divides 128) and taken from a table, but the model
+    chooses among TILES alone: it cannot tell 128x64 from 64x128 where N is a multiple of 128 and would take it for
+    its fewer tiles where N is not (1024x320x4096), where no sweep has timed it."""
+    assert split_k.MEASURED_TILES == ((128, 64, 8),) and (128, 64, 8) not in split_k.TILES
+    for precision in ("bf16", "fp8", "fp8_block", "tf32"):
+        assert (128, 64, 8) in split_k.tiles_for(precision, measured=True)
+        assert (128, 64, 8) not in split_k.tiles_for(precision)
+        for shape in ((1024, 320, 4096), (256, 576, 8192), (1024, 1024, 1024), (256, 4096, 4096)):
+            pick = split_k.choose(*shape, precision)
+            assert (pick.bm, pick.bn) != (128, 64)
+    import dataclasses
+
+    with_it = dataclasses.replace(split_k.wgmma("bf16"), tiles=split_k.TILES + split_k.MEASURED_TILES)
+    tempted = split_k.choose(1024, 320, 4096, "bf16", engine=with_it)
+    assert (tempted.bm, tempted.bn) == (128, 64)  # what the model would take, had it the tile
+    table = {"sm_count": 132, "choices": {"bf16": {"1024x320x4096": {"BM": 128, "BN": 64, "STAGES": 8,
+                                                                     "SPLITS": 3}}}}
+    got = split_k.measured(1024, 320, 4096, "bf16", 132, table)
+    assert (got.bm, got.bn, got.splits, got.grid) == (128, 64, 3, (8 * 5, 3, 1))
+
+

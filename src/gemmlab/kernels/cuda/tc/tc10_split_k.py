@@ -94,8 +94,12 @@ class SplitK(WgmmaKernel):
         return self.with_params({"BM": s.bm, "BN": s.bn, "STAGES": s.stages, "SPLITS": s.splits, "SK_SPREAD": spread})
 
     def make_plan(self, problem: Problem, layout, info, gpu=None):
-        """The plan, whose explanation says where its tile and S come from: a sweep on this GPU or one of its chip, or
-        the model."""
+        """The plan for the GPU ``info`` describes (its own measured table where gemmlab ships one), whose explanation
+        says where its tile and S come from: a sweep on this GPU or one of its chip, or the model."""
+        with split_k.planning_for(info.name):
+            return self._make_plan(problem, layout, info, gpu)
+
+    def _make_plan(self, problem: Problem, layout, info, gpu=None):
         made = super().make_plan(problem, layout, info, gpu)
         if not self.params["SPLITS"]:
             runs = self.split_plan(problem, info.sm_count)
@@ -107,7 +111,7 @@ class SplitK(WgmmaKernel):
                 source = split_k.choices_of(self.precision, table)
                 sweep = "" if source == self.precision else f" in {source}'s sweep"
                 why = (f"measured fastest at this shape{sweep} on the {table['gpu']} "
-                       f"(data/{table.get('file', split_k.MEASURED.name)}), where the model takes "
+                       f"(data/{table['file']}), where the model takes "
                        f"{model.bm}x{model.bn} with S = {model.splits}")
             made.steps.append(f"tile {runs.bm}x{runs.bn}, S = {runs.splits}: {why}")
         return made
@@ -127,7 +131,7 @@ class SplitK(WgmmaKernel):
                                      bool(runs.params["SK_SPREAD"]))
 
     def configurations(self, formats: bool = False) -> list[WgmmaKernel]:
-        """A build per tile of the precision (split_k.tiles_for), each in every FP8 output type, pinned at
+        """A build per tile of the precision (split_k.tiles_for, the measured tables' too), each in every FP8 output type, pinned at
         PINNED_SPLITS (at most KT), so that a sanitizer run at any shape of 3 k-tiles or more goes through the
         partials on every tile, added each of the three ways: across a cluster (SK_CLUSTER=1), through the workspace
         by the last split (both 0) and by every split (SK_SPREAD=1). TF32 also the variant that rounds in the kernel,
@@ -135,7 +139,8 @@ class SplitK(WgmmaKernel):
         builds for a K-major B)."""
         builds = [self.with_params({"BM": bm, "BN": bn, "STAGES": st, "SPLITS": PINNED_SPLITS, "SK_CLUSTER": c,
                                     "SK_SPREAD": spread})
-                  for bm, bn, st in split_k.tiles_for(self.precision) for c, spread in ((1, 0), (0, 0), (0, 1))]
+                  for bm, bn, st in split_k.tiles_for(self.precision, measured=True)
+                  for c, spread in ((1, 0), (0, 0), (0, 1))]
         if self.prec.tf32_multiply:
             rounded = [b.with_params(IN_KERNEL) for b in builds]
             passes = [b.with_params({"ROUND_B_SMEM": 1}) for b in rounded]

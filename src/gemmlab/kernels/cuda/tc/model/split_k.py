@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib.resources import files
@@ -41,17 +43,19 @@ from gemmlab.problem import get_precision
 
 # (BM, BN, STAGES) of each build, the ring as deep as fits in about 200 KB of shared memory (stages of
 # (BM + BN) x 128 bytes); fp8_block takes the tiles whose BN divides 128 (one B scale a k-tile). No 128x256: its
-# accumulators beside the split's state spill, and where a problem has tiles enough for it tc4 runs them. 128x64
-# (two consumer warpgroups of m64n64) last: the model prices it as 64x128, so ties keep the earlier tiles; where a
-# sweep measured it faster (M = 256 at N = 4096, among others) the measured table takes it.
-TILES = ((64, 64, 8), (64, 128, 8), (128, 128, 6), (128, 64, 8))
+# accumulators beside the split's state spill, and where a problem has tiles enough for it tc4 runs them. These are
+# the model's; MEASURED_TILES are built and run where a measured table takes them, never by the model: 128x64 (two
+# consumer warpgroups of m64n64), which the model cannot tell from 64x128 where N is a multiple of 128 (the same
+# bytes and multiply-adds a k-tile) and prefers for its fewer tiles where N is not, where no sweep has timed it.
+TILES = ((64, 64, 8), (64, 128, 8), (128, 128, 6))
+MEASURED_TILES = ((128, 64, 8),)
 SM_BYTES_PER_CLOCK = 64  # assumed: what one SM reads from L2 per clock, the operands' tiles and the partials alike
 CTA_START_CLOCKS = 2000  # assumed: a CTA's ring set-up and its first k-tile's copies, about 1 µs, not overlapped
 MIN_SPLIT_KTILES = 4  # k-tiles a split at least: the pipeline depth that covers a TMA copy's latency
 MAX_WAVES = 2  # S is capped where the tiles x S CTAs would take more waves than this: the partials grow with S
 CLUSTER_MAX = 8  # the portable cluster size: S up to this adds its partials across a cluster's shared memory
-MEASURED = files("gemmlab") / "data" / "split_k-h200.json"
-OWN_TABLES = "split_k-*.json"  # data/'s tables, each of the GPU its "gpu" names
+DATA = files("gemmlab") / "data"
+MEASURED = DATA / "split_k-h200.json"
 MEASURED_MARGIN = 0.05  # a measured choice replaces the model's where faster by more than this (one timing's spread)
 
 
@@ -83,12 +87,14 @@ def wgmma(precision: str) -> Engine:
                   tiles_for(precision))
 
 
-def tiles_for(precision: str) -> tuple[tuple[int, int, int], ...]:
-    """The (BM, BN, STAGES) builds of ``precision``: fp8_block's only where a tile's columns sit in one 128-wide
-    block of B's scales."""
+def tiles_for(precision: str, measured: bool = False) -> tuple[tuple[int, int, int], ...]:
+    """The (BM, BN, STAGES) tiles the model chooses among for ``precision`` (``measured``: every build, those a
+    measured table alone takes too): fp8_block's only where a tile's columns sit in one 128-wide block of B's
+    scales."""
+    tiles = TILES + MEASURED_TILES if measured else TILES
     if get_precision(precision).block_scaled:
-        return tuple(t for t in TILES if 128 % t[1] == 0)
-    return TILES
+        return tuple(t for t in tiles if 128 % t[1] == 0)
+    return tiles
 
 
 def split_begin(s: int, splits: int, kt: int) -> int:
@@ -264,16 +270,32 @@ def _shipped() -> dict:
 def _tables() -> dict:
     """Every table shipped in data/, by the name of the GPU it was measured on."""
     found = {}
-    for path in (files("gemmlab") / "data").iterdir():
+    for path in DATA.iterdir():
         if path.name.startswith("split_k-") and path.name.endswith(".json"):
             t = json.loads(path.read_text())
             found[t.get("gpu")] = {**t, "file": path.name}
     return found
 
 
+_PLAN_GPU: ContextVar[str | None] = ContextVar("split_k_plan_gpu", default=None)
+
+
+@contextmanager
+def planning_for(gpu: str | None):
+    """Within it, ``own_table`` reads the table of the GPU called ``gpu`` (the one a plan is made for) instead of
+    this machine's first GPU."""
+    token = _PLAN_GPU.set(gpu)
+    try:
+        yield
+    finally:
+        _PLAN_GPU.reset(token)
+
+
 def own_table(gpu: str | None = None) -> dict | None:
-    """The table measured on the GPU called ``gpu`` (default this machine's), where gemmlab ships one apart from the
-    chip's (``MEASURED``); None elsewhere, and on a machine without a GPU."""
+    """The table measured on the GPU called ``gpu`` (default the one a plan is being made for, ``planning_for``,
+    else this machine's), where gemmlab ships one apart from the chip's (``MEASURED``); None elsewhere, and on a
+    machine without a GPU."""
+    gpu = gpu or _PLAN_GPU.get()
     if gpu is None:
         from gemmlab import device
 
@@ -283,18 +305,25 @@ def own_table(gpu: str | None = None) -> dict | None:
     return t if t is not None and t.get("file") != MEASURED.name else None
 
 
-def holds(table: dict, m: int, n: int, k: int, precision: str) -> bool:
-    """Whether ``table`` holds a choice for the problem at ``precision`` (or the precision it reads, ``choices_of``)."""
-    return f"{m}x{n}x{k}" in table.get("choices", {}).get(choices_of(precision, table), {})
+def _entry(table: dict, m: int, n: int, k: int, precision: str, sm_count: int) -> SplitPlan | None:
+    """``table``'s choice for the problem, where it holds one that runs here: a GPU of its SM count, a tile the
+    precision builds, S within the k-tiles."""
+    if table.get("sm_count") != sm_count:
+        return None
+    hit = table.get("choices", {}).get(choices_of(precision, table), {}).get(f"{m}x{n}x{k}")
+    if hit is None:
+        return None
+    tile = next((tl for tl in tiles_for(precision, measured=True) if tl == (hit["BM"], hit["BN"], hit["STAGES"])),
+                None)
+    if tile is None or not 1 <= hit["SPLITS"] <= ceil_div(k, bk(precision)):
+        return None
+    return pinned(m, n, k, precision, *tile, hit["SPLITS"], sm_count)
 
 
 def source(m: int, n: int, k: int, precision: str, sm_count: int = 132) -> dict | None:
-    """The table whose choice ``measured`` takes for this problem on this machine: this GPU's own where it holds one,
+    """The table whose choice ``measured`` takes for this problem: this GPU's own where it holds one that runs here,
     else the shipped one where it does; None where neither does (the model's choice)."""
-    for t in (own_table(), _shipped()):
-        if t and t.get("sm_count") == sm_count and holds(t, m, n, k, precision):
-            return t
-    return None
+    return next((t for t in (own_table(), _shipped()) if t and _entry(t, m, n, k, precision, sm_count)), None)
 
 
 def table_gpu() -> str | None:
@@ -319,12 +348,4 @@ def measured(m: int, n: int, k: int, precision: str, sm_count: int = 132,
     the same builds at the same instruction rates). An entry whose tile the precision does not build, or whose S is
     past its k-tiles, is not taken."""
     t = source(m, n, k, precision, sm_count) if table is None else table
-    if t is None or t.get("sm_count") != sm_count:
-        return None
-    hit = t.get("choices", {}).get(choices_of(precision, t), {}).get(f"{m}x{n}x{k}")
-    if hit is None:
-        return None
-    tile = next((tl for tl in tiles_for(precision) if tl == (hit["BM"], hit["BN"], hit["STAGES"])), None)
-    if tile is None or not 1 <= hit["SPLITS"] <= ceil_div(k, bk(precision)):
-        return None
-    return pinned(m, n, k, precision, *tile, hit["SPLITS"], sm_count)
+    return None if t is None else _entry(t, m, n, k, precision, sm_count)
