@@ -43,9 +43,12 @@ def test_on_gpu_right_and_the_same_bits_on_every_call(precision, shape):
     problem = Problem(*shape, precision)
     base = get_kernel(NAMES[precision])
     # the chosen S; 7 splits through the workspace and its tickets, added across a cluster (SK_CLUSTER=1), and by
-    # every split through the workspace (SK_SPREAD=1: the ticket counts to 2S, back at zero after each call)
+    # every split through the workspace (SK_SPREAD=1: the ticket counts to 2S, back at zero after each call); the
+    # 128x64 tile only a measured table takes, whole and split
+    measured_tile = {"BM": 128, "BN": 64, "STAGES": 8}
     for spec in (base, base.with_params({"SPLITS": 7}), base.with_params({"SPLITS": 7, "SK_CLUSTER": 1}),
-                 base.with_params({"SPLITS": 7, "SK_SPREAD": 1})):
+                 base.with_params({"SPLITS": 7, "SK_SPREAD": 1}), base.with_params({**measured_tile, "SPLITS": 1}),
+                 base.with_params({**measured_tile, "SPLITS": 3})):
         result = check(spec, problem, seed=1)
         assert result.passed, result
         a, b = spec.make_inputs(problem, 2, __import__("cupy"))
@@ -53,7 +56,7 @@ def test_on_gpu_right_and_the_same_bits_on_every_call(precision, shape):
 
 
 @pytest.mark.parametrize("precision", list(NAMES))
-@pytest.mark.parametrize("tile", list(split_k.TILES), ids=lambda t: f"{t[0]}x{t[1]}")
+@pytest.mark.parametrize("tile", list(split_k.TILES + split_k.MEASURED_TILES), ids=lambda t: f"{t[0]}x{t[1]}")
 @pytest.mark.parametrize("splits", [2, 3, 5, 8])
 def test_on_gpu_the_cluster_adds_the_partials_to_the_workspace_s_bits(precision, tile, splits):
     """The same tile and S added across a cluster (SK_CLUSTER=1), through the workspace by the last split (both 0)
