@@ -8,7 +8,8 @@ last adds the S partials in split order 0..S-1 from zero, so C has the same bits
 the levels' epilogue (TileStore), and sets the ticket back to zero for the next call (one launch, no memset). The
 tile (64x64, 64x128 or 128x128) and S are chosen per problem by tc/model/split_k.py: waves of CTAs, k-tiles per CTA
 (at least 4: a pipeline's depth), and the reduction one CTA does alone; at the problems where a sweep of every tile
-and S measured another choice faster, that one (split_k.measured). BF16 and FP8 per tensor (tc3's mainloop, the
+and S measured another choice faster, that one (split_k.measured, the GPU's own table first), 128x64 (two consumer
+warpgroups of m64n64) among them. BF16 and FP8 per tensor (tc3's mainloop, the
 scales on the summed tile, BF16 C for FP8); FP8 block-scaled (``_fp8_block``) promotes each k-tile into FP32 with
 its scales as tc8 does, on the tiles whose BN divides 128. TF32 (``_tf32``, TMA_ROUND=1) runs the truncating
 mainloop (TF32_ROUND=0: both operands from shared memory) on operands that A's and B's tensor maps, of TMA's TF32
@@ -131,12 +132,12 @@ class SplitK(WgmmaKernel):
                                      bool(runs.params["SK_SPREAD"]))
 
     def configurations(self, formats: bool = False) -> list[WgmmaKernel]:
-        """A build per tile of the precision (split_k.tiles_for, the measured tables' too), each in every FP8 output type, pinned at
-        PINNED_SPLITS (at most KT), so that a sanitizer run at any shape of 3 k-tiles or more goes through the
-        partials on every tile, added each of the three ways: across a cluster (SK_CLUSTER=1), through the workspace
-        by the last split (both 0) and by every split (SK_SPREAD=1). TF32 also the variant that rounds in the kernel,
-        so that it stays right: TF32_ROUND=2 with and without the pass over B's tiles (ROUND_B_SMEM=1, what the plan
-        builds for a K-major B)."""
+        """A build per tile of the precision (split_k.tiles_for, the measured tables' too), each in every FP8 output
+        type, pinned at PINNED_SPLITS (at most KT), so that a sanitizer run at any shape of 3 k-tiles or more goes
+        through the partials on every tile, added each of the three ways: across a cluster (SK_CLUSTER=1), through
+        the workspace by the last split (both 0) and by every split (SK_SPREAD=1). TF32 also the variant that rounds
+        in the kernel, so that it stays right: TF32_ROUND=2 with and without the pass over B's tiles (ROUND_B_SMEM=1,
+        what the plan builds for a K-major B)."""
         builds = [self.with_params({"BM": bm, "BN": bn, "STAGES": st, "SPLITS": PINNED_SPLITS, "SK_CLUSTER": c,
                                     "SK_SPREAD": spread})
                   for bm, bn, st in split_k.tiles_for(self.precision, measured=True)
