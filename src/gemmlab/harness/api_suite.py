@@ -366,6 +366,15 @@ def _release(torch) -> None:
     cupy.get_default_memory_pool().free_all_blocks()
 
 
+def _identity(case: Case) -> dict:
+    """The fields of a case's record that say what it is of (``key``'s)."""
+    rec = {"op": case.op, "precision": case.precision, "group": case.group, "m": case.m, "n": case.n, "k": case.k,
+           "layout": OPS[case.op].layout}
+    if case.batch > 1:
+        rec["batch"] = case.batch
+    return rec
+
+
 def measure(torch, case: Case, opts: SuiteOptions, ctx: dict) -> dict:
     """One record: plan, verify both sides, then the GPU and eager times of both."""
     import gemmlab
@@ -374,10 +383,7 @@ def measure(torch, case: Case, opts: SuiteOptions, ctx: dict) -> dict:
     from gemmlab.problem import Problem, get_precision
 
     op = OPS[case.op]
-    rec = {"op": case.op, "precision": case.precision, "group": case.group, "m": case.m, "n": case.n, "k": case.k,
-           "layout": op.layout, "kernel": None, "verified": False}
-    if case.batch > 1:
-        rec["batch"] = case.batch
+    rec = {**_identity(case), "kernel": None, "verified": False}
     torch.backends.cuda.matmul.allow_tf32 = get_precision(case.precision).tf32_multiply
     try:
         args = op.inputs(torch, case, opts.seed, ctx.get("device", "cuda"))
@@ -478,9 +484,7 @@ def record_launches(torch, todo: list[Case], out: SuiteFile, opts: SuiteOptions,
     mine = {key(r): r for r in out.results["records"] if key(r) in out.fresh}
     for case in todo:
         op = OPS[case.op]
-        rec = mine.get(key({"op": case.op, "precision": case.precision, "group": case.group, "m": case.m,
-                            "n": case.n, "k": case.k, "layout": op.layout,
-                            "batch": case.batch if case.batch > 1 else None}))
+        rec = mine.get(key(_identity(case)))
         if rec is None or not rec.get("verified"):
             continue
         torch.backends.cuda.matmul.allow_tf32 = get_precision(case.precision).tf32_multiply

@@ -326,11 +326,6 @@ def source(m: int, n: int, k: int, precision: str, sm_count: int = 132) -> dict 
     return next((t for t in (own_table(), _shipped()) if t and _entry(t, m, n, k, precision, sm_count)), None)
 
 
-def table_gpu() -> str | None:
-    """The GPU the shipped table was measured on."""
-    return _shipped().get("gpu")
-
-
 def choices_of(precision: str, table: dict | None = None) -> str:
     """The precision whose measured choices ``precision`` reads: its own where the table (default the shipped one)
     has them, else the precision whose dispatch table it reads (FP16: BF16's, the same builds at the same rates)."""
