@@ -385,7 +385,7 @@ def test_gemv_runs_a_vector_b_as_the_transposed_product(stub):
 
 
 def test_gemv2_launches_its_build_for_the_problem_on_the_operands_as_given(stub):
-    """gemv2's plan: the build for_problem picks (its grid of 16-row blocks, its warps), C, A, B in the kernel's
+    """gemv2's plan: the build for_problem picks (its grid of blocks of ROWS rows, its warps), C, A, B in the kernel's
     order and M, N, K as given, also at N = 1 (16 rows of the weight a block, one of them real: no transpose)."""
     from gemmlab.problem import Problem
 
@@ -398,7 +398,7 @@ def test_gemv2_launches_its_build_for_the_problem_on_the_operands_as_given(stub)
     c, a, b = np.frombuffer(launch_record(stub, 0).params[:24], np.uint64)
     assert (c, a, b) == (0xC0, 0xA0, 0xB0)
     assert tuple(np.frombuffer(launch_record(stub, 0).params[24:36], np.int32)) == (8, 4096, 4096)
-    assert "WARPS=16, UNROLL=2" in plan.explain() and "ROWS" not in plan.explain()
+    assert "MAX_M=8, ROWS=16, WARPS=16, UNROLL=2" in plan.explain()
     assert runs.launch_geometry(Problem(8, 4096, 4096, "bf16")).grid == (256, 1, 1)
     stub.stub_reset()
     vector, _ = make(stub, "cuda/gemv2_mma_swap_bf16", (5, 1, 1000), Layout(b=COL))

@@ -26,11 +26,13 @@ def test_every_build_compiles_to_mma_without_local_memory(precision, tmp_path):
         if sass.AVAILABLE:
             ops = [i.op for i in sass.instructions(sass.sass(compiled.cubin, tmp_path))]
             assert not {op.split(".")[0] for op in ops} & {"LDL", "STL"}, build.params
-            # the mainloop, unrolled: two k-steps a k-block, MAX_M / 8 instructions a k-step; sm_90 runs FP8's
-            # m16n8k32 as its operands converted to FP16 (F2FP, exact for E4M3 and E5M2) and two m16n8k16 HMMAs
+            # the mainloop, unrolled: two k-steps a k-block, MAX_M / 8 instructions a k-step for each 16 of the
+            # block's ROWS; sm_90 runs FP8's m16n8k32 as its operands converted to FP16 (F2FP, exact for E4M3 and
+            # E5M2) and two m16n8k16 HMMAs
+            p = build.params
             per_mma = 2 if precision == "fp8" else 1
             assert sum(op.startswith("HMMA") for op in ops) == \
-                per_mma * 2 * build.params["UNROLL"] * build.params["MAX_M"] // 8
+                per_mma * 2 * p["UNROLL"] * p["MAX_M"] // 8 * p["ROWS"] // 16
             assert (precision == "fp8") == any(op.startswith("F2FP.F16.E") for op in ops)
 
 
@@ -71,16 +73,18 @@ def test_the_registered_spec_compiles_as_it_is_and_older_gpus_are_refused():
     assert "sm_80" in spec("bf16").unsupported(dataclasses.replace(h200, cc=(7, 5)))
 
 
-@pytest.mark.parametrize("precision, m", [("bf16", 8), ("bf16", 32), ("fp8", 16)])
-def test_a_round_loads_every_chunk_before_its_first_mma(precision, m, tmp_path):
+@pytest.mark.parametrize("precision, m, rows", [("bf16", 8, 16), ("bf16", 32, 16), ("fp8", 16, 16), ("bf16", 32, 32),
+                                                ("fp8", 32, 64), ("fp8", 8, 64)])
+def test_a_round_loads_every_chunk_before_its_first_mma(precision, m, rows, tmp_path):
     """Loads of the weight and of x all in flight before any instruction waits on one: one DRAM round trip a round."""
     if not sass.AVAILABLE:
         pytest.skip("cuobjdump and nvdisasm are not installed (the test extra brings them)")
-    build = spec(precision).for_problem(Problem(m, 4096, 4096, precision))
+    build = spec(precision).with_params({"ROWS": rows}).for_problem(Problem(m, 4096, 4096, precision))
     instrs = sass.instructions(sass.sass(build.compile("sm_90a").cubin, tmp_path))
     wide = [i.addr for i in instrs if i.op.startswith("LDG") and ".128" in i.op]
     p = build.params
-    assert len(wide) == p["UNROLL"] * (2 + p["MAX_M"] // 8)  # two rows of the weight and a row of x per 8 of M
+    # two rows of the weight for each 16 of the block's rows, and a row of x per 8 of M
+    assert len(wide) == p["UNROLL"] * (2 * rows // 16 + p["MAX_M"] // 8)
     assert max(wide) < min(i.addr for i in instrs if i.op.startswith(("HMMA", "F2FP.F16")))
 
 
@@ -110,12 +114,14 @@ def test_a_variant_pins_unroll_and_warps():
         {"UNROLL": 8, "WARPS": 2}
 
 
-@pytest.mark.parametrize("shape", [(1, 1, 1), (3, 4097, 17), (32, 14336, 4096), (8, 1000, 129)])
+@pytest.mark.parametrize("shape", [(1, 1, 1), (3, 4097, 17), (32, 14336, 4096), (8, 1000, 129), (32, 4160, 64)])
 def test_launch_covers_every_column(shape):
     problem = Problem(*shape, "bf16")
     geo = spec("bf16").launch_geometry(problem)
-    assert geo.grid[0] * gemv2.ROWS >= problem.n > (geo.grid[0] - 1) * gemv2.ROWS
-    assert geo.block == (32 * spec("bf16").for_problem(problem).params["WARPS"], 1, 1)
+    build = spec("bf16").for_problem(problem)
+    rows = build.params["ROWS"]
+    assert geo.grid[0] * rows >= problem.n > (geo.grid[0] - 1) * rows
+    assert geo.block == (32 * build.params["WARPS"], 1, 1)
 
 
 def test_takes_only_the_transposed_weight_and_few_rows():

@@ -1,13 +1,18 @@
 // gemv2: C = A·Bᵀ for a few rows of A (M <= MAX_M), B handed over as an N×K row-major matrix (x @ w.t()), on the
 // tensor cores through mma.sync with the operands swapped: 16 rows of B (16 columns of C) on the instruction's
-// 16-row side, the rows of A on its 8-wide side (MAX_M / 8 instructions per k-step). A block of WARPS warps owns 16
-// rows of B for every row of A; its warps cut K into WARPS contiguous runs of k-blocks (4 x VEC elements: 32 BF16,
-// 64 FP8). No shared memory holds an operand: each lane loads its fragments straight from global memory in
-// 16-byte chunks. The fragments of mma.sync hold, per lane, two pairs (BF16) or quads (FP8) of K that lie 8 (16)
-// apart; a k-block gives lane q of each group of four the VEC elements [q·VEC, (q+1)·VEC) of its two rows of B and
-// of its row of A, and the chunk's four 32-bit words feed two k-steps (words x, y the first; z, w the second). The
-// same permutation of K on both operands leaves each dot product's terms unchanged. UNROLL k-blocks are loaded
-// before any is used. The warps' sums meet in shared memory in warp order, so every call gives the same bits.
+// 16-row side, the rows of A on its 8-wide side (MAX_M / 8 instructions per k-step). A block of WARPS warps owns ROWS
+// rows of B (ROWS / 16 instructions' worth) for every row of A; its warps cut K into WARPS contiguous runs of
+// k-blocks (4 x VEC elements: 32 BF16, 64 FP8). No shared memory holds an operand: each lane loads its fragments
+// straight from global memory in 16-byte chunks. The fragments of mma.sync hold, per lane, two pairs (BF16) or quads
+// (FP8) of K that lie 8 (16) apart; a k-block gives lane q of each group of four the VEC elements [q·VEC, (q+1)·VEC)
+// of its rows of B and of its row of A, and the chunk's four 32-bit words feed two k-steps (words x, y the first; z,
+// w the second). The same permutation of K on both operands leaves each dot product's terms unchanged. UNROLL
+// k-blocks are loaded before any is used. The warps' sums meet in shared memory in warp order, so every call gives
+// the same bits.
+// ROWS=16 (registered; 32 and 64 variants): every block reads all of A's rows, so x crosses L2 once per block,
+// ceil(N / ROWS) times, at M = 32 with 16 rows twice the weight's own bytes. A row of A's fragments feeds ROWS / 16
+// instructions, so more rows a block cut those reads by as much, at the price of fewer blocks. Predicted faster at
+// M = 32; measured slower at every decode shape, at the same warps too (docs/gemv.md).
 // IN_BF16 / IN_FP8 select the operand type (FP8: A_E5M2 and B_E5M2 pick the formats; SCALED=1, one FP32 scale per
 // operand); OUT_BF16 writes BF16 C. EPI=1 (epilogue.cuh): each sum becomes the fused epilogue's value before its
 // store.
@@ -23,11 +28,16 @@ static_assert(!IN_FP32 && SCALED != 2, "BF16, or FP8 with one scale per operand"
 #ifndef UNROLL
 #define UNROLL 4
 #endif
+#ifndef ROWS
+#define ROWS 16
+#endif
 static_assert(MAX_M % 8 == 0 && MAX_M >= 8 && MAX_M <= 32 && WARPS >= 1 && WARPS <= 16 && UNROLL >= 1, "tile");
+static_assert(ROWS == 16 || ROWS == 32 || ROWS == 64, "rows of B per block: one, two or four instructions' worth");
+static_assert(WARPS * MAX_M * ROWS * 4 <= 48 * 1024, "the warps' partial sums fit static shared memory");
 
 constexpr int KB = 4 * VEC;    // a k-block: two k-steps of the instruction
-constexpr int NT = MAX_M / 8;  // instructions per k-step, 8 rows of A each
-constexpr int ROWS = 16;       // rows of B per block
+constexpr int NT = MAX_M / 8;  // instructions per k-step and 16 rows of B, 8 rows of A each
+constexpr int NB = ROWS / 16;  // the instruction's 16-row operands per block: blocks of 16 rows of B
 
 // The instruction: its 16-row operand is B (the weight), its 8-wide one A, so B's type comes first.
 #if IN_BF16
@@ -64,20 +74,26 @@ gemv2_mma_swap(OutT *__restrict__ C, const InT *__restrict__ A, const InT *__res
   const int per_warp = (kblocks + WARPS - 1) / WARPS;
   const int kb_begin = warp * per_warp, kb_end = min(kblocks, kb_begin + per_warp);
   const bool vec = aligned != 0;
-  const InT *b_lo = B + (long long)min(n0 + g, N - 1) * K;  // rows past N: read row N-1, never stored
-  const InT *b_hi = B + (long long)min(n0 + g + 8, N - 1) * K;
+  const InT *b_lo[NB], *b_hi[NB];  // rows past N: read row N-1, never stored
+#pragma unroll
+  for (int f = 0; f < NB; ++f) {
+    b_lo[f] = B + (long long)min(n0 + 16 * f + g, N - 1) * K;
+    b_hi[f] = B + (long long)min(n0 + 16 * f + g + 8, N - 1) * K;
+  }
   const InT *a_row[NT];
 #pragma unroll
   for (int t = 0; t < NT; ++t) a_row[t] = A + (long long)min(8 * t + g, M - 1) * K;
 
-  float acc[NT][4];
+  float acc[NB][NT][4];
 #pragma unroll
-  for (int t = 0; t < NT; ++t)
+  for (int f = 0; f < NB; ++f)
 #pragma unroll
-    for (int i = 0; i < 4; ++i) acc[t][i] = 0.0f;
+    for (int t = 0; t < NT; ++t)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[f][t][i] = 0.0f;
 
   for (int kb0 = kb_begin; kb0 < kb_end; kb0 += UNROLL) {
-    uint4 lo[UNROLL], hi[UNROLL], a[UNROLL][NT];
+    uint4 lo[UNROLL][NB], hi[UNROLL][NB], a[UNROLL][NT];
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) {
       const int k = (kb0 + u) * KB + q * VEC;
@@ -85,24 +101,31 @@ gemv2_mma_swap(OutT *__restrict__ C, const InT *__restrict__ A, const InT *__res
       // 16-byte load there would read the next row); a chunk that K cuts is read element by element (not aligned)
       const bool live = kb0 + u < kb_end && k < K;
       const uint4 zero = make_uint4(0, 0, 0, 0);
-      lo[u] = live ? chunk(b_lo, k, K, vec) : zero;
-      hi[u] = live ? chunk(b_hi, k, K, vec) : zero;
+#pragma unroll
+      for (int f = 0; f < NB; ++f) {
+        lo[u][f] = live ? chunk(b_lo[f], k, K, vec) : zero;
+        hi[u][f] = live ? chunk(b_hi[f], k, K, vec) : zero;
+      }
 #pragma unroll
       for (int t = 0; t < NT; ++t) a[u][t] = live && 8 * t + g < M ? chunk(a_row[t], k, K, vec) : zero;
     }
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u)
 #pragma unroll
-      for (int t = 0; t < NT; ++t) {
-        mma(acc[t], lo[u].x, hi[u].x, lo[u].y, hi[u].y, a[u][t].x, a[u][t].y);
-        mma(acc[t], lo[u].z, hi[u].z, lo[u].w, hi[u].w, a[u][t].z, a[u][t].w);
-      }
+      for (int f = 0; f < NB; ++f)
+#pragma unroll
+        for (int t = 0; t < NT; ++t) {
+          mma(acc[f][t], lo[u][f].x, hi[u][f].x, lo[u][f].y, hi[u][f].y, a[u][t].x, a[u][t].y);
+          mma(acc[f][t], lo[u][f].z, hi[u][f].z, lo[u][f].w, hi[u][f].w, a[u][t].z, a[u][t].w);
+        }
   }
 
-  // acc[t]: rows g and g + 8 of the block's B (columns of C), rows 8t + 2q and 8t + 2q + 1 of A
+  // acc[f][t]: rows 16f + g and 16f + g + 8 of the block's B (columns of C), rows 8t + 2q and 8t + 2q + 1 of A
 #pragma unroll
-  for (int t = 0; t < NT; ++t)
+  for (int f = 0; f < NB; ++f)
 #pragma unroll
-    for (int i = 0; i < 4; ++i) partial[warp][8 * t + 2 * q + (i & 1)][g + 8 * (i >> 1)] = acc[t][i];
+    for (int t = 0; t < NT; ++t)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) partial[warp][8 * t + 2 * q + (i & 1)][16 * f + g + 8 * (i >> 1)] = acc[f][t][i];
   store_block_sums(C, partial, M, N, n0, scale_a, scale_b EPI_ARG);
 }

@@ -25,9 +25,13 @@ from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.spec import SM_COUNT, Traffic
 from gemmlab.problem import Problem
 
-ROWS = 16  # rows of the weight per block: the instruction's 16-row side
+# rows of the weight a block: one, two or four of the instruction's 16-row operands; 16 unless a variant pins more
+# (fewer reads of x, fewer blocks: slower at every decode shape measured, docs/gemv.md)
+ROW_CHOICES = (16, 32, 64)
 MAX_M_CHOICES = (8, 16, 32)  # each its own binary: 1, 2 or 4 instructions a k-step
 WARP_CHOICES = (1, 2, 4, 8, 16)
+PARTIAL_BYTES = 48 * 1024  # static shared memory: the warps' FP32 sums, WARPS x MAX_M x ROWS
+MAX_CHUNKS = 20  # 16-byte chunks a lane holds in a round of loads
 K_LIMIT = 2**31 - 1 - 4 * 64 * 16  # int offsets of the last round's k-blocks (four at most, 64 FP8 values each)
 
 
@@ -40,20 +44,27 @@ def max_m_for(m: int) -> int:
     return next((c for c in MAX_M_CHOICES if c >= m), MAX_M_CHOICES[-1])
 
 
-def unroll_for(max_m: int, n: int, sm_count: int = SM_COUNT) -> int:
+def unroll_for(max_m: int, n: int, sm_count: int = SM_COUNT, rows: int = ROW_CHOICES[0]) -> int:
     """k-blocks a lane loads before it uses any: two (one at 32 rows of x, whose four chunks a k-block take the
     registers); twice that where the blocks are fewer than the SMs, which then hold one block each and need more
     loads in flight per warp. More than this costs blocks an SM holds, fewer leave DRAM latency showing
-    (results/h200/gemv2_variants{,2}_{bf16,fp8}.json)."""
+    (results/h200/gemv2_variants{,2}_{bf16,fp8}.json). Halved while a round would hold more than MAX_CHUNKS
+    16-byte chunks a lane (more rows of the weight a block: two chunks a k-block each 16), past which ptxas
+    spills."""
     unroll = 1 if max_m > 16 else 2
-    return 2 * unroll if ceil_div(n, ROWS) < sm_count else unroll
+    if ceil_div(n, rows) < sm_count:
+        unroll *= 2
+    while unroll > 1 and unroll * (2 * rows // 16 + max_m // 8) > MAX_CHUNKS:
+        unroll //= 2
+    return unroll
 
 
-def warps_for(max_m: int, k: int, vec: int, unroll: int) -> int:
-    """Warps splitting K: sixteen (eight at 32 rows of x, whose registers a 512-thread block would cap), fewer where
-    a warp would get less than one round of ``unroll`` k-blocks."""
+def warps_for(max_m: int, k: int, vec: int, unroll: int, rows: int = ROW_CHOICES[0]) -> int:
+    """Warps splitting K: sixteen (eight where a lane's accumulators, MAX_M x ROWS / 32, pass eight, whose
+    registers a 512-thread block would cap), fewer where a warp would get less than one round of ``unroll``
+    k-blocks or their sums would not fit static shared memory."""
     rounds = ceil_div(k, k_block(vec)) // unroll
-    most = 8 if max_m > 16 else 16
+    most = min(16 if max_m * rows <= 256 else 8, PARTIAL_BYTES // (4 * max_m * rows))
     return max((w for w in WARP_CHOICES if w <= min(most, rounds)), default=1)
 
 
@@ -62,8 +73,9 @@ def _traffic(problem: Problem, sm_count: int = SM_COUNT, params: dict | None = N
     p = problem.prec
     m, n, k = problem.shape
     a_bytes, b_bytes, c_bytes = p.input_bytes * m * k, p.input_bytes * n * k, problem.output_bytes * m * n
-    blocks = ceil_div(n, ROWS)
-    return Traffic(a_bytes + b_bytes, c_bytes, f"B and C once, A once per block of {ROWS} rows ({blocks} blocks)",
+    rows = (params or {}).get("ROWS") or ROW_CHOICES[0]
+    blocks = ceil_div(n, rows)
+    return Traffic(a_bytes + b_bytes, c_bytes, f"B and C once, A once per block of {rows} rows ({blocks} blocks)",
                    l2_read=a_bytes * blocks + b_bytes, l2_write=c_bytes)
 
 
@@ -73,11 +85,12 @@ class MmaGemvKernel(GemvKernel):
     entry: str = "gemv2_mma_swap"
 
     def defines(self) -> dict:
-        """The registered spec leaves UNROLL and WARPS to ``for_problem`` (0); compiled as it is (``gemmlab verify``
-        without a GPU), it builds the many-blocks choice at eight rows of x."""
+        """The registered spec leaves ROWS, UNROLL and WARPS to ``for_problem`` (0); compiled as it is (``gemmlab
+        verify`` without a GPU), it builds the many-blocks choice at eight rows of x."""
         defines = super().defines()
-        defines["UNROLL"] = defines["UNROLL"] or unroll_for(defines["MAX_M"], ROWS * SM_COUNT)
-        defines["WARPS"] = defines["WARPS"] or warps_for(defines["MAX_M"], 2**20, self.vec, defines["UNROLL"])
+        rows = defines["ROWS"] = defines["ROWS"] or ROW_CHOICES[0]
+        defines["UNROLL"] = defines["UNROLL"] or unroll_for(defines["MAX_M"], rows * SM_COUNT, rows=rows)
+        defines["WARPS"] = defines["WARPS"] or warps_for(defines["MAX_M"], 2**20, self.vec, defines["UNROLL"], rows)
         return defines
 
     def is_valid(self, problem: Problem) -> Refusal | None:
@@ -101,31 +114,33 @@ class MmaGemvKernel(GemvKernel):
         return None
 
     def for_problem(self, problem: Problem, sm_count: int = SM_COUNT) -> "MmaGemvKernel":
-        """The build for ``problem``: instructions for the fewest rows of x that hold M; UNROLL and WARPS where the
-        spec leaves them 0 (the registered one: a bench --variant pins them) by M, and by N and K."""
+        """The build for ``problem``: instructions for the fewest rows of x that hold M; ROWS, UNROLL and WARPS where
+        the spec leaves them 0 (the registered one: a bench --variant pins them) by M, and by N and K."""
         max_m = max_m_for(problem.m)
-        unroll = self.params.get("UNROLL") or unroll_for(max_m, problem.n, sm_count)
-        params = {**self.params, "MAX_M": max_m, "UNROLL": unroll,
-                  "WARPS": self.params.get("WARPS") or warps_for(max_m, problem.k, self.vec, unroll)}
+        rows = self.params.get("ROWS") or ROW_CHOICES[0]
+        unroll = self.params.get("UNROLL") or unroll_for(max_m, problem.n, sm_count, rows)
+        params = {**self.params, "MAX_M": max_m, "ROWS": rows, "UNROLL": unroll,
+                  "WARPS": self.params.get("WARPS") or warps_for(max_m, problem.k, self.vec, unroll, rows)}
         return self if params == dict(self.params) else dataclasses.replace(self, params=params)
 
     def configurations(self) -> list["MmaGemvKernel"]:
-        """Every row count of x at its most warps, with both of its unrolls (many blocks, few), and each warp count
-        at eight rows; each in every output type."""
-        builds = [dataclasses.replace(self, params={**self.params, "MAX_M": m, "UNROLL": unroll_for(m, n),
-                                                    "WARPS": warps_for(m, 2**20, self.vec, 1)})
-                  for m in MAX_M_CHOICES for n in (ROWS, ROWS * SM_COUNT)]
-        builds += [dataclasses.replace(self, params={**self.params, "MAX_M": 8, "UNROLL": 2, "WARPS": w})
+        """Every row count of x and rows of the weight a block at their most warps, with both unrolls (many blocks,
+        few), and each warp count at eight rows of x; each in every output type."""
+        chosen = {(m, r, unroll_for(m, n, rows=r)) for m in MAX_M_CHOICES for r in ROW_CHOICES for n in (r, r * SM_COUNT)}
+        builds = [dataclasses.replace(self, params={**self.params, "MAX_M": m, "ROWS": r, "UNROLL": unroll,
+                                                    "WARPS": warps_for(m, 2**20, self.vec, 1, r)})
+                  for m, r, unroll in sorted(chosen)]
+        builds += [dataclasses.replace(self, params={**self.params, "MAX_M": 8, "ROWS": 16, "UNROLL": 2, "WARPS": w})
                    for w in WARP_CHOICES if w != 16]
         if self.fp8:
             return [b.for_formats(*self.formats, out) for b in builds for out in ("bfloat16", "float32")]
         return self.output_builds(builds)
 
     def geometry_of_build(self, problem: Problem) -> Geometry:
-        return Geometry(grid=(ceil_div(problem.n, ROWS), 1, 1), block=(self.params["WARPS"] * 32, 1, 1))
+        return Geometry(grid=(ceil_div(problem.n, self.params["ROWS"]), 1, 1), block=(self.params["WARPS"] * 32, 1, 1))
 
     def traffic(self, problem: Problem, sm_count: int = SM_COUNT, layout=None) -> Traffic:
-        return _traffic(problem, sm_count)
+        return _traffic(problem, sm_count, dict(self.for_problem(problem, sm_count).params))
 
     def swaps(self, problem: Problem) -> bool:
         return False  # N = 1 runs as M x 1 x K: 16 rows of the weight a block, one row of it real
@@ -139,8 +154,8 @@ SPECS = [
     MmaGemvKernel(name=f"cuda/gemv2_mma_swap_{prec}", level=None, precision=prec,
                   title=f"M <= 32 rows against an N×K weight (w.t()), its 16 rows on mma.sync's row side: "
                         f"{_TITLES[prec]}",
-                  params={**_TYPES[prec], "MAX_M": 8, "UNROLL": 0, "WARPS": 0}, signature=SIGNATURE,
-                  varies=("UNROLL", "WARPS"),
+                  params={**_TYPES[prec], "MAX_M": 8, "ROWS": 0, "UNROLL": 0, "WARPS": 0}, signature=SIGNATURE,
+                  varies=("ROWS", "UNROLL", "WARPS"),
                   traffic_model=_traffic, doc=__doc__,
                   unmodeled="latency: each warp's few rounds of loads straight from DRAM, no staging to overlap them")
     for prec in _TITLES

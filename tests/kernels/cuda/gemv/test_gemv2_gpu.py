@@ -1,0 +1,36 @@
+"""gemv2 on a GPU (skipped without one): every count of the weight's rows a block (ROWS 16, 32, 64) right against
+float64 at ragged shapes with NaN-poisoned C, at each count of x's rows, in BF16 and FP8, and the same bits on every
+call (the warps' sums meet in a fixed order)."""
+import numpy as np
+import pytest
+
+from gemmlab.kernels.cuda.gemv.gemv2_mma_swap import ROW_CHOICES
+from gemmlab.kernels.registry import get_kernel
+from gemmlab.problem import Problem
+
+# x's rows 1, 3, 9, 17, 32 (each MAX_M build); N cut inside a block of 16, 32 and 64 rows; K not a multiple of a
+# 16-byte chunk (element by element), of a k-block, and long enough for every warp
+SHAPES = [(1, 33, 4097), (3, 1000, 129), (9, 4097, 999), (17, 255, 8191), (32, 4160, 4096), (29, 129, 1000)]
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp8"])
+@pytest.mark.parametrize("rows", ROW_CHOICES)
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_on_gpu_each_rows_a_block_is_right_and_repeats_its_bits(precision, rows, shape):
+    from gemmlab import device
+    from gemmlab.harness.verify import check, run_once
+
+    if device.gpu() is None:
+        pytest.skip("needs a CUDA GPU")
+    import cupy
+
+    problem = Problem(*shape, precision)
+    spec = get_kernel(f"cuda/gemv2_mma_swap_{precision}").with_params({"ROWS": rows})
+    assert spec.for_problem(problem).params["ROWS"] == rows
+    result = check(spec, problem, seed=2)
+    assert result.passed, result
+    a, b = spec.make_inputs(problem, 3, cupy)
+    plan = spec.build(problem)
+    first = run_once(spec, problem, a, b, plan).view(np.uint8).get()
+    for _ in range(3):
+        assert (run_once(spec, problem, a, b, plan).view(np.uint8).get() == first).all()
