@@ -106,6 +106,26 @@ def test_unroll_and_warps_by_problem(shape, unroll, warps):
     assert (build.params["UNROLL"], build.params["WARPS"]) == (unroll, warps)
 
 
+@pytest.mark.parametrize("rows, shape, unroll, warps", [
+    (32, (8, 4096, 4096), 4, 16),  # 128 blocks, fewer than the SMs: four k-blocks, 20 chunks a round
+    (64, (16, 14336, 4096), 2, 8),  # 224 blocks; 16 x 64 accumulators a warp's lanes hold: eight warps
+    (64, (32, 4096, 4096), 1, 4),  # two k-blocks would be 24 chunks: one; 32 x 64 sums a warp fit six warps: four
+    (32, (32, 4160, 64), 2, 1),  # 130 blocks (N cut inside the last); two k-blocks in all: one warp
+])
+def test_a_variant_s_rows_set_the_grid_and_cap_unroll_and_warps(rows, shape, unroll, warps):
+    """ROWS pinned (a variant): ceil(N / ROWS) blocks, a round's chunks at most MAX_CHUNKS, the warps' sums within
+    static shared memory; the build compiles with no local memory."""
+    problem = Problem(*shape, "bf16")
+    build = spec("bf16").with_params({"ROWS": rows}).for_problem(problem, 132)
+    p = build.params
+    assert (p["ROWS"], p["UNROLL"], p["WARPS"]) == (rows, unroll, warps)
+    assert p["UNROLL"] * (2 * rows // 16 + p["MAX_M"] // 8) <= gemv2.MAX_CHUNKS
+    assert 4 * p["WARPS"] * p["MAX_M"] * rows <= gemv2.PARTIAL_BYTES
+    assert build.geometry_of_build(problem).grid == (-(-shape[1] // rows), 1, 1)
+    report = build.compile("sm_90a").report
+    assert report.spills == 0 and report.stack_bytes == 0
+
+
 def test_a_variant_pins_unroll_and_warps():
     import dataclasses
 

@@ -12,7 +12,8 @@
 // ROWS=16 (registered; 32 and 64 variants): every block reads all of A's rows, so x crosses L2 once per block,
 // ceil(N / ROWS) times, at M = 32 with 16 rows twice the weight's own bytes. A row of A's fragments feeds ROWS / 16
 // instructions, so more rows a block cut those reads by as much, at the price of fewer blocks. Predicted faster at
-// M = 32; measured slower at every decode shape, at the same warps too (docs/gemv.md).
+// M = 32; measured slower at 22 of 24 decode shapes, at the same warps too, and behind tc10 at the other two
+// (docs/gemv.md).
 // IN_BF16 / IN_FP8 select the operand type (FP8: A_E5M2 and B_E5M2 pick the formats; SCALED=1, one FP32 scale per
 // operand); OUT_BF16 writes BF16 C. EPI=1 (epilogue.cuh): each sum becomes the fused epilogue's value before its
 // store.

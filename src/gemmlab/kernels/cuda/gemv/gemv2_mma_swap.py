@@ -26,7 +26,8 @@ from gemmlab.kernels.spec import SM_COUNT, Traffic
 from gemmlab.problem import Problem
 
 # rows of the weight a block: one, two or four of the instruction's 16-row operands; 16 unless a variant pins more
-# (fewer reads of x, fewer blocks: slower at every decode shape measured, docs/gemv.md)
+# (fewer reads of x, fewer blocks: slower at 22 of 24 decode shapes measured, behind tc10 at the other two;
+# docs/gemv.md)
 ROW_CHOICES = (16, 32, 64)
 MAX_M_CHOICES = (8, 16, 32)  # each its own binary: 1, 2 or 4 instructions a k-step
 WARP_CHOICES = (1, 2, 4, 8, 16)
@@ -126,7 +127,8 @@ class MmaGemvKernel(GemvKernel):
     def configurations(self) -> list["MmaGemvKernel"]:
         """Every row count of x and rows of the weight a block at their most warps, with both unrolls (many blocks,
         few), and each warp count at eight rows of x; each in every output type."""
-        chosen = {(m, r, unroll_for(m, n, rows=r)) for m in MAX_M_CHOICES for r in ROW_CHOICES for n in (r, r * SM_COUNT)}
+        chosen = {(m, r, unroll_for(m, n, rows=r))
+                  for m in MAX_M_CHOICES for r in ROW_CHOICES for n in (r, r * SM_COUNT)}
         builds = [dataclasses.replace(self, params={**self.params, "MAX_M": m, "ROWS": r, "UNROLL": unroll,
                                                     "WARPS": warps_for(m, 2**20, self.vec, 1, r)})
                   for m, r, unroll in sorted(chosen)]
