@@ -126,6 +126,20 @@ def test_a_variant_s_rows_set_the_grid_and_cap_unroll_and_warps(rows, shape, unr
     assert report.spills == 0 and report.stack_bytes == 0
 
 
+@pytest.mark.parametrize("m, m_slice, max_m, blocks", [(32, 16, 16, 512), (17, 16, 16, 512), (32, 8, 8, 1024),
+                                                       (16, 16, 16, 256), (9, 16, 16, 256), (32, 0, 32, 256)])
+def test_m_slice_builds_for_fewer_rows_of_x_and_launches_a_block_per_slice(m, m_slice, max_m, blocks):
+    """M_SLICE (a variant): a build for at most M_SLICE rows of x, ceil(M / MAX_M) blocks on each 16 rows of the
+    weight; the weight crosses L2 once a slice (the traffic), x's rows once a block as before."""
+    problem = Problem(m, 4096, 4096, "bf16")
+    build = spec("bf16").with_params({"M_SLICE": m_slice}).for_problem(problem, 132)
+    assert build.params["MAX_M"] == max_m
+    assert build.geometry_of_build(problem).grid == (blocks, 1, 1)
+    slices = blocks // 256
+    traffic = build.traffic(problem)
+    assert traffic.l2_read == 2 * (m * 4096 * 256 + 4096 * 4096 * slices)
+
+
 def test_a_variant_pins_unroll_and_warps():
     import dataclasses
 

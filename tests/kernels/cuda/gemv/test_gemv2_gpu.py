@@ -34,3 +34,26 @@ def test_on_gpu_each_rows_a_block_is_right_and_repeats_its_bits(precision, rows,
     first = run_once(spec, problem, a, b, plan).view(np.uint8).get()
     for _ in range(3):
         assert (run_once(spec, problem, a, b, plan).view(np.uint8).get() == first).all()
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp8"])
+@pytest.mark.parametrize("m_slice, shape", [(16, (32, 4096, 4096)), (16, (17, 1000, 129)), (8, (29, 4097, 999)),
+                                            (16, (32, 33, 8191))], ids=lambda x: "x".join(map(str, x)) if
+                         isinstance(x, tuple) else f"slice{x}")
+def test_on_gpu_rows_of_x_in_slices_are_right_with_a_matrix_addend(precision, m_slice, shape):
+    """M_SLICE: ceil(M / MAX_M) blocks on each run of the weight's rows, each its slice of x's rows; right against
+    float64 with NaN-poisoned C, plain and with alpha·AB + beta·D fused (D read at the call's rows, not the slice's)."""
+    from gemmlab import device
+    from gemmlab.epilogue import Epilogue
+    from gemmlab.harness.verify import check
+
+    if device.gpu() is None:
+        pytest.skip("needs a CUDA GPU")
+    problem = Problem(*shape, precision)
+    spec = get_kernel(f"cuda/gemv2_mma_swap_{precision}").with_params({"M_SLICE": m_slice})
+    build = spec.for_problem(problem)
+    assert build.params["MAX_M"] == m_slice and build.geometry_of_build(problem).grid[0] == \
+        -(-shape[1] // 16) * -(-shape[0] // m_slice)
+    for s in (spec, spec.with_epilogue(Epilogue(alpha=0.5, beta=2.0, addend="matrix"), "float32")):
+        result = check(s, problem, seed=4)
+        assert result.passed, result

@@ -143,5 +143,5 @@ gemv1_warp_dot(OutT *__restrict__ C, const InT *__restrict__ A, const InT *__res
       for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
       if (lane == 0) partial[warp][m][r] = v;
     }
-  store_block_sums(C, partial, M, N, n0, scale_a, scale_b EPI_ARG);
+  store_block_sums(C, partial, M, N, n0, 0, scale_a, scale_b EPI_ARG);
 }

@@ -70,7 +70,14 @@ gemv2_mma_swap(OutT *__restrict__ C, const InT *__restrict__ A, const InT *__res
   __shared__ float partial[WARPS][MAX_M][ROWS];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int g = lane / 4, q = lane % 4;  // the instruction's row group and the lane in it
-  const int n0 = blockIdx.x * ROWS;
+  // M past MAX_M (a build for fewer rows of A than the call's, M_SLICE on the host): ceil(M / MAX_M) blocks share
+  // each ROWS rows of B, one slice of MAX_M rows of A each, next to each other in launch order so that the weight's
+  // second read finds its rows in L2
+  const int slices = (M + MAX_M - 1) / MAX_M, m0 = blockIdx.x % slices * MAX_M;
+  const int n0 = blockIdx.x / slices * ROWS;
+  A += (long long)m0 * K;
+  C += (long long)m0 * N;
+  M -= m0;
   const int kblocks = (K + KB - 1) / KB;
   const int per_warp = (kblocks + WARPS - 1) / WARPS;
   const int kb_begin = warp * per_warp, kb_end = min(kblocks, kb_begin + per_warp);
@@ -128,5 +135,5 @@ gemv2_mma_swap(OutT *__restrict__ C, const InT *__restrict__ A, const InT *__res
     for (int t = 0; t < NT; ++t)
 #pragma unroll
       for (int i = 0; i < 4; ++i) partial[warp][8 * t + 2 * q + (i & 1)][16 * f + g + 8 * (i >> 1)] = acc[f][t][i];
-  store_block_sums(C, partial, M, N, n0, scale_a, scale_b EPI_ARG);
+  store_block_sums(C, partial, M, N, n0, m0, scale_a, scale_b EPI_ARG);
 }

@@ -75,9 +75,10 @@ def _traffic(problem: Problem, sm_count: int = SM_COUNT, params: dict | None = N
     m, n, k = problem.shape
     a_bytes, b_bytes, c_bytes = p.input_bytes * m * k, p.input_bytes * n * k, problem.output_bytes * m * n
     rows = (params or {}).get("ROWS") or ROW_CHOICES[0]
-    blocks = ceil_div(n, rows)
-    return Traffic(a_bytes + b_bytes, c_bytes, f"B and C once, A once per block of {rows} rows ({blocks} blocks)",
-                   l2_read=a_bytes * blocks + b_bytes, l2_write=c_bytes)
+    blocks, slices = ceil_div(n, rows), ceil_div(m, (params or {}).get("MAX_M") or max_m_for(m))
+    return Traffic(a_bytes + b_bytes, c_bytes, f"B and C once, A once per block of {rows} rows ({blocks} blocks)"
+                   + (f", B from L2 once per slice of A's rows ({slices})" if slices > 1 else ""),
+                   l2_read=a_bytes * blocks + b_bytes * slices, l2_write=c_bytes)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -115,9 +116,11 @@ class MmaGemvKernel(GemvKernel):
         return None
 
     def for_problem(self, problem: Problem, sm_count: int = SM_COUNT) -> "MmaGemvKernel":
-        """The build for ``problem``: instructions for the fewest rows of x that hold M; ROWS, UNROLL and WARPS where
-        the spec leaves them 0 (the registered one: a bench --variant pins them) by M, and by N and K."""
-        max_m = max_m_for(problem.m)
+        """The build for ``problem``: instructions for the fewest rows of x that hold M, or M_SLICE of them (a
+        variant: ceil(M / MAX_M) blocks on each run of the weight's rows, a slice of x's rows each; level with or
+        behind tc10 where M > 16, docs/gemv.md); ROWS, UNROLL and WARPS where the spec leaves them 0 (the registered
+        one: a bench --variant pins them) by M, and by N and K."""
+        max_m = max_m_for(min(problem.m, self.params.get("M_SLICE") or problem.m))
         rows = self.params.get("ROWS") or ROW_CHOICES[0]
         unroll = self.params.get("UNROLL") or unroll_for(max_m, problem.n, sm_count, rows)
         params = {**self.params, "MAX_M": max_m, "ROWS": rows, "UNROLL": unroll,
@@ -139,7 +142,9 @@ class MmaGemvKernel(GemvKernel):
         return self.output_builds(builds)
 
     def geometry_of_build(self, problem: Problem) -> Geometry:
-        return Geometry(grid=(ceil_div(problem.n, self.params["ROWS"]), 1, 1), block=(self.params["WARPS"] * 32, 1, 1))
+        slices = ceil_div(problem.m, self.params["MAX_M"])  # blocks side by side on one run of the weight's rows
+        return Geometry(grid=(ceil_div(problem.n, self.params["ROWS"]) * slices, 1, 1),
+                        block=(self.params["WARPS"] * 32, 1, 1))
 
     def traffic(self, problem: Problem, sm_count: int = SM_COUNT, layout=None) -> Traffic:
         return _traffic(problem, sm_count, dict(self.for_problem(problem, sm_count).params))
@@ -156,8 +161,8 @@ SPECS = [
     MmaGemvKernel(name=f"cuda/gemv2_mma_swap_{prec}", level=None, precision=prec,
                   title=f"M <= 32 rows against an N×K weight (w.t()), its 16 rows on mma.sync's row side: "
                         f"{_TITLES[prec]}",
-                  params={**_TYPES[prec], "MAX_M": 8, "ROWS": 0, "UNROLL": 0, "WARPS": 0}, signature=SIGNATURE,
-                  varies=("ROWS", "UNROLL", "WARPS"),
+                  params={**_TYPES[prec], "MAX_M": 8, "ROWS": 0, "UNROLL": 0, "WARPS": 0, "M_SLICE": 0},
+                  signature=SIGNATURE, varies=("ROWS", "UNROLL", "WARPS", "M_SLICE"),
                   traffic_model=_traffic, doc=__doc__,
                   unmodeled="latency: each warp's few rounds of loads straight from DRAM, no staging to overlap them")
     for prec in _TITLES

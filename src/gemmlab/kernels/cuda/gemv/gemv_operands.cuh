@@ -66,11 +66,11 @@ __device__ __forceinline__ void store(u16 *p, float x) {
 
 // A block's last step: each warp's MAX_M x ROWS partial sums in shared memory (`partial`, written before the
 // barrier) added in warp order, so every call gives the same bits; then the per-tensor scales (SCALED=1), the fused
-// epilogue (EPI=1), and C's rows m < M at columns n0 + r < N. The block's threads take the sums in turn (a one-warp
-// block has fewer threads than sums).
+// epilogue (EPI=1, at the call's row m0 + m), and C's rows m < M at columns n0 + r < N (C and M the block's slice of
+// rows from m0 on). The block's threads take the sums in turn (a one-warp block has fewer threads than sums).
 template <int WARPS_, int MAX_M_, int ROWS_>
 __device__ __forceinline__ void store_block_sums(OutT *__restrict__ C, const float (&partial)[WARPS_][MAX_M_][ROWS_],
-                                                 int M, int N, int n0, const float *__restrict__ scale_a,
+                                                 int M, int N, int n0, int m0, const float *__restrict__ scale_a,
                                                  const float *__restrict__ scale_b EPI_PARAM) {
   __syncthreads();
   for (int i = threadIdx.x; i < MAX_M_ * ROWS_; i += WARPS_ * 32) {
@@ -83,7 +83,7 @@ __device__ __forceinline__ void store_block_sums(OutT *__restrict__ C, const flo
       v *= scale_a[0] * scale_b[0];
 #endif
 #if EPI
-      v = epi_apply(epi, v, m, n0 + r);
+      v = epi_apply(epi, v, m0 + m, n0 + r);
 #endif
       store(C + (long long)m * N + n0 + r, v);
     }
