@@ -32,6 +32,9 @@ static_assert(!IN_FP32 && SCALED != 2, "BF16, or FP8 with one scale per operand"
 #ifndef ROWS
 #define ROWS 16
 #endif
+#ifndef M_SLICE
+#define M_SLICE 0  // the host's rows of A a block takes where M is more (0: all of them, M <= MAX_M)
+#endif
 static_assert(MAX_M % 8 == 0 && MAX_M >= 8 && MAX_M <= 32 && WARPS >= 1 && WARPS <= 16 && UNROLL >= 1, "tile");
 static_assert(ROWS == 16 || ROWS == 32 || ROWS == 64, "rows of B per block: one, two or four instructions' worth");
 static_assert(WARPS * MAX_M * ROWS * 4 <= 48 * 1024, "the warps' partial sums fit static shared memory");
@@ -70,14 +73,21 @@ gemv2_mma_swap(OutT *__restrict__ C, const InT *__restrict__ A, const InT *__res
   __shared__ float partial[WARPS][MAX_M][ROWS];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int g = lane / 4, q = lane % 4;  // the instruction's row group and the lane in it
-  // M past MAX_M (a build for fewer rows of A than the call's, M_SLICE on the host): ceil(M / MAX_M) blocks share
-  // each ROWS rows of B, one slice of MAX_M rows of A each, next to each other in launch order so that the weight's
-  // second read finds its rows in L2
+#if M_SLICE
+  // M past MAX_M (a build for M_SLICE rows of A, fewer than the call's): ceil(M / MAX_M) blocks share each ROWS rows
+  // of B, one slice of MAX_M rows of A each, next to each other in launch order so that the weight's second read
+  // finds its rows in L2
   const int slices = (M + MAX_M - 1) / MAX_M, m0 = blockIdx.x % slices * MAX_M;
   const int n0 = blockIdx.x / slices * ROWS;
   A += (long long)m0 * K;
   C += (long long)m0 * N;
   M -= m0;
+#else
+  // one block on each ROWS rows of B, all of A's rows: the slicing's arithmetic, compiled in, cost the 32-row build
+  // registers (BF16 63 to 74) and blocks a SM
+  constexpr int m0 = 0;
+  const int n0 = blockIdx.x * ROWS;
+#endif
   const int kblocks = (K + KB - 1) / KB;
   const int per_warp = (kblocks + WARPS - 1) / WARPS;
   const int kb_begin = warp * per_warp, kb_end = min(kblocks, kb_begin + per_warp);

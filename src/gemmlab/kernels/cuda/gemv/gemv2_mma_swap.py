@@ -129,7 +129,7 @@ class MmaGemvKernel(GemvKernel):
 
     def configurations(self) -> list["MmaGemvKernel"]:
         """Every row count of x and rows of the weight a block at their most warps, with both unrolls (many blocks,
-        few), and each warp count at eight rows of x; each in every output type."""
+        few), each warp count at eight rows of x, and x's rows in slices of 16; each in every output type."""
         chosen = {(m, r, unroll_for(m, n, rows=r))
                   for m in MAX_M_CHOICES for r in ROW_CHOICES for n in (r, r * SM_COUNT)}
         builds = [dataclasses.replace(self, params={**self.params, "MAX_M": m, "ROWS": r, "UNROLL": unroll,
@@ -137,6 +137,8 @@ class MmaGemvKernel(GemvKernel):
                   for m, r, unroll in sorted(chosen)]
         builds += [dataclasses.replace(self, params={**self.params, "MAX_M": 8, "ROWS": 16, "UNROLL": 2, "WARPS": w})
                    for w in WARP_CHOICES if w != 16]
+        builds.append(dataclasses.replace(self, params={**self.params, "MAX_M": 16, "ROWS": 16, "UNROLL": 2,
+                                                        "WARPS": 16, "M_SLICE": 16}))  # the slices' own code
         if self.fp8:
             return [b.for_formats(*self.formats, out) for b in builds for out in ("bfloat16", "float32")]
         return self.output_builds(builds)
