@@ -26,3 +26,21 @@ def test_a_table_too_wide_for_80_columns_is_stacked_whole():
 def test_a_table_that_fits_is_drawn_as_a_table():
     text = _render(Fitted(timed_table([RECORD])), 200)
     assert "┃ kernel" in text and "cuda/tc8_block_scaled_fp8[BM=128,STAGES=5]" in text and "…" not in text
+
+
+def test_bench_names_the_records_whose_samples_waited_on_the_host():
+    """More than half of a record's samples late (the GPU idle before the host issued the launch): bench's closing
+    lines name it, with its count, so that its time and ratio are not read as GPU time; half or fewer, no line."""
+    from gemmlab.console import HOST_BOUND_SHOWN, bench_closing, host_bound_lines
+
+    def rec(kernel, late, samples=30, m=8):
+        return {"kernel": kernel, "m": m, "n": 4096, "k": 4096, "late": late, "samples": samples}
+
+    assert host_bound_lines([rec("cuda/gemv2_mma_swap_fp8", 2), rec("peers/cublaslt_fp8", 15)]) == []
+    [(line, _)] = host_bound_lines([rec("cuda/gemv2_mma_swap_fp8", 1), rec("peers/cublaslt_fp8", 30)])
+    assert "1 record(s)" in line and "peers/cublaslt_fp8 at 8x4096x4096 (30/30)" in line and "gemv2" not in line
+    many = [rec("peers/cublaslt_fp8", 16, m=m) for m in range(1, HOST_BOUND_SHOWN + 3)]
+    [(line, _)] = host_bound_lines(many)
+    assert f"{HOST_BOUND_SHOWN + 2} record(s)" in line and line.endswith("and 2 more")
+    closing = [text for text, _ in bench_closing({"records": [rec("peers/cublaslt_fp8", 30)]}, None, None)]
+    assert any(text.startswith("host-bound: 1 record(s)") for text in closing)

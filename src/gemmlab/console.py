@@ -204,6 +204,7 @@ def bench_closing(results: dict, info, dev) -> list[tuple[str, dict]]:
     lines = [(f"noise: {n['kernel']} at {n['m']}x{n['n']}x{n['k']} timed twice: {n['first_ms']:.4f} vs "
               f"{n['second_ms']:.4f} ms ({n['diff_pct']:.2f}%); smaller gaps between kernels are noise", {})
              for n in results.get("noise", [])]
+    lines += host_bound_lines(results.get("records", []))
     dim = {"style": "dim", "highlight": False}
     if info is None:
         return lines + [("columns: × blas = cpu/blas time / kernel time; model I = FLOP per modeled global byte; "
@@ -220,6 +221,25 @@ def bench_closing(results: dict, info, dev) -> list[tuple[str, dict]]:
                      "over the registered parameters, the two interleaved, 'reg.'); model I = FLOP "
                      "per modeled global byte; BW util = modeled global bytes/s over DRAM bandwidth (>100%: caches "
                      "absorbed re-reads)", dim)]
+
+
+HOST_BOUND_SHOWN = 6  # records a host-bound line names; the rest it counts
+
+
+def host_bound_lines(records: list[dict]) -> list[tuple[str, dict]]:
+    """A warning naming the records of which more than half the timed samples were late (Timing.late: the GPU had
+    passed the start event before the host issued the launch, so the sample holds host time): their times, and any
+    ratio to them, are not the GPU's alone. A peer called through Python (torch._scaled_mm at decode sizes) is the
+    usual case."""
+    bound = [r for r in records
+             if isinstance(r.get("late"), int) and r.get("samples") and 2 * r["late"] > r["samples"]]
+    if not bound:
+        return []
+    named = ", ".join(f"{r['kernel']} at {r['m']}x{r['n']}x{r['k']} ({r['late']}/{r['samples']})"
+                      for r in bound[:HOST_BOUND_SHOWN])
+    more = f" and {len(bound) - HOST_BOUND_SHOWN} more" if len(bound) > HOST_BOUND_SHOWN else ""
+    return [(f"host-bound: {len(bound)} record(s) with most samples late, the GPU waiting on the host's launch, "
+             f"so their times and ratios hold host time: {named}{more}", {"style": "yellow", "highlight": False})]
 
 
 def check_table(checked) -> tuple[Table, dict, int]:
