@@ -12,8 +12,7 @@
 // ROWS=16 (registered; 32 and 64 variants): every block reads all of A's rows, so x crosses L2 once per block,
 // ceil(N / ROWS) times, at M = 32 with 16 rows twice the weight's own bytes. A row of A's fragments feeds ROWS / 16
 // instructions, so more rows a block cut those reads by as much, at the price of fewer blocks. Predicted faster at
-// M = 32; measured slower at 22 of 24 decode shapes, at the same warps too, and behind tc10 at the other two
-// (docs/gemv.md).
+// M = 32; measured slower, and behind tc10 where not (docs/gemv.md).
 // IN_BF16 / IN_FP8 select the operand type (FP8: A_E5M2 and B_E5M2 pick the formats; SCALED=1, one FP32 scale per
 // operand); OUT_BF16 writes BF16 C. EPI=1 (epilogue.cuh): each sum becomes the fused epilogue's value before its
 // store.
@@ -83,8 +82,8 @@ gemv2_mma_swap(OutT *__restrict__ C, const InT *__restrict__ A, const InT *__res
   C += (long long)m0 * N;
   M -= m0;
 #else
-  // one block on each ROWS rows of B, all of A's rows: the slicing's arithmetic, compiled in, cost the 32-row build
-  // registers (BF16 63 to 74) and blocks a SM
+  // one block on each ROWS rows of B, all of A's rows: the slicing's arithmetic, compiled in, would cost every
+  // build registers and the 32-row one blocks a SM (docs/gemv.md)
   constexpr int m0 = 0;
   const int n0 = blockIdx.x * ROWS;
 #endif

@@ -26,8 +26,7 @@ from gemmlab.kernels.spec import SM_COUNT, Traffic
 from gemmlab.problem import Problem
 
 # rows of the weight a block: one, two or four of the instruction's 16-row operands; 16 unless a variant pins more
-# (fewer reads of x, fewer blocks: slower at 22 of 24 decode shapes measured, behind tc10 at the other two;
-# docs/gemv.md)
+# (fewer reads of x, fewer blocks: measured slower, docs/gemv.md)
 ROW_CHOICES = (16, 32, 64)
 MAX_M_CHOICES = (8, 16, 32)  # each its own binary: 1, 2 or 4 instructions a k-step
 WARP_CHOICES = (1, 2, 4, 8, 16)
