@@ -110,7 +110,7 @@ def _require_shipped_precisions(table: dict, shipped) -> None:
 SPLIT_K_LAYOUT = "row,col"  # what the table is measured in: B as w.t(), as x @ w.t() and the suite hand it over
 SPLIT_K_PARAMS = ("BM", "BN", "STAGES", "SPLITS")  # what a sweep's builds may change
 # tc10's parameters added after runs the table reads, as those runs' builds had them (a record lacks the key)
-SPLIT_K_LATER = {"SK_CLUSTER": 0, "SK_SPREAD": 0, "CTAS_SM": 1, "BS_AHEAD": 0}
+SPLIT_K_LATER = {"SK_CLUSTER": 0, "SK_SPREAD": 0}
 
 
 def split_k_rows(results: dict) -> list[tuple]:

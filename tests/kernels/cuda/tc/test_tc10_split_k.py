@@ -27,7 +27,7 @@ from gemmlab.problem import Problem
 
 from tc_levels import host_block
 
-from gemmlab.kernels.cuda.tc.tc10_split_k import IN_KERNEL, ahead_fits
+from gemmlab.kernels.cuda.tc.tc10_split_k import IN_KERNEL
 
 NAMES = {"bf16": "cuda/tc10_split_k_bf16", "fp8": "cuda/tc10_split_k_fp8", "fp8_block": "cuda/tc10_split_k_fp8_block",
          "tf32": "cuda/tc10_split_k_tf32"}
@@ -289,60 +289,6 @@ def test_constraints_refuse_what_the_source_does_not_build():
             tf32.with_params({"TF32_ROUND": rounding})
     with pytest.raises(InvalidConfigError, match="ROUND_B_SMEM"):
         tf32.with_params({"TF32_ROUND": 0, "ROUND_B_SMEM": 1})
-
-
-def _group_waits(build, tmp_path) -> set[str]:
-    """The wgmma groups each WARPGROUP.DEPBAR of a build lets stay in flight ('0x0', '0x1')."""
-    listing = sass.sass(build.compile("sm_90a").cubin, tmp_path)
-    return {i.args.split(",")[-1].strip() for i in sass.instructions(listing) if i.op.startswith("WARPGROUP.DEPBAR")}
-
-
-def test_block_scaled_promotion_runs_ahead_where_three_sets_of_accumulators_fit(tmp_path):
-    """BS_AHEAD=1 (a variant): the next k-tile's wgmmas go out before this one's promotion, so its loop waits with
-    one group in flight where the registered build drains the tensor cores once a k-tile; built without local
-    memory on every tile ahead_fits takes, refused pinned at 128x128 (ptxas spills the three sets there), and a
-    per-problem choice keeps it on a 64-row tile and drops it on a 128x128 one."""
-    spec = get_kernel(NAMES["fp8_block"])
-    assert spec.params["BS_AHEAD"] == 0
-    for bm, bn in ((64, 64), (64, 128), (128, 64)):
-        assert ahead_fits(bm, bn)
-        build = spec.with_params({"BM": bm, "BN": bn, "STAGES": 6, "SPLITS": 3, "BS_AHEAD": 1})
-        report = build.compile("sm_90a").report
-        assert report.spills == 0 and report.stack_bytes == 0, (bm, bn, report)
-        if sass.AVAILABLE:
-            assert _group_waits(build, tmp_path) == {"0x0", "0x1"}
-            assert _group_waits(build.with_params({"BS_AHEAD": 0}), tmp_path) == {"0x0"}
-    assert not ahead_fits(128, 128)
-    with pytest.raises(InvalidConfigError, match="BS_AHEAD=1 on a 128x128 tile"):
-        spec.with_params({"SPLITS": 1, "BS_AHEAD": 1})
-    with pytest.raises(InvalidConfigError, match="BS_AHEAD=1: 0, or 1 on the block-scaled build"):
-        get_kernel(NAMES["fp8"]).with_params({"BS_AHEAD": 1})
-    ahead = spec.with_params({"BS_AHEAD": 1})  # SPLITS=0: the tile per problem
-    small, large = Problem(64, 4096, 4096, "fp8_block"), Problem(4096, 4096, 4096, "fp8_block")
-    assert (ahead.for_problem(small, 132).params["BM"], ahead.for_problem(small, 132).params["BS_AHEAD"]) == (64, 1)
-    assert (ahead.for_problem(large, 132).params["BN"], ahead.for_problem(large, 132).params["BS_AHEAD"]) == (128, 0)
-
-
-def test_two_blocks_an_sm_take_half_its_registers_and_shared_memory():
-    """CTAS_SM=2 (a variant): __launch_bounds__ for two resident blocks, so ptxas gives a thread 128 registers at
-    launch and the producer's and consumer's setmaxnreg counts share that pool; the ring and staging fit half the
-    SM's shared memory. The constraints refuse what would leave one block an SM or make setmaxnreg.inc wait."""
-    assert launch_registers(256, 2) == 256 * 128 and launch_registers(384, 2) == 384 * 80
-    two = {"BM": 64, "BN": 128, "STAGES": 3, "SPLITS": 1, "CTAS_SM": 2, "PRODUCER_REGS": 24}
-    for precision in ("bf16", "fp8"):
-        build = get_kernel(NAMES[precision]).with_params(two)
-        report = build.compile("sm_90a").report
-        assert report.registers == 128 and report.spills == 0 and report.stack_bytes == 0, report
-        assert 2 * (build.launch_geometry(Problem(512, 4096, 4096, precision)).smem + 1024) <= 228 * 1024
-    bf16 = get_kernel(NAMES["bf16"])
-    with pytest.raises(InvalidConfigError, match="of one of 2 blocks on an SM"):
-        bf16.with_params({**two, "STAGES": 4})
-    with pytest.raises(InvalidConfigError, match="exceed the 32768 registers"):
-        bf16.with_params({**two, "PRODUCER_REGS": 40})
-    with pytest.raises(InvalidConfigError, match="CTAS_SM=2 with BM=128"):
-        bf16.with_params({**two, "BM": 128, "STAGES": 2})
-    with pytest.raises(InvalidConfigError, match="CTAS_SM=3"):
-        bf16.with_params({**two, "CTAS_SM": 3})
 
 
 def test_tf32_rounds_to_nearest_so_auto_may_pick_it():

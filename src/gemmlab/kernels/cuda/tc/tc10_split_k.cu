@@ -22,12 +22,7 @@
 // rounding, as tc4's). BLOCK_SCALED=1 (fp8_block): each k-tile (128 of K, one scale block) runs from zero into
 // `part` and is added, scaled by its rows' A scales and its tile's B scale, into the FP32 accumulator on the CUDA
 // cores (tc8's promotion, with the scales loaded from global memory under the k-tile's wgmma); BN divides 128, so a
-// tile takes one B scale a k-tile. BS_AHEAD=1 (BLOCK_SCALED): two such sets, `part` and `next`, alternate so that
-// a consumer issues k-tile i + 1's wgmmas before it promotes k-tile i (wgmma.wait_group 1, not 0): the promotion's
-// FMAs and the scales' loads run under the next k-tile's wgmmas instead of between them, where BS_AHEAD=0 leaves the
-// tensor cores idle once a k-tile (with one consumer warpgroup, BM = 64, wholly). 3 x BN / 2 accumulators a thread.
-// CTAS_SM=2 (a variant): __launch_bounds__ for two blocks an SM (the host keeps the ring and the registers in half
-// an SM's), so that one block's mainloop, promotion or epilogue runs beside the other's wgmmas.
+// tile takes one B scale a k-tile.
 // TF32 (FP32 operands, TC_BF16=0 and TC_FP8=0): TF32_ROUND=0 truncates both operands (tc3's mainloop); TF32_ROUND=2
 // rounds both to nearest, as cuBLAS does, without a pre-pass over either: A is wgmma's register operand, each
 // consumer thread loading its m64k8 fragments from the landed K-major A tile (conflict-free 4-byte ld.shared, rows
@@ -52,17 +47,8 @@
 #ifndef BLOCK_SCALED
 #define BLOCK_SCALED 0
 #endif
-#ifndef BS_AHEAD
-#define BS_AHEAD 0
-#endif
-#if BS_AHEAD && !BLOCK_SCALED
-#error "BS_AHEAD: the block-scaled build's promotion"
-#endif
 #if BLOCK_SCALED && !(TC_FP8 && 128 % BN == 0)
 #error "BLOCK_SCALED: fp8 operands, and a tile inside one 128-wide block of B's scales"
-#endif
-#ifndef CTAS_SM
-#define CTAS_SM 1
 #endif
 #ifndef ROUND_B_SMEM
 #define ROUND_B_SMEM 0
@@ -218,7 +204,7 @@ __device__ __forceinline__ bool spread_reduce(float (&d)[BN / 2], float *tile_ws
 }
 #endif
 
-extern "C" __global__ void __launch_bounds__((CW + 1) * 128, CTAS_SM) tc10_split_k(const __grid_constant__ KernelArgs args) {
+extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1) tc10_split_k(const __grid_constant__ KernelArgs args) {
   extern __shared__ unsigned char smem_raw[];
   __shared__ int reduces;  // set by the ticket's thread: this CTA drew its tile's last ticket (SK_SPREAD: its last count)
   unsigned char *smem = aligned_smem(smem_raw);
@@ -267,50 +253,6 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, CTAS_SM) tc10_split
   };
   round_b(0);
 #endif
-#if BS_AHEAD
-  float next[BN / 2];
-  // k-tile i (kb + i) of the split: its wgmmas into p, from zero, once its stage has landed
-  const auto issue = [&](float (&p)[BN / 2], int i) {
-    const int s = i % STAGES;
-    mbar_wait(&full[s], (i / STAGES) & 1);
-    wgmma_fence();
-    wgmma_ktile<BN>(p, smem_u32(smem + s * STAGE_BYTES) + cw * 64 * 128,
-                    smem_u32(smem + s * STAGE_BYTES + A_TILE_BYTES), 0);
-    wgmma_commit();
-  };
-  // k-tile i into d, scaled, once its group is done: one group was committed after it (k-tile i + 1's, or an empty
-  // one after the last k-tile), so wait_group 1 leaves that one in flight and needs no branch
-  const auto promote = [&](float (&p)[BN / 2], int i) {
-    const float *sa = args.scale_a + (long long)(kb + i) * M;
-    const float b_scale = __ldg(sb + kb + i), s0 = __ldg(sa + r0) * b_scale, s1 = __ldg(sa + r1) * b_scale;
-    wgmma_wait<1>();
-    fence_acc(p);
-    if (tid % 32 == 0) mbar_arrive(&empty[i % STAGES]);
-#pragma unroll
-    for (int j = 0; j < BN / 8; ++j) {
-      d[4 * j] += p[4 * j] * s0;
-      d[4 * j + 1] += p[4 * j + 1] * s0;
-      d[4 * j + 2] += p[4 * j + 2] * s1;
-      d[4 * j + 3] += p[4 * j + 3] * s1;
-    }
-  };
-  const int n_kt = ke - kb;
-  if (n_kt > 0) issue(part, 0);
-  for (int i = 0; i < n_kt; i += 2) {  // two k-tiles a trip: the sets' roles are fixed at compile time
-    if (i + 1 < n_kt)
-      issue(next, i + 1);
-    else
-      wgmma_commit();
-    promote(part, i);
-    if (i + 1 < n_kt) {
-      if (i + 2 < n_kt)
-        issue(part, i + 2);
-      else
-        wgmma_commit();
-      promote(next, i + 1);
-    }
-  }
-#else
   for (int kt = kb, i = 0; kt < ke; ++kt, ++i) {
     const int s = i % STAGES;
     mbar_wait(&full[s], (i / STAGES) & 1);
@@ -361,7 +303,6 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, CTAS_SM) tc10_split
     if (i > 0 && tid % 32 == 0) mbar_arrive(&empty[(i - 1) % STAGES]);
 #endif
   }
-#endif
   wgmma_wait<0>();
   fence_acc(d);
   if (splits > 1) {

@@ -47,13 +47,10 @@ from gemmlab.problem import Problem
 # CTAs instead of through the workspace; measured slower on the H200 (docs/tensor_cores/tc10.md), so off
 # SK_SPREAD = 1 (a --variant): where the tiles x S CTAs are resident at once (split_k.spreads), the S CTAs of a tile
 # each add a share of it over the partials in the workspace, instead of the last to arrive adding all of it
-# CTAS_SM = 2 (a --variant): two blocks resident an SM, each in half its registers and shared memory
 BASE = {"BM": 128, "BN": 128, "STAGES": 6, "PRODUCER_REGS": 40, "CONSUMER_REGS": 232, "SPLITS": 0, "EPI_TMA": 1,
-        "SK_CLUSTER": 0, "SK_SPREAD": 0, "CTAS_SM": 1}
+        "SK_CLUSTER": 0, "SK_SPREAD": 0}
 FP8 = {**BASE, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
-# BS_AHEAD = 1 (a --variant): the next k-tile's wgmmas issued before this one's promotion, on the tiles where three
-# sets of accumulators fit a consumer's registers (ahead_fits)
-FP8_BLOCK = {**FP8, "BLOCK_SCALED": 1, "BS_AHEAD": 0}
+FP8_BLOCK = {**FP8, "BLOCK_SCALED": 1}
 # both operands rounded to nearest by their tensor maps; TF32_ROUND = 2 (a --variant, with TMA_ROUND = 0): in the
 # kernel, A in registers, B in shared memory
 TF32 = {**BASE, "TF32_ROUND": 0, "TMA_ROUND": 1}
@@ -95,10 +92,7 @@ class SplitK(WgmmaKernel):
     def for_problem(self, problem: Problem, sm_count: int = SM_COUNT) -> "SplitK":
         s = self.split_plan(problem, sm_count)
         spread = int(split_k.spreads(s, self.params.get("SK_SPREAD", 0), sm_count))
-        changes = {"BM": s.bm, "BN": s.bn, "STAGES": s.stages, "SPLITS": s.splits, "SK_SPREAD": spread}
-        if self.params.get("BS_AHEAD", 0):
-            changes["BS_AHEAD"] = int(ahead_fits(s.bm, s.bn))
-        return self.with_params(changes)
+        return self.with_params({"BM": s.bm, "BN": s.bn, "STAGES": s.stages, "SPLITS": s.splits, "SK_SPREAD": spread})
 
     def make_plan(self, problem: Problem, layout, info, gpu=None):
         """The plan for the GPU ``info`` describes (its own measured table where gemmlab ships one), whose explanation
@@ -155,12 +149,6 @@ class SplitK(WgmmaKernel):
         return [c for b in builds for c in WgmmaKernel.configurations(b, formats)]
 
 
-def ahead_fits(bm: int, bn: int) -> bool:
-    """Whether BS_AHEAD's three sets of BN / 2 accumulators fit a consumer thread's registers without spills: with
-    one consumer warpgroup (BM = 64) or 64 columns; at 128x128 ptxas spills them (192 of the 232)."""
-    return bm == 64 or bn == 64
-
-
 def _constraints(p: dict, fp8: bool, block: bool) -> list[str]:
     e = wgmma_constraints(p, specialized=True)
     if fp8:
@@ -179,14 +167,6 @@ def _constraints(p: dict, fp8: bool, block: bool) -> list[str]:
         e.append(f"BN={p['BN']}: a block-scaled tile's columns sit in one 128-wide block of B's scales (64 or 128)")
     if block and p["BN"] > p.get("CONSUMER_REGS", 232) - 32:
         e.append(f"BN={p['BN']}: the k-tile's and the accumulated sets take BN registers, more than CONSUMER_REGS - 32")
-    if p.get("BS_AHEAD", 0) not in (0, 1) or (p.get("BS_AHEAD", 0) and not block):
-        e.append(f"BS_AHEAD={p.get('BS_AHEAD')}: 0, or 1 on the block-scaled build (its promotion under the next "
-                 "k-tile's wgmmas)")
-    elif p.get("BS_AHEAD", 0) and p.get("SPLITS", 0) and not ahead_fits(p["BM"], p["BN"]):
-        e.append(f"BS_AHEAD=1 on a {p['BM']}x{p['BN']} tile: three sets of {p['BN'] // 2} accumulators spill; one "
-                 "consumer warpgroup (BM=64) or BN=64")
-    if p.get("CTAS_SM", 1) == 2 and p["BM"] != 64:
-        e.append(f"CTAS_SM=2 with BM={p['BM']}: two blocks an SM hold one consumer warpgroup each (BM=64)")
     if p.get("BLOCK_SCALED", 0) not in (0, 1) or (p.get("BLOCK_SCALED", 0) and not fp8):
         e.append(f"BLOCK_SCALED={p.get('BLOCK_SCALED')}: 0, or 1 for the block-scaled fp8 build")
     return e

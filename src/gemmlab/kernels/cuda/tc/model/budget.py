@@ -5,7 +5,6 @@ from __future__ import annotations
 from gemmlab.kernels.geometry import ceil_div
 
 SMEM_LIMIT = 227 * 1024  # opt-in dynamic shared memory per block on sm_90
-SM_SMEM = 228 * 1024  # shared memory of an SM, of which each resident block's runtime reserves 1 KB
 BARRIER_BYTES = 16  # full + empty mbarrier per stage
 ALIGN_SLACK = 1024  # the kernel rounds its dynamic shared memory up to the 1024-byte swizzle alignment
 
@@ -50,14 +49,8 @@ def smem_bytes(p: dict) -> int:
             + pass_bytes(p) + ALIGN_SLACK)
 
 
-def smem_limit(ctas: int = 1) -> int:
-    """The most dynamic shared memory a block may take so that ``ctas`` of them are resident on an SM at once."""
-    return SMEM_LIMIT if ctas == 1 else SM_SMEM // ctas - 1024
-
-
-def launch_registers(threads: int, ctas: int = 1) -> int:
-    """Registers a block of ``threads`` holds from launch to exit under __launch_bounds__(threads, ctas): ptxas caps
-    each thread at 65536 / (threads x ctas) rounded down to the allocation unit of 8 (255 at most, allocated as
-    256), and setmaxnreg only moves registers between the block's warps, so the warpgroups' counts must fit this
-    pool."""
-    return threads * min(256, 65536 // (threads * ctas) // 8 * 8)
+def launch_registers(threads: int) -> int:
+    """Registers a block of ``threads`` holds from launch to exit under __launch_bounds__(threads, 1): ptxas caps
+    each thread at 65536 / threads rounded down to the allocation unit of 8 (255 at most, allocated as 256), and
+    setmaxnreg only moves registers between the block's warps, so the warpgroups' counts must fit this pool."""
+    return threads * min(256, 65536 // threads // 8 * 8)

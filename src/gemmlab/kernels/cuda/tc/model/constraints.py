@@ -1,7 +1,7 @@
 """The parameter errors of a wgmma level: tile shapes, the ring, registers, clusters and each source option."""
 from __future__ import annotations
 
-from gemmlab.kernels.cuda.tc.model.budget import launch_registers, smem_bytes, smem_limit
+from gemmlab.kernels.cuda.tc.model.budget import SMEM_LIMIT, launch_registers, smem_bytes
 from gemmlab.kernels.cuda.tc.model.stream_k import SK_FILL, SK_SKIP_FILL
 
 # Options that one source reads (the levels that take them name them in wgmma_constraints' ``options``)
@@ -23,13 +23,9 @@ def wgmma_constraints(p: dict, specialized: bool, swap_ab: bool = False, options
         e.append(f"{wide}={wide_v}: wgmma shapes used here are n64, n128, n192 (not tc5) and n256")
     if stages < 2:
         e.append(f"STAGES={stages}: the ring needs at least 2 slots to overlap loads with math")
-    ctas = p.get("CTAS_SM", 1)  # blocks resident on an SM at once, __launch_bounds__'s second argument
-    if ctas not in (1, 2):
-        e.append(f"CTAS_SM={ctas}: 1 or 2 blocks resident on an SM")
-        ctas = 1
-    if smem_bytes(p) > smem_limit(ctas):
+    if smem_bytes(p) > SMEM_LIMIT:
         e.append(f"{stages} stages of {bm}x{bn} tiles need {smem_bytes(p)} bytes of shared memory, "
-                 f"past the {smem_limit(ctas)}-byte limit" + (f" of one of {ctas} blocks on an SM" if ctas > 1 else ""))
+                 f"past the {SMEM_LIMIT}-byte limit")
     warpgroups = split_v // 64 + (1 if specialized else 0)
     if warpgroups * 128 > 1024:
         e.append(f"{split}={split_v} needs {warpgroups * 128} threads, past 1024")
@@ -37,7 +33,7 @@ def wgmma_constraints(p: dict, specialized: bool, swap_ab: bool = False, options
         consumer, producer = p.get("CONSUMER_REGS", 232), p.get("PRODUCER_REGS", 40)
         if consumer % 8 or producer % 8 or not (24 <= producer <= consumer <= 256):
             e.append("setmaxnreg counts must be multiples of 8 in 24..256, producer <= consumer")
-        pool = launch_registers(warpgroups * 128, ctas)
+        pool = launch_registers(warpgroups * 128)
         if consumer * 128 * (split_v // 64) + producer * 128 > pool:
             e.append(f"{split_v // 64} consumer warpgroups at {consumer} registers and a producer at {producer} "
                      f"exceed the {pool} registers the block holds at launch (setmaxnreg.inc would wait forever)")
