@@ -82,9 +82,12 @@ def test_dtype_errors_name_what_the_kernel_takes():
         gemmlab.matmul(A.astype(np.float64), B)
     with pytest.raises(DTypeError, match="A and B are float64"):  # a dtype no precision takes
         gemmlab.matmul(A.astype(np.float64), B.astype(np.float64))
-    # float16 operands compute fp16 (it named float16 as a dtype gemmlab did not take before the fp16 record)
-    with pytest.raises(DTypeError, match="fp16 needs CUDA operands"):
-        gemmlab.matmul(A.astype(np.float16), B.astype(np.float16))
+    # float16 operands compute fp16 (it named float16 as a dtype gemmlab did not take before the fp16 record): on the
+    # host the host kernel widens them, named or not; another host kernel takes float32 only
+    with pytest.raises(DTypeError, match="cpu/v0_naive computes fp32 and takes float32 operands; A is float16"):
+        gemmlab.matmul(A.astype(np.float16), B.astype(np.float16), kernel="cpu/v0_naive")
+    with pytest.raises(DTypeError, match="cpu/blas computes fp32, not precision='tf32'"):
+        gemmlab.matmul(A.astype(np.float16), B.astype(np.float16), kernel="cpu/blas", precision="tf32")
     with pytest.raises(DTypeError, match="precision='bf16' does not take float32"):
         gemmlab.matmul(A, B, precision="bf16")
     with pytest.raises(DTypeError, match="tf32 needs CUDA operands"):
@@ -160,7 +163,9 @@ def test_size_limits_are_checked_before_any_work():
 @pytest.mark.skipif(device.gpu() is not None, reason="this machine has a GPU")
 @pytest.mark.parametrize("kernel", ["cuda/v2_smem", "peers/cublas_fp32", "cuda/tc4_persistent_bf16"])
 def test_gpu_kernel_without_gpu_says_so(kernel):
-    a, b = (A, B) if "bf16" not in kernel else (A.astype("bfloat16"), B.astype("bfloat16"))
+    import ml_dtypes
+
+    a, b = (A, B) if "bf16" not in kernel else (A.astype(ml_dtypes.bfloat16), B.astype(ml_dtypes.bfloat16))
     with pytest.raises(NoGPUError, match="needs a CUDA GPU"):
         gemmlab.matmul(a, b, kernel=kernel)
 

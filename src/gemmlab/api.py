@@ -5,8 +5,9 @@ The result is an array of the inputs' kind on their device, its dtype by torch's
 the operands' own for bfloat16 and float16, BF16 for FP8 (``out_dtype=float32`` for FP32 C of the last three). CUDA
 tensors and CuPy arrays are read in place through their addresses and the kernel runs on the caller's current
 stream; the output comes from the caller's allocator (torch's caching allocator, CuPy's pool). Host arrays run on
-the host (cpu/blas by default); naming a GPU kernel for them copies them to the GPU and the result back. Tensors
-that need a gradient, and calls traced by torch.compile, go through the gemmlab::mm operator (gemmlab.torch_op). The
+the host (cpu/blas by default; bfloat16 and float16 widened to FP32 there, C rounded once to their type); naming a
+GPU kernel for them copies them to the GPU and the result back. Tensors that need a gradient, and calls traced by
+torch.compile, go through the gemmlab::mm operator (gemmlab.torch_op). The
 call itself, its checks and its plan cache are in gemmlab.call. Operands of other ranks than 2 follow torch.matmul's
 rules (gemmlab.matmul_shapes): one 2-D GEMM where the batch collapses into A's rows, else one batched call.
 ``linear`` and ``addmm`` are one GEMM with a fused epilogue (gemmlab.epilogue); on tensors, gemmlab.torch_fused.

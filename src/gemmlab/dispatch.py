@@ -32,10 +32,11 @@ Matrix-vector products (M = 1 or N = 1) in FP32 and TF32 run gemv1 in FP32 where
 computes TF32 calls in FP32, so a TF32 call there gets FP32's accuracy as torch's does. From 2 rows on, FP32 and
 TF32 follow the table (gemv1 where it was measured fastest).
 
-Host arrays (NumPy, CPU tensors) run on the host (cpu/blas), as torch runs CPU tensors on the CPU. A measured kernel
-whose spec says why it is not for "auto" (``KernelSpec.auto_refusal``: tc7_3xtf32, whose splits turn an infinite
-input into NaN; the TF32 builds that truncate instead of rounding to nearest) runs only when named; the defaults are
-an explicit list and are not filtered so (tc1 TF32, which truncates, is the TF32 default of a GPU without wgmma).
+Host arrays (NumPy, CPU tensors) run on the host (cpu/blas; BF16 and FP16 widened to FP32 there, ``HOST_WIDENED``),
+as torch runs CPU tensors on the CPU. A measured kernel whose spec says why it is not for "auto"
+(``KernelSpec.auto_refusal``: tc7_3xtf32, whose splits turn an infinite input into NaN; the TF32 builds that truncate
+instead of rounding to nearest) runs only when named; the defaults are an explicit list and are not filtered so (tc1
+TF32, which truncates, is the TF32 default of a GPU without wgmma).
 """
 from __future__ import annotations
 
@@ -56,6 +57,9 @@ SHIPPED = Path(__file__).parent / "data" / "dispatch-h200.json"
 # Without a measured entry: each precision's levels in the order they are tried, the first one this GPU runs
 DEFAULTS = PrecisionTable(lambda p: p.auto_defaults)
 HOST_DEFAULT = "cpu/blas"
+# Host operands of these precisions run on HOST_DEFAULT widened to FP32 (exactly), C rounded once to its type after any
+# epilogue: torch's CPU matmul accumulates BF16 and FP16 in FP32 too, and returns the operands' dtype
+HOST_WIDENED = ("bf16", "fp16")
 # The matrix-vector kernel per precision, ahead of the table for M = 1 or N = 1 (FP32 products for TF32 calls too)
 SMALL_M = {"fp32": "cuda/gemv1_warp_dot_fp32", "tf32": "cuda/gemv1_warp_dot_tf32"}
 # Calls within this fraction of the fastest call's time (host, then GPU) are one time and go by GPU time

@@ -127,11 +127,23 @@ def test_a_batch_reaching_past_an_operand_is_refused():
         batched_matmul(a, b, batch=Batch((3,), (15,), (18,)))
 
 
-def test_host_bf16_is_refused_as_matmul_refuses_it():
-    ml_dtypes = pytest.importorskip("ml_dtypes")
-    a = _rand(2, 4, 4).astype(ml_dtypes.bfloat16)
-    with pytest.raises(GemmlabError, match="host"):
-        batched_matmul(a, a)
+def test_host_bf16_and_fp16_run_widened_and_round_c_once():
+    """A host batch of BF16 or FP16 operands (dispatch.HOST_WIDENED): numpy.matmul in FP32 on the broadcast views,
+    C in the operands' type, each element the FP32 product rounded once (to nearest even): the exact float64
+    product's rounding wherever the FP32 sum is exact, as it is for these small integers."""
+    import ml_dtypes
+
+    for dtype in (ml_dtypes.bfloat16, np.float16):
+        rng = np.random.default_rng(3)
+        a = rng.integers(-8, 9, (3, 1, 5, 7)).astype(dtype)  # broadcast over B's batch of 4
+        b = rng.integers(-8, 9, (4, 7, 6)).astype(dtype)
+        c = batched_matmul(a, b)
+        want = (a.astype(np.float64) @ b.astype(np.float64)).astype(dtype)
+        assert c.dtype == np.dtype(dtype) and c.shape == (3, 4, 5, 6)
+        np.testing.assert_array_equal(c.astype(np.float64), want.astype(np.float64))
+        out = np.empty((3, 4, 5, 6), np.float32)  # FP32 C on request: the sum itself
+        assert batched_matmul(a, b, out=out, out_dtype="float32") is out
+        np.testing.assert_array_equal(out, a.astype(np.float64) @ b.astype(np.float64))
 
 
 def test_batched_problem():

@@ -86,5 +86,6 @@ def test_the_problem_carries_cs_dtype_and_the_batch_for_a_kernel_named_and_for_a
 def test_a_batch_of_tensors_passes_the_precision_on_to_its_checks():
     a, b = torch.ones(2, 6, 4), torch.ones(2, 4, 5)
     assert gemmlab.matmul(a, b, precision="fp32").shape == (2, 6, 5)
-    with pytest.raises(DTypeError, match=r"on the host gemmlab computes fp32 \(cpu/blas\); tf32 needs CUDA operands"):
+    with pytest.raises(DTypeError, match=r"on the host gemmlab computes fp32 \(cpu/blas\), and bf16, fp16 through it; "
+                                         r"tf32 needs CUDA operands"):
         gemmlab.matmul(a, b, precision="tf32")

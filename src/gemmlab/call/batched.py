@@ -22,7 +22,7 @@ import numpy as np
 
 from gemmlab.call import checks
 from gemmlab.call.cache import plans, remember
-from gemmlab.call.launch import host_empty
+from gemmlab.call.launch import host_empty, host_memory_bytes
 from gemmlab.call.operands import Facts, devices_differ, facts, kind_of, out_dtype_name
 from gemmlab.errors import LayoutError, ShapeError, SizeLimitError
 
@@ -280,14 +280,17 @@ def _prepare(fa: Facts, fb: Facts, kernel, precision, out_name, batch: Batch, ou
         from gemmlab.call.cache import Prepared
 
         checks.check_host_batch_kernel(kernel, precision)
-        spec, problem, why, _ = checks.resolve(fa, fb, kernel, precision, False, None, out_dtype=out_name)
+        spec, problem, _, _ = checks.resolve(fa, fb, kernel, precision, False, None, out_dtype=out_name)
         flops = batch.count * problem.flops()
         if spec.max_flops is not None and flops > spec.max_flops:  # resolve saw one product of the batch
             raise SizeLimitError(f"{batch.count} products of {problem.label()}: {flops / 1e9:.1f} GFLOP is past "
                                  f"{spec.name}'s limit of {spec.max_flops / 1e9:.1f} GFLOP (it would run for "
                                  "minutes); a smaller batch, or the operands on the GPU")
-        prepared = Prepared(spec.plan(problem), "host operands run on the host: numpy.matmul on the broadcast views",
-                            out_shape=out_shape, batch=batch)
+        how = "host operands run on the host: numpy.matmul on the broadcast views"
+        if spec.precision != "fp32":  # dispatch.HOST_WIDENED
+            how += f", {checks.widened(problem)}"
+        prepared = Prepared(spec.plan(problem), how, out_shape=out_shape, batch=batch,
+                            out_dtype=str(spec.output_dtype(problem)))
     else:
         collapsed = batch.collapsed()
         if collapsed is None:
@@ -329,16 +332,33 @@ def _host(prepared, A, B, out, batch: Batch):
         A, B = numpy_view(A), numpy_view(B)
     a, b = _views(A, batch.a, batch.shape), _views(B, batch.b, batch.shape)
     if out is None:
-        if torch_out:
-            c = host_c(prepared.out_shape, "float32")
-            np.matmul(a, b, out=numpy_view(c), dtype=np.float32)
-            return c
-        return np.matmul(a, b, out=host_empty(prepared.out_shape), dtype=np.float32)
+        c = host_c(prepared.out_shape, prepared.out_dtype) if torch_out else \
+            host_empty(prepared.out_shape, prepared.out_dtype)
+        _host_matmul(a, b, numpy_view(c) if torch_out else c)
+        return c
     target = numpy_view(out) if torch_out else out
     if np.shares_memory(target, A) or np.shares_memory(target, B):
         raise LayoutError("out overlaps A or B; gemmlab writes C while it reads them")
-    np.matmul(a, b, out=target, dtype=np.float32)
+    _host_matmul(a, b, target)
     return out
+
+
+def _host_matmul(a, b, c) -> None:
+    """numpy.matmul in FP32 over the batch's broadcast views, into C. BF16 and FP16 operands (dispatch.HOST_WIDENED) are
+    widened to FP32 on the way (exactly) and C rounded once to its type. NumPy casts operands that are not native
+    float32 (those, and a big-endian float32) whole, broadcast and all, so their FP32 bytes are held to the machine's
+    memory as C's are."""
+    if a.dtype != np.float32:
+        for name, x in (("A", a), ("B", b)):
+            need, total = 4 * math.prod(x.shape), host_memory_bytes()
+            if need > total:
+                raise SizeLimitError(f"{name} broadcast over the batch ({'×'.join(map(str, x.shape))}) needs "
+                                     f"{need / 2**30:.1f} GiB in float32 to multiply on the host; this machine has "
+                                     f"{total / 2**30:.1f} GiB of memory")
+    try:
+        np.matmul(a, b, out=c, dtype=np.float32)
+    except MemoryError:
+        raise SizeLimitError(f"{'×'.join(map(str, c.shape))}: the host's numpy.matmul ran out of memory") from None
 
 
 def _gpu(prepared, A, B, out):

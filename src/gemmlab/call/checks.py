@@ -117,6 +117,11 @@ def resolve(fa: Facts, fb: Facts, kernel, precision, on_gpu: bool, gpu, scales: 
     if kernel is not None and kernel != AUTO:
         check_names(kernel, None)
         spec = get_kernel(kernel)
+        widens = _host_widens(spec, fa, fb, on_gpu, precision)
+        if widens:  # the host kernel, as kernel="auto" runs it on these operands
+            problem = _problem(m, n, k, widens, batch, out_dtype)
+            return dataclasses.replace(spec, precision=widens), problem, f"named by the caller: {widened(problem)}", \
+                None
         if precision is not None and precision != spec.precision:
             raise DTypeError(f"{spec.name} computes {spec.precision}, not precision={precision!r}")
         want = get_precision(spec.precision).input_dtype
@@ -139,18 +144,38 @@ def resolve(fa: Facts, fb: Facts, kernel, precision, on_gpu: bool, gpu, scales: 
     # C's type is part of the problem (its bytes in the dispatcher's model); one the precision does not write is refused
     problem = _problem(m, n, k, scaled.precision if fp8 else precision or options[0], batch, out_dtype)
     if not on_gpu:
-        from gemmlab.dispatch import HOST_DEFAULT
+        from gemmlab.dispatch import HOST_DEFAULT, HOST_WIDENED
 
         spec = get_kernel(HOST_DEFAULT)
+        why = "host operands run on the host peer, as torch and NumPy run them"
+        if problem.precision in HOST_WIDENED:  # the same kernel, on the widened operands (HostPlan.launch)
+            return dataclasses.replace(spec, precision=problem.precision), problem, f"{why}: {widened(problem)}", None
         if spec.precision != problem.precision:
-            raise DTypeError(f"on the host gemmlab computes fp32 ({HOST_DEFAULT}); {problem.precision} needs CUDA "
-                             "operands (or a GPU kernel named with kernel=)")
-        return spec, problem, "host operands run on the host peer, as torch and NumPy run them", None
+            raise DTypeError(f"on the host gemmlab computes fp32 ({HOST_DEFAULT}), and {', '.join(HOST_WIDENED)} "
+                             f"through it; {problem.precision} needs CUDA operands (or a GPU kernel named with "
+                             "kernel=)")
+        return spec, problem, why, None
     from gemmlab import dispatch
 
     layout = Layout(fa.layout or ROW, fb.layout or ROW)  # strided operands are copied into row-major order
     choice = dispatch.choose(problem, layout, gpu, epilogue, (fa.dtype, fb.dtype) if fp8 else None)
     return _formats(choice.spec, fa, fb, out_dtype), problem, choice.why, scaled
+
+
+def _host_widens(spec, fa: Facts, fb: Facts, on_gpu: bool, precision) -> str | None:
+    """The precision of dispatch.HOST_WIDENED that host operands of one dtype compute when ``spec`` is the host
+    kernel (None otherwise, and where ``precision`` names another)."""
+    from gemmlab.dispatch import HOST_DEFAULT, HOST_WIDENED
+
+    if on_gpu or spec.name != HOST_DEFAULT or fa.dtype != fb.dtype:
+        return None
+    widens = next((p for p in precisions_of(fa.dtype) if p in HOST_WIDENED), None)
+    return widens if precision in (None, widens) else None
+
+
+def widened(problem: Problem) -> str:
+    """How a host problem of dispatch.HOST_WIDENED runs."""
+    return f"{problem.precision} operands widened to float32 (exactly), C rounded once to {problem.output_dtype()}"
 
 
 def _what_takes_what() -> str:
@@ -238,7 +263,8 @@ def prepare(fa: Facts, fb: Facts, kernel, precision, device: int | None, scales:
     if spec.device == "cpu":
         _runs_where(spec, device, gpu)
         plan = spec.plan(problem, Layout(fa.layout or "strided", fb.layout or "strided"))  # read as they are
-        return Prepared(plan, why, out_shape=(problem.m, problem.n), epilogue=epilogue)
+        return Prepared(plan, why, out_shape=(problem.m, problem.n), epilogue=epilogue,
+                        out_dtype=str(spec.output_dtype(problem)))
     device, host_copy, gpu = _runs_where(spec, device, gpu)
     given = Layout(fa.layout or "strided", fb.layout or "strided")
     if host_copy:  # copied to the GPU anyway: in the layout the kernel reads (FP8: B as N×K)

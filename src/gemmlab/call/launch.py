@@ -121,7 +121,7 @@ def host_launch(prepared: Prepared, A, B, out, scales=(None, None), addend=None)
     plan = prepared.plan
     a, b = _host_array(A), _host_array(B)
     if out is None:
-        c = host_empty(prepared.out_shape)
+        c = host_empty(prepared.out_shape, prepared.out_dtype)
     else:
         c = out
         if np.shares_memory(c, a) or np.shares_memory(c, b):
@@ -156,16 +156,21 @@ def _host_copy_launch(prepared: Prepared, A, B, out, scales, addend):
     return out
 
 
-def check_host_memory(shape: tuple, dtype: str = "float32") -> None:
-    """A SizeLimitError where C of ``shape`` would not fit in this machine's memory at all."""
+def host_memory_bytes() -> float:
+    """This machine's physical memory in bytes (infinite where the system does not say)."""
     import os
 
-    need = np_dtype(dtype).itemsize * math.prod(shape)
     try:
-        total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError):
-        total = None
-    if total and need > total:
+        return math.inf
+
+
+def check_host_memory(shape: tuple, dtype: str = "float32") -> None:
+    """A SizeLimitError where C of ``shape`` would not fit in this machine's memory at all."""
+    need = np_dtype(dtype).itemsize * math.prod(shape)
+    total = host_memory_bytes()
+    if need > total:
         raise SizeLimitError(f"C ({'×'.join(map(str, shape))} {dtype}) needs {need / 2**30:.1f} GiB; this machine "
                              f"has {total / 2**30:.1f} GiB of memory")
 

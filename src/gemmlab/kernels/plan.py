@@ -13,6 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
+from gemmlab.errors import SizeLimitError
 from gemmlab.problem import Problem
 
 ROW, COL = "row", "col"
@@ -121,8 +124,25 @@ class HostPlan(Plan):
         self.addend = d
 
     def launch(self, a, b, c, stream: int = 0) -> None:
-        self.function(a, b, c)
+        # BF16 and FP16 (dispatch.HOST_WIDENED): the kernel runs on the operands widened to FP32, which is exact, into
+        # an FP32 C that the epilogue reads before the one rounding to C's type, as a GPU kernel's FP32 accumulator
+        acc = np.empty(c.shape, np.float32) if c.dtype.itemsize < 4 else c
+        self.function(_widened(a), _widened(b), acc)
         epilogue = self.spec.epilogue
         if epilogue is not None:  # on the host, after the GEMM: C = act(alpha·C + beta·D), in float64
-            c[...] = epilogue.apply_numpy(c, self.addend if epilogue.addend else None)
+            acc[...] = epilogue.apply_numpy(acc, self.addend if epilogue.addend else None)
             self.addend = None  # the caller's array, not kept alive by the plan
+        if acc is not c:
+            c[...] = acc  # round to nearest even (NumPy's float16, ml_dtypes' bfloat16)
+
+
+def _widened(x):
+    """A 2-byte float operand (bfloat16, float16) in float32; a wider one as it is."""
+    if x.dtype.itemsize >= 4:
+        return x
+    try:
+        return x.astype(np.float32)
+    except MemoryError:
+        raise SizeLimitError(f"an operand of {'×'.join(map(str, x.shape))} {x.dtype} needs "
+                             f"{4 * x.size / 2**30:.1f} GiB in float32 to multiply on the host, which could not be "
+                             "allocated") from None
