@@ -10,7 +10,7 @@ import pytest
 
 import gemmlab
 from gemmlab.call import batched_matmul
-from gemmlab.errors import DTypeError, SizeLimitError
+from gemmlab.errors import DTypeError, GemmlabError, SizeLimitError
 
 torch = pytest.importorskip("torch")
 
@@ -44,13 +44,14 @@ def test_numpy_arrays_keep_their_type(shapes, dtype):
     a64, b64 = _ints(shapes[0], 3), _ints(shapes[1], 4)
     c = np.asarray(gemmlab.matmul(a64.astype(dtype), b64.astype(dtype)))
     want = np.asarray(np.matmul(a64, b64))
-    assert c.shape == want.shape and c.dtype == np.dtype(dtype)  # torch's rule (NumPy's too, where C is not empty)
+    # torch's rule: NumPy's for float16; numpy.matmul returns float32 for ml_dtypes' bfloat16
+    assert c.shape == want.shape and c.dtype == np.dtype(dtype)
     np.testing.assert_array_equal(c.astype(np.float64), want.astype(dtype).astype(np.float64))
 
 
 def test_the_epilogue_reads_the_fp32_sum_before_the_one_rounding():
-    """1 + 2^-9 lies halfway between two BF16 values: C rounded before the addend would lose the 2^-9 that
-    addmm(D = -1) leaves."""
+    """1 + 2^-9 is no BF16 value (BF16 steps by 2^-7 at 1): C rounded before the addend would be 1, and
+    addmm(D = -1) would return 0, not 2^-9."""
     a = torch.tensor([[1.0, 2.0 ** -9]], dtype=torch.bfloat16)
     b = torch.tensor([[1.0], [1.0]], dtype=torch.bfloat16)
     d = torch.tensor([[-1.0]], dtype=torch.bfloat16)
@@ -66,8 +67,10 @@ def test_plans_say_the_operands_are_widened():
     a = torch.ones(4, 8, dtype=torch.float16)
     text = gemmlab.plan(a, a.t()).explain()
     assert "cpu/blas" in text and "fp16 operands widened to float32 (exactly), C rounded once to float16" in text
+    assert "on FP32 copies of the operands" in text
     named = gemmlab.plan(a.numpy(), a.numpy().T, kernel="cpu/blas").explain()
     assert "named by the caller: fp16 operands widened" in named
+    assert "C left in float32 (out_dtype)" in gemmlab.plan(a, a.t(), out_dtype=torch.float32).explain()
 
 
 def test_a_linear_layer_trains_on_the_host_in_bf16_as_torch_s():
@@ -93,13 +96,57 @@ def test_what_the_host_still_refuses():
         gemmlab.matmul(a.bfloat16(), a.t().bfloat16(), kernel="cpu/v0_naive")
     with pytest.raises(DTypeError, match="A is bfloat16 and B is float16"):
         gemmlab.matmul(a.bfloat16(), a.t().half())
+    with pytest.raises(DTypeError, match="A is bfloat16 and B is float16"):  # the host kernel named: the same word
+        gemmlab.matmul(a.bfloat16(), a.t().half(), kernel="cpu/blas")
 
 
-def test_a_broadcast_widened_past_memory_is_refused_before_numpy_tries():
+def test_a_broadcast_widened_past_memory_is_refused_before_numpy_tries(monkeypatch):
     """NumPy casts a broadcast operand to FP32 whole: 256 products of a 1024×2^20 A that is one element in memory
-    would take a TiB, refused up front with the operand's shape."""
+    would take a TiB, refused up front with the operands' shapes (on a machine of 64 GiB, whatever this one has)."""
+    from gemmlab.call import batched
+
+    monkeypatch.setattr(batched, "host_memory_bytes", lambda: 64 * 2 ** 30)
     one = np.ones(1, np.float16)
     a = np.lib.stride_tricks.as_strided(one, shape=(256, 1024, 2 ** 20), strides=(0, 0, 0))
     b = np.ones((2 ** 20, 1), np.float16)
-    with pytest.raises(SizeLimitError, match=r"A broadcast over the batch \(256×1024×1048576\) needs 1024.0 GiB"):
+    with pytest.raises(SizeLimitError, match=r"A and B broadcast over the batch \(256×1024×1048576 and 256×1048576×1\) "
+                                             r"need 1025.0 GiB in float32 .* this machine has 64.0 GiB"):
         batched_matmul(a, b)
+
+
+def test_an_accumulator_the_host_cannot_allocate_is_a_size_limit(monkeypatch):
+    """C of FP16 fits where its FP32 accumulator does not: the allocation's MemoryError is a SizeLimitError."""
+    real = np.empty
+
+    def empty(shape, dtype=float, *args, **kwargs):
+        if np.dtype(dtype) == np.float32 and tuple(shape) == (64, 48):
+            raise MemoryError
+        return real(shape, dtype, *args, **kwargs)
+
+    monkeypatch.setattr(np, "empty", empty)
+    with pytest.raises(SizeLimitError, match=r"C's FP32 accumulator \(64×48\) needs"):
+        gemmlab.matmul(np.ones((64, 32), np.float16), np.ones((32, 48), np.float16))
+
+
+@pytest.mark.parametrize("dtype", TORCH, ids=str)
+def test_out_of_fp16_range_and_subnormals_as_torch_without_warnings(dtype):
+    """Past FP16's range the product is inf and far below it a subnormal or zero, as torch's; NumPy's cast warns
+    (and raises under numpy.seterr) there unless told not to."""
+    import warnings
+
+    big, tiny = torch.full((2, 4), 200.0, dtype=dtype), torch.full((2, 4), 1e-4, dtype=dtype)
+    with warnings.catch_warnings(), np.errstate(all="raise"):
+        warnings.simplefilter("error")
+        for a in (big, tiny):
+            for b in (a.t(), a.t().expand(3, 4, 2)):  # 2-D, and a batch on the host's numpy.matmul
+                assert torch.equal(gemmlab.matmul(a, b), torch.matmul(a, b))
+
+
+def test_an_out_array_of_the_operands_type_is_written():
+    a64, b64 = _ints((9, 5), 8), _ints((5, 7), 9)
+    for dtype in NUMPY:
+        out = np.full((9, 7), np.nan, dtype)
+        assert gemmlab.matmul(a64.astype(dtype), b64.astype(dtype), out=out) is out
+        np.testing.assert_array_equal(out.astype(np.float64), a64 @ b64)
+    with pytest.raises(GemmlabError, match="float32"):  # an FP32 out is C's dtype only on request
+        gemmlab.matmul(a64.astype(np.float16), b64.astype(np.float16), out=np.empty((9, 7), np.float32))

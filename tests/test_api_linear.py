@@ -307,16 +307,17 @@ AUTOCAST_CALLS = {
 
 @pytest.mark.parametrize("name", AUTOCAST_CALLS)
 def test_an_autocast_region_gives_torchs_dtype(name):
-    """Under torch.autocast("cpu") torch's matmul, linear, addmm and bmm return BF16; gemmlab's too, the host
-    kernels' FP32 product rounded once (within BF16's rounding of torch's own BF16 product), and the FP32 leaves'
+    """Under torch.autocast("cpu") torch's matmul, linear, addmm and bmm return BF16; gemmlab's too, on the operands
+    cast to BF16 as torch casts them (the host kernel's FP32 sum of them rounded once), and the FP32 leaves'
     gradients reach them in FP32; outside the region, FP32 again."""
     ours, theirs = AUTOCAST_CALLS[name]
     leaves = [randn(4, 6).requires_grad_(), randn(6, 5), randn(5), randn(5, 6).requires_grad_()]
     with torch.autocast("cpu", torch.bfloat16):
         y, ref = ours(*leaves), theirs(*(x.detach() for x in leaves))
     assert y.dtype == ref.dtype == torch.bfloat16 and y.shape == ref.shape
-    exact = theirs(*(x.detach().double() for x in leaves))
+    exact = theirs(*(x.detach().bfloat16().double() for x in leaves))  # of the operands as the region casts them
     torch.testing.assert_close(y.double(), exact, rtol=1e-2, atol=1e-2)
+    torch.testing.assert_close(y, ref, rtol=1e-2, atol=1e-2)
     y.float().sum().backward()
     assert leaves[0].grad.dtype == torch.float32 and leaves[0].grad.abs().sum() > 0
     assert ours(*(x.detach() for x in leaves)).dtype == torch.float32
@@ -341,9 +342,9 @@ def test_autocast_on_a_gpu_casts_what_torch_casts():
 
 
 def test_an_autocast_region_on_the_host_takes_operands_an_earlier_op_rounded():
-    """In a CPU region an earlier op's output is BF16: torch casts every operand to the region's dtype, gemmlab's host
-    kernels compute them in FP32, and both return BF16 (two stacked Linears, a BF16 x with an FP32 w, a BF16 bias,
-    FP16 operands)."""
+    """In a CPU region an earlier op's output is BF16: torch and gemmlab cast every operand to the region's dtype
+    (gemmlab's host kernel widens them to FP32 and rounds C once), and both return BF16 (two stacked Linears, a BF16
+    x with an FP32 w, a BF16 bias, FP16 operands)."""
     x, w, b = randn(4, 6), randn(5, 6), randn(5)
     first, second = gemmlab.nn.Linear(6, 6), gemmlab.nn.Linear(6, 5)
     with torch.autocast("cpu", torch.bfloat16):

@@ -11,7 +11,7 @@ from gemmlab.errors import GemmlabError
 DTYPES = [np.float32, np.float64, np.int32, np.float16, ml_dtypes.bfloat16, np.dtype(">f4")]
 KERNELS = ["auto", None, "cpu/blas", "cpu/v0_naive", "cuda/v2_smem", "numba/v2_smem", "nope/x", 7, "cpu/"]
 VIEWS = ["contiguous", "transposed", "strided", "offset"]
-OUTS = [None, "good", "wrong-shape", "wrong-dtype", "not-contiguous", "read-only", "aliases-a"]
+OUTS = [None, "good", "own-dtype", "wrong-shape", "wrong-dtype", "not-contiguous", "read-only", "aliases-a"]
 
 
 def operand(rng, rows, cols, dtype, view):
@@ -29,6 +29,8 @@ def operand(rng, rows, cols, dtype, view):
 def out_array(kind, m, n, a):
     if kind == "good":
         return np.full((m, n), np.nan, np.float32)
+    if kind == "own-dtype":  # C's dtype for A's dtype: a 16-bit one's own (the host widens it), else float32
+        return np.full((m, n), np.nan, a.dtype if a.dtype.itemsize == 2 else np.float32)
     if kind == "wrong-shape":
         return np.empty((m + 1, n), np.float32)
     if kind == "wrong-dtype":

@@ -62,20 +62,17 @@ def _cast(t, dtype):
 
 
 def autocast_region_operands(region, *tensors) -> tuple:
-    """The operands a call in ``region`` computes on: the region's dtype on a GPU; on the host, whose kernels
-    compute FP32, FP32 (an operand an earlier op of the region rounded to 16 bits included)."""
-    kind, dtype = region
-    return tuple(_cast(t, dtype if kind == "cuda" else torch.float32) for t in tensors)
+    """The operands a call in ``region`` computes on: the region's dtype, as torch casts them, on a GPU and on the
+    host (whose kernel widens 16-bit operands to FP32 and rounds C once: dispatch.HOST_WIDENED)."""
+    return tuple(_cast(t, region[1]) for t in tensors)
 
 
 def autocast_call(region, fn, *tensors):
     """``fn(*tensors)`` as torch.autocast runs matmul, linear, addmm and bmm in ``region``: the operands (bias and c
-    included) cast as ``autocast_region_operands`` says, C in the region's dtype (on the host, the FP32 product
-    rounded to it once: the dtype torch's CPU autocast returns). The casts are recorded by autograd, so gradients
-    reach FP32 parameters in FP32; the call runs with autocast off."""
+    included) cast as ``autocast_region_operands`` says, C in the region's dtype. The casts are recorded by autograd,
+    so gradients reach FP32 parameters in FP32; the call runs with autocast off."""
     with torch.autocast(region[0], enabled=False):
-        y = fn(*autocast_region_operands(region, *tensors))
-    return _cast(y, region[1])
+        return fn(*autocast_region_operands(region, *tensors))
 
 
 def matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None, epilogue=None, addend=None):

@@ -349,14 +349,14 @@ def _host_matmul(a, b, c) -> None:
     float32 (those, and a big-endian float32) whole, broadcast and all, so their FP32 bytes are held to the machine's
     memory as C's are."""
     if a.dtype != np.float32:
-        for name, x in (("A", a), ("B", b)):
-            need, total = 4 * math.prod(x.shape), host_memory_bytes()
-            if need > total:
-                raise SizeLimitError(f"{name} broadcast over the batch ({'×'.join(map(str, x.shape))}) needs "
-                                     f"{need / 2**30:.1f} GiB in float32 to multiply on the host; this machine has "
-                                     f"{total / 2**30:.1f} GiB of memory")
+        need, total = 4 * (math.prod(a.shape) + math.prod(b.shape)), host_memory_bytes()
+        if need > total:
+            raise SizeLimitError(f"A and B broadcast over the batch ({'×'.join(map(str, a.shape))} and "
+                                 f"{'×'.join(map(str, b.shape))}) need {need / 2**30:.1f} GiB in float32 to multiply "
+                                 f"on the host; this machine has {total / 2**30:.1f} GiB of memory")
     try:
-        np.matmul(a, b, out=c, dtype=np.float32)
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):  # FP16's inf and subnormals, as torch's
+            np.matmul(a, b, out=c, dtype=np.float32)
     except MemoryError:
         raise SizeLimitError(f"{'×'.join(map(str, c.shape))}: the host's numpy.matmul ran out of memory") from None
 

@@ -167,15 +167,19 @@ def _host_widens(spec, fa: Facts, fb: Facts, on_gpu: bool, precision) -> str | N
     kernel (None otherwise, and where ``precision`` names another)."""
     from gemmlab.dispatch import HOST_DEFAULT, HOST_WIDENED
 
-    if on_gpu or spec.name != HOST_DEFAULT or fa.dtype != fb.dtype:
+    if on_gpu or spec.name != HOST_DEFAULT:
         return None
-    widens = next((p for p in precisions_of(fa.dtype) if p in HOST_WIDENED), None)
-    return widens if precision in (None, widens) else None
+    halves = [next((p for p in precisions_of(d) if p in HOST_WIDENED), None) for d in (fa.dtype, fb.dtype)]
+    if any(halves):
+        check_same_dtype(fa.dtype, fb.dtype)  # a 16-bit A with another B: the mismatch, not float32's want
+    return halves[0] if halves[0] and precision in (None, halves[0]) else None
 
 
 def widened(problem: Problem) -> str:
     """How a host problem of dispatch.HOST_WIDENED runs."""
-    return f"{problem.precision} operands widened to float32 (exactly), C rounded once to {problem.output_dtype()}"
+    out = problem.output_dtype()
+    return (f"{problem.precision} operands widened to float32 (exactly), "
+            + ("C left in float32 (out_dtype)" if out == np.float32 else f"C rounded once to {out}"))
 
 
 def _what_takes_what() -> str:

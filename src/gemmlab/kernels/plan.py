@@ -126,23 +126,30 @@ class HostPlan(Plan):
     def launch(self, a, b, c, stream: int = 0) -> None:
         # BF16 and FP16 (dispatch.HOST_WIDENED): the kernel runs on the operands widened to FP32, which is exact, into
         # an FP32 C that the epilogue reads before the one rounding to C's type, as a GPU kernel's FP32 accumulator
-        acc = np.empty(c.shape, np.float32) if c.dtype.itemsize < 4 else c
+        acc = _host_array((c.shape, np.float32), "C's FP32 accumulator") if c.dtype.itemsize < 4 else c
         self.function(_widened(a), _widened(b), acc)
         epilogue = self.spec.epilogue
         if epilogue is not None:  # on the host, after the GEMM: C = act(alpha·C + beta·D), in float64
             acc[...] = epilogue.apply_numpy(acc, self.addend if epilogue.addend else None)
             self.addend = None  # the caller's array, not kept alive by the plan
         if acc is not c:
-            c[...] = acc  # round to nearest even (NumPy's float16, ml_dtypes' bfloat16)
+            # round to nearest even (NumPy's float16, ml_dtypes' bfloat16); past FP16's range inf and below it
+            # subnormals or zero, as torch's CPU matmul gives them, without NumPy's warnings or its errors under seterr
+            with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+                c[...] = acc
 
 
 def _widened(x):
     """A 2-byte float operand (bfloat16, float16) in float32; a wider one as it is."""
-    if x.dtype.itemsize >= 4:
-        return x
+    return x if x.dtype.itemsize >= 4 else _host_array(x, f"an operand of {x.dtype}")
+
+
+def _host_array(source, what: str) -> np.ndarray:
+    """A float32 array: ``source`` widened, or of (shape, dtype) ``source`` new; a SizeLimitError naming ``what``
+    where the host cannot allocate it."""
+    shape = source.shape if isinstance(source, np.ndarray) else source[0]
     try:
-        return x.astype(np.float32)
+        return source.astype(np.float32) if isinstance(source, np.ndarray) else np.empty(*source)
     except MemoryError:
-        raise SizeLimitError(f"an operand of {'×'.join(map(str, x.shape))} {x.dtype} needs "
-                             f"{4 * x.size / 2**30:.1f} GiB in float32 to multiply on the host, which could not be "
-                             "allocated") from None
+        raise SizeLimitError(f"{what} ({'×'.join(map(str, shape))}) needs {4 * np.prod(shape) / 2**30:.1f} GiB in "
+                             "float32 to multiply on the host, which could not be allocated") from None

@@ -18,6 +18,8 @@ class CpuKernel(KernelSpec):
     fuses_epilogue: bool = True  # applied with NumPy after the GEMM (HostPlan)
 
     def plan(self, problem: Problem, layout=ROW_MAJOR) -> HostPlan:
+        how = "reading the operands in place (a CPU tensor through a NumPy view)"
+        if problem.prec.input_bytes < 4:  # dispatch.HOST_WIDENED: HostPlan.launch's copies
+            how = "on FP32 copies of the operands, into an FP32 C the epilogue reads before C's one rounding"
         return HostPlan(self, problem, layout, on_gpu=False, function=self.function,
-                        steps=[f"{self.name} on the host, reading the operands in place (a CPU tensor through a "
-                               "NumPy view)"])
+                        steps=[f"{self.name} on the host, {how}"])
