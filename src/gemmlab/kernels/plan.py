@@ -11,6 +11,7 @@ A kernel declares the layouts it reads in place; gemmlab.matmul copies any other
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -126,7 +127,10 @@ class HostPlan(Plan):
     def launch(self, a, b, c, stream: int = 0) -> None:
         # BF16 and FP16 (dispatch.HOST_WIDENED): the kernel runs on the operands widened to FP32, which is exact, into
         # an FP32 C that the epilogue reads before the one rounding to C's type, as a GPU kernel's FP32 accumulator
-        acc = _host_array((c.shape, np.float32), "C's FP32 accumulator") if c.dtype.itemsize < 4 else c
+        acc = c
+        if c.dtype.itemsize < 4:
+            with _host_memory("C's FP32 accumulator", c.shape):
+                acc = np.empty(c.shape, np.float32)
         self.function(_widened(a), _widened(b), acc)
         epilogue = self.spec.epilogue
         if epilogue is not None:  # on the host, after the GEMM: C = act(alpha·C + beta·D), in float64
@@ -141,15 +145,17 @@ class HostPlan(Plan):
 
 def _widened(x):
     """A 2-byte float operand (bfloat16, float16) in float32; a wider one as it is."""
-    return x if x.dtype.itemsize >= 4 else _host_array(x, f"an operand of {x.dtype}")
+    if x.dtype.itemsize >= 4:
+        return x
+    with _host_memory(f"an operand of {x.dtype}", x.shape):
+        return x.astype(np.float32)
 
 
-def _host_array(source, what: str) -> np.ndarray:
-    """A float32 array: ``source`` widened, or of (shape, dtype) ``source`` new; a SizeLimitError naming ``what``
-    where the host cannot allocate it."""
-    shape = source.shape if isinstance(source, np.ndarray) else source[0]
+@contextmanager
+def _host_memory(what: str, shape: tuple):
+    """A float32 allocation of ``shape`` the host cannot make: a SizeLimitError naming ``what``."""
     try:
-        return source.astype(np.float32) if isinstance(source, np.ndarray) else np.empty(*source)
+        yield
     except MemoryError:
         raise SizeLimitError(f"{what} ({'×'.join(map(str, shape))}) needs {4 * np.prod(shape) / 2**30:.1f} GiB in "
                              "float32 to multiply on the host, which could not be allocated") from None
