@@ -49,6 +49,23 @@ def test_addmm_on_arrays_takes_c_of_their_kind():
             gemmlab.addmm(c, ones(3, 4), ones(4, 5))
 
 
+def test_linear_on_arrays_takes_a_weight_and_bias_of_their_kind():
+    """np.dtype of a torch dtype would raise numpy's TypeError."""
+    with pytest.raises(LayoutError, match="x is a numpy array and w a torch array"):
+        gemmlab.linear(ones(2, 4), torch.ones(3, 4))
+    with pytest.raises(LayoutError, match="x is a numpy array and bias a torch array"):
+        gemmlab.linear(ones(2, 4), ones(3, 4), torch.ones(3))
+
+
+@pytest.mark.parametrize("beta", [np.array([0.0, 1.0]), np.array(0.0), "0"])
+def test_addmm_on_arrays_checks_beta_before_comparing_it_with_zero(beta):
+    """As the tensors' route does: beta = 0 skips c, so a beta that is not a number must not reach that test."""
+    with pytest.raises(EpilogueError, match="beta must be a finite real number"):
+        gemmlab.addmm(ones(3, 5), ones(3, 4), ones(4, 5), beta=beta)
+    with pytest.raises(EpilogueError, match="alpha must be a finite real number"):
+        gemmlab.addmm(ones(3, 5), ones(3, 4), ones(4, 5), alpha=beta)
+
+
 @pytest.mark.parametrize("kind", ["numpy", "torch"])
 def test_a_cached_batched_plan_still_checks_a_new_out(kind):
     """The second out differs only in what its checks read (writable, requires_grad): the plan cached for the first
@@ -133,7 +150,10 @@ def test_a_lazy_modules_uninitialized_weight_is_named():
         gemmlab.nn.Linear.from_linear(lazy)
     for call in (lambda: gemmlab.linear(torch.randn(2, 3), lazy.weight),
                  lambda: gemmlab.matmul(torch.randn(2, 3), lazy.weight),
-                 lambda: gemmlab.matmul(lazy.weight, torch.randn(2, 3))):
+                 lambda: gemmlab.matmul(lazy.weight, torch.randn(2, 3)),
+                 lambda: gemmlab.matmul(torch.randn(4, 2, 3), lazy.weight),  # the N-D route, and a vector's
+                 lambda: gemmlab.matmul(torch.randn(3), lazy.weight),
+                 lambda: gemmlab.matmul(lazy.weight, torch.randn(4, 2, 3))):
         with pytest.raises(LayoutError, match="uninitialized parameter"):
             call()
     lazy(torch.randn(2, 3))  # initialized by its first call: then it converts

@@ -1,6 +1,7 @@
 """gemmlab in PyTorch on the host: tensors in and out, the gemmlab::mm custom op, autograd against torch's own
 gradients, torch.compile(fullgraph=True), and the errors a tensor caller meets."""
 import shutil
+import warnings
 
 import numpy as np
 
@@ -21,6 +22,37 @@ def test_cpu_tensors_round_trip(kernel):
     c = gemmlab.matmul(A, B, kernel=kernel)
     assert isinstance(c, torch.Tensor) and c.dtype == torch.float32 and c.shape == (37, 23)
     torch.testing.assert_close(c, A @ B, rtol=1e-4, atol=1e-4)
+
+
+def test_a_subclass_of_tensor_is_a_tensor():
+    """torch.matmul takes a Tensor subclass (as_subclass, a library's own tensor type) as a tensor."""
+    class Tagged(torch.Tensor):
+        pass
+
+    a, b = A.as_subclass(Tagged), B.as_subclass(Tagged)
+    torch.testing.assert_close(gemmlab.matmul(a, b), A @ B, rtol=1e-4, atol=1e-4, check_dtype=True)
+    x = torch.randn(2, 5, 29, generator=gen).as_subclass(Tagged)
+    torch.testing.assert_close(gemmlab.matmul(x, b), torch.matmul(x.as_subclass(torch.Tensor), B), rtol=1e-4,
+                               atol=1e-4)
+    torch.testing.assert_close(gemmlab.linear(a, b.t()), A @ B, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("to", [lambda x: x, lambda x: x.numpy()])
+def test_inf_and_nan_come_silently_whatever_numpys_error_state(to):
+    """IEEE results as torch gives them (0·inf = NaN, a sum past FP32's range = inf, an activation at -inf), with no
+    NumPy warning and no FloatingPointError under np.seterr(all="raise")."""
+    inf = float("inf")
+    with np.errstate(all="raise"), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.isnan(np.asarray(gemmlab.matmul(to(torch.zeros(2, 2)), to(torch.full((2, 2), inf))))).all()
+        assert np.isposinf(np.asarray(gemmlab.matmul(to(torch.full((1, 2), 3e38)), to(torch.ones(2, 2))))).all()
+        x, w = torch.full((1, 2), -inf), torch.ones(3, 2)
+        for activation in ("gelu", "gelu_tanh", "silu", "relu"):
+            want = torch.nn.functional.linear(x, w)
+            want = {"gelu": torch.nn.functional.gelu, "silu": torch.nn.functional.silu, "relu": torch.relu,
+                    "gelu_tanh": lambda t: torch.nn.functional.gelu(t, approximate="tanh")}[activation](want)
+            got = torch.as_tensor(gemmlab.linear(to(x), to(w), activation=activation))
+            torch.testing.assert_close(got, want, equal_nan=True)
 
 
 def test_out_tensor_is_written_in_place_and_checked():

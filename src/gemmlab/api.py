@@ -67,9 +67,7 @@ def matmul(A, B, kernel: str = AUTO, *, precision: str | None = None, out=None, 
 def _array_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None):
     """NumPy and CuPy operands of any rank: torch.matmul's route (gemmlab.matmul_shapes), then one 2-D GEMM or one
     batched call; a 1-D @ 1-D NumPy product is a NumPy scalar, as numpy.matmul returns it."""
-    kind, kind_b = call.operands.kind_of(A), call.operands.kind_of(B)
-    if kind != kind_b:
-        raise LayoutError(f"A is a {kind} array and B a {kind_b} array: pass two arrays of one kind")
+    kind = _one_kind(("A", A), ("B", B))
     xp = np
     if kind in ("cupy", "cuda-interface"):
         import cupy as xp
@@ -198,8 +196,7 @@ def linear(x, w, bias=None, activation: str | None = None, *, kernel: str = AUTO
         return _load_torch_fused().linear(x, w, bias, activation, kernel, precision)
     from gemmlab.epilogue import Epilogue
 
-    for operand in (x, w) if bias is None else (x, w, bias):
-        call.operands.kind_of(operand)  # an OperandTypeError for what is not an array
+    _one_kind(("x", x), ("w", w), *(() if bias is None else (("bias", bias),)))
     call.checks.check_same_dtype(np.dtype(x.dtype).name, np.dtype(w.dtype).name, ("x", "w"))
     rows, _, out_shape = matmul_shapes.linear_shapes(x.shape, w.shape, None if bias is None else bias.shape)
     epilogue = Epilogue(activation, addend=None if bias is None else "bias")
@@ -224,14 +221,11 @@ def addmm(c, a, b, *, beta: float = 1, alpha: float = 1, kernel: str = AUTO, pre
     """
     if _is_tensor(a):
         return _load_torch_fused().addmm(c, a, b, beta, alpha, kernel, precision)
-    from gemmlab.epilogue import Epilogue
+    from gemmlab.epilogue import Epilogue, scalar
 
-    kind = call.operands.kind_of(a)
-    for name, operand in (("b", b), ("c", c)):
-        if call.operands.kind_of(operand) != kind:  # NumPy would read a tensor c through its own conversion
-            raise LayoutError(f"a is a {kind} array and {name} a {call.operands.kind_of(operand)} array: pass "
-                              "arrays of one kind")
+    kind = _one_kind(("a", a), ("b", b), ("c", c))
     m, n = matmul_shapes.addmm_shapes(c.shape, a.shape, b.shape)
+    alpha, beta = scalar(alpha, "alpha"), scalar(beta, "beta")  # before they are compared with 0
     if alpha == 0:  # a and b unread: the product of no columns, beta·c by the K = 0 path, no kernel
         a, b = a[:, :0], b[:0]
     if beta == 0:  # c unread, but of a dtype the call takes, as torch.addmm refuses another whatever beta is
@@ -244,6 +238,18 @@ def addmm(c, a, b, *, beta: float = 1, alpha: float = 1, kernel: str = AUTO, pre
     return call.array_matmul(a, b, kernel, precision, None, epilogue=Epilogue(alpha=alpha, beta=beta,
                                                                               addend="matrix"),
                              addend=xp.broadcast_to(c, (m, n)))
+
+
+def _one_kind(*named) -> str:
+    """The array kind that every (name, operand) shares: an OperandTypeError for what is not an array, a LayoutError
+    for two kinds (NumPy would read a tensor through its own conversion, or fail on its dtype)."""
+    (first, x), *rest = named
+    kind = call.operands.kind_of(x)
+    for name, operand in rest:
+        if call.operands.kind_of(operand) != kind:
+            raise LayoutError(f"{first} is a {kind} array and {name} a {call.operands.kind_of(operand)} array: pass "
+                              "arrays of one kind")
+    return kind
 
 
 def _is_tensor(x) -> bool:

@@ -113,10 +113,11 @@ class Epilogue:
         if (d is None) != (self.addend is None):
             raise EpilogueError(f"the epilogue {self.describe()} takes {'no addend' if d is None else 'an addend'}"
                                 f"; {'none was' if d is None else 'one was'} given")
-        x = c.astype(xp.float64) * self.alpha
-        if d is not None:
-            x = x + xp.asarray(d).astype(xp.float64) * self.beta
-        return activate(self.activation, x)
+        with _quiet(xp):
+            x = c.astype(xp.float64) * self.alpha
+            if d is not None:
+                x = x + xp.asarray(d).astype(xp.float64) * self.beta
+            return activate(self.activation, x)
 
 
 def activate(activation: str | None, x):
@@ -125,14 +126,14 @@ def activate(activation: str | None, x):
     xp = _xp(x)
     if activation is None:
         return x
-    if activation == "relu":
-        return xp.where(x < 0, 0.0, x)
-    if activation == "gelu":
-        return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))
-    if activation == "gelu_tanh":
-        return 0.5 * x * (1.0 + xp.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
-    if activation == "silu":
-        with _quiet(xp):
+    with _quiet(xp):
+        if activation == "relu":
+            return xp.where(x < 0, 0.0, x)
+        if activation == "gelu":
+            return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))
+        if activation == "gelu_tanh":
+            return 0.5 * x * (1.0 + xp.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+        if activation == "silu":
             return x / (1.0 + xp.exp(-x))
     raise EpilogueError(f"activation={activation!r} is not one gemmlab fuses ({', '.join(ACTIVATIONS)})")
 
@@ -157,9 +158,11 @@ def _erf(x):
 
 
 def _quiet(xp):
-    """e^-x overflows to inf for x below about -709, where x / inf is the -0 silu tends to: no warning for it."""
+    """IEEE arithmetic without NumPy's warnings or its errors under np.seterr: torch's own, which gives inf and NaN
+    silently (inf·0 in gelu at ±inf, e^-x past float64's range in silu, alpha·c + beta·d overflowing), whatever
+    error state the caller set."""
     import contextlib
 
     import numpy
 
-    return numpy.errstate(over="ignore") if xp is numpy else contextlib.nullcontext()
+    return numpy.errstate(all="ignore") if xp is numpy else contextlib.nullcontext()

@@ -299,6 +299,7 @@ bmm.register_autograd(_bmm_backward, setup_context=_bmm_setup)
 def matmul_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None, epilogue=None, addend=None):
     """Operands of other ranks than 2 (gemmlab.matmul_shapes): under autograd or torch.compile through gemmlab::mm
     or gemmlab::bmm on the route's views, else the direct path."""
+    check_initialized(A=A, B=B)  # matmul's rank test stops at A's, before a lazy B's dimensions raise
     if is_compiling() or (grad_enabled() and any(
             getattr(x, "requires_grad", False) for x in (A, B, addend))):
         if A.dtype in FP8 or epilogue is not None or out is not None or scale_a is not None or scale_b is not None:

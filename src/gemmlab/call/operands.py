@@ -28,10 +28,10 @@ def _torch():
 def kind_of(x) -> str:
     if isinstance(x, np.ma.MaskedArray):  # its mask would be ignored: the hidden entries computed with, silently
         raise OperandTypeError("a NumPy masked array: gemmlab does not apply masks; pass the array's .filled(0)")
-    module = type(x).__module__
-    if module.startswith("torch") and _torch() is not None and isinstance(x, _torch().Tensor):
+    torch = _torch()
+    if torch is not None and isinstance(x, torch.Tensor):  # a subclass of Tensor too, as torch.matmul takes it
         return "torch"
-    if module.startswith("cupy"):
+    if type(x).__module__.startswith("cupy"):
         return "cupy"
     if isinstance(x, np.ndarray) or isinstance(x, np.generic):
         return "numpy"

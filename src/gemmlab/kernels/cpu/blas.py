@@ -13,8 +13,10 @@ from gemmlab.kernels.spec import compulsory_traffic
 
 
 def blas(A, B, C):
+    # inf and NaN as IEEE arithmetic gives them, silently, as torch.matmul does, whatever np.seterr says
     try:  # the BLAS's own buffers (a copy of a strided operand) can fail where C's allocation did not
-        np.matmul(A, B, out=C)
+        with np.errstate(all="ignore"):
+            np.matmul(A, B, out=C)
     except MemoryError:
         raise SizeLimitError(f"{A.shape[0]}x{B.shape[1]}x{A.shape[1]}: the host BLAS ran out of memory") from None
 
