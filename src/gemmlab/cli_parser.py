@@ -86,10 +86,16 @@ def _variant(text: str) -> tuple[str, dict]:
                                          "cuda/tc8_block_scaled_fp8:BM=128,STAGES=5")
     out = {}
     for name, _, value in pairs:
+        name = name.strip()
         try:
-            out[name.strip()] = int(value)
+            number = int(value)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r}: {name.strip()}={value!r} is not an integer") from None
+            raise argparse.ArgumentTypeError(f"{text!r}: {name}={value!r} is not an integer") from None
+        if number < 0:
+            raise argparse.ArgumentTypeError(f"{text!r}: {name}={number}: a kernel's parameters are 0 or more")
+        if name in out:
+            raise argparse.ArgumentTypeError(f"{text!r}: {name} is set twice")
+        out[name] = number
     return kernel.strip(), out
 
 

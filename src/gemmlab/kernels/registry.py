@@ -76,7 +76,14 @@ def get_kernel(name: str) -> KernelSpec:
 
 
 def select(pattern: str) -> list[KernelSpec]:
+    """list_kernels, where each comma-separated pattern must match a kernel: a misspelt one among others is named,
+    not dropped."""
     specs = list_kernels(pattern)
     if not specs:
         raise UnknownKernelError(f"no kernel matches {pattern!r}; `gemmlab list` shows them all")
+    unmatched = [p.strip() for p in pattern.split(",")
+                 if p.strip() and not any(fnmatch.fnmatchcase(s.name, p.strip()) for s in specs)]
+    if unmatched:
+        raise UnknownKernelError(f"no kernel matches {', '.join(map(repr, unmatched))} (in {pattern!r}); `gemmlab "
+                                 "list` shows them all")
     return specs

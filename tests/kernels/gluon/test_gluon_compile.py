@@ -109,10 +109,9 @@ def _check_compiled(spec, tmp_path):
 @pytest.mark.parametrize("name", LEVELS)
 def test_launch_geometry_one_cta_per_tile(name):
     spec = get_kernel(name)
-    bm = spec.params["BM"]
-    for m, n, k in [(1, 8, 8), (17, 136, 72), (4097, 4104, 4104), (bm, spec.params["BN"], 64)]:
+    for m, n, k in [(1, 8, 8), (17, 136, 72), (4097, 4104, 4104), (spec.params["BM"], spec.params["BN"], 64)]:
         problem = _problem(spec, m, n, k)
-        bn = spec.for_problem(problem, sm_count=100).params["BN"]
+        bm, bn = (spec.for_problem(problem, sm_count=100).params[x] for x in ("BM", "BN"))
         g = spec.launch_geometry(problem, sm_count=100)
         tiles = (-(-n // bn), -(-m // bm))
         assert g.grid == ((min(100, tiles[0] * tiles[1]), 1, 1) if spec.persistent else (*tiles, 1))
@@ -186,7 +185,7 @@ def test_each_c_type_fits_shared_memory(name):
     dtype = spec.prec.input_dtype
     builds = {out: spec.for_formats(dtype, dtype, out) for out in ("bfloat16", "float32")}
     assert all(b.smem_bytes() <= gluon_kernel.SMEM_LIMIT for b in spec.configurations())
-    assert len(spec.configurations()) == (4 if spec.params.get("NARROW_BN") else 2)
+    assert len(spec.configurations()) == 2 * (2 if spec.params.get("NARROW_BN") else 1) * (2 if spec.short_tile else 1)
     stages = builds["float32"].params["STAGES"]
     assert stages == spec.params["STAGES"] - (1 if spec.persistent else 0)
     assert builds["float32"].for_formats(dtype, dtype, "bfloat16").params == spec.params
@@ -387,7 +386,8 @@ def test_tc8_takes_the_harness_block_scales_and_models_its_twins_traffic():
     """The operands verification hands it: A scaled per 1x128 with scales stored (K/128, M), B (N×K) per 128x128
     with (N/128, K/128), both row-major float32, the layouts its device code indexes; its launch, one CTA per SM of
     512 threads (three consumer warpgroups and the producer's); its traffic, the CUDA twin's (the same tile, its
-    rows' A scales and one B scale per 128 of K)."""
+    rows' A scales and one B scale per 128 of K); and where the short tile runs a problem sooner (cuda/tc8's rule), 128
+    rows and 384 threads (two consumer warpgroups)."""
     from gemmlab import fp8
 
     spec, twin = get_kernel(TC8), get_kernel(LEVELS[TC8])
@@ -396,9 +396,14 @@ def test_tc8_takes_the_harness_block_scales_and_models_its_twins_traffic():
     assert (a.block, b.block, a.shape, b.shape) == (fp8.ROWS_1X128, fp8.BLOCKS_128X128, (m, k), (n, k))
     for op, shape in ((a, (33, m)), (b, (3, 33))):
         assert op.scale.shape == shape and op.scale.dtype == "float32" and op.scale.flags.c_contiguous
-    for shape in [(m, n, k), *(s for s, _ in TILE_WIDTHS)]:
+    heights = {}
+    for shape in [(m, n, k), (256, 14336, 4096), *(s for s, _ in TILE_WIDTHS)]:
         problem = _problem(spec, *shape)
+        bm = spec.for_problem(problem, 132).params["BM"]
+        assert bm == twin.for_problem(problem, 132).params["BM"]
+        heights[shape] = bm
         g = spec.launch_geometry(problem, sm_count=132)
-        tiles = -(-shape[0] // 192) * -(-shape[1] // 128)
-        assert g.grid == (min(132, tiles), 1, 1) and g.threads == 512
+        tiles = -(-shape[0] // bm) * -(-shape[1] // 128)
+        assert g.grid == (min(132, tiles), 1, 1) and g.threads == (bm // 64 + 1) * 128
         assert spec.traffic(problem, 132) == twin.traffic(problem, 132)
+    assert heights.pop((m, n, k)) == heights.pop((256, 14336, 4096)) == 128 and set(heights.values()) == {192}

@@ -8,6 +8,7 @@ run. Unlike tc8: scales loaded from global memory a k-tile ahead, not a TMA ring
 error at BF16 rounding's. Predicted: 0.9-1.0x cuda/tc8's TFLOPS (the scales' loads, two partition barriers a k-tile),
 so under cuBLASLt's blockwise FP8 by tc8's gap at 4096^3 and 8192^3, or a few percent more. Beside tc8: docs/gluon.md.
 """
+from gemmlab.kernels.cuda.tc.tc8_block_scaled_fp8 import SHORT_TILE
 from gemmlab.kernels.gluon.launch.kernel import GluonKernel
 
 # cuda/tc8's tile, ring, tile order and register split; BN divides 128 (GluonKernel.config_error)
@@ -24,6 +25,7 @@ SPECS = [
         varies=VARIES, persistent=True, warpgroup_partitions=True,
         # FP32 C's 192x128 staging tile takes a ring slot's bytes
         out_params={"float32": {"STAGES": 3}, "bfloat16": {"STAGES": PARAMS["STAGES"]}}, doc=__doc__,
+        short_tile=SHORT_TILE,
         unmodeled="latency: each k-tile waits for its wgmma and promotes on the CUDA cores, and each tile's epilogue "
                   "keeps its warpgroup off the tensor cores",
     )

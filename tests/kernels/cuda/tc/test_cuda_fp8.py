@@ -49,10 +49,16 @@ def test_levels_registered_with_their_precisions_and_peers():
 
 
 def test_every_configuration_is_counted():
-    # tc4: two tile widths x clusters on and off (SHORT_K) x four format pairs x two output types; tc8: one width
-    assert len(TC4.configurations(formats=True)) == 32 and len(TC8.configurations(formats=True)) == 8
+    # tc4: two tile widths x clusters on and off (SHORT_K) x four format pairs x two output types; tc8: one width,
+    # the block-scaled specs two tile heights (short_tile), the per-tensor one the 192 rows alone
+    assert len(TC4.configurations(formats=True)) == 32 and len(TC8.configurations(formats=True)) == 16
     assert len(TC8P.configurations(formats=True)) == 8 and len(TC6.configurations(formats=True)) == 8
-    assert len(TC8C.configurations(formats=True)) == 8
+    assert len(TC8C.configurations(formats=True)) == 16
+    for spec in (TC8, TC8C):
+        assert [(c.params["BM"], c.params["STAGES"], c.params["CONSUMER_REGS"], c.params["OUT_BF16"])
+                for c in spec.configurations()] == [(192, 4, 160, 1), (192, 4, 160, 0), (128, 5, 232, 1),
+                                                    (128, 5, 232, 0)]
+        assert all(c.short_tile is None for c in spec.configurations())  # each pinned
     # what differs in memory (sanitize runs these): widths x clusters x output types, the formats as the level has
     # them, each pinned (SHORT_K=0: a shape of short K runs the build as it is)
     assert [(c.params["BN"], c.params["CM"], c.params["OUT_BF16"]) for c in TC4.configurations()] == \
@@ -85,11 +91,13 @@ def test_short_k_turns_tc4s_clusters_off():
 
 
 def _spill_stores(spec) -> int:
-    """The bytes ptxas spills: none, but in tc8_cluster_fp8_block's BF16 builds (CM=2 and a held box of C) NVRTC
-    13.5, the wheel CI installs, keeps three of the walk's values computed before setmaxnreg in local memory
-    (12 bytes, loaded where each role starts and once a tile, never in the k-tile loop); the H200's NVRTC 13.0,
-    which built the measured binaries, spills nothing there."""
-    clustered = spec.name == TC8C.name and spec.params.get("EPI_DEFER") and spec.params["OUT_BF16"]
+    """The bytes ptxas spills: none, but in tc8_cluster_fp8_block's BF16 builds on 192-row tiles (CM=2 and a held
+    box of C, 160 consumer registers) NVRTC 13.5, the wheel CI installs, keeps three of the walk's values computed
+    before setmaxnreg in local memory (12 bytes, loaded where each role starts and once a tile, never in the k-tile
+    loop); the H200's NVRTC 13.0, which built the measured binaries, spills nothing there, nor does either on the
+    128-row tile's 232 registers."""
+    clustered = (spec.name == TC8C.name and spec.params.get("EPI_DEFER") and spec.params["OUT_BF16"]
+                 and spec.params["BM"] == 192)
     return 12 if clustered and _nvrtc_version() != "13.0" else 0
 
 

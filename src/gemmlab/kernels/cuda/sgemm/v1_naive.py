@@ -29,7 +29,7 @@ def _traffic(problem, sm_count=SM_COUNT, params=None):
 
 
 def _constraints(p):
-    errors = []
+    errors = [f"{k}={p[k]}: a block has at least one thread along each side" for k in ("BX", "BY") if p[k] < 1]
     if p["BX"] * p["BY"] > 1024:
         errors.append(f"BX*BY={p['BX'] * p['BY']} threads exceeds the 1024-thread block limit")
     return errors

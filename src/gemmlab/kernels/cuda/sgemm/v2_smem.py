@@ -26,6 +26,8 @@ def _geometry(problem, p):
 
 def _constraints(p):
     t = p["TILE"]
+    if t < 1:
+        return [f"TILE={t}: a tile is at least 1×1"]
     errors = []
     if t * t > 1024:
         errors.append(f"TILE={t} needs {t * t} threads per block, past the 1024 limit")

@@ -25,6 +25,9 @@ PARAMS = {"BM": 192, "BN": 128, "STAGES": 4, "GROUP_M": 8, "PRODUCER_REGS": 32, 
           "OUT_BF16": 1}
 PER_TENSOR = {**PARAMS, "PER_TENSOR": 1, "SCALE_TMA": 0, "SCALE_GATE": 0}
 CLUSTER = {**PARAMS, "CM": 2, "EPI_DEFER": 1}
+# the block-scaled specs' short tile (WgmmaKernel.short_tile): 128 rows, two consumer warpgroups at 232 registers, 5
+# stages of the ring's bytes, where it runs a problem sooner (tiles.short_pays: M = 256-1024, most of them)
+SHORT_TILE = {"BM": 128, "CONSUMER_REGS": 232, "PRODUCER_REGS": 40}
 # what the roofline leaves out here: besides tc4's epilogue, each k-tile's wait and promotion keep that warpgroup off
 # the tensor cores, which only the other warpgroups' wgmma cover
 PROMOTION = ("latency: each k-tile waits for its wgmma and promotes on the CUDA cores, and each tile's epilogue "
@@ -41,7 +44,7 @@ def _spec(name: str, precision: str, title: str, params: dict) -> WgmmaKernel:
         traffic_model=wgmma_traffic(precision, params["BM"], params["BN"], params["CM"], persistent=True,
                                     group_m=params["GROUP_M"], epi_tma=True,
                                     block_scales=get_precision(precision).block_scaled),
-        doc=__doc__, unmodeled=PROMOTION,
+        doc=__doc__, unmodeled=PROMOTION, short_tile=SHORT_TILE if get_precision(precision).block_scaled else None,
     )
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import importlib.util
+import dataclasses
 import weakref
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -102,6 +103,8 @@ class GluonKernel(KernelSpec):
     warpgroup_partitions: bool = False
     # parameters each C type builds with, where they differ (a staging tile of FP32 C takes a ring slot's bytes)
     out_params: Mapping[str, Mapping] = field(default_factory=dict)
+    # a shorter tile's BM and the registers it takes: where it runs a problem sooner, cuda/tc8's rule (short_pays)
+    short_tile: Mapping | None = None
     varies: tuple = ("BM", "BN", "STAGES")
 
     # ---- parameters ---------------------------------------------------------------------------------------------
@@ -218,9 +221,11 @@ class GluonKernel(KernelSpec):
         return self.with_params({"OUT_BF16": int(out == "bfloat16"), **self.out_params.get(out, {})})
 
     def configurations(self) -> list["GluonKernel"]:
-        """Each C type's build, and with NARROW_BN each one's narrow tile too."""
+        """Each C type's build, and with NARROW_BN each one's narrow tile too, with a short tile each one's short."""
         dtype = self.prec.input_dtype
         builds = [self.for_formats(dtype, dtype, out) for out in self.prec.output_dtypes]
+        if self.short_tile:
+            builds = [dataclasses.replace(b, short_tile=None) for b in builds] + [b.short() for b in builds]
         return builds + [b.narrow() for b in builds if b.params.get("NARROW_BN", 0)]
 
     # ---- the tile per problem ---------------------------------------------------------------------------------------
@@ -231,11 +236,20 @@ class GluonKernel(KernelSpec):
     def for_problem(self, problem: Problem, sm_count: int = SM_COUNT) -> "GluonKernel":
         """The build that runs ``problem``: with NARROW_BN, tiles that wide where they fill the last wave better, by
         cuda/tc4's rule (narrow_pays: one CTA per SM here, no clusters); else this one."""
-        from gemmlab.kernels.cuda.tc.model.tiles import narrow_pays
+        from gemmlab.kernels.cuda.tc.model.tiles import narrow_pays, short_pays
 
         if self.params.get("NARROW_BN", 0) and narrow_pays(problem.m, problem.n, self.params, sm_count):
             return self.narrow()
+        if self.short_tile and short_pays(problem.m, problem.n, self.params, self.short_tile["BM"], sm_count):
+            return self.short()
         return self
+
+    def short(self) -> "GluonKernel":
+        """The build on ``short_tile``'s rows, its ring the taller tile's bytes (pinned: no other tile per problem)."""
+        from gemmlab.kernels.cuda.tc.model.tiles import with_tile_rows
+
+        return dataclasses.replace(self, params=with_tile_rows(self.params, self.short_tile["BM"], **self.short_tile),
+                                   short_tile=None)
 
     # ---- validity -------------------------------------------------------------------------------------------------
     def is_valid(self, problem: Problem) -> Refusal | None:

@@ -86,6 +86,13 @@ class NumbaKernel(KernelSpec):
     def simulable(self) -> bool:
         return True
 
+    def config_error(self) -> str | None:
+        """A thread block of BX×BY (the naive level's, which bench --variant changes): 1 to 1024 threads."""
+        bx, by = self.params.get("BX", 1), self.params.get("BY", 1)
+        if bx < 1 or by < 1 or bx * by > 1024:
+            return f"BX={bx}, BY={by}: a block has at least one thread along each side and 1024 at most"
+        return None
+
     def launch_geometry(self, problem: Problem) -> Geometry:
         return self.geometry(problem, dict(self.params))
 

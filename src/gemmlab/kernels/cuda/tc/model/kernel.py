@@ -10,11 +10,12 @@ from gemmlab.errors import LayoutError, Refusal, SizeLimitError
 from gemmlab.fp8 import E4M3, E5M2
 from gemmlab.kernels.cuda.launch.kernel import CudaKernel
 from gemmlab.kernels.cuda.launch.tma import TiledMap
-from gemmlab.kernels.cuda.tc.model.budget import smem_bytes, stage_bytes
+from gemmlab.kernels.cuda.tc.model.budget import smem_bytes
 from gemmlab.kernels.cuda.tc.model.fp8 import is_fp8
 from gemmlab.kernels.cuda.tc.model.stream_k import (SK_FILL, SK_MIN_KTILES, SK_SKIP_FILL, stream_k_dp_tiles,
                                                     stream_k_grid)
-from gemmlab.kernels.cuda.tc.model.tiles import bk, narrow_fills_last_wave, narrow_pays, rounds_a_in_place
+from gemmlab.kernels.cuda.tc.model.tiles import (bk, narrow_fills_last_wave, narrow_pays, rounds_a_in_place,
+                                                 short_pays, with_tile_rows)
 from gemmlab.kernels.cuda.tc.model.timeline import TENSOR_FMA_PER_SM_CLOCK, TIMELINE_SOURCES, TL_SLOTS
 from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout
@@ -32,8 +33,7 @@ def narrow_m(p: dict) -> dict:
     """The configuration of a NARROW_BM tile: NARROW_BM rows of A tall, its ring as many bytes as the base tile's
     (more stages of the smaller tile). Where A has that few rows the call streams the weight, and the bytes in flight
     a CTA, not the tensor cores, set its pace."""
-    stages = p["STAGES"] * stage_bytes(p["BM"], p["BN"]) // stage_bytes(p["NARROW_BM"], p["BN"])
-    return {**p, "BM": p["NARROW_BM"], "NARROW_BM": 0, "STAGES": stages}
+    return with_tile_rows(p, p["NARROW_BM"], NARROW_BM=0)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,6 +54,9 @@ class WgmmaKernel(CudaKernel):
     one_launch_mnk: int = 0
     # (K, changes): a batch of products with K up to this takes these parameters in its BATCHED build (for_problem)
     short_batch: tuple | None = None
+    # a shorter tile's BM and the registers it takes (tc8's 128 rows): a problem that it runs sooner (short_pays)
+    # runs on it, its ring the base tile's bytes (with_tile_rows)
+    short_tile: dict | None = None
     TIMELINE_SLOTS: ClassVar[int] = TL_SLOTS
     # the levels that store through tc_epilogue.cuh (store_epi, TileStore) fuse an epilogue; tc5's and tc7's swapped
     # store (tc_swap.cuh's store_acc_t) does not
@@ -327,7 +330,8 @@ class WgmmaKernel(CudaKernel):
         level's, a pinned configuration's or a bench --variant's alike."""
         if self.exchanges:
             return self.kernel_build().traffic(problem.transposed(), sm_count, layout and layout.transposed())
-        if self.shortens(problem) or self._short_k(problem, sm_count):  # another binary runs it: its model
+        if self.shortens(problem) or self._short_k(problem, sm_count) or self._short_tile_runs(problem, sm_count):
+            # another binary runs it: its model
             return self.for_problem(problem, sm_count).traffic(problem, sm_count, layout)
         return self.traffic_model(problem, sm_count, params=dict(self.params), layout=layout)
 
@@ -376,7 +380,18 @@ class WgmmaKernel(CudaKernel):
             return self.without_stream_k().for_problem(problem, sm_count)
         if narrow_pays(problem.m, problem.n, p, sm_count):
             return dataclasses.replace(self, params={**p, "BN": p["NARROW_BN"], "NARROW_BN": 0})
+        if self._short_tile_runs(problem, sm_count):
+            return self.short()
         return self
+
+    def _short_tile_runs(self, problem: Problem, sm_count: int) -> bool:
+        """Whether ``short_tile``'s rows run ``problem`` (short_pays) on this build, whose other choices are made."""
+        return bool(self.short_tile) and short_pays(problem.m, problem.n, self.params, self.short_tile["BM"],
+                                                    sm_count)
+
+    def short(self) -> "WgmmaKernel":
+        """The build on ``short_tile``'s rows (pinned: it takes no other per problem)."""
+        return self.with_params(with_tile_rows(self.params, self.short_tile["BM"], **self.short_tile), short_tile=None)
 
     def instrumented(self, problem: Problem, sm_count: int = 132) -> Instrumented | None:
         """tc4_persistent.cu and tc8's source walking whole tiles stamp their cycles with TIMELINE=1 (the
@@ -414,6 +429,8 @@ class WgmmaKernel(CudaKernel):
         if 0 < self.params.get("NARROW_BM", 0) < self.params["BM"]:
             specs = ([dataclasses.replace(s, params={**s.params, "NARROW_BM": 0}) for s in specs]
                      + [dataclasses.replace(s, params=narrow_m(s.params)) for s in specs])
+        if self.short_tile:
+            specs = [s.with_params({}, short_tile=None) for s in specs] + [s.short() for s in specs]
         if self.one_launch_mnk and self.params.get("TF32_ROUND", 0) == 3:
             # small problems round A in shared memory: another binary, and each pinned
             specs = [dataclasses.replace(s, one_launch_mnk=0) for s in specs]

@@ -1,7 +1,8 @@
 """How a wgmma level walks a problem: the k-tile, the shared-memory descriptor, the order tiles are handed out in,
-and the per-problem choices (NARROW_BN-wide tiles, A rounded in place instead of by a pre-pass)."""
+and the per-problem choices (NARROW_BN-wide tiles, shorter tiles, A rounded in place instead of by a pre-pass)."""
 from __future__ import annotations
 
+from gemmlab.kernels.cuda.tc.model.budget import stage_bytes
 from gemmlab.kernels.geometry import ceil_div
 from gemmlab.kernels.spec import tile_walk
 from gemmlab.problem import Problem, get_precision
@@ -42,6 +43,36 @@ def narrow_pays(m: int, n: int, p: dict, sm_count: int = 132) -> bool:
         return ceil_div(_cluster_tiles(m, n, p, width), clusters) * width
 
     return busiest(narrow) * NARROW_COST < busiest(p["BN"])
+
+
+# A short tile's (a level's ``short_tile``: tc8's 128 rows) time per row of C against its level's taller one (tc8's
+# 192): two consumer warpgroups in place of three to cover each k-tile's promotion with another's wgmma, and more
+# shared-memory bytes a clock (tc8.md's table: 160 against 149). Fitted on the H100 at the suite's block-scaled rows
+# of M = 256-4096 (results/h100/tc8_short_tile_fp8_block.json): 1.2-1.3 where both run the same waves.
+SHORT_COST = 1.25
+
+
+def with_tile_rows(p: dict, bm: int, **changes) -> dict:
+    """p for a tile ``bm`` rows tall (and ``changes``), its ring as many bytes as p's: more stages of a shorter
+    tile."""
+    return {**p, "BM": bm, "STAGES": p["STAGES"] * stage_bytes(p["BM"], p["BN"]) // stage_bytes(bm, p["BN"]),
+            **changes}
+
+
+def short_pays(m: int, n: int, p: dict, short_bm: int, sm_count: int = 132) -> bool:
+    """Whether whole tiles ``short_bm`` rows tall finish an M×N problem sooner than BM-tall ones: narrow_pays along
+    M. A tall tile pads M to its height (M = 256 is 384 rows of 192-row tiles), and a few tall tiles can leave the
+    last wave mostly empty; the busiest cluster's rows, ceil(tiles / clusters) · height, are compared, the short
+    tile's weighted by SHORT_COST."""
+    if not 0 < short_bm < p["BM"] or p.get("STREAM_K", 0):
+        return False
+    clusters = _clusters(p, sm_count)
+
+    def busiest(height: int) -> int:
+        tiles = ceil_div(m, height * p.get("CM", 1)) * ceil_div(n, p["BN"] * p.get("CN", 1))
+        return ceil_div(tiles, clusters) * height
+
+    return busiest(short_bm) * SHORT_COST < busiest(p["BM"])
 
 
 def narrow_fills_last_wave(m: int, n: int, p: dict, sm_count: int = 132) -> bool:
