@@ -59,6 +59,8 @@ CASES = [
     (["bench", "--kernels", "nope*"], "no kernel matches 'nope*'"),
     (["bench", "--kernels", ","], "no kernel matches ','"),
     (["bench", "--kernels", "cpu/blas,cpu/v0_typo", "--shape", "8"], "no kernel matches 'cpu/v0_typo' (in "),
+    (["bench", "--api", "--suite", "--kernels", "nope/*"], "--kernels: bench --api --suite times gemmlab.matmul"),
+    (["bench", "--api", "--repeat", "5", "--layout", "row,col"], "--layout, --repeat: bench --api times"),
     (["list", "--kernels", "cuda/*,nope"], "no kernel matches 'nope' (in 'cuda/*,nope')"),
     (["bench", "--json", "/proc/forbidden/x.json"], "--json /proc/forbidden/x.json: cannot write in /proc"),
     (["bench", "--json", "/dev/null/x.json"], "/dev/null is not a directory"),
@@ -320,3 +322,13 @@ def test_the_shipped_tables_are_not_replaced_by_runs_of_some_of_their_precisions
     code, out = _run(["dispatch", flag, *map(str, every)], capsys)
     assert code == 0 and f"wrote {table}" in out, out
     assert held(json.loads(table.read_text())) == held(json.loads(before))
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full, a file every write to fails")
+def test_a_results_file_that_cannot_be_written_after_the_run_is_one_line(capsys):
+    """--json passed the check before the work (appending nothing to /dev/full succeeds), and the write after it
+    fails: the error names the file and why, on one line of stderr, exit 2."""
+    code = main(["bench", "--kernels", "cpu/blas", "--shape", "8", "--json", "/dev/full"])
+    err = capsys.readouterr().err.splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert err[0] == "gemmlab bench: error: /dev/full: could not be written (No space left on device)"

@@ -6,13 +6,12 @@ import json
 import os
 import shlex
 import sys
-import tempfile
 from pathlib import Path
 
 from rich.console import Console
 from rich.text import Text
 
-from gemmlab.cli_parser import build_parser
+from gemmlab.cli_parser import build_parser, output_path
 from gemmlab.console import Fitted
 from gemmlab.errors import GemmlabError, OutputPathError, UnknownKernelError
 
@@ -20,31 +19,14 @@ from gemmlab.errors import GemmlabError, OutputPathError, UnknownKernelError
 console = Console(width=None if Console().is_terminal else 160)
 
 
-def _output(path: str, flag: str, *, folder: bool = False) -> Path:
-    """``path`` checked now as a file (or, with ``folder``, a directory) gemmlab can write when the work is done;
-    nothing is created. Missing parent directories are fine where they can be made."""
-    p = Path(path)
-    if folder and p.exists() and not p.is_dir():
-        raise OutputPathError(f"{flag} {path}: a file is there, not a directory")
-    if not folder and p.is_dir():
-        raise OutputPathError(f"{flag} {path}: is a directory; name a file")
-    base = p if folder else p.parent
-    existing = next(d for d in (base, *base.parents) if d.exists())
-    if not existing.is_dir():
-        raise OutputPathError(f"{flag} {path}: {existing} is not a directory")
-    try:
-        if not folder and p.exists():
-            open(p, "ab").close()  # appending nothing: writable, and the file untouched
-        else:
-            tempfile.TemporaryFile(dir=existing).close()
-    except OSError as exc:
-        raise OutputPathError(f"{flag} {path}: cannot write in {existing} ({exc.strerror or exc})") from None
-    return p
-
-
 def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    """``text`` into ``path`` (checked writable by output_path before the work); a write that fails after it (a full
+    disk, a path removed meanwhile) is an OutputPathError naming the file and why, not an unexpected error."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    except OSError as exc:
+        raise OutputPathError(f"{path}: could not be written ({exc.strerror or exc})") from None
 
 
 def _specs(pattern: str | None):
@@ -89,7 +71,7 @@ def cmd_bench(args) -> int:
         from gemmlab.distributed.bench import main as distributed_main
 
         return distributed_main(args.distributed)
-    json_path = _output(args.json, "--json") if args.json else None
+    json_path = output_path(args.json, "--json") if args.json else None
     if args.api or args.suite:
         return cmd_bench_api(args, json_path)
     from gemmlab import device
@@ -230,7 +212,7 @@ def cmd_verify(args) -> int:
     from gemmlab.console import Steps, verify_table
     from gemmlab.harness.sweep import VerifyOptions, run_verify
 
-    json_path = _output(args.json, "--json") if args.json else None
+    json_path = output_path(args.json, "--json") if args.json else None
     device.probe()  # numba runs on the GPU the probe finds
     device.configure_numba()  # before any kernel module imports numba: it reads the simulator switch once
     opts = VerifyOptions(args.kernels, args.full, args.sample, args.seed, args.sanitize)
@@ -310,7 +292,7 @@ def _roofline_measure(args) -> int:
     from gemmlab.analysis.roofline import ceilings_for, gpu_spec
     from gemmlab.harness.roof_probes import measure_ceilings, stored_ceilings
 
-    json_path = _output(args.json, "--json") if args.json else None
+    json_path = output_path(args.json, "--json") if args.json else None
     info = device.require_gpu("gemmlab roofline --measure")
     measured = measure_ceilings()
     measured["command"] = _command(args)
@@ -357,7 +339,7 @@ def cmd_report(args) -> int:
     if args.summary:
         print(summary(args.results))
         return 0
-    out = _output(args.out, "--out", folder=True)
+    out = output_path(args.out, "--out", folder=True)
     for path in render_report(args.results, out):
         console.print(f"wrote {path}")
     return 0
@@ -367,7 +349,7 @@ def cmd_profile(args) -> int:
     from gemmlab.console import profile_table
     from gemmlab.harness.profile import ProfileOptions, run_profile
 
-    json_path = _output(args.json, "--json") if args.json else None
+    json_path = output_path(args.json, "--json") if args.json else None
     rows, refused = run_profile(ProfileOptions(args.kernel, args.shape, json_path))
     for line in refused:
         console.print(f"not profiled: {line}", style="yellow", markup=False, highlight=False)
@@ -388,7 +370,7 @@ def cmd_timeline(args) -> int:
     from gemmlab.console import timeline_table
     from gemmlab.harness import timeline
 
-    json_path = _output(args.json, "--json") if args.json else None
+    json_path = output_path(args.json, "--json") if args.json else None
     opts = timeline.TimelineOptions(args.kernels, tuple(args.shape or [(4096, 4096, 4096)]), args.launches,
                                     _command(args))
     results = timeline.run_timeline(opts)
@@ -418,7 +400,7 @@ def cmd_accuracy(args) -> int:
     from gemmlab.harness.accuracy import DEFAULT_KS, AccuracyOptions, measure
     from gemmlab.report import accuracy as report
 
-    json_path = _output(args.json, "--json")
+    json_path = output_path(args.json, "--json")
     opts = AccuracyOptions(mn=args.mn, ks=tuple(args.k or DEFAULT_KS), scale_k=args.scale_k, seed=args.seed,
                            **({"distributions": tuple(args.dist)} if args.dist else {}),
                            **({"series": tuple(args.series)} if args.series else {}))
@@ -433,13 +415,13 @@ def cmd_accuracy(args) -> int:
 def cmd_dispatch(args) -> int:
     from gemmlab import dispatch_command
 
-    return dispatch_command.cmd_dispatch(args, console, _output)
+    return dispatch_command.cmd_dispatch(args, console, output_path)
 
 
 def cmd_chapter(args) -> int:
     from gemmlab.chapter import command
 
-    return command.cmd_chapter(args, _output)
+    return command.cmd_chapter(args, output_path)
 
 
 COMMANDS = {"list": cmd_list, "bench": cmd_bench, "verify": cmd_verify, "roofline": cmd_roofline, "report": cmd_report,
@@ -463,10 +445,25 @@ COMPANIONS = (("bench", "precision", "--precision", lambda a: a.api or a.suite, 
                "--build, --write, --split-k or --held-out"))
 
 
+# bench's options for its kernels' runs, which bench --api (--suite) does not read: it times gemmlab.matmul with
+# kernel="auto" against torch, by its own method
+API_IGNORES = (("kernels", "--kernels"), ("variant", "--variant"), ("layout", "--layout"),
+               ("suite_grid", "--suite-grid"), ("blocks", "--blocks"), ("no_peers", "--no-peers"),
+               ("no_ceilings", "--no-ceilings"), ("warm", "--warm"), ("repeat", "--repeat"),
+               ("max_seconds", "--max-seconds"), ("pause", "--pause"), ("gpu", "--gpu"), ("append", "--append"))
+
+
 def _check_companions(args) -> None:
     for command, attr, option, given, needs in COMPANIONS:
         if args.command == command and getattr(args, attr, None) is not None and not given(args):
             raise GemmlabError(f"{option} goes with {needs}, which is not given: alone it would be ignored")
+    if args.command == "bench" and (args.api or args.suite):
+        plain = build_parser().parse_args(["bench"])
+        ignored = [flag for dest, flag in API_IGNORES if getattr(args, dest) != getattr(plain, dest)]
+        if ignored:
+            mode = "--api --suite" if args.suite else "--api"
+            raise GemmlabError(f"{', '.join(ignored)}: bench {mode} times gemmlab.matmul (kernel='auto') against "
+                               "torch by its own method and does not read it; alone it would be ignored")
 
 
 def main(argv=None) -> int:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import math
+import tempfile
+from pathlib import Path
 
-from gemmlab.errors import GemmlabError
+from gemmlab.errors import GemmlabError, OutputPathError
 from gemmlab.problem import PRECISIONS, parse_shape
 
 DESCRIPTION = ("gemmlab command line: list | bench | verify | roofline | report | profile | timeline | accuracy | "
@@ -75,6 +77,28 @@ def _layout(text: str):
         return parse_layout(text)
     except GemmlabError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def output_path(path: str, flag: str, *, folder: bool = False) -> Path:
+    """``path`` checked now as a file (or, with ``folder``, a directory) gemmlab can write when the work is done;
+    nothing is created. Missing parent directories are fine where they can be made."""
+    p = Path(path)
+    if folder and p.exists() and not p.is_dir():
+        raise OutputPathError(f"{flag} {path}: a file is there, not a directory")
+    if not folder and p.is_dir():
+        raise OutputPathError(f"{flag} {path}: is a directory; name a file")
+    base = p if folder else p.parent
+    existing = next(d for d in (base, *base.parents) if d.exists())
+    if not existing.is_dir():
+        raise OutputPathError(f"{flag} {path}: {existing} is not a directory")
+    try:
+        if not folder and p.exists():
+            open(p, "ab").close()  # appending nothing: writable, and the file untouched
+        else:
+            tempfile.TemporaryFile(dir=existing).close()
+    except OSError as exc:
+        raise OutputPathError(f"{flag} {path}: cannot write in {existing} ({exc.strerror or exc})") from None
+    return p
 
 
 def _variant(text: str) -> tuple[str, dict]:

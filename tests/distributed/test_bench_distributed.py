@@ -108,3 +108,22 @@ def test_bench_refuses_a_bad_gpus_in_one_line(gpus, says, capsys):
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and err.count("\n") == 1
     assert err.startswith("gemmlab bench --distributed: error: argument --gpus: ") and says in err
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--timeout", "0"], "--timeout 0: the seconds a rank waits for the others, a finite number above 0"),
+    (["--timeout", "-1"], "--timeout -1: the seconds a rank waits"),
+    (["--timeout", "nan"], "--timeout nan: the seconds a rank waits"),
+    (["--json", "{tmp}"], "--json {tmp}: is a directory; name a file"),
+    (["--json", "{tmp}/afile/x.json"], "--json {tmp}/afile/x.json: {tmp}/afile is not a directory"),
+    (["--figure", "{tmp}"], "--figure {tmp}: is a directory; name a file")])
+def test_options_are_checked_before_any_rank_runs(argv, says, tmp_path):
+    """What c10d would take as a timedelta that never waits (or a C++ error dump), and files that the run could
+    not write once it is done: refused as the options are read."""
+    from gemmlab.distributed.bench import options
+    from gemmlab.errors import GemmlabError
+
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(GemmlabError) as refused:
+        options([a.replace("{tmp}", str(tmp_path)) for a in argv])
+    assert says.replace("{tmp}", str(tmp_path)) in str(refused.value)

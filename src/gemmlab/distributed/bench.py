@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import shlex
 import sys
 from dataclasses import asdict, dataclass
@@ -32,7 +33,7 @@ from typing import Callable
 import torch
 import torch.distributed as dist
 
-from gemmlab.cli_parser import _Parser
+from gemmlab.cli_parser import _Parser, output_path
 from gemmlab.distributed import peers, runtime
 from gemmlab.distributed.all_gather import AllGatherMatmul, all_gather_matmul
 from gemmlab.distributed.collective import FACT_COUNT, check, exchange, gather_rows, local_matmul, output_dtype
@@ -173,6 +174,12 @@ def options(argv: list[str]) -> Options:
             raise GemmlabError(f"{name} {','.join(given)}: choose from {', '.join(known)}")
     if args.repeat < 1 or args.warmup < 0 or (args.chunks is not None and args.chunks < 1):
         raise GemmlabError("--repeat and --chunks must be at least 1 and --warmup at least 0")
+    if not math.isfinite(args.timeout) or args.timeout <= 0:  # c10d takes it as a timedelta: 0 or less never waits
+        raise GemmlabError(f"--timeout {args.timeout:g}: the seconds a rank waits for the others, a finite number "
+                           "above 0")
+    for flag, path in (("--json", args.json), ("--figure", args.figure)):
+        if path is not None:  # checked before the run, as the other commands' files are
+            output_path(path, flag)
     return Options(ops=ops, shape=parse_shape(args.shape or defaults["shape"]),
                    strong_shape=parse_shape(args.strong_shape or defaults["strong_shape"]), scalings=scalings,
                    gpus=args.gpus, precision=args.precision or defaults["precision"], kernel=args.kernel,
