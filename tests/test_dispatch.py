@@ -454,3 +454,55 @@ def test_only_the_gemv_levels_hold_their_builds_apart():
     assert not gemv2.same_build(Problem(16, 4096, 4096, "fp8"), Problem(17, 4096, 4096, "fp8"))
     tiled = get_kernel("cuda/tc10_split_k_bf16")  # its tiles and splits are the model's own terms
     assert tiled.same_build(Problem(16, 4096, 4096, "bf16"), Problem(4096, 1024, 8192, "bf16"))
+
+
+def test_a_measurement_is_modeled_on_the_tile_height_it_ran():
+    """tc8's block-scaled specs pick 128 or 192 rows per problem (short_tile); the shipped table's rows name the
+    height each was measured on (all 192: measured before the choice). A prediction between measured shapes scales
+    the measurement by the model of that build there, not of what the spec would pick there now: at 768×4096×4096
+    the cluster build runs 192 rows, and its neighbours 512 and 1024 (where it would now run 128) keep their
+    192-row models, so the prediction is what it was with one height."""
+    name = "cuda/tc8_cluster_fp8_block"
+    spec, w_t = get_kernel(name), Layout(b=COL)
+    table = json.loads(dispatch.SHIPPED.read_text())
+    rows = table["NVIDIA H200"]["fp8_block"]
+    assert all(r.get("BM") == 192 for label in rows for r in rows[label] if r["kernel"] == name)
+    problem = Problem(768, 4096, 4096, "fp8_block")
+    assert spec.for_problem(problem).params["BM"] == 192
+    assert spec.for_problem(Problem(512, 4096, 4096, "fp8_block")).params["BM"] == 128
+
+    def predicted(table):
+        ranked = dispatch.rank(problem, w_t, H200, table=table)
+        return next(c for c in ranked if c.spec.name == name)
+
+    unnamed = json.loads(json.dumps(table))  # the same rows without their heights: modeled as the spec picks now
+    for label in unnamed["NVIDIA H200"]["fp8_block"]:
+        for r in unnamed["NVIDIA H200"]["fp8_block"][label]:
+            r.pop("BM", None)
+    named, now = predicted(table), predicted(unnamed)
+    ratios = {b[0]: b[2] for b in named.basis}
+    assert ratios != {b[0]: b[2] for b in now.basis}
+    from gemmlab.analysis.scaling import estimate
+
+    tall = dataclasses.replace(spec, short_tile=None)
+    roofs = dispatch._roofs("NVIDIA H200", 132)
+    for label, ratio in ratios.items():
+        there = Problem(*(int(x) for x in label.split("x")), "fp8_block")
+        want = estimate(tall, problem, roofs, w_t, ()).ms / estimate(tall, there, roofs, w_t, ()).ms
+        assert ratio == pytest.approx(want)
+
+
+def test_a_table_row_names_the_height_of_a_kernel_that_picks_one():
+    base = {"precision": "fp8_block", "m": 256, "n": 14336, "k": 4096, "verified": True, "median_ms": 0.04}
+    made = dispatch.table_from_results({"env": {"gpu": {"name": "NVIDIA H200"}}, "records": [
+        {**base, "kernel": "cuda/tc8_block_scaled_fp8", "params": {"BM": 128}},
+        {**base, "kernel": "gluon/tc8_block_scaled_fp8"},  # no params recorded: its registered height
+        {**base, "kernel": "cuda/tc10_split_k_fp8_block", "params": {"BM": 128}}]})
+    rows = {r["kernel"]: r for r in made["NVIDIA H200"]["fp8_block"]["256x14336x4096"]}
+    assert rows["cuda/tc8_block_scaled_fp8"]["BM"] == 128 and rows["gluon/tc8_block_scaled_fp8"]["BM"] == 192
+    assert "BM" not in rows["cuda/tc10_split_k_fp8_block"]
+    spec = get_kernel("cuda/tc8_block_scaled_fp8")
+    assert dispatch._measured_build(spec, rows["cuda/tc8_block_scaled_fp8"]).params["BM"] == 128
+    assert dispatch._measured_build(spec, {"BM": 192}).for_problem(Problem(256, 14336, 4096, "fp8_block")) \
+        .params["BM"] == 192
+    assert dispatch._measured_build(spec, {}) is spec

@@ -124,8 +124,9 @@ def per_call_ms(row: dict, typical_host_us: float = 0.0) -> float:
 
 
 def table_from_results(results: dict) -> dict:
-    """{gpu: {precision: {"MxNxK": [{"kernel", "ms"[, "host_us"][, "layout", "copies"]}, ...fastest per call
-    first]}}} from a results JSON's verified records of gemmlab's registered GPU kernels (not bench --variant's). A
+    """{gpu: {precision: {"MxNxK": [{"kernel", "ms"[, "host_us"][, "layout", "copies"][, "BM"]}, ...fastest per
+    call first]}}} from a results JSON's verified records of gemmlab's registered GPU kernels (not bench --variant's;
+    "BM": the tile height of a kernel that picks one per problem, _tile_rows). A
     record timed in a layout of its own (bench --layout) keeps it, and the copies its time includes; a kernel has a
     row per layout it was timed in. A kernel that failed verification at a shape gets a row {"kernel", "failed":
     true} there, last: it replaces that kernel's earlier measurement when tables merge, and ``choose`` never runs
@@ -146,7 +147,7 @@ def table_from_results(results: dict) -> dict:
         if failed:
             rows.append({"kernel": r["kernel"], "failed": True, **layout})
             continue
-        row = {"kernel": r["kernel"], "ms": r["median_ms"], **layout}
+        row = {"kernel": r["kernel"], "ms": r["median_ms"], **layout, **_tile_rows(r)}
         if r.get("copies"):
             row["copies"] = list(r["copies"])
         if r.get("call_host_us"):
@@ -156,6 +157,31 @@ def table_from_results(results: dict) -> dict:
         for label, rows in shapes.items():
             shapes[label] = _ranked(rows, precision, label)
     return table
+
+
+def _tile_rows(record: dict) -> dict:
+    """{"BM": rows} for a record of a kernel that picks its tile height per problem (short_tile): the height it
+    was measured on, which rank models that measurement at (the table's older rows were measured before the kernel
+    picked one, on its registered height). {} for the other kernels."""
+    from gemmlab.errors import GemmlabError
+    from gemmlab.kernels.registry import get_kernel
+
+    try:
+        spec = get_kernel(record["kernel"])
+    except GemmlabError:
+        return {}
+    if getattr(spec, "short_tile", None) is None:
+        return {}
+    return {"BM": (record.get("params") or spec.params)["BM"]}
+
+
+def _measured_build(spec, row: dict):
+    """The build a table row was measured on: where the row names its tile height (_tile_rows), the spec pinned
+    to it; else the spec, whose for_problem picks what runs at the measured shape."""
+    bm = row.get("BM")
+    if bm is None or getattr(spec, "short_tile", None) is None:
+        return spec
+    return spec.short() if bm == spec.short_tile["BM"] else dataclasses.replace(spec, short_tile=None)
 
 
 def _key(row: dict) -> tuple[str, str]:
@@ -409,10 +435,15 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
         for name, row in rows.items():
             if name not in kernels:
                 continue
-            spec, _, _, here = kernels[name]
+            spec, copies, _, here = kernels[name]
+            built = _measured_build(spec, row)
             try:
-                model = estimate(spec, _point_problem(point, problem), roofs, row_layout(row, problem.precision),
+                model = estimate(built, _point_problem(point, problem), roofs, row_layout(row, problem.precision),
                                  tuple(row.get("copies", ())))
+                if not point.distance and built is not spec and here is not None:
+                    # at a measured shape, the measurement of the build it ran, scaled for the caller's layout and
+                    # copies alone, whatever build the kernel would pick there now
+                    here = estimate(built, asked, roofs, layout, copies or ())
             except (GemmlabError, KeyError):
                 model = None
             ratio = here.ms / model.ms if here is not None and model is not None else 1.0

@@ -37,7 +37,7 @@ def test_a_variant_is_the_registered_kernel_with_its_changes():
 
 @pytest.mark.parametrize("name,changes,error,words", [
     (TC8, {"FOO": 1}, InvalidConfigError, "has no parameter FOO; its parameters: BM=192"),
-    (TC8, {"BM": 192}, InvalidConfigError, "BM=192 is what it has registered"),
+    (TC8, {"STAGES": 4}, InvalidConfigError, "STAGES=4 is what it has registered"),
     (TC8, {"BN": 256}, InvalidConfigError, "shared memory"),  # the kernel's own constraints
     (TC8, {"CONSUMER_REGS": 232}, InvalidConfigError, "setmaxnreg"),
     ("peers/cublas_fp32", {"X": 1}, InvalidConfigError, "takes the wgmma levels"),

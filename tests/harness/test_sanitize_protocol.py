@@ -47,10 +47,15 @@ def tc8_builds():
 def test_the_state_accesses_found_in_each_build_are_the_pcs_racecheck_reports(name, log):
     spec, text = get_kernel(name), _log(log)
     builds = probe.level_state_accesses(spec)
-    assert len(builds) == len(spec.configurations())  # BF16 and FP32 C
-    for b in builds:  # the worker loop's one load, the default partition's start and exit stores (tc8: STS.64, STS)
-        assert len(b.loads) == 1 and len(b.starts) == len(b.exits) == (2 if name == TC8 else 1)
+    configurations = spec.configurations()
+    assert len(builds) == len(configurations)  # BF16 and FP32 C (tc8: on each tile height)
+    for b, c in zip(builds, configurations):
+        # the worker loop's one load, the default partition's start and exit stores (tc8's 192 rows, three
+        # consumer partitions: STS.64, STS)
+        assert len(b.loads) == 1 and len(b.starts) == len(b.exits) == (2 if c.params["BM"] == 192 else 1)
         assert max(b.starts) < min(b.exits)
+    # the log is of the 192-row builds (the first two), recorded before tc8 took 128-row tiles
+    assert [c.params["BM"] for c in configurations[:2]] == [spec.params["BM"]] * 2
     bf16 = builds[0]
     assert spec.configurations()[0].params["OUT_BF16"] == 1
     assert _pcs(text, spec.entry, "Read") == bf16.loads

@@ -244,8 +244,8 @@ MAX_WALK_TILES = 2**20
 
 def runs_for(spec, problem: Problem, params: dict | None = None, sm_count: int = SM_COUNT):
     """The spec that runs ``problem`` on ``sm_count`` SMs: ``spec.for_problem``, or, for a record that names the
-    parameters it ran with (a tuned level's tile; a wgmma level's build from before a choice changed, such as tc4
-    FP8's clusters at short K), the spec of exactly those."""
+    parameters it ran with (a tuned level's tile; a wgmma or Gluon level's build from before a choice changed, such
+    as tc4 FP8's clusters at short K or tc8's tile height), the spec of exactly those."""
     import dataclasses
 
     from gemmlab.kernels.cuda.tc.model.kernel import WgmmaKernel
@@ -256,7 +256,9 @@ def runs_for(spec, problem: Problem, params: dict | None = None, sm_count: int =
     if getattr(spec, "make", None):
         return spec.make(spec.name, spec.level, spec.title, dict(params), spec.doc)
     if isinstance(runs, WgmmaKernel):
-        return dataclasses.replace(runs, params=dict(params), whole_tiles=None)
+        return dataclasses.replace(runs, params=dict(params), whole_tiles=None, short_tile=None)
+    if getattr(spec, "short_tile", None) is not None:  # a Gluon level's tile height, the record's
+        return dataclasses.replace(runs, params=dict(params), short_tile=None)
     return runs
 
 

@@ -105,12 +105,17 @@ def variant(name: str, changes: dict) -> KernelSpec:
         raise InvalidConfigError(f"{name}: {', '.join(formats)} choose operand formats or C's type, which a call's "
                                  "dtypes pick (gemmlab.matmul), not a variant timed on the registered ones")
     changed = {k: v for k, v in changes.items() if v != base.params.get(k, 0)}  # an unregistered one defaults to 0
+    # a level that picks its tile height per problem (short_tile): a variant is pinned to the parameters it names,
+    # so naming the registered BM alone times the registered height everywhere
+    pinned = {"short_tile": None} if getattr(base, "short_tile", None) else {}
+    if not changed and pinned and "BM" in changes:
+        changed = {"BM": changes["BM"]}
     if not changed:
         raise InvalidConfigError(f"{name}: {', '.join(f'{k}={v}' for k, v in changes.items())} is what it has "
                                  "registered; a variant changes at least one parameter")
     label = ",".join(f"{k}={v}" for k, v in changed.items())
     spec = base.with_params(changed, name=f"{name}[{label}]", variant_of=name,
-                            not_auto=f"a parameter variant of {name}, run only by gemmlab bench --variant")
+                            not_auto=f"a parameter variant of {name}, run only by gemmlab bench --variant", **pinned)
     if isinstance(spec, WgmmaKernel) and spec.whole_tiles:
         spec.without_stream_k()  # its constraints, checked now rather than at the first shape it runs unsplit
     return spec

@@ -78,3 +78,40 @@ def test_only_the_block_scaled_specs_have_a_short_tile():
     assert get_kernel("cuda/tc6_stream_k_fp8_block").short_tile is None
     for name in SPECS:
         assert get_kernel(name).short_tile == {"BM": 128, "CONSUMER_REGS": 232, "PRODUCER_REGS": 40}
+
+
+@pytest.mark.parametrize("name", SPECS)
+def test_a_variant_is_pinned_to_the_parameters_it_names(name):
+    """bench --variant of a spec that picks its height: the variant runs what it names everywhere (naming the
+    registered BM alone pins the 192-row tile, what SHORT_COST would be fitted against again)."""
+    from gemmlab.harness.bench import variant
+
+    mid = Problem(256, 14336, 4096, "fp8_block")
+    tall = variant(name, {"BM": 192})
+    assert tall.name == f"{name}[BM=192]" and tall.for_problem(mid).params["BM"] == 192
+    regs = variant(name, {"PRODUCER_REGS": 24}).for_problem(mid).params
+    assert (regs["BM"], regs["PRODUCER_REGS"]) == (192, 24)
+    assert variant(name, {"BM": 128}).for_problem(Problem(4096, 4096, 4096, "fp8_block")).params["BM"] == 128
+
+
+@pytest.mark.parametrize("name", SPECS)
+def test_a_record_is_remodeled_on_the_height_it_ran(name):
+    """roofline.runs_for: a record of the 192-row build at a shape where the spec now picks 128 rows keeps its own
+    tile (B read once per 192 rows), the CUDA and the Gluon specs alike."""
+    from gemmlab.analysis.roofline import runs_for
+
+    spec, mid = get_kernel(name), Problem(1024, 4096, 4096, "fp8_block")
+    tall = dict(spec.params)
+    runs = runs_for(spec, mid, tall)
+    assert runs.params["BM"] == 192 and runs.for_problem(mid).params["BM"] == 192
+    assert runs.traffic(mid).global_read < spec.traffic(mid).global_read
+
+
+def test_gluons_short_build_keeps_its_ring_through_a_change_of_c():
+    """out_params set each C type's ring for the 192-row tile; the short build scales them too, so changing C's
+    type on it and back leaves its 5 stages."""
+    spec = get_kernel("gluon/tc8_block_scaled_fp8")
+    dtype = spec.prec.input_dtype
+    short = spec.short()
+    assert short.for_formats(dtype, dtype, "float32").for_formats(dtype, dtype, "bfloat16").params == short.params
+    assert short.for_formats(dtype, dtype, "float32").params["STAGES"] == 3

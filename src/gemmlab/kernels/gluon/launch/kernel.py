@@ -235,7 +235,8 @@ class GluonKernel(KernelSpec):
 
     def for_problem(self, problem: Problem, sm_count: int = SM_COUNT) -> "GluonKernel":
         """The build that runs ``problem``: with NARROW_BN, tiles that wide where they fill the last wave better, by
-        cuda/tc4's rule (narrow_pays: one CTA per SM here, no clusters); else this one."""
+        cuda/tc4's rule (narrow_pays: one CTA per SM here, no clusters); with ``short_tile``, its rows where they
+        finish the problem sooner, by cuda/tc8's (short_pays); else this one."""
         from gemmlab.kernels.cuda.tc.model.tiles import narrow_pays, short_pays
 
         if self.params.get("NARROW_BN", 0) and narrow_pays(problem.m, problem.n, self.params, sm_count):
@@ -245,11 +246,15 @@ class GluonKernel(KernelSpec):
         return self
 
     def short(self) -> "GluonKernel":
-        """The build on ``short_tile``'s rows, its ring the taller tile's bytes (pinned: no other tile per problem)."""
+        """The build on ``short_tile``'s rows, its ring the taller tile's bytes, each C type's too (pinned: no other
+        tile per problem)."""
         from gemmlab.kernels.cuda.tc.model.tiles import with_tile_rows
 
-        return dataclasses.replace(self, params=with_tile_rows(self.params, self.short_tile["BM"], **self.short_tile),
-                                   short_tile=None)
+        bm = self.short_tile["BM"]
+        outs = {out: {**given, "STAGES": with_tile_rows({**self.params, **given}, bm)["STAGES"]} if "STAGES" in given
+                else dict(given) for out, given in self.out_params.items()}
+        return dataclasses.replace(self, params=with_tile_rows(self.params, bm, **self.short_tile), short_tile=None,
+                                   out_params=outs)
 
     # ---- validity -------------------------------------------------------------------------------------------------
     def is_valid(self, problem: Problem) -> Refusal | None:

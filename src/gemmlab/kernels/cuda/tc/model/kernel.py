@@ -354,7 +354,8 @@ class WgmmaKernel(CudaKernel):
         STREAM_K, the base level where no tile is split; a batch, the BATCHED build of what runs its flattened
         problem, with ``short_batch``'s parameters where its products are short (_short_batch); with SHORT_K,
         clusters off where K is short (_short_k); exchanging, the configuration that runs the transposed problem,
-        exchanging; else this one."""
+        exchanging; with ``short_tile``, its rows where they finish the problem sooner (short_pays); else this
+        one."""
         import dataclasses
 
         if self.exchanges:  # the kernel's configuration for the transposed problem, exchanging again

@@ -48,7 +48,8 @@ def narrow_pays(m: int, n: int, p: dict, sm_count: int = 132) -> bool:
 # A short tile's (a level's ``short_tile``: tc8's 128 rows) time per row of C against its level's taller one (tc8's
 # 192): two consumer warpgroups in place of three to cover each k-tile's promotion with another's wgmma, and more
 # shared-memory bytes a clock (tc8.md's table: 160 against 149). Fitted on the H100 at the suite's block-scaled rows
-# of M = 256-4096 (results/h100/tc8_short_tile_fp8_block.json): 1.2-1.3 where both run the same waves.
+# of M = 256-2048 and the squares 1024-4096 (results/h100/tc8_short_tile*.json): 1.2-1.35 where both run the same
+# waves.
 SHORT_COST = 1.25
 
 
