@@ -125,6 +125,8 @@ def test_a_host_blas_out_of_memory_is_a_size_limit(monkeypatch):
     from gemmlab.kernels.cpu import blas
 
     class NoMemory:
+        errstate = staticmethod(np.errstate)
+
         def matmul(self, *args, **kwargs):
             raise MemoryError
 

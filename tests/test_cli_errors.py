@@ -89,7 +89,7 @@ CASES = [
      "A_IN_REGS=2: 0"),
     (["bench", "--variant", "cuda/tc10_split_k_tf32:TF32_ROUND=2"], "TMA_ROUND=1: 0, or 1 for a TF32 build whose"),
     (["bench", "--variant", "cuda/tc8_block_scaled_fp8:BN=256"], "192x256 tiles need 288960 bytes of shared memory"),
-    (["bench", "--variant", "cuda/tc8_block_scaled_fp8:BM=192"], "BM=192 is what it has registered"),
+    (["bench", "--variant", "cuda/tc8_block_scaled_fp8:STAGES=4"], "STAGES=4 is what it has registered"),
     (["bench", "--variant", "cuda/nope:BM=1"], "no kernel named 'cuda/nope'"),
     (["bench", "--frobnicate"], "unrecognized arguments: --frobnicate"),
     (["frobnicate"], "invalid choice: 'frobnicate'"),
