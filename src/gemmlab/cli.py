@@ -415,13 +415,13 @@ def cmd_accuracy(args) -> int:
 def cmd_dispatch(args) -> int:
     from gemmlab import dispatch_command
 
-    return dispatch_command.cmd_dispatch(args, console, output_path)
+    return dispatch_command.cmd_dispatch(args, console)
 
 
 def cmd_chapter(args) -> int:
     from gemmlab.chapter import command
 
-    return command.cmd_chapter(args, output_path)
+    return command.cmd_chapter(args)
 
 
 COMMANDS = {"list": cmd_list, "bench": cmd_bench, "verify": cmd_verify, "roofline": cmd_roofline, "report": cmd_report,

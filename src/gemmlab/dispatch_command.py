@@ -1,15 +1,16 @@
 """``gemmlab dispatch``: what kernel='auto' runs for a shape, precision and layout, the candidates ranked beside it;
 with --build or --write, the dispatch table made from bench results instead, with --split-k tc10's table of
-measured tiles and splits, and with --held-out the table's own check of kernel='auto' between its shapes. ``console`` and ``output`` (the
-checked output path) are the command line's (gemmlab.cli)."""
+measured tiles and splits, and with --held-out the table's own check of kernel='auto' between its shapes.
+``console`` is the command line's (gemmlab.cli)."""
 from __future__ import annotations
 
 from pathlib import Path
 
+from gemmlab.cli_parser import output_path
 from gemmlab.errors import GemmlabError, OutputPathError
 
 
-def cmd_dispatch(args, console, output) -> int:
+def cmd_dispatch(args, console) -> int:
     """What kernel='auto' runs for a shape, precision and layout on this GPU (or the H200's table without one): the
     kernel, why, its predicted time and the other candidates' (or, with --build and --write, the table itself)."""
     from gemmlab import dispatch
@@ -18,11 +19,11 @@ def cmd_dispatch(args, console, output) -> int:
     from gemmlab.problem import PRECISIONS, Problem, require_fits
 
     if args.build or args.write:
-        return _write_table(args.build or args.write, args.out, console, output, replace=bool(args.build))
+        return _write_table(args.build or args.write, args.out, console, replace=bool(args.build))
     if args.split_k:
-        return _write_split_k(args.split_k, args.out, console, output)
+        return _write_split_k(args.split_k, args.out, console)
     if args.held_out:
-        return _held_out(args.precision, args.out, console, output)
+        return _held_out(args.precision, args.out, console)
     info = gpu()
     here = info is not None
     info = info or dispatch.shipped_gpu()
@@ -63,13 +64,13 @@ def cmd_dispatch(args, console, output) -> int:
     return 0
 
 
-def _write_table(paths, out, console, output, *, replace: bool) -> int:
+def _write_table(paths, out, console, *, replace: bool) -> int:
     """--build (``replace``: the table of these results alone, the shipped one by default) or --write (these
     results over this machine's table, or the table at --out)."""
     from gemmlab import dispatch
     from gemmlab.results import load_results
 
-    checked = output(out, "--out") if out else None  # before any file is read
+    checked = output_path(out, "--out") if out else None  # before any file is read
     runs = [load_results(Path(p)) for p in paths]
     table = dispatch.table_from_runs(runs)
     if not any("ms" in row for precs in table.values() for shapes in precs.values() for rows in shapes.values()
@@ -142,7 +143,7 @@ def split_k_rows(results: dict) -> list[tuple]:
     return rows
 
 
-def _write_split_k(paths, out, console, output) -> int:
+def _write_split_k(paths, out, console) -> int:
     """--split-k: tc10's measured choices (split_k.measured_table) from bench runs of its builds on one GPU, written
     to the table shipped with gemmlab (the H200's: runs on an H200 only) or to --out."""
     import json
@@ -151,7 +152,7 @@ def _write_split_k(paths, out, console, output) -> int:
     from gemmlab.kernels.cuda.tc.model import split_k
     from gemmlab.results import load_results
 
-    checked = output(out, "--out") if out else None  # before any file is read
+    checked = output_path(out, "--out") if out else None  # before any file is read
     runs = {p: load_results(Path(p)) for p in paths}
     unnamed = [p for p, r in runs.items() if not ((r.get("env") or {}).get("gpu") or {}).get("name")]
     if unnamed:
@@ -190,7 +191,7 @@ def _write_split_k(paths, out, console, output) -> int:
 HELD_OUT_WORST = 8  # the picks listed under the summary, by regret
 
 
-def _held_out(precisions, out, console, output) -> int:
+def _held_out(precisions, out, console) -> int:
     """--held-out: kernel='auto' on each shape of this GPU's table (the H200's without a GPU, or on a GPU of its chip
     without a table of its own, whose rows auto reads there) from the other shapes alone, scored against the table's
     measurements there (gemmlab.dispatch_held_out); --out: the records."""
@@ -203,7 +204,7 @@ def _held_out(precisions, out, console, output) -> int:
     from gemmlab.dispatch_held_out import held_out, markdown, summary
     from gemmlab.provenance import git_sha
 
-    target = output(out, "--out") if out else None  # checked before anything is computed or printed
+    target = output_path(out, "--out") if out else None  # checked before anything is computed or printed
     info = gpu() or dispatch.shipped_gpu()
     table = dispatch.load_table()
     near = dispatch.sibling(info, table)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from gemmlab.cli_parser import output_path
 from gemmlab.errors import ResultsFileError
 
 DEFAULT_JSON = "results/h200/chapter.json"
@@ -116,7 +117,7 @@ def _check_cpu_shapes(shapes) -> None:
                     "claims need V0 and the host BLAS there")
 
 
-def cmd_chapter(args, output) -> int:
+def cmd_chapter(args) -> int:
     from rich.console import Console
 
     from gemmlab.chapter import ChapterOptions, counts, run
@@ -124,8 +125,8 @@ def cmd_chapter(args, output) -> int:
     from gemmlab.chapter.text import VERDICTS
 
     console = Console(width=None if Console().is_terminal else 200)
-    json_path = output(args.json, "--json") if args.json else None
-    docs = output(args.docs, "--docs", folder=True) if args.docs else None
+    json_path = output_path(args.json, "--json") if args.json else None
+    docs = output_path(args.docs, "--docs", folder=True) if args.docs else None
     if args.source:
         from gemmlab.chapter import claims_table, facts_of
 
