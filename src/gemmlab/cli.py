@@ -451,6 +451,28 @@ API_IGNORES = (("kernels", "--kernels"), ("variant", "--variant"), ("layout", "-
                ("suite_grid", "--suite-grid"), ("blocks", "--blocks"), ("no_peers", "--no-peers"),
                ("no_ceilings", "--no-ceilings"), ("warm", "--warm"), ("repeat", "--repeat"),
                ("max_seconds", "--max-seconds"), ("pause", "--pause"), ("gpu", "--gpu"), ("append", "--append"))
+_ROOFLINE_MODELS = (("shape", "--shape"), ("kernels", "--kernels"), ("gpu", "--gpu"))
+_DISPATCH_PROBLEM = (("shape", "--shape"), ("layout", "--layout"), ("b_transposed", "--b-transposed"))
+# (command, its mode's option (attribute, flag), what the mode does, the options it does not read): the first mode
+# given runs (cmd_roofline's and cmd_dispatch's order), so the options only another mode reads are refused with it
+MODE_IGNORES = (
+    ("roofline", ("measure", "--measure"), "measures this GPU's roofs",
+     _ROOFLINE_MODELS + (("ceilings", "--ceilings"), ("remodel", "--remodel"), ("check", "--check"))),
+    ("roofline", ("remodel", "--remodel"), "rewrites the models of saved records", _ROOFLINE_MODELS +
+     (("check", "--check"),)),
+    ("roofline", ("check", "--check"), "checks saved records against their own models",
+     _ROOFLINE_MODELS + (("ceilings", "--ceilings"),)),
+    ("dispatch", ("build", "--build"), "writes a table", _DISPATCH_PROBLEM + (("precision", "--precision"),)),
+    ("dispatch", ("write", "--write"), "writes a table", _DISPATCH_PROBLEM + (("precision", "--precision"),)),
+    ("dispatch", ("split_k", "--split-k"), "writes tc10's table", _DISPATCH_PROBLEM + (("precision", "--precision"),)),
+    ("dispatch", ("held_out", "--held-out"), "checks every shape of the table", _DISPATCH_PROBLEM),
+)
+
+
+def _ignored(args, options) -> list[str]:
+    """The flags among ``options`` ((attribute, flag), ...) given away from their defaults."""
+    plain = build_parser().parse_args([args.command])
+    return [flag for dest, flag in options if getattr(args, dest) != getattr(plain, dest)]
 
 
 def _check_companions(args) -> None:
@@ -458,12 +480,18 @@ def _check_companions(args) -> None:
         if args.command == command and getattr(args, attr, None) is not None and not given(args):
             raise GemmlabError(f"{option} goes with {needs}, which is not given: alone it would be ignored")
     if args.command == "bench" and (args.api or args.suite):
-        plain = build_parser().parse_args(["bench"])
-        ignored = [flag for dest, flag in API_IGNORES if getattr(args, dest) != getattr(plain, dest)]
+        ignored = _ignored(args, API_IGNORES)
         if ignored:
             mode = "--api --suite" if args.suite else "--api"
             raise GemmlabError(f"{', '.join(ignored)}: bench {mode} times gemmlab.matmul (kernel='auto') against "
                                "torch by its own method and does not read it; alone it would be ignored")
+    mode = next((m for m in MODE_IGNORES if m[0] == args.command and getattr(args, m[1][0])), None)
+    if mode is not None:
+        ignored = _ignored(args, mode[3])
+        if ignored:
+            raise GemmlabError(f"{', '.join(ignored)}: {args.command} {mode[1][1]} {mode[2]} and does not read "
+                               f"{'it' if len(ignored) == 1 else 'them'}: given, {'it' if len(ignored) == 1 else 'they'} would be "
+                               "ignored")
 
 
 def main(argv=None) -> int:
