@@ -36,8 +36,9 @@ CANDIDATES = {
             "cuda/tc10_split_k_bf16",
     "fp8": "cuda/gemv1_warp_dot_fp8,cuda/gemv2_mma_swap_fp8,cuda/tc4_persistent_fp8,cuda/tc8_promoted_fp8,"
            "cuda/tc9_narrow_swap_fp8,cuda/tc10_split_k_fp8,gluon/tc4_persistent_fp8",
-    "fp8_block": "cuda/gemv1_warp_dot_fp8_block,cuda/tc8_block_scaled_fp8,cuda/tc8_cluster_fp8_block,"
-                 "cuda/tc6_stream_k_fp8_block,cuda/tc10_split_k_fp8_block,gluon/tc8_block_scaled_fp8",
+    "fp8_block": "cuda/gemv1_warp_dot_fp8_block,cuda/gemv2_mma_swap_fp8_block,cuda/tc8_block_scaled_fp8,"
+                 "cuda/tc8_cluster_fp8_block,cuda/tc6_stream_k_fp8_block,cuda/tc10_split_k_fp8_block,"
+                 "gluon/tc8_block_scaled_fp8",
 }
 HOPELESS = 3.0  # predicted GPU time, against the fastest candidate's prediction at the shape
 SECONDS_PER_RUN = 0.35  # an estimate: the warm-up alone takes 0.1 s, verification and the host-time calls the rest

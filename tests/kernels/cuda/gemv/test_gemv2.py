@@ -18,7 +18,7 @@ def spec(precision):
     return get_kernel(f"cuda/gemv2_mma_swap_{precision}")
 
 
-@pytest.mark.parametrize("precision", ["bf16", "fp8"])
+@pytest.mark.parametrize("precision", ["bf16", "fp8", "fp8_block"])
 def test_every_build_compiles_to_mma_without_local_memory(precision, tmp_path):
     for build in spec(precision).configurations():
         compiled = build.compile("sm_90a")
@@ -30,10 +30,12 @@ def test_every_build_compiles_to_mma_without_local_memory(precision, tmp_path):
             # block's ROWS; sm_90 runs FP8's m16n8k32 as its operands converted to FP16 (F2FP, exact for E4M3 and
             # E5M2) and two m16n8k16 HMMAs
             p = build.params
-            per_mma = 2 if precision == "fp8" else 1
-            assert sum(op.startswith("HMMA") for op in ops) == \
-                per_mma * 2 * p["UNROLL"] * p["MAX_M"] // 8 * p["ROWS"] // 16
-            assert (precision == "fp8") == any(op.startswith("F2FP.F16.E") for op in ops)
+            per_mma = 1 if precision == "bf16" else 2
+            instructions = 2 * p["UNROLL"] * p["MAX_M"] // 8 * p["ROWS"] // 16
+            assert sum(op.startswith("HMMA") for op in ops) == per_mma * instructions
+            assert (precision != "bf16") == any(op.startswith("F2FP.F16.E") for op in ops)
+            if precision == "fp8_block":  # each k-block's pair of instructions added into the sums: four FFMA
+                assert sum(op.startswith("FFMA") for op in ops) >= 4 * instructions // 2
 
 
 @pytest.mark.parametrize("a, b", [("e4m3", "e5m2"), ("e5m2", "e4m3"), ("e5m2", "e5m2")])

@@ -14,11 +14,13 @@
 // instructions, so more rows a block cut those reads by as much, at the price of fewer blocks. Predicted faster at
 // M = 32; measured slower, and behind tc10 where not (docs/gemv.md).
 // IN_BF16 / IN_FP8 select the operand type (FP8: A_E5M2 and B_E5M2 pick the formats; SCALED=1, one FP32 scale per
-// operand); OUT_BF16 writes BF16 C. EPI=1 (epilogue.cuh): each sum becomes the fused epilogue's value before its
+// operand; SCALED=2, DeepGEMM's blocks, laid out as gemv1 reads them: each k-block's two k-steps run from zero and
+// are added into the FP32 sums times their rows' scales, since a k-block of 64 lies inside one 128 of K and a
+// block's ROWS rows of B inside one 128 of N); OUT_BF16 writes BF16 C. EPI=1 (epilogue.cuh): each sum becomes the fused epilogue's value before its
 // store.
 #include "epilogue.cuh"
 #include "gemv_operands.cuh"
-static_assert(!IN_FP32 && SCALED != 2, "BF16, or FP8 with one scale per operand");
+static_assert(!IN_FP32, "BF16 or FP8");
 #ifndef MAX_M
 #define MAX_M 8
 #endif
@@ -59,19 +61,35 @@ constexpr int NB = ROWS / 16;  // the instruction's 16-row operands per block: b
 #define MMA_TYPES "m16n8k32.row.col.f32." B_TYPE "." A_TYPE ".f32"
 #endif
 
-// d += B-fragment (16 rows of B) x A-fragment (8 rows of A), one k-step.
+// d += B-fragment (16 rows of B) x A-fragment (8 rows of A), one k-step; mma_zero: d = the product alone.
 __device__ __forceinline__ void mma(float (&d)[4], u32 b0, u32 b1, u32 b2, u32 b3, u32 a0, u32 a1) {
   asm volatile("mma.sync.aligned." MMA_TYPES " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                : "r"(b0), "r"(b1), "r"(b2), "r"(b3), "r"(a0), "r"(a1));
 }
+__device__ __forceinline__ void mma_zero(float (&d)[4], u32 b0, u32 b1, u32 b2, u32 b3, u32 a0, u32 a1) {
+  asm volatile("mma.sync.aligned." MMA_TYPES " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%10,%10,%10};"
+               : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+               : "r"(b0), "r"(b1), "r"(b2), "r"(b3), "r"(a0), "r"(a1), "f"(0.0f));
+}
 
-extern "C" __global__ void __launch_bounds__(WARPS * 32)
+#if SCALED == 2
+// one block an SM is enough: ptxas would otherwise hold the 32-row build for few blocks at 128 registers and spill
+#define BOUNDS __launch_bounds__(WARPS * 32, 1)
+#else
+#define BOUNDS __launch_bounds__(WARPS * 32)
+#endif
+extern "C" __global__ void BOUNDS
 gemv2_mma_swap(OutT *__restrict__ C, const InT *__restrict__ A, const InT *__restrict__ B, int M, int N, int K,
                int aligned, const float *__restrict__ scale_a, const float *__restrict__ scale_b EPI_PARAM) {
   __shared__ float partial[WARPS][MAX_M][ROWS];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int g = lane / 4, q = lane % 4;  // the instruction's row group and the lane in it
+#if SCALED == 2
+  // A's scales are (ceil(K/128), M) for the call's M; B's row of scales is the block's one 128 of N
+  const int kscales = (K + 127) / 128, a_scale_rows = M;
+  static_assert(KB == 64 && 128 % ROWS == 0, "a k-block inside one scale block of K, a block's rows inside one of N");
+#endif
 #if M_SLICE
   // M past MAX_M (a build for M_SLICE rows of A, fewer than the call's): ceil(M / MAX_M) blocks share each ROWS rows
   // of B, one slice of MAX_M rows of A each, next to each other in launch order so that the weight's second read
@@ -81,6 +99,9 @@ gemv2_mma_swap(OutT *__restrict__ C, const InT *__restrict__ A, const InT *__res
   A += (long long)m0 * K;
   C += (long long)m0 * N;
   M -= m0;
+#if SCALED == 2
+  scale_a += m0;
+#endif
 #else
   // one block on each ROWS rows of B, all of A's rows: the slicing's arithmetic, compiled in, would cost every
   // build registers and the 32-row one blocks a SM (docs/gemv.md)
@@ -100,6 +121,9 @@ gemv2_mma_swap(OutT *__restrict__ C, const InT *__restrict__ A, const InT *__res
   const InT *a_row[NT];
 #pragma unroll
   for (int t = 0; t < NT; ++t) a_row[t] = A + (long long)min(8 * t + g, M - 1) * K;
+#if SCALED == 2
+  const float *b_scales = scale_b + (long long)(n0 / 128) * kscales;
+#endif
 
   float acc[NB][NT][4];
 #pragma unroll
@@ -111,6 +135,9 @@ gemv2_mma_swap(OutT *__restrict__ C, const InT *__restrict__ A, const InT *__res
 
   for (int kb0 = kb_begin; kb0 < kb_end; kb0 += UNROLL) {
     uint4 lo[UNROLL][NB], hi[UNROLL][NB], a[UNROLL][NT];
+#if SCALED == 2
+    float sab[UNROLL][NT][2];  // a k-block's scale of B times A's of the lane's two rows 8t + 2q + j of A
+#endif
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) {
       const int k = (kb0 + u) * KB + q * VEC;
@@ -125,6 +152,17 @@ gemv2_mma_swap(OutT *__restrict__ C, const InT *__restrict__ A, const InT *__res
       }
 #pragma unroll
       for (int t = 0; t < NT; ++t) a[u][t] = live && 8 * t + g < M ? chunk(a_row[t], k, K, vec) : zero;
+#if SCALED == 2
+      const int ks = (kb0 + u) * KB / 128;
+      const float sb = live ? b_scales[ks] : 0.0f;
+#pragma unroll
+      for (int t = 0; t < NT; ++t)
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          const int m = 8 * t + 2 * q + j;
+          sab[u][t][j] = live && m < M ? scale_a[(long long)ks * a_scale_rows + m] * sb : 0.0f;
+        }
+#endif
     }
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u)
@@ -132,8 +170,16 @@ gemv2_mma_swap(OutT *__restrict__ C, const InT *__restrict__ A, const InT *__res
       for (int f = 0; f < NB; ++f)
 #pragma unroll
         for (int t = 0; t < NT; ++t) {
+#if SCALED == 2
+          float d[4];
+          mma_zero(d, lo[u][f].x, hi[u][f].x, lo[u][f].y, hi[u][f].y, a[u][t].x, a[u][t].y);
+          mma(d, lo[u][f].z, hi[u][f].z, lo[u][f].w, hi[u][f].w, a[u][t].z, a[u][t].w);
+#pragma unroll
+          for (int i = 0; i < 4; ++i) acc[f][t][i] = fmaf(d[i], sab[u][t][i & 1], acc[f][t][i]);
+#else
           mma(acc[f][t], lo[u][f].x, hi[u][f].x, lo[u][f].y, hi[u][f].y, a[u][t].x, a[u][t].y);
           mma(acc[f][t], lo[u][f].z, hi[u][f].z, lo[u][f].w, hi[u][f].w, a[u][t].z, a[u][t].w);
+#endif
         }
   }
 

@@ -11,7 +11,11 @@ Why: a decode GEMM is the weight's bytes over DRAM bandwidth; with the arithmeti
 32 should stream the weight as gemv1 does at M = 1.
 Prediction: M = 1-32 within 10% of gemv1's M = 1 time at N >= 4096 (75-90% of the DRAM roof, 1.0-1.15x torch);
 at N = 1024 only 64 blocks of 16 rows, so fewer SMs stream and gemv1 or tc10 stays ahead. BF16 and FP8 per tensor
-(m16n8k32 for FP8, which sm_90 runs as its operands converted to FP16, exactly, and two FP16 products). Measured:
+(m16n8k32 for FP8, which sm_90 runs as its operands converted to FP16, exactly, and two FP16 products).
+FP8 block-scaled (_fp8_block, added after the others): a k-block's two k-steps run from zero and are added into the
+FP32 sums times B's scale and A's of each of the lane's two rows of x, four FFMA an instruction pair; where tc10 and
+gemv1 ran it, whose 64-row tiles and CUDA-core products keep fewer bytes in flight. Predicted: within 5% of the
+per-tensor build's time, and that build's lead over tc10 (1.2-1.6x at M <= 16 on the 4096-wide weights). Measured:
 docs/gemv.md.
 """
 from __future__ import annotations
@@ -154,9 +158,12 @@ class MmaGemvKernel(GemvKernel):
         return False  # N = 1 runs as M x 1 x K: 16 rows of the weight a block, one row of it real
 
 
-_TYPES = {"bf16": {"IN_BF16": 1, "OUT_BF16": 1}, "fp8": {"IN_FP8": 1, "SCALED": 1, "OUT_BF16": 1}}
+_TYPES = {"bf16": {"IN_BF16": 1, "OUT_BF16": 1}, "fp8": {"IN_FP8": 1, "SCALED": 1, "OUT_BF16": 1},
+          "fp8_block": {"IN_FP8": 1, "SCALED": 2, "OUT_BF16": 1}}
 _TITLES = {"bf16": "mma.sync m16n8k16 BF16, FP32 accumulators, BF16 C",
-           "fp8": "mma.sync m16n8k32 FP8, one scale each, FP32 accumulators, BF16 C"}
+           "fp8": "mma.sync m16n8k32 FP8, one scale each, FP32 accumulators, BF16 C",
+           "fp8_block": "mma.sync m16n8k32 FP8, each 64 of K's products added into FP32 times their 1x128 and "
+                        "128x128 block scales, BF16 C"}
 
 SPECS = [
     MmaGemvKernel(name=f"cuda/gemv2_mma_swap_{prec}", level=None, precision=prec,
