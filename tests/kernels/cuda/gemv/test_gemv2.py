@@ -76,7 +76,8 @@ def test_the_registered_spec_compiles_as_it_is_and_older_gpus_are_refused():
 
 
 @pytest.mark.parametrize("precision, m, rows", [("bf16", 8, 16), ("bf16", 32, 16), ("fp8", 16, 16), ("bf16", 32, 32),
-                                                ("fp8", 32, 64), ("fp8", 8, 64)])
+                                                ("fp8", 32, 64), ("fp8", 8, 64), ("fp8_block", 8, 16),
+                                                ("fp8_block", 32, 16)])
 def test_a_round_loads_every_chunk_before_its_first_mma(precision, m, rows, tmp_path):
     """Loads of the weight and of x all in flight before any instruction waits on one: one DRAM round trip a round."""
     if not sass.AVAILABLE:

@@ -14,10 +14,10 @@
 // instructions, so more rows a block cut those reads by as much, at the price of fewer blocks. Predicted faster at
 // M = 32; measured slower, and behind tc10 where not (docs/gemv.md).
 // IN_BF16 / IN_FP8 select the operand type (FP8: A_E5M2 and B_E5M2 pick the formats; SCALED=1, one FP32 scale per
-// operand; SCALED=2, DeepGEMM's blocks, laid out as gemv1 reads them: each k-block's two k-steps run from zero and
-// are added into the FP32 sums times their rows' scales, since a k-block of 64 lies inside one 128 of K and a
-// block's ROWS rows of B inside one 128 of N); OUT_BF16 writes BF16 C. EPI=1 (epilogue.cuh): each sum becomes the fused epilogue's value before its
-// store.
+// operand; SCALED=2, DeepGEMM's blocks, laid out as gemv1 reads them: each k-block's two k-steps run from zero
+// and are added into the FP32 sums times their rows' scales, since a k-block of 64 lies inside one 128 of K and a
+// block's ROWS rows of B inside one 128 of N); OUT_BF16 writes BF16 C. EPI=1 (epilogue.cuh): each sum becomes the
+// fused epilogue's value before its store.
 #include "epilogue.cuh"
 #include "gemv_operands.cuh"
 static_assert(!IN_FP32, "BF16 or FP8");
@@ -73,8 +73,9 @@ __device__ __forceinline__ void mma_zero(float (&d)[4], u32 b0, u32 b1, u32 b2, 
                : "r"(b0), "r"(b1), "r"(b2), "r"(b3), "r"(a0), "r"(a1), "f"(0.0f));
 }
 
-#if SCALED == 2
+#if SCALED == 2 && MAX_M == 32
 // one block an SM is enough: ptxas would otherwise hold the 32-row build for few blocks at 128 registers and spill
+// (the other builds keep their registers, and their blocks an SM)
 #define BOUNDS __launch_bounds__(WARPS * 32, 1)
 #else
 #define BOUNDS __launch_bounds__(WARPS * 32)
@@ -153,14 +154,17 @@ gemv2_mma_swap(OutT *__restrict__ C, const InT *__restrict__ A, const InT *__res
 #pragma unroll
       for (int t = 0; t < NT; ++t) a[u][t] = live && 8 * t + g < M ? chunk(a_row[t], k, K, vec) : zero;
 #if SCALED == 2
+      // one instruction sums all four lanes' chunks of the k-block: its scales go by the k-block, not by whether
+      // this lane's chunk lies inside K
+      const bool block_live = kb0 + u < kb_end;
       const int ks = (kb0 + u) * KB / 128;
-      const float sb = live ? b_scales[ks] : 0.0f;
+      const float sb = block_live ? b_scales[ks] : 0.0f;
 #pragma unroll
       for (int t = 0; t < NT; ++t)
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
           const int m = 8 * t + 2 * q + j;
-          sab[u][t][j] = live && m < M ? scale_a[(long long)ks * a_scale_rows + m] * sb : 0.0f;
+          sab[u][t][j] = block_live && m < M ? scale_a[(long long)ks * a_scale_rows + m] * sb : 0.0f;
         }
 #endif
     }
