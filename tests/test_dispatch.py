@@ -325,6 +325,31 @@ def test_the_shipped_table_is_the_committed_h200_results():
     assert json.loads(dispatch.SHIPPED.read_text()) == json.loads(json.dumps(table))
 
 
+def test_the_model_scales_by_the_h200_s_measured_roofs_shipped_beside_its_table(tmp_path, monkeypatch):
+    """The shipped table's GPU without a measurement of its own reads the one shipped beside the table (the L2's
+    datasheet figure is an assumption, two thirds of the measured); a measurement stored on this machine comes first;
+    another GPU keeps its datasheet."""
+    from gemmlab.analysis.ceilings import stored_path
+
+    committed = json.loads((ROOT / "results" / "h200" / "ceilings.json").read_text())
+    assert json.loads(dispatch.SHIPPED_CEILINGS.read_text()) == committed
+    monkeypatch.setenv("GEMMLAB_CACHE", str(tmp_path))
+    dispatch._roofs.cache_clear()
+    try:
+        roofs = dispatch._roofs("NVIDIA H200", 132)
+        assert (roofs.source["l2"], roofs.source["dram"]) == ("measured", "measured")
+        assert (roofs.l2_gbs, roofs.dram_gbs) == (committed["l2_gbs"], committed["dram_gbs"])
+        assert "ceilings-h200.json" in roofs.origin
+        assert dispatch._roofs("NVIDIA H100 80GB HBM3", 132).source["l2"] == "assumed"
+        stored_path("NVIDIA H200").parent.mkdir(parents=True)
+        stored_path("NVIDIA H200").write_text(json.dumps({"gpu": "NVIDIA H200", "l2_gbs": 12000.0}))
+        dispatch._roofs.cache_clear()
+        mine = dispatch._roofs("NVIDIA H200", 132)
+        assert mine.l2_gbs == 12000.0 and mine.source["dram"] == "datasheet"
+    finally:
+        dispatch._roofs.cache_clear()
+
+
 def test_dispatch_build_writes_the_table_of_the_records_it_is_given(tmp_path):
     """Two files measuring one shape pool their kernels (merge would let the second replace the first's)."""
     a, b, out = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "table.json"
