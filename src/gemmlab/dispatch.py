@@ -364,7 +364,14 @@ def _roofs(gpu_name: str, sm_count: int):
     roofs = stored_ceilings(ceilings_for(dev))
     if roofs.origin == "datasheet" and gpu_name == SHIPPED_GPU.name:
         roofs = load(SHIPPED_CEILINGS, roofs)
+        roofs = dataclasses.replace(roofs, origin=roofs.origin.replace(str(SHIPPED_CEILINGS),
+                                                                       f"gemmlab's data/{SHIPPED_CEILINGS.name}"))
     return dataclasses.replace(roofs, sm_count=sm_count)
+
+
+def model_roofs(gpu):
+    """The roofs ``rank`` scales measurements by on ``gpu`` (``_roofs``)."""
+    return _roofs(gpu.name, gpu.sm_count)
 
 
 def _pick_rows(rows: list, layout: Layout, precision: str) -> tuple[dict, set]:

@@ -246,6 +246,7 @@ def _held_out(precisions, out, console) -> int:
             local = dispatch.local_path()
             env = {"gpu": info.name, "git_sha": git_sha(),
                    "table": f"data/{dispatch.SHIPPED.name}" + (f", then {local}" if local.exists() else ""),
+                   "roofs": dispatch.model_roofs(info).describe(),
                    "command": "gemmlab dispatch --held-out" + "".join(f" --precision {p}" for p in precisions or ())}
             Path(target).write_text(json.dumps({"env": env, "summary": summary(rows),
                                                 "records": [r.record() for r in rows]}, indent=1) + "\n")

@@ -119,7 +119,8 @@ def markdown(rows: list[HeldOut], env: dict, worst: int = 12) -> str:
              f"{env['table']}: each measured shape held out "
              "and predicted from the others. Regret: the GPU time measured there of the kernel picked, over the "
              "fastest measured there that `auto` may run in place. Error: the pick's predicted GPU time over its "
-             "measured one. A pick not measured at the shape (a kernel measured elsewhere only) is not scored.", "",
+             "measured one. A pick not measured at the shape (a kernel measured elsewhere only) is not scored."
+             + (f" The model's roofs: {env['roofs']}." if env.get("roofs") else ""), "",
              "| precision | shapes | scored | pick fastest | regret geomean | regret max (at) | median error |",
              "|---|---:|---:|---:|---:|---|---:|"]
     for precision, s in summary(rows).items():
