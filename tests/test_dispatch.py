@@ -517,6 +517,27 @@ def test_a_measurement_is_modeled_on_the_tile_height_it_ran():
         assert ratio == pytest.approx(want)
 
 
+def test_at_a_measured_shape_a_measurement_moves_to_the_height_the_kernel_picks_by_the_rule_that_picks_it():
+    """At 1024x4096x14336 the shipped rows of tc8 were timed on 192 rows, where it now runs 128 (short_pays): its
+    prediction there is that measurement times short_cost, the rule's own count (fitted to both heights' times at the
+    same shapes), not the 192-row time; at 4096³, where it keeps 192 rows, the measurement stands as it is."""
+    from gemmlab.kernels.cuda.tc.model.tiles import short_cost
+
+    w_t = Layout(b=COL)
+    rows = json.loads(dispatch.SHIPPED.read_text())["NVIDIA H200"]["fp8_block"]
+    for name in ("cuda/tc8_block_scaled_fp8", "gluon/tc8_block_scaled_fp8"):
+        spec = get_kernel(name)
+        for label, runs in (("1024x4096x14336", 128), ("4096x4096x4096", 192)):
+            problem = Problem(*map(int, label.split("x")), "fp8_block")
+            assert spec.for_problem(problem).params["BM"] == runs
+            row = next(r for r in rows[label] if r["kernel"] == name)
+            assert row["BM"] == 192
+            c = next(c for c in dispatch.rank(problem, w_t, H200) if c.spec.name == name)
+            factor = short_cost(problem.m, problem.n, spec.params, 128) if runs == 128 else 1.0
+            assert c.ms == pytest.approx(row["ms"] * factor)
+    assert 0.6 < short_cost(1024, 4096, get_kernel("cuda/tc8_block_scaled_fp8").params, 128) < 1
+
+
 def test_a_table_row_names_the_height_of_a_kernel_that_picks_one():
     base = {"precision": "fp8_block", "m": 256, "n": 14336, "k": 4096, "verified": True, "median_ms": 0.04}
     made = dispatch.table_from_results({"env": {"gpu": {"name": "NVIDIA H200"}}, "records": [

@@ -188,6 +188,20 @@ def _measured_build(spec, row: dict):
     return spec.short() if bm == spec.short_tile["BM"] else dataclasses.replace(spec, short_tile=None)
 
 
+def _height_change(spec, row: dict, problem: Problem, sm_count: int) -> float:
+    """A short_tile kernel's time at ``problem`` on the tile height it picks there over its time on the height
+    ``row`` was measured on, by the count its choice is made by (tiles.short_cost, fitted to both heights' times at
+    the same shapes): 1 where they are the same height."""
+    from gemmlab.kernels.cuda.tc.model.tiles import short_cost
+
+    measured, runs = row.get("BM"), spec.for_problem(problem, sm_count).params["BM"]
+    if measured is None or measured == runs:
+        return 1.0
+    tall, short = max(measured, runs), min(measured, runs)
+    cost = short_cost(problem.m, problem.n, {**spec.params, "BM": tall}, short, sm_count)
+    return cost if runs == short else 1.0 / cost
+
+
 def _key(row: dict) -> tuple[str, str]:
     """What a table holds one row of per shape: a kernel in a layout ("": the natural one)."""
     return row["kernel"], row.get("layout", "")
@@ -457,8 +471,10 @@ def rank(problem: Problem, layout: Layout, gpu, table: dict | None = None) -> li
                                  tuple(row.get("copies", ())))
                 if not point.distance and built is not spec and here is not None:
                     # at a measured shape, the measurement of the build it ran, scaled for the caller's layout and
-                    # copies alone, whatever build the kernel would pick there now
+                    # copies, and from the tile height it ran to the one the kernel picks there now by the rule
+                    # that picks it (_height_change)
                     here = estimate(built, asked, roofs, layout, copies or ())
+                    here = dataclasses.replace(here, ms=here.ms * _height_change(spec, row, problem, gpu.sm_count))
             except (GemmlabError, KeyError):
                 model = None
             ratio = here.ms / model.ms if here is not None and model is not None else 1.0

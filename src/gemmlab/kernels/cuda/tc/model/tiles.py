@@ -64,16 +64,22 @@ def short_pays(m: int, n: int, p: dict, short_bm: int, sm_count: int = 132) -> b
     """Whether whole tiles ``short_bm`` rows tall finish an M×N problem sooner than BM-tall ones: narrow_pays along
     M. A tall tile pads M to its height (M = 256 is 384 rows of 192-row tiles), and a few tall tiles can leave the
     last wave mostly empty; the busiest cluster's rows, ceil(tiles / clusters) · height, are compared, the short
-    tile's weighted by SHORT_COST."""
+    tile's weighted by SHORT_COST (short_cost)."""
     if not 0 < short_bm < p["BM"] or p.get("STREAM_K", 0):
         return False
+    return short_cost(m, n, p, short_bm, sm_count) < 1
+
+
+def short_cost(m: int, n: int, p: dict, short_bm: int, sm_count: int = 132) -> float:
+    """The time of an M×N problem on ``short_bm``-row tiles over its time on BM-row ones, by short_pays's count: the
+    busiest cluster's rows, the short tile's weighted by SHORT_COST."""
     clusters = _clusters(p, sm_count)
 
     def busiest(height: int) -> int:
         tiles = ceil_div(m, height * p.get("CM", 1)) * ceil_div(n, p["BN"] * p.get("CN", 1))
         return ceil_div(tiles, clusters) * height
 
-    return busiest(short_bm) * SHORT_COST < busiest(p["BM"])
+    return busiest(short_bm) * SHORT_COST / busiest(p["BM"])
 
 
 def narrow_fills_last_wave(m: int, n: int, p: dict, sm_count: int = 132) -> bool:
