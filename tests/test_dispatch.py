@@ -525,7 +525,8 @@ def test_at_a_measured_shape_a_measurement_moves_to_the_height_the_kernel_picks_
 
     w_t = Layout(b=COL)
     rows = json.loads(dispatch.SHIPPED.read_text())["NVIDIA H200"]["fp8_block"]
-    for name in ("cuda/tc8_block_scaled_fp8", "gluon/tc8_block_scaled_fp8"):
+    explained = 0
+    for name in ("cuda/tc8_block_scaled_fp8", "gluon/tc8_block_scaled_fp8", "cuda/tc8_cluster_fp8_block"):
         spec = get_kernel(name)
         for label, runs in (("1024x4096x14336", 128), ("4096x4096x4096", 192)):
             problem = Problem(*map(int, label.split("x")), "fp8_block")
@@ -535,6 +536,11 @@ def test_at_a_measured_shape_a_measurement_moves_to_the_height_the_kernel_picks_
             c = next(c for c in dispatch.rank(problem, w_t, H200) if c.spec.name == name)
             factor = short_cost(problem.m, problem.n, spec.params, 128) if runs == 128 else 1.0
             assert c.ms == pytest.approx(row["ms"] * factor)
+            choice = dispatch.choose(problem, w_t, H200)
+            if runs == 128 and choice.spec.name == name:  # the pick says what its time was scaled by
+                assert f"on 192-row tiles, × {factor:.3g} for the 128 rows it runs here" in choice.why
+                explained += 1
+    assert explained == 1
     assert 0.6 < short_cost(1024, 4096, get_kernel("cuda/tc8_block_scaled_fp8").params, 128) < 1
 
 

@@ -679,8 +679,8 @@ def _why(source: str, problem: Problem, layout: Layout, ranked: list[Candidate],
         (f"stands against {best.spec.name}'s prediction of {best.per_call_ms:.4g} ms, within the model's margin there")
     if pick.exact:
         if how == "in place":
-            return (f"{source}: #{place} of the {len(ranked)} candidates at {label}, measured "
-                    f"there ({_measured(row, pick)}), that takes {problem.label()} with {layout.label()} in place"
+            return (f"{source}: #{place} of the {len(ranked)} candidates at {label}, measured there "
+                    f"({_measured(row, pick, problem)}), that takes {problem.label()} with {layout.label()} in place"
                     + (f"; it {stands}" if stands else ""))
         return (f"{source}: fastest at {label} that takes {problem.label()}; none of the "
                 f"measured kernels it may run reads {layout.label()} in place")
@@ -703,10 +703,16 @@ def explain(c: Candidate) -> str:
     return text
 
 
-def _measured(row: dict, pick: Candidate) -> str:
+def _measured(row: dict, pick: Candidate, problem: Problem) -> str:
     """A measured row's GPU time, after the host time ``rank`` counts for a call with its kernel there (the median of
-    the kernels whose calls launch as many kernels: ``_host_us``)."""
+    the kernels whose calls launch as many kernels: ``_host_us``); a row timed on a tile height the kernel no longer
+    picks there says so, and what it was scaled by (_height_change)."""
     text = f"{row['ms']:.4g} ms on the GPU"
+    if row.get("BM") and getattr(pick.spec, "short_tile", None):
+        runs = pick.spec.for_problem(problem).params["BM"]
+        if runs != row["BM"]:
+            text += (f" on {row['BM']}-row tiles, × {pick.basis[0][2]:.3g} for the {runs} rows it runs here "
+                     "(tiles.short_cost)")
     host_us = 1e3 * (pick.per_call_ms - pick.ms)
     if host_us > 0:
         text += f" after {host_us:.3g} µs of host time a call"
