@@ -20,5 +20,7 @@ def own_dispatch_cache(tmp_path, monkeypatch):
 
     monkeypatch.setenv("GEMMLAB_CACHE", str(tmp_path / "cache"))
     dispatch.load_table.cache_clear()
+    dispatch._roofs.cache_clear()
     yield
     dispatch.load_table.cache_clear()
+    dispatch._roofs.cache_clear()

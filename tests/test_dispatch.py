@@ -329,10 +329,10 @@ def test_the_model_scales_by_the_h200_s_measured_roofs_shipped_beside_its_table(
     """The shipped table's GPU without a measurement of its own reads the one shipped beside the table (the L2's
     datasheet figure is an assumption, two thirds of the measured); a measurement stored on this machine comes first;
     another GPU keeps its datasheet."""
-    from gemmlab.analysis.ceilings import stored_path
+    from gemmlab.analysis.ceilings import SHIPPED, stored_path
 
     committed = json.loads((ROOT / "results" / "h200" / "ceilings.json").read_text())
-    assert json.loads(dispatch.SHIPPED_CEILINGS.read_text()) == committed
+    assert json.loads(SHIPPED.read_text()) == committed
     monkeypatch.setenv("GEMMLAB_CACHE", str(tmp_path))
     dispatch._roofs.cache_clear()
     try:

@@ -79,6 +79,8 @@ def test_the_shipped_table_checked_through_the_command_line(tmp_path):
                for p, s in data["summary"].items())
     shipped = json.loads(dispatch.SHIPPED.read_text())[H200.name]
     assert set(data["summary"]) == set(shipped)
+    # the roofs the model scaled by, named in both (the H200's measurement shipped with gemmlab, in a fresh cache)
+    assert data["env"]["roofs"].startswith("NVIDIA H200: ") and f"The model's roofs: {data['env']['roofs']}" in rendered
     for r in data["records"]:
         assert "x".join(map(str, r["shape"])) in shipped[r["precision"]]
         if r["regret"] is not None:

@@ -453,13 +453,12 @@ API_IGNORES = (("kernels", "--kernels"), ("variant", "--variant"), ("layout", "-
                ("max_seconds", "--max-seconds"), ("pause", "--pause"), ("gpu", "--gpu"), ("append", "--append"))
 _ROOFLINE_MODELS = (("shape", "--shape"), ("kernels", "--kernels"), ("gpu", "--gpu"))
 _DISPATCH_PROBLEM = (("shape", "--shape"), ("layout", "--layout"), ("b_transposed", "--b-transposed"))
-# (command, its mode's option (attribute, flag), what the mode does, the options it does not read): the first mode
-# given runs (cmd_roofline's and cmd_dispatch's order), so the options only another mode reads are refused with it
+# (command, its mode's option (attribute, flag), what the mode does, the options it does not read); a command's modes
+# exclude each other (the parser's groups)
 MODE_IGNORES = (
     ("roofline", ("measure", "--measure"), "measures this GPU's roofs",
-     _ROOFLINE_MODELS + (("ceilings", "--ceilings"), ("remodel", "--remodel"), ("check", "--check"))),
-    ("roofline", ("remodel", "--remodel"), "rewrites the models of saved records", _ROOFLINE_MODELS +
-     (("check", "--check"),)),
+     _ROOFLINE_MODELS + (("ceilings", "--ceilings"),)),
+    ("roofline", ("remodel", "--remodel"), "rewrites the models of saved records", _ROOFLINE_MODELS),
     ("roofline", ("check", "--check"), "checks saved records against their own models",
      _ROOFLINE_MODELS + (("ceilings", "--ceilings"),)),
     ("dispatch", ("build", "--build"), "writes a table", _DISPATCH_PROBLEM + (("precision", "--precision"),)),
@@ -489,9 +488,8 @@ def _check_companions(args) -> None:
     if mode is not None:
         ignored = _ignored(args, mode[3])
         if ignored:
-            raise GemmlabError(f"{', '.join(ignored)}: {args.command} {mode[1][1]} {mode[2]} and does not read "
-                               f"{'it' if len(ignored) == 1 else 'them'}: given, {'it' if len(ignored) == 1 else 'they'} would be "
-                               "ignored")
+            raise GemmlabError(f"{', '.join(ignored)}: not read by {args.command} {mode[1][1]}, which {mode[2]}; "
+                               f"alone {'it' if len(ignored) == 1 else 'they'} would be ignored")
 
 
 def main(argv=None) -> int:

@@ -199,15 +199,16 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--gpu", type=_gpu, default=None, help="a100, h100, h200 (default: the present GPU, else h200)")
     s.add_argument("--shape", action="append", type=_shape, help=shape_help)
     s.add_argument("--kernels", type=GLOB)
-    s.add_argument("--measure", action="store_true",
-                   help="measure this GPU's roofs (DRAM, L2, shared memory, each precision's FLOPs per clock)")
+    mode = s.add_mutually_exclusive_group()
+    mode.add_argument("--measure", action="store_true",
+                      help="measure this GPU's roofs (DRAM, L2, shared memory, each precision's FLOPs per clock)")
     s.add_argument("--json", type=FILE, help="with --measure: write the ceilings here")
     s.add_argument("--ceilings", type=RESULTS, help="a ceilings JSON (from --measure --json) whose roofs replace the "
                                                     "datasheet's")
-    s.add_argument("--remodel", nargs="+", type=RESULTS, metavar="RESULTS", help="recompute the model of every record "
-                   "in these results files (measured fields untouched) and write them back")
-    s.add_argument("--check", nargs="+", type=RESULTS, metavar="RESULTS", help="each verified GPU record against its "
-                   "own predicted TFLOPS; exit 1 if any is above")
+    mode.add_argument("--remodel", nargs="+", type=RESULTS, metavar="RESULTS", help="recompute the model of every "
+                      "record in these results files (measured fields untouched) and write them back")
+    mode.add_argument("--check", nargs="+", type=RESULTS, metavar="RESULTS", help="each verified GPU record against "
+                      "its own predicted TFLOPS; exit 1 if any is above")
 
     s = sub.add_parser("report", help="Markdown and PNG report from a saved results JSON")
     s.add_argument("results", type=RESULTS, help="a JSON that gemmlab bench, bench --api (--suite), verify, timeline, "

@@ -54,10 +54,6 @@ from gemmlab.kernels.plan import Layout
 from gemmlab.problem import BatchedProblem, PrecisionTable, Problem
 
 SHIPPED = Path(__file__).parent / "data" / "dispatch-h200.json"
-# The roofs measured on the shipped table's GPU (results/h200/ceilings.json, `gemmlab roofline --measure`), which the
-# model scales its times by where that machine stores no measurement of its own: the datasheet's L2 bandwidth is an
-# assumption, two thirds of the measured one
-SHIPPED_CEILINGS = Path(__file__).parent / "data" / "ceilings-h200.json"
 # Without a measured entry: each precision's levels in the order they are tried, the first one this GPU runs
 DEFAULTS = PrecisionTable(lambda p: p.auto_defaults)
 HOST_DEFAULT = "cpu/blas"
@@ -364,10 +360,11 @@ class Candidate:
 @lru_cache(maxsize=8)
 def _roofs(gpu_name: str, sm_count: int):
     """The roofs of this GPU for the scaling model: its stored measurement over the datasheet (for the shipped
-    table's GPU without one, the measurement shipped beside the table, SHIPPED_CEILINGS), its own SM count."""
+    table's GPU without one, the measurement shipped beside the table: analysis.ceilings.SHIPPED), its own SM
+    count."""
     import dataclasses
 
-    from gemmlab.analysis.ceilings import load, stored_ceilings
+    from gemmlab.analysis.ceilings import stored_ceilings
     from gemmlab.analysis.roofline import DEVICES, ceilings_for, device_spec
     from gemmlab.errors import GemmlabError
 
@@ -375,12 +372,7 @@ def _roofs(gpu_name: str, sm_count: int):
         dev = device_spec(gpu_name)
     except GemmlabError:  # a GPU without a datasheet here: the H200's per-SM rates, its own SM count
         dev = DEVICES["h200"]
-    roofs = stored_ceilings(ceilings_for(dev))
-    if roofs.origin == "datasheet" and gpu_name == SHIPPED_GPU.name:
-        roofs = load(SHIPPED_CEILINGS, roofs)
-        roofs = dataclasses.replace(roofs, origin=roofs.origin.replace(str(SHIPPED_CEILINGS),
-                                                                       f"gemmlab's data/{SHIPPED_CEILINGS.name}"))
-    return dataclasses.replace(roofs, sm_count=sm_count)
+    return dataclasses.replace(stored_ceilings(ceilings_for(dev)), sm_count=sm_count)
 
 
 def model_roofs(gpu):

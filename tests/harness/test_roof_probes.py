@@ -9,6 +9,7 @@ import subprocess
 import pytest
 import sass
 
+from gemmlab.analysis.ceilings import SHIPPED
 from gemmlab.analysis.roofline import DEVICES, ceilings_for
 from gemmlab.harness import roof_probes
 from gemmlab.kernels.cuda.launch.nvrtc import SOURCE_DIRS, compile_cuda, source_path
@@ -149,7 +150,12 @@ def test_tma_probe_args_match_the_kernels_struct(tmp_path):
 def test_stored_ceilings_fill_what_the_run_did_not_measure(tmp_path, monkeypatch):
     monkeypatch.setenv("GEMMLAB_CACHE", str(tmp_path))
     base = ceilings_for(DEVICES["h200"], dram_gbs=4100.0)  # a copy measured in the same run
-    assert roof_probes.stored_ceilings(base) is base  # nothing stored yet
+    # nothing stored yet: the H200's measurement shipped with gemmlab, under the run's own copy; another GPU, as it is
+    shipped = json.loads(SHIPPED.read_text())
+    first = roof_probes.stored_ceilings(base)
+    assert (first.dram_gbs, first.l2_gbs) == (4100.0, shipped["l2_gbs"]) and "data/ceilings-h200.json" in first.origin
+    other = ceilings_for(DEVICES["h100"])
+    assert roof_probes.stored_ceilings(other) is other
     path = roof_probes.stored_path("NVIDIA H200")
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps({"gpu": "NVIDIA H200", "dram_gbs": 3900.0, "l2_gbs": 9500.0,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from gemmlab.cache import cache_root, read_json
+from gemmlab.device import SHIPPED_GPU
 from gemmlab.errors import GemmlabError
 
 # the figures a ceilings JSON may carry, and the level each one roofs
@@ -154,13 +155,22 @@ def stored_path(gpu_name: str) -> Path:
     return cache_root() / "ceilings" / (re.sub(r"[^A-Za-z0-9]+", "_", gpu_name).strip("_") + ".json")
 
 
+# The roofs measured on the GPU whose dispatch table ships with gemmlab (results/h200/ceilings.json, `gemmlab roofline
+# --measure`): what that GPU reads where its machine stores no measurement of its own. The datasheet's L2 bandwidth is
+# an assumption, two thirds of the measured one
+SHIPPED = Path(__file__).resolve().parents[1] / "data" / "ceilings-h200.json"
+
+
 def stored_ceilings(base: Ceilings) -> Ceilings:
     """``base`` with the figures of this GPU's last stored measurement in place of those ``base`` did not measure
-    itself (a copy bandwidth measured in the same run stays)."""
-    stored = read_json(stored_path(base.gpu))
+    itself (a copy bandwidth measured in the same run stays); for the H200 without one, the measurement shipped with
+    gemmlab (SHIPPED)."""
+    stored, where = read_json(stored_path(base.gpu)), stored_path(base.gpu)
+    if not stored and base.gpu == SHIPPED_GPU.name:
+        stored, where = read_json(SHIPPED), f"gemmlab's data/{SHIPPED.name}"
     if not stored:
         return base
     own = {level for level, source in base.source.items() if source == "measured"}
     keep = {k: v for k, v in stored.items() if LEVEL_KEYS_BY_NAME.get(k) not in own}
-    origin = f"{stored_path(base.gpu)} ({stored.get('time', 'undated')})"
+    origin = f"{where} ({stored.get('time', 'undated')})"
     return with_measured(base, keep, origin if base.origin == "datasheet" else f"{base.origin}; {origin}")

@@ -305,4 +305,7 @@ def measure_ceilings(copy_bytes: int = 1 << 30, gemm_size: int = 8192) -> dict:
     out["clock"] = clock.summary()
     cupy.get_default_memory_pool().free_all_blocks()
     write_json(stored_path(info.name), out)
+    from gemmlab import dispatch
+
+    dispatch._roofs.cache_clear()  # kernel="auto" in this process scales by the new roofs from here on
     return out
