@@ -93,12 +93,11 @@ def test_near_a_measured_shape_its_winner_stands_against_a_small_predicted_gain(
     """4000x4100x4096 is a fraction of a doubling from 4096³: tc4's 256-row clusters take 5.3 waves there, tc3's
     128x256 tiles 4.1, and under the datasheet's roofs (tc3 bound by the assumed L2 at both shapes) the model
     predicts tc3 ahead by less than the margin it is trusted to; the measured winner stays."""
-    import dataclasses
+    from gemmlab.analysis import ceilings
 
-    from gemmlab.analysis.roofline import ceilings_for, device_spec
-
-    monkeypatch.setattr(dispatch, "_roofs", lambda name, sm_count: dataclasses.replace(
-        ceilings_for(device_spec(name)), sm_count=sm_count))
+    monkeypatch.setattr(ceilings, "SHIPPED", ceilings.SHIPPED.with_name("none.json"))  # no measurement: the datasheet
+    dispatch._roofs.cache_clear()
+    assert dispatch._roofs(H200.name, H200.sm_count).source["l2"] == "assumed"
     tc3 = "cuda/tc3_warp_specialized_bf16"
     only(monkeypatch, rec(TC4, 0.2083, (4096, 4096, 4096)), rec(tc3, 0.2301, (4096, 4096, 4096)))
     # FP32 C, as these rows were measured (BF16's default is BF16 C now, whose halved C bytes put tc4 ahead here)
