@@ -205,3 +205,17 @@ def test_the_dram_roof_is_the_faster_of_the_copy_and_the_read_stream(tmp_path, m
                                                                            40 << 20, 166912, 1410.0, 80 << 30, "", ""))
     roof_probes.measure_ceilings()
     assert hopper[-1] is False and limits[-1] == 166912 and limits[0] == 232448
+
+
+def test_a_measurement_under_the_drivers_name_is_read_under_the_datasheets(tmp_path, monkeypatch):
+    """The H100's driver names it "NVIDIA H100 80GB HBM3" (what measure_ceilings stores under) and the devices table
+    "NVIDIA H100 SXM" (what the models read under): both are one board, so the measurement is read back."""
+    monkeypatch.setenv("GEMMLAB_CACHE", str(tmp_path))
+    assert roof_probes.stored_path("NVIDIA H100 80GB HBM3") == roof_probes.stored_path(DEVICES["h100"].name)
+    assert roof_probes.stored_path("NVIDIA H200") != roof_probes.stored_path("NVIDIA H100 80GB HBM3")
+    path = roof_probes.stored_path("NVIDIA H100 80GB HBM3")
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"gpu": "NVIDIA H100 80GB HBM3", "dram_gbs": 3100.0, "l2_gbs": 14000.0,
+                                "time": "t"}))
+    roofs = roof_probes.stored_ceilings(ceilings_for(DEVICES["h100"]))
+    assert (roofs.dram_gbs, roofs.l2_gbs) == (3100.0, 14000.0) and roofs.source["l2"] == "measured"

@@ -151,8 +151,9 @@ LEVEL_KEYS_BY_NAME = {key: level for level, key in LEVEL_KEYS.items()}
 
 
 def stored_path(gpu_name: str) -> Path:
-    """Where ``gemmlab roofline --measure`` keeps the last measurement of a GPU in gemmlab's cache."""
-    return cache_root() / "ceilings" / (re.sub(r"[^A-Za-z0-9]+", "_", gpu_name).strip("_") + ".json")
+    """Where ``gemmlab roofline --measure`` keeps the last measurement of a GPU in gemmlab's cache: one file per board
+    (_board), so the driver's name that measured it and the devices table's name that reads it find the same file."""
+    return cache_root() / "ceilings" / (re.sub(r"[^A-Za-z0-9]+", "_", _board(gpu_name)).strip("_") + ".json")
 
 
 # The roofs measured on the GPU whose dispatch table ships with gemmlab (results/h200/ceilings.json, `gemmlab roofline
