@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from gemmlab import fp8
-from gemmlab.harness import api_bench
+from gemmlab.harness import api_bench, torch_side
 
 
 def test_every_precision_is_timed_at_every_shape_fp8_as_x_at_w_t_and_host_overhead_at_the_first():
@@ -15,7 +15,7 @@ def test_every_precision_is_timed_at_every_shape_fp8_as_x_at_w_t_and_host_overhe
     assert {p for p, *_ in cases} == {"fp32", "tf32", "bf16", "fp8", "fp8_block", "fp16"}
     for p in api_bench.PRECISIONS:
         mine = [c for c in cases if c[0] == p]
-        assert [s for _, s, lin, _ in mine if lin == (p in api_bench.FP8)] == list(api_bench.SHAPES)
+        assert [s for _, s, lin, _ in mine if lin == (p in torch_side.FP8)] == list(api_bench.SHAPES)
         assert [s for _, s, _, timed in mine if timed] == [api_bench.SHAPES[0]]
     # x @ w.T again for the precisions that also take a row-major B; FP8 takes only that layout
     assert [(p, lin) for p, s, lin, _ in cases[-4:]] == [("fp32", True), ("tf32", True), ("bf16", True),
@@ -32,7 +32,7 @@ def _source(m, n, k, seed=0):
 @pytest.mark.parametrize("m,n,k", [(64, 48, 256), (17, 130, 300)])
 def test_per_tensor_fp8_operands_are_e4m3_b_as_w_t_with_one_scale_each(m, n, k):
     a, w = _source(m, n, k)
-    (a8, b8, sa, sb), ref = api_bench.fp8_operands(torch, a, w, "fp8")
+    (a8, b8, sa, sb), ref = torch_side.fp8_operands(torch, a, w, "fp8")
     assert a8.dtype == b8.dtype == torch.float8_e4m3fn and a8.shape == (m, k) and b8.shape == (k, n)
     assert b8.stride() == (1, k)  # the transpose of a row-major N×K w: column-major K×N, as FP8 wgmma reads B
     assert sa.shape == sb.shape == (1,) and sa.dtype == torch.float32
@@ -46,7 +46,7 @@ def test_per_tensor_fp8_operands_are_e4m3_b_as_w_t_with_one_scale_each(m, n, k):
 @pytest.mark.parametrize("m,n,k", [(64, 256, 256), (17, 130, 300)])
 def test_block_fp8_operands_carry_deepgemms_scales_in_torchs_layouts(m, n, k):
     a, w = _source(m, n, k, seed=1)
-    (a8, b8, sa, sb), ref = api_bench.fp8_operands(torch, a, w, "fp8_block")
+    (a8, b8, sa, sb), ref = torch_side.fp8_operands(torch, a, w, "fp8_block")
     kb, nb = -(-k // 128), -(-n // 128)
     assert sa.shape == (m, kb) and sb.shape == (kb, nb)  # gemmlab.matmul's and torch._scaled_mm's blockwise shapes
     # the transposes of gemmlab.fp8's row-major storage, the only layout torch takes
@@ -66,15 +66,15 @@ def test_the_rotating_sets_hold_the_calls_arguments_and_the_first_ones_float64_p
     from gemmlab.problem import Problem
 
     problem = Problem(64, 48, 256, precision)
-    sets, ref = api_bench._inputs(torch, problem, 3, 7, linear, device="cpu")
-    again, _ = api_bench._inputs(torch, problem, 3, 7, linear, device="cpu")
-    assert len(sets) == 3 and all(len(s) == (4 if precision in api_bench.FP8 else 2) for s in sets)
+    sets, ref = torch_side.inputs(torch, problem, 3, 7, linear, device="cpu")
+    again, _ = torch_side.inputs(torch, problem, 3, 7, linear, device="cpu")
+    assert len(sets) == 3 and all(len(s) == (4 if precision in torch_side.FP8 else 2) for s in sets)
     a, b = sets[0][:2]
     assert a.shape == (64, 256) and b.shape == (256, 48) and b.stride() == ((1, 256) if linear else (48, 1))
     assert not torch.equal(sets[0][0].float(), sets[1][0].float())  # each set its own operands
     assert all(torch.equal(x.float(), y.float()) for s, t in zip(sets, again) for x, y in zip(s, t))
-    if precision in api_bench.FP8:
-        _, want = api_bench.fp8_operands(torch, *_source_like(problem, 7), precision)
+    if precision in torch_side.FP8:
+        _, want = torch_side.fp8_operands(torch, *_source_like(problem, 7), precision)
         assert torch.equal(ref, want)
     else:
         assert torch.equal(ref, a.double() @ b.double())

@@ -12,7 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from gemmlab import device  # noqa: E402
-from gemmlab.harness import api_bench, api_suite as S, suite_ops as O, timing  # noqa: E402
+from gemmlab.harness import api_suite as S, suite_ops as O, timing, torch_side  # noqa: E402
 
 
 def test_the_grid_is_56_linear_9_square_and_4_long_k_shapes():
@@ -135,7 +135,7 @@ def test_torch_is_called_for_c_in_the_dtype_gemmlabs_result_has(monkeypatch):
 @pytest.mark.parametrize("precision", ["fp8", "fp8_block"])
 def test_the_fp8_reference_is_the_product_of_the_operands_dequantized_with_the_calls_scales(precision):
     x, w = torch.randn(40, 300), torch.randn(200, 300)
-    args, want = api_bench.fp8_operands(torch, x, w, precision)
+    args, want = torch_side.fp8_operands(torch, x, w, precision)
     a64, b64 = O.operands64(torch, precision, args)
     assert torch.allclose(a64 @ b64, want, rtol=1e-12, atol=1e-12)
     rows = torch.tensor([0, 7, 39])

@@ -23,17 +23,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import partial
 
-import numpy as np
-
 from gemmlab.errors import GemmlabError
 from gemmlab.harness.suite_ops import check, error_line
+from gemmlab.harness.torch_side import inputs, torch_call
 from gemmlab.problem import PRECISIONS as RECORDS, get_precision
 
 SHAPES = ((256, 256, 256), (1024, 1024, 1024), (2048, 3072, 4096), (4096, 4096, 4096), (8192, 8192, 8192),
           (4096, 14336, 4096))
 PRECISIONS = tuple(RECORDS)
-# the scaled precisions and their recipes' blocks of A and of w (gemmlab.fp8; None: one scale per tensor)
-FP8 = {name: ("1x128", "128x128") if p.block_scaled else None for name, p in RECORDS.items() if p.scaled}
 LINEAR_SHAPE = (4096, 4096, 4096)  # x @ w.T: B handed over as the transpose of w
 
 
@@ -59,68 +56,8 @@ def cases(precisions, shapes, linear: bool) -> list[tuple[str, tuple, bool, bool
     return out
 
 
-def fp8_operands(torch, a, w, precision: str, reference: bool = True) -> tuple:
-    """x (M×K) and w (N×K) float32 tensors quantized by gemmlab.fp8 (amax scaling, e4m3) for ``precision``'s recipe,
-    as torch._scaled_mm and gemmlab.matmul take them: (a8, w8.t(), scale_a, scale_b), the block scales as the
-    transposes of gemmlab.fp8's stored layouts (scale_a M×K/128, scale_b K/128×N/128), per tensor one float each
-    (torch takes no other layout: rows of scale_b padded to 16 bytes it refuses, peers/cublaslt_fp8_block says why);
-    and (``reference``) the float64 product of the dequantized operands, on the tensors' device."""
-    from gemmlab import fp8
-
-    xp, to_torch = np, torch.from_numpy
-    if a.is_cuda:
-        import cupy as xp
-
-        to_torch = torch.from_dlpack
-    blocks = FP8[precision] or (fp8.PER_TENSOR, fp8.PER_TENSOR)
-    qa, qw = (fp8.quantize(xp.from_dlpack(x.detach()), fp8.E4M3, blk) for x, blk in zip((a, w), blocks))
-    a8, w8 = (to_torch(q.data).view(torch.float8_e4m3fn) for q in (qa, qw))
-    sa, sw = to_torch(qa.scale), to_torch(qw.scale)
-    if get_precision(precision).block_scaled:  # stored (K/128, M) and (N/128, K/128), given transposed
-        sa, sw = sa.t(), sw.t()
-    ref = to_torch(qa.dequantize() @ qw.dequantize().T) if reference else None
-    return (a8, w8.t(), sa, sw), ref
-
-
-def _torch_call(torch, prec, out_dtype=None):
-    """torch's call for this precision writing C as ``out_dtype`` (a torch dtype; default: the precision's C):
-    torch.mm with out_dtype where C's dtype is not the operands'; FP8: torch._scaled_mm with the same scales, fast
-    accumulation per tensor (tc4_persistent_fp8's)."""
-    if prec.scaled:
-        fast, out = prec.tensor_scaled, out_dtype or torch.bfloat16
-        return lambda a, b, sa, sb: torch._scaled_mm(a, b, scale_a=sa, scale_b=sb, out_dtype=out,
-                                                     use_fast_accum=fast)
-    out = out_dtype or getattr(torch, prec.output_dtype)  # torch names dtypes as NumPy does
-    if out != getattr(torch, prec.input_dtype):
-        return lambda a, b: torch.mm(a, b, out_dtype=out)
-    return torch.matmul
-
-
 def _tf32(torch, on: bool):
     torch.backends.cuda.matmul.allow_tf32 = on
-
-
-def _inputs(torch, problem, n_sets, seed, linear, device="cuda", reference=True):
-    """n_sets argument tuples of the calls (A, B; FP8: A, B, scale_a, scale_b), and (``reference``, else None) the
-    float64 product of the first (FP8: of its dequantized operands)."""
-    gen = torch.Generator(device=device).manual_seed(seed)
-    fp8 = problem.prec.scaled
-    dtype = torch.float32 if fp8 else getattr(torch, problem.prec.input_dtype)  # torch names them as NumPy does
-    m, n, k = problem.shape
-    sets, ref = [], None
-    for i in range(n_sets):
-        a = torch.randn(m, k, device=device, generator=gen).to(dtype)
-        if fp8:  # always x @ w.T
-            args, r = fp8_operands(torch, a, torch.randn(n, k, device=device, generator=gen), problem.prec.name,
-                                   reference=reference and i == 0)
-            ref = ref if r is None else r
-        else:  # linear: w is N×K and the product reads w.T
-            b = torch.randn(*((n, k) if linear else (k, n)), device=device, generator=gen).to(dtype)
-            args = (a, b.t() if linear else b)
-        sets.append(args)
-    if not reference or fp8:
-        return sets, ref
-    return sets, sets[0][0].double() @ sets[0][1].double()
 
 
 def run_api_bench(opts: ApiBenchOptions, say=print) -> dict:
@@ -146,7 +83,7 @@ def run_api_bench(opts: ApiBenchOptions, say=print) -> dict:
         problem = Problem(*shape, precision)
         per_set = problem.compulsory_bytes()
         n_sets = rotation_sets(per_set, info.l2_bytes, True, 8)
-        sets, ref = _inputs(torch, problem, n_sets, opts.seed, linear)
+        sets, ref = inputs(torch, problem, n_sets, opts.seed, linear)
         _tf32(torch, problem.prec.tf32_multiply)
         if get_precision(precision).scaled:  # the scales say the precision
             ours = lambda a, b, sa, sb: gemmlab.matmul(a, b, scale_a=sa, scale_b=sb)  # noqa: E731
@@ -154,7 +91,7 @@ def run_api_bench(opts: ApiBenchOptions, say=print) -> dict:
         else:
             ours = partial(gemmlab.matmul, precision=precision)  # torch's side is its function: no frame here either
             chosen = gemmlab.plan(*sets[0], precision=precision)
-        theirs = _torch_call(torch, problem.prec)
+        theirs = torch_call(torch, problem.prec)
         err, ok = check(torch, ours(*sets[0]), ref, None, tolerance_for(problem))
         rec = {"kernel": chosen.plan.spec.name, "precision": precision, "m": problem.m, "n": problem.n,
                "k": problem.k, "layout": "x @ w.T (B column-major)" if linear else "row-major",

@@ -9,6 +9,7 @@ from functools import partial
 from typing import Callable
 
 from gemmlab.harness.reference import within
+from gemmlab.harness.torch_side import inputs, torch_call
 from gemmlab.problem import get_precision
 
 FULL_CHECK = 1 << 24  # elements of C up to which the whole product is checked; above, SAMPLED_ROWS rows
@@ -60,10 +61,9 @@ class Op:
 
 
 def _mm_inputs(torch, case: Case, seed: int, device: str = "cuda"):
-    from gemmlab.harness.api_bench import _inputs
     from gemmlab.problem import Problem
 
-    sets, _ = _inputs(torch, Problem(case.m, case.n, case.k, case.precision), 1, seed, True, device, reference=False)
+    sets, _ = inputs(torch, Problem(case.m, case.n, case.k, case.precision), 1, seed, True, device, reference=False)
     return sets[0]
 
 
@@ -80,9 +80,8 @@ def _mm_plan(gemmlab, precision, args):
 
 
 def _mm_theirs(torch, precision, out_dtype):
-    from gemmlab.harness.api_bench import _torch_call
 
-    return _torch_call(torch, get_precision(precision), out_dtype)
+    return torch_call(torch, get_precision(precision), out_dtype)
 
 
 def operands64(torch, precision: str, args, rows=None):
