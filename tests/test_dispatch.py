@@ -481,17 +481,37 @@ def test_only_the_gemv_levels_hold_their_builds_apart():
     assert tiled.same_build(Problem(16, 4096, 4096, "bf16"), Problem(4096, 1024, 8192, "bf16"))
 
 
+def _timed_tall(table: dict) -> dict:
+    """A copy of ``table`` whose tc8 rows say they were timed on 192-row tiles, as every one was before tc8 picked
+    its height per problem (the shipped table's grid has since timed the 128-row tiles where they are picked)."""
+    tall = json.loads(json.dumps(table))
+    for rows in tall["NVIDIA H200"]["fp8_block"].values():
+        for r in rows:
+            if "tc8" in r["kernel"]:
+                r["BM"] = 192
+    return tall
+
+
+def test_the_shipped_rows_of_tc8_name_both_heights():
+    """The shipped grid timed each tc8 spec on the height it picks at each shape it timed: 128 rows where short_pays
+    (1024x4096x14336, 512x4096x4096), 192 at 4096³; every row says which (a row the grid did not time again, where
+    the spec was predicted hopeless, keeps the height it was timed on)."""
+    rows = json.loads(dispatch.SHIPPED.read_text())["NVIDIA H200"]["fp8_block"]
+    for name in ("cuda/tc8_block_scaled_fp8", "gluon/tc8_block_scaled_fp8", "cuda/tc8_cluster_fp8_block"):
+        mine = {label: {r["BM"] for r in rs if r["kernel"] == name} for label, rs in rows.items()}
+        assert set().union(*mine.values()) == {128, 192}
+        assert mine["1024x4096x14336"] == mine["512x4096x4096"] == {128} and mine["4096x4096x4096"] == {192}
+
+
 def test_a_measurement_is_modeled_on_the_tile_height_it_ran():
-    """tc8's block-scaled specs pick 128 or 192 rows per problem (short_tile); the shipped table's rows name the
-    height each was measured on (all 192: measured before the choice). A prediction between measured shapes scales
-    the measurement by the model of that build there, not of what the spec would pick there now: at 768×4096×4096
-    the cluster build runs 192 rows, and its neighbours 512 and 1024 (where it would now run 128) keep their
-    192-row models, so the prediction is what it was with one height."""
+    """tc8's block-scaled specs pick 128 or 192 rows per problem (short_tile); a table's rows name the height each
+    was measured on. A prediction between measured shapes scales the measurement by the model of that build there,
+    not of what the spec would pick there now: at 768×4096×4096 the cluster build runs 192 rows, and with its
+    neighbours 512 and 1024 (where it would now run 128) timed on 192 rows, they keep their 192-row models, so the
+    prediction is what it was with one height."""
     name = "cuda/tc8_cluster_fp8_block"
     spec, w_t = get_kernel(name), Layout(b=COL)
-    table = json.loads(dispatch.SHIPPED.read_text())
-    rows = table["NVIDIA H200"]["fp8_block"]
-    assert all(r.get("BM") == 192 for label in rows for r in rows[label] if r["kernel"] == name)
+    table = _timed_tall(json.loads(dispatch.SHIPPED.read_text()))
     problem = Problem(768, 4096, 4096, "fp8_block")
     assert spec.for_problem(problem).params["BM"] == 192
     assert spec.for_problem(Problem(512, 4096, 4096, "fp8_block")).params["BM"] == 128
@@ -518,28 +538,33 @@ def test_a_measurement_is_modeled_on_the_tile_height_it_ran():
 
 
 def test_at_a_measured_shape_a_measurement_moves_to_the_height_the_kernel_picks_by_the_rule_that_picks_it():
-    """At 1024x4096x14336 the shipped rows of tc8 were timed on 192 rows, where it now runs 128 (short_pays): its
-    prediction there is that measurement times short_cost, the rule's own count (fitted to both heights' times at the
-    same shapes), not the 192-row time; at 4096³, where it keeps 192 rows, the measurement stands as it is."""
+    """At 1024x4096x14336 tc8 runs 128 rows (short_pays): a row timed there on 192 rows predicts that measurement
+    times short_cost, the rule's own count (fitted to both heights' times at the same shapes), not the 192-row
+    time; at 4096³, where it keeps 192 rows, the measurement stands as it is, as does a row timed on the height the
+    kernel picks (the shipped table's)."""
     from gemmlab.kernels.cuda.tc.model.tiles import short_cost
 
     w_t = Layout(b=COL)
-    rows = json.loads(dispatch.SHIPPED.read_text())["NVIDIA H200"]["fp8_block"]
+    shipped = json.loads(dispatch.SHIPPED.read_text())
+    tall = _timed_tall(shipped)
     explained = 0
     for name in ("cuda/tc8_block_scaled_fp8", "gluon/tc8_block_scaled_fp8", "cuda/tc8_cluster_fp8_block"):
         spec = get_kernel(name)
         for label, runs in (("1024x4096x14336", 128), ("4096x4096x4096", 192)):
             problem = Problem(*map(int, label.split("x")), "fp8_block")
             assert spec.for_problem(problem).params["BM"] == runs
-            row = next(r for r in rows[label] if r["kernel"] == name)
-            assert row["BM"] == 192
-            c = next(c for c in dispatch.rank(problem, w_t, H200) if c.spec.name == name)
-            factor = short_cost(problem.m, problem.n, spec.params, 128) if runs == 128 else 1.0
-            assert c.ms == pytest.approx(row["ms"] * factor)
-            choice = dispatch.choose(problem, w_t, H200)
-            if runs == 128 and choice.spec.name == name:  # the pick says what its time was scaled by
-                assert f"on 192-row tiles, × {factor:.3g} for the 128 rows it runs here" in choice.why
-                explained += 1
+            for table, timed_on in ((tall, 192), (shipped, runs)):
+                row = next(r for r in table["NVIDIA H200"]["fp8_block"][label] if r["kernel"] == name)
+                assert row["BM"] == timed_on
+                c = next(c for c in dispatch.rank(problem, w_t, H200, table=table) if c.spec.name == name)
+                moved = runs == 128 and timed_on == 192
+                factor = short_cost(problem.m, problem.n, spec.params, 128) if moved else 1.0
+                assert c.ms == pytest.approx(row["ms"] * factor)
+                choice = dispatch.choose(problem, w_t, H200, table=table)
+                if choice.spec.name == name:  # the pick says what its time was scaled by, if it was
+                    said = f"on 192-row tiles, × {factor:.3g} for the 128 rows it runs here" in choice.why
+                    assert said == moved
+                    explained += said
     assert explained == 1
     assert 0.6 < short_cost(1024, 4096, get_kernel("cuda/tc8_block_scaled_fp8").params, 128) < 1
 
