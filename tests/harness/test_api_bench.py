@@ -61,7 +61,7 @@ def test_block_fp8_operands_carry_deepgemms_scales_in_torchs_layouts(m, n, k):
 
 @pytest.mark.parametrize("precision,linear", [("bf16", False), ("tf32", True), ("fp8", True), ("fp8_block", True)])
 def test_the_rotating_sets_hold_the_calls_arguments_and_the_first_ones_float64_product(precision, linear):
-    """_inputs (on the CPU here): n sets of fresh operands in the layout the case names, FP8 with its scales, the
+    """torch_side.inputs (on the CPU here): n sets of fresh operands in the layout the case names, FP8 with its scales, the
     same for the same seed, and the float64 product of the first set's operands (FP8: dequantized) as reference."""
     from gemmlab.problem import Problem
 
@@ -81,7 +81,7 @@ def test_the_rotating_sets_hold_the_calls_arguments_and_the_first_ones_float64_p
 
 
 def _source_like(problem, seed):
-    """The first set's float32 x and w as _inputs draws them."""
+    """The first set's float32 x and w as torch_side.inputs draws them."""
     g = torch.Generator().manual_seed(seed)
     return torch.randn(problem.m, problem.k, generator=g), torch.randn(problem.n, problem.k, generator=g)
 

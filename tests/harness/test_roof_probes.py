@@ -219,3 +219,17 @@ def test_a_measurement_under_the_drivers_name_is_read_under_the_datasheets(tmp_p
                                 "time": "t"}))
     roofs = roof_probes.stored_ceilings(ceilings_for(DEVICES["h100"]))
     assert (roofs.dram_gbs, roofs.l2_gbs) == (3100.0, 14000.0) and roofs.source["l2"] == "measured"
+
+
+def test_a_measurement_stored_under_the_name_it_is_read_by_is_still_read(tmp_path, monkeypatch):
+    """Before the files were keyed by board, an H200's measurement was stored as NVIDIA_H200.json, the name the
+    models read it by: it is still read (over the measurement shipped with gemmlab), until a new one is stored."""
+    monkeypatch.setenv("GEMMLAB_CACHE", str(tmp_path))
+    old = tmp_path / "ceilings" / "NVIDIA_H200.json"
+    assert old != roof_probes.stored_path("NVIDIA H200")
+    old.parent.mkdir(parents=True)
+    old.write_text(json.dumps({"gpu": "NVIDIA H200", "l2_gbs": 9000.0, "time": "t"}))
+    roofs = roof_probes.stored_ceilings(ceilings_for(DEVICES["h200"]))
+    assert roofs.l2_gbs == 9000.0 and str(old) in roofs.origin
+    roof_probes.stored_path("NVIDIA H200").write_text(json.dumps({"gpu": "NVIDIA H200", "l2_gbs": 15000.0}))
+    assert roof_probes.stored_ceilings(ceilings_for(DEVICES["h200"])).l2_gbs == 15000.0

@@ -167,6 +167,9 @@ def stored_ceilings(base: Ceilings) -> Ceilings:
     itself (a copy bandwidth measured in the same run stays); for the H200 without one, the measurement shipped with
     gemmlab (SHIPPED)."""
     stored, where = read_json(stored_path(base.gpu)), stored_path(base.gpu)
+    if not stored:  # where a measurement before the files were keyed by board kept it: under the name it was read by
+        where = cache_root() / "ceilings" / (re.sub(r"[^A-Za-z0-9]+", "_", base.gpu).strip("_") + ".json")
+        stored = read_json(where)
     if not stored and base.gpu == SHIPPED_GPU.name:
         stored, where = read_json(SHIPPED), f"gemmlab's data/{SHIPPED.name}"
     if not stored:

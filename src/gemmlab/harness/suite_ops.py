@@ -80,7 +80,6 @@ def _mm_plan(gemmlab, precision, args):
 
 
 def _mm_theirs(torch, precision, out_dtype):
-
     return torch_call(torch, get_precision(precision), out_dtype)
 
 
