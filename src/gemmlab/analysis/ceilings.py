@@ -153,7 +153,11 @@ LEVEL_KEYS_BY_NAME = {key: level for level, key in LEVEL_KEYS.items()}
 def stored_path(gpu_name: str) -> Path:
     """Where ``gemmlab roofline --measure`` keeps the last measurement of a GPU in gemmlab's cache: one file per board
     (_board), so the driver's name that measured it and the devices table's name that reads it find the same file."""
-    return cache_root() / "ceilings" / (re.sub(r"[^A-Za-z0-9]+", "_", _board(gpu_name)).strip("_") + ".json")
+    return _cache_file(_board(gpu_name))
+
+
+def _cache_file(name: str) -> Path:
+    return cache_root() / "ceilings" / (re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_") + ".json")
 
 
 # The roofs measured on the GPU whose dispatch table ships with gemmlab (results/h200/ceilings.json, `gemmlab roofline
@@ -166,9 +170,10 @@ def stored_ceilings(base: Ceilings) -> Ceilings:
     """``base`` with the figures of this GPU's last stored measurement in place of those ``base`` did not measure
     itself (a copy bandwidth measured in the same run stays); for the H200 without one, the measurement shipped with
     gemmlab (SHIPPED)."""
-    stored, where = read_json(stored_path(base.gpu)), stored_path(base.gpu)
+    where = stored_path(base.gpu)
+    stored = read_json(where)
     if not stored:  # where a measurement before the files were keyed by board kept it: under the name it was read by
-        where = cache_root() / "ceilings" / (re.sub(r"[^A-Za-z0-9]+", "_", base.gpu).strip("_") + ".json")
+        where = _cache_file(base.gpu)
         stored = read_json(where)
     if not stored and base.gpu == SHIPPED_GPU.name:
         stored, where = read_json(SHIPPED), f"gemmlab's data/{SHIPPED.name}"
