@@ -219,8 +219,10 @@ def test_every_build_compiles_to_wgmma_without_local_memory(name, tmp_path):
     ways = ((0, 0), (2, 0), (2, 1)) if spec.precision == "tf32" else ((0, 0),)
     keys = [(b.params["BM"], b.params["BN"], b.params.get("TF32_ROUND", 0), b.params.get("ROUND_B_SMEM", 0),
              b.defines()["SK_CLUSTER"], b.defines()["SK_SPREAD"]) for b in builds]
+    # ... but 128x256 (BN = 256) neither rounds in the kernel nor adds its partials across a cluster (constraints)
     assert set(keys) == {(bm, bn, rnd, r, c, spread) for bm, bn, _ in split_k.tiles_for(spec.precision, measured=True)
-                         for rnd, r in ways for c, spread in ((0, 0), (1, 0), (0, 1))}
+                         for rnd, r in ways for c, spread in ((0, 0), (1, 0), (0, 1))
+                         if bn <= 128 or (rnd == 0 and c == 0)}
     assert all(b.params.get("TMA_ROUND", 0) == (b.params.get("TF32_ROUND", 0) == 0 and spec.precision == "tf32")
                for b in builds)
     for build in builds:
@@ -289,6 +291,15 @@ def test_constraints_refuse_what_the_source_does_not_build():
             tf32.with_params({"TF32_ROUND": rounding})
     with pytest.raises(InvalidConfigError, match="ROUND_B_SMEM"):
         tf32.with_params({"TF32_ROUND": 0, "ROUND_B_SMEM": 1})
+    # 128x256 builds (a ring of 4) through the workspace; a cluster's reduction keeps a partial and the sums in the
+    # ring, which 4 stages of it do not hold (the source's static_assert), and A's rounded fragments spill beside
+    # 128 accumulators
+    wide = {"BM": 128, "BN": 256, "STAGES": 4}
+    assert get_kernel(NAMES["bf16"]).with_params({**wide, "SK_SPREAD": 1}).params["BN"] == 256
+    with pytest.raises(InvalidConfigError, match="SK_CLUSTER=1 at 128x256"):
+        get_kernel(NAMES["bf16"]).with_params({**wide, "SK_CLUSTER": 1})
+    with pytest.raises(InvalidConfigError, match="TF32_ROUND=2 at BN=256"):
+        tf32.with_params(wide)
 
 
 def test_tf32_rounds_to_nearest_so_auto_may_pick_it():
@@ -881,14 +892,18 @@ def test_an_h100_takes_its_own_measured_choices_first_then_the_h200s(monkeypatch
 def test_the_model_never_takes_the_128x64_tile_only_a_measured_table_does():
     """128x64 is built in every precision (fp8_block too: 64 divides 128) and taken from a table, but the model
     chooses among TILES alone: it cannot tell 128x64 from 64x128 where N is a multiple of 128 and would take it for
-    its fewer tiles where N is not (1024x320x4096), where no sweep has timed it."""
-    assert split_k.MEASURED_TILES == ((128, 64, 8),) and (128, 64, 8) not in split_k.TILES
+    its fewer tiles where N is not (1024x320x4096), where no sweep has timed it. 128x256 likewise, in every
+    precision but fp8_block (one B scale a k-tile: BN divides 128)."""
+    assert split_k.MEASURED_TILES == ((128, 64, 8), (128, 256, 4))
+    assert not set(split_k.MEASURED_TILES) & set(split_k.TILES)
     for precision in ("bf16", "fp8", "fp8_block", "tf32"):
         assert (128, 64, 8) in split_k.tiles_for(precision, measured=True)
-        assert (128, 64, 8) not in split_k.tiles_for(precision)
-        for shape in ((1024, 320, 4096), (256, 576, 8192), (1024, 1024, 1024), (256, 4096, 4096)):
+        assert ((128, 256, 4) in split_k.tiles_for(precision, measured=True)) == (precision != "fp8_block")
+        assert not set(split_k.MEASURED_TILES) & set(split_k.tiles_for(precision))
+        for shape in ((1024, 320, 4096), (256, 576, 8192), (1024, 1024, 1024), (256, 4096, 4096),
+                      (512, 4096, 14336)):
             pick = split_k.choose(*shape, precision)
-            assert (pick.bm, pick.bn) != (128, 64)
+            assert (pick.bm, pick.bn) in {(bm, bn) for bm, bn, _ in split_k.TILES}
     import dataclasses
 
     with_it = dataclasses.replace(split_k.wgmma("bf16"), tiles=split_k.TILES + split_k.MEASURED_TILES)

@@ -90,7 +90,7 @@ __host__ __device__ __forceinline__ unsigned a_frag_offset(unsigned t, int kk, i
 
 // The reduction's loads in flight a consumer thread: 8 float4s of each of 2 partials (64 registers), of 4 at
 // BN = 64 (a thread's whole share of each: 128 registers beside its 32 accumulators)
-#define REDUCE_U (BN <= 64 ? 4 : 2)
+#define REDUCE_U (BN <= 64 ? 4 : BN <= 128 ? 2 : 1)
 #define REDUCE_J 8
 
 // The tile's sums into the fragment, float4 j of this thread's share from load(j) (where the shared reductions left them)
@@ -203,6 +203,15 @@ __device__ __forceinline__ bool spread_reduce(float (&d)[BN / 2], float *tile_ws
   return true;
 }
 #endif
+
+// The tile's first row and column, from a fresh read of %ctaid.x: C's store takes them after the mainloop and the
+// reduction, through which a 128x256 tile's accumulators and loads leave no register to hold them (ptxas spilled
+// one to local memory), and an asm volatile read cannot be merged with the one before the mainloop.
+__device__ __forceinline__ int2 tile_origin(int tiles_n) {
+  unsigned t;
+  asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(t));
+  return make_int2((int)t / tiles_n * BM, (int)t % tiles_n * BN);
+}
 
 extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1) tc10_split_k(const __grid_constant__ KernelArgs args) {
   extern __shared__ unsigned char smem_raw[];
@@ -334,6 +343,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1) tc10_split_k(con
   for (int i = 0; i < BN / 2; ++i) d[i] *= scale;
 #endif
   TileStore out;
-  out.store<BN>(args, C, d, staging, m0, n0, cw, M, N);
+  const int2 origin = tile_origin((N + BN - 1) / BN);
+  out.store<BN>(args, C, d, staging, origin.x, origin.y, cw, M, N);
   tma_store_wait_all();  // the CTA's shared memory outlives its TMA stores (a no-op for threads that issued none)
 }

@@ -9,7 +9,8 @@ the levels' epilogue (TileStore), and sets the ticket back to zero for the next 
 tile (64x64, 64x128 or 128x128) and S are chosen per problem by tc/model/split_k.py: waves of CTAs, k-tiles per CTA
 (at least 4: a pipeline's depth), and the reduction one CTA does alone; at the problems where a sweep of every tile
 and S measured another choice faster, that one (split_k.measured, the GPU's own table first), 128x64 (two consumer
-warpgroups of m64n64) among them. BF16 and FP8 per tensor (tc3's mainloop, the
+warpgroups of m64n64) and 128x256 (two of m64n256, a ring of 4: 3/4 of 128x128's L2 bytes a multiply-add, partials
+twice as large) among them. BF16 and FP8 per tensor (tc3's mainloop, the
 scales on the summed tile, BF16 C for FP8); FP8 block-scaled (``_fp8_block``) promotes each k-tile into FP32 with
 its scales as tc8 does, on the tiles whose BN divides 128. TF32 (``_tf32``, TMA_ROUND=1) runs the truncating
 mainloop (TF32_ROUND=0: both operands from shared memory) on operands that A's and B's tensor maps, of TMA's TF32
@@ -32,7 +33,7 @@ from dataclasses import dataclass
 
 from gemmlab.kernels.cuda.launch.kernel import output_params
 from gemmlab.kernels.cuda.tc.model import split_k
-from gemmlab.kernels.cuda.tc.model.budget import smem_bytes
+from gemmlab.kernels.cuda.tc.model.budget import smem_bytes, stage_bytes
 from gemmlab.kernels.cuda.tc.model.constraints import wgmma_constraints
 from gemmlab.kernels.cuda.tc.model.fp8 import fp8_constraints
 from gemmlab.kernels.cuda.tc.model.kernel import WgmmaKernel
@@ -134,16 +135,17 @@ class SplitK(WgmmaKernel):
     def configurations(self, formats: bool = False) -> list[WgmmaKernel]:
         """A build per tile of the precision (split_k.tiles_for, the measured tables' too), each in every FP8 output
         type, pinned at PINNED_SPLITS (at most KT), so that a sanitizer run at any shape of 3 k-tiles or more goes
-        through the partials on every tile, added each of the three ways: across a cluster (SK_CLUSTER=1), through
-        the workspace by the last split (both 0) and by every split (SK_SPREAD=1). TF32 also the variant that rounds
+        through the partials on every tile, added each of the three ways its constraints allow: across a cluster
+        (SK_CLUSTER=1), through the workspace by the last split (both 0) and by every split (SK_SPREAD=1). TF32 also the variant that rounds
         in the kernel, so that it stays right: TF32_ROUND=2 with and without the pass over B's tiles (ROUND_B_SMEM=1,
         what the plan builds for a K-major B)."""
-        builds = [self.with_params({"BM": bm, "BN": bn, "STAGES": st, "SPLITS": PINNED_SPLITS, "SK_CLUSTER": c,
-                                    "SK_SPREAD": spread})
-                  for bm, bn, st in split_k.tiles_for(self.precision, measured=True)
-                  for c, spread in ((1, 0), (0, 0), (0, 1))]
+        ways = [{"BM": bm, "BN": bn, "STAGES": st, "SPLITS": PINNED_SPLITS, "SK_CLUSTER": c, "SK_SPREAD": spread}
+                for bm, bn, st in split_k.tiles_for(self.precision, measured=True)
+                for c, spread in ((1, 0), (0, 0), (0, 1))]
+        # 128x256 adds no partials across a cluster: its partial and sums do not fit the ring of 4 (a constraint)
+        builds = [self.with_params(w) for w in ways if not self.constraints({**self.params, **w})]
         if self.prec.tf32_multiply:
-            rounded = [b.with_params(IN_KERNEL) for b in builds]
+            rounded = [b.with_params(IN_KERNEL) for b in builds if not self.constraints({**b.params, **IN_KERNEL})]
             passes = [b.with_params({"ROUND_B_SMEM": 1}) for b in rounded]
             builds += [b for b in rounded if b not in builds] + passes
         return [c for b in builds for c in WgmmaKernel.configurations(b, formats)]
@@ -158,11 +160,16 @@ def _constraints(p: dict, fp8: bool, block: bool) -> list[str]:
     if p.get("SK_CLUSTER", 0) not in (0, 1):
         e.append(f"SK_CLUSTER={p['SK_CLUSTER']}: 1 (a tile's splits added across a cluster where S <= "
                  f"{split_k.CLUSTER_MAX}) or 0 (through the workspace)")
+    elif p.get("SK_CLUSTER", 0) and 2 * p["BM"] * p["BN"] * 4 > p["STAGES"] * stage_bytes(p["BM"], p["BN"]):
+        e.append(f"SK_CLUSTER=1 at {p['BM']}x{p['BN']}: a partial and its sums past the ring of {p['STAGES']} "
+                 "stages, where the cluster's reduction keeps them")
     if p.get("SK_SPREAD", 0) not in (0, 1):
         e.append(f"SK_SPREAD={p['SK_SPREAD']}: 1 (every split of a tile adds a share of it, where the grid is "
                  "resident at once) or 0 (the last split adds all of it)")
     elif p.get("SK_SPREAD", 0) and p.get("SK_CLUSTER", 0):
         e.append("SK_SPREAD=1 and SK_CLUSTER=1: two ways of adding a tile's partials; one at most")
+    if p.get("TF32_ROUND", 0) == 2 and p["BN"] > 128:
+        e.append(f"TF32_ROUND=2 at BN={p['BN']}: A's rounded fragments beside BN / 2 accumulators spill (128 at most)")
     if block and 128 % p["BN"]:
         e.append(f"BN={p['BN']}: a block-scaled tile's columns sit in one 128-wide block of B's scales (64 or 128)")
     if block and p["BN"] > p.get("CONSUMER_REGS", 232) - 32:

@@ -42,13 +42,14 @@ from gemmlab.kernels.spec import Traffic
 from gemmlab.problem import get_precision
 
 # (BM, BN, STAGES) of each build, the ring as deep as fits in about 200 KB of shared memory (stages of
-# (BM + BN) x 128 bytes); fp8_block takes the tiles whose BN divides 128 (one B scale a k-tile). No 128x256: its
-# accumulators beside the split's state spill, and where a problem has tiles enough for it tc4 runs them. These are
-# the model's; MEASURED_TILES are built and run where a measured table takes them, never by the model: 128x64 (two
+# (BM + BN) x 128 bytes); fp8_block takes the tiles whose BN divides 128 (one B scale a k-tile). These are the
+# model's; MEASURED_TILES are built and run where a measured table takes them, never by the model: 128x64 (two
 # consumer warpgroups of m64n64), which the model cannot tell from 64x128 where N is a multiple of 128 (the same
-# bytes and multiply-adds a k-tile) and prefers for its fewer tiles where N is not, where no sweep has timed it.
+# bytes and multiply-adds a k-tile) and prefers for its fewer tiles where N is not, where no sweep has timed it; and
+# 128x256 (two of m64n256, a ring of 4), which reads 3/4 of 128x128's bytes from L2 a multiply-add, where the model's
+# one L2 rate a clock cannot say whether that or its partials, twice as large, weigh more.
 TILES = ((64, 64, 8), (64, 128, 8), (128, 128, 6))
-MEASURED_TILES = ((128, 64, 8),)
+MEASURED_TILES = ((128, 64, 8), (128, 256, 4))
 SM_BYTES_PER_CLOCK = 64  # assumed: what one SM reads from L2 per clock, the operands' tiles and the partials alike
 CTA_START_CLOCKS = 2000  # assumed: a CTA's ring set-up and its first k-tile's copies, about 1 µs, not overlapped
 MIN_SPLIT_KTILES = 4  # k-tiles a split at least: the pipeline depth that covers a TMA copy's latency
