@@ -915,3 +915,30 @@ def test_the_model_never_takes_the_128x64_tile_only_a_measured_table_does():
     assert (got.bm, got.bn, got.splits, got.grid) == (128, 64, 3, (8 * 5, 3, 1))
 
 
+
+
+def test_a_measured_128x256_runs_where_the_build_s_options_run_it(monkeypatch):
+    """A table naming 128x256 at S = 2 (512x4096x4096): the registered BF16, FP16 (BF16's choices), FP8 and TF32
+    builds and the spread variant run it, 64 tiles x 2 on 384 threads; a build adding the partials across a cluster
+    and TF32 rounding A in the kernel, whose constraints refuse that tile, run the model's choice instead of raising;
+    fp8_block, which does not build it, does not take the entry."""
+    shape = (512, 4096, 4096)
+    entry = {"BM": 128, "BN": 256, "STAGES": 4, "SPLITS": 2}
+    table = {"gpu": H200_NAME, "sm_count": 132, "file": "split_k-h200.json",
+             "choices": {p: {"x".join(map(str, shape)): entry} for p in ("bf16", "fp8", "fp8_block", "tf32")}}
+    monkeypatch.setattr(split_k, "_shipped", lambda: table)
+
+    def runs(name, params=None):
+        spec = get_kernel(name).with_params(params or {})
+        problem = Problem(*shape, spec.precision)
+        p = spec.for_problem(problem).params
+        return (p["BM"], p["BN"], p["STAGES"], p["SPLITS"]), spec.launch_geometry(problem)
+
+    names = {**NAMES, "fp16": "cuda/tc10_split_k_fp16"}
+    for name, params in (("bf16", None), ("fp16", None), ("fp8", None), ("tf32", None), ("bf16", {"SK_SPREAD": 1})):
+        tile, geometry = runs(names[name], params)
+        assert tile == (128, 256, 4, 2), name
+        assert geometry.grid == (4 * 16, 2, 1) and geometry.block == (384, 1, 1)
+    for name, params in (("bf16", {"SK_CLUSTER": 1}), ("tf32", IN_KERNEL), ("fp8_block", None)):
+        model = split_k.choose(*shape, name, 132)
+        assert runs(NAMES[name], params)[0] == (model.bm, model.bn, model.stages, model.splits), name

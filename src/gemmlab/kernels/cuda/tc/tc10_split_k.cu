@@ -89,7 +89,8 @@ __host__ __device__ __forceinline__ unsigned a_frag_offset(unsigned t, int kk, i
 // end fragment arithmetic
 
 // The reduction's loads in flight a consumer thread: 8 float4s of each of 2 partials (64 registers), of 4 at
-// BN = 64 (a thread's whole share of each: 128 registers beside its 32 accumulators)
+// BN = 64 (a thread's whole share of each: 128 registers beside its 32 accumulators), of 1 at BN = 256 (32 beside
+// its 128)
 #define REDUCE_U (BN <= 64 ? 4 : BN <= 128 ? 2 : 1)
 #define REDUCE_J 8
 

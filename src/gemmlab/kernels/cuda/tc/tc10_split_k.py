@@ -87,8 +87,10 @@ class SplitK(WgmmaKernel):
         p = self.params
         if p["SPLITS"]:
             return split_k.pinned(m, n, k, self.precision, p["BM"], p["BN"], p["STAGES"], p["SPLITS"], sm_count)
-        return split_k.measured(m, n, k, self.precision, sm_count) or split_k.choose(
-            m, n, k, self.precision, sm_count, spread=bool(p.get("SK_SPREAD", 0)))
+        hit = split_k.measured(m, n, k, self.precision, sm_count)
+        if hit and self.constraints({**p, "BM": hit.bm, "BN": hit.bn, "STAGES": hit.stages, "SPLITS": hit.splits}):
+            hit = None  # a tile this build's options do not run (128x256 across a cluster, or rounding A itself)
+        return hit or split_k.choose(m, n, k, self.precision, sm_count, spread=bool(p.get("SK_SPREAD", 0)))
 
     def for_problem(self, problem: Problem, sm_count: int = SM_COUNT) -> "SplitK":
         s = self.split_plan(problem, sm_count)
