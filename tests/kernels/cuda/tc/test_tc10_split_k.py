@@ -915,8 +915,6 @@ def test_the_model_never_takes_the_128x64_tile_only_a_measured_table_does():
     assert (got.bm, got.bn, got.splits, got.grid) == (128, 64, 3, (8 * 5, 3, 1))
 
 
-
-
 def test_a_measured_128x256_runs_where_the_build_s_options_run_it(monkeypatch):
     """A table naming 128x256 at S = 2 (512x4096x4096): the registered BF16, FP16 (BF16's choices), FP8 and TF32
     builds and the spread variant run it, 64 tiles x 2 on 384 threads; a build adding the partials across a cluster

@@ -138,9 +138,9 @@ class SplitK(WgmmaKernel):
         """A build per tile of the precision (split_k.tiles_for, the measured tables' too), each in every FP8 output
         type, pinned at PINNED_SPLITS (at most KT), so that a sanitizer run at any shape of 3 k-tiles or more goes
         through the partials on every tile, added each of the three ways its constraints allow: across a cluster
-        (SK_CLUSTER=1), through the workspace by the last split (both 0) and by every split (SK_SPREAD=1). TF32 also the variant that rounds
-        in the kernel, so that it stays right: TF32_ROUND=2 with and without the pass over B's tiles (ROUND_B_SMEM=1,
-        what the plan builds for a K-major B)."""
+        (SK_CLUSTER=1), through the workspace by the last split (both 0) and by every split (SK_SPREAD=1). TF32 also
+        the variant that rounds in the kernel, so that it stays right: TF32_ROUND=2 with and without the pass over
+        B's tiles (ROUND_B_SMEM=1, what the plan builds for a K-major B)."""
         ways = [{"BM": bm, "BN": bn, "STAGES": st, "SPLITS": PINNED_SPLITS, "SK_CLUSTER": c, "SK_SPREAD": spread}
                 for bm, bn, st in split_k.tiles_for(self.precision, measured=True)
                 for c, spread in ((1, 0), (0, 0), (0, 1))]
