@@ -267,7 +267,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "measured tiles and splits instead, from bench runs of cuda/tc10_split_k_* with --layout "
                        "row,col and --variant builds over every tile and S: to --out, or without it to the table "
                        "shipped with gemmlab, only from runs on its GPU that hold every precision it holds choices "
-                       "for (else refused: a subset goes to --out). The shipped one: results/h200/tc10_sweep*.json")
+                       "for (else refused: a subset goes to --out). Gains compare within a run: a run counts at a "
+                       "shape where it timed the model's choice there. The shipped ones: the sweeps each names in "
+                       "its 'from' (results/h200/, results/h100/)")
     table.add_argument("--held-out", action="store_true", help="check kernel='auto' between measured shapes on its "
                        "own table instead: each measured shape held out, predicted from the others, the pick scored "
                        "against what was measured there (no GPU needed); --precision narrows it, --out writes the "

@@ -158,7 +158,8 @@ def _write_split_k(paths, out, console) -> int:
     if unnamed:
         raise GemmlabError(f"--split-k: {', '.join(unnamed)} name no GPU (env.gpu): a table is one GPU's")
     gpus = {(r["env"]["gpu"]["name"], r["env"]["gpu"].get("sm_count")) for r in runs.values()}
-    rows = [row for r in runs.values() for row in split_k_rows(r)]
+    per_run = [split_k_rows(r) for r in runs.values()]
+    rows = [row for run in per_run for row in run]
     if len(gpus) != 1 or not rows:
         raise GemmlabError(f"--split-k takes bench runs of cuda/tc10_split_k_* (--layout {SPLIT_K_LAYOUT}, its "
                            f"--variant builds beside it) on one GPU; {', '.join(paths)} hold {len(rows)} verified "
@@ -176,7 +177,7 @@ def _write_split_k(paths, out, console) -> int:
                                f"choices the shipped table ({split_k.MEASURED}) holds and would lose; "
                                "name runs of every precision (gemmlab dispatch --help) or write this table elsewhere "
                                "with --out")
-    table = split_k.measured_table(rows, gpu, sm_count, sources=[Path(p).name for p in paths])
+    table = split_k.measured_table(per_run, gpu, sm_count, sources=[Path(p).name for p in paths])
     target = checked or split_k.MEASURED
     try:
         Path(target).write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")

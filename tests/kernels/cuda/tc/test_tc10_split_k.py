@@ -560,20 +560,20 @@ def test_measured_table_keeps_a_choice_only_where_both_measures_pass_the_margin(
     fast, gain = 15.0 * (1 - 2 * margin), 1 + 2 * margin
     # the model's choice registered (20.0, gain 1 by definition) and pinned (15.0: its median, not its gain, counts)
     rows = _rows({mine: (20.0, 1.0)}) + _rows({mine: (15.0, 1.04), other: (fast, gain)})
-    hit = split_k.measured_table(rows, "GPU", 132)["choices"]["fp8"]["128x4096x4096"]
+    hit = split_k.measured_table([rows], "GPU", 132)["choices"]["fp8"]["128x4096x4096"]
     assert hit["model"]["us"] == 15.0 and hit["gain"] == round(gain, 3)
     assert {k: hit[k] for k in ("BM", "BN", "STAGES", "SPLITS")} == {"BM": 64, "BN": 64, "STAGES": 8, "SPLITS": 1}
     for us, g in ((15.0 * (1 - margin / 2), gain), (fast, 1 + margin / 2), (fast, None)):
-        assert split_k.measured_table(_rows({mine: (15.0, 1.0), other: (us, g)}), "GPU", 132)["choices"] == {}
-    applied = split_k.measured_table(_rows({other: (fast, 1.0), mine: (15.0, 1 / gain)}), "GPU", 132)
+        assert split_k.measured_table([_rows({mine: (15.0, 1.0), other: (us, g)})], "GPU", 132)["choices"] == {}
+    applied = split_k.measured_table([_rows({other: (fast, 1.0), mine: (15.0, 1 / gain)})], "GPU", 132)
     assert applied["choices"]["fp8"]["128x4096x4096"]["SPLITS"] == 1
-    close = split_k.measured_table(_rows({other: (fast, 1.0), mine: (15.0, 1 / (1 + margin / 2))}), "GPU", 132)
+    close = split_k.measured_table([_rows({other: (fast, 1.0), mine: (15.0, 1 / (1 + margin / 2))})], "GPU", 132)
     assert close["choices"] == {}
     # a pinned S past the k-tiles is the build with S = KT, as the plan runs it
     short = (128, 4096, 1024)
     model = split_k.choose(*short, "fp8")
-    capped = split_k.measured_table(_rows({(model.bm, model.bn, model.stages, model.splits): (15.0, 1.0),
-                                           (64, 64, 8, 64): (10.0, 1.5)}, shape=short), "GPU", 132)
+    capped = split_k.measured_table([_rows({(model.bm, model.bn, model.stages, model.splits): (15.0, 1.0),
+                                            (64, 64, 8, 64): (10.0, 1.5)}, shape=short)], "GPU", 132)
     assert capped["choices"]["fp8"]["128x4096x1024"]["SPLITS"] == 8
     plan = split_k.measured(128, 4096, 1024, "fp8", 132, table=capped)
     assert (plan.bm, plan.bn, plan.splits, plan.grid) == (64, 64, 8, (128, 8, 1))
@@ -594,14 +594,14 @@ def test_shipped_measured_table_is_the_committed_sweeps_and_holds_in_a_run_with_
                     *RESULTS.glob("tc10_sweep3_*.json")])
     runs = [load_results(p) for p in paths]
     assert len(paths) == 6 and {r["env"]["gpu"]["name"] for r in runs} == {H200_NAME}
-    rows = [row for r in runs for row in split_k_rows(r)]
-    assert {row[0] for row in rows} == {"bf16", "fp8", "fp8_block", "tf32"}
-    want = split_k.measured_table(rows, H200_NAME, 132, sources=[p.name for p in paths])
+    per_run = [split_k_rows(r) for r in runs]
+    assert {row[0] for rows in per_run for row in rows} == {"bf16", "fp8", "fp8_block", "tf32"}
+    want = split_k.measured_table(per_run, H200_NAME, 132, sources=[p.name for p in paths])
     shipped = json.loads(split_k.MEASURED.read_text())
     assert shipped == json.loads(json.dumps(want)) and sum(map(len, shipped["choices"].values())) == 14
     confirm = load_results(RESULTS / "tc10_measured_confirm.json")
     confirm["records"] = [r for r in confirm["records"] if r["precision"] in ("bf16", "fp8")]
-    again = split_k.measured_table(split_k_rows(confirm), H200_NAME, 132)
+    again = split_k.measured_table([split_k_rows(confirm)], H200_NAME, 132)
     kept = {(p, s, (v["BM"], v["BN"], v["SPLITS"])) for p, c in again["choices"].items() for s, v in c.items()}
     ship = {(p, s, (v["BM"], v["BN"], v["SPLITS"])) for p, c in shipped["choices"].items() for s, v in c.items()}
     assert len(kept & ship) == 3 and {(p, s) for p, s, _ in kept - ship} == {("bf16", "32x4096x4096"),
@@ -836,21 +836,47 @@ H100_NAME = "NVIDIA H100 80GB HBM3"
 
 
 def test_the_h100_table_is_its_committed_sweeps():
-    """data/split_k-h100.json is what the table's rule makes of results/h100/tc10_128x64*.json: the H100 SXM's runs of
-    the registered build, the model's choice pinned and the 128x64 tile at S = 1, 2 and 4 beside them."""
+    """data/split_k-h100.json is what the table's rule makes of the H100 SXM's sweeps: results/h100/tc10_128x64*.json
+    (the registered build, the model's choice pinned and the 128x64 tile at S = 1, 2 and 4 beside them) and
+    tc10_sweep4_*.json (the 128x256 tile at S = 1-6 beside the registered build, which at the shapes the earlier
+    table held was its choice, with the model's not pinned: that run leaves those choices as the earlier runs made
+    them, and adds 128x256 at S = 1 where it beat the model's choice)."""
     from gemmlab.dispatch_command import split_k_rows
     from gemmlab.results import load_results
 
-    paths = sorted((RESULTS.parent / "h100").glob("tc10_128x64*.json"))
+    paths = sorted([*(RESULTS.parent / "h100").glob("tc10_128x64*.json"),
+                    *(RESULTS.parent / "h100").glob("tc10_sweep4_*.json")])
     runs = [load_results(p) for p in paths]
-    assert len(paths) == 8 and {r["env"]["gpu"]["name"] for r in runs} == {H100_NAME}
-    want = split_k.measured_table([row for r in runs for row in split_k_rows(r)], H100_NAME, 132,
-                                  sources=[p.name for p in paths])
+    assert len(paths) == 10 and {r["env"]["gpu"]["name"] for r in runs} == {H100_NAME}
+    want = split_k.measured_table([split_k_rows(r) for r in runs], H100_NAME, 132, sources=[p.name for p in paths])
     shipped = json.loads((split_k.MEASURED.parent / "split_k-h100.json").read_text())
     assert shipped == json.loads(json.dumps(want))
-    assert {(p, s) for p, c in shipped["choices"].items() for s, v in c.items() if (v["BM"], v["BN"]) == (128, 64)} \
-        == {("bf16", "256x4096x4096"), ("bf16", "128x4096x14336"), ("fp8", "256x4096x4096"),
-            ("fp8", "128x4096x14336"), ("fp8", "512x1024x8192"), ("fp8", "1024x1024x8192")}
+    tiles = lambda bn: {(p, s) for p, c in shipped["choices"].items() for s, v in c.items()  # noqa: E731
+                        if (v["BM"], v["BN"]) == (128, bn)}
+    assert tiles(64) == {("bf16", "256x4096x4096"), ("bf16", "128x4096x14336"), ("fp8", "256x4096x4096"),
+                         ("fp8", "128x4096x14336"), ("fp8", "512x1024x8192"), ("fp8", "1024x1024x8192")}
+    assert tiles(256) == {(p, s) for p in ("bf16", "fp8") for s in ("1024x4096x4096", "1536x1536x1536",
+                                                                    "256x14336x4096")}
+    assert all(v["SPLITS"] == 1 for c in shipped["choices"].values() for v in c.values() if v["BN"] == 256)
+
+
+def test_a_run_counts_only_where_it_timed_the_model_s_choice():
+    """Gains compare within a run. A later run whose registered build is the table's choice (gain 1.0 there) and
+    which did not pin the model's choice leaves that choice as the earlier run made it; where it did pin the model's,
+    it counts: a slower median there, or a gain within the margin, removes the choice."""
+    model = split_k.choose(128, 4096, 4096, "fp8")
+    mine, other = (model.bm, model.bn, model.stages, model.splits), (64, 64, 8, 1)
+    first = _rows({mine: (15.0, 1.0), other: (12.0, 1.2)})
+    table = lambda *runs: split_k.measured_table(list(runs), "GPU", 132)["choices"]  # noqa: E731
+    assert table(first)["fp8"]["128x4096x4096"]["SPLITS"] == 1
+    later = _rows({other: (12.5, 1.0), (128, 256, 4, 4): (20.0, 0.6)})  # the choice registered, no model pinned
+    assert table(first, later) == table(first)
+    assert table(later) == {}  # alone it says nothing about the model's choice
+    confirm = _rows({other: (12.5, 1.0), mine: (12.8, 1 / 1.02)})  # the model's pinned, within the margin
+    hit = table(first, confirm)["fp8"]["128x4096x4096"]  # the fastest medians: 12.0 against 12.8, gain 1.2
+    assert (hit["us"], hit["gain"], hit["model"]["us"]) == (12.0, 1.2, 12.8)
+    slower = _rows({other: (14.0, 1.0), mine: (11.0, 1.3)})
+    assert table(first, slower) == {}  # the model's fastest median is now the fastest
 
 
 def test_an_h100_takes_its_own_measured_choices_first_then_the_h200s(monkeypatch, stub):  # noqa: F811

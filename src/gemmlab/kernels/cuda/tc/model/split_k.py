@@ -226,36 +226,50 @@ def pinned(m: int, n: int, k: int, precision: str, bm: int, bn: int, stages: int
                      clocks(m, n, k, precision, bm, bn, splits, sm_count, e))
 
 
-def measured_table(rows, gpu: str, sm_count: int, sources=()) -> dict:
-    """The table ``measured`` reads, from one GPU's timings of tc10 at several tiles and S: ``rows`` are (precision,
-    (M, N, K), params, µs, gain) with params the build that ran (its BM, BN, STAGES and SPLITS, S >= 1) and gain its
-    speedup over the run's registered build in launches interleaved with it (bench --variant's ``variant_gain``; 1.0
-    for the registered build, None where not measured). Per problem, the fastest median is kept where two measures
-    agree that it beats the model's choice (``choose``) by more than MEASURED_MARGIN: the medians (a build timed twice,
-    as the registered build and pinned, by its faster one), and the ratio of their interleaved gains (a build that
-    ran as the registered one is that run's reference: 1.0, whatever its pinned twin measured). The fastest of many
-    builds' medians, each with its spread, is biased low; the second measure keeps a build that was lucky once out.
-    A run made with the table applied times the measured choice as its registered build and the model's pinned:
-    the same comparison from the other side."""
-    times: dict = {}
-    for precision, (m, n, k), p, us, gain in rows:
-        plan = pinned(m, n, k, precision, p["BM"], p["BN"], p["STAGES"], p["SPLITS"], sm_count)
-        cfg = (plan.bm, plan.bn, plan.stages, plan.splits)
-        mine = times.setdefault((precision, (m, n, k)), {})
-        was_us, was_gain = mine.get(cfg, (us, gain))
-        best_gain = 1.0 if 1.0 in (gain, was_gain) else (gain if us <= was_us else was_gain)
-        mine[cfg] = (min(us, was_us), best_gain)
+def measured_table(runs, gpu: str, sm_count: int, sources=()) -> dict:
+    """The table ``measured`` reads, from one GPU's timings of tc10 at several tiles and S: ``runs`` holds each bench
+    run's rows, (precision, (M, N, K), params, µs, gain) with params the build that ran (its BM, BN, STAGES and
+    SPLITS, S >= 1) and gain its speedup over that run's registered build in launches interleaved with it (bench
+    --variant's ``variant_gain``; 1.0 for the registered build, None where not measured). Gains compare only within
+    a run, so a run counts at a problem where it timed the model's choice (``choose``) there, and each build's gain is
+    taken over that: a run whose registered build was an earlier table's choice, with the model's not pinned beside
+    it, says nothing about the model's choice and leaves the choice other runs made. Per problem, the fastest median
+    is kept where two measures agree that it beats the model's choice by more than MEASURED_MARGIN: the medians (a
+    build timed in several runs, or twice in one as the registered build and pinned, by its fastest), and its gain
+    over the model's choice in the run of that median (a build that ran as the registered one is its run's
+    reference: 1.0, whatever its pinned twin measured). The fastest of many builds' medians, each with its spread, is
+    biased low; the second measure keeps a build that was lucky once out. A run made with the table applied times
+    the measured choice as its registered build and the model's pinned: the same comparison from the other side."""
+    times: dict = {}  # (precision, (M, N, K)) -> [{(BM, BN, STAGES, S): (µs, gain)} of each run]
+    for rows in runs:
+        mine_by_problem: dict = {}
+        for precision, (m, n, k), p, us, gain in rows:
+            plan = pinned(m, n, k, precision, p["BM"], p["BN"], p["STAGES"], p["SPLITS"], sm_count)
+            cfg = (plan.bm, plan.bn, plan.stages, plan.splits)
+            mine = mine_by_problem.setdefault((precision, (m, n, k)), {})
+            was_us, was_gain = mine.get(cfg, (us, gain))
+            best_gain = 1.0 if 1.0 in (gain, was_gain) else (gain if us <= was_us else was_gain)
+            mine[cfg] = (min(us, was_us), best_gain)
+        for problem, mine in mine_by_problem.items():
+            times.setdefault(problem, []).append(mine)
     choices: dict = {}
-    for (precision, (m, n, k)), mine in sorted(times.items()):
+    for (precision, (m, n, k)), per_run in sorted(times.items()):
         model = choose(m, n, k, precision, sm_count)
-        model_us, model_gain = mine.get((model.bm, model.bn, model.stages, model.splits), (None, None))
-        (bm, bn, stages, splits), (us, gain) = min(mine.items(), key=lambda kv: kv[1][0])
-        if model_us is None or gain is None or not model_gain:
+        ref = (model.bm, model.bn, model.stages, model.splits)
+        pooled: dict = {}  # each build's fastest median and its gain over the model's choice in that run
+        for mine in per_run:
+            if not (mine.get(ref) or (None, None))[1]:
+                continue
+            for cfg, (us, gain) in mine.items():
+                if gain is not None and (cfg not in pooled or us < pooled[cfg][0]):
+                    pooled[cfg] = (us, gain / mine[ref][1])
+        if ref not in pooled:
             continue
-        if us < (1 - MEASURED_MARGIN) * model_us and gain / model_gain > 1 + MEASURED_MARGIN:
+        (bm, bn, stages, splits), (us, gain) = min(pooled.items(), key=lambda kv: kv[1][0])
+        model_us = pooled[ref][0]
+        if us < (1 - MEASURED_MARGIN) * model_us and gain > 1 + MEASURED_MARGIN:
             choices.setdefault(precision, {})[f"{m}x{n}x{k}"] = {
-                "BM": bm, "BN": bn, "STAGES": stages, "SPLITS": splits, "us": round(us, 2),
-                "gain": round(gain / model_gain, 3),
+                "BM": bm, "BN": bn, "STAGES": stages, "SPLITS": splits, "us": round(us, 2), "gain": round(gain, 3),
                 "model": {"BM": model.bm, "BN": model.bn, "SPLITS": model.splits, "us": round(model_us, 2)}}
     return {"gpu": gpu, "sm_count": sm_count, "margin": MEASURED_MARGIN, "from": sorted(set(sources)),
             "choices": choices}
