@@ -54,6 +54,11 @@ def _case(name, cfg, epi, dtype):
 BUILDS = [_case(name, cfg, epi, dtype) for name, epis, dtype in CASES
           for cfg in get_kernel(name).configurations()[:2 if name == "cuda/tc4_persistent_bf16" else 1]
           for epi in epis]
+# tc10's 128x256 tile (two m64n256 warpgroups, 128 accumulators a thread), which the H100's measured table runs: its
+# epilogue after the split-K reduction, beside the most live registers of any tc10 build
+BUILDS += [_case(name, cfg, epi, dtype) for name in ("cuda/tc10_split_k_bf16", "cuda/tc10_split_k_fp8")
+           for cfg in [next(c for c in get_kernel(name).configurations() if c.params["BN"] == 256)]
+           for epi in (BIAS_GELU, MATRIX_SILU) for dtype in ("bfloat16", "float32")]
 
 
 def _wgmma(spec) -> bool:
