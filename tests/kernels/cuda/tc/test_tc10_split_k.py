@@ -840,14 +840,15 @@ def test_the_h100_table_is_its_committed_sweeps():
     (the registered build, the model's choice pinned and the 128x64 tile at S = 1, 2 and 4 beside them) and
     tc10_sweep4_*.json (the 128x256 tile at S = 1-6 beside the registered build, which at the shapes the earlier
     table held was its choice, with the model's not pinned: that run leaves those choices as the earlier runs made
-    them, and adds 128x256 at S = 1 where it beat the model's choice)."""
+    them, and adds 128x256 at S = 1 where it beat the model's choice; its _applied twin, run with those choices
+    registered and the model's not pinned, adds nothing there)."""
     from gemmlab.dispatch_command import split_k_rows
     from gemmlab.results import load_results
 
     paths = sorted([*(RESULTS.parent / "h100").glob("tc10_128x64*.json"),
                     *(RESULTS.parent / "h100").glob("tc10_sweep4_*.json")])
     runs = [load_results(p) for p in paths]
-    assert len(paths) == 10 and {r["env"]["gpu"]["name"] for r in runs} == {H100_NAME}
+    assert len(paths) == 12 and {r["env"]["gpu"]["name"] for r in runs} == {H100_NAME}
     want = split_k.measured_table([split_k_rows(r) for r in runs], H100_NAME, 132, sources=[p.name for p in paths])
     shipped = json.loads((split_k.MEASURED.parent / "split_k-h100.json").read_text())
     assert shipped == json.loads(json.dumps(want))
