@@ -143,6 +143,15 @@ def split_k_rows(results: dict) -> list[tuple]:
     return rows
 
 
+def split_k_runs(results: dict) -> list[list[tuple]]:
+    """split_k_rows of each bench run a results file holds (its records' ``run``: a file written with --append holds
+    several), in the order the file first names them: measured_table compares gains within a run only."""
+    runs: dict = {}
+    for r in results.get("records", []):
+        runs.setdefault(r.get("run"), []).append(r)
+    return [split_k_rows({"records": records}) for records in runs.values()]
+
+
 def _write_split_k(paths, out, console) -> int:
     """--split-k: tc10's measured choices (split_k.measured_table) from bench runs of its builds on one GPU, written
     to the table shipped with gemmlab (the H200's: runs on an H200 only) or to --out."""
@@ -158,7 +167,7 @@ def _write_split_k(paths, out, console) -> int:
     if unnamed:
         raise GemmlabError(f"--split-k: {', '.join(unnamed)} name no GPU (env.gpu): a table is one GPU's")
     gpus = {(r["env"]["gpu"]["name"], r["env"]["gpu"].get("sm_count")) for r in runs.values()}
-    per_run = [split_k_rows(r) for r in runs.values()]
+    per_run = [rows for r in runs.values() for rows in split_k_runs(r)]
     rows = [row for run in per_run for row in run]
     if len(gpus) != 1 or not rows:
         raise GemmlabError(f"--split-k takes bench runs of cuda/tc10_split_k_* (--layout {SPLIT_K_LAYOUT}, its "

@@ -586,7 +586,7 @@ def test_shipped_measured_table_is_the_committed_sweeps_and_holds_in_a_run_with_
     at every shape of the suite where auto runs tc10, and so replace those precisions' earlier sweeps). Of the BF16
     and FP8 choices the run made with the earlier table applied kept (tc10_measured_confirm.json), three stand, one
     gave way to 128x64 and one came within the margin in the new sweep."""
-    from gemmlab.dispatch_command import split_k_rows
+    from gemmlab.dispatch_command import split_k_runs
     from gemmlab.results import load_results
 
     paths = sorted([*RESULTS.glob("tc10_sweep_fp8_block.json"), *RESULTS.glob("tc10_sweep2_fp8_block.json"),
@@ -594,14 +594,14 @@ def test_shipped_measured_table_is_the_committed_sweeps_and_holds_in_a_run_with_
                     *RESULTS.glob("tc10_sweep3_*.json")])
     runs = [load_results(p) for p in paths]
     assert len(paths) == 6 and {r["env"]["gpu"]["name"] for r in runs} == {H200_NAME}
-    per_run = [split_k_rows(r) for r in runs]
+    per_run = [rows for r in runs for rows in split_k_runs(r)]
     assert {row[0] for rows in per_run for row in rows} == {"bf16", "fp8", "fp8_block", "tf32"}
     want = split_k.measured_table(per_run, H200_NAME, 132, sources=[p.name for p in paths])
     shipped = json.loads(split_k.MEASURED.read_text())
     assert shipped == json.loads(json.dumps(want)) and sum(map(len, shipped["choices"].values())) == 14
     confirm = load_results(RESULTS / "tc10_measured_confirm.json")
     confirm["records"] = [r for r in confirm["records"] if r["precision"] in ("bf16", "fp8")]
-    again = split_k.measured_table([split_k_rows(confirm)], H200_NAME, 132)
+    again = split_k.measured_table(split_k_runs(confirm), H200_NAME, 132)
     kept = {(p, s, (v["BM"], v["BN"], v["SPLITS"])) for p, c in again["choices"].items() for s, v in c.items()}
     ship = {(p, s, (v["BM"], v["BN"], v["SPLITS"])) for p, c in shipped["choices"].items() for s, v in c.items()}
     assert len(kept & ship) == 3 and {(p, s) for p, s, _ in kept - ship} == {("bf16", "32x4096x4096"),
@@ -842,14 +842,15 @@ def test_the_h100_table_is_its_committed_sweeps():
     table held was its choice, with the model's not pinned: that run leaves those choices as the earlier runs made
     them, and adds 128x256 at S = 1 where it beat the model's choice; its _applied twin, run with those choices
     registered and the model's not pinned, adds nothing there)."""
-    from gemmlab.dispatch_command import split_k_rows
+    from gemmlab.dispatch_command import split_k_runs
     from gemmlab.results import load_results
 
     paths = sorted([*(RESULTS.parent / "h100").glob("tc10_128x64*.json"),
                     *(RESULTS.parent / "h100").glob("tc10_sweep4_*.json")])
     runs = [load_results(p) for p in paths]
     assert len(paths) == 12 and {r["env"]["gpu"]["name"] for r in runs} == {H100_NAME}
-    want = split_k.measured_table([split_k_rows(r) for r in runs], H100_NAME, 132, sources=[p.name for p in paths])
+    want = split_k.measured_table([rows for r in runs for rows in split_k_runs(r)], H100_NAME, 132,
+                                  sources=[p.name for p in paths])
     shipped = json.loads((split_k.MEASURED.parent / "split_k-h100.json").read_text())
     assert shipped == json.loads(json.dumps(want))
     tiles = lambda bn: {(p, s) for p, c in shipped["choices"].items() for s, v in c.items()  # noqa: E731
@@ -878,6 +879,40 @@ def test_a_run_counts_only_where_it_timed_the_model_s_choice():
     assert (hit["us"], hit["gain"], hit["model"]["us"]) == (12.0, 1.2, 12.8)
     slower = _rows({other: (14.0, 1.0), mine: (11.0, 1.3)})
     assert table(first, slower) == {}  # the model's fastest median is now the fastest
+    # a run that does not count lends no median: its 9.0 for the model's choice would block the choice
+    assert table(first, _rows({other: (12.5, 1.0), mine: (9.0, None)})) == table(first)
+    # the gain is the one of the fastest median's run, not the best of any run: 1.02 there, within the margin
+    lucky = _rows({mine: (15.0, 1.0), other: (11.0, 1.02)})
+    assert table(first, lucky) == {}
+    # the fastest median among builds with an interleaved gain: a faster one without a gain is passed over
+    ungained = _rows({mine: (15.0, 1.0), other: (12.0, 1.2), (64, 128, 8, 1): (10.0, None)})
+    assert {k: table(ungained)["fp8"]["128x4096x4096"][k] for k in ("BN", "SPLITS", "gain")} == \
+        {"BN": 64, "SPLITS": 1, "gain": 1.2}
+
+
+def test_a_file_of_several_runs_counts_each_run_apart():
+    """A results file written with --append holds several bench runs (each record's ``run``); gains compare within
+    one, so split_k_runs hands measured_table each run's rows apart."""
+    from gemmlab.dispatch_command import split_k_runs
+
+    name = "cuda/tc10_split_k_fp8"
+    model = split_k.choose(128, 4096, 4096, "fp8")
+    shape = {"m": 128, "n": 4096, "k": 4096, "precision": "fp8", "verified": True, "layout": "row,col"}
+
+    def rec(run, ms, gain, **params):
+        base = dict(get_kernel(name).params)
+        return {**shape, "kernel": name if gain == 1.0 else f"{name}[pinned]", "variant_of": None if gain == 1.0
+                else name, "variant_gain": gain, "median_ms": ms, "run": run, "params": {**base, **params}}
+
+    mine = {"BM": model.bm, "BN": model.bn, "STAGES": model.stages, "SPLITS": model.splits}
+    other = {"BM": 64, "BN": 64, "STAGES": 8, "SPLITS": 1}
+    results = {"records": [rec("a", 0.015, 1.0, **mine), rec("a", 0.012, 1.2, **other),
+                           rec("b", 0.0125, 1.0, **other), rec("b", 0.030, 0.4, BM=128, BN=256, STAGES=4, SPLITS=4)]}
+    runs = split_k_runs(results)
+    assert [len(r) for r in runs] == [2, 2]
+    assert split_k.measured_table(runs, "GPU", 132)["choices"]["fp8"]["128x4096x4096"]["gain"] == 1.2
+    # pooled as one run, run b's registered 64x64 (gain 1.0) would stand for the choice's gain: none kept
+    assert split_k.measured_table([sum(runs, [])], "GPU", 132)["choices"] == {}
 
 
 def test_an_h100_takes_its_own_measured_choices_first_then_the_h200s(monkeypatch, stub):  # noqa: F811

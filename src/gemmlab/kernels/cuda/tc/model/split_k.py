@@ -230,43 +230,47 @@ def measured_table(runs, gpu: str, sm_count: int, sources=()) -> dict:
     """The table ``measured`` reads, from one GPU's timings of tc10 at several tiles and S: ``runs`` holds each bench
     run's rows, (precision, (M, N, K), params, µs, gain) with params the build that ran (its BM, BN, STAGES and
     SPLITS, S >= 1) and gain its speedup over that run's registered build in launches interleaved with it (bench
-    --variant's ``variant_gain``; 1.0 for the registered build, None where not measured). Gains compare only within
-    a run, so a run counts at a problem where it timed the model's choice (``choose``) there, and each build's gain is
-    taken over that: a run whose registered build was an earlier table's choice, with the model's not pinned beside
-    it, says nothing about the model's choice and leaves the choice other runs made. Per problem, the fastest median
-    is kept where two measures agree that it beats the model's choice by more than MEASURED_MARGIN: the medians (a
-    build timed in several runs, or twice in one as the registered build and pinned, by its fastest), and its gain
-    over the model's choice in the run of that median (a build that ran as the registered one is its run's
-    reference: 1.0, whatever its pinned twin measured). The fastest of many builds' medians, each with its spread, is
-    biased low; the second measure keeps a build that was lucky once out. A run made with the table applied times
-    the measured choice as its registered build and the model's pinned: the same comparison from the other side."""
+    --variant's ``variant_gain``; 1.0 for the registered build, None where not measured).
+
+    The rule: per problem, the fastest median among the builds with an interleaved gain is kept where two measures
+    agree that it beats the model's choice (``choose``) by more than MEASURED_MARGIN: the medians (a build's fastest
+    over the runs that count) and its gain over the model's choice in the run of that median. The fastest of many
+    builds' medians, each with its spread, is biased low; the second measure keeps a build that was lucky once out.
+
+    Gains compare only within a run, so a run counts at a problem only where it timed the model's choice there
+    interleaved (registered, or pinned with a gain): a run whose registered build was an earlier table's choice, with
+    the model's not pinned beside it, says nothing about the model's choice and leaves the choice other runs made. A
+    build timed twice in one run (registered and pinned) keeps its faster median, and the gain 1.0 of its run's
+    reference whatever its pinned twin measured. A run made with the table applied (the measured choice registered,
+    the model's pinned beside it) is the same comparison from the other side."""
     times: dict = {}  # (precision, (M, N, K)) -> [{(BM, BN, STAGES, S): (µs, gain)} of each run]
     for rows in runs:
-        mine_by_problem: dict = {}
+        run: dict = {}
         for precision, (m, n, k), p, us, gain in rows:
             plan = pinned(m, n, k, precision, p["BM"], p["BN"], p["STAGES"], p["SPLITS"], sm_count)
             cfg = (plan.bm, plan.bn, plan.stages, plan.splits)
-            mine = mine_by_problem.setdefault((precision, (m, n, k)), {})
-            was_us, was_gain = mine.get(cfg, (us, gain))
-            best_gain = 1.0 if 1.0 in (gain, was_gain) else (gain if us <= was_us else was_gain)
-            mine[cfg] = (min(us, was_us), best_gain)
-        for problem, mine in mine_by_problem.items():
-            times.setdefault(problem, []).append(mine)
+            timed = run.setdefault((precision, (m, n, k)), {})
+            was_us, was_gain = timed.get(cfg, (us, gain))
+            reference_gain = 1.0 if 1.0 in (gain, was_gain) else (gain if us <= was_us else was_gain)
+            timed[cfg] = (min(us, was_us), reference_gain)
+        for problem, timed in run.items():
+            times.setdefault(problem, []).append(timed)
     choices: dict = {}
     for (precision, (m, n, k)), per_run in sorted(times.items()):
         model = choose(m, n, k, precision, sm_count)
         ref = (model.bm, model.bn, model.stages, model.splits)
-        pooled: dict = {}  # each build's fastest median and its gain over the model's choice in that run
-        for mine in per_run:
-            if not (mine.get(ref) or (None, None))[1]:
+        best: dict = {}  # each build's fastest median over the runs that count, and its gain over ref in that run
+        for timed in per_run:
+            ref_gain = timed.get(ref, (None, None))[1]
+            if not ref_gain:
                 continue
-            for cfg, (us, gain) in mine.items():
-                if gain is not None and (cfg not in pooled or us < pooled[cfg][0]):
-                    pooled[cfg] = (us, gain / mine[ref][1])
-        if ref not in pooled:
+            for cfg, (us, gain) in timed.items():
+                if gain is not None and (cfg not in best or us < best[cfg][0]):
+                    best[cfg] = (us, gain / ref_gain)
+        if ref not in best:
             continue
-        (bm, bn, stages, splits), (us, gain) = min(pooled.items(), key=lambda kv: kv[1][0])
-        model_us = pooled[ref][0]
+        (bm, bn, stages, splits), (us, gain) = min(best.items(), key=lambda kv: kv[1][0])
+        model_us = best[ref][0]
         if us < (1 - MEASURED_MARGIN) * model_us and gain > 1 + MEASURED_MARGIN:
             choices.setdefault(precision, {})[f"{m}x{n}x{k}"] = {
                 "BM": bm, "BN": bn, "STAGES": stages, "SPLITS": splits, "us": round(us, 2), "gain": round(gain, 3),
