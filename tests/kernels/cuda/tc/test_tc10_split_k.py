@@ -261,6 +261,9 @@ def test_every_build_compiles_to_wgmma_without_local_memory(name, tmp_path):
             spread = {"REDG.E.ADD.STRONG.GPU", "LDG.E.STRONG.GPU"}
             assert spread <= ops if build.defines()["SK_SPREAD"] else not spread & ops, build.params
             assert ("ATOMG.E.ADD.STRONG.GPU" in ops) == (not build.defines()["SK_CLUSTER"]), build.params
+            # the partials are ordered before the ticket by the consumers' barrier and the ticket's release, not by
+            # a sequentially consistent fence in every thread (which waited for each thread's stores to reach L2)
+            assert "MEMBAR.SC.GPU" not in ops, build.params
             if build.params.get("TF32_ROUND", 0):  # the k-tile loop: its slot handed back after its wgmmas
                 body = sass.k_tile_loop(sass.instructions(sass.sass(compiled.cubin, tmp_path)))
                 assert not sass.register_operand_hazards(body) and not sass.releases_under_previous_trip(body)

@@ -26,6 +26,9 @@ def test_both_widths_compile_to_wgmma_without_local_memory(name, tmp_path):
             mma = "HGMMA" if "bf16" in name else "QGMMA"
             assert any(op.startswith(f"{mma}.64x{width}x") for op in ops), (width, sorted(set(ops))[:20])
             assert not any(op.startswith(("LDL", "STL")) for op in ops)
+            # a stream-K partial counted on its tile's flag by one release add after the consumers' barrier, with
+            # no sequentially consistent fence in every thread before it (tc_stream_k.cuh's sk_signal)
+            assert "REDG.E.ADD.STRONG.GPU" in ops and "MEMBAR.SC.GPU" not in ops
 
 
 @pytest.mark.parametrize("m, width, stages", [(1, 64, 8), (64, 64, 8), (65, 128, 6), (128, 128, 6)])

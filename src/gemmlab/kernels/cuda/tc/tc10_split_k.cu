@@ -157,8 +157,11 @@ __device__ __forceinline__ bool cluster_reduce(float (&d)[BN / 2], int splits, u
 }
 #endif
 
-// The ticket: one consumer thread adds 1 to the tile's count (acquire and release: after the CTA's partial, before
-// the others' reads) and returns the count before it.
+// The ticket: one consumer thread adds 1 to the tile's count and returns the count before it. Its release covers the
+// partial's stores of every consumer thread, which the named barrier before it orders ahead of it (release is
+// cumulative: what the barrier made visible to this thread goes with it), and its acquire, through the barrier after
+// it, the reads of the other splits' partials; so no thread fences its own stores at gpu scope first (a fence.sc
+// per thread, which waited for each thread's stores to reach L2 before the barrier).
 __device__ __forceinline__ u32 take_ticket(u32 *ticket) {
   u32 old;
   asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(old) : "l"(ticket) : "memory");
@@ -192,8 +195,7 @@ __device__ __forceinline__ bool spread_reduce(float (&d)[BN / 2], float *tile_ws
     }
     __stcg(p + j * CT, a);
   }
-  __threadfence();
-  consumer_bar(CT);  // every consumer thread's sums are stored before the second count
+  consumer_bar(CT);  // every consumer thread's sums are stored before the second count (take_ticket's release)
   if (ct == 0) {
     stores = take_ticket(ticket) == 2u * splits - 1;
     if (stores) *ticket = 0;  // all 2S counts are in: none touches it again
@@ -243,6 +245,11 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1) tc10_split_k(con
     return;
   }
   setmaxnreg_inc<CONSUMER_REGS>();
+#if TC_FP8 && !BLOCK_SCALED
+  // the per-tensor scales, loaded under the mainloop: read after it, their first read from DRAM (a cold L2) was
+  // the last thing a CTA waited for
+  const float scale = *args.scale_a * *args.scale_b;
+#endif
   const int cw = wg - 1, ct = tid - 128;
   float d[BN / 2];
 #pragma unroll
@@ -325,8 +332,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1) tc10_split_k(con
 #else
     float *tile_ws = args.sk_ws + (long long)tile * splits * (BN / 2 * CT);
     sk_store_partial<BN / 2, CT>(tile_ws + (long long)split * (BN / 2 * CT), d, ct);
-    __threadfence();
-    consumer_bar(CT);  // every consumer thread's part of the partial is stored before the ticket
+    consumer_bar(CT);  // every consumer thread's part of the partial is stored before the ticket (take_ticket)
     if (ct == 0) {
       reduces = take_ticket(args.sk_flags + tile) == (u32)splits - 1;
       if (reduces) args.sk_flags[tile] = 0;  // every split of the tile has counted: none touches it again
@@ -339,7 +345,6 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1) tc10_split_k(con
 #endif
   }
 #if TC_FP8 && !BLOCK_SCALED
-  const float scale = *args.scale_a * *args.scale_b;
 #pragma unroll
   for (int i = 0; i < BN / 2; ++i) d[i] *= scale;
 #endif

@@ -152,8 +152,10 @@ template <int N>
 __device__ __forceinline__ void tma_store_wait_read() {
   asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
 }
-// ... and until they are complete (before the CTA exits and its shared memory goes away).
-__device__ __forceinline__ void tma_store_wait_all() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
+// ... every one of them, before the CTA exits and its shared memory goes away: only their reads of it (the writes to
+// global memory complete before the grid does, as any store's); waiting for the writes too cost each CTA their
+// trip to L2 and an L1 invalidation at its end.
+__device__ __forceinline__ void tma_store_wait_all() { tma_store_wait_read<0>(); }
 // Writes of the generic proxy (st.shared) made visible to the async proxy (TMA, wgmma) that reads shared memory next.
 __device__ __forceinline__ void fence_proxy_async_smem() {
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");

@@ -27,11 +27,11 @@ __device__ __forceinline__ void sk_add_partial(float (&d)[R], const float *slot,
     d[4 * j + 3] += v.w;
   }
 }
-// After the partial's stores: every thread fences them at gpu scope, the consumers meet, one thread counts the
-// partial on the tile's flag with release semantics.
+// After the partial's stores: the consumers meet, and one thread counts the partial on the tile's flag with release
+// semantics, which cover every consumer thread's stores that the barrier ordered before it (release is cumulative);
+// no thread fences its own stores at gpu scope first (a fence.sc each, which waited for them to reach L2).
 template <int CT>
 __device__ __forceinline__ void sk_signal(u32 *flag, int ct) {
-  __threadfence();
   consumer_bar(CT);
   if (ct == 0) asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(flag) : "memory");
 }
