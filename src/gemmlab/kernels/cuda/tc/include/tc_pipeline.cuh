@@ -33,7 +33,7 @@ __device__ __forceinline__ void ring_init(u64 *full, u64 *empty, u32 readers, co
     }
     fence_barrier_init();
   }
-  if (NCTA > 1) cluster_sync();
+  if (NCTA > 1) cluster_sync_after_init();
   else __syncthreads();
 }
 
