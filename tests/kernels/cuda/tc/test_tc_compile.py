@@ -77,6 +77,18 @@ def test_hgmma_in_sass(spec, tmp_path):
     assert "UTMALDG" in listing and "LDL" not in listing and "STL" not in listing
 
 
+@pytest.mark.skipif(not sass.AVAILABLE, reason="no cuobjdump and nvdisasm to disassemble with")
+@pytest.mark.parametrize("spec", [s for s in WGMMA if s.params.get("CM", 1) * s.params.get("CN", 1) > 1],
+                         ids=lambda s: s.name)
+def test_a_cluster_meets_after_its_ring_s_set_up_without_a_gpu_memory_barrier(spec, tmp_path):
+    """The ring's set-up ends with fence.mbarrier_init, which releases the barriers to the cluster; the meeting
+    after it arrives relaxed, so no warp runs a gpu-scope memory barrier (MEMBAR.ALL.GPU) before its first cluster
+    arrival, where a release arrival put one in every warp of the launch."""
+    ops = [i.op for i in sass.instructions(sass.sass(spec.compile("sm_90a").cubin, tmp_path))]
+    first = ops.index("UCGABAR_ARV")
+    assert "UCGABAR_WAIT" in ops[first:] and "MEMBAR.ALL.GPU" not in ops[:first], ops[:first]
+
+
 def _hgmma(spec) -> str:
     """The HGMMA a level's SASS holds: .F32.BF16 and .F32.TF32 name their operands; f16, the instruction's own
     type, has no suffix after .F32."""
