@@ -21,6 +21,9 @@ __device__ __forceinline__ void release_slot(u64 *empty) {
 // `full[s]` completing on the producer's one arrival plus the TMA bytes, `empty[s]` on `readers` consumer-warp
 // arrivals. Then the block, or with NCTA > 1 the whole cluster, meets, so no barrier is signalled (by a peer's
 // multicast or remote arrival, too) before it exists.
+// With NCTA > 1 the cluster's arrival is relaxed: only thread 0's mbarrier.init writes, which its
+// fence.mbarrier_init releases, may precede it; a shared-memory store a caller added before ring_init would need the
+// releasing cluster_sync() again.
 template <int kStages, int NCTA>
 __device__ __forceinline__ void ring_init(u64 *full, u64 *empty, u32 readers, const TmaMap *mapA,
                                           const TmaMap *mapB) {

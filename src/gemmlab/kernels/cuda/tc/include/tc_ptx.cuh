@@ -160,7 +160,8 @@ __device__ __forceinline__ void tma_store_wait_read() {
 }
 // ... every one of them, before the CTA exits and its shared memory goes away: only their reads of it (the writes to
 // global memory complete before the grid does, as any store's); waiting for the writes too cost each CTA their
-// trip to L2 and an L1 invalidation at its end.
+// trip to L2 and an L1 invalidation at its end. A path that signals another CTA to read C after storing it by TMA
+// would need the full wait (cp.async.bulk.wait_group 0) and fence.proxy.async.global before its release.
 __device__ __forceinline__ void tma_store_wait_all() { tma_store_wait_read<0>(); }
 // Writes of the generic proxy (st.shared) made visible to the async proxy (TMA, wgmma) that reads shared memory next.
 __device__ __forceinline__ void fence_proxy_async_smem() {
