@@ -351,5 +351,5 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1) tc10_split_k(con
   TileStore out;
   const int2 origin = tile_origin((N + BN - 1) / BN);
   out.store<BN>(args, C, d, staging, origin.x, origin.y, cw, M, N);
-  tma_store_wait_all();  // the CTA's shared memory outlives its TMA stores (a no-op for threads that issued none)
+  tma_store_wait_read<0>();  // the CTA's shared memory outlives its TMA stores (a no-op for threads that issued none)
 }

@@ -226,7 +226,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
   if (wg > 0) Timeline<CW>(args.timeline).end();
 #endif
 #if EPI_TMA
-  tma_store_wait_all();  // the CTA's shared memory outlives its TMA stores (a no-op for threads that issued none)
+  tma_store_wait_read<0>();  // the CTA's shared memory outlives its TMA stores (a no-op for threads that issued none)
 #endif
   __syncwarp();
   if (CM > 1) cluster_sync();  // no CTA leaves while a peer may still arrive on its barriers or multicast into it

@@ -362,7 +362,7 @@ extern "C" __global__ void __launch_bounds__((CW + 1) * 128, 1)
   if (wg > 0) Timeline<CW>(args.timeline).end();
 #endif
 #if EPI_TMA
-  tma_store_wait_all();
+  tma_store_wait_read<0>();
 #endif
   __syncwarp();
   if (CM > 1) cluster_sync();

@@ -120,8 +120,7 @@ __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
 // The cluster's meeting after its barriers' set-up: fence_barrier_init already released the mbarrier.init writes at
-// cluster scope, so the arrival need not release (a release arrival is a gpu-scope memory barrier in every warp,
-// which measured several percent of a one-wave launch's stall samples, tc4 at 1536^3).
+// cluster scope, so the arrival need not release (a release arrival is a gpu-scope memory barrier in every warp).
 __device__ __forceinline__ void cluster_sync_after_init() {
   asm volatile("barrier.cluster.arrive.relaxed.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
@@ -153,16 +152,15 @@ __device__ __forceinline__ void tma_store_2d(const TmaMap *map, u32 src, int c0,
                : "memory");
 }
 __device__ __forceinline__ void tma_store_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
-// Wait until at most N of this thread's committed store groups are still reading shared memory.
+// Wait until at most N of this thread's committed store groups are still reading shared memory. At a CTA's exit,
+// N = 0 is all its shared memory needs: a kernel's global writes complete before the grid does, so a CTA need not
+// wait for its TMA stores' writes (which cost it their trip to L2 and an L1 invalidation at its end). A path that
+// signals another CTA to read C after storing it by TMA would need the full wait (cp.async.bulk.wait_group 0) and
+// fence.proxy.async.global before its release.
 template <int N>
 __device__ __forceinline__ void tma_store_wait_read() {
   asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
 }
-// ... every one of them, before the CTA exits and its shared memory goes away: only their reads of it (the writes to
-// global memory complete before the grid does, as any store's); waiting for the writes too cost each CTA their
-// trip to L2 and an L1 invalidation at its end. A path that signals another CTA to read C after storing it by TMA
-// would need the full wait (cp.async.bulk.wait_group 0) and fence.proxy.async.global before its release.
-__device__ __forceinline__ void tma_store_wait_all() { tma_store_wait_read<0>(); }
 // Writes of the generic proxy (st.shared) made visible to the async proxy (TMA, wgmma) that reads shared memory next.
 __device__ __forceinline__ void fence_proxy_async_smem() {
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
