@@ -345,6 +345,20 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_compare(args) -> int:
+    from gemmlab.report.compare import compare, markdown
+
+    out = None if args.out is None else output_path(args.out, "--out")
+    text = markdown(compare(args.before, args.after))
+    if out is None:
+        print(text, end="")
+        return 0
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    console.print(f"wrote {out}")
+    return 0
+
+
 def cmd_profile(args) -> int:
     from gemmlab.console import profile_table
     from gemmlab.harness.profile import ProfileOptions, run_profile
@@ -425,7 +439,7 @@ def cmd_chapter(args) -> int:
 
 
 COMMANDS = {"list": cmd_list, "bench": cmd_bench, "verify": cmd_verify, "roofline": cmd_roofline, "report": cmd_report,
-            "profile": cmd_profile, "timeline": cmd_timeline, "accuracy": cmd_accuracy, "dispatch": cmd_dispatch,
+            "compare": cmd_compare, "profile": cmd_profile, "timeline": cmd_timeline, "accuracy": cmd_accuracy, "dispatch": cmd_dispatch,
             "tune": cmd_tune, "chapter": cmd_chapter}
 
 

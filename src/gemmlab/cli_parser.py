@@ -10,7 +10,7 @@ from pathlib import Path
 from gemmlab.errors import GemmlabError, OutputPathError
 from gemmlab.problem import PRECISIONS, parse_shape
 
-DESCRIPTION = ("gemmlab command line: list | bench | verify | roofline | report | profile | timeline | accuracy | "
+DESCRIPTION = ("gemmlab command line: list | bench | verify | roofline | report | compare | profile | timeline | accuracy | "
                "dispatch | tune | chapter.")
 
 
@@ -216,6 +216,14 @@ def build_parser() -> argparse.ArgumentParser:
     what = s.add_mutually_exclusive_group(required=True)
     what.add_argument("--out", type=FOLDER, help="directory for report.md (and, for bench results, the PNG figures)")
     what.add_argument("--summary", action="store_true", help="print the compact table (Markdown) instead")
+
+    s = sub.add_parser("compare", help="shape-suite runs of the code before and after a change, row by row: each "
+                                       "side's mean GPU time, after / before, the geomean and the runs' spread")
+    s.add_argument("--before", nargs="+", type=RESULTS, required=True, metavar="SUITE",
+                   help="suite JSONs (bench --api --suite --json), one run each, of the code before")
+    s.add_argument("--after", nargs="+", type=RESULTS, required=True, metavar="SUITE",
+                   help="the same rows' runs of the code after, on the same GPU")
+    s.add_argument("--out", type=FILE, help="write the Markdown here instead of printing it")
 
     s = sub.add_parser("profile", help="Nsight Compute counters for one call of each kernel, beside its model")
     s.add_argument("kernel", type=GLOB, help="a kernel name or glob(s), e.g. 'cuda/v*,peers/cublas_fp32': one ncu "
