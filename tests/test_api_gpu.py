@@ -64,6 +64,20 @@ def test_transposed_b_is_read_in_place(precision, kernel, shape):
     assert rel_err(c, a, b) <= tolerance_for(Problem(m, n, k, precision))
 
 
+@pytest.mark.parametrize("kernel", ["cuda/gemv1_warp_dot_fp16", "cuda/gemv2_mma_swap_fp16"])
+@pytest.mark.parametrize("shape", [(1, 17, 33), (3, 4097, 17), (16, 1000, 129), (9, 255, 8191)])
+@pytest.mark.parametrize("out_dtype", [None, torch.float32])
+def test_fp16_gemv_levels_are_right_against_w_t(kernel, shape, out_dtype):
+    """FP16 against an N×K weight on the gemv levels: FP16 C by default (torch's rule), FP32 on request, w read in
+    place, right against float64 at ragged shapes (K not a whole 16-byte chunk, N cut inside a block)."""
+    m, n, k = shape
+    a, b = operands(m, n, k, "fp16", seed=7, b_transposed=True)
+    assert not gemmlab.plan(a, b, kernel=kernel).copy_b
+    c = gemmlab.matmul(a, b, kernel=kernel, out_dtype=out_dtype)
+    assert c.dtype == (out_dtype or torch.float16) and c.shape == (m, n)
+    assert rel_err(c, a, b) <= tolerance_for(Problem(m, n, k, "fp16"))
+
+
 @pytest.mark.parametrize("precision,kernel", [("fp32", "cuda/v10_register_prefetch"), ("fp32", "cuda/v9_autotuned"),
                                               ("fp32", "cuda/v8_cp_async"), ("tf32", "cuda/tc5_swap_ab_tf32"),
                                               ("tf32", "cuda/tc6_stream_k_tf32")])

@@ -85,6 +85,16 @@ def test_vectors_and_few_fp32_rows_against_w_t_run_gemv_in_fp32(precision, shape
     assert "FP32 matrix-vector" in choice.why
 
 
+@pytest.mark.parametrize("m, level", [(1, "gemv1_warp_dot"), (8, "gemv2_mma_swap"), (32, "tc10_split_k")])
+def test_fp16_decode_reads_bf16s_table_onto_its_own_gemv_levels(m, level):
+    """FP16 has no grid of its own: BF16's winner at the shape, renamed to its FP16 build, which the gemv levels have
+    as the tensor-core levels do (the same instruction rates, FP16's own binaries)."""
+    fp16 = dispatch.choose(Problem(m, 4096, 4096, "fp16"), Layout(b=COL), H200)
+    bf16 = dispatch.choose(Problem(m, 4096, 4096, "bf16"), Layout(b=COL), H200)
+    assert bf16.spec.name == f"cuda/{level}_bf16" and fp16.spec.name == f"cuda/{level}_fp16"
+    assert fp16.copies == () and "bf16's dispatch table" in fp16.why
+
+
 def test_few_fp32_rows_follow_the_table():
     """FP32 with a few rows against w.t(): gemv1 where the grid measured it fastest (8 rows against 14336×4096), the
     split-K level from 16 rows (its 32-row tiles split along K fill the GPU where gemv1's blocks run out of rows)."""

@@ -12,7 +12,7 @@ from gemmlab.kernels.cuda.gemv import gemv1_warp_dot as gemv
 from gemmlab.kernels.registry import get_kernel
 from gemmlab.problem import Problem
 
-PRECISIONS = ("fp32", "tf32", "bf16", "fp8", "fp8_block")
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "fp8_block")
 
 
 def spec(precision):
@@ -40,7 +40,7 @@ def test_the_sass_reads_the_weight_in_16_byte_loads(tmp_path):
     assert sum(op.startswith("LDG") and ".128" in op for op in ops) == p["UNROLL"] * (p["ROWS"] + p["MAX_M"])
 
 
-@pytest.mark.parametrize("precision, m", [("bf16", 2), ("bf16", 8), ("fp8", 4), ("fp8_block", 8)])
+@pytest.mark.parametrize("precision, m", [("bf16", 2), ("bf16", 8), ("fp16", 8), ("fp8", 4), ("fp8_block", 8)])
 def test_a_round_loads_a_and_b_before_its_first_fma(precision, m, tmp_path):
     """The rows of A are loaded with the weight's, not each after the previous row's FMAs: at K = 4096 a lane's share
     is one round, and a load of A between FMAs would put an L2 round trip per row of A on every lane's path."""
@@ -121,7 +121,7 @@ def test_traffic_reads_the_weight_once_and_a_per_block():
     assert t.l2_read == a * (4096 // 4) + w
 
 
-@pytest.mark.parametrize("precision", ["fp32", "tf32", "bf16"])
+@pytest.mark.parametrize("precision", ["fp32", "tf32", "bf16", "fp16"])
 @pytest.mark.parametrize("m", [2, 17, 4096])
 def test_a_vector_b_runs_as_its_transpose_against_a_as_the_weight(precision, m):
     """N = 1: Cᵀ = bᵀ·Aᵀ, one row of accumulators against A's M rows, whatever M; the layout it reads is A

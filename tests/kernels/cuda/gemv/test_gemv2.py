@@ -18,7 +18,7 @@ def spec(precision):
     return get_kernel(f"cuda/gemv2_mma_swap_{precision}")
 
 
-@pytest.mark.parametrize("precision", ["bf16", "fp8", "fp8_block"])
+@pytest.mark.parametrize("precision", ["bf16", "fp16", "fp8", "fp8_block"])
 def test_every_build_compiles_to_mma_without_local_memory(precision, tmp_path):
     for build in spec(precision).configurations():
         compiled = build.compile("sm_90a")
@@ -30,10 +30,14 @@ def test_every_build_compiles_to_mma_without_local_memory(precision, tmp_path):
             # block's ROWS; sm_90 runs FP8's m16n8k32 as its operands converted to FP16 (F2FP, exact for E4M3 and
             # E5M2) and two m16n8k16 HMMAs
             p = build.params
-            per_mma = 1 if precision == "bf16" else 2
+            sixteen_bit = precision in ("bf16", "fp16")
+            per_mma = 1 if sixteen_bit else 2
             instructions = 2 * p["UNROLL"] * p["MAX_M"] // 8 * p["ROWS"] // 16
-            assert sum(op.startswith("HMMA") for op in ops) == per_mma * instructions
-            assert (precision != "bf16") == any(op.startswith("F2FP.F16.E") for op in ops)
+            hmma = [op for op in ops if op.startswith("HMMA")]
+            assert len(hmma) == per_mma * instructions
+            # BF16's instruction names its operand type; FP16's (and FP8's, run as FP16) is the default
+            assert all(op.endswith(".BF16") == (precision == "bf16") for op in hmma), set(hmma)
+            assert (not sixteen_bit) == any(op.startswith("F2FP.F16.E") for op in ops)
             if precision == "fp8_block":  # each k-block's pair of instructions added into the sums: four FFMA
                 assert sum(op.startswith("FFMA") for op in ops) >= 4 * instructions // 2
 
@@ -73,6 +77,7 @@ def test_the_registered_spec_compiles_as_it_is_and_older_gpus_are_refused():
     assert spec("bf16").unsupported(ampere) is None and spec("fp8").unsupported(ada) is None
     assert "sm_89" in spec("fp8").unsupported(ampere) and spec("fp8").unsupported(h200) is None
     assert "sm_80" in spec("bf16").unsupported(dataclasses.replace(h200, cc=(7, 5)))
+    assert "FP16 mma.sync" in spec("fp16").unsupported(dataclasses.replace(h200, cc=(7, 5)))
 
 
 @pytest.mark.parametrize("precision, m, rows", [("bf16", 8, 16), ("bf16", 32, 16), ("fp8", 16, 16), ("bf16", 32, 32),

@@ -1,6 +1,6 @@
 """gemv2 on a GPU (skipped without one): every count of the weight's rows a block (ROWS 16, 32, 64) right against
-float64 at ragged shapes with NaN-poisoned C, at each count of x's rows, in BF16 and FP8, and the same bits on every
-call (the warps' sums meet in a fixed order). FP8 block-scaled's scales change every 128 of K and N, which the
+float64 at ragged shapes with NaN-poisoned C, at each count of x's rows, in BF16, FP16 and FP8, and the same bits on
+every call (the warps' sums meet in a fixed order). FP8 block-scaled's scales change every 128 of K and N, which the
 shapes cross (K 4097 and 8191, N 255, 1000 and 4160) and M_SLICE's slices start inside A's scales."""
 import numpy as np
 import pytest
@@ -14,7 +14,7 @@ from gemmlab.problem import Problem
 SHAPES = [(1, 33, 4097), (3, 1000, 129), (9, 4097, 999), (17, 255, 8191), (32, 4160, 4096), (29, 129, 1000)]
 
 
-@pytest.mark.parametrize("precision", ["bf16", "fp8", "fp8_block"])
+@pytest.mark.parametrize("precision", ["bf16", "fp16", "fp8", "fp8_block"])
 @pytest.mark.parametrize("rows", ROW_CHOICES)
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_on_gpu_each_rows_a_block_is_right_and_repeats_its_bits(precision, rows, shape):
@@ -37,7 +37,7 @@ def test_on_gpu_each_rows_a_block_is_right_and_repeats_its_bits(precision, rows,
         assert (run_once(spec, problem, a, b, plan).view(np.uint8).get() == first).all()
 
 
-@pytest.mark.parametrize("precision", ["bf16", "fp8", "fp8_block"])
+@pytest.mark.parametrize("precision", ["bf16", "fp16", "fp8", "fp8_block"])
 @pytest.mark.parametrize("m_slice, shape", [(16, (32, 4096, 4096)), (16, (17, 1000, 129)), (8, (29, 4097, 999)),
                                             (16, (32, 33, 8191))], ids=lambda x: "x".join(map(str, x)) if
                          isinstance(x, tuple) else f"slice{x}")

@@ -4,10 +4,10 @@
 // ROWS rows of B and the M rows of A, and FMAs them into MAX_M x ROWS FP32 accumulators. The partial sums meet in a
 // fixed order (a butterfly over the lanes, then the warps in index order in shared memory), so every call gives the
 // same bits. Each element of B is read once from DRAM; A's few rows come from L1/L2.
-// IN_FP32 / IN_BF16 / IN_FP8 select the operand type (FP8: A_E5M2 and B_E5M2 pick the formats); SCALED: 1 one
-// FP32 scale per operand, 2 DeepGEMM's blocks (A per 1x128 stored (ceil(K/128), M), B per 128x128 stored
-// (ceil(N/128), ceil(K/128)), as gemmlab.fp8 lays them out); OUT_BF16 writes BF16 C. EPI=1 (epilogue.cuh): each
-// sum becomes the fused epilogue's value before its store.
+// IN_FP32 / IN_BF16 / IN_F16 / IN_FP8 select the operand type (FP8: A_E5M2 and B_E5M2 pick the formats); SCALED: 1
+// one FP32 scale per operand, 2 DeepGEMM's blocks (A per 1x128 stored (ceil(K/128), M), B per 128x128 stored
+// (ceil(N/128), ceil(K/128)), as gemmlab.fp8 lays them out); OUT_BF16 writes BF16 C, OUT_F16 FP16 C. EPI=1
+// (epilogue.cuh): each sum becomes the fused epilogue's value before its store.
 #include "epilogue.cuh"
 #include "gemv_operands.cuh"
 #ifndef MAX_M
@@ -37,6 +37,11 @@ __device__ __forceinline__ void widen(const uint4 &v, float (&x)[VEC], bool e5m2
     x[2 * i] = __uint_as_float(w[i] << 16);
     x[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
   }
+#elif IN_F16
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+    asm("{.reg .f16 l, h;\n mov.b32 {l, h}, %2;\n cvt.f32.f16 %0, l;\n cvt.f32.f16 %1, h;}"
+        : "=f"(x[2 * i]), "=f"(x[2 * i + 1]) : "r"(w[i]));
 #else
 #pragma unroll
   for (int i = 0; i < 4; ++i) {

@@ -225,9 +225,11 @@ class GemvKernel(ReadsWeightTransposed, CudaKernel):
 
 
 _TYPES = {"fp32": {"IN_FP32": 1}, "tf32": {"IN_FP32": 1}, "bf16": {"IN_BF16": 1, "OUT_BF16": 1},
-          "fp8": {"IN_FP8": 1, "SCALED": 1, "OUT_BF16": 1}, "fp8_block": {"IN_FP8": 1, "SCALED": 2, "OUT_BF16": 1}}
+          "fp16": {"IN_F16": 1, "OUT_F16": 1}, "fp8": {"IN_FP8": 1, "SCALED": 1, "OUT_BF16": 1},
+          "fp8_block": {"IN_FP8": 1, "SCALED": 2, "OUT_BF16": 1}}
 _TITLES = {"fp32": "FP32 FFMA", "tf32": "FP32 FFMA (FP32 accuracy for TF32 calls, as torch's matrix-vector path)",
-           "bf16": "BF16 operands, FP32 FFMA, BF16 C", "fp8": "FP8 operands, one scale each, FP32 FFMA, BF16 C",
+           "bf16": "BF16 operands, FP32 FFMA, BF16 C", "fp16": "FP16 operands, FP32 FFMA, FP16 C",
+           "fp8": "FP8 operands, one scale each, FP32 FFMA, BF16 C",
            "fp8_block": "FP8 operands, 1x128 / 128x128 block scales applied per 16 of K, FP32 FFMA, BF16 C"}
 
 SPECS = [

@@ -1,26 +1,25 @@
-// gemv2: C = A·Bᵀ for a few rows of A (M <= MAX_M), B handed over as an N×K row-major matrix (x @ w.t()), on the
-// tensor cores through mma.sync with the operands swapped: 16 rows of B (16 columns of C) on the instruction's
-// 16-row side, the rows of A on its 8-wide side (MAX_M / 8 instructions per k-step). A block of WARPS warps owns ROWS
-// rows of B (ROWS / 16 instructions' worth) for every row of A; its warps cut K into WARPS contiguous runs of
-// k-blocks (4 x VEC elements: 32 BF16, 64 FP8). No shared memory holds an operand: each lane loads its fragments
-// straight from global memory in 16-byte chunks. The fragments of mma.sync hold, per lane, two pairs (BF16) or quads
-// (FP8) of K that lie 8 (16) apart; a k-block gives lane q of each group of four the VEC elements [q·VEC, (q+1)·VEC)
-// of its rows of B and of its row of A, and the chunk's four 32-bit words feed two k-steps (words x, y the first; z,
-// w the second). The same permutation of K on both operands leaves each dot product's terms unchanged. UNROLL
-// k-blocks are loaded before any is used. The warps' sums meet in shared memory in warp order, so every call gives
-// the same bits.
+// gemv2: C = A·Bᵀ for a few rows of A (M <= MAX_M), B handed over as an N×K row-major matrix (x @ w.t()), on the tensor
+// cores through mma.sync with the operands swapped: 16 rows of B (16 columns of C) on the instruction's 16-row side,
+// the rows of A on its 8-wide side (MAX_M / 8 instructions per k-step). A block of WARPS warps owns ROWS rows of B
+// (ROWS / 16 instructions' worth) for every row of A; its warps cut K into WARPS contiguous runs of k-blocks (4 x VEC
+// elements: 32 BF16 or FP16, 64 FP8). No shared memory holds an operand: each lane loads its fragments straight from
+// global memory in 16-byte chunks. The fragments of mma.sync hold, per lane, two pairs (16-bit) or quads (FP8) of K
+// that lie 8 (16) apart; a k-block gives lane q of each group of four the VEC elements [q·VEC, (q+1)·VEC) of its rows
+// of B and of its row of A, and the chunk's four 32-bit words feed two k-steps (words x, y the first; z, w the second).
+// The same permutation of K on both operands leaves each dot product's terms unchanged. UNROLL k-blocks are loaded
+// before any is used. The warps' sums meet in shared memory in warp order, so every call gives the same bits.
 // ROWS=16 (registered; 32 and 64 variants): every block reads all of A's rows, so x crosses L2 once per block,
 // ceil(N / ROWS) times, at M = 32 with 16 rows twice the weight's own bytes. A row of A's fragments feeds ROWS / 16
 // instructions, so more rows a block cut those reads by as much, at the price of fewer blocks. Predicted faster at
 // M = 32; measured slower, and behind tc10 where not (docs/gemv.md).
-// IN_BF16 / IN_FP8 select the operand type (FP8: A_E5M2 and B_E5M2 pick the formats; SCALED=1, one FP32 scale per
-// operand; SCALED=2, DeepGEMM's blocks, laid out as gemv1 reads them: each k-block's two k-steps run from zero
-// and are added into the FP32 sums times their rows' scales, since a k-block of 64 lies inside one 128 of K and a
-// block's ROWS rows of B inside one 128 of N); OUT_BF16 writes BF16 C. EPI=1 (epilogue.cuh): each sum becomes the
-// fused epilogue's value before its store.
+// IN_BF16 / IN_F16 / IN_FP8 select the operand type (FP8: A_E5M2 and B_E5M2 pick the formats; SCALED=1, one FP32 scale
+// per operand; SCALED=2, DeepGEMM's blocks, laid out as gemv1 reads them: each k-block's two k-steps run from zero and
+// are added into the FP32 sums times their rows' scales, since a k-block of 64 lies inside one 128 of K and a block's
+// ROWS rows of B inside one 128 of N); OUT_BF16 writes BF16 C, OUT_F16 FP16 C. EPI=1 (epilogue.cuh): each sum becomes
+// the fused epilogue's value before its store.
 #include "epilogue.cuh"
 #include "gemv_operands.cuh"
-static_assert(!IN_FP32, "BF16 or FP8");
+static_assert(!IN_FP32, "BF16, FP16 or FP8");
 #ifndef MAX_M
 #define MAX_M 8
 #endif
@@ -47,6 +46,8 @@ constexpr int NB = ROWS / 16;  // the instruction's 16-row operands per block: b
 // The instruction: its 16-row operand is B (the weight), its 8-wide one A, so B's type comes first.
 #if IN_BF16
 #define MMA_TYPES "m16n8k16.row.col.f32.bf16.bf16.f32"
+#elif IN_F16
+#define MMA_TYPES "m16n8k16.row.col.f32.f16.f16.f32"
 #else
 #if B_E5M2
 #define B_TYPE "e5m2"

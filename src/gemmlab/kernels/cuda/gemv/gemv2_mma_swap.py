@@ -158,9 +158,11 @@ class MmaGemvKernel(GemvKernel):
         return False  # N = 1 runs as M x 1 x K: 16 rows of the weight a block, one row of it real
 
 
-_TYPES = {"bf16": {"IN_BF16": 1, "OUT_BF16": 1}, "fp8": {"IN_FP8": 1, "SCALED": 1, "OUT_BF16": 1},
+_TYPES = {"bf16": {"IN_BF16": 1, "OUT_BF16": 1}, "fp16": {"IN_F16": 1, "OUT_F16": 1},
+          "fp8": {"IN_FP8": 1, "SCALED": 1, "OUT_BF16": 1},
           "fp8_block": {"IN_FP8": 1, "SCALED": 2, "OUT_BF16": 1}}
 _TITLES = {"bf16": "mma.sync m16n8k16 BF16, FP32 accumulators, BF16 C",
+           "fp16": "mma.sync m16n8k16 FP16, FP32 accumulators, FP16 C",
            "fp8": "mma.sync m16n8k32 FP8, one scale each, FP32 accumulators, BF16 C",
            "fp8_block": "mma.sync m16n8k32 FP8, each 64 of K's products added into FP32 times their 1x128 and "
                         "128x128 block scales, BF16 C"}

@@ -1,7 +1,7 @@
 // What the gemv levels share: the operand and C types their defines select, the loads of them and the block's last
 // step, its warps' sums added and stored.
-// IN_FP32 / IN_BF16 / IN_FP8 select the operand type (FP8: A_E5M2 and B_E5M2 pick the formats; SCALED: 1 one FP32
-// scale per operand, 2 block scales); OUT_BF16 writes BF16 C, else FP32.
+// IN_FP32 / IN_BF16 / IN_F16 / IN_FP8 select the operand type (FP8: A_E5M2 and B_E5M2 pick the formats; SCALED: 1
+// one FP32 scale per operand, 2 block scales); OUT_BF16 writes BF16 C, OUT_F16 FP16 C, else FP32.
 #pragma once
 // EPI_PARAM and epi_apply, for the block's last step
 #include "epilogue.cuh"
@@ -10,6 +10,9 @@
 #endif
 #ifndef IN_BF16
 #define IN_BF16 0
+#endif
+#ifndef IN_F16
+#define IN_F16 0
 #endif
 #ifndef IN_FP8
 #define IN_FP8 0
@@ -26,20 +29,24 @@
 #ifndef OUT_BF16
 #define OUT_BF16 0
 #endif
-static_assert(IN_FP32 + IN_BF16 + IN_FP8 == 1, "exactly one operand type");
+#ifndef OUT_F16
+#define OUT_F16 0
+#endif
+static_assert(IN_FP32 + IN_BF16 + IN_F16 + IN_FP8 == 1, "exactly one operand type");
+static_assert(OUT_BF16 + OUT_F16 <= 1, "one output type");
 static_assert(SCALED == 0 || IN_FP8, "scales belong to FP8 operands");
 
 typedef unsigned int u32;
 typedef unsigned short u16;
 #if IN_FP32
 typedef float InT;
-#elif IN_BF16
+#elif IN_BF16 || IN_F16
 typedef u16 InT;
 #else
 typedef unsigned char InT;
 #endif
 constexpr int VEC = 16 / sizeof(InT);  // elements per 16-byte chunk
-#if OUT_BF16
+#if OUT_BF16 || OUT_F16
 typedef u16 OutT;
 #else
 typedef float OutT;
@@ -60,7 +67,11 @@ __device__ __forceinline__ uint4 chunk(const InT *row, int k, int cols, bool ali
 __device__ __forceinline__ void store(float *p, float x) { *p = x; }
 __device__ __forceinline__ void store(u16 *p, float x) {
   u16 v;
+#if OUT_F16
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(v) : "f"(x));
+#else
   asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(v) : "f"(x));
+#endif
   *p = v;
 }
 
