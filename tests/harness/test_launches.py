@@ -66,14 +66,17 @@ def test_the_kernels_are_recorded_after_every_case_is_timed_from_each_sides_own_
              O.Case("linear_bias", "fp32", "linear", 8, 64, 32)]
     torch, S, out, ctx = _timed_run(monkeypatch, tmp_path, cases)
     assert not any("kernels" in r for r in out.results["records"])  # the timing ran without the profiler
-    seen = []
+    seen, flushes = [], []
 
-    def launched(torch_, call, args):
+    def launched(torch_, call, args, clean):
+        clean()  # the flush before the profiled call, as launches.kernels runs it
         c = call(*args)  # the side's own call on the record's operands
         seen.append((getattr(call, "func", call), tuple(c.shape)))
         return [{"name": f"k{len(seen)}", "grid": [len(seen), 1, 1], "block": [128, 1, 1], "us": 1.0}]
 
-    S.record_launches(torch, cases, out, S.SuiteOptions(), {**ctx, "launches": launched})
+    S.record_launches(torch, cases, out, S.SuiteOptions(),
+                      {**ctx, "clean": lambda: flushes.append(len(seen)), "launches": launched})
+    assert flushes == list(range(6))  # one flush before each of the six profiled calls
     import gemmlab
     assert seen[0] == (gemmlab.matmul, (8, 64)) and seen[1] == (torch.matmul, (8, 64))
     assert [shape for _, shape in seen[2:]] == [(5, 24, 16), (5, 24, 16), (8, 64), (8, 64)]
@@ -88,10 +91,35 @@ def test_a_profiler_that_cannot_start_leaves_the_timed_record_whole(monkeypatch,
     cases = [O.Case("mm", "fp32", "linear", 8, 64, 32)]
     torch, S, out, ctx = _timed_run(monkeypatch, tmp_path, cases)
 
-    def broken(torch_, call, args):
+    def broken(torch_, call, args, clean):
         raise RuntimeError("CUPTI_ERROR_NOT_INITIALIZED")
 
     S.record_launches(torch, cases, out, S.SuiteOptions(), {**ctx, "launches": broken})
     rec = out.results["records"][0]
     assert rec["verified"] and rec["gpu_us"] == 2.0 and "kernels" not in rec
     assert rec["kernels_error"] == "RuntimeError: CUPTI_ERROR_NOT_INITIALIZED"
+
+
+def test_the_profiled_call_runs_after_the_l2_flush_and_outside_it():
+    """launches.kernels flushes (``clean``) and waits for the GPU before the profiler starts, so the one call it
+    records reads its operands cold, as the timed calls do, and the flush's own kernel is not among the call's."""
+    import json
+    import types
+    from contextlib import contextmanager
+
+    order = []
+
+    @contextmanager
+    def profile(activities):
+        order.append("profiler on")
+        yield types.SimpleNamespace(export_chrome_trace=lambda path: open(path, "w").write(json.dumps(
+            {"traceEvents": [{"cat": "kernel", "name": "void gemm<1>(int)", "ts": 1, "dur": 9.5,
+                              "args": {"grid": [4, 1, 1], "block": [128, 1, 1]}}]})))
+        order.append("profiler off")
+
+    torch = types.SimpleNamespace(
+        cuda=types.SimpleNamespace(synchronize=lambda: order.append("sync")),
+        profiler=types.SimpleNamespace(profile=profile, ProfilerActivity=types.SimpleNamespace(CUDA="cuda")))
+    got = L.kernels(torch, lambda x: order.append(f"call {x}"), (3,), clean=lambda: order.append("flush"))
+    assert order == ["flush", "sync", "profiler on", "call 3", "sync", "profiler off"]
+    assert got == [{"name": "gemm", "grid": [4, 1, 1], "block": [128, 1, 1], "us": 9.5}]

@@ -475,7 +475,7 @@ def record_launches(torch, todo: list[Case], out: SuiteFile, opts: SuiteOptions,
                     between=lambda: None) -> None:
     """The kernels each side's call launches, into this run's verified records (``kernels``, ``torch_kernels``;
     ``kernels_error`` where the profiler cannot run), from one call of each side under ``ctx["launches"]`` (CUDA's
-    profiler), on the case's operands made again. Only after every case is timed: CUDA's profiler, once started,
+    profiler), on the case's operands made again, each after the L2 flush (``ctx["clean"]``) as the timed calls. Only after every case is timed: CUDA's profiler, once started,
     stays attached to the process and slows every later call's host path (torch's more than gemmlab's), which an
     eager time would count."""
     import gemmlab
@@ -490,10 +490,10 @@ def record_launches(torch, todo: list[Case], out: SuiteFile, opts: SuiteOptions,
         torch.backends.cuda.matmul.allow_tf32 = get_precision(case.precision).tf32_multiply
         try:
             args = op.inputs(torch, case, opts.seed, ctx.get("device", "cuda"))
-            rec["kernels"] = ctx["launches"](torch, op.ours(gemmlab, case.precision), args)
+            rec["kernels"] = ctx["launches"](torch, op.ours(gemmlab, case.precision), args, ctx["clean"])
             if "torch_gpu_us" in rec:
                 theirs = op.theirs(torch, case.precision, getattr(torch, rec["out_dtype"]))
-                rec["torch_kernels"] = ctx["launches"](torch, theirs, args)
+                rec["torch_kernels"] = ctx["launches"](torch, theirs, args, ctx["clean"])
         except (RuntimeError, OSError, ValueError) as exc:  # a profiler this torch or driver cannot run
             rec["kernels_error"] = error_line(exc)
         args = None

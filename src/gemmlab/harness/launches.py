@@ -29,8 +29,12 @@ def from_trace(events: list[dict]) -> list[dict]:
             for e in kernels]
 
 
-def kernels(torch, call, args) -> list[dict]:
-    """The kernels ``call(*args)`` launches on the GPU, from one call under the profiler after the GPU is idle."""
+def kernels(torch, call, args, clean=None) -> list[dict]:
+    """The kernels ``call(*args)`` launches on the GPU, from one call under the profiler after the GPU is idle and
+    after ``clean`` (the suite's L2 flush), as the timed calls run: without it the operands, just made and just read,
+    sit in L2, and a decode row's weight read from there ran its kernel a third to a half shorter than cold."""
+    if clean is not None:
+        clean()
     torch.cuda.synchronize()
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
         call(*args)
