@@ -485,8 +485,10 @@ def test_only_the_gemv_levels_hold_their_builds_apart():
     gemv1, gemv2 = get_kernel("cuda/gemv1_warp_dot_fp32"), get_kernel("cuda/gemv2_mma_swap_fp8")
     assert gemv1.same_build(Problem(3, 4096, 4096, "fp32"), Problem(4, 14336, 4096, "fp32"))
     assert not gemv1.same_build(Problem(8, 4096, 4096, "fp32"), Problem(16, 4096, 4096, "fp32"))
-    assert gemv2.same_build(Problem(9, 4096, 4096, "fp8"), Problem(16, 1024, 8192, "fp8"))
+    assert gemv2.same_build(Problem(9, 4096, 4096, "fp8"), Problem(16, 14336, 4096, "fp8"))
     assert not gemv2.same_build(Problem(16, 4096, 4096, "fp8"), Problem(17, 4096, 4096, "fp8"))
+    # 24 rows against a 1024-row weight run the 16-row build in two slices: not 16 rows' unsliced binary
+    assert not gemv2.same_build(Problem(16, 4096, 4096, "fp8"), Problem(24, 1024, 8192, "fp8"))
     tiled = get_kernel("cuda/tc10_split_k_bf16")  # its tiles and splits are the model's own terms
     assert tiled.same_build(Problem(16, 4096, 4096, "bf16"), Problem(4096, 1024, 8192, "bf16"))
 

@@ -106,7 +106,7 @@ def test_instructions_cover_m(m, want):
     ((8, 14336, 4096), 2, 16),
     ((32, 4096, 14336), 1, 8),  # 32 rows of x: one k-block a round, eight warps
     ((4, 1024, 8192), 4, 16),  # 64 blocks, fewer than the SMs: four k-blocks a round
-    ((32, 1024, 8192), 2, 8),
+    ((32, 1024, 8192), 4, 16),  # two slices of 16 rows (128 blocks, fewer than the SMs): the 16-row build's
     ((3, 17, 33), 4, 1),  # two k-blocks in all: one warp
 ])
 def test_unroll_and_warps_by_problem(shape, unroll, warps):
@@ -146,6 +146,20 @@ def test_m_slice_builds_for_fewer_rows_of_x_and_launches_a_block_per_slice(m, m_
     slices = blocks // 256
     traffic = build.traffic(problem)
     assert traffic.l2_read == 2 * (m * 4096 * 256 + 4096 * 4096 * slices)
+
+
+@pytest.mark.parametrize("m, n, m_slice, blocks", [(16, 1024, 8, 128), (9, 1024, 8, 128), (8, 1024, 0, 64),
+                                                   (32, 1024, 16, 128), (17, 255, 16, 32), (16, 1056, 8, 132),
+                                                   (16, 1057, 0, 67), (16, 4096, 0, 256), (1, 16, 0, 1)])
+def test_the_registered_build_slices_x_where_the_weights_rows_leave_half_the_sms_idle(m, n, m_slice, blocks):
+    """M_SLICE left 0 by the spec: past 8 rows of x, on a weight whose runs of 16 rows are at most half the SMs, two
+    blocks a run, each half of x's rows in the smallest build that holds them; elsewhere one block a run."""
+    problem = Problem(m, n, 4096, "bf16")
+    build = spec("bf16").for_problem(problem, 132)
+    assert gemv2.slice_for(m, n, 132) == build.params["M_SLICE"] == m_slice
+    assert build.params["MAX_M"] == (m_slice or gemv2.max_m_for(m))
+    assert build.geometry_of_build(problem).grid == (blocks, 1, 1)
+    assert build.compile("sm_90a").report.spills == 0
 
 
 def test_a_variant_pins_unroll_and_warps():

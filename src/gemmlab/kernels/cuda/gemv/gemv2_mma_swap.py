@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import ClassVar
 
 from gemmlab.errors import Refusal, ShapeError
 from gemmlab.kernels.cuda.gemv.gemv1_warp_dot import SIGNATURE, GemvKernel
@@ -46,6 +47,16 @@ def k_block(vec: int) -> int:
 
 def max_m_for(m: int) -> int:
     return next((c for c in MAX_M_CHOICES if c >= m), MAX_M_CHOICES[-1])
+
+
+def slice_for(m: int, n: int, sm_count: int = SM_COUNT, rows: int = ROW_CHOICES[0]) -> int:
+    """Rows of x a block takes (M_SLICE; 0: all of them): where M needs more than the 8-row build and the weight's
+    runs of rows would leave half the SMs or more without a block, half of them, so that two blocks share each run of
+    the weight's rows (the second reads it from L2) and twice the SMs stream it. Measured at M = 32 against a
+    1024-row weight: slices of 16 took 1.5-1.7x off the 32-row build (docs/gemv.md)."""
+    if m <= MAX_M_CHOICES[0] or 2 * ceil_div(n, rows) > sm_count:
+        return 0
+    return max_m_for(ceil_div(m, 2))
 
 
 def unroll_for(max_m: int, n: int, sm_count: int = SM_COUNT, rows: int = ROW_CHOICES[0]) -> int:
@@ -88,6 +99,7 @@ def _traffic(problem: Problem, sm_count: int = SM_COUNT, params: dict | None = N
 class MmaGemvKernel(GemvKernel):
     source: str = "gemv2_mma_swap.cu"
     entry: str = "gemv2_mma_swap"
+    unscaled_params: ClassVar[tuple] = ("MAX_M", "M_SLICE")  # a sliced build is its own binary too
 
     def defines(self) -> dict:
         """The registered spec leaves ROWS, UNROLL and WARPS to ``for_problem`` (0); compiled as it is (``gemmlab
@@ -114,25 +126,28 @@ class MmaGemvKernel(GemvKernel):
     def unsupported(self, gpu) -> str | None:
         need = (8, 9) if self.fp8 else (8, 0)
         if tuple(gpu.cc) < need:
-            return (f"{self.name} uses {'FP8' if self.fp8 else 'BF16'} mma.sync (sm_{need[0]}{need[1]} and later); "
-                    f"{gpu.name} is older")
+            kind = "FP8" if self.fp8 else self.precision.upper()
+            return f"{self.name} uses {kind} mma.sync (sm_{need[0]}{need[1]} and later); {gpu.name} is older"
         return None
 
     def for_problem(self, problem: Problem, sm_count: int = SM_COUNT) -> "MmaGemvKernel":
-        """The build for ``problem``: instructions for the fewest rows of x that hold M, or M_SLICE of them (a
-        variant: ceil(M / MAX_M) blocks on each run of the weight's rows, a slice of x's rows each; level with or
-        behind tc10 where M > 16, docs/gemv.md); ROWS, UNROLL and WARPS where the spec leaves them 0 (the registered
-        one: a bench --variant pins them) by M, and by N and K."""
-        max_m = max_m_for(min(problem.m, self.params.get("M_SLICE") or problem.m))
+        """The build for ``problem``: instructions for the fewest rows of x that hold M, or M_SLICE of them
+        (ceil(M / MAX_M) blocks on each run of the weight's rows, a slice of x's rows each: where the spec leaves
+        M_SLICE and ROWS 0, ``slice_for``'s choice, so on weights of few rows; a variant pins it); ROWS, UNROLL and
+        WARPS where the spec leaves them 0 (the registered one: a bench --variant pins them) by M, and by N and K."""
         rows = self.params.get("ROWS") or ROW_CHOICES[0]
+        m_slice = self.params.get("M_SLICE") or (0 if self.params.get("ROWS") else slice_for(problem.m, problem.n,
+                                                                                             sm_count, rows))
+        max_m = max_m_for(min(problem.m, m_slice or problem.m))
         unroll = self.params.get("UNROLL") or unroll_for(max_m, problem.n, sm_count, rows)
-        params = {**self.params, "MAX_M": max_m, "ROWS": rows, "UNROLL": unroll,
+        params = {**self.params, "MAX_M": max_m, "ROWS": rows, "UNROLL": unroll, "M_SLICE": m_slice,
                   "WARPS": self.params.get("WARPS") or warps_for(max_m, problem.k, self.vec, unroll, rows)}
         return self if params == dict(self.params) else dataclasses.replace(self, params=params)
 
     def configurations(self) -> list["MmaGemvKernel"]:
         """Every row count of x and rows of the weight a block at their most warps, with both unrolls (many blocks,
-        few), each warp count at eight rows of x, and x's rows in slices of 16; each in every output type."""
+        few), each warp count at eight rows of x, and x's rows in slices of 8 and 16 (few blocks); each in every
+        output type."""
         chosen = {(m, r, unroll_for(m, n, rows=r))
                   for m in MAX_M_CHOICES for r in ROW_CHOICES for n in (r, r * SM_COUNT)}
         builds = [dataclasses.replace(self, params={**self.params, "MAX_M": m, "ROWS": r, "UNROLL": unroll,
@@ -140,8 +155,9 @@ class MmaGemvKernel(GemvKernel):
                   for m, r, unroll in sorted(chosen)]
         builds += [dataclasses.replace(self, params={**self.params, "MAX_M": 8, "ROWS": 16, "UNROLL": 2, "WARPS": w})
                    for w in WARP_CHOICES if w != 16]
-        builds.append(dataclasses.replace(self, params={**self.params, "MAX_M": 16, "ROWS": 16, "UNROLL": 2,
-                                                        "WARPS": 16, "M_SLICE": 16}))  # the slices' own code
+        builds += [dataclasses.replace(self, params={**self.params, "MAX_M": m, "ROWS": 16, "UNROLL": unroll_for(m, 16),
+                                                     "WARPS": 16, "M_SLICE": m})  # the slices' own code
+                   for m in (8, 16)]
         if self.fp8:
             return [b.for_formats(*self.formats, out) for b in builds for out in ("bfloat16", "float32")]
         return self.output_builds(builds)
