@@ -475,9 +475,9 @@ def record_launches(torch, todo: list[Case], out: SuiteFile, opts: SuiteOptions,
                     between=lambda: None) -> None:
     """The kernels each side's call launches, into this run's verified records (``kernels``, ``torch_kernels``;
     ``kernels_error`` where the profiler cannot run), from one call of each side under ``ctx["launches"]`` (CUDA's
-    profiler), on the case's operands made again, each after the L2 flush (``ctx["clean"]``) as the timed calls. Only after every case is timed: CUDA's profiler, once started,
-    stays attached to the process and slows every later call's host path (torch's more than gemmlab's), which an
-    eager time would count."""
+    profiler), on the case's operands made again, each after the L2 flush (``ctx["clean"]``) as the timed calls.
+    Only after every case is timed: CUDA's profiler, once started, stays attached to the process and slows every
+    later call's host path (torch's more than gemmlab's), which an eager time would count."""
     import gemmlab
     from gemmlab.problem import get_precision
 

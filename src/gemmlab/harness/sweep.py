@@ -36,9 +36,10 @@ from gemmlab.problem import Problem
 # Ragged in every dimension; the last has N % 4 == 0, so tc4 stores C through TMA there (partial boxes in M and N, an
 # odd number of them in the last column), where the others take the register path. The first three are decode-sized,
 # what the gemv levels (at most 16 or 32 rows of A) take: K = 999 reads the rows element by element (no 16-byte chunk
-# divides it), K = 4096 in 16-byte chunks, and M = 29 runs gemv2's 32-row build.
-SANITIZE_SHAPES = ((3, 131, 999), (13, 520, 4096), (29, 129, 4096), (33, 17, 65), (127, 129, 255), (257, 31, 1000),
-                   (300, 520, 200))
+# divides it), K = 4096 in 16-byte chunks; on these weights of few rows gemv2 runs x's rows in two slices (13 rows in
+# the 8-row build, 29 in the 16-row one), and M = 29 against 1057 rows runs its 32-row build unsliced.
+SANITIZE_SHAPES = ((3, 131, 999), (13, 520, 4096), (29, 129, 4096), (29, 1057, 999), (33, 17, 65), (127, 129, 255),
+                   (257, 31, 1000), (300, 520, 200))
 # and for the stream-K levels, one whose walk runs whole tiles and then a split tail, ragged in M and N
 STREAM_K_SANITIZE_SHAPE = (2500, 2500, 384)
 ALIGN = 16  # elements: 16-byte rows of every operand and C at any element size gemmlab has (FP8 up to FP32)

@@ -44,6 +44,8 @@ CASES = [("cuda/tc4_persistent_bf16", ALL + (BIAS,), "bfloat16"),
          ("cuda/v11_split_k", (BIAS_GELU, MATRIX_SILU), "float32"),  # after its split-K reduction
          ("cuda/gemv1_warp_dot_bf16", ALL, "bfloat16"), ("cuda/gemv1_warp_dot_fp32", (MATRIX_SILU,), "float32"),
          ("cuda/gemv2_mma_swap_bf16", ALL, "bfloat16"), ("cuda/gemv2_mma_swap_fp8", (BIAS_GELU,), "bfloat16"),
+         ("cuda/gemv2_mma_swap_fp16", (BIAS_GELU, MATRIX_SILU), "float16"),
+         ("cuda/gemv1_warp_dot_fp16", (MATRIX_SILU,), "float16"),
          ("cuda/gemv2_mma_swap_fp8_block", (BIAS_GELU, MATRIX_SILU), "bfloat16")]
 
 

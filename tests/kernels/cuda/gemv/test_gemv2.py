@@ -124,7 +124,7 @@ def test_a_variant_s_rows_set_the_grid_and_cap_unroll_and_warps(rows, shape, unr
     """ROWS pinned (a variant): ceil(N / ROWS) blocks, a round's chunks at most MAX_CHUNKS, the warps' sums within
     static shared memory; the build compiles with no local memory."""
     problem = Problem(*shape, "bf16")
-    build = spec("bf16").with_params({"ROWS": rows}).for_problem(problem, 132)
+    build = spec("bf16").with_params({"ROWS": rows, "M_SLICE": 0}).for_problem(problem, 132)  # one block a run
     p = build.params
     assert (p["ROWS"], p["UNROLL"], p["WARPS"]) == (rows, unroll, warps)
     assert p["UNROLL"] * (2 * rows // 16 + p["MAX_M"] // 8) <= gemv2.MAX_CHUNKS
@@ -152,14 +152,18 @@ def test_m_slice_builds_for_fewer_rows_of_x_and_launches_a_block_per_slice(m, m_
                                                    (32, 1024, 16, 128), (17, 255, 16, 32), (16, 1056, 8, 132),
                                                    (16, 1057, 0, 67), (16, 4096, 0, 256), (1, 16, 0, 1)])
 def test_the_registered_build_slices_x_where_the_weights_rows_leave_half_the_sms_idle(m, n, m_slice, blocks):
-    """M_SLICE left 0 by the spec: past 8 rows of x, on a weight whose runs of 16 rows are at most half the SMs, two
-    blocks a run, each half of x's rows in the smallest build that holds them; elsewhere one block a run."""
+    """M_SLICE left to the problem by the spec (AUTO_SLICE): past 8 rows of x, on a weight whose runs of 16 rows are
+    at most half the SMs, two blocks a run, each half of x's rows in the smallest build that holds them; elsewhere
+    one block a run, as a variant's M_SLICE=0 everywhere; the registered spec compiled as it is runs no slices."""
     problem = Problem(m, n, 4096, "bf16")
     build = spec("bf16").for_problem(problem, 132)
     assert gemv2.slice_for(m, n, 132) == build.params["M_SLICE"] == m_slice
     assert build.params["MAX_M"] == (m_slice or gemv2.max_m_for(m))
     assert build.geometry_of_build(problem).grid == (blocks, 1, 1)
     assert build.compile("sm_90a").report.spills == 0
+    unsliced = spec("bf16").with_params({"M_SLICE": 0}).for_problem(problem, 132)
+    assert unsliced.params["M_SLICE"] == 0 and unsliced.params["MAX_M"] == gemv2.max_m_for(m)
+    assert spec("bf16").params["M_SLICE"] == gemv2.AUTO_SLICE and spec("bf16").defines()["M_SLICE"] == 0
 
 
 def test_a_variant_pins_unroll_and_warps():

@@ -58,3 +58,30 @@ def test_on_gpu_rows_of_x_in_slices_are_right_with_a_matrix_addend(precision, m_
     for s in (spec, spec.with_epilogue(Epilogue(alpha=0.5, beta=2.0, addend="matrix"), "float32")):
         result = check(s, problem, seed=4)
         assert result.passed, result
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp16", "fp8", "fp8_block"])
+@pytest.mark.parametrize("shape", [(16, 1000, 129), (13, 255, 8191), (29, 129, 1000), (32, 1024, 4097)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_on_gpu_the_registered_builds_own_slices_are_right_and_repeat_their_bits(precision, shape):
+    """The registered spec slices x's rows itself on these weights of few rows (slice_for): right against float64
+    with NaN-poisoned C, with a fused bias and GELU too, and the same bits on every call."""
+    from gemmlab import device
+    from gemmlab.epilogue import Epilogue
+    from gemmlab.harness.verify import check, run_once
+
+    if device.gpu() is None:
+        pytest.skip("needs a CUDA GPU")
+    import cupy
+
+    problem = Problem(*shape, precision)
+    spec = get_kernel(f"cuda/gemv2_mma_swap_{precision}")
+    assert spec.for_problem(problem).params["M_SLICE"] > 0
+    for s in (spec, spec.with_epilogue(Epilogue(addend="bias", activation="gelu"), spec.prec.output_dtype)):
+        result = check(s, problem, seed=6)
+        assert result.passed, result
+    a, b = spec.make_inputs(problem, 7, cupy)
+    plan = spec.build(problem)
+    first = run_once(spec, problem, a, b, plan).view(np.uint8).get()
+    for _ in range(3):
+        assert (run_once(spec, problem, a, b, plan).view(np.uint8).get() == first).all()

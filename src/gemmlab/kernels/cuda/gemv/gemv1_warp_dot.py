@@ -216,7 +216,8 @@ class GemvKernel(ReadsWeightTransposed, CudaKernel):
         swapped = self.swaps(problem)
         params.M, params.N, params.K = runs_as(problem).shape if swapped else problem.shape
         main = driver.Launch(int(kernel.handle), geo.grid, geo.block, geo.smem, params)
-        chosen = ", ".join(f"{k}={runs.params[k]}" for k in ("MAX_M", "ROWS", "WARPS", "UNROLL") if k in runs.params)
+        chosen = ", ".join(f"{k}={runs.params[k]}" for k in ("MAX_M", "M_SLICE", "ROWS", "WARPS", "UNROLL")
+                           if runs.params.get(k, 0) > 0)
         steps = [f"{self.entry}: grid {geo.grid}, block {geo.block}, {chosen}"]
         if swapped:
             steps.insert(0, f"computes Cᵀ = bᵀ·Aᵀ: the vector B as the one row, A ({problem.m}x{problem.k}) as the "

@@ -8,8 +8,9 @@
 // of B and of its row of A, and the chunk's four 32-bit words feed two k-steps (words x, y the first; z, w the second).
 // The same permutation of K on both operands leaves each dot product's terms unchanged. UNROLL k-blocks are loaded
 // before any is used. The warps' sums meet in shared memory in warp order, so every call gives the same bits.
-// ROWS=16 (registered; 32 and 64 variants): every block reads all of A's rows, so x crosses L2 once per block,
-// ceil(N / ROWS) times, at M = 32 with 16 rows twice the weight's own bytes. A row of A's fragments feeds ROWS / 16
+// ROWS=16 (registered; 32 and 64 variants): every block reads all of A's rows (its slice of them with M_SLICE, which
+// the host sets where the weight's rows are few), so x crosses L2 once per block, ceil(N / ROWS) times, at M = 32
+// with 16 rows twice the weight's own bytes. A row of A's fragments feeds ROWS / 16
 // instructions, so more rows a block cut those reads by as much, at the price of fewer blocks. Predicted faster at
 // M = 32; measured slower, and behind tc10 where not (docs/gemv.md).
 // IN_BF16 / IN_F16 / IN_FP8 select the operand type (FP8: A_E5M2 and B_E5M2 pick the formats; SCALED=1, one FP32 scale

@@ -37,6 +37,7 @@ MAX_M_CHOICES = (8, 16, 32)  # each its own binary: 1, 2 or 4 instructions a k-s
 WARP_CHOICES = (1, 2, 4, 8, 16)
 PARTIAL_BYTES = 48 * 1024  # static shared memory: the warps' FP32 sums, WARPS x MAX_M x ROWS
 MAX_CHUNKS = 20  # 16-byte chunks a lane holds in a round of loads
+AUTO_SLICE = -1  # the registered M_SLICE: chosen per problem (slice_for); 0 pins one block a run of the weight's rows
 K_LIMIT = 2**31 - 1 - 4 * 64 * 16  # int offsets of the last round's k-blocks (four at most, 64 FP8 values each)
 
 
@@ -90,7 +91,8 @@ def _traffic(problem: Problem, sm_count: int = SM_COUNT, params: dict | None = N
     a_bytes, b_bytes, c_bytes = p.input_bytes * m * k, p.input_bytes * n * k, problem.output_bytes * m * n
     rows = (params or {}).get("ROWS") or ROW_CHOICES[0]
     blocks, slices = ceil_div(n, rows), ceil_div(m, (params or {}).get("MAX_M") or max_m_for(m))
-    return Traffic(a_bytes + b_bytes, c_bytes, f"B and C once, A once per block of {rows} rows ({blocks} blocks)"
+    return Traffic(a_bytes + b_bytes, c_bytes, f"B and C once, A once per block of {rows} rows ({blocks * slices} "
+                   "blocks)"
                    + (f", B from L2 once per slice of A's rows ({slices})" if slices > 1 else ""),
                    l2_read=a_bytes * blocks + b_bytes * slices, l2_write=c_bytes)
 
@@ -102,9 +104,11 @@ class MmaGemvKernel(GemvKernel):
     unscaled_params: ClassVar[tuple] = ("MAX_M", "M_SLICE")  # a sliced build is its own binary too
 
     def defines(self) -> dict:
-        """The registered spec leaves ROWS, UNROLL and WARPS to ``for_problem`` (0); compiled as it is (``gemmlab
-        verify`` without a GPU), it builds the many-blocks choice at eight rows of x."""
+        """The registered spec leaves ROWS, UNROLL and WARPS to ``for_problem`` (0) and M_SLICE too (AUTO_SLICE);
+        compiled as it is (``gemmlab verify`` without a GPU), it builds the many-blocks choice at eight rows of x,
+        unsliced."""
         defines = super().defines()
+        defines["M_SLICE"] = max(defines["M_SLICE"], 0)
         rows = defines["ROWS"] = defines["ROWS"] or ROW_CHOICES[0]
         defines["UNROLL"] = defines["UNROLL"] or unroll_for(defines["MAX_M"], rows * SM_COUNT, rows=rows)
         defines["WARPS"] = defines["WARPS"] or warps_for(defines["MAX_M"], 2**20, self.vec, defines["UNROLL"], rows)
@@ -133,11 +137,13 @@ class MmaGemvKernel(GemvKernel):
     def for_problem(self, problem: Problem, sm_count: int = SM_COUNT) -> "MmaGemvKernel":
         """The build for ``problem``: instructions for the fewest rows of x that hold M, or M_SLICE of them
         (ceil(M / MAX_M) blocks on each run of the weight's rows, a slice of x's rows each: where the spec leaves
-        M_SLICE and ROWS 0, ``slice_for``'s choice, so on weights of few rows; a variant pins it); ROWS, UNROLL and
-        WARPS where the spec leaves them 0 (the registered one: a bench --variant pins them) by M, and by N and K."""
+        M_SLICE to the problem, AUTO_SLICE, ``slice_for``'s choice, so on weights of few rows; a variant pins it,
+        M_SLICE=0 none); ROWS, UNROLL and WARPS where the spec leaves them 0 (the registered one: a bench --variant
+        pins them) by M, and by N and K."""
         rows = self.params.get("ROWS") or ROW_CHOICES[0]
-        m_slice = self.params.get("M_SLICE") or (0 if self.params.get("ROWS") else slice_for(problem.m, problem.n,
-                                                                                             sm_count, rows))
+        m_slice = self.params["M_SLICE"]
+        if m_slice == AUTO_SLICE:
+            m_slice = slice_for(problem.m, problem.n, sm_count, rows)
         max_m = max_m_for(min(problem.m, m_slice or problem.m))
         unroll = self.params.get("UNROLL") or unroll_for(max_m, problem.n, sm_count, rows)
         params = {**self.params, "MAX_M": max_m, "ROWS": rows, "UNROLL": unroll, "M_SLICE": m_slice,
@@ -187,7 +193,8 @@ SPECS = [
     MmaGemvKernel(name=f"cuda/gemv2_mma_swap_{prec}", level=None, precision=prec,
                   title=f"M <= 32 rows against an N×K weight (w.t()), its 16 rows on mma.sync's row side: "
                         f"{_TITLES[prec]}",
-                  params={**_TYPES[prec], "MAX_M": 8, "ROWS": 0, "UNROLL": 0, "WARPS": 0, "M_SLICE": 0},
+                  params={**_TYPES[prec], "MAX_M": 8, "ROWS": 0, "UNROLL": 0, "WARPS": 0,
+                          "M_SLICE": AUTO_SLICE},
                   signature=SIGNATURE, varies=("ROWS", "UNROLL", "WARPS", "M_SLICE"),
                   traffic_model=_traffic, doc=__doc__,
                   unmodeled="latency: each warp's few rounds of loads straight from DRAM, no staging to overlap them")

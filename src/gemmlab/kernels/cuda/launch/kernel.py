@@ -35,7 +35,7 @@ def bind_epilogue(params: driver.Params, epilogue, strides: tuple | None, transp
     rs, cs = strides or (0, 0)
     params.d_rs, params.d_cs = (cs, rs) if transposed else (rs, cs)
 
-# C's type in the CUDA C sources: one define per 16-bit type (tc_out.cuh, gemv1_warp_dot.cu); FP32 where none is set
+# C's type in the CUDA C sources: one define per 16-bit type (tc_out.cuh, gemv_operands.cuh); FP32 where none is set
 OUT_DEFINES = {"bfloat16": "OUT_BF16", "float16": "OUT_F16"}
 
 
