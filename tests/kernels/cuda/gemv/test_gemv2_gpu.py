@@ -14,27 +14,34 @@ from gemmlab.problem import Problem
 SHAPES = [(1, 33, 4097), (3, 1000, 129), (9, 4097, 999), (17, 255, 8191), (32, 4160, 4096), (29, 129, 1000)]
 
 
+def assert_the_same_bits_on_every_call(spec, problem, seed):
+    """Four launches of one plan on the same operands write the same bits (the warps' sums meet in a fixed order)."""
+    import cupy
+
+    from gemmlab.harness.verify import run_once
+
+    a, b = spec.make_inputs(problem, seed, cupy)
+    plan = spec.build(problem)
+    first = run_once(spec, problem, a, b, plan).view(np.uint8).get()
+    for _ in range(3):
+        assert (run_once(spec, problem, a, b, plan).view(np.uint8).get() == first).all()
+
+
 @pytest.mark.parametrize("precision", ["bf16", "fp16", "fp8", "fp8_block"])
 @pytest.mark.parametrize("rows", ROW_CHOICES)
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_on_gpu_each_rows_a_block_is_right_and_repeats_its_bits(precision, rows, shape):
     from gemmlab import device
-    from gemmlab.harness.verify import check, run_once
+    from gemmlab.harness.verify import check
 
     if device.gpu() is None:
         pytest.skip("needs a CUDA GPU")
-    import cupy
-
     problem = Problem(*shape, precision)
     spec = get_kernel(f"cuda/gemv2_mma_swap_{precision}").with_params({"ROWS": rows})
     assert spec.for_problem(problem).params["ROWS"] == rows
     result = check(spec, problem, seed=2)
     assert result.passed, result
-    a, b = spec.make_inputs(problem, 3, cupy)
-    plan = spec.build(problem)
-    first = run_once(spec, problem, a, b, plan).view(np.uint8).get()
-    for _ in range(3):
-        assert (run_once(spec, problem, a, b, plan).view(np.uint8).get() == first).all()
+    assert_the_same_bits_on_every_call(spec, problem, 3)
 
 
 @pytest.mark.parametrize("precision", ["bf16", "fp16", "fp8", "fp8_block"])
@@ -68,20 +75,14 @@ def test_on_gpu_the_registered_builds_own_slices_are_right_and_repeat_their_bits
     with NaN-poisoned C, with a fused bias and GELU too, and the same bits on every call."""
     from gemmlab import device
     from gemmlab.epilogue import Epilogue
-    from gemmlab.harness.verify import check, run_once
+    from gemmlab.harness.verify import check
 
     if device.gpu() is None:
         pytest.skip("needs a CUDA GPU")
-    import cupy
-
     problem = Problem(*shape, precision)
     spec = get_kernel(f"cuda/gemv2_mma_swap_{precision}")
     assert spec.for_problem(problem).params["M_SLICE"] > 0
     for s in (spec, spec.with_epilogue(Epilogue(addend="bias", activation="gelu"), spec.prec.output_dtype)):
         result = check(s, problem, seed=6)
         assert result.passed, result
-    a, b = spec.make_inputs(problem, 7, cupy)
-    plan = spec.build(problem)
-    first = run_once(spec, problem, a, b, plan).view(np.uint8).get()
-    for _ in range(3):
-        assert (run_once(spec, problem, a, b, plan).view(np.uint8).get() == first).all()
+    assert_the_same_bits_on_every_call(spec, problem, 7)
