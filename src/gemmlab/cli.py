@@ -439,8 +439,8 @@ def cmd_chapter(args) -> int:
 
 
 COMMANDS = {"list": cmd_list, "bench": cmd_bench, "verify": cmd_verify, "roofline": cmd_roofline, "report": cmd_report,
-            "compare": cmd_compare, "profile": cmd_profile, "timeline": cmd_timeline, "accuracy": cmd_accuracy, "dispatch": cmd_dispatch,
-            "tune": cmd_tune, "chapter": cmd_chapter}
+            "compare": cmd_compare, "profile": cmd_profile, "timeline": cmd_timeline, "accuracy": cmd_accuracy,
+            "dispatch": cmd_dispatch, "tune": cmd_tune, "chapter": cmd_chapter}
 
 
 def _say(command: str, what: str) -> None:

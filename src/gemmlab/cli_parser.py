@@ -10,8 +10,8 @@ from pathlib import Path
 from gemmlab.errors import GemmlabError, OutputPathError
 from gemmlab.problem import PRECISIONS, parse_shape
 
-DESCRIPTION = ("gemmlab command line: list | bench | verify | roofline | report | compare | profile | timeline | accuracy | "
-               "dispatch | tune | chapter.")
+DESCRIPTION = ("gemmlab command line: list | bench | verify | roofline | report | compare | profile | timeline | "
+               "accuracy | dispatch | tune | chapter.")
 
 
 class _Parser(argparse.ArgumentParser):

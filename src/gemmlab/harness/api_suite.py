@@ -126,7 +126,7 @@ def bars_for(op: str, precision: str) -> dict:
     return PRECISION_BARS.get(precision, BARS)
 
 
-def _shape(r: dict) -> str:
+def shape_name(r: dict) -> str:
     """A record's shape as the summary names it: MxNxK, a batch's count first."""
     return (f"{r['batch']} × " if r.get("batch") else "") + f"{r['m']}x{r['n']}x{r['k']}"
 
@@ -147,7 +147,7 @@ def summarize(records: list[dict]) -> dict:
             low = min(rows, key=lambda r: r["gpu_ratio"], default=None)
             entry[name] = {"n": len(rows), "gpu_geomean": geomean(r["gpu_ratio"] for r in rows),
                            "gpu_min": low and low["gpu_ratio"],
-                           "gpu_min_at": low and _shape(low),
+                           "gpu_min_at": low and shape_name(low),
                            "eager_geomean": geomean(r["eager_ratio"] for r in rows if r.get("eager_ratio"))}
         hosted = [r for r in timed if r.get("eager_host_us") and r.get("torch_eager_host_us")]
         entry["eager_host_us"] = {"gemmlab": statistics.median(r["eager_host_us"] for r in hosted),

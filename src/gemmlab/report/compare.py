@@ -5,12 +5,11 @@ at the same row (the largest over the smallest of its times), whose median says 
 at all: a geomean closer to 1 than that is noise."""
 from __future__ import annotations
 
-import math
 import statistics
 from collections import defaultdict
 
 from gemmlab.errors import GemmlabError
-from gemmlab.harness.api_suite import key, load
+from gemmlab.harness.api_suite import geomean, key, load, shape_name
 from gemmlab.report.suite import groups
 
 
@@ -25,7 +24,8 @@ def _rows(results: dict) -> dict:
 
 def compare(before: list[str], after: list[str]) -> dict:
     """The comparison of the runs in the files ``before`` and ``after`` (one run a file; a side's files may each hold
-    some of its rows), over the rows both sides hold verified, each side's times from every file holding the row: {"gpu", "before", "after" (the paths), "rows": [...], "groups": {(op, precision): summary}}."""
+    some of its rows), over the rows both sides hold verified, each side's times from every file holding the row:
+    {"gpu", "before", "after" (the paths), "rows": [...], "groups": {(op, precision): summary}}."""
     sides = {name: [load(p) for p in paths] for name, paths in (("before", before), ("after", after))}
     gpus = {_gpu(r) for runs in sides.values() for r in runs}
     if len(gpus) != 1 or None in gpus:
@@ -56,7 +56,7 @@ def compare(before: list[str], after: list[str]) -> dict:
     summary = {}
     for g, rs in by_group.items():
         spreads = [s for r in rs for s in r["spread"]]
-        summary[g] = {"rows": len(rs), "geomean": math.exp(statistics.mean(math.log(r["ratio"]) for r in rs)),
+        summary[g] = {"rows": len(rs), "geomean": geomean(r["ratio"] for r in rs),
                       "lowest": min(rs, key=lambda r: r["ratio"]), "highest": max(rs, key=lambda r: r["ratio"]),
                       "spread_median": statistics.median(spreads) if spreads else None,
                       "spread_max": max(spreads) if spreads else None}
@@ -64,11 +64,6 @@ def compare(before: list[str], after: list[str]) -> dict:
     rows.sort(key=lambda r: (order[(r["op"], r["precision"])], r["batch"] or 0, r["m"], r["n"], r["k"]))
     return {"gpu": gpus.pop(), "before": list(before), "after": list(after), "rows": rows,
             "groups": dict(sorted(summary.items(), key=lambda kv: order[kv[0]]))}
-
-
-def _shape(r: dict) -> str:
-    shape = f"{r['m']}x{r['n']}x{r['k']}"
-    return f"{r['batch']} × {shape}" if r.get("batch") else shape
 
 
 def markdown(result: dict) -> str:
@@ -86,13 +81,13 @@ def markdown(result: dict) -> str:
         lo, hi = s["lowest"], s["highest"]
         sm = "—" if s["spread_median"] is None else f"{s['spread_median']:.3f}"
         sx = "—" if s["spread_max"] is None else f"{s['spread_max']:.3f}"
-        lines.append(f"| {op} | {prec} | {s['rows']} | {s['geomean']:.3f} | {lo['ratio']:.3f} ({_shape(lo)}) | "
-                     f"{hi['ratio']:.3f} ({_shape(hi)}) | {sm} | {sx} |")
+        lines.append(f"| {op} | {prec} | {s['rows']} | {s['geomean']:.3f} | {lo['ratio']:.3f} ({shape_name(lo)}) | "
+                     f"{hi['ratio']:.3f} ({shape_name(hi)}) | {sm} | {sx} |")
     lines += ["", "| op | precision | shape | kernel | before µs | after µs | after / before | torch µs |",
               "|---|---|---|---|---:|---:|---:|---:|"]
     for r in result["rows"]:
         kernel = r["kernel"] if r["kernel"] == r["kernel_before"] else f"{r['kernel_before']} → {r['kernel']}"
         torch = "—" if r["torch_gpu_us"] is None else f"{r['torch_gpu_us']:.2f}"
-        lines.append(f"| {r['op']} | {r['precision']} | {_shape(r)} | {kernel} | {fmt(r['before_us'])} | "
+        lines.append(f"| {r['op']} | {r['precision']} | {shape_name(r)} | {kernel} | {fmt(r['before_us'])} | "
                      f"{fmt(r['after_us'])} | {r['ratio']:.3f} | {torch} |")
     return "\n".join(lines) + "\n"
