@@ -189,6 +189,25 @@ def test_the_summary_gives_each_sides_median_host_time_from_an_idle_gpu():
     assert S.summarize([_rec("bf16", 1, 1.0)])["mm bf16"]["eager_host_us"] is None
 
 
+def test_the_regimes_split_the_linear_rows_by_m_and_keep_the_other_groups_in_the_suites_order():
+    assert [S.regime(_rec("bf16", m, 1.0)) for m in (1, 128, 256, 2048, 4096)] == \
+        ["decode", "decode", "mid", "mid", "large"]
+    assert S.regime(_rec("bf16", 256, 1.0, group="square", n=256, k=256)) == "square"
+    assert S.regime(_rec("bf16", 8, 1.0, group="given")) == "given"
+    records = [_rec("bf16", 512, 0.9, group="square", n=512, k=512),
+               _rec("bf16", 256, 0.25, group="square", n=256, k=256, peer_wrong=True),  # left out of every regime
+               _rec("bf16", 8192, 1.0), _rec("bf16", 512, 0.8), _rec("bf16", 64, 0.5), _rec("bf16", 1, 2.0)]
+    s = S.summarize(records)["mm bf16"]
+    assert list(s["regimes"]) == ["decode", "mid", "large", "square"]
+    decode = s["regimes"]["decode"]
+    assert decode["n"] == 2 and decode["gpu_geomean"] == pytest.approx(1.0)
+    assert (decode["gpu_min"], decode["gpu_min_at"]) == (0.5, "64x4096x4096")
+    assert s["regimes"]["square"]["n"] == 1 and s["regimes"]["square"]["gpu_min_at"] == "512x512x512"
+    assert ("by regime decode ×1.000 (2), mid ×0.800 (1), large ×1.000 (1), square ×0.900 (1)"
+            in S.summary_line("mm bf16", s))
+    assert "by regime" not in S.summary_line("mm bf16", S.summarize([_rec("bf16", 1, 1.0)])["mm bf16"])
+
+
 def test_the_summary_leaves_wrong_peers_out_of_the_geomeans_and_counts_what_it_left():
     records = [_rec("bf16", 1, 2.0, dram_fraction=0.7), _rec("bf16", 64, 0.5), _rec("bf16", 128, 1.0,
                                                                                       dram_fraction=0.1),

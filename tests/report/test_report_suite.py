@@ -18,7 +18,7 @@ SAMPLE = Path(__file__).parent / "data" / "sample_suite.json"
 
 def _rows(md: str, heading: str) -> list[list[str]]:
     part = md[md.index(heading):]
-    part = part[:part.find("\n## ", 1)] if "\n## " in part[1:] else part
+    part = part[:part.find("\n#", 1)] if "\n#" in part[1:] else part  # up to the next heading of any level
     return [[c.strip() for c in line.strip("|").split("|")] for line in part.splitlines()
             if line.startswith("| ") and not line.startswith("| op ") and not line.startswith("| shapes ")]
 
@@ -40,6 +40,17 @@ def test_the_summary_reads_the_bars_without_the_records_whose_peer_is_wrong():
     # failed: the geomeans hold 1024³ alone; with † they hold 256³ too
     assert block[:7] == ["mm", "FP8 block-scaled", "4", "0.900", "0.900 (1024x1024x1024)", "0.886", "—"]
     assert block[8:12] == ["0.900 / 0.900", "1", "1", "1"]
+
+
+def test_the_regimes_table_splits_the_linear_rows_by_m_and_leaves_out_a_precision_of_one_regime():
+    rows = _rows(R.markdown(load(SAMPLE)[1]), "### By regime")
+    # BF16's linear rows at M = 1-64 and 4096, one square, one long K; FP8 block-scaled has one regime with a correct
+    # peer (1024³), so no rows
+    assert [r[:3] for r in rows] == [["mm", "BF16", "decode (M ≤ 128)"], ["mm", "BF16", "large (M > 2048)"],
+                                     ["mm", "BF16", "squares"], ["mm", "BF16", "long K"]]
+    assert rows[0][3:6] == ["4", f"{(0.9 * 1.0 * 1.1 * 0.9375) ** 0.25:.3f}", "0.900 (1x4096x4096)"]
+    assert rows[1][3:6] == ["2", f"{(1.05 * 1.0) ** 0.5:.3f}", "1.000 (4096x14336x4096)"]
+    assert rows[3][3:5] == ["1", "1.200"]
 
 
 def test_each_precision_gets_its_table_in_order_with_wrong_peers_marked():

@@ -58,6 +58,10 @@ BMM_PRECISIONS = ("bf16",)
 LINEAR_OPS_M = (16, 128, 2048, 8192)  # linear_bias and linear_bias_gelu: at the layers' (N, K), decode to prefill
 LINEAR_OPS_PRECISIONS = ("bf16",)
 DECODE_M = 64  # rows up to this many are decode: held to the DRAM roof
+# The regimes a summary reads the linear rows in, as issue 32 names them: decode up to REGIME_DECODE_M rows, mid sizes
+# up to REGIME_MID_M, large past it; the squares and long K as their groups
+REGIME_DECODE_M, REGIME_MID_M = 128, 2048
+REGIMES = ("decode", "mid", "large", "square", "long_k", "bmm", "given")
 # The bars each op and precision is held to, as the issues set them; a bar a row does not name does not apply to
 # it. mm at BF16 and FP8 per tensor: BARS (and the decode rows at 75% of the DRAM roof); FP8 block-scaled its own
 # geomean and minimum; TF32 and FP32 their own, with no DRAM bar; bmm and linear_bias_gelu a geomean each (and the
@@ -131,10 +135,27 @@ def shape_name(r: dict) -> str:
     return (f"{r['batch']} × " if r.get("batch") else "") + f"{r['m']}x{r['n']}x{r['k']}"
 
 
+def regime(r: dict) -> str:
+    """The regime of a record's shape: a linear row's by its M ("decode" to REGIME_DECODE_M rows, "mid" to
+    REGIME_MID_M, "large" past it), any other's its group ("square", "long_k", "bmm", "given")."""
+    if r.get("group") != "linear":
+        return r.get("group") or "given"
+    return "decode" if r["m"] <= REGIME_DECODE_M else "mid" if r["m"] <= REGIME_MID_M else "large"
+
+
+def _ratios(rows: list[dict]) -> dict:
+    """Over ``rows`` (timed, each with a GPU ratio): their count, GPU-time geomean and lowest (where), eager geomean."""
+    low = min(rows, key=lambda r: r["gpu_ratio"], default=None)
+    return {"n": len(rows), "gpu_geomean": geomean(r["gpu_ratio"] for r in rows), "gpu_min": low and low["gpu_ratio"],
+            "gpu_min_at": low and shape_name(low),
+            "eager_geomean": geomean(r["eager_ratio"] for r in rows if r.get("eager_ratio"))}
+
+
 def summarize(records: list[dict]) -> dict:
     """Per (op, precision): the geomean and minimum GPU-time ratio and the eager geomean, over the records with a
-    correct peer (``peer_ok``) and over all timed ones (``all``), the decode rows' lowest DRAM fraction, the counts
-    left out (peer wrong, no peer, failed) and each bar met or not (on ``peer_ok``)."""
+    correct peer (``peer_ok``), over all timed ones (``all``) and over each regime's with a correct peer
+    (``regimes``), the decode rows' lowest DRAM fraction, the counts left out (peer wrong, no peer, failed) and each
+    bar met or not (on ``peer_ok``)."""
     out = {}
     for op, precision in dict.fromkeys((r["op"], r["precision"]) for r in records):
         mine = [r for r in records if r["op"] == op and r["precision"] == precision]
@@ -143,12 +164,10 @@ def summarize(records: list[dict]) -> dict:
         entry = {"records": len(mine), "failed": sum(not r.get("verified") for r in mine),
                  "no_peer": sum(bool(r.get("verified")) and not r.get("gpu_ratio") for r in mine),
                  "peer_wrong": len(timed) - len(fair)}
-        for name, rows in (("peer_ok", fair), ("all", timed)):
-            low = min(rows, key=lambda r: r["gpu_ratio"], default=None)
-            entry[name] = {"n": len(rows), "gpu_geomean": geomean(r["gpu_ratio"] for r in rows),
-                           "gpu_min": low and low["gpu_ratio"],
-                           "gpu_min_at": low and shape_name(low),
-                           "eager_geomean": geomean(r["eager_ratio"] for r in rows if r.get("eager_ratio"))}
+        entry["peer_ok"], entry["all"] = _ratios(fair), _ratios(timed)
+        present = {regime(r) for r in fair}  # the same over each regime's records with a correct peer
+        entry["regimes"] = {name: _ratios([r for r in fair if regime(r) == name]) for name in REGIMES
+                            if name in present}
         hosted = [r for r in timed if r.get("eager_host_us") and r.get("torch_eager_host_us")]
         entry["eager_host_us"] = {"gemmlab": statistics.median(r["eager_host_us"] for r in hosted),
                                   "torch": statistics.median(r["torch_eager_host_us"] for r in hosted)} \
@@ -549,6 +568,9 @@ def summary_line(name: str, s: dict) -> str:
     if s["peer_wrong"]:
         out += (f" (with the {s['peer_wrong']} whose peer is wrong: ×{fmt(a['gpu_geomean'])}, "
                 f"min ×{fmt(a['gpu_min'])})")
+    if len(s.get("regimes") or ()) > 1:
+        out += "; by regime " + ", ".join(f"{name} ×{fmt(g['gpu_geomean'])} ({g['n']})"
+                                          for name, g in s["regimes"].items())
     if s.get("eager_host_us"):
         out += (f"; host time from an idle GPU, median {s['eager_host_us']['gemmlab']:.1f} µs "
                 f"(torch {s['eager_host_us']['torch']:.1f})")

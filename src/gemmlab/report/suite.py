@@ -12,7 +12,8 @@ last column.
 """
 from __future__ import annotations
 
-from gemmlab.harness.api_suite import DECODE_M, OPS_RUN, OVER_PLAIN_BAR, OVER_PLAIN_M, bars_for, summarize
+from gemmlab.harness.api_suite import (DECODE_M, OPS_RUN, OVER_PLAIN_BAR, OVER_PLAIN_M, REGIME_DECODE_M,
+                                       REGIME_MID_M, bars_for, summarize)
 from gemmlab.harness.launches import brief
 from gemmlab.report import data as D
 
@@ -79,6 +80,7 @@ def markdown(results: dict, figures: dict | None = None) -> str:
                      f"{_f(p['eager_geomean'])} | {_host(s.get('eager_host_us'))} | {_f(s['decode_dram_min'], '.0%')} "
                      f"({s['decode_dram_min_at'] or '—'}) | {_f(a['gpu_geomean'])} / {_f(a['gpu_min'])} | {s['peer_wrong']} | {s['failed']} | "
                      f"{s['no_peer']} | {met} |")
+    lines += _regimes(summary, groups(records))
     lines += _epilogue_cost(summary, groups(records))
     for op, precision in groups(records):
         lines += ["", f"## {op}, {D.PRECISION_LABEL.get(precision, precision)}", ""]
@@ -94,6 +96,31 @@ def _bars_met(met: dict, bars: dict) -> str:
     if "decode_dram" in bars:
         thresholds["decode_dram"] = f"≥ {bars['decode_dram']:.0%}"
     return ", ".join(f"{name} {thresholds[name]} {'yes' if ok else 'no'}" for name, ok in met.items()) or "—"
+
+
+REGIME_LABEL = {"decode": f"decode (M ≤ {REGIME_DECODE_M})", "mid": f"mid sizes (M = 256-{REGIME_MID_M})",
+                "large": f"large (M > {REGIME_MID_M})", "square": "squares", "long_k": "long K", "bmm": "batches",
+                "given": "shapes given"}
+
+
+def _regimes(summary: dict, pairs) -> list[str]:
+    """Each op and precision of more than one regime, regime by regime (harness.api_suite.regime): the same columns
+    as the summary's first, over the records whose peer is correct."""
+    rows = [(op, precision, name, g) for op, precision in pairs
+            for name, g in (summary[f"{op} {precision}"].get("regimes") or {}).items()
+            if len(summary[f"{op} {precision}"]["regimes"]) > 1]
+    if not rows:
+        return []
+    lines = ["", "### By regime", "",
+             f"The summary's first columns over each regime's records: the linear rows by M (decode up to "
+             f"{REGIME_DECODE_M} rows, mid sizes up to {REGIME_MID_M}, large past it), the squares, long K.", "",
+             "| op | precision | regime | records | GPU geomean | GPU min (at) | eager geomean |",
+             "|---|---|---|---:|---:|---:|---:|"]
+    for op, precision, name, g in rows:
+        lines.append(f"| {op} | {D.PRECISION_LABEL.get(precision, precision)} | {REGIME_LABEL.get(name, name)} | "
+                     f"{g['n']} | {_f(g['gpu_geomean'])} | {_f(g['gpu_min'])} ({g['gpu_min_at'] or '—'}) | "
+                     f"{_f(g['eager_geomean'])} |")
+    return lines
 
 
 def _epilogue_cost(summary: dict, pairs) -> list[str]:
