@@ -196,6 +196,7 @@ def test_the_regimes_split_the_linear_rows_by_m_and_keep_the_other_groups_in_the
     assert S.regime(_rec("bf16", 8, 1.0, group="given")) == "given"
     records = [_rec("bf16", 512, 0.9, group="square", n=512, k=512),
                _rec("bf16", 256, 0.25, group="square", n=256, k=256, peer_wrong=True),  # left out of every regime
+               _rec("bf16", 256, 0.5, group="long_k", n=256, k=16384, peer_wrong=True),  # a regime of none right
                _rec("bf16", 8192, 1.0), _rec("bf16", 512, 0.8), _rec("bf16", 64, 0.5), _rec("bf16", 1, 2.0)]
     s = S.summarize(records)["mm bf16"]
     assert list(s["regimes"]) == ["decode", "mid", "large", "square"]

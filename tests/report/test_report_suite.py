@@ -51,6 +51,17 @@ def test_the_regimes_table_splits_the_linear_rows_by_m_and_leaves_out_a_precisio
     assert rows[0][3:6] == ["4", f"{(0.9 * 1.0 * 1.1 * 0.9375) ** 0.25:.3f}", "0.900 (1x4096x4096)"]
     assert rows[1][3:6] == ["2", f"{(1.05 * 1.0) ** 0.5:.3f}", "1.000 (4096x14336x4096)"]
     assert rows[3][3:5] == ["1", "1.200"]
+    assert rows[0][6] == f"{(10 / 11 * 21 / 23 * 25 / 24 * 41 / 45) ** 0.25:.3f}"  # the eager ratios' geomean
+
+
+def test_the_regimes_table_names_each_regimes_bounds():
+    def rec(m, ratio, group="linear"):
+        return {"op": "mm", "precision": "bf16", "group": group, "m": m, "n": 4096, "k": 4096, "verified": True,
+                "gpu_ratio": ratio, "eager_ratio": ratio / 2}
+    md = R.markdown({"env": {}, "records": [rec(1, 1.0), rec(512, 0.8), rec(8192, 1.1)]})
+    assert [(r[2], r[4], r[6]) for r in _rows(md, "### By regime")] == [
+        ("decode (M ≤ 128)", "1.000", "0.500"), ("mid sizes (128 < M ≤ 2048)", "0.800", "0.400"),
+        ("large (M > 2048)", "1.100", "0.550")]
 
 
 def test_each_precision_gets_its_table_in_order_with_wrong_peers_marked():

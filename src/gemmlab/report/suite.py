@@ -98,7 +98,7 @@ def _bars_met(met: dict, bars: dict) -> str:
     return ", ".join(f"{name} {thresholds[name]} {'yes' if ok else 'no'}" for name, ok in met.items()) or "—"
 
 
-REGIME_LABEL = {"decode": f"decode (M ≤ {REGIME_DECODE_M})", "mid": f"mid sizes (M = 256-{REGIME_MID_M})",
+REGIME_LABEL = {"decode": f"decode (M ≤ {REGIME_DECODE_M})", "mid": f"mid sizes ({REGIME_DECODE_M} < M ≤ {REGIME_MID_M})",
                 "large": f"large (M > {REGIME_MID_M})", "square": "squares", "long_k": "long K", "bmm": "batches",
                 "given": "shapes given"}
 
