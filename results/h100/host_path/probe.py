@@ -16,7 +16,6 @@ wrap(torch_op, "matmul", "torch_op.matmul")
 wrap(torch_op, "direct", "direct")
 wrap(torch_op, "run", "run")
 wrap(driver.Launch, "launch", "Launch.launch")
-orig_ex = driver._launch_ex_fn
 m, n, k = (int(v) for v in sys.argv[1].split("x"))
 prec = sys.argv[2]
 dt = {"bf16": torch.bfloat16, "fp16": torch.float16}[prec]

@@ -165,9 +165,10 @@ def summarize(records: list[dict]) -> dict:
                  "no_peer": sum(bool(r.get("verified")) and not r.get("gpu_ratio") for r in mine),
                  "peer_wrong": len(timed) - len(fair)}
         entry["peer_ok"], entry["all"] = _ratios(fair), _ratios(timed)
-        present = {regime(r) for r in fair}  # the same over each regime's records with a correct peer
-        entry["regimes"] = {name: _ratios([r for r in fair if regime(r) == name]) for name in REGIMES
-                            if name in present}
+        by_regime = {}  # the same over each regime's records with a correct peer, in REGIMES' order
+        for r in fair:
+            by_regime.setdefault(regime(r), []).append(r)
+        entry["regimes"] = {name: _ratios(by_regime[name]) for name in REGIMES if name in by_regime}
         hosted = [r for r in timed if r.get("eager_host_us") and r.get("torch_eager_host_us")]
         entry["eager_host_us"] = {"gemmlab": statistics.median(r["eager_host_us"] for r in hosted),
                                   "torch": statistics.median(r["torch_eager_host_us"] for r in hosted)} \

@@ -98,17 +98,19 @@ def _bars_met(met: dict, bars: dict) -> str:
     return ", ".join(f"{name} {thresholds[name]} {'yes' if ok else 'no'}" for name, ok in met.items()) or "—"
 
 
-REGIME_LABEL = {"decode": f"decode (M ≤ {REGIME_DECODE_M})", "mid": f"mid sizes ({REGIME_DECODE_M} < M ≤ {REGIME_MID_M})",
-                "large": f"large (M > {REGIME_MID_M})", "square": "squares", "long_k": "long K", "bmm": "batches",
-                "given": "shapes given"}
+REGIME_LABEL = {"decode": f"decode (M ≤ {REGIME_DECODE_M})",
+                "mid": f"mid sizes ({REGIME_DECODE_M} < M ≤ {REGIME_MID_M})", "large": f"large (M > {REGIME_MID_M})",
+                "square": "squares", "long_k": "long K", "bmm": "batches", "given": "shapes given"}
 
 
 def _regimes(summary: dict, pairs) -> list[str]:
     """Each op and precision of more than one regime, regime by regime (harness.api_suite.regime): the same columns
     as the summary's first, over the records whose peer is correct."""
-    rows = [(op, precision, name, g) for op, precision in pairs
-            for name, g in (summary[f"{op} {precision}"].get("regimes") or {}).items()
-            if len(summary[f"{op} {precision}"]["regimes"]) > 1]
+    rows = []
+    for op, precision in pairs:
+        regimes = summary[f"{op} {precision}"].get("regimes") or {}
+        if len(regimes) > 1:
+            rows += [(op, precision, name, g) for name, g in regimes.items()]
     if not rows:
         return []
     lines = ["", "### By regime", "",
