@@ -114,7 +114,7 @@ def test_refusals_name_the_shapes(a, b, match):
 def test_a_collapsible_batch_runs_as_one_2d_gemm_on_a_view(monkeypatch):
     """(batch, seq, K) @ (K, N): the reshape is a view of A (no copy), and one 2-D product runs."""
     seen, direct = [], torch_op.direct
-    monkeypatch.setattr(torch_op, "direct", lambda a, b, *rest: seen.append((a, b)) or direct(a, b, *rest))
+    monkeypatch.setattr(torch_op, "direct", lambda a, b, *rest, **kw: seen.append((a, b)) or direct(a, b, *rest, **kw))
     x, w = randn(3, 7, 5), randn(6, 5)
     c = gemmlab.matmul(x, w.t())
     (a, b), = seen

@@ -349,7 +349,7 @@ def cmd_compare(args) -> int:
     from gemmlab.report.compare import compare, markdown
 
     out = None if args.out is None else output_path(args.out, "--out")
-    text = markdown(compare(args.before, args.after))
+    text = markdown(compare(args.before, args.after, args.time))
     if out is None:
         print(text, end="")
         return 0

@@ -223,6 +223,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="suite JSONs (bench --api --suite --json), one run each, of the code before")
     s.add_argument("--after", nargs="+", type=RESULTS, required=True, metavar="SUITE",
                    help="the same rows' runs of the code after, on the same GPU")
+    s.add_argument("--time", choices=("gpu", "eager"), default="gpu",
+                   help="gpu (default): each side's GPU time; eager: each run's eager time as its ratio to torch's in "
+                        "the same run, for a change to the host path (an eager time moves with the host's state)")
     s.add_argument("--out", type=FILE, help="write the Markdown here instead of printing it")
 
     s = sub.add_parser("profile", help="Nsight Compute counters for one call of each kernel, beside its model")

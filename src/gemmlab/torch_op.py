@@ -34,7 +34,8 @@ from typing import Optional
 import torch
 
 from gemmlab import call, matmul_shapes
-from gemmlab.call.tensors import FP8, check_initialized, check_values, refuse_capture, run, workspace
+from gemmlab.call.tensors import (FP8, check_initialized, check_values, launcher, launches_only, refuse_capture, run,
+                                  workspace)
 from gemmlab.errors import EpilogueError, GemmlabError, LayoutError, ShapeError, SizeLimitError
 
 _any_autocast = getattr(torch._C, "_is_any_autocast_enabled", None)  # whether any region is on, in one call
@@ -76,6 +77,17 @@ def autocast_call(region, fn, *tensors):
 
 
 def matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None, epilogue=None, addend=None):
+    key = None
+    if out is None and scale_a is None and scale_b is None and out_dtype is None and epilogue is None and \
+            not is_compiling():  # traced, the operands are symbolic: no key
+        try:  # a call like an earlier one that needed nothing but its launch finds it by these alone (_register)
+            key = (kernel, precision, A.dtype, B.dtype, A.shape, B.shape, A.stride(), B.stride(), A.device, B.device,
+                   A.is_neg(), B.is_neg())
+            launch = call.launchers.get(key)
+        except (AttributeError, RuntimeError, TypeError):  # not tensors, no strides, not hashable: the checks say
+            key = launch = None
+        if launch is not None and not (autocast_on() or grad_enabled() and (A.requires_grad or B.requires_grad)):
+            return launch(A, B)
     if autocast_on() and out is None and scale_a is None and scale_b is None and \
             out_dtype is None and isinstance(B, Tensor):
         region = autocast_region(A)
@@ -88,7 +100,7 @@ def matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
         check_initialized(A=A, B=B)
         raise
     if not two_d:  # torch.matmul's other ranks
-        return matmul_nd(A, B, kernel, precision, out, scale_a, scale_b, out_dtype, epilogue, addend)
+        return matmul_nd(A, B, kernel, precision, out, scale_a, scale_b, out_dtype, epilogue, addend, key)
     if is_compiling() or (grad_enabled() and (A.requires_grad or B.requires_grad)):
         if A.dtype in FP8 or scale_a is not None or scale_b is not None:
             raise GemmlabError("gemmlab's FP8 matmul runs outside autograd and torch.compile: it has no backward, and "
@@ -101,7 +113,16 @@ def matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
     if epilogue is not None and (is_compiling() or grad_enabled() and any(
             getattr(x, "requires_grad", False) for x in (A, B, addend))):
         raise GemmlabError("a fused epilogue through gemmlab.matmul runs outside autograd and torch.compile")
-    return direct(A, B, kernel, precision, out, scale_a, scale_b, out_dtype, epilogue, addend)
+    return direct(A, B, kernel, precision, out, scale_a, scale_b, out_dtype, epilogue, addend, launch_key=key)
+
+
+def _register(key, prepared, shape=None) -> None:
+    """Keep the launch of a call under ``key`` (matmul's, None: none) where its plan needs nothing but the launch
+    (gemmlab.call.tensors.launcher), C of ``shape`` (torch.matmul's result) or the plan's: a later call with the same
+    key launches from the top of matmul, past the checks, the key, frames and tests of this path, which from an
+    idle GPU delay the kernel's start."""
+    if key is not None and key not in call.launchers and launches_only(prepared):
+        call.remember_launcher(key, launcher(prepared, shape))
 
 
 def _empty_c(shape, dtype: str, device):
@@ -121,12 +142,13 @@ def _scale_key(s):
 
 
 def direct(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None, epilogue=None, addend=None,
-           seen=None):
+           seen=None, launch_key=None, shape=None):
     """One call on tensors outside autograd: a cached plan, launched on torch's current stream; ``epilogue`` (a
     gemmlab.epilogue.Epilogue) fused into the kernel's store, ``addend`` its bias or D (a tensor on the operands'
-    device, of C's dtype or float32). ``seen``: a caller's own key for these operands (gemmlab.linear's, direct_nd's),
+    device, of C's dtype or float32). ``seen``: a caller's own key for these operands (gemmlab.linear's),
     under which a plan that runs on the GPU reading A and B in place is also kept, for the caller to find before its
-    own checks and ``run``."""
+    own checks and ``run``. ``launch_key``: matmul's key of the caller's operands, under which the launch alone is
+    kept (_register), C of ``shape`` (torch.matmul's result) or the plan's."""
     try:  # a tensor without strides or an argument of no hashable kind has no key, and no plan: the checks say why
         key = (kernel, precision, A.dtype, B.dtype, A.shape, B.shape, A.stride(), B.stride(), A.device, B.device,
                A.layout, B.layout, A.is_neg(), B.is_neg(),
@@ -150,6 +172,7 @@ def direct(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
         prepared = _prepare(key, A, B, kernel, precision, out, scale_a, scale_b, out_dtype, epilogue, addend)
     if seen is not None and prepared.on_device and not (prepared.copy_a or prepared.copy_b):
         call.remember(seen, prepared)
+    _register(launch_key, prepared, shape)
     return run(prepared, A, B, out, scale_a, scale_b, addend)
 
 
@@ -296,9 +319,10 @@ def _bmm_setup(ctx, inputs, output):
 bmm.register_autograd(_bmm_backward, setup_context=_bmm_setup)
 
 
-def matmul_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None, epilogue=None, addend=None):
+def matmul_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None, epilogue=None, addend=None,
+              key=None):
     """Operands of other ranks than 2 (gemmlab.matmul_shapes): under autograd or torch.compile through gemmlab::mm
-    or gemmlab::bmm on the route's views, else the direct path."""
+    or gemmlab::bmm on the route's views, else the direct path (``key``: matmul's, for _register)."""
     check_initialized(A=A, B=B)  # matmul's rank test stops at A's, before a lazy B's dimensions raise
     if is_compiling() or (grad_enabled() and any(
             getattr(x, "requires_grad", False) for x in (A, B, addend))):
@@ -306,7 +330,7 @@ def matmul_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtyp
             raise GemmlabError("under autograd and torch.compile gemmlab.matmul takes no FP8 operands, scales, "
                                "out= or epilogue: call them under torch.no_grad()")
         return _traced_nd(A, B, call.checks.check_names(kernel, precision), precision, call.out_dtype_name(out_dtype))
-    return direct_nd(A, B, kernel, precision, out, scale_a, scale_b, out_dtype, epilogue, addend)
+    return direct_nd(A, B, kernel, precision, out, scale_a, scale_b, out_dtype, epilogue, addend, key)
 
 
 def _route(A, B, out=None):
@@ -331,16 +355,11 @@ def _traced_nd(A, B, kernel, precision, out_dtype=None):
     return op(a, b, kernel, precision, out_dtype).reshape(r.out_shape)
 
 
-def direct_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None, epilogue=None, addend=None):
+def direct_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=None, epilogue=None, addend=None,
+              key=None):
     """Tensors of any rank outside autograd: one 2-D GEMM where the route collapses (``epilogue`` and a bias
-    ``addend`` fused into it, as ``direct`` takes them), else one batched call."""
-    seen = None
-    if out is None and epilogue is None and scale_a is None and scale_b is None:
-        seen = _nd_key(A, B, kernel, precision, out_dtype)
-        prepared = None if seen is None else call.plans.get(seen)
-        if prepared is not None:  # operands like an earlier call's: its plan (its checks passed), read as given
-            return run(prepared, A, B, None, shape=None if prepared.batch is not None else
-                       (*A.shape[:-1], prepared.out_shape[1]))
+    ``addend`` fused into it, as ``direct`` takes them), else one batched call. ``key``: matmul's, under which a GEMM
+    over x's rows in place or a batch read as given is kept as its launch alone (_register)."""
     if out is not None and not isinstance(out, torch.Tensor):
         raise LayoutError(f"out is a {type(out).__name__}; the operands are torch tensors")
     r = _route(A, B, out)
@@ -348,49 +367,31 @@ def direct_nd(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtyp
     c_out = None if out is None else matmul_shapes.out_view(out, r, out.is_contiguous())
     if r.batched and r.empty and epilogue is None and scale_a is None and scale_b is None:
         c = empty(a, b, r.c_shape, kernel, precision, c_out, out_dtype=out_dtype)  # a 2-D one: direct's business
-    elif not r.batched:  # x (..., K) @ (K, N) over x's rows in place is kept under `seen` (run takes x as it is)
-        rows = seen is not None and B.dim() == 2 and a.data_ptr() == A.data_ptr()
+    elif not r.batched:  # x (..., K) @ (K, N) over x's rows in place (a launch takes x as it is, C of the result's shape)
+        rows = key is not None and B.dim() == 2 and a.data_ptr() == A.data_ptr()
         c = direct(a, b, kernel, precision, c_out, scale_a, scale_b, out_dtype, epilogue, addend,
-                   seen if rows else None)
+                   launch_key=key if rows else None, shape=r.out_shape)
     elif epilogue is not None:
         raise EpilogueError(f"a fused epilogue takes one 2-D GEMM; these operands are a batch of shape "
                             f"{r.c_shape[:-2]}")
     elif scale_a is not None or scale_b is not None:
         raise ShapeError(f"FP8 scales go with 2-D operands; these are a batch of shape {r.c_shape[:-2]}")
     else:
-        c = _batched(a, b, kernel, precision, c_out, out_dtype, r.batch, seen)
+        c = _batched(a, b, kernel, precision, c_out, out_dtype, r.batch, key, r.out_shape)
     return out if out is not None else c.reshape(r.out_shape)
 
 
-def _nd_key(A, B, kernel, precision, out_dtype):
-    """The plan cache's key of an N-D call from its operands' own attributes: A of two or more dimensions against B of
-    three or more (a batch, C of the route's shape), or A of three or more against a 2-D B (x's rows as one GEMM, or a
-    batch over x's); None for other ranks and where the operands have no such attributes (the checks then say what
-    is wrong). Whether anything requires grad is decided before (matmul_nd)."""
-    try:
-        if A.dim() < 2 or B.dim() < 2 or A.dim() == 2 and B.dim() == 2:
-            return None
-        key = ("torch-nd", kernel, precision, out_dtype, A.dtype, A.shape, A.stride(), A.device, A.layout, A.is_neg(),
-               B.dtype, B.shape, B.stride(), B.device, B.layout, B.is_neg())
-        hash(key)  # an argument of no hashable kind: the checks name it
-        return key
-    except (AttributeError, RuntimeError, TypeError):
-        return None
-
-
-def _batched(a, b, kernel, precision, out, out_dtype, batch, seen=None):
-    """One batched call (gemmlab.call.batched_matmul), on the broadcast views. ``seen``: the operands' key
-    (_nd_key), under which a GPU plan that reads them as they are (views of the same memory, no copy to make one
-    stride walk the batch) is also kept."""
+def _batched(a, b, kernel, precision, out, out_dtype, batch, key=None, shape=None):
+    """One batched call (gemmlab.call.batched_matmul), on the broadcast views. ``key``: matmul's, under which the
+    launch of a GPU plan that reads the operands as they are (views of the same memory, no copy to make one stride
+    walk the batch) is kept (_register), C of ``shape``, the result's."""
     given_a, given_b = a, b
     if a.is_cuda:
         a, b, batch = call.batched.in_place(a, b, batch, torch.Tensor.contiguous, torch.Tensor.expand, kernel,
                                             precision, out_dtype)
     c = call.batched_matmul(a, b, kernel, precision, out, out_dtype, batch)
-    if seen is not None and out is None and a is given_a and b is given_b:
-        prepared = call.batched.batched_plan(a, b, kernel, precision, out_dtype, batch)
-        if prepared.on_device:
-            call.remember(seen, prepared)
+    if key is not None and out is None and a is given_a and b is given_b and key not in call.launchers:
+        _register(key, call.batched.batched_plan(a, b, kernel, precision, out_dtype, batch), shape)
     return c
 
 

@@ -32,11 +32,12 @@ from gemmlab.call.checks import AUTO, check_out, resolve
 from gemmlab.call.launch import array_matmul, gpu_memory_message, host_launch, overlaps
 from gemmlab.call.operands import (AddendFacts, Facts, addend_facts, devices_differ, facts, out_dtype_name,
                                    scale_facts)
-from gemmlab.call.cache import MAX_PLANS, Prepared, plans, remember
+from gemmlab.call.cache import MAX_PLANS, Prepared, launchers, plans, remember, remember_launcher
 from gemmlab.call import batched
 from gemmlab.call.batched import Batch, batch_of, batched_matmul, batched_plan
 
 __all__ = ["cache", "checks", "launch", "operands", "AUTO", "check_out", "resolve", "array_matmul", "gpu_memory_message",
            "host_launch", "overlaps", "AddendFacts", "Facts", "addend_facts", "devices_differ", "facts",
-           "out_dtype_name", "scale_facts", "MAX_PLANS", "Prepared", "plans", "remember", "batched", "Batch", "batch_of",
+           "out_dtype_name", "scale_facts", "MAX_PLANS", "Prepared", "launchers", "plans", "remember",
+           "remember_launcher", "batched", "Batch", "batch_of",
            "batched_matmul", "batched_plan"]

@@ -148,6 +148,8 @@ def _cupy_workspace(nbytes: int) -> tuple[object, int]:
 
 
 plans: dict[tuple, Prepared] = {}
+# a caller's key -> its calls' launch alone (gemmlab.call.tensors.launcher, torch_op.matmul's), holding its Prepared
+launchers: dict[tuple, Callable] = {}
 
 
 def remember(key, prepared: Prepared) -> Prepared:
@@ -157,8 +159,17 @@ def remember(key, prepared: Prepared) -> Prepared:
     return prepared
 
 
+def remember_launcher(key, launch: Callable) -> None:
+    """Keep ``launch`` under ``key``, the oldest dropped past MAX_PLANS (its plan's workspaces come from torch's
+    allocator, which orders their reuse after the queued kernels that read them: no wait)."""
+    if len(launchers) >= MAX_PLANS:
+        launchers.pop(next(iter(launchers)))
+    launchers[key] = launch
+
+
 def clear() -> None:
     """Drop every plan, and with it the workspaces it holds."""
+    launchers.clear()
     _finish(plans.values())
     plans.clear()
 

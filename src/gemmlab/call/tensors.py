@@ -5,6 +5,8 @@ a negated view, a first call under capture. gemmlab.torch_op's direct path and c
 the batched calls of gemmlab.call.batched launch torch tensors through here; importing it imports torch."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 
@@ -47,8 +49,19 @@ def run(prepared: Prepared, A, B, out, scale_a=None, scale_b=None, addend=None, 
         if overlaps(cp, prepared.c_bytes, A.data_ptr(), prepared.span_a) or \
                 overlaps(cp, prepared.c_bytes, B.data_ptr(), prepared.span_b):
             raise LayoutError("out overlaps A or B; gemmlab writes C while it reads them")
+    extra = ()
+    if prepared.scaled:  # the scales' addresses; one in a layout the kernel does not read is copied into one
+        copy_a, copy_b = prepared.copy_scales
+        sa = prepared.ones if scale_a is None else scale_a.t().contiguous().t() if copy_a else scale_a
+        sb = prepared.ones if scale_b is None else scale_b.t().contiguous().t() if copy_b else scale_b
+        extra = (sa.data_ptr(), sb.data_ptr())
+    return _enqueue(prepared, A.data_ptr(), B.data_ptr(), c, _stream(prepared.device), extra, addend)
+
+
+def _enqueue(prepared: Prepared, a: int, b: int, c, stream: int, extra: tuple = (), addend=None):
+    """The launch at addresses ``a`` and ``b`` into C ``c`` on ``stream``, the current stream of the plan's device:
+    the stream's plan, launched in the plan's device's context."""
     index = prepared.device
-    stream = _stream(index)
     current = _current_device() == index
     if prepared.shared:
         plan = prepared.plan
@@ -57,21 +70,50 @@ def run(prepared: Prepared, A, B, out, scale_a=None, scale_b=None, addend=None, 
         plan = prepared.by_stream.get(0) or prepared.for_stream(0, False)
     else:
         plan = prepared.for_stream(stream, _capturing() if current and _capturing is not None else None)
-    extra = ()
-    if prepared.scaled:  # the scales' addresses; one in a layout the kernel does not read is copied into one
-        copy_a, copy_b = prepared.copy_scales
-        sa = prepared.ones if scale_a is None else scale_a.t().contiguous().t() if copy_a else scale_a
-        sb = prepared.ones if scale_b is None else scale_b.t().contiguous().t() if copy_b else scale_b
-        extra = (sa.data_ptr(), sb.data_ptr())
     with prepared.lock:
         if addend is not None:
             plan.set_addend(addend.data_ptr())
         if current:
-            plan.launch(A.data_ptr(), B.data_ptr(), c.data_ptr(), stream, *extra)
+            plan.launch(a, b, c.data_ptr(), stream, *extra)
         else:  # the tensors' device is not the current one: launch in its context
             with torch.cuda.device(index):
-                plan.launch(A.data_ptr(), B.data_ptr(), c.data_ptr(), stream, *extra)
+                plan.launch(a, b, c.data_ptr(), stream, *extra)
     return c
+
+
+def launches_only(prepared: Prepared) -> bool:
+    """Whether a call of ``prepared``'s operands needs nothing but C and the launch: a plan on the operands' GPU that
+    reads them in place, with no scales and no addend to bind (``launcher`` serves its calls)."""
+    return prepared.on_device and not (prepared.copy_a or prepared.copy_b or prepared.scaled) and \
+        prepared.epilogue is None
+
+
+def launcher(prepared: Prepared, shape: tuple | None = None):
+    """``run`` bound once for the calls of one caller's key (torch_op.matmul's), where ``launches_only(prepared)``:
+    each call allocates C (of ``shape``, x's leading dimensions then N, or the plan's), and launches, nothing else
+    (the checks passed at the key's first call, which made the plan). A shared plan, or a plan's on the legacy default
+    stream, launches here on the current device; another stream or device goes through ``_enqueue``. It cuts the frames,
+    tests and keys of the general path, which from an idle GPU delay the launch, so the kernel's start."""
+    template, index, lock, dtype = prepared.torch_template, prepared.device, prepared.lock, prepared.out_dtype
+    c_shape = prepared.out_shape if shape is None else tuple(shape)
+    c_strides = tuple(math.prod(c_shape[i + 1:]) for i in range(len(c_shape)))
+    shared = prepared.plan if prepared.shared else None
+    by_stream = prepared.by_stream
+
+    def launch(A, B):
+        try:
+            c = template.new_empty_strided(c_shape, c_strides)
+        except torch.OutOfMemoryError:
+            raise SizeLimitError(gpu_memory_message(c_shape, dtype)) from None
+        stream = _stream(index)
+        plan = shared or stream == 0 and by_stream.get(0)
+        if not plan or _current_device() != index:
+            return _enqueue(prepared, A.data_ptr(), B.data_ptr(), c, stream)
+        with lock:
+            plan.launch(A.data_ptr(), B.data_ptr(), c.data_ptr(), stream)
+        return c
+
+    return launch
 
 
 def refuse_capture(A) -> None:

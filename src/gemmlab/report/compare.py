@@ -2,7 +2,12 @@
 code before a change and after it, run alternately: per row, each side's GPU time as the mean over its runs and the
 ratio after / before; per (op, precision), the geomean of those ratios beside the spread between runs of one side
 at the same row (the largest over the smallest of its times), whose median says how far a row moves with no change
-at all: a geomean closer to 1 than that is noise."""
+at all: a geomean closer to 1 than that is noise.
+
+``time="eager"`` compares eager times instead, for a change to a call's host path: an eager time moves with the
+host's state from one process to the next (torch's as much as gemmlab's), so each run's eager time counts as its
+ratio to torch's in the same run, call by call alternating (the record's eager_ratio, torch / gemmlab), and a row's
+after / before is that of the ratios' means: above 1 the change made the call faster against torch."""
 from __future__ import annotations
 
 import statistics
@@ -17,15 +22,21 @@ def _gpu(results: dict) -> str | None:
     return (results.get("env", {}).get("gpu") or {}).get("name")
 
 
-def _rows(results: dict) -> dict:
-    """The verified records with a GPU time, by what they are of (api_suite.key)."""
-    return {key(r): r for r in results["records"] if r.get("verified") and r.get("gpu_us")}
+# what a row's value is, by time compared: the record's field and what the Markdown calls it
+VALUES = {"gpu": ("gpu_us", "GPU time (µs)"), "eager": ("eager_ratio", "eager time's ratio to torch's (torch / gemmlab)")}
 
 
-def compare(before: list[str], after: list[str]) -> dict:
+def _rows(results: dict, field: str) -> dict:
+    """The verified records with a value of ``field``, by what they are of (api_suite.key)."""
+    return {key(r): r for r in results["records"] if r.get("verified") and r.get(field)}
+
+
+def compare(before: list[str], after: list[str], time: str = "gpu") -> dict:
     """The comparison of the runs in the files ``before`` and ``after`` (one run a file; a side's files may each hold
-    some of its rows), over the rows both sides hold verified, each side's times from every file holding the row:
-    {"gpu", "before", "after" (the paths), "rows": [...], "groups": {(op, precision): summary}}."""
+    some of its rows), over the rows both sides hold verified, each side's values (VALUES[time]) from every file
+    holding the row: {"gpu", "time", "before", "after" (the paths), "rows": [...], "groups": {(op, precision):
+    summary}}."""
+    field = VALUES[time][0]
     sides = {name: [load(p) for p in paths] for name, paths in (("before", before), ("after", after))}
     gpus = {_gpu(r) for runs in sides.values() for r in runs}
     if len(gpus) != 1 or None in gpus:
@@ -35,21 +46,21 @@ def compare(before: list[str], after: list[str]) -> dict:
     timed = {name: defaultdict(list) for name in sides}
     for name, runs in sides.items():
         for results in runs:
-            for k, rec in _rows(results).items():
+            for k, rec in _rows(results, field).items():
                 timed[name][k].append(rec)
     common = set(timed["before"]) & set(timed["after"])
     if not common:
         raise GemmlabError("compare: no row is verified and timed on both sides; compare runs of the same shapes")
     rows = []
     for k in common:
-        us = {name: [r["gpu_us"] for r in timed[name][k]] for name in sides}
+        values = {name: [r[field] for r in timed[name][k]] for name in sides}
         last = timed["after"][k][-1]
         rows.append({"op": last["op"], "precision": last["precision"], "m": last["m"], "n": last["n"],
                      "k": last["k"], "batch": last.get("batch"), "kernel": last.get("kernel"),
-                     "kernel_before": timed["before"][k][-1].get("kernel"), "before_us": us["before"],
-                     "after_us": us["after"], "torch_gpu_us": last.get("torch_gpu_us"),
-                     "ratio": statistics.mean(us["after"]) / statistics.mean(us["before"]),
-                     "spread": [max(v) / min(v) for v in us.values() if len(v) > 1]})
+                     "kernel_before": timed["before"][k][-1].get("kernel"), "before_values": values["before"],
+                     "after_values": values["after"], "torch_us": last.get(f"torch_{time}_us"),
+                     "ratio": statistics.mean(values["after"]) / statistics.mean(values["before"]),
+                     "spread": [max(v) / min(v) for v in values.values() if len(v) > 1]})
     by_group = defaultdict(list)
     for r in rows:
         by_group[(r["op"], r["precision"])].append(r)
@@ -62,7 +73,7 @@ def compare(before: list[str], after: list[str]) -> dict:
                       "spread_max": max(spreads) if spreads else None}
     order = {g: i for i, g in enumerate(groups(rows))}
     rows.sort(key=lambda r: (order[(r["op"], r["precision"])], r["batch"] or 0, r["m"], r["n"], r["k"]))
-    return {"gpu": gpus.pop(), "before": list(before), "after": list(after), "rows": rows,
+    return {"gpu": gpus.pop(), "time": time, "before": list(before), "after": list(after), "rows": rows,
             "groups": dict(sorted(summary.items(), key=lambda kv: order[kv[0]]))}
 
 
@@ -72,9 +83,9 @@ def markdown(result: dict) -> str:
     lines = [f"# Before and after: {result['gpu']}", "",
              "Before: " + ", ".join(f"`{p}`" for p in result["before"]),
              "After: " + ", ".join(f"`{p}`" for p in result["after"]), "",
-             "GPU time (µs) of each run, each side's mean, after / before. Spread: the largest over the smallest time "
-             "of one side's runs at a row, its median over the rows and sides; a geomean closer to 1 than it is "
-             "noise.", "",
+             f"The {VALUES[result['time']][1]} of each run, each side's mean, after / before. Spread: the "
+             "largest over the smallest value of one side's runs at a row, its median over the rows and sides; a "
+             "geomean closer to 1 than it is noise.", "",
              "| op | precision | rows | after / before, geomean | lowest (at) | highest (at) | spread median | "
              "spread max |", "|---|---|---:|---:|---|---|---:|---:|"]
     for (op, prec), s in result["groups"].items():
@@ -83,11 +94,13 @@ def markdown(result: dict) -> str:
         sx = "—" if s["spread_max"] is None else f"{s['spread_max']:.3f}"
         lines.append(f"| {op} | {prec} | {s['rows']} | {s['geomean']:.3f} | {lo['ratio']:.3f} ({shape_name(lo)}) | "
                      f"{hi['ratio']:.3f} ({shape_name(hi)}) | {sm} | {sx} |")
-    lines += ["", "| op | precision | shape | kernel | before µs | after µs | after / before | torch µs |",
+    unit = "µs" if result["time"] == "gpu" else "ratio"
+    lines += ["", f"| op | precision | shape | kernel | before {unit} | after {unit} | after / before | torch µs "
+                  "(the last run) |",
               "|---|---|---|---|---:|---:|---:|---:|"]
     for r in result["rows"]:
         kernel = r["kernel"] if r["kernel"] == r["kernel_before"] else f"{r['kernel_before']} → {r['kernel']}"
-        torch = "—" if r["torch_gpu_us"] is None else f"{r['torch_gpu_us']:.2f}"
-        lines.append(f"| {r['op']} | {r['precision']} | {shape_name(r)} | {kernel} | {fmt(r['before_us'])} | "
-                     f"{fmt(r['after_us'])} | {r['ratio']:.3f} | {torch} |")
+        torch = "—" if r["torch_us"] is None else f"{r['torch_us']:.2f}"
+        lines.append(f"| {r['op']} | {r['precision']} | {shape_name(r)} | {kernel} | {fmt(r['before_values'])} | "
+                     f"{fmt(r['after_values'])} | {r['ratio']:.3f} | {torch} |")
     return "\n".join(lines) + "\n"
