@@ -82,7 +82,7 @@ def matmul(A, B, kernel, precision, out, scale_a=None, scale_b=None, out_dtype=N
             not is_compiling():  # traced, the operands are symbolic: no key
         try:  # a call like an earlier one that needed nothing but its launch finds it by these alone (_register)
             key = (kernel, precision, A.dtype, B.dtype, A.shape, B.shape, A.stride(), B.stride(), A.device, B.device,
-                   A.is_neg(), B.is_neg())
+                   A.layout, B.layout, A.is_neg(), B.is_neg())
             launch = call.launchers.get(key)
         except (AttributeError, RuntimeError, TypeError):  # not tensors, no strides, not hashable: the checks say
             key = launch = None
@@ -121,7 +121,8 @@ def _register(key, prepared, shape=None) -> None:
     (gemmlab.call.tensors.launcher), C of ``shape`` (torch.matmul's result) or the plan's: a later call with the same
     key launches from the top of matmul, past the checks, the key, frames and tests of this path, which from an
     idle GPU delay the kernel's start."""
-    if key is not None and key not in call.launchers and launches_only(prepared):
+    if key is not None and key not in call.launchers and launches_only(prepared) and \
+            any(p is prepared for p in call.plans.values()):  # its eviction from there drops the launch too
         call.remember_launcher(key, launcher(prepared, shape))
 
 

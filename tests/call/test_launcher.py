@@ -52,9 +52,14 @@ def gpu_like(monkeypatch, request):
         fa, fb = call.facts(A, "A"), call.facts(B, "B")
         return call.remember(key, as_gpu(call.checks.prepare(fa, fb, kernel, precision, fa.device)))
 
+    def batched(*args):
+        host = batched_plan(*args)
+        key = next(k for k, p in call.plans.items() if p is host)
+        return call.remember(key, as_gpu(host))
+
     batched_plan = call.batched.batched_plan
     monkeypatch.setattr(torch_op, "_prepare", prepare)
-    monkeypatch.setattr(call.batched, "batched_plan", lambda *args: as_gpu(batched_plan(*args)))
+    monkeypatch.setattr(call.batched, "batched_plan", batched)
     call.plans.clear()
     call.launchers.clear()
     yield made
@@ -135,9 +140,66 @@ def test_a_plan_with_workspaces_launches_its_streams_plan(gpu_like, monkeypatch)
 def test_a_shared_plan_launches_on_the_current_stream(gpu_like, monkeypatch):
     x = torch.randn(5, 7, generator=gen)
     gemmlab.matmul(x, W.t())
+    _no_general_path(monkeypatch)
     monkeypatch.setattr(tensors, "_stream", lambda index: 0x5EED)
     c = gemmlab.matmul(x, W.t())
     assert gpu_like[0].launches[-1] == (x.data_ptr(), W.data_ptr(), c.data_ptr(), 0x5EED, True)
+
+
+@pytest.mark.parametrize("gpu_like", [True], indirect=True)
+@pytest.mark.parametrize("capturing", [False, True])
+def test_another_stream_of_a_plan_with_workspaces_asks_for_that_streams_plan(gpu_like, monkeypatch, capturing):
+    """Not the legacy default stream: Prepared.for_stream, told whether torch's current stream captures (a captured
+    call's workspaces come from the graph's pool), never the first stream's plan."""
+    x = torch.randn(5, 7, generator=gen)
+    gemmlab.matmul(x, W.t())
+    _no_general_path(monkeypatch)
+    p, = call.plans.values()
+    other, asked = Recorder(True), []
+    other.lock = p.lock
+    monkeypatch.setattr(tensors, "_stream", lambda index: 0x5EED)
+    monkeypatch.setattr(tensors, "_capturing", lambda: capturing)
+    monkeypatch.setattr(Prepared, "for_stream", lambda self, stream, capture=None: asked.append((stream, capture))
+                        or other)
+    c = gemmlab.matmul(x, W.t())
+    assert asked == [(0x5EED, capturing)]
+    assert other.launches == [(x.data_ptr(), W.data_ptr(), c.data_ptr(), 0x5EED, True)]
+
+
+def test_operands_on_another_device_than_the_current_launch_in_their_devices_context(gpu_like, monkeypatch):
+    x = torch.randn(5, 7, generator=gen)
+    gemmlab.matmul(x, W.t())
+    _no_general_path(monkeypatch)
+    entered = []
+
+    class Device:
+        def __init__(self, index):
+            self.index = index
+
+        def __enter__(self):
+            entered.append(self.index)
+
+        def __exit__(self, *exc):
+            entered.append("exit")
+
+    monkeypatch.setattr(tensors, "_current_device", lambda: 1)
+    monkeypatch.setattr(tensors.torch.cuda, "device", Device)
+    c = gemmlab.matmul(x, W.t())
+    assert entered == [0, "exit"]
+    assert gpu_like[0].launches[-1] == (x.data_ptr(), W.data_ptr(), c.data_ptr(), 0, True)
+
+
+def test_a_plan_dropped_from_the_cache_takes_its_launch_with_it(gpu_like, monkeypatch):
+    """The plans' eviction waits for the GPU before it frees a plan's workspaces: a launch kept past it would use
+    them unawaited."""
+    x = torch.randn(5, 7, generator=gen)
+    gemmlab.matmul(x, W.t())
+    finished = []
+    monkeypatch.setattr(call.cache, "_finish", lambda dropped: finished.extend(dropped))
+    p, = call.plans.values()
+    for i in range(MAX_PLANS):
+        call.remember(("filler", i), p if i == 0 else Prepared(plan=Recorder(), why="test", out_shape=(1, 1)))
+    assert finished == [p] and not call.launchers
 
 
 def test_out_of_memory_for_c_is_a_size_limit_error(gpu_like):

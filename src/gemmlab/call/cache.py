@@ -148,22 +148,29 @@ def _cupy_workspace(nbytes: int) -> tuple[object, int]:
 
 
 plans: dict[tuple, Prepared] = {}
-# a caller's key -> its calls' launch alone (gemmlab.call.tensors.launcher, torch_op.matmul's), holding its Prepared
+# a caller's key -> its calls' launch alone (gemmlab.call.tensors.launcher, torch_op.matmul's), whose ``prepared``
+# is in ``plans`` as long as the launch is kept: the plans' eviction drops it too, after _finish's wait
 launchers: dict[tuple, Callable] = {}
 
 
 def remember(key, prepared: Prepared) -> Prepared:
     if len(plans) >= MAX_PLANS:
-        _finish((plans.pop(next(iter(plans))),))
+        dropped = plans.pop(next(iter(plans)))
+        for k in [k for k, launch in launchers.items() if launch.prepared is dropped]:
+            del launchers[k]
+        _finish((dropped,))
     plans[key] = prepared
     return prepared
 
 
 def remember_launcher(key, launch: Callable) -> None:
-    """Keep ``launch`` under ``key``, the oldest dropped past MAX_PLANS (its plan's workspaces come from torch's
-    allocator, which orders their reuse after the queued kernels that read them: no wait)."""
+    """Keep ``launch`` (its ``prepared`` one of ``plans``) under ``key``, the oldest dropped past MAX_PLANS: its plan
+    stays in ``plans``, which frees its workspaces when it drops it."""
     if len(launchers) >= MAX_PLANS:
-        launchers.pop(next(iter(launchers)))
+        try:
+            del launchers[next(iter(launchers))]
+        except (KeyError, RuntimeError):  # another thread dropped it, or changed the table meanwhile
+            pass
     launchers[key] = launch
 
 

@@ -26,11 +26,10 @@ _stream = _raw_stream if _raw_stream is not None else lambda index: torch.cuda.c
 FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
 
 
-def run(prepared: Prepared, A, B, out, scale_a=None, scale_b=None, addend=None, shape=None):
+def run(prepared: Prepared, A, B, out, scale_a=None, scale_b=None, addend=None):
     """The launch of a call whose plan ``prepared`` was made for operands like these (their dtypes, shapes, strides
     and devices; a batch's at its first matrices' addresses): C from torch's allocator (or ``out``), the addresses,
-    torch's current stream. ``shape``: C's shape where it is not the plan's (a row-major C of the same elements: x's
-    leading dimensions, then N)."""
+    torch's current stream."""
     if not prepared.on_device:
         return _host(prepared, A, B, out, (scale_a, scale_b), addend)
     if prepared.copy_a:
@@ -39,8 +38,7 @@ def run(prepared: Prepared, A, B, out, scale_a=None, scale_b=None, addend=None, 
         B = B.contiguous()
     if out is None:
         try:
-            c = prepared.torch_template.new_empty_strided(prepared.out_shape, prepared.out_strides) \
-                if shape is None else prepared.torch_template.new_empty(shape)
+            c = prepared.torch_template.new_empty_strided(prepared.out_shape, prepared.out_strides)
         except torch.OutOfMemoryError:
             raise SizeLimitError(gpu_memory_message(prepared.out_shape, prepared.out_dtype)) from None
     else:
@@ -93,7 +91,8 @@ def launcher(prepared: Prepared, shape: tuple | None = None):
     each call allocates C (of ``shape``, x's leading dimensions then N, or the plan's), and launches, nothing else
     (the checks passed at the key's first call, which made the plan). A shared plan, or a plan's on the legacy default
     stream, launches here on the current device; another stream or device goes through ``_enqueue``. It cuts the frames,
-    tests and keys of the general path, which from an idle GPU delay the launch, so the kernel's start."""
+    tests and keys of the general path, which from an idle GPU delay the launch, so the kernel's start. The
+    function's ``prepared`` is its plan's: gemmlab.call.cache drops the launch with that plan."""
     template, index, lock, dtype = prepared.torch_template, prepared.device, prepared.lock, prepared.out_dtype
     c_shape = prepared.out_shape if shape is None else tuple(shape)
     c_strides = tuple(math.prod(c_shape[i + 1:]) for i in range(len(c_shape)))
@@ -113,6 +112,7 @@ def launcher(prepared: Prepared, shape: tuple | None = None):
             plan.launch(A.data_ptr(), B.data_ptr(), c.data_ptr(), stream)
         return c
 
+    launch.prepared = prepared
     return launch
 
 

@@ -23,7 +23,9 @@ def _gpu(results: dict) -> str | None:
 
 
 # what a row's value is, by time compared: the record's field and what the Markdown calls it
-VALUES = {"gpu": ("gpu_us", "GPU time (µs)"), "eager": ("eager_ratio", "eager time's ratio to torch's (torch / gemmlab)")}
+VALUES = {"gpu": ("gpu_us", "GPU time (µs)", "below 1: faster after"),
+          "eager": ("eager_ratio", "eager time's ratio to torch's (torch / gemmlab)",
+                    "above 1: faster against torch after, so the lowest row is the one that gained least")}
 
 
 def _rows(results: dict, field: str) -> dict:
@@ -83,7 +85,8 @@ def markdown(result: dict) -> str:
     lines = [f"# Before and after: {result['gpu']}", "",
              "Before: " + ", ".join(f"`{p}`" for p in result["before"]),
              "After: " + ", ".join(f"`{p}`" for p in result["after"]), "",
-             f"The {VALUES[result['time']][1]} of each run, each side's mean, after / before. Spread: the "
+             f"The {VALUES[result['time']][1]} of each run, each side's mean, after / before "
+             f"({VALUES[result['time']][2]}). Spread: the "
              "largest over the smallest value of one side's runs at a row, its median over the rows and sides; a "
              "geomean closer to 1 than it is noise.", "",
              "| op | precision | rows | after / before, geomean | lowest (at) | highest (at) | spread median | "
