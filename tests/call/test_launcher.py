@@ -236,3 +236,17 @@ def test_launches_are_bounded_and_cleared():
     assert ("key", 2) not in call.launchers and ("key", 3) in call.launchers  # the oldest dropped
     gemmlab.clear_plans()
     assert not call.launchers
+
+
+def test_an_eviction_that_another_thread_got_to_first_drops_nothing_more():
+    """The oldest key is read, then popped: another thread may pop it, or change the table, in between."""
+    from gemmlab.call.cache import _pop_oldest
+
+    class Raced(dict):
+        def __iter__(self):  # the key this thread read, already popped by another
+            return iter(["gone"])
+
+    assert _pop_oldest(Raced(kept=1)) is None
+    assert _pop_oldest({}) is None
+    table = {"old": 1, "new": 2}
+    assert _pop_oldest(table) == 1 and table == {"new": 2}

@@ -153,12 +153,22 @@ plans: dict[tuple, Prepared] = {}
 launchers: dict[tuple, Callable] = {}
 
 
+def _pop_oldest(table: dict):
+    """The oldest entry of ``table``, removed; None where another thread emptied or changed the table between the
+    two steps."""
+    try:
+        return table.pop(next(iter(table)))
+    except (StopIteration, KeyError, RuntimeError):
+        return None
+
+
 def remember(key, prepared: Prepared) -> Prepared:
     if len(plans) >= MAX_PLANS:
-        dropped = plans.pop(next(iter(plans)))
-        for k in [k for k, launch in launchers.items() if launch.prepared is dropped]:
-            del launchers[k]
-        _finish((dropped,))
+        dropped = _pop_oldest(plans)
+        if dropped is not None:
+            for k in [k for k, launch in list(launchers.items()) if launch.prepared is dropped]:
+                launchers.pop(k, None)
+            _finish((dropped,))
     plans[key] = prepared
     return prepared
 
@@ -167,10 +177,7 @@ def remember_launcher(key, launch: Callable) -> None:
     """Keep ``launch`` (its ``prepared`` one of ``plans``) under ``key``, the oldest dropped past MAX_PLANS: its plan
     stays in ``plans``, which frees its workspaces when it drops it."""
     if len(launchers) >= MAX_PLANS:
-        try:
-            del launchers[next(iter(launchers))]
-        except (KeyError, RuntimeError):  # another thread dropped it, or changed the table meanwhile
-            pass
+        _pop_oldest(launchers)
     launchers[key] = launch
 
 
