@@ -14,6 +14,12 @@ from gemmlab.problem import np_dtype
 MAX_PLANS = 512
 
 
+def row_major_strides(shape: tuple) -> tuple:
+    """The element strides of a row-major array of ``shape`` (torch's for a contiguous tensor, a dimension of 0 taken
+    as 1)."""
+    return tuple(math.prod(max(d, 1) for d in shape[i + 1:]) for i in range(len(shape)))
+
+
 @dataclass
 class Prepared:
     """A resolved call: the plan, how the operands reach it, and why this kernel (``explain``)."""
@@ -58,8 +64,7 @@ class Prepared:
     def __setattr__(self, name, value):
         object.__setattr__(self, name, value)
         if name == "out_shape":  # C's strides follow its shape whoever sets it (torch's, a dimension of 0 included)
-            object.__setattr__(self, "out_strides", tuple(math.prod(max(d, 1) for d in value[i + 1:])
-                                                          for i in range(len(value))))
+            object.__setattr__(self, "out_strides", row_major_strides(value))
 
     @property
     def c_bytes(self) -> int:

@@ -5,12 +5,10 @@ a negated view, a first call under capture. gemmlab.torch_op's direct path and c
 the batched calls of gemmlab.call.batched launch torch tensors through here; importing it imports torch."""
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import torch
 
-from gemmlab.call.cache import Prepared
+from gemmlab.call.cache import Prepared, row_major_strides
 from gemmlab.call.launch import check_host_memory, gpu_memory_message, host_launch, overlaps
 from gemmlab.errors import GemmlabError, LayoutError, SizeLimitError
 
@@ -95,7 +93,7 @@ def launcher(prepared: Prepared, shape: tuple | None = None):
     function's ``prepared`` is its plan's: gemmlab.call.cache drops the launch with that plan."""
     template, index, lock, dtype = prepared.torch_template, prepared.device, prepared.lock, prepared.out_dtype
     c_shape = prepared.out_shape if shape is None else tuple(shape)
-    c_strides = tuple(math.prod(c_shape[i + 1:]) for i in range(len(c_shape)))
+    c_strides = row_major_strides(c_shape)
     shared = prepared.plan if prepared.shared else None
     by_stream = prepared.by_stream
 
