@@ -7,10 +7,10 @@ import subprocess
 
 import pytest
 
-from gemmlab.errors import InvalidConfigError
-from gemmlab.kernels.cuda.launch.nvrtc import _read_source
+from gemmlab.errors import CompileError, InvalidConfigError
+from gemmlab.kernels.cuda.launch.nvrtc import _read_source, compile_cuda
 from gemmlab.kernels.cuda.tc.model.kernel import WgmmaKernel
-from gemmlab.kernels.cuda.tc.model.tiles import narrow_pays
+from gemmlab.kernels.cuda.tc.model.tiles import OFF_ATOM_BUILD, OFF_ATOM_WIDTHS, narrow_pays
 from gemmlab.kernels.cuda.tc.model.timeline import TIMELINE_SOURCES, TL_SLOTS
 from gemmlab.kernels.registry import list_kernels
 from gemmlab.problem import Problem
@@ -85,6 +85,52 @@ def test_narrow_tile_is_a_pinned_configuration(spec):
     report = narrow_cfg.compile("sm_90a").report
     assert report.spills == 0 and report.stack_bytes == 0 and report.registers <= 168, report
     assert "m64n192k" in ptx_of(narrow_cfg) and "m64n192k" not in ptx_of(wide_cfg)
+
+
+# ---- tc4's widths off the 64-column atom, pinned (OFF_ATOM_WIDTHS: 144 and 224, a K-major B) -----------------------
+@pytest.mark.parametrize("prec", ["bf16", "fp16", "fp8"])
+@pytest.mark.parametrize("bn", OFF_ATOM_WIDTHS)
+def test_a_width_off_the_atom_reads_b_k_major_and_stores_c_from_registers(prec, bn):
+    from gemmlab.errors import LayoutError
+    from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout
+    from gemmlab.kernels.registry import get_kernel
+
+    spec = get_kernel(f"cuda/tc4_persistent_{prec}")
+    odd = spec.with_params({"BN": bn, **OFF_ATOM_BUILD})
+    problem, wt = Problem(1536, 1536, 1536, prec), Layout(b=COL)
+    assert odd.for_problem(problem).params["BN"] == bn  # pinned (FP8 at short K: its clusters off, SHORT_K)
+    assert odd.layouts == {wt} and odd.natural_layout(problem) == wt
+    if prec != "fp8":  # FP8 reads B K-major whatever the width; a 16-bit build only where the tile is off the atom
+        assert "K-major" in odd.layout_refusal(ROW_MAJOR) and odd.defines()["B_KMAJOR"] == 1
+        with pytest.raises(LayoutError, match="K-major"):
+            odd.make_plan(problem, ROW_MAJOR, None)
+        _, b = odd.make_inputs(Problem(8, 24, 16, prec))
+        assert b.shape == (16, 24) and b.strides[0] < b.strides[1]  # w.t(): the one layout it reads
+        assert "B_KMAJOR" not in spec.defines()
+    report = odd.compile("sm_90a").report
+    assert report.spills == 0 and report.stack_bytes == 0 and report.registers <= 168, report
+    store = "cp.async.bulk.tensor.2d.global.shared"  # C's TMA store, the registered build's
+    assert f"m64n{bn}k" in ptx_of(odd) and store not in ptx_of(odd) and store in ptx_of(spec)
+    # the registered level never takes one: the widths lost to the atom's wherever they fill the waves better
+    assert all(spec.for_problem(Problem(m, n, k, prec)).params["BN"] % 64 == 0
+               for m, n, k in ((1536, 1536, 1536), (1024, 14336, 4096), (768, 768, 768)))
+
+
+def test_widths_off_the_atom_refused_where_they_cannot_work():
+    bf16, tf32 = (next(s for s in TC4 if s.precision == p) for p in ("bf16", "tf32"))
+    odd = {"BN": 224, **OFF_ATOM_BUILD}
+    assert not bf16.constraints({**bf16.params, **odd})
+    for change in ({"EPI_TMA": 1}, {"EPI_DEFER": 3}, {"BATCHED": 1}):
+        assert any("from registers" in e for e in bf16.constraints({**bf16.params, **odd, **change}))
+        with pytest.raises(CompileError, match="from registers"):  # the source refuses it too
+            compile_cuda(bf16.source, bf16.entry, {**bf16.with_params(odd).defines(), **change}, "sm_90a")
+    assert any("NARROW_BN=0" in e for e in bf16.constraints({**bf16.params, **odd, "NARROW_BN": 192}))
+    # a 16-bit build reading an N-major B (no B_KMAJOR) is refused by the source: its tile is whole atoms
+    defines = {k: v for k, v in bf16.with_params(odd).defines().items() if k != "B_KMAJOR"}
+    with pytest.raises(CompileError, match="whole 64-column"):
+        compile_cuda(bf16.source, bf16.entry, defines, "sm_90a")
+    assert any("n224 on tc4" in e for e in bf16.constraints({**bf16.params, **odd, "BN": 160}))  # no shape built
+    assert any("BN=224" in e for e in tf32.constraints({**tf32.params, **odd}))  # no tf32 n224 wrapper
 
 
 def test_narrow_tile_refused_where_it_cannot_work():

@@ -60,6 +60,36 @@ def test_operand_maps_match_kernel_boxes(prec):
 
 
 # ---- wgmma descriptors -------------------------------------------------------------------------------------
+@pytest.mark.skipif(shutil.which("g++") is None and shutil.which("clang++") is None,
+                    reason="no host C++ compiler to build the header with")
+@pytest.mark.parametrize("prec", ["bf16", "fp8"])
+@pytest.mark.parametrize("bn,rows", [(144, 16), (224, 32)])
+def test_a_tile_off_the_atom_loads_b_in_boxes_that_tile_it(tmp_path, prec, bn, rows):
+    """The widths off the atom (OFF_ATOM_WIDTHS): Bᵀ (N rows of K, K-major) in boxes of 16 or 32 rows, the same
+    B_BOX_ROWS the device header makes of BN, each 1024-byte aligned in the stage (the 128-byte swizzle repeats
+    every 8 rows), so the stage's A box and BN / rows boxes of B are exactly the bytes its barrier expects, split
+    between a cluster's two CTAs."""
+    from gemmlab.kernels.cuda.tc.model.tiles import OFF_ATOM_BUILD, b_box_rows
+    from gemmlab.kernels.registry import get_kernel
+
+    problem = Problem(1536, 1536, 1536, prec)
+    spec = get_kernel(f"cuda/tc4_persistent_{prec}").with_params({"BN": bn, **OFF_ATOM_BUILD})
+    a, b = spec.operand_maps(problem, lda=1536, ldb=1536, b_kmajor=True)
+    assert b_box_rows(bn) == rows and (b.rows, b.cols, b.box_rows, b.box_cols) == (1536, 1536, rows, bk(prec))
+    assert b.box_bytes % 1024 == 0 and not b.errors()
+    assert a.box_bytes + bn // rows * b.box_bytes == stage_bytes(128, bn)
+    assert bn // rows >= spec.params["CM"]  # each CTA of the cluster multicasts at least one box
+    src = tmp_path / "boxes.cpp"
+    src.write_text('#include <cstdio>\n#include "tc_layout.cuh"\n'
+                   'int main() { printf("%d %d %d\\n", B_BOX_ROWS, B_BOX_BYTES, STAGE_BYTES); }\n')
+    exe = tmp_path / "boxes"
+    subprocess.run([shutil.which("g++") or shutil.which("clang++"), "-std=c++17", *HOST_SHIM, *INCLUDES,
+                    f"-DBN={bn}", "-DBM=128", "-DB_KMAJOR=1", *(["-DTC_FP8=1", "-DTC_BF16=0"] if prec == "fp8" else []),
+                    "-o", str(exe), str(src)], check=True)
+    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split()
+    assert list(map(int, out)) == [rows, b.box_bytes, stage_bytes(128, bn)]
+
+
 def test_wgmma_descriptor_fields():
     d = wgmma_desc(0x1_2400, 16, 1024)
     assert d & 0x3FFF == 0x1_2400 >> 4

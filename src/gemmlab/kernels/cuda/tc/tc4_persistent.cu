@@ -47,6 +47,9 @@
 #ifndef EPI_LEND
 #define EPI_LEND 0
 #endif
+#if (EPI_TMA || EPI_DEFER || BATCHED) && BN % 64 != 0
+#error "a tile width off the 64-column atom stores C from registers (EPI_TMA=0, EPI_DEFER=0), and no batch runs it"
+#endif
 #if EPI_DEFER && !((OUT_BF16 || OUT_F16) && EPI_TMA && !EPI_LEND && !STREAM_K)
 #error "EPI_DEFER holds a tile's C as 16-bit words for the TMA stores, beside neither EPI_LEND's lent slot nor stream-K"
 #endif

@@ -18,14 +18,22 @@ consumers leave C as the plain GEMM does. Predicted: a fused bias within 1% of t
 same 48 KB stages, the per-tensor scales applied in the epilogue, BF16 C. Why: the tensor cores' doubled rate.
 Predicted: 1.7-1.8x tc4 BF16's TFLOPS, 1.05-1.15x cuBLASLt's fast-accumulation FP8 off the power limit.
 
+BN=144 or 224 (16-bit and FP8, pinned: tiles.OFF_ATOM_WIDTHS with OFF_ATOM_BUILD): widths off the 64-column
+atom, for columns no multiple of 64 splits into whole waves (1536 in 11 tiles of 144, 14336 in 64 of 224); B K-major only,
+in 16- or 32-row boxes, C from registers. Predicted: 1.1-1.25× where they fill the last round; measured slower, so
+no problem chooses them (docs/tensor_cores/tc4.md).
+
 BATCHED=1 (BF16, FP16; SHORT_BATCH below): one launch walks batch x tiles, A and B through rank-3 maps. Why: no launch and tail
 per product. Predicted: the flattened (batch·M)×N×K problem's time, about 1.0x torch.bmm. Design, variants
 (EPI_BOXES, EPI_LEND, EPI_DEFER, EPI_ASYNC) and measurements: docs/tensor_cores/tc4.md, docs/tensor_cores/fp8.md.
 """
+import functools
+
 from gemmlab.kernels.cuda.launch.kernel import output_params
 from gemmlab.kernels.cuda.tc.model.constraints import wgmma_constraints
 from gemmlab.kernels.cuda.tc.model.fp8 import fp8_constraints
 from gemmlab.kernels.cuda.tc.model.kernel import WgmmaKernel
+from gemmlab.kernels.cuda.tc.model.tiles import OFF_ATOM_WIDTHS
 from gemmlab.kernels.cuda.tc.model.traffic import wgmma_traffic
 
 BASE = {"BM": 128, "BN": 256, "STAGES": 4, "GROUP_M": 8, "PRODUCER_REGS": 40, "CONSUMER_REGS": 232, "EPI_TMA": 1,
@@ -52,7 +60,8 @@ SPECS = [
         title=f"{prec} persistent warp-specialized wgmma m64n256, grouped tile order, 2-CTA clusters with B "
               "multicast, TMA-store epilogue",
         source="tc4_persistent.cu", entry="tc4_persistent", params={**params, **output_params(prec)},
-        constraints=lambda p: wgmma_constraints(p, specialized=True),
+        constraints=functools.partial(wgmma_constraints, specialized=True,
+                                      off_atom=OFF_ATOM_WIDTHS if prec != "tf32" else ()),
         traffic_model=wgmma_traffic(prec, BASE["BM"], BASE["BN"], CM, narrow=params, persistent=True,
                                     group_m=BASE["GROUP_M"], epi_tma=True,
                                     a_pass=2 if params.get("TF32_ROUND") else 0),  # the rounding pass over A
@@ -65,7 +74,7 @@ SPECS = [
         name="cuda/tc4_persistent_fp8", level=4, precision="fp8", kind="persistent",
         title="fp8 e4m3 tc4: wgmma m64n256k32 (QGMMA), per-tensor FP32 scales and BF16 C in the TMA-store epilogue",
         source="tc4_persistent.cu", entry="tc4_persistent", params=dict(FP8),
-        constraints=lambda p: wgmma_constraints(p, specialized=True, options=("EPI_LEND",))
+        constraints=lambda p: wgmma_constraints(p, specialized=True, options=("EPI_LEND",), off_atom=OFF_ATOM_WIDTHS)
         + fp8_constraints(p, promoted=False),
         traffic_model=wgmma_traffic("fp8", BASE["BM"], BASE["BN"], CM, narrow=FP8, persistent=True,
                                     group_m=BASE["GROUP_M"], epi_tma=True), doc=__doc__, unmodeled=EPILOGUE,

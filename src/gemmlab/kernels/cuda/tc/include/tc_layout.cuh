@@ -36,7 +36,16 @@
 #define BK (128 / ELEM_BYTES)
 #define KSTEPS (BK / WGMMA_K)  // wgmma instructions per k-tile: 4 for every type
 #define A_TILE_BYTES (BM * 128)
-#define B_BOX_BYTES (64 * 128)  // B moves in boxes of 64 N: 64 (N) x BK rows N-major, 64 rows x BK (K) K-major
+// B moves in boxes of B_BOX_ROWS N: 64 (N) x BK rows N-major; K-major, B_BOX_ROWS rows x BK (K): 64, or for a tile
+// width off the 64-column atom (K-major B only: an N-major tile is whole atoms wide) 32 or 16, so the boxes tile BN
+#if !defined(BN) || BN % 64 == 0
+#define B_BOX_ROWS 64
+#elif BN % 32 == 0
+#define B_BOX_ROWS 32
+#else
+#define B_BOX_ROWS 16
+#endif
+#define B_BOX_BYTES (B_BOX_ROWS * 128)
 #define B_TILE_BYTES (BN * 128)
 #define STAGE_BYTES (A_TILE_BYTES + B_TILE_BYTES)
 #ifndef B_MN_LBO

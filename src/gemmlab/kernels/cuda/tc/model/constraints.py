@@ -3,24 +3,35 @@ from __future__ import annotations
 
 from gemmlab.kernels.cuda.tc.model.budget import SMEM_LIMIT, launch_registers, smem_bytes
 from gemmlab.kernels.cuda.tc.model.stream_k import SK_FILL, SK_SKIP_FILL
+from gemmlab.kernels.cuda.tc.model.tiles import b_box_rows
 
 # Options that one source reads (the levels that take them name them in wgmma_constraints' ``options``)
 SOURCE_OPTIONS = {"EPI_LEND": "tc4 FP8's BF16 C staged in the tile's last ring slot too",
                   "HALVES": "tc8's k-tile wgmma in two halves, each promoted while the other runs"}
 
 
-def wgmma_constraints(p: dict, specialized: bool, swap_ab: bool = False, options: tuple = ()) -> list[str]:
+def wgmma_constraints(p: dict, specialized: bool, swap_ab: bool = False, options: tuple = (),
+                      off_atom: tuple = ()) -> list[str]:
     """The parameter errors of a wgmma level. With ``swap_ab`` (tc5) the wgmma tile is Cᵀ: the consumer
     warpgroups split BN (64 C columns each) and BM is the wgmma N; otherwise they split BM and BN is the N.
-    ``options``: the SOURCE_OPTIONS this level's source reads."""
+    ``options``: the SOURCE_OPTIONS this level's source reads; ``off_atom``: the BN widths off the 64-column atom
+    its types have wgmma shapes for (tc4's 16-bit and FP8 builds: tiles.OFF_ATOM_WIDTHS), C stored from registers."""
     e = []
     bm, bn, stages = p["BM"], p["BN"], p["STAGES"]
     split, wide = ("BN", "BM") if swap_ab else ("BM", "BN")  # names of the split side and of the wgmma N
     split_v, wide_v = p[split], p[wide]
     if split_v not in (64, 128, 192, 256):
         e.append(f"{split}={split_v}: each consumer warpgroup owns 64 of them, so {split} must be 64, 128, 192 or 256")
-    if wide_v not in (64, 128, 192, 256) or (swap_ab and wide_v == 192):
-        e.append(f"{wide}={wide_v}: wgmma shapes used here are n64, n128, n192 (not tc5) and n256")
+    odd = not swap_ab and bn in off_atom
+    if (wide_v not in (64, 128, 192, 256) and not odd) or (swap_ab and wide_v == 192):
+        e.append(f"{wide}={wide_v}: wgmma shapes used here are n64, n128, n192 (not tc5) and n256"
+                 + (f", and {', '.join(f'n{w}' for w in off_atom)} on tc4" if off_atom else ""))
+    if odd and (p.get("EPI_TMA", 0) or p.get("EPI_DEFER", 0) or p.get("BATCHED", 0)):
+        e.append(f"BN={bn}: a tile width off the 64-column atom stores C from registers (EPI_TMA=0, EPI_DEFER=0: "
+                 "the TMA epilogue's boxes and held boxes are whole atoms of 16-bit C), and no batch runs it")
+    if odd and p.get("NARROW_BN", 0):
+        e.append(f"BN={bn}: a tile width off the 64-column atom is pinned, so NARROW_BN=0 (else the narrower tile "
+                 "would run where it fills the last wave better)")
     if stages < 2:
         e.append(f"STAGES={stages}: the ring needs at least 2 slots to overlap loads with math")
     if smem_bytes(p) > SMEM_LIMIT:
@@ -48,9 +59,9 @@ def wgmma_constraints(p: dict, specialized: bool, swap_ab: bool = False, options
         cm = p.get("CM", 1)
         if cm not in (1, 2):
             e.append(f"CM={cm}: clusters of 1 or 2 CTAs along M")
-        elif p["BN"] // 64 < cm:
-            e.append(f"CM={cm}: each CTA of the cluster loads at least one of the {p['BN'] // 64} B boxes "
-                     f"(BN={p['BN']})")
+        elif p["BN"] // b_box_rows(p["BN"]) < cm:
+            e.append(f"CM={cm}: each CTA of the cluster loads at least one of the {p['BN'] // b_box_rows(p['BN'])} "
+                     f"B boxes (BN={p['BN']})")
     if p.get("GROUP_M", 1) < 1:
         e.append("GROUP_M must be at least 1")
     if p.get("STREAM_K", 0) not in (0, 1):

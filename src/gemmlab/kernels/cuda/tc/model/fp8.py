@@ -1,6 +1,7 @@
 """The FP8 levels' options (operand formats, output type, tc8's scales) and the parameter errors they add."""
 from __future__ import annotations
 
+from gemmlab.kernels.cuda.tc.model.tiles import OFF_ATOM_WIDTHS
 from gemmlab.problem import get_precision
 
 
@@ -21,12 +22,15 @@ def fp8_constraints(p: dict, promoted: bool) -> list[str]:
     # n64: tc9's narrow tile of tokens, whose C leaves from registers (C_TRANSPOSED); tc4's epilogue boxes are not
     # built at that width
     widths = (128, 192) if promoted else (64, 128, 192, 256) if p.get("C_TRANSPOSED", 0) else (128, 192, 256)
+    if not promoted and not p.get("EPI_TMA", 0) and not p.get("C_TRANSPOSED", 0):  # tc4's, C from registers
+        widths += OFF_ATOM_WIDTHS
     for name in ("BN", "NARROW_BN"):
         if p.get(name, 0) and p[name] not in widths:
             e.append(f"{name}={p[name]}: " + ("two accumulator sets of BN/2 registers must fit beside each other in "
                                               "a consumer thread's registers (232 at most), and a tile may straddle at "
                                               "most two 128-wide blocks of B's scales: 128 or 192" if promoted else
-                                              "the fp8 wgmma shapes here are n128, n192 and n256 (n64 with C_TRANSPOSED=1)"))
+                                              "the fp8 wgmma shapes here are n128, n192 and n256 (n64 with "
+                                              "C_TRANSPOSED=1; n144 and n224 with C from registers, EPI_TMA=0)"))
     if promoted and p.get("BN") in widths and p["BN"] > p.get("CONSUMER_REGS", 232) - 32:
         e.append(f"BN={p['BN']}: the two accumulator sets take BN of a consumer thread's CONSUMER_REGS="
                  f"{p.get('CONSUMER_REGS', 232)} registers, which must leave 32 for the rest")

@@ -14,8 +14,8 @@ from gemmlab.kernels.cuda.tc.model.budget import smem_bytes
 from gemmlab.kernels.cuda.tc.model.fp8 import is_fp8
 from gemmlab.kernels.cuda.tc.model.stream_k import (SK_FILL, SK_MIN_KTILES, SK_SKIP_FILL, stream_k_dp_tiles,
                                                     stream_k_grid)
-from gemmlab.kernels.cuda.tc.model.tiles import (bk, narrow_fills_last_wave, narrow_pays, rounds_a_in_place,
-                                                 short_pays, with_tile_rows)
+from gemmlab.kernels.cuda.tc.model.tiles import (b_box_rows, bk, narrow_fills_last_wave, narrow_pays,
+                                                 rounds_a_in_place, short_pays, with_tile_rows)
 from gemmlab.kernels.cuda.tc.model.timeline import TENSOR_FMA_PER_SM_CLOCK, TIMELINE_SOURCES, TL_SLOTS
 from gemmlab.kernels.geometry import Geometry, ceil_div
 from gemmlab.kernels.plan import COL, ROW_MAJOR, Layout
@@ -89,12 +89,21 @@ class WgmmaKernel(CudaKernel):
         """Row-major operands; and B as the transpose of an N×K matrix wherever B is a shared-memory operand
         (wgmma reads it K-major: TF32 then needs no pre-pass) or, in a swap, where the source loads B's register
         fragments from a K-major tile too (``swap_kmajor_b``: tc5, tc6 TF32; not tc7). FP8: B as the transpose of
-        an N×K matrix only."""
-        if self.fp8 or self.exchanges:  # exchanged: the call's B is a kernel operand read K-major
+        an N×K matrix only, and so for a tile width off the 64-column atom (tiles.OFF_ATOM_WIDTHS)."""
+        if self.fp8 or self.exchanges or self.kmajor_b_only:  # exchanged: the call's B is a kernel operand, K-major
             return frozenset({Layout(b=COL)})
         return frozenset({ROW_MAJOR} if self.swap_ab and not self.swap_kmajor_b else {ROW_MAJOR, Layout(b=COL)})
 
+    @property
+    def kmajor_b_only(self) -> bool:
+        """Whether this build reads B K-major only: a tile width off the 64-column swizzle atom, which an N-major B
+        tile is made of (tc_ktile.cuh)."""
+        return not self.swap_ab and self.params["BN"] % 64 != 0
+
     def layout_refusal(self, layout: Layout) -> str:
+        if self.kmajor_b_only and not self.fp8:
+            return (f"{self.name} at BN={self.params['BN']}: a tile width off the 64-column swizzle atom reads B "
+                    "K-major only, so B must come as the transpose of an N×K matrix (w.t())")
         if self.exchanges:
             return (f"{self.name}: {self.EXCHANGE} reads the call's B as a K-major operand of the kernel, as tf32 "
                     "wgmma reads its operands: B must come as the transpose of an N×K matrix (w.t())")
@@ -128,6 +137,8 @@ class WgmmaKernel(CudaKernel):
         if self.swap_ab and d.get("C_TRANSPOSED"):  # ... and reads the call's A as its K-major B (tc_swap.cuh)
             d["SWAP_B_KMAJOR"] = 1
         d.update(self.prec.tensor_core_defines)
+        if d["BN"] % 64 and self.prec.reads_b_n_major:  # a width off the 64-column atom reads B K-major only
+            d["B_KMAJOR"] = 1
         d.update(self.epilogue_defines())
         if d.get("EPI_DEFER") and self._stores_every_box(d):
             d["EPI_DEFER"] = 0
@@ -185,17 +196,18 @@ class WgmmaKernel(CudaKernel):
 
     def make_inputs(self, problem: Problem, seed: int = 0, xp=None):
         """A and B as verification draws them: in the kernel's formats (FP8), and where the operands are exchanged
-        B as the K×N transpose view of an N×K array, the one layout such a build reads (``natural_layout``)."""
+        or the tile is off the 64-column atom B as the K×N transpose view of an N×K array, the one layout such a
+        build reads (``natural_layout``)."""
         import numpy as np
 
         xp = np if xp is None else xp
         a, b = problem.make_inputs(seed, xp, formats=self.formats if self.fp8 else None)
-        if self.exchanges and not self.fp8:
+        if (self.exchanges or self.kmajor_b_only) and not self.fp8:
             b = xp.ascontiguousarray(b.T).T
         return a, b
 
     def natural_layout(self, problem: Problem) -> Layout:
-        if self.exchanges:  # B as w.t() only (layouts)
+        if self.exchanges or self.kmajor_b_only:  # B as w.t() only (layouts)
             return Layout(b=COL)
         return super().natural_layout(problem)
 
@@ -488,8 +500,8 @@ class WgmmaKernel(CudaKernel):
                 return a, TiledMap(dtype, n, k, ldb, self.params["BN"], kt)
             return a, TiledMap(dtype, k, n, ldb, kt, 32)
         a = TiledMap(dtype, m, k, lda, bm, kt)
-        if b_kmajor or not self.prec.reads_b_n_major:
-            return a, TiledMap(dtype, n, k, ldb, 64, kt)
+        if b_kmajor or not self.prec.reads_b_n_major:  # B_BOX_ROWS rows of Bᵀ a box (tc_layout.cuh)
+            return a, TiledMap(dtype, n, k, ldb, b_box_rows(self.params["BN"]), kt)
         return a, TiledMap(dtype, k, n, ldb, kt, 64)
 
     def c_map(self, problem: Problem) -> TiledMap:
@@ -514,7 +526,7 @@ class WgmmaKernel(CudaKernel):
         from gemmlab.kernels.cuda.tc.model import plan
 
         if layout not in self.layouts:
-            raise LayoutError(self.layout_refusal(layout) if self.exchanges else
+            raise LayoutError(self.layout_refusal(layout) if self.exchanges or self.kmajor_b_only else
                               f"{self.name} reads {', '.join(sorted(x.label() for x in self.layouts))} in place, "
                               f"not {layout.label()}")
         runs = self.for_problem(problem, info.sm_count)

@@ -45,6 +45,21 @@ def narrow_pays(m: int, n: int, p: dict, sm_count: int = 132) -> bool:
     return busiest(narrow) * NARROW_COST < busiest(p["BN"])
 
 
+# Tile widths off the 64-column swizzle atom that tc4's 16-bit and FP8 builds take when pinned (a --variant with
+# OFF_ATOM_BUILD): B read K-major in boxes of b_box_rows, C stored from registers (the TMA epilogue's boxes and held
+# boxes are whole atoms of 16-bit C), no narrower tile chosen per problem. No problem chooses them: measured slower
+# than the atom's widths at every shape where they fill the waves better (tc4.md, "Tile widths off the 64-column
+# atom").
+OFF_ATOM_WIDTHS = (144, 224)
+OFF_ATOM_BUILD = {"EPI_TMA": 0, "EPI_DEFER": 0, "NARROW_BN": 0}
+
+
+def b_box_rows(bn: int) -> int:
+    """The rows of a K-major B box (tc_layout.cuh's B_BOX_ROWS): 64, or 32 or 16 for a width off the 64-column
+    atom, so that whole boxes tile BN."""
+    return 64 if bn % 64 == 0 else 32 if bn % 32 == 0 else 16
+
+
 # A short tile's (a level's ``short_tile``: tc8's 128 rows) time per row of C against its level's taller one (tc8's
 # 192): two consumer warpgroups in place of three to cover each k-tile's promotion with another's wgmma, and more
 # shared-memory bytes a clock (tc8.md's table: 160 against 149). Fitted on the H100 at the suite's block-scaled rows
