@@ -18,10 +18,7 @@ consumers leave C as the plain GEMM does. Predicted: a fused bias within 1% of t
 same 48 KB stages, the per-tensor scales applied in the epilogue, BF16 C. Why: the tensor cores' doubled rate.
 Predicted: 1.7-1.8x tc4 BF16's TFLOPS, 1.05-1.15x cuBLASLt's fast-accumulation FP8 off the power limit.
 
-BN=144 or 224 (16-bit and FP8, pinned: tiles.OFF_ATOM_WIDTHS with OFF_ATOM_BUILD): widths off the 64-column
-atom, for columns no multiple of 64 splits into whole waves (1536 in 11 tiles of 144, 14336 in 64 of 224); B K-major only,
-in 16- or 32-row boxes, C from registers. Predicted: 1.1-1.25× where they fill the last round; measured slower, so
-no problem chooses them (docs/tensor_cores/tc4.md).
+BN=144, 224 (pinned: tiles.OFF_ATOM_WIDTHS): off the atom, C from registers; predicted 1.1-1.25×, never chosen (tc4.md).
 
 BATCHED=1 (BF16, FP16; SHORT_BATCH below): one launch walks batch x tiles, A and B through rank-3 maps. Why: no launch and tail
 per product. Predicted: the flattened (batch·M)×N×K problem's time, about 1.0x torch.bmm. Design, variants
