@@ -289,6 +289,11 @@ def test_constraints_refuse_what_the_source_does_not_build():
         get_kernel(NAMES["bf16"]).with_params({"SK_SPREAD": 2})
     with pytest.raises(InvalidConfigError, match="one at most"):
         get_kernel(NAMES["bf16"]).with_params({"SK_SPREAD": 1, "SK_CLUSTER": 1})
+    for rows in (4, 12, 256):  # A's box: whole groups of 8 rows (the swizzle's), within the tile (BM=128)
+        with pytest.raises(InvalidConfigError, match=f"A_ROWS={rows}: the rows of A's box"):
+            get_kernel(NAMES["bf16"]).with_params({"A_ROWS": rows})
+    with pytest.raises(InvalidConfigError, match="A_ROWS=32: a swapped level"):
+        get_kernel("cuda/tc5_swap_ab_tf32").with_params({"A_ROWS": 32})
     for rounding in (1, 3):  # the register-operand-only and pre-pass roundings are tc5's swap's
         with pytest.raises(InvalidConfigError, match=f"TF32_ROUND={rounding}"):
             tf32.with_params({"TF32_ROUND": rounding})

@@ -90,6 +90,39 @@ def test_a_tile_off_the_atom_loads_b_in_boxes_that_tile_it(tmp_path, prec, bn, r
     assert list(map(int, out)) == [rows, b.box_bytes, stage_bytes(128, bn)]
 
 
+@pytest.mark.skipif(shutil.which("g++") is None and shutil.which("clang++") is None,
+                    reason="no host C++ compiler to build the header with")
+@pytest.mark.parametrize("prec", ["bf16", "fp8", "tf32"])
+@pytest.mark.parametrize("m,rows", [(1, 8), (3, 8), (16, 16), (17, 32), (64, 64), (100, 16)])
+def test_a_box_of_a_variant_s_rows_is_what_the_barrier_expects(tmp_path, prec, m, rows):
+    """tc10 with A_ROWS (a variant): A's map copies that many rows a stage where they are fewer than the tile's, and
+    the header's STAGE_TX, what load_stage arms the stage's barrier with, is that box and the B tile, the bytes the
+    copies land; A_ROWS of the tile's rows is the registered binary (STAGE_TX = STAGE_BYTES, no define); past the
+    box's rows M is refused, as the tile's rows past it hold a stale stage's bytes."""
+    from gemmlab.kernels.registry import get_kernel
+
+    problem = Problem(m, 4096, 4096, prec)
+    variant = get_kernel(f"cuda/tc10_split_k_{prec}").with_params({"A_ROWS": rows})
+    if m > rows:
+        assert f"M={m} needs a box of M rows at least" in variant.is_valid(problem)
+        return
+    spec = variant.for_problem(problem)
+    p = spec.params
+    assert p["BM"] == 64 and p["A_ROWS"] == (rows if rows < 64 else 0)  # 0: the tile's rows
+    assert ("A_ROWS" in spec.defines()) == (rows < 64)
+    a, b = spec.operand_maps(problem, lda=4096, ldb=4096, b_kmajor=True)
+    assert (a.rows, a.box_rows) == (m, rows) and not a.errors()
+    src = tmp_path / "stage.cpp"
+    src.write_text('#include <cstdio>\n#include "tc_layout.cuh"\n'
+                   'int main() { printf("%d %d %d\\n", A_BOX_BYTES, STAGE_TX, STAGE_BYTES); }\n')
+    exe = tmp_path / "stage"
+    defines = [f"-D{k}={v}" for k, v in spec.defines().items() if k in ("BM", "BN", "A_ROWS", "TC_BF16", "TC_FP8")]
+    subprocess.run([shutil.which("g++") or shutil.which("clang++"), "-std=c++17", *HOST_SHIM, *INCLUDES, *defines,
+                    "-DB_KMAJOR=1", "-o", str(exe), str(src)], check=True)
+    out = list(map(int, subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split()))
+    assert out == [a.box_bytes, a.box_bytes + p["BN"] // 64 * b.box_bytes, stage_bytes(64, p["BN"])]
+
+
 def test_wgmma_descriptor_fields():
     d = wgmma_desc(0x1_2400, 16, 1024)
     assert d & 0x3FFF == 0x1_2400 >> 4

@@ -48,8 +48,11 @@ from gemmlab.problem import Problem
 # CTAs instead of through the workspace; measured slower on the H200 (docs/tensor_cores/tc10.md), so off
 # SK_SPREAD = 1 (a --variant): where the tiles x S CTAs are resident at once (split_k.spreads), the S CTAs of a tile
 # each add a share of it over the partials in the workspace, instead of the last to arrive adding all of it
+# A_ROWS = 0: A's box is the tile's BM rows; a --variant may name fewer (a multiple of 8), so that at M below the
+# tile the box stops near M instead of TMA filling the tile's rows past M with zeros. Not yet timed: no problem
+# chooses it (docs/tensor_cores/tc10.md, "A's box at decode sizes")
 BASE = {"BM": 128, "BN": 128, "STAGES": 6, "PRODUCER_REGS": 40, "CONSUMER_REGS": 232, "SPLITS": 0, "EPI_TMA": 1,
-        "SK_CLUSTER": 0, "SK_SPREAD": 0}
+        "SK_CLUSTER": 0, "SK_SPREAD": 0, "A_ROWS": 0}
 FP8 = {**BASE, "A_E5M2": 0, "B_E5M2": 0, "OUT_BF16": 1}
 FP8_BLOCK = {**FP8, "BLOCK_SCALED": 1}
 # both operands rounded to nearest by their tensor maps; TF32_ROUND = 2 (a --variant, with TMA_ROUND = 0): in the
@@ -70,6 +73,8 @@ class SplitK(WgmmaKernel):
     def defines(self) -> dict:
         d = super().defines()
         d.pop("SPLITS")  # the kernel reads S from gridDim.y
+        if d.get("A_ROWS") in (0, d["BM"]):  # the tile's rows: the header's default, one binary with and without
+            d.pop("A_ROWS")
         d["SK_CLUSTER"] = int(self.cluster() is not None)
         if d["SK_CLUSTER"]:
             d["SK_CLUSTER_MAX"] = split_k.CLUSTER_MAX  # the bound of the kernel's loops over a cluster's partials
@@ -93,9 +98,12 @@ class SplitK(WgmmaKernel):
         return hit or split_k.choose(m, n, k, self.precision, sm_count, spread=bool(p.get("SK_SPREAD", 0)))
 
     def for_problem(self, problem: Problem, sm_count: int = SM_COUNT) -> "SplitK":
+        """The build at the plan's tile and S; A's box the variant's A_ROWS where they are fewer than its rows."""
         s = self.split_plan(problem, sm_count)
         spread = int(split_k.spreads(s, self.params.get("SK_SPREAD", 0), sm_count))
-        return self.with_params({"BM": s.bm, "BN": s.bn, "STAGES": s.stages, "SPLITS": s.splits, "SK_SPREAD": spread})
+        rows = self.params.get("A_ROWS", 0)
+        return self.with_params({"BM": s.bm, "BN": s.bn, "STAGES": s.stages, "SPLITS": s.splits, "SK_SPREAD": spread,
+                                 "A_ROWS": rows if rows < s.bm else 0})
 
     def make_plan(self, problem: Problem, layout, info, gpu=None):
         """The plan for the GPU ``info`` describes (its own measured table where gemmlab ships one), whose explanation

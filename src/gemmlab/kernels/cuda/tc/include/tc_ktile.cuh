@@ -58,8 +58,9 @@ __device__ __forceinline__ void wgmma_ktile(float (&d)[N / 2], u32 a_tile, u32 b
   }
 }
 
-// Issue the TMA copies of one k-tile (A: one BM x BK box; B: BN/B_BOX_ROWS boxes) into a stage and count them on `bar`,
-// with `extra_bytes` more that the caller copies on the same barrier (tc8's scales). With a cluster of NCTA CTAs along M sharing the B tile, CTA `rank` loads every NCTA-th B box and multicasts it.
+// Issue the TMA copies of one k-tile (A: one A_ROWS x BK box; B: BN/B_BOX_ROWS boxes) into a stage and count them on
+// `bar`, with `extra_bytes` more that the caller copies on the same barrier (tc8's scales). With a cluster of NCTA
+// CTAs along M sharing the B tile, CTA `rank` loads every NCTA-th B box and multicasts it.
 // BATCHED=1: the maps are 3-D, and the box is of matrix ba of A and bb of B.
 #ifndef BATCHED
 #define BATCHED 0
@@ -70,10 +71,11 @@ __device__ __forceinline__ void load_stage(unsigned char *stage, const TmaMap *m
                                            int bb = 0) {
   static_assert(NCTA == 1 || NCTA == 2, "clusters of 1 or 2 CTAs along M (CM)");
   static_assert(BN / B_BOX_ROWS >= NCTA, "each CTA of a cluster loads at least one of the tile's B boxes");
+  static_assert(A_ROWS % 8 == 0 && 8 <= A_ROWS && A_ROWS <= BM, "A_ROWS: a multiple of 8 rows, at most the tile's");
 #if !B_KMAJOR
   static_assert(BN % 64 == 0, "an N-major B tile is whole 64-column boxes wide");
 #endif
-  mbar_expect_tx(bar, STAGE_BYTES + extra_bytes);
+  mbar_expect_tx(bar, STAGE_TX + extra_bytes);
 #if BATCHED
   tma_load_3d(stage, mapA, bar, k0, m0, ba);
 #else

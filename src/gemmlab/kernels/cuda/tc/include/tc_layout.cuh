@@ -36,6 +36,14 @@
 #define BK (128 / ELEM_BYTES)
 #define KSTEPS (BK / WGMMA_K)  // wgmma instructions per k-tile: 4 for every type
 #define A_TILE_BYTES (BM * 128)
+// A moves in one box of A_ROWS rows (by default the tile's BM). Fewer (a tc10 variant) where the problem has fewer
+// rows than a tile: the box then ends near M instead of running past it, and TMA's zero fill of the rows past M is
+// not asked for. The tile's rows past A_ROWS keep whatever the stage held; wgmma's row r of C reads only row r of
+// A, so they reach only rows of C past A_ROWS, which the variant is run only where they are past M, never stored.
+#ifndef A_ROWS
+#define A_ROWS BM
+#endif
+#define A_BOX_BYTES (A_ROWS * 128)
 // B moves in boxes of B_BOX_ROWS N: 64 (N) x BK rows N-major; K-major, B_BOX_ROWS rows x BK (K): 64, or for a tile
 // width off the 64-column atom (K-major B only: an N-major tile is whole atoms wide) 32 or 16, so the boxes tile BN
 #if !defined(BN) || BN % 64 == 0
@@ -48,6 +56,7 @@
 #define B_BOX_BYTES (B_BOX_ROWS * 128)
 #define B_TILE_BYTES (BN * 128)
 #define STAGE_BYTES (A_TILE_BYTES + B_TILE_BYTES)
+#define STAGE_TX (A_BOX_BYTES + B_TILE_BYTES)  // the bytes a stage's copies land
 #ifndef B_MN_LBO
 #define B_MN_LBO (BK * 128)  // N-major B: from one 64-column box to the next
 #endif

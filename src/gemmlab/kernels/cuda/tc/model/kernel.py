@@ -259,6 +259,10 @@ class WgmmaKernel(CudaKernel):
                            SizeLimitError)
         if self.kind != "persistent" and ceil_div(problem.m, self.params["BM"]) > 65535:
             return Refusal(f"M={problem.m} needs more than 65535 row blocks in gridDim.y", SizeLimitError)
+        rows = self.params.get("A_ROWS") or self.params["BM"]
+        if rows < self.params["BM"] and problem.m > rows:  # the tile's rows past A's box hold a stale stage's bytes
+            return Refusal(f"{self.name} with A_ROWS={rows} copies {rows} rows of A a tile: M={problem.m} needs a "
+                           f"box of M rows at least (or A_ROWS=0, the tile's {self.params['BM']})", SizeLimitError)
         if isinstance(problem, BatchedProblem):
             return self._batch_refusal(problem)
         return None
@@ -499,7 +503,7 @@ class WgmmaKernel(CudaKernel):
             if b_kmajor:  # SWAP_B_KMAJOR: one box of BN rows of Bᵀ, 128 bytes of K each
                 return a, TiledMap(dtype, n, k, ldb, self.params["BN"], kt)
             return a, TiledMap(dtype, k, n, ldb, kt, 32)
-        a = TiledMap(dtype, m, k, lda, bm, kt)
+        a = TiledMap(dtype, m, k, lda, self.params.get("A_ROWS") or bm, kt)
         if b_kmajor or not self.prec.reads_b_n_major:  # B_BOX_ROWS rows of Bᵀ a box (tc_layout.cuh)
             return a, TiledMap(dtype, n, k, ldb, b_box_rows(self.params["BN"]), kt)
         return a, TiledMap(dtype, k, n, ldb, kt, 64)
