@@ -310,6 +310,39 @@ def test_constraints_refuse_what_the_source_does_not_build():
         tf32.with_params(wide)
 
 
+@pytest.mark.parametrize("precision", list(NAMES))
+def test_a_box_of_fewer_rows_is_refused_past_them_on_the_tile_that_runs(precision, tmp_path):
+    """A_ROWS (a variant): refused where M passes the box on the tile tc10 chooses for the problem, whatever BM the
+    variant named (a pinned BM=64 runs 128-row tiles at 1000x4096x4096); dropped where the chosen tile is no taller
+    than the box (one binary with the registered build); the plan it times is the registered build's tile and S. A
+    build with a 16-row box compiles without spills, with the precision's wgmma in SASS where a disassembler is
+    installed; A_ROWS=0 on another level is its registered binary."""
+    base = get_kernel(NAMES[precision])
+    pinned = base.with_params({"BM": 64, "A_ROWS": 64})
+    big = Problem(1000, 4096, 4096, precision)
+    assert base.for_problem(big).params["BM"] == 128 and "M=1000 needs a box" in pinned.is_valid(big)
+    for shape in ((64, 4096, 4096), (65, 256, 16384), (16, 14336, 4096), (3, 1024, 8192)):
+        problem = Problem(*shape, precision)
+        registered = base.for_problem(problem).params
+        for rows in (64, 96):
+            runs = base.with_params({"A_ROWS": rows})
+            assert not runs.is_valid(problem)
+            p = runs.for_problem(problem).params
+            assert {k: p[k] for k in ("BM", "BN", "STAGES", "SPLITS")} == \
+                {k: registered[k] for k in ("BM", "BN", "STAGES", "SPLITS")}
+            assert registered["BM"] == 64 and p["A_ROWS"] == 0 and "A_ROWS" not in runs.for_problem(problem).defines()
+    short = base.with_params({"A_ROWS": 16}).for_problem(Problem(16, 14336, 4096, precision))
+    assert short.defines()["A_ROWS"] == 16 and short.params["BM"] == 64
+    compiled = short.compile("sm_90a")
+    assert compiled.report.spills == 0 and compiled.report.stack_bytes == 0
+    if sass.AVAILABLE:
+        ops = {i.op for i in sass.instructions(sass.sass(compiled.cubin, tmp_path))}
+        assert MMA[precision].format(short.params["BN"]) in ops
+    tc4 = get_kernel("cuda/tc4_persistent_bf16")
+    assert tc4.with_params({"A_ROWS": 0}).defines() == tc4.defines()
+    assert tc4.with_params({"A_ROWS": 64}).defines()["A_ROWS"] == 64
+
+
 def test_tf32_rounds_to_nearest_so_auto_may_pick_it():
     """The registered build's maps round (TMA_ROUND=1 over the truncating binary), as the in-kernel variant does;
     without either it truncates, which auto passes over."""

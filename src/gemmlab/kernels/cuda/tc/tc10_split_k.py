@@ -73,8 +73,6 @@ class SplitK(WgmmaKernel):
     def defines(self) -> dict:
         d = super().defines()
         d.pop("SPLITS")  # the kernel reads S from gridDim.y
-        if d.get("A_ROWS") in (0, d["BM"]):  # the tile's rows: the header's default, one binary with and without
-            d.pop("A_ROWS")
         d["SK_CLUSTER"] = int(self.cluster() is not None)
         if d["SK_CLUSTER"]:
             d["SK_CLUSTER_MAX"] = split_k.CLUSTER_MAX  # the bound of the kernel's loops over a cluster's partials
@@ -93,7 +91,8 @@ class SplitK(WgmmaKernel):
         if p["SPLITS"]:
             return split_k.pinned(m, n, k, self.precision, p["BM"], p["BN"], p["STAGES"], p["SPLITS"], sm_count)
         hit = split_k.measured(m, n, k, self.precision, sm_count)
-        if hit and self.constraints({**p, "BM": hit.bm, "BN": hit.bn, "STAGES": hit.stages, "SPLITS": hit.splits}):
+        if hit and self.constraints({**p, "BM": hit.bm, "BN": hit.bn, "STAGES": hit.stages, "SPLITS": hit.splits,
+                                     "A_ROWS": 0}):  # A's box follows the tile (for_problem)
             hit = None  # a tile this build's options do not run (128x256 across a cluster, or rounding A itself)
         return hit or split_k.choose(m, n, k, self.precision, sm_count, spread=bool(p.get("SK_SPREAD", 0)))
 

@@ -32,7 +32,7 @@ def wgmma_constraints(p: dict, specialized: bool, swap_ab: bool = False, options
     if odd and p.get("NARROW_BN", 0):
         e.append(f"BN={bn}: a tile width off the 64-column atom is pinned, so NARROW_BN=0 (else the narrower tile "
                  "would run where it fills the last wave better)")
-    rows = p.get("A_ROWS") or bm  # 0: chosen per problem (tc10)
+    rows = p.get("A_ROWS") or bm  # 0: the tile's rows
     if rows != bm and (swap_ab or rows % 8 or not 8 <= rows <= bm):
         e.append(f"A_ROWS={rows}: " + ("a swapped level's A is its tile's BM rows" if swap_ab else
                                       f"the rows of A's box, a multiple of 8 from 8 to BM={bm}"))

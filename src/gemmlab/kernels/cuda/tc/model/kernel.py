@@ -136,6 +136,8 @@ class WgmmaKernel(CudaKernel):
              if k not in ("NARROW_BN", "NARROW_BM", "SK_MIN_KTILES", self.EXCHANGE, "SHORT_K", "TMA_ROUND")}
         if self.swap_ab and d.get("C_TRANSPOSED"):  # ... and reads the call's A as its K-major B (tc_swap.cuh)
             d["SWAP_B_KMAJOR"] = 1
+        if d.get("A_ROWS") in (0, d["BM"]):  # A's box of the tile's rows: the header's default, one binary
+            d.pop("A_ROWS", None)
         d.update(self.prec.tensor_core_defines)
         if d["BN"] % 64 and self.prec.reads_b_n_major:  # a width off the 64-column atom reads B K-major only
             d["B_KMAJOR"] = 1
@@ -259,10 +261,13 @@ class WgmmaKernel(CudaKernel):
                            SizeLimitError)
         if self.kind != "persistent" and ceil_div(problem.m, self.params["BM"]) > 65535:
             return Refusal(f"M={problem.m} needs more than 65535 row blocks in gridDim.y", SizeLimitError)
-        rows = self.params.get("A_ROWS") or self.params["BM"]
-        if rows < self.params["BM"] and problem.m > rows:  # the tile's rows past A's box hold a stale stage's bytes
-            return Refusal(f"{self.name} with A_ROWS={rows} copies {rows} rows of A a tile: M={problem.m} needs a "
-                           f"box of M rows at least (or A_ROWS=0, the tile's {self.params['BM']})", SizeLimitError)
+        if self.params.get("A_ROWS"):  # the tile's rows past A's box hold a stale stage's bytes
+            runs = self.for_problem(problem).params  # the tile that runs: tc10 chooses it per problem
+            rows = runs.get("A_ROWS") or runs["BM"]
+            if rows < runs["BM"] and problem.m > rows:
+                return Refusal(f"{self.name} with A_ROWS={rows} copies {rows} rows of A a {runs['BM']}-row tile: "
+                               f"M={problem.m} needs a box of M rows at least (or A_ROWS=0, the tile's)",
+                               SizeLimitError)
         if isinstance(problem, BatchedProblem):
             return self._batch_refusal(problem)
         return None
