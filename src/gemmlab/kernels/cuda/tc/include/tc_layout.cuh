@@ -39,7 +39,7 @@
 // A moves in one box of A_ROWS rows (by default the tile's BM). Fewer (a tc10 variant) where the problem has fewer
 // rows than a tile: the box then ends near M, and TMA fills only its own rows past M with zeros, not the tile's. The
 // tile's rows past A_ROWS keep whatever the stage held; wgmma's row r of C reads only row r of A, so they reach
-// only rows of C past A_ROWS, which the host runs the variant only where they lie past M (is_valid), never stored.
+// only rows of C past A_ROWS, and the host runs the variant only where those lie past M (is_valid): never stored.
 #ifndef A_ROWS
 #define A_ROWS BM
 #endif
