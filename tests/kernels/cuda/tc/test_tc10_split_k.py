@@ -327,10 +327,11 @@ def test_a_box_of_fewer_rows_is_refused_past_them_on_the_tile_that_runs(precisio
         for rows in (64, 96):
             runs = base.with_params({"A_ROWS": rows})
             assert not runs.is_valid(problem)
-            p = runs.for_problem(problem).params
+            built = runs.for_problem(problem)
+            p = built.params
             assert {k: p[k] for k in ("BM", "BN", "STAGES", "SPLITS")} == \
                 {k: registered[k] for k in ("BM", "BN", "STAGES", "SPLITS")}
-            assert registered["BM"] == 64 and p["A_ROWS"] == 0 and "A_ROWS" not in runs.for_problem(problem).defines()
+            assert registered["BM"] == 64 and p["A_ROWS"] == 0 and "A_ROWS" not in built.defines()
     short = base.with_params({"A_ROWS": 16}).for_problem(Problem(16, 14336, 4096, precision))
     assert short.defines()["A_ROWS"] == 16 and short.params["BM"] == 64
     compiled = short.compile("sm_90a")

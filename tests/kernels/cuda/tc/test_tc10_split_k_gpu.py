@@ -1,8 +1,8 @@
 """tc10_split_k on a GPU (skipped without one): right on ragged shapes at the chosen and at pinned S (across a cluster,
 and through the workspace by the last split or by every split) and with A's box of fewer rows than the tile, the same
 bits on every call of one plan (its tickets back at zero after each) and every way of adding the partials; TF32 also
-as x @ w.t() (B read and rounded in place), at cuBLAS TF32's accuracy. Apart from the CPU tests, whose stub driver (a module fixture) would take these
-launches."""
+as x @ w.t() (B read and rounded in place), at cuBLAS TF32's accuracy. Apart from the CPU tests, whose stub driver
+(a module fixture) would take these launches."""
 import numpy as np
 import pytest
 
