@@ -123,3 +123,26 @@ def test_dispatch_says_what_auto_runs_without_a_gpu():
         code = main(["dispatch", "--shape", "4096", "--precision", "bf16", "--b-transposed"])
     out = buf.getvalue()
     assert code == 0 and "cuda/tc4_persistent_bf16" in out and "column-major in place" in out
+
+
+def test_dispatch_names_the_layout_no_kernel_takes_and_the_flag_that_fixes_it():
+    """FP8's wgmma reads B K-major only: asked about row-major B (the default layout), dispatch says no kernel takes
+    that layout and names --b-transposed, then answers with it; a layout the user named gets no such hint."""
+    from gemmlab.cli import main
+
+    import contextlib
+    import io
+
+    def run(*extra):
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            code = main(["dispatch", "--shape", "64x4096x4096", "--precision", "fp8", *extra])
+        return code, " ".join(buf.getvalue().split())
+
+    code, out = run()
+    assert code == 0 and "64x4096x4096 fp8, A row-major, B row-major: no kernel takes it:" in out
+    assert "B must come as the transpose" in out and "--b-transposed asks for B as w.t()" in out
+    code, out = run("--layout", "col,row")
+    assert code == 0 and "A column-major, B row-major: no kernel takes it" in out and "--b-transposed" not in out
+    code, out = run("--b-transposed")
+    assert code == 0 and "no kernel takes it" not in out and "64x4096x4096 fp8: cuda/" in out

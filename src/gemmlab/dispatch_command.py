@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gemmlab.cli_parser import output_path
-from gemmlab.errors import GemmlabError, OutputPathError
+from gemmlab.errors import GemmlabError, LayoutError, OutputPathError
 
 
 def cmd_dispatch(args, console) -> int:
@@ -50,6 +50,10 @@ def cmd_dispatch(args, console) -> int:
             try:
                 require_fits(problem, info.total_mem_bytes, info.name)
                 choice = dispatch.choose(problem, layout, info)
+            except LayoutError as exc:  # no candidate reads these operands' layout (fp8's wgmma: B K-major only)
+                fix = "" if args.layout or args.b_transposed else "; --b-transposed asks for B as w.t()"
+                console.print(f"{head}, {layout.label()}: no kernel takes it: {exc}{fix}", highlight=False)
+                continue
             except GemmlabError as exc:
                 console.print(f"{head}: {exc}", highlight=False)
                 continue
