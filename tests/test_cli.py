@@ -112,7 +112,8 @@ def test_timeline_names_what_it_cannot_do():
     assert proc.returncode == 2 and "needs a CUDA GPU" in proc.stderr
 
 
-def test_dispatch_says_what_auto_runs_without_a_gpu():
+def _dispatch(*argv):
+    """gemmlab dispatch's exit code and what it printed, its lines joined by single spaces (rich wraps them)."""
     from gemmlab.cli import main
 
     import contextlib
@@ -120,29 +121,23 @@ def test_dispatch_says_what_auto_runs_without_a_gpu():
 
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        code = main(["dispatch", "--shape", "4096", "--precision", "bf16", "--b-transposed"])
-    out = buf.getvalue()
+        code = main(["dispatch", *argv])
+    return code, " ".join(buf.getvalue().split())
+
+
+def test_dispatch_says_what_auto_runs_without_a_gpu():
+    code, out = _dispatch("--shape", "4096", "--precision", "bf16", "--b-transposed")
     assert code == 0 and "cuda/tc4_persistent_bf16" in out and "column-major in place" in out
 
 
 def test_dispatch_names_the_layout_no_kernel_takes_and_the_flag_that_fixes_it():
     """FP8's wgmma reads B K-major only: asked about row-major B (the default layout), dispatch says no kernel takes
-    that layout and names --b-transposed, then answers with it; a layout the user named gets no such hint."""
-    from gemmlab.cli import main
-
-    import contextlib
-    import io
-
-    def run(*extra):
-        buf = io.StringIO()
-        with contextlib.redirect_stdout(buf):
-            code = main(["dispatch", "--shape", "64x4096x4096", "--precision", "fp8", *extra])
-        return code, " ".join(buf.getvalue().split())
-
-    code, out = run()
+    that layout and names --b-transposed, with which it answers; a layout the user named gets no such hint."""
+    fp8 = ("--shape", "64x4096x4096", "--precision", "fp8")
+    code, out = _dispatch(*fp8)
     assert code == 0 and "64x4096x4096 fp8, A row-major, B row-major: no kernel takes it:" in out
     assert "B must come as the transpose" in out and "--b-transposed asks for B as w.t()" in out
-    code, out = run("--layout", "col,row")
+    code, out = _dispatch(*fp8, "--layout", "col,row")
     assert code == 0 and "A column-major, B row-major: no kernel takes it" in out and "--b-transposed" not in out
-    code, out = run("--b-transposed")
+    code, out = _dispatch(*fp8, "--b-transposed")
     assert code == 0 and "no kernel takes it" not in out and "64x4096x4096 fp8: cuda/" in out
